@@ -1,0 +1,1 @@
+//! Sampling /proc and kernel events for the bootprint recorder.

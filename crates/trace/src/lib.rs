@@ -1,0 +1,12 @@
+//! The bootprint trace: what a recorded boot leaves on disk, and the types to read and write it.
+//!
+//! A trace is a directory of bootchart2-compatible sample logs plus bootprint's own
+//! `events.log` (see `docs/trace-format.md`). This crate owns the format only: parsing takes
+//! text, writing takes values; it decides nothing about when to sample or what a boot means
+//! (that belongs to `sample` and `analyze`).
+#![deny(missing_docs)]
+
+pub mod events;
+pub mod writer;
+
+pub use events::{Event, EventParseError};
