@@ -1,1 +1,112 @@
-fn main() {}
+//! `bootprint-testbed`: builds a Debian 12 image, boots it under QEMU (TCG), measures the
+//! boot, runs benchmarks and the real-boot smoke test. See docs/testbed.md.
+//!
+//! This file only parses arguments and dispatches; each verb lives in its own module.
+
+mod bench;
+mod deps;
+mod image;
+mod qemu;
+mod serial;
+mod smoke;
+mod util;
+
+use std::process::ExitCode;
+
+use util::Error;
+
+const USAGE: &str = "\
+usage: bootprint-testbed <command> [options]
+
+commands:
+  deps      install the host packages the test bed needs (idempotent)
+  image     build the Debian 12 image (cached) and install the current bootprint binaries
+            [--no-cargo]  do not run `cargo build --release` first
+  boot      boot the image once under QEMU and measure it
+            [--profile fast|sd|hdd] [--append 'KERNEL ARGS'] [--record]
+            [--trace-out DIR] [--keep-disk] [--json]
+  bench     run a benchmark: NAME [--runs N] [--profile P] [--json]
+            benchmarks: record
+  smoke     real-boot smoke test: boot with --record, check the trace and the report
+
+environment:
+  BOOTPRINT_TESTBED_CACHE   cache directory (default <repo>/testbed/cache)
+
+exit codes: 0 ok, 1 failure, 2 usage
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Error::Usage(msg)) => {
+            eprintln!("bootprint-testbed: {msg}\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+        Err(Error::Failed(msg)) => {
+            eprintln!("bootprint-testbed: error: {msg}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<(), Error> {
+    let Some(cmd) = args.first() else {
+        return Err(Error::Usage("missing command".into()));
+    };
+    let mut opts = util::Args::new(&args[1..]);
+    if cmd == "--help" || cmd == "-h" || cmd == "help" || opts.flag("--help") || opts.flag("-h") {
+        print!("{USAGE}");
+        return Ok(());
+    }
+    let paths = util::Paths::from_env()?;
+    match cmd.as_str() {
+        "deps" => {
+            opts.finish()?;
+            deps::install(&paths)
+        }
+        "image" => {
+            let cargo = !opts.flag("--no-cargo");
+            opts.finish()?;
+            let img = image::ensure(&paths, cargo)?;
+            println!("image ready: {}", img.rootfs.display());
+            Ok(())
+        }
+        "boot" => {
+            let boot = qemu::BootOpts::parse(&mut opts)?;
+            let json = opts.flag("--json");
+            opts.finish()?;
+            let img = image::Image::current(&paths)?;
+            let res = qemu::boot(&paths, &img, &boot)?;
+            if json {
+                println!("{}", res.to_json());
+            } else {
+                res.print_text();
+            }
+            Ok(())
+        }
+        "bench" => {
+            let name = opts.positional().ok_or_else(|| Error::Usage("bench needs a NAME".into()))?;
+            let runs = match opts.value("--runs")? {
+                Some(v) => v
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| Error::Usage(format!("--runs: expected a positive integer, got {v:?}")))?,
+                None => 3,
+            };
+            let profile = match opts.value("--profile")? {
+                Some(p) => qemu::Profile::parse(&p)?,
+                None => qemu::Profile::Fast,
+            };
+            let json = opts.flag("--json");
+            opts.finish()?;
+            bench::run(&paths, &name, runs, profile, json)
+        }
+        "smoke" => {
+            opts.finish()?;
+            smoke::run(&paths)
+        }
+        other => Err(Error::Usage(format!("unknown command {other:?}"))),
+    }
+}

@@ -1,1 +1,3 @@
 //! Renders a boot model.
+pub mod chart;
+pub mod svg;

@@ -1,1 +1,12 @@
-//! Sampling /proc and kernel events for the bootprint recorder.
+//! Sampling for the bootprint recorder: the /proc files a sample is made of, every
+//! process's `/proc/PID/stat` read cheaply at 50 Hz, and exec events from fanotify.
+//!
+//! This crate reads the running kernel; it decides nothing about when to sample or when boot
+//! is done (that is the recorder's, in `record`) and formats nothing on disk (that is
+//! `trace`'s). Every path is a parameter ([`procfs::ProcFs`]) so tests use fake trees;
+//! raw system calls live in [`sys`].
+#![deny(missing_docs)]
+
+pub mod execwatch;
+pub mod procfs;
+pub mod sys;

@@ -10,3 +10,8 @@ pub mod events;
 pub mod writer;
 
 pub use events::{Event, EventParseError};
+pub mod bootchart;
+pub mod reader;
+
+pub use bootchart::ParseError;
+pub use reader::{ReadError, Trace};

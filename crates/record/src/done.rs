@@ -1,0 +1,143 @@
+//! When is boot done? After the login milestone, once CPU and disk have both been idle for a
+//! settle period ("done booting means CPU and disk idle", seed 001). Pure: fed with
+//! counters, it says when.
+
+use std::collections::HashMap;
+
+/// Idle thresholds and settle period.
+#[derive(Debug, Clone, Copy)]
+pub struct Thresholds {
+    /// Busy share of all CPUs below which the CPU counts as idle.
+    pub cpu: f64,
+    /// Disk busy share (io_ticks per elapsed time, busiest disk) below which it counts idle.
+    pub disk: f64,
+    /// How long both must stay idle, in ns.
+    pub settle_ns: u64,
+}
+
+/// Watches successive samples for the idle period that ends the boot.
+#[derive(Debug)]
+pub struct DoneDetector {
+    limits: Thresholds,
+    prev: Option<(u64, u64, u64, HashMap<String, u64>)>,
+    idle_since: Option<u64>,
+    /// Busy shares seen in the last interval (cpu, disk), for the trace.
+    pub last: (f64, f64),
+}
+
+impl DoneDetector {
+    /// A detector with these limits.
+    pub fn new(limits: Thresholds) -> DoneDetector {
+        DoneDetector {
+            limits,
+            prev: None,
+            idle_since: None,
+            last: (0.0, 0.0),
+        }
+    }
+
+    /// Feeds one sample: time, CPU (busy, total) jiffies, io_ms per disk. Returns whether the
+    /// interval since the previous sample was idle.
+    pub fn feed(
+        &mut self,
+        t_ns: u64,
+        cpu_busy: u64,
+        cpu_total: u64,
+        disks: &[(String, u64)],
+    ) -> bool {
+        let disks: HashMap<String, u64> = disks.iter().cloned().collect();
+        let Some((pt, pbusy, ptotal, pdisks)) =
+            self.prev
+                .replace((t_ns, cpu_busy, cpu_total, disks.clone()))
+        else {
+            return false;
+        };
+        let dt_ms = (t_ns.saturating_sub(pt)) as f64 / 1e6;
+        let dtotal = cpu_total.saturating_sub(ptotal);
+        let cpu = if dtotal == 0 {
+            0.0
+        } else {
+            cpu_busy.saturating_sub(pbusy) as f64 / dtotal as f64
+        };
+        let disk = disks
+            .iter()
+            .filter_map(|(name, ms)| {
+                Some(ms.saturating_sub(*pdisks.get(name)?) as f64 / dt_ms.max(1.0))
+            })
+            .fold(0.0, f64::max);
+        self.last = (cpu, disk);
+        let idle = cpu < self.limits.cpu && disk < self.limits.disk;
+        if idle {
+            self.idle_since.get_or_insert(pt);
+        } else {
+            self.idle_since = None;
+        }
+        idle
+    }
+
+    /// The time boot was done, if it is: the start of an idle run that began no earlier than
+    /// `milestone_ns` (idle before the login does not count) and has lasted the settle period.
+    pub fn done_at(&self, now_ns: u64, milestone_ns: Option<u64>) -> Option<u64> {
+        let milestone = milestone_ns?;
+        let since = self.idle_since?.max(milestone);
+        (now_ns >= since && now_ns - since >= self.limits.settle_ns).then_some(since)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    fn detector() -> DoneDetector {
+        DoneDetector::new(Thresholds {
+            cpu: 0.25,
+            disk: 0.10,
+            settle_ns: 3 * S,
+        })
+    }
+
+    fn disk(ms: u64) -> Vec<(String, u64)> {
+        vec![("vda".into(), ms)]
+    }
+
+    #[test]
+    fn done_only_after_login_and_settle() {
+        let mut d = detector();
+        // t=0..10 s: busy CPU (50%); t=10..20: idle; milestone at 12 s.
+        let mut busy = 0;
+        let mut total = 0;
+        for s in 0..=20u64 {
+            let b = if s <= 10 { 100 } else { 10 };
+            busy += b;
+            total += 200;
+            d.feed(s * S, busy, total, &disk(0));
+            if s == 11 {
+                assert_eq!(d.done_at(s * S, None), None, "no milestone yet");
+            }
+            if s == 14 {
+                assert_eq!(d.done_at(s * S, Some(12 * S)), None, "settle not over");
+            }
+        }
+        assert_eq!(d.done_at(20 * S, Some(12 * S)), Some(12 * S));
+        // Without the milestone's constraint the run started at 10 s.
+        assert_eq!(d.done_at(20 * S, Some(5 * S)), Some(10 * S));
+    }
+
+    #[test]
+    fn busy_disk_breaks_the_idle_run() {
+        let mut d = detector();
+        let mut io = 0;
+        for s in 0..=10u64 {
+            // disk busy 50% at t=6.
+            if s == 6 {
+                io += 500;
+            }
+            d.feed(s * S, s, s * 100, &disk(io));
+        }
+        assert!(d.last.1 < 0.1);
+        assert_eq!(d.done_at(10 * S, Some(0)), Some(6 * S));
+        assert_eq!(d.done_at(8 * S, Some(0)), None);
+    }
+}

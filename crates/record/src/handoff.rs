@@ -1,0 +1,102 @@
+//! The first moments of userspace: bootprint-boot runs as `init=`, starts the recorder beside
+//! the boot and execs the real init, so PID 1 is the real init. Whatever goes wrong here, the
+//! real init is exec'd at once: bootprint must never break a boot.
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::panic::{self, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sample::sys::{become_background, boottime_ns};
+
+use crate::config::{Config, CONFIG_FILE};
+use crate::recorder::{self, Paths, Start};
+use crate::sys::{self, Fork};
+
+/// Inits the kernel itself would try, in its order, after the configured one.
+const FALLBACK_INITS: [&str; 4] = ["/sbin/init", "/etc/init", "/bin/init", "/bin/sh"];
+
+/// Runs as PID 1: fork the recorder if asked, then exec the real init. Never returns.
+pub fn boot(args: Vec<OsString>) -> ! {
+    // Everything that could fail is inside catch_unwind; a panic means "just boot".
+    let prepared = panic::catch_unwind(AssertUnwindSafe(|| {
+        let cmdline = kernel_cmdline();
+        let (config, errors) = Config::load(Path::new(CONFIG_FILE), &cmdline);
+        let warnings = errors.iter().map(|e| e.to_string()).collect::<Vec<_>>();
+        (config, warnings)
+    }));
+    let (config, warnings) = match prepared {
+        Ok(p) => p,
+        Err(_) => (
+            Config {
+                record: false,
+                ..Config::default()
+            },
+            Vec::new(),
+        ),
+    };
+    if config.record {
+        let init_exec = Some((boottime_ns(), config.init.display().to_string()));
+        if let Fork::Child = sys::fork() {
+            run_recorder_child(&config, init_exec, warnings);
+        }
+        // Parent, or fork failed: go on booting either way.
+    }
+    exec_init(&config.init, &args)
+}
+
+fn run_recorder_child(
+    config: &Config,
+    init_exec: Option<(u64, String)>,
+    warnings: Vec<String>,
+) -> ! {
+    sys::setsid();
+    become_background();
+    let _ = std::env::set_current_dir("/");
+    let start = Start {
+        init_exec,
+        stop_after_ns: None,
+        warnings,
+    };
+    let _ = panic::catch_unwind(AssertUnwindSafe(|| {
+        let _ = recorder::run(config, &Paths::default(), start);
+    }));
+    sys::exit_now(0)
+}
+
+/// The kernel command line; mounts /proc first when nothing did (booted without initramfs).
+fn kernel_cmdline() -> String {
+    if !Path::new("/proc/self").exists() {
+        sys::mount_fs("proc", "/proc", "proc");
+    }
+    std::fs::read_to_string("/proc/cmdline").unwrap_or_default()
+}
+
+/// Execs `init` with our arguments, falling back to the inits the kernel would try.
+pub fn exec_init(init: &Path, args: &[OsString]) -> ! {
+    let mut candidates = vec![init.to_path_buf()];
+    candidates.extend(FALLBACK_INITS.iter().map(PathBuf::from));
+    for candidate in candidates.iter().filter(|c| !is_self(c)) {
+        let err = Command::new(candidate)
+            .arg0(candidate)
+            .args(args.iter().skip(1))
+            .exec();
+        eprintln!("bootprint-boot: cannot exec {}: {err}", candidate.display());
+    }
+    eprintln!("bootprint-boot: no init could be started");
+    sys::exit_now(1)
+}
+
+/// A misconfigured `bootprint.init=` pointing at ourselves would loop.
+fn is_self(path: &Path) -> bool {
+    match (std::fs::canonicalize(path), std::env::current_exe()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Whether this process is PID 1.
+pub fn is_pid1() -> bool {
+    sys::getpid() == 1
+}

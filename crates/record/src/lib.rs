@@ -1,0 +1,19 @@
+//! The bootprint recorder and the boot path's hand-off to the real init.
+//!
+//! [`handoff`] is what runs as PID 1 for a moment: it reads the configuration, forks the
+//! recorder and execs the real init, and on any failure execs the real init at once.
+//! [`recorder`] samples until boot is done ([`done`]) and writes the trace ([`store`]).
+//! Sampling /proc belongs to `sample`; the on-disk format belongs to `trace`.
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod done;
+pub mod handoff;
+pub mod kmsg;
+pub mod knob;
+pub mod recorder;
+pub mod store;
+pub mod sys;
+pub mod sysinfo;
+
+pub use config::Config;

@@ -1,0 +1,290 @@
+//! The recording loop: sample at the configured rate on absolute deadlines (so the rate does
+//! not drift), take exec events as they come, mark milestones, stop when boot is done or at
+//! the time limit, then write the trace.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use sample::execwatch::{Exec, ExecWatch};
+use sample::procfs::{self, ProcFs, ProcessTable};
+use sample::sys::{self, boottime_ns};
+use trace::Event;
+
+use crate::config::Config;
+use crate::done::{DoneDetector, Thresholds};
+use crate::knob::KnobGuard;
+use crate::store::Store;
+use crate::{kmsg, sysinfo};
+
+/// Where the recorder looks and writes; every path a parameter so tests use their own.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    /// The /proc to sample.
+    pub proc: ProcFs,
+    /// The kernel log device.
+    pub kmsg: PathBuf,
+    /// A path on the file system to watch for execs (the root).
+    pub exec_root: PathBuf,
+    /// The delay-accounting switch, turned on while recording (per-task I/O wait) and put
+    /// back afterwards.
+    pub delayacct: PathBuf,
+    /// Where to write if `log_dir` cannot be written.
+    pub fallback_dir: PathBuf,
+}
+
+impl Default for Paths {
+    fn default() -> Self {
+        Paths {
+            proc: ProcFs::default(),
+            kmsg: PathBuf::from("/dev/kmsg"),
+            exec_root: PathBuf::from("/"),
+            delayacct: PathBuf::from("/proc/sys/kernel/task_delayacct"),
+            fallback_dir: PathBuf::from("/run/bootprint"),
+        }
+    }
+}
+
+/// What the boot path knows before the recorder starts.
+#[derive(Debug, Clone, Default)]
+pub struct Start {
+    /// When the real init was exec'd and which, if bootprint-boot did it.
+    pub init_exec: Option<(u64, String)>,
+    /// Stop after this long even before the configured time limit (used outside boot).
+    pub stop_after_ns: Option<u64>,
+    /// Configuration problems to record as warnings.
+    pub warnings: Vec<String>,
+}
+
+/// Records until boot is done and writes the trace; returns its directory.
+pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> {
+    let t_start = boottime_ns();
+    let mut store = Store::default();
+    let (clk_tck, page_size) = sys::clk_tck_and_page_size();
+    store.events.push(
+        Event::new(t_start, "recorder_start")
+            .with("pid", std::process::id())
+            .with("hz", config.hz)
+            .with("version", env!("CARGO_PKG_VERSION")),
+    );
+    if let Some((t, path)) = &start.init_exec {
+        store
+            .events
+            .push(Event::new(*t, "init_exec").with("path", path));
+    }
+    for w in &start.warnings {
+        store
+            .events
+            .push(Event::new(t_start, "warning").with("what", w));
+    }
+
+    let mut watch = match ExecWatch::open(&paths.exec_root) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            store.events.push(
+                Event::new(t_start, "warning")
+                    .with("what", format!("no exec events: fanotify: {e}")),
+            );
+            None
+        }
+    };
+    // Per-task I/O delay needs delay accounting, off by default since Linux 5.14.
+    let _delayacct = KnobGuard::set(&paths.delayacct, "1");
+
+    let period = (1_000_000_000 / config.hz.max(1) as u64).max(1);
+    let timeout_ns = (config.timeout_s * 1e9) as u64;
+    let mut detector = DoneDetector::new(Thresholds {
+        cpu: config.idle_cpu,
+        disk: config.idle_disk,
+        settle_ns: (config.settle_s * 1e9) as u64,
+    });
+    let mut table = ProcessTable::new(paths.proc.clone());
+    let mut records = Vec::new();
+    let mut execs: Vec<Exec> = Vec::new();
+    let mut known: HashMap<u32, String> = HashMap::new();
+    let mut prev_forks = None;
+    let mut login_ns = None;
+    let mut greeter_seen = false;
+    let mut root_writable = false;
+    let mut next_root_check = t_start;
+    let mut late = 0u64;
+    let mut next = t_start;
+
+    let done = loop {
+        // Sleep until the deadline, taking exec events as they arrive.
+        loop {
+            let now = boottime_ns();
+            if now >= next {
+                break;
+            }
+            let wait_ms = (next - now).div_ceil(1_000_000) as i32;
+            let ready =
+                sys::poll_readable(watch.as_ref().map(|w| w.raw_fd()), wait_ms).unwrap_or(false);
+            if ready {
+                if let Some(w) = watch.as_mut() {
+                    let _ = w.drain(&mut execs);
+                    let t = boottime_ns();
+                    for e in execs.drain(..) {
+                        store.events.push(
+                            Event::new(t, "exec")
+                                .with("pid", e.pid)
+                                .with("path", e.path),
+                        );
+                    }
+                }
+            }
+        }
+        let now = boottime_ns();
+        if now - next > period {
+            // Starved (the boot had the CPU): skip the missed deadlines instead of bursting.
+            late += 1;
+            next = now;
+        }
+        next += period;
+
+        let cs = now / 10_000_000;
+        let stat = paths.proc.read("stat").unwrap_or_default();
+        let diskstats = paths.proc.read("diskstats").unwrap_or_default();
+        let meminfo = paths.proc.read("meminfo").unwrap_or_default();
+        store.push_system(
+            cs,
+            &procfs::filter_stat(&stat),
+            &procfs::filter_diskstats(&diskstats),
+            &procfs::filter_meminfo(&meminfo),
+        );
+        let forks = procfs::forks(&stat);
+        let rescan = forks.is_none() || forks != prev_forks;
+        prev_forks = forks;
+        table.sample(rescan, &mut records);
+        if rescan {
+            known.retain(|pid, _| records.iter().any(|r| r.pid == *pid));
+        }
+        for r in &records {
+            if known.get(&r.pid) == Some(&r.comm) {
+                continue;
+            }
+            // New process, or its comm changed (it exec'd): read its command line.
+            let argv = paths.proc.cmdline(r.pid);
+            let exe = paths.proc.exe(r.pid);
+            store.push_cmdline(r.pid, &exe, &argv);
+            known.insert(r.pid, r.comm.clone());
+            let started_ns = r.starttime * 1_000_000_000 / clk_tck;
+            if login_ns.is_none() && config.login_names.iter().any(|n| *n == r.comm) {
+                login_ns = Some(started_ns);
+                store
+                    .events
+                    .push(milestone(started_ns, "text_login", r.pid, &r.comm));
+            }
+            if !greeter_seen && config.greeter_names.iter().any(|n| *n == r.comm) {
+                greeter_seen = true;
+                store
+                    .events
+                    .push(milestone(started_ns, "graphical_login", r.pid, &r.comm));
+            }
+        }
+        store.push_processes(cs, &records);
+
+        if let Some((busy, _idle, _iowait, total)) = procfs::cpu_totals(&stat) {
+            detector.feed(now, busy, total, &procfs::disk_io_ms(&diskstats));
+        }
+        if !root_writable && now >= next_root_check {
+            next_root_check = now + 1_000_000_000;
+            if sys::is_read_only(Path::new("/")) == Some(false) {
+                root_writable = true;
+                store.events.push(Event::new(now, "root_writable"));
+            }
+        }
+        if let Some(at) = detector.done_at(now, login_ns) {
+            break Event::new(at, "boot_done")
+                .with("reason", "idle")
+                .with("settle_s", config.settle_s);
+        }
+        let over_time = now >= timeout_ns;
+        let over_run = start.stop_after_ns.is_some_and(|d| now - t_start >= d);
+        if over_time || over_run {
+            break Event::new(now, "boot_done")
+                .with("reason", if over_time { "timeout" } else { "limit" })
+                .with("settle_s", config.settle_s);
+        }
+    };
+    store.events.push(done);
+    drop(watch);
+
+    store.dmesg = kmsg::read_all(&paths.kmsg);
+    store.header = sysinfo::header(&paths.proc, config.hz, clk_tck, page_size);
+    let (cpu_s, maxrss_kb) = sys::own_usage();
+    store.events.push(
+        Event::new(boottime_ns(), "recorder_stats")
+            .with("samples", store.ps_sample_count())
+            .with("late_samples", late)
+            .with("cpu_s", format!("{cpu_s:.3}"))
+            .with("maxrss_kb", maxrss_kb)
+            .with("ps_lines", store.ps_line_count())
+            .with("store_bytes", store.memory_bytes()),
+    );
+    let boot_id = sysinfo::boot_id(&paths.proc);
+    write_trace(&store, &config.log_dir, &paths.fallback_dir, &boot_id)
+}
+
+fn milestone(t_ns: u64, name: &str, pid: u32, comm: &str) -> Event {
+    Event::new(t_ns, "milestone")
+        .with("name", name)
+        .with("pid", pid)
+        .with("comm", comm)
+        .with("source", "process_start")
+}
+
+/// Writes the trace into `<log_dir>/<boot_id>/` (via a temporary name, so a directory with
+/// that name is always complete) and points `latest` at it. Waits up to two minutes for a
+/// read-only root to become writable; after that writes under `fallback`.
+pub fn write_trace(
+    store: &Store,
+    log_dir: &Path,
+    fallback: &Path,
+    boot_id: &str,
+) -> io::Result<PathBuf> {
+    for _ in 0..120 {
+        if sys::is_read_only(existing_ancestor(log_dir)) != Some(true) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    match write_into(store, log_dir, boot_id) {
+        Ok(dir) => Ok(dir),
+        Err(_) => write_into(store, fallback, boot_id),
+    }
+}
+
+fn write_into(store: &Store, base: &Path, boot_id: &str) -> io::Result<PathBuf> {
+    fs::create_dir_all(base)?;
+    let tmp = base.join(format!(".{boot_id}.tmp"));
+    let dir = base.join(boot_id);
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir(&tmp)?;
+    store.write_to(&tmp)?;
+    if dir.exists() {
+        fs::remove_dir_all(&dir)?;
+    }
+    fs::rename(&tmp, &dir)?;
+    let link_tmp = base.join(".latest.tmp");
+    let _ = fs::remove_file(&link_tmp);
+    std::os::unix::fs::symlink(boot_id, &link_tmp)?;
+    fs::rename(&link_tmp, base.join("latest"))?;
+    // The trace must survive a power cut right after boot.
+    if let Ok(f) = fs::File::open(&dir) {
+        let _ = f.sync_all();
+    }
+    Ok(dir)
+}
+
+fn existing_ancestor(path: &Path) -> &Path {
+    let mut p = path;
+    while !p.exists() {
+        match p.parent() {
+            Some(parent) => p = parent,
+            None => break,
+        }
+    }
+    p
+}

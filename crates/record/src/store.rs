@@ -1,0 +1,224 @@
+//! The recording kept in memory until it can be written: sample blocks as the bytes they
+//! will be on disk, and process samples stored once per change (a process whose counters did
+//! not move between samples costs four bytes, not a line).
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use trace::writer::{self, PsRecord};
+use trace::Event;
+
+/// One process state as stored: compact, with the command interned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CompactPs {
+    pid: u32,
+    ppid: u32,
+    comm: u32,
+    state: u8,
+    nice: i8,
+    priority: i16,
+    num_threads: u32,
+    utime: u64,
+    stime: u64,
+    starttime: u64,
+    rss: u64,
+    blkio_ticks: u64,
+}
+
+/// Everything recorded so far.
+#[derive(Default)]
+pub struct Store {
+    stat: Vec<u8>,
+    diskstats: Vec<u8>,
+    meminfo: Vec<u8>,
+    cmdlines: Vec<u8>,
+    /// (uptime cs, range into `ps_index`) per process sample.
+    ps_samples: Vec<(u64, u32, u32)>,
+    ps_index: Vec<u32>,
+    ps_records: Vec<CompactPs>,
+    last_record: HashMap<u32, u32>,
+    comms: Vec<String>,
+    comm_ids: HashMap<String, u32>,
+    /// Events in the order they happened.
+    pub events: Vec<Event>,
+    /// Header entries.
+    pub header: Vec<(String, String)>,
+    /// The kernel log, `dmesg`-formatted.
+    pub dmesg: Vec<u8>,
+}
+
+impl Store {
+    /// Adds the system-wide files of one sample.
+    pub fn push_system(&mut self, uptime_cs: u64, stat: &[u8], diskstats: &[u8], meminfo: &[u8]) {
+        // Writing into a Vec cannot fail.
+        let _ = writer::write_block(&mut self.stat, uptime_cs, stat);
+        let _ = writer::write_block(&mut self.diskstats, uptime_cs, diskstats);
+        let _ = writer::write_block(&mut self.meminfo, uptime_cs, meminfo);
+    }
+
+    /// Adds one process sample.
+    pub fn push_processes(&mut self, uptime_cs: u64, records: &[PsRecord]) {
+        let start = self.ps_index.len() as u32;
+        for r in records {
+            let compact = self.compact(r);
+            let id = match self.last_record.get(&r.pid) {
+                Some(&id) if self.ps_records[id as usize] == compact => id,
+                _ => {
+                    self.ps_records.push(compact);
+                    let id = (self.ps_records.len() - 1) as u32;
+                    self.last_record.insert(r.pid, id);
+                    id
+                }
+            };
+            self.ps_index.push(id);
+        }
+        self.ps_samples
+            .push((uptime_cs, start, self.ps_index.len() as u32));
+    }
+
+    /// Adds a `cmdline2.log` block.
+    pub fn push_cmdline(&mut self, pid: u32, exe: &str, argv: &[String]) {
+        let _ = writer::write_cmdline(&mut self.cmdlines, pid, exe, argv);
+    }
+
+    /// Number of process samples so far.
+    pub fn ps_sample_count(&self) -> usize {
+        self.ps_samples.len()
+    }
+
+    /// Number of `proc_ps.log` lines the trace will have.
+    pub fn ps_line_count(&self) -> usize {
+        self.ps_index.len()
+    }
+
+    fn compact(&mut self, r: &PsRecord) -> CompactPs {
+        let comm = match self.comm_ids.get(&r.comm) {
+            Some(&id) => id,
+            None => {
+                self.comms.push(r.comm.clone());
+                let id = (self.comms.len() - 1) as u32;
+                self.comm_ids.insert(r.comm.clone(), id);
+                id
+            }
+        };
+        CompactPs {
+            pid: r.pid,
+            ppid: r.ppid,
+            comm,
+            state: r.state as u8,
+            nice: r.nice as i8,
+            priority: r.priority as i16,
+            num_threads: r.num_threads as u32,
+            utime: r.utime,
+            stime: r.stime,
+            starttime: r.starttime,
+            rss: r.rss,
+            blkio_ticks: r.blkio_ticks,
+        }
+    }
+
+    fn expand(&self, c: &CompactPs) -> PsRecord {
+        PsRecord {
+            pid: c.pid,
+            comm: self.comms[c.comm as usize].clone(),
+            state: c.state as char,
+            ppid: c.ppid,
+            utime: c.utime,
+            stime: c.stime,
+            priority: c.priority as i64,
+            nice: c.nice as i64,
+            num_threads: c.num_threads as u64,
+            starttime: c.starttime,
+            rss: c.rss,
+            blkio_ticks: c.blkio_ticks,
+        }
+    }
+
+    /// Writes the trace files into `dir` (which must exist).
+    pub fn write_to(&self, dir: &Path) -> io::Result<()> {
+        let mut header = BufWriter::new(fs::File::create(dir.join("header"))?);
+        writer::write_header(&mut header, &self.header)?;
+        header.flush()?;
+        fs::write(dir.join("proc_stat.log"), &self.stat)?;
+        fs::write(dir.join("proc_diskstats.log"), &self.diskstats)?;
+        fs::write(dir.join("proc_meminfo.log"), &self.meminfo)?;
+        fs::write(dir.join("cmdline2.log"), &self.cmdlines)?;
+        fs::write(dir.join("dmesg"), &self.dmesg)?;
+        let mut ps = BufWriter::with_capacity(1 << 16, fs::File::create(dir.join("proc_ps.log"))?);
+        for &(cs, start, end) in &self.ps_samples {
+            writeln!(ps, "{cs}")?;
+            for &id in &self.ps_index[start as usize..end as usize] {
+                self.expand(&self.ps_records[id as usize])
+                    .write_line(&mut ps)?;
+            }
+            writeln!(ps)?;
+        }
+        ps.flush()?;
+        // events.log last: its presence says the trace is complete.
+        let mut ev = BufWriter::new(fs::File::create(dir.join(trace::events::FILE_NAME))?);
+        writeln!(ev, "{}", trace::events::HEADER_LINE)?;
+        // Milestones carry their process's start time, which can precede events already
+        // stored: the file is in time order.
+        let mut events: Vec<&Event> = self.events.iter().collect();
+        events.sort_by_key(|e| e.t_ns);
+        for e in events {
+            writeln!(ev, "{}", e.to_line())?;
+        }
+        ev.flush()
+    }
+
+    /// Bytes held in memory (approximately), for the recorder's own statistics.
+    pub fn memory_bytes(&self) -> usize {
+        self.stat.capacity()
+            + self.diskstats.capacity()
+            + self.meminfo.capacity()
+            + self.cmdlines.capacity()
+            + self.ps_index.capacity() * 4
+            + self.ps_samples.capacity() * 16
+            + self.ps_records.capacity() * std::mem::size_of::<CompactPs>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(pid: u32, comm: &str, utime: u64) -> PsRecord {
+        PsRecord {
+            pid,
+            comm: comm.into(),
+            state: 'S',
+            ppid: 1,
+            utime,
+            starttime: 10,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn unchanged_processes_are_stored_once_and_written_every_sample() {
+        let mut s = Store::default();
+        s.push_processes(100, &[rec(1, "init", 5), rec(2, "a b", 0)]);
+        s.push_processes(102, &[rec(1, "init", 5), rec(2, "a b", 1)]);
+        s.push_processes(104, &[rec(1, "init", 5)]);
+        assert_eq!(s.ps_records.len(), 3, "init stored once, 'a b' twice");
+        assert_eq!(s.ps_line_count(), 5);
+        let dir = std::env::temp_dir().join(format!("bp-store-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        s.events
+            .push(Event::new(5, "boot_done").with("reason", "idle"));
+        s.write_to(&dir).unwrap();
+        let ps = fs::read_to_string(dir.join("proc_ps.log")).unwrap();
+        let blocks: Vec<&str> = ps.split("\n\n").filter(|b| !b.is_empty()).collect();
+        assert_eq!(blocks.len(), 3);
+        assert!(blocks[1].starts_with("102\n"));
+        assert!(blocks[1].contains("2 (a b) S 1 0 0 0 0 0 0 0 0 0 1 "));
+        assert_eq!(blocks[2].lines().count(), 2);
+        let ev = fs::read_to_string(dir.join("events.log")).unwrap();
+        assert_eq!(ev, "# bootprint events 1\n5 boot_done reason=idle\n");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,57 @@
+//! Raw system calls of the hand-off; every `unsafe` block of this crate lives here.
+
+use std::ffi::CString;
+
+/// Result of [`fork`].
+pub enum Fork {
+    /// In the child.
+    Child,
+    /// In the parent, with the child's pid.
+    Parent(i32),
+    /// fork failed.
+    Failed,
+}
+
+/// fork(2). The caller must be single-threaded (the hand-off is).
+pub fn fork() -> Fork {
+    // SAFETY: called while the process has one thread, so the child's copy of the address
+    // space has no lock held by a thread that does not exist there.
+    match unsafe { libc::fork() } {
+        0 => Fork::Child,
+        pid if pid > 0 => Fork::Parent(pid),
+        _ => Fork::Failed,
+    }
+}
+
+/// Detaches the child from PID 1's session so it never holds the console.
+pub fn setsid() {
+    // SAFETY: no preconditions; failure (already a leader) is harmless.
+    unsafe {
+        libc::setsid();
+    }
+}
+
+/// Ends the process at once, without running destructors or atexit handlers of the parent.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and has no preconditions.
+    unsafe { libc::_exit(code) }
+}
+
+/// mount(2) of a pseudo file system with no data.
+pub fn mount_fs(source: &str, target: &str, fstype: &str) -> bool {
+    let (Ok(s), Ok(t), Ok(f)) = (
+        CString::new(source),
+        CString::new(target),
+        CString::new(fstype),
+    ) else {
+        return false;
+    };
+    // SAFETY: valid NUL-terminated strings; null data is allowed.
+    unsafe { libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), 0, std::ptr::null()) == 0 }
+}
+
+/// This process's pid.
+pub fn getpid() -> i32 {
+    // SAFETY: no preconditions.
+    unsafe { libc::getpid() }
+}

@@ -1,0 +1,111 @@
+//! Facts about the recorded system for the trace header, so analysis never has to ask the
+//! machine it runs on.
+
+use std::fs;
+
+use sample::procfs::ProcFs;
+
+/// The kernel's boot id (a UUID), or `unknown-<uptime>` if it cannot be read.
+pub fn boot_id(proc: &ProcFs) -> String {
+    proc.read("sys/kernel/random/boot_id")
+        .ok()
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+        .filter(|s| !s.is_empty() && !s.contains('/'))
+        .unwrap_or_else(|| format!("unknown-{}", sample::sys::boottime_ns()))
+}
+
+/// The header entries, bootchart2's keys first.
+pub fn header(proc: &ProcFs, hz: u32, clk_tck: u64, page_size: u64) -> Vec<(String, String)> {
+    let text = |rel: &str| {
+        proc.read(rel)
+            .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+            .unwrap_or_default()
+    };
+    let release = text("sys/kernel/osrelease");
+    let uname = format!(
+        "{} {} {} {}",
+        text("sys/kernel/ostype"),
+        release,
+        text("sys/kernel/version"),
+        std::env::consts::ARCH
+    );
+    let hostname = text("sys/kernel/hostname");
+    let cpuinfo = text("cpuinfo");
+    let os_release = fs::read_to_string("/etc/os-release").unwrap_or_default();
+    let (model, ncpus) = cpu_model(&cpuinfo);
+    let entries = [
+        (
+            "version",
+            format!("bootprint {}", env!("CARGO_PKG_VERSION")),
+        ),
+        ("title", format!("Boot chart for {hostname}")),
+        ("system.uname", uname),
+        ("system.release", pretty_name(&os_release)),
+        ("system.cpu", format!("model name : {model} ({ncpus})")),
+        ("system.kernel.options", text("cmdline")),
+        ("bootprint.format", "1".to_string()),
+        ("bootprint.boot_id", boot_id(proc)),
+        ("bootprint.kernel_release", release),
+        ("bootprint.clk_tck", clk_tck.to_string()),
+        ("bootprint.page_size", page_size.to_string()),
+        ("bootprint.ncpus", ncpus.to_string()),
+        ("bootprint.hz", hz.to_string()),
+    ];
+    entries
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+}
+
+/// The CPU model and the number of processors in `/proc/cpuinfo`.
+pub fn cpu_model(cpuinfo: &str) -> (String, usize) {
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == "model name").then(|| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".to_string());
+    let count = cpuinfo
+        .lines()
+        .filter(|l| l.split(':').next().map(str::trim) == Some("processor"))
+        .count();
+    (model, count.max(1))
+}
+
+/// `PRETTY_NAME` from an os-release file.
+pub fn pretty_name(os_release: &str) -> String {
+    os_release
+        .lines()
+        .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+        .map(|v| v.trim_matches('"').to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_and_release() {
+        let cpuinfo = "processor\t: 0\nmodel name\t: QEMU Virtual CPU version 2.5+\n\nprocessor\t: 1\nmodel name\t: QEMU Virtual CPU version 2.5+\n";
+        assert_eq!(
+            cpu_model(cpuinfo),
+            ("QEMU Virtual CPU version 2.5+".to_string(), 2)
+        );
+        assert_eq!(
+            pretty_name("NAME=\"Debian\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n"),
+            "Debian GNU/Linux 12 (bookworm)"
+        );
+    }
+
+    #[test]
+    fn header_of_this_machine_has_the_keys_analysis_needs() {
+        let h = header(&ProcFs::default(), 50, 100, 4096);
+        let get = |k: &str| h.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        assert_eq!(get("bootprint.clk_tck").as_deref(), Some("100"));
+        assert!(get("system.cpu").unwrap().ends_with(')'));
+        let id = get("bootprint.boot_id").unwrap();
+        assert_eq!(id.len(), 36, "boot id {id}");
+    }
+}

@@ -1,0 +1,595 @@
+//! `ChartData`: the bootchart renderer's own input, and the row policy that turns thousands of
+//! processes into a chart a person can read.
+//!
+//! The SVG writer (`svg.rs`) draws only what is here; `ChartData::from_model` fills it from the
+//! boot model, and tests build it by hand. Times are seconds since the kernel started
+//! (`CLOCK_BOOTTIME`), the time base of every bootprint trace.
+//!
+//! Row policy (see `docs/chart.md`), applied by [`layout_rows`]:
+//! 1. Rows are in tree order: each process under its parent, siblings by start time.
+//! 2. A process that lived at most `min_samples` sample intervals, or never ran and never
+//!    blocked, and has no row below it, is folded into its nearest shown ancestor's row: its
+//!    CPU and I/O activity is drawn there, and the row is labelled `+N`.
+//! 3. Leaf rows with the same name under the same parent are merged into one row (`×N`).
+//! 4. If more than `max_rows` rows remain, the leaf rows with the least activity (CPU plus
+//!    blocked seconds) are folded into their parents until the cap holds.
+//!
+//! Roots (processes whose parent was never seen) always keep their row.
+
+use std::collections::BTreeMap;
+
+/// Seconds since the kernel started.
+pub type Secs = f64;
+
+/// Everything the bootchart shows, in the renderer's own terms.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChartData {
+    /// Chart title, e.g. the host name and kernel release.
+    pub title: String,
+    /// Extra header lines as (label, value), e.g. ("kernel", "6.1.0-26-amd64").
+    pub info: Vec<(String, String)>,
+    /// First time shown on the axis (usually 0: kernel start).
+    pub start: Secs,
+    /// Last time shown; the chart also extends to the latest data if that is later.
+    pub end: Secs,
+    /// Whole-machine CPU use per sample interval.
+    pub cpu: Vec<CpuSample>,
+    /// Disk throughput and utilisation per sample interval (all disks together).
+    pub disk: Vec<DiskSample>,
+    /// Every process seen during the boot.
+    pub processes: Vec<ChartProcess>,
+    /// Boot milestones, drawn as labelled vertical lines.
+    pub milestones: Vec<Milestone>,
+}
+
+/// CPU use of the whole machine during one interval, as fractions of all CPUs (0..=1).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CpuSample {
+    /// Interval start.
+    pub start: Secs,
+    /// Interval end.
+    pub end: Secs,
+    /// Time in user mode (user + nice).
+    pub user: f64,
+    /// Time in the kernel (system + irq + softirq).
+    pub sys: f64,
+    /// Idle time with I/O outstanding.
+    pub iowait: f64,
+}
+
+/// Disk activity during one interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DiskSample {
+    /// Interval start.
+    pub start: Secs,
+    /// Interval end.
+    pub end: Secs,
+    /// Bytes read per second.
+    pub read_bps: f64,
+    /// Bytes written per second.
+    pub write_bps: f64,
+    /// Fraction of the interval the busiest disk had I/O in flight (0..=1).
+    pub util: f64,
+}
+
+/// What a process was doing in a sample interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ProcState {
+    /// Runnable or running (`R`).
+    Running,
+    /// In uninterruptible sleep, usually waiting for I/O (`D`).
+    Blocked,
+    /// Sleeping or anything else.
+    Sleeping,
+}
+
+/// One process sample interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProcSample {
+    /// Interval start.
+    pub start: Secs,
+    /// Interval end.
+    pub end: Secs,
+    /// State seen at the sample.
+    pub state: ProcState,
+    /// CPU used in the interval, as a share of one CPU (0..=1).
+    pub cpu: f64,
+}
+
+/// One process.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChartProcess {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id (0 for none).
+    pub ppid: u32,
+    /// Name shown on its row (`comm` or the program's base name).
+    pub name: String,
+    /// When it started.
+    pub start: Secs,
+    /// When it exited, or the last time it was seen.
+    pub end: Secs,
+    /// Per-interval states, in time order.
+    pub samples: Vec<ProcSample>,
+}
+
+/// A boot milestone.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Milestone {
+    /// Its name, e.g. `kernel`, `text_login`, `graphical_login`, `boot_done`.
+    pub name: String,
+    /// When it happened.
+    pub time: Secs,
+}
+
+impl ChartData {
+    /// The time span to draw: `start..end` widened to cover every finite time in the data.
+    pub fn span(&self) -> (Secs, Secs) {
+        let mut lo = finite_or(self.start, 0.0);
+        let mut hi = finite_or(self.end, lo);
+        let mut see = |t: f64| {
+            if t.is_finite() {
+                lo = lo.min(t);
+                hi = hi.max(t);
+            }
+        };
+        for s in &self.cpu {
+            see(s.start);
+            see(s.end);
+        }
+        for s in &self.disk {
+            see(s.start);
+            see(s.end);
+        }
+        for p in &self.processes {
+            see(p.start);
+            see(p.end);
+        }
+        for m in &self.milestones {
+            see(m.time);
+        }
+        if hi <= lo {
+            hi = lo + 1.0;
+        }
+        (lo, hi)
+    }
+
+    /// The typical sample interval: the median interval length over CPU and process samples
+    /// (0.02 s, bootprint's default 50 Hz, when there are none).
+    pub fn sample_period(&self) -> Secs {
+        let mut lens: Vec<f64> = self
+            .cpu
+            .iter()
+            .map(|s| s.end - s.start)
+            .chain(
+                self.processes
+                    .iter()
+                    .flat_map(|p| p.samples.iter().map(|s| s.end - s.start)),
+            )
+            .filter(|d| d.is_finite() && *d > 0.0)
+            .collect();
+        if lens.is_empty() {
+            return 0.02;
+        }
+        lens.sort_by(f64::total_cmp);
+        lens[lens.len() / 2]
+    }
+}
+
+/// Replaces NaN and infinities, which bad input may carry, with a default.
+pub(crate) fn finite_or(x: f64, default: f64) -> f64 {
+    if x.is_finite() {
+        x
+    } else {
+        default
+    }
+}
+
+/// Limits for [`layout_rows`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RowPolicy {
+    /// Processes that lived at most this many sample intervals are folded into their parent.
+    pub min_samples: u32,
+    /// At most this many process rows.
+    pub max_rows: usize,
+}
+
+impl Default for RowPolicy {
+    fn default() -> Self {
+        // Two samples is bootchart2's own cut for short-lived processes; 150 rows of 12 px
+        // keep the Gantt under 2,000 px, about two screens.
+        RowPolicy {
+            min_samples: 2,
+            max_rows: 150,
+        }
+    }
+}
+
+/// One row of the process Gantt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    /// Index into `ChartData::processes` of the process that names the row.
+    pub owner: usize,
+    /// Depth in the shown tree (roots are 0).
+    pub depth: usize,
+    /// Row index of the parent row, if any.
+    pub parent_row: Option<usize>,
+    /// Processes whose lifetimes are drawn as bars on this row: the owner and merged siblings.
+    pub bars: Vec<usize>,
+    /// Processes whose activity is drawn on this row: `bars` plus everything folded into it.
+    pub members: Vec<usize>,
+    /// How many processes were folded into this row (short-lived, idle or over the cap).
+    pub folded: usize,
+}
+
+/// What [`layout_rows`] did, for the chart to say.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Collapsed {
+    /// Processes in the data.
+    pub processes: usize,
+    /// Rows drawn.
+    pub rows: usize,
+    /// Folded because they lived at most `min_samples` intervals.
+    pub short_lived: usize,
+    /// Folded because they never ran and never blocked.
+    pub idle: usize,
+    /// Merged into a same-name sibling's row.
+    pub same_name: usize,
+    /// Folded because there were more than `max_rows` rows.
+    pub over_cap: usize,
+}
+
+/// The process rows in drawing order, and what was collapsed to get them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RowLayout {
+    /// Rows, top to bottom.
+    pub rows: Vec<Row>,
+    /// Counts for the chart's note.
+    pub collapsed: Collapsed,
+}
+
+/// Per-process figures the policy looks at.
+struct Stat {
+    life: f64,
+    activity: f64,
+    idle: bool,
+}
+
+/// Applies the row policy (module docs) to `data.processes`. Deterministic: ties are broken
+/// by start time, then pid, then input position.
+pub fn layout_rows(data: &ChartData, policy: &RowPolicy) -> RowLayout {
+    let procs = &data.processes;
+    let n = procs.len();
+    // Tree order needs a total order on processes: by start, then pid, then position.
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| {
+        let (pa, pb) = (&procs[a], &procs[b]);
+        finite_or(pa.start, 0.0)
+            .total_cmp(&finite_or(pb.start, 0.0))
+            .then(pa.pid.cmp(&pb.pid))
+            .then(a.cmp(&b))
+    });
+    let mut rank = vec![0usize; n];
+    for (r, &i) in order.iter().enumerate() {
+        rank[i] = r;
+    }
+
+    // Parent: the latest process with that pid that started before the child (pids can be
+    // reused). Requiring an earlier rank keeps the graph a forest even on bad input.
+    let mut by_pid: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for &i in &order {
+        by_pid.entry(procs[i].pid).or_default().push(i);
+    }
+    let parent: Vec<Option<usize>> = (0..n)
+        .map(|i| {
+            let cands = by_pid.get(&procs[i].ppid)?;
+            cands
+                .iter()
+                .rev()
+                .copied()
+                .find(|&c| c != i && rank[c] < rank[i])
+        })
+        .collect();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for &i in &order {
+        if let Some(p) = parent[i] {
+            children[p].push(i);
+        }
+    }
+
+    let period = data.sample_period();
+    let min_life = f64::from(policy.min_samples) * period * 1.001;
+    let stats: Vec<Stat> = procs
+        .iter()
+        .map(|p| {
+            let mut cpu_s = 0.0;
+            let mut blocked_s = 0.0;
+            for s in &p.samples {
+                let d = finite_or(s.end - s.start, 0.0).max(0.0);
+                cpu_s += d * finite_or(s.cpu, 0.0).clamp(0.0, 1.0);
+                if s.state == ProcState::Blocked {
+                    blocked_s += d;
+                }
+            }
+            Stat {
+                life: finite_or(p.end - p.start, 0.0),
+                activity: cpu_s + blocked_s,
+                idle: cpu_s == 0.0 && blocked_s == 0.0,
+            }
+        })
+        .collect();
+
+    let mut c = Collapsed {
+        processes: n,
+        ..Collapsed::default()
+    };
+
+    // Steps 1 and 2, bottom-up: children come after parents in `order`.
+    let mut shown = vec![false; n];
+    for &i in order.iter().rev() {
+        let has_shown_child = children[i].iter().any(|&ch| shown[ch]);
+        let short = stats[i].life <= min_life;
+        shown[i] = parent[i].is_none() || has_shown_child || !(short || stats[i].idle);
+        if !shown[i] {
+            if short {
+                c.short_lived += 1;
+            } else {
+                c.idle += 1;
+            }
+        }
+    }
+
+    // Step 3: same-name leaf siblings share the first one's row.
+    let mut merged_into: Vec<Option<usize>> = vec![None; n];
+    for &p in &order {
+        if !shown[p] {
+            continue;
+        }
+        let mut first_by_name: BTreeMap<&str, usize> = BTreeMap::new();
+        for &ch in &children[p] {
+            if !shown[ch] || children[ch].iter().any(|&g| shown[g]) {
+                continue;
+            }
+            match first_by_name.get(procs[ch].name.as_str()) {
+                Some(&first) => {
+                    merged_into[ch] = Some(first);
+                    shown[ch] = false;
+                    c.same_name += 1;
+                }
+                None => {
+                    first_by_name.insert(procs[ch].name.as_str(), ch);
+                }
+            }
+        }
+    }
+
+    // Step 4: fold the least active leaves until the cap holds. Batches keep this
+    // near-linear even for tens of thousands of processes.
+    let mut rows_now = shown.iter().filter(|&&s| s).count();
+    let mut extra_activity = vec![0.0; n];
+    for i in 0..n {
+        if let Some(first) = merged_into[i] {
+            extra_activity[first] += stats[i].activity;
+        }
+    }
+    while rows_now > policy.max_rows.max(1) {
+        let mut leaves: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&i| {
+                shown[i] && parent[i].is_some() && !children[i].iter().any(|&ch| shown[ch])
+            })
+            .collect();
+        if leaves.is_empty() {
+            break;
+        }
+        leaves.sort_by(|&a, &b| {
+            (stats[a].activity + extra_activity[a])
+                .total_cmp(&(stats[b].activity + extra_activity[b]))
+                .then(rank[b].cmp(&rank[a]))
+        });
+        let excess = rows_now - policy.max_rows.max(1);
+        for &i in leaves.iter().take(excess) {
+            shown[i] = false;
+            c.over_cap += 1;
+            rows_now -= 1;
+        }
+    }
+    // Siblings merged into a row that was then capped go with it.
+    for i in 0..n {
+        if let Some(first) = merged_into[i] {
+            if !shown[first] {
+                merged_into[i] = None;
+                c.same_name -= 1;
+                c.over_cap += 1;
+            }
+        }
+    }
+
+    // Build rows in tree order (depth-first, children by start).
+    let mut row_of: Vec<Option<usize>> = vec![None; n];
+    let mut rows: Vec<Row> = Vec::new();
+    let mut stack: Vec<(usize, usize, Option<usize>)> = Vec::new();
+    for &root in order.iter().rev() {
+        if parent[root].is_none() {
+            stack.push((root, 0, None));
+        }
+    }
+    while let Some((i, depth, parent_row)) = stack.pop() {
+        let mut next_parent_row = parent_row;
+        let mut next_depth = depth;
+        if shown[i] {
+            row_of[i] = Some(rows.len());
+            rows.push(Row {
+                owner: i,
+                depth,
+                parent_row,
+                bars: vec![i],
+                members: vec![i],
+                folded: 0,
+            });
+            next_parent_row = Some(rows.len() - 1);
+            next_depth = depth + 1;
+        }
+        for &ch in children[i].iter().rev() {
+            stack.push((ch, next_depth, next_parent_row));
+        }
+    }
+    // Every hidden process draws on the row of its merge target or nearest shown ancestor.
+    for &i in &order {
+        if shown[i] {
+            continue;
+        }
+        let target = match merged_into[i] {
+            Some(first) => row_of[first],
+            None => parent[i].and_then(|p| row_of[p]),
+        };
+        row_of[i] = target;
+        if let Some(r) = target {
+            rows[r].members.push(i);
+            if merged_into[i].is_some() {
+                rows[r].bars.push(i);
+            } else {
+                rows[r].folded += 1;
+            }
+        }
+    }
+    c.rows = rows.len();
+    RowLayout { rows, collapsed: c }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proc(pid: u32, ppid: u32, name: &str, start: f64, end: f64, cpu: f64) -> ChartProcess {
+        let mut samples = Vec::new();
+        let mut t = start;
+        while t + 0.01 < end {
+            samples.push(ProcSample {
+                start: t,
+                end: t + 0.1,
+                state: ProcState::Sleeping,
+                cpu,
+            });
+            t += 0.1;
+        }
+        ChartProcess {
+            pid,
+            ppid,
+            name: name.to_string(),
+            start,
+            end,
+            samples,
+        }
+    }
+
+    fn names(data: &ChartData, l: &RowLayout) -> Vec<String> {
+        l.rows
+            .iter()
+            .map(|r| format!("{}{}", " ".repeat(r.depth), data.processes[r.owner].name))
+            .collect()
+    }
+
+    #[test]
+    fn tree_order_and_folding() {
+        let data = ChartData {
+            processes: vec![
+                proc(1, 0, "init", 0.0, 10.0, 0.1),
+                proc(30, 1, "rc", 2.0, 8.0, 0.2),
+                proc(31, 30, "sed", 2.5, 2.6, 0.5), // short-lived: folds into rc
+                proc(20, 1, "udevd", 1.0, 10.0, 0.3),
+                proc(40, 30, "daemon", 3.0, 10.0, 0.0), // idle: folds into rc
+                proc(41, 30, "sshd", 4.0, 10.0, 0.1),
+            ],
+            ..ChartData::default()
+        };
+        let l = layout_rows(&data, &RowPolicy::default());
+        assert_eq!(names(&data, &l), vec!["init", " udevd", " rc", "  sshd"]);
+        let rc = &l.rows[2];
+        assert_eq!(rc.folded, 2);
+        assert_eq!(rc.parent_row, Some(0));
+        assert_eq!(l.collapsed.short_lived, 1);
+        assert_eq!(l.collapsed.idle, 1);
+        assert_eq!(l.collapsed.rows, 4);
+    }
+
+    #[test]
+    fn same_name_leaves_share_a_row() {
+        let mut ps = vec![proc(1, 0, "init", 0.0, 10.0, 0.1)];
+        for k in 0..5 {
+            let s = 1.0 + k as f64;
+            ps.push(proc(10 + k, 1, "worker", s, s + 0.8, 0.5));
+        }
+        let data = ChartData {
+            processes: ps,
+            ..ChartData::default()
+        };
+        let l = layout_rows(&data, &RowPolicy::default());
+        assert_eq!(l.rows.len(), 2);
+        assert_eq!(l.rows[1].bars.len(), 5);
+        assert_eq!(l.collapsed.same_name, 4);
+    }
+
+    #[test]
+    fn cap_folds_least_active_leaves() {
+        let mut ps = vec![proc(1, 0, "init", 0.0, 10.0, 0.1)];
+        for k in 0..20u32 {
+            ps.push(proc(10 + k, 1, &format!("p{k}"), 1.0, 9.0, 0.01 * f64::from(k + 1)));
+        }
+        let data = ChartData {
+            processes: ps,
+            ..ChartData::default()
+        };
+        let l = layout_rows(
+            &data,
+            &RowPolicy {
+                min_samples: 2,
+                max_rows: 6,
+            },
+        );
+        assert_eq!(l.rows.len(), 6);
+        // The five busiest survive.
+        let kept: Vec<&str> = l.rows[1..]
+            .iter()
+            .map(|r| data.processes[r.owner].name.as_str())
+            .collect();
+        assert_eq!(kept, vec!["p15", "p16", "p17", "p18", "p19"]);
+        assert_eq!(l.collapsed.over_cap, 15);
+        assert_eq!(l.rows[0].folded, 15);
+    }
+
+    #[test]
+    fn cycles_and_missing_parents_do_not_hang() {
+        let data = ChartData {
+            processes: vec![
+                proc(5, 6, "a", 1.0, 5.0, 0.1),
+                proc(6, 5, "b", 1.0, 5.0, 0.1),
+                proc(7, 99, "orphan", 2.0, 5.0, 0.1),
+            ],
+            ..ChartData::default()
+        };
+        let l = layout_rows(&data, &RowPolicy::default());
+        assert_eq!(names(&data, &l), vec!["a", " b", "orphan"]);
+    }
+
+    #[test]
+    fn span_covers_data_and_ignores_nan() {
+        let data = ChartData {
+            end: 3.0,
+            milestones: vec![
+                Milestone {
+                    name: "x".into(),
+                    time: 7.5,
+                },
+                Milestone {
+                    name: "nan".into(),
+                    time: f64::NAN,
+                },
+            ],
+            ..ChartData::default()
+        };
+        assert_eq!(data.span(), (0.0, 7.5));
+        assert_eq!(ChartData::default().span(), (0.0, 1.0));
+    }
+}

@@ -1,0 +1,392 @@
+//! Reading the /proc files a sample is made of. Filters and parsers are pure functions over
+//! bytes; [`ProcFs`] only knows where /proc is, so tests point it at a fake tree.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+
+use trace::writer::PsRecord;
+
+use crate::sys;
+
+/// Where /proc is (a parameter so tests can use a fake tree).
+#[derive(Debug, Clone)]
+pub struct ProcFs {
+    root: PathBuf,
+}
+
+impl Default for ProcFs {
+    fn default() -> Self {
+        ProcFs::new("/proc")
+    }
+}
+
+impl ProcFs {
+    /// A /proc rooted at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> ProcFs {
+        ProcFs { root: root.into() }
+    }
+
+    /// Path of a file under this /proc.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// Reads a whole file under /proc.
+    pub fn read(&self, rel: &str) -> io::Result<Vec<u8>> {
+        fs::read(self.path(rel))
+    }
+
+    /// The pids listed in /proc now.
+    pub fn pids(&self) -> io::Result<Vec<u32>> {
+        let mut pids: Vec<u32> = fs::read_dir(&self.root)?
+            .filter_map(|e| e.ok())
+            .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+            .collect();
+        pids.sort_unstable();
+        Ok(pids)
+    }
+
+    /// The command line of `pid` as arguments (empty for kernel threads or when gone).
+    pub fn cmdline(&self, pid: u32) -> Vec<String> {
+        match fs::read(self.root.join(format!("{pid}/cmdline"))) {
+            Ok(raw) => split_cmdline(&raw),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// The executable of `pid` (empty for kernel threads or when unreadable).
+    pub fn exe(&self, pid: u32) -> String {
+        fs::read_link(self.root.join(format!("{pid}/exe")))
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+}
+
+/// Splits a NUL-separated `/proc/PID/cmdline` into arguments.
+pub fn split_cmdline(raw: &[u8]) -> Vec<String> {
+    raw.split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
+}
+
+/// `/proc/stat` without the long `intr` and `softirq` lines no analysis reads.
+pub fn filter_stat(raw: &[u8]) -> Vec<u8> {
+    filter_lines(raw, |line| {
+        !(line.starts_with(b"intr ") || line.starts_with(b"softirq "))
+    })
+}
+
+/// `/proc/diskstats` without RAM disks, loop, zram and device-mapper devices.
+pub fn filter_diskstats(raw: &[u8]) -> Vec<u8> {
+    filter_lines(raw, |line| {
+        let name = line
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|f| !f.is_empty())
+            .nth(2)
+            .unwrap_or(b"");
+        !is_virtual_disk(&String::from_utf8_lossy(name))
+    })
+}
+
+/// RAM disks, loop, zram and device-mapper devices: not where a boot waits for storage.
+fn is_virtual_disk(name: &str) -> bool {
+    ["ram", "loop", "zram", "dm-"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// The `/proc/meminfo` lines bootchart and bootprint read.
+pub fn filter_meminfo(raw: &[u8]) -> Vec<u8> {
+    const KEEP: [&[u8]; 8] = [
+        b"MemTotal:",
+        b"MemFree:",
+        b"MemAvailable:",
+        b"Buffers:",
+        b"Cached:",
+        b"SwapTotal:",
+        b"SwapFree:",
+        b"Dirty:",
+    ];
+    filter_lines(raw, |line| KEEP.iter().any(|k| line.starts_with(k)))
+}
+
+fn filter_lines(raw: &[u8], keep: impl Fn(&[u8]) -> bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len());
+    for line in raw.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        if keep(line) {
+            out.extend_from_slice(line);
+            out.push(b'\n');
+        }
+    }
+    out
+}
+
+/// CPU jiffies from the aggregate `cpu` line of `/proc/stat`: (busy, idle, iowait, total).
+pub fn cpu_totals(stat: &[u8]) -> Option<(u64, u64, u64, u64)> {
+    let line = stat
+        .split(|&b| b == b'\n')
+        .find(|l| l.starts_with(b"cpu "))?;
+    let text = std::str::from_utf8(line).ok()?;
+    let v: Vec<u64> = text
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|f| f.parse().ok())
+        .collect();
+    if v.len() < 4 {
+        return None;
+    }
+    // user nice system idle iowait irq softirq steal (guest is already inside user).
+    let idle = v[3];
+    let iowait = v.get(4).copied().unwrap_or(0);
+    let total: u64 = v.iter().take(8).sum();
+    Some((total - idle - iowait, idle, iowait, total))
+}
+
+/// The `processes` counter of `/proc/stat` (forks since boot).
+pub fn forks(stat: &[u8]) -> Option<u64> {
+    let line = stat
+        .split(|&b| b == b'\n')
+        .find(|l| l.starts_with(b"processes "))?;
+    std::str::from_utf8(&line[10..]).ok()?.trim().parse().ok()
+}
+
+/// Milliseconds spent doing I/O (`io_ticks`) for each whole disk in `/proc/diskstats`.
+/// Partitions are skipped: their time is already in their disk's.
+pub fn disk_io_ms(diskstats: &[u8]) -> Vec<(String, u64)> {
+    let text = String::from_utf8_lossy(diskstats);
+    let names: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.len() >= 14)
+        .collect();
+    let all: Vec<&str> = names.iter().map(|f| f[2]).collect();
+    names
+        .iter()
+        .filter(|f| !is_virtual_disk(f[2]) && !is_partition(f[2], &all))
+        .filter_map(|f| Some((f[2].to_string(), f[12].parse().ok()?)))
+        .collect()
+}
+
+/// A device is a partition when another listed device's name is a prefix of it and the rest
+/// is a partition number (`vda1` of `vda`, `nvme0n1p2` of `nvme0n1`, `mmcblk0p1`).
+fn is_partition(name: &str, all: &[&str]) -> bool {
+    all.iter().any(|disk| {
+        name.len() > disk.len()
+            && name.starts_with(disk)
+            && name[disk.len()..]
+                .trim_start_matches('p')
+                .chars()
+                .all(|c| c.is_ascii_digit())
+            && !name[disk.len()..].is_empty()
+    })
+}
+
+/// Parses one `/proc/PID/stat` line. `comm` may hold spaces and parentheses: it runs from
+/// the first `(` to the last `)`.
+pub fn parse_stat_line(raw: &[u8]) -> Option<PsRecord> {
+    let text = std::str::from_utf8(raw).ok()?;
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid: u32 = text[..open].trim().parse().ok()?;
+    let comm = text.get(open + 1..close)?.to_string();
+    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    // rest[0] is field 3 (state): field N is rest[N - 3].
+    let field = |n: usize| -> Option<&str> { rest.get(n - 3).copied() };
+    let num = |n: usize| -> Option<u64> { field(n)?.parse().ok() };
+    let signed = |n: usize| -> Option<i64> { field(n)?.parse().ok() };
+    Some(PsRecord {
+        pid,
+        comm,
+        state: field(3)?.chars().next()?,
+        ppid: num(4)? as u32,
+        utime: num(14)?,
+        stime: num(15)?,
+        priority: signed(18)?,
+        nice: signed(19)?,
+        num_threads: num(20)?,
+        starttime: num(22)?,
+        rss: num(24).unwrap_or(0),
+        blkio_ticks: num(42).unwrap_or(0),
+    })
+}
+
+/// Samples every process's `/proc/PID/stat`, keeping each file open between samples so a
+/// sample costs one `pread` per process instead of open+read+close.
+pub struct ProcessTable {
+    proc: ProcFs,
+    open: HashMap<u32, OwnedFd>,
+    /// Above this many cached descriptors, files are opened per sample instead.
+    max_cached_fds: usize,
+    buf: Vec<u8>,
+}
+
+impl ProcessTable {
+    /// A table over `proc`.
+    pub fn new(proc: ProcFs) -> ProcessTable {
+        ProcessTable {
+            proc,
+            open: HashMap::new(),
+            max_cached_fds: 768,
+            buf: vec![0; 1024],
+        }
+    }
+
+    /// Reads every process. With `rescan`, lists /proc for new pids first (needed only when
+    /// the fork counter moved); gone processes drop out by themselves.
+    pub fn sample(&mut self, rescan: bool, out: &mut Vec<PsRecord>) {
+        out.clear();
+        let mut pids: Vec<u32> = self.open.keys().copied().collect();
+        if rescan {
+            if let Ok(listed) = self.proc.pids() {
+                pids = listed;
+            }
+        }
+        pids.sort_unstable();
+        let mut alive = HashMap::with_capacity(pids.len());
+        for pid in pids {
+            let fd = match self.open.remove(&pid) {
+                Some(fd) => fd,
+                None => match sys::open_read(&self.proc.path(&format!("{pid}/stat"))) {
+                    Ok(fd) => fd,
+                    Err(_) => continue,
+                },
+            };
+            let Ok(n) = sys::pread_start(&fd, &mut self.buf) else {
+                continue; // exited: the stale fd is closed on drop.
+            };
+            if n == 0 {
+                continue;
+            }
+            if let Some(rec) = parse_stat_line(trim_newline(&self.buf[..n])) {
+                if rec.pid == pid {
+                    out.push(rec);
+                    if alive.len() < self.max_cached_fds {
+                        alive.insert(pid, fd);
+                    }
+                }
+            }
+        }
+        self.open = alive;
+    }
+
+    /// The /proc this table reads.
+    pub fn procfs(&self) -> &ProcFs {
+        &self.proc
+    }
+}
+
+fn trim_newline(b: &[u8]) -> &[u8] {
+    b.strip_suffix(b"\n").unwrap_or(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_awkward_comm() {
+        let line = b"1234 (a) b (c)) S 1 1234 1234 0 -1 4194304 100 0 0 0 7 8 0 0 20 0 1 0 555 1000 50 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 9 0 0";
+        let r = parse_stat_line(line).unwrap();
+        assert_eq!(r.pid, 1234);
+        assert_eq!(r.comm, "a) b (c)");
+        assert_eq!(r.state, 'S');
+        assert_eq!(r.ppid, 1);
+        assert_eq!((r.utime, r.stime), (7, 8));
+        assert_eq!(r.starttime, 555);
+        assert_eq!(r.rss, 50);
+        assert_eq!(r.blkio_ticks, 9);
+        assert!(parse_stat_line(b"12 (x) S").is_none());
+        assert!(parse_stat_line(b"garbage").is_none());
+    }
+
+    #[test]
+    fn writer_output_parses_back() {
+        let line = b"77 (sh) R 1 0 0 0 0 0 0 0 0 0 3 4 0 0 20 0 1 0 99 0 12 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 6 0 0";
+        let r = parse_stat_line(line).unwrap();
+        let mut buf = Vec::new();
+        r.write_line(&mut buf).unwrap();
+        assert_eq!(parse_stat_line(trim_newline(&buf)), Some(r));
+    }
+
+    #[test]
+    fn filters_keep_what_analysis_reads() {
+        let stat = b"cpu  1 2 3 4 5 6 7 8 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\nintr 1 2 3\nctxt 9\nprocesses 42\nprocs_running 2\nsoftirq 1 2\n";
+        let f = String::from_utf8(filter_stat(stat)).unwrap();
+        assert!(!f.contains("intr") && !f.contains("softirq"));
+        assert!(f.contains("procs_running 2") && f.starts_with("cpu  1"));
+        assert_eq!(forks(stat), Some(42));
+        // busy = user+nice+system+irq+softirq+steal = 1+2+3+6+7+8
+        assert_eq!(cpu_totals(stat), Some((27, 4, 5, 36)));
+
+        let disk = b"   1       0 ram0 0 0 0 0 0 0 0 0 0 0 0\n   7       0 loop0 1 0 0 0 0 0 0 0 0 0 0\n 254       0 vda 10 0 20 30 0 0 0 0 0 40 50\n 254       1 vda1 5 0 10 15 0 0 0 0 0 20 25\n";
+        let d = String::from_utf8(filter_diskstats(disk)).unwrap();
+        assert!(!d.contains("ram0") && !d.contains("loop0") && d.contains("vda1"));
+        assert_eq!(disk_io_ms(disk), vec![("vda".to_string(), 40)]);
+
+        let mem =
+            b"MemTotal: 100 kB\nMemFree: 50 kB\nActive: 3 kB\nCached: 7 kB\nSwapCached: 1 kB\n";
+        let m = String::from_utf8(filter_meminfo(mem)).unwrap();
+        assert_eq!(m, "MemTotal: 100 kB\nMemFree: 50 kB\nCached: 7 kB\n");
+    }
+
+    #[test]
+    fn nvme_and_mmc_partitions_are_not_disks() {
+        let all = [
+            "nvme0n1",
+            "nvme0n1p1",
+            "mmcblk0",
+            "mmcblk0p2",
+            "sda",
+            "sda3",
+        ];
+        assert!(is_partition("nvme0n1p1", &all));
+        assert!(is_partition("mmcblk0p2", &all));
+        assert!(is_partition("sda3", &all));
+        assert!(!is_partition("nvme0n1", &all));
+        assert!(!is_partition("sda", &all));
+    }
+
+    #[test]
+    fn table_samples_fake_proc_and_real_proc() {
+        let dir = std::env::temp_dir().join(format!("bp-sample-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("1")).unwrap();
+        fs::create_dir_all(dir.join("22")).unwrap();
+        fs::create_dir_all(dir.join("self")).unwrap();
+        fs::write(
+            dir.join("1/stat"),
+            "1 (init) S 0 1 1 0 -1 0 0 0 0 0 5 6 0 0 20 0 1 0 1 0 3\n",
+        )
+        .unwrap();
+        fs::write(
+            dir.join("22/stat"),
+            "22 (getty) S 1 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 900 0 3\n",
+        )
+        .unwrap();
+        fs::write(dir.join("22/cmdline"), b"/sbin/getty\0-L\0ttyS0\0").unwrap();
+        let mut table = ProcessTable::new(ProcFs::new(&dir));
+        let mut out = Vec::new();
+        table.sample(true, &mut out);
+        assert_eq!(out.iter().map(|r| r.pid).collect::<Vec<_>>(), vec![1, 22]);
+        assert_eq!(out[1].comm, "getty");
+        assert_eq!(
+            table.procfs().cmdline(22),
+            vec!["/sbin/getty", "-L", "ttyS0"]
+        );
+        // Without a rescan the cached descriptors are read again.
+        table.sample(false, &mut out);
+        assert_eq!(out.len(), 2);
+        fs::remove_dir_all(&dir).unwrap();
+
+        // The real /proc: this test process must be there, with its own pid.
+        let mut real = ProcessTable::new(ProcFs::default());
+        real.sample(true, &mut out);
+        let me = std::process::id();
+        assert!(out.iter().any(|r| r.pid == me), "own pid {me} not sampled");
+        assert!(out.iter().any(|r| r.pid == 1));
+    }
+}

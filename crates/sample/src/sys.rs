@@ -1,0 +1,222 @@
+//! The thin layer over raw system calls the sampler needs; every `unsafe` block of this
+//! crate lives here.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::Path;
+
+/// `CLOCK_BOOTTIME` in nanoseconds: the clock behind `/proc/uptime`, counting suspend.
+pub fn boottime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_BOOTTIME exists on every Linux
+    // the recorder supports (2.6.39+).
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Reads from the start of `fd` into `buf` without moving a file offset (`pread`), so one
+/// open `/proc/PID/stat` can be read at every sample. Returns the number of bytes read.
+pub fn pread_start(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is valid for `buf.len()` writable bytes and `fd` is open.
+    let n = unsafe { libc::pread(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// Opens `path` read-only with `O_CLOEXEC`.
+pub fn open_read(path: &Path) -> io::Result<OwnedFd> {
+    let c = cstring(path)?;
+    // SAFETY: `c` is a valid NUL-terminated path.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by open and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn cstring(path: &Path) -> io::Result<CString> {
+    use std::os::unix::ffi::OsStrExt;
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))
+}
+
+/// Waits up to `timeout_ms` for `fd` to become readable. `Ok(true)` when it is.
+pub fn poll_readable(fd: Option<RawFd>, timeout_ms: i32) -> io::Result<bool> {
+    let Some(fd) = fd else {
+        std::thread::sleep(std::time::Duration::from_millis(timeout_ms.max(0) as u64));
+        return Ok(false);
+    };
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let rc = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(false);
+        }
+        return Err(e);
+    }
+    Ok(rc > 0 && pfd.revents & libc::POLLIN != 0)
+}
+
+/// fanotify_init(2) for notification events, non-blocking.
+pub fn fanotify_init() -> io::Result<OwnedFd> {
+    // SAFETY: plain syscall with constant flags.
+    let fd = unsafe {
+        libc::fanotify_init(
+            libc::FAN_CLASS_NOTIF | libc::FAN_CLOEXEC | libc::FAN_NONBLOCK,
+            (libc::O_RDONLY | libc::O_LARGEFILE | libc::O_CLOEXEC) as u32,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fresh fd owned by us.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// fanotify_mark(2): adds `mask` for the whole file system holding `path`.
+pub fn fanotify_mark_filesystem(fd: &OwnedFd, mask: u64, path: &Path) -> io::Result<()> {
+    let c = cstring(path)?;
+    // SAFETY: valid fanotify fd and NUL-terminated path.
+    let rc = unsafe {
+        libc::fanotify_mark(
+            fd.as_raw_fd(),
+            libc::FAN_MARK_ADD | libc::FAN_MARK_FILESYSTEM,
+            mask,
+            libc::AT_FDCWD,
+            c.as_ptr(),
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// One raw fanotify event: the process that caused it and an fd of the file (owned).
+pub struct RawFanEvent {
+    /// Process id.
+    pub pid: i32,
+    /// Event mask.
+    pub mask: u64,
+    /// The file, opened by the kernel for us; `None` on queue overflow.
+    pub file: Option<OwnedFd>,
+}
+
+/// Reads the fanotify events now queued (non-blocking); empty when none.
+pub fn fanotify_read(fd: &OwnedFd, out: &mut Vec<RawFanEvent>) -> io::Result<()> {
+    const META: usize = std::mem::size_of::<libc::fanotify_event_metadata>();
+    let mut buf = [0u8; 8192];
+    loop {
+        // SAFETY: buf is valid for its length.
+        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock => Ok(()),
+                io::ErrorKind::Interrupted => continue,
+                _ => Err(e),
+            };
+        }
+        let n = n as usize;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut off = 0;
+        while off + META <= n {
+            // SAFETY: at least META bytes remain at `off`; read_unaligned copes with any
+            // alignment of the byte buffer.
+            let meta: libc::fanotify_event_metadata =
+                unsafe { std::ptr::read_unaligned(buf[off..].as_ptr().cast()) };
+            let len = meta.event_len as usize;
+            if len < META || off + len > n {
+                break;
+            }
+            let file = if meta.fd >= 0 {
+                // SAFETY: the kernel opened this fd for us; we own and will close it.
+                Some(unsafe { OwnedFd::from_raw_fd(meta.fd) })
+            } else {
+                None
+            };
+            out.push(RawFanEvent {
+                pid: meta.pid,
+                mask: meta.mask,
+                file,
+            });
+            off += len;
+        }
+    }
+}
+
+/// Own CPU time (user + system) in seconds and peak resident size in KiB.
+pub fn own_usage() -> (f64, u64) {
+    // SAFETY: zeroed rusage is a valid out-parameter.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer to rusage.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return (0.0, 0);
+    }
+    let secs = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (secs(ru.ru_utime) + secs(ru.ru_stime), ru.ru_maxrss as u64)
+}
+
+/// `sysconf(_SC_CLK_TCK)` and the page size of this kernel.
+pub fn clk_tck_and_page_size() -> (u64, u64) {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let (tck, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_CLK_TCK),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    (
+        if tck > 0 { tck as u64 } else { 100 },
+        if page > 0 { page as u64 } else { 4096 },
+    )
+}
+
+/// Lowers this process's CPU and I/O priority so the recorder yields to the boot:
+/// nice 19 and the idle I/O class.
+pub fn become_background() {
+    const IOPRIO_WHO_PROCESS: libc::c_int = 1;
+    const IOPRIO_CLASS_IDLE: libc::c_int = 3;
+    const IOPRIO_CLASS_SHIFT: libc::c_int = 13;
+    // SAFETY: plain syscalls on our own process; failures only leave the priority as is.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+        libc::syscall(
+            libc::SYS_ioprio_set,
+            IOPRIO_WHO_PROCESS,
+            0,
+            IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT,
+        );
+    }
+}
+
+/// Whether the file system holding `path` is mounted read-only (`None` if unknown).
+pub fn is_read_only(path: &Path) -> Option<bool> {
+    let c = cstring(path).ok()?;
+    // SAFETY: zeroed statvfs is a valid out-parameter.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: valid path and out-pointer.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some(st.f_flag & libc::ST_RDONLY != 0)
+}

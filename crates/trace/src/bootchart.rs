@@ -1,0 +1,663 @@
+//! Parsing the bootchart2-compatible logs of a trace: `header`, `proc_stat.log`,
+//! `proc_diskstats.log`, `proc_meminfo.log`, `proc_ps.log` and `cmdline2.log`.
+//!
+//! Every function here is pure: it takes the file's text and returns values or a
+//! [`ParseError`] naming the file, the line and what was expected. The layouts are those of
+//! bootchart2's collector as read by its parser (`pybootchartgui/parsing.py`); see
+//! `docs/trace-format.md` and `docs/report.md`.
+
+use std::fmt;
+use std::ops::Range;
+
+use crate::writer::PsRecord;
+
+/// Why a trace file could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    /// File name inside the trace, e.g. `proc_ps.log`.
+    pub file: String,
+    /// 1-based line number, when the problem is on one line.
+    pub line: Option<usize>,
+    /// What was expected (or what went wrong).
+    pub expected: String,
+}
+
+impl ParseError {
+    /// An error on one line of `file`.
+    pub fn at(file: &str, line: usize, expected: impl Into<String>) -> ParseError {
+        ParseError {
+            file: file.to_string(),
+            line: Some(line),
+            expected: expected.into(),
+        }
+    }
+
+    /// An error about `file` as a whole.
+    pub fn whole(file: &str, expected: impl Into<String>) -> ParseError {
+        ParseError {
+            file: file.to_string(),
+            line: None,
+            expected: expected.into(),
+        }
+    }
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{}: expected {}", self.file, line, self.expected),
+            None => write!(f, "{}: {}", self.file, self.expected),
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// One sample block: the uptime line and the lines after it up to an empty line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Block<'a> {
+    /// Line number of the time line.
+    pub line: usize,
+    /// Uptime in centiseconds.
+    pub t_cs: u64,
+    /// The block's data lines (without the trailing empty line).
+    pub body: &'a str,
+}
+
+impl<'a> Block<'a> {
+    /// The data lines with their 1-based line numbers.
+    pub fn lines(&self) -> impl Iterator<Item = (usize, &'a str)> + 'a {
+        let first = self.line + 1;
+        let body = self.body;
+        body.lines().enumerate().map(move |(i, l)| (first + i, l))
+    }
+}
+
+/// Splits a sample-block log into blocks. Blocks whose last line ends in ` not running` (the
+/// collector's marker for a file it could not read) are skipped, as bootchart2 does.
+pub fn blocks<'a>(file: &str, text: &'a str) -> Result<Vec<Block<'a>>, ParseError> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut pos = 0;
+    let mut line = 1;
+    while pos < bytes.len() {
+        // Skip empty lines between blocks.
+        if bytes[pos] == b'\n' {
+            pos += 1;
+            line += 1;
+            continue;
+        }
+        let eol = memchr(b'\n', &bytes[pos..]).map_or(bytes.len(), |i| pos + i);
+        let time_text = text[pos..eol].trim();
+        let t_cs = time_text.parse::<u64>().map_err(|_| {
+            ParseError::at(
+                file,
+                line,
+                format!("a time in centiseconds starting a block, found {time_text:?}"),
+            )
+        })?;
+        let time_line = line;
+        if eol >= bytes.len() {
+            out.push(Block {
+                line: time_line,
+                t_cs,
+                body: "",
+            });
+            break;
+        }
+        // The body runs to the first "\n\n" counted from the time line's own newline.
+        let (body, next) = match find_blank(&bytes[eol..]) {
+            Some(k) if k == 0 => ("", eol + 2),
+            Some(k) => (&text[eol + 1..eol + k], eol + k + 2),
+            None => (text[eol + 1..].trim_end_matches('\n'), bytes.len()),
+        };
+        let body_lines = if body.is_empty() {
+            0
+        } else {
+            body.bytes().filter(|&b| b == b'\n').count() + 1
+        };
+        line = time_line + 1 + body_lines + 1;
+        pos = next;
+        if body.trim_end().ends_with(" not running") {
+            continue;
+        }
+        out.push(Block {
+            line: time_line,
+            t_cs,
+            body,
+        });
+    }
+    Ok(out)
+}
+
+fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&b| b == needle)
+}
+
+fn find_blank(hay: &[u8]) -> Option<usize> {
+    hay.windows(2).position(|w| w == b"\n\n")
+}
+
+/// `header`: `key = value` lines in file order. A line without `=` continues the previous
+/// value (bootchart2 writes `system.cpu` over two lines), as bootchart2's parser reads it.
+pub fn parse_header(text: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        if let Some((k, v)) = line.split_once('=') {
+            out.push((k.trim().to_string(), v.trim().to_string()));
+        } else if let Some(last) = out.last_mut() {
+            last.1.push_str(line.trim());
+        }
+    }
+    out
+}
+
+/// Cumulative CPU times from the `cpu` line of `/proc/stat`, in clock ticks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CpuTimes {
+    /// user
+    pub user: u64,
+    /// nice
+    pub nice: u64,
+    /// system
+    pub system: u64,
+    /// idle
+    pub idle: u64,
+    /// iowait
+    pub iowait: u64,
+    /// irq
+    pub irq: u64,
+    /// softirq
+    pub softirq: u64,
+    /// steal (0 on kernels without it)
+    pub steal: u64,
+}
+
+/// One `proc_stat.log` block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatSample {
+    /// Uptime in centiseconds.
+    pub t_cs: u64,
+    /// The all-CPU `cpu` line.
+    pub cpu: CpuTimes,
+    /// Number of `cpuN` lines (online CPUs).
+    pub ncpus: u32,
+    /// `procs_blocked`, if present.
+    pub procs_blocked: Option<u64>,
+}
+
+/// Parses `proc_stat.log`. Each block must start with the `cpu` line.
+pub fn parse_proc_stat(text: &str) -> Result<Vec<StatSample>, ParseError> {
+    const FILE: &str = "proc_stat.log";
+    let mut out = Vec::new();
+    for block in blocks(FILE, text)? {
+        let mut cpu = None;
+        let mut ncpus = 0;
+        let mut procs_blocked = None;
+        for (n, line) in block.lines() {
+            if let Some(rest) = line.strip_prefix("cpu ") {
+                let mut v = [0u64; 8];
+                let mut count = 0;
+                for (i, tok) in rest.split_ascii_whitespace().enumerate() {
+                    let x = tok.parse::<u64>().map_err(|_| {
+                        ParseError::at(FILE, n, format!("a number of clock ticks, found {tok:?}"))
+                    })?;
+                    if i < 8 {
+                        v[i] = x;
+                    }
+                    count += 1;
+                }
+                if count < 7 {
+                    return Err(ParseError::at(
+                        FILE,
+                        n,
+                        format!("at least 7 CPU times on the cpu line, found {count}"),
+                    ));
+                }
+                cpu = Some(CpuTimes {
+                    user: v[0],
+                    nice: v[1],
+                    system: v[2],
+                    idle: v[3],
+                    iowait: v[4],
+                    irq: v[5],
+                    softirq: v[6],
+                    steal: v[7],
+                });
+            } else if line.starts_with("cpu") {
+                ncpus += 1;
+            } else if let Some(rest) = line.strip_prefix("procs_blocked ") {
+                procs_blocked = rest.trim().parse().ok();
+            }
+        }
+        let cpu =
+            cpu.ok_or_else(|| ParseError::at(FILE, block.line + 1, "a `cpu ` line in the block"))?;
+        out.push(StatSample {
+            t_cs: block.t_cs,
+            cpu,
+            ncpus,
+            procs_blocked,
+        });
+    }
+    Ok(out)
+}
+
+/// One device line of `/proc/diskstats` (the fields analysis uses).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskLine {
+    /// Device name, e.g. `sda` or `vda1`.
+    pub name: String,
+    /// Sectors (512 bytes) read.
+    pub read_sectors: u64,
+    /// Sectors written.
+    pub write_sectors: u64,
+    /// Milliseconds spent with I/O in flight (`io_ticks`).
+    pub io_ticks_ms: u64,
+}
+
+/// One `proc_diskstats.log` block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskBlock {
+    /// Uptime in centiseconds.
+    pub t_cs: u64,
+    /// Device lines with the full (14 or more field) layout; the short partition lines of
+    /// 2.6 kernels are left out, as bootchart2 does.
+    pub disks: Vec<DiskLine>,
+}
+
+/// Parses `proc_diskstats.log`.
+pub fn parse_proc_diskstats(text: &str) -> Result<Vec<DiskBlock>, ParseError> {
+    const FILE: &str = "proc_diskstats.log";
+    let mut out = Vec::new();
+    for block in blocks(FILE, text)? {
+        let mut disks = Vec::new();
+        for (n, line) in block.lines() {
+            let mut f = [""; 14];
+            let mut count = 0;
+            for tok in line.split_ascii_whitespace() {
+                if count < 14 {
+                    f[count] = tok;
+                }
+                count += 1;
+            }
+            if count == 0 || count < 14 {
+                continue;
+            }
+            let num = |i: usize| -> Result<u64, ParseError> {
+                f[i].parse::<u64>().map_err(|_| {
+                    ParseError::at(
+                        FILE,
+                        n,
+                        format!("a number in field {}, found {:?}", i + 1, f[i]),
+                    )
+                })
+            };
+            disks.push(DiskLine {
+                name: f[2].to_string(),
+                read_sectors: num(5)?,
+                write_sectors: num(9)?,
+                io_ticks_ms: num(12)?,
+            });
+        }
+        out.push(DiskBlock {
+            t_cs: block.t_cs,
+            disks,
+        });
+    }
+    Ok(out)
+}
+
+/// One `proc_meminfo.log` block, in KiB; absent keys are `None`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct MemBlock {
+    /// Uptime in centiseconds.
+    pub t_cs: u64,
+    /// MemTotal
+    pub total: Option<u64>,
+    /// MemFree
+    pub free: Option<u64>,
+    /// MemAvailable
+    pub available: Option<u64>,
+    /// Buffers
+    pub buffers: Option<u64>,
+    /// Cached
+    pub cached: Option<u64>,
+    /// SwapTotal
+    pub swap_total: Option<u64>,
+    /// SwapFree
+    pub swap_free: Option<u64>,
+    /// Dirty
+    pub dirty: Option<u64>,
+}
+
+/// Parses `proc_meminfo.log`; unknown keys are ignored.
+pub fn parse_proc_meminfo(text: &str) -> Result<Vec<MemBlock>, ParseError> {
+    const FILE: &str = "proc_meminfo.log";
+    let mut out = Vec::new();
+    for block in blocks(FILE, text)? {
+        let mut m = MemBlock {
+            t_cs: block.t_cs,
+            ..MemBlock::default()
+        };
+        for (n, line) in block.lines() {
+            let Some((key, rest)) = line.split_once(':') else {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                return Err(ParseError::at(
+                    FILE,
+                    n,
+                    format!("`Key: value kB`, found {line:?}"),
+                ));
+            };
+            let slot = match key.trim() {
+                "MemTotal" => &mut m.total,
+                "MemFree" => &mut m.free,
+                "MemAvailable" => &mut m.available,
+                "Buffers" => &mut m.buffers,
+                "Cached" => &mut m.cached,
+                "SwapTotal" => &mut m.swap_total,
+                "SwapFree" => &mut m.swap_free,
+                "Dirty" => &mut m.dirty,
+                _ => continue,
+            };
+            let value = rest.split_ascii_whitespace().next().unwrap_or("");
+            *slot = Some(value.parse().map_err(|_| {
+                ParseError::at(FILE, n, format!("a number of kB after `{}:`", key.trim()))
+            })?);
+        }
+        out.push(m);
+    }
+    Ok(out)
+}
+
+/// `proc_ps.log`: all records in file order, and the blocks as ranges into them.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PsLog {
+    /// The blocks in time order.
+    pub blocks: Vec<PsBlock>,
+    /// Every record of every block.
+    pub records: Vec<PsRecord>,
+}
+
+/// One `proc_ps.log` block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PsBlock {
+    /// Uptime in centiseconds.
+    pub t_cs: u64,
+    /// Indices into [`PsLog::records`].
+    pub records: Range<usize>,
+}
+
+impl PsLog {
+    /// The records of one block.
+    pub fn block_records(&self, block: &PsBlock) -> &[PsRecord] {
+        &self.records[block.records.clone()]
+    }
+}
+
+/// Number of fields after the command that a `proc_ps.log` line must have: through field 22,
+/// `starttime` (older kernels write fewer than 52; `rss` and `delayacct_blkio_ticks` are read
+/// when present).
+pub const PS_MIN_FIELDS_AFTER_COMM: usize = 20;
+
+/// Parses `proc_ps.log`.
+pub fn parse_proc_ps(text: &str) -> Result<PsLog, ParseError> {
+    const FILE: &str = "proc_ps.log";
+    let blocks = blocks(FILE, text)?;
+    let mut log = PsLog {
+        blocks: Vec::with_capacity(blocks.len()),
+        records: Vec::with_capacity(blocks.iter().map(|b| b.body.len() / 120 + 1).sum()),
+    };
+    for block in blocks {
+        let start = log.records.len();
+        for (n, line) in block.lines() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let rec = parse_ps_line(line).map_err(|e| ParseError::at(FILE, n, e))?;
+            log.records.push(rec);
+        }
+        log.blocks.push(PsBlock {
+            t_cs: block.t_cs,
+            records: start..log.records.len(),
+        });
+    }
+    Ok(log)
+}
+
+/// Parses one `/proc/PID/stat` line. `comm` runs from the first `(` to the last `)`, so it may
+/// hold spaces and parentheses.
+pub fn parse_ps_line(line: &str) -> Result<PsRecord, String> {
+    let open = line
+        .find(" (")
+        .ok_or_else(|| "`PID (comm) ...`: no ` (` after the pid".to_string())?;
+    let close = line
+        .rfind(')')
+        .filter(|&c| c > open)
+        .ok_or_else(|| "`)` closing the command".to_string())?;
+    let pid = line[..open]
+        .trim()
+        .parse::<u32>()
+        .map_err(|_| format!("a pid at the start of the line, found {:?}", &line[..open]))?;
+    let comm = &line[open + 2..close];
+    // f[i] is field i + 3 of proc(5).
+    let mut f = [""; 40];
+    let mut count = 0;
+    for tok in line[close + 1..].split_ascii_whitespace() {
+        if count < f.len() {
+            f[count] = tok;
+        }
+        count += 1;
+    }
+    if count < PS_MIN_FIELDS_AFTER_COMM {
+        return Err(format!(
+            "at least {PS_MIN_FIELDS_AFTER_COMM} fields after the command, found {count}"
+        ));
+    }
+    fn num<T: std::str::FromStr>(f: &[&str; 40], field: usize) -> Result<T, String> {
+        let tok = f[field - 3];
+        tok.parse::<T>()
+            .map_err(|_| format!("a number in field {field}, found {tok:?}"))
+    }
+    let opt = |field: usize| -> Result<u64, String> {
+        if field - 3 < count.min(40) {
+            num(&f, field)
+        } else {
+            Ok(0)
+        }
+    };
+    let state = f[0].chars().next().unwrap_or('?');
+    Ok(PsRecord {
+        pid,
+        comm: comm.to_string(),
+        state,
+        ppid: num(&f, 4)?,
+        utime: num(&f, 14)?,
+        stime: num(&f, 15)?,
+        priority: num(&f, 18)?,
+        nice: num(&f, 19)?,
+        num_threads: num(&f, 20)?,
+        starttime: num(&f, 22)?,
+        rss: opt(24)?,
+        blkio_ticks: opt(42)?,
+    })
+}
+
+/// One `cmdline2.log` block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CmdlineEntry {
+    /// Process id.
+    pub pid: u32,
+    /// Executable path (empty when unknown).
+    pub exe: String,
+    /// Arguments.
+    pub args: Vec<String>,
+}
+
+/// Parses `cmdline2.log`: blocks of `pid`, `:exe`, `:arg\0arg\0`, then an empty line. A pid
+/// may appear more than once (after an exec); callers keep the last.
+pub fn parse_cmdline2(text: &str) -> Result<Vec<CmdlineEntry>, ParseError> {
+    const FILE: &str = "cmdline2.log";
+    let mut out = Vec::new();
+    let mut line = 1;
+    for block in text.split("\n\n") {
+        let start_line = line;
+        line += block.bytes().filter(|&b| b == b'\n').count() + 2;
+        // Tolerate extra blank lines between blocks.
+        let trimmed = block.trim_start_matches('\n');
+        let start_line = start_line + (block.len() - trimmed.len());
+        let block = trimmed;
+        if block.trim().is_empty() {
+            continue;
+        }
+        let mut lines = block.splitn(3, '\n');
+        let pid_text = lines.next().unwrap_or("");
+        let pid = pid_text
+            .trim()
+            .parse::<u32>()
+            .map_err(|_| ParseError::at(FILE, start_line, format!("a pid, found {pid_text:?}")))?;
+        let exe = lines
+            .next()
+            .and_then(|l| l.strip_prefix(':'))
+            .ok_or_else(|| ParseError::at(FILE, start_line + 1, "`:<exe path>` after the pid"))?;
+        let argv = lines
+            .next()
+            .and_then(|l| l.strip_prefix(':'))
+            .ok_or_else(|| ParseError::at(FILE, start_line + 2, "`:<NUL-separated argv>`"))?;
+        let argv = argv.strip_suffix('\n').unwrap_or(argv);
+        let mut args: Vec<String> = argv.split('\0').map(str::to_string).collect();
+        // Each argument is NUL-terminated, so the split leaves an empty last piece.
+        if args.last().is_some_and(|a| a.is_empty()) {
+            args.pop();
+        }
+        out.push(CmdlineEntry {
+            pid,
+            exe: exe.to_string(),
+            args,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_split_with_line_numbers() {
+        let text = "10\na\nb\n\n20\n\n30\nc\n";
+        let b = blocks("x.log", text).unwrap();
+        assert_eq!(b.len(), 3);
+        assert_eq!((b[0].line, b[0].t_cs, b[0].body), (1, 10, "a\nb"));
+        assert_eq!((b[1].line, b[1].t_cs, b[1].body), (5, 20, ""));
+        assert_eq!((b[2].line, b[2].t_cs, b[2].body), (7, 30, "c"));
+        let lines: Vec<_> = b[0].lines().collect();
+        assert_eq!(lines, vec![(2, "a"), (3, "b")]);
+        let err = blocks("x.log", "10\na\n\nfoo\nb\n").unwrap_err();
+        assert_eq!(err.line, Some(4));
+        assert!(
+            err.to_string().starts_with("x.log:4: expected a time"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn not_running_blocks_are_skipped() {
+        let b = blocks("x.log", "10\n/proc/foo not running\n\n20\nok\n\n").unwrap();
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0].t_cs, 20);
+    }
+
+    #[test]
+    fn header_continuation_lines() {
+        let h = parse_header("a = 1\nsystem.cpu = model\nmore (2)\nb=x = y\n");
+        assert_eq!(h[1], ("system.cpu".into(), "modelmore (2)".into()));
+        assert_eq!(h[2], ("b".into(), "x = y".into()));
+    }
+
+    #[test]
+    fn ps_line_with_spaces_in_comm_and_old_kernel_length() {
+        let line = "42 (my (odd) prog) D 7 0 0 0 -1 0 0 0 0 0 11 12 0 0 20 0 3 0 345 100 99";
+        let r = parse_ps_line(line).unwrap();
+        assert_eq!(r.pid, 42);
+        assert_eq!(r.comm, "my (odd) prog");
+        assert_eq!(r.state, 'D');
+        assert_eq!((r.ppid, r.utime, r.stime, r.starttime), (7, 11, 12, 345));
+        assert_eq!((r.num_threads, r.rss, r.blkio_ticks), (3, 99, 0));
+        let err = parse_ps_line("1 (init) S 0 0").unwrap_err();
+        assert!(
+            err.contains("at least 20 fields after the command, found 3"),
+            "{err}"
+        );
+        let err = parse_ps_proc_error();
+        assert_eq!(
+            err.to_string(),
+            "proc_ps.log:3: expected a number in field 14, found \"x\""
+        );
+    }
+
+    fn parse_ps_proc_error() -> ParseError {
+        let good = "1 (init) S 0 0 0 0 0 0 0 0 0 0 1 2 0 0 20 0 1 0 5 0 0";
+        let bad = "2 (kthreadd) S 0 0 0 0 0 0 0 0 0 0 x 2 0 0 20 0 1 0 5 0 0";
+        parse_proc_ps(&format!("100\n{good}\n{bad}\n\n")).unwrap_err()
+    }
+
+    #[test]
+    fn ps_round_trips_through_writer() {
+        let r = PsRecord {
+            pid: 9,
+            comm: "a b".into(),
+            state: 'R',
+            ppid: 1,
+            utime: 5,
+            stime: 6,
+            priority: 20,
+            nice: -5,
+            num_threads: 2,
+            starttime: 77,
+            rss: 123,
+            blkio_ticks: 4,
+        };
+        let mut buf = Vec::new();
+        r.write_line(&mut buf).unwrap();
+        let line = String::from_utf8(buf).unwrap();
+        assert_eq!(parse_ps_line(line.trim_end()).unwrap(), r);
+    }
+
+    #[test]
+    fn stat_and_disk_and_mem() {
+        let stat = "5\ncpu  1 2 3 4 5 6 7 8 9\ncpu0 1 1 1 1 1 1 1\ncpu1 0 0 0 0 0 0 0\nprocs_blocked 3\n\n";
+        let s = parse_proc_stat(stat).unwrap();
+        assert_eq!(s[0].cpu.softirq, 7);
+        assert_eq!(s[0].cpu.steal, 8);
+        assert_eq!((s[0].ncpus, s[0].procs_blocked), (2, Some(3)));
+        let err = parse_proc_stat("5\ncpu0 1 2\n\n").unwrap_err();
+        assert_eq!(err.line, Some(2));
+        let disk = "7\n   8    0 sda 10 9 152 176 0 0 40 0 1 124 180\n   8    1 sda1 1 2 3 4\n\n";
+        let d = parse_proc_diskstats(disk).unwrap();
+        assert_eq!(d[0].disks.len(), 1);
+        assert_eq!(d[0].disks[0].read_sectors, 152);
+        assert_eq!(d[0].disks[0].write_sectors, 40);
+        assert_eq!(d[0].disks[0].io_ticks_ms, 124);
+        let m = parse_proc_meminfo("3\nMemTotal: 100 kB\nFoo: 1 kB\nCached:   7 kB\n\n").unwrap();
+        assert_eq!(
+            (m[0].total, m[0].cached, m[0].free),
+            (Some(100), Some(7), None)
+        );
+    }
+
+    #[test]
+    fn cmdline2_layout() {
+        let mut buf = Vec::new();
+        crate::writer::write_cmdline(&mut buf, 9, "/bin/sh", &["sh".into(), "-c".into()]).unwrap();
+        crate::writer::write_cmdline(&mut buf, 2, "", &[]).unwrap();
+        let e = parse_cmdline2(std::str::from_utf8(&buf).unwrap()).unwrap();
+        assert_eq!(e.len(), 2);
+        assert_eq!((e[0].pid, e[0].exe.as_str()), (9, "/bin/sh"));
+        assert_eq!(e[0].args, vec!["sh".to_string(), "-c".to_string()]);
+        assert_eq!((e[1].pid, e[1].exe.as_str(), e[1].args.len()), (2, "", 0));
+        let err = parse_cmdline2("9\n:/bin/sh\n:a\0\n\nx\n:\n:\n\n").unwrap_err();
+        assert_eq!(err.line, Some(5), "{err}");
+    }
+}

@@ -1,0 +1,270 @@
+//! Opening a trace: a trace directory or (with the `archive` feature) a bootchart2 `.tgz`,
+//! read whole into memory and parsed with [`crate::bootchart`] and [`crate::events`].
+//!
+//! Required files: `header`, `proc_stat.log`, `proc_diskstats.log`, `proc_ps.log`. Optional:
+//! `proc_meminfo.log`, `cmdline2.log`, `dmesg`, `events.log`. Anything else is ignored.
+
+use std::fmt;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use crate::bootchart::{self, CmdlineEntry, DiskBlock, MemBlock, ParseError, PsLog, StatSample};
+use crate::events::{self, Event};
+
+/// Files of a trace that the reader knows; the rest of a directory or archive is skipped.
+pub const KNOWN_FILES: [&str; 8] = [
+    "header",
+    "proc_stat.log",
+    "proc_diskstats.log",
+    "proc_ps.log",
+    "proc_meminfo.log",
+    "cmdline2.log",
+    "dmesg",
+    events::FILE_NAME,
+];
+
+/// Why a trace could not be opened or read.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The path or a file in it could not be read.
+    Io {
+        /// What was being read.
+        path: PathBuf,
+        /// The system's error.
+        source: io::Error,
+    },
+    /// A required file is missing.
+    Missing {
+        /// Where the trace was read from.
+        origin: String,
+        /// The missing file's name.
+        file: String,
+    },
+    /// A file is malformed.
+    Parse(ParseError),
+    /// The path is neither a directory nor a readable archive.
+    NotATrace {
+        /// The path given.
+        path: PathBuf,
+        /// Why not.
+        why: String,
+    },
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            ReadError::Missing { origin, file } => {
+                write!(f, "{origin}: required file {file} is missing")
+            }
+            ReadError::Parse(e) => e.fmt(f),
+            ReadError::NotATrace { path, why } => write!(f, "{}: {why}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for ReadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ReadError::Io { source, .. } => Some(source),
+            ReadError::Parse(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<ParseError> for ReadError {
+    fn from(e: ParseError) -> ReadError {
+        ReadError::Parse(e)
+    }
+}
+
+/// The known files of a trace, as bytes, before parsing.
+#[derive(Debug, Clone, Default)]
+pub struct RawTrace {
+    /// Where it was read from (for messages).
+    pub origin: String,
+    /// `(file name, contents)` for each known file found.
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+impl RawTrace {
+    /// Reads a trace directory, or a `.tgz` / `.tar.gz` / `.tar` archive.
+    pub fn open(path: &Path) -> Result<RawTrace, ReadError> {
+        let meta = std::fs::metadata(path).map_err(|source| ReadError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if meta.is_dir() {
+            RawTrace::from_dir(path)
+        } else {
+            RawTrace::from_archive(path)
+        }
+    }
+
+    /// Reads the known files of a trace directory.
+    pub fn from_dir(dir: &Path) -> Result<RawTrace, ReadError> {
+        let mut raw = RawTrace {
+            origin: dir.display().to_string(),
+            files: Vec::new(),
+        };
+        for name in KNOWN_FILES {
+            let path = dir.join(name);
+            match std::fs::read(&path) {
+                Ok(bytes) => raw.files.push((name.to_string(), bytes)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => return Err(ReadError::Io { path, source }),
+            }
+        }
+        Ok(raw)
+    }
+
+    /// Reads the known files of a bootchart2 archive (gzip'd or plain tar). Members are
+    /// matched by their base name, so `./header` and `bootchart/header` both count.
+    #[cfg(feature = "archive")]
+    pub fn from_archive(path: &Path) -> Result<RawTrace, ReadError> {
+        let io_err = |source| ReadError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let bytes = std::fs::read(path).map_err(io_err)?;
+        let data = if bytes.starts_with(&[0x1f, 0x8b]) {
+            let mut out = Vec::new();
+            flate2::read::MultiGzDecoder::new(&bytes[..])
+                .read_to_end(&mut out)
+                .map_err(|e| ReadError::NotATrace {
+                    path: path.to_path_buf(),
+                    why: format!("not a readable gzip file: {e}"),
+                })?;
+            out
+        } else {
+            bytes
+        };
+        let not_tar = |e: io::Error| ReadError::NotATrace {
+            path: path.to_path_buf(),
+            why: format!("not a trace directory or tar archive: {e}"),
+        };
+        let mut raw = RawTrace {
+            origin: path.display().to_string(),
+            files: Vec::new(),
+        };
+        let mut archive = tar::Archive::new(&data[..]);
+        for entry in archive.entries().map_err(not_tar)? {
+            let mut entry = entry.map_err(not_tar)?;
+            let name = entry
+                .path()
+                .ok()
+                .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+            let Some(name) = name.filter(|n| KNOWN_FILES.contains(&n.as_str())) else {
+                continue;
+            };
+            let mut contents = Vec::new();
+            entry.read_to_end(&mut contents).map_err(not_tar)?;
+            raw.files.retain(|(n, _)| *n != name);
+            raw.files.push((name, contents));
+        }
+        Ok(raw)
+    }
+
+    /// Without the `archive` feature only directories can be read.
+    #[cfg(not(feature = "archive"))]
+    pub fn from_archive(path: &Path) -> Result<RawTrace, ReadError> {
+        Err(ReadError::NotATrace {
+            path: path.to_path_buf(),
+            why: "not a directory (archive support not built in)".into(),
+        })
+    }
+
+    /// The contents of a file, if present.
+    pub fn file(&self, name: &str) -> Option<&[u8]> {
+        self.files
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| b.as_slice())
+    }
+
+    fn text(&self, name: &str) -> Option<String> {
+        self.file(name)
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+    }
+
+    fn required(&self, name: &str) -> Result<String, ReadError> {
+        self.text(name).ok_or_else(|| ReadError::Missing {
+            origin: self.origin.clone(),
+            file: name.to_string(),
+        })
+    }
+}
+
+/// A parsed trace.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    /// Where it was read from.
+    pub origin: String,
+    /// `header` entries in file order.
+    pub header: Vec<(String, String)>,
+    /// `proc_stat.log`.
+    pub stat: Vec<StatSample>,
+    /// `proc_diskstats.log`.
+    pub disk: Vec<DiskBlock>,
+    /// `proc_meminfo.log`, if present.
+    pub meminfo: Option<Vec<MemBlock>>,
+    /// `proc_ps.log`.
+    pub ps: PsLog,
+    /// `cmdline2.log`, if present.
+    pub cmdlines: Option<Vec<CmdlineEntry>>,
+    /// `dmesg`, if present.
+    pub dmesg: Option<String>,
+    /// `events.log`, if present.
+    pub events: Option<Vec<Event>>,
+}
+
+impl Trace {
+    /// Opens and parses a trace directory or archive.
+    pub fn open(path: &Path) -> Result<Trace, ReadError> {
+        Trace::parse(&RawTrace::open(path)?)
+    }
+
+    /// Parses the files of a raw trace.
+    pub fn parse(raw: &RawTrace) -> Result<Trace, ReadError> {
+        let header = bootchart::parse_header(&raw.required("header")?);
+        let stat = bootchart::parse_proc_stat(&raw.required("proc_stat.log")?)?;
+        let disk = bootchart::parse_proc_diskstats(&raw.required("proc_diskstats.log")?)?;
+        let ps = bootchart::parse_proc_ps(&raw.required("proc_ps.log")?)?;
+        let meminfo = match raw.text("proc_meminfo.log") {
+            Some(t) => Some(bootchart::parse_proc_meminfo(&t)?),
+            None => None,
+        };
+        let cmdlines = match raw.text("cmdline2.log") {
+            Some(t) => Some(bootchart::parse_cmdline2(&t)?),
+            None => None,
+        };
+        let events = match raw.text(events::FILE_NAME) {
+            Some(t) => Some(
+                events::parse(&t)
+                    .map_err(|e| ParseError::at(events::FILE_NAME, e.line, e.expected))?,
+            ),
+            None => None,
+        };
+        Ok(Trace {
+            origin: raw.origin.clone(),
+            header,
+            stat,
+            disk,
+            meminfo,
+            ps,
+            cmdlines,
+            dmesg: raw.text("dmesg"),
+            events,
+        })
+    }
+
+    /// The first header value for `key`.
+    pub fn header_value(&self, key: &str) -> Option<&str> {
+        self.header
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}

@@ -1,0 +1,550 @@
+//! `image`: builds the Debian 12 guest image (debootstrap + Debian's kernel, then
+//! `mke2fs -d`), caches it by a hash of its inputs, and installs the bootprint binaries into
+//! it with `debugfs -w` (never mounting).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use crate::util::{hash_file, io_err, output_logged, run_logged, Error, Fnv, Paths, Result};
+
+/// Bump when the image-building code changes what it produces: part of the cache key.
+const IMAGE_VERSION: &str = "bootprint-testbed-image 1";
+const SUITE: &str = "bookworm";
+/// The package set the issue asks for (a sysvinit Debian with real services).
+pub const PACKAGES: &[&str] = &[
+    "sysvinit-core",
+    "udev",
+    "kmod",
+    "procps",
+    "rsyslog",
+    "cron",
+    "dbus",
+    "openssh-server",
+];
+const KERNEL_PACKAGE: &str = "linux-image-amd64";
+pub const HOSTNAME: &str = "bootprint-testbed";
+/// Root's password in the guest: the test bed logs in on the serial console to power off.
+pub const ROOT_PASSWORD: &str = "bootprint";
+const INITTAB_SERIAL: &str = "T0:2345:respawn:/sbin/getty -L 115200 ttyS0 vt100";
+const FSTAB: &str = "/dev/vda / ext4 defaults 0 1\nproc /proc proc defaults 0 0\n";
+/// Free space above the content, and the smallest image.
+const SLACK_MB: u64 = 512;
+const MIN_MB: u64 = 2048;
+
+/// Where the boot-path binary and the CLI go in the guest, as a package would put them.
+pub const GUEST_BOOT_BIN: &str = "/usr/lib/bootprint/bootprint-boot";
+pub const GUEST_CLI_BIN: &str = "/usr/bin/bootprint";
+
+/// A built image in the cache.
+pub struct Image {
+    pub dir: PathBuf,
+    pub rootfs: PathBuf,
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+}
+
+fn cache_key() -> String {
+    let mut h = Fnv::new();
+    for part in [IMAGE_VERSION, SUITE, KERNEL_PACKAGE, HOSTNAME, ROOT_PASSWORD, INITTAB_SERIAL, FSTAB] {
+        h.update(part.as_bytes());
+        h.update(b"\0");
+    }
+    for p in PACKAGES {
+        h.update(p.as_bytes());
+        h.update(b"\0");
+    }
+    h.update(&SLACK_MB.to_le_bytes());
+    h.update(&MIN_MB.to_le_bytes());
+    h.hex()
+}
+
+impl Image {
+    fn at(dir: PathBuf) -> Image {
+        Image {
+            rootfs: dir.join("rootfs.ext4"),
+            kernel: dir.join("vmlinuz"),
+            initrd: dir.join("initrd.img"),
+            dir,
+        }
+    }
+
+    /// The image for the current inputs, which must have been built.
+    pub fn current(paths: &Paths) -> Result<Image> {
+        let img = Image::at(paths.cache.join(format!("image-{}", cache_key())));
+        if !img.complete() {
+            return Err(Error::fail(format!(
+                "no image in {} for the current inputs; run `bootprint-testbed image` first",
+                img.dir.display()
+            )));
+        }
+        Ok(img)
+    }
+
+    fn complete(&self) -> bool {
+        self.rootfs.is_file() && self.kernel.is_file() && self.initrd.is_file()
+    }
+}
+
+/// Builds the image if its inputs changed, then brings the bootprint binaries in it up to date.
+pub fn ensure(paths: &Paths, cargo: bool) -> Result<Image> {
+    let img = Image::at(paths.cache.join(format!("image-{}", cache_key())));
+    if !img.complete() {
+        let t = Instant::now();
+        build(paths, &img)?;
+        let s = t.elapsed().as_secs_f64();
+        println!("image: full build took {s:.1} s");
+        let _ = fs::write(img.dir.join("build-seconds"), format!("{s:.1}\n"));
+    }
+    // After the image: the long build does not wait on the binaries compiling.
+    let bins = host_binaries(paths, cargo)?;
+    let t = Instant::now();
+    if update_binaries(&img, &bins)? {
+        println!(
+            "image: bootprint binaries updated in {:.2} s",
+            t.elapsed().as_secs_f64()
+        );
+    } else {
+        println!("image: bootprint binaries already current");
+    }
+    Ok(img)
+}
+
+/// The freshly built host binaries to install: (boot-path binary, CLI).
+fn host_binaries(paths: &Paths, cargo: bool) -> Result<(PathBuf, PathBuf)> {
+    if cargo {
+        let log = paths.logs().join("cargo.log");
+        run_logged(
+            Command::new("cargo")
+                .current_dir(&paths.repo)
+                .args(["build", "--release", "-p", "bootprint-boot", "-p", "bootprint"]),
+            &log,
+        )?;
+    }
+    let rel = paths.repo.join("target/release");
+    let boot = rel.join("bootprint-boot");
+    let cli = rel.join("bootprint");
+    for b in [&boot, &cli] {
+        if !b.is_file() {
+            return Err(Error::fail(format!(
+                "{} is missing: build it with `cargo build --release -p bootprint-boot -p bootprint`",
+                b.display()
+            )));
+        }
+    }
+    Ok((boot, cli))
+}
+
+/// Replaces the binaries in the image when their hash differs from what was installed last.
+/// Returns whether anything was written.
+fn update_binaries(img: &Image, bins: &(PathBuf, PathBuf)) -> Result<bool> {
+    let stamp_path = img.dir.join("binaries.stamp");
+    let want = format!(
+        "{} {}\n{} {}\n",
+        GUEST_BOOT_BIN,
+        hash_file(&bins.0)?,
+        GUEST_CLI_BIN,
+        hash_file(&bins.1)?
+    );
+    if fs::read_to_string(&stamp_path).ok().as_deref() == Some(want.as_str()) {
+        return Ok(false);
+    }
+    let log = img.dir.join("debugfs.log");
+    let mut script = String::new();
+    // mkdir fails harmlessly when the directory exists; rm fails harmlessly on a first install.
+    script.push_str("mkdir /usr/lib/bootprint\n");
+    for (src, dest) in [(&bins.0, GUEST_BOOT_BIN), (&bins.1, GUEST_CLI_BIN)] {
+        let (dir, name) = dest.rsplit_once('/').unwrap_or(("/", dest));
+        script.push_str(&format!(
+            "cd {dir}\nrm {name}\nwrite {} {name}\nsif {name} mode 0100755\nsif {name} uid 0\nsif {name} gid 0\ncd /\n",
+            src.display()
+        ));
+    }
+    let script_path = img.dir.join("debugfs-update.cmd");
+    fs::write(&script_path, script).map_err(|e| io_err("cannot write", &script_path, e))?;
+    run_logged(
+        Command::new("debugfs")
+            .arg("-w")
+            .arg("-f")
+            .arg(&script_path)
+            .arg(&img.rootfs),
+        &log,
+    )?;
+    // debugfs keeps going after a failed command, so check the result by reading it back.
+    for (src, dest) in [(&bins.0, GUEST_BOOT_BIN), (&bins.1, GUEST_CLI_BIN)] {
+        let back = img.dir.join("readback.tmp");
+        let _ = fs::remove_file(&back);
+        run_logged(
+            Command::new("debugfs")
+                .arg("-R")
+                .arg(format!("dump {dest} {}", back.display()))
+                .arg(&img.rootfs),
+            &log,
+        )?;
+        let ok = back.is_file() && hash_file(&back)? == hash_file(src)?;
+        let _ = fs::remove_file(&back);
+        if !ok {
+            return Err(Error::fail(format!(
+                "installing {} as {dest} in {} did not take; debugfs log {}:\n{}",
+                src.display(),
+                img.rootfs.display(),
+                log.display(),
+                crate::util::tail(&log, 20)
+            )));
+        }
+    }
+    fs::write(&stamp_path, want).map_err(|e| io_err("cannot write", &stamp_path, e))?;
+    Ok(true)
+}
+
+/// Unmounts /proc in the chroot when dropped, so a failed apt-get does not leave it mounted.
+struct ProcMount(PathBuf);
+
+impl Drop for ProcMount {
+    fn drop(&mut self) {
+        let ok = Command::new("umount").arg(&self.0).status().map(|s| s.success());
+        if !matches!(ok, Ok(true)) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    fs::write(path, text).map_err(|e| io_err("cannot write", path, e))
+}
+
+fn chroot(root: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new("chroot");
+    c.arg(root)
+        .args(args)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .env("LC_ALL", "C")
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin");
+    c
+}
+
+fn build(paths: &Paths, img: &Image) -> Result<()> {
+    let mirror = host_mirror()?;
+    let work = img.dir.with_extension("tmp");
+    if work.exists() {
+        // A build that died half-way: make sure nothing is still mounted in it, then start over.
+        let _ = Command::new("umount").arg("-l").arg(work.join("root/proc")).status();
+        fs::remove_dir_all(&work).map_err(|e| io_err("cannot remove", &work, e))?;
+    }
+    let root = work.join("root");
+    fs::create_dir_all(&root).map_err(|e| io_err("cannot create", &root, e))?;
+    let log = work.join("build.log");
+    println!("image: building in {} (log {})", work.display(), log.display());
+    println!("image: debootstrap {SUITE} from the host's apt mirror {mirror}");
+    run_logged(
+        Command::new("debootstrap")
+            .arg("--variant=minbase")
+            .arg(format!("--include={}", PACKAGES.join(",")))
+            .arg(SUITE)
+            .arg(&root)
+            .arg(&mirror),
+        &log,
+    )?;
+
+    // No service may start inside the chroot while packages install.
+    let policy = root.join("usr/sbin/policy-rc.d");
+    write(&policy, "#!/bin/sh\nexit 101\n")?;
+    set_mode(&policy, 0o755)?;
+    {
+        let proc_dir = root.join("proc");
+        run_logged(
+            Command::new("mount").args(["-t", "proc", "proc"]).arg(&proc_dir),
+            &log,
+        )?;
+        let _guard = ProcMount(proc_dir);
+        println!("image: installing {KERNEL_PACKAGE} in the chroot");
+        run_logged(&mut chroot(&root, &["apt-get", "update"]), &log)?;
+        run_logged(
+            &mut chroot(
+                &root,
+                &["apt-get", "install", "-y", "--no-install-recommends", KERNEL_PACKAGE],
+            ),
+            &log,
+        )?;
+        run_logged(&mut chroot(&root, &["apt-get", "clean"]), &log)?;
+        let mut pw = chroot(&root, &["sh", "-c", &format!("echo root:{ROOT_PASSWORD} | chpasswd")]);
+        run_logged(&mut pw, &log)?;
+    }
+    fs::remove_file(&policy).map_err(|e| io_err("cannot remove", &policy, e))?;
+    configure(&root)?;
+
+    let boot = root.join("boot");
+    copy_one(&boot, "vmlinuz-", &work.join("vmlinuz"))?;
+    copy_one(&boot, "initrd.img-", &work.join("initrd.img"))?;
+
+    let content_mb = du_mb(&root, &log)?;
+    let size_mb = (content_mb + SLACK_MB).max(MIN_MB);
+    println!("image: mke2fs -d ({content_mb} MB of files in a {size_mb} MB ext4 image)");
+    run_logged(
+        Command::new("mke2fs")
+            .args(["-q", "-F", "-t", "ext4", "-L", "bootprint-root", "-d"])
+            .arg(&root)
+            .arg(work.join("rootfs.ext4"))
+            .arg(format!("{size_mb}M")),
+        &log,
+    )?;
+    fs::remove_dir_all(&root).map_err(|e| io_err("cannot remove", &root, e))?;
+    if img.dir.exists() {
+        fs::remove_dir_all(&img.dir).map_err(|e| io_err("cannot remove", &img.dir, e))?;
+    }
+    fs::rename(&work, &img.dir).map_err(|e| io_err("cannot rename into place", &img.dir, e))?;
+    let _ = paths;
+    Ok(())
+}
+
+/// Guest configuration: serial getty, fstab, hostname, a note of what built the image.
+fn configure(root: &Path) -> Result<()> {
+    let inittab = root.join("etc/inittab");
+    let mut text = fs::read_to_string(&inittab).map_err(|e| io_err("cannot read", &inittab, e))?;
+    if !text.contains(INITTAB_SERIAL) {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("# bootprint test bed: login prompt on the serial console\n");
+        text.push_str(INITTAB_SERIAL);
+        text.push('\n');
+        write(&inittab, &text)?;
+    }
+    write(&root.join("etc/fstab"), FSTAB)?;
+    write(&root.join("etc/hostname"), &format!("{HOSTNAME}\n"))?;
+    write(
+        &root.join("etc/hosts"),
+        &format!("127.0.0.1 localhost\n127.0.1.1 {HOSTNAME}\n::1 localhost ip6-localhost ip6-loopback\n"),
+    )?;
+    write(
+        &root.join("etc/bootprint-testbed-image"),
+        &format!("{IMAGE_VERSION}\nkey {}\n", cache_key()),
+    )?;
+    Ok(())
+}
+
+fn set_mode(path: &Path, mode: u32) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+        .map_err(|e| io_err("cannot chmod", path, e))
+}
+
+/// Copies the one file in `dir` whose name starts with `prefix` to `dest`.
+fn copy_one(dir: &Path, prefix: &str, dest: &Path) -> Result<()> {
+    let mut found: Vec<PathBuf> = fs::read_dir(dir)
+        .map_err(|e| io_err("cannot list", dir, e))?
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    let src = found.pop().ok_or_else(|| {
+        Error::fail(format!("no {prefix}* in {}: did the kernel install?", dir.display()))
+    })?;
+    fs::copy(&src, dest).map_err(|e| io_err("cannot copy", &src, e))?;
+    Ok(())
+}
+
+fn du_mb(root: &Path, log: &Path) -> Result<u64> {
+    let out = output_logged(Command::new("du").arg("-sxm").arg(root), log)?;
+    out.split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| Error::fail(format!("cannot parse `du -sxm` output {out:?}")))
+}
+
+/// The Debian mirror from the host's apt configuration.
+pub fn host_mirror() -> Result<String> {
+    let mut entries = vec![];
+    let mut files = vec![];
+    let list = PathBuf::from("/etc/apt/sources.list");
+    if list.is_file() {
+        files.push(list.clone());
+    }
+    if let Ok(d) = fs::read_dir("/etc/apt/sources.list.d") {
+        let mut more: Vec<PathBuf> = d.flatten().map(|e| e.path()).collect();
+        more.sort();
+        files.extend(more);
+    }
+    for f in &files {
+        let name = f.to_string_lossy();
+        let deb822 = name.ends_with(".sources");
+        if !deb822 && !name.ends_with(".list") {
+            continue;
+        }
+        let text = fs::read_to_string(f).map_err(|e| io_err("cannot read", f, e))?;
+        if deb822 {
+            entries.extend(parse_deb822(&text));
+        } else {
+            entries.extend(parse_one_line(&text));
+        }
+    }
+    pick_mirror(&entries, SUITE).ok_or_else(|| {
+        Error::fail(format!(
+            "no http(s) `deb` source for suite {SUITE} in {}",
+            files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })
+}
+
+/// One `deb` source: a URI and a suite.
+#[derive(Debug, PartialEq)]
+pub struct Source {
+    pub uri: String,
+    pub suite: String,
+}
+
+/// One-line format: `deb [opt=val ...] URI SUITE COMPONENT...`.
+pub fn parse_one_line(text: &str) -> Vec<Source> {
+    let mut out = vec![];
+    for line in text.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        let Some(rest) = line.strip_prefix("deb") else {
+            continue;
+        };
+        if !rest.starts_with([' ', '\t']) {
+            continue; // deb-src
+        }
+        let mut rest = rest.trim_start();
+        if rest.starts_with('[') {
+            match rest.find(']') {
+                Some(i) => rest = rest[i + 1..].trim_start(),
+                None => continue,
+            }
+        }
+        let mut w = rest.split_whitespace();
+        if let (Some(uri), Some(suite)) = (w.next(), w.next()) {
+            out.push(Source {
+                uri: uri.to_string(),
+                suite: suite.to_string(),
+            });
+        }
+    }
+    out
+}
+
+/// deb822 format (`.sources`): stanzas of `Field: value` separated by blank lines.
+pub fn parse_deb822(text: &str) -> Vec<Source> {
+    let mut out = vec![];
+    let mut stanzas: Vec<Vec<(String, String)>> = vec![vec![]];
+    for line in text.lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        if line.trim().is_empty() {
+            if !stanzas.last().map(|s| s.is_empty()).unwrap_or(true) {
+                stanzas.push(vec![]);
+            }
+            continue;
+        }
+        let cur = stanzas.last_mut().expect("never empty");
+        if line.starts_with([' ', '\t']) {
+            // continuation of the previous field's value
+            if let Some(last) = cur.last_mut() {
+                last.1.push(' ');
+                last.1.push_str(line.trim());
+            }
+            continue;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            cur.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
+    }
+    for st in stanzas {
+        let get = |k: &str| st.iter().find(|(kk, _)| kk == k).map(|(_, v)| v.as_str());
+        if !get("types").unwrap_or("").split_whitespace().any(|t| t == "deb") {
+            continue;
+        }
+        if matches!(get("enabled"), Some(v) if v.eq_ignore_ascii_case("no")) {
+            continue;
+        }
+        for uri in get("uris").unwrap_or("").split_whitespace() {
+            for suite in get("suites").unwrap_or("").split_whitespace() {
+                out.push(Source {
+                    uri: uri.to_string(),
+                    suite: suite.to_string(),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The first http(s) URI that serves exactly `suite` (so not `<suite>-security`/-updates).
+pub fn pick_mirror(sources: &[Source], suite: &str) -> Option<String> {
+    sources
+        .iter()
+        .find(|s| {
+            s.suite == suite
+                && (s.uri.starts_with("http://") || s.uri.starts_with("https://"))
+                && !s.uri.trim_end_matches('/').ends_with("-security")
+        })
+        .map(|s| s.uri.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEB822: &str = "\
+Types: deb
+# a comment inside a stanza
+URIs: http://mirror.example/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb deb-src
+URIs: http://mirror.example/debian-security
+Suites: bookworm-security
+Components: main
+";
+
+    #[test]
+    fn deb822_sources() {
+        let s = parse_deb822(DEB822);
+        assert_eq!(s.len(), 3);
+        assert_eq!(s[1].suite, "bookworm-updates");
+        assert_eq!(s[2].uri, "http://mirror.example/debian-security");
+        assert_eq!(pick_mirror(&s, "bookworm").as_deref(), Some("http://mirror.example/debian"));
+    }
+
+    #[test]
+    fn deb822_disabled_and_continuation() {
+        let text = "Types: deb\nURIs: http://a.example/d\nSuites: bookworm\nEnabled: no\n\n\
+                    Types: deb\nURIs:\n http://b.example/d\nSuites: bookworm\n";
+        let s = parse_deb822(text);
+        assert_eq!(s, vec![Source { uri: "http://b.example/d".into(), suite: "bookworm".into() }]);
+    }
+
+    #[test]
+    fn one_line_sources() {
+        let text = "\
+# deb http://old.example/debian bookworm main
+deb-src http://src.example/debian bookworm main
+deb [arch=amd64 signed-by=/k.gpg] http://sec.example/debian-security bookworm-security main
+deb cdrom:[Debian 12]/ bookworm main
+deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
+";
+        let s = parse_one_line(text);
+        assert_eq!(s.len(), 3);
+        assert_eq!(pick_mirror(&s, "bookworm").as_deref(), Some("https://m.example/debian/"));
+    }
+
+    #[test]
+    fn no_mirror_for_other_suites() {
+        let s = parse_one_line("deb http://m.example/debian bullseye main\n");
+        assert_eq!(pick_mirror(&s, "bookworm"), None);
+    }
+
+    #[test]
+    fn key_is_stable_and_hex() {
+        assert_eq!(cache_key(), cache_key());
+        assert_eq!(cache_key().len(), 16);
+    }
+}

@@ -1,0 +1,348 @@
+//! Shared helpers: errors, a tiny argument reader, paths, logged commands, hashing, dates.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// What went wrong: a usage error (exit 2) or a failure (exit 1).
+#[derive(Debug)]
+pub enum Error {
+    Usage(String),
+    Failed(String),
+}
+
+impl Error {
+    pub fn fail(msg: impl Into<String>) -> Error {
+        Error::Failed(msg.into())
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Usage(m) | Error::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Adds a path to an I/O error so every message names the file it is about.
+pub fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::fail(format!("{what} {}: {e}", path.display()))
+}
+
+/// Reads options in any order; `finish` rejects whatever is left over.
+pub struct Args {
+    rest: Vec<String>,
+}
+
+impl Args {
+    pub fn new(args: &[String]) -> Args {
+        Args {
+            rest: args.to_vec(),
+        }
+    }
+
+    pub fn flag(&mut self, name: &str) -> bool {
+        let before = self.rest.len();
+        self.rest.retain(|a| a != name);
+        before != self.rest.len()
+    }
+
+    /// `--name VALUE` or `--name=VALUE`.
+    pub fn value(&mut self, name: &str) -> Result<Option<String>> {
+        let prefix = format!("{name}=");
+        if let Some(i) = self.rest.iter().position(|a| a == name) {
+            if i + 1 >= self.rest.len() {
+                return Err(Error::Usage(format!("{name} needs a value")));
+            }
+            let v = self.rest.remove(i + 1);
+            self.rest.remove(i);
+            return Ok(Some(v));
+        }
+        if let Some(i) = self.rest.iter().position(|a| a.starts_with(&prefix)) {
+            let a = self.rest.remove(i);
+            return Ok(Some(a[prefix.len()..].to_string()));
+        }
+        Ok(None)
+    }
+
+    /// The first argument that is not an option.
+    pub fn positional(&mut self) -> Option<String> {
+        let i = self.rest.iter().position(|a| !a.starts_with('-'))?;
+        Some(self.rest.remove(i))
+    }
+
+    pub fn finish(self) -> Result<()> {
+        match self.rest.first() {
+            None => Ok(()),
+            Some(a) => Err(Error::Usage(format!("unexpected argument {a:?}"))),
+        }
+    }
+}
+
+/// Where things live: the repository (for target/ and testbed/results) and the cache.
+pub struct Paths {
+    pub repo: PathBuf,
+    pub cache: PathBuf,
+}
+
+impl Paths {
+    pub fn from_env() -> Result<Paths> {
+        let repo = find_repo()?;
+        let cache = match std::env::var_os("BOOTPRINT_TESTBED_CACHE") {
+            Some(c) if !c.is_empty() => PathBuf::from(c),
+            _ => repo.join("testbed/cache"),
+        };
+        fs::create_dir_all(&cache).map_err(|e| io_err("cannot create cache dir", &cache, e))?;
+        Ok(Paths { repo, cache })
+    }
+
+    pub fn logs(&self) -> PathBuf {
+        self.cache.join("logs")
+    }
+}
+
+/// The workspace root: the directory holding `testbed/Cargo.toml`, searched upwards from the
+/// current directory, then from the executable (target/<profile>/bootprint-testbed).
+fn find_repo() -> Result<PathBuf> {
+    let mut starts = vec![];
+    if let Ok(d) = std::env::current_dir() {
+        starts.push(d);
+    }
+    if let Ok(e) = std::env::current_exe() {
+        starts.push(e);
+    }
+    for start in starts {
+        for dir in start.ancestors() {
+            if dir.join("testbed/Cargo.toml").is_file() && dir.join("Cargo.toml").is_file() {
+                return Ok(dir.to_path_buf());
+            }
+        }
+    }
+    Err(Error::fail(
+        "cannot find the bootprint workspace (a directory with testbed/Cargo.toml) above the \
+         current directory or the executable; run from inside the repository",
+    ))
+}
+
+/// The last `n` lines of a file, for error messages.
+pub fn tail(path: &Path, n: usize) -> String {
+    let mut text = String::new();
+    if let Ok(mut f) = File::open(path) {
+        let mut buf = vec![];
+        let _ = f.read_to_end(&mut buf);
+        text = String::from_utf8_lossy(&buf).into_owned();
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.len().saturating_sub(n);
+    lines[start..].join("\n")
+}
+
+pub fn describe(cmd: &Command) -> String {
+    let mut s = cmd.get_program().to_string_lossy().into_owned();
+    for a in cmd.get_args() {
+        s.push(' ');
+        s.push_str(&a.to_string_lossy());
+    }
+    s
+}
+
+/// Runs a command with stdout and stderr appended to `log`; on failure the error names the
+/// command, its exit status and the log's last lines.
+pub fn run_logged(cmd: &mut Command, log: &Path) -> Result<()> {
+    if let Some(d) = log.parent() {
+        fs::create_dir_all(d).map_err(|e| io_err("cannot create log dir", d, e))?;
+    }
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| io_err("cannot open log", log, e))?;
+    let line = describe(cmd);
+    let _ = writeln!(f, "\n$ {line}");
+    let f2 = f.try_clone().map_err(|e| io_err("cannot open log", log, e))?;
+    let status = cmd
+        .stdin(Stdio::null())
+        .stdout(f)
+        .stderr(f2)
+        .status()
+        .map_err(|e| Error::fail(format!("cannot run `{line}`: {e}")))?;
+    if !status.success() {
+        return Err(Error::fail(format!(
+            "`{line}` failed ({status}); log {}, last lines:\n{}",
+            log.display(),
+            tail(log, 20)
+        )));
+    }
+    Ok(())
+}
+
+/// Runs a command and returns its stdout; stderr goes to the log.
+pub fn output_logged(cmd: &mut Command, log: &Path) -> Result<String> {
+    let line = describe(cmd);
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::fail(format!("cannot run `{line}`: {e}")))?;
+    if let Ok(mut f) = OpenOptions::new().create(true).append(true).open(log) {
+        let _ = writeln!(f, "\n$ {line}");
+        let _ = f.write_all(&out.stderr);
+    }
+    if !out.status.success() {
+        return Err(Error::fail(format!(
+            "`{line}` failed ({}); stderr:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// FNV-1a, 64 bit: enough to notice changed inputs and binaries (not a security hash).
+#[derive(Clone)]
+pub struct Fnv(u64);
+
+impl Fnv {
+    pub fn new() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+    pub fn update(&mut self, data: &[u8]) {
+        for b in data {
+            self.0 ^= u64::from(*b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    pub fn hex(&self) -> String {
+        format!("{:016x}", self.0)
+    }
+}
+
+pub fn hash_file(path: &Path) -> Result<String> {
+    let data = fs::read(path).map_err(|e| io_err("cannot read", path, e))?;
+    let mut h = Fnv::new();
+    h.update(&data);
+    Ok(h.hex())
+}
+
+/// UTC (year, month, day, hour, minute, second) of a Unix time.
+pub fn utc(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = (secs / 86400) as i64;
+    let rem = secs % 86400;
+    // Days since 1970-01-01 to a civil date (proleptic Gregorian), by 400-year eras.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (
+        y,
+        m,
+        d,
+        (rem / 3600) as u32,
+        (rem % 3600 / 60) as u32,
+        (rem % 60) as u32,
+    )
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// `2026-11-22`
+pub fn today() -> String {
+    let (y, m, d, ..) = utc(now_secs());
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// `20261122-103800`, for run and trace directory names.
+pub fn stamp() -> String {
+    let (y, m, d, hh, mm, ss) = utc(now_secs());
+    format!("{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}")
+}
+
+/// A fresh directory `base/<stamp>` (with a suffix if that exists already).
+pub fn fresh_dir(base: &Path) -> Result<PathBuf> {
+    let s = stamp();
+    for i in 0..1000 {
+        let p = if i == 0 {
+            base.join(&s)
+        } else {
+            base.join(format!("{s}-{i}"))
+        };
+        if !p.exists() {
+            fs::create_dir_all(&p).map_err(|e| io_err("cannot create", &p, e))?;
+            return Ok(p);
+        }
+    }
+    Err(Error::fail(format!("cannot make a fresh dir under {}", base.display())))
+}
+
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(utc(0), (1970, 1, 1, 0, 0, 0));
+        // 2026-11-22 10:38:28 UTC
+        assert_eq!(utc(1_795_343_908), (2026, 11, 22, 10, 38, 28));
+        // leap day
+        assert_eq!(utc(951_782_400), (2000, 2, 29, 0, 0, 0));
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(&[f64::NAN, 5.0]), Some(5.0));
+    }
+
+    #[test]
+    fn fnv_known_value() {
+        let mut h = Fnv::new();
+        h.update(b"a");
+        assert_eq!(h.hex(), "af63dc4c8601ec8c");
+    }
+
+    #[test]
+    fn args_reader() {
+        let v: Vec<String> = ["record", "--runs", "5", "--json", "--profile=sd"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut a = Args::new(&v);
+        assert!(a.flag("--json"));
+        assert_eq!(a.value("--runs").unwrap().as_deref(), Some("5"));
+        assert_eq!(a.value("--profile").unwrap().as_deref(), Some("sd"));
+        assert_eq!(a.positional().as_deref(), Some("record"));
+        assert!(a.finish().is_ok());
+        let v = vec!["--runs".to_string()];
+        assert!(matches!(Args::new(&v).value("--runs"), Err(Error::Usage(_))));
+    }
+}
