@@ -1,17 +1,478 @@
-//! `boot`: one boot under QEMU.
-use crate::image::Image;
-use crate::util::{Args, Error, Paths, Result};
+//! `boot`: one boot of the image under QEMU (TCG), measured from QEMU start to the serial
+//! `login:` prompt, then a login, a wait for the recorder's trace, `poweroff`, and the trace
+//! copied out of the guest's disk with debugfs.
 
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::image::{Image, GUEST_BOOT_BIN, ROOT_PASSWORD};
+use crate::serial::{firmware_estimate, Console, Seen};
+use crate::util::{fresh_dir, io_err, output_logged, run_logged, tail, Args, Error, Paths, Result};
+
+/// Base kernel command line; `loglevel=` after `quiet` brings kernel lines to the console
+/// so the firmware time can be estimated (see docs/testbed.md).
+pub const BASE_APPEND: &str = "console=ttyS0 root=/dev/vda rw quiet";
+const LOGIN_TIMEOUT: Duration = Duration::from_secs(600);
+const TRACE_TIMEOUT_S: u64 = 180;
+const EXIT_TIMEOUT: Duration = Duration::from_secs(90);
+const TRACE_ROOT: &str = "/var/log/bootprint";
+
+/// Disk speed stand-ins, as QEMU drive throttling.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Profile { Fast, Sd, Hdd }
+pub enum Profile {
+    Fast,
+    Sd,
+    Hdd,
+}
+
 impl Profile {
     pub fn parse(s: &str) -> Result<Profile> {
-        match s { "fast" => Ok(Profile::Fast), "sd" => Ok(Profile::Sd), "hdd" => Ok(Profile::Hdd),
-            _ => Err(Error::Usage(format!("unknown profile {s:?}"))) }
+        match s {
+            "fast" => Ok(Profile::Fast),
+            "sd" => Ok(Profile::Sd),
+            "hdd" => Ok(Profile::Hdd),
+            _ => Err(Error::Usage(format!("unknown profile {s:?}: expected fast, sd or hdd"))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Fast => "fast",
+            Profile::Sd => "sd",
+            Profile::Hdd => "hdd",
+        }
+    }
+
+    /// (bytes per second, I/O operations per second); the figures are explained in
+    /// docs/testbed.md.
+    pub fn limits(self) -> Option<(u64, u64)> {
+        match self {
+            Profile::Fast => None,
+            Profile::Sd => Some((20_000_000, 400)),
+            Profile::Hdd => Some((80_000_000, 100)),
+        }
+    }
+
+    /// The `-drive` option suffix.
+    pub fn drive_opts(self) -> String {
+        match self.limits() {
+            None => String::new(),
+            Some((bps, iops)) => {
+                format!(",throttling.bps-total={bps},throttling.iops-total={iops}")
+            }
+        }
     }
 }
-pub struct BootOpts;
-impl BootOpts { pub fn parse(_a: &mut Args) -> Result<BootOpts> { Ok(BootOpts) } }
-pub struct BootResult;
-impl BootResult { pub fn to_json(&self) -> String { String::new() } pub fn print_text(&self) {} }
-pub fn boot(_p: &Paths, _i: &Image, _b: &BootOpts) -> Result<BootResult> { Err(Error::fail("todo")) }
+
+/// What one boot is asked to do.
+#[derive(Clone, Debug)]
+pub struct BootOpts {
+    pub profile: Profile,
+    /// Extra kernel arguments after the base ones.
+    pub append: String,
+    pub record: bool,
+    pub trace_out: Option<PathBuf>,
+    pub keep_disk: bool,
+}
+
+impl BootOpts {
+    pub fn new(profile: Profile) -> BootOpts {
+        BootOpts {
+            profile,
+            append: String::new(),
+            record: false,
+            trace_out: None,
+            keep_disk: false,
+        }
+    }
+
+    pub fn parse(a: &mut Args) -> Result<BootOpts> {
+        let profile = match a.value("--profile")? {
+            Some(p) => Profile::parse(&p)?,
+            None => Profile::Fast,
+        };
+        Ok(BootOpts {
+            profile,
+            append: a.value("--append")?.unwrap_or_default(),
+            record: a.flag("--record"),
+            trace_out: a.value("--trace-out")?.map(PathBuf::from),
+            keep_disk: a.flag("--keep-disk"),
+        })
+    }
+
+    /// The whole kernel command line.
+    pub fn cmdline(&self) -> String {
+        let mut s = BASE_APPEND.to_string();
+        if !self.append.trim().is_empty() {
+            s.push(' ');
+            s.push_str(self.append.trim());
+        }
+        if self.record {
+            s.push_str(&format!(" init={GUEST_BOOT_BIN}"));
+        }
+        s
+    }
+}
+
+/// What one boot measured.
+#[derive(Clone, Debug)]
+pub struct BootResult {
+    pub profile: Profile,
+    pub append: String,
+    pub cmdline: String,
+    pub host_login_s: f64,
+    pub firmware_load_s: Option<f64>,
+    pub boot_id: Option<String>,
+    pub trace_dir: Option<PathBuf>,
+    pub serial_log: PathBuf,
+    pub qemu_exit: &'static str,
+    pub disk_copy_s: f64,
+}
+
+impl BootResult {
+    pub fn to_json(&self) -> Value {
+        json!({
+            "profile": self.profile.name(),
+            "append": self.append,
+            "cmdline": self.cmdline,
+            "host_login_s": round3(self.host_login_s),
+            "firmware_load_s": self.firmware_load_s.map(round3),
+            "boot_id": self.boot_id,
+            "trace_dir": self.trace_dir.as_ref().map(|p| p.display().to_string()),
+            "serial_log": self.serial_log.display().to_string(),
+            "qemu_exit": self.qemu_exit,
+            "disk_copy_s": round3(self.disk_copy_s),
+        })
+    }
+
+    pub fn print_text(&self) {
+        println!("profile          {}", self.profile.name());
+        println!("cmdline          {}", self.cmdline);
+        println!("host_login_s     {:.2}  (QEMU start to `login:`)", self.host_login_s);
+        match self.firmware_load_s {
+            Some(f) => println!("firmware_load_s  {f:.2}  (estimate: QEMU start to kernel start)"),
+            None => println!("firmware_load_s  -  (no kernel-timestamped lines on the console)"),
+        }
+        if let Some(t) = &self.trace_dir {
+            println!("trace_dir        {}", t.display());
+        }
+        println!("serial_log       {}", self.serial_log.display());
+        println!("qemu_exit        {}", self.qemu_exit);
+    }
+}
+
+pub fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Kills QEMU if the boot driver returns early with an error.
+struct Qemu(Child);
+
+impl Drop for Qemu {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// One boot, start to power-off. `quiet_progress` keeps the progress lines off stdout
+/// (for `--json`, they go to stderr).
+pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
+    let run = fresh_dir(&paths.cache.join("runs"))?;
+    let disk = run.join("disk.raw");
+    let t = Instant::now();
+    // A fresh copy per boot: every boot starts from the same state, and the guest's writes
+    // stay readable afterwards.
+    run_logged(
+        Command::new("cp")
+            .arg("--sparse=always")
+            .arg(&img.rootfs)
+            .arg(&disk),
+        &run.join("host.log"),
+    )?;
+    let disk_copy_s = t.elapsed().as_secs_f64();
+    let result = boot_disk(paths, img, opts, &run, &disk, disk_copy_s);
+    if !opts.keep_disk {
+        let _ = fs::remove_file(&disk);
+    }
+    let result = result?;
+    let _ = fs::write(run.join("result.json"), result.to_json().to_string() + "\n");
+    Ok(result)
+}
+
+fn boot_disk(
+    paths: &Paths,
+    img: &Image,
+    opts: &BootOpts,
+    run: &Path,
+    disk: &Path,
+    disk_copy_s: f64,
+) -> Result<BootResult> {
+    let cmdline = opts.cmdline();
+    let serial_log = run.join("serial.log");
+    let qemu_log = run.join("qemu.log");
+    let qemu_err = fs::File::create(&qemu_log).map_err(|e| io_err("cannot create", &qemu_log, e))?;
+    let mut cmd = Command::new("qemu-system-x86_64");
+    cmd.args(["-accel", "tcg", "-smp", "2", "-m", "1024"])
+        .args(["-nodefaults", "-display", "none", "-no-reboot", "-monitor", "none"])
+        .args(["-serial", "stdio"])
+        .arg("-kernel")
+        .arg(&img.kernel)
+        .arg("-initrd")
+        .arg(&img.initrd)
+        .arg("-append")
+        .arg(&cmdline)
+        .arg("-drive")
+        .arg(format!(
+            "file={},format=raw,if=virtio{}",
+            disk.display(),
+            opts.profile.drive_opts()
+        ));
+    let _ = fs::write(run.join("qemu.cmd"), crate::util::describe(&cmd) + "\n");
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(qemu_err)
+        .spawn()
+        .map_err(|e| Error::fail(format!("cannot start qemu-system-x86_64: {e} (run `bootprint-testbed deps`)")))?;
+    let input = child.stdin.take().expect("piped");
+    let output = child.stdout.take().expect("piped");
+    let mut qemu = Qemu(child);
+    let mut con = Console::new(input, output, &serial_log, start)?;
+    eprintln!("boot: QEMU started ({}), waiting for login: (serial log {})", opts.profile.name(), serial_log.display());
+
+    let fail = |con: &Console, what: &str| {
+        Error::fail(format!(
+            "{what}\nserial log {}, last lines:\n{}\nqemu log {}:\n{}",
+            serial_log.display(),
+            con.tail(25),
+            qemu_log.display(),
+            tail(&qemu_log, 10)
+        ))
+    };
+    let (login_end, host_login_s) = match con.wait_for(&["login:"], 0, LOGIN_TIMEOUT, start) {
+        Seen::Match(_, end, t) => (end, t),
+        Seen::Timeout => {
+            return Err(fail(&con, &format!("no `login:` on the serial console within {} s", LOGIN_TIMEOUT.as_secs())))
+        }
+        Seen::Closed => return Err(fail(&con, "QEMU exited before `login:`")),
+    };
+    eprintln!("boot: login: after {host_login_s:.2} s");
+
+    // Log in as root.
+    let expect = |con: &Console, pats: &[&str], from: usize, secs: u64, what: &str| -> Result<(usize, usize)> {
+        match con.wait_for(pats, from, Duration::from_secs(secs), start) {
+            Seen::Match(i, end, _) => Ok((i, end)),
+            Seen::Timeout => Err(fail(con, &format!("timed out after {secs} s waiting for {what}"))),
+            Seen::Closed => Err(fail(con, &format!("QEMU exited while waiting for {what}"))),
+        }
+    };
+    con.send("root\n")?;
+    let (_, pw_end) = expect(&con, &["Password:"], login_end, 60, "the password prompt")?;
+    con.send(&format!("{ROOT_PASSWORD}\n"))?;
+    let (i, mut pos) = expect(&con, &[":~# ", "Login incorrect"], pw_end, 120, "the root shell prompt")?;
+    if i == 1 {
+        return Err(fail(&con, "root login refused on the serial console"));
+    }
+
+    // The markers are split with "" so that the shell's echo of the command does not match.
+    con.send("echo BP\"\"ID=$(cat /proc/sys/kernel/random/boot_id)\n")?;
+    let (_, id_start) = expect(&con, &["BPID="], pos, 60, "the boot id")?;
+    let (_, id_end) = expect(&con, &["\n"], id_start, 30, "the boot id")?;
+    let boot_id = con.text(id_start, id_end).trim().to_string();
+    pos = id_end;
+    let boot_id = if is_boot_id(&boot_id) { Some(boot_id) } else { None };
+
+    let mut trace_ready = false;
+    if opts.record {
+        let id = boot_id.clone().ok_or_else(|| fail(&con, "could not read the guest's boot id"))?;
+        eprintln!("boot: waiting (up to {TRACE_TIMEOUT_S} s) for the recorder's trace");
+        con.send(&format!(
+            "i=0; while [ ! -e {TRACE_ROOT}/{id}/events.log ] && [ $i -lt {TRACE_TIMEOUT_S} ]; do sleep 1; i=$((i+1)); done; \
+             [ -e {TRACE_ROOT}/{id}/events.log ] && echo BP\"\"TRACE=yes || echo BP\"\"TRACE=no\n"
+        ))?;
+        let (i, end) = expect(&con, &["BPTRACE=yes", "BPTRACE=no"], pos, TRACE_TIMEOUT_S + 60, "the recorder's trace")?;
+        trace_ready = i == 0;
+        pos = end;
+        if !trace_ready {
+            eprintln!("boot: warning: no {TRACE_ROOT}/{id}/events.log after {TRACE_TIMEOUT_S} s");
+        }
+    }
+    let _ = pos;
+    con.send("sync; poweroff -f\n")?;
+    let t = Instant::now();
+    let mut qemu_exit = "clean";
+    loop {
+        match qemu.0.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if t.elapsed() < EXIT_TIMEOUT => std::thread::sleep(Duration::from_millis(100)),
+            _ => {
+                let _ = qemu.0.kill();
+                let _ = qemu.0.wait();
+                qemu_exit = "killed";
+                break;
+            }
+        }
+    }
+    let lines = con.finish();
+    let firmware_load_s = firmware_estimate(&lines);
+
+    let mut trace_dir = None;
+    if opts.record {
+        let out = match &opts.trace_out {
+            Some(p) => p.clone(),
+            None => {
+                let base = paths.cache.join("traces");
+                fs::create_dir_all(&base).map_err(|e| io_err("cannot create", &base, e))?;
+                base.join(run.file_name().unwrap_or_default())
+            }
+        };
+        let host_log = run.join("host.log");
+        match copy_trace(disk, boot_id.as_deref(), &out, run, &host_log) {
+            Ok(()) => trace_dir = Some(out),
+            Err(e) if !trace_ready => {
+                eprintln!("boot: no trace to copy out: {e}");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(BootResult {
+        profile: opts.profile,
+        append: opts.append.clone(),
+        cmdline,
+        host_login_s,
+        firmware_load_s,
+        boot_id,
+        trace_dir,
+        serial_log,
+        qemu_exit,
+        disk_copy_s,
+    })
+}
+
+fn is_boot_id(s: &str) -> bool {
+    s.len() == 36 && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
+}
+
+/// Copies `/var/log/bootprint/<boot id>` (or what `latest` points at) out of the disk image.
+fn copy_trace(disk: &Path, boot_id: Option<&str>, out: &Path, run: &Path, log: &Path) -> Result<()> {
+    // The guest powered off with `poweroff -f` after a sync: its last metadata may be only in
+    // the ext4 journal, which debugfs does not read, so replay the journal into the copy first.
+    let status = Command::new("e2fsck")
+        .args(["-p", "-E", "journal_only"])
+        .arg(disk)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| Error::fail(format!("cannot run e2fsck: {e}")))?;
+    // 0 clean, 1 errors corrected (the replay): both fine.
+    if !matches!(status.code(), Some(0) | Some(1)) {
+        return Err(Error::fail(format!(
+            "`e2fsck -p -E journal_only {}` failed ({status})",
+            disk.display()
+        )));
+    }
+    let name = match boot_id {
+        Some(id) => id.to_string(),
+        None => {
+            let stat = output_logged(
+                Command::new("debugfs")
+                    .arg("-R")
+                    .arg(format!("stat {TRACE_ROOT}/latest"))
+                    .arg(disk),
+                log,
+            )?;
+            symlink_target(&stat)
+                .map(|t| t.trim_end_matches('/').rsplit('/').next().unwrap_or("").to_string())
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| Error::fail(format!("no {TRACE_ROOT}/latest symlink in {}", disk.display())))?
+        }
+    };
+    let tmp = run.join("rdump");
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(&tmp).map_err(|e| io_err("cannot create", &tmp, e))?;
+    run_logged(
+        Command::new("debugfs")
+            .arg("-R")
+            .arg(format!("rdump {TRACE_ROOT}/{name} {}", tmp.display()))
+            .arg(disk),
+        log,
+    )?;
+    let got = tmp.join(&name);
+    if !got.join("events.log").is_file() && !got.join("header").is_file() {
+        return Err(Error::fail(format!(
+            "{TRACE_ROOT}/{name} not found in {} (debugfs log {})",
+            disk.display(),
+            log.display()
+        )));
+    }
+    if out.exists() {
+        return Err(Error::fail(format!("trace output {} exists already", out.display())));
+    }
+    if let Some(parent) = out.parent() {
+        fs::create_dir_all(parent).map_err(|e| io_err("cannot create", parent, e))?;
+    }
+    if fs::rename(&got, out).is_err() {
+        // A different file system: copy instead.
+        run_logged(Command::new("cp").arg("-a").arg(&got).arg(out), log)?;
+    }
+    let _ = fs::remove_dir_all(&tmp);
+    Ok(())
+}
+
+/// The target of a fast symlink from `debugfs stat` output (`Fast link dest: "..."`).
+pub fn symlink_target(stat: &str) -> Option<String> {
+    let i = stat.find("Fast link dest:")?;
+    let rest = &stat[i + "Fast link dest:".len()..];
+    let a = rest.find('"')?;
+    let b = rest[a + 1..].find('"')?;
+    Some(rest[a + 1..a + 1 + b].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cmdlines() {
+        let mut o = BootOpts::new(Profile::Fast);
+        assert_eq!(o.cmdline(), BASE_APPEND);
+        o.append = " loglevel=5 ".into();
+        o.record = true;
+        assert_eq!(
+            o.cmdline(),
+            format!("{BASE_APPEND} loglevel=5 init=/usr/lib/bootprint/bootprint-boot")
+        );
+    }
+
+    #[test]
+    fn profiles() {
+        assert_eq!(Profile::Fast.drive_opts(), "");
+        assert_eq!(
+            Profile::Sd.drive_opts(),
+            ",throttling.bps-total=20000000,throttling.iops-total=400"
+        );
+        assert_eq!(Profile::parse("hdd").unwrap().limits(), Some((80_000_000, 100)));
+        assert!(matches!(Profile::parse("ssd"), Err(Error::Usage(_))));
+    }
+
+    #[test]
+    fn debugfs_symlink() {
+        let stat = "Inode: 1234   Type: symlink    Mode:  0777\nFast link dest: \"/var/log/bootprint/0a1b\"\n";
+        assert_eq!(symlink_target(stat).as_deref(), Some("/var/log/bootprint/0a1b"));
+        assert_eq!(symlink_target("Type: regular"), None);
+    }
+
+    #[test]
+    fn boot_ids() {
+        assert!(is_boot_id("3f2c1a5e-8d7b-4c1e-9f0a-1b2c3d4e5f60"));
+        assert!(!is_boot_id("$(cat /proc/sys/kernel/random/boot_id)"));
+    }
+}

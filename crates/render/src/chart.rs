@@ -176,6 +176,144 @@ impl ChartData {
     }
 }
 
+impl ChartData {
+    /// The chart of an analysed boot. The chart shows the model as it is; it adds no
+    /// analysis of its own.
+    pub fn from_model(m: &analyze::BootModel) -> ChartData {
+        let sys = &m.system;
+        let title = match (&sys.title, &sys.release) {
+            (Some(t), _) if !t.trim().is_empty() => t.clone(),
+            (_, Some(r)) if !r.trim().is_empty() => format!("Boot of {r}"),
+            _ => "bootprint boot chart".to_string(),
+        };
+        let mut info = Vec::new();
+        if let Some(u) = &sys.uname {
+            info.push(("kernel".to_string(), u.clone()));
+        }
+        let mut cpu_line = sys.cpu_model.clone().unwrap_or_default();
+        if sys.ncpus > 0 {
+            cpu_line = format!("{cpu_line} ({} CPUs)", sys.ncpus).trim().to_string();
+        }
+        if let Some(hz) = sys.hz {
+            cpu_line = format!("{cpu_line}; sampled at {hz} Hz").trim_start_matches("; ").to_string();
+        }
+        if !cpu_line.is_empty() {
+            info.push(("cpu".to_string(), cpu_line));
+        }
+        if let Some(o) = &sys.kernel_options {
+            info.push(("command line".to_string(), truncate_chars(o, 160)));
+        }
+        // The notes say what the figures cannot be trusted for; a few, not a wall of text.
+        for note in m.notes.iter().take(3) {
+            info.push(("note".to_string(), truncate_chars(note, 160)));
+        }
+
+        let cpu = m
+            .cpu
+            .iter()
+            .map(|s| CpuSample {
+                start: s.t_s - s.dt_s,
+                end: s.t_s,
+                user: s.user,
+                sys: s.sys,
+                iowait: s.iowait,
+            })
+            .collect();
+        let disk = m
+            .disk
+            .iter()
+            .map(|s| DiskSample {
+                start: s.t_s - s.dt_s,
+                end: s.t_s,
+                read_bps: s.read_bps,
+                write_bps: s.write_bps,
+                util: s.util,
+            })
+            .collect();
+        let period = if sys.sample_interval_s > 0.0 {
+            sys.sample_interval_s
+        } else {
+            0.02
+        };
+        let processes = m
+            .processes
+            .iter()
+            .map(|p| {
+                // A sample closes the interval since the previous one; the first covers at
+                // most one period back, and never before the process started.
+                let mut prev: Option<f64> = None;
+                let samples = p
+                    .samples
+                    .iter()
+                    .map(|s| {
+                        let start = prev.unwrap_or((s.t_s - period).max(p.start_s.min(s.t_s)));
+                        prev = Some(s.t_s);
+                        ProcSample {
+                            start,
+                            end: s.t_s,
+                            state: match s.state {
+                                'R' => ProcState::Running,
+                                'D' => ProcState::Blocked,
+                                _ => ProcState::Sleeping,
+                            },
+                            cpu: s.cpu,
+                        }
+                    })
+                    .collect();
+                ChartProcess {
+                    pid: p.pid,
+                    ppid: p.ppid,
+                    name: p.name.clone(),
+                    start: p.start_s,
+                    end: p.end_s.max(p.start_s),
+                    samples,
+                }
+            })
+            .collect();
+
+        let ms = &m.milestones;
+        let mut milestones = Vec::new();
+        for (name, ms) in [
+            ("kernel", &ms.kernel),
+            ("init_exec", &ms.init_exec),
+            ("text_login", &ms.text_login),
+            ("graphical_login", &ms.graphical_login),
+        ] {
+            if let Some(x) = ms {
+                milestones.push(Milestone {
+                    name: name.to_string(),
+                    time: x.t_s,
+                });
+            }
+        }
+        milestones.push(Milestone {
+            name: "boot_done".to_string(),
+            time: ms.boot_done.t_s,
+        });
+
+        ChartData {
+            title,
+            info,
+            start: 0.0,
+            end: m.last_sample_s.max(ms.boot_done.t_s),
+            cpu,
+            disk,
+            processes,
+            milestones,
+        }
+    }
+}
+
+fn truncate_chars(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+        t.push('\u{2026}');
+        t
+    }
+}
+
 /// Replaces NaN and infinities, which bad input may carry, with a default.
 pub(crate) fn finite_or(x: f64, default: f64) -> f64 {
     if x.is_finite() {

@@ -240,7 +240,7 @@ impl<'a> Chart<'a> {
             y += 16.0;
             let _ = writeln!(
                 self.out,
-                "<text class=\"info\" x=\"10\" y=\"{}\" font-size=\"12\"><tspan font-weight=\"bold\">{}:</tspan> {}</text>",
+                "<text class=\"meta\" x=\"10\" y=\"{}\" font-size=\"12\"><tspan font-weight=\"bold\">{}:</tspan> {}</text>",
                 n(y),
                 escape_xml(k),
                 escape_xml(v)
@@ -641,7 +641,8 @@ impl<'a> Chart<'a> {
         }
         let _ = writeln!(
             self.out,
-            "<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"{anchor}\">{}</text><title>{}</title>",
+            "<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"{anchor}\" \
+             stroke=\"#ffffff\" stroke-width=\"2.5\" stroke-opacity=\"0.8\" paint-order=\"stroke\">{}</text><title>{}</title>",
             n(lx),
             n(y + ROW_H - 3.0),
             escape_xml(&label),

@@ -1,0 +1,49 @@
+# bootprint: the two commands of a fresh machine are `make demo` and `make test`.
+# Both install what they need first (scripts/install-deps.sh, idempotent).
+
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+CARGO ?= cargo
+TESTBED := target/release/bootprint-testbed
+BOOTPRINT := target/release/bootprint
+OUT ?= out
+
+.PHONY: all deps build demo test unit smoke bench lint clean
+
+all: build
+
+deps:
+	./scripts/install-deps.sh
+
+build: deps
+	$(CARGO) build --release --workspace
+
+# Build, make the test-bed image, boot it with the recorder, show the report.
+demo: build
+	$(TESTBED) image
+	rm -rf $(OUT)/demo-trace
+	$(TESTBED) boot --record --trace-out $(OUT)/demo-trace
+	$(BOOTPRINT) report $(OUT)/demo-trace --svg $(OUT)/demo.svg
+	@echo "bootchart: $(abspath $(OUT)/demo.svg)"
+
+# Unit and integration tests, then one real boot in the test bed.
+test: build unit smoke
+
+unit:
+	$(CARGO) test --release --workspace
+
+smoke:
+	$(TESTBED) image
+	$(TESTBED) smoke
+
+# Benchmarks are not part of `make test`: they take many boots.
+bench: build
+	$(TESTBED) image
+	$(TESTBED) bench record --runs 3
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+clean:
+	$(CARGO) clean
+	rm -rf $(OUT)

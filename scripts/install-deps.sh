@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what building and testing bootprint needs on a Debian 12 machine, idempotently:
+# Debian packages for the test bed (QEMU, debootstrap, e2fsprogs) and a Rust toolchain.
+# Fast when everything is already there: it only asks apt when a package is missing.
+set -euo pipefail
+
+packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ca-certificates gcc make)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "install-deps: installing ${missing[*]}"
+    as_root=()
+    [ "$(id -u)" -eq 0 ] || as_root=(sudo)
+    "${as_root[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Rust: rustup's toolchain when present (it is on our machines), else Debian's.
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "install-deps: no cargo found; installing Debian's rustc and cargo"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq cargo rustc
+fi
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+    if command -v rustup >/dev/null 2>&1; then
+        rustup component add rustfmt clippy >/dev/null 2>&1 || true
+    fi
+fi
+echo "install-deps: ok ($(cargo --version))"
