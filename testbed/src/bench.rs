@@ -1,3 +1,430 @@
-//! bench
-use crate::util::{Error, Paths, Result};
-pub fn run(_p: &Paths, _n: &str, _r: usize, _pr: crate::qemu::Profile, _j: bool) -> Result<()> { Err(Error::fail("todo")) }
+//! `bench`: boots variants of the image interleaved (A B A B ...) after one discarded warm-up
+//! boot, and compares medians. A benchmark is a list of variants (name, boot options, extra
+//! figures), so later benchmarks (readahead, rc, modules) add a list, not code paths.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::image;
+use crate::qemu::{self, round3, BootOpts, BootResult, Profile};
+use crate::util::{io_err, median, today, Error, Paths, Result};
+
+/// Figures of one run, by name; `None` when a figure could not be measured.
+pub type Figures = BTreeMap<String, Option<f64>>;
+
+/// One variant of a benchmark.
+pub struct Variant {
+    pub name: &'static str,
+    pub opts: BootOpts,
+    /// Figures beyond the boot's own (host_login_s, firmware_load_s).
+    pub extra: fn(&BootResult) -> Figures,
+}
+
+pub struct Benchmark {
+    pub name: &'static str,
+    pub about: &'static str,
+    /// The first variant is the baseline the ratios are against.
+    pub variants: Vec<Variant>,
+}
+
+/// The figure the ratios compare.
+pub const PRIMARY: &str = "host_login_s";
+
+fn no_extra(_: &BootResult) -> Figures {
+    Figures::new()
+}
+
+fn recorder_figures(r: &BootResult) -> Figures {
+    let mut f = Figures::new();
+    let stats = r
+        .trace_dir
+        .as_ref()
+        .and_then(|d| fs::read_to_string(d.join("events.log")).ok())
+        .and_then(|t| recorder_stats(&t));
+    f.insert(
+        "recorder_cpu_s".into(),
+        stats.as_ref().and_then(|s| s.get("cpu_s").copied()),
+    );
+    f.insert(
+        "recorder_maxrss_kb".into(),
+        stats.as_ref().and_then(|s| s.get("maxrss_kb").copied()),
+    );
+    f
+}
+
+/// The known benchmarks.
+pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
+    match name {
+        "record" => {
+            let mut rec = BootOpts::new(profile);
+            rec.record = true;
+            Ok(Benchmark {
+                name: "record",
+                about: "cost of recording a boot: no recorder against init=bootprint-boot",
+                variants: vec![
+                    Variant {
+                        name: "baseline",
+                        opts: BootOpts::new(profile),
+                        extra: no_extra,
+                    },
+                    Variant {
+                        name: "record",
+                        opts: rec,
+                        extra: recorder_figures,
+                    },
+                ],
+            })
+        }
+        _ => Err(Error::Usage(format!(
+            "unknown benchmark {name:?}: known: record"
+        ))),
+    }
+}
+
+/// The numeric keys of the last `recorder_stats` event in an events.log.
+pub fn recorder_stats(events: &str) -> Option<BTreeMap<String, f64>> {
+    let line = events
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .rfind(|l| l.split_whitespace().nth(1) == Some("recorder_stats"))?;
+    let mut out = BTreeMap::new();
+    for kv in line.split_whitespace().skip(2) {
+        if let Some((k, v)) = kv.split_once('=') {
+            // Numbers never need percent-decoding; anything else is not a figure.
+            if let Ok(x) = v.parse::<f64>() {
+                out.insert(k.to_string(), x);
+            }
+        }
+    }
+    Some(out)
+}
+
+/// One run: its figures, or why it failed.
+pub struct Run {
+    pub figures: Figures,
+    pub detail: Value,
+}
+
+/// Medians per figure, and the primary figure's median over the baseline's.
+pub fn summarize(variants: &[(String, Vec<Figures>)]) -> Vec<(String, Figures, Option<f64>)> {
+    let mut out = vec![];
+    let mut base: Option<f64> = None;
+    for (i, (name, runs)) in variants.iter().enumerate() {
+        let mut keys: Vec<&String> = runs.iter().flat_map(|r| r.keys()).collect();
+        keys.sort();
+        keys.dedup();
+        let mut med = Figures::new();
+        for k in keys {
+            let vals: Vec<f64> = runs
+                .iter()
+                .filter_map(|r| r.get(k).copied().flatten())
+                .collect();
+            med.insert(k.clone(), median(&vals));
+        }
+        let primary = med.get(PRIMARY).copied().flatten();
+        if i == 0 {
+            base = primary;
+        }
+        let ratio = match (primary, base) {
+            (Some(p), Some(b)) if b > 0.0 => Some(p / b),
+            _ => None,
+        };
+        out.push((name.clone(), med, ratio));
+    }
+    out
+}
+
+/// The table of medians, one row per variant, one column per figure.
+pub fn table(summary: &[(String, Figures, Option<f64>)], runs: &[usize]) -> String {
+    let mut cols: Vec<String> = vec![PRIMARY.to_string()];
+    for (_, med, _) in summary {
+        for k in med.keys() {
+            if !cols.contains(k) {
+                cols.push(k.clone());
+            }
+        }
+    }
+    let mut s = format!("{:<12} {:>4} {:>7}", "variant", "runs", "ratio");
+    for c in &cols {
+        s.push_str(&format!(" {:>w$}", c, w = c.len().max(8)));
+    }
+    s.push('\n');
+    for (i, (name, med, ratio)) in summary.iter().enumerate() {
+        s.push_str(&format!(
+            "{:<12} {:>4} {:>7}",
+            name,
+            runs.get(i).copied().unwrap_or(0),
+            ratio
+                .map(|r| format!("{r:.3}"))
+                .unwrap_or_else(|| "-".into())
+        ));
+        for c in &cols {
+            let v = med.get(c).copied().flatten();
+            let text = match v {
+                Some(x) if x.abs() >= 100.0 => format!("{x:.0}"),
+                Some(x) => format!("{x:.3}"),
+                None => "-".into(),
+            };
+            s.push_str(&format!(" {:>w$}", text, w = c.len().max(8)));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+fn one_run(paths: &Paths, img: &image::Image, v: &Variant) -> Run {
+    match qemu::boot(paths, img, &v.opts) {
+        Ok(r) => {
+            let mut figures = Figures::new();
+            figures.insert("host_login_s".into(), Some(round3(r.host_login_s)));
+            figures.insert("firmware_load_s".into(), r.firmware_load_s.map(round3));
+            figures.extend((v.extra)(&r));
+            let mut detail = r.to_json();
+            detail["figures"] = json!(figures);
+            Run { figures, detail }
+        }
+        Err(e) => Run {
+            figures: Figures::new(),
+            detail: json!({ "error": e.to_string() }),
+        },
+    }
+}
+
+pub fn run(paths: &Paths, name: &str, runs: usize, profile: Profile, as_json: bool) -> Result<()> {
+    let bench = benchmark(name, profile)?;
+    let img = image::ensure(paths, true)?;
+    eprintln!(
+        "bench {}: {} variants x {runs} runs on profile {}, interleaved, after 1 warm-up boot",
+        bench.name,
+        bench.variants.len(),
+        profile.name()
+    );
+    let warm = one_run(paths, &img, &bench.variants[0]);
+    eprintln!("bench: warm-up (discarded): {}", warm.detail);
+    let mut results: Vec<Vec<Run>> = bench.variants.iter().map(|_| vec![]).collect();
+    for round in 0..runs {
+        for (i, v) in bench.variants.iter().enumerate() {
+            let r = one_run(paths, &img, v);
+            eprintln!(
+                "bench: round {} {}: {}",
+                round + 1,
+                v.name,
+                json!(r.figures)
+            );
+            if let Some(e) = r.detail.get("error") {
+                eprintln!("bench: round {} {} FAILED: {}", round + 1, v.name, e);
+            }
+            results[i].push(r);
+        }
+    }
+    let figs: Vec<(String, Vec<Figures>)> = bench
+        .variants
+        .iter()
+        .zip(&results)
+        .map(|(v, rs)| {
+            (
+                v.name.to_string(),
+                rs.iter()
+                    .filter(|r| !r.figures.is_empty())
+                    .map(|r| r.figures.clone())
+                    .collect(),
+            )
+        })
+        .collect();
+    let summary = summarize(&figs);
+    let counts: Vec<usize> = figs.iter().map(|(_, r)| r.len()).collect();
+    let failed: usize = results
+        .iter()
+        .flatten()
+        .filter(|r| r.figures.is_empty())
+        .count();
+
+    let variants_json: Vec<Value> = bench
+        .variants
+        .iter()
+        .zip(&results)
+        .zip(&summary)
+        .map(|((v, rs), (_, med, ratio))| {
+            let maxes: Figures = med
+                .keys()
+                .map(|k| {
+                    let vals = rs
+                        .iter()
+                        .filter_map(|r| r.figures.get(k).copied().flatten());
+                    (
+                        k.clone(),
+                        vals.fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x)))),
+                    )
+                })
+                .collect();
+            json!({
+                "name": v.name,
+                "cmdline": v.opts.cmdline(),
+                "median": med,
+                "max": maxes,
+                "ratio_host_login_s": ratio.map(|r| (r * 10000.0).round() / 10000.0),
+                "runs": rs.iter().map(|r| r.detail.clone()).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let doc = json!({
+        "benchmark": bench.name,
+        "about": bench.about,
+        "date": today(),
+        "host": host_facts(),
+        "profile": profile.name(),
+        "runs_per_variant": runs,
+        "order": "one discarded warm-up boot of the baseline, then variants interleaved per round",
+        "baseline": bench.variants[0].name,
+        "failed_runs": failed,
+        "warmup": warm.detail,
+        "variants": variants_json,
+    });
+    let file = write_result(
+        &paths.repo.join("testbed/results"),
+        bench.name,
+        profile,
+        &doc,
+    )?;
+    if as_json {
+        println!("{doc}");
+    } else {
+        print!("{}", table(&summary, &counts));
+        if let Some((_, med, _)) = summary.iter().find(|(n, _, _)| n == "record") {
+            if let Some(Some(cpu)) = med.get("recorder_cpu_s") {
+                println!("recorder: median {cpu:.3} s CPU per boot");
+            }
+        }
+        if let Some(peak) = variants_json
+            .iter()
+            .filter_map(|v| v["max"]["recorder_maxrss_kb"].as_f64())
+            .reduce(f64::max)
+        {
+            println!("recorder: peak memory {peak:.0} kB (max RSS)");
+        }
+        println!("result: {}", file.display());
+    }
+    if failed > 0 {
+        return Err(Error::fail(format!(
+            "{failed} boot(s) failed; see {}",
+            file.display()
+        )));
+    }
+    Ok(())
+}
+
+fn host_facts() -> Value {
+    let cpu = fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    let ncpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    json!({ "cpu": cpu, "ncpus": ncpus, "accel": "tcg" })
+}
+
+fn write_result(
+    dir: &Path,
+    name: &str,
+    profile: Profile,
+    doc: &Value,
+) -> Result<std::path::PathBuf> {
+    fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, e))?;
+    let base = match profile {
+        Profile::Fast => format!("{}-{name}", today()),
+        p => format!("{}-{name}-{}", today(), p.name()),
+    };
+    let mut path = dir.join(format!("{base}.json"));
+    let mut i = 2;
+    while path.exists() {
+        path = dir.join(format!("{base}-{i}.json"));
+        i += 1;
+    }
+    let text = serde_json::to_string_pretty(doc).unwrap_or_default() + "\n";
+    fs::write(&path, text).map_err(|e| io_err("cannot write", &path, e))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn figs(pairs: &[(&str, Option<f64>)]) -> Figures {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn medians_and_ratios() {
+        let v = vec![
+            (
+                "baseline".to_string(),
+                vec![
+                    figs(&[("host_login_s", Some(50.0))]),
+                    figs(&[("host_login_s", Some(54.0))]),
+                    figs(&[("host_login_s", Some(52.0))]),
+                ],
+            ),
+            (
+                "record".to_string(),
+                vec![
+                    figs(&[("host_login_s", Some(57.2)), ("recorder_cpu_s", Some(0.5))]),
+                    figs(&[("host_login_s", Some(55.0)), ("recorder_cpu_s", None)]),
+                ],
+            ),
+        ];
+        let s = summarize(&v);
+        assert_eq!(s[0].1["host_login_s"], Some(52.0));
+        assert_eq!(s[0].2, Some(1.0));
+        assert!((s[1].1["host_login_s"].unwrap() - 56.1).abs() < 1e-9);
+        assert!((s[1].2.unwrap() - 56.1 / 52.0).abs() < 1e-9);
+        // a figure missing in some runs: median of those that have it
+        assert_eq!(s[1].1["recorder_cpu_s"], Some(0.5));
+        let t = table(&s, &[3, 2]);
+        assert!(t.lines().nth(1).unwrap().starts_with("baseline"), "{t}");
+        assert!(t.contains("1.079"), "{t}");
+    }
+
+    #[test]
+    fn no_baseline_no_ratio() {
+        let v = vec![
+            ("a".to_string(), vec![figs(&[("host_login_s", None)])]),
+            ("b".to_string(), vec![figs(&[("host_login_s", Some(3.0))])]),
+        ];
+        let s = summarize(&v);
+        assert_eq!(s[1].2, None);
+    }
+
+    #[test]
+    fn parses_recorder_stats() {
+        let ev = "# bootprint events 1\n\
+                  1000 recorder_start pid=1 hz=50 version=0.1.0\n\
+                  9000 recorder_stats samples=2500 late_samples=3 cpu_s=0.84 maxrss_kb=4120 ps_lines=1\n";
+        let s = recorder_stats(ev).unwrap();
+        assert_eq!(s["cpu_s"], 0.84);
+        assert_eq!(s["maxrss_kb"], 4120.0);
+        assert_eq!(
+            recorder_stats("# bootprint events 1\n1 recorder_start pid=1\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn known_benchmarks() {
+        let b = benchmark("record", Profile::Fast).unwrap();
+        assert_eq!(b.variants[0].name, "baseline");
+        assert!(!b.variants[0].opts.record && b.variants[1].opts.record);
+        assert!(matches!(
+            benchmark("nope", Profile::Fast),
+            Err(Error::Usage(_))
+        ));
+    }
+}

@@ -10,7 +10,8 @@ pub const HOST_PACKAGES: &[&str] = &["qemu-system-x86", "qemu-utils", "debootstr
 /// The packages of `pkgs` that dpkg does not report as installed.
 pub fn missing(pkgs: &[&str], log: &std::path::Path) -> Result<Vec<String>> {
     let mut cmd = Command::new("dpkg-query");
-    cmd.args(["-W", "-f=${Package} ${db:Status-Status}\n"]).args(pkgs);
+    cmd.args(["-W", "-f=${Package} ${db:Status-Status}\n"])
+        .args(pkgs);
     // dpkg-query exits 1 when a package is unknown; its stdout still lists the known ones.
     let out = match output_logged(&mut cmd, log) {
         Ok(o) => o,
@@ -51,7 +52,10 @@ pub fn install(paths: &Paths) -> Result<()> {
     }
     println!("deps: installing {}", need.join(" "));
     let lists_empty = std::fs::read_dir("/var/lib/apt/lists")
-        .map(|d| !d.flatten().any(|e| e.file_name().to_string_lossy().ends_with("_Packages")))
+        .map(|d| {
+            !d.flatten()
+                .any(|e| e.file_name().to_string_lossy().ends_with("_Packages"))
+        })
         .unwrap_or(true);
     let install = |log: &std::path::Path| {
         run_logged(
@@ -92,7 +96,10 @@ mod tests {
     fn finds_missing_packages() {
         let out = "qemu-utils installed\ndebootstrap not-installed\ne2fsprogs:amd64 installed\n";
         assert_eq!(
-            parse_missing(&["qemu-utils", "debootstrap", "e2fsprogs", "qemu-system-x86"], out),
+            parse_missing(
+                &["qemu-utils", "debootstrap", "e2fsprogs", "qemu-system-x86"],
+                out
+            ),
             vec!["debootstrap".to_string(), "qemu-system-x86".to_string()]
         );
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use crate::util::{hash_file, io_err, output_logged, run_logged, Error, Fnv, Paths, Result};
+use crate::util::{hash_file, io_err, output_logged, run_logged, Error, Fnv, Lock, Paths, Result};
 
 /// Bump when the image-building code changes what it produces: part of the cache key.
 const IMAGE_VERSION: &str = "bootprint-testbed-image 1";
@@ -47,7 +47,15 @@ pub struct Image {
 
 fn cache_key() -> String {
     let mut h = Fnv::new();
-    for part in [IMAGE_VERSION, SUITE, KERNEL_PACKAGE, HOSTNAME, ROOT_PASSWORD, INITTAB_SERIAL, FSTAB] {
+    for part in [
+        IMAGE_VERSION,
+        SUITE,
+        KERNEL_PACKAGE,
+        HOSTNAME,
+        ROOT_PASSWORD,
+        INITTAB_SERIAL,
+        FSTAB,
+    ] {
         h.update(part.as_bytes());
         h.update(b"\0");
     }
@@ -89,24 +97,25 @@ impl Image {
 
 /// Builds the image if its inputs changed, then brings the bootprint binaries in it up to date.
 pub fn ensure(paths: &Paths, cargo: bool) -> Result<Image> {
+    let _lock = Lock::acquire(&paths.cache.join("image.lock"))?;
     let img = Image::at(paths.cache.join(format!("image-{}", cache_key())));
     if !img.complete() {
         let t = Instant::now();
         build(paths, &img)?;
         let s = t.elapsed().as_secs_f64();
-        println!("image: full build took {s:.1} s");
+        eprintln!("image: full build took {s:.1} s");
         let _ = fs::write(img.dir.join("build-seconds"), format!("{s:.1}\n"));
     }
     // After the image: the long build does not wait on the binaries compiling.
     let bins = host_binaries(paths, cargo)?;
     let t = Instant::now();
     if update_binaries(&img, &bins)? {
-        println!(
+        eprintln!(
             "image: bootprint binaries updated in {:.2} s",
             t.elapsed().as_secs_f64()
         );
     } else {
-        println!("image: bootprint binaries already current");
+        eprintln!("image: bootprint binaries already current");
     }
     Ok(img)
 }
@@ -116,9 +125,14 @@ fn host_binaries(paths: &Paths, cargo: bool) -> Result<(PathBuf, PathBuf)> {
     if cargo {
         let log = paths.logs().join("cargo.log");
         run_logged(
-            Command::new("cargo")
-                .current_dir(&paths.repo)
-                .args(["build", "--release", "-p", "bootprint-boot", "-p", "bootprint"]),
+            Command::new("cargo").current_dir(&paths.repo).args([
+                "build",
+                "--release",
+                "-p",
+                "bootprint-boot",
+                "-p",
+                "bootprint",
+            ]),
             &log,
         )?;
     }
@@ -203,7 +217,10 @@ struct ProcMount(PathBuf);
 
 impl Drop for ProcMount {
     fn drop(&mut self) {
-        let ok = Command::new("umount").arg(&self.0).status().map(|s| s.success());
+        let ok = Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .map(|s| s.success());
         if !matches!(ok, Ok(true)) {
             let _ = Command::new("umount").arg("-l").arg(&self.0).status();
         }
@@ -229,14 +246,21 @@ fn build(paths: &Paths, img: &Image) -> Result<()> {
     let work = img.dir.with_extension("tmp");
     if work.exists() {
         // A build that died half-way: make sure nothing is still mounted in it, then start over.
-        let _ = Command::new("umount").arg("-l").arg(work.join("root/proc")).status();
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(work.join("root/proc"))
+            .status();
         fs::remove_dir_all(&work).map_err(|e| io_err("cannot remove", &work, e))?;
     }
     let root = work.join("root");
     fs::create_dir_all(&root).map_err(|e| io_err("cannot create", &root, e))?;
     let log = work.join("build.log");
-    println!("image: building in {} (log {})", work.display(), log.display());
-    println!("image: debootstrap {SUITE} from the host's apt mirror {mirror}");
+    eprintln!(
+        "image: building in {} (log {})",
+        work.display(),
+        log.display()
+    );
+    eprintln!("image: debootstrap {SUITE} from the host's apt mirror {mirror}");
     run_logged(
         Command::new("debootstrap")
             .arg("--variant=minbase")
@@ -254,21 +278,32 @@ fn build(paths: &Paths, img: &Image) -> Result<()> {
     {
         let proc_dir = root.join("proc");
         run_logged(
-            Command::new("mount").args(["-t", "proc", "proc"]).arg(&proc_dir),
+            Command::new("mount")
+                .args(["-t", "proc", "proc"])
+                .arg(&proc_dir),
             &log,
         )?;
         let _guard = ProcMount(proc_dir);
-        println!("image: installing {KERNEL_PACKAGE} in the chroot");
+        eprintln!("image: installing {KERNEL_PACKAGE} in the chroot");
         run_logged(&mut chroot(&root, &["apt-get", "update"]), &log)?;
         run_logged(
             &mut chroot(
                 &root,
-                &["apt-get", "install", "-y", "--no-install-recommends", KERNEL_PACKAGE],
+                &[
+                    "apt-get",
+                    "install",
+                    "-y",
+                    "--no-install-recommends",
+                    KERNEL_PACKAGE,
+                ],
             ),
             &log,
         )?;
         run_logged(&mut chroot(&root, &["apt-get", "clean"]), &log)?;
-        let mut pw = chroot(&root, &["sh", "-c", &format!("echo root:{ROOT_PASSWORD} | chpasswd")]);
+        let mut pw = chroot(
+            &root,
+            &["sh", "-c", &format!("echo root:{ROOT_PASSWORD} | chpasswd")],
+        );
         run_logged(&mut pw, &log)?;
     }
     fs::remove_file(&policy).map_err(|e| io_err("cannot remove", &policy, e))?;
@@ -280,7 +315,7 @@ fn build(paths: &Paths, img: &Image) -> Result<()> {
 
     let content_mb = du_mb(&root, &log)?;
     let size_mb = (content_mb + SLACK_MB).max(MIN_MB);
-    println!("image: mke2fs -d ({content_mb} MB of files in a {size_mb} MB ext4 image)");
+    eprintln!("image: mke2fs -d ({content_mb} MB of files in a {size_mb} MB ext4 image)");
     run_logged(
         Command::new("mke2fs")
             .args(["-q", "-F", "-t", "ext4", "-L", "bootprint-root", "-d"])
@@ -315,7 +350,9 @@ fn configure(root: &Path) -> Result<()> {
     write(&root.join("etc/hostname"), &format!("{HOSTNAME}\n"))?;
     write(
         &root.join("etc/hosts"),
-        &format!("127.0.0.1 localhost\n127.0.1.1 {HOSTNAME}\n::1 localhost ip6-localhost ip6-loopback\n"),
+        &format!(
+            "127.0.0.1 localhost\n127.0.1.1 {HOSTNAME}\n::1 localhost ip6-localhost ip6-loopback\n"
+        ),
     )?;
     write(
         &root.join("etc/bootprint-testbed-image"),
@@ -340,7 +377,10 @@ fn copy_one(dir: &Path, prefix: &str, dest: &Path) -> Result<()> {
         .collect();
     found.sort();
     let src = found.pop().ok_or_else(|| {
-        Error::fail(format!("no {prefix}* in {}: did the kernel install?", dir.display()))
+        Error::fail(format!(
+            "no {prefix}* in {}: did the kernel install?",
+            dir.display()
+        ))
     })?;
     fs::copy(&src, dest).map_err(|e| io_err("cannot copy", &src, e))?;
     Ok(())
@@ -457,7 +497,11 @@ pub fn parse_deb822(text: &str) -> Vec<Source> {
     }
     for st in stanzas {
         let get = |k: &str| st.iter().find(|(kk, _)| kk == k).map(|(_, v)| v.as_str());
-        if !get("types").unwrap_or("").split_whitespace().any(|t| t == "deb") {
+        if !get("types")
+            .unwrap_or("")
+            .split_whitespace()
+            .any(|t| t == "deb")
+        {
             continue;
         }
         if matches!(get("enabled"), Some(v) if v.eq_ignore_ascii_case("no")) {
@@ -511,7 +555,10 @@ Components: main
         assert_eq!(s.len(), 3);
         assert_eq!(s[1].suite, "bookworm-updates");
         assert_eq!(s[2].uri, "http://mirror.example/debian-security");
-        assert_eq!(pick_mirror(&s, "bookworm").as_deref(), Some("http://mirror.example/debian"));
+        assert_eq!(
+            pick_mirror(&s, "bookworm").as_deref(),
+            Some("http://mirror.example/debian")
+        );
     }
 
     #[test]
@@ -519,7 +566,13 @@ Components: main
         let text = "Types: deb\nURIs: http://a.example/d\nSuites: bookworm\nEnabled: no\n\n\
                     Types: deb\nURIs:\n http://b.example/d\nSuites: bookworm\n";
         let s = parse_deb822(text);
-        assert_eq!(s, vec![Source { uri: "http://b.example/d".into(), suite: "bookworm".into() }]);
+        assert_eq!(
+            s,
+            vec![Source {
+                uri: "http://b.example/d".into(),
+                suite: "bookworm".into()
+            }]
+        );
     }
 
     #[test]
@@ -533,7 +586,10 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
 ";
         let s = parse_one_line(text);
         assert_eq!(s.len(), 3);
-        assert_eq!(pick_mirror(&s, "bookworm").as_deref(), Some("https://m.example/debian/"));
+        assert_eq!(
+            pick_mirror(&s, "bookworm").as_deref(),
+            Some("https://m.example/debian/")
+        );
     }
 
     #[test]

@@ -40,7 +40,7 @@ fn main() -> ExitCode {
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Error::Usage(msg)) => {
-            eprintln!("bootprint-testbed: {msg}\n\n{USAGE}");
+            eprintln!("bootprint-testbed: {msg} (see `bootprint-testbed --help`)");
             ExitCode::from(2)
         }
         Err(Error::Failed(msg)) => {
@@ -86,13 +86,13 @@ fn run(args: &[String]) -> Result<(), Error> {
             Ok(())
         }
         "bench" => {
-            let name = opts.positional().ok_or_else(|| Error::Usage("bench needs a NAME".into()))?;
+            let name = opts
+                .positional()
+                .ok_or_else(|| Error::Usage("bench needs a NAME".into()))?;
             let runs = match opts.value("--runs")? {
-                Some(v) => v
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| Error::Usage(format!("--runs: expected a positive integer, got {v:?}")))?,
+                Some(v) => v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    Error::Usage(format!("--runs: expected a positive integer, got {v:?}"))
+                })?,
                 None => 3,
             };
             let profile = match opts.value("--profile")? {

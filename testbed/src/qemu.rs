@@ -11,13 +11,16 @@ use serde_json::{json, Value};
 
 use crate::image::{Image, GUEST_BOOT_BIN, ROOT_PASSWORD};
 use crate::serial::{firmware_estimate, Console, Seen};
-use crate::util::{fresh_dir, io_err, output_logged, run_logged, tail, Args, Error, Paths, Result};
+use crate::util::{
+    fresh_dir, io_err, output_logged, run_logged, tail, Args, Error, Lock, Paths, Result,
+};
 
 /// Base kernel command line; `loglevel=` after `quiet` brings kernel lines to the console
 /// so the firmware time can be estimated (see docs/testbed.md).
-pub const BASE_APPEND: &str = "console=ttyS0 root=/dev/vda rw quiet";
+pub const BASE_APPEND: &str = "console=ttyS0 root=/dev/vda rw quiet loglevel=6";
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(600);
-const TRACE_TIMEOUT_S: u64 = 180;
+// Covers the recorder's hard limit (240 s of uptime by default) plus writing the trace.
+const TRACE_TIMEOUT_S: u64 = 300;
 const EXIT_TIMEOUT: Duration = Duration::from_secs(90);
 const TRACE_ROOT: &str = "/var/log/bootprint";
 
@@ -35,7 +38,9 @@ impl Profile {
             "fast" => Ok(Profile::Fast),
             "sd" => Ok(Profile::Sd),
             "hdd" => Ok(Profile::Hdd),
-            _ => Err(Error::Usage(format!("unknown profile {s:?}: expected fast, sd or hdd"))),
+            _ => Err(Error::Usage(format!(
+                "unknown profile {s:?}: expected fast, sd or hdd"
+            ))),
         }
     }
 
@@ -152,7 +157,10 @@ impl BootResult {
     pub fn print_text(&self) {
         println!("profile          {}", self.profile.name());
         println!("cmdline          {}", self.cmdline);
-        println!("host_login_s     {:.2}  (QEMU start to `login:`)", self.host_login_s);
+        println!(
+            "host_login_s     {:.2}  (QEMU start to `login:`)",
+            self.host_login_s
+        );
         match self.firmware_load_s {
             Some(f) => println!("firmware_load_s  {f:.2}  (estimate: QEMU start to kernel start)"),
             None => println!("firmware_load_s  -  (no kernel-timestamped lines on the console)"),
@@ -186,6 +194,8 @@ impl Drop for Qemu {
 pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
     let run = fresh_dir(&paths.cache.join("runs"))?;
     let disk = run.join("disk.raw");
+    // Not while another test bed is rebuilding the image or replacing its binaries.
+    let lock = Lock::acquire(&paths.cache.join("image.lock"))?;
     let t = Instant::now();
     // A fresh copy per boot: every boot starts from the same state, and the guest's writes
     // stay readable afterwards.
@@ -197,6 +207,7 @@ pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
         &run.join("host.log"),
     )?;
     let disk_copy_s = t.elapsed().as_secs_f64();
+    drop(lock);
     let result = boot_disk(paths, img, opts, &run, &disk, disk_copy_s);
     if !opts.keep_disk {
         let _ = fs::remove_file(&disk);
@@ -217,10 +228,18 @@ fn boot_disk(
     let cmdline = opts.cmdline();
     let serial_log = run.join("serial.log");
     let qemu_log = run.join("qemu.log");
-    let qemu_err = fs::File::create(&qemu_log).map_err(|e| io_err("cannot create", &qemu_log, e))?;
+    let qemu_err =
+        fs::File::create(&qemu_log).map_err(|e| io_err("cannot create", &qemu_log, e))?;
     let mut cmd = Command::new("qemu-system-x86_64");
     cmd.args(["-accel", "tcg", "-smp", "2", "-m", "1024"])
-        .args(["-nodefaults", "-display", "none", "-no-reboot", "-monitor", "none"])
+        .args([
+            "-nodefaults",
+            "-display",
+            "none",
+            "-no-reboot",
+            "-monitor",
+            "none",
+        ])
         .args(["-serial", "stdio"])
         .arg("-kernel")
         .arg(&img.kernel)
@@ -241,12 +260,20 @@ fn boot_disk(
         .stdout(Stdio::piped())
         .stderr(qemu_err)
         .spawn()
-        .map_err(|e| Error::fail(format!("cannot start qemu-system-x86_64: {e} (run `bootprint-testbed deps`)")))?;
+        .map_err(|e| {
+            Error::fail(format!(
+                "cannot start qemu-system-x86_64: {e} (run `bootprint-testbed deps`)"
+            ))
+        })?;
     let input = child.stdin.take().expect("piped");
     let output = child.stdout.take().expect("piped");
     let mut qemu = Qemu(child);
     let mut con = Console::new(input, output, &serial_log, start)?;
-    eprintln!("boot: QEMU started ({}), waiting for login: (serial log {})", opts.profile.name(), serial_log.display());
+    eprintln!(
+        "boot: QEMU started ({}), waiting for login: (serial log {})",
+        opts.profile.name(),
+        serial_log.display()
+    );
 
     let fail = |con: &Console, what: &str| {
         Error::fail(format!(
@@ -260,45 +287,79 @@ fn boot_disk(
     let (login_end, host_login_s) = match con.wait_for(&["login:"], 0, LOGIN_TIMEOUT, start) {
         Seen::Match(_, end, t) => (end, t),
         Seen::Timeout => {
-            return Err(fail(&con, &format!("no `login:` on the serial console within {} s", LOGIN_TIMEOUT.as_secs())))
+            return Err(fail(
+                &con,
+                &format!(
+                    "no `login:` on the serial console within {} s",
+                    LOGIN_TIMEOUT.as_secs()
+                ),
+            ))
         }
         Seen::Closed => return Err(fail(&con, "QEMU exited before `login:`")),
     };
     eprintln!("boot: login: after {host_login_s:.2} s");
 
     // Log in as root.
-    let expect = |con: &Console, pats: &[&str], from: usize, secs: u64, what: &str| -> Result<(usize, usize)> {
+    let expect = |con: &Console,
+                  pats: &[&str],
+                  from: usize,
+                  secs: u64,
+                  what: &str|
+     -> Result<(usize, usize)> {
         match con.wait_for(pats, from, Duration::from_secs(secs), start) {
             Seen::Match(i, end, _) => Ok((i, end)),
-            Seen::Timeout => Err(fail(con, &format!("timed out after {secs} s waiting for {what}"))),
+            Seen::Timeout => Err(fail(
+                con,
+                &format!("timed out after {secs} s waiting for {what}"),
+            )),
             Seen::Closed => Err(fail(con, &format!("QEMU exited while waiting for {what}"))),
         }
     };
     con.send("root\n")?;
     let (_, pw_end) = expect(&con, &["Password:"], login_end, 60, "the password prompt")?;
     con.send(&format!("{ROOT_PASSWORD}\n"))?;
-    let (i, mut pos) = expect(&con, &[":~# ", "Login incorrect"], pw_end, 120, "the root shell prompt")?;
+    let (i, mut pos) = expect(
+        &con,
+        &[":~# ", "Login incorrect"],
+        pw_end,
+        120,
+        "the root shell prompt",
+    )?;
     if i == 1 {
         return Err(fail(&con, "root login refused on the serial console"));
     }
 
+    // A wide terminal: readline redraws lines longer than the default 80 columns, which
+    // garbles the echo in the serial log (the input itself is intact).
     // The markers are split with "" so that the shell's echo of the command does not match.
-    con.send("echo BP\"\"ID=$(cat /proc/sys/kernel/random/boot_id)\n")?;
+    con.send("stty cols 250; echo BP\"\"ID=$(cat /proc/sys/kernel/random/boot_id)\n")?;
     let (_, id_start) = expect(&con, &["BPID="], pos, 60, "the boot id")?;
     let (_, id_end) = expect(&con, &["\n"], id_start, 30, "the boot id")?;
     let boot_id = con.text(id_start, id_end).trim().to_string();
     pos = id_end;
-    let boot_id = if is_boot_id(&boot_id) { Some(boot_id) } else { None };
+    let boot_id = if is_boot_id(&boot_id) {
+        Some(boot_id)
+    } else {
+        None
+    };
 
     let mut trace_ready = false;
     if opts.record {
-        let id = boot_id.clone().ok_or_else(|| fail(&con, "could not read the guest's boot id"))?;
+        let id = boot_id
+            .clone()
+            .ok_or_else(|| fail(&con, "could not read the guest's boot id"))?;
         eprintln!("boot: waiting (up to {TRACE_TIMEOUT_S} s) for the recorder's trace");
         con.send(&format!(
             "i=0; while [ ! -e {TRACE_ROOT}/{id}/events.log ] && [ $i -lt {TRACE_TIMEOUT_S} ]; do sleep 1; i=$((i+1)); done; \
              [ -e {TRACE_ROOT}/{id}/events.log ] && echo BP\"\"TRACE=yes || echo BP\"\"TRACE=no\n"
         ))?;
-        let (i, end) = expect(&con, &["BPTRACE=yes", "BPTRACE=no"], pos, TRACE_TIMEOUT_S + 60, "the recorder's trace")?;
+        let (i, end) = expect(
+            &con,
+            &["BPTRACE=yes", "BPTRACE=no"],
+            pos,
+            TRACE_TIMEOUT_S + 60,
+            "the recorder's trace",
+        )?;
         trace_ready = i == 0;
         pos = end;
         if !trace_ready {
@@ -312,7 +373,9 @@ fn boot_disk(
     loop {
         match qemu.0.try_wait() {
             Ok(Some(_)) => break,
-            Ok(None) if t.elapsed() < EXIT_TIMEOUT => std::thread::sleep(Duration::from_millis(100)),
+            Ok(None) if t.elapsed() < EXIT_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(100))
+            }
             _ => {
                 let _ = qemu.0.kill();
                 let _ = qemu.0.wait();
@@ -362,7 +425,13 @@ fn is_boot_id(s: &str) -> bool {
 }
 
 /// Copies `/var/log/bootprint/<boot id>` (or what `latest` points at) out of the disk image.
-fn copy_trace(disk: &Path, boot_id: Option<&str>, out: &Path, run: &Path, log: &Path) -> Result<()> {
+fn copy_trace(
+    disk: &Path,
+    boot_id: Option<&str>,
+    out: &Path,
+    run: &Path,
+    log: &Path,
+) -> Result<()> {
     // The guest powered off with `poweroff -f` after a sync: its last metadata may be only in
     // the ext4 journal, which debugfs does not read, so replay the journal into the copy first.
     let status = Command::new("e2fsck")
@@ -390,9 +459,20 @@ fn copy_trace(disk: &Path, boot_id: Option<&str>, out: &Path, run: &Path, log: &
                 log,
             )?;
             symlink_target(&stat)
-                .map(|t| t.trim_end_matches('/').rsplit('/').next().unwrap_or("").to_string())
+                .map(|t| {
+                    t.trim_end_matches('/')
+                        .rsplit('/')
+                        .next()
+                        .unwrap_or("")
+                        .to_string()
+                })
                 .filter(|t| !t.is_empty())
-                .ok_or_else(|| Error::fail(format!("no {TRACE_ROOT}/latest symlink in {}", disk.display())))?
+                .ok_or_else(|| {
+                    Error::fail(format!(
+                        "no {TRACE_ROOT}/latest symlink in {}",
+                        disk.display()
+                    ))
+                })?
         }
     };
     let tmp = run.join("rdump");
@@ -414,7 +494,10 @@ fn copy_trace(disk: &Path, boot_id: Option<&str>, out: &Path, run: &Path, log: &
         )));
     }
     if out.exists() {
-        return Err(Error::fail(format!("trace output {} exists already", out.display())));
+        return Err(Error::fail(format!(
+            "trace output {} exists already",
+            out.display()
+        )));
     }
     if let Some(parent) = out.parent() {
         fs::create_dir_all(parent).map_err(|e| io_err("cannot create", parent, e))?;
@@ -459,14 +542,20 @@ mod tests {
             Profile::Sd.drive_opts(),
             ",throttling.bps-total=20000000,throttling.iops-total=400"
         );
-        assert_eq!(Profile::parse("hdd").unwrap().limits(), Some((80_000_000, 100)));
+        assert_eq!(
+            Profile::parse("hdd").unwrap().limits(),
+            Some((80_000_000, 100))
+        );
         assert!(matches!(Profile::parse("ssd"), Err(Error::Usage(_))));
     }
 
     #[test]
     fn debugfs_symlink() {
         let stat = "Inode: 1234   Type: symlink    Mode:  0777\nFast link dest: \"/var/log/bootprint/0a1b\"\n";
-        assert_eq!(symlink_target(stat).as_deref(), Some("/var/log/bootprint/0a1b"));
+        assert_eq!(
+            symlink_target(stat).as_deref(),
+            Some("/var/log/bootprint/0a1b")
+        );
         assert_eq!(symlink_target("Type: regular"), None);
     }
 

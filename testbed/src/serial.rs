@@ -39,7 +39,12 @@ pub enum Seen {
 
 impl Console {
     /// Starts logging `output` to `log`; `start` is the moment QEMU was started.
-    pub fn new(input: ChildStdin, mut output: ChildStdout, log: &Path, start: Instant) -> Result<Console> {
+    pub fn new(
+        input: ChildStdin,
+        mut output: ChildStdout,
+        log: &Path,
+        start: Instant,
+    ) -> Result<Console> {
         let file = File::create(log).map_err(|e| io_err("cannot create", log, e))?;
         let shared: Shared = Arc::new((Mutex::new(Transcript::default()), Condvar::new()));
         let sh = shared.clone();
@@ -63,7 +68,7 @@ impl Console {
                     }
                     if b == b'\n' {
                         let text = clean_line(&line);
-                        let _ = writeln!(out, "[{line_t:11.6}] {text}");
+                        let _ = writeln!(out, "{line_t:11.6} | {text}");
                         t.lines.push((line_t, text));
                         line.clear();
                     } else {
@@ -77,7 +82,7 @@ impl Console {
             let mut t = lock.lock().unwrap_or_else(|p| p.into_inner());
             if !line.is_empty() {
                 let text = clean_line(&line);
-                let _ = writeln!(out, "[{line_t:11.6}] {text}");
+                let _ = writeln!(out, "{line_t:11.6} | {text}");
                 t.lines.push((line_t, text));
             }
             let _ = out.flush();
@@ -91,13 +96,14 @@ impl Console {
         })
     }
 
-    /// Bytes received so far (an offset to search from later).
-    pub fn offset(&self) -> usize {
-        self.shared.0.lock().unwrap_or_else(|p| p.into_inner()).bytes.len()
-    }
-
     /// Waits until one of `patterns` appears after byte `from`.
-    pub fn wait_for(&self, patterns: &[&str], from: usize, timeout: Duration, start: Instant) -> Seen {
+    pub fn wait_for(
+        &self,
+        patterns: &[&str],
+        from: usize,
+        timeout: Duration,
+        start: Instant,
+    ) -> Seen {
         let deadline = Instant::now() + timeout;
         let (lock, cv) = &*self.shared;
         let mut t = lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -112,7 +118,11 @@ impl Console {
                 }
             }
             if let Some((i, pos)) = best {
-                return Seen::Match(i, from + pos + patterns[i].len(), start.elapsed().as_secs_f64());
+                return Seen::Match(
+                    i,
+                    from + pos + patterns[i].len(),
+                    start.elapsed().as_secs_f64(),
+                );
             }
             if t.eof {
                 return Seen::Closed;
@@ -148,7 +158,14 @@ impl Console {
         if let Some(r) = self.reader.take() {
             let _ = r.join();
         }
-        std::mem::take(&mut self.shared.0.lock().unwrap_or_else(|p| p.into_inner()).lines)
+        std::mem::take(
+            &mut self
+                .shared
+                .0
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .lines,
+        )
     }
 
     /// The last `n` lines, for error messages.
@@ -176,7 +193,9 @@ fn clean_line(raw: &[u8]) -> String {
         match c {
             '\r' => {}
             '\t' => out.push(c),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
             c => out.push(c),
         }
     }
@@ -185,11 +204,16 @@ fn clean_line(raw: &[u8]) -> String {
 
 /// The kernel timestamp `[   12.345678]` a console line starts with, in seconds.
 pub fn kernel_timestamp(line: &str) -> Option<f64> {
-    let rest = line.trim_start_matches(|c: char| c.is_whitespace()).strip_prefix('[')?;
+    let rest = line
+        .trim_start_matches(|c: char| c.is_whitespace())
+        .strip_prefix('[')?;
     let end = rest.find(']')?;
     let num = rest[..end].trim_start();
     let (secs, frac) = num.split_once('.')?;
-    if secs.is_empty() || frac.len() != 6 || !secs.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+    if secs.is_empty()
+        || frac.len() != 6
+        || !secs.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit())
+    {
         return None;
     }
     num.parse().ok()
@@ -213,8 +237,14 @@ mod tests {
 
     #[test]
     fn kernel_timestamps() {
-        assert_eq!(kernel_timestamp("[    0.000000] Linux version 6.1.0"), Some(0.0));
-        assert_eq!(kernel_timestamp("[   12.345678] virtio_blk virtio1: [vda]"), Some(12.345678));
+        assert_eq!(
+            kernel_timestamp("[    0.000000] Linux version 6.1.0"),
+            Some(0.0)
+        );
+        assert_eq!(
+            kernel_timestamp("[   12.345678] virtio_blk virtio1: [vda]"),
+            Some(12.345678)
+        );
         assert_eq!(kernel_timestamp("[12345.000001] x"), Some(12345.000001));
         assert_eq!(kernel_timestamp("[ ok ] Starting cron"), None);
         assert_eq!(kernel_timestamp("[....] Starting"), None);
@@ -228,9 +258,15 @@ mod tests {
         let lines = vec![
             // replayed at console registration: host 3.0, kernel 0.0 -> bound 3.0
             (3.0, "[    0.000000] Linux version".to_string()),
-            (3.1, "[    0.400000] printk: console [ttyS0] enabled".to_string()),
+            (
+                3.1,
+                "[    0.400000] printk: console [ttyS0] enabled".to_string(),
+            ),
             (4.2, "[    1.500000] later line".to_string()),
-            (9.0, "Debian GNU/Linux 12 bootprint-testbed ttyS0".to_string()),
+            (
+                9.0,
+                "Debian GNU/Linux 12 bootprint-testbed ttyS0".to_string(),
+            ),
         ];
         let est = firmware_estimate(&lines).unwrap();
         assert!((est - 2.7).abs() < 1e-9, "{est}");

@@ -1,3 +1,154 @@
-//! smoke
+//! `smoke`: the real-boot smoke test. Boots the current image with the recorder, copies the
+//! trace out, runs `bootprint report --json` on it and checks what only a real boot shows.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::image;
+use crate::qemu::{self, BootOpts, Profile};
 use crate::util::{Error, Paths, Result};
-pub fn run(_p: &Paths) -> Result<()> { Err(Error::fail("todo")) }
+
+/// How far the report's text-login time (kernel clock) may be from the host's measurement
+/// minus the firmware estimate. Measured differences are in docs/testbed.md.
+pub const TOLERANCE_S: f64 = 2.0;
+
+/// The trace files every recorded boot must have.
+pub const TRACE_FILES: &[&str] = &["header", "proc_stat.log", "proc_ps.log", "events.log"];
+
+struct Checks {
+    passed: usize,
+    failed: usize,
+}
+
+impl Checks {
+    fn check(&mut self, ok: bool, what: &str) -> bool {
+        if ok {
+            self.passed += 1;
+            println!("ok    {what}");
+        } else {
+            self.failed += 1;
+            println!("FAIL  {what}");
+        }
+        ok
+    }
+}
+
+pub fn run(paths: &Paths) -> Result<()> {
+    let mut c = Checks {
+        passed: 0,
+        failed: 0,
+    };
+    let result = smoke(paths, &mut c);
+    if let Err(e) = &result {
+        c.failed += 1;
+        println!("FAIL  {e}");
+    }
+    println!("{} passed, {} failed", c.passed, c.failed);
+    if c.failed > 0 {
+        return Err(Error::fail("smoke test failed"));
+    }
+    Ok(())
+}
+
+fn smoke(paths: &Paths, c: &mut Checks) -> Result<()> {
+    let img = image::ensure(paths, true)?;
+    let mut opts = BootOpts::new(Profile::Fast);
+    opts.record = true;
+    let boot = qemu::boot(paths, &img, &opts)?;
+    println!("boot: cmdline {}", boot.cmdline);
+    println!("boot: host_login_s {:.3}", boot.host_login_s);
+    println!(
+        "boot: firmware_load_s {}",
+        boot.firmware_load_s
+            .map(|f| format!("{f:.3}"))
+            .unwrap_or_else(|| "none".into())
+    );
+    println!("boot: serial log {}", boot.serial_log.display());
+    c.check(
+        boot.qemu_exit == "clean",
+        &format!("guest powered off by itself (qemu_exit {})", boot.qemu_exit),
+    );
+    let Some(trace) = boot.trace_dir.as_ref().filter(|d| d.is_dir()) else {
+        c.check(false, "the recorder's trace was copied out of the guest");
+        return Ok(());
+    };
+    c.check(true, &format!("trace copied out to {}", trace.display()));
+    for f in TRACE_FILES {
+        let p = trace.join(f);
+        let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+        c.check(
+            size > 0,
+            &format!("trace has a non-empty {f} ({size} bytes)"),
+        );
+    }
+    let report = run_report(paths, trace);
+    let report = match report {
+        Ok(v) => {
+            c.check(true, "`bootprint report --json` ran and printed JSON");
+            v
+        }
+        Err(e) => {
+            c.check(false, &format!("`bootprint report --json`: {e}"));
+            return Ok(());
+        }
+    };
+    let text_login = report.get("text_login_s").and_then(Value::as_f64);
+    let kernel = report.get("kernel_s").and_then(Value::as_f64);
+    println!(
+        "report: text_login_s {} kernel_s {}",
+        text_login
+            .map(|t| format!("{t:.3}"))
+            .unwrap_or_else(|| "none".into()),
+        kernel
+            .map(|t| format!("{t:.3}"))
+            .unwrap_or_else(|| "none".into())
+    );
+    c.check(
+        text_login.is_some(),
+        "report found the text-login milestone (text_login_s is a number)",
+    );
+    let fw_ok = c.check(
+        boot.firmware_load_s.is_some(),
+        "firmware+kernel-loading time estimated from the serial log",
+    );
+    if let (Some(t), Some(fw), true) = (text_login, boot.firmware_load_s, fw_ok) {
+        let host = boot.host_login_s - fw;
+        let diff = t - host;
+        c.check(
+            diff.abs() <= TOLERANCE_S,
+            &format!(
+                "text_login_s {t:.3} agrees with host_login_s - firmware_load_s = {:.3} - {fw:.3} = {host:.3} \
+                 (difference {diff:+.3} s, tolerance {TOLERANCE_S} s)",
+                boot.host_login_s
+            ),
+        );
+    }
+    Ok(())
+}
+
+fn run_report(paths: &Paths, trace: &Path) -> Result<Value> {
+    let cli = paths.repo.join("target/release/bootprint");
+    let out = Command::new(&cli)
+        .args(["report", "--json"])
+        .arg(trace)
+        .output()
+        .map_err(|e| Error::fail(format!("cannot run {}: {e}", cli.display())))?;
+    if !out.status.success() {
+        return Err(Error::fail(format!(
+            "exit status {}; stderr: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| {
+        Error::fail(format!(
+            "stdout is not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+                .chars()
+                .take(200)
+                .collect::<String>()
+        ))
+    })
+}

@@ -164,7 +164,9 @@ pub fn run_logged(cmd: &mut Command, log: &Path) -> Result<()> {
         .map_err(|e| io_err("cannot open log", log, e))?;
     let line = describe(cmd);
     let _ = writeln!(f, "\n$ {line}");
-    let f2 = f.try_clone().map_err(|e| io_err("cannot open log", log, e))?;
+    let f2 = f
+        .try_clone()
+        .map_err(|e| io_err("cannot open log", log, e))?;
     let status = cmd
         .stdin(Stdio::null())
         .stdout(f)
@@ -271,8 +273,10 @@ pub fn stamp() -> String {
     format!("{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}")
 }
 
-/// A fresh directory `base/<stamp>` (with a suffix if that exists already).
+/// A fresh directory `base/<stamp>` (with a suffix if that exists already). `create_dir`
+/// fails on an existing directory, so two test beds running at once never share one.
 pub fn fresh_dir(base: &Path) -> Result<PathBuf> {
+    fs::create_dir_all(base).map_err(|e| io_err("cannot create", base, e))?;
     let s = stamp();
     for i in 0..1000 {
         let p = if i == 0 {
@@ -280,12 +284,48 @@ pub fn fresh_dir(base: &Path) -> Result<PathBuf> {
         } else {
             base.join(format!("{s}-{i}"))
         };
-        if !p.exists() {
-            fs::create_dir_all(&p).map_err(|e| io_err("cannot create", &p, e))?;
-            return Ok(p);
+        match fs::create_dir(&p) {
+            Ok(()) => return Ok(p),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io_err("cannot create", &p, e)),
         }
     }
-    Err(Error::fail(format!("cannot make a fresh dir under {}", base.display())))
+    Err(Error::fail(format!(
+        "cannot make a fresh dir under {}",
+        base.display()
+    )))
+}
+
+/// An exclusive `flock` on a file, released when dropped (or when the process dies).
+/// Serialises work on the cached image between test beds running at once.
+pub struct Lock {
+    _file: File,
+}
+
+impl Lock {
+    pub fn acquire(path: &Path) -> Result<Lock> {
+        use std::os::unix::io::AsRawFd;
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| io_err("cannot open lock file", path, e))?;
+        // SAFETY: flock on a descriptor this File owns; no memory is shared with the kernel.
+        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if rc != 0 {
+            eprintln!(
+                "waiting for the lock {} (another test bed is using the image)",
+                path.display()
+            );
+            // SAFETY: as above; this call blocks until the other holder releases the lock.
+            let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
+            if rc != 0 {
+                return Err(io_err("cannot lock", path, std::io::Error::last_os_error()));
+            }
+        }
+        Ok(Lock { _file: f })
+    }
 }
 
 pub fn median(values: &[f64]) -> Option<f64> {
@@ -343,6 +383,9 @@ mod tests {
         assert_eq!(a.positional().as_deref(), Some("record"));
         assert!(a.finish().is_ok());
         let v = vec!["--runs".to_string()];
-        assert!(matches!(Args::new(&v).value("--runs"), Err(Error::Usage(_))));
+        assert!(matches!(
+            Args::new(&v).value("--runs"),
+            Err(Error::Usage(_))
+        ));
     }
 }

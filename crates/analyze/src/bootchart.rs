@@ -78,7 +78,9 @@ pub fn is_bootchart_disk(name: &str) -> bool {
         || digit_after("mmcblk")
         || name.strip_prefix("cciss/c").is_some_and(|r| {
             let digits = r.bytes().take_while(u8::is_ascii_digit).count();
-            digits > 0 && r[digits..].starts_with('d') && r[digits + 1..].starts_with(|c: char| c.is_ascii_digit())
+            digits > 0
+                && r[digits..].starts_with('d')
+                && r[digits + 1..].starts_with(|c: char| c.is_ascii_digit())
         })
 }
 
@@ -115,7 +117,12 @@ pub fn disk_series(disk: &[DiskBlock], ncpus: u32) -> Vec<DiskRow> {
 /// The CPU count bootchart2 reads from the header: `system.cpu.num`, else the number in
 /// parentheses at the end of `system.cpu`, else 1.
 pub fn num_cpus(header: &[(String, String)]) -> u32 {
-    let get = |k: &str| header.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str());
+    let get = |k: &str| {
+        header
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+    };
     if let Some(n) = get("system.cpu.num").and_then(|v| v.trim().parse::<u32>().ok()) {
         return n.max(1);
     }
@@ -242,11 +249,7 @@ pub fn ps_stats(log: &PsLog) -> PsStats {
                 p.start_cs = p.start_cs.min(first.t_cs as f64);
                 p.duration_cs = last.t_cs as f64 - p.start_cs + sample_period;
             }
-            let active = p
-                .samples
-                .iter()
-                .filter(|s| s.user + s.sys > 0.0)
-                .count()
+            let active = p.samples.iter().filter(|s| s.user + s.sys > 0.0).count()
                 + p.samples.iter().filter(|s| s.state == 'D').count();
             p.active = active > 2;
             p
@@ -325,8 +328,8 @@ impl ProcessTree {
         tree.link();
         // The last `rc` with ppid 1 in pid order wins, as in bootchart2.
         let rc = (0..tree.nodes.len())
-            .filter(|&i| tree.nodes[i].process.cmd == "rc" && tree.nodes[i].process.ppid == 1)
-            .last();
+            .rev()
+            .find(|&i| tree.nodes[i].process.cmd == "rc" && tree.nodes[i].process.ppid == 1);
         if let Some(rc) = rc {
             let start = tree.nodes[rc].process.pid;
             if let Some(end) = tree.max_pid(&tree.nodes[rc].children.clone()) {
@@ -370,7 +373,8 @@ impl ProcessTree {
         list.iter()
             .map(|&i| {
                 let own = self.nodes[i].process.pid;
-                self.max_pid(&self.nodes[i].children).map_or(own, |m| m.max(own))
+                self.max_pid(&self.nodes[i].children)
+                    .map_or(own, |m| m.max(own))
             })
             .max()
     }
@@ -397,7 +401,10 @@ impl ProcessTree {
     /// Merges `b`'s samples and time span into `a`.
     fn merge_into(&mut self, a: usize, b: usize) {
         let other = std::mem::take(&mut self.nodes[b].process.samples);
-        let (bs, bd) = (self.nodes[b].process.start_cs, self.nodes[b].process.duration_cs);
+        let (bs, bd) = (
+            self.nodes[b].process.start_cs,
+            self.nodes[b].process.duration_cs,
+        );
         self.nodes[b].process.samples = other.clone();
         let p = &mut self.nodes[a].process;
         p.samples.extend(other);
@@ -487,7 +494,9 @@ impl ProcessTree {
         let mut found = Vec::new();
         let mut stack: Vec<usize> = self.roots.clone();
         while let Some(i) = stack.pop() {
-            if names.contains(&self.nodes[i].process.cmd.as_str()) && !self.nodes[i].children.is_empty() {
+            if names.contains(&self.nodes[i].process.cmd.as_str())
+                && !self.nodes[i].children.is_empty()
+            {
                 found.push(i);
             } else {
                 stack.extend(&self.nodes[i].children);
@@ -600,7 +609,10 @@ mod tests {
     #[test]
     fn cpus_from_header() {
         let h = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
-        assert_eq!(num_cpus(&h("system.cpu", "model name : X @ 2.40GHz (2)")), 2);
+        assert_eq!(
+            num_cpus(&h("system.cpu", "model name : X @ 2.40GHz (2)")),
+            2
+        );
         assert_eq!(num_cpus(&h("system.cpu.num", "4")), 4);
         assert_eq!(num_cpus(&h("title", "x")), 1);
     }

@@ -9,6 +9,8 @@
 #![deny(missing_docs)]
 
 pub mod bootchart;
+pub mod build;
 pub mod model;
 
+pub use build::{analyze, analyze_with, AnalyzeError, Options};
 pub use model::*;

@@ -36,7 +36,10 @@ fn cpu_series_equals_extract() {
     for (o, w) in ours.iter().zip(&want) {
         assert_eq!(o.t_cs, w[0].parse::<u64>().unwrap());
         let f = |i: usize| w[i].parse::<f64>().unwrap();
-        assert!(close(o.user, f(1)) && close(o.sys, f(2)) && close(o.io, f(3)), "{o:?} vs {w:?}");
+        assert!(
+            close(o.user, f(1)) && close(o.sys, f(2)) && close(o.io, f(3)),
+            "{o:?} vs {w:?}"
+        );
     }
 }
 
@@ -64,7 +67,7 @@ fn disk_series_equals_extract() {
 #[test]
 fn per_process_sample_counts_equal_extract2() {
     let t = trace();
-    let stats = bootchart::ps_stats(&t.ps);
+    let stats = bootchart::ps_stats(&t.ps_log().unwrap());
     let want = extract("extract2.proc_ps.log");
     assert_eq!(stats.processes.len(), want.len());
     for w in &want {
@@ -74,7 +77,11 @@ fn per_process_sample_counts_equal_extract2() {
         let n = w.len();
         assert_eq!(p.cmd, w[1..n - 2].join(" "), "pid {pid}");
         assert_eq!(p.ppid, w[n - 2].parse::<u32>().unwrap(), "pid {pid}");
-        assert_eq!(p.samples.len(), w[n - 1].parse::<usize>().unwrap(), "pid {pid}");
+        assert_eq!(
+            p.samples.len(),
+            w[n - 1].parse::<usize>().unwrap(),
+            "pid {pid}"
+        );
     }
 }
 
@@ -94,7 +101,10 @@ fn check_tree(rows: &[TreeRow], file: &str) {
         // The reference durations come from integer arithmetic; bootchart2's own test allows
         // them to lie below ours by less than 5 ms.
         let d = w[3].parse::<f64>().unwrap();
-        assert!((d - r.duration_ms).abs() < 5.0 + 1e-9 || (d == 0.0 && r.duration_ms == 0.0), "{ctx}");
+        assert!(
+            (d - r.duration_ms).abs() < 5.0 + 1e-9 || (d == 0.0 && r.duration_ms == 0.0),
+            "{ctx}"
+        );
         assert_eq!(r.children, w[4].parse::<usize>().unwrap(), "{ctx}");
         assert_eq!(r.samples, w[5].trim().parse::<usize>().unwrap(), "{ctx}");
     }
@@ -103,7 +113,7 @@ fn check_tree(rows: &[TreeRow], file: &str) {
 #[test]
 fn tree_stages_equal_extracts() {
     let t = trace();
-    let stats = bootchart::ps_stats(&t.ps);
+    let stats = bootchart::ps_stats(&t.ps_log().unwrap());
     let mut tree = ProcessTree::build(&stats);
     check_tree(&tree.flatten(), "extract.processtree.1.log");
     assert_eq!(tree.merge_logger("bootchartd"), 0);

@@ -1,1 +1,54 @@
-fn main() {}
+//! `bootprint`: the command line for everything after boot. This file only parses the verb,
+//! dispatches to one file per verb and turns the outcome into an exit code:
+//! 0 ok, 1 failure, 2 usage.
+
+mod report;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: bootprint <verb> [options]
+
+Verbs:
+  report TRACE [--json] [--svg FILE]   where the time of a recorded boot went
+
+Run `bootprint <verb> --help` for a verb's options.
+";
+
+/// What a verb can end in.
+pub enum Outcome {
+    /// Done.
+    Ok,
+    /// The work failed; the message says why.
+    Failed(String),
+    /// The command line was wrong; the message says how.
+    Usage(String),
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let outcome = match args.first().map(String::as_str) {
+        None => Outcome::Usage("a verb is required".into()),
+        Some("-h" | "--help" | "help") => {
+            print!("{USAGE}");
+            Outcome::Ok
+        }
+        Some("-V" | "--version") => {
+            println!("bootprint {}", env!("CARGO_PKG_VERSION"));
+            Outcome::Ok
+        }
+        Some("report") => report::run(&args[1..]),
+        Some(other) => Outcome::Usage(format!("unknown verb {other:?}")),
+    };
+    match outcome {
+        Outcome::Ok => ExitCode::SUCCESS,
+        Outcome::Failed(msg) => {
+            eprintln!("bootprint: {msg}");
+            ExitCode::from(1)
+        }
+        Outcome::Usage(msg) => {
+            eprintln!("bootprint: {msg}\n\n{USAGE}");
+            ExitCode::from(2)
+        }
+    }
+}

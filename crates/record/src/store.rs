@@ -47,15 +47,32 @@ pub struct Store {
     pub header: Vec<(String, String)>,
     /// The kernel log, `dmesg`-formatted.
     pub dmesg: Vec<u8>,
+    /// The recorder's own pid: its counters move at every sample, so they do not count when
+    /// deciding whether a process sample repeats the previous one.
+    pub observer_pid: Option<u32>,
 }
 
 impl Store {
     /// Adds the system-wide files of one sample.
-    pub fn push_system(&mut self, uptime_cs: u64, stat: &[u8], diskstats: &[u8], meminfo: &[u8]) {
+    pub fn push_system(&mut self, uptime_cs: u64, stat: &[u8], diskstats: &[u8], meminfo: Option<&[u8]>) {
         // Writing into a Vec cannot fail.
         let _ = writer::write_block(&mut self.stat, uptime_cs, stat);
         let _ = writer::write_block(&mut self.diskstats, uptime_cs, diskstats);
-        let _ = writer::write_block(&mut self.meminfo, uptime_cs, meminfo);
+        if let Some(meminfo) = meminfo {
+            let _ = writer::write_block(&mut self.meminfo, uptime_cs, meminfo);
+        }
+    }
+
+    /// Whether two process samples (ranges of `ps_index`) hold the same records, the
+    /// observer's aside.
+    fn same_sample(&self, a: (u32, u32), b: (u32, u32)) -> bool {
+        let others = |(start, end): (u32, u32)| {
+            self.ps_index[start as usize..end as usize]
+                .iter()
+                .copied()
+                .filter(move |&id| Some(self.ps_records[id as usize].pid) != self.observer_pid)
+        };
+        others(a).eq(others(b))
     }
 
     /// Adds one process sample.
@@ -147,7 +164,19 @@ impl Store {
         fs::write(dir.join("cmdline2.log"), &self.cmdlines)?;
         fs::write(dir.join("dmesg"), &self.dmesg)?;
         let mut ps = BufWriter::with_capacity(1 << 16, fs::File::create(dir.join("proc_ps.log"))?);
-        for &(cs, start, end) in &self.ps_samples {
+        // A block identical to the last one written is left out (readers see a longer
+        // interval with the same counters), except once a second and at the end, so idle
+        // stretches do not fill the disk.
+        let mut last_written: Option<(u64, u32, u32)> = None;
+        for (i, &(cs, start, end)) in self.ps_samples.iter().enumerate() {
+            let is_last = i + 1 == self.ps_samples.len();
+            if let Some((lcs, ls, le)) = last_written {
+                let same = self.same_sample((ls, le), (start, end));
+                if same && cs < lcs + 100 && !is_last {
+                    continue;
+                }
+            }
+            last_written = Some((cs, start, end));
             writeln!(ps, "{cs}")?;
             for &id in &self.ps_index[start as usize..end as usize] {
                 self.expand(&self.ps_records[id as usize])
@@ -219,6 +248,29 @@ mod tests {
         assert_eq!(blocks[2].lines().count(), 2);
         let ev = fs::read_to_string(dir.join("events.log")).unwrap();
         assert_eq!(ev, "# bootprint events 1\n5 boot_done reason=idle\n");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn repeated_blocks_are_left_out_but_not_for_long() {
+        let mut s = Store::default();
+        for cs in 0..300u64 {
+            // Something changes at 150 cs; otherwise every sample is the same but for the
+            // observer (pid 9), which changes every time.
+            s.observer_pid = Some(9);
+            s.push_processes(cs, &[rec(1, "init", if cs < 150 { 5 } else { 6 }), rec(9, "rec", cs)]);
+        }
+        let dir = std::env::temp_dir().join(format!("bp-store2-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        s.write_to(&dir).unwrap();
+        let ps = fs::read_to_string(dir.join("proc_ps.log")).unwrap();
+        let times: Vec<u64> = ps
+            .split("\n\n")
+            .filter(|b| !b.is_empty())
+            .map(|b| b.lines().next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(times, vec![0, 100, 150, 250, 299]);
         fs::remove_dir_all(&dir).unwrap();
     }
 }

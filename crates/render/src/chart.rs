@@ -10,11 +10,13 @@
 //! 2. A process that lived at most `min_samples` sample intervals, or never ran and never
 //!    blocked, and has no row below it, is folded into its nearest shown ancestor's row: its
 //!    CPU and I/O activity is drawn there, and the row is labelled `+N`.
-//! 3. Leaf rows with the same name under the same parent are merged into one row (`×N`).
+//! 3. Rows with the same name under the same parent are merged into one row (`×N`); their
+//!    children become children of that row (and are merged in turn).
 //! 4. If more than `max_rows` rows remain, the leaf rows with the least activity (CPU plus
 //!    blocked seconds) are folded into their parents until the cap holds.
 //!
-//! Roots (processes whose parent was never seen) always keep their row.
+//! Roots (processes whose parent was never seen) keep their row unless the cap needs it; the
+//! first root's row always stays and takes in the roots folded by the cap.
 
 use std::collections::BTreeMap;
 
@@ -28,7 +30,7 @@ pub struct ChartData {
     pub title: String,
     /// Extra header lines as (label, value), e.g. ("kernel", "6.1.0-26-amd64").
     pub info: Vec<(String, String)>,
-    /// First time shown on the axis (usually 0: kernel start).
+    /// First time shown on the axis (usually 0: kernel start); earlier data is clipped.
     pub start: Secs,
     /// Last time shown; the chart also extends to the latest data if that is later.
     pub end: Secs,
@@ -105,6 +107,8 @@ pub struct ChartProcess {
     pub ppid: u32,
     /// Name shown on its row (`comm` or the program's base name).
     pub name: String,
+    /// Command line, shown when the pointer rests on the row (browsers), if known.
+    pub cmdline: Option<String>,
     /// When it started.
     pub start: Secs,
     /// When it exited, or the last time it was seen.
@@ -123,13 +127,13 @@ pub struct Milestone {
 }
 
 impl ChartData {
-    /// The time span to draw: `start..end` widened to cover every finite time in the data.
+    /// The time span to draw: from `start` (what lies before it is clipped) to `end` widened
+    /// to cover every finite time in the data.
     pub fn span(&self) -> (Secs, Secs) {
-        let mut lo = finite_or(self.start, 0.0);
+        let lo = finite_or(self.start, 0.0);
         let mut hi = finite_or(self.end, lo);
         let mut see = |t: f64| {
             if t.is_finite() {
-                lo = lo.min(t);
                 hi = hi.max(t);
             }
         };
@@ -192,10 +196,14 @@ impl ChartData {
         }
         let mut cpu_line = sys.cpu_model.clone().unwrap_or_default();
         if sys.ncpus > 0 {
-            cpu_line = format!("{cpu_line} ({} CPUs)", sys.ncpus).trim().to_string();
+            cpu_line = format!("{cpu_line} ({} CPUs)", sys.ncpus)
+                .trim()
+                .to_string();
         }
         if let Some(hz) = sys.hz {
-            cpu_line = format!("{cpu_line}; sampled at {hz} Hz").trim_start_matches("; ").to_string();
+            cpu_line = format!("{cpu_line}; sampled at {hz} Hz")
+                .trim_start_matches("; ")
+                .to_string();
         }
         if !cpu_line.is_empty() {
             info.push(("cpu".to_string(), cpu_line));
@@ -264,6 +272,7 @@ impl ChartData {
                     pid: p.pid,
                     ppid: p.ppid,
                     name: p.name.clone(),
+                    cmdline: p.cmdline.clone(),
                     start: p.start_s,
                     end: p.end_s.max(p.start_s),
                     samples,
@@ -291,10 +300,25 @@ impl ChartData {
             time: ms.boot_done.t_s,
         });
 
+        // A boot recorded from the start begins at the kernel's start. A recording that began
+        // long after (a late start, a test on a running host) begins at its first sample, or
+        // the chart would be mostly empty time.
+        let start = if m.first_sample_s > LATE_START_S {
+            info.push((
+                "note".to_string(),
+                format!(
+                    "recording began {:.1} s after the kernel started; the chart starts there",
+                    m.first_sample_s
+                ),
+            ));
+            m.first_sample_s.floor()
+        } else {
+            0.0
+        };
         ChartData {
             title,
             info,
-            start: 0.0,
+            start,
             end: m.last_sample_s.max(ms.boot_done.t_s),
             cpu,
             disk,
@@ -304,7 +328,13 @@ impl ChartData {
     }
 }
 
-fn truncate_chars(s: &str, max: usize) -> String {
+/// A recording whose first sample is later than this (seconds after kernel start) did not
+/// record the boot from its start; two minutes is far beyond any kernel phase we have seen
+/// (7 s under QEMU emulation).
+const LATE_START_S: f64 = 120.0;
+
+/// `s` cut to at most `max` characters, with an ellipsis when cut.
+pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         s.to_string()
     } else {
@@ -334,7 +364,7 @@ pub struct RowPolicy {
 
 impl Default for RowPolicy {
     fn default() -> Self {
-        // Two samples is bootchart2's own cut for short-lived processes; 150 rows of 12 px
+        // Two samples is bootchart2's own cut for short-lived processes; 150 rows of 13 px
         // keep the Gantt under 2,000 px, about two screens.
         RowPolicy {
             min_samples: 2,
@@ -418,7 +448,7 @@ pub fn layout_rows(data: &ChartData, policy: &RowPolicy) -> RowLayout {
     for &i in &order {
         by_pid.entry(procs[i].pid).or_default().push(i);
     }
-    let parent: Vec<Option<usize>> = (0..n)
+    let mut parent: Vec<Option<usize>> = (0..n)
         .map(|i| {
             let cands = by_pid.get(&procs[i].ppid)?;
             cands
@@ -477,15 +507,17 @@ pub fn layout_rows(data: &ChartData, policy: &RowPolicy) -> RowLayout {
         }
     }
 
-    // Step 3: same-name leaf siblings share the first one's row.
+    // Step 3: same-name siblings share the first one's row, and their children become that
+    // row's children, so a udevd worker and its modprobe, repeated 40 times, are two rows.
+    // Top-down, so the gathered children are merged in turn.
     let mut merged_into: Vec<Option<usize>> = vec![None; n];
     for &p in &order {
         if !shown[p] {
             continue;
         }
         let mut first_by_name: BTreeMap<&str, usize> = BTreeMap::new();
-        for &ch in &children[p] {
-            if !shown[ch] || children[ch].iter().any(|&g| shown[g]) {
+        for ch in children[p].clone() {
+            if !shown[ch] {
                 continue;
             }
             match first_by_name.get(procs[ch].name.as_str()) {
@@ -493,6 +525,12 @@ pub fn layout_rows(data: &ChartData, policy: &RowPolicy) -> RowLayout {
                     merged_into[ch] = Some(first);
                     shown[ch] = false;
                     c.same_name += 1;
+                    let moved = std::mem::take(&mut children[ch]);
+                    for &g in &moved {
+                        parent[g] = Some(first);
+                    }
+                    children[first].extend(moved);
+                    children[first].sort_by_key(|&g| rank[g]);
                 }
                 None => {
                     first_by_name.insert(procs[ch].name.as_str(), ch);
@@ -510,13 +548,14 @@ pub fn layout_rows(data: &ChartData, policy: &RowPolicy) -> RowLayout {
             extra_activity[first] += stats[i].activity;
         }
     }
+    // Even roots are folded if need be (bad or partial traces can have thousands), into the
+    // first root's row, which always stays.
+    let sink = order.first().copied();
     while rows_now > policy.max_rows.max(1) {
         let mut leaves: Vec<usize> = order
             .iter()
             .copied()
-            .filter(|&i| {
-                shown[i] && parent[i].is_some() && !children[i].iter().any(|&ch| shown[ch])
-            })
+            .filter(|&i| shown[i] && Some(i) != sink && !children[i].iter().any(|&ch| shown[ch]))
             .collect();
         if leaves.is_empty() {
             break;
@@ -534,10 +573,10 @@ pub fn layout_rows(data: &ChartData, policy: &RowPolicy) -> RowLayout {
         }
     }
     // Siblings merged into a row that was then capped go with it.
-    for i in 0..n {
-        if let Some(first) = merged_into[i] {
+    for m in merged_into.iter_mut() {
+        if let Some(first) = *m {
             if !shown[first] {
-                merged_into[i] = None;
+                *m = None;
                 c.same_name -= 1;
                 c.over_cap += 1;
             }
@@ -580,7 +619,10 @@ pub fn layout_rows(data: &ChartData, policy: &RowPolicy) -> RowLayout {
         }
         let target = match merged_into[i] {
             Some(first) => row_of[first],
-            None => parent[i].and_then(|p| row_of[p]),
+            None => match parent[i] {
+                Some(p) => row_of[p],
+                None => sink.and_then(|r| row_of[r]),
+            },
         };
         row_of[i] = target;
         if let Some(r) = target {
@@ -616,6 +658,7 @@ mod tests {
             pid,
             ppid,
             name: name.to_string(),
+            cmdline: None,
             start,
             end,
             samples,
@@ -670,10 +713,44 @@ mod tests {
     }
 
     #[test]
+    fn same_name_subtrees_merge_level_by_level() {
+        // udevd forks a worker per device; each worker runs modprobe for a while.
+        let mut ps = vec![proc(1, 0, "udevd", 0.0, 10.0, 0.1)];
+        for k in 0..5u32 {
+            let s = 1.0 + f64::from(k);
+            ps.push(proc(10 + 2 * k, 1, "udevd", s, s + 0.9, 0.2));
+            ps.push(proc(
+                11 + 2 * k,
+                10 + 2 * k,
+                "modprobe",
+                s + 0.1,
+                s + 0.8,
+                0.5,
+            ));
+        }
+        let data = ChartData {
+            processes: ps,
+            ..ChartData::default()
+        };
+        let l = layout_rows(&data, &RowPolicy::default());
+        assert_eq!(names(&data, &l), vec!["udevd", " udevd", "  modprobe"]);
+        assert_eq!((l.rows[1].bars.len(), l.rows[2].bars.len()), (5, 5));
+        assert_eq!(l.rows[2].parent_row, Some(1));
+        assert_eq!(l.collapsed.same_name, 8);
+    }
+
+    #[test]
     fn cap_folds_least_active_leaves() {
         let mut ps = vec![proc(1, 0, "init", 0.0, 10.0, 0.1)];
         for k in 0..20u32 {
-            ps.push(proc(10 + k, 1, &format!("p{k}"), 1.0, 9.0, 0.01 * f64::from(k + 1)));
+            ps.push(proc(
+                10 + k,
+                1,
+                &format!("p{k}"),
+                1.0,
+                9.0,
+                0.01 * f64::from(k + 1),
+            ));
         }
         let data = ChartData {
             processes: ps,
@@ -711,6 +788,148 @@ mod tests {
         assert_eq!(names(&data, &l), vec!["a", " b", "orphan"]);
     }
 
+    fn model() -> analyze::BootModel {
+        use analyze::*;
+        let ms = |t: f64| Milestone {
+            t_s: t,
+            source: "test".into(),
+        };
+        let proc =
+            |pid, ppid, name: &str, start_s, end_s, samples: Vec<(f64, f64, char)>| Process {
+                pid,
+                ppid,
+                name: name.into(),
+                start_s,
+                end_s,
+                samples: samples
+                    .into_iter()
+                    .map(|(t_s, cpu, state)| analyze::ProcSample { t_s, cpu, state })
+                    .collect(),
+                ..Process::default()
+            };
+        BootModel {
+            system: SystemInfo {
+                title: None,
+                release: Some("Debian GNU/Linux 12".into()),
+                uname: Some("Linux 6.1.0-26-amd64".into()),
+                cpu_model: Some("QEMU Virtual CPU".into()),
+                ncpus: 2,
+                sample_interval_s: 0.5,
+                ..SystemInfo::default()
+            },
+            source: TraceKind::Bootprint,
+            first_sample_s: 2.0,
+            last_sample_s: 9.0,
+            milestones: Milestones {
+                kernel: Some(ms(1.25)),
+                init_exec: None,
+                text_login: Some(ms(7.5)),
+                graphical_login: None,
+                boot_done: ms(8.0),
+            },
+            cpu_totals: CpuTotals::default(),
+            cpu: vec![analyze::CpuSample {
+                t_s: 2.5,
+                dt_s: 0.5,
+                user: 0.25,
+                sys: 0.125,
+                iowait: 0.5,
+            }],
+            disk: vec![analyze::DiskSample {
+                t_s: 2.5,
+                dt_s: 0.5,
+                read_bps: 1e6,
+                write_bps: 0.0,
+                util: 0.75,
+            }],
+            memory: vec![],
+            processes: vec![
+                proc(
+                    1,
+                    0,
+                    "init",
+                    1.25,
+                    9.0,
+                    vec![(2.0, 0.0, 'S'), (2.5, 0.5, 'R'), (3.0, 0.0, 'D')],
+                ),
+                proc(
+                    40,
+                    1,
+                    "udevd",
+                    2.8,
+                    9.0,
+                    vec![(3.0, 0.0, 'S'), (3.5, 0.2, 'Z')],
+                ),
+            ],
+            top_cpu: vec![],
+            top_blocked: vec![],
+            blocked_source: BlockedSource::DelayAcct,
+            notes: vec!["delay accounting was off".into()],
+        }
+    }
+
+    #[test]
+    fn from_model_maps_intervals_states_and_milestones() {
+        let c = ChartData::from_model(&model());
+        assert_eq!(c.title, "Boot of Debian GNU/Linux 12");
+        assert!(c
+            .info
+            .contains(&("cpu".into(), "QEMU Virtual CPU (2 CPUs)".into())));
+        assert!(c
+            .info
+            .contains(&("note".into(), "delay accounting was off".into())));
+        assert_eq!((c.start, c.end), (0.0, 9.0));
+        assert_eq!(
+            (c.cpu[0].start, c.cpu[0].end, c.cpu[0].iowait),
+            (2.0, 2.5, 0.5)
+        );
+        assert_eq!((c.disk[0].start, c.disk[0].util), (2.0, 0.75));
+        let init = &c.processes[0];
+        let got: Vec<(f64, f64, ProcState)> = init
+            .samples
+            .iter()
+            .map(|s| (s.start, s.end, s.state))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1.5, 2.0, ProcState::Sleeping),
+                (2.0, 2.5, ProcState::Running),
+                (2.5, 3.0, ProcState::Blocked),
+            ]
+        );
+        // The first interval never reaches back before the process started.
+        assert_eq!(c.processes[1].samples[0].start, 2.8);
+        let names: Vec<(&str, f64)> = c
+            .milestones
+            .iter()
+            .map(|m| (m.name.as_str(), m.time))
+            .collect();
+        assert_eq!(
+            names,
+            vec![("kernel", 1.25), ("text_login", 7.5), ("boot_done", 8.0)]
+        );
+        let l = layout_rows(&c, &RowPolicy::default());
+        assert_eq!(l.rows.len(), 2);
+        assert_eq!(l.rows[1].parent_row, Some(0));
+    }
+
+    #[test]
+    fn a_late_recording_starts_at_its_first_sample() {
+        let mut m = model();
+        m.first_sample_s = 567.7;
+        m.last_sample_s = 572.7;
+        m.milestones.boot_done.t_s = 572.7;
+        let c = ChartData::from_model(&m);
+        assert_eq!(c.span(), (567.0, 572.7));
+        assert!(c
+            .info
+            .iter()
+            .any(|(k, v)| k == "note" && v.contains("567.7 s after")));
+        // Near the start, a boot recording starts at the kernel's start.
+        assert_eq!(ChartData::from_model(&model()).start, 0.0);
+    }
+
     #[test]
     fn span_covers_data_and_ignores_nan() {
         let data = ChartData {
@@ -728,6 +947,11 @@ mod tests {
             ..ChartData::default()
         };
         assert_eq!(data.span(), (0.0, 7.5));
+        let late = ChartData {
+            start: 5.0,
+            ..data.clone()
+        };
+        assert_eq!(late.span(), (5.0, 7.5), "the start is not widened back");
         assert_eq!(ChartData::default().span(), (0.0, 1.0));
     }
 }

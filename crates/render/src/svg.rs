@@ -11,7 +11,9 @@
 //! references, and escapes every name. Which processes get a row is decided by
 //! [`crate::chart::layout_rows`]; the chart says what was folded.
 
-use crate::chart::{finite_or, layout_rows, ChartData, ProcState, RowLayout, RowPolicy, Secs};
+use crate::chart::{
+    finite_or, layout_rows, truncate_chars, ChartData, ProcState, RowLayout, RowPolicy, Secs,
+};
 use std::fmt::Write as _;
 use std::io;
 
@@ -60,7 +62,9 @@ pub fn escape_xml(s: &str) -> String {
             '>' => o.push_str("&gt;"),
             '"' => o.push_str("&quot;"),
             '\'' => o.push_str("&apos;"),
-            '\t' | '\n' => o.push(' '),
+            // As references, so attribute values keep them too.
+            '\t' => o.push_str("&#9;"),
+            '\n' => o.push_str("&#10;"),
             c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => o.push('\u{fffd}'),
             c => o.push(c),
         }
@@ -132,8 +136,9 @@ struct Chart<'a> {
     width: f64,
     buckets: usize,
     bucket_s: Secs,
-    /// Milestones by time, each with its label level (labels that would overlap stack up).
-    milestones: Vec<(String, Secs, usize)>,
+    /// Milestones by time, each with its label level (labels that would overlap stack up)
+    /// and whether the label is left of the line.
+    milestones: Vec<(String, Secs, usize, bool)>,
     label_levels: usize,
     out: String,
 }
@@ -150,7 +155,7 @@ impl<'a> Chart<'a> {
         let mut ms: Vec<(String, Secs)> = data
             .milestones
             .iter()
-            .filter(|m| m.time.is_finite())
+            .filter(|m| m.time.is_finite() && m.time >= t0)
             .map(|m| (m.name.clone(), m.time))
             .collect();
         ms.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(&b.0)));
@@ -160,15 +165,18 @@ impl<'a> Chart<'a> {
         for (name, t) in ms {
             let x = LEFT + (t - t0) * px_per_s;
             let w = text_w(&format!("{name} {}", secs(t)), 10.0) + 8.0;
-            let level = match level_end.iter().position(|&e| e < x) {
+            // Near the right edge the label goes to the left of its line.
+            let left = x + w > width;
+            let from = if left { x - w } else { x };
+            let level = match level_end.iter().position(|&e| e < from) {
                 Some(l) => l,
                 None => {
                     level_end.push(f64::MIN);
                     level_end.len() - 1
                 }
             };
-            level_end[level] = x + w;
-            milestones.push((name, t, level));
+            level_end[level] = from + w;
+            milestones.push((name, t, level, left));
         }
         Chart {
             data,
@@ -188,7 +196,11 @@ impl<'a> Chart<'a> {
 
     /// The x of time `t`, clamped to the axis (an unknown time maps to its start).
     fn x(&self, t: Secs) -> f64 {
-        let t = if t.is_nan() { self.t0 } else { t.clamp(self.t0, self.t1) };
+        let t = if t.is_nan() {
+            self.t0
+        } else {
+            t.clamp(self.t0, self.t1)
+        };
         LEFT + (t - self.t0) * self.px_per_s
     }
 
@@ -250,7 +262,7 @@ impl<'a> Chart<'a> {
         let mut figures = String::new();
         for m in &self.data.milestones {
             if !figures.is_empty() {
-                figures.push_str("   ");
+                figures.push_str(" \u{b7} ");
             }
             let when = if m.time.is_finite() {
                 secs(m.time)
@@ -350,8 +362,9 @@ impl<'a> Chart<'a> {
         for (k, v) in values.iter().enumerate() {
             let y = n(base - v.clamp(0.0, 1.0) * GRAPH_H);
             if prev.as_deref() != Some(y.as_str()) {
+                // A step: across at the old height, then up or down.
                 let x = n(LEFT + k as f64 * BUCKET_PX);
-                let _ = write!(d, "L{x},{y}");
+                let _ = write!(d, "L{x},{}L{x},{y}", prev.as_deref().unwrap_or(&n(base)));
                 prev = Some(y);
             }
         }
@@ -366,13 +379,20 @@ impl<'a> Chart<'a> {
         );
     }
 
-    /// A step line of `values` (0..=1) over the chart at `top`.
+    /// A step line of `values` (0..=1) over the chart at `top`; NaN marks buckets without data.
     fn line(&mut self, top: f64, values: &[f64], color: &str) {
         let base = top + GRAPH_H;
         let mut d = String::new();
         let mut prev: Option<String> = None;
         for (k, v) in values.iter().enumerate() {
             let x = n(LEFT + k as f64 * BUCKET_PX);
+            if v.is_nan() {
+                // No data here: end the line, start again where data resumes.
+                if let Some(p) = prev.take() {
+                    let _ = write!(d, "L{x},{p}");
+                }
+                continue;
+            }
             let y = n(base - v.clamp(0.0, 1.0) * GRAPH_H);
             match &prev {
                 None => {
@@ -452,7 +472,14 @@ impl<'a> Chart<'a> {
         let mut write = vec![0.0; self.buckets];
         let mut util = vec![0.0; self.buckets];
         for s in &self.data.disk {
-            accumulate(&mut read, self.t0, self.bucket_s, s.start, s.end, s.read_bps);
+            accumulate(
+                &mut read,
+                self.t0,
+                self.bucket_s,
+                s.start,
+                s.end,
+                s.read_bps,
+            );
             accumulate(
                 &mut write,
                 self.t0,
@@ -469,7 +496,10 @@ impl<'a> Chart<'a> {
             .fold(0.0f64, |m, &v| m.max(v));
         let (max_r, max_w) = (
             self.data.disk.iter().fold(0.0f64, |m, s| m.max(s.read_bps)),
-            self.data.disk.iter().fold(0.0f64, |m, s| m.max(s.write_bps)),
+            self.data
+                .disk
+                .iter()
+                .fold(0.0f64, |m, s| m.max(s.write_bps)),
         );
         let read_label = format!("read (peak {})", rate(max_r));
         let write_label = format!("write (peak {})", rate(max_w));
@@ -488,7 +518,16 @@ impl<'a> Chart<'a> {
         } else {
             self.area(top, &util, IO_COLOR, 0.35);
             if max > 0.0 {
-                let scale = |v: &Vec<f64>| v.iter().map(|x| x / max).collect::<Vec<f64>>();
+                let mut covered = vec![0.0; self.buckets];
+                for s in &self.data.disk {
+                    accumulate(&mut covered, self.t0, self.bucket_s, s.start, s.end, 1.0);
+                }
+                let scale = |v: &Vec<f64>| {
+                    v.iter()
+                        .zip(&covered)
+                        .map(|(x, c)| if *c < 0.5 { f64::NAN } else { x / max })
+                        .collect::<Vec<f64>>()
+                };
                 let (r, w) = (scale(&read), scale(&write));
                 self.line(top, &r, READ_COLOR);
                 self.line(top, &w, WRITE_COLOR);
@@ -612,16 +651,26 @@ impl<'a> Chart<'a> {
             }
             k = e;
         }
-        let mut label = truncate(&owner.name, 40);
+        let mut label = truncate_chars(&owner.name, 40);
         if row.bars.len() > 1 {
             let _ = write!(label, " \u{d7}{}", row.bars.len());
         }
         if row.folded > 0 {
             let _ = write!(label, " +{}", row.folded);
         }
+        // Inside the bar if it fits, else after its end, else before its start: the label
+        // stays beside its bar and off other rows' time.
         let x0 = self.x(owner.start);
-        let (lx, anchor) = if x0 + 3.0 + text_w(&label, 10.0) < LEFT + self.chart_w {
+        let x_end = row
+            .bars
+            .iter()
+            .map(|&b| self.x(procs[b].end))
+            .fold(x0, f64::max);
+        let w = text_w(&label, 10.0);
+        let (lx, anchor) = if x0 + 3.0 + w <= x_end {
             (x0 + 3.0, "start")
+        } else if x_end + 4.0 + w < LEFT + self.chart_w {
+            (x_end + 4.0, "start")
         } else {
             (x0 - 3.0, "end")
         };
@@ -639,6 +688,9 @@ impl<'a> Chart<'a> {
         if row.folded > 0 {
             let _ = write!(tip, ", with {} folded child processes", row.folded);
         }
+        if let Some(cmd) = owner.cmdline.as_deref().filter(|c| !c.is_empty()) {
+            let _ = write!(tip, "\n{}", truncate_chars(cmd, 200));
+        }
         let _ = writeln!(
             self.out,
             "<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"{anchor}\" \
@@ -653,18 +705,28 @@ impl<'a> Chart<'a> {
 
     fn milestone_lines(&mut self, labels_top: f64, bottom: f64) {
         let ms = std::mem::take(&mut self.milestones);
-        for (name, t, level) in &ms {
+        let mut ids: Vec<String> = Vec::new();
+        for (name, t, level, left) in &ms {
+            // Ids must be unique; a repeated name gets a number.
+            let mut id = ident(name);
+            let mut k = 1;
+            while ids.contains(&id) {
+                k += 1;
+                id = format!("{}-{k}", ident(name));
+            }
+            ids.push(id.clone());
             let x = n(self.x(*t));
             let ly = labels_top + (*level as f64 + 1.0) * LABEL_LEVEL_H - 3.0;
             let _ = writeln!(
                 self.out,
                 "<g class=\"milestone\" id=\"milestone-{id}\">\
                  <line x1=\"{x}\" y1=\"{y1}\" x2=\"{x}\" y2=\"{y2}\" stroke=\"{MILESTONE_COLOR}\" stroke-width=\"1.5\" stroke-dasharray=\"6,3\"/>\
-                 <text x=\"{lx}\" y=\"{ly}\" font-size=\"10\" font-weight=\"bold\" fill=\"{MILESTONE_COLOR}\">{label}</text></g>",
-                id = escape_xml(&ident(name)),
+                 <text x=\"{lx}\" y=\"{ly}\" font-size=\"10\" font-weight=\"bold\" fill=\"{MILESTONE_COLOR}\" text-anchor=\"{anchor}\">{label}</text></g>",
+                id = escape_xml(&id),
                 y1 = n(ly - 9.0),
                 y2 = n(bottom),
-                lx = n(self.x(*t) + 3.0),
+                lx = n(self.x(*t) + if *left { -3.0 } else { 3.0 }),
+                anchor = if *left { "end" } else { "start" },
                 ly = n(ly),
                 label = escape_xml(&format!("{name} {}", secs(*t))),
             );
@@ -718,16 +780,6 @@ fn collapse_note(c: &crate::chart::Collapsed) -> String {
     s
 }
 
-fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max - 1).collect();
-        t.push('\u{2026}');
-        t
-    }
-}
-
 /// A name reduced to characters safe in an XML id.
 fn ident(s: &str) -> String {
     s.chars()
@@ -774,9 +826,7 @@ mod tests {
             }
             Ok(())
         }
-        let mut rest = s
-            .strip_prefix("<?xml")
-            .ok_or("no XML declaration")?;
+        let mut rest = s.strip_prefix("<?xml").ok_or("no XML declaration")?;
         rest = &rest[rest.find("?>").ok_or("unclosed declaration")? + 2..];
         let mut stack: Vec<String> = Vec::new();
         let mut roots = 0;
@@ -817,7 +867,11 @@ mod tests {
                 .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
                 .ok_or("unclosed tag")?;
             let name = &r[..name_end];
-            if name.is_empty() || !name.chars().all(|c| c.is_alphanumeric() || "-_:.".contains(c)) {
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || "-_:.".contains(c))
+            {
                 return Err(format!("bad element name {name:?}"));
             }
             let mut a = &r[name_end..];
@@ -835,7 +889,9 @@ mod tests {
                     a = x;
                     break;
                 }
-                let eq = a.find('=').ok_or(format!("attribute without value in <{name}>"))?;
+                let eq = a
+                    .find('=')
+                    .ok_or(format!("attribute without value in <{name}>"))?;
                 let an = a[..eq].trim();
                 if an.is_empty() || seen.contains(&an) {
                     return Err(format!("bad or repeated attribute {an:?} in <{name}>"));
@@ -932,6 +988,7 @@ mod tests {
                 pid,
                 ppid,
                 name: name.to_string(),
+                cmdline: None,
                 start: s,
                 end: e,
                 samples,
@@ -948,7 +1005,15 @@ mod tests {
         let udevd = add(&mut ps, &mut rng, 1, "systemd-udevd", 3.0, end, 0.05);
         let rc = add(&mut ps, &mut rng, 1, "rc", 2.5, 24.0, 0.02);
         let mut t = 3.0;
-        let scripts = ["mountall.sh", "hostname.sh", "networking", "rsyslog", "cron", "dbus", "ssh"];
+        let scripts = [
+            "mountall.sh",
+            "hostname.sh",
+            "networking",
+            "rsyslog",
+            "cron",
+            "dbus",
+            "ssh",
+        ];
         let mut script_pids = Vec::new();
         for s in scripts {
             let pid = add(&mut ps, &mut rng, rc, s, t, t + 2.5, 0.2);
@@ -1058,11 +1123,54 @@ mod tests {
     }
 
     #[test]
+    fn tooltips_carry_the_command_line() {
+        let mut data = synthetic_boot(100);
+        data.processes[0].cmdline = Some("/sbin/init splash <x>".into());
+        let svg = render(&data);
+        check_xml(&svg).unwrap();
+        assert!(svg.contains("&#10;/sbin/init splash &lt;x&gt;</title>"));
+    }
+
+    #[test]
+    fn worst_case_is_capped() {
+        // 2,000 busy, long-lived processes with distinct names: nothing to fold but the cap.
+        let mut data = synthetic_boot(0);
+        data.processes.truncate(1);
+        let mut rng = Lcg(7);
+        for k in 0..2000u32 {
+            let s = 2.0 + f64::from(k) * 0.01;
+            data.processes.push(ChartProcess {
+                pid: 1000 + k,
+                // A third are orphans whose parent was never seen.
+                ppid: if k % 3 == 0 { 99_999 } else { 1 },
+                name: format!("daemon{k}"),
+                cmdline: Some(format!("/usr/sbin/daemon{k} --foreground")),
+                start: s,
+                end: 30.0,
+                samples: samples(&mut rng, s, 30.0, 0.1, 0.3),
+            });
+        }
+        let svg = render(&data);
+        check_xml(&svg).unwrap();
+        let rows = svg.matches("<g class=\"row\">").count();
+        assert_eq!(rows, RowPolicy::default().max_rows);
+        assert!(attr(&svg, "height") < 2600.0);
+        assert!(svg.contains("of the least active folded to keep at most 150 rows"));
+    }
+
+    #[test]
     fn milestones_are_labelled_lines() {
         let data = synthetic_boot(300);
         let svg = render(&data);
         check_xml(&svg).unwrap();
         assert_eq!(svg.matches("<g class=\"milestone\"").count(), 3);
+        let mut twice = data.clone();
+        twice.milestones.push(twice.milestones[1].clone());
+        let svg2 = render(&twice);
+        assert!(
+            svg2.contains("id=\"milestone-text_login\"")
+                && svg2.contains("id=\"milestone-text_login-2\"")
+        );
         for label in ["kernel 1.50 s", "text_login 24.5 s", "boot_done 25.0 s"] {
             assert!(svg.contains(&format!(">{label}</text>")), "{label}");
         }
@@ -1071,9 +1179,21 @@ mod tests {
         let y1 = attr(g, "y1");
         let y2 = attr(g, "y2");
         let cpu_top = attr(&svg[svg.find("<g class=\"cpu\">").unwrap()..], "y");
-        assert!(y1 < cpu_top && y2 > attr(&svg, "height") - 40.0, "{y1} {y2}");
+        assert!(
+            y1 < cpu_top && y2 > attr(&svg, "height") - 40.0,
+            "{y1} {y2}"
+        );
         // The header gives the figures.
         assert!(svg.contains("text_login: 24.5 s"));
+        // A milestone before the chart's start is in the header but not drawn at the edge.
+        let late = ChartData {
+            start: 2.0,
+            ..data.clone()
+        };
+        let svg = render(&late);
+        assert!(svg.contains("kernel: 1.50 s"));
+        assert!(!svg.contains("id=\"milestone-kernel\""));
+        assert_eq!(svg.matches("<g class=\"milestone\"").count(), 2);
     }
 
     #[test]
@@ -1089,7 +1209,10 @@ mod tests {
         assert!(!svg.contains("<a&b>"));
         assert!(svg.contains("debian (6.1.0-26-amd64) &amp; &lt;friends&gt;"));
         assert!(svg.contains("k&lt;e&gt;rnel&amp; 1.50 s"));
-        assert_eq!(escape_xml("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&apos;");
+        assert_eq!(
+            escape_xml("a<b>&\"c'\n"),
+            "a&lt;b&gt;&amp;&quot;c&apos;&#10;"
+        );
     }
 
     #[test]
@@ -1111,6 +1234,30 @@ mod tests {
         let svg = render(&data);
         check_xml(&svg).unwrap();
         assert!(!svg.contains("NaN") && !svg.contains("inf s") && !svg.contains("\"inf"));
+    }
+
+    #[test]
+    fn throughput_lines_only_where_there_are_samples() {
+        let data = ChartData {
+            start: 0.0,
+            end: 20.0,
+            disk: (0..10)
+                .map(|k| DiskSample {
+                    start: 10.0 + f64::from(k),
+                    end: 11.0 + f64::from(k),
+                    read_bps: 1e6,
+                    write_bps: 0.0,
+                    util: 0.5,
+                })
+                .collect(),
+            ..ChartData::default()
+        };
+        let svg = render(&data);
+        // 1400 px for 20 s: 10 s is x = 70 + 700. Both lines (read, write) start there.
+        assert!(
+            svg.matches("<path d=\"M770.0,").count() == 2,
+            "a throughput line starts before its data"
+        );
     }
 
     #[test]

@@ -65,6 +65,52 @@ impl ProcFs {
     }
 }
 
+/// A /proc file kept open and re-read from the start with `pread` at every sample: one
+/// system call instead of three. Reads as empty while the file cannot be opened or read.
+pub struct CachedFile {
+    path: PathBuf,
+    fd: Option<OwnedFd>,
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl CachedFile {
+    /// A file to be read at `path`.
+    pub fn new(path: PathBuf) -> CachedFile {
+        CachedFile {
+            path,
+            fd: None,
+            buf: vec![0; 4096],
+            len: 0,
+        }
+    }
+
+    /// The file's whole current content.
+    pub fn read(&mut self) -> &[u8] {
+        self.len = 0;
+        if self.fd.is_none() {
+            self.fd = sys::open_read(&self.path).ok();
+        }
+        if let Some(fd) = &self.fd {
+            loop {
+                match sys::pread_start(fd, &mut self.buf) {
+                    // A full buffer may mean the file is longer: grow and read again.
+                    Ok(n) if n == self.buf.len() => self.buf.resize(self.buf.len() * 2, 0),
+                    Ok(n) => {
+                        self.len = n;
+                        break;
+                    }
+                    Err(_) => {
+                        self.fd = None;
+                        break;
+                    }
+                }
+            }
+        }
+        &self.buf[..self.len]
+    }
+}
+
 /// Splits a NUL-separated `/proc/PID/cmdline` into arguments.
 pub fn split_cmdline(raw: &[u8]) -> Vec<String> {
     raw.split(|&b| b == 0)
@@ -214,14 +260,33 @@ pub fn parse_stat_line(raw: &[u8]) -> Option<PsRecord> {
     })
 }
 
-/// Samples every process's `/proc/PID/stat`, keeping each file open between samples so a
-/// sample costs one `pread` per process instead of open+read+close.
+/// A process is "quiet" after this many samples in a row with no change in CPU time, state,
+/// parent or command.
+const QUIET_AFTER: u32 = 5;
+/// A quiet process is read at one sample in this many; a change puts it back to every sample.
+const QUIET_EVERY: u64 = 5;
+
+struct Tracked {
+    fd: Option<OwnedFd>,
+    last: PsRecord,
+    quiet: u32,
+}
+
+/// Samples every process's `/proc/PID/stat`. Each file is kept open between samples, so a read
+/// costs one `pread` instead of open+read+close; and a process that has been quiet (sleeping,
+/// no CPU used) for a few samples is read only at every fifth sample, its last values standing
+/// in between. CPU times are cumulative counters, so totals stay exact; only the moment a
+/// quiet process wakes up is known to within five samples. Under emulation a /proc/PID/stat
+/// read costs tens of microseconds, and most processes of a boot sleep most of the time.
 pub struct ProcessTable {
     proc: ProcFs,
-    open: HashMap<u32, OwnedFd>,
-    /// Above this many cached descriptors, files are opened per sample instead.
+    tracked: HashMap<u32, Tracked>,
+    /// Above this many cached descriptors, files are opened per read instead.
     max_cached_fds: usize,
+    tick: u64,
     buf: Vec<u8>,
+    /// Reads of /proc/PID/stat done so far (for the recorder's statistics).
+    pub reads: u64,
 }
 
 impl ProcessTable {
@@ -229,54 +294,101 @@ impl ProcessTable {
     pub fn new(proc: ProcFs) -> ProcessTable {
         ProcessTable {
             proc,
-            open: HashMap::new(),
+            tracked: HashMap::new(),
             max_cached_fds: 768,
+            tick: 0,
             buf: vec![0; 1024],
+            reads: 0,
         }
     }
 
-    /// Reads every process. With `rescan`, lists /proc for new pids first (needed only when
-    /// the fork counter moved); gone processes drop out by themselves.
+    /// Samples every process, in pid order. With `rescan`, lists /proc first (needed only
+    /// when the fork counter moved): new processes join and vanished ones leave at once.
+    /// Without it, a process that exited leaves when its next read fails.
     pub fn sample(&mut self, rescan: bool, out: &mut Vec<PsRecord>) {
         out.clear();
-        let mut pids: Vec<u32> = self.open.keys().copied().collect();
-        if rescan {
-            if let Ok(listed) = self.proc.pids() {
-                pids = listed;
-            }
-        }
+        self.tick += 1;
+        let mut pids: Vec<u32> = match rescan.then(|| self.proc.pids()) {
+            Some(Ok(listed)) => listed,
+            _ => self.tracked.keys().copied().collect(),
+        };
         pids.sort_unstable();
-        let mut alive = HashMap::with_capacity(pids.len());
+        let mut next = HashMap::with_capacity(pids.len());
+        let mut cached_fds = 0;
         for pid in pids {
-            let fd = match self.open.remove(&pid) {
-                Some(fd) => fd,
-                None => match sys::open_read(&self.proc.path(&format!("{pid}/stat"))) {
-                    Ok(fd) => fd,
-                    Err(_) => continue,
-                },
-            };
-            let Ok(n) = sys::pread_start(&fd, &mut self.buf) else {
-                continue; // exited: the stale fd is closed on drop.
-            };
-            if n == 0 {
+            let mut entry = self.tracked.remove(&pid);
+            let skip = entry
+                .as_ref()
+                .is_some_and(|e| e.quiet >= QUIET_AFTER && (self.tick + pid as u64) % QUIET_EVERY != 0);
+            if skip {
+                let e = entry.take().expect("checked above");
+                out.push(e.last.clone());
+                cached_fds += e.fd.is_some() as usize;
+                next.insert(pid, e);
                 continue;
             }
-            if let Some(rec) = parse_stat_line(trim_newline(&self.buf[..n])) {
-                if rec.pid == pid {
-                    out.push(rec);
-                    if alive.len() < self.max_cached_fds {
-                        alive.insert(pid, fd);
-                    }
-                }
-            }
+            let Some(rec) = self.read_one(pid, &mut entry) else {
+                continue; // exited
+            };
+            let (fd, quiet) = match entry {
+                Some(e) => (e.fd, if same_activity(&e.last, &rec) { e.quiet + 1 } else { 0 }),
+                None => (None, 0),
+            };
+            let fd = fd.or_else(|| {
+                (cached_fds < self.max_cached_fds)
+                    .then(|| sys::open_read(&self.stat_path(pid)).ok())
+                    .flatten()
+            });
+            cached_fds += fd.is_some() as usize;
+            out.push(rec.clone());
+            next.insert(pid, Tracked { fd, last: rec, quiet });
         }
-        self.open = alive;
+        self.tracked = next;
+    }
+
+    fn stat_path(&self, pid: u32) -> std::path::PathBuf {
+        self.proc.path(&format!("{pid}/stat"))
+    }
+
+    /// Reads one process through its cached descriptor, or by opening the file.
+    fn read_one(&mut self, pid: u32, entry: &mut Option<Tracked>) -> Option<PsRecord> {
+        self.reads += 1;
+        let n = match entry.as_ref().and_then(|e| e.fd.as_ref()) {
+            Some(fd) => sys::pread_start(fd, &mut self.buf).ok()?,
+            None => {
+                let fd = sys::open_read(&self.stat_path(pid)).ok()?;
+                let n = sys::pread_start(&fd, &mut self.buf).ok()?;
+                if let Some(e) = entry.as_mut() {
+                    e.fd = Some(fd);
+                } else {
+                    *entry = Some(Tracked {
+                        fd: Some(fd),
+                        last: PsRecord::default(),
+                        quiet: 0,
+                    });
+                }
+                n
+            }
+        };
+        let rec = parse_stat_line(trim_newline(&self.buf[..n]))?;
+        (rec.pid == pid && n > 0).then_some(rec)
     }
 
     /// The /proc this table reads.
     pub fn procfs(&self) -> &ProcFs {
         &self.proc
     }
+}
+
+/// Whether a process did nothing between two reads.
+fn same_activity(a: &PsRecord, b: &PsRecord) -> bool {
+    a.utime == b.utime
+        && a.stime == b.stime
+        && a.state == b.state
+        && a.ppid == b.ppid
+        && a.comm == b.comm
+        && a.blkio_ticks == b.blkio_ticks
+        && matches!(b.state, 'S' | 'I' | 'Z' | 'T' | 't')
 }
 
 fn trim_newline(b: &[u8]) -> &[u8] {
@@ -334,6 +446,23 @@ mod tests {
     }
 
     #[test]
+    fn cached_file_reads_whole_and_current_content() {
+        let dir = std::env::temp_dir().join(format!("bp-cached-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("stat");
+        let long = "x".repeat(10_000);
+        fs::write(&path, &long).unwrap();
+        let mut f = CachedFile::new(path.clone());
+        assert_eq!(f.read().len(), 10_000);
+        fs::write(&path, "short").unwrap(); // same inode, rewritten in place
+        assert_eq!(f.read(), b"short");
+        fs::remove_dir_all(&dir).unwrap();
+        let mut real = CachedFile::new(PathBuf::from("/proc/stat"));
+        assert!(real.read().starts_with(b"cpu "));
+        assert!(cpu_totals(real.read()).is_some());
+    }
+
+    #[test]
     fn nvme_and_mmc_partitions_are_not_disks() {
         let all = [
             "nvme0n1",
@@ -380,6 +509,29 @@ mod tests {
         // Without a rescan the cached descriptors are read again.
         table.sample(false, &mut out);
         assert_eq!(out.len(), 2);
+
+        // A quiet process is read less often, but a change is seen within QUIET_EVERY samples.
+        let reads_before = table.reads;
+        for _ in 0..20 {
+            table.sample(false, &mut out);
+            assert_eq!(out.len(), 2);
+        }
+        let reads = table.reads - reads_before;
+        assert!(reads < 20, "{reads} reads for 20 samples of 2 quiet processes");
+        fs::write(dir.join("22/stat"), "22 (getty) R 1 1 1 0 -1 0 0 0 0 0 9 1 0 0 20 0 1 0 900 0 3\n").unwrap();
+        let mut seen_at = None;
+        for i in 0..QUIET_EVERY {
+            table.sample(false, &mut out);
+            if out[1].state == 'R' {
+                seen_at = Some(i);
+                break;
+            }
+        }
+        assert!(seen_at.is_some(), "change not seen within {QUIET_EVERY} samples");
+        // A process that vanished leaves at the next rescan.
+        fs::remove_dir_all(dir.join("22")).unwrap();
+        table.sample(true, &mut out);
+        assert_eq!(out.iter().map(|r| r.pid).collect::<Vec<_>>(), vec![1]);
         fs::remove_dir_all(&dir).unwrap();
 
         // The real /proc: this test process must be there, with its own pid.

@@ -106,8 +106,8 @@ pub fn blocks<'a>(file: &str, text: &'a str) -> Result<Vec<Block<'a>>, ParseErro
             break;
         }
         // The body runs to the first "\n\n" counted from the time line's own newline.
-        let (body, next) = match find_blank(&bytes[eol..]) {
-            Some(k) if k == 0 => ("", eol + 2),
+        let (body, next) = match text[eol..].find("\n\n") {
+            Some(0) => ("", eol + 2),
             Some(k) => (&text[eol + 1..eol + k], eol + k + 2),
             None => (text[eol + 1..].trim_end_matches('\n'), bytes.len()),
         };
@@ -132,10 +132,6 @@ pub fn blocks<'a>(file: &str, text: &'a str) -> Result<Vec<Block<'a>>, ParseErro
 
 fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
     hay.iter().position(|&b| b == needle)
-}
-
-fn find_blank(hay: &[u8]) -> Option<usize> {
-    hay.windows(2).position(|w| w == b"\n\n")
 }
 
 /// `header`: `key = value` lines in file order. A line without `=` continues the previous
@@ -401,87 +397,150 @@ impl PsLog {
 /// when present).
 pub const PS_MIN_FIELDS_AFTER_COMM: usize = 20;
 
-/// Parses `proc_ps.log`.
+/// Parses `proc_ps.log` into memory. For large traces prefer [`for_each_ps_block`].
 pub fn parse_proc_ps(text: &str) -> Result<PsLog, ParseError> {
+    let mut log = PsLog::default();
+    for_each_ps_block(text, |t_cs, records| {
+        let start = log.records.len();
+        log.records.extend_from_slice(records);
+        log.blocks.push(PsBlock {
+            t_cs,
+            records: start..log.records.len(),
+        });
+    })?;
+    Ok(log)
+}
+
+/// Streams `proc_ps.log` block by block: `f` gets each block's time and records. The record
+/// buffer is reused between blocks, so after the first blocks parsing allocates nothing per
+/// line. Returns the number of blocks.
+pub fn for_each_ps_block(
+    text: &str,
+    mut f: impl FnMut(u64, &[PsRecord]),
+) -> Result<usize, ParseError> {
     const FILE: &str = "proc_ps.log";
     let blocks = blocks(FILE, text)?;
-    let mut log = PsLog {
-        blocks: Vec::with_capacity(blocks.len()),
-        records: Vec::with_capacity(blocks.iter().map(|b| b.body.len() / 120 + 1).sum()),
-    };
-    for block in blocks {
-        let start = log.records.len();
+    let mut buf: Vec<PsRecord> = Vec::new();
+    for block in &blocks {
+        let mut used = 0;
         for (n, line) in block.lines() {
             if line.trim().is_empty() {
                 continue;
             }
-            let rec = parse_ps_line(line).map_err(|e| ParseError::at(FILE, n, e))?;
-            log.records.push(rec);
+            if used == buf.len() {
+                buf.push(PsRecord::default());
+            }
+            parse_ps_line_into(line, &mut buf[used]).map_err(|e| ParseError::at(FILE, n, e))?;
+            used += 1;
         }
-        log.blocks.push(PsBlock {
-            t_cs: block.t_cs,
-            records: start..log.records.len(),
-        });
+        f(block.t_cs, &buf[..used]);
     }
-    Ok(log)
+    Ok(blocks.len())
 }
 
-/// Parses one `/proc/PID/stat` line. `comm` runs from the first `(` to the last `)`, so it may
-/// hold spaces and parentheses.
+/// Parses one `/proc/PID/stat` line. `comm` runs from the first ` (` to the last `)`, so it
+/// may hold spaces and parentheses.
 pub fn parse_ps_line(line: &str) -> Result<PsRecord, String> {
+    let mut r = PsRecord::default();
+    parse_ps_line_into(line, &mut r)?;
+    Ok(r)
+}
+
+/// [`parse_ps_line`] into an existing record, reusing its `comm` buffer. This runs once per
+/// `proc_ps.log` line (millions in a long trace), so it scans bytes once and parses only the
+/// fields it keeps.
+pub fn parse_ps_line_into(line: &str, r: &mut PsRecord) -> Result<(), String> {
+    // A byte search: `str::find` with a string pattern costs a searcher set-up per line.
     let open = line
-        .find(" (")
+        .as_bytes()
+        .iter()
+        .position(|&b| b == b'(')
+        .filter(|&p| p > 0 && line.as_bytes()[p - 1] == b' ')
+        .map(|p| p - 1)
         .ok_or_else(|| "`PID (comm) ...`: no ` (` after the pid".to_string())?;
-    let close = line
-        .rfind(')')
+    // comm is at most 64 bytes (kernel workers' long names), so the closing `)` is near the
+    // start; searching back from the end would cross all the fields.
+    let head = &line.as_bytes()[..line.len().min(open + 2 + 66)];
+    let close = head
+        .iter()
+        .rposition(|&b| b == b')')
         .filter(|&c| c > open)
         .ok_or_else(|| "`)` closing the command".to_string())?;
-    let pid = line[..open]
-        .trim()
-        .parse::<u32>()
-        .map_err(|_| format!("a pid at the start of the line, found {:?}", &line[..open]))?;
-    let comm = &line[open + 2..close];
-    // f[i] is field i + 3 of proc(5).
-    let mut f = [""; 40];
-    let mut count = 0;
-    for tok in line[close + 1..].split_ascii_whitespace() {
-        if count < f.len() {
-            f[count] = tok;
+    r.pid = parse_u64(line[..open].trim().as_bytes())
+        .and_then(|p| u32::try_from(p).ok())
+        .ok_or_else(|| format!("a pid at the start of the line, found {:?}", &line[..open]))?;
+    r.comm.clear();
+    r.comm.push_str(&line[open + 2..close]);
+    r.rss = 0;
+    r.blkio_ticks = 0;
+    let rest = &line.as_bytes()[close + 1..];
+    let bad = |field: usize, tok: &[u8]| {
+        format!(
+            "a number in field {field}, found {:?}",
+            String::from_utf8_lossy(tok)
+        )
+    };
+    let mut field = 2; // comm was field 2
+    let mut i = 0;
+    while field < 42 {
+        while i < rest.len() && rest[i].is_ascii_whitespace() {
+            i += 1;
         }
-        count += 1;
+        if i == rest.len() {
+            break;
+        }
+        let start = i;
+        while i < rest.len() && !rest[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let tok = &rest[start..i];
+        field += 1;
+        let u = || parse_u64(tok).ok_or_else(|| bad(field, tok));
+        let s = || parse_i64(tok).ok_or_else(|| bad(field, tok));
+        match field {
+            3 => r.state = tok.first().map_or('?', |&b| b as char),
+            4 => r.ppid = u()?.try_into().map_err(|_| bad(field, tok))?,
+            14 => r.utime = u()?,
+            15 => r.stime = u()?,
+            18 => r.priority = s()?,
+            19 => r.nice = s()?,
+            20 => r.num_threads = u()?,
+            22 => r.starttime = u()?,
+            24 => r.rss = u()?,
+            42 => r.blkio_ticks = u()?,
+            _ => {}
+        }
     }
+    let count = field - 2;
     if count < PS_MIN_FIELDS_AFTER_COMM {
         return Err(format!(
             "at least {PS_MIN_FIELDS_AFTER_COMM} fields after the command, found {count}"
         ));
     }
-    fn num<T: std::str::FromStr>(f: &[&str; 40], field: usize) -> Result<T, String> {
-        let tok = f[field - 3];
-        tok.parse::<T>()
-            .map_err(|_| format!("a number in field {field}, found {tok:?}"))
+    Ok(())
+}
+
+fn parse_u64(b: &[u8]) -> Option<u64> {
+    if b.is_empty() || b.len() > 20 {
+        return None;
     }
-    let opt = |field: usize| -> Result<u64, String> {
-        if field - 3 < count.min(40) {
-            num(&f, field)
-        } else {
-            Ok(0)
+    let mut v: u64 = 0;
+    for &c in b {
+        if !c.is_ascii_digit() {
+            return None;
         }
-    };
-    let state = f[0].chars().next().unwrap_or('?');
-    Ok(PsRecord {
-        pid,
-        comm: comm.to_string(),
-        state,
-        ppid: num(&f, 4)?,
-        utime: num(&f, 14)?,
-        stime: num(&f, 15)?,
-        priority: num(&f, 18)?,
-        nice: num(&f, 19)?,
-        num_threads: num(&f, 20)?,
-        starttime: num(&f, 22)?,
-        rss: opt(24)?,
-        blkio_ticks: opt(42)?,
-    })
+        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
+    }
+    Some(v)
+}
+
+fn parse_i64(b: &[u8]) -> Option<i64> {
+    match b.split_first() {
+        Some((b'-', rest)) => parse_u64(rest)
+            .and_then(|v| i64::try_from(v).ok())
+            .map(|v| -v),
+        _ => parse_u64(b).and_then(|v| i64::try_from(v).ok()),
+    }
 }
 
 /// One `cmdline2.log` block.

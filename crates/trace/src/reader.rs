@@ -5,11 +5,14 @@
 //! `proc_meminfo.log`, `cmdline2.log`, `dmesg`, `events.log`. Anything else is ignored.
 
 use std::fmt;
-use std::io::{self, Read};
+use std::io;
+#[cfg(feature = "archive")]
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::bootchart::{self, CmdlineEntry, DiskBlock, MemBlock, ParseError, PsLog, StatSample};
 use crate::events::{self, Event};
+use crate::writer::PsRecord;
 
 /// Files of a trace that the reader knows; the rest of a directory or archive is skipped.
 pub const KNOWN_FILES: [&str; 8] = [
@@ -184,13 +187,18 @@ impl RawTrace {
             .map(|(_, b)| b.as_slice())
     }
 
-    fn text(&self, name: &str) -> Option<String> {
-        self.file(name)
-            .map(|b| String::from_utf8_lossy(b).into_owned())
+    /// Takes a file out as text (invalid UTF-8 replaced; valid files are not copied).
+    fn take_text(&mut self, name: &str) -> Option<String> {
+        let i = self.files.iter().position(|(n, _)| n == name)?;
+        let bytes = self.files.swap_remove(i).1;
+        Some(
+            String::from_utf8(bytes)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+        )
     }
 
-    fn required(&self, name: &str) -> Result<String, ReadError> {
-        self.text(name).ok_or_else(|| ReadError::Missing {
+    fn take_required(&mut self, name: &str) -> Result<String, ReadError> {
+        self.take_text(name).ok_or_else(|| ReadError::Missing {
             origin: self.origin.clone(),
             file: name.to_string(),
         })
@@ -210,8 +218,9 @@ pub struct Trace {
     pub disk: Vec<DiskBlock>,
     /// `proc_meminfo.log`, if present.
     pub meminfo: Option<Vec<MemBlock>>,
-    /// `proc_ps.log`.
-    pub ps: PsLog,
+    /// `proc_ps.log` as text: it is by far the largest file, so it is parsed as a stream
+    /// ([`Trace::for_each_ps_block`]) rather than held as records.
+    pub proc_ps: String,
     /// `cmdline2.log`, if present.
     pub cmdlines: Option<Vec<CmdlineEntry>>,
     /// `dmesg`, if present.
@@ -223,24 +232,25 @@ pub struct Trace {
 impl Trace {
     /// Opens and parses a trace directory or archive.
     pub fn open(path: &Path) -> Result<Trace, ReadError> {
-        Trace::parse(&RawTrace::open(path)?)
+        Trace::parse(RawTrace::open(path)?)
     }
 
-    /// Parses the files of a raw trace.
-    pub fn parse(raw: &RawTrace) -> Result<Trace, ReadError> {
-        let header = bootchart::parse_header(&raw.required("header")?);
-        let stat = bootchart::parse_proc_stat(&raw.required("proc_stat.log")?)?;
-        let disk = bootchart::parse_proc_diskstats(&raw.required("proc_diskstats.log")?)?;
-        let ps = bootchart::parse_proc_ps(&raw.required("proc_ps.log")?)?;
-        let meminfo = match raw.text("proc_meminfo.log") {
+    /// Parses the files of a raw trace. `proc_ps.log` is kept as text and checked when it is
+    /// streamed ([`Trace::for_each_ps_block`]).
+    pub fn parse(mut raw: RawTrace) -> Result<Trace, ReadError> {
+        let header = bootchart::parse_header(&raw.take_required("header")?);
+        let stat = bootchart::parse_proc_stat(&raw.take_required("proc_stat.log")?)?;
+        let disk = bootchart::parse_proc_diskstats(&raw.take_required("proc_diskstats.log")?)?;
+        let proc_ps = raw.take_required("proc_ps.log")?;
+        let meminfo = match raw.take_text("proc_meminfo.log") {
             Some(t) => Some(bootchart::parse_proc_meminfo(&t)?),
             None => None,
         };
-        let cmdlines = match raw.text("cmdline2.log") {
+        let cmdlines = match raw.take_text("cmdline2.log") {
             Some(t) => Some(bootchart::parse_cmdline2(&t)?),
             None => None,
         };
-        let events = match raw.text(events::FILE_NAME) {
+        let events = match raw.take_text(events::FILE_NAME) {
             Some(t) => Some(
                 events::parse(&t)
                     .map_err(|e| ParseError::at(events::FILE_NAME, e.line, e.expected))?,
@@ -253,11 +263,21 @@ impl Trace {
             stat,
             disk,
             meminfo,
-            ps,
+            proc_ps,
             cmdlines,
-            dmesg: raw.text("dmesg"),
+            dmesg: raw.take_text("dmesg"),
             events,
         })
+    }
+
+    /// Streams `proc_ps.log`: `f` gets each block's time (cs) and records.
+    pub fn for_each_ps_block(&self, f: impl FnMut(u64, &[PsRecord])) -> Result<usize, ParseError> {
+        bootchart::for_each_ps_block(&self.proc_ps, f)
+    }
+
+    /// All of `proc_ps.log` in memory.
+    pub fn ps_log(&self) -> Result<PsLog, ParseError> {
+        bootchart::parse_proc_ps(&self.proc_ps)
     }
 
     /// The first header value for `key`.

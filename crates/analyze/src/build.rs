@@ -1,0 +1,825 @@
+//! Building the [`BootModel`] from a parsed [`Trace`]. How every figure is computed is
+//! described in `docs/report.md`; keep the two in step.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use trace::bootchart::{CpuTimes, DiskBlock};
+use trace::Trace;
+
+use crate::model::*;
+
+/// Idle thresholds and other knobs of the analysis. The defaults are the recorder's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Options {
+    /// Busy share of all CPUs below which the CPU counts as idle (0.25).
+    pub idle_cpu: f64,
+    /// Busiest disk's utilisation below which the disks count as idle (0.10).
+    pub idle_disk: f64,
+    /// How long both must stay idle for the boot to be done, seconds (3).
+    pub settle_s: f64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            idle_cpu: 0.25,
+            idle_disk: 0.10,
+            settle_s: 3.0,
+        }
+    }
+}
+
+/// Why a trace could not be analysed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnalyzeError {
+    /// The file at fault.
+    pub file: String,
+    /// 1-based line, when one line is at fault.
+    pub line: Option<usize>,
+    /// What was expected.
+    pub expected: String,
+}
+
+impl fmt::Display for AnalyzeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{}: expected {}", self.file, l, self.expected),
+            None => write!(f, "{}: expected {}", self.file, self.expected),
+        }
+    }
+}
+
+impl From<trace::ParseError> for AnalyzeError {
+    fn from(e: trace::ParseError) -> AnalyzeError {
+        AnalyzeError {
+            file: e.file,
+            line: e.line,
+            expected: e.expected,
+        }
+    }
+}
+
+impl std::error::Error for AnalyzeError {}
+
+/// Process names whose start marks a text login prompt (the recorder's list).
+pub const LOGIN_NAMES: [&str; 6] = ["getty", "agetty", "mingetty", "mgetty", "fbgetty", "login"];
+
+/// Process names (as `comm`, at most 15 bytes) whose start marks a graphical login greeter.
+pub const GREETER_NAMES: [&str; 7] = [
+    "lightdm-gtk-gre",
+    "lightdm-greeter",
+    "gdm-greeter",
+    "sddm-greeter",
+    "slick-greeter",
+    "unity-greeter",
+    "xdm",
+];
+
+/// Analyses a trace with the default options.
+pub fn analyze(trace: &Trace) -> Result<BootModel, AnalyzeError> {
+    analyze_with(trace, &Options::default())
+}
+
+/// Analyses a trace.
+pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeError> {
+    if trace.stat.len() < 2 {
+        return Err(AnalyzeError {
+            file: "proc_stat.log".into(),
+            line: None,
+            expected: format!("at least 2 sample blocks, found {}", trace.stat.len()),
+        });
+    }
+    let mut notes = Vec::new();
+    let system = system_info(trace, &mut notes);
+    let source = if trace.header_value("bootprint.format").is_some() {
+        TraceKind::Bootprint
+    } else {
+        TraceKind::Bootchart2
+    };
+
+    let (cpu, busy) = cpu_series(&trace.stat);
+    let disk = disk_series(&trace.disk);
+    let memory = memory_series(trace);
+    let (mut processes, blocked_source, ps_span) = processes(trace, &system, &mut notes)?;
+    order_tree(&mut processes);
+    let first_sample_s = [
+        trace.stat.first().map(|b| cs(b.t_cs)),
+        trace.disk.first().map(|b| cs(b.t_cs)),
+        Some(ps_span.0),
+    ]
+    .into_iter()
+    .flatten()
+    .fold(f64::INFINITY, f64::min);
+    let last_sample_s = [
+        trace.stat.last().map(|b| cs(b.t_cs)),
+        trace.disk.last().map(|b| cs(b.t_cs)),
+        Some(ps_span.1),
+    ]
+    .into_iter()
+    .flatten()
+    .fold(f64::NEG_INFINITY, f64::max);
+
+    let milestones = milestones(
+        trace,
+        &processes,
+        &cpu,
+        &busy,
+        &disk,
+        opts,
+        first_sample_s,
+        last_sample_s,
+        &mut notes,
+    );
+    let cpu_totals = cpu_totals(&trace.stat, first_sample_s, milestones.boot_done.t_s);
+
+    let mut top_cpu: Vec<usize> = (0..processes.len())
+        .filter(|&i| processes[i].cpu_s > 0.0)
+        .collect();
+    top_cpu.sort_by(|&a, &b| {
+        processes[b]
+            .cpu_s
+            .total_cmp(&processes[a].cpu_s)
+            .then(a.cmp(&b))
+    });
+    let mut top_blocked: Vec<usize> = (0..processes.len())
+        .filter(|&i| processes[i].blocked_s > 0.0)
+        .collect();
+    top_blocked.sort_by(|&a, &b| {
+        processes[b]
+            .blocked_s
+            .total_cmp(&processes[a].blocked_s)
+            .then(a.cmp(&b))
+    });
+
+    Ok(BootModel {
+        system,
+        source,
+        first_sample_s,
+        last_sample_s,
+        milestones,
+        cpu_totals,
+        cpu,
+        disk,
+        memory,
+        processes,
+        top_cpu,
+        top_blocked,
+        blocked_source,
+        notes,
+    })
+}
+
+fn cs(t_cs: u64) -> f64 {
+    t_cs as f64 / 100.0
+}
+
+fn system_info(trace: &Trace, notes: &mut Vec<String>) -> SystemInfo {
+    let get = |k: &str| trace.header_value(k).map(str::to_string);
+    let cpu_raw = trace.header_value("system.cpu").unwrap_or("");
+    // bootchart2 writes `model name\t: NAME` and then `model name : NAME (N)`; keep NAME.
+    let cpu_model = cpu_raw
+        .rsplit(':')
+        .next()
+        .map(|s| {
+            let s = s.trim();
+            let s = match (s.rfind(" ("), s.ends_with(')')) {
+                (Some(i), true) if s[i + 2..s.len() - 1].bytes().all(|b| b.is_ascii_digit()) => {
+                    &s[..i]
+                }
+                _ => s,
+            };
+            s.split_whitespace().collect::<Vec<_>>().join(" ")
+        })
+        .filter(|s| !s.is_empty());
+    let ncpus = trace
+        .header_value("bootprint.ncpus")
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .or_else(|| {
+            let n = crate::bootchart::num_cpus(&trace.header);
+            (cpu_raw.trim_end().ends_with(')') || trace.header_value("system.cpu.num").is_some())
+                .then_some(n)
+        })
+        .or_else(|| trace.stat.iter().map(|s| s.ncpus).max().filter(|&n| n > 0))
+        .unwrap_or(1)
+        .max(1);
+    let clk_tck = match trace
+        .header_value("bootprint.clk_tck")
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .filter(|&v| v > 0)
+    {
+        Some(v) => v,
+        None => {
+            notes.push("header has no bootprint.clk_tck: clock ticks taken as 1/100 s".into());
+            100
+        }
+    };
+    let mut intervals: Vec<f64> = trace
+        .stat
+        .windows(2)
+        .map(|w| cs(w[1].t_cs.saturating_sub(w[0].t_cs)))
+        .collect();
+    intervals.sort_by(f64::total_cmp);
+    let sample_interval_s = intervals.get(intervals.len() / 2).copied().unwrap_or(0.0);
+    SystemInfo {
+        title: get("title"),
+        uname: get("system.uname"),
+        release: get("system.release"),
+        cpu_model,
+        kernel_options: get("system.kernel.options"),
+        ncpus,
+        clk_tck,
+        hz: trace
+            .header_value("bootprint.hz")
+            .and_then(|v| v.trim().parse().ok()),
+        sample_interval_s,
+    }
+}
+
+fn total(c: &CpuTimes) -> u64 {
+    c.user + c.nice + c.system + c.idle + c.iowait + c.irq + c.softirq + c.steal
+}
+
+/// The CPU series and, per interval, the busy share (everything but idle and iowait), which
+/// is what the recorder's idle test uses.
+fn cpu_series(stat: &[trace::bootchart::StatSample]) -> (Vec<CpuSample>, Vec<f64>) {
+    let mut out = Vec::with_capacity(stat.len());
+    let mut busy = Vec::with_capacity(stat.len());
+    for w in stat.windows(2) {
+        let (a, b) = (&w[0].cpu, &w[1].cpu);
+        let d = |x: u64, y: u64| y.saturating_sub(x) as f64;
+        let tot = d(total(a), total(b));
+        let frac = |x: f64| if tot > 0.0 { x / tot } else { 0.0 };
+        let idle = frac(d(a.idle, b.idle));
+        let iowait = frac(d(a.iowait, b.iowait));
+        out.push(CpuSample {
+            t_s: cs(w[1].t_cs),
+            dt_s: cs(w[1].t_cs.saturating_sub(w[0].t_cs)),
+            user: frac(d(a.user + a.nice, b.user + b.nice)),
+            sys: frac(d(
+                a.system + a.irq + a.softirq,
+                b.system + b.irq + b.softirq,
+            )),
+            iowait,
+        });
+        busy.push(if tot > 0.0 { 1.0 - idle - iowait } else { 0.0 });
+    }
+    (out, busy)
+}
+
+fn is_virtual_disk(name: &str) -> bool {
+    ["ram", "loop", "zram", "dm-", "sr", "fd", "nbd"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// A partition when another device in the block is a prefix of it followed by a number
+/// (`vda1` of `vda`, `nvme0n1p2` of `nvme0n1`, `mmcblk0p1` of `mmcblk0`).
+fn is_partition(name: &str, all: &[&str]) -> bool {
+    all.iter().any(|disk| {
+        name.len() > disk.len() && name.starts_with(disk) && {
+            let rest = &name[disk.len()..];
+            let rest = rest.strip_prefix('p').unwrap_or(rest);
+            !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit())
+        }
+    })
+}
+
+fn whole_disks(block: &DiskBlock) -> Vec<(&str, u64, u64, u64)> {
+    let names: Vec<&str> = block.disks.iter().map(|d| d.name.as_str()).collect();
+    block
+        .disks
+        .iter()
+        .filter(|d| !is_virtual_disk(&d.name) && !is_partition(&d.name, &names))
+        .map(|d| {
+            (
+                d.name.as_str(),
+                d.read_sectors,
+                d.write_sectors,
+                d.io_ticks_ms,
+            )
+        })
+        .collect()
+}
+
+fn disk_series(blocks: &[DiskBlock]) -> Vec<DiskSample> {
+    let disks: Vec<Vec<(&str, u64, u64, u64)>> = blocks.iter().map(whole_disks).collect();
+    let mut out = Vec::with_capacity(blocks.len());
+    for i in 1..blocks.len() {
+        let dt = cs(blocks[i].t_cs.saturating_sub(blocks[i - 1].t_cs));
+        let (mut rd, mut wr, mut util) = (0u64, 0u64, 0.0f64);
+        for &(name, r, w, io) in &disks[i] {
+            // A disk that appears between two samples has no previous figure: skip it once.
+            if let Some(&(_, pr, pw, pio)) = disks[i - 1].iter().find(|d| d.0 == name) {
+                rd += r.saturating_sub(pr);
+                wr += w.saturating_sub(pw);
+                if dt > 0.0 {
+                    util = util.max(io.saturating_sub(pio) as f64 / 1000.0 / dt);
+                }
+            }
+        }
+        let per_s = |sectors: u64| {
+            if dt > 0.0 {
+                sectors as f64 * 512.0 / dt
+            } else {
+                0.0
+            }
+        };
+        out.push(DiskSample {
+            t_s: cs(blocks[i].t_cs),
+            dt_s: dt,
+            read_bps: per_s(rd),
+            write_bps: per_s(wr),
+            util: util.clamp(0.0, 1.0),
+        });
+    }
+    out
+}
+
+fn memory_series(trace: &Trace) -> Vec<MemSample> {
+    let Some(mem) = &trace.meminfo else {
+        return Vec::new();
+    };
+    mem.iter()
+        .filter_map(|m| {
+            Some(MemSample {
+                t_s: cs(m.t_cs),
+                total_kb: m.total?,
+                free_kb: m.free?,
+                buffers_kb: m.buffers.unwrap_or(0),
+                cached_kb: m.cached.unwrap_or(0),
+                swap_used_kb: m
+                    .swap_total
+                    .unwrap_or(0)
+                    .saturating_sub(m.swap_free.unwrap_or(0)),
+            })
+        })
+        .collect()
+}
+
+/// The processes, how blocked time was measured, and the times of the first and last
+/// `proc_ps.log` blocks.
+type ProcessScan = (Vec<Process>, BlockedSource, (f64, f64));
+
+/// One process per (pid, starttime): a reused pid is a new process.
+fn processes(
+    trace: &Trace,
+    system: &SystemInfo,
+    notes: &mut Vec<String>,
+) -> Result<ProcessScan, AnalyzeError> {
+    struct Acc {
+        p: Process,
+        starttime: u64,
+        ticks: u64,
+        blkio: u64,
+        blocked_s: f64,
+        d_samples: u32,
+        last_block: usize,
+    }
+    let hz = system.clk_tck as f64;
+    // pid -> index into accs of the process now holding it; a Vec because pids are small
+    // and this lookup runs once per proc_ps line.
+    const NONE: usize = usize::MAX;
+    let mut current: Vec<usize> = Vec::new();
+    let mut accs: Vec<Acc> = Vec::new();
+    let mut any_blkio = false;
+    // Processes whose delayacct_blkio_ticks grew faster than time passed (seen on a 6.18
+    // kernel: a task in D state reporting its start time); such jumps are clamped.
+    let mut impossible_blkio = 0usize;
+    let mut prev_t: Option<f64> = None;
+    let mut first_t: Option<f64> = None;
+    let mut bi = 0usize;
+    let nblocks = trace.for_each_ps_block(|t_cs, records| {
+        let t = cs(t_cs);
+        first_t.get_or_insert(t);
+        let dt = prev_t.map(|p| t - p);
+        for r in records {
+            any_blkio |= r.blkio_ticks > 0;
+            let ticks = r.utime + r.stime;
+            let existing = current
+                .get(r.pid as usize)
+                .copied()
+                .filter(|&i| i != NONE && accs[i].starttime == r.starttime);
+            match existing {
+                Some(i) => {
+                    let a = &mut accs[i];
+                    let cpu = match dt {
+                        Some(dt) if dt > 0.0 => ticks.saturating_sub(a.ticks) as f64 / hz / dt,
+                        _ => 0.0,
+                    };
+                    a.p.samples.push(ProcSample {
+                        t_s: t,
+                        cpu,
+                        state: r.state,
+                    });
+                    if a.p.name != r.comm {
+                        a.p.name.clone_from(&r.comm);
+                    }
+                    a.ticks = ticks;
+                    // The leader's blocked time cannot grow faster than the clock.
+                    let grew = r.blkio_ticks.saturating_sub(a.blkio) as f64 / hz;
+                    let limit = dt.unwrap_or(0.0).max(0.0) + 1.0 / hz;
+                    if grew > limit {
+                        impossible_blkio += 1;
+                    }
+                    a.blocked_s += grew.min(limit);
+                    a.blkio = r.blkio_ticks;
+                    a.last_block = bi;
+                    a.p.end_s = t;
+                    a.d_samples += u32::from(r.state == 'D');
+                }
+                None => {
+                    let start_s = r.starttime as f64 / hz;
+                    // Seen for the first time: its CPU share is only known if it started
+                    // within the interval.
+                    let cpu = match (prev_t, dt) {
+                        (Some(p), Some(dt)) if start_s > p && dt > 0.0 => ticks as f64 / hz / dt,
+                        _ => 0.0,
+                    };
+                    accs.push(Acc {
+                        p: Process {
+                            pid: r.pid,
+                            ppid: r.ppid,
+                            name: r.comm.clone(),
+                            start_s,
+                            end_s: t,
+                            kernel_thread: r.pid == 2 || r.ppid == 2,
+                            samples: vec![ProcSample {
+                                t_s: t,
+                                cpu,
+                                state: r.state,
+                            }],
+                            ..Process::default()
+                        },
+                        starttime: r.starttime,
+                        ticks,
+                        blkio: r.blkio_ticks,
+                        blocked_s: {
+                            let b = r.blkio_ticks as f64 / hz;
+                            let limit = (t - start_s).max(0.0) + 1.0 / hz;
+                            if b > limit {
+                                impossible_blkio += 1;
+                            }
+                            b.min(limit)
+                        },
+                        d_samples: u32::from(r.state == 'D'),
+                        last_block: bi,
+                    });
+                    let pid = r.pid as usize;
+                    if current.len() <= pid {
+                        current.resize(pid + 1, NONE);
+                    }
+                    current[pid] = accs.len() - 1;
+                }
+            }
+        }
+        prev_t = Some(t);
+        bi += 1;
+    })?;
+    let (Some(first_t), Some(last_t)) = (first_t, prev_t) else {
+        return Err(AnalyzeError {
+            file: "proc_ps.log".into(),
+            line: None,
+            expected: "at least 1 sample block".into(),
+        });
+    };
+    if impossible_blkio > 0 {
+        notes.push(format!(
+            "delayacct_blkio_ticks grew faster than the clock {impossible_blkio} times (a \
+             kernel reporting quirk); each such jump was cut to the time that passed"
+        ));
+    }
+    let source = if any_blkio {
+        BlockedSource::DelayAcct
+    } else {
+        notes.push(
+            "delayacct_blkio_ticks is zero throughout: time blocked on I/O is estimated from \
+             samples in state D times the sample interval"
+                .into(),
+        );
+        BlockedSource::DStateSamples
+    };
+    let cmdlines: HashMap<u32, &trace::bootchart::CmdlineEntry> = trace
+        .cmdlines
+        .iter()
+        .flatten()
+        .map(|c| (c.pid, c))
+        .collect();
+    let procs = accs
+        .into_iter()
+        .map(|a| {
+            let mut p = a.p;
+            p.alive_at_end = a.last_block + 1 == nblocks;
+            p.cpu_s = a.ticks as f64 / hz;
+            p.blocked_s = match source {
+                BlockedSource::DelayAcct => a.blocked_s,
+                BlockedSource::DStateSamples => a.d_samples as f64 * system.sample_interval_s,
+            };
+            if let Some(c) = cmdlines.get(&p.pid) {
+                if !c.exe.is_empty() {
+                    p.exe = Some(c.exe.clone());
+                }
+                if !c.args.is_empty() {
+                    p.cmdline = Some(c.args.join(" "));
+                }
+            }
+            p
+        })
+        .collect();
+    Ok((procs, source, (first_t, last_t)))
+}
+
+/// Puts processes in tree order and fills `parent` and `depth`. A parent is the process with
+/// the child's ppid that started last at or before the child (pids are reused).
+fn order_tree(procs: &mut Vec<Process>) {
+    let n = procs.len();
+    let mut by_pid: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, p) in procs.iter().enumerate() {
+        by_pid.entry(p.pid).or_default().push(i);
+    }
+    let parent_of = |i: usize| -> Option<usize> {
+        let c = &procs[i];
+        let cands = by_pid.get(&c.ppid)?;
+        cands
+            .iter()
+            .copied()
+            .filter(|&j| j != i && procs[j].start_s <= c.start_s)
+            .max_by(|&a, &b| procs[a].start_s.total_cmp(&procs[b].start_s))
+            .or_else(|| cands.iter().copied().find(|&j| j != i))
+    };
+    let parents: Vec<Option<usize>> = (0..n).map(parent_of).collect();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut roots = Vec::new();
+    for (i, par) in parents.iter().enumerate() {
+        match par {
+            Some(p) => children[*p].push(i),
+            None => roots.push(i),
+        }
+    }
+    let key = |i: &usize| (procs[*i].start_s, procs[*i].pid);
+    let cmp = |a: &usize, b: &usize| {
+        let (ka, kb) = (key(a), key(b));
+        ka.0.total_cmp(&kb.0).then(ka.1.cmp(&kb.1))
+    };
+    roots.sort_by(cmp);
+    for c in &mut children {
+        c.sort_by(cmp);
+    }
+    // Depth-first; a parent cycle (impossible in a sane trace) cannot loop: each node once.
+    let mut order = Vec::with_capacity(n);
+    let mut depth = vec![0u32; n];
+    let mut seen = vec![false; n];
+    let mut stack: Vec<usize> = roots.iter().rev().copied().collect();
+    loop {
+        while let Some(i) = stack.pop() {
+            if std::mem::replace(&mut seen[i], true) {
+                continue;
+            }
+            order.push(i);
+            for &c in children[i].iter().rev() {
+                depth[c] = depth[i] + 1;
+                stack.push(c);
+            }
+        }
+        match (0..n).find(|&i| !seen[i]) {
+            Some(i) => stack.push(i),
+            None => break,
+        }
+    }
+    let mut new_index = vec![0usize; n];
+    for (k, &i) in order.iter().enumerate() {
+        new_index[i] = k;
+    }
+    let mut old: Vec<Option<Process>> = std::mem::take(procs).into_iter().map(Some).collect();
+    for &i in &order {
+        let mut p = old[i].take().expect("each process once");
+        p.depth = depth[i];
+        p.parent = parents[i].map(|q| new_index[q]);
+        procs.push(p);
+    }
+}
+
+/// The time of the kernel's "Run /init as init process" (or /sbin/init, ...) line.
+pub fn kernel_done_from_dmesg(dmesg: &str) -> Option<f64> {
+    dmesg.lines().find_map(|line| {
+        let open = line.find('[')?;
+        let close = open + line[open..].find(']')?;
+        let msg = line[close + 1..].trim();
+        let is_run = msg.starts_with("Run ") && msg.ends_with(" as init process");
+        is_run.then(|| line[open + 1..close].trim().parse::<f64>().ok())?
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn milestones(
+    trace: &Trace,
+    procs: &[Process],
+    cpu: &[CpuSample],
+    busy: &[f64],
+    disk: &[DiskSample],
+    opts: &Options,
+    first_s: f64,
+    last_s: f64,
+    notes: &mut Vec<String>,
+) -> Milestones {
+    let events = trace.events.as_deref().unwrap_or(&[]);
+    let event = |kind: &str, name: Option<&str>| {
+        events
+            .iter()
+            .find(|e| e.kind == kind && (name.is_none() || e.get("name") == name))
+    };
+    let ms = |t_s: f64, source: String| Milestone { t_s, source };
+
+    let kernel = match trace.dmesg.as_deref().and_then(kernel_done_from_dmesg) {
+        Some(t) => Some(ms(t, "dmesg".into())),
+        None => {
+            notes.push(
+                "no `Run ... as init process` line in dmesg: kernel time taken as the first \
+                 sample"
+                    .into(),
+            );
+            Some(ms(first_s, "first sample".into()))
+        }
+    };
+    let init_exec = event("init_exec", None).map(|e| ms(e.t_s(), "event".into()));
+
+    let first_named = |names: &[&str]| {
+        procs
+            .iter()
+            .filter(|p| names.iter().any(|n| *n == p.name))
+            .min_by(|a, b| a.start_s.total_cmp(&b.start_s))
+            .map(|p| ms(p.start_s, format!("process {} ({})", p.name, p.pid)))
+    };
+    let text_login = match event("milestone", Some("text_login")) {
+        Some(e) => Some(ms(e.t_s(), "event".into())),
+        None => first_named(&LOGIN_NAMES),
+    };
+    let graphical_login = match event("milestone", Some("graphical_login")) {
+        Some(e) => Some(ms(e.t_s(), "event".into())),
+        None => first_named(&GREETER_NAMES),
+    };
+
+    let boot_done = match event("boot_done", None) {
+        Some(e) => ms(
+            e.t_s(),
+            format!("event ({})", e.get("reason").unwrap_or("unknown")),
+        ),
+        None => {
+            let login = text_login
+                .as_ref()
+                .or(graphical_login.as_ref())
+                .map(|m| m.t_s);
+            match login.and_then(|l| settle_point(cpu, busy, disk, opts, l)) {
+                Some(t) => ms(t, "computed: idle after login".into()),
+                None => {
+                    notes.push(if login.is_some() {
+                        "CPU and disk never stayed idle after the login: boot done taken as \
+                         the last sample"
+                            .into()
+                    } else {
+                        "no login milestone: boot done taken as the last sample".into()
+                    });
+                    ms(last_s, "last sample".into())
+                }
+            }
+        }
+    };
+    Milestones {
+        kernel,
+        init_exec,
+        text_login,
+        graphical_login,
+        boot_done,
+    }
+}
+
+/// The start of the first run of idle intervals (CPU busy and busiest-disk utilisation below
+/// the thresholds) that lasts the settle period, counted from no earlier than `from_s`.
+fn settle_point(
+    cpu: &[CpuSample],
+    busy: &[f64],
+    disk: &[DiskSample],
+    opts: &Options,
+    from_s: f64,
+) -> Option<f64> {
+    let disk_util_at = |t: f64| {
+        // The disk interval covering time t (disk and CPU samples need not align).
+        let i = disk.partition_point(|d| d.t_s < t - 1e-9);
+        disk.get(i).map_or(0.0, |d| d.util)
+    };
+    let mut idle_since: Option<f64> = None;
+    for (c, &b) in cpu.iter().zip(busy) {
+        let start = c.t_s - c.dt_s;
+        let idle = b < opts.idle_cpu && disk_util_at(c.t_s) < opts.idle_disk;
+        if idle {
+            let since = *idle_since.get_or_insert(start);
+            let since = since.max(from_s);
+            if c.t_s >= since && c.t_s - since >= opts.settle_s - 1e-9 {
+                return Some(since);
+            }
+        } else {
+            idle_since = None;
+        }
+    }
+    None
+}
+
+fn cpu_totals(stat: &[trace::bootchart::StatSample], from_s: f64, to_s: f64) -> CpuTotals {
+    let first = &stat[0];
+    // The last block at or before `to_s` (at least the second, so there is a span).
+    let last_i = stat
+        .iter()
+        .rposition(|s| cs(s.t_cs) <= to_s + 1e-9)
+        .unwrap_or(0)
+        .max(1);
+    let last = &stat[last_i];
+    let (a, b) = (&first.cpu, &last.cpu);
+    let d = |x: u64, y: u64| y.saturating_sub(x) as f64;
+    let tot = d(total(a), total(b));
+    let frac = |x: f64| if tot > 0.0 { x / tot } else { 0.0 };
+    CpuTotals {
+        from_s: from_s.min(cs(first.t_cs)),
+        to_s: cs(last.t_cs),
+        idle_fraction: frac(d(a.idle, b.idle)),
+        iowait_fraction: frac(d(a.iowait, b.iowait)),
+        user_fraction: frac(d(a.user + a.nice, b.user + b.nice)),
+        sys_fraction: frac(d(
+            a.system + a.irq + a.softirq,
+            b.system + b.irq + b.softirq,
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dmesg_run_init_line() {
+        let d = "[    0.000000] Linux version 6.1\n[    7.012345] Run /init as init process\n\
+                 [   20.5] Run /sbin/init as init process\n";
+        assert_eq!(kernel_done_from_dmesg(d), Some(7.012345));
+        assert_eq!(
+            kernel_done_from_dmesg("[ 1.0] Freeing unused kernel memory\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn partitions_and_virtual_devices() {
+        let all = [
+            "vda",
+            "vda1",
+            "nvme0n1",
+            "nvme0n1p2",
+            "mmcblk0",
+            "mmcblk0p1",
+            "sdb",
+        ];
+        assert!(is_partition("vda1", &all));
+        assert!(is_partition("nvme0n1p2", &all));
+        assert!(is_partition("mmcblk0p1", &all));
+        assert!(!is_partition("vda", &all));
+        assert!(!is_partition("nvme0n1", &all));
+        assert!(!is_partition("sdb", &all));
+        assert!(is_virtual_disk("loop3") && is_virtual_disk("dm-0") && !is_virtual_disk("vda"));
+    }
+
+    fn sample(t: f64, busy: f64) -> (CpuSample, f64) {
+        (
+            CpuSample {
+                t_s: t,
+                dt_s: 1.0,
+                user: busy,
+                ..CpuSample::default()
+            },
+            busy,
+        )
+    }
+
+    #[test]
+    fn settle_needs_the_full_period_after_login() {
+        let (cpu, busy): (Vec<_>, Vec<_>) = [0.9, 0.9, 0.1, 0.1, 0.9, 0.1, 0.1, 0.1, 0.1, 0.1]
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| sample(i as f64 + 1.0, b))
+            .unzip();
+        let opts = Options::default();
+        // Idle from t=5 (interval 5..6) on; the 2..4 idle run is too short.
+        assert_eq!(settle_point(&cpu, &busy, &[], &opts, 0.0), Some(5.0));
+        // Login at 6.5: idle counted from there.
+        assert_eq!(settle_point(&cpu, &busy, &[], &opts, 6.5), Some(6.5));
+        // Too late to settle within the samples.
+        assert_eq!(settle_point(&cpu, &busy, &[], &opts, 8.0), None);
+        // A busy disk keeps it from settling.
+        let disk: Vec<DiskSample> = (1..=10)
+            .map(|i| DiskSample {
+                t_s: i as f64,
+                dt_s: 1.0,
+                util: if i == 8 { 0.5 } else { 0.0 },
+                ..DiskSample::default()
+            })
+            .collect();
+        assert_eq!(settle_point(&cpu, &busy, &disk, &opts, 0.0), None);
+    }
+}

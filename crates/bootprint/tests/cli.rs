@@ -1,0 +1,121 @@
+//! The real `bootprint` binary on the fixtures: exit codes, text, JSON and SVG output.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_bootprint"))
+        .args(args)
+        .output()
+        .expect("bootprint runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn usage_errors_exit_2_and_help_exits_0() {
+    assert_eq!(run(&[]).status.code(), Some(2));
+    assert_eq!(run(&["frobnicate"]).status.code(), Some(2));
+    assert_eq!(run(&["report"]).status.code(), Some(2));
+    let o = run(&["report", "--bogus", "x"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("unknown option \"--bogus\""));
+    assert_eq!(run(&["report", "a", "b"]).status.code(), Some(2));
+    let o = run(&["--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(text(&o.stdout).contains("report TRACE"));
+    let o = run(&["report", "--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(text(&o.stdout).contains("--svg FILE"));
+}
+
+#[test]
+fn failures_exit_1_naming_the_problem() {
+    let o = run(&["report", "/nonexistent/trace"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("/nonexistent/trace"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn text_report_of_the_mini_trace() {
+    let dir = fixtures().join("mini-trace");
+    let o = run(&["report", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for want in [
+        "kernel (init starts)       4.20 s   (dmesg)",
+        "text login                12.00 s   (event)",
+        "boot done                 14.00 s   (event (idle))",
+        "idle 28.9%, iowait 17.8%",
+        "/lib/systemd/systemd-udevd --daemon",
+        "(from delayacct_blkio_ticks)",
+    ] {
+        assert!(out.contains(want), "missing {want:?} in\n{out}");
+    }
+}
+
+#[test]
+fn json_report_has_the_documented_keys() {
+    let dir = fixtures().join("mini-trace");
+    let o = run(&["report", dir.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["kernel_s"], 4.2);
+    assert_eq!(v["init_exec_s"], 5.1);
+    assert_eq!(v["text_login_s"], 12.0);
+    assert!(v["graphical_login_s"].is_null());
+    assert_eq!(v["boot_done_s"], 14.0);
+    assert!((v["idle_fraction"].as_f64().unwrap() - 520.0 / 1800.0).abs() < 1e-12);
+    assert!((v["iowait_fraction"].as_f64().unwrap() - 320.0 / 1800.0).abs() < 1e-12);
+    assert_eq!(v["blocked_source"], "delayacct_blkio_ticks");
+    assert_eq!(v["top_cpu"][0]["name"], "udevd");
+    assert_eq!(v["top_blocked"][0]["blocked_s"], 1.4);
+    let procs = v["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 7);
+    for key in [
+        "pid",
+        "ppid",
+        "name",
+        "start_s",
+        "end_s",
+        "cpu_s",
+        "blocked_s",
+        "cmdline",
+        "exe",
+    ] {
+        assert!(procs[0].get(key).is_some(), "process key {key}");
+    }
+    assert_eq!(v["series"]["cpu"].as_array().unwrap().len(), 30);
+    assert_eq!(v["series"]["disk"][0]["util"], 0.6);
+}
+
+#[test]
+fn bootchart2_log_and_svg() {
+    let dir = fixtures().join("bootchart2-example1");
+    let svg = std::env::temp_dir().join(format!("bootprint-cli-{}.svg", std::process::id()));
+    let o = run(&[
+        "report",
+        dir.to_str().unwrap(),
+        "--json",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["format"], "bootchart2");
+    assert_eq!(v["text_login_s"], 18.58);
+    assert_eq!(v["blocked_source"], "d_state_samples");
+    let written = std::fs::read_to_string(&svg).unwrap();
+    assert!(written.starts_with("<?xml") && written.contains("<svg"));
+    std::fs::remove_file(svg).unwrap();
+}

@@ -1,0 +1,97 @@
+//! `bootprint report --json`: the boot model as one JSON object. Key names are a contract
+//! (documented in `docs/report.md`); add keys, never rename them.
+
+use std::io;
+
+use analyze::{BlockedSource, BootModel, Milestone, Process, TraceKind};
+use serde_json::{json, Map, Value};
+
+/// How many processes each top list holds.
+pub const TOP_N: usize = 10;
+
+fn opt_s(m: &Option<Milestone>) -> Value {
+    m.as_ref().map_or(Value::Null, |m| json!(m.t_s))
+}
+
+fn opt_src(m: &Option<Milestone>) -> Value {
+    m.as_ref().map_or(Value::Null, |m| json!(m.source))
+}
+
+fn process(p: &Process) -> Value {
+    json!({
+        "pid": p.pid,
+        "ppid": p.ppid,
+        "name": p.name,
+        "start_s": p.start_s,
+        "end_s": p.end_s,
+        "cpu_s": p.cpu_s,
+        "blocked_s": p.blocked_s,
+        "cmdline": p.cmdline,
+        "exe": p.exe,
+        "alive_at_end": p.alive_at_end,
+        "kernel_thread": p.kernel_thread,
+        "parent_index": p.parent,
+        "depth": p.depth,
+        "samples": p.samples.len(),
+    })
+}
+
+/// The report as a JSON value.
+pub fn to_value(m: &BootModel, origin: &str) -> Value {
+    let ms = &m.milestones;
+    let top = |list: &[usize], key: &str| -> Value {
+        list.iter()
+            .take(TOP_N)
+            .map(|&i| {
+                let p = &m.processes[i];
+                let v = if key == "cpu_s" { p.cpu_s } else { p.blocked_s };
+                let mut o = Map::new();
+                o.insert("pid".into(), json!(p.pid));
+                o.insert("name".into(), json!(p.name));
+                o.insert(key.into(), json!(v));
+                o.insert("cmdline".into(), json!(p.cmdline));
+                Value::Object(o)
+            })
+            .collect()
+    };
+    json!({
+        "trace": origin,
+        "format": match m.source { TraceKind::Bootprint => "bootprint", TraceKind::Bootchart2 => "bootchart2" },
+        "system": m.system,
+        "first_sample_s": m.first_sample_s,
+        "last_sample_s": m.last_sample_s,
+        "kernel_s": opt_s(&ms.kernel),
+        "kernel_source": opt_src(&ms.kernel),
+        "init_exec_s": opt_s(&ms.init_exec),
+        "text_login_s": opt_s(&ms.text_login),
+        "text_login_source": opt_src(&ms.text_login),
+        "graphical_login_s": opt_s(&ms.graphical_login),
+        "graphical_login_source": opt_src(&ms.graphical_login),
+        "boot_done_s": ms.boot_done.t_s,
+        "boot_done_source": ms.boot_done.source,
+        "idle_fraction": m.cpu_totals.idle_fraction,
+        "iowait_fraction": m.cpu_totals.iowait_fraction,
+        "user_fraction": m.cpu_totals.user_fraction,
+        "sys_fraction": m.cpu_totals.sys_fraction,
+        "cpu_span_s": [m.cpu_totals.from_s, m.cpu_totals.to_s],
+        "blocked_source": match m.blocked_source {
+            BlockedSource::DelayAcct => "delayacct_blkio_ticks",
+            BlockedSource::DStateSamples => "d_state_samples",
+        },
+        "top_cpu": top(&m.top_cpu, "cpu_s"),
+        "top_blocked": top(&m.top_blocked, "blocked_s"),
+        "processes": m.processes.iter().map(process).collect::<Vec<_>>(),
+        "series": {
+            "cpu": m.cpu,
+            "disk": m.disk,
+            "memory": m.memory,
+        },
+        "notes": m.notes,
+    })
+}
+
+/// Writes the report as one JSON object and a newline.
+pub fn write(m: &BootModel, origin: &str, out: &mut impl io::Write) -> io::Result<()> {
+    serde_json::to_writer(&mut *out, &to_value(m, origin))?;
+    out.write_all(b"\n")
+}

@@ -1,0 +1,113 @@
+//! `bootprint report`: a short readable report: milestones, idle time, top lists.
+
+use std::io::{self, Write};
+
+use analyze::{BlockedSource, BootModel, Milestone};
+
+/// How many processes each top list shows.
+pub const TOP_N: usize = 10;
+
+fn line(out: &mut impl Write, label: &str, m: Option<&Milestone>) -> io::Result<()> {
+    match m {
+        Some(m) => writeln!(out, "  {label:<22}{:>9.2} s   ({})", m.t_s, m.source),
+        None => writeln!(out, "  {label:<22}{:>9}", "-"),
+    }
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// Writes the text report.
+pub fn write(m: &BootModel, origin: &str, out: &mut impl Write) -> io::Result<()> {
+    let s = &m.system;
+    writeln!(out, "bootprint report: {origin}")?;
+    let mut sys = Vec::new();
+    if let Some(r) = &s.release {
+        sys.push(r.clone());
+    }
+    if let Some(u) = &s.uname {
+        sys.push(u.clone());
+    }
+    let cpu = match &s.cpu_model {
+        Some(model) => format!("{} CPUs ({model})", s.ncpus),
+        None => format!("{} CPUs", s.ncpus),
+    };
+    sys.push(cpu);
+    writeln!(out, "System: {}", sys.join(", "))?;
+    writeln!(
+        out,
+        "Samples: {:.2} s to {:.2} s, every {:.3} s",
+        m.first_sample_s, m.last_sample_s, s.sample_interval_s
+    )?;
+    writeln!(out)?;
+    writeln!(out, "Milestones (seconds since the kernel started):")?;
+    let ms = &m.milestones;
+    line(out, "kernel (init starts)", ms.kernel.as_ref())?;
+    line(out, "real init exec'd", ms.init_exec.as_ref())?;
+    line(out, "text login", ms.text_login.as_ref())?;
+    line(out, "graphical login", ms.graphical_login.as_ref())?;
+    line(out, "boot done", Some(&ms.boot_done))?;
+    writeln!(out)?;
+    let c = &m.cpu_totals;
+    writeln!(
+        out,
+        "CPU from {:.2} s to {:.2} s (all {} CPUs): idle {}, iowait {}, user {}, system {}",
+        c.from_s,
+        c.to_s,
+        s.ncpus,
+        pct(c.idle_fraction),
+        pct(c.iowait_fraction),
+        pct(c.user_fraction),
+        pct(c.sys_fraction)
+    )?;
+    writeln!(out)?;
+    writeln!(out, "Top processes by CPU time:")?;
+    top(out, m, &m.top_cpu, |i| m.processes[i].cpu_s)?;
+    writeln!(out)?;
+    let how = match m.blocked_source {
+        BlockedSource::DelayAcct => "delayacct_blkio_ticks",
+        BlockedSource::DStateSamples => "samples in state D x sample interval",
+    };
+    writeln!(out, "Top processes by time blocked on I/O (from {how}):")?;
+    top(out, m, &m.top_blocked, |i| m.processes[i].blocked_s)?;
+    if !m.notes.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "Notes:")?;
+        for n in &m.notes {
+            writeln!(out, "  - {n}")?;
+        }
+    }
+    Ok(())
+}
+
+fn top(
+    out: &mut impl Write,
+    m: &BootModel,
+    list: &[usize],
+    value: impl Fn(usize) -> f64,
+) -> io::Result<()> {
+    if list.is_empty() {
+        return writeln!(out, "  (none)");
+    }
+    writeln!(
+        out,
+        "  {:>9}  {:>7}  {:>8}  command",
+        "seconds", "pid", "start s"
+    )?;
+    for &i in list.iter().take(TOP_N) {
+        let p = &m.processes[i];
+        let mut cmd = p.cmdline.clone().unwrap_or_else(|| p.name.clone());
+        if cmd.chars().count() > 60 {
+            cmd = cmd.chars().take(57).collect::<String>() + "...";
+        }
+        writeln!(
+            out,
+            "  {:>9.2}  {:>7}  {:>8.2}  {cmd}",
+            value(i),
+            p.pid,
+            p.start_s
+        )?;
+    }
+    Ok(())
+}
