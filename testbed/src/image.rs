@@ -599,6 +599,71 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
     }
 
     #[test]
+    fn binaries_go_into_the_image_with_debugfs() {
+        if !crate::util::have_tool("mke2fs") {
+            eprintln!("skipped: no mke2fs (e2fsprogs) on this host");
+            return;
+        }
+        let dir = crate::util::TempDir::new("binaries");
+        let root = dir.0.join("root");
+        fs::create_dir_all(root.join("usr/lib")).unwrap();
+        fs::create_dir_all(root.join("usr/bin")).unwrap();
+        fs::write(root.join("usr/bin/bootprint"), "old").unwrap();
+        let img = Image::at(dir.0.join("img"));
+        fs::create_dir_all(&img.dir).unwrap();
+        let log = dir.0.join("log");
+        run_logged(
+            Command::new("mke2fs")
+                .args(["-q", "-F", "-t", "ext4", "-d"])
+                .arg(&root)
+                .arg(&img.rootfs)
+                .arg("8M"),
+            &log,
+        )
+        .unwrap();
+        let boot = dir.0.join("bootprint-boot");
+        let cli = dir.0.join("bootprint");
+        fs::write(&boot, "#!/bin/sh\necho boot\n").unwrap();
+        fs::write(&cli, "cli v1").unwrap();
+        let bins = (boot.clone(), cli.clone());
+        assert!(
+            update_binaries(&img, &bins).unwrap(),
+            "first install writes"
+        );
+        assert!(
+            !update_binaries(&img, &bins).unwrap(),
+            "unchanged: nothing to do"
+        );
+        fs::write(&cli, "cli v2, longer than before").unwrap();
+        assert!(
+            update_binaries(&img, &bins).unwrap(),
+            "changed CLI is replaced"
+        );
+        let out = dir.0.join("out");
+        run_logged(
+            Command::new("debugfs")
+                .arg("-R")
+                .arg(format!("dump {GUEST_CLI_BIN} {}", out.display()))
+                .arg(&img.rootfs),
+            &log,
+        )
+        .unwrap();
+        assert_eq!(
+            fs::read_to_string(&out).unwrap(),
+            "cli v2, longer than before"
+        );
+        let stat = output_logged(
+            Command::new("debugfs")
+                .arg("-R")
+                .arg(format!("stat {GUEST_BOOT_BIN}"))
+                .arg(&img.rootfs),
+            &log,
+        )
+        .unwrap();
+        assert!(stat.contains("Mode:  0755"), "{stat}");
+    }
+
+    #[test]
     fn key_is_stable_and_hex() {
         assert_eq!(cache_key(), cache_key());
         assert_eq!(cache_key().len(), 16);

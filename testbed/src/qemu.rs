@@ -189,9 +189,15 @@ impl Drop for Qemu {
     }
 }
 
-/// One boot, start to power-off. `quiet_progress` keeps the progress lines off stdout
-/// (for `--json`, they go to stderr).
+/// One boot, start to power-off. Progress goes to stderr, so stdout carries only the result.
 pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
+    if let Some(out) = opts.trace_out.as_ref().filter(|o| o.exists()) {
+        // Found out now rather than after a boot of a minute or more.
+        return Err(Error::fail(format!(
+            "--trace-out {} exists already; remove it or choose another",
+            out.display()
+        )));
+    }
     let run = fresh_dir(&paths.cache.join("runs"))?;
     let disk = run.join("disk.raw");
     // Not while another test bed is rebuilding the image or replacing its binaries.
@@ -349,9 +355,16 @@ fn boot_disk(
             .clone()
             .ok_or_else(|| fail(&con, "could not read the guest's boot id"))?;
         eprintln!("boot: waiting (up to {TRACE_TIMEOUT_S} s) for the recorder's trace");
+        // Poll with shell builtins only (`read -t` on a FIFO nobody writes to sleeps without
+        // a fork), so the wait adds no processes to the trace and keeps the guest idle for
+        // the recorder's boot-done detection.
         con.send(&format!(
-            "i=0; while [ ! -e {TRACE_ROOT}/{id}/events.log ] && [ $i -lt {TRACE_TIMEOUT_S} ]; do sleep 1; i=$((i+1)); done; \
-             [ -e {TRACE_ROOT}/{id}/events.log ] && echo BP\"\"TRACE=yes || echo BP\"\"TRACE=no\n"
+            "f={TRACE_ROOT}/{id}/events.log; mkfifo /run/bp.wait; exec 3<>/run/bp.wait\n"
+        ))?;
+        con.send(&format!(
+            "i=0; while [ ! -e $f ] && [ $i -lt {} ]; do read -t 2 -u 3; i=$((i+1)); done; \
+             [ -e $f ] && echo BP\"\"TRACE=yes || echo BP\"\"TRACE=no\n",
+            TRACE_TIMEOUT_S / 2
         ))?;
         let (i, end) = expect(
             &con,
@@ -434,18 +447,29 @@ fn copy_trace(
 ) -> Result<()> {
     // The guest powered off with `poweroff -f` after a sync: its last metadata may be only in
     // the ext4 journal, which debugfs does not read, so replay the journal into the copy first.
+    let logf = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| io_err("cannot open log", log, e))?;
+    let logf2 = logf
+        .try_clone()
+        .map_err(|e| io_err("cannot open log", log, e))?;
     let status = Command::new("e2fsck")
         .args(["-p", "-E", "journal_only"])
         .arg(disk)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdin(Stdio::null())
+        .stdout(logf)
+        .stderr(logf2)
         .status()
         .map_err(|e| Error::fail(format!("cannot run e2fsck: {e}")))?;
     // 0 clean, 1 errors corrected (the replay): both fine.
     if !matches!(status.code(), Some(0) | Some(1)) {
         return Err(Error::fail(format!(
-            "`e2fsck -p -E journal_only {}` failed ({status})",
-            disk.display()
+            "`e2fsck -p -E journal_only {}` failed ({status}); log {}:\n{}",
+            disk.display(),
+            log.display(),
+            tail(log, 10)
         )));
     }
     let name = match boot_id {
@@ -557,6 +581,59 @@ mod tests {
             Some("/var/log/bootprint/0a1b")
         );
         assert_eq!(symlink_target("Type: regular"), None);
+    }
+
+    #[test]
+    fn trace_is_copied_out_of_an_ext4_image() {
+        if !crate::util::have_tool("mke2fs") {
+            eprintln!("skipped: no mke2fs (e2fsprogs) on this host");
+            return;
+        }
+        let dir = crate::util::TempDir::new("copytrace");
+        let id = "3f2c1a5e-8d7b-4c1e-9f0a-1b2c3d4e5f60";
+        let root = dir.0.join("root");
+        let tdir = root.join("var/log/bootprint").join(id);
+        fs::create_dir_all(&tdir).unwrap();
+        fs::write(tdir.join("events.log"), "# bootprint events 1\n").unwrap();
+        fs::write(tdir.join("header"), "bootprint.format = 1\n").unwrap();
+        std::os::unix::fs::symlink(
+            format!("/var/log/bootprint/{id}"),
+            root.join("var/log/bootprint/latest"),
+        )
+        .unwrap();
+        let disk = dir.0.join("disk.raw");
+        let log = dir.0.join("log");
+        run_logged(
+            Command::new("mke2fs")
+                .args(["-q", "-F", "-t", "ext4", "-d"])
+                .arg(&root)
+                .arg(&disk)
+                .arg("8M"),
+            &log,
+        )
+        .unwrap();
+        // By boot id, and through the `latest` symlink when the boot id is unknown.
+        let out1 = dir.0.join("t1");
+        copy_trace(&disk, Some(id), &out1, &dir.0, &log).unwrap();
+        assert_eq!(
+            fs::read_to_string(out1.join("header")).unwrap(),
+            "bootprint.format = 1\n"
+        );
+        let out2 = dir.0.join("sub/t2");
+        copy_trace(&disk, None, &out2, &dir.0, &log).unwrap();
+        assert!(out2.join("events.log").is_file());
+        // An existing output is not overwritten; a missing trace is an error naming it.
+        let e = copy_trace(&disk, Some(id), &out1, &dir.0, &log).unwrap_err();
+        assert!(e.to_string().contains("exists already"), "{e}");
+        let e = copy_trace(
+            &disk,
+            Some("00000000-0000-0000-0000-000000000000"),
+            &dir.0.join("t3"),
+            &dir.0,
+            &log,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("not found"), "{e}");
     }
 
     #[test]

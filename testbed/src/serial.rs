@@ -274,6 +274,61 @@ mod tests {
     }
 
     #[test]
+    fn console_waits_sends_and_logs() {
+        use std::process::{Command, Stdio};
+        let dir = crate::util::TempDir::new("console");
+        let log = dir.0.join("serial.log");
+        // A stand-in for QEMU: a kernel line, a prompt without newline, then echo what it reads.
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg("printf '[    0.000000] Linux\\n'; sleep 0.3; printf 'x login: '; read a; echo \"got $a\"")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let start = Instant::now();
+        let mut con = Console::new(
+            child.stdin.take().unwrap(),
+            child.stdout.take().unwrap(),
+            &log,
+            start,
+        )
+        .unwrap();
+        let Seen::Match(0, end, t) = con.wait_for(&["login:"], 0, Duration::from_secs(10), start)
+        else {
+            panic!("no login:");
+        };
+        assert!(t >= 0.25, "prompt came after the sleep: {t}");
+        assert!(matches!(
+            con.wait_for(&["never"], end, Duration::from_millis(100), start),
+            Seen::Timeout
+        ));
+        con.send("root\n").unwrap();
+        assert!(matches!(
+            con.wait_for(&["got root"], end, Duration::from_secs(10), start),
+            Seen::Match(0, _, _)
+        ));
+        let _ = child.wait();
+        assert!(matches!(
+            con.wait_for(&["never"], end, Duration::from_secs(10), start),
+            Seen::Closed
+        ));
+        let lines = con.finish();
+        assert_eq!(lines[0].1, "[    0.000000] Linux");
+        assert_eq!(lines[1].1, "x login: got root");
+        let est = firmware_estimate(&lines).unwrap();
+        assert!((0.0..0.25).contains(&est), "{est}");
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            text.lines()
+                .nth(1)
+                .unwrap()
+                .ends_with(" | x login: got root"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn clean_lines() {
         assert_eq!(clean_line(b"login: \r"), "login: ");
         assert_eq!(clean_line(b"\x1b[0m ok"), "\\x1b[0m ok");

@@ -342,6 +342,39 @@ pub fn median(values: &[f64]) -> Option<f64> {
     })
 }
 
+/// A scratch directory for tests, removed when dropped.
+#[cfg(test)]
+pub struct TempDir(pub PathBuf);
+
+#[cfg(test)]
+impl TempDir {
+    pub fn new(name: &str) -> TempDir {
+        let p =
+            std::env::temp_dir().join(format!("bootprint-testbed-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&p);
+        fs::create_dir_all(&p).expect("create temp dir");
+        TempDir(p)
+    }
+}
+
+#[cfg(test)]
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Whether a host tool is on PATH (tests that need e2fsprogs skip without it).
+#[cfg(test)]
+pub fn have_tool(name: &str) -> bool {
+    Command::new(name)
+        .arg("-V")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

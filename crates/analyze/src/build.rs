@@ -98,7 +98,7 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
         TraceKind::Bootchart2
     };
 
-    let (cpu, busy) = cpu_series(&trace.stat);
+    let cpu = cpu_series(&trace.stat);
     let disk = disk_series(&trace.disk);
     let memory = memory_series(trace);
     let (mut processes, blocked_source, ps_span) = processes(trace, &system, &mut notes)?;
@@ -120,19 +120,7 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
     .flatten()
     .fold(f64::NEG_INFINITY, f64::max);
 
-    let milestones = milestones(
-        trace,
-        &processes,
-        &cpu,
-        &busy,
-        &disk,
-        opts,
-        first_sample_s,
-        last_sample_s,
-        &mut notes,
-    );
-    let cpu_totals = cpu_totals(&trace.stat, first_sample_s, milestones.boot_done.t_s);
-
+    let milestones = milestones(trace, &processes, first_sample_s, last_sample_s, &mut notes);
     let mut top_cpu: Vec<usize> = (0..processes.len())
         .filter(|&i| processes[i].cpu_s > 0.0)
         .collect();
@@ -152,13 +140,13 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
             .then(a.cmp(&b))
     });
 
-    Ok(BootModel {
+    let mut model = BootModel {
         system,
         source,
         first_sample_s,
         last_sample_s,
         milestones,
-        cpu_totals,
+        cpu_totals: CpuTotals::default(),
         cpu,
         disk,
         memory,
@@ -167,6 +155,67 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
         top_blocked,
         blocked_source,
         notes,
+    };
+    if model.milestones.boot_done.source == PENDING {
+        let login = model.milestones.login().is_some();
+        model.milestones.boot_done = match computed_boot_done(&model, opts) {
+            Some(m) => m,
+            None => {
+                model.notes.push(if login {
+                    "CPU and disk never stayed idle after the login: boot done taken as the \
+                     last sample"
+                        .into()
+                } else {
+                    "no login milestone: boot done taken as the last sample".into()
+                });
+                Milestone {
+                    t_s: last_sample_s,
+                    source: "last sample".into(),
+                }
+            }
+        };
+    }
+    model.cpu_totals = cpu_totals(&trace.stat, first_sample_s, model.milestones.boot_done.t_s);
+    Ok(model)
+}
+
+/// Process names of boot recorders, whose own CPU use does not keep a boot from being done.
+pub const RECORDER_NAMES: [&str; 3] = ["bootprint-boot", "bootchart-colle", "bootchartd"];
+
+/// Boot done as computed from the samples: the start of the first run of intervals, counted
+/// from no earlier than the login milestone (text, else graphical), in which CPU busy (user +
+/// system, over all CPUs, with the recorder's own CPU use taken out) stays below
+/// `opts.idle_cpu` and the busiest disk's utilisation below `opts.idle_disk` for
+/// `opts.settle_s`. `None` without a login milestone or when it never settles. This is the
+/// recorder's rule, so it is also a check on a `boot_done` event.
+pub fn computed_boot_done(model: &BootModel, opts: &Options) -> Option<Milestone> {
+    let from = model.milestones.login()?.t_s;
+    let ncpus = f64::from(model.system.ncpus.max(1));
+    let recorders: Vec<&Process> = model
+        .processes
+        .iter()
+        .filter(|p| RECORDER_NAMES.contains(&p.name.as_str()))
+        .collect();
+    let busy: Vec<f64> = model
+        .cpu
+        .iter()
+        .map(|c| {
+            let own: f64 = recorders
+                .iter()
+                .filter_map(|p| {
+                    let i = p.samples.partition_point(|s| s.t_s < c.t_s - 0.005);
+                    p.samples
+                        .get(i)
+                        .filter(|s| (s.t_s - c.t_s).abs() <= 0.005)
+                        .map(|s| s.cpu)
+                })
+                .sum();
+            (c.user + c.sys - own / ncpus).max(0.0)
+        })
+        .collect();
+    settle_point(&model.cpu, &busy, &model.disk, opts, from).map(|t| Milestone {
+        t_s: t,
+        source: "computed: idle after login".into(),
     })
 }
 
@@ -240,31 +289,26 @@ fn total(c: &CpuTimes) -> u64 {
     c.user + c.nice + c.system + c.idle + c.iowait + c.irq + c.softirq + c.steal
 }
 
-/// The CPU series and, per interval, the busy share (everything but idle and iowait), which
-/// is what the recorder's idle test uses.
-fn cpu_series(stat: &[trace::bootchart::StatSample]) -> (Vec<CpuSample>, Vec<f64>) {
-    let mut out = Vec::with_capacity(stat.len());
-    let mut busy = Vec::with_capacity(stat.len());
-    for w in stat.windows(2) {
-        let (a, b) = (&w[0].cpu, &w[1].cpu);
-        let d = |x: u64, y: u64| y.saturating_sub(x) as f64;
-        let tot = d(total(a), total(b));
-        let frac = |x: f64| if tot > 0.0 { x / tot } else { 0.0 };
-        let idle = frac(d(a.idle, b.idle));
-        let iowait = frac(d(a.iowait, b.iowait));
-        out.push(CpuSample {
-            t_s: cs(w[1].t_cs),
-            dt_s: cs(w[1].t_cs.saturating_sub(w[0].t_cs)),
-            user: frac(d(a.user + a.nice, b.user + b.nice)),
-            sys: frac(d(
-                a.system + a.irq + a.softirq,
-                b.system + b.irq + b.softirq,
-            )),
-            iowait,
-        });
-        busy.push(if tot > 0.0 { 1.0 - idle - iowait } else { 0.0 });
-    }
-    (out, busy)
+/// The CPU series: per interval, shares of all CPU time (steal counts in the total only).
+fn cpu_series(stat: &[trace::bootchart::StatSample]) -> Vec<CpuSample> {
+    stat.windows(2)
+        .map(|w| {
+            let (a, b) = (&w[0].cpu, &w[1].cpu);
+            let d = |x: u64, y: u64| y.saturating_sub(x) as f64;
+            let tot = d(total(a), total(b));
+            let frac = |x: f64| if tot > 0.0 { x / tot } else { 0.0 };
+            CpuSample {
+                t_s: cs(w[1].t_cs),
+                dt_s: cs(w[1].t_cs.saturating_sub(w[0].t_cs)),
+                user: frac(d(a.user + a.nice, b.user + b.nice)),
+                sys: frac(d(
+                    a.system + a.irq + a.softirq,
+                    b.system + b.irq + b.softirq,
+                )),
+                iowait: frac(d(a.iowait, b.iowait)),
+            }
+        })
+        .collect()
 }
 
 fn is_virtual_disk(name: &str) -> bool {
@@ -611,13 +655,11 @@ pub fn kernel_done_from_dmesg(dmesg: &str) -> Option<f64> {
 }
 
 #[allow(clippy::too_many_arguments)]
+const PENDING: &str = "pending";
+
 fn milestones(
     trace: &Trace,
     procs: &[Process],
-    cpu: &[CpuSample],
-    busy: &[f64],
-    disk: &[DiskSample],
-    opts: &Options,
     first_s: f64,
     last_s: f64,
     notes: &mut Vec<String>,
@@ -659,30 +701,13 @@ fn milestones(
         None => first_named(&GREETER_NAMES),
     };
 
+    // Without an event, boot done is computed once the model exists (`settle`).
     let boot_done = match event("boot_done", None) {
         Some(e) => ms(
             e.t_s(),
             format!("event ({})", e.get("reason").unwrap_or("unknown")),
         ),
-        None => {
-            let login = text_login
-                .as_ref()
-                .or(graphical_login.as_ref())
-                .map(|m| m.t_s);
-            match login.and_then(|l| settle_point(cpu, busy, disk, opts, l)) {
-                Some(t) => ms(t, "computed: idle after login".into()),
-                None => {
-                    notes.push(if login.is_some() {
-                        "CPU and disk never stayed idle after the login: boot done taken as \
-                         the last sample"
-                            .into()
-                    } else {
-                        "no login milestone: boot done taken as the last sample".into()
-                    });
-                    ms(last_s, "last sample".into())
-                }
-            }
-        }
+        None => ms(last_s, PENDING.into()),
     };
     Milestones {
         kernel,
@@ -693,8 +718,14 @@ fn milestones(
     }
 }
 
-/// The start of the first run of idle intervals (CPU busy and busiest-disk utilisation below
-/// the thresholds) that lasts the settle period, counted from no earlier than `from_s`.
+/// Length of the pieces the settle window is judged in, seconds. At 50 Hz one interval holds
+/// only a few clock ticks, so a single busy tick would make it "busy": judging half-second
+/// pieces keeps the test about load, not about tick rounding.
+const SETTLE_PIECE_S: f64 = 0.5;
+
+/// The start of the first settle window, beginning no earlier than `from_s`, in which every
+/// piece of at least [`SETTLE_PIECE_S`] (or one sample interval, if longer) has mean CPU busy
+/// below `opts.idle_cpu` and mean busiest-disk utilisation below `opts.idle_disk`.
 fn settle_point(
     cpu: &[CpuSample],
     busy: &[f64],
@@ -702,23 +733,51 @@ fn settle_point(
     opts: &Options,
     from_s: f64,
 ) -> Option<f64> {
+    const EPS: f64 = 1e-9;
     let disk_util_at = |t: f64| {
         // The disk interval covering time t (disk and CPU samples need not align).
-        let i = disk.partition_point(|d| d.t_s < t - 1e-9);
+        let i = disk.partition_point(|d| d.t_s < t - 1e-6);
         disk.get(i).map_or(0.0, |d| d.util)
     };
-    let mut idle_since: Option<f64> = None;
-    for (c, &b) in cpu.iter().zip(busy) {
-        let start = c.t_s - c.dt_s;
-        let idle = b < opts.idle_cpu && disk_util_at(c.t_s) < opts.idle_disk;
-        if idle {
-            let since = *idle_since.get_or_insert(start);
-            let since = since.max(from_s);
-            if c.t_s >= since && c.t_s - since >= opts.settle_s - 1e-9 {
-                return Some(since);
+    let n = cpu.len();
+    // Prefix sums of dt, busy x dt and disk x dt over the intervals.
+    let mut p_t = vec![0.0; n + 1];
+    let mut p_b = vec![0.0; n + 1];
+    let mut p_d = vec![0.0; n + 1];
+    for (k, c) in cpu.iter().enumerate() {
+        p_t[k + 1] = p_t[k] + c.dt_s;
+        p_b[k + 1] = p_b[k] + busy[k] * c.dt_s;
+        p_d[k + 1] = p_d[k] + disk_util_at(c.t_s) * c.dt_s;
+    }
+    let mut dts: Vec<f64> = cpu.iter().map(|c| c.dt_s).collect();
+    dts.sort_by(f64::total_cmp);
+    let piece = SETTLE_PIECE_S.max(dts.get(n / 2).copied().unwrap_or(0.0));
+    let last_end = cpu.last()?.t_s;
+    // Intervals ending in (x, y], at least one.
+    let idle = |x: f64, y: f64| {
+        let a = cpu.partition_point(|c| c.t_s <= x + EPS);
+        let b = cpu.partition_point(|c| c.t_s <= y + EPS).max(a + 1).min(n);
+        let t = p_t[b] - p_t[a];
+        t > 0.0 && (p_b[b] - p_b[a]) / t < opts.idle_cpu && (p_d[b] - p_d[a]) / t < opts.idle_disk
+    };
+    for c in cpu.iter().filter(|c| c.t_s > from_s + EPS) {
+        let start = (c.t_s - c.dt_s).max(from_s);
+        let end = start + opts.settle_s;
+        if end > last_end + EPS {
+            return None;
+        }
+        let mut x = start;
+        let mut all_idle = true;
+        while x < end - EPS {
+            let y = (x + piece).min(end);
+            if !idle(x, y) {
+                all_idle = false;
+                break;
             }
-        } else {
-            idle_since = None;
+            x = y;
+        }
+        if all_idle {
+            return Some(start);
         }
     }
     None
@@ -753,6 +812,134 @@ fn cpu_totals(stat: &[trace::bootchart::StatSample], from_s: f64, to_s: f64) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ps_text(blocks: &[(u64, Vec<trace::writer::PsRecord>)]) -> String {
+        let mut out = Vec::new();
+        for (t, recs) in blocks {
+            let mut body = Vec::new();
+            for r in recs {
+                r.write_line(&mut body).unwrap();
+            }
+            trace::writer::write_block(&mut out, *t, &body).unwrap();
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn impossible_blkio_jumps_are_clamped_and_noted() {
+        let rec = |state: char, blkio: u64| trace::writer::PsRecord {
+            pid: 7,
+            comm: "ldconfig".into(),
+            state,
+            ppid: 1,
+            starttime: 99,
+            blkio_ticks: blkio,
+            ..Default::default()
+        };
+        let stat = |t: u64, idle: u64| trace::bootchart::StatSample {
+            t_cs: t,
+            cpu: CpuTimes {
+                idle,
+                ..CpuTimes::default()
+            },
+            ncpus: 1,
+            procs_blocked: None,
+        };
+        let t = Trace {
+            header: vec![("bootprint.clk_tck".into(), "100".into())],
+            stat: vec![stat(100, 0), stat(102, 2), stat(104, 4)],
+            // 0 ticks, then a jump to its start time (99 ticks) within 0.02 s, then +1.
+            proc_ps: ps_text(&[
+                (100, vec![rec('R', 0)]),
+                (102, vec![rec('D', 99)]),
+                (104, vec![rec('D', 100)]),
+            ]),
+            ..Trace::default()
+        };
+        let m = analyze(&t).unwrap();
+        let p = m.process(7).unwrap();
+        assert!(
+            (p.blocked_s - (0.03 + 0.01)).abs() < 1e-9,
+            "{}",
+            p.blocked_s
+        );
+        assert!(
+            m.notes
+                .iter()
+                .any(|n| n.contains("faster than the clock 1 times")),
+            "{:?}",
+            m.notes
+        );
+    }
+
+    /// 2 CPUs 30% busy throughout, two thirds of that the recorder's own sampling.
+    fn recorder_trace(recorder_name: &str) -> Trace {
+        let times: Vec<u64> = (0..11).map(|i| 100 + 50 * i).collect();
+        let stat = times
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| trace::bootchart::StatSample {
+                t_cs: t,
+                cpu: CpuTimes {
+                    user: 30 * i as u64,
+                    idle: 70 * i as u64,
+                    ..CpuTimes::default()
+                },
+                ncpus: 2,
+                procs_blocked: None,
+            })
+            .collect();
+        let blocks: Vec<(u64, Vec<trace::writer::PsRecord>)> = times
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| {
+                let rec = trace::writer::PsRecord {
+                    pid: 150,
+                    comm: recorder_name.into(),
+                    state: 'R',
+                    ppid: 1,
+                    utime: 20 * i as u64,
+                    starttime: 90,
+                    ..Default::default()
+                };
+                let getty = trace::writer::PsRecord {
+                    pid: 300,
+                    comm: "agetty".into(),
+                    state: 'S',
+                    ppid: 1,
+                    starttime: 100,
+                    ..Default::default()
+                };
+                (t, vec![rec, getty])
+            })
+            .collect();
+        Trace {
+            header: vec![
+                ("bootprint.clk_tck".into(), "100".into()),
+                ("bootprint.ncpus".into(), "2".into()),
+            ],
+            stat,
+            proc_ps: ps_text(&blocks),
+            ..Trace::default()
+        }
+    }
+
+    #[test]
+    fn the_recorders_own_cpu_does_not_delay_boot_done() {
+        let m = analyze(&recorder_trace("bootprint-boot")).unwrap();
+        assert_eq!(m.milestones.boot_done.t_s, 1.0);
+        assert_eq!(m.milestones.boot_done.source, "computed: idle after login");
+        // The same load from another process keeps the machine busy.
+        let m = analyze(&recorder_trace("busybody")).unwrap();
+        assert_eq!(m.milestones.boot_done.t_s, 6.0);
+        assert_eq!(m.milestones.boot_done.source, "last sample");
+        assert!(computed_boot_done(&m, &Options::default()).is_none());
+        let relaxed = Options {
+            idle_cpu: 0.35,
+            ..Options::default()
+        };
+        assert_eq!(computed_boot_done(&m, &relaxed).unwrap().t_s, 1.0);
+    }
 
     #[test]
     fn dmesg_run_init_line() {
@@ -795,6 +982,31 @@ mod tests {
             },
             busy,
         )
+    }
+
+    #[test]
+    fn settle_is_judged_in_half_seconds_not_single_ticks() {
+        // 50 Hz on 2 CPUs at 100 ticks/s: 4 ticks per interval, so one busy tick in every
+        // other interval reads as 25% busy there, 12.5% on average.
+        let (cpu, busy): (Vec<_>, Vec<_>) = (1..=500)
+            .map(|i| {
+                let (mut c, b) = sample(i as f64 * 0.02, if i % 2 == 0 { 0.25 } else { 0.0 });
+                c.dt_s = 0.02;
+                (c, b)
+            })
+            .unzip();
+        let opts = Options::default();
+        let t = settle_point(&cpu, &busy, &[], &opts, 2.0).unwrap();
+        assert!((t - 2.0).abs() < 1e-9, "{t}");
+        // Half a second at 40% is not idle: the window starts in it at the earliest where
+        // the piece holding the rest of it averages below 25%.
+        let busy2: Vec<f64> = cpu
+            .iter()
+            .zip(&busy)
+            .map(|(c, &b)| if c.t_s > 3.0 && c.t_s <= 3.5 { 0.4 } else { b })
+            .collect();
+        let t = settle_point(&cpu, &busy2, &[], &opts, 2.0).unwrap();
+        assert!(t > 3.0 && t <= 3.5, "{t}");
     }
 
     #[test]

@@ -6,6 +6,14 @@
 //! [`bootchart`] rebuilds bootchart2's own figures and process tree, for compatibility checks.
 //! It does not read files itself beyond what `trace::reader` does, never looks at the machine
 //! it runs on, and formats nothing (that is `render`).
+//!
+//! ```no_run
+//! let trace = trace::Trace::open(std::path::Path::new("/var/log/bootprint/latest"))?;
+//! let model = analyze::analyze(&trace)?;
+//! println!("boot done at {:.2} s", model.milestones.boot_done.t_s);
+//! println!("idle {:.0}%", model.cpu_totals.idle_fraction * 100.0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
 
 pub mod bootchart;

@@ -94,6 +94,7 @@ pub struct Milestones {
     /// A graphical login (display manager greeter) was up.
     pub graphical_login: Option<Milestone>,
     /// Boot done: CPU and disk idle after the login (always set; at worst the last sample).
+    /// See also [`crate::build::computed_boot_done`].
     pub boot_done: Milestone,
 }
 
@@ -183,7 +184,8 @@ pub struct Process {
     pub alive_at_end: bool,
     /// Whether it is a kernel thread (a child of kthreadd, pid 2, or pid 2 itself).
     pub kernel_thread: bool,
-    /// CPU time (user + system) used while recorded, seconds.
+    /// CPU time (user + system) it had used by its last sighting, seconds (for a process
+    /// started before the recording, this includes its time before the first sample).
     pub cpu_s: f64,
     /// Time blocked on I/O, seconds (see `BootModel::blocked_source`).
     pub blocked_s: f64,
@@ -191,8 +193,8 @@ pub struct Process {
     pub parent: Option<usize>,
     /// Depth in the tree (0 for roots).
     pub depth: u32,
-    /// Per-sample activity, in time order (the first sample is where the process was first
-    /// seen and has no CPU figure of its own).
+    /// Per-sample activity, in time order, one per block it was seen in. The first sample's
+    /// CPU figure is 0 unless the process started within that sample's interval.
     pub samples: Vec<ProcSample>,
 }
 
@@ -216,6 +218,13 @@ pub enum BlockedSource {
     DelayAcct,
     /// From samples in state D times the sample interval (delay accounting was off).
     DStateSamples,
+}
+
+impl Milestones {
+    /// The login milestone boot done is counted from: text login, else graphical login.
+    pub fn login(&self) -> Option<&Milestone> {
+        self.text_login.as_ref().or(self.graphical_login.as_ref())
+    }
 }
 
 impl BootModel {

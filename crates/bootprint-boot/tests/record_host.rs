@@ -33,16 +33,32 @@ fn records_this_machine_and_marks_the_login() {
     let output = recorder.wait_with_output().unwrap();
     assert!(output.status.success());
     let trace = PathBuf::from(String::from_utf8(output.stdout).unwrap().trim());
-    assert_eq!(fs::canonicalize(out.join("latest")).unwrap(), fs::canonicalize(&trace).unwrap());
+    assert_eq!(
+        fs::canonicalize(out.join("latest")).unwrap(),
+        fs::canonicalize(&trace).unwrap()
+    );
 
-    for file in ["header", "proc_stat.log", "proc_diskstats.log", "proc_meminfo.log", "proc_ps.log", "cmdline2.log", "dmesg", "events.log"] {
+    for file in [
+        "header",
+        "proc_stat.log",
+        "proc_diskstats.log",
+        "proc_meminfo.log",
+        "proc_ps.log",
+        "cmdline2.log",
+        "dmesg",
+        "events.log",
+    ] {
         assert!(trace.join(file).is_file(), "{file} missing");
     }
     let header = fs::read_to_string(trace.join("header")).unwrap();
     assert!(header.contains("bootprint.clk_tck = "), "{header}");
 
-    let events = trace::events::parse(&fs::read_to_string(trace.join("events.log")).unwrap()).unwrap();
-    assert!(events.windows(2).all(|w| w[0].t_ns <= w[1].t_ns), "events out of order");
+    let events =
+        trace::events::parse(&fs::read_to_string(trace.join("events.log")).unwrap()).unwrap();
+    assert!(
+        events.windows(2).all(|w| w[0].t_ns <= w[1].t_ns),
+        "events out of order"
+    );
     let login = events
         .iter()
         .find(|e| e.kind == "milestone" && e.get("name") == Some("text_login"))
@@ -66,7 +82,9 @@ fn records_this_machine_and_marks_the_login() {
     // fanotify needs root: then the exec itself is an event.
     if unsafe_is_root() {
         assert!(
-            events.iter().any(|e| e.kind == "exec" && e.get("path").is_some_and(|p| p.ends_with("/getty"))),
+            events
+                .iter()
+                .any(|e| e.kind == "exec" && e.get("path").is_some_and(|p| p.ends_with("/getty"))),
             "no exec event for the getty"
         );
     }
@@ -75,13 +93,19 @@ fn records_this_machine_and_marks_the_login() {
 
 fn unsafe_is_root() -> bool {
     fs::read_to_string("/proc/self/status")
-        .map(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")))
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
         .unwrap_or(false)
 }
 
 #[test]
 fn usage_errors_exit_2() {
-    let out = Command::new(env!("CARGO_BIN_EXE_bootprint-boot")).arg("bogus").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_bootprint-boot"))
+        .arg("bogus")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let out = Command::new(env!("CARGO_BIN_EXE_bootprint-boot"))
         .args(["record", "--hz", "0"])

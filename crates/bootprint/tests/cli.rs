@@ -75,6 +75,7 @@ fn json_report_has_the_documented_keys() {
     assert_eq!(v["text_login_s"], 12.0);
     assert!(v["graphical_login_s"].is_null());
     assert_eq!(v["boot_done_s"], 14.0);
+    assert_eq!(v["boot_done_computed_s"], 14.0);
     assert!((v["idle_fraction"].as_f64().unwrap() - 520.0 / 1800.0).abs() < 1e-12);
     assert!((v["iowait_fraction"].as_f64().unwrap() - 320.0 / 1800.0).abs() < 1e-12);
     assert_eq!(v["blocked_source"], "delayacct_blkio_ticks");

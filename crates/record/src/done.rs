@@ -4,6 +4,9 @@
 
 use std::collections::HashMap;
 
+/// The shortest span over which idleness is judged.
+pub const WINDOW_NS: u64 = 500_000_000;
+
 /// Idle thresholds and settle period.
 #[derive(Debug, Clone, Copy)]
 pub struct Thresholds {
@@ -36,8 +39,10 @@ impl DoneDetector {
         }
     }
 
-    /// Feeds one sample: time, CPU (busy, total) jiffies, io_ms per disk. Returns whether the
-    /// interval since the previous sample was idle.
+    /// Feeds one sample: time, CPU (busy, total) jiffies, io_ms per disk. Samples are judged
+    /// over windows of at least [`WINDOW_NS`]: CPU counters tick at USER_HZ (100 Hz), so over
+    /// one 20 ms sample a single tick of anything would read as 25% busy. Returns whether
+    /// the window just closed was idle (false while a window is still open).
     pub fn feed(
         &mut self,
         t_ns: u64,
@@ -45,6 +50,11 @@ impl DoneDetector {
         cpu_total: u64,
         disks: &[(String, u64)],
     ) -> bool {
+        if let Some((pt, ..)) = &self.prev {
+            if t_ns.saturating_sub(*pt) < WINDOW_NS {
+                return false;
+            }
+        }
         let disks: HashMap<String, u64> = disks.iter().cloned().collect();
         let Some((pt, pbusy, ptotal, pdisks)) =
             self.prev
@@ -123,6 +133,21 @@ mod tests {
         assert_eq!(d.done_at(20 * S, Some(12 * S)), Some(12 * S));
         // Without the milestone's constraint the run started at 10 s.
         assert_eq!(d.done_at(20 * S, Some(5 * S)), Some(10 * S));
+    }
+
+    #[test]
+    fn one_tick_in_a_short_sample_is_not_busy() {
+        // 20 ms samples on 2 CPUs at USER_HZ 100: 4 jiffies each; one busy jiffy every
+        // 10 samples is 2.5% busy, idle, though it is 25% of its own sample.
+        let mut d = detector();
+        let (mut busy, mut total) = (0, 0);
+        for i in 0..=250u64 {
+            total += 4;
+            busy += (i % 10 == 0) as u64;
+            d.feed(i * 20_000_000, busy, total, &disk(0));
+        }
+        assert!(d.last.0 < 0.05, "{:?}", d.last);
+        assert_eq!(d.done_at(5 * S, Some(0)), Some(0));
     }
 
     #[test]

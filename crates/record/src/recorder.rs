@@ -201,7 +201,12 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
                 .iter()
                 .find(|r| r.pid == own_pid)
                 .map_or(0, |r| r.utime + r.stime);
-            detector.feed(now, busy.saturating_sub(own), total, &procfs::disk_io_ms(diskstats));
+            detector.feed(
+                now,
+                busy.saturating_sub(own),
+                total,
+                &procfs::disk_io_ms(diskstats),
+            );
         }
         if !root_writable && now >= next_root_check {
             next_root_check = now + 1_000_000_000;

@@ -54,7 +54,13 @@ pub struct Store {
 
 impl Store {
     /// Adds the system-wide files of one sample.
-    pub fn push_system(&mut self, uptime_cs: u64, stat: &[u8], diskstats: &[u8], meminfo: Option<&[u8]>) {
+    pub fn push_system(
+        &mut self,
+        uptime_cs: u64,
+        stat: &[u8],
+        diskstats: &[u8],
+        meminfo: Option<&[u8]>,
+    ) {
         // Writing into a Vec cannot fail.
         let _ = writer::write_block(&mut self.stat, uptime_cs, stat);
         let _ = writer::write_block(&mut self.diskstats, uptime_cs, diskstats);
@@ -258,7 +264,13 @@ mod tests {
             // Something changes at 150 cs; otherwise every sample is the same but for the
             // observer (pid 9), which changes every time.
             s.observer_pid = Some(9);
-            s.push_processes(cs, &[rec(1, "init", if cs < 150 { 5 } else { 6 }), rec(9, "rec", cs)]);
+            s.push_processes(
+                cs,
+                &[
+                    rec(1, "init", if cs < 150 { 5 } else { 6 }),
+                    rec(9, "rec", cs),
+                ],
+            );
         }
         let dir = std::env::temp_dir().join(format!("bp-store2-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);

@@ -69,6 +69,8 @@ pub fn to_value(m: &BootModel, origin: &str) -> Value {
         "graphical_login_source": opt_src(&ms.graphical_login),
         "boot_done_s": ms.boot_done.t_s,
         "boot_done_source": ms.boot_done.source,
+        "boot_done_computed_s": analyze::build::computed_boot_done(m, &analyze::Options::default())
+            .map(|c| c.t_s),
         "idle_fraction": m.cpu_totals.idle_fraction,
         "iowait_fraction": m.cpu_totals.iowait_fraction,
         "user_fraction": m.cpu_totals.user_fraction,

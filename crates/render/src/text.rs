@@ -48,6 +48,22 @@ pub fn write(m: &BootModel, origin: &str, out: &mut impl Write) -> io::Result<()
     line(out, "text login", ms.text_login.as_ref())?;
     line(out, "graphical login", ms.graphical_login.as_ref())?;
     line(out, "boot done", Some(&ms.boot_done))?;
+    // When an event gave boot done, show what the samples say too if it differs: a recorder
+    // that timed out, or one whose idea of idle differs from the analysis.
+    if ms.boot_done.source.starts_with("event") {
+        let computed = analyze::build::computed_boot_done(m, &analyze::Options::default());
+        match computed {
+            Some(c) if (c.t_s - ms.boot_done.t_s).abs() >= 0.5 => {
+                line(out, "boot done (computed)", Some(&c))?
+            }
+            None => writeln!(
+                out,
+                "  {:<22}{:>9}   (CPU and disk never settled after the login)",
+                "boot done (computed)", "-"
+            )?,
+            _ => {}
+        }
+    }
     writeln!(out)?;
     let c = &m.cpu_totals;
     writeln!(

@@ -317,9 +317,9 @@ impl ProcessTable {
         let mut cached_fds = 0;
         for pid in pids {
             let mut entry = self.tracked.remove(&pid);
-            let skip = entry
-                .as_ref()
-                .is_some_and(|e| e.quiet >= QUIET_AFTER && (self.tick + pid as u64) % QUIET_EVERY != 0);
+            let skip = entry.as_ref().is_some_and(|e| {
+                e.quiet >= QUIET_AFTER && (self.tick + pid as u64) % QUIET_EVERY != 0
+            });
             if skip {
                 let e = entry.take().expect("checked above");
                 out.push(e.last.clone());
@@ -331,7 +331,14 @@ impl ProcessTable {
                 continue; // exited
             };
             let (fd, quiet) = match entry {
-                Some(e) => (e.fd, if same_activity(&e.last, &rec) { e.quiet + 1 } else { 0 }),
+                Some(e) => (
+                    e.fd,
+                    if same_activity(&e.last, &rec) {
+                        e.quiet + 1
+                    } else {
+                        0
+                    },
+                ),
                 None => (None, 0),
             };
             let fd = fd.or_else(|| {
@@ -341,7 +348,14 @@ impl ProcessTable {
             });
             cached_fds += fd.is_some() as usize;
             out.push(rec.clone());
-            next.insert(pid, Tracked { fd, last: rec, quiet });
+            next.insert(
+                pid,
+                Tracked {
+                    fd,
+                    last: rec,
+                    quiet,
+                },
+            );
         }
         self.tracked = next;
     }
@@ -517,8 +531,15 @@ mod tests {
             assert_eq!(out.len(), 2);
         }
         let reads = table.reads - reads_before;
-        assert!(reads < 20, "{reads} reads for 20 samples of 2 quiet processes");
-        fs::write(dir.join("22/stat"), "22 (getty) R 1 1 1 0 -1 0 0 0 0 0 9 1 0 0 20 0 1 0 900 0 3\n").unwrap();
+        assert!(
+            reads < 20,
+            "{reads} reads for 20 samples of 2 quiet processes"
+        );
+        fs::write(
+            dir.join("22/stat"),
+            "22 (getty) R 1 1 1 0 -1 0 0 0 0 0 9 1 0 0 20 0 1 0 900 0 3\n",
+        )
+        .unwrap();
         let mut seen_at = None;
         for i in 0..QUIET_EVERY {
             table.sample(false, &mut out);
@@ -527,7 +548,10 @@ mod tests {
                 break;
             }
         }
-        assert!(seen_at.is_some(), "change not seen within {QUIET_EVERY} samples");
+        assert!(
+            seen_at.is_some(),
+            "change not seen within {QUIET_EVERY} samples"
+        );
         // A process that vanished leaves at the next rescan.
         fs::remove_dir_all(dir.join("22")).unwrap();
         table.sample(true, &mut out);

@@ -105,16 +105,30 @@ pub fn blocks<'a>(file: &str, text: &'a str) -> Result<Vec<Block<'a>>, ParseErro
             });
             break;
         }
-        // The body runs to the first "\n\n" counted from the time line's own newline.
-        let (body, next) = match text[eol..].find("\n\n") {
-            Some(0) => ("", eol + 2),
-            Some(k) => (&text[eol + 1..eol + k], eol + k + 2),
-            None => (text[eol + 1..].trim_end_matches('\n'), bytes.len()),
+        // The body runs to the first "\n\n" counted from the time line's own newline. Hop
+        // from newline to newline (`str::find(char)` is a fast memchr), counting lines.
+        let mut body_lines = 0;
+        let mut at = eol;
+        let blank = loop {
+            if bytes.get(at + 1) == Some(&b'\n') {
+                break Some(at);
+            }
+            match text[at + 1..].find('\n') {
+                Some(i) => {
+                    at += 1 + i;
+                    body_lines += 1;
+                }
+                None => break None,
+            }
         };
-        let body_lines = if body.is_empty() {
-            0
-        } else {
-            body.bytes().filter(|&b| b == b'\n').count() + 1
+        let (body, next) = match blank {
+            Some(k) if k == eol => ("", eol + 2),
+            Some(k) => (&text[eol + 1..k], k + 2),
+            None => {
+                let body = text[eol + 1..].trim_end_matches('\n');
+                body_lines = body.lines().count();
+                (body, bytes.len())
+            }
         };
         line = time_line + 1 + body_lines + 1;
         pos = next;
@@ -482,15 +496,17 @@ pub fn parse_ps_line_into(line: &str, r: &mut PsRecord) -> Result<(), String> {
     };
     let mut field = 2; // comm was field 2
     let mut i = 0;
+    // The kernel separates fields by one space; runs of blanks are tolerated.
+    let blank = |b: u8| b == b' ' || b == b'\t' || b == b'\r';
     while field < 42 {
-        while i < rest.len() && rest[i].is_ascii_whitespace() {
+        while i < rest.len() && blank(rest[i]) {
             i += 1;
         }
         if i == rest.len() {
             break;
         }
         let start = i;
-        while i < rest.len() && !rest[i].is_ascii_whitespace() {
+        while i < rest.len() && !blank(rest[i]) {
             i += 1;
         }
         let tok = &rest[start..i];
