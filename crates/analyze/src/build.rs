@@ -853,7 +853,8 @@ mod tests {
                 (100, vec![rec('R', 0)]),
                 (102, vec![rec('D', 99)]),
                 (104, vec![rec('D', 100)]),
-            ]),
+            ])
+            .into(),
             ..Trace::default()
         };
         let m = analyze(&t).unwrap();
@@ -919,7 +920,7 @@ mod tests {
                 ("bootprint.ncpus".into(), "2".into()),
             ],
             stat,
-            proc_ps: ps_text(&blocks),
+            proc_ps: ps_text(&blocks).into(),
             ..Trace::default()
         }
     }

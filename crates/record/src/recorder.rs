@@ -179,13 +179,13 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
             store.push_cmdline(r.pid, &exe, &argv);
             known.insert(r.pid, r.comm.clone());
             let started_ns = r.starttime * 1_000_000_000 / clk_tck;
-            if login_ns.is_none() && config.login_names.iter().any(|n| *n == r.comm) {
+            if login_ns.is_none() && config.login_names.contains(&r.comm) {
                 login_ns = Some(started_ns);
                 store
                     .events
                     .push(milestone(started_ns, "text_login", r.pid, &r.comm));
             }
-            if !greeter_seen && config.greeter_names.iter().any(|n| *n == r.comm) {
+            if !greeter_seen && config.greeter_names.contains(&r.comm) {
                 greeter_seen = true;
                 store
                     .events

@@ -318,7 +318,7 @@ impl ProcessTable {
         for pid in pids {
             let mut entry = self.tracked.remove(&pid);
             let skip = entry.as_ref().is_some_and(|e| {
-                e.quiet >= QUIET_AFTER && (self.tick + pid as u64) % QUIET_EVERY != 0
+                e.quiet >= QUIET_AFTER && !(self.tick + pid as u64).is_multiple_of(QUIET_EVERY)
             });
             if skip {
                 let e = entry.take().expect("checked above");

@@ -425,31 +425,87 @@ pub fn parse_proc_ps(text: &str) -> Result<PsLog, ParseError> {
     Ok(log)
 }
 
-/// Streams `proc_ps.log` block by block: `f` gets each block's time and records. The record
-/// buffer is reused between blocks, so after the first blocks parsing allocates nothing per
-/// line. Returns the number of blocks.
-pub fn for_each_ps_block(
-    text: &str,
+/// Streams `proc_ps.log` text block by block: `f` gets each block's time and records. See
+/// [`for_each_ps_block_read`].
+pub fn for_each_ps_block(text: &str, f: impl FnMut(u64, &[PsRecord])) -> Result<usize, ParseError> {
+    for_each_ps_block_read(text.as_bytes(), f)
+}
+
+/// Streams `proc_ps.log` from a reader, block by block: `f` gets each block's time and
+/// records. Only one line and one block's records are held at a time, and the record buffer
+/// is reused between blocks, so after the first blocks parsing allocates nothing per line.
+/// A block whose last line ends in ` not running` is skipped, as in [`blocks`]. Returns the
+/// number of blocks passed to `f`.
+pub fn for_each_ps_block_read(
+    mut input: impl std::io::BufRead,
     mut f: impl FnMut(u64, &[PsRecord]),
 ) -> Result<usize, ParseError> {
     const FILE: &str = "proc_ps.log";
-    let blocks = blocks(FILE, text)?;
+    let mut raw: Vec<u8> = Vec::with_capacity(512);
     let mut buf: Vec<PsRecord> = Vec::new();
-    for block in &blocks {
-        let mut used = 0;
-        for (n, line) in block.lines() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            if used == buf.len() {
-                buf.push(PsRecord::default());
-            }
-            parse_ps_line_into(line, &mut buf[used]).map_err(|e| ParseError::at(FILE, n, e))?;
-            used += 1;
+    let mut line_no = 0usize;
+    let mut count = 0usize;
+    // The block being read: its time, records so far, the first bad line (reported at the
+    // block's end unless the block turns out to be a ` not running` one) and its last line.
+    let mut block: Option<u64> = None;
+    let mut used = 0usize;
+    let mut pending: Option<ParseError> = None;
+    let mut not_running = false;
+    loop {
+        raw.clear();
+        let n = input
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| ParseError::whole(FILE, format!("read error: {e}")))?;
+        let at_eof = n == 0;
+        if !at_eof {
+            line_no += 1;
         }
-        f(block.t_cs, &buf[..used]);
+        let text = String::from_utf8_lossy(&raw);
+        let line = text.trim_end_matches(['\n', '\r']);
+        if at_eof || line.trim().is_empty() {
+            if let Some(t_cs) = block.take() {
+                if !not_running {
+                    if let Some(e) = pending.take() {
+                        return Err(e);
+                    }
+                    f(t_cs, &buf[..used]);
+                    count += 1;
+                }
+                pending = None;
+            }
+            if at_eof {
+                return Ok(count);
+            }
+            continue;
+        }
+        match block {
+            None => {
+                let t_cs = line.trim().parse::<u64>().map_err(|_| {
+                    ParseError::at(
+                        FILE,
+                        line_no,
+                        format!("a time in centiseconds starting a block, found {line:?}"),
+                    )
+                })?;
+                block = Some(t_cs);
+                used = 0;
+                not_running = false;
+            }
+            Some(_) => {
+                not_running = line.trim_end().ends_with(" not running");
+                if pending.is_some() || not_running {
+                    continue;
+                }
+                if used == buf.len() {
+                    buf.push(PsRecord::default());
+                }
+                match parse_ps_line_into(line, &mut buf[used]) {
+                    Ok(()) => used += 1,
+                    Err(e) => pending = Some(ParseError::at(FILE, line_no, e)),
+                }
+            }
+        }
     }
-    Ok(blocks.len())
 }
 
 /// Parses one `/proc/PID/stat` line. `comm` runs from the first ` (` to the last `)`, so it
@@ -634,6 +690,24 @@ mod tests {
         assert!(
             err.to_string().starts_with("x.log:4: expected a time"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn ps_stream_skips_not_running_blocks_and_names_bad_lines() {
+        let good = "1 (init) S 0 0 0 0 0 0 0 0 0 0 1 2 0 0 20 0 1 0 5 0 0";
+        let text = format!("10\n{good}\n\n\n20\n{good}\n/proc/x not running\n\n30\n{good}\n{good}");
+        let mut seen = Vec::new();
+        let n = for_each_ps_block(&text, |t, r| seen.push((t, r.len()))).unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(seen, vec![(10, 1), (30, 2)]);
+        let err =
+            for_each_ps_block(&format!("10\n{good}\n\n20\n1 (x) S\n"), |_, _| {}).unwrap_err();
+        assert_eq!(err.line, Some(5));
+        let err = for_each_ps_block("10\n\nabc\n", |_, _| {}).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "proc_ps.log:3: expected a time in centiseconds starting a block, found \"abc\""
         );
     }
 

@@ -1,5 +1,6 @@
 //! Opening a trace: a trace directory or (with the `archive` feature) a bootchart2 `.tgz`,
-//! read whole into memory and parsed with [`crate::bootchart`] and [`crate::events`].
+//! parsed with [`crate::bootchart`] and [`crate::events`]. The small files are read whole;
+//! a directory's `proc_ps.log` stays on disk and is streamed ([`Trace::for_each_ps_block`]).
 //!
 //! Required files: `header`, `proc_stat.log`, `proc_diskstats.log`, `proc_ps.log`. Optional:
 //! `proc_meminfo.log`, `cmdline2.log`, `dmesg`, `events.log`. Anything else is ignored.
@@ -90,6 +91,9 @@ pub struct RawTrace {
     pub origin: String,
     /// `(file name, contents)` for each known file found.
     pub files: Vec<(String, Vec<u8>)>,
+    /// In a directory, `proc_ps.log` is left on disk and streamed (it can be hundreds of
+    /// MB); this is its path. From an archive it is in `files`.
+    pub proc_ps_path: Option<PathBuf>,
 }
 
 impl RawTrace {
@@ -111,8 +115,13 @@ impl RawTrace {
         let mut raw = RawTrace {
             origin: dir.display().to_string(),
             files: Vec::new(),
+            proc_ps_path: None,
         };
-        for name in KNOWN_FILES {
+        let ps = dir.join("proc_ps.log");
+        if ps.is_file() {
+            raw.proc_ps_path = Some(ps);
+        }
+        for name in KNOWN_FILES.iter().filter(|n| **n != "proc_ps.log") {
             let path = dir.join(name);
             match std::fs::read(&path) {
                 Ok(bytes) => raw.files.push((name.to_string(), bytes)),
@@ -151,6 +160,7 @@ impl RawTrace {
         let mut raw = RawTrace {
             origin: path.display().to_string(),
             files: Vec::new(),
+            proc_ps_path: None,
         };
         let mut archive = tar::Archive::new(&data[..]);
         for entry in archive.entries().map_err(not_tar)? {
@@ -205,6 +215,27 @@ impl RawTrace {
     }
 }
 
+/// Where `proc_ps.log` is read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PsSource {
+    /// Its text (from an archive, or built in memory).
+    Text(String),
+    /// A file streamed when the records are needed.
+    File(PathBuf),
+}
+
+impl Default for PsSource {
+    fn default() -> PsSource {
+        PsSource::Text(String::new())
+    }
+}
+
+impl From<String> for PsSource {
+    fn from(text: String) -> PsSource {
+        PsSource::Text(text)
+    }
+}
+
 /// A parsed trace.
 #[derive(Debug, Clone, Default)]
 pub struct Trace {
@@ -218,9 +249,9 @@ pub struct Trace {
     pub disk: Vec<DiskBlock>,
     /// `proc_meminfo.log`, if present.
     pub meminfo: Option<Vec<MemBlock>>,
-    /// `proc_ps.log` as text: it is by far the largest file, so it is parsed as a stream
+    /// `proc_ps.log`: by far the largest file, so it is parsed as a stream
     /// ([`Trace::for_each_ps_block`]) rather than held as records.
-    pub proc_ps: String,
+    pub proc_ps: PsSource,
     /// `cmdline2.log`, if present.
     pub cmdlines: Option<Vec<CmdlineEntry>>,
     /// `dmesg`, if present.
@@ -241,7 +272,10 @@ impl Trace {
         let header = bootchart::parse_header(&raw.take_required("header")?);
         let stat = bootchart::parse_proc_stat(&raw.take_required("proc_stat.log")?)?;
         let disk = bootchart::parse_proc_diskstats(&raw.take_required("proc_diskstats.log")?)?;
-        let proc_ps = raw.take_required("proc_ps.log")?;
+        let proc_ps = match raw.proc_ps_path.take() {
+            Some(path) => PsSource::File(path),
+            None => PsSource::Text(raw.take_required("proc_ps.log")?),
+        };
         let meminfo = match raw.take_text("proc_meminfo.log") {
             Some(t) => Some(bootchart::parse_proc_meminfo(&t)?),
             None => None,
@@ -272,12 +306,32 @@ impl Trace {
 
     /// Streams `proc_ps.log`: `f` gets each block's time (cs) and records.
     pub fn for_each_ps_block(&self, f: impl FnMut(u64, &[PsRecord])) -> Result<usize, ParseError> {
-        bootchart::for_each_ps_block(&self.proc_ps, f)
+        match &self.proc_ps {
+            PsSource::Text(text) => bootchart::for_each_ps_block(text, f),
+            PsSource::File(path) => {
+                let file = std::fs::File::open(path).map_err(|e| {
+                    ParseError::whole(
+                        "proc_ps.log",
+                        format!("cannot open {}: {e}", path.display()),
+                    )
+                })?;
+                bootchart::for_each_ps_block_read(io::BufReader::with_capacity(1 << 16, file), f)
+            }
+        }
     }
 
     /// All of `proc_ps.log` in memory.
     pub fn ps_log(&self) -> Result<PsLog, ParseError> {
-        bootchart::parse_proc_ps(&self.proc_ps)
+        let mut log = PsLog::default();
+        self.for_each_ps_block(|t_cs, records| {
+            let start = log.records.len();
+            log.records.extend_from_slice(records);
+            log.blocks.push(bootchart::PsBlock {
+                t_cs,
+                records: start..log.records.len(),
+            });
+        })?;
+        Ok(log)
     }
 
     /// The first header value for `key`.

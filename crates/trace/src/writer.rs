@@ -75,6 +75,9 @@ pub fn write_cmdline(out: &mut impl Write, pid: u32, exe: &str, argv: &[String])
     writeln!(out, ":{exe}")?;
     out.write_all(b":")?;
     for arg in argv {
+        // A newline would end the block early for every reader; bootchart2's collector cuts
+        // an argument at its first newline, and so do we.
+        let arg = arg.split('\n').next().unwrap_or("");
         out.write_all(arg.as_bytes())?;
         out.write_all(b"\0")?;
     }
@@ -133,5 +136,8 @@ mod tests {
         let mut buf = Vec::new();
         write_cmdline(&mut buf, 9, "/bin/sh", &["sh".into(), "-c".into()]).unwrap();
         assert_eq!(buf, b"9\n:/bin/sh\n:sh\0-c\0\n\n");
+        let mut buf = Vec::new();
+        write_cmdline(&mut buf, 9, "/bin/sh", &["sh".into(), "echo a\n\nb".into()]).unwrap();
+        assert_eq!(buf, b"9\n:/bin/sh\n:sh\0echo a\0\n\n");
     }
 }
