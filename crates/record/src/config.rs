@@ -137,7 +137,9 @@ impl Config {
     }
 
     /// Applies the `bootprint.*` parameters of a kernel command line.
-    pub fn apply_cmdline(&mut self, cmdline: &str) -> Result<(), ConfigError> {
+    /// Each bad parameter is left out alone (and returned); the good ones apply.
+    pub fn apply_cmdline(&mut self, cmdline: &str) -> Vec<ConfigError> {
+        let mut errors = Vec::new();
         for word in cmdline.split_whitespace() {
             let Some(param) = word.strip_prefix("bootprint.") else {
                 continue;
@@ -151,13 +153,15 @@ impl Config {
                     s => Value::Str(s.to_string()),
                 },
             };
-            self.set(key, value).map_err(|expected| ConfigError {
-                source: "kernel command line".into(),
-                line: 0,
-                expected: format!("{expected} (in {word:?})"),
-            })?;
+            if let Err(expected) = self.set(key, value) {
+                errors.push(ConfigError {
+                    source: "kernel command line".into(),
+                    line: 0,
+                    expected: format!("{expected} (in {word:?})"),
+                });
+            }
         }
-        Ok(())
+        errors
     }
 
     /// Defaults, then the file at `file` (if it exists), then `cmdline`. Errors are returned
@@ -172,11 +176,7 @@ impl Config {
                 Err(e) => errors.push(e),
             }
         }
-        let mut trial = config.clone();
-        match trial.apply_cmdline(cmdline) {
-            Ok(()) => config = trial,
-            Err(e) => errors.push(e),
-        }
+        errors.extend(config.apply_cmdline(cmdline));
         (config, errors)
     }
 
@@ -290,8 +290,10 @@ mod tests {
         assert_eq!(c.hz, 25);
         assert_eq!(c.settle_s, 5.5);
         assert_eq!(c.login_names, vec!["getty", "my-login"]);
-        c.apply_cmdline("console=ttyS0 bootprint.hz=100 bootprint.init=/lib/systemd/systemd bootprint.record=off quiet")
-            .unwrap();
+        let errors = c.apply_cmdline(
+            "console=ttyS0 bootprint.hz=100 bootprint.init=/lib/systemd/systemd bootprint.record=off quiet",
+        );
+        assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(c.hz, 100);
         assert_eq!(c.init, PathBuf::from("/lib/systemd/systemd"));
         assert!(!c.record);
@@ -313,8 +315,19 @@ mod tests {
         assert!(e.expected.contains("from 1 to 1000"), "{e}");
         let e = c.apply_toml("[record]\nhx = 5\n", "f").unwrap_err();
         assert!(e.expected.contains("\"hx\""), "{e}");
-        let e = c.apply_cmdline("bootprint.hz=0").unwrap_err();
-        assert!(e.to_string().contains("kernel command line"), "{e}");
+        let errors = c.apply_cmdline("bootprint.hz=0 bootprint.settle=7");
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].to_string().contains("kernel command line"),
+            "{}",
+            errors[0]
+        );
+        assert!(
+            errors[0].to_string().contains("bootprint.hz=0"),
+            "{}",
+            errors[0]
+        );
+        assert_eq!(c.settle_s, 7.0, "the good parameter applies");
     }
 
     #[test]

@@ -1,0 +1,826 @@
+//! From a parsed log to the kernel's share of the boot: landmarks, phases, initcalls (paired
+//! `calling`/`returned` lines, one thread per pid), driver probes, and the facts the findings
+//! need (command line, memory size, initramfs unpack, usb-storage settle).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use crate::dmesg::{BadLine, Caller, Line, Log};
+
+/// A moment found in the log, with the line that shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mark {
+    /// Kernel time in microseconds. For a console line without a timestamp, the time of the
+    /// last timestamped line before it (a lower bound; `approximate` says so).
+    pub us: u64,
+    /// True when `us` was taken from an earlier line.
+    pub approximate: bool,
+    /// 1-based line number of the evidence.
+    pub lineno: usize,
+    /// The evidence line's message.
+    pub text: String,
+}
+
+/// The boot landmarks. Each is the first line that shows it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Landmarks {
+    /// `Trying to unpack rootfs image as initramfs...` (or `Unpacking initramfs...`).
+    pub initramfs_unpack_start: Option<Mark>,
+    /// `Freeing initrd memory: NK`: unpacking is over.
+    pub initramfs_unpack_end: Option<Mark>,
+    /// First `Freeing unused kernel ...`: the built-in initcalls are done.
+    pub initcalls_done: Option<Mark>,
+    /// `Run /init as init process` (or whichever program the kernel runs first).
+    pub run_init: Option<Mark>,
+    /// The program from `Run PROGRAM as init process`.
+    pub run_init_program: Option<String>,
+    /// The root file system mounted (`VFS: Mounted root` or the first filesystem mount line
+    /// after the kernel ran its first program).
+    pub root_mounted: Option<Mark>,
+    /// The real init started: the first line from it or about it after the initramfs
+    /// (`Not activating Mandatory Access Control ...`, `systemd[1]: ...`, `INIT: version`).
+    pub real_init: Option<Mark>,
+}
+
+/// The kernel's phases, in microseconds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Phases {
+    /// Kernel start to the first program it runs (`Run /init`): firmware and loader excluded.
+    pub kernel_us: Option<u64>,
+    /// In the initramfs: its `/init` ran until the real init started.
+    pub initramfs_us: Option<u64>,
+    /// Kernel start to the real init.
+    pub to_real_init_us: Option<u64>,
+}
+
+/// One initcall: a built-in or module init function, or (old kernels) an async function.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Initcall {
+    /// The function name without offset (`crypto_kdf108_init`).
+    pub func: String,
+    /// The symbol as printed (`crypto_kdf108_init+0x0/0x156`).
+    pub symbol: String,
+    /// The module for a module's init (`[e1000]`), `None` when built in.
+    pub module: Option<String>,
+    /// The pid of the thread that ran it (`@ PID`); 1 is `kernel_init`.
+    pub pid: Option<u32>,
+    /// The async cookie for `calling  12_fn @ pid` lines of old kernels.
+    pub async_cookie: Option<u64>,
+    /// The initcall level when the log says so (`entering initcall level: device`).
+    pub level: Option<String>,
+    /// Time of the `calling` line.
+    pub start_us: Option<u64>,
+    /// Time of the `returned` line.
+    pub end_us: Option<u64>,
+    /// The duration the kernel measured (`after N usecs`).
+    pub duration_us: Option<u64>,
+    /// The return value (`returned -19`): negative is an error, -19 no such device.
+    pub ret: Option<i64>,
+    /// Line number of the `calling` line.
+    pub call_line: Option<usize>,
+    /// Line number of the `returned` line.
+    pub return_line: Option<usize>,
+}
+
+impl Initcall {
+    /// The cost: the kernel's own measure, else the span between the two lines.
+    pub fn cost_us(&self) -> u64 {
+        self.duration_us
+            .or_else(|| Some(self.end_us?.saturating_sub(self.start_us?)))
+            .unwrap_or(0)
+    }
+
+    /// Start on the timeline: the `calling` line, else the return time less the duration.
+    pub fn timeline_start(&self) -> Option<u64> {
+        self.start_us
+            .or_else(|| Some(self.end_us?.saturating_sub(self.duration_us?)))
+    }
+
+    /// A name for people: `func [module]`.
+    pub fn label(&self) -> String {
+        match &self.module {
+            Some(m) => format!("{} [{m}]", self.func),
+            None => self.func.clone(),
+        }
+    }
+}
+
+/// One driver probe (`probe of DEVICE returned R after N usecs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Probe {
+    /// The device name.
+    pub device: String,
+    /// The return value as printed.
+    pub ret: i64,
+    /// Duration the kernel measured.
+    pub duration_us: u64,
+    /// Time of the line (the probe's end).
+    pub end_us: u64,
+    /// Line number.
+    pub lineno: usize,
+    /// Index in [`KernelBoot::initcalls`] of the initcall it ran inside, when known.
+    pub initcall: Option<usize>,
+    /// The thread, from the caller field or the enclosing initcall.
+    pub pid: Option<u32>,
+}
+
+/// One thread that ran initcalls: a row of the timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Thread {
+    /// The pid (`@ PID`).
+    pub pid: u32,
+    /// How many initcalls it ran.
+    pub initcalls: usize,
+    /// Sum of their durations.
+    pub busy_us: u64,
+    /// First start.
+    pub first_us: u64,
+    /// Last end.
+    pub last_us: u64,
+}
+
+/// Line counts, so a report can say how much of the input it understood.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Lines with a kernel timestamp.
+    pub kernel_lines: usize,
+    /// Console lines without one (user space on a serial console).
+    pub console_lines: usize,
+    /// Lines that could not be read, by the line parser or the initcall parser.
+    pub bad_lines: usize,
+    /// `calling` lines with no `returned` line (still running when the log ends, or lost).
+    pub unfinished_initcalls: usize,
+    /// `returned` lines with no `calling` line (the log starts late, or the line was lost).
+    pub unpaired_returns: usize,
+    /// Kernel lines that were mended from two physical lines split by console output.
+    pub mended_lines: usize,
+    /// Bytes of timestamped kernel text up to the first program (what a console printed).
+    pub kernel_bytes_to_init: usize,
+}
+
+/// usb-storage waiting before it scans a device (`delay_use`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UsbStorageWait {
+    /// `usb-storage ...: USB Mass Storage device detected`.
+    pub detected: Mark,
+    /// The first SCSI disk line after it (`Direct-Access`), when present.
+    pub attached: Option<Mark>,
+}
+
+/// Everything the log says about the kernel's share of the boot.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct KernelBoot {
+    /// The kernel command line, when the log holds it.
+    pub cmdline: Option<String>,
+    /// The `Linux version ...` line's text.
+    pub version: Option<String>,
+    /// Total memory in KiB from `Memory: A/TK available`.
+    pub memory_kib: Option<u64>,
+    /// `node N deferred pages initialised in Mms` lines: (node, ms, line).
+    pub deferred_pages: Vec<(u32, u64, Mark)>,
+    /// Size of the initramfs in KiB from `Freeing initrd memory: NK`.
+    pub initramfs_kib: Option<u64>,
+    /// The landmarks.
+    pub landmarks: Landmarks,
+    /// The phases.
+    pub phases: Phases,
+    /// The initcalls in the order their first line appears.
+    pub initcalls: Vec<Initcall>,
+    /// The driver probes.
+    pub probes: Vec<Probe>,
+    /// Rows of the timeline: threads that ran initcalls, pid 1 first, then by first start.
+    pub threads: Vec<Thread>,
+    /// usb-storage detections.
+    pub usb_storage: Vec<UsbStorageWait>,
+    /// Lines about the floppy driver (`Floppy drive(s):`, `FDC 0 is`, `no floppy controllers`).
+    pub floppy_lines: Vec<Mark>,
+    /// `alg: self-tests for ... passed` lines.
+    pub selftest_lines: Vec<Mark>,
+    /// The last kernel timestamp in the log.
+    pub last_us: u64,
+    /// Line counts.
+    pub counts: Counts,
+    /// Lines that could not be read, with the reason (the first 50).
+    pub bad: Vec<BadLine>,
+}
+
+impl KernelBoot {
+    /// The time shares are measured against: kernel start to the real init, else to the
+    /// first program, else to the last line.
+    pub fn basis_us(&self) -> u64 {
+        self.phases
+            .to_real_init_us
+            .or(self.phases.kernel_us)
+            .unwrap_or(self.last_us)
+    }
+
+    /// Whether the log had `initcall_debug` output.
+    pub fn has_initcalls(&self) -> bool {
+        !self.initcalls.is_empty()
+    }
+
+    /// Indices of initcalls, slowest first (ties by log order, so output is stable).
+    pub fn slowest(&self) -> Vec<usize> {
+        let mut idx: Vec<usize> = (0..self.initcalls.len()).collect();
+        idx.sort_by_key(|&i| (std::cmp::Reverse(self.initcalls[i].cost_us()), i));
+        idx
+    }
+
+    /// Per module: (module, summed init duration, initcall count), slowest first.
+    pub fn modules(&self) -> Vec<(String, u64, usize)> {
+        let mut by: HashMap<&str, (u64, usize)> = HashMap::new();
+        for ic in &self.initcalls {
+            if let Some(m) = &ic.module {
+                let e = by.entry(m).or_default();
+                e.0 += ic.cost_us();
+                e.1 += 1;
+            }
+        }
+        let mut v: Vec<(String, u64, usize)> = by
+            .into_iter()
+            .map(|(m, (d, n))| (m.to_string(), d, n))
+            .collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        v
+    }
+
+    /// The `key=value` or `key` words of the command line.
+    pub fn cmdline_has(&self, key: &str) -> Option<&str> {
+        let c = self.cmdline.as_deref()?;
+        c.split_whitespace().find(|w| {
+            *w == key
+                || w.strip_prefix(key)
+                    .is_some_and(|rest| rest.starts_with('='))
+        })
+    }
+}
+
+/// Analyses a parsed log. Never fails; what it cannot read is counted.
+pub fn analyze(log: &Log) -> KernelBoot {
+    let mut kb = KernelBoot {
+        bad: log.bad.iter().take(50).cloned().collect(),
+        ..Default::default()
+    };
+    kb.counts.bad_lines = log.bad.len();
+    let mut open: HashMap<(String, Option<String>), Vec<usize>> = HashMap::new();
+    let mut level: Option<String> = None;
+    let mut last_ts: u64 = 0;
+    let mut skip_next = false;
+
+    for (i, line) in log.lines.iter().enumerate() {
+        if std::mem::take(&mut skip_next) {
+            continue;
+        }
+        let Some(ts) = line.ts_us else {
+            kb.counts.console_lines += 1;
+            console_landmark(&mut kb, line, last_ts);
+            continue;
+        };
+        kb.counts.kernel_lines += 1;
+        last_ts = last_ts.max(ts);
+        if kb.landmarks.run_init.is_none() {
+            kb.counts.kernel_bytes_to_init += line.text.len() + 16;
+        }
+        let mut text = std::borrow::Cow::Borrowed(line.text.as_str());
+        // A kernel line cut by console output: its rest is the next, untimed, line.
+        if needs_mending(&text) {
+            if let Some(next) = log.lines.get(i + 1).filter(|n| n.ts_us.is_none()) {
+                let joined = format!("{}{}", text, next.text);
+                if !needs_mending(&joined) {
+                    text = joined.into();
+                    skip_next = true;
+                    kb.counts.mended_lines += 1;
+                }
+            }
+        }
+        let mark = |t: &str| Mark {
+            us: ts,
+            approximate: false,
+            lineno: line.lineno,
+            text: t.to_string(),
+        };
+        if let Some(rest) = text.strip_prefix("calling ") {
+            match parse_calling(rest) {
+                Some((symbol, module, pid)) => {
+                    let (func, cookie) = split_symbol(&symbol);
+                    let idx = kb.initcalls.len();
+                    open.entry((symbol.clone(), module.clone()))
+                        .or_default()
+                        .push(idx);
+                    kb.initcalls.push(Initcall {
+                        func,
+                        symbol,
+                        module,
+                        pid: Some(pid),
+                        async_cookie: cookie,
+                        level: if pid == 1 { level.clone() } else { None },
+                        start_us: Some(ts),
+                        end_us: None,
+                        duration_us: None,
+                        ret: None,
+                        call_line: Some(line.lineno),
+                        return_line: None,
+                    });
+                }
+                None => bad(&mut kb, line, "expected `calling  FUNC+0xOFF/0xLEN [MODULE] @ PID`"),
+            }
+            continue;
+        }
+        if let Some(rest) = text.strip_prefix("initcall ") {
+            if rest.ends_with("blacklisted") {
+                continue;
+            }
+            match parse_returned(rest) {
+                Some((symbol, module, ret, dur)) => {
+                    let key = (symbol.clone(), module.clone());
+                    let found = open.get_mut(&key).and_then(|v| v.pop());
+                    match found {
+                        Some(idx) => {
+                            let ic = &mut kb.initcalls[idx];
+                            ic.end_us = Some(ts);
+                            ic.duration_us = Some(dur);
+                            ic.ret = ret;
+                            ic.return_line = Some(line.lineno);
+                        }
+                        None => {
+                            kb.counts.unpaired_returns += 1;
+                            let (func, cookie) = split_symbol(&symbol);
+                            let pid = match line.caller {
+                                Some(Caller::Thread(p)) => Some(p),
+                                _ => None,
+                            };
+                            kb.initcalls.push(Initcall {
+                                func,
+                                symbol,
+                                module,
+                                pid,
+                                async_cookie: cookie,
+                                level: None,
+                                start_us: None,
+                                end_us: Some(ts),
+                                duration_us: Some(dur),
+                                ret,
+                                call_line: None,
+                                return_line: Some(line.lineno),
+                            });
+                        }
+                    }
+                }
+                None => bad(
+                    &mut kb,
+                    line,
+                    "expected `initcall FUNC+0xOFF/0xLEN [MODULE] returned R after N usecs`",
+                ),
+            }
+            continue;
+        }
+        if let Some(rest) = text.strip_prefix("probe of ") {
+            match parse_probe(rest) {
+                Some((device, ret, dur)) => {
+                    let caller_pid = match line.caller {
+                        Some(Caller::Thread(p)) => Some(p),
+                        _ => None,
+                    };
+                    let initcall = enclosing(&kb.initcalls, &open, caller_pid);
+                    let pid = caller_pid.or_else(|| initcall.and_then(|i| kb.initcalls[i].pid));
+                    kb.probes.push(Probe {
+                        device,
+                        ret,
+                        duration_us: dur,
+                        end_us: ts,
+                        lineno: line.lineno,
+                        initcall,
+                        pid,
+                    });
+                }
+                None => bad(
+                    &mut kb,
+                    line,
+                    "expected `probe of DEVICE returned R after N usecs`",
+                ),
+            }
+            continue;
+        }
+        if let Some(name) = text.strip_prefix("entering initcall level: ") {
+            level = Some(name.trim().to_string());
+            continue;
+        }
+        kernel_landmark(&mut kb, &text, mark(&text));
+    }
+    kb.counts.unfinished_initcalls = kb.initcalls.iter().filter(|i| i.end_us.is_none()).count();
+    kb.last_us = last_ts;
+    kb.phases = phases(&kb.landmarks);
+    kb.threads = threads(&kb.initcalls, last_ts);
+    kb
+}
+
+fn bad(kb: &mut KernelBoot, line: &Line, reason: &str) {
+    kb.counts.bad_lines += 1;
+    if kb.bad.len() < 50 {
+        kb.bad.push(BadLine {
+            lineno: line.lineno,
+            reason: reason.to_string(),
+            text: line.text.chars().take(200).collect(),
+        });
+    }
+}
+
+/// True for an initcall or probe line that stops before its end.
+fn needs_mending(text: &str) -> bool {
+    if let Some(rest) = text.strip_prefix("calling ") {
+        return parse_calling(rest).is_none();
+    }
+    if let Some(rest) = text.strip_prefix("initcall ") {
+        return !rest.ends_with("blacklisted") && parse_returned(rest).is_none();
+    }
+    if let Some(rest) = text.strip_prefix("probe of ") {
+        return parse_probe(rest).is_none();
+    }
+    false
+}
+
+/// `SYMBOL [MODULE]` into its parts.
+fn split_module(s: &str) -> Option<(String, Option<String>)> {
+    let s = s.trim();
+    if s.is_empty() {
+        return None;
+    }
+    match s.split_once(' ') {
+        None => Some((s.to_string(), None)),
+        Some((sym, rest)) => {
+            let m = rest.trim().strip_prefix('[')?.strip_suffix(']')?;
+            if m.is_empty() || m.contains(' ') {
+                return None;
+            }
+            Some((sym.to_string(), Some(m.to_string())))
+        }
+    }
+}
+
+/// `func+0x0/0x10` into `func`; `12_func+0x0/0x10` (async) into `func` and cookie 12.
+fn split_symbol(symbol: &str) -> (String, Option<u64>) {
+    let base = symbol.split('+').next().unwrap_or(symbol);
+    if let Some((n, f)) = base.split_once('_') {
+        if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) && !f.is_empty() {
+            return (f.to_string(), n.parse().ok());
+        }
+    }
+    (base.to_string(), None)
+}
+
+/// After `calling `: ` FUNC+0x0/0x10 [MOD] @ PID`.
+fn parse_calling(rest: &str) -> Option<(String, Option<String>, u32)> {
+    let (left, pid) = rest.rsplit_once(" @ ")?;
+    let pid: u32 = pid.trim().parse().ok()?;
+    let (sym, module) = split_module(left)?;
+    Some((sym, module, pid))
+}
+
+/// After `initcall `: `FUNC+0x0/0x10 [MOD] returned R after N usecs` (R absent for async).
+fn parse_returned(rest: &str) -> Option<(String, Option<String>, Option<i64>, u64)> {
+    let (left, right) = rest.split_once(" returned ")?;
+    let (sym, module) = split_module(left)?;
+    let (ret, after) = match right.split_once("after ") {
+        Some((r, a)) if r.trim().is_empty() => (None, a),
+        Some((r, a)) => (Some(r.trim().parse().ok()?), a),
+        None => return None,
+    };
+    Some((sym, module, ret, parse_duration(after)?))
+}
+
+/// `N usecs` (or `N msecs`, old kernels) into microseconds.
+fn parse_duration(s: &str) -> Option<u64> {
+    let (n, unit) = s.trim().split_once(' ')?;
+    let n: u64 = n.parse().ok()?;
+    match unit.trim() {
+        "usecs" | "usec" | "us" => Some(n),
+        "msecs" | "msec" | "ms" => n.checked_mul(1000),
+        _ => None,
+    }
+}
+
+/// After `probe of `: `DEVICE returned R after N usecs`.
+fn parse_probe(rest: &str) -> Option<(String, i64, u64)> {
+    let (device, right) = rest.rsplit_once(" returned ")?;
+    let (r, after) = right.split_once(" after ")?;
+    Some((device.trim().to_string(), r.trim().parse().ok()?, parse_duration(after)?))
+}
+
+/// The initcall a probe ran inside: the open one on the caller's thread, or the only open one.
+fn enclosing(
+    initcalls: &[Initcall],
+    open: &HashMap<(String, Option<String>), Vec<usize>>,
+    pid: Option<u32>,
+) -> Option<usize> {
+    let mut candidates: Vec<usize> = open.values().flatten().copied().collect();
+    if let Some(p) = pid {
+        candidates.retain(|&i| initcalls[i].pid == Some(p));
+    }
+    candidates.sort_unstable();
+    match candidates.as_slice() {
+        [only] => Some(*only),
+        _ => None,
+    }
+}
+
+fn kernel_landmark(kb: &mut KernelBoot, text: &str, mark: Mark) {
+    let lm = &mut kb.landmarks;
+    if let Some(c) = text
+        .strip_prefix("Kernel command line: ")
+        .or_else(|| text.strip_prefix("Command line: "))
+    {
+        // The `Kernel command line:` form is the one the kernel parses; prefer it.
+        if kb.cmdline.is_none() || text.starts_with("Kernel") {
+            kb.cmdline = Some(c.trim().to_string());
+        }
+    } else if text.starts_with("Linux version ") {
+        kb.version.get_or_insert_with(|| text.to_string());
+    } else if let Some(rest) = text.strip_prefix("Memory: ") {
+        // `Memory: 260860K/1048044K available (...)`
+        let total = rest
+            .split_whitespace()
+            .next()
+            .and_then(|w| w.split_once('/'))
+            .and_then(|(_, t)| t.strip_suffix('K')?.parse().ok());
+        if kb.memory_kib.is_none() {
+            kb.memory_kib = total;
+        }
+    } else if text.contains("deferred pages initialised in ") {
+        let node = text
+            .strip_prefix("node ")
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse().ok());
+        let ms = text
+            .rsplit_once(" in ")
+            .and_then(|(_, r)| r.trim().strip_suffix("ms")?.parse().ok());
+        if let (Some(n), Some(ms)) = (node, ms) {
+            kb.deferred_pages.push((n, ms, mark));
+        }
+    } else if text.starts_with("Trying to unpack rootfs image as initramfs")
+        || text.starts_with("Unpacking initramfs")
+    {
+        lm.initramfs_unpack_start.get_or_insert(mark);
+    } else if let Some(rest) = text.strip_prefix("Freeing initrd memory: ") {
+        if lm.initramfs_unpack_end.is_none() {
+            kb.initramfs_kib = rest.trim().strip_suffix('K').and_then(|n| n.parse().ok());
+            lm.initramfs_unpack_end = Some(mark);
+        }
+    } else if text.starts_with("Freeing unused kernel") {
+        lm.initcalls_done.get_or_insert(mark);
+    } else if let Some(rest) = text.strip_prefix("Run ") {
+        if let Some(prog) = rest.strip_suffix(" as init process") {
+            if lm.run_init.is_none() {
+                lm.run_init_program = Some(prog.to_string());
+                lm.run_init = Some(mark);
+            }
+        }
+    } else if lm.run_init.is_some() && lm.root_mounted.is_none() && is_root_mount(text) {
+        lm.root_mounted = Some(mark);
+    } else if text.starts_with("VFS: Mounted root") && lm.root_mounted.is_none() {
+        lm.root_mounted = Some(mark);
+    } else if lm.run_init.is_some()
+        && lm.real_init.is_none()
+        && (text.starts_with("Not activating Mandatory Access Control")
+            || text.starts_with("systemd[1]: "))
+    {
+        lm.real_init = Some(mark);
+    } else if text.contains("USB Mass Storage device detected") {
+        kb.usb_storage.push(UsbStorageWait {
+            detected: mark,
+            attached: None,
+        });
+    } else if text.contains("Direct-Access") {
+        if let Some(w) = kb.usb_storage.iter_mut().rev().find(|w| w.attached.is_none()) {
+            w.attached = Some(mark);
+        }
+    } else if text.starts_with("Floppy drive(s):")
+        || text.starts_with("FDC ")
+        || text.contains("no floppy controllers found")
+    {
+        kb.floppy_lines.push(mark);
+    } else if text.starts_with("alg: self-tests for ") {
+        kb.selftest_lines.push(mark);
+    }
+}
+
+fn is_root_mount(text: &str) -> bool {
+    text.contains("mounted filesystem")
+        || text.contains("Ending clean mount")
+        || text.starts_with("VFS: Mounted root")
+        || (text.starts_with("BTRFS info") && text.contains("enabling"))
+}
+
+/// Console lines carry no time: take the last kernel time before them, marked approximate.
+fn console_landmark(kb: &mut KernelBoot, line: &Line, last_ts: u64) {
+    let lm = &mut kb.landmarks;
+    if lm.run_init.is_some()
+        && lm.real_init.is_none()
+        && (line.text.starts_with("INIT: version") || line.text.starts_with("systemd[1]: "))
+    {
+        lm.real_init = Some(Mark {
+            us: last_ts,
+            approximate: true,
+            lineno: line.lineno,
+            text: line.text.clone(),
+        });
+    }
+}
+
+fn phases(lm: &Landmarks) -> Phases {
+    let run = lm.run_init.as_ref().map(|m| m.us);
+    let real = lm.real_init.as_ref().map(|m| m.us);
+    // Without an initramfs the kernel's first program is the real init.
+    let direct = lm
+        .run_init_program
+        .as_deref()
+        .is_some_and(|p| p != "/init" && lm.initramfs_unpack_start.is_none());
+    if direct {
+        return Phases {
+            kernel_us: run,
+            initramfs_us: None,
+            to_real_init_us: run,
+        };
+    }
+    Phases {
+        kernel_us: run,
+        initramfs_us: match (run, real) {
+            (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+            _ => None,
+        },
+        to_real_init_us: real,
+    }
+}
+
+fn threads(initcalls: &[Initcall], last_us: u64) -> Vec<Thread> {
+    let mut by: HashMap<u32, Thread> = HashMap::new();
+    for ic in initcalls {
+        let (Some(pid), Some(start)) = (ic.pid, ic.timeline_start()) else {
+            continue;
+        };
+        let end = ic.end_us.unwrap_or(last_us);
+        let t = by.entry(pid).or_insert(Thread {
+            pid,
+            initcalls: 0,
+            busy_us: 0,
+            first_us: start,
+            last_us: end,
+        });
+        t.initcalls += 1;
+        t.busy_us += ic.cost_us();
+        t.first_us = t.first_us.min(start);
+        t.last_us = t.last_us.max(end);
+    }
+    let mut v: Vec<Thread> = by.into_values().collect();
+    v.sort_by_key(|t| (t.pid != 1, t.first_us, t.pid));
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dmesg::parse;
+
+    fn run(s: &str) -> KernelBoot {
+        analyze(&parse(s))
+    }
+
+    #[test]
+    fn pairs_interleaved_initcalls_by_symbol_and_module() {
+        let kb = run("\
+[    8.991277] calling  floppy_module_init+0x0/0xed9 [floppy] @ 118
+[    8.994349] calling  piix4_driver_init+0x0/0x1000 [i2c_piix4] @ 119
+[    9.006080] probe of 0000:00:01.3 returned 0 after 11290 usecs
+[    9.006652] initcall piix4_driver_init+0x0/0x1000 [i2c_piix4] returned 0 after 12024 usecs
+[    9.124901] initcall floppy_module_init+0x0/0xed9 [floppy] returned 0 after 5183 usecs
+");
+        assert_eq!(kb.initcalls.len(), 2);
+        let f = &kb.initcalls[0];
+        assert_eq!(f.func, "floppy_module_init");
+        assert_eq!(f.module.as_deref(), Some("floppy"));
+        assert_eq!(f.pid, Some(118));
+        assert_eq!(f.duration_us, Some(5183));
+        assert_eq!(f.start_us, Some(8_991_277));
+        assert_eq!(f.end_us, Some(9_124_901));
+        assert_eq!(kb.initcalls[1].ret, Some(0));
+        // Two initcalls were open when the probe line came: without a caller field it is
+        // not guessed.
+        assert_eq!(kb.probes[0].initcall, None);
+        assert_eq!(kb.threads.len(), 2);
+        assert_eq!(kb.counts.unfinished_initcalls, 0);
+    }
+
+    #[test]
+    fn probe_attributed_by_caller_field() {
+        let kb = run("\
+[    9.0][  T118] calling  a_init+0x0/0x1 [a] @ 118
+[    9.1][  T119] calling  b_init+0x0/0x1 [b] @ 119
+[    9.2][  T119] probe of dev0 returned 0 after 100000 usecs
+[    9.3][  T119] initcall b_init+0x0/0x1 [b] returned 0 after 200000 usecs
+");
+        assert_eq!(kb.probes[0].initcall, Some(1));
+        assert_eq!(kb.probes[0].pid, Some(119));
+        assert_eq!(kb.counts.unfinished_initcalls, 1);
+    }
+
+    #[test]
+    fn split_line_is_mended() {
+        let kb = run("\
+[    9.0] calling  floppy_module_init+0x0/0xed9 [flo
+ppy] @ 118
+[    9.1] initcall floppy_module_init+0x0/0xed9 [floppy] returned 0 af
+ter 5183 usecs
+");
+        assert_eq!(kb.counts.mended_lines, 2);
+        assert_eq!(kb.counts.bad_lines, 0);
+        assert_eq!(kb.initcalls.len(), 1);
+        assert_eq!(kb.initcalls[0].duration_us, Some(5183));
+        assert_eq!(kb.counts.console_lines, 0);
+    }
+
+    #[test]
+    fn broken_initcall_lines_counted() {
+        let kb = run("\
+[    1.0] calling  foo+0x0/0x1 @ x
+[    1.1] initcall foo+0x0/0x1 returned 0 after many usecs
+[    1.2] initcall bar blacklisted
+[    1.3] probe of x returned
+");
+        assert_eq!(kb.counts.bad_lines, 3);
+        assert!(kb.bad[0].reason.contains("@ PID"));
+        assert_eq!(kb.bad[1].lineno, 2);
+        assert!(kb.initcalls.is_empty());
+    }
+
+    #[test]
+    fn async_and_level_and_unpaired() {
+        let kb = run("\
+[    0.5] entering initcall level: device
+[    0.6] calling  12_async_port_probe+0x0/0x10 @ 7
+[    0.7] calling  x_init+0x0/0x1 @ 1
+[    0.8] initcall 12_async_port_probe+0x0/0x10 returned after 150 msecs
+[    0.9] initcall gone_init+0x0/0x1 returned -19 after 5 usecs
+");
+        let a = &kb.initcalls[0];
+        assert_eq!(a.func, "async_port_probe");
+        assert_eq!(a.async_cookie, Some(12));
+        assert_eq!(a.duration_us, Some(150_000));
+        assert_eq!(a.ret, None);
+        assert_eq!(a.level, None);
+        assert_eq!(kb.initcalls[1].level.as_deref(), Some("device"));
+        assert_eq!(kb.counts.unpaired_returns, 1);
+        assert_eq!(kb.initcalls[2].ret, Some(-19));
+        assert_eq!(kb.initcalls[2].timeline_start(), Some(899_995));
+        assert_eq!(kb.counts.unfinished_initcalls, 1);
+    }
+
+    #[test]
+    fn landmarks_and_phases_with_initramfs() {
+        let kb = run("\
+[    0.000000] Kernel command line: console=ttyS0 root=/dev/vda quiet
+[    0.132702] Memory: 260860K/1048044K available (14343K kernel code)
+[    1.926535] Trying to unpack rootfs image as initramfs...
+[    8.493000] Freeing initrd memory: 34612K
+[   10.431845] Freeing unused kernel image (initmem) memory: 2820K
+[   10.659736] Run /init as init process
+[   16.708479] EXT4-fs (vda): mounted filesystem with ordered data mode. Quota mode: none.
+[   17.676281] Not activating Mandatory Access Control as /sbin/tomoyo-init does not exist.
+");
+        assert_eq!(kb.memory_kib, Some(1_048_044));
+        assert_eq!(kb.initramfs_kib, Some(34612));
+        assert_eq!(kb.phases.kernel_us, Some(10_659_736));
+        assert_eq!(kb.phases.initramfs_us, Some(17_676_281 - 10_659_736));
+        assert_eq!(kb.phases.to_real_init_us, Some(17_676_281));
+        assert_eq!(kb.landmarks.root_mounted.as_ref().unwrap().us, 16_708_479);
+        assert_eq!(kb.landmarks.initcalls_done.as_ref().unwrap().lineno, 5);
+        assert!(kb.cmdline_has("quiet").is_some());
+        assert!(kb.cmdline_has("console").is_some());
+        assert!(kb.cmdline_has("quie").is_none());
+    }
+
+    #[test]
+    fn no_initramfs_means_no_initramfs_phase() {
+        let kb = run("\
+[    1.2] VFS: Mounted root (ext4 filesystem) on device 254:0.
+[    1.5] Run /sbin/init as init process
+");
+        assert_eq!(kb.phases.kernel_us, Some(1_500_000));
+        assert_eq!(kb.phases.initramfs_us, None);
+        assert_eq!(kb.phases.to_real_init_us, Some(1_500_000));
+        assert_eq!(kb.landmarks.root_mounted.as_ref().unwrap().us, 1_200_000);
+    }
+
+    #[test]
+    fn console_init_banner_takes_the_time_before_it() {
+        let kb = run("\
+[    7.0] Run /init as init process
+Loading, please wait...
+[   13.4] EXT4-fs (vda): mounted filesystem with ordered data mode.
+INIT: version 3.06 booting
+");
+        let r = kb.landmarks.real_init.unwrap();
+        assert!(r.approximate);
+        assert_eq!(r.us, 13_400_000);
+        assert_eq!(r.lineno, 4);
+    }
+}

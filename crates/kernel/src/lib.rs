@@ -1,0 +1,1 @@
+//! Kernel log analysis (being written).
