@@ -239,9 +239,15 @@ pub fn parse_stat_line(raw: &[u8]) -> Option<PsRecord> {
     let close = text.rfind(')')?;
     let pid: u32 = text[..open].trim().parse().ok()?;
     let comm = text.get(open + 1..close)?.to_string();
-    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    // Fields 3..=42 on the stack: this runs for every process at every sample.
+    let mut rest = [""; 40];
+    let mut count = 0;
+    for (slot, f) in rest.iter_mut().zip(text.get(close + 1..)?.split_ascii_whitespace()) {
+        *slot = f;
+        count += 1;
+    }
     // rest[0] is field 3 (state): field N is rest[N - 3].
-    let field = |n: usize| -> Option<&str> { rest.get(n - 3).copied() };
+    let field = |n: usize| -> Option<&str> { (n - 3 < count).then(|| rest[n - 3]) };
     let num = |n: usize| -> Option<u64> { field(n)?.parse().ok() };
     let signed = |n: usize| -> Option<i64> { field(n)?.parse().ok() };
     Some(PsRecord {
