@@ -114,3 +114,27 @@ fn usage_errors_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--hz"));
 }
+
+#[test]
+fn sigterm_writes_what_was_recorded() {
+    let dir = temp_dir("record-term");
+    let out = dir.join("traces");
+    let recorder = Command::new(env!("CARGO_BIN_EXE_bootprint-boot"))
+        .args(["record", "--seconds", "60", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let pid = recorder.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let output = recorder.wait_with_output().unwrap();
+    assert!(output.status.success(), "{:?}", output.status);
+    let events = fs::read_to_string(out.join("latest/events.log")).unwrap();
+    assert!(events.contains(" boot_done reason=terminated "), "{events}");
+    fs::remove_dir_all(&dir).unwrap();
+}

@@ -157,6 +157,11 @@ pub struct Counts {
     pub mended_lines: usize,
     /// Bytes of timestamped kernel text up to the first program (what a console printed).
     pub kernel_bytes_to_init: usize,
+    /// Of those, the bytes of `initcall_debug` output (`calling`, `initcall`, `probe of`).
+    pub initcall_debug_bytes_to_init: usize,
+    /// Of those, the bytes `quiet` would keep off the console (level 4 and above, or level
+    /// unknown), `initcall_debug` output excluded.
+    pub quiet_hidden_bytes_to_init: usize,
 }
 
 /// usb-storage waiting before it scans a device (`delay_use`).
@@ -197,6 +202,11 @@ pub struct KernelBoot {
     pub floppy_lines: Vec<Mark>,
     /// `alg: self-tests for ... passed` lines.
     pub selftest_lines: Vec<Mark>,
+    /// The longest silences before the first program (at least 200 ms, longest first, five at
+    /// most): (line before, line after). Without `initcall_debug` these show where time went.
+    pub gaps: Vec<(Mark, Mark)>,
+    /// A line saying the kernel runs in a virtual machine (`Hypervisor detected`, `DMI: QEMU`).
+    pub virtual_machine: Option<Mark>,
     /// The last kernel timestamp in the log.
     pub last_us: u64,
     /// Line counts.
@@ -267,6 +277,7 @@ pub fn analyze(log: &Log) -> KernelBoot {
     let mut level: Option<String> = None;
     let mut last_ts: u64 = 0;
     let mut skip_next = false;
+    let mut prev: Option<Mark> = None;
 
     for (i, line) in log.lines.iter().enumerate() {
         if std::mem::take(&mut skip_next) {
@@ -279,9 +290,6 @@ pub fn analyze(log: &Log) -> KernelBoot {
         };
         kb.counts.kernel_lines += 1;
         last_ts = last_ts.max(ts);
-        if kb.landmarks.run_init.is_none() {
-            kb.counts.kernel_bytes_to_init += line.text.len() + 16;
-        }
         let mut text = std::borrow::Cow::Borrowed(line.text.as_str());
         // A kernel line cut by console output: its rest is the next, untimed, line.
         if needs_mending(&text) {
@@ -294,12 +302,34 @@ pub fn analyze(log: &Log) -> KernelBoot {
                 }
             }
         }
+        if kb.landmarks.run_init.is_none() {
+            // `[    7.339389] ` and the newline.
+            let n = text.len() + 16;
+            kb.counts.kernel_bytes_to_init += n;
+            if text.starts_with("calling ")
+                || text.starts_with("initcall ")
+                || text.starts_with("probe of ")
+            {
+                kb.counts.initcall_debug_bytes_to_init += n;
+            } else if line.level.map_or(true, |l| l >= 4) {
+                kb.counts.quiet_hidden_bytes_to_init += n;
+            }
+        }
         let mark = |t: &str| Mark {
             us: ts,
             approximate: false,
             lineno: line.lineno,
             text: t.to_string(),
         };
+        if kb.landmarks.run_init.is_none() {
+            if let Some(p) = prev.as_ref().filter(|p| ts >= p.us + 200_000) {
+                kb.gaps.push((p.clone(), mark(&text)));
+            }
+            // A secondary CPU's early lines can go back in time; keep the latest.
+            if prev.as_ref().map_or(true, |p| ts >= p.us) {
+                prev = Some(mark(&text));
+            }
+        }
         if let Some(rest) = text.strip_prefix("calling ") {
             match parse_calling(rest) {
                 Some((symbol, module, pid)) => {
@@ -408,6 +438,9 @@ pub fn analyze(log: &Log) -> KernelBoot {
         }
         kernel_landmark(&mut kb, &text, mark(&text));
     }
+    kb.gaps
+        .sort_by_key(|(a, b)| (std::cmp::Reverse(b.us - a.us), a.lineno));
+    kb.gaps.truncate(5);
     kb.counts.unfinished_initcalls = kb.initcalls.iter().filter(|i| i.end_us.is_none()).count();
     kb.last_us = last_ts;
     kb.phases = phases(&kb.landmarks);
@@ -601,6 +634,14 @@ fn kernel_landmark(kb: &mut KernelBoot, text: &str, mark: Mark) {
         kb.floppy_lines.push(mark);
     } else if text.starts_with("alg: self-tests for ") {
         kb.selftest_lines.push(mark);
+    } else if kb.virtual_machine.is_none()
+        && (text.starts_with("Hypervisor detected")
+            || (text.starts_with("DMI: ")
+                && ["QEMU", "VMware", "VirtualBox", "KVM", "Bochs", "Xen"]
+                    .iter()
+                    .any(|v| text.contains(v))))
+    {
+        kb.virtual_machine = Some(mark);
     }
 }
 

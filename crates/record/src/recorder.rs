@@ -60,6 +60,7 @@ pub struct Start {
 /// Records until boot is done and writes the trace; returns its directory.
 pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> {
     let t_start = boottime_ns();
+    crate::sys::catch_termination();
     let mut store = Store::default();
     let (clk_tck, page_size) = sys::clk_tck_and_page_size();
     store.events.push(
@@ -218,6 +219,11 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         if let Some(at) = detector.done_at(now, login_ns) {
             break Event::new(at, "boot_done")
                 .with("reason", "idle")
+                .with("settle_s", config.settle_s);
+        }
+        if crate::sys::terminated() {
+            break Event::new(now, "boot_done")
+                .with("reason", "terminated")
                 .with("settle_s", config.settle_s);
         }
         let over_time = now >= timeout_ns;

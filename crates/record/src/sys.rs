@@ -55,3 +55,30 @@ pub fn getpid() -> i32 {
     // SAFETY: no preconditions.
     unsafe { libc::getpid() }
 }
+
+static TERMINATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_terminate(_signal: libc::c_int) {
+    TERMINATED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Makes SIGTERM and SIGINT set a flag instead of ending the process, so the recorder can
+/// write what it has when the system shuts down before boot was done.
+pub fn catch_termination() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(
+            libc::SIGTERM,
+            on_terminate as *const () as libc::sighandler_t,
+        );
+        libc::signal(
+            libc::SIGINT,
+            on_terminate as *const () as libc::sighandler_t,
+        );
+    }
+}
+
+/// Whether SIGTERM or SIGINT arrived since [`catch_termination`].
+pub fn terminated() -> bool {
+    TERMINATED.load(std::sync::atomic::Ordering::Relaxed)
+}

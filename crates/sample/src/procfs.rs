@@ -242,7 +242,10 @@ pub fn parse_stat_line(raw: &[u8]) -> Option<PsRecord> {
     // Fields 3..=42 on the stack: this runs for every process at every sample.
     let mut rest = [""; 40];
     let mut count = 0;
-    for (slot, f) in rest.iter_mut().zip(text.get(close + 1..)?.split_ascii_whitespace()) {
+    for (slot, f) in rest
+        .iter_mut()
+        .zip(text.get(close + 1..)?.split_ascii_whitespace())
+    {
         *slot = f;
         count += 1;
     }
