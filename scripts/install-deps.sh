@@ -4,7 +4,9 @@
 # Fast when everything is already there: it only asks apt when a package is missing.
 set -euo pipefail
 
-packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ca-certificates gcc make)
+# libkmod-dev + pkg-config: the modules crate links libkmod; insserv: the rc tests compare
+# our dependency graph with Debian's own tool.
+packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ca-certificates gcc make pkg-config libkmod-dev insserv)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -78,8 +78,25 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
                 ],
             })
         }
+        // The drive profiles against each other (`--profile` is ignored: it is the variable).
+        "profiles" => Ok(Benchmark {
+            name: "profiles",
+            about: "the drive profiles: fast against sd and hdd throttling",
+            variants: [
+                ("fast", Profile::Fast),
+                ("sd", Profile::Sd),
+                ("hdd", Profile::Hdd),
+            ]
+            .into_iter()
+            .map(|(name, p)| Variant {
+                name,
+                opts: BootOpts::new(p),
+                extra: no_extra,
+            })
+            .collect(),
+        }),
         _ => Err(Error::Usage(format!(
-            "unknown benchmark {name:?}: known: record"
+            "unknown benchmark {name:?}: known: record, profiles"
         ))),
     }
 }
@@ -193,14 +210,27 @@ fn one_run(paths: &Paths, img: &image::Image, v: &Variant) -> Run {
     }
 }
 
-pub fn run(paths: &Paths, name: &str, runs: usize, profile: Profile, as_json: bool) -> Result<()> {
+pub fn run(
+    paths: &Paths,
+    name: &str,
+    runs: usize,
+    profile: Profile,
+    as_json: bool,
+    cargo: bool,
+) -> Result<()> {
     let bench = benchmark(name, profile)?;
-    let img = image::ensure(paths, true)?;
+    let img = image::ensure(paths, cargo)?;
+    // A benchmark whose variants differ in drive profile ignores --profile.
+    let one_profile = bench.variants.iter().all(|v| v.opts.profile == profile);
+    let profile_name = if one_profile {
+        profile.name()
+    } else {
+        "per variant"
+    };
     eprintln!(
-        "bench {}: {} variants x {runs} runs on profile {}, interleaved, after 1 warm-up boot",
+        "bench {}: {} variants x {runs} runs, profile {profile_name}, interleaved, after 1 warm-up boot",
         bench.name,
         bench.variants.len(),
-        profile.name()
     );
     let warm = one_run(paths, &img, &bench.variants[0]);
     eprintln!("bench: warm-up (discarded): {}", warm.detail);
@@ -275,7 +305,7 @@ pub fn run(paths: &Paths, name: &str, runs: usize, profile: Profile, as_json: bo
         "about": bench.about,
         "date": today(),
         "host": host_facts(),
-        "profile": profile.name(),
+        "profile": profile_name,
         "runs_per_variant": runs,
         "order": "one discarded warm-up boot of the baseline, then variants interleaved per round",
         "baseline": bench.variants[0].name,
@@ -286,7 +316,7 @@ pub fn run(paths: &Paths, name: &str, runs: usize, profile: Profile, as_json: bo
     let file = write_result(
         &paths.repo.join("testbed/results"),
         bench.name,
-        profile,
+        Some(profile).filter(|_| one_profile),
         &doc,
     )?;
     if as_json {
@@ -335,13 +365,13 @@ fn host_facts() -> Value {
 fn write_result(
     dir: &Path,
     name: &str,
-    profile: Profile,
+    profile: Option<Profile>,
     doc: &Value,
 ) -> Result<std::path::PathBuf> {
     fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, e))?;
     let base = match profile {
-        Profile::Fast => format!("{}-{name}", today()),
-        p => format!("{}-{name}-{}", today(), p.name()),
+        None | Some(Profile::Fast) => format!("{}-{name}", today()),
+        Some(p) => format!("{}-{name}-{}", today(), p.name()),
     };
     let mut path = dir.join(format!("{base}.json"));
     let mut i = 2;
@@ -422,6 +452,9 @@ mod tests {
         let b = benchmark("record", Profile::Fast).unwrap();
         assert_eq!(b.variants[0].name, "baseline");
         assert!(!b.variants[0].opts.record && b.variants[1].opts.record);
+        let p = benchmark("profiles", Profile::Sd).unwrap();
+        let profiles: Vec<Profile> = p.variants.iter().map(|v| v.opts.profile).collect();
+        assert_eq!(profiles, [Profile::Fast, Profile::Sd, Profile::Hdd]);
         assert!(matches!(
             benchmark("nope", Profile::Fast),
             Err(Error::Usage(_))

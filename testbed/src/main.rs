@@ -25,9 +25,10 @@ commands:
   boot      boot the image once under QEMU and measure it
             [--profile fast|sd|hdd] [--append 'KERNEL ARGS'] [--record]
             [--trace-out DIR] [--keep-disk] [--json]
-  bench     run a benchmark: NAME [--runs N] [--profile P] [--json]
-            benchmarks: record
+  bench     run a benchmark: NAME [--runs N] [--profile P] [--json] [--no-cargo]
+            benchmarks: record (recorder cost), profiles (fast/sd/hdd drives)
   smoke     real-boot smoke test: boot with --record, check the trace and the report
+            [--no-cargo]
 
 environment:
   BOOTPRINT_TESTBED_CACHE   cache directory (default <repo>/testbed/cache)
@@ -100,12 +101,14 @@ fn run(args: &[String]) -> Result<(), Error> {
                 None => qemu::Profile::Fast,
             };
             let json = opts.flag("--json");
+            let cargo = !opts.flag("--no-cargo");
             opts.finish()?;
-            bench::run(&paths, &name, runs, profile, json)
+            bench::run(&paths, &name, runs, profile, json, cargo)
         }
         "smoke" => {
+            let cargo = !opts.flag("--no-cargo");
             opts.finish()?;
-            smoke::run(&paths)
+            smoke::run(&paths, cargo)
         }
         other => Err(Error::Usage(format!("unknown command {other:?}"))),
     }

@@ -41,6 +41,9 @@ pub struct Landmarks {
     /// The real init started: the first line from it or about it after the initramfs
     /// (`Not activating Mandatory Access Control ...`, `systemd[1]: ...`, `INIT: version`).
     pub real_init: Option<Mark>,
+    /// `systemd[1]: Switching root.`: a systemd initramfs (dracut) handing over to the real
+    /// root. Lines from systemd before it were the initramfs's own.
+    pub switch_root: Option<Mark>,
 }
 
 /// The kernel's phases, in microseconds.
@@ -77,6 +80,11 @@ pub struct Initcall {
     pub duration_us: Option<u64>,
     /// The return value (`returned -19`): negative is an error, -19 no such device.
     pub ret: Option<i64>,
+    /// Another initcall started on another thread while this one ran. The kernel keeps one
+    /// start time for all threads (`initcall_calltime` in init/main.c), so its `after N usecs`
+    /// then counts from the other one's start and is too small; the cost is taken from the
+    /// timestamps instead.
+    pub overlapped: bool,
     /// Line number of the `calling` line.
     pub call_line: Option<usize>,
     /// Line number of the `returned` line.
@@ -84,11 +92,16 @@ pub struct Initcall {
 }
 
 impl Initcall {
-    /// The cost: the kernel's own measure, else the span between the two lines.
+    /// The cost: the kernel's own measure, unless another initcall started while this one
+    /// ran (then the span between its two lines), or when the measure is missing.
     pub fn cost_us(&self) -> u64 {
-        self.duration_us
-            .or_else(|| Some(self.end_us?.saturating_sub(self.start_us?)))
-            .unwrap_or(0)
+        let span = || Some(self.end_us?.saturating_sub(self.start_us?));
+        if self.overlapped {
+            if let Some(s) = span() {
+                return s;
+            }
+        }
+        self.duration_us.or_else(span).unwrap_or(0)
     }
 
     /// Start on the timeline: the `calling` line, else the return time less the duration.
@@ -157,11 +170,34 @@ pub struct Counts {
     pub mended_lines: usize,
     /// Bytes of timestamped kernel text up to the first program (what a console printed).
     pub kernel_bytes_to_init: usize,
-    /// Of those, the bytes of `initcall_debug` output (`calling`, `initcall`, `probe of`).
+    /// Of those, the bytes of `initcall_debug` output (`calling`, `initcall`, `probe of`),
+    /// which the kernel prints at the debug level (7).
     pub initcall_debug_bytes_to_init: usize,
-    /// Of those, the bytes `quiet` would keep off the console (level 4 and above, or level
-    /// unknown), `initcall_debug` output excluded.
-    pub quiet_hidden_bytes_to_init: usize,
+    /// The other bytes by syslog level 0-7; a line without a level counts as info (6), the
+    /// level of most boot messages.
+    pub bytes_to_init_by_level: [usize; 8],
+}
+
+/// A silence in the log: no kernel line for a while.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Gap {
+    /// Its length in microseconds.
+    pub us: u64,
+    /// The last line before it.
+    pub before: Mark,
+    /// The first line after it.
+    pub after: Mark,
+}
+
+/// Deferred struct page initialisation on one memory node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeferredPages {
+    /// The node.
+    pub node: u32,
+    /// How long it took, in milliseconds.
+    pub ms: u64,
+    /// The line.
+    pub mark: Mark,
 }
 
 /// usb-storage waiting before it scans a device (`delay_use`).
@@ -178,12 +214,14 @@ pub struct UsbStorageWait {
 pub struct KernelBoot {
     /// The kernel command line, when the log holds it.
     pub cmdline: Option<String>,
+    /// The line it was read from.
+    pub cmdline_lineno: Option<usize>,
     /// The `Linux version ...` line's text.
     pub version: Option<String>,
     /// Total memory in KiB from `Memory: A/TK available`.
     pub memory_kib: Option<u64>,
-    /// `node N deferred pages initialised in Mms` lines: (node, ms, line).
-    pub deferred_pages: Vec<(u32, u64, Mark)>,
+    /// `node N deferred pages initialised in Mms` lines.
+    pub deferred_pages: Vec<DeferredPages>,
     /// Size of the initramfs in KiB from `Freeing initrd memory: NK`.
     pub initramfs_kib: Option<u64>,
     /// The landmarks.
@@ -204,7 +242,7 @@ pub struct KernelBoot {
     pub selftest_lines: Vec<Mark>,
     /// The longest silences before the first program (at least 200 ms, longest first, five at
     /// most): (line before, line after). Without `initcall_debug` these show where time went.
-    pub gaps: Vec<(Mark, Mark)>,
+    pub gaps: Vec<Gap>,
     /// A line saying the kernel runs in a virtual machine (`Hypervisor detected`, `DMI: QEMU`).
     pub virtual_machine: Option<Mark>,
     /// The last kernel timestamp in the log.
@@ -311,8 +349,8 @@ pub fn analyze(log: &Log) -> KernelBoot {
                 || text.starts_with("probe of ")
             {
                 kb.counts.initcall_debug_bytes_to_init += n;
-            } else if line.level.map_or(true, |l| l >= 4) {
-                kb.counts.quiet_hidden_bytes_to_init += n;
+            } else {
+                kb.counts.bytes_to_init_by_level[usize::from(line.level.unwrap_or(6).min(7))] += n;
             }
         }
         let mark = |t: &str| Mark {
@@ -323,11 +361,16 @@ pub fn analyze(log: &Log) -> KernelBoot {
         };
         if kb.landmarks.run_init.is_none() {
             if let Some(p) = prev.as_ref().filter(|p| ts >= p.us + 200_000) {
-                kb.gaps.push((p.clone(), mark(&text)));
+                kb.gaps.push(Gap {
+                    us: ts - p.us,
+                    before: p.clone(),
+                    after: mark(&text),
+                });
             }
             // A secondary CPU's early lines can go back in time; keep the latest.
-            if prev.as_ref().map_or(true, |p| ts >= p.us) {
-                prev = Some(mark(&text));
+            match &prev {
+                Some(p) if ts < p.us => {}
+                _ => prev = Some(mark(&text)),
             }
         }
         if let Some(rest) = text.strip_prefix("calling ") {
@@ -349,11 +392,16 @@ pub fn analyze(log: &Log) -> KernelBoot {
                         end_us: None,
                         duration_us: None,
                         ret: None,
+                        overlapped: false,
                         call_line: Some(line.lineno),
                         return_line: None,
                     });
                 }
-                None => bad(&mut kb, line, "expected `calling  FUNC+0xOFF/0xLEN [MODULE] @ PID`"),
+                None => bad(
+                    &mut kb,
+                    line,
+                    "expected `calling  FUNC+0xOFF/0xLEN [MODULE] @ PID`",
+                ),
             }
             continue;
         }
@@ -391,6 +439,7 @@ pub fn analyze(log: &Log) -> KernelBoot {
                                 end_us: Some(ts),
                                 duration_us: Some(dur),
                                 ret,
+                                overlapped: false,
                                 call_line: None,
                                 return_line: Some(line.lineno),
                             });
@@ -439,11 +488,12 @@ pub fn analyze(log: &Log) -> KernelBoot {
         kernel_landmark(&mut kb, &text, mark(&text));
     }
     kb.gaps
-        .sort_by_key(|(a, b)| (std::cmp::Reverse(b.us - a.us), a.lineno));
+        .sort_by_key(|g| (std::cmp::Reverse(g.us), g.before.lineno));
     kb.gaps.truncate(5);
     kb.counts.unfinished_initcalls = kb.initcalls.iter().filter(|i| i.end_us.is_none()).count();
     kb.last_us = last_ts;
     kb.phases = phases(&kb.landmarks);
+    mark_overlaps(&mut kb.initcalls);
     kb.threads = threads(&kb.initcalls, last_ts);
     kb
 }
@@ -537,7 +587,11 @@ fn parse_duration(s: &str) -> Option<u64> {
 fn parse_probe(rest: &str) -> Option<(String, i64, u64)> {
     let (device, right) = rest.rsplit_once(" returned ")?;
     let (r, after) = right.split_once(" after ")?;
-    Some((device.trim().to_string(), r.trim().parse().ok()?, parse_duration(after)?))
+    Some((
+        device.trim().to_string(),
+        r.trim().parse().ok()?,
+        parse_duration(after)?,
+    ))
 }
 
 /// The initcall a probe ran inside: the open one on the caller's thread, or the only open one.
@@ -566,6 +620,7 @@ fn kernel_landmark(kb: &mut KernelBoot, text: &str, mark: Mark) {
         // The `Kernel command line:` form is the one the kernel parses; prefer it.
         if kb.cmdline.is_none() || text.starts_with("Kernel") {
             kb.cmdline = Some(c.trim().to_string());
+            kb.cmdline_lineno = Some(mark.lineno);
         }
     } else if text.starts_with("Linux version ") {
         kb.version.get_or_insert_with(|| text.to_string());
@@ -588,7 +643,7 @@ fn kernel_landmark(kb: &mut KernelBoot, text: &str, mark: Mark) {
             .rsplit_once(" in ")
             .and_then(|(_, r)| r.trim().strip_suffix("ms")?.parse().ok());
         if let (Some(n), Some(ms)) = (node, ms) {
-            kb.deferred_pages.push((n, ms, mark));
+            kb.deferred_pages.push(DeferredPages { node: n, ms, mark });
         }
     } else if text.starts_with("Trying to unpack rootfs image as initramfs")
         || text.starts_with("Unpacking initramfs")
@@ -608,10 +663,19 @@ fn kernel_landmark(kb: &mut KernelBoot, text: &str, mark: Mark) {
                 lm.run_init = Some(mark);
             }
         }
-    } else if lm.run_init.is_some() && lm.root_mounted.is_none() && is_root_mount(text) {
+    } else if lm.root_mounted.is_none()
+        && (text.starts_with("VFS: Mounted root") || (lm.run_init.is_some() && is_root_mount(text)))
+    {
+        // The kernel mounts the root itself (`VFS: Mounted root`), or the initramfs does:
+        // then the first file system mounted after it started is taken as the root.
         lm.root_mounted = Some(mark);
-    } else if text.starts_with("VFS: Mounted root") && lm.root_mounted.is_none() {
-        lm.root_mounted = Some(mark);
+    } else if lm.run_init.is_some()
+        && lm.switch_root.is_none()
+        && text.starts_with("systemd[1]: Switching root")
+    {
+        lm.switch_root = Some(mark);
+        // The systemd seen so far ran in the initramfs; the real one comes next.
+        lm.real_init = None;
     } else if lm.run_init.is_some()
         && lm.real_init.is_none()
         && (text.starts_with("Not activating Mandatory Access Control")
@@ -624,7 +688,12 @@ fn kernel_landmark(kb: &mut KernelBoot, text: &str, mark: Mark) {
             attached: None,
         });
     } else if text.contains("Direct-Access") {
-        if let Some(w) = kb.usb_storage.iter_mut().rev().find(|w| w.attached.is_none()) {
+        if let Some(w) = kb
+            .usb_storage
+            .iter_mut()
+            .rev()
+            .find(|w| w.attached.is_none())
+        {
             w.attached = Some(mark);
         }
     } else if text.starts_with("Floppy drive(s):")
@@ -690,6 +759,26 @@ fn phases(lm: &Landmarks) -> Phases {
             _ => None,
         },
         to_real_init_us: real,
+    }
+}
+
+/// Flags initcalls during which another thread's initcall started (see
+/// [`Initcall::overlapped`]).
+fn mark_overlaps(initcalls: &mut [Initcall]) {
+    let mut starts: Vec<(u64, Option<u32>)> = initcalls
+        .iter()
+        .filter_map(|i| Some((i.start_us?, i.pid)))
+        .collect();
+    starts.sort_unstable();
+    for ic in initcalls.iter_mut() {
+        let (Some(s), Some(e)) = (ic.start_us, ic.end_us) else {
+            continue;
+        };
+        let from = starts.partition_point(|&(t, _)| t <= s);
+        ic.overlapped = starts[from..]
+            .iter()
+            .take_while(|&&(t, _)| t < e)
+            .any(|&(_, p)| p != ic.pid);
     }
 }
 
@@ -849,6 +938,27 @@ ter 5183 usecs
         assert_eq!(kb.phases.initramfs_us, None);
         assert_eq!(kb.phases.to_real_init_us, Some(1_500_000));
         assert_eq!(kb.landmarks.root_mounted.as_ref().unwrap().us, 1_200_000);
+    }
+
+    #[test]
+    fn systemd_initramfs_switching_root() {
+        let kb = run("\
+[    1.0] Run /init as init process
+[    1.2] systemd[1]: systemd 252 running in system mode (+PAM)
+[    1.3] systemd[1]: Detected virtualization kvm.
+[    3.0] EXT4-fs (vda): mounted filesystem with ordered data mode.
+[    3.5] systemd[1]: Switching root.
+[    3.9] systemd[1]: systemd 252 running in system mode (+PAM)
+");
+        assert_eq!(kb.landmarks.switch_root.as_ref().unwrap().us, 3_500_000);
+        assert_eq!(kb.landmarks.real_init.as_ref().unwrap().lineno, 6);
+        assert_eq!(kb.phases.initramfs_us, Some(2_900_000));
+        // Without the switch, the first systemd line is the real init (initramfs-tools).
+        let kb = run("\
+[    1.0] Run /init as init process
+[    3.9] systemd[1]: systemd 252 running in system mode (+PAM)
+");
+        assert_eq!(kb.phases.to_real_init_us, Some(3_900_000));
     }
 
     #[test]

@@ -172,7 +172,9 @@ fn parse_kernel(raw: &str) -> Result<Option<Line>, String> {
     };
     rest = &after[end + 1..];
     let mut caller = None;
-    if let Some(after) = rest.strip_prefix('[') {
+    // The console glues the caller to the time (`][    T1]`); util-linux dmesg puts a space
+    // between them.
+    if let Some(after) = rest.strip_prefix('[').or_else(|| rest.strip_prefix(" [")) {
         if let Some(end) = after.find(']') {
             if let Some(c) = parse_caller(after[..end].trim()) {
                 caller = Some(c);
@@ -311,6 +313,12 @@ mod tests {
         );
         assert_eq!(log.lines[1].caller, Some(Caller::Cpu(1)));
         assert_eq!(log.lines[1].ts_us, Some(1000));
+        let log =
+            parse("[    0.000000] [      T0] Linux version 6.1\n[    1.0] [drm] Initialized\n");
+        assert_eq!(log.lines[0].caller, Some(Caller::Thread(0)));
+        assert_eq!(log.lines[0].text, "Linux version 6.1");
+        assert_eq!(log.lines[1].caller, None);
+        assert_eq!(log.lines[1].text, "[drm] Initialized");
     }
 
     #[test]
@@ -323,8 +331,9 @@ mod tests {
 
     #[test]
     fn console_text_is_untimed_and_embedded_stamp_split() {
-        let log =
-            parse("Loading, please wait...\r\nBegin: x ... [    8.991277] calling  f+0x0/0x1 @ 118\r\n");
+        let log = parse(
+            "Loading, please wait...\r\nBegin: x ... [    8.991277] calling  f+0x0/0x1 @ 118\r\n",
+        );
         assert_eq!(log.bad.len(), 0);
         assert_eq!(log.lines.len(), 3);
         assert_eq!(log.lines[0].ts_us, None);
@@ -352,7 +361,11 @@ mod tests {
     #[test]
     fn wall_clock_stamps_named_in_the_reason() {
         let log = parse("[Sun Nov 22 11:00:33 2026] hello\n");
-        assert_eq!(log.bad.len(), 0, "text in brackets that is not a number is console text");
+        assert_eq!(
+            log.bad.len(),
+            0,
+            "text in brackets that is not a number is console text"
+        );
         let log = parse("<6>[Sun Nov 22 11:00:33 2026] hello\n");
         assert_eq!(log.bad.len(), 1);
         assert!(log.bad[0].reason.contains("dmesg -T"));

@@ -1,1 +1,149 @@
-//! Kernel log analysis (being written).
+//! The kernel's share of the boot: what happened before init ran.
+//!
+//! This crate reads a kernel log — a trace's `dmesg` file, `dmesg` output, or a serial console
+//! capture with user-space output mixed in — and tells how long the kernel took to its first
+//! program, how long the initramfs ran, which initcalls and module inits cost time and on
+//! which thread, and what to change ([`mod@findings`]). It renders that as text, JSON and a
+//! standalone SVG timeline with one row per thread, as the kernel's `bootgraph.pl` draws it.
+//!
+//! It owns dmesg parsing ([`dmesg`]), the kernel model ([`boot`]), the kernel findings and
+//! their renderings ([`text`], [`svg`]), and the pure parsers for firmware and loader times
+//! ([`firmware`]). It does not read user-space samples or build the whole-boot model (that is
+//! `analyze`). Parsing is pure; the only I/O is [`read_path`] (a convenience for the CLI) and
+//! the firmware readers, which take the sysfs directory as a parameter.
+//!
+//! ```
+//! let report = kernel::Report::from_text(
+//!     "dmesg",
+//!     "[    1.6] calling  crypto_kdf108_init+0x0/0x156 @ 1\n\
+//!      [    5.5] initcall crypto_kdf108_init+0x0/0x156 returned 0 after 3916026 usecs\n\
+//!      [    7.3] Run /init as init process\n",
+//! );
+//! assert_eq!(report.boot.phases.kernel_us, Some(7_300_000));
+//! assert_eq!(report.boot.initcalls[0].func, "crypto_kdf108_init");
+//! ```
+#![deny(missing_docs)]
+
+pub mod boot;
+pub mod dmesg;
+pub mod findings;
+pub mod firmware;
+pub mod svg;
+pub mod text;
+
+use std::path::Path;
+
+use serde::Serialize;
+
+pub use boot::{analyze, Initcall, KernelBoot};
+pub use findings::{findings, Finding};
+
+/// A module's share: its init functions summed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModuleCost {
+    /// The module.
+    pub module: String,
+    /// Summed init duration in microseconds.
+    pub duration_us: u64,
+    /// How many init functions.
+    pub initcalls: usize,
+}
+
+/// Everything the verb shows: the kernel model and the findings over it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Where the log came from, for messages and the report header.
+    pub source: String,
+    /// The time shares are measured against (see [`KernelBoot::basis_us`]).
+    pub basis_us: u64,
+    /// What `basis_us` is: `to real init`, `to the first program` or `to the last line`.
+    pub basis: &'static str,
+    /// Modules, slowest first.
+    pub modules: Vec<ModuleCost>,
+    /// The findings, largest gain first.
+    pub findings: Vec<Finding>,
+    /// The kernel model.
+    pub boot: KernelBoot,
+}
+
+impl Report {
+    /// Parses and analyses a log given as text.
+    pub fn from_text(source: &str, text: &str) -> Report {
+        let boot = analyze(&dmesg::parse(text));
+        let findings = findings(&boot);
+        let basis = if boot.phases.to_real_init_us.is_some() {
+            "to real init"
+        } else if boot.phases.kernel_us.is_some() {
+            "to the first program"
+        } else {
+            "to the last line"
+        };
+        let modules = boot
+            .modules()
+            .into_iter()
+            .map(|(module, duration_us, initcalls)| ModuleCost {
+                module,
+                duration_us,
+                initcalls,
+            })
+            .collect();
+        Report {
+            source: source.to_string(),
+            basis_us: boot.basis_us(),
+            basis,
+            modules,
+            findings,
+            boot,
+        }
+    }
+
+    /// A fraction of the basis, for the "share" columns.
+    pub fn share(&self, us: u64) -> f64 {
+        if self.basis_us == 0 {
+            0.0
+        } else {
+            us as f64 / self.basis_us as f64
+        }
+    }
+
+    /// Writes the report as one JSON object.
+    pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        serde_json::to_writer_pretty(&mut *out, self).map_err(std::io::Error::from)?;
+        writeln!(out)
+    }
+}
+
+/// An error reading the log.
+#[derive(Debug)]
+pub struct ReadError {
+    /// The file that could not be read.
+    pub path: std::path::PathBuf,
+    /// Why.
+    pub source: std::io::Error,
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.source)
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// Reads a log from a file, or from the `dmesg` file of a trace directory, and analyses it.
+/// Bytes that are not UTF-8 (serial line noise) are replaced, not refused.
+pub fn read_path(path: &Path) -> Result<Report, ReadError> {
+    let file = if path.is_dir() {
+        path.join("dmesg")
+    } else {
+        path.to_path_buf()
+    };
+    let bytes = std::fs::read(&file).map_err(|source| ReadError {
+        path: file.clone(),
+        source,
+    })?;
+    Ok(Report::from_text(
+        &file.display().to_string(),
+        &String::from_utf8_lossy(&bytes),
+    ))
+}

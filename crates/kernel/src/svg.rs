@@ -1,0 +1,290 @@
+//! A standalone SVG timeline of the kernel's boot: the phases on top, then one row per thread
+//! that ran initcalls (pid 1 is `kernel_init`; module inits run in the modprobe processes),
+//! so work done in parallel shows as parallel bars, as the kernel's `bootgraph.pl` draws it.
+//! Output is deterministic: the same report gives the same bytes.
+
+use std::io::{self, Write};
+
+use crate::Report;
+
+const WIDTH: f64 = 1200.0;
+const LEFT: f64 = 80.0;
+const RIGHT: f64 = 20.0;
+const ROW: f64 = 20.0;
+const TOP: f64 = 70.0;
+/// Bars at least this share of the basis, or among the slowest [`LABELLED`], get a label.
+const LABEL_SHARE: f64 = 0.01;
+const LABELLED: usize = 12;
+
+/// Escapes text for XML content and attribute values.
+pub fn escape(s: &str) -> String {
+    let mut o = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' => o.push_str("&quot;"),
+            '\'' => o.push_str("&apos;"),
+            // Control characters are not allowed in XML 1.0.
+            c if (c as u32) < 0x20 && c != '\t' && c != '\n' => o.push(' '),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
+/// A tick step near a tenth of the span: 1, 2 or 5 times a power of ten, in microseconds.
+fn tick_step(span_us: u64) -> u64 {
+    let target = (span_us / 10).max(1);
+    let mut p = 1u64;
+    while p * 10 <= target {
+        p *= 10;
+    }
+    [1, 2, 5, 10]
+        .iter()
+        .map(|m| m * p)
+        .find(|s| *s >= target)
+        .unwrap_or(p * 10)
+}
+
+/// Writes the SVG.
+pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let kb = &r.boot;
+    let lm = &kb.landmarks;
+    let ic_end = kb
+        .initcalls
+        .iter()
+        .filter_map(|i| i.end_us.or(i.start_us))
+        .max()
+        .unwrap_or(0);
+    let span = [
+        ic_end,
+        kb.phases.to_real_init_us.unwrap_or(0),
+        kb.phases.kernel_us.unwrap_or(0),
+        lm.root_mounted.as_ref().map_or(0, |m| m.us),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
+    // Nothing to place on the timeline: show the whole log.
+    let span = if span == 0 { kb.last_us } else { span }.max(1);
+    let scale = (WIDTH - LEFT - RIGHT) / span as f64;
+    let x = |us: u64| LEFT + us as f64 * scale;
+    let rows = kb.threads.len().max(2);
+    let height = TOP + rows as f64 * ROW + 40.0;
+
+    writeln!(
+        out,
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height:.0}" viewBox="0 0 {WIDTH} {height:.0}" font-family="sans-serif" font-size="10">
+<style>.b{{fill:#4a7fb5}}.m{{fill:#5a9e5a}}.e{{fill:#b0b0b0}}.b,.m,.e{{stroke:white;stroke-width:0.3}}.k{{fill:#d9e6f2}}.i{{fill:#e3f0d8}}.l{{stroke:#c0392b;stroke-dasharray:3,3}}</style>
+<rect width="100%" height="100%" fill="white"/>"#
+    )?;
+    writeln!(
+        out,
+        r#"<text x="{LEFT}" y="14" font-size="12">{}</text>"#,
+        escape(&format!(
+            "kernel boot: {} ({} initcalls on {} threads)",
+            r.source,
+            kb.initcalls.len(),
+            kb.threads.len()
+        ))
+    )?;
+    // Phases band.
+    let band_y = 22.0;
+    if let Some(k) = kb.phases.kernel_us {
+        writeln!(
+            out,
+            r#"<rect class="k" x="{:.1}" y="{band_y}" width="{:.1}" height="14"><title>{}</title></rect><text x="{:.1}" y="{:.1}">kernel {:.2} s</text>"#,
+            x(0),
+            x(k) - x(0),
+            escape("kernel: start to the first program"),
+            x(0) + 3.0,
+            band_y + 11.0,
+            k as f64 / 1e6
+        )?;
+        if let (Some(i), Some(real)) = (kb.phases.initramfs_us, kb.phases.to_real_init_us) {
+            writeln!(
+                out,
+                r#"<rect class="i" x="{:.1}" y="{band_y}" width="{:.1}" height="14"><title>initramfs</title></rect><text x="{:.1}" y="{:.1}">initramfs {:.2} s</text>"#,
+                x(k),
+                x(real) - x(k),
+                x(k) + 3.0,
+                band_y + 11.0,
+                i as f64 / 1e6
+            )?;
+        }
+    }
+    // Axis.
+    let axis_y = TOP - 8.0;
+    let step = tick_step(span);
+    let mut t = 0;
+    while t <= span {
+        writeln!(
+            out,
+            r##"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="#e0e0e0"/><text x="{0:.1}" y="{3:.1}" text-anchor="middle">{4}</text>"##,
+            x(t),
+            axis_y,
+            height - 30.0,
+            axis_y - 3.0,
+            fmt_tick(t, step)
+        )?;
+        t += step;
+    }
+    // Landmarks.
+    let marks = [
+        ("initramfs unpacked", &lm.initramfs_unpack_end),
+        ("/init", &lm.run_init),
+        ("root", &lm.root_mounted),
+        ("real init", &lm.real_init),
+    ];
+    for (i, (name, m)) in marks.iter().enumerate() {
+        if let Some(m) = m {
+            writeln!(
+                out,
+                r##"<line class="l" x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}"/><text x="{3:.1}" y="{4:.1}" fill="#c0392b" text-anchor="{6}">{5}</text>"##,
+                x(m.us),
+                axis_y,
+                height - 30.0,
+                x(m.us) + if x(m.us) > WIDTH - 150.0 { -2.0 } else { 2.0 },
+                height - 28.0 + 9.0 * (i % 2) as f64,
+                escape(&format!("{name} {:.2} s", m.us as f64 / 1e6)),
+                if x(m.us) > WIDTH - 150.0 {
+                    "end"
+                } else {
+                    "start"
+                }
+            )?;
+        }
+    }
+    // Rows. Bars first; then labels, slowest first, each only where it overlaps no label
+    // already placed in its row.
+    let labelled: Vec<usize> = kb.slowest().into_iter().take(LABELLED).collect();
+    let mut placed: Vec<Vec<(f64, f64)>> = vec![Vec::new(); kb.threads.len()];
+    let row_of = |pid: Option<u32>| kb.threads.iter().position(|t| Some(t.pid) == pid);
+    for (row, th) in kb.threads.iter().enumerate() {
+        let y = TOP + row as f64 * ROW;
+        writeln!(
+            out,
+            r#"<text x="4" y="{:.1}">{}</text>"#,
+            y + 13.0,
+            escape(&format!("pid {}", th.pid))
+        )?;
+    }
+    for ic in &kb.initcalls {
+        let (Some(row), Some(s)) = (row_of(ic.pid), ic.timeline_start()) else {
+            continue;
+        };
+        let y = TOP + row as f64 * ROW;
+        let e = ic.end_us.unwrap_or(kb.last_us).max(s);
+        let class = if ic.ret.is_some_and(|r| r < 0) {
+            "e"
+        } else if ic.module.is_some() {
+            "m"
+        } else {
+            "b"
+        };
+        let w = (x(e) - x(s)).max(0.5);
+        writeln!(
+            out,
+            r#"<rect class="{class}" x="{:.1}" y="{:.1}" width="{w:.1}" height="{:.1}"><title>{}</title></rect>"#,
+            x(s),
+            y + 2.0,
+            ROW - 4.0,
+            escape(&format!(
+                "{} @ {}: {:.3} ms, {:.3}-{:.3} s{}",
+                ic.label(),
+                ic.pid.unwrap_or(0),
+                ic.cost_us() as f64 / 1e3,
+                s as f64 / 1e6,
+                e as f64 / 1e6,
+                ic.ret
+                    .map(|r| format!(", returned {r}"))
+                    .unwrap_or_default()
+            ))
+        )?;
+    }
+    let mut order = kb.slowest();
+    order.retain(|&i| r.share(kb.initcalls[i].cost_us()) >= LABEL_SHARE || labelled.contains(&i));
+    for i in order {
+        let ic = &kb.initcalls[i];
+        let (Some(row), Some(s)) = (row_of(ic.pid), ic.timeline_start()) else {
+            continue;
+        };
+        let text = format!(
+            "{} {}",
+            ic.label(),
+            if ic.cost_us() >= 1_000_000 {
+                format!("{:.2} s", ic.cost_us() as f64 / 1e6)
+            } else {
+                format!("{:.0} ms", ic.cost_us() as f64 / 1e3)
+            }
+        );
+        // About 5.5 px a character at font-size 10.
+        let (a, b) = (x(s) + 2.0, x(s) + 2.0 + text.chars().count() as f64 * 5.5);
+        if placed[row].iter().any(|&(pa, pb)| a < pb && pa < b) {
+            continue;
+        }
+        placed[row].push((a, b));
+        writeln!(
+            out,
+            r#"<text x="{a:.1}" y="{:.1}">{}</text>"#,
+            TOP + row as f64 * ROW + 13.0,
+            escape(&text)
+        )?;
+    }
+    if !kb.has_initcalls() {
+        // Without initcalls, the silences in the log are what can be shown.
+        writeln!(out, r#"<text x="4" y="{:.1}">silences</text>"#, TOP + 13.0)?;
+        for g in &kb.gaps {
+            writeln!(
+                out,
+                r#"<rect class="e" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}"><title>{}</title></rect>"#,
+                x(g.before.us),
+                TOP + 2.0,
+                (x(g.after.us) - x(g.before.us)).max(0.5),
+                ROW - 4.0,
+                escape(&format!(
+                    "{:.2} s without a kernel line, after line {}: {}",
+                    g.us as f64 / 1e6,
+                    g.before.lineno,
+                    g.before.text
+                ))
+            )?;
+        }
+        writeln!(
+            out,
+            r#"<text x="{LEFT}" y="{:.1}">{}</text>"#,
+            TOP + ROW + 13.0,
+            escape("no initcall lines in this log: boot with initcall_debug to see them")
+        )?;
+    }
+    writeln!(out, "</svg>")
+}
+
+fn fmt_tick(us: u64, step: u64) -> String {
+    if step >= 1_000_000 {
+        format!("{} s", us / 1_000_000)
+    } else {
+        format!("{:.1} s", us as f64 / 1e6)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(escape(r#"a<b>&"c'"#), "a&lt;b&gt;&amp;&quot;c&apos;");
+        assert_eq!(escape("x\u{1}y"), "x y");
+    }
+
+    #[test]
+    fn ticks_are_round() {
+        assert_eq!(tick_step(7_340_000), 1_000_000);
+        assert_eq!(tick_step(14_000_000), 2_000_000);
+        assert_eq!(tick_step(400_000), 50_000);
+    }
+}

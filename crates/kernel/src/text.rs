@@ -1,0 +1,206 @@
+//! The report as text for a terminal.
+
+use std::io::{self, Write};
+
+use crate::boot::Mark;
+use crate::Report;
+
+/// How many rows the top lists show.
+pub const TOP: usize = 15;
+
+fn secs(us: u64) -> String {
+    format!("{:.3} s", us as f64 / 1e6)
+}
+
+fn short(us: u64) -> String {
+    if us >= 1_000_000 {
+        format!("{:.2} s", us as f64 / 1e6)
+    } else {
+        format!("{:.1} ms", us as f64 / 1e3)
+    }
+}
+
+/// Writes the text report.
+pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let kb = &r.boot;
+    let c = &kb.counts;
+    writeln!(out, "kernel log: {}", r.source)?;
+    writeln!(
+        out,
+        "  {} kernel lines, {} console lines, {} unreadable",
+        c.kernel_lines, c.console_lines, c.bad_lines
+    )?;
+    if let Some(v) = &kb.version {
+        writeln!(out, "  {v}")?;
+    }
+    if let Some(cmd) = &kb.cmdline {
+        writeln!(out, "  command line: {cmd}")?;
+    }
+
+    writeln!(out, "\nphases")?;
+    let p = &kb.phases;
+    let row = |out: &mut dyn Write, name: &str, v: Option<u64>| -> io::Result<()> {
+        match v {
+            Some(us) => writeln!(out, "  {name:<26}{:>10}", secs(us)),
+            None => writeln!(out, "  {name:<26}{:>10}", "unknown"),
+        }
+    };
+    let first = kb
+        .landmarks
+        .run_init_program
+        .as_deref()
+        .unwrap_or("first program");
+    row(out, &format!("kernel (to {first})"), p.kernel_us)?;
+    if p.initramfs_us.is_some() || kb.landmarks.initramfs_unpack_start.is_some() {
+        row(out, "in initramfs", p.initramfs_us)?;
+    }
+    row(out, "to real init", p.to_real_init_us)?;
+    writeln!(
+        out,
+        "  (firmware and boot loader time is not in the kernel log)"
+    )?;
+
+    writeln!(out, "\nlandmarks")?;
+    let lm = &kb.landmarks;
+    let marks: [(&str, &Option<Mark>); 7] = [
+        ("initramfs unpack started", &lm.initramfs_unpack_start),
+        ("initramfs unpacked", &lm.initramfs_unpack_end),
+        ("built-in initcalls done", &lm.initcalls_done),
+        ("first program run", &lm.run_init),
+        ("root mounted", &lm.root_mounted),
+        ("switched root", &lm.switch_root),
+        ("real init started", &lm.real_init),
+    ];
+    let mut any = false;
+    for (name, m) in marks {
+        if let Some(m) = m {
+            any = true;
+            writeln!(
+                out,
+                "  {}{:>10}  {name:<26} line {}: {}",
+                if m.approximate { ">" } else { " " },
+                secs(m.us),
+                m.lineno,
+                m.text
+            )?;
+        }
+    }
+    if !any {
+        writeln!(out, "  none found")?;
+    }
+
+    if kb.has_initcalls() {
+        writeln!(
+            out,
+            "\nslowest initcalls (share of {} {})",
+            short(r.basis_us),
+            r.basis
+        )?;
+        for &i in kb.slowest().iter().take(TOP) {
+            let ic = &kb.initcalls[i];
+            writeln!(
+                out,
+                "  {:>9}{}{:>6.1}%  {:<44} {}{}",
+                short(ic.cost_us()),
+                if ic.overlapped { "*" } else { " " },
+                100.0 * r.share(ic.cost_us()),
+                ic.label(),
+                ic.pid.map(|p| format!("pid {p}")).unwrap_or_default(),
+                match ic.ret {
+                    Some(0) | None => String::new(),
+                    Some(e) => format!("  returned {e}"),
+                }
+            )?;
+        }
+        if kb.initcalls.iter().any(|i| i.overlapped) {
+            writeln!(
+                out,
+                "  * from the timestamps: the kernel keeps one start time for all threads, so \
+                 its own figure is wrong for initcalls that overlap"
+            )?;
+        }
+        if !r.modules.is_empty() {
+            writeln!(out, "\nmodules (init time)")?;
+            for m in r.modules.iter().take(TOP) {
+                writeln!(
+                    out,
+                    "  {:>9} {:>6.1}%  {}",
+                    short(m.duration_us),
+                    100.0 * r.share(m.duration_us),
+                    m.module
+                )?;
+            }
+        }
+        writeln!(out, "\nthreads (timeline rows)")?;
+        for t in &kb.threads {
+            writeln!(
+                out,
+                "  pid {:<6} {:>4} initcalls  busy {:>9}  from {} to {}",
+                t.pid,
+                t.initcalls,
+                short(t.busy_us),
+                secs(t.first_us),
+                secs(t.last_us)
+            )?;
+        }
+        let mut probes: Vec<_> = kb.probes.iter().collect();
+        probes.sort_by_key(|p| (std::cmp::Reverse(p.duration_us), p.lineno));
+        if !probes.is_empty() {
+            writeln!(out, "\nslowest driver probes")?;
+            for p in probes.iter().take(8) {
+                let within = p
+                    .initcall
+                    .map(|i| format!("  in {}", kb.initcalls[i].label()))
+                    .unwrap_or_default();
+                writeln!(out, "  {:>9}  {}{}", short(p.duration_us), p.device, within)?;
+            }
+        }
+    } else {
+        writeln!(
+            out,
+            "\nno initcall lines: boot with initcall_debug to see the initcalls"
+        )?;
+        if !kb.gaps.is_empty() {
+            writeln!(out, "\nlongest silences before the first program")?;
+            for g in &kb.gaps {
+                let (a, b) = (&g.before, &g.after);
+                writeln!(
+                    out,
+                    "  {:>9}  after line {} ({}): {}",
+                    short(b.us - a.us),
+                    a.lineno,
+                    secs(a.us),
+                    a.text
+                )?;
+            }
+        }
+    }
+
+    writeln!(out, "\nfindings")?;
+    if r.findings.is_empty() {
+        writeln!(out, "  none: nothing in this log shows a known kernel cost")?;
+    }
+    for f in &r.findings {
+        let gain = f
+            .gain_us
+            .map(|g| format!("expected gain {}", short(g)))
+            .unwrap_or_else(|| "gain unknown".into());
+        writeln!(out, "  [{}] {} ({gain})", f.id, f.title)?;
+        for e in &f.evidence {
+            if e.lineno == 0 {
+                writeln!(out, "      {}", e.text)?;
+            } else {
+                writeln!(out, "      line {}: {}", e.lineno, e.text)?;
+            }
+        }
+        writeln!(out, "    change: {}", f.advice)?;
+        writeln!(out, "    gain: {}", f.gain_basis)?;
+    }
+    if c.bad_lines > 0 {
+        writeln!(out, "\nunreadable lines ({}; first shown)", c.bad_lines)?;
+        for b in kb.bad.iter().take(5) {
+            writeln!(out, "  line {}: {} ({})", b.lineno, b.text, b.reason)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,340 @@
+//! The kernel report on real and hand-made logs from tests/fixtures/dmesg/ (see its README).
+
+use std::path::PathBuf;
+
+use kernel::Report;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/dmesg")
+        .join(name)
+}
+
+fn report(name: &str) -> Report {
+    kernel::read_path(&fixture(name)).expect("fixture readable")
+}
+
+fn ids(r: &Report) -> Vec<&'static str> {
+    r.findings.iter().map(|f| f.id).collect()
+}
+
+/// A small well-formedness check: tags nest and close, attributes are quoted, and text holds
+/// no raw `<` or a bare `&`.
+fn check_xml(s: &str) -> Result<usize, String> {
+    let mut stack: Vec<String> = Vec::new();
+    let mut elements = 0;
+    let mut rest = s;
+    if let Some(r) = rest.strip_prefix("<?xml") {
+        rest = &r[r.find("?>").ok_or("unterminated XML declaration")? + 2..];
+    }
+    loop {
+        let Some(lt) = rest.find('<') else {
+            check_text(rest)?;
+            break;
+        };
+        check_text(&rest[..lt])?;
+        let gt = rest[lt..].find('>').ok_or("unterminated tag")? + lt;
+        let tag = &rest[lt + 1..gt];
+        rest = &rest[gt + 1..];
+        if let Some(name) = tag.strip_prefix('/') {
+            let open = stack.pop().ok_or(format!("</{name}> closes nothing"))?;
+            if open != name.trim() {
+                return Err(format!("</{name}> closes <{open}>"));
+            }
+            continue;
+        }
+        let self_closing = tag.ends_with('/');
+        let body = tag.trim_end_matches('/');
+        let name: String = body.chars().take_while(|c| !c.is_whitespace()).collect();
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == ':' || c == '-')
+        {
+            return Err(format!("bad tag name in <{tag}>"));
+        }
+        // Attributes: name="value" pairs, values without `<` or raw `"`.
+        let mut attrs = body[name.len()..].trim();
+        while !attrs.is_empty() {
+            let eq = attrs
+                .find("=\"")
+                .ok_or(format!("unquoted attribute in <{tag}>"))?;
+            let after = &attrs[eq + 2..];
+            let close = after
+                .find('"')
+                .ok_or(format!("unterminated attribute in <{tag}>"))?;
+            check_text(&after[..close])?;
+            attrs = after[close + 1..].trim_start();
+        }
+        elements += 1;
+        if !self_closing {
+            stack.push(name);
+        }
+    }
+    if let Some(open) = stack.pop() {
+        return Err(format!("<{open}> never closed"));
+    }
+    Ok(elements)
+}
+
+fn check_text(t: &str) -> Result<(), String> {
+    if t.contains('<') {
+        return Err(format!("raw < in {t:?}"));
+    }
+    let mut rest = t;
+    while let Some(i) = rest.find('&') {
+        let ent = &rest[i..];
+        if !["&amp;", "&lt;", "&gt;", "&quot;", "&apos;"]
+            .iter()
+            .any(|e| ent.starts_with(e))
+        {
+            return Err(format!("bare & in {t:?}"));
+        }
+        rest = &rest[i + 1..];
+    }
+    Ok(())
+}
+
+#[test]
+fn checker_rejects_broken_xml() {
+    assert!(check_xml("<a><b></a>").is_err());
+    assert!(check_xml("<a>x < y</a>").is_err());
+    assert!(check_xml("<a t=1/>").is_err());
+    assert!(check_xml("<a>&bogus;</a>").is_err());
+    assert_eq!(check_xml("<a t=\"1\"><b/>&amp;</a>"), Ok(2));
+}
+
+#[test]
+fn serial_capture_with_initcall_debug() {
+    let r = report("debian12-6.1-qemu-initcall_debug.serial.log");
+    let kb = &r.boot;
+    // The README's figures: 7.34 s to `Run /init`, crypto_kdf108_init slowest at 3.9 s.
+    assert_eq!(kb.phases.kernel_us, Some(7_339_389));
+    let slowest = &kb.initcalls[kb.slowest()[0]];
+    assert_eq!(slowest.func, "crypto_kdf108_init");
+    assert_eq!(slowest.cost_us(), 3_916_026);
+    assert_eq!(slowest.pid, Some(1));
+    assert_eq!(kb.counts.bad_lines, 0, "{:?}", kb.bad);
+    assert!(kb.counts.console_lines >= 30);
+    assert_eq!(kb.counts.unfinished_initcalls, 0);
+    assert_eq!(kb.counts.unpaired_returns, 0);
+    // 703 `calling` lines, 15 of them PCI quirks (not initcalls).
+    assert_eq!(kb.initcalls.len(), 688);
+    assert_eq!(kb.landmarks.root_mounted.as_ref().unwrap().us, 13_430_921);
+    assert_eq!(kb.phases.to_real_init_us, Some(13_980_605));
+    assert_eq!(kb.initramfs_kib, Some(30432));
+    // Ten threads ran initcalls: 0 (console setup), 1 (kernel_init), eight modprobes.
+    assert_eq!(kb.threads.len(), 10);
+    assert_eq!(kb.threads[0].pid, 1);
+    // e1000's init overlapped other module inits: the kernel's 342966 us counts from the
+    // last `calling` on any thread; the timestamps give the real span.
+    let e1000 = kb
+        .initcalls
+        .iter()
+        .find(|i| i.func == "e1000_init_module")
+        .unwrap();
+    assert!(e1000.overlapped);
+    assert_eq!(e1000.duration_us, Some(342_966));
+    assert_eq!(e1000.cost_us(), 10_445_957 - 9_106_399);
+    assert_eq!(r.modules[0].module, "e1000");
+    let f = ids(&r);
+    for want in [
+        "slow-selftest",
+        "initramfs-unpack",
+        "async-probe",
+        "floppy",
+        "initcall-debug",
+        "verbose-console",
+    ] {
+        assert!(f.contains(&want), "{want} missing from {f:?}");
+    }
+    assert_eq!(f[0], "slow-selftest");
+    assert_eq!(r.findings[0].gain_us, Some(3_916_026));
+    // A virtual machine: the console findings do not claim a gain.
+    let console = r
+        .findings
+        .iter()
+        .find(|f| f.id == "initcall-debug")
+        .unwrap();
+    assert_eq!(console.gain_us, None);
+    assert!(console.gain_basis.contains("virtual machine"));
+    let probe = r.findings.iter().find(|f| f.id == "async-probe").unwrap();
+    assert!(probe.advice.contains("driver_async_probe=e1000"));
+}
+
+#[test]
+fn trace_dmesg_without_initcall_debug() {
+    let r = report("debian12-6.1-qemu-quiet.trace.dmesg");
+    let kb = &r.boot;
+    assert!(kb.initcalls.is_empty());
+    assert_eq!(kb.counts.bad_lines, 0);
+    assert_eq!(kb.counts.console_lines, 0);
+    assert_eq!(kb.phases.kernel_us, Some(10_659_736));
+    assert_eq!(kb.phases.to_real_init_us, Some(17_676_281));
+    assert_eq!(kb.phases.initramfs_us, Some(17_676_281 - 10_659_736));
+    assert_eq!(kb.landmarks.root_mounted.as_ref().unwrap().us, 16_708_479);
+    assert_eq!(kb.landmarks.initcalls_done.as_ref().unwrap().us, 10_431_845);
+    assert_eq!(kb.initramfs_kib, Some(34612));
+    assert_eq!(kb.deferred_pages.len(), 1);
+    assert_eq!(kb.deferred_pages[0].ms, 24);
+    assert_eq!(kb.memory_kib, Some(1_048_044));
+    // The longest silence: 2.12 s to 8.49 s, while the KDF self-test and the initramfs
+    // unpacking ran.
+    let g = &kb.gaps[0];
+    assert_eq!((g.before.lineno, g.after.lineno), (295, 296));
+    assert_eq!(g.us, 8_493_000 - 2_119_699);
+    let f = ids(&r);
+    assert!(f.contains(&"silent-gap"), "{f:?}");
+    assert!(f.contains(&"initramfs-unpack"), "{f:?}");
+    // loglevel=6: info lines stay off the console, so no console finding.
+    assert!(!f.contains(&"verbose-console"), "{f:?}");
+    // The `\x0a` escapes of multi-line records are decoded.
+    assert!(kb.bad.is_empty());
+}
+
+#[test]
+fn trace_directory_reads_its_dmesg() {
+    let dir = std::env::temp_dir().join(format!("bootprint-kernel-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        fixture("debian12-6.1-qemu-quiet.trace.dmesg"),
+        dir.join("dmesg"),
+    )
+    .unwrap();
+    let r = kernel::read_path(&dir).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(r.source.ends_with("/dmesg"));
+    assert_eq!(r.boot.phases.kernel_us, Some(10_659_736));
+    let err = kernel::read_path(&fixture("no-such-file")).unwrap_err();
+    assert!(err.to_string().contains("no-such-file"), "{err}");
+}
+
+#[test]
+fn hand_made_hazards() {
+    let r = report("hazards.log");
+    let kb = &r.boot;
+    // Broken stamp, broken level, no closing bracket, `calling` without a pid.
+    assert_eq!(kb.counts.bad_lines, 4, "{:?}", kb.bad);
+    let bad: Vec<usize> = kb.bad.iter().map(|b| b.lineno).collect();
+    assert_eq!(bad, [12, 13, 14, 15]);
+    assert_eq!(kb.counts.mended_lines, 2);
+    assert_eq!(kb.counts.console_lines, 3);
+    let names: Vec<&str> = kb.initcalls.iter().map(|i| i.func.as_str()).collect();
+    assert_eq!(
+        names,
+        ["a_init", "b_init", "split_init", "m_init", "n_init"]
+    );
+    assert_eq!(kb.initcalls[1].ret, Some(-19));
+    assert_eq!(kb.initcalls[2].duration_us, Some(250_000));
+    assert!(kb.initcalls[3].overlapped);
+    assert_eq!(kb.initcalls[3].cost_us(), 600_000);
+    assert!(!kb.initcalls[4].overlapped);
+    assert_eq!(kb.probes[0].initcall, Some(4));
+    assert_eq!(kb.landmarks.run_init.as_ref().unwrap().lineno, 16);
+    assert_eq!(kb.phases.kernel_us, Some(2_000_000));
+    let real = kb.landmarks.real_init.as_ref().unwrap();
+    assert!(real.approximate);
+    assert_eq!(real.us, 4_000_000);
+    assert_eq!(
+        kb.cmdline.as_deref().map(|c| c.contains("loglevel=8")),
+        Some(true)
+    );
+    let f = ids(&r);
+    assert!(f.contains(&"async-probe"));
+    assert!(f.contains(&"initcall-debug"));
+    assert!(f.contains(&"verbose-console"));
+    // No virtual-machine line: the console gains are estimated (115200 baud).
+    assert!(
+        r.findings.iter().all(|f| f.gain_us.is_some()),
+        "{:?}",
+        r.findings
+    );
+}
+
+#[test]
+fn svg_is_well_formed_and_deterministic() {
+    for name in [
+        "debian12-6.1-qemu-initcall_debug.serial.log",
+        "debian12-6.1-qemu-quiet.trace.dmesg",
+        "hazards.log",
+    ] {
+        let r = report(name);
+        let mut a = Vec::new();
+        kernel::svg::write(&r, &mut a).unwrap();
+        let mut b = Vec::new();
+        kernel::svg::write(&report(name), &mut b).unwrap();
+        assert_eq!(a, b, "{name}: two renders differ");
+        let s = String::from_utf8(a).unwrap();
+        let n = check_xml(&s).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(n > 5, "{name}: only {n} elements");
+        if r.boot.has_initcalls() {
+            assert!(s.contains("crypto_kdf108_init 3.92 s") || name == "hazards.log");
+            // One row label per thread.
+            assert_eq!(s.matches(">pid ").count(), r.boot.threads.len(), "{name}");
+        }
+    }
+}
+
+#[test]
+fn svg_escapes_names() {
+    let r = Report::from_text(
+        "a<b>&c",
+        "[    1.0] calling  x<y>&z_init+0x0/0x1 @ 1\n\
+         [    2.0] initcall x<y>&z_init+0x0/0x1 returned 0 after 1000000 usecs\n",
+    );
+    let mut v = Vec::new();
+    kernel::svg::write(&r, &mut v).unwrap();
+    let s = String::from_utf8(v).unwrap();
+    check_xml(&s).unwrap();
+    assert!(s.contains("x&lt;y&gt;&amp;z_init"));
+}
+
+#[test]
+fn json_has_the_documented_keys() {
+    let r = report("debian12-6.1-qemu-initcall_debug.serial.log");
+    let mut v = Vec::new();
+    r.write_json(&mut v).unwrap();
+    let j: serde_json::Value = serde_json::from_slice(&v).unwrap();
+    assert_eq!(j["boot"]["phases"]["kernel_us"], 7_339_389);
+    assert_eq!(j["basis"], "to real init");
+    assert_eq!(j["findings"][0]["id"], "slow-selftest");
+    assert!(j["boot"]["initcalls"].as_array().unwrap().len() == 688);
+    assert_eq!(j["modules"][0]["module"], "e1000");
+    assert_eq!(j["boot"]["counts"]["bad_lines"], 0);
+}
+
+#[test]
+fn text_report_names_the_essentials() {
+    let r = report("debian12-6.1-qemu-initcall_debug.serial.log");
+    let mut v = Vec::new();
+    kernel::text::write(&r, &mut v).unwrap();
+    let s = String::from_utf8(v).unwrap();
+    assert!(s.contains("kernel (to /init)            7.339 s"), "{s}");
+    assert!(s.contains("3.92 s   28.0%  crypto_kdf108_init"), "{s}");
+    assert!(s.contains("[slow-selftest]"));
+}
+
+#[test]
+fn every_cut_of_every_line_is_survived() {
+    // A serial line can be cut anywhere; no cut may panic, and every cut is either read,
+    // console text, or counted as unreadable.
+    let text = std::fs::read_to_string(fixture("hazards.log")).unwrap()
+        + &std::fs::read_to_string(fixture("debian12-6.1-qemu-initcall_debug.serial.log"))
+            .unwrap()
+            .lines()
+            .skip(1230)
+            .take(40)
+            .collect::<Vec<_>>()
+            .join("\n");
+    for line in text.lines() {
+        for (i, _) in line.char_indices() {
+            let cut = &line[..i];
+            let r = Report::from_text("cut", &format!("{cut}\n{}\n", &line[i..]));
+            let c = &r.boot.counts;
+            assert!(c.kernel_lines + c.console_lines + c.bad_lines >= 1 || cut.trim().is_empty());
+            let mut sink = Vec::new();
+            kernel::svg::write(&r, &mut sink).unwrap();
+            kernel::text::write(&r, &mut sink).unwrap();
+        }
+    }
+}

@@ -1,0 +1,88 @@
+//! bootprint rc: what a parallel runner for LSB init scripts (sysvinit, Debian, Devuan,
+//! embedded) needs to know before it starts anything.
+//!
+//! - [`header`]: the `### BEGIN INIT INFO` block of one script, parsed as leniently as
+//!   Debian's insserv parses it (keyword case, `-` or `_`, `X-vendor-` prefixes, the first
+//!   block and the first occurrence of a keyword win, as insserv does).
+//! - [`conf`]: system facilities (`$local_fs`, `$network`, ...) from `/etc/insserv.conf`
+//!   and `/etc/insserv.conf.d/*`, with `+` optional providers and `<interactive>`.
+//! - [`system`]: a whole system read from a root directory: every script of `/etc/init.d`,
+//!   the facilities, and which scripts each runlevel starts (`/etc/rcN.d/S*` links).
+//! - [`graph`]: the start graph of one runlevel: every edge with the header line it came
+//!   from, `$all`, cycles reported with their path and broken deterministically, a start
+//!   order, and a [`graph::Scheduler`] that hands out ready scripts by priority.
+//!
+//! This crate only reads and plans: it runs no script. Running them (supervision, output
+//! capture, timeouts, durations learned from earlier boots) is the boot path's job
+//! (`bootprint-boot rc`), which feeds those durations back in as priorities.
+//!
+//! ```no_run
+//! use std::path::Path;
+//! let sys = rc::system::System::load(Path::new("/"))?;
+//! let graph = sys.graph(rc::system::Runlevel::Num(2));
+//! for id in graph.order() {
+//!     println!("{}", graph.nodes[id].name);
+//! }
+//! # Ok::<(), rc::Error>(())
+//! ```
+#![deny(missing_docs)]
+
+pub mod conf;
+pub mod graph;
+pub mod header;
+pub mod system;
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// Something wrong in an input file that the reader worked around: the file, the line
+/// (1-based, when there is one) and what was expected there. Never fatal: the boot goes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The file, as given to the parser (relative to the root for a loaded system).
+    pub file: PathBuf,
+    /// 1-based line number, if the problem has one.
+    pub line: Option<usize>,
+    /// What was found and what was expected.
+    pub message: String,
+}
+
+impl Diagnostic {
+    pub(crate) fn new(file: &std::path::Path, line: Option<usize>, message: String) -> Self {
+        Diagnostic {
+            file: file.to_path_buf(),
+            line,
+            message,
+        }
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{}: {}", self.file.display(), l, self.message),
+            None => write!(f, "{}: {}", self.file.display(), self.message),
+        }
+    }
+}
+
+/// A failure to read the system at all (as opposed to a [`Diagnostic`] in one file).
+#[derive(Debug)]
+pub struct Error {
+    /// The path that could not be read.
+    pub path: PathBuf,
+    /// Why.
+    pub source: std::io::Error,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.source)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}

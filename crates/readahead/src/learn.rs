@@ -1,0 +1,377 @@
+//! Learning: which files a boot opens and reads (fanotify, in first-access order), then which
+//! of their pages it used (mincore when the boot is done), into a [`Pack`].
+//!
+//! While learning, the root disk's `read_ahead_kb` is lowered so that the kernel's own
+//! readahead does not make mincore report pages nobody asked for; a [`KnobGuard`] puts it
+//! back when the [`Learner`] ends, however it ends.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::knob::KnobGuard;
+use crate::pack::{Entry, Header, Pack};
+use crate::plan::{self, Candidate};
+use crate::sys;
+use crate::system::{self, Paths};
+
+/// How to learn.
+#[derive(Debug, Clone)]
+pub struct LearnConfig {
+    /// Kernel paths.
+    pub paths: Paths,
+    /// Keep only files under these directories (empty: every file). The boot path leaves
+    /// this empty; tests use it to ignore the rest of the machine.
+    pub only_under: Vec<PathBuf>,
+    /// `read_ahead_kb` of the root disk while learning; `None` leaves it alone. Default 16:
+    /// low enough that mincore sees roughly what was read, high enough not to slow the
+    /// learning boot much.
+    pub read_ahead_kb: Option<u32>,
+    /// Override of the filesystems to mark (default: local disk filesystems from
+    /// `<proc>/self/mountinfo`).
+    pub marks: Option<Vec<PathBuf>>,
+}
+
+impl Default for LearnConfig {
+    fn default() -> LearnConfig {
+        LearnConfig {
+            paths: Paths::default(),
+            only_under: Vec::new(),
+            read_ahead_kb: Some(16),
+            marks: None,
+        }
+    }
+}
+
+/// A file the learned boot opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LearnedFile {
+    /// Path, as `/proc/self/fd` showed it.
+    pub path: PathBuf,
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+}
+
+/// What a learning session saw.
+#[derive(Debug, Clone, Default)]
+pub struct Learned {
+    /// Regular files, deduplicated by (device, inode), in first-access order.
+    pub files: Vec<LearnedFile>,
+    /// fanotify events read.
+    pub events: u64,
+    /// Whether the kernel's event queue overflowed (some files may be missing).
+    pub overflowed: bool,
+    /// The filesystems that were marked.
+    pub marks: Vec<PathBuf>,
+}
+
+/// A running learning session: fanotify marks on the local disk filesystems.
+pub struct Learner {
+    fan: OwnedFd,
+    seen: HashSet<(u64, u64)>,
+    learned: Learned,
+    proc_fd: PathBuf,
+    only_under: Vec<PathBuf>,
+    buf: Vec<sys::FanEvent>,
+    _knob: Option<KnobGuard>,
+}
+
+/// The fanotify events learning asks for.
+pub const MASK: u64 = libc::FAN_OPEN | libc::FAN_OPEN_EXEC | libc::FAN_ACCESS;
+
+impl Learner {
+    /// Lowers `read_ahead_kb`, creates the fanotify group and marks the filesystems. Fails
+    /// when fanotify is unavailable or no filesystem could be marked.
+    pub fn start(cfg: &LearnConfig) -> io::Result<Learner> {
+        let mountinfo_path = cfg.paths.proc.join("self/mountinfo");
+        let mounts = std::fs::read_to_string(&mountinfo_path)
+            .ok()
+            .and_then(|t| system::parse_mountinfo(&t, &mountinfo_path.to_string_lossy()).ok())
+            .unwrap_or_default();
+        let knob = match (cfg.read_ahead_kb, system::root_mount(&mounts)) {
+            (Some(kb), Some(root)) => Some(KnobGuard::set(
+                &system::queue_file(&cfg.paths.sys, root.major, root.minor, "read_ahead_kb"),
+                &kb.to_string(),
+            )),
+            _ => None,
+        };
+        let wanted = match &cfg.marks {
+            Some(m) => m.clone(),
+            None => system::learn_marks(&mounts),
+        };
+        let fan = sys::fanotify_init()?;
+        let mut marks = Vec::new();
+        let mut last_err = None;
+        for m in wanted {
+            // FAN_OPEN_EXEC needs Linux 5.0: retry without it.
+            let r = sys::fanotify_mark(&fan, MASK, &m)
+                .or_else(|_| sys::fanotify_mark(&fan, MASK & !libc::FAN_OPEN_EXEC, &m));
+            match r {
+                Ok(()) => marks.push(m),
+                Err(e) => last_err = Some(e),
+            }
+        }
+        if marks.is_empty() {
+            return Err(last_err.unwrap_or_else(|| {
+                io::Error::new(io::ErrorKind::NotFound, "no local disk filesystem to watch")
+            }));
+        }
+        Ok(Learner {
+            fan,
+            seen: HashSet::new(),
+            learned: Learned {
+                marks,
+                ..Learned::default()
+            },
+            proc_fd: cfg.paths.proc.join("self/fd"),
+            only_under: cfg.only_under.clone(),
+            buf: Vec::new(),
+            _knob: knob,
+        })
+    }
+
+    /// Waits up to `timeout_ms` for events and records every queued one.
+    pub fn poll(&mut self, timeout_ms: i32) -> io::Result<()> {
+        if sys::poll_readable(&self.fan, timeout_ms)? {
+            self.drain()?;
+        }
+        Ok(())
+    }
+
+    /// Records every queued event without waiting.
+    pub fn drain(&mut self) -> io::Result<()> {
+        let mut buf = std::mem::take(&mut self.buf);
+        sys::fanotify_read(&self.fan, &mut buf)?;
+        for ev in buf.drain(..) {
+            self.learned.events += 1;
+            if ev.mask & libc::FAN_Q_OVERFLOW != 0 {
+                self.learned.overflowed = true;
+            }
+            if let Some(f) = ev.file {
+                self.record(&f);
+            }
+        }
+        self.buf = buf;
+        Ok(())
+    }
+
+    fn record(&mut self, f: &File) {
+        let Ok(md) = f.metadata() else { return };
+        if !md.file_type().is_file() || !self.seen.insert((md.dev(), md.ino())) {
+            return;
+        }
+        let Ok(path) = std::fs::read_link(self.proc_fd.join(f.as_raw_fd().to_string())) else {
+            return;
+        };
+        if !path.is_absolute() || path.to_string_lossy().ends_with(" (deleted)") {
+            return;
+        }
+        if !self.only_under.is_empty() && !self.only_under.iter().any(|d| path.starts_with(d)) {
+            // Left in `seen`, so its later events cost no readlink.
+            return;
+        }
+        self.learned.files.push(LearnedFile {
+            path,
+            dev: md.dev(),
+            ino: md.ino(),
+        });
+    }
+
+    /// The files seen so far.
+    pub fn files(&self) -> &[LearnedFile] {
+        &self.learned.files
+    }
+
+    /// Reads what is still queued, stops watching and restores `read_ahead_kb`.
+    pub fn finish(mut self) -> Learned {
+        let _ = self.drain();
+        std::mem::take(&mut self.learned)
+    }
+}
+
+/// A [`Learner`] on its own thread, for the recorder: start it, let the boot run, stop it
+/// when boot is done.
+pub struct LearnThread {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<Learned>,
+}
+
+impl LearnThread {
+    /// Starts learning (see [`Learner::start`]) on a new thread.
+    pub fn spawn(cfg: &LearnConfig) -> io::Result<LearnThread> {
+        let mut learner = Learner::start(cfg)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("bp-learn".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    if learner.poll(50).is_err() {
+                        break;
+                    }
+                }
+                learner.finish()
+            })?;
+        Ok(LearnThread { stop, handle })
+    }
+
+    /// Stops learning and returns what was seen.
+    pub fn stop(self) -> Learned {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+/// How to turn what was learned into a pack.
+#[derive(Debug, Clone)]
+pub struct PackOptions {
+    /// Kernel paths.
+    pub paths: Paths,
+    /// Whether the root device rotates; `None`: from `queue/rotational`.
+    pub rotational: Option<bool>,
+    /// Byte budget; `None`: what the root device reads in `target_s` (see
+    /// [`system::default_budget`]).
+    pub budget_bytes: Option<u64>,
+    /// Seconds of reading the default budget allows.
+    pub target_s: f64,
+}
+
+impl Default for PackOptions {
+    fn default() -> PackOptions {
+        PackOptions {
+            paths: Paths::default(),
+            rotational: None,
+            budget_bytes: None,
+            target_s: 2.0,
+        }
+    }
+}
+
+/// What [`build_pack`] did with each learned file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BuildStats {
+    /// Files learned.
+    pub files_learned: usize,
+    /// Files gone or changed (other inode, not a regular file) by the time of packing.
+    pub files_gone: usize,
+    /// Files with no page in the cache.
+    pub files_empty: usize,
+    /// Bytes resident before the budget was applied.
+    pub bytes_resident: u64,
+}
+
+/// Builds the pack from a finished learning session: mincore of every learned file (the
+/// pages the boot used), FIEMAP of the first range on rotating disks, order, budget.
+pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
+    let page = sys::page_size();
+    let mountinfo = opts.paths.proc.join("self/mountinfo");
+    let mounts = std::fs::read_to_string(&mountinfo)
+        .ok()
+        .and_then(|t| system::parse_mountinfo(&t, &mountinfo.to_string_lossy()).ok())
+        .unwrap_or_default();
+    let root = system::root_mount(&mounts);
+    let rotational = opts.rotational.unwrap_or_else(|| {
+        root.and_then(|r| {
+            std::fs::read_to_string(system::queue_file(
+                &opts.paths.sys,
+                r.major,
+                r.minor,
+                "rotational",
+            ))
+            .ok()
+            .and_then(|t| system::parse_rotational(&t))
+        })
+        .unwrap_or(true)
+    });
+    let budget = opts.budget_bytes.unwrap_or_else(|| {
+        let bw = root.and_then(|r| {
+            std::fs::read_to_string(opts.paths.proc.join("diskstats"))
+                .ok()
+                .and_then(|t| system::read_bandwidth(&t, r.major, r.minor))
+        });
+        system::default_budget(rotational, bw, opts.target_s)
+    });
+    let mut stats = BuildStats {
+        files_learned: learned.files.len(),
+        ..BuildStats::default()
+    };
+    let mut cands = Vec::new();
+    for (rank, lf) in learned.files.iter().enumerate() {
+        match measure(lf, page, rotational) {
+            Some(c) if c.entry.ranges.is_empty() => stats.files_empty += 1,
+            Some(mut c) => {
+                c.first_access = rank;
+                stats.bytes_resident += c.entry.bytes();
+                cands.push(c);
+            }
+            None => stats.files_gone += 1,
+        }
+    }
+    plan::order(&mut cands, rotational);
+    let entries = plan::apply_budget(cands, budget, page);
+    let created_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let pack = Pack {
+        header: Header {
+            created_unix_s,
+            kernel_release: sys::kernel_release(),
+            root: system::root_id(&opts.paths, root),
+            rotational,
+            budget_bytes: budget,
+        },
+        entries,
+    };
+    (pack, stats)
+}
+
+/// Opens a learned file (without following a symlink), checks it is still the same regular
+/// file, and reads its resident pages.
+fn measure(lf: &LearnedFile, page: u64, rotational: bool) -> Option<Candidate> {
+    let f = open_checked(&lf.path)?;
+    let md = f.metadata().ok()?;
+    if !md.file_type().is_file() || md.ino() != lf.ino || md.dev() != lf.dev {
+        return None;
+    }
+    let resident = sys::mincore(&f, md.size()).ok()?;
+    let ranges = plan::ranges_from_pages(&resident, page, md.size());
+    let physical = if rotational {
+        ranges
+            .first()
+            .and_then(|r| sys::fiemap_physical(&f, r.offset))
+    } else {
+        None
+    };
+    Some(Candidate {
+        entry: Entry {
+            path: lf.path.clone(),
+            dev: md.dev(),
+            ino: md.ino(),
+            size: md.size(),
+            mtime_s: md.mtime(),
+            mtime_ns: md.mtime_nsec() as u32,
+            ranges,
+        },
+        first_access: 0,
+        physical,
+    })
+}
+
+/// Opens `path` read-only without following a final symlink and without blocking on a FIFO
+/// or device; the caller checks the file type.
+pub(crate) fn open_checked(path: &Path) -> Option<File> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .ok()
+}

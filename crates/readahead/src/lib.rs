@@ -1,0 +1,45 @@
+//! bootprint readahead: learns which files, and which pages of them, a boot reads; packs
+//! them into one checked file; and replays the pack at the start of the next boot so the
+//! boot finds its data already in the page cache.
+//!
+//! - [`pack`]: the on-disk format (magic, version, CRC-32, [`pack::check`] without any
+//!   filesystem access, deterministic encoding, JSON dump).
+//! - [`learn`]: fanotify marks on the local disk filesystems record the files in
+//!   first-access order; when boot is done, mincore gives the pages used; [`learn::build_pack`]
+//!   orders them (physical order on rotating disks, access order otherwise) within a byte
+//!   budget.
+//! - [`replay`]: [`replay::load`] refuses untrusted, corrupt, foreign packs;
+//!   [`replay::replay`] reads the ranges with readahead(2) at idle I/O priority within a time
+//!   limit and returns statistics for the trace; [`replay::hit_rate`] says how much of it
+//!   was used.
+//! - [`plan`]: the pure rules (pages to ranges, order, budget); [`system`]: mountinfo,
+//!   sysfs and diskstats parsing; [`knob`]: the `read_ahead_kb` guard; [`sys`]: every raw
+//!   system call.
+//!
+//! This crate does not decide when to learn or replay, or write the trace: the boot path
+//! (`bootprint-boot`) calls it and records [`replay::ReplayStats`] as an event.
+//!
+//! ```no_run
+//! use readahead::{learn, pack, replay, system};
+//! // Boot N: learn while the boot runs, pack when it is done.
+//! let l = learn::LearnThread::spawn(&learn::LearnConfig::default())?;
+//! // ... boot runs ...
+//! let (p, _stats) = learn::build_pack(&l.stop(), &learn::PackOptions::default());
+//! p.write_file(std::path::Path::new(pack::DEFAULT_PATH))?;
+//! // Boot N+1: replay from a child before exec'ing init.
+//! let paths = system::Paths::default();
+//! let mounts = system::parse_mountinfo(&std::fs::read_to_string("/proc/self/mountinfo")?, "mountinfo")?;
+//! let ours = system::root_id(&paths, system::root_mount(&mounts));
+//! let p = replay::load(std::path::Path::new(pack::DEFAULT_PATH), &ours, 0)?;
+//! let child = replay::spawn_child(&p, &replay::ReplayOptions::default())?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![deny(missing_docs)]
+
+pub mod knob;
+pub mod learn;
+pub mod pack;
+pub mod plan;
+pub mod replay;
+pub mod sys;
+pub mod system;

@@ -1,0 +1,432 @@
+//! Replay: load a pack the boot path may trust, then read its ranges into the page cache in
+//! pack order with readahead(2), at idle I/O priority, within a time limit; and, when boot
+//! is done, how much of it was used (the hit rate).
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::learn::open_checked;
+use crate::pack::{self, Entry, Pack, PackError, PackErrorKind, RootId};
+use crate::sys;
+
+/// How to replay.
+#[derive(Debug, Clone)]
+pub struct ReplayOptions {
+    /// Threads reading at once on a non-rotating device (a rotating one gets one thread, so
+    /// the head moves in one sweep).
+    pub threads: usize,
+    /// Replay gives up after this long; what it has not read by then the boot reads itself.
+    pub time_limit: Duration,
+    /// Put the reading threads in the idle I/O class.
+    pub idle_io: bool,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> ReplayOptions {
+        ReplayOptions {
+            threads: 4,
+            time_limit: Duration::from_secs(30),
+            idle_io: true,
+        }
+    }
+}
+
+/// What a replay did, for the trace.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplayStats {
+    /// Bytes asked of readahead(2).
+    pub bytes_requested: u64,
+    /// Ranges asked.
+    pub ranges: u64,
+    /// Files whose ranges were read.
+    pub files_read: u64,
+    /// Files skipped, all reasons.
+    pub files_skipped: u64,
+    /// ... because the path no longer exists (or cannot be opened).
+    pub skipped_missing: u64,
+    /// ... because it is no longer a regular file (a directory, a symlink, ...).
+    pub skipped_not_regular: u64,
+    /// ... because its inode, size or mtime changed.
+    pub skipped_changed: u64,
+    /// ... because readahead(2) failed on it.
+    pub skipped_error: u64,
+    /// Files not reached before the time limit.
+    pub files_not_reached: u64,
+    /// Wall time of the replay in nanoseconds.
+    pub duration_ns: u64,
+    /// Whether the time limit cut the replay short.
+    pub timed_out: bool,
+    /// Reading threads used.
+    pub threads: u64,
+}
+
+impl ReplayStats {
+    /// The statistics as `key=value` fields, for an `events.log` line.
+    pub fn fields(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("bytes", self.bytes_requested.to_string()),
+            ("ranges", self.ranges.to_string()),
+            ("files", self.files_read.to_string()),
+            ("skipped", self.files_skipped.to_string()),
+            ("skipped_missing", self.skipped_missing.to_string()),
+            ("skipped_not_regular", self.skipped_not_regular.to_string()),
+            ("skipped_changed", self.skipped_changed.to_string()),
+            ("skipped_error", self.skipped_error.to_string()),
+            ("not_reached", self.files_not_reached.to_string()),
+            ("duration_ns", self.duration_ns.to_string()),
+            ("timed_out", u8::from(self.timed_out).to_string()),
+            ("threads", self.threads.to_string()),
+        ]
+    }
+
+    /// One line of `key=value` fields (how a replay child reports to its parent).
+    pub fn to_line(&self) -> String {
+        let f: Vec<String> = self
+            .fields()
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        f.join(" ")
+    }
+
+    /// Parses [`ReplayStats::to_line`]; unknown keys are ignored, bad values are `None`.
+    pub fn from_line(line: &str) -> Option<ReplayStats> {
+        let mut s = ReplayStats::default();
+        for kv in line.split_whitespace() {
+            let (k, v) = kv.split_once('=')?;
+            let n: u64 = v.parse().ok()?;
+            match k {
+                "bytes" => s.bytes_requested = n,
+                "ranges" => s.ranges = n,
+                "files" => s.files_read = n,
+                "skipped" => s.files_skipped = n,
+                "skipped_missing" => s.skipped_missing = n,
+                "skipped_not_regular" => s.skipped_not_regular = n,
+                "skipped_changed" => s.skipped_changed = n,
+                "skipped_error" => s.skipped_error = n,
+                "not_reached" => s.files_not_reached = n,
+                "duration_ns" => s.duration_ns = n,
+                "timed_out" => s.timed_out = n != 0,
+                "threads" => s.threads = n,
+                _ => {}
+            }
+        }
+        Some(s)
+    }
+
+    fn add(&mut self, o: &ReplayStats) {
+        self.bytes_requested += o.bytes_requested;
+        self.ranges += o.ranges;
+        self.files_read += o.files_read;
+        self.files_skipped += o.files_skipped;
+        self.skipped_missing += o.skipped_missing;
+        self.skipped_not_regular += o.skipped_not_regular;
+        self.skipped_changed += o.skipped_changed;
+        self.skipped_error += o.skipped_error;
+        self.files_not_reached += o.files_not_reached;
+        self.timed_out |= o.timed_out;
+    }
+}
+
+/// Loads the pack at `path` for replay, refusing it (with the reason) when it is not a
+/// regular file owned by `trusted_uid` (0 on the boot path) or is writable by group or
+/// others, when it fails [`pack::check`], or when it was learned on another root
+/// filesystem than `ours`.
+pub fn load(path: &Path, ours: &RootId, trusted_uid: u32) -> Result<Pack, PackError> {
+    let err = |kind| PackError {
+        path: Some(path.to_path_buf()),
+        offset: None,
+        kind,
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| err(PackErrorKind::Io(e)))?;
+    let md = f.metadata().map_err(|e| err(PackErrorKind::Io(e)))?;
+    if !md.file_type().is_file() {
+        return Err(err(PackErrorKind::Unsafe("not a regular file".into())));
+    }
+    if md.uid() != trusted_uid {
+        return Err(err(PackErrorKind::Unsafe(format!(
+            "owned by uid {}, expected uid {trusted_uid}",
+            md.uid()
+        ))));
+    }
+    if md.mode() & 0o022 != 0 {
+        return Err(err(PackErrorKind::Unsafe(format!(
+            "mode {:o} lets group or others write it",
+            md.mode() & 0o7777
+        ))));
+    }
+    let mut bytes = Vec::with_capacity(md.len() as usize);
+    f.read_to_end(&mut bytes)
+        .map_err(|e| err(PackErrorKind::Io(e)))?;
+    let p = pack::check(&bytes).map_err(|e| e.in_file(path))?;
+    if !p.header.root.matches(ours) {
+        return Err(err(PackErrorKind::ForeignRoot {
+            pack: p.header.root.clone(),
+            ours: ours.clone(),
+        }));
+    }
+    Ok(p)
+}
+
+/// Why an entry was not read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// Gone, or cannot be opened.
+    Missing,
+    /// No longer a regular file.
+    NotRegular,
+    /// Inode, size or mtime differ.
+    Changed,
+}
+
+/// Checks an entry against the file now at its path (a regular file, not a symlink, with
+/// the same inode, size and mtime) and returns it opened.
+pub fn check_entry(e: &Entry) -> Result<File, Skip> {
+    // lstat first: opening a FIFO or a device has effects; a symlink is refused outright.
+    let md = std::fs::symlink_metadata(&e.path).map_err(|_| Skip::Missing)?;
+    if !md.file_type().is_file() {
+        return Err(Skip::NotRegular);
+    }
+    let f = open_checked(&e.path).ok_or(Skip::Missing)?;
+    let md = f.metadata().map_err(|_| Skip::Missing)?;
+    if !md.file_type().is_file() {
+        return Err(Skip::NotRegular);
+    }
+    if md.ino() != e.ino
+        || md.size() != e.size
+        || md.mtime() != e.mtime_s
+        || md.mtime_nsec() as u32 != e.mtime_ns
+    {
+        return Err(Skip::Changed);
+    }
+    Ok(f)
+}
+
+/// Largest piece asked of readahead(2) at once.
+const CHUNK: u64 = 128 * 1024;
+
+fn read_entry(e: &Entry, deadline: Instant, st: &mut ReplayStats) -> bool {
+    let f = match check_entry(e) {
+        Ok(f) => f,
+        Err(s) => {
+            st.files_skipped += 1;
+            match s {
+                Skip::Missing => st.skipped_missing += 1,
+                Skip::NotRegular => st.skipped_not_regular += 1,
+                Skip::Changed => st.skipped_changed += 1,
+            }
+            return true;
+        }
+    };
+    for r in &e.ranges {
+        if Instant::now() >= deadline {
+            st.timed_out = true;
+            st.files_read += 1;
+            return false;
+        }
+        // The kernel cuts one readahead(2) call to the larger of the device's optimal I/O
+        // size and the file's readahead window (128 KiB by default), silently: ask in
+        // pieces no larger than that.
+        let mut off = r.offset;
+        while off < r.end() {
+            let len = CHUNK.min(r.end() - off);
+            if sys::readahead(&f, off, len).is_err() {
+                st.files_skipped += 1;
+                st.skipped_error += 1;
+                return true;
+            }
+            off += len;
+        }
+        st.ranges += 1;
+        st.bytes_requested += r.len;
+    }
+    st.files_read += 1;
+    true
+}
+
+/// Reads the pack's ranges into the page cache, in pack order, in this process: one thread
+/// on a rotating device, `opts.threads` otherwise (each taking the next entry in order).
+/// Stops at the time limit. Never fails: what cannot be read is skipped and counted.
+pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
+    let start = Instant::now();
+    let deadline = start + opts.time_limit;
+    let threads = if p.header.rotational {
+        1
+    } else {
+        opts.threads.clamp(1, 64)
+    };
+    let next = AtomicUsize::new(0);
+    let work = || {
+        if opts.idle_io {
+            let _ = sys::ioprio_idle();
+        }
+        let mut st = ReplayStats::default();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(e) = p.entries.get(i) else { break };
+            if Instant::now() >= deadline {
+                st.timed_out = true;
+                break;
+            }
+            if !read_entry(e, deadline, &mut st) {
+                break;
+            }
+        }
+        st
+    };
+    let mut total = ReplayStats::default();
+    if threads == 1 {
+        // The calling thread's own I/O class is changed, so run on a scoped thread.
+        std::thread::scope(|s| total.add(&s.spawn(work).join().unwrap_or_default()));
+    } else {
+        std::thread::scope(|s| {
+            let hs: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+            for h in hs {
+                total.add(&h.join().unwrap_or_default());
+            }
+        });
+    }
+    let handled = total.files_read + total.files_skipped;
+    total.files_not_reached = (p.entries.len() as u64).saturating_sub(handled);
+    total.threads = threads as u64;
+    total.duration_ns = start.elapsed().as_nanos() as u64;
+    total
+}
+
+/// Why a pack should be learned again, if it should: it is older than `max_age_s` (the
+/// system changes under it; Mandriva relearned monthly), the kernel release changed (modules
+/// and firmware files differ), or more than a tenth of its entries were skipped as changed
+/// or gone in the last replay (`stats`). `None`: keep it.
+pub fn relearn_reason(
+    header: &pack::Header,
+    entries: usize,
+    stats: Option<&ReplayStats>,
+    kernel_release: &str,
+    now_unix_s: u64,
+    max_age_s: u64,
+) -> Option<&'static str> {
+    if now_unix_s.saturating_sub(header.created_unix_s) > max_age_s {
+        return Some("old");
+    }
+    if header.kernel_release != kernel_release {
+        return Some("kernel");
+    }
+    if let Some(st) = stats {
+        let stale = st.skipped_changed + st.skipped_missing + st.skipped_not_regular;
+        if entries > 0 && stale * 10 > entries as u64 {
+            return Some("stale");
+        }
+    }
+    None
+}
+
+/// A replay running in a child process.
+#[derive(Debug)]
+pub struct ReplayChild {
+    pid: i32,
+    report: File,
+}
+
+impl ReplayChild {
+    /// The child's process id.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+
+    /// Waits for the child to end and returns its statistics (`None` when it died without
+    /// reporting).
+    pub fn wait(mut self) -> Option<ReplayStats> {
+        let mut line = String::new();
+        let _ = self.report.read_to_string(&mut line);
+        let _ = sys::waitpid(self.pid);
+        ReplayStats::from_line(line.trim())
+    }
+}
+
+/// Forks a child that replays `p` (see [`replay`]) and reports its statistics through a
+/// pipe, so the caller (the boot path, before it execs init) goes on at once. The caller
+/// should be single-threaded at this point, as the boot path is.
+pub fn spawn_child(p: &Pack, opts: &ReplayOptions) -> io::Result<ReplayChild> {
+    let (r, mut w) = sys::pipe()?;
+    match sys::fork()? {
+        0 => {
+            drop(r);
+            let st = replay(p, opts);
+            let _ = writeln!(w, "{}", st.to_line());
+            sys::exit_now(0);
+        }
+        pid => {
+            drop(w);
+            Ok(ReplayChild { pid, report: r })
+        }
+    }
+}
+
+/// How much of a replayed pack was in the page cache when measured (at boot done): the
+/// pages replay read that are still resident, over all it read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HitRate {
+    /// Bytes of the ranges of entries that still match their file.
+    pub bytes_replayed: u64,
+    /// Of those, bytes whose pages are resident.
+    pub bytes_resident: u64,
+    /// Entries measured.
+    pub files: u64,
+}
+
+impl HitRate {
+    /// Resident over replayed, 0 when nothing was replayed.
+    pub fn ratio(&self) -> f64 {
+        if self.bytes_replayed == 0 {
+            0.0
+        } else {
+            self.bytes_resident as f64 / self.bytes_replayed as f64
+        }
+    }
+}
+
+/// Measures the [`HitRate`] of `p` with mincore of each entry's ranges; entries that no
+/// longer match their file are left out.
+pub fn hit_rate(p: &Pack) -> HitRate {
+    let page = sys::page_size();
+    let mut h = HitRate::default();
+    for e in &p.entries {
+        let Ok(f) = check_entry(e) else { continue };
+        let Ok(resident) = sys::mincore(&f, e.size) else {
+            continue;
+        };
+        h.files += 1;
+        for r in &e.ranges {
+            h.bytes_replayed += r.len;
+            h.bytes_resident += resident_bytes(&resident, page, r.offset, r.end());
+        }
+    }
+    h
+}
+
+/// Bytes of `[start, end)` whose pages are marked resident.
+pub(crate) fn resident_bytes(resident: &[bool], page: u64, start: u64, end: u64) -> u64 {
+    let mut n = 0;
+    let mut pos = start;
+    while pos < end {
+        let next = ((pos / page) + 1) * page;
+        let upto = next.min(end);
+        if resident
+            .get((pos / page) as usize)
+            .copied()
+            .unwrap_or(false)
+        {
+            n += upto - pos;
+        }
+        pos = upto;
+    }
+    n
+}

@@ -1,0 +1,382 @@
+//! The thin layer over the raw system calls readahead needs (fanotify, mincore, readahead,
+//! FIEMAP, ioprio_set, posix_fadvise, statfs, fork); every `unsafe` block of this crate
+//! lives here.
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+fn cstring(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))
+}
+
+fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
+/// fanotify_init(2): a notification group, non-blocking, whose event fds are read-only.
+/// The queue is unlimited where allowed (root), so a busy boot does not overflow it and lose
+/// files; the learner drains it continuously.
+pub fn fanotify_init() -> io::Result<OwnedFd> {
+    let init = |extra: libc::c_uint| {
+        // SAFETY: plain syscall with constant flags; no pointers.
+        check(unsafe {
+            libc::fanotify_init(
+                libc::FAN_CLASS_NOTIF | libc::FAN_CLOEXEC | libc::FAN_NONBLOCK | extra,
+                (libc::O_RDONLY | libc::O_LARGEFILE | libc::O_CLOEXEC) as u32,
+            )
+        })
+    };
+    let fd = init(libc::FAN_UNLIMITED_QUEUE).or_else(|_| init(0))?;
+    // SAFETY: `fd` was just returned by the kernel and nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// fanotify_mark(2) adding `mask` on the whole filesystem holding `path` (Linux 4.20+), or
+/// on its mount when the kernel has no filesystem marks.
+pub fn fanotify_mark(fd: &OwnedFd, mask: u64, path: &Path) -> io::Result<()> {
+    let c = cstring(path)?;
+    let mark = |how: libc::c_uint| {
+        // SAFETY: `fd` is an open fanotify group and `c` a NUL-terminated path that
+        // outlives the call.
+        check(unsafe {
+            libc::fanotify_mark(
+                fd.as_raw_fd(),
+                libc::FAN_MARK_ADD | how,
+                mask,
+                libc::AT_FDCWD,
+                c.as_ptr(),
+            )
+        })
+    };
+    match mark(libc::FAN_MARK_FILESYSTEM) {
+        Ok(_) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => mark(libc::FAN_MARK_MOUNT).map(|_| ()),
+        Err(e) => Err(e),
+    }
+}
+
+/// One fanotify event: its mask and the file, opened for us by the kernel.
+pub struct FanEvent {
+    /// Event mask (`FAN_OPEN`, `FAN_ACCESS`, ...; `FAN_Q_OVERFLOW` on overflow).
+    pub mask: u64,
+    /// Process id (thread group) that caused it.
+    pub pid: i32,
+    /// The file; `None` on queue overflow.
+    pub file: Option<File>,
+}
+
+/// Reads every fanotify event now queued into `out` (non-blocking); returns when the queue
+/// is empty.
+pub fn fanotify_read(fd: &OwnedFd, out: &mut Vec<FanEvent>) -> io::Result<()> {
+    const META: usize = std::mem::size_of::<libc::fanotify_event_metadata>();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        // SAFETY: `buf` is valid for `buf.len()` writable bytes.
+        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock => Ok(()),
+                io::ErrorKind::Interrupted => continue,
+                _ => Err(e),
+            };
+        }
+        let n = n as usize;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut off = 0;
+        while off + META <= n {
+            // SAFETY: at least META bytes remain at `off`; read_unaligned copes with the
+            // byte buffer's alignment.
+            let meta: libc::fanotify_event_metadata =
+                unsafe { std::ptr::read_unaligned(buf[off..].as_ptr().cast()) };
+            let len = meta.event_len as usize;
+            if len < META || off + len > n {
+                break;
+            }
+            let file = (meta.fd >= 0).then(|| {
+                // SAFETY: the kernel opened this fd for us; we are its only owner.
+                unsafe { File::from_raw_fd(meta.fd) }
+            });
+            out.push(FanEvent {
+                mask: meta.mask,
+                pid: meta.pid,
+                file,
+            });
+            off += len;
+        }
+    }
+}
+
+/// Waits up to `timeout_ms` for `fd` to be readable; `Ok(true)` when it is.
+pub fn poll_readable(fd: &OwnedFd, timeout_ms: i32) -> io::Result<bool> {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let rc = unsafe { libc::poll(&mut p, 1, timeout_ms) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted {
+            Ok(false)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(rc > 0)
+}
+
+/// The page size of this kernel.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as u64
+    } else {
+        4096
+    }
+}
+
+/// mincore(2) over the first `size` bytes of `file`: one bool per page, true when the page
+/// is in the page cache. Mapping a file reads nothing, so this does not change the answer.
+pub fn mincore(file: &File, size: u64) -> io::Result<Vec<bool>> {
+    if size == 0 {
+        return Ok(Vec::new());
+    }
+    let page = page_size();
+    let len = usize::try_from(size)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large to map"))?;
+    let pages = size.div_ceil(page) as usize;
+    // SAFETY: a fresh shared read-only mapping chosen by the kernel; it is only read by
+    // mincore below and unmapped before returning.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if addr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let mut vec = vec![0u8; pages];
+    // SAFETY: `addr` is a page-aligned mapping of `len` bytes and `vec` holds one byte per
+    // page of it.
+    let rc = unsafe { libc::mincore(addr, len, vec.as_mut_ptr()) };
+    let err = (rc < 0).then(io::Error::last_os_error);
+    // SAFETY: unmapping exactly the mapping made above.
+    unsafe { libc::munmap(addr, len) };
+    match err {
+        Some(e) => Err(e),
+        None => Ok(vec.into_iter().map(|b| b & 1 != 0).collect()),
+    }
+}
+
+/// readahead(2): starts reading `len` bytes at `offset` of `file` into the page cache.
+pub fn readahead(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    // SAFETY: no pointers; the fd is open.
+    let rc = unsafe { libc::readahead(file.as_raw_fd(), offset as i64, len as usize) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// posix_fadvise(POSIX_FADV_DONTNEED): drops the clean cached pages of a range.
+pub fn fadvise_dontneed(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    // SAFETY: no pointers; the fd is open.
+    let rc = unsafe {
+        libc::posix_fadvise(
+            file.as_raw_fd(),
+            offset as i64,
+            len as i64,
+            libc::POSIX_FADV_DONTNEED,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
+/// FS_IOC_FIEMAP for the first extent at or after `offset`: its physical byte address on the
+/// device, or `None` when the filesystem has no map (tmpfs, NFS), the range is a hole, or
+/// the data is inline.
+pub fn fiemap_physical(file: &File, offset: u64) -> Option<u64> {
+    #[repr(C)]
+    #[derive(Default, Clone, Copy)]
+    struct Extent {
+        logical: u64,
+        physical: u64,
+        length: u64,
+        reserved64: [u64; 2],
+        flags: u32,
+        reserved: [u32; 3],
+    }
+    #[repr(C)]
+    #[derive(Default)]
+    struct Fiemap {
+        start: u64,
+        length: u64,
+        flags: u32,
+        mapped_extents: u32,
+        extent_count: u32,
+        reserved: u32,
+        extents: [Extent; 1],
+    }
+    // _IOWR('f', 11, struct fiemap): struct fiemap without extents is 32 bytes.
+    const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
+    const FIEMAP_EXTENT_UNKNOWN: u32 = 0x2;
+    const FIEMAP_EXTENT_DATA_INLINE: u32 = 0x200;
+    let mut m = Fiemap {
+        start: offset,
+        length: u64::MAX - offset,
+        extent_count: 1,
+        ..Default::default()
+    };
+    // SAFETY: `m` is a fiemap header followed by room for exactly `extent_count` (1)
+    // extents, as the ioctl requires; the kernel writes only within it.
+    let rc = unsafe { libc::ioctl(file.as_raw_fd(), FS_IOC_FIEMAP as _, &mut m as *mut Fiemap) };
+    let e = m.extents[0];
+    if rc < 0
+        || m.mapped_extents == 0
+        || e.flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_DATA_INLINE) != 0
+    {
+        return None;
+    }
+    // The extent may begin before `offset`: point at the byte itself.
+    Some(e.physical + offset.saturating_sub(e.logical))
+}
+
+/// Puts the calling thread in the idle I/O class, so its reads are served only when no one
+/// else waits for the disk (on schedulers that honour classes: BFQ, CFQ).
+pub fn ioprio_idle() -> io::Result<()> {
+    const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+    const IOPRIO_CLASS_IDLE: libc::c_long = 3;
+    const IOPRIO_CLASS_SHIFT: libc::c_long = 13;
+    // SAFETY: plain syscall on the calling thread (who = 0); no pointers.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_ioprio_set,
+            IOPRIO_WHO_PROCESS,
+            0 as libc::c_long,
+            IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// ioprio_get(2) of the calling thread, raw (class << 13 | data); for tests.
+pub fn ioprio_get() -> io::Result<i64> {
+    // SAFETY: plain syscall on the calling thread; no pointers.
+    let rc = unsafe { libc::syscall(libc::SYS_ioprio_get, 1 as libc::c_long, 0 as libc::c_long) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rc)
+}
+
+/// `f_fsid` of the filesystem holding `path`, both 32-bit halves as one number.
+pub fn statfs_fsid(path: &Path) -> io::Result<u64> {
+    let c = cstring(path)?;
+    // SAFETY: an all-zero statfs is a valid out-parameter.
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is NUL-terminated and `s` writable.
+    check(unsafe { libc::statfs(c.as_ptr(), &mut s) })?;
+    // SAFETY: fsid_t is two c_ints (its field is private in the libc crate); reading it as
+    // such is what the C definition says it is.
+    let v: [i32; 2] = unsafe { std::mem::transmute_copy(&s.f_fsid) };
+    Ok(((v[1] as u32 as u64) << 32) | v[0] as u32 as u64)
+}
+
+/// A pipe with both ends close-on-exec: (read end, write end).
+pub fn pipe() -> io::Result<(File, File)> {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` holds room for the two descriptors.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: both fds are fresh and owned by nobody else.
+    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
+}
+
+/// fork(2): `Ok(0)` in the child, the child's pid in the parent. The caller must be
+/// single-threaded or call only async-signal-safe code in the child (glibc's fork also
+/// resets its allocator locks, so allocating in the child is safe with glibc).
+pub fn fork() -> io::Result<i32> {
+    // SAFETY: see above; the child only runs replay code and ends with `exit_now`.
+    check(unsafe { libc::fork() })
+}
+
+/// Ends this process at once with `code`, running no destructors or atexit handlers (which
+/// belong to the parent after a fork).
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit has no preconditions.
+    unsafe { libc::_exit(code) }
+}
+
+/// waitpid(2) for `pid`; returns the raw status.
+pub fn waitpid(pid: i32) -> io::Result<i32> {
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is writable.
+        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if rc >= 0 {
+            return Ok(status);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Whether `pid` has ended (reaping it when it has); for a non-blocking check.
+pub fn try_wait(pid: i32) -> io::Result<bool> {
+    let mut status = 0;
+    // SAFETY: `status` is writable.
+    let rc = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(rc == pid)
+}
+
+/// The kernel release (`uname -r`).
+pub fn kernel_release() -> String {
+    // SAFETY: an all-zero utsname is a valid out-parameter.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is writable.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return String::new();
+    }
+    let bytes: Vec<u8> = u
+        .release
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Whether this process runs as root (the pack must be owned by the user replaying it).
+pub fn euid() -> u32 {
+    // SAFETY: no preconditions.
+    unsafe { libc::geteuid() }
+}

@@ -1,0 +1,398 @@
+//! Facts about the running system that learn and replay need: which filesystems to watch
+//! (from mountinfo), the root device, its `read_ahead_kb` and `rotational` files, its
+//! identity, its bandwidth. Parsing is pure (takes text or bytes); every path is in
+//! [`Paths`] so tests use fake trees.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::pack::RootId;
+
+/// The kernel paths readahead reads, each with its usual default.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    /// `/proc` (for `self/mountinfo`, `self/fd`, `diskstats`).
+    pub proc: PathBuf,
+    /// `/sys` (for `dev/block/MAJ:MIN/...`).
+    pub sys: PathBuf,
+    /// `/dev/disk/by-uuid`.
+    pub by_uuid: PathBuf,
+    /// The root directory whose filesystem is identified.
+    pub root: PathBuf,
+}
+
+impl Default for Paths {
+    fn default() -> Paths {
+        Paths {
+            proc: "/proc".into(),
+            sys: "/sys".into(),
+            by_uuid: "/dev/disk/by-uuid".into(),
+            root: "/".into(),
+        }
+    }
+}
+
+/// One line of `/proc/PID/mountinfo`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    /// Device major number (`st_dev` of files on it).
+    pub major: u32,
+    /// Device minor number.
+    pub minor: u32,
+    /// Where it is mounted, octal escapes decoded.
+    pub mount_point: PathBuf,
+    /// Filesystem type (`ext4`, `tmpfs`, `fuse.sshfs`, ...).
+    pub fstype: String,
+    /// Mount source (`/dev/vda1`, `tmpfs`, ...).
+    pub source: String,
+}
+
+/// A mountinfo line that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError {
+    /// The file the text came from.
+    pub file: String,
+    /// 1-based line number.
+    pub line: usize,
+    /// What was expected.
+    pub expected: &'static str,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: line {}: expected {}",
+            self.file, self.line, self.expected
+        )
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+fn unescape(s: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(out))
+}
+
+/// Parses the text of `/proc/PID/mountinfo` (`file` names it in errors).
+pub fn parse_mountinfo(text: &str, file: &str) -> Result<Vec<Mount>, ParseError> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let err = |expected| ParseError {
+            file: file.to_string(),
+            line: i + 1,
+            expected,
+        };
+        let f: Vec<&str> = line.split(' ').collect();
+        let sep = f
+            .iter()
+            .position(|&x| x == "-")
+            .ok_or_else(|| err("a ' - ' separator before the filesystem type"))?;
+        if sep < 6 || f.len() < sep + 3 {
+            return Err(err("10 or more fields: id parent major:minor root mount-point options ... - type source options"));
+        }
+        let (maj, min) = f[2]
+            .split_once(':')
+            .ok_or_else(|| err("major:minor in field 3"))?;
+        let major = maj.parse().map_err(|_| err("a numeric major in field 3"))?;
+        let minor = min.parse().map_err(|_| err("a numeric minor in field 3"))?;
+        out.push(Mount {
+            major,
+            minor,
+            mount_point: unescape(f[4]),
+            fstype: f[sep + 1].to_string(),
+            source: f[sep + 2].to_string(),
+        });
+    }
+    Ok(out)
+}
+
+/// Filesystem types never watched: virtual, memory-backed, network, FUSE and overlay (whose
+/// upper directory is a tmpfs or another disk filesystem that is watched on its own).
+fn is_excluded_fstype(t: &str) -> bool {
+    const NO: &[&str] = &[
+        "proc",
+        "sysfs",
+        "devtmpfs",
+        "devpts",
+        "tmpfs",
+        "ramfs",
+        "cgroup",
+        "cgroup2",
+        "securityfs",
+        "debugfs",
+        "tracefs",
+        "pstore",
+        "bpf",
+        "configfs",
+        "fusectl",
+        "mqueue",
+        "hugetlbfs",
+        "efivarfs",
+        "binfmt_misc",
+        "autofs",
+        "rpc_pipefs",
+        "nfsd",
+        "overlay",
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "9p",
+        "virtiofs",
+        "squashfs",
+        "iso9660",
+        "nsfs",
+        "selinuxfs",
+        "zonefs",
+    ];
+    NO.contains(&t) || t == "fuse" || t.starts_with("fuse.") || t == "fuseblk"
+}
+
+/// The mount points to put fanotify marks on: local disk filesystems only, one per
+/// filesystem (a filesystem mounted twice, or bind-mounted, is marked once), in mountinfo
+/// order. A filesystem counts as on a local disk when its type is not excluded and it sits
+/// on a real block device (major number not 0), or it is btrfs (whose st_dev is anonymous).
+pub fn learn_marks(mounts: &[Mount]) -> Vec<PathBuf> {
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for m in mounts {
+        let disk = !is_excluded_fstype(&m.fstype) && (m.major != 0 || m.fstype == "btrfs");
+        if disk && !seen.contains(&(m.major, m.minor)) {
+            seen.push((m.major, m.minor));
+            out.push(m.mount_point.clone());
+        }
+    }
+    out
+}
+
+/// The mount of `/` (the last one: a later mount hides an earlier).
+pub fn root_mount(mounts: &[Mount]) -> Option<&Mount> {
+    mounts
+        .iter()
+        .rev()
+        .find(|m| m.mount_point == Path::new("/"))
+}
+
+/// `/sys/dev/block/MAJ:MIN/queue/<file>` of the disk holding the device: a partition has no
+/// queue of its own, so its parent's is used.
+pub fn queue_file(sys: &Path, major: u32, minor: u32, file: &str) -> PathBuf {
+    let dev = sys.join(format!("dev/block/{major}:{minor}"));
+    if dev.join("partition").exists() {
+        dev.join("../queue").join(file)
+    } else {
+        dev.join("queue").join(file)
+    }
+}
+
+/// Whether the device rotates, from the text of `queue/rotational` (`None` when unreadable).
+pub fn parse_rotational(text: &str) -> Option<bool> {
+    match text.trim() {
+        "1" => Some(true),
+        "0" => Some(false),
+        _ => None,
+    }
+}
+
+/// Read bandwidth of device `major:minor` in bytes per second since boot, from the text of
+/// `/proc/diskstats`: sectors read over the time spent reading. `None` when the device is
+/// absent or has read too little to tell (under 4 MiB or 100 ms).
+pub fn read_bandwidth(diskstats: &str, major: u32, minor: u32) -> Option<u64> {
+    for line in diskstats.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 7 || f[0].parse() != Ok(major) || f[1].parse() != Ok(minor) {
+            continue;
+        }
+        let sectors: u64 = f[5].parse().ok()?;
+        let ms: u64 = f[6].parse().ok()?;
+        let bytes = sectors * 512;
+        if bytes < 4 << 20 || ms < 100 {
+            return None;
+        }
+        return Some(bytes * 1000 / ms);
+    }
+    None
+}
+
+/// The default byte budget: what the device reads in `target_s` seconds, with a guess of
+/// 50 MB/s (rotating) or 200 MB/s (solid state) when the bandwidth is unknown, and never
+/// more than 512 MiB (a pack bigger than that costs more memory than it saves time).
+pub fn default_budget(rotational: bool, bandwidth: Option<u64>, target_s: f64) -> u64 {
+    let bw = bandwidth.unwrap_or(if rotational { 50_000_000 } else { 200_000_000 });
+    ((bw as f64 * target_s) as u64).min(512 << 20)
+}
+
+/// The UUID of an ext2/3/4 filesystem from its superblock: `bytes` starts at byte 1024 of
+/// the device (magic 0xEF53 at 0x38, UUID at 0x68). `None` for anything else.
+pub fn ext_uuid(superblock: &[u8]) -> Option<String> {
+    if superblock.len() < 0x78 || superblock[0x38..0x3a] != [0x53, 0xEF] {
+        return None;
+    }
+    let u = &superblock[0x68..0x78];
+    let hex: String = u.iter().map(|b| format!("{b:02x}")).collect();
+    Some(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    ))
+}
+
+/// The identity of the root filesystem: its UUID from `by_uuid` (a link whose target is the
+/// root device), else from an ext superblock of the mount source, and `statfs` `f_fsid`.
+/// Unknown parts stay empty / 0.
+pub fn root_id(paths: &Paths, root: Option<&Mount>) -> RootId {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let fsid = crate::sys::statfs_fsid(&paths.root).unwrap_or(0);
+    let mut uuid = String::new();
+    if let Some(m) = root {
+        let want = libc::makedev(m.major, m.minor);
+        if let Ok(dir) = std::fs::read_dir(&paths.by_uuid) {
+            for e in dir.flatten() {
+                let is_it = std::fs::metadata(e.path())
+                    .is_ok_and(|md| md.file_type().is_block_device() && md.rdev() == want);
+                if is_it {
+                    uuid = e.file_name().to_string_lossy().into_owned();
+                    break;
+                }
+            }
+        }
+        if uuid.is_empty() && m.fstype.starts_with("ext") && m.source.starts_with('/') {
+            uuid = read_ext_superblock(Path::new(&m.source)).unwrap_or_default();
+        }
+    }
+    RootId { uuid, fsid }
+}
+
+fn read_ext_superblock(dev: &Path) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(dev).ok()?;
+    f.seek(SeekFrom::Start(1024)).ok()?;
+    let mut buf = [0u8; 0x78];
+    f.read_exact(&mut buf).ok()?;
+    ext_uuid(&buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTINFO: &str = "\
+22 27 0:21 / /proc rw,relatime - proc proc rw
+23 27 0:22 / /sys rw,relatime - sysfs sysfs rw
+24 27 0:6 / /dev rw,relatime - devtmpfs devtmpfs rw,size=12334464k,mode=755
+27 1 254:1 / / rw,relatime - ext4 /dev/vda1 rw,discard
+28 27 254:2 / /home rw,relatime shared:5 - xfs /dev/vda2 rw
+29 27 254:1 /srv /mnt/bind\\040dir rw,relatime - ext4 /dev/vda1 rw
+30 27 0:45 / /run rw,nosuid - tmpfs tmpfs rw,mode=755
+31 27 0:46 / /data rw - btrfs /dev/sdb rw
+32 27 0:47 / /merged rw - overlay overlay rw,lowerdir=/a,upperdir=/b
+33 27 0:48 / /home/u/remote rw - fuse.sshfs host:/ rw
+";
+
+    #[test]
+    fn marks_only_local_disk_filesystems_once_each() {
+        let m = parse_mountinfo(MOUNTINFO, "/proc/self/mountinfo").unwrap();
+        assert_eq!(m.len(), 10);
+        assert_eq!(m[5].mount_point, PathBuf::from("/mnt/bind dir"));
+        let marks = learn_marks(&m);
+        assert_eq!(
+            marks,
+            vec![
+                PathBuf::from("/"),
+                PathBuf::from("/home"),
+                PathBuf::from("/data")
+            ]
+        );
+        let r = root_mount(&m).unwrap();
+        assert_eq!((r.major, r.minor, r.source.as_str()), (254, 1, "/dev/vda1"));
+    }
+
+    #[test]
+    fn bad_mountinfo_names_file_and_line() {
+        let e = parse_mountinfo(
+            "22 27 0:21 / /proc rw - proc proc rw\n22 27 x / /a rw - ext4 /dev/a rw\n",
+            "mi",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 2);
+        assert_eq!(e.to_string(), "mi: line 2: expected major:minor in field 3");
+        let e = parse_mountinfo("1 2 3:4 / /a rw ext4 /dev/a rw\n", "mi").unwrap_err();
+        assert!(e.to_string().contains("separator"), "{e}");
+    }
+
+    #[test]
+    fn queue_file_of_a_partition_is_its_disk_queue() {
+        let sys = std::env::temp_dir().join(format!("bp-sys-{}", std::process::id()));
+        std::fs::create_dir_all(sys.join("dev/block/8:1")).unwrap();
+        std::fs::write(sys.join("dev/block/8:1/partition"), "1\n").unwrap();
+        assert_eq!(
+            queue_file(&sys, 8, 1, "read_ahead_kb"),
+            sys.join("dev/block/8:1/../queue/read_ahead_kb")
+        );
+        assert_eq!(
+            queue_file(&sys, 8, 0, "rotational"),
+            sys.join("dev/block/8:0/queue/rotational")
+        );
+        std::fs::remove_dir_all(&sys).unwrap();
+    }
+
+    #[test]
+    fn bandwidth_and_budget() {
+        let ds = "   8       0 sda 1000 0 204800 1000 0 0 0 0 0 0 0\n 254       0 vda 277587 25772 10144786 200779 111034 50159 49157344 572932 0 64936 813080\n";
+        // 100 MiB in 1 s.
+        assert_eq!(read_bandwidth(ds, 8, 0), Some(104_857_600));
+        assert_eq!(
+            read_bandwidth(ds, 254, 0),
+            Some(10144786 * 512 * 1000 / 200779)
+        );
+        assert_eq!(read_bandwidth(ds, 9, 9), None);
+        assert_eq!(
+            read_bandwidth(" 8 0 sda 1 0 8 1 0 0 0 0 0 0 0\n", 8, 0),
+            None
+        );
+        assert_eq!(default_budget(true, None, 2.0), 100_000_000);
+        assert_eq!(default_budget(false, Some(100_000_000), 3.0), 300_000_000);
+        assert_eq!(default_budget(false, Some(10_000_000_000), 3.0), 512 << 20);
+        assert_eq!(parse_rotational("1\n"), Some(true));
+        assert_eq!(parse_rotational("0"), Some(false));
+        assert_eq!(parse_rotational(""), None);
+    }
+
+    #[test]
+    fn ext_superblock_uuid() {
+        let mut sb = vec![0u8; 1024];
+        sb[0x38] = 0x53;
+        sb[0x39] = 0xEF;
+        for i in 0..16 {
+            sb[0x68 + i] = (i as u8) * 17;
+        }
+        assert_eq!(
+            ext_uuid(&sb).unwrap(),
+            "00112233-4455-6677-8899-aabbccddeeff"
+        );
+        sb[0x38] = 0;
+        assert_eq!(ext_uuid(&sb), None);
+    }
+}

@@ -1,0 +1,392 @@
+//! Learn and replay for real on this machine: real fanotify, page cache, mincore, FIEMAP and
+//! readahead(2), on a few tens of MB of files in a temporary directory. Needs root (fanotify
+//! filesystem marks); without it the tests say so and pass vacuously.
+//!
+//! The page cache is emptied with posix_fadvise(DONTNEED) on the test's own files only, so
+//! the rest of the machine is not disturbed.
+
+use std::collections::BTreeSet;
+use std::fs::{self, File};
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use readahead::learn::{self, LearnConfig, PackOptions};
+use readahead::pack::Pack;
+use readahead::replay::{self, ReplayOptions};
+use readahead::{sys, system};
+
+const FILES: usize = 24;
+const FILE_SIZE: u64 = 1 << 20;
+const READS: usize = 3000;
+
+fn root_or_skip() -> bool {
+    if sys::euid() != 0 {
+        eprintln!("skipped: needs root for fanotify filesystem marks");
+        return false;
+    }
+    true
+}
+
+/// A directory of FILES files of FILE_SIZE bytes each, written, synced and dropped from the
+/// page cache.
+fn setup(name: &str) -> (PathBuf, Vec<PathBuf>) {
+    let d = std::env::temp_dir().join(format!("bp-ra-real-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).unwrap();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut files = Vec::new();
+    for i in 0..FILES {
+        let p = d.join(format!("f{i:02}.bin"));
+        let mut buf = vec![0u8; FILE_SIZE as usize];
+        for b in buf.chunks_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            b.copy_from_slice(&x.to_le_bytes()[..b.len()]);
+        }
+        let mut f = File::create(&p).unwrap();
+        f.write_all(&buf).unwrap();
+        f.sync_all().unwrap();
+        files.push(p);
+    }
+    drop_cache(&files);
+    (d, files)
+}
+
+fn drop_cache(files: &[PathBuf]) {
+    for p in files {
+        let f = File::open(p).unwrap();
+        sys::fadvise_dontneed(&f, 0, 0).unwrap();
+    }
+}
+
+fn resident_pages(p: &Path) -> Vec<bool> {
+    let f = File::open(p).unwrap();
+    sys::mincore(&f, f.metadata().unwrap().len()).unwrap()
+}
+
+/// The order in which the workload first touches the files.
+fn first_order() -> Vec<usize> {
+    (0..FILES).map(|i| (i * 7 + 3) % FILES).collect()
+}
+
+/// Reads 512 bytes in each of READS scattered pages (first one page of every file, in
+/// `first_order`); returns the (file, page) pairs it touched.
+fn workload(files: &[PathBuf]) -> BTreeSet<(usize, u64)> {
+    let page = sys::page_size();
+    let pages = FILE_SIZE / page;
+    // Opened at first use, so opens happen in first-access order too.
+    let mut handles: Vec<Option<File>> = files.iter().map(|_| None).collect();
+    let mut touched = BTreeSet::new();
+    let mut buf = [0u8; 512];
+    let mut x = 12345u64;
+    let mut next = move || {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        x
+    };
+    let mut seq: Vec<usize> = first_order();
+    seq.extend((0..READS - FILES).map(|_| ((next() >> 33) as usize) % FILES));
+    for (n, fi) in seq.into_iter().enumerate() {
+        let x = next();
+        // Pages are drawn from the first half of each file only, so part of every file is
+        // never used and a replay that read whole files would show.
+        let pg = (x >> 29) % (pages / 2);
+        let off = pg * page + (n as u64 % 7) * 500;
+        let f = handles[fi].get_or_insert_with(|| File::open(&files[fi]).unwrap());
+        f.read_exact_at(&mut buf, off).unwrap();
+        touched.insert((fi, pg));
+    }
+    touched
+}
+
+fn in_pack(p: &Pack, path: &Path, page_index: u64, page: u64) -> bool {
+    p.entries.iter().any(|e| {
+        e.path == path
+            && e.ranges
+                .iter()
+                .any(|r| r.offset <= page_index * page && page_index * page < r.end())
+    })
+}
+
+fn real_read_ahead_kb() -> Option<(PathBuf, String)> {
+    let mi = fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let mounts = system::parse_mountinfo(&mi, "/proc/self/mountinfo").ok()?;
+    let r = system::root_mount(&mounts)?;
+    let path = system::queue_file(Path::new("/sys"), r.major, r.minor, "read_ahead_kb");
+    let v = fs::read_to_string(&path).ok()?;
+    Some((path, v))
+}
+
+#[test]
+fn learn_then_replay_brings_back_exactly_the_used_pages() {
+    if !root_or_skip() {
+        return;
+    }
+    let page = sys::page_size();
+    let (dir, files) = setup("learn");
+    let knob_before = real_read_ahead_kb();
+
+    for f in &files {
+        assert!(
+            resident_pages(f).iter().all(|r| !r),
+            "{f:?} cached after DONTNEED"
+        );
+    }
+
+    // Learn while the workload runs.
+    let cfg = LearnConfig {
+        only_under: vec![dir.clone()],
+        ..LearnConfig::default()
+    };
+    let t0 = Instant::now();
+    let learner = learn::LearnThread::spawn(&cfg).expect("fanotify learning");
+    if let (Some((path, _)), Some(kb)) = (&knob_before, cfg.read_ahead_kb) {
+        assert_eq!(fs::read_to_string(path).unwrap().trim(), kb.to_string());
+    }
+    let touched = workload(&files);
+    // Let the learner drain the last events.
+    std::thread::sleep(Duration::from_millis(200));
+    let learned = learner.stop();
+    let learn_s = t0.elapsed().as_secs_f64();
+    if let Some((path, v)) = &knob_before {
+        assert_eq!(
+            &fs::read_to_string(path).unwrap(),
+            v,
+            "read_ahead_kb not restored"
+        );
+    }
+    assert!(!learned.overflowed, "fanotify queue overflowed");
+    let order: Vec<PathBuf> = learned.files.iter().map(|f| f.path.clone()).collect();
+    let expect: Vec<PathBuf> = first_order()
+        .into_iter()
+        .map(|i| files[i].clone())
+        .collect();
+    assert_eq!(order, expect, "files not in first-access order");
+
+    // Pack (solid-state order, generous budget) and check it covers what was touched.
+    let (p, stats) = learn::build_pack(
+        &learned,
+        &PackOptions {
+            rotational: Some(false),
+            budget_bytes: Some(64 << 20),
+            ..PackOptions::default()
+        },
+    );
+    assert_eq!(stats.files_learned, FILES);
+    assert_eq!(p.entries.len(), FILES);
+    let pack_paths: Vec<PathBuf> = p.entries.iter().map(|e| e.path.clone()).collect();
+    assert_eq!(pack_paths, expect);
+    for &(fi, pg) in &touched {
+        assert!(
+            in_pack(&p, &files[fi], pg, page),
+            "page {pg} of file {fi} not learned"
+        );
+    }
+    let touched_bytes = touched.len() as u64 * page;
+    let total = FILES as u64 * FILE_SIZE;
+    assert!(p.bytes() >= touched_bytes);
+    assert!(
+        p.bytes() < total / 2 + total / 8,
+        "pack {} of {total}",
+        p.bytes()
+    );
+
+    // Write, load as the boot path would.
+    let mounts =
+        system::parse_mountinfo(&fs::read_to_string("/proc/self/mountinfo").unwrap(), "mi")
+            .unwrap();
+    let ours = system::root_id(&system::Paths::default(), system::root_mount(&mounts));
+    let pack_path = dir.join("readahead.pack");
+    let mut p = p;
+    p.header.root = ours.clone();
+    p.write_file(&pack_path).unwrap();
+    let loaded = replay::load(&pack_path, &ours, 0).expect("pack refused");
+    assert_eq!(loaded, p);
+
+    // Cold: nothing of the pack resident.
+    drop_cache(&files);
+    let before = replay::hit_rate(&loaded);
+    assert_eq!(before.bytes_replayed, p.bytes());
+    assert_eq!(before.bytes_resident, 0, "pages resident before replay");
+
+    let st = replay::replay(&loaded, &ReplayOptions::default());
+    assert_eq!(st.files_read, FILES as u64);
+    assert_eq!(st.files_skipped, 0);
+    assert_eq!(st.bytes_requested, p.bytes());
+    assert!(!st.timed_out);
+    // readahead(2) only starts the reads and mincore counts a page once its read is done,
+    // so give the last reads a moment.
+    let mut after = replay::hit_rate(&loaded);
+    let t = Instant::now();
+    while after.bytes_resident < after.bytes_replayed && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+        after = replay::hit_rate(&loaded);
+    }
+    assert_eq!(
+        after.bytes_resident, after.bytes_replayed,
+        "not all replayed pages resident"
+    );
+    // Replay read the learned ranges, not whole files.
+    let resident_total: u64 = files
+        .iter()
+        .map(|f| resident_pages(f).iter().filter(|&&r| r).count() as u64 * page)
+        .sum();
+    assert!(
+        resident_total <= p.bytes() + FILES as u64 * 64 * 1024,
+        "replay read {resident_total} bytes for a pack of {}",
+        p.bytes()
+    );
+    eprintln!(
+        "learned {} files, {} events, {} touched pages, pack {} KiB of {} KiB, learn {:.2} s, \
+         replay {:.1} ms",
+        learned.files.len(),
+        learned.events,
+        touched.len(),
+        p.bytes() / 1024,
+        total / 1024,
+        learn_s,
+        st.duration_ns as f64 / 1e6
+    );
+
+    // Rotating order from real FIEMAP: ascending physical addresses.
+    let (rp, _) = learn::build_pack(
+        &learned,
+        &PackOptions {
+            rotational: Some(true),
+            budget_bytes: Some(64 << 20),
+            ..PackOptions::default()
+        },
+    );
+    let phys: Vec<u64> = rp
+        .entries
+        .iter()
+        .map(|e| {
+            let f = File::open(&e.path).unwrap();
+            sys::fiemap_physical(&f, e.ranges[0].offset).expect("FIEMAP on a disk filesystem")
+        })
+        .collect();
+    assert!(phys.windows(2).all(|w| w[0] <= w[1]), "{phys:?}");
+    assert!(rp.header.rotational);
+
+    // A small budget is respected by a real pack.
+    let (bp, _) = learn::build_pack(
+        &learned,
+        &PackOptions {
+            rotational: Some(false),
+            budget_bytes: Some(100_000),
+            ..PackOptions::default()
+        },
+    );
+    assert!(bp.bytes() <= 100_000 && bp.bytes() > 100_000 - page);
+    assert_eq!(bp.entries[0].path, expect[0]);
+
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// Bench: cold workload time with and without a prior replay. Run with
+/// `cargo test -p bootprint-readahead --release --test real -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn bench_cold_workload_with_and_without_replay() {
+    if !root_or_skip() {
+        return;
+    }
+    let (dir, files) = setup("bench");
+    let learner = learn::LearnThread::spawn(&LearnConfig {
+        only_under: vec![dir.clone()],
+        ..LearnConfig::default()
+    })
+    .unwrap();
+    workload(&files);
+    std::thread::sleep(Duration::from_millis(200));
+    let learned = learner.stop();
+    let (p, _) = learn::build_pack(&learned, &PackOptions::default());
+    let (mut cold, mut warm, mut rep) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..7 {
+        drop_cache(&files);
+        let t = Instant::now();
+        workload(&files);
+        cold.push(t.elapsed().as_secs_f64() * 1e3);
+
+        drop_cache(&files);
+        let t = Instant::now();
+        replay::replay(&p, &ReplayOptions::default());
+        let r = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        workload(&files);
+        warm.push(t.elapsed().as_secs_f64() * 1e3);
+        rep.push(r);
+    }
+    let mut hot = Vec::new();
+    for _ in 0..7 {
+        let t = Instant::now();
+        workload(&files);
+        hot.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let (c, w, r, h) = (median(cold), median(warm), median(rep), median(hot));
+    println!(
+        "pack {} KiB, {} files, rotational {}: cold workload {c:.1} ms; replay {r:.1} ms then \
+         workload {w:.1} ms (replay + workload {:.1} ms); all cached {h:.1} ms; medians of 7",
+        p.bytes() / 1024,
+        p.entries.len(),
+        p.header.rotational,
+        r + w
+    );
+    fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn learner_lowers_and_restores_read_ahead_kb_of_a_fake_tree() {
+    if !root_or_skip() {
+        return;
+    }
+    let d = std::env::temp_dir().join(format!("bp-ra-fake-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    let (proc, sys_dir) = (d.join("proc"), d.join("sys"));
+    fs::create_dir_all(proc.join("self")).unwrap();
+    fs::create_dir_all(sys_dir.join("dev/block/8:1")).unwrap();
+    fs::create_dir_all(sys_dir.join("dev/block/queue")).unwrap();
+    fs::write(sys_dir.join("dev/block/8:1/partition"), "1\n").unwrap();
+    // 8:1 is a partition: its disk's queue (the parent directory's) is the one changed.
+    let knob = sys_dir.join("dev/block/queue/read_ahead_kb");
+    fs::write(&knob, "4096\n").unwrap();
+    fs::write(
+        proc.join("self/mountinfo"),
+        "27 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw\n30 27 0:45 / /run rw - tmpfs tmpfs rw\n",
+    )
+    .unwrap();
+    let cfg = LearnConfig {
+        paths: system::Paths {
+            proc,
+            sys: sys_dir,
+            ..system::Paths::default()
+        },
+        read_ahead_kb: Some(16),
+        // The fake root is not mounted: watch the real filesystem of the temp dir.
+        marks: Some(vec![d.clone()]),
+        ..LearnConfig::default()
+    };
+    let l = learn::Learner::start(&cfg).expect("fanotify");
+    assert_eq!(fs::read_to_string(&knob).unwrap(), "16");
+    drop(l.finish());
+    assert_eq!(fs::read_to_string(&knob).unwrap(), "4096");
+    {
+        let _l = learn::Learner::start(&cfg).unwrap();
+        assert_eq!(fs::read_to_string(&knob).unwrap(), "16");
+    }
+    assert_eq!(
+        fs::read_to_string(&knob).unwrap(),
+        "4096",
+        "not restored on drop"
+    );
+    fs::remove_dir_all(&d).unwrap();
+}

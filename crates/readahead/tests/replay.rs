@@ -1,0 +1,262 @@
+//! Replay on real files in a temporary directory: which packs are refused and why, which
+//! entries are skipped and how they are counted.
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use readahead::pack::{Entry, Header, Pack, Range, RootId};
+use readahead::replay::{self, ReplayOptions, ReplayStats};
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bp-ra-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn entry_for(path: &Path, ranges: &[(u64, u64)]) -> Entry {
+    let md = fs::metadata(path).unwrap();
+    Entry {
+        path: path.to_path_buf(),
+        dev: md.dev(),
+        ino: md.ino(),
+        size: md.size(),
+        mtime_s: md.mtime(),
+        mtime_ns: md.mtime_nsec() as u32,
+        ranges: ranges
+            .iter()
+            .map(|&(offset, len)| Range { offset, len })
+            .collect(),
+    }
+}
+
+fn root(fsid: u64) -> RootId {
+    RootId {
+        uuid: String::new(),
+        fsid,
+    }
+}
+
+fn pack_of(entries: Vec<Entry>, rotational: bool) -> Pack {
+    Pack {
+        header: Header {
+            created_unix_s: 1,
+            kernel_release: "test".into(),
+            root: root(42),
+            rotational,
+            budget_bytes: 1 << 30,
+        },
+        entries,
+    }
+}
+
+#[test]
+fn stale_entries_are_skipped_and_counted() {
+    let d = tempdir("stale");
+    let names = [
+        "good1", "good2", "mtime", "size", "inode", "dir", "symlink", "gone",
+    ];
+    for n in names {
+        fs::write(d.join(n), vec![7u8; 20_000]).unwrap();
+    }
+    let entries: Vec<Entry> = names
+        .iter()
+        .map(|n| entry_for(&d.join(n), &[(0, 8192), (12288, 4096)]))
+        .collect();
+    // Make every entry but the two good ones stale, each in its own way.
+    let f = fs::File::options()
+        .write(true)
+        .open(d.join("mtime"))
+        .unwrap();
+    f.set_modified(SystemTime::now() - Duration::from_secs(3600))
+        .unwrap();
+    drop(f);
+    fs::write(d.join("size"), vec![7u8; 20_001]).unwrap();
+    fs::write(d.join("inode.new"), vec![7u8; 20_000]).unwrap();
+    let old = fs::metadata(d.join("inode")).unwrap();
+    let new = fs::File::open(d.join("inode.new")).unwrap();
+    new.set_modified(old.modified().unwrap()).unwrap();
+    fs::rename(d.join("inode.new"), d.join("inode")).unwrap();
+    fs::remove_file(d.join("dir")).unwrap();
+    fs::create_dir(d.join("dir")).unwrap();
+    fs::remove_file(d.join("symlink")).unwrap();
+    std::os::unix::fs::symlink(d.join("good1"), d.join("symlink")).unwrap();
+    fs::remove_file(d.join("gone")).unwrap();
+
+    for rotational in [true, false] {
+        let p = pack_of(entries.clone(), rotational);
+        let st = replay::replay(&p, &ReplayOptions::default());
+        assert_eq!(st.files_read, 2, "{st:?}");
+        assert_eq!(st.bytes_requested, 2 * (8192 + 4096));
+        assert_eq!(st.ranges, 4);
+        assert_eq!(st.files_skipped, 6);
+        assert_eq!(st.skipped_changed, 3, "mtime, size, inode: {st:?}");
+        assert_eq!(st.skipped_not_regular, 2, "dir, symlink: {st:?}");
+        assert_eq!(st.skipped_missing, 1);
+        assert_eq!(st.files_not_reached, 0);
+        assert!(!st.timed_out);
+        assert_eq!(st.threads, if rotational { 1 } else { 4 });
+    }
+    fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn time_limit_stops_replay() {
+    let d = tempdir("limit");
+    fs::write(d.join("a"), vec![1u8; 8192]).unwrap();
+    let e = entry_for(&d.join("a"), &[(0, 4096)]);
+    let p = pack_of(vec![e; 50], true);
+    let st = replay::replay(
+        &p,
+        &ReplayOptions {
+            time_limit: Duration::ZERO,
+            ..ReplayOptions::default()
+        },
+    );
+    assert!(st.timed_out);
+    assert_eq!(st.bytes_requested, 0);
+    assert_eq!(st.files_not_reached, 50);
+    fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn stats_line_round_trips() {
+    let st = ReplayStats {
+        bytes_requested: 123456789,
+        ranges: 77,
+        files_read: 12,
+        files_skipped: 3,
+        skipped_missing: 1,
+        skipped_not_regular: 1,
+        skipped_changed: 1,
+        skipped_error: 0,
+        files_not_reached: 4,
+        duration_ns: 987654321,
+        timed_out: true,
+        threads: 4,
+    };
+    let line = st.to_line();
+    assert!(
+        line.starts_with("bytes=123456789 ranges=77 files=12 skipped=3"),
+        "{line}"
+    );
+    assert_eq!(ReplayStats::from_line(&line), Some(st));
+    assert_eq!(ReplayStats::from_line("bytes=x"), None);
+}
+
+#[test]
+fn untrusted_corrupt_and_foreign_packs_are_refused_with_a_reason() {
+    let d = tempdir("load");
+    fs::write(d.join("a"), vec![1u8; 8192]).unwrap();
+    let p = pack_of(vec![entry_for(&d.join("a"), &[(0, 4096)])], false);
+    let path = d.join("readahead.pack");
+    p.write_file(&path).unwrap();
+    let me = readahead::sys::euid();
+
+    assert_eq!(replay::load(&path, &root(42), me).unwrap(), p);
+
+    let e = replay::load(&path, &root(43), me).unwrap_err();
+    assert_eq!(e.reason(), "foreign_root");
+    assert!(e.to_string().contains("another root filesystem"), "{e}");
+
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o666)).unwrap();
+    let e = replay::load(&path, &root(42), me).unwrap_err();
+    assert_eq!(e.reason(), "unsafe");
+    assert!(e.to_string().contains("mode 666"), "{e}");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+
+    let e = replay::load(&path, &root(42), me + 1).unwrap_err();
+    assert_eq!(e.reason(), "unsafe");
+    assert!(e.to_string().contains("expected uid"), "{e}");
+
+    let mut bytes = fs::read(&path).unwrap();
+    let n = bytes.len();
+    bytes[n - 5] ^= 0xff;
+    fs::write(&path, &bytes).unwrap();
+    let e = replay::load(&path, &root(42), me).unwrap_err();
+    assert_eq!(e.reason(), "checksum");
+    assert!(
+        e.to_string().starts_with(&path.display().to_string()),
+        "{e}"
+    );
+
+    let mut bytes = p.encode();
+    bytes[8] = 9;
+    fs::write(&path, &bytes).unwrap();
+    assert_eq!(
+        replay::load(&path, &root(42), me).unwrap_err().reason(),
+        "version"
+    );
+
+    fs::write(&path, &p.encode()[..40]).unwrap();
+    assert_eq!(
+        replay::load(&path, &root(42), me).unwrap_err().reason(),
+        "truncated"
+    );
+
+    fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(d.join("a"), &path).unwrap();
+    assert_eq!(
+        replay::load(&path, &root(42), me).unwrap_err().reason(),
+        "io"
+    );
+    fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn replay_child_reports_its_statistics() {
+    let d = tempdir("child");
+    fs::write(d.join("a"), vec![1u8; 65536]).unwrap();
+    let p = pack_of(vec![entry_for(&d.join("a"), &[(0, 65536)])], false);
+    let child = replay::spawn_child(&p, &ReplayOptions::default()).unwrap();
+    assert!(child.pid() > 0);
+    let st = child.wait().expect("child reported nothing");
+    assert_eq!(st.files_read, 1);
+    assert_eq!(st.bytes_requested, 65536);
+    fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn replay_threads_run_at_idle_io_priority() {
+    // The calling thread keeps its class; ioprio_idle changes only the thread calling it.
+    let before = readahead::sys::ioprio_get().unwrap();
+    std::thread::spawn(|| {
+        readahead::sys::ioprio_idle().unwrap();
+        assert_eq!(readahead::sys::ioprio_get().unwrap() >> 13, 3);
+    })
+    .join()
+    .unwrap();
+    assert_eq!(readahead::sys::ioprio_get().unwrap(), before);
+}
+
+#[test]
+fn relearn_when_old_other_kernel_or_stale() {
+    let h = pack_of(vec![], false).header; // created at 1, kernel "test"
+    let month = 30 * 86400;
+    let st = |stale| ReplayStats {
+        skipped_changed: stale,
+        ..ReplayStats::default()
+    };
+    assert_eq!(
+        replay::relearn_reason(&h, 100, None, "test", 1 + month, month),
+        None
+    );
+    assert_eq!(
+        replay::relearn_reason(&h, 100, None, "test", 2 + month, month),
+        Some("old")
+    );
+    assert_eq!(
+        replay::relearn_reason(&h, 100, None, "other", 5, month),
+        Some("kernel")
+    );
+    assert_eq!(
+        replay::relearn_reason(&h, 100, Some(&st(10)), "test", 5, month),
+        None
+    );
+    assert_eq!(
+        replay::relearn_reason(&h, 100, Some(&st(11)), "test", 5, month),
+        Some("stale")
+    );
+}
