@@ -2,6 +2,7 @@
 //! dispatches to one file per verb and turns the outcome into an exit code:
 //! 0 ok, 1 failure, 2 usage.
 
+mod kernel;
 mod report;
 
 use std::process::ExitCode;
@@ -11,6 +12,8 @@ usage: bootprint <verb> [options]
 
 Verbs:
   report TRACE [--json] [--svg FILE]   where the time of a recorded boot went
+  kernel TRACE|DMESG [--json] [--svg FILE]
+                                       the kernel's share: phases, initcalls, findings
 
 Run `bootprint <verb> --help` for a verb's options.
 ";
@@ -38,6 +41,7 @@ fn main() -> ExitCode {
             Outcome::Ok
         }
         Some("report") => report::run(&args[1..]),
+        Some("kernel") => kernel::run(&args[1..]),
         Some(other) => Outcome::Usage(format!("unknown verb {other:?}")),
     };
     match outcome {
