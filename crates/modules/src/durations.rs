@@ -48,9 +48,19 @@ impl Durations {
         match lines.next() {
             Some((_, l)) if l.trim() == MAGIC => {}
             Some((_, l)) => {
-                return Err(Error::parse(file, 1, format!("expected {MAGIC:?}, found {l:?}")))
+                return Err(Error::parse(
+                    file,
+                    1,
+                    format!("expected {MAGIC:?}, found {l:?}"),
+                ))
             }
-            None => return Err(Error::parse(file, 1, format!("expected {MAGIC:?}, file is empty"))),
+            None => {
+                return Err(Error::parse(
+                    file,
+                    1,
+                    format!("expected {MAGIC:?}, file is empty"),
+                ))
+            }
         }
         let mut us = BTreeMap::new();
         for (n, line) in lines {
@@ -67,7 +77,11 @@ impl Durations {
                 ));
             };
             let v: u64 = v.parse().map_err(|_| {
-                Error::parse(file, n + 1, format!("expected microseconds (an integer), found {v:?}"))
+                Error::parse(
+                    file,
+                    n + 1,
+                    format!("expected microseconds (an integer), found {v:?}"),
+                )
             })?;
             us.insert(crate::input::normalize(name), v);
         }
@@ -85,7 +99,8 @@ impl Durations {
 
     /// The file's text: deterministic (sorted by name).
     pub fn to_text(&self) -> String {
-        let mut s = format!("{MAGIC}\n# module load durations in microseconds, learned by bootprint\n");
+        let mut s =
+            format!("{MAGIC}\n# module load durations in microseconds, learned by bootprint\n");
         for (name, us) in &self.us {
             s.push_str(&format!("{name} {us}\n"));
         }
@@ -155,11 +170,19 @@ mod tests {
 
     #[test]
     fn bad_lines_name_file_and_line() {
-        let e = Durations::parse("bootprint-module-durations 1\nfoo 12\nbar x\n", Path::new("d"))
-            .unwrap_err();
-        assert_eq!(e.to_string(), "d:3: expected microseconds (an integer), found \"x\"");
+        let e = Durations::parse(
+            "bootprint-module-durations 1\nfoo 12\nbar x\n",
+            Path::new("d"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "d:3: expected microseconds (an integer), found \"x\""
+        );
         let e = Durations::parse("something else\n", Path::new("d")).unwrap_err();
-        assert!(e.to_string().starts_with("d:1: expected \"bootprint-module-durations 1\""));
+        assert!(e
+            .to_string()
+            .starts_with("d:1: expected \"bootprint-module-durations 1\""));
     }
 
     #[test]

@@ -163,7 +163,11 @@ pub fn parse_builtin(text: &str, file: &Path) -> Result<Vec<String>, Error> {
         }
         let base = line.rsplit('/').next().unwrap_or(line);
         let name = base.strip_suffix(".ko").ok_or_else(|| {
-            Error::parse(file, n + 1, format!("expected a path ending in .ko, found {line:?}"))
+            Error::parse(
+                file,
+                n + 1,
+                format!("expected a path ending in .ko, found {line:?}"),
+            )
         })?;
         out.push(normalize(name));
     }
@@ -206,11 +210,16 @@ mod tests {
 
     #[test]
     fn builtin_names_are_normalized_and_checked() {
-        let n = parse_builtin("kernel/fs/ext4/ext4.ko\nkernel/a/usb-common.ko\n", Path::new("b"))
-            .unwrap();
+        let n = parse_builtin(
+            "kernel/fs/ext4/ext4.ko\nkernel/a/usb-common.ko\n",
+            Path::new("b"),
+        )
+        .unwrap();
         assert_eq!(n, vec!["ext4", "usb_common"]);
         let e = parse_builtin("kernel/a/x.o\n", Path::new("b")).unwrap_err();
-        assert!(e.to_string().starts_with("b:1: expected a path ending in .ko"));
+        assert!(e
+            .to_string()
+            .starts_with("b:1: expected a path ending in .ko"));
     }
 
     #[test]

@@ -55,10 +55,15 @@ impl Paths {
 
     /// The modprobe.d directories libkmod reads by default, under the root.
     pub fn config_paths(&self) -> Vec<PathBuf> {
-        ["etc/modprobe.d", "run/modprobe.d", "usr/local/lib/modprobe.d", "lib/modprobe.d"]
-            .iter()
-            .map(|d| self.root.join(d))
-            .collect()
+        [
+            "etc/modprobe.d",
+            "run/modprobe.d",
+            "usr/local/lib/modprobe.d",
+            "lib/modprobe.d",
+        ]
+        .iter()
+        .map(|d| self.root.join(d))
+        .collect()
     }
 }
 
@@ -78,7 +83,10 @@ pub fn detect_release(root: &Path, running: &str) -> Result<String, Error> {
     found.sort();
     match found.len() {
         1 => Ok(found.remove(0)),
-        0 => Err(Error::Kmod(format!("{}: no kernel release directory", dir.display()))),
+        0 => Err(Error::Kmod(format!(
+            "{}: no kernel release directory",
+            dir.display()
+        ))),
         _ => Err(Error::Kmod(format!(
             "{}: no directory for the running kernel {running:?}; choose one of {} with --kernel",
             dir.display(),
@@ -104,7 +112,11 @@ impl KmodIndex {
     pub fn open(paths: &Paths) -> Result<KmodIndex, Error> {
         let ctx = Ctx::new(&paths.modules_dir(), &paths.config_paths())
             .map_err(|e| Error::Kmod(e.to_string()))?;
-        let blacklist = ctx.blacklist().iter().map(|n| input::normalize(n)).collect();
+        let blacklist = ctx
+            .blacklist()
+            .iter()
+            .map(|n| input::normalize(n))
+            .collect();
         Ok(KmodIndex { ctx, blacklist })
     }
 }
@@ -192,7 +204,8 @@ pub struct KmodInserter {
 impl KmodInserter {
     /// Opens a context on `paths` (call it in the worker thread that will use it).
     pub fn open(paths: &Paths) -> Result<KmodInserter, String> {
-        let ctx = Ctx::new(&paths.modules_dir(), &paths.config_paths()).map_err(|e| e.to_string())?;
+        let ctx =
+            Ctx::new(&paths.modules_dir(), &paths.config_paths()).map_err(|e| e.to_string())?;
         Ok(KmodInserter { ctx })
     }
 }
@@ -218,5 +231,10 @@ impl Inserter for KmodInserter {
 /// Loads `plan` on the running system with `workers` threads, timing each module on
 /// `CLOCK_BOOTTIME`. This is the call the boot path makes.
 pub fn load_system(plan: &Plan, paths: &Paths, workers: usize) -> crate::load::LoadReport {
-    crate::load::load(plan, workers, |_| KmodInserter::open(paths), crate::sys::boottime_ns)
+    crate::load::load(
+        plan,
+        workers,
+        |_| KmodInserter::open(paths),
+        crate::sys::boottime_ns,
+    )
 }

@@ -117,7 +117,7 @@ where
                     let i = {
                         let mut s = lock(shared);
                         loop {
-                            if let Some(i) = s.sched.next() {
+                            if let Some(i) = s.sched.take() {
                                 break Some(i);
                             }
                             // Nothing ready and nothing running: nothing will become ready.
@@ -177,7 +177,9 @@ where
         .collect();
     LoadReport {
         modules,
-        worker_errors: worker_errors.into_inner().unwrap_or_else(|p| p.into_inner()),
+        worker_errors: worker_errors
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner()),
     }
 }
 

@@ -174,7 +174,12 @@ impl Builder<'_> {
 
     /// Adds a module and, depth first, all it needs; returns its index, or `None` when it
     /// is skipped (then nothing needs to wait for it).
-    fn add(&mut self, name: &str, wanted_by: String, extra_options: &str) -> Result<Option<usize>, Error> {
+    fn add(
+        &mut self,
+        name: &str,
+        wanted_by: String,
+        extra_options: &str,
+    ) -> Result<Option<usize>, Error> {
         let name = normalize(name);
         if let Some(&i) = self.by_name.get(&name) {
             let m = &mut self.plan.modules[i];
@@ -325,7 +330,8 @@ pub fn build(index: &mut dyn Index, inputs: &Inputs) -> Result<Plan, Error> {
             let by_alias = alias_only || name != normalize(&req.name);
             if by_alias && b.index.blacklisted(&name) {
                 // Not through `skip`: a later request naming it outright still loads it.
-                if !b.by_name.contains_key(&name) && !b.plan.skipped.iter().any(|s| s.name == name) {
+                if !b.by_name.contains_key(&name) && !b.plan.skipped.iter().any(|s| s.name == name)
+                {
                     b.plan.skipped.push(Skipped {
                         name: name.clone(),
                         reason: SkipReason::Blacklisted,
@@ -384,7 +390,7 @@ impl Plan {
     pub fn order(&self) -> Vec<usize> {
         let mut s = crate::sched::Scheduler::new(self);
         let mut out = Vec::with_capacity(self.modules.len());
-        while let Some(i) = s.next() {
+        while let Some(i) = s.take() {
             out.push(i);
             s.finish(i, true);
         }
@@ -398,7 +404,10 @@ impl Plan {
 
     /// Skip reasons by name, for tests and reports.
     pub fn skip_reasons(&self) -> BTreeMap<&str, &SkipReason> {
-        self.skipped.iter().map(|s| (s.name.as_str(), &s.reason)).collect()
+        self.skipped
+            .iter()
+            .map(|s| (s.name.as_str(), &s.reason))
+            .collect()
     }
 }
 
@@ -436,7 +445,11 @@ mod tests {
             if let Some(v) = self.aliases.get(alias) {
                 return Ok(v.clone());
             }
-            Ok(self.mods.get(alias).map(|_| vec![alias.to_string()]).unwrap_or_default())
+            Ok(self
+                .mods
+                .get(alias)
+                .map(|_| vec![alias.to_string()])
+                .unwrap_or_default())
         }
         fn module(&mut self, name: &str) -> Result<ModInfo, Error> {
             Ok(self.mods.get(name).cloned().unwrap_or_default())
@@ -462,7 +475,10 @@ mod tests {
     }
 
     fn names(plan: &Plan, order: &[usize]) -> Vec<String> {
-        order.iter().map(|&i| plan.modules[i].name.clone()).collect()
+        order
+            .iter()
+            .map(|&i| plan.modules[i].name.clone())
+            .collect()
     }
 
     #[test]
@@ -483,7 +499,9 @@ mod tests {
     #[test]
     fn softdep_against_a_hard_dep_drops_the_soft_edge() {
         // b needs a (hard); a softdep-pre on b would make a wait for b: a cycle.
-        let mut t = Table::default().with("a", &[], &["b"], &[]).with("b", &["a"], &[], &[]);
+        let mut t = Table::default()
+            .with("a", &[], &["b"], &[])
+            .with("b", &["a"], &[], &[]);
         let plan = build(&mut t, &list(&["a"])).unwrap();
         assert_eq!(
             plan.dropped,
@@ -528,7 +546,8 @@ mod tests {
     #[test]
     fn blacklist_applies_to_aliases_not_to_names() {
         let mut t = Table::default().with("floppy", &[], &[], &[]);
-        t.aliases.insert("acpi:PNP0700:".into(), vec!["floppy".into()]);
+        t.aliases
+            .insert("acpi:PNP0700:".into(), vec!["floppy".into()]);
         t.blacklist.insert("floppy".into());
         let plan = build(&mut t, &list(&["acpi:PNP0700:"])).unwrap();
         assert!(plan.modules.is_empty());

@@ -69,17 +69,21 @@ impl Scheduler {
     }
 
     /// Takes the ready module with the highest priority.
-    pub fn next(&mut self) -> Option<usize> {
+    pub fn take(&mut self) -> Option<usize> {
         let (_, Reverse(i)) = self.ready.pop()?;
         self.state[i] = State::Running;
         self.running += 1;
         Some(i)
     }
 
-    /// Records the end of module `i` (taken with [`next`](Self::next)): `ok` when it is live.
+    /// Records the end of module `i` (taken with [`take`](Self::take)): `ok` when it is live.
     /// Returns the modules that will not be tried because of it.
     pub fn finish(&mut self, i: usize, ok: bool) -> Vec<usize> {
-        assert_eq!(self.state[i], State::Running, "module {i} finished without being taken");
+        assert_eq!(
+            self.state[i],
+            State::Running,
+            "module {i} finished without being taken"
+        );
         self.running -= 1;
         self.finished += 1;
         self.state[i] = if ok { State::Done } else { State::Failed };

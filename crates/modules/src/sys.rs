@@ -25,7 +25,10 @@ pub struct Module<'c> {
 
 fn cstring(s: &[u8], what: &str) -> io::Result<CString> {
     CString::new(s).map_err(|_| {
-        io::Error::new(io::ErrorKind::InvalidInput, format!("{what} contains a NUL byte"))
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{what} contains a NUL byte"),
+        )
     })
 }
 
@@ -58,10 +61,7 @@ impl Ctx {
         // and reads the configuration before returning, so nothing borrowed outlives the call.
         let raw = unsafe { ffi::kmod_new(dir.as_ptr(), ptrs.as_ptr()) };
         let ptr = NonNull::new(raw).ok_or_else(|| {
-            io::Error::new(
-                io::ErrorKind::Other,
-                format!("libkmod could not open {}", modules_dir.display()),
-            )
+            io::Error::other(format!("libkmod could not open {}", modules_dir.display()))
         })?;
         let ctx = Ctx { ptr };
         // SAFETY: `ctx.ptr` is a live context we own.
@@ -104,7 +104,8 @@ impl Ctx {
         let c = cstring(alias.as_bytes(), "alias")?;
         let mut list: *mut ffi::kmod_list = ptr::null_mut();
         // SAFETY: live context, NUL-terminated alias, `list` a valid out pointer.
-        let rc = unsafe { ffi::kmod_module_new_from_lookup(self.ptr.as_ptr(), c.as_ptr(), &mut list) };
+        let rc =
+            unsafe { ffi::kmod_module_new_from_lookup(self.ptr.as_ptr(), c.as_ptr(), &mut list) };
         if rc < 0 {
             return Err(io::Error::from_raw_os_error(-rc));
         }
@@ -134,8 +135,7 @@ impl Ctx {
         if rc < 0 {
             return Err(io::Error::from_raw_os_error(-rc));
         }
-        let ptr = NonNull::new(m)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::Other, "libkmod returned no module"))?;
+        let ptr = NonNull::new(m).ok_or_else(|| io::Error::other("libkmod returned no module"))?;
         Ok(Module {
             ptr,
             _ctx: PhantomData,

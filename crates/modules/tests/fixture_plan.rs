@@ -70,13 +70,30 @@ fn the_set_from_modaliases_and_lists() {
     let plan = plan_of(&fixture_root());
     let n = names(&plan);
     for m in [
-        "virtio_pci", "virtio_net", "virtio_blk", "ahci", "snd_hda_intel", "uhci_hcd",
-        "usb_storage", "uas", "ext4", "ehci_hcd",
+        "virtio_pci",
+        "virtio_net",
+        "virtio_blk",
+        "ahci",
+        "snd_hda_intel",
+        "uhci_hcd",
+        "usb_storage",
+        "uas",
+        "ext4",
+        "ehci_hcd",
     ] {
         assert!(n.contains(&m), "{m} missing from {n:?}");
     }
     // Dependencies from modules.dep come in too.
-    for m in ["virtio_ring", "virtio", "libahci", "libata", "scsi_mod", "usbcore", "snd_pcm", "jbd2"] {
+    for m in [
+        "virtio_ring",
+        "virtio",
+        "libahci",
+        "libata",
+        "scsi_mod",
+        "usbcore",
+        "snd_pcm",
+        "jbd2",
+    ] {
         assert!(n.contains(&m), "dependency {m} missing from {n:?}");
     }
     // A module is planned once however often it is asked for.
@@ -119,15 +136,24 @@ fn skips_builtin_loaded_blacklisted_and_hidden_files() {
     assert!(plan
         .unmatched
         .contains(&"pci:v00008086d000029C0sv00001AF4sd00001100bc06sc00i00".to_string()));
-    assert!(!plan.unmatched.iter().any(|a| a.contains("reached_through_a_symlink")));
+    assert!(!plan
+        .unmatched
+        .iter()
+        .any(|a| a.contains("reached_through_a_symlink")));
     assert!(plan.dropped.is_empty());
 }
 
 #[test]
 fn options_and_softdeps_from_modprobe_d_and_modules_softdep() {
     let plan = plan_of(&fixture_root());
-    assert_eq!(plan.modules[idx(&plan, "snd_hda_intel")].options, "power_save=1");
-    assert_eq!(plan.modules[idx(&plan, "usb_storage")].options, "delay_use=1");
+    assert_eq!(
+        plan.modules[idx(&plan, "snd_hda_intel")].options,
+        "power_save=1"
+    );
+    assert_eq!(
+        plan.modules[idx(&plan, "usb_storage")].options,
+        "delay_use=1"
+    );
     // modules.softdep: "softdep ext4 pre: crypto-crc32c", an alias of two modules.
     assert!(has_edge(&plan, "ext4", "crc32c_generic", EdgeKind::SoftPre));
     assert!(has_edge(&plan, "ext4", "crc32c_intel", EdgeKind::SoftPre));
@@ -149,16 +175,31 @@ fn order_respects_every_edge_and_puts_the_usb_storage_chain_first() {
     }
     for (i, m) in plan.modules.iter().enumerate() {
         for e in &m.after {
-            assert!(pos[e.module] < pos[i], "{} before {}", m.name, plan.modules[e.module].name);
+            assert!(
+                pos[e.module] < pos[i],
+                "{} before {}",
+                m.name,
+                plan.modules[e.module].name
+            );
         }
     }
     // usb-storage and uas wait for the device to settle: they and what they need go first.
-    let first: Vec<&str> = order[..6].iter().map(|&i| plan.modules[i].name.as_str()).collect();
+    let first: Vec<&str> = order[..6]
+        .iter()
+        .map(|&i| plan.modules[i].name.as_str())
+        .collect();
     let mut sorted = first.clone();
     sorted.sort();
     assert_eq!(
         sorted,
-        vec!["scsi_common", "scsi_mod", "uas", "usb_common", "usb_storage", "usbcore"],
+        vec![
+            "scsi_common",
+            "scsi_mod",
+            "uas",
+            "usb_common",
+            "usb_storage",
+            "usbcore"
+        ],
         "order starts {first:?}"
     );
 }
@@ -174,10 +215,18 @@ fn learned_durations_reorder_the_plan() {
     .unwrap();
     let plan = plan_of(&t.0);
     let order = plan.order();
-    let pos = |n: &str| order.iter().position(|&i| plan.modules[i].name == n).unwrap();
+    let pos = |n: &str| {
+        order
+            .iter()
+            .position(|&i| plan.modules[i].name == n)
+            .unwrap()
+    };
     assert!(pos("snd_hda_intel") < pos("usb_storage"));
     assert!(pos("snd_hda_core") < pos("virtio"));
-    assert_eq!(plan.modules[idx(&plan, "snd_hda_intel")].expected_us, 3_000_000);
+    assert_eq!(
+        plan.modules[idx(&plan, "snd_hda_intel")].expected_us,
+        3_000_000
+    );
 }
 
 #[test]
@@ -193,12 +242,19 @@ fn softdep_cycle_in_modprobe_d_is_broken() {
     let pair = [d.module.as_str(), d.after.as_str()];
     assert!(pair == ["virtio_net", "virtio_blk"] || pair == ["virtio_blk", "virtio_net"]);
     let order = plan.order();
-    assert_eq!(order.len(), plan.modules.len(), "every module still scheduled");
+    assert_eq!(
+        order.len(),
+        plan.modules.len(),
+        "every module still scheduled"
+    );
 }
 
 #[test]
 fn install_commands_and_blacklist_from_another_file() {
-    let t = TempRoot::new("install", "install snd_hda_intel /bin/true\nblacklist uas\n");
+    let t = TempRoot::new(
+        "install",
+        "install snd_hda_intel /bin/true\nblacklist uas\n",
+    );
     let plan = plan_of(&t.0);
     let skips = plan.skip_reasons();
     assert_eq!(
@@ -216,16 +272,27 @@ fn missing_index_is_a_clear_error() {
     let root = std::env::temp_dir().join(format!("bp-modules-empty-{}", std::process::id()));
     fs::create_dir_all(root.join("lib/modules/9.9.9")).unwrap();
     fs::create_dir_all(root.join("sys/devices")).unwrap();
-    let e = kmod::plan_system(&Paths::new(&root, "9.9.9")).unwrap_err().to_string();
+    let e = kmod::plan_system(&Paths::new(&root, "9.9.9"))
+        .unwrap_err()
+        .to_string();
     fs::remove_dir_all(&root).unwrap();
-    assert!(e.contains("lib/modules/9.9.9") && e.contains("depmod"), "{e}");
+    assert!(
+        e.contains("lib/modules/9.9.9") && e.contains("depmod"),
+        "{e}"
+    );
 }
 
 #[test]
 fn release_detection() {
     let root = fixture_root();
-    assert_eq!(kmod::detect_release(&root, "0.0-not-here").unwrap(), RELEASE);
+    assert_eq!(
+        kmod::detect_release(&root, "0.0-not-here").unwrap(),
+        RELEASE
+    );
     assert_eq!(kmod::detect_release(&root, RELEASE).unwrap(), RELEASE);
     let e = kmod::detect_release(Path::new("/nonexistent-root"), "x").unwrap_err();
-    assert!(e.to_string().starts_with("/nonexistent-root/lib/modules:"), "{e}");
+    assert!(
+        e.to_string().starts_with("/nonexistent-root/lib/modules:"),
+        "{e}"
+    );
 }

@@ -31,7 +31,10 @@ fn running_kernel_resolves_its_devices() {
             resolved += 1;
         }
     }
-    eprintln!("{resolved} of {} modaliases resolve to a module", reqs.len());
+    eprintln!(
+        "{resolved} of {} modaliases resolve to a module",
+        reqs.len()
+    );
     // The plan builds (this reads /proc/modules and modules.builtin of the running system).
     let plan = kmod::plan_system(&paths).unwrap();
     assert_eq!(plan.order().len(), plan.modules.len());
@@ -52,11 +55,26 @@ fn full_debian_tree_resolves_like_modprobe() {
     // Expected answers from `modprobe --show-depends` on the same tree (kmod 30).
     let cases = [
         ("virtio:d00000001v00001AF4", vec!["virtio_net"]),
-        ("pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00", vec!["e1000"]),
-        ("pci:v00008086d00002922sv00001AF4sd00001100bc01sc06i01", vec!["ahci"]),
-        ("usb:v0781p5567d0100dc00dsc00dp00ic08isc06ip50in00", vec!["usb_storage", "uas"]),
-        ("pci:v00008086d0000293Esv00001AF4sd00001100bc04sc03i00", vec!["snd_hda_intel"]),
-        ("pci:v00008086d00002918sv00001AF4sd00001100bc06sc01i00", vec!["lpc_ich"]),
+        (
+            "pci:v00008086d0000100Esv00001AF4sd00001100bc02sc00i00",
+            vec!["e1000"],
+        ),
+        (
+            "pci:v00008086d00002922sv00001AF4sd00001100bc01sc06i01",
+            vec!["ahci"],
+        ),
+        (
+            "usb:v0781p5567d0100dc00dsc00dp00ic08isc06ip50in00",
+            vec!["usb_storage", "uas"],
+        ),
+        (
+            "pci:v00008086d0000293Esv00001AF4sd00001100bc04sc03i00",
+            vec!["snd_hda_intel"],
+        ),
+        (
+            "pci:v00008086d00002918sv00001AF4sd00001100bc06sc01i00",
+            vec!["lpc_ich"],
+        ),
         ("platform:rtc_cmos", vec!["rtc_cmos"]),
         ("acpi:PNP0A03:", vec![]),
     ];
@@ -71,5 +89,9 @@ fn full_debian_tree_resolves_like_modprobe() {
     for d in ["jbd2", "mbcache", "crc16"] {
         assert!(e4.deps.contains(&d.to_string()), "ext4 deps {:?}", e4.deps);
     }
-    assert!(e4.pre.contains(&"crc32c_generic".to_string()), "ext4 pre {:?}", e4.pre);
+    assert!(
+        e4.pre.contains(&"crc32c_generic".to_string()),
+        "ext4 pre {:?}",
+        e4.pre
+    );
 }

@@ -32,7 +32,10 @@ impl Inserter for Fake<'_> {
         if m.name == "failover" {
             panic!("a bug in an inserter");
         }
-        self.answers.get(m.name.as_str()).cloned().unwrap_or(Insert::Loaded)
+        self.answers
+            .get(m.name.as_str())
+            .cloned()
+            .unwrap_or(Insert::Loaded)
     }
 }
 
@@ -42,7 +45,11 @@ fn ticker() -> impl Fn() -> u64 + Sync {
     move || t.fetch_add(1, Ordering::SeqCst)
 }
 
-fn run(plan: &Plan, workers: usize, answers: HashMap<&'static str, Insert>) -> (modules::LoadReport, Vec<String>) {
+fn run(
+    plan: &Plan,
+    workers: usize,
+    answers: HashMap<&'static str, Insert>,
+) -> (modules::LoadReport, Vec<String>) {
     let calls = Mutex::new(Vec::new());
     let report = load(
         plan,
@@ -69,7 +76,11 @@ fn each_module_once_and_after_everything_it_waits_for() {
         for _ in 0..20 {
             let (r, calls) = run(&plan, workers, HashMap::new());
             // failover panics in the fake: recorded, its dependents not tried.
-            assert_eq!(calls.len(), plan.modules.len() - 2, "net_failover and virtio_net not tried");
+            assert_eq!(
+                calls.len(),
+                plan.modules.len() - 2,
+                "net_failover and virtio_net not tried"
+            );
             let mut sorted = calls.clone();
             sorted.sort();
             sorted.dedup();
@@ -82,15 +93,26 @@ fn each_module_once_and_after_everything_it_waits_for() {
                 assert!(t.start_ns < t.end_ns);
                 for e in &m.after {
                     let p = &r.modules[e.module];
-                    assert!(p.end_ns < t.start_ns, "{} started before {} ended", m.name, p.name);
+                    assert!(
+                        p.end_ns < t.start_ns,
+                        "{} started before {} ended",
+                        m.name,
+                        p.name
+                    );
                 }
             }
             assert_eq!(
                 outcome(&plan, &r, "failover"),
                 &Outcome::Failed("the inserter panicked".into())
             );
-            assert_eq!(outcome(&plan, &r, "net_failover"), &Outcome::Blocked("failover".into()));
-            assert_eq!(outcome(&plan, &r, "virtio_net"), &Outcome::Blocked("failover".into()));
+            assert_eq!(
+                outcome(&plan, &r, "net_failover"),
+                &Outcome::Blocked("failover".into())
+            );
+            assert_eq!(
+                outcome(&plan, &r, "virtio_net"),
+                &Outcome::Blocked("failover".into())
+            );
         }
     }
 }
@@ -126,7 +148,11 @@ fn eexist_counts_as_done_and_failures_block_only_hard_dependents() {
     assert_eq!(outcome(&plan, &r, "virtio_pci"), &Outcome::Loaded);
     // usbcore failed: every module that needs it is not tried, and says why.
     for m in ["usb_storage", "uas", "ehci_hcd", "uhci_hcd"] {
-        assert_eq!(outcome(&plan, &r, m), &Outcome::Blocked("usbcore".into()), "{m}");
+        assert_eq!(
+            outcome(&plan, &r, m),
+            &Outcome::Blocked("usbcore".into()),
+            "{m}"
+        );
         assert!(!calls.contains(&m.to_string()));
     }
     // crc32c_intel is only a soft dependency of ext4 and jbd2 (no SSE4.2 here): they load.
@@ -157,7 +183,10 @@ fn workers_that_cannot_open_leave_the_work_to_the_others() {
         },
         ticker(),
     );
-    assert_eq!(r.worker_errors, vec!["worker 2: libkmod could not open /lib/modules/x"]);
+    assert_eq!(
+        r.worker_errors,
+        vec!["worker 2: libkmod could not open /lib/modules/x"]
+    );
     assert!(r.modules.iter().all(|t| t.worker != 2));
     assert_eq!(r.live(), plan.modules.len() - 3);
 

@@ -46,15 +46,26 @@ impl Conf {
                 continue;
             }
             let (key, rest) = if let Some(body) = line.strip_prefix('$') {
-                let end = body.bytes().position(|b| !is_name_byte(b)).unwrap_or(body.len());
-                (format!("${}", &body[..end]).to_ascii_lowercase(), &body[end..])
+                let end = body
+                    .bytes()
+                    .position(|b| !is_name_byte(b))
+                    .unwrap_or(body.len());
+                (
+                    format!("${}", &body[..end]).to_ascii_lowercase(),
+                    &body[end..],
+                )
             } else if let Some(body) = line.strip_prefix('<') {
                 match body.find('>') {
-                    Some(end) if body[..end].bytes().all(is_name_byte) && end > 0 => {
-                        (format!("<{}>", &body[..end]).to_ascii_lowercase(), &body[end + 1..])
-                    }
+                    Some(end) if body[..end].bytes().all(is_name_byte) && end > 0 => (
+                        format!("<{}>", &body[..end]).to_ascii_lowercase(),
+                        &body[end + 1..],
+                    ),
                     _ => {
-                        diags.push(Diagnostic::new(file, Some(n), format!("expected '<keyword> names', found {line:?}")));
+                        diags.push(Diagnostic::new(
+                            file,
+                            Some(n),
+                            format!("expected '<keyword> names', found {line:?}"),
+                        ));
                         continue;
                     }
                 }
@@ -67,14 +78,22 @@ impl Conf {
                 continue;
             };
             if key == "$" {
-                diags.push(Diagnostic::new(file, Some(n), "expected a facility name after '$'".into()));
+                diags.push(Diagnostic::new(
+                    file,
+                    Some(n),
+                    "expected a facility name after '$'".into(),
+                ));
                 continue;
             }
             // insserv's separator: blanks, or blanks around one '=' or ':'.
             let rest = rest.trim_start_matches([' ', '\t']);
             let rest = rest.strip_prefix(['=', ':']).unwrap_or(rest);
             if !rest.is_empty() && !raw.trim()[key.len()..].starts_with([' ', '\t', '=', ':']) {
-                diags.push(Diagnostic::new(file, Some(n), format!("expected blanks, '=' or ':' after {key}")));
+                diags.push(Diagnostic::new(
+                    file,
+                    Some(n),
+                    format!("expected blanks, '=' or ':' after {key}"),
+                ));
                 continue;
             }
             let names: Vec<String> = rest
@@ -88,12 +107,20 @@ impl Conf {
                         self.interactive.push((name, file.to_path_buf(), n));
                     }
                 } else {
-                    diags.push(Diagnostic::new(file, Some(n), format!("unknown keyword {key} ignored: expected <interactive>")));
+                    diags.push(Diagnostic::new(
+                        file,
+                        Some(n),
+                        format!("unknown keyword {key} ignored: expected <interactive>"),
+                    ));
                 }
                 continue;
             }
             if key == "$all" || key == "$null" {
-                diags.push(Diagnostic::new(file, Some(n), format!("{key} is built in and cannot be redefined; line ignored")));
+                diags.push(Diagnostic::new(
+                    file,
+                    Some(n),
+                    format!("{key} is built in and cannot be redefined; line ignored"),
+                ));
                 continue;
             }
             self.facilities.entry(key).or_default().push(Definition {
@@ -115,8 +142,18 @@ impl Conf {
 /// insserv's file filters do (`*.dpkg-old`, `*~`, dot files, ...).
 pub fn is_leftover(name: &str) -> bool {
     const SUFFIXES: [&str; 12] = [
-        "~", ".dpkg-old", ".dpkg-new", ".dpkg-dist", ".dpkg-bak", ".dpkg-tmp", ".ucf-old",
-        ".ucf-new", ".ucf-dist", ".rpmsave", ".rpmnew", ".swp",
+        "~",
+        ".dpkg-old",
+        ".dpkg-new",
+        ".dpkg-dist",
+        ".dpkg-bak",
+        ".dpkg-tmp",
+        ".ucf-old",
+        ".ucf-new",
+        ".ucf-dist",
+        ".rpmsave",
+        ".rpmnew",
+        ".swp",
     ];
     name.starts_with('.') || SUFFIXES.iter().any(|s| name.ends_with(s))
 }
@@ -133,12 +170,18 @@ mod tests {
             Path::new("etc/insserv.conf"),
         );
         assert!(d.is_empty(), "{d:?}");
-        let d = c.parse_into("$named = bind9\n$Portmap:rpcbind\n", Path::new("etc/insserv.conf.d/x"));
+        let d = c.parse_into(
+            "$named = bind9\n$Portmap:rpcbind\n",
+            Path::new("etc/insserv.conf.d/x"),
+        );
         assert!(d.is_empty(), "{d:?}");
         let named = &c.facilities["$named"];
         assert_eq!(named.len(), 2);
         assert_eq!(named[0].names, vec!["+named", "$network"]);
-        assert_eq!((named[1].line, named[1].names.clone()), (1, vec!["bind9".to_string()]));
+        assert_eq!(
+            (named[1].line, named[1].names.clone()),
+            (1, vec!["bind9".to_string()])
+        );
         assert_eq!(c.facilities["$portmap"][0].names, vec!["rpcbind"]);
         assert_eq!(c.facilities["$local_fs"][0].line, 2);
         assert!(c.is_interactive("udev") && !c.is_interactive("mountall"));
@@ -147,7 +190,10 @@ mod tests {
     #[test]
     fn bad_lines_name_file_and_line() {
         let mut c = Conf::default();
-        let d = c.parse_into("$ok a\nlocal_fs b\n<frob> c\n$all x\n", Path::new("etc/insserv.conf"));
+        let d = c.parse_into(
+            "$ok a\nlocal_fs b\n<frob> c\n$all x\n",
+            Path::new("etc/insserv.conf"),
+        );
         let shown: Vec<String> = d.iter().map(|d| d.to_string()).collect();
         assert_eq!(shown.len(), 3, "{shown:?}");
         assert!(shown[0].starts_with("etc/insserv.conf:2: ignored: expected '$facility"));

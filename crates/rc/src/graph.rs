@@ -74,6 +74,8 @@ pub struct Origin {
     pub file: PathBuf,
     /// 1-based line of the keyword (none for link order).
     pub line: Option<usize>,
+    /// The header keyword it came from (none for link order).
+    pub keyword: Option<Keyword>,
     /// The keyword's word as written (`$remote_fs`, `+mountnfs`, `$all`).
     pub token: String,
     /// Facility expansions from `token` down to the provider, outermost first.
@@ -96,7 +98,11 @@ pub struct Edge {
 impl Edge {
     /// The strongest kind among its origins.
     pub fn kind(&self) -> EdgeKind {
-        self.origins.iter().map(|o| o.kind).max().unwrap_or(EdgeKind::All)
+        self.origins
+            .iter()
+            .map(|o| o.kind)
+            .max()
+            .unwrap_or(EdgeKind::All)
     }
 }
 
@@ -159,14 +165,28 @@ struct Target {
     via: Vec<Via>,
 }
 
+/// The header line being expanded, and what the expansion found.
+struct Expansion<'p> {
+    file: &'p std::path::Path,
+    line: usize,
+    /// Report unknown facilities (Required-Start only).
+    must_know: bool,
+    targets: Vec<Target>,
+    all: bool,
+}
+
 impl Builder<'_> {
-    fn expand(&mut self, token: &str, optional: bool, via: &[Via], out: &mut Vec<Target>, all: &mut bool, must_know: bool, file: &std::path::Path, line: usize) {
+    fn expand(&mut self, token: &str, optional: bool, via: &[Via], out: &mut Expansion) {
         let (name, optional) = match token.strip_prefix('+') {
             Some(n) => (n, true),
             None => (token, optional),
         };
         if !name.starts_with('$') {
-            out.push(Target { name: name.to_string(), optional, via: via.to_vec() });
+            out.targets.push(Target {
+                name: name.to_string(),
+                optional,
+                via: via.to_vec(),
+            });
             return;
         }
         let lname = name.to_ascii_lowercase();
@@ -174,7 +194,7 @@ impl Builder<'_> {
             return;
         }
         if lname == "$all" {
-            *all = true;
+            out.all = true;
             return;
         }
         if via.iter().any(|v| v.facility == lname) {
@@ -185,20 +205,28 @@ impl Builder<'_> {
             known = true;
             for d in defs {
                 let mut v = via.to_vec();
-                v.push(Via { facility: lname.clone(), file: d.file.clone(), line: d.line });
+                v.push(Via {
+                    facility: lname.clone(),
+                    file: d.file.clone(),
+                    line: d.line,
+                });
                 for n in &d.names {
-                    self.expand(n, optional, &v, out, all, must_know, file, line);
+                    self.expand(n, optional, &v, out);
                 }
             }
         }
         if self.sys.providers.contains_key(name) {
             known = true;
-            out.push(Target { name: name.to_string(), optional, via: via.to_vec() });
+            out.targets.push(Target {
+                name: name.to_string(),
+                optional,
+                via: via.to_vec(),
+            });
         }
-        if !known && must_know && !optional {
+        if !known && out.must_know && !optional {
             self.diags.push(Diagnostic::new(
-                file,
-                Some(line),
+                out.file,
+                Some(out.line),
                 format!("unknown facility {name}: expected it defined in etc/insserv.conf(.d) or provided by a script"),
             ));
         }
@@ -213,20 +241,36 @@ impl Builder<'_> {
     /// Handles one dependency keyword of script `s` (node `me`). Returns whether `$all` was named.
     fn keyword(&mut self, s: usize, me: usize, kw: Keyword) -> bool {
         let script = &self.sys.scripts[s];
-        let Some(field) = script.header.as_ref().and_then(|h| h.field(kw)).cloned() else { return false };
+        let Some(field) = script.header.as_ref().and_then(|h| h.field(kw)).cloned() else {
+            return false;
+        };
         let file = script.path.clone();
         let mut all = false;
         for word in field.words() {
-            let mut targets = Vec::new();
             let optional = kw != Keyword::RequiredStart;
-            self.expand(word, optional, &[], &mut targets, &mut all, kw == Keyword::RequiredStart, &file, field.line);
-            for t in targets {
+            let mut x = Expansion {
+                file: &file,
+                line: field.line,
+                must_know: kw == Keyword::RequiredStart,
+                targets: Vec::new(),
+                all: false,
+            };
+            self.expand(word, optional, &[], &mut x);
+            all |= x.all;
+            for t in x.targets {
                 let kind = match kw {
                     Keyword::StartBefore => EdgeKind::StartBefore,
                     _ if t.optional => EdgeKind::Should,
                     _ => EdgeKind::Required,
                 };
-                let origin = Origin { kind, file: file.clone(), line: Some(field.line), token: word.to_string(), via: t.via };
+                let origin = Origin {
+                    kind,
+                    keyword: Some(kw),
+                    file: file.clone(),
+                    line: Some(field.line),
+                    token: word.to_string(),
+                    via: t.via,
+                };
                 let Some(&other) = self.sys.providers.get(&t.name) else {
                     if !t.optional {
                         self.diags.push(Diagnostic::new(&file, Some(field.line), format!("{} names {}, which no script provides: expected a script with 'Provides: {}'; dependency ignored", kw.name(), t.name, t.name)));
@@ -276,11 +320,19 @@ impl System {
                 lsb: self.scripts[*s].header.is_some(),
             })
             .collect();
-        let boot = if rl == Runlevel::S { BTreeSet::new() } else { self.enabled(Runlevel::S).into_iter().collect() };
+        let boot = if rl == Runlevel::S {
+            BTreeSet::new()
+        } else {
+            self.enabled(Runlevel::S).into_iter().collect()
+        };
         let mut b = Builder {
             sys: self,
             rl,
-            node_of: nodes.iter().enumerate().map(|(i, n)| (n.script, i)).collect(),
+            node_of: nodes
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n.script, i))
+                .collect(),
             boot,
             edges: BTreeMap::new(),
             diags: Vec::new(),
@@ -296,13 +348,37 @@ impl System {
             b.keyword(s, me, Keyword::StartBefore);
             if all {
                 node.all = true;
-                let h = self.scripts[s].header.as_ref().expect("lsb");
-                let f = [&h.required_start, &h.should_start]
-                    .into_iter()
-                    .flatten()
-                    .find(|f| f.words().any(|w| w.eq_ignore_ascii_case("$all")))
-                    .expect("$all seen");
-                all_origin[me] = Some(Origin { kind: EdgeKind::All, file: self.scripts[s].path.clone(), line: Some(f.line), token: "$all".into(), via: Vec::new() });
+                let h = self.scripts[s].header.as_ref();
+                let mut found = None;
+                for (kw, f) in [
+                    (
+                        Keyword::RequiredStart,
+                        h.and_then(|h| h.required_start.as_ref()),
+                    ),
+                    (
+                        Keyword::ShouldStart,
+                        h.and_then(|h| h.should_start.as_ref()),
+                    ),
+                ] {
+                    if let Some(f) = f {
+                        // `$all` may also come through a facility; name the first line then.
+                        let direct = f.words().any(|w| w.eq_ignore_ascii_case("$all"));
+                        if found.is_none() || direct {
+                            found = Some((kw, f.line));
+                        }
+                        if direct {
+                            break;
+                        }
+                    }
+                }
+                all_origin[me] = Some(Origin {
+                    kind: EdgeKind::All,
+                    keyword: found.map(|(k, _)| k),
+                    file: self.scripts[s].path.clone(),
+                    line: found.map(|(_, l)| l),
+                    token: "$all".into(),
+                    via: Vec::new(),
+                });
             }
         }
         // Scripts without header: after the header scripts with the highest lower number.
@@ -310,12 +386,27 @@ impl System {
             if node.lsb {
                 continue;
             }
-            let below = nodes.iter().filter(|n| n.lsb && n.seq < node.seq).map(|n| n.seq).max();
+            let below = nodes
+                .iter()
+                .filter(|n| n.lsb && n.seq < node.seq)
+                .map(|n| n.seq)
+                .max();
             if let Some(max) = below {
                 for (other, n) in nodes.iter().enumerate() {
                     if n.lsb && n.seq == max {
                         let file = rl.dir().join(format!("S{:02}{}", node.seq, node.name));
-                        b.add(other, me, Origin { kind: EdgeKind::LinkOrder, file, line: None, token: format!("S{:02}", max), via: Vec::new() });
+                        b.add(
+                            other,
+                            me,
+                            Origin {
+                                kind: EdgeKind::LinkOrder,
+                                keyword: None,
+                                file,
+                                line: None,
+                                token: format!("S{:02}", max),
+                                via: Vec::new(),
+                            },
+                        );
                     }
                 }
             }
@@ -344,8 +435,25 @@ impl System {
                 }
             }
         }
-        let edges: Vec<Edge> = b.edges.into_iter().map(|((from, to), origins)| Edge { from, to, origins, broken: false }).collect();
-        let mut g = Graph { runlevel: rl, nodes, edges, cycles: Vec::new(), diagnostics: b.diags, preds: Vec::new(), succs: Vec::new() };
+        let edges: Vec<Edge> = b
+            .edges
+            .into_iter()
+            .map(|((from, to), origins)| Edge {
+                from,
+                to,
+                origins,
+                broken: false,
+            })
+            .collect();
+        let mut g = Graph {
+            runlevel: rl,
+            nodes,
+            edges,
+            cycles: Vec::new(),
+            diagnostics: b.diags,
+            preds: Vec::new(),
+            succs: Vec::new(),
+        };
         g.break_cycles();
         g
     }
@@ -378,13 +486,19 @@ impl Graph {
                     }
                 }
             }
-            let Some(start) = (0..n).find(|&i| !done[i]) else { return };
+            let Some(start) = (0..n).find(|&i| !done[i]) else {
+                return;
+            };
             // Walk back through remaining predecessors until a node repeats.
             let mut walk = vec![start];
             let mut pos = BTreeMap::from([(start, 0usize)]);
             let cycle_start = loop {
                 let cur = *walk.last().expect("non-empty");
-                let p = *self.preds[cur].iter().filter(|&&p| !done[p]).min().expect("a remaining node has a remaining predecessor");
+                let p = *self.preds[cur]
+                    .iter()
+                    .filter(|&&p| !done[p])
+                    .min()
+                    .expect("a remaining node has a remaining predecessor");
                 if let Some(&i) = pos.get(&p) {
                     break i;
                 }
@@ -394,12 +508,21 @@ impl Graph {
             // walk[cycle_start..] goes backwards; forward order is its reverse.
             let mut path: Vec<usize> = walk[cycle_start..].iter().rev().copied().collect();
             // Rotate so the path starts at its first node by name (= smallest id).
-            let min_at = path.iter().enumerate().min_by_key(|(_, &v)| v).map(|(i, _)| i).expect("non-empty");
+            let min_at = path
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, &v)| v)
+                .map(|(i, _)| i)
+                .expect("non-empty");
             path.rotate_left(min_at);
             path.push(path[0]);
             let mut best: Option<(EdgeKind, usize)> = None;
             for w in path.windows(2) {
-                let e = self.edges.iter().position(|e| !e.broken && e.from == w[0] && e.to == w[1]).expect("cycle edge exists");
+                let e = self
+                    .edges
+                    .iter()
+                    .position(|e| !e.broken && e.from == w[0] && e.to == w[1])
+                    .expect("cycle edge exists");
                 let k = self.edges[e].kind();
                 if best.is_none_or(|(bk, _)| k < bk) {
                     best = Some((k, e));
@@ -429,7 +552,9 @@ impl Graph {
 
     /// Node id by script name.
     pub fn node(&self, name: &str) -> Option<usize> {
-        self.nodes.binary_search_by(|n| n.name.as_str().cmp(name)).ok()
+        self.nodes
+            .binary_search_by(|n| n.name.as_str().cmp(name))
+            .ok()
     }
 
     /// Nodes that must start before `id` (cycle-broken edges left out).
@@ -463,8 +588,10 @@ impl Graph {
     fn topo(&self, prio: &[u64]) -> Vec<usize> {
         let mut indeg: Vec<usize> = self.preds.iter().map(Vec::len).collect();
         // Highest priority first, then first by name (smaller id).
-        let mut heap: BinaryHeap<(u64, std::cmp::Reverse<usize>)> =
-            (0..self.nodes.len()).filter(|&i| indeg[i] == 0).map(|i| (prio[i], std::cmp::Reverse(i))).collect();
+        let mut heap: BinaryHeap<(u64, std::cmp::Reverse<usize>)> = (0..self.nodes.len())
+            .filter(|&i| indeg[i] == 0)
+            .map(|i| (prio[i], std::cmp::Reverse(i)))
+            .collect();
         let mut out = Vec::with_capacity(self.nodes.len());
         while let Some((_, std::cmp::Reverse(x))) = heap.pop() {
             out.push(x);
@@ -529,20 +656,39 @@ impl<'g> Scheduler<'g> {
     /// A scheduler over `graph`; `priority` per node, higher first (e.g.
     /// [`Graph::critical_path`] over learned durations).
     pub fn new(graph: &'g Graph, priority: Vec<u64>) -> Self {
-        let missing: Vec<usize> = (0..graph.nodes.len()).map(|i| graph.preds[i].len()).collect();
-        let state = missing.iter().map(|&m| if m == 0 { State::Ready } else { State::Waiting }).collect();
-        Scheduler { graph, priority, missing, state, running: 0, interactive_running: false }
+        let missing: Vec<usize> = (0..graph.nodes.len())
+            .map(|i| graph.preds[i].len())
+            .collect();
+        let state = missing
+            .iter()
+            .map(|&m| if m == 0 { State::Ready } else { State::Waiting })
+            .collect();
+        Scheduler {
+            graph,
+            priority,
+            missing,
+            state,
+            running: 0,
+            interactive_running: false,
+        }
     }
 
     /// The ready nodes, best first.
     pub fn ready(&self) -> Vec<usize> {
-        let mut r: Vec<usize> = (0..self.state.len()).filter(|&i| self.state[i] == State::Ready).collect();
-        r.sort_by_key(|&i| (std::cmp::Reverse(self.priority.get(i).copied().unwrap_or(0)), i));
+        let mut r: Vec<usize> = (0..self.state.len())
+            .filter(|&i| self.state[i] == State::Ready)
+            .collect();
+        r.sort_by_key(|&i| {
+            (
+                std::cmp::Reverse(self.priority.get(i).copied().unwrap_or(0)),
+                i,
+            )
+        });
         r
     }
 
     /// The next node to start now, marked running; `None` if nothing may start yet.
-    pub fn next(&mut self) -> Option<usize> {
+    pub fn start_next(&mut self) -> Option<usize> {
         if self.interactive_running {
             return None;
         }

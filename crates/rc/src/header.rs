@@ -202,7 +202,9 @@ impl Header {
 
     /// The names this script provides (empty if `Provides` is missing or empty).
     pub fn provided(&self) -> Vec<&str> {
-        self.provides.as_ref().map_or(Vec::new(), |f| f.words().collect())
+        self.provides
+            .as_ref()
+            .map_or(Vec::new(), |f| f.words().collect())
     }
 
     /// `X-Interactive: true` (insserv recognises only `true`; we ignore case).
@@ -217,7 +219,7 @@ impl Header {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Parsed {
     /// A complete header (it may still miss keywords: see the diagnostics).
-    Lsb(Header),
+    Lsb(Box<Header>),
     /// No `### BEGIN INIT INFO` line: a script without header.
     NoHeader,
     /// A `### BEGIN INIT INFO` without its end: insserv refuses the script; we treat it as
@@ -263,7 +265,7 @@ pub fn parse(text: &str, file: &Path) -> (Parsed, Vec<Diagnostic>) {
         if line.contains("### END INIT INFO") {
             header.end_line = n;
             check_complete(&header, file, &mut diags);
-            return (Parsed::Lsb(header), diags);
+            return (Parsed::Lsb(Box::new(header)), diags);
         }
         if let Some((word, value)) = keyword_line(line) {
             match Keyword::recognise(word) {
@@ -394,7 +396,7 @@ mod tests {
 
     fn lsb(text: &str) -> (Header, Vec<Diagnostic>) {
         match parse(text, Path::new("etc/init.d/t")) {
-            (Parsed::Lsb(h), d) => (h, d),
+            (Parsed::Lsb(h), d) => (*h, d),
             (other, _) => panic!("expected a header, got {other:?}"),
         }
     }
@@ -427,7 +429,10 @@ echo
         assert_eq!((h.begin_line, h.end_line), (3, 18));
         assert_eq!(h.provided(), vec!["foo", "foo-compat"]);
         let rs = h.required_start.as_ref().unwrap();
-        assert_eq!((rs.line, rs.words().collect::<Vec<_>>()), (5, vec!["$remote_fs", "$syslog"]));
+        assert_eq!(
+            (rs.line, rs.words().collect::<Vec<_>>()),
+            (5, vec!["$remote_fs", "$syslog"])
+        );
         assert_eq!(h.required_stop.as_ref().unwrap().line, 6);
         assert_eq!(
             h.should_start.as_ref().unwrap().words().collect::<Vec<_>>(),
@@ -439,7 +444,10 @@ echo
         assert_eq!(h.default_start.as_ref().unwrap().value, "2 3 4 5");
         assert_eq!(h.default_stop.as_ref().unwrap().line, 12);
         assert!(h.is_interactive());
-        assert_eq!(h.short_description.as_ref().unwrap().value, "the foo daemon");
+        assert_eq!(
+            h.short_description.as_ref().unwrap().value,
+            "the foo daemon"
+        );
         assert_eq!(
             h.description.as_ref().unwrap().value,
             "first line\nsecond line\nthird line"
@@ -465,10 +473,22 @@ echo
         ] {
             assert_eq!(Keyword::recognise(w), Some(Keyword::ShouldStart), "{w}");
         }
-        assert_eq!(Keyword::recognise("X-Start-Before"), Some(Keyword::StartBefore));
-        assert_eq!(Keyword::recognise("Start-Before"), Some(Keyword::StartBefore));
-        assert_eq!(Keyword::recognise("X-Foo-Stop-After"), Some(Keyword::StopAfter));
-        assert_eq!(Keyword::recognise("X-Interactive"), Some(Keyword::Interactive));
+        assert_eq!(
+            Keyword::recognise("X-Start-Before"),
+            Some(Keyword::StartBefore)
+        );
+        assert_eq!(
+            Keyword::recognise("Start-Before"),
+            Some(Keyword::StartBefore)
+        );
+        assert_eq!(
+            Keyword::recognise("X-Foo-Stop-After"),
+            Some(Keyword::StopAfter)
+        );
+        assert_eq!(
+            Keyword::recognise("X-Interactive"),
+            Some(Keyword::Interactive)
+        );
         // Required-Start takes no vendor prefix in insserv; "Y-" is no vendor prefix.
         assert_eq!(Keyword::recognise("X-Required-Start"), None);
         assert_eq!(Keyword::recognise("Y-Should-Start"), None);
@@ -477,7 +497,9 @@ echo
 
     #[test]
     fn blanks_after_hash_and_before_colon() {
-        let (h, _) = lsb("### BEGIN INIT INFO\n#Provides:a\n#\t  required-start :  b c\n### END INIT INFO\n");
+        let (h, _) = lsb(
+            "### BEGIN INIT INFO\n#Provides:a\n#\t  required-start :  b c\n### END INIT INFO\n",
+        );
         assert_eq!(h.provides.unwrap().value, "a");
         assert_eq!(h.required_start.unwrap().value, "b c");
     }
@@ -498,7 +520,9 @@ echo
         let (h, d) = lsb(text);
         assert_eq!(h.provided(), vec!["two"]);
         assert_eq!(h.required_start.as_ref().unwrap().value, "ssh");
-        assert!(d.iter().any(|d| d.line == Some(4) && d.message.contains("second Required-Start")));
+        assert!(d
+            .iter()
+            .any(|d| d.line == Some(4) && d.message.contains("second Required-Start")));
     }
 
     #[test]
@@ -521,8 +545,14 @@ echo
 
     #[test]
     fn no_header_and_unterminated_header() {
-        assert_eq!(parse("#!/bin/sh\necho hi\n", Path::new("x")).0, Parsed::NoHeader);
-        let (p, d) = parse("#!/bin/sh\n### BEGIN INIT INFO\n# Provides: x\n", Path::new("etc/init.d/x"));
+        assert_eq!(
+            parse("#!/bin/sh\necho hi\n", Path::new("x")).0,
+            Parsed::NoHeader
+        );
+        let (p, d) = parse(
+            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: x\n",
+            Path::new("etc/init.d/x"),
+        );
         assert_eq!(p, Parsed::Unterminated { begin_line: 2 });
         assert_eq!(d.len(), 1);
         assert_eq!(d[0].to_string().split(": ").next(), Some("etc/init.d/x:2"));
@@ -534,11 +564,36 @@ echo
         let text = "#!/bin/sh\n### BEGIN INIT INFO\n# Provides:\n# Frobnicate: yes\nnot a comment\n### END INIT INFO\n";
         let (_, d) = lsb(text);
         let shown: Vec<String> = d.iter().map(|d| d.to_string()).collect();
-        assert!(shown.iter().any(|s| s.starts_with("etc/init.d/t:4: unknown keyword \"Frobnicate\"")), "{shown:?}");
-        assert!(shown.iter().any(|s| s.starts_with("etc/init.d/t:5: ignored: expected a comment line")), "{shown:?}");
-        assert!(shown.iter().any(|s| s.starts_with("etc/init.d/t:3: empty Provides")), "{shown:?}");
-        assert!(shown.iter().any(|s| s.contains("expected a Required-Start: line")), "{shown:?}");
-        assert!(shown.iter().any(|s| s.contains("expected a Default-Stop: line")), "{shown:?}");
+        assert!(
+            shown
+                .iter()
+                .any(|s| s.starts_with("etc/init.d/t:4: unknown keyword \"Frobnicate\"")),
+            "{shown:?}"
+        );
+        assert!(
+            shown
+                .iter()
+                .any(|s| s.starts_with("etc/init.d/t:5: ignored: expected a comment line")),
+            "{shown:?}"
+        );
+        assert!(
+            shown
+                .iter()
+                .any(|s| s.starts_with("etc/init.d/t:3: empty Provides")),
+            "{shown:?}"
+        );
+        assert!(
+            shown
+                .iter()
+                .any(|s| s.contains("expected a Required-Start: line")),
+            "{shown:?}"
+        );
+        assert!(
+            shown
+                .iter()
+                .any(|s| s.contains("expected a Default-Stop: line")),
+            "{shown:?}"
+        );
     }
 
     #[test]

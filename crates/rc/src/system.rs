@@ -73,7 +73,11 @@ impl Script {
     /// The names the script provides; its file name when it has no header or an empty
     /// `Provides`.
     pub fn provided(&self) -> Vec<String> {
-        let p = self.header.as_ref().map(|h| h.provided()).unwrap_or_default();
+        let p = self
+            .header
+            .as_ref()
+            .map(|h| h.provided())
+            .unwrap_or_default();
         if p.is_empty() {
             vec![self.name.clone()]
         } else {
@@ -154,7 +158,7 @@ impl System {
             let (parsed, mut d) = header::parse(&text, &rel);
             diagnostics.append(&mut d);
             let header = match parsed {
-                Parsed::Lsb(h) => Some(h),
+                Parsed::Lsb(h) => Some(*h),
                 Parsed::NoHeader => {
                     diagnostics.push(Diagnostic::new(
                         &rel,
@@ -175,7 +179,11 @@ impl System {
         let main = Path::new("etc/insserv.conf");
         match std::fs::read_to_string(root.join(main)) {
             Ok(t) => diagnostics.append(&mut conf.parse_into(&t, main)),
-            Err(e) => diagnostics.push(Diagnostic::new(main, None, format!("cannot read ({e}): no system facilities defined"))),
+            Err(e) => diagnostics.push(Diagnostic::new(
+                main,
+                None,
+                format!("cannot read ({e}): no system facilities defined"),
+            )),
         }
         if let Ok(files) = read_dir_sorted(&root.join("etc/insserv.conf.d")) {
             for (name, path) in files {
@@ -185,7 +193,9 @@ impl System {
                 let rel = Path::new("etc/insserv.conf.d").join(&name);
                 match std::fs::read_to_string(&path) {
                     Ok(t) => diagnostics.append(&mut conf.parse_into(&t, &rel)),
-                    Err(e) => diagnostics.push(Diagnostic::new(&rel, None, format!("cannot read: {e}"))),
+                    Err(e) => {
+                        diagnostics.push(Diagnostic::new(&rel, None, format!("cannot read: {e}")))
+                    }
                 }
             }
         }
@@ -193,7 +203,11 @@ impl System {
         for (i, s) in scripts.iter().enumerate() {
             for p in s.provided() {
                 if let Some(&other) = providers.get(&p) {
-                    let line = s.header.as_ref().and_then(|h| h.provides.as_ref()).map(|f| f.line);
+                    let line = s
+                        .header
+                        .as_ref()
+                        .and_then(|h| h.provides.as_ref())
+                        .map(|f| f.line);
                     diagnostics.push(Diagnostic::new(
                         &s.path,
                         line,
@@ -204,11 +218,17 @@ impl System {
                 }
             }
         }
-        let by_name: BTreeMap<&str, usize> = scripts.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect();
+        let by_name: BTreeMap<&str, usize> = scripts
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.name.as_str(), i))
+            .collect();
         let mut links = BTreeMap::new();
         for rl in Runlevel::ALL {
             let dir = rl.dir();
-            let Ok(entries) = read_dir_sorted(&root.join(&dir)) else { continue };
+            let Ok(entries) = read_dir_sorted(&root.join(&dir)) else {
+                continue;
+            };
             let mut v = Vec::new();
             for (name, path) in entries {
                 let b = name.as_bytes();
@@ -244,7 +264,9 @@ impl System {
 
     /// Scripts started in a runlevel (indices into [`System::scripts`]), in link order.
     pub fn enabled(&self, rl: Runlevel) -> Vec<usize> {
-        self.links.get(&rl).map_or(Vec::new(), |l| l.iter().map(|l| l.script).collect())
+        self.links
+            .get(&rl)
+            .map_or(Vec::new(), |l| l.iter().map(|l| l.script).collect())
     }
 
     /// Whether a script is interactive (header or `<interactive>` in the configuration).

@@ -25,7 +25,11 @@ struct Depend {
 }
 
 fn parse_depend(text: &str, file: &Path) -> Depend {
-    let mut d = Depend { targets: Vec::new(), interactive: Vec::new(), edges: Vec::new() };
+    let mut d = Depend {
+        targets: Vec::new(),
+        interactive: Vec::new(),
+        edges: Vec::new(),
+    };
     for (i, line) in text.lines().enumerate() {
         let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
         if let Some(t) = line.strip_prefix("TARGETS =") {
@@ -37,7 +41,11 @@ fn parse_depend(text: &str, file: &Path) -> Depend {
                 d.edges.push((dep, name.trim().to_string(), i + 1));
             }
         } else if !line.trim().is_empty() {
-            panic!("{}:{}: expected 'TARGETS =', 'INTERACTIVE =' or 'name: deps', found {line:?}", file.display(), i + 1);
+            panic!(
+                "{}:{}: expected 'TARGETS =', 'INTERACTIVE =' or 'name: deps', found {line:?}",
+                file.display(),
+                i + 1
+            );
         }
     }
     d
@@ -48,15 +56,34 @@ fn parse_depend(text: &str, file: &Path) -> Depend {
 fn check(sys: &System, depend_file: &Path, runlevels: &[Runlevel]) -> usize {
     let text = std::fs::read_to_string(depend_file).unwrap();
     let dep = parse_depend(&text, depend_file);
-    assert!(!dep.targets.is_empty(), "{}: no TARGETS", depend_file.display());
+    assert!(
+        !dep.targets.is_empty(),
+        "{}: no TARGETS",
+        depend_file.display()
+    );
     let mut checked = 0;
-    let mut seen_targets: BTreeMap<&str, bool> = dep.targets.iter().map(|t| (t.as_str(), false)).collect();
+    let mut seen_targets: BTreeMap<&str, bool> =
+        dep.targets.iter().map(|t| (t.as_str(), false)).collect();
     for &rl in runlevels {
         let g = sys.graph(rl);
-        assert!(g.cycles.is_empty(), "runlevel {}: unexpected cycles {:?}", rl.label(), g.cycles);
+        assert!(
+            g.cycles.is_empty(),
+            "runlevel {}: unexpected cycles {:?}",
+            rl.label(),
+            g.cycles
+        );
         let order = g.order();
-        assert_eq!(order.len(), g.nodes.len(), "runlevel {}: order misses nodes", rl.label());
-        let pos: BTreeMap<&str, usize> = order.iter().enumerate().map(|(p, &id)| (g.nodes[id].name.as_str(), p)).collect();
+        assert_eq!(
+            order.len(),
+            g.nodes.len(),
+            "runlevel {}: order misses nodes",
+            rl.label()
+        );
+        let pos: BTreeMap<&str, usize> = order
+            .iter()
+            .enumerate()
+            .map(|(p, &id)| (g.nodes[id].name.as_str(), p))
+            .collect();
         for n in &g.nodes {
             if let Some(s) = seen_targets.get_mut(n.name.as_str()) {
                 *s = true;
@@ -74,16 +101,33 @@ fn check(sys: &System, depend_file: &Path, runlevels: &[Runlevel]) -> usize {
         }
         for name in &dep.interactive {
             if let Some(id) = g.node(name) {
-                assert!(g.nodes[id].interactive, "{name} is INTERACTIVE for insserv, not for us");
+                assert!(
+                    g.nodes[id].interactive,
+                    "{name} is INTERACTIVE for insserv, not for us"
+                );
             }
         }
     }
-    let missing: Vec<&&str> = seen_targets.iter().filter(|(_, s)| !**s).map(|(t, _)| t).collect();
-    assert!(missing.is_empty(), "{}: targets we do not start in {runlevels:?}: {missing:?}", depend_file.display());
+    let missing: Vec<&&str> = seen_targets
+        .iter()
+        .filter(|(_, s)| !**s)
+        .map(|(t, _)| t)
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{}: targets we do not start in {runlevels:?}: {missing:?}",
+        depend_file.display()
+    );
     checked
 }
 
-const START: [Runlevel; 5] = [Runlevel::Num(1), Runlevel::Num(2), Runlevel::Num(3), Runlevel::Num(4), Runlevel::Num(5)];
+const START: [Runlevel; 5] = [
+    Runlevel::Num(1),
+    Runlevel::Num(2),
+    Runlevel::Num(3),
+    Runlevel::Num(4),
+    Runlevel::Num(5),
+];
 
 #[test]
 fn fixture_is_big_enough() {
@@ -121,7 +165,10 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 fn find_insserv() -> Option<PathBuf> {
-    ["/usr/sbin/insserv", "/sbin/insserv"].iter().map(PathBuf::from).find(|p| p.exists())
+    ["/usr/sbin/insserv", "/sbin/insserv"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.exists())
 }
 
 #[test]
@@ -134,7 +181,10 @@ fn order_respects_insserv_run_now() {
     let _ = std::fs::remove_dir_all(&tmp);
     let etc = tmp.join("etc");
     copy_tree(&fixture().join("etc/init.d"), &etc.join("init.d"));
-    copy_tree(&fixture().join("etc/insserv.conf.d"), &etc.join("insserv.conf.d"));
+    copy_tree(
+        &fixture().join("etc/insserv.conf.d"),
+        &etc.join("insserv.conf.d"),
+    );
     std::fs::copy(fixture().join("etc/insserv.conf"), etc.join("insserv.conf")).unwrap();
     let initd = etc.join("init.d");
     let mut scripts = Vec::new();
@@ -150,14 +200,22 @@ fn order_respects_insserv_run_now() {
     // -i keeps the .depend files out of the real /etc/init.d; links go to initd/../rcN.d.
     let out = Command::new(&insserv)
         .current_dir(&initd)
-        .arg("-p").arg(&initd)
-        .arg("-c").arg(etc.join("insserv.conf"))
-        .arg("-o").arg(etc.join("insserv/overrides"))
-        .arg("-i").arg(&initd)
+        .arg("-p")
+        .arg(&initd)
+        .arg("-c")
+        .arg(etc.join("insserv.conf"))
+        .arg("-o")
+        .arg(etc.join("insserv/overrides"))
+        .arg("-i")
+        .arg(&initd)
         .args(&scripts)
         .output()
         .unwrap();
-    assert!(out.status.success(), "insserv failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "insserv failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let sys = System::load(&tmp).unwrap();
     let boot = check(&sys, &initd.join(".depend.boot"), &[Runlevel::S]);
     let start = check(&sys, &initd.join(".depend.start"), &START);

@@ -32,6 +32,11 @@ pub struct Config {
     pub login_names: Vec<String>,
     /// Process names whose start marks the graphical login (a display manager's greeter).
     pub greeter_names: Vec<String>,
+    /// Readahead (`bootprint.readahead=`): replay the pack at boot, or learn one when there is
+    /// no valid pack. Off by default until the test-bed benchmark shows where it helps.
+    pub readahead: bool,
+    /// Where the readahead pack lives.
+    pub readahead_pack: PathBuf,
 }
 
 impl Default for Config {
@@ -58,6 +63,8 @@ impl Default for Config {
             ]
             .map(String::from)
             .to_vec(),
+            readahead: false,
+            readahead_pack: PathBuf::from("/var/lib/bootprint/readahead.pack"),
         }
     }
 }
@@ -129,7 +136,14 @@ impl Config {
             let key = key.trim();
             // Sections other than [record]/[boot] belong to other parts; unknown keys in
             // ours are errors so a typo does not silently do nothing.
-            if section == "record" || section == "boot" || section.is_empty() {
+            if section == "readahead" {
+                let key = match key {
+                    "enabled" => "readahead",
+                    "pack" => "readahead_pack",
+                    other => other,
+                };
+                self.set(key, value).map_err(err)?;
+            } else if section == "record" || section == "boot" || section.is_empty() {
                 self.set(key, value).map_err(err)?;
             }
         }
@@ -193,10 +207,12 @@ impl Config {
             "log_dir" => self.log_dir = PathBuf::from(want_str(value)?),
             "login_names" => self.login_names = want_list(value)?,
             "greeter_names" => self.greeter_names = want_list(value)?,
+            "readahead" => self.readahead = want_bool(value)?,
+            "readahead_pack" => self.readahead_pack = PathBuf::from(want_str(value)?),
             _ => {
                 return Err(format!(
                     "one of init, record, hz, idle_cpu, idle_disk, settle_s, timeout_s, \
-                     log_dir, login_names, greeter_names; found {key:?}"
+                     log_dir, login_names, greeter_names, readahead, readahead_pack; found {key:?}"
                 ))
             }
         }
@@ -283,13 +299,14 @@ mod tests {
     fn file_then_cmdline_last_wins() {
         let mut c = Config::default();
         c.apply_toml(
-            "# comment\n[record]\nhz = 25\nsettle_s = 5.5 # trailing\nlogin_names = [\"getty\", \"my-login\"]\n[readahead]\nanything = 1\n",
+            "# comment\n[record]\nhz = 25\nsettle_s = 5.5 # trailing\nlogin_names = [\"getty\", \"my-login\"]\n[readahead]\nenabled = true\n[rc]\nanything = 1\n",
             "test.toml",
         )
         .unwrap();
         assert_eq!(c.hz, 25);
         assert_eq!(c.settle_s, 5.5);
         assert_eq!(c.login_names, vec!["getty", "my-login"]);
+        assert!(c.readahead);
         let errors = c.apply_cmdline(
             "console=ttyS0 bootprint.hz=100 bootprint.init=/lib/systemd/systemd bootprint.record=off quiet",
         );

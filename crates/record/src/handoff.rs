@@ -36,10 +36,13 @@ pub fn boot(args: Vec<OsString>) -> ! {
             Vec::new(),
         ),
     };
+    // Replay starts first, before anything else reads the disk.
+    let readahead = panic::catch_unwind(AssertUnwindSafe(|| crate::readahead::prepare(&config)))
+        .unwrap_or_default();
     if config.record {
         let init_exec = Some((boottime_ns(), config.init.display().to_string()));
         if let Fork::Child = sys::fork() {
-            run_recorder_child(&config, init_exec, warnings);
+            run_recorder_child(&config, init_exec, warnings, readahead);
         }
         // Parent, or fork failed: go on booting either way.
     }
@@ -50,6 +53,7 @@ fn run_recorder_child(
     config: &Config,
     init_exec: Option<(u64, String)>,
     warnings: Vec<String>,
+    readahead: crate::readahead::Plan,
 ) -> ! {
     sys::setsid();
     become_background();
@@ -58,6 +62,7 @@ fn run_recorder_child(
         init_exec,
         stop_after_ns: None,
         warnings,
+        readahead,
     };
     let _ = panic::catch_unwind(AssertUnwindSafe(|| {
         let _ = recorder::run(config, &Paths::default(), start);

@@ -2,7 +2,8 @@
 //!
 //! [`handoff`] is what runs as PID 1 for a moment: it reads the configuration, forks the
 //! recorder and execs the real init, and on any failure execs the real init at once.
-//! [`recorder`] samples until boot is done ([`done`]) and writes the trace ([`store`]).
+//! [`recorder`] samples until boot is done ([`done`]) and writes the trace ([`store`]);
+//! [`readahead`] replays or learns the readahead pack around it.
 //! Sampling /proc belongs to `sample`; the on-disk format belongs to `trace`.
 #![deny(missing_docs)]
 
@@ -10,6 +11,7 @@ pub mod config;
 pub mod done;
 pub mod handoff;
 pub mod kmsg;
+pub mod readahead;
 pub mod knob;
 pub mod recorder;
 pub mod store;

@@ -47,7 +47,7 @@ impl Default for Paths {
 }
 
 /// What the boot path knows before the recorder starts.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Start {
     /// When the real init was exec'd and which, if bootprint-boot did it.
     pub init_exec: Option<(u64, String)>,
@@ -55,6 +55,8 @@ pub struct Start {
     pub stop_after_ns: Option<u64>,
     /// Configuration problems to record as warnings.
     pub warnings: Vec<String>,
+    /// What readahead does this boot (decided before init was exec'd).
+    pub readahead: crate::readahead::Plan,
 }
 
 /// Records until boot is done and writes the trace; returns its directory.
@@ -80,6 +82,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
             .push(Event::new(t_start, "warning").with("what", w));
     }
 
+    let readahead = crate::readahead::Session::start(start.readahead, &mut store.events);
     let mut watch = match ExecWatch::open(&paths.exec_root) {
         Ok(w) => Some(w),
         Err(e) => {
@@ -236,6 +239,10 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     };
     store.events.push(done);
     drop(watch);
+    let release = String::from_utf8_lossy(&paths.proc.read("sys/kernel/osrelease").unwrap_or_default())
+        .trim()
+        .to_string();
+    readahead.finish(&mut store.events, &config.readahead_pack, &release);
 
     store.dmesg = kmsg::read_all(&paths.kmsg);
     store.header = sysinfo::header(&paths.proc, config.hz, clk_tck, page_size);

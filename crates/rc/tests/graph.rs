@@ -1,0 +1,346 @@
+//! The start graph on small fake roots built in a temporary directory.
+
+use std::path::{Path, PathBuf};
+
+use rc::graph::{EdgeKind, Graph, Scheduler, State};
+use rc::system::{Runlevel, System};
+
+struct Root(PathBuf);
+
+impl Root {
+    fn new(tag: &str) -> Root {
+        let p =
+            std::env::temp_dir().join(format!("bootprint-rc-graph-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(p.join("etc/init.d")).unwrap();
+        Root(p)
+    }
+    fn write(&self, rel: &str, text: &str) -> &Self {
+        let p = self.0.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+        self
+    }
+    /// A script with a header made of `lines` ("Required-Start: x" ...).
+    fn script(&self, name: &str, lines: &[&str]) -> &Self {
+        let mut t = format!("#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n");
+        for l in lines {
+            t.push_str(&format!("# {l}\n"));
+        }
+        t.push_str("### END INIT INFO\n");
+        self.write(&format!("etc/init.d/{name}"), &t)
+    }
+    fn link(&self, rl: &str, seq: u8, name: &str) -> &Self {
+        let dir = self.0.join(format!("etc/rc{rl}.d"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::os::unix::fs::symlink(
+            format!("../init.d/{name}"),
+            dir.join(format!("S{seq:02}{name}")),
+        )
+        .unwrap();
+        self
+    }
+    fn graph(&self, rl: Runlevel) -> Graph {
+        System::load(&self.0).unwrap().graph(rl)
+    }
+}
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn edge<'g>(g: &'g Graph, from: &str, to: &str) -> Option<&'g rc::graph::Edge> {
+    let (f, t) = (g.node(from)?, g.node(to)?);
+    g.edges.iter().find(|e| e.from == f && e.to == t)
+}
+
+fn names(g: &Graph, ids: &[usize]) -> Vec<String> {
+    ids.iter().map(|&i| g.nodes[i].name.clone()).collect()
+}
+
+#[test]
+fn required_edge_through_a_facility_remembers_both_lines() {
+    let r = Root::new("req");
+    r.write(
+        "etc/insserv.conf",
+        "# facilities\n$local_fs +mountall\n$remote_fs $local_fs +mountnfs\n",
+    )
+    .script("mountall", &["Required-Start:"])
+    .script("web", &["Required-Start: $remote_fs"])
+    .link("2", 1, "mountall")
+    .link("2", 2, "web");
+    let g = r.graph(Runlevel::Num(2));
+    let e = edge(&g, "mountall", "web").expect("edge mountall -> web");
+    let o = &e.origins[0];
+    assert_eq!(
+        (o.file.as_path(), o.line, o.token.as_str()),
+        (Path::new("etc/init.d/web"), Some(4), "$remote_fs")
+    );
+    let via: Vec<(String, usize)> = o.via.iter().map(|v| (v.facility.clone(), v.line)).collect();
+    assert_eq!(
+        via,
+        vec![("$remote_fs".to_string(), 3), ("$local_fs".to_string(), 2)]
+    );
+    // +mountall is optional inside the facility: the edge is a should edge.
+    assert_eq!(e.kind(), EdgeKind::Should);
+    // +mountnfs is provided by nobody: silently ignored.
+    assert!(g.diagnostics.is_empty(), "{:?}", g.diagnostics);
+    assert_eq!(names(&g, &g.order()), ["mountall", "web"]);
+}
+
+#[test]
+fn should_start_only_when_enabled_and_required_missing_is_reported() {
+    let r = Root::new("should");
+    r.script("a", &["Required-Start:"])
+        .script("b", &["Required-Start:"])
+        .script("c", &["Required-Start: a", "Should-Start: b x"])
+        .script("d", &["Required-Start: b"])
+        .link("2", 1, "a")
+        .link("2", 2, "c")
+        .link("2", 3, "d");
+    let g = r.graph(Runlevel::Num(2));
+    assert_eq!(edge(&g, "a", "c").unwrap().kind(), EdgeKind::Required);
+    assert!(g.node("b").is_none());
+    assert_eq!(g.active_edges().count(), 1);
+    // b is not started: Should-Start is silent, Required-Start (d's line 4) is reported.
+    let shown: Vec<String> = g.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(shown[0].starts_with("etc/init.d/d:4: Required-Start names b (b), which runlevel 2 does not start nor runlevel S"), "{shown:?}");
+    // Once b is enabled, c's Should-Start becomes an edge.
+    r.link("2", 1, "b");
+    let g = r.graph(Runlevel::Num(2));
+    assert_eq!(edge(&g, "b", "c").unwrap().kind(), EdgeKind::Should);
+    assert!(g.diagnostics.is_empty());
+}
+
+#[test]
+fn required_by_the_boot_runlevel_is_satisfied() {
+    let r = Root::new("boot");
+    r.script("udev", &["Required-Start:"])
+        .script("x", &["Required-Start: udev"])
+        .link("S", 2, "udev")
+        .link("2", 1, "x");
+    let g = r.graph(Runlevel::Num(2));
+    assert!(g.diagnostics.is_empty(), "{:?}", g.diagnostics);
+    assert_eq!(g.edges.len(), 0);
+    let g = r.graph(Runlevel::S);
+    assert_eq!(names(&g, &g.order()), ["udev"]);
+}
+
+#[test]
+fn start_before_is_a_reversed_edge() {
+    let r = Root::new("before");
+    r.script("late", &["Required-Start:"])
+        .script(
+            "early",
+            &["Required-Start:", "X-Start-Before: late missing"],
+        )
+        .link("2", 1, "late")
+        .link("2", 1, "early");
+    let g = r.graph(Runlevel::Num(2));
+    let e = edge(&g, "early", "late").unwrap();
+    assert_eq!(
+        (e.kind(), e.origins[0].line),
+        (EdgeKind::StartBefore, Some(5))
+    );
+    assert!(
+        g.diagnostics.is_empty(),
+        "X-Start-Before of a missing script is silent"
+    );
+    assert_eq!(names(&g, &g.order()), ["early", "late"]);
+}
+
+#[test]
+fn all_goes_last_except_before_its_own_dependents() {
+    let r = Root::new("all");
+    r.script("a", &["Required-Start:"])
+        .script("b", &["Required-Start: a"])
+        .script("rc.local", &["Required-Start: $all"])
+        .script("after", &["Required-Start: rc.local"])
+        .link("2", 1, "a")
+        .link("2", 2, "b")
+        .link("2", 3, "rc.local")
+        .link("2", 4, "after");
+    let g = r.graph(Runlevel::Num(2));
+    assert!(g.nodes[g.node("rc.local").unwrap()].all);
+    for x in ["a", "b"] {
+        let e = edge(&g, x, "rc.local").unwrap();
+        assert_eq!(
+            (e.kind(), e.origins[0].line, e.origins[0].token.as_str()),
+            (EdgeKind::All, Some(4), "$all")
+        );
+    }
+    // `after` waits for rc.local, so $all does not pull it before: no cycle.
+    assert!(edge(&g, "after", "rc.local").is_none());
+    assert!(g.cycles.is_empty());
+    assert_eq!(names(&g, &g.order()), ["a", "b", "rc.local", "after"]);
+}
+
+#[test]
+fn cycle_is_reported_with_its_path_and_broken_at_the_weakest_edge() {
+    let r = Root::new("cycle");
+    r.script("a", &["Required-Start: c"])
+        .script("b", &["Required-Start: a"])
+        .script("c", &["Required-Start:", "Should-Start: b"])
+        .script("d", &["Required-Start: c"])
+        .link("2", 1, "a")
+        .link("2", 1, "b")
+        .link("2", 1, "c")
+        .link("2", 1, "d");
+    let g = r.graph(Runlevel::Num(2));
+    assert_eq!(g.cycles.len(), 1);
+    let c = &g.cycles[0];
+    assert_eq!(names(&g, &c.path), ["a", "b", "c", "a"]);
+    let removed = &g.edges[c.removed];
+    assert_eq!(
+        (
+            g.nodes[removed.from].name.as_str(),
+            g.nodes[removed.to].name.as_str()
+        ),
+        ("b", "c")
+    );
+    assert!(removed.broken);
+    let d = g
+        .diagnostics
+        .iter()
+        .find(|d| d.message.contains("cycle"))
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        d,
+        "etc/init.d/c:5: dependency cycle a -> b -> c -> a in runlevel 2: broken by dropping b -> c (should, b): expected no cycle"
+    );
+    assert_eq!(names(&g, &g.order()), ["c", "a", "b", "d"]);
+    // Deterministic: the same result every time.
+    let again = r.graph(Runlevel::Num(2));
+    assert_eq!(again.cycles, g.cycles);
+}
+
+#[test]
+fn all_required_cycle_breaks_first_edge_in_path_order() {
+    let r = Root::new("cycle2");
+    r.script("x", &["Required-Start: y"])
+        .script("y", &["Required-Start: x"])
+        .link("S", 1, "x")
+        .link("S", 1, "y");
+    let g = r.graph(Runlevel::S);
+    assert_eq!(names(&g, &g.cycles[0].path), ["x", "y", "x"]);
+    let e = &g.edges[g.cycles[0].removed];
+    assert_eq!((e.from, e.to), (g.node("x").unwrap(), g.node("y").unwrap()));
+    assert_eq!(g.order().len(), 2);
+}
+
+#[test]
+fn script_without_header_follows_its_link_number() {
+    let r = Root::new("nohdr");
+    r.script("a", &["Required-Start:"])
+        .script("b", &["Required-Start:"])
+        .script("c", &["Required-Start:"])
+        .write("etc/init.d/old", "#!/bin/sh\necho old\n")
+        .link("2", 1, "a")
+        .link("2", 2, "b")
+        .link("2", 2, "c")
+        .link("2", 3, "old");
+    let g = r.graph(Runlevel::Num(2));
+    for x in ["b", "c"] {
+        let e = edge(&g, x, "old").unwrap();
+        assert_eq!(
+            (e.kind(), e.origins[0].token.as_str()),
+            (EdgeKind::LinkOrder, "S02")
+        );
+    }
+    assert!(edge(&g, "a", "old").is_none());
+    let sys = System::load(&r.0).unwrap();
+    assert!(sys
+        .diagnostics
+        .iter()
+        .any(|d| d.file == Path::new("etc/init.d/old") && d.message.contains("no LSB header")));
+}
+
+#[test]
+fn unknown_provider_and_facility_are_reported_with_line() {
+    let r = Root::new("unknown");
+    r.script("a", &["Required-Start: $nosuch nobody +maybe"])
+        .link("S", 1, "a");
+    let g = r.graph(Runlevel::S);
+    let shown: Vec<String> = g.diagnostics.iter().map(|d| d.to_string()).collect();
+    assert_eq!(shown.len(), 2, "{shown:?}");
+    assert!(shown[0].starts_with("etc/init.d/a:4: unknown facility $nosuch"));
+    assert!(shown[1]
+        .starts_with("etc/init.d/a:4: Required-Start names nobody, which no script provides"));
+}
+
+#[test]
+fn scheduler_runs_interactive_alone_and_by_priority() {
+    let r = Root::new("sched");
+    r.write("etc/insserv.conf", "<interactive> ask\n")
+        .script("base", &["Required-Start:"])
+        .script("long1", &["Required-Start: base"])
+        .script("long2", &["Required-Start: long1"])
+        .script("short", &["Required-Start: base"])
+        .script("ask", &["Required-Start: base"])
+        .link("2", 1, "base")
+        .link("2", 2, "long1")
+        .link("2", 3, "long2")
+        .link("2", 2, "short")
+        .link("2", 2, "ask");
+    let g = r.graph(Runlevel::Num(2));
+    let id = |n: &str| g.node(n).unwrap();
+    assert!(g.nodes[id("ask")].interactive);
+    let prio = g.critical_path(&vec![1; g.nodes.len()]);
+    assert_eq!(prio[id("base")], 3);
+    assert_eq!(prio[id("long1")], 2);
+    let mut s = Scheduler::new(&g, prio);
+    assert_eq!(s.start_next(), Some(id("base")));
+    assert_eq!(s.start_next(), None, "nothing else is ready");
+    s.finish(id("base"));
+    // long1 has the longer chain; then short; ask waits until nothing runs.
+    assert_eq!(s.start_next(), Some(id("long1")));
+    assert_eq!(s.start_next(), Some(id("short")));
+    assert_eq!(s.start_next(), None);
+    assert_eq!(s.state(id("ask")), State::Ready);
+    s.finish(id("long1"));
+    assert_eq!(s.start_next(), Some(id("long2")));
+    s.finish(id("short"));
+    s.finish(id("long2"));
+    assert_eq!(s.start_next(), Some(id("ask")));
+    assert_eq!(
+        s.start_next(),
+        None,
+        "nothing runs beside an interactive script"
+    );
+    s.finish(id("ask"));
+    assert!(s.is_done());
+}
+
+#[test]
+fn levels_group_what_can_run_together() {
+    let r = Root::new("levels");
+    r.script("a", &["Required-Start:"])
+        .script("b", &["Required-Start: a"])
+        .script("c", &["Required-Start: a"])
+        .script("d", &["Required-Start: b c"])
+        .link("S", 1, "a")
+        .link("S", 2, "b")
+        .link("S", 2, "c")
+        .link("S", 3, "d");
+    let g = r.graph(Runlevel::S);
+    let lv = g.levels();
+    let by: Vec<(String, u32)> = g
+        .nodes
+        .iter()
+        .zip(lv)
+        .map(|(n, l)| (n.name.clone(), l))
+        .collect();
+    assert_eq!(
+        by,
+        [
+            ("a".into(), 1),
+            ("b".into(), 2),
+            ("c".into(), 2),
+            ("d".into(), 3)
+        ]
+    );
+}
