@@ -15,11 +15,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
-use crate::knob::KnobGuard;
 use crate::pack::{Entry, Header, Pack};
 use crate::plan::{self, Candidate};
 use crate::sys;
 use crate::system::{self, Paths};
+use sample::knob::KnobGuard;
 
 /// How to learn.
 #[derive(Debug, Clone)]

@@ -13,7 +13,7 @@
 //!   limit and returns statistics for the trace; [`replay::hit_rate`] says how much of it
 //!   was used.
 //! - [`plan`]: the pure rules (pages to ranges, order, budget); [`system`]: mountinfo,
-//!   sysfs and diskstats parsing; [`knob`]: the `read_ahead_kb` guard; [`sys`]: every raw
+//!   sysfs and diskstats parsing (the `read_ahead_kb` guard is `sample::knob`); [`sys`]: every raw
 //!   system call.
 //!
 //! This crate does not decide when to learn or replay, or write the trace: the boot path
@@ -36,7 +36,6 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod knob;
 pub mod learn;
 pub mod pack;
 pub mod plan;

@@ -12,7 +12,6 @@ pub mod done;
 pub mod handoff;
 pub mod kmsg;
 pub mod readahead;
-pub mod knob;
 pub mod recorder;
 pub mod store;
 pub mod sys;

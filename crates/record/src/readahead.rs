@@ -110,7 +110,10 @@ impl Session {
                     }
                     events.push(e);
                 }
-                None => events.push(warning(now, "readahead: replay child reported nothing".into())),
+                None => events.push(warning(
+                    now,
+                    "readahead: replay child reported nothing".into(),
+                )),
             }
             let hit = replay::hit_rate(&pack);
             events.push(

@@ -14,9 +14,9 @@ use trace::Event;
 
 use crate::config::Config;
 use crate::done::{DoneDetector, Thresholds};
-use crate::knob::KnobGuard;
 use crate::store::Store;
 use crate::{kmsg, sysinfo};
+use sample::knob::KnobGuard;
 
 /// Where the recorder looks and writes; every path a parameter so tests use their own.
 #[derive(Debug, Clone)]
@@ -239,9 +239,10 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     };
     store.events.push(done);
     drop(watch);
-    let release = String::from_utf8_lossy(&paths.proc.read("sys/kernel/osrelease").unwrap_or_default())
-        .trim()
-        .to_string();
+    let release =
+        String::from_utf8_lossy(&paths.proc.read("sys/kernel/osrelease").unwrap_or_default())
+            .trim()
+            .to_string();
     readahead.finish(&mut store.events, &config.readahead_pack, &release);
 
     store.dmesg = kmsg::read_all(&paths.kmsg);

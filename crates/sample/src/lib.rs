@@ -8,5 +8,6 @@
 #![deny(missing_docs)]
 
 pub mod execwatch;
+pub mod knob;
 pub mod procfs;
 pub mod sys;

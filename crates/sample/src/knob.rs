@@ -1,5 +1,6 @@
-//! A sysfs setting (the root disk's `read_ahead_kb`) changed while learning and put back
-//! when the guard drops, so a learning boot that fails still leaves the disk as it was.
+//! A kernel setting changed for a while and put back when the guard drops (delay accounting
+//! while recording, the root disk's `read_ahead_kb` while learning readahead), so a boot
+//! path that fails still leaves the kernel as it was.
 
 use std::fs;
 use std::path::{Path, PathBuf};
