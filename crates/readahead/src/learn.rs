@@ -20,6 +20,7 @@ use crate::plan::{self, Candidate};
 use crate::sys;
 use crate::system::{self, Paths};
 use sample::knob::KnobGuard;
+use sample::sys as fan;
 
 /// How to learn.
 #[derive(Debug, Clone)]
@@ -80,7 +81,7 @@ pub struct Learner {
     learned: Learned,
     proc_fd: PathBuf,
     only_under: Vec<PathBuf>,
-    buf: Vec<sys::FanEvent>,
+    buf: Vec<fan::RawFanEvent>,
     _knob: Option<KnobGuard>,
 }
 
@@ -107,13 +108,13 @@ impl Learner {
             Some(m) => m.clone(),
             None => system::learn_marks(&mounts),
         };
-        let fan = sys::fanotify_init()?;
+        let fan = fan::fanotify_init()?;
         let mut marks = Vec::new();
         let mut last_err = None;
         for m in wanted {
             // FAN_OPEN_EXEC needs Linux 5.0: retry without it.
-            let r = sys::fanotify_mark(&fan, MASK, &m)
-                .or_else(|_| sys::fanotify_mark(&fan, MASK & !libc::FAN_OPEN_EXEC, &m));
+            let r = fan::fanotify_mark(&fan, MASK, &m)
+                .or_else(|_| fan::fanotify_mark(&fan, MASK & !libc::FAN_OPEN_EXEC, &m));
             match r {
                 Ok(()) => marks.push(m),
                 Err(e) => last_err = Some(e),
@@ -140,7 +141,7 @@ impl Learner {
 
     /// Waits up to `timeout_ms` for events and records every queued one.
     pub fn poll(&mut self, timeout_ms: i32) -> io::Result<()> {
-        if sys::poll_readable(&self.fan, timeout_ms)? {
+        if fan::poll_readable(Some(self.fan.as_raw_fd()), timeout_ms)? {
             self.drain()?;
         }
         Ok(())
@@ -149,14 +150,14 @@ impl Learner {
     /// Records every queued event without waiting.
     pub fn drain(&mut self) -> io::Result<()> {
         let mut buf = std::mem::take(&mut self.buf);
-        sys::fanotify_read(&self.fan, &mut buf)?;
+        fan::fanotify_read(&self.fan, &mut buf)?;
         for ev in buf.drain(..) {
             self.learned.events += 1;
             if ev.mask & libc::FAN_Q_OVERFLOW != 0 {
                 self.learned.overflowed = true;
             }
-            if let Some(f) = ev.file {
-                self.record(&f);
+            if let Some(fd) = ev.file {
+                self.record(&File::from(fd));
             }
         }
         self.buf = buf;

@@ -5,7 +5,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
@@ -20,122 +20,6 @@ fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
     } else {
         Ok(rc)
     }
-}
-
-/// fanotify_init(2): a notification group, non-blocking, whose event fds are read-only.
-/// The queue is unlimited where allowed (root), so a busy boot does not overflow it and lose
-/// files; the learner drains it continuously.
-pub fn fanotify_init() -> io::Result<OwnedFd> {
-    let init = |extra: libc::c_uint| {
-        // SAFETY: plain syscall with constant flags; no pointers.
-        check(unsafe {
-            libc::fanotify_init(
-                libc::FAN_CLASS_NOTIF | libc::FAN_CLOEXEC | libc::FAN_NONBLOCK | extra,
-                (libc::O_RDONLY | libc::O_LARGEFILE | libc::O_CLOEXEC) as u32,
-            )
-        })
-    };
-    let fd = init(libc::FAN_UNLIMITED_QUEUE).or_else(|_| init(0))?;
-    // SAFETY: `fd` was just returned by the kernel and nobody else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// fanotify_mark(2) adding `mask` on the whole filesystem holding `path` (Linux 4.20+), or
-/// on its mount when the kernel has no filesystem marks.
-pub fn fanotify_mark(fd: &OwnedFd, mask: u64, path: &Path) -> io::Result<()> {
-    let c = cstring(path)?;
-    let mark = |how: libc::c_uint| {
-        // SAFETY: `fd` is an open fanotify group and `c` a NUL-terminated path that
-        // outlives the call.
-        check(unsafe {
-            libc::fanotify_mark(
-                fd.as_raw_fd(),
-                libc::FAN_MARK_ADD | how,
-                mask,
-                libc::AT_FDCWD,
-                c.as_ptr(),
-            )
-        })
-    };
-    match mark(libc::FAN_MARK_FILESYSTEM) {
-        Ok(_) => Ok(()),
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => mark(libc::FAN_MARK_MOUNT).map(|_| ()),
-        Err(e) => Err(e),
-    }
-}
-
-/// One fanotify event: its mask and the file, opened for us by the kernel.
-pub struct FanEvent {
-    /// Event mask (`FAN_OPEN`, `FAN_ACCESS`, ...; `FAN_Q_OVERFLOW` on overflow).
-    pub mask: u64,
-    /// Process id (thread group) that caused it.
-    pub pid: i32,
-    /// The file; `None` on queue overflow.
-    pub file: Option<File>,
-}
-
-/// Reads every fanotify event now queued into `out` (non-blocking); returns when the queue
-/// is empty.
-pub fn fanotify_read(fd: &OwnedFd, out: &mut Vec<FanEvent>) -> io::Result<()> {
-    const META: usize = std::mem::size_of::<libc::fanotify_event_metadata>();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        // SAFETY: `buf` is valid for `buf.len()` writable bytes.
-        let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return match e.kind() {
-                io::ErrorKind::WouldBlock => Ok(()),
-                io::ErrorKind::Interrupted => continue,
-                _ => Err(e),
-            };
-        }
-        let n = n as usize;
-        if n == 0 {
-            return Ok(());
-        }
-        let mut off = 0;
-        while off + META <= n {
-            // SAFETY: at least META bytes remain at `off`; read_unaligned copes with the
-            // byte buffer's alignment.
-            let meta: libc::fanotify_event_metadata =
-                unsafe { std::ptr::read_unaligned(buf[off..].as_ptr().cast()) };
-            let len = meta.event_len as usize;
-            if len < META || off + len > n {
-                break;
-            }
-            let file = (meta.fd >= 0).then(|| {
-                // SAFETY: the kernel opened this fd for us; we are its only owner.
-                unsafe { File::from_raw_fd(meta.fd) }
-            });
-            out.push(FanEvent {
-                mask: meta.mask,
-                pid: meta.pid,
-                file,
-            });
-            off += len;
-        }
-    }
-}
-
-/// Waits up to `timeout_ms` for `fd` to be readable; `Ok(true)` when it is.
-pub fn poll_readable(fd: &OwnedFd, timeout_ms: i32) -> io::Result<bool> {
-    let mut p = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let rc = unsafe { libc::poll(&mut p, 1, timeout_ms) };
-    if rc < 0 {
-        let e = io::Error::last_os_error();
-        return if e.kind() == io::ErrorKind::Interrupted {
-            Ok(false)
-        } else {
-            Err(e)
-        };
-    }
-    Ok(rc > 0)
 }
 
 /// The page size of this kernel.

@@ -29,7 +29,7 @@ impl ExecWatch {
     /// Watches executions on the file system that holds `mount_point`.
     pub fn open(mount_point: &Path) -> io::Result<ExecWatch> {
         let fd = sys::fanotify_init()?;
-        sys::fanotify_mark_filesystem(&fd, libc::FAN_OPEN_EXEC, mount_point)?;
+        sys::fanotify_mark(&fd, libc::FAN_OPEN_EXEC, mount_point)?;
         Ok(ExecWatch {
             fd,
             raw: Vec::new(),

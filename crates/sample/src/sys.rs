@@ -45,6 +45,14 @@ pub fn open_read(path: &Path) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(rc)
+    }
+}
+
 fn cstring(path: &Path) -> io::Result<CString> {
     use std::os::unix::ffi::OsStrExt;
     CString::new(path.as_os_str().as_bytes())
@@ -74,39 +82,46 @@ pub fn poll_readable(fd: Option<RawFd>, timeout_ms: i32) -> io::Result<bool> {
     Ok(rc > 0 && pfd.revents & libc::POLLIN != 0)
 }
 
-/// fanotify_init(2) for notification events, non-blocking.
+/// fanotify_init(2): a notification group, non-blocking, whose event fds are read-only.
+/// The queue is unlimited where allowed (root), so a busy boot does not overflow it and lose
+/// files; the learner drains it continuously.
 pub fn fanotify_init() -> io::Result<OwnedFd> {
-    // SAFETY: plain syscall with constant flags.
-    let fd = unsafe {
-        libc::fanotify_init(
-            libc::FAN_CLASS_NOTIF | libc::FAN_CLOEXEC | libc::FAN_NONBLOCK,
-            (libc::O_RDONLY | libc::O_LARGEFILE | libc::O_CLOEXEC) as u32,
-        )
+    let init = |extra: libc::c_uint| {
+        // SAFETY: plain syscall with constant flags; no pointers.
+        check(unsafe {
+            libc::fanotify_init(
+                libc::FAN_CLASS_NOTIF | libc::FAN_CLOEXEC | libc::FAN_NONBLOCK | extra,
+                (libc::O_RDONLY | libc::O_LARGEFILE | libc::O_CLOEXEC) as u32,
+            )
+        })
     };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fresh fd owned by us.
+    let fd = init(libc::FAN_UNLIMITED_QUEUE).or_else(|_| init(0))?;
+    // SAFETY: `fd` was just returned by the kernel and nobody else owns it.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// fanotify_mark(2): adds `mask` for the whole file system holding `path`.
-pub fn fanotify_mark_filesystem(fd: &OwnedFd, mask: u64, path: &Path) -> io::Result<()> {
+/// fanotify_mark(2) adding `mask` on the whole filesystem holding `path` (Linux 4.20+), or
+/// on its mount when the kernel has no filesystem marks.
+pub fn fanotify_mark(fd: &OwnedFd, mask: u64, path: &Path) -> io::Result<()> {
     let c = cstring(path)?;
-    // SAFETY: valid fanotify fd and NUL-terminated path.
-    let rc = unsafe {
-        libc::fanotify_mark(
-            fd.as_raw_fd(),
-            libc::FAN_MARK_ADD | libc::FAN_MARK_FILESYSTEM,
-            mask,
-            libc::AT_FDCWD,
-            c.as_ptr(),
-        )
+    let mark = |how: libc::c_uint| {
+        // SAFETY: `fd` is an open fanotify group and `c` a NUL-terminated path that
+        // outlives the call.
+        check(unsafe {
+            libc::fanotify_mark(
+                fd.as_raw_fd(),
+                libc::FAN_MARK_ADD | how,
+                mask,
+                libc::AT_FDCWD,
+                c.as_ptr(),
+            )
+        })
     };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
+    match mark(libc::FAN_MARK_FILESYSTEM) {
+        Ok(_) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => mark(libc::FAN_MARK_MOUNT).map(|_| ()),
+        Err(e) => Err(e),
     }
-    Ok(())
 }
 
 /// One raw fanotify event: the process that caused it and an fd of the file (owned).
@@ -122,7 +137,7 @@ pub struct RawFanEvent {
 /// Reads the fanotify events now queued (non-blocking); empty when none.
 pub fn fanotify_read(fd: &OwnedFd, out: &mut Vec<RawFanEvent>) -> io::Result<()> {
     const META: usize = std::mem::size_of::<libc::fanotify_event_metadata>();
-    let mut buf = [0u8; 8192];
+    let mut buf = [0u8; 16 * 1024];
     loop {
         // SAFETY: buf is valid for its length.
         let n = unsafe { libc::read(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
