@@ -3,6 +3,7 @@
 //! 0 ok, 1 failure, 2 usage.
 
 mod kernel;
+mod modules;
 mod report;
 
 use std::process::ExitCode;
@@ -14,6 +15,7 @@ Verbs:
   report TRACE [--json] [--svg FILE]   where the time of a recorded boot went
   kernel TRACE|DMESG [--json] [--svg FILE]
                                        the kernel's share: phases, initcalls, findings
+  modules plan [--root DIR] [--json]   the modules this machine's boot would load, in order
 
 Run `bootprint <verb> --help` for a verb's options.
 ";
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         }
         Some("report") => report::run(&args[1..]),
         Some("kernel") => kernel::run(&args[1..]),
+        Some("modules") => modules::run(&args[1..]),
         Some(other) => Outcome::Usage(format!("unknown verb {other:?}")),
     };
     match outcome {

@@ -111,6 +111,9 @@ pub fn run(args: &[String]) -> Outcome {
         Ok(p) => p,
         Err(e) => return Outcome::Failed(e.to_string()),
     };
+    for w in &plan.warnings {
+        eprintln!("bootprint: modules: warning: {w}");
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let written = if args.json {
@@ -145,6 +148,20 @@ fn ms(us: u64) -> String {
     format!("{:.1}", us as f64 / 1000.0)
 }
 
+/// Shortens a long `wanted by` (CPU modaliases list every feature) to its start and the
+/// file in parentheses.
+fn short(w: &str) -> String {
+    const KEEP: usize = 60;
+    if w.chars().count() <= 100 {
+        return w.to_string();
+    }
+    let head: String = w.chars().take(KEEP).collect();
+    match w.rfind(" (") {
+        Some(p) if p >= KEEP => format!("{head}...{}", &w[p..]),
+        _ => format!("{head}..."),
+    }
+}
+
 fn write_text(plan: &Plan, paths: &Paths, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(
         out,
@@ -177,7 +194,11 @@ fn write_text(plan: &Plan, paths: &Paths, out: &mut impl Write) -> std::io::Resu
             })
             .collect();
         let why = if after.is_empty() {
-            m.wanted_by.join("; ")
+            m.wanted_by
+                .iter()
+                .map(|w| short(w))
+                .collect::<Vec<_>>()
+                .join("; ")
         } else {
             format!("after {}", after.join(" "))
         };
@@ -203,7 +224,8 @@ fn write_text(plan: &Plan, paths: &Paths, out: &mut impl Write) -> std::io::Resu
                 SkipReason::InstallCommand(c) => format!("install command ({c}): left to modprobe"),
                 SkipReason::NotFound => "no such module".to_string(),
             };
-            writeln!(out, "  {:<24} {reason}; wanted by {}", s.name, s.wanted_by)?;
+            let by = short(&s.wanted_by);
+            writeln!(out, "  {:<24} {reason}; wanted by {by}", s.name)?;
         }
     }
     if !plan.dropped.is_empty() {

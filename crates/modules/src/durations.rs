@@ -143,6 +143,18 @@ impl Durations {
     }
 }
 
+impl Durations {
+    /// Learns from one boot's loads: only modules inserted now count (an `EEXIST` or a
+    /// failure says nothing about how long the module takes).
+    pub fn learn_from(&mut self, report: &crate::load::LoadReport) {
+        for t in &report.modules {
+            if t.outcome == crate::load::Outcome::Loaded {
+                self.learn(&t.name, t.end_ns.saturating_sub(t.start_ns) / 1000);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -183,6 +195,32 @@ mod tests {
         assert!(e
             .to_string()
             .starts_with("d:1: expected \"bootprint-module-durations 1\""));
+    }
+
+    #[test]
+    fn learns_only_from_modules_inserted_now() {
+        use crate::load::{LoadReport, Outcome, Timing};
+        let t = |name: &str, start_ns, end_ns, outcome| Timing {
+            name: name.into(),
+            start_ns,
+            end_ns,
+            worker: 1,
+            outcome,
+        };
+        let report = LoadReport {
+            modules: vec![
+                t("usb_storage", 1_000_000, 3_000_000, Outcome::Loaded),
+                t("virtio", 0, 9_000_000, Outcome::AlreadyLoaded),
+                t("uas", 0, 9_000_000, Outcome::Failed("x".into())),
+            ],
+            worker_errors: vec![],
+        };
+        let mut d = Durations::default();
+        d.learn_from(&report);
+        assert_eq!(
+            d.us.into_iter().collect::<Vec<_>>(),
+            vec![("usb_storage".to_string(), 2000)]
+        );
     }
 
     #[test]

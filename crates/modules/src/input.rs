@@ -118,14 +118,20 @@ pub fn modules_load_dirs(root: &Path) -> Vec<PathBuf> {
 }
 
 /// Reads `etc_modules` (if it exists) and every `*.conf` in `load_dirs`. A file name found in
-/// an earlier directory hides the same name in later ones; files are read in name order.
-pub fn read_module_lists(etc_modules: &Path, load_dirs: &[PathBuf]) -> Result<Vec<Request>, Error> {
+/// an earlier directory hides the same name in later ones; files are read in name order. A
+/// file that cannot be read or parsed is returned among the problems and the rest go on, as
+/// systemd-modules-load does; a missing file (Debian's `modules.conf` is a symlink to
+/// `/etc/modules`, which may be absent) is not a problem, and a `.conf` that is
+/// `etc_modules` under another name is not read twice.
+pub fn read_module_lists(etc_modules: &Path, load_dirs: &[PathBuf]) -> (Vec<Request>, Vec<Error>) {
     let mut out = Vec::new();
+    let mut problems = Vec::new();
     match fs::read_to_string(etc_modules) {
         Ok(text) => out.extend(parse_etc_modules(&text, etc_modules)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(Error::io(etc_modules, e)),
+        Err(e) => problems.push(Error::io(etc_modules, e)),
     }
+    let etc_real = fs::canonicalize(etc_modules).ok();
     let mut files: BTreeMap<String, PathBuf> = BTreeMap::new();
     for dir in load_dirs {
         let Ok(entries) = fs::read_dir(dir) else {
@@ -139,10 +145,19 @@ pub fn read_module_lists(etc_modules: &Path, load_dirs: &[PathBuf]) -> Result<Ve
         }
     }
     for path in files.values() {
-        let text = fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        out.extend(parse_modules_load(&text, path)?);
+        if etc_real.is_some() && fs::canonicalize(path).ok() == etc_real {
+            continue;
+        }
+        match fs::read_to_string(path) {
+            Ok(text) => match parse_modules_load(&text, path) {
+                Ok(r) => out.extend(r),
+                Err(e) => problems.push(e),
+            },
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => problems.push(Error::io(path, e)),
+        }
     }
-    Ok(out)
+    (out, problems)
 }
 
 /// Names of the loaded modules from `/proc/modules` text (first field of each line).
@@ -206,6 +221,35 @@ mod tests {
             e.to_string(),
             "x.conf:4: expected one module name, found \"foo bar\""
         );
+    }
+
+    #[test]
+    fn module_lists_survive_dangling_links_bad_files_and_aliases_of_etc_modules() {
+        let dir = std::env::temp_dir().join(format!("bp-mod-lists-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let load = dir.join("modules-load.d");
+        fs::create_dir_all(&load).unwrap();
+        let etc_modules = dir.join("modules");
+        // Debian: modules.conf -> ../modules; first with /etc/modules absent (dangling).
+        std::os::unix::fs::symlink("../modules", load.join("modules.conf")).unwrap();
+        fs::write(load.join("bad.conf"), "two words\n").unwrap();
+        fs::write(load.join("good.conf"), "loop\n").unwrap();
+        let (r, problems) = read_module_lists(&etc_modules, std::slice::from_ref(&load));
+        assert_eq!(
+            r.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+            vec!["loop"]
+        );
+        assert_eq!(problems.len(), 1);
+        assert!(problems[0]
+            .to_string()
+            .ends_with("bad.conf:1: expected one module name, found \"two words\""));
+        // With /etc/modules present it is read once, under its own name.
+        fs::write(&etc_modules, "dm_mod\n").unwrap();
+        let (r, _) = read_module_lists(&etc_modules, &[load]);
+        let names: Vec<_> = r.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, vec!["dm_mod", "loop"]);
+        assert_eq!(r[0].source, Source::List(etc_modules.clone(), 1));
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -165,10 +165,9 @@ impl Index for KmodIndex {
 /// builtin modules, learned durations.
 pub fn gather(paths: &Paths) -> Result<Inputs, Error> {
     let mut requests = input::read_modaliases(&paths.sys_devices())?;
-    requests.extend(input::read_module_lists(
-        &paths.etc_modules(),
-        &input::modules_load_dirs(&paths.root),
-    )?);
+    let (listed, problems) =
+        input::read_module_lists(&paths.etc_modules(), &input::modules_load_dirs(&paths.root));
+    requests.extend(listed);
     // Name sources as they are on the system (`/sys/...`), not with the root in front.
     for r in &mut requests {
         let path = match &mut r.source {
@@ -182,6 +181,7 @@ pub fn gather(paths: &Paths) -> Result<Inputs, Error> {
     let builtin = input::parse_builtin(&input::read_optional(&builtin_file)?, &builtin_file)?;
     let loaded = input::parse_proc_modules(&input::read_optional(&paths.proc_modules())?);
     Ok(Inputs {
+        warnings: problems.iter().map(|e| e.to_string()).collect(),
         requests,
         builtin: builtin.into_iter().collect(),
         loaded: loaded.into_iter().collect(),

@@ -137,6 +137,8 @@ pub struct Plan {
     pub unmatched: Vec<String>,
     /// Soft-dependency edges dropped to break cycles.
     pub dropped: Vec<DroppedEdge>,
+    /// Problems that did not stop the plan (an unreadable or malformed list file).
+    pub warnings: Vec<String>,
 }
 
 /// What the plan starts from besides the index.
@@ -150,6 +152,8 @@ pub struct Inputs {
     pub loaded: HashSet<String>,
     /// Learned durations.
     pub durations: Durations,
+    /// Problems met while reading the inputs, passed on to [`Plan::warnings`].
+    pub warnings: Vec<String>,
 }
 
 struct Builder<'a> {
@@ -346,6 +350,7 @@ pub fn build(index: &mut dyn Index, inputs: &Inputs) -> Result<Plan, Error> {
     b.add_soft_edges();
     let mut plan = b.plan;
     plan.unmatched = unmatched.into_iter().collect();
+    plan.warnings = inputs.warnings.clone();
     compute_priorities(&mut plan);
     Ok(plan)
 }

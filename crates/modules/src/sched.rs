@@ -131,3 +131,80 @@ impl Scheduler {
         self.finished == self.state.len()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Edge, EdgeKind, Planned};
+
+    /// (name, priority, edges as (prerequisite index, kind)).
+    type Spec<'a> = (&'a str, u64, &'a [(usize, EdgeKind)]);
+
+    fn plan(mods: &[Spec<'_>]) -> Plan {
+        Plan {
+            modules: mods
+                .iter()
+                .map(|(name, prio, after)| Planned {
+                    name: name.to_string(),
+                    path: format!("/m/{name}.ko").into(),
+                    options: String::new(),
+                    after: after
+                        .iter()
+                        .map(|&(module, kind)| Edge { module, kind })
+                        .collect(),
+                    wanted_by: vec![],
+                    expected_us: *prio,
+                    priority_us: *prio,
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn ready_set_by_priority_and_each_once() {
+        // 0 and 1 are ready; 2 waits for 0; 1 has the higher priority.
+        let p = plan(&[
+            ("a", 5, &[]),
+            ("b", 9, &[]),
+            ("c", 1, &[(0, EdgeKind::Dep)]),
+        ]);
+        let mut s = Scheduler::new(&p);
+        assert_eq!(s.take(), Some(1));
+        assert_eq!(s.take(), Some(0));
+        assert_eq!(s.take(), None, "c waits for a");
+        assert!(!s.idle());
+        s.finish(1, true);
+        assert_eq!(s.take(), None);
+        s.finish(0, true);
+        assert_eq!(s.take(), Some(2));
+        s.finish(2, true);
+        assert_eq!(s.take(), None);
+        assert!(s.idle() && s.all_finished());
+    }
+
+    #[test]
+    fn failure_blocks_hard_chain_but_not_soft_dependents() {
+        // b needs a; c needs b; d soft-waits for a; e soft-waits for c.
+        let p = plan(&[
+            ("a", 1, &[]),
+            ("b", 1, &[(0, EdgeKind::Dep)]),
+            ("c", 1, &[(1, EdgeKind::Dep)]),
+            ("d", 1, &[(0, EdgeKind::SoftPre)]),
+            ("e", 1, &[(2, EdgeKind::SoftPost)]),
+        ]);
+        let mut s = Scheduler::new(&p);
+        assert_eq!(s.take(), Some(0));
+        let mut blocked = s.finish(0, false);
+        blocked.sort();
+        assert_eq!(blocked, vec![1, 2]);
+        assert_eq!(s.state(2), State::Blocked(1));
+        // d and e go ahead: their edges are soft.
+        let mut ready = vec![s.take().unwrap(), s.take().unwrap()];
+        ready.sort();
+        assert_eq!(ready, vec![3, 4]);
+        s.finish(3, true);
+        s.finish(4, true);
+        assert!(s.all_finished());
+    }
+}

@@ -95,3 +95,66 @@ fn full_debian_tree_resolves_like_modprobe() {
         e4.pre
     );
 }
+
+/// The whole set for the fixture's devices, planned over Debian's full tree, is exactly the
+/// union of what `modprobe --show-depends` (kmod 30, from the same tree) would insert for
+/// each modalias: dependencies and `modules.softdep` included, no configuration on either
+/// side. Skipped without the tree or its extracted modprobe.
+#[test]
+fn full_tree_set_equals_modprobe_show_depends() {
+    let Some(tree) = std::env::var_os("BOOTPRINT_MODULES_TREE") else {
+        eprintln!("SKIPPED modprobe comparison: BOOTPRINT_MODULES_TREE not set");
+        return;
+    };
+    let tree = Path::new(&tree);
+    let modprobe = tree.join(".kmod/modprobe");
+    if !modprobe.exists() {
+        eprintln!(
+            "SKIPPED modprobe comparison: {} missing",
+            modprobe.display()
+        );
+        return;
+    }
+    let release = kmod::detect_release(tree, "").unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/modules/root");
+    // A root with the full tree's modules, the fixture's devices, nothing else.
+    let root = std::env::temp_dir().join(format!("bp-modules-cmp-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    std::os::unix::fs::symlink(tree.join("lib"), root.join("lib")).unwrap();
+    std::os::unix::fs::symlink(
+        fixture.canonicalize().unwrap().join("sys"),
+        root.join("sys"),
+    )
+    .unwrap();
+    let plan = kmod::plan_system(&Paths::new(&root, &release)).unwrap();
+    let empty = root.join("no-config");
+    std::fs::create_dir_all(&empty).unwrap();
+
+    let mut want = std::collections::BTreeSet::new();
+    for r in modules::input::read_modaliases(&root.join("sys/devices")).unwrap() {
+        let out = std::process::Command::new(&modprobe)
+            .arg("-d")
+            .arg(tree)
+            .args(["-S", &release, "-C"])
+            .arg(&empty)
+            .args(["--show-depends", "--", &r.name])
+            .output()
+            .unwrap();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            if let Some(path) = line.strip_prefix("insmod ") {
+                let file = Path::new(path.trim())
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy();
+                let name = file.split(".ko").next().unwrap().replace('-', "_");
+                want.insert(name);
+            }
+        }
+    }
+    std::fs::remove_dir_all(&root).unwrap();
+    let got: std::collections::BTreeSet<String> =
+        plan.modules.iter().map(|m| m.name.clone()).collect();
+    assert_eq!(got, want);
+    eprintln!("{} modules, same set as modprobe --show-depends", got.len());
+}

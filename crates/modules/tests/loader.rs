@@ -195,3 +195,27 @@ fn workers_that_cannot_open_leave_the_work_to_the_others() {
     assert_eq!(r.worker_errors.len(), 2);
     assert!(r.modules.iter().all(|t| t.outcome == Outcome::NotRun));
 }
+
+/// Workers really run side by side: with inserts that take a while, some overlap in time.
+/// (Not a speed goal, which belongs to the test bed: only that the pool is a pool.)
+#[test]
+fn workers_overlap() {
+    struct Slow;
+    impl Inserter for Slow {
+        fn insert(&mut self, _: &Planned) -> Insert {
+            std::thread::sleep(std::time::Duration::from_millis(3));
+            Insert::Loaded
+        }
+    }
+    let plan = fixture_plan();
+    let r = load(&plan, 4, |_| Ok::<_, String>(Slow), modules::boottime_ns);
+    assert_eq!(r.live(), plan.modules.len());
+    let workers: std::collections::HashSet<usize> = r.modules.iter().map(|t| t.worker).collect();
+    assert!(workers.len() > 1, "only worker(s) {workers:?} ran");
+    let overlap = r.modules.iter().enumerate().any(|(i, a)| {
+        r.modules[i + 1..]
+            .iter()
+            .any(|b| a.start_ns < b.end_ns && b.start_ns < a.end_ns)
+    });
+    assert!(overlap, "no two inserts overlapped");
+}

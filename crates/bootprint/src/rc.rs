@@ -1,0 +1,440 @@
+//! `bootprint rc graph [--root DIR] [--runlevel N] [--json|--dot]`: the start graph of the
+//! init scripts of a system and the order bootprint would start them in, every edge with
+//! the header line it came from. Reading and planning live in the `rc` crate.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use rc::graph::{Edge, EdgeKind, Graph, Origin};
+use rc::system::{Runlevel, System};
+use rc::Diagnostic;
+use serde_json::{json, Value};
+
+use crate::Outcome;
+
+const HELP: &str = "\
+usage: bootprint rc graph [--root DIR] [--runlevel N] [--json | --dot]
+
+Shows the start graph of the LSB init scripts of a system and the order bootprint would
+start them in: for each script, what it starts after and the header line (file:line) each
+dependency came from, like insserv's .depend files but explained. Cycles are reported with
+their path and the edge dropped to break them; problems in headers are listed with file and
+line.
+
+--root DIR     the system's root directory (default /): reads DIR/etc/init.d,
+               DIR/etc/insserv.conf, DIR/etc/insserv.conf.d and DIR/etc/rc?.d
+--runlevel N   S (boot) or 0-6 (default: S, then 2)
+--json         one JSON object (keys: docs/rc.md)
+--dot          a Graphviz digraph (dashed red: an edge dropped to break a cycle)
+-h, --help     this help
+";
+
+#[derive(PartialEq)]
+enum Format {
+    Text,
+    Json,
+    Dot,
+}
+
+struct Args {
+    root: PathBuf,
+    runlevels: Vec<Runlevel>,
+    format: Format,
+}
+
+fn parse(args: &[String]) -> Result<Option<Args>, String> {
+    let mut it = args.iter();
+    match it.next().map(String::as_str) {
+        Some("-h" | "--help") | None => return Ok(None),
+        Some("graph") => {}
+        Some(other) => return Err(format!("unknown rc command {other:?}: expected graph")),
+    }
+    let mut root = PathBuf::from(rc::system::DEFAULT_ROOT);
+    let mut runlevel = None;
+    let mut format = Format::Text;
+    while let Some(a) = it.next() {
+        let (flag, inline) = match a.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
+            _ => (a.as_str(), None),
+        };
+        let mut value = |name: &str| -> Result<String, String> {
+            match &inline {
+                Some(v) => Ok(v.clone()),
+                None => it.next().cloned().ok_or(format!("{name} needs a value")),
+            }
+        };
+        match flag {
+            "-h" | "--help" => return Ok(None),
+            "--root" => root = PathBuf::from(value("--root DIR")?),
+            "--runlevel" => {
+                let v = value("--runlevel N")?;
+                runlevel = Some(
+                    Runlevel::parse(&v).ok_or(format!("--runlevel {v:?}: expected S or 0-6"))?,
+                );
+            }
+            "--json" | "--dot" => {
+                if format != Format::Text {
+                    return Err("--json and --dot exclude each other".into());
+                }
+                format = if flag == "--json" {
+                    Format::Json
+                } else {
+                    Format::Dot
+                };
+            }
+            other => return Err(format!("unknown option {other:?}")),
+        }
+    }
+    let runlevels = match runlevel {
+        Some(r) => vec![r],
+        None => vec![Runlevel::S, Runlevel::Num(2)],
+    };
+    Ok(Some(Args {
+        root,
+        runlevels,
+        format,
+    }))
+}
+
+/// Runs the verb.
+pub fn run(args: &[String]) -> Outcome {
+    let args = match parse(args) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            print!("{HELP}");
+            return Outcome::Ok;
+        }
+        Err(e) => return Outcome::Usage(format!("rc: {e}")),
+    };
+    let sys = match System::load(&args.root) {
+        Ok(s) => s,
+        Err(e) => return Outcome::Failed(format!("rc graph: {e}")),
+    };
+    let graphs: Vec<Graph> = args.runlevels.iter().map(|&r| sys.graph(r)).collect();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let written = match args.format {
+        Format::Text => write_text(&sys, &graphs, &mut out),
+        Format::Json => serde_json::to_writer_pretty(&mut out, &to_json(&sys, &graphs))
+            .map_err(std::io::Error::from)
+            .and_then(|_| writeln!(out)),
+        Format::Dot => {
+            for d in all_diagnostics(&sys, &graphs) {
+                eprintln!("bootprint: rc graph: {d}");
+            }
+            write_dot(&graphs, &mut out)
+        }
+    };
+    match written.and_then(|_| out.flush()) {
+        Ok(()) => Outcome::Ok,
+        // A closed pipe (`| head`) is not a failure worth a message.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Outcome::Ok,
+        Err(e) => Outcome::Failed(format!("writing the graph: {e}")),
+    }
+}
+
+fn all_diagnostics<'a>(sys: &'a System, graphs: &'a [Graph]) -> Vec<&'a Diagnostic> {
+    let mut v: Vec<&Diagnostic> = sys.diagnostics.iter().collect();
+    for g in graphs {
+        for d in &g.diagnostics {
+            // The same missing dependency shows in several runlevels: say it once.
+            if !v.contains(&d) {
+                v.push(d);
+            }
+        }
+    }
+    v
+}
+
+/// `etc/init.d/web:5 Required-Start: $remote_fs [$remote_fs: etc/insserv.conf:22 > $local_fs: etc/insserv.conf:4]`
+fn explain(o: &Origin) -> String {
+    let mut s = o.file.display().to_string();
+    if let Some(l) = o.line {
+        s.push_str(&format!(":{l}"));
+    }
+    match o.keyword {
+        Some(k) => s.push_str(&format!(" {}: {}", k.name(), o.token)),
+        None => s.push_str(&format!(" (no header; its link follows {})", o.token)),
+    }
+    if !o.via.is_empty() {
+        let steps: Vec<String> = o
+            .via
+            .iter()
+            .map(|v| format!("{}: {}:{}", v.facility, v.file.display(), v.line))
+            .collect();
+        s.push_str(&format!(" [{}]", steps.join(" > ")));
+    }
+    s
+}
+
+fn write_text(sys: &System, graphs: &[Graph], out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "root {}: {} scripts in etc/init.d",
+        sys.root.display(),
+        sys.scripts.len()
+    )?;
+    for g in graphs {
+        let order = g.order();
+        let levels = g.levels();
+        let active = g.active_edges().count();
+        writeln!(
+            out,
+            "\nrunlevel {}: {} scripts, {} edges, {} cycles broken",
+            g.runlevel.label(),
+            g.nodes.len(),
+            active,
+            g.cycles.len()
+        )?;
+        writeln!(out, "  #  level  script (after: kind, from header line)")?;
+        for (pos, &id) in order.iter().enumerate() {
+            let n = &g.nodes[id];
+            let mut flags = String::new();
+            if n.interactive {
+                flags.push_str("  [interactive: runs alone]");
+            }
+            if !n.lsb {
+                flags.push_str("  [no LSB header]");
+            }
+            writeln!(
+                out,
+                "{:>3}  {:>5}  {}{}",
+                pos + 1,
+                levels[id],
+                n.name,
+                flags
+            )?;
+            let incoming: Vec<&Edge> = g.edges.iter().filter(|e| e.to == id).collect();
+            let (all, other): (Vec<&Edge>, Vec<&Edge>) = incoming
+                .into_iter()
+                .partition(|e| e.kind() == EdgeKind::All && !e.broken);
+            for e in other {
+                let mark = if e.broken { "  DROPPED (cycle)" } else { "" };
+                writeln!(
+                    out,
+                    "              after {} ({}: {}){}",
+                    g.nodes[e.from].name,
+                    e.kind().name(),
+                    explain(&e.origins[0]),
+                    mark
+                )?;
+                for o in &e.origins[1..] {
+                    writeln!(out, "                also {}", explain(o))?;
+                }
+            }
+            if let Some(e) = all.first() {
+                writeln!(
+                    out,
+                    "              after all {} other scripts not waiting for it (all: {})",
+                    all.len(),
+                    explain(&e.origins[0])
+                )?;
+            }
+        }
+        for c in &g.cycles {
+            let names: Vec<&str> = c.path.iter().map(|&i| g.nodes[i].name.as_str()).collect();
+            let e = &g.edges[c.removed];
+            writeln!(
+                out,
+                "  cycle: {}; dropped {} -> {} ({})",
+                names.join(" -> "),
+                g.nodes[e.from].name,
+                g.nodes[e.to].name,
+                explain(&e.origins[0])
+            )?;
+        }
+    }
+    let diags = all_diagnostics(sys, graphs);
+    if !diags.is_empty() {
+        writeln!(out, "\n{} diagnostics:", diags.len())?;
+        for d in diags {
+            writeln!(out, "  {d}")?;
+        }
+    }
+    Ok(())
+}
+
+fn diag_json(d: &Diagnostic) -> Value {
+    json!({"file": d.file.display().to_string(), "line": d.line, "message": d.message})
+}
+
+fn origin_json(o: &Origin) -> Value {
+    json!({
+        "kind": o.kind.name(),
+        "keyword": o.keyword.map(|k| k.name()),
+        "file": o.file.display().to_string(),
+        "line": o.line,
+        "token": o.token,
+        "via": o.via.iter().map(|v| json!({
+            "facility": v.facility, "file": v.file.display().to_string(), "line": v.line
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn to_json(sys: &System, graphs: &[Graph]) -> Value {
+    let runlevels: Vec<Value> = graphs
+        .iter()
+        .map(|g| {
+            let order = g.order();
+            let levels = g.levels();
+            let name = |i: usize| g.nodes[i].name.clone();
+            let mut position = vec![0; g.nodes.len()];
+            for (p, &id) in order.iter().enumerate() {
+                position[id] = p + 1;
+            }
+            json!({
+                "runlevel": g.runlevel.label(),
+                "order": order.iter().map(|&i| name(i)).collect::<Vec<_>>(),
+                "scripts": g.nodes.iter().enumerate().map(|(i, n)| json!({
+                    "name": n.name,
+                    "path": sys.scripts[n.script].path.display().to_string(),
+                    "position": position[i],
+                    "level": levels[i],
+                    "link": n.seq,
+                    "interactive": n.interactive,
+                    "all": n.all,
+                    "lsb": n.lsb,
+                })).collect::<Vec<_>>(),
+                "edges": g.edges.iter().map(|e| json!({
+                    "from": name(e.from),
+                    "to": name(e.to),
+                    "kind": e.kind().name(),
+                    "broken": e.broken,
+                    "origins": e.origins.iter().map(origin_json).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+                "cycles": g.cycles.iter().map(|c| json!({
+                    "path": c.path.iter().map(|&i| name(i)).collect::<Vec<_>>(),
+                    "removed": {"from": name(g.edges[c.removed].from), "to": name(g.edges[c.removed].to)},
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({
+        "root": sys.root.display().to_string(),
+        "runlevels": runlevels,
+        "diagnostics": all_diagnostics(sys, graphs).into_iter().map(diag_json).collect::<Vec<_>>(),
+    })
+}
+
+fn dot_quote(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn write_dot(graphs: &[Graph], out: &mut impl Write) -> std::io::Result<()> {
+    writeln!(out, "digraph bootprint_rc {{")?;
+    writeln!(out, "  rankdir=LR;\n  node [shape=box];")?;
+    for g in graphs {
+        let rl = g.runlevel.label();
+        let id = |i: usize| dot_quote(&format!("{rl}:{}", g.nodes[i].name));
+        writeln!(out, "  subgraph {} {{", dot_quote(&format!("cluster_{rl}")))?;
+        writeln!(out, "    label={};", dot_quote(&format!("runlevel {rl}")))?;
+        for (i, n) in g.nodes.iter().enumerate() {
+            let style = if n.interactive { ", style=bold" } else { "" };
+            writeln!(out, "    {} [label={}{style}];", id(i), dot_quote(&n.name))?;
+        }
+        for e in &g.edges {
+            let o = &e.origins[0];
+            let label = match o.line {
+                Some(l) => format!("{} {}:{}", e.kind().name(), o.file.display(), l),
+                None => format!("{} {}", e.kind().name(), o.file.display()),
+            };
+            let style = if e.broken {
+                ", style=dashed, color=red"
+            } else if e.kind() == EdgeKind::All {
+                ", color=gray"
+            } else {
+                ""
+            };
+            writeln!(
+                out,
+                "    {} -> {} [label={}{style}];",
+                id(e.from),
+                id(e.to),
+                dot_quote(&label)
+            )?;
+        }
+        writeln!(out, "  }}")?;
+    }
+    writeln!(out, "}}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn parses_flags() {
+        let a = parse(&args(&["graph", "--root", "/x", "--runlevel=S", "--dot"]))
+            .unwrap()
+            .unwrap();
+        assert_eq!(a.root, PathBuf::from("/x"));
+        assert_eq!(a.runlevels, vec![Runlevel::S]);
+        assert!(a.format == Format::Dot);
+        let a = parse(&args(&["graph"])).unwrap().unwrap();
+        assert_eq!(a.runlevels, vec![Runlevel::S, Runlevel::Num(2)]);
+        assert!(parse(&args(&["graph", "--help"])).unwrap().is_none());
+        assert!(parse(&args(&[])).unwrap().is_none());
+    }
+
+    fn fixture() -> System {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/initscripts/debian-bookworm");
+        System::load(&root).unwrap()
+    }
+
+    #[test]
+    fn text_explains_each_edge_with_its_line() {
+        let sys = fixture();
+        let graphs = vec![sys.graph(Runlevel::S)];
+        let mut out = Vec::new();
+        write_text(&sys, &graphs, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("runlevel S: 36 scripts"), "{text}");
+        assert!(text.contains(
+            "  1      1  mountkernfs.sh\n  2      2  udev  [interactive: runs alone]\n              after mountkernfs.sh (required: etc/init.d/udev:4 Required-Start: mountkernfs)\n"
+        ), "{text}");
+        assert!(text.contains("after mountall.sh (should: etc/init.d/procps:8 Required-Start: $local_fs [$local_fs: etc/insserv.conf:4])"), "{text}");
+    }
+
+    #[test]
+    fn json_and_dot_carry_the_same_graph() {
+        let sys = fixture();
+        let graphs = vec![sys.graph(Runlevel::S), sys.graph(Runlevel::Num(2))];
+        let v = to_json(&sys, &graphs);
+        assert_eq!(v["runlevels"][0]["runlevel"], "S");
+        assert_eq!(v["runlevels"][0]["order"][0], "mountkernfs.sh");
+        assert_eq!(v["runlevels"][1]["scripts"].as_array().unwrap().len(), 51);
+        let plymouth = v["runlevels"][1]["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["to"] == "plymouth" && e["kind"] == "all")
+            .count();
+        assert_eq!(plymouth, 47);
+        assert_eq!(v["diagnostics"].as_array().unwrap().len(), 0);
+        let mut out = Vec::new();
+        write_dot(&graphs, &mut out).unwrap();
+        let dot = String::from_utf8(out).unwrap();
+        assert!(dot.starts_with("digraph bootprint_rc {"));
+        assert!(
+            dot.contains(
+                "\"S:mountkernfs.sh\" -> \"S:udev\" [label=\"required etc/init.d/udev:4\"];"
+            ),
+            "{dot}"
+        );
+    }
+
+    #[test]
+    fn usage_errors_say_what_was_expected() {
+        let e = |v: &[&str]| parse(&args(v)).err().unwrap();
+        assert!(e(&["graph", "--runlevel", "7"]).contains("expected S or 0-6"));
+        assert!(e(&["graph", "--json", "--dot"]).contains("exclude"));
+        assert!(e(&["graph", "--root"]).contains("needs a value"));
+        assert!(e(&["frob"]).contains("expected graph"));
+        assert!(e(&["graph", "--frob"]).contains("unknown option"));
+    }
+}
