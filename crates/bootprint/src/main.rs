@@ -4,6 +4,7 @@
 
 mod kernel;
 mod modules;
+mod rc;
 mod report;
 
 use std::process::ExitCode;
@@ -16,6 +17,8 @@ Verbs:
   kernel TRACE|DMESG [--json] [--svg FILE]
                                        the kernel's share: phases, initcalls, findings
   modules plan [--root DIR] [--json]   the modules this machine's boot would load, in order
+  rc graph [--root DIR] [--runlevel N] [--json|--dot]
+                                       start graph and order of the init scripts
 
 Run `bootprint <verb> --help` for a verb's options.
 ";
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
         Some("report") => report::run(&args[1..]),
         Some("kernel") => kernel::run(&args[1..]),
         Some("modules") => modules::run(&args[1..]),
+        Some("rc") => rc::run(&args[1..]),
         Some(other) => Outcome::Usage(format!("unknown verb {other:?}")),
     };
     match outcome {

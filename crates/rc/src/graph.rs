@@ -234,7 +234,11 @@ impl Builder<'_> {
 
     fn add(&mut self, from: usize, to: usize, o: Origin) {
         if from != to {
-            self.edges.entry((from, to)).or_default().push(o);
+            let origins = self.edges.entry((from, to)).or_default();
+            // Two optional providers of one facility can be the same script.
+            if !origins.contains(&o) {
+                origins.push(o);
+            }
         }
     }
 

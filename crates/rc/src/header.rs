@@ -265,6 +265,20 @@ pub fn parse(text: &str, file: &Path) -> (Parsed, Vec<Diagnostic>) {
         if line.contains("### END INIT INFO") {
             header.end_line = n;
             check_complete(&header, file, &mut diags);
+            if let Some(k) = text
+                .lines()
+                .skip(n)
+                .position(|l| l.contains("### BEGIN INIT INFO"))
+            {
+                diags.push(Diagnostic::new(
+                    file,
+                    Some(n + k + 1),
+                    format!(
+                        "second header block ignored: the first, lines {}-{}, wins (as in insserv)",
+                        header.begin_line, n
+                    ),
+                ));
+            }
             return (Parsed::Lsb(Box::new(header)), diags);
         }
         if let Some((word, value)) = keyword_line(line) {
@@ -523,6 +537,14 @@ echo
         assert!(d
             .iter()
             .any(|d| d.line == Some(4) && d.message.contains("second Required-Start")));
+        assert!(d.iter().any(|d| d.line == Some(6)
+            && d.message
+                .starts_with("second header block ignored: the first, lines 1-5")));
+        assert_eq!(
+            d.iter().filter(|d| d.message.starts_with("second")).count(),
+            2,
+            "{d:?}"
+        );
     }
 
     #[test]

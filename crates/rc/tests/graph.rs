@@ -344,3 +344,65 @@ fn levels_group_what_can_run_together() {
         ]
     );
 }
+
+#[test]
+fn system_problems_are_diagnostics_with_file_and_line() {
+    let r = Root::new("system");
+    r.script("a", &["Required-Start:"])
+        .write(
+            "etc/init.d/b",
+            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: a b\n# Required-Start:\n### END INIT INFO\n",
+        )
+        .write("etc/init.d/c", "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: c\n")
+        .write("etc/init.d/a.dpkg-old", "not a script")
+        .write("etc/init.d/README", "not a script")
+        .link("2", 1, "a")
+        .link("2", 2, "gone");
+    let sys = System::load(&r.0).unwrap();
+    let names: Vec<&str> = sys.scripts.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["a", "b", "c"],
+        "leftovers and README are not scripts"
+    );
+    let shown: Vec<String> = sys.diagnostics.iter().map(|d| d.to_string()).collect();
+    let has = |prefix: &str| shown.iter().any(|s| s.starts_with(prefix));
+    assert!(
+        has("etc/init.d/b:3: a is already provided by a: expected each name provided once"),
+        "{shown:?}"
+    );
+    assert!(
+        has("etc/init.d/c:2: '### BEGIN INIT INFO' without '### END INIT INFO'"),
+        "{shown:?}"
+    );
+    assert!(has("etc/insserv.conf: cannot read"), "{shown:?}");
+    assert!(
+        has("etc/rc2.d/S02gone: start link to \"gone\", which is not a script"),
+        "{shown:?}"
+    );
+    // b still provides b; c has no usable header and provides its own name.
+    assert_eq!(sys.providers["a"], 0);
+    assert_eq!(sys.providers["b"], 1);
+    assert!(sys.scripts[2].header.is_none());
+    assert_eq!(sys.providers["c"], 2);
+    assert_eq!(sys.enabled(Runlevel::Num(2)), vec![0]);
+}
+
+#[test]
+fn missing_init_d_is_an_error_naming_the_path() {
+    let e = System::load(Path::new("/nonexistent-bootprint-root")).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("/nonexistent-bootprint-root/etc/init.d: "),
+        "{e}"
+    );
+}
+
+#[test]
+fn runlevel_names() {
+    assert_eq!(Runlevel::parse("S"), Some(Runlevel::S));
+    assert_eq!(Runlevel::parse("s"), Some(Runlevel::S));
+    assert_eq!(Runlevel::parse("6"), Some(Runlevel::Num(6)));
+    assert_eq!(Runlevel::parse("7"), None);
+    assert_eq!(Runlevel::Num(3).dir(), Path::new("etc/rc3.d"));
+}
