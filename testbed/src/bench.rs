@@ -292,6 +292,7 @@ pub fn run(
                 .collect();
             json!({
                 "name": v.name,
+                "profile": v.opts.profile.name(),
                 "cmdline": v.opts.cmdline(),
                 "median": med,
                 "max": maxes,

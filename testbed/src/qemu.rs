@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::image::{Image, GUEST_BOOT_BIN, ROOT_PASSWORD};
-use crate::serial::{firmware_estimate, Console, Seen};
+use crate::serial::{clock_offset_before, firmware_estimate, Console, Seen};
 use crate::util::{
     fresh_dir, io_err, output_logged, run_logged, tail, Args, Error, Lock, Paths, Result,
 };
@@ -131,6 +131,8 @@ pub struct BootResult {
     pub cmdline: String,
     pub host_login_s: f64,
     pub firmware_load_s: Option<f64>,
+    /// Host time minus guest time near `login:` (see `serial::clock_offset_before`).
+    pub clock_offset_s: Option<f64>,
     pub boot_id: Option<String>,
     pub trace_dir: Option<PathBuf>,
     pub serial_log: PathBuf,
@@ -146,6 +148,7 @@ impl BootResult {
             "cmdline": self.cmdline,
             "host_login_s": round3(self.host_login_s),
             "firmware_load_s": self.firmware_load_s.map(round3),
+            "clock_offset_s": self.clock_offset_s.map(round3),
             "boot_id": self.boot_id,
             "trace_dir": self.trace_dir.as_ref().map(|p| p.display().to_string()),
             "serial_log": self.serial_log.display().to_string(),
@@ -399,6 +402,7 @@ fn boot_disk(
     }
     let lines = con.finish();
     let firmware_load_s = firmware_estimate(&lines);
+    let clock_offset_s = clock_offset_before(&lines, host_login_s);
 
     let mut trace_dir = None;
     if opts.record {
@@ -425,6 +429,7 @@ fn boot_disk(
         cmdline,
         host_login_s,
         firmware_load_s,
+        clock_offset_s,
         boot_id,
         trace_dir,
         serial_log,

@@ -231,9 +231,46 @@ pub fn firmware_estimate(lines: &[(f64, String)]) -> Option<f64> {
         .min_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal))
 }
 
+/// The guest clock's offset from the host's just before `until` (host seconds since QEMU
+/// start): the smallest host-minus-kernel time over the last few kernel lines that arrived
+/// before it. Under emulation on a loaded host the guest clock can lose time early in the
+/// boot (seen: 1.2 s lost during clocksource setup), so an event late in the boot is best
+/// placed on the host's time line with an offset taken late too.
+pub fn clock_offset_before(lines: &[(f64, String)], until: f64) -> Option<f64> {
+    const LAST_LINES: usize = 8;
+    let offsets: Vec<f64> = lines
+        .iter()
+        .filter(|(host, _)| *host <= until)
+        .filter_map(|(host, text)| kernel_timestamp(text).map(|k| host - k))
+        .filter(|d| *d >= 0.0)
+        .collect();
+    offsets[offsets.len().saturating_sub(LAST_LINES)..]
+        .iter()
+        .copied()
+        .min_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clock_offset_uses_late_lines() {
+        // The guest clock lost 1.2 s early on: early lines say 15.5, late ones 16.7.
+        let mut lines = vec![
+            (15.5, "[    0.000000] Linux version".to_string()),
+            (15.6, "[    0.100000] console".to_string()),
+        ];
+        for i in 0..10 {
+            let k = 10.0 + i as f64;
+            lines.push((k + 16.7, format!("[{k:12.6}] late line")));
+        }
+        lines.push((66.8, "[   50.000000] after login".to_string()));
+        assert!((firmware_estimate(&lines).unwrap() - 15.5).abs() < 1e-9);
+        let off = clock_offset_before(&lines, 50.0).unwrap();
+        assert!((off - 16.7).abs() < 1e-9, "{off}");
+        assert_eq!(clock_offset_before(&lines, 1.0), None);
+    }
 
     #[test]
     fn kernel_timestamps() {
