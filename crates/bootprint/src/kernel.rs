@@ -2,7 +2,6 @@
 //! a trace's `dmesg` file or any kernel log: phases, initcalls by thread, findings.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use crate::Outcome;
 
@@ -21,43 +20,13 @@ DMESG       a kernel log: `dmesg` output (also -r, -x) or a serial console captu
 -h, --help  this help
 ";
 
-struct Args {
-    input: PathBuf,
-    json: bool,
-    svg: Option<PathBuf>,
-}
-
-fn parse(args: &[String]) -> Result<Option<Args>, String> {
-    let mut input = None;
-    let mut json = false;
-    let mut svg = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--json" => json = true,
-            "--svg" => {
-                let file = it.next().ok_or("--svg needs a FILE")?;
-                svg = Some(PathBuf::from(file));
-            }
-            s if s.starts_with("--svg=") => svg = Some(PathBuf::from(&s[6..])),
-            s if s.starts_with('-') => return Err(format!("unknown option {s:?}")),
-            s => {
-                if input.replace(PathBuf::from(s)).is_some() {
-                    return Err(format!(
-                        "only one TRACE or DMESG is allowed, found another: {s:?}"
-                    ));
-                }
-            }
-        }
-    }
-    let input = input.ok_or("a TRACE directory or a DMESG file is required")?;
-    Ok(Some(Args { input, json, svg }))
-}
-
 /// Runs the verb.
 pub fn run(args: &[String]) -> Outcome {
-    let args = match parse(args) {
+    let args = match crate::args::parse_input(
+        args,
+        "TRACE or DMESG",
+        "a TRACE directory or a DMESG file is required",
+    ) {
         Ok(Some(a)) => a,
         Ok(None) => {
             print!("{HELP}");

@@ -2,6 +2,7 @@
 //! dispatches to one file per verb and turns the outcome into an exit code:
 //! 0 ok, 1 failure, 2 usage.
 
+mod args;
 mod kernel;
 mod modules;
 mod rc;

@@ -2,7 +2,6 @@
 //! render it as text or JSON, and optionally as an SVG chart.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use crate::Outcome;
 
@@ -19,49 +18,18 @@ TRACE       a bootprint trace directory (e.g. /var/log/bootprint/latest) or a bo
 -h, --help  this help
 ";
 
-struct Args {
-    trace: PathBuf,
-    json: bool,
-    svg: Option<PathBuf>,
-}
-
-fn parse(args: &[String]) -> Result<Option<Args>, String> {
-    let mut trace = None;
-    let mut json = false;
-    let mut svg = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match a.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--json" => json = true,
-            "--svg" => {
-                let file = it.next().ok_or("--svg needs a FILE")?;
-                svg = Some(PathBuf::from(file));
-            }
-            s if s.starts_with("--svg=") => svg = Some(PathBuf::from(&s[6..])),
-            s if s.starts_with('-') && s != "-" => return Err(format!("unknown option {s:?}")),
-            s => {
-                if trace.replace(PathBuf::from(s)).is_some() {
-                    return Err(format!("only one TRACE is allowed, found another: {s:?}"));
-                }
-            }
-        }
-    }
-    let trace = trace.ok_or("a TRACE (directory or .tgz) is required")?;
-    Ok(Some(Args { trace, json, svg }))
-}
-
 /// Runs the verb.
 pub fn run(args: &[String]) -> Outcome {
-    let args = match parse(args) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            print!("{HELP}");
-            return Outcome::Ok;
-        }
-        Err(e) => return Outcome::Usage(format!("report: {e}")),
-    };
-    let trace = match trace::Trace::open(&args.trace) {
+    let args =
+        match crate::args::parse_input(args, "TRACE", "a TRACE (directory or .tgz) is required") {
+            Ok(Some(a)) => a,
+            Ok(None) => {
+                print!("{HELP}");
+                return Outcome::Ok;
+            }
+            Err(e) => return Outcome::Usage(format!("report: {e}")),
+        };
+    let trace = match trace::Trace::open(&args.input) {
         Ok(t) => t,
         Err(e) => return Outcome::Failed(e.to_string()),
     };
