@@ -48,12 +48,32 @@ pub fn run(args: &[String]) -> Outcome {
             return Outcome::Failed(format!("{}: {e}", path.display()));
         }
     }
+    // The kernel's share, from the trace's kernel log (see `bootprint kernel`).
+    let kernel = trace
+        .dmesg
+        .as_deref()
+        .map(|text| ::kernel::Report::from_text(&format!("{}/dmesg", trace.origin), text))
+        .filter(|k| k.boot.counts.kernel_lines > 0);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let written = if args.json {
-        render::json::write(&model, &trace.origin, &mut out)
+        let mut value = render::json::to_value(&model, &trace.origin);
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert(
+                "kernel".into(),
+                kernel
+                    .as_ref()
+                    .map_or(serde_json::Value::Null, kernel_summary),
+            );
+        }
+        serde_json::to_writer_pretty(&mut out, &value)
+            .map_err(std::io::Error::from)
+            .and_then(|_| writeln!(out))
     } else {
-        render::text::write(&model, &trace.origin, &mut out)
+        render::text::write(&model, &trace.origin, &mut out).and_then(|_| match &kernel {
+            Some(k) => write_kernel_text(k, &mut out),
+            None => Ok(()),
+        })
     };
     match written.and_then(|_| out.flush()) {
         Ok(()) => Outcome::Ok,
@@ -61,4 +81,50 @@ pub fn run(args: &[String]) -> Outcome {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Outcome::Ok,
         Err(e) => Outcome::Failed(format!("writing the report: {e}")),
     }
+}
+
+/// The kernel figures the main report carries: phases, the slowest initcalls, the findings.
+fn kernel_summary(k: &::kernel::Report) -> serde_json::Value {
+    let us = |v: Option<u64>| v.map(|u| u as f64 / 1e6);
+    let mut slow: Vec<&::kernel::Initcall> = k.boot.initcalls.iter().collect();
+    slow.sort_by_key(|c| std::cmp::Reverse(c.cost_us()));
+    serde_json::json!({
+        "kernel_s": us(k.boot.phases.kernel_us),
+        "initramfs_s": us(k.boot.phases.initramfs_us),
+        "to_real_init_s": us(k.boot.phases.to_real_init_us),
+        "initcalls": k.boot.initcalls.len(),
+        "slowest_initcalls": slow.iter().take(5).map(|c| serde_json::json!({
+            "func": c.func,
+            "module": c.module,
+            "duration_s": c.cost_us() as f64 / 1e6,
+        })).collect::<Vec<_>>(),
+        "findings": k.findings.iter().map(|f| serde_json::json!({
+            "id": f.id,
+            "title": f.title,
+            "gain_s": us(f.gain_us),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn write_kernel_text(k: &::kernel::Report, out: &mut impl Write) -> std::io::Result<()> {
+    let secs = |v: Option<u64>| v.map_or("-".to_string(), |u| format!("{:.2} s", u as f64 / 1e6));
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Kernel (from the trace's dmesg; details: bootprint kernel TRACE):"
+    )?;
+    writeln!(
+        out,
+        "  to the first program {}, in initramfs {}, to the real init {}",
+        secs(k.boot.phases.kernel_us),
+        secs(k.boot.phases.initramfs_us),
+        secs(k.boot.phases.to_real_init_us)
+    )?;
+    for f in k.findings.iter().take(5) {
+        let gain = f.gain_us.map_or(String::new(), |g| {
+            format!(" (gain ~{:.2} s)", g as f64 / 1e6)
+        });
+        writeln!(out, "  finding {}: {}{gain}", f.id, f.title)?;
+    }
+    Ok(())
 }

@@ -120,3 +120,17 @@ fn bootchart2_log_and_svg() {
     assert!(written.starts_with("<?xml") && written.contains("<svg"));
     std::fs::remove_file(svg).unwrap();
 }
+
+#[test]
+fn report_carries_the_kernel_share_from_the_trace_dmesg() {
+    let trace = fixtures().join("mini-trace");
+    let o = run(&["report", "--json", trace.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let k = &v["kernel"];
+    assert!(k.is_object(), "no kernel object: {k}");
+    // The fixture's dmesg runs /init at 4.2 s, the same figure the report's kernel_s takes.
+    assert_eq!(k["kernel_s"].as_f64(), v["kernel_s"].as_f64());
+    let o = run(&["report", trace.to_str().unwrap()]);
+    assert!(text(&o.stdout).contains("Kernel (from the trace's dmesg"), "{}", text(&o.stdout));
+}
