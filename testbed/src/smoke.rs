@@ -40,7 +40,7 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
         passed: 0,
         failed: 0,
     };
-    let result = smoke(paths, cargo, &mut c);
+    let result = smoke(paths, cargo, &mut c).and_then(|()| kernel_log(paths, &mut c));
     if let Err(e) = &result {
         c.failed += 1;
         println!("FAIL  {e}");
@@ -132,10 +132,95 @@ fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
     Ok(())
 }
 
+/// A second boot with `initcall_debug`: the recorder keeps the kernel log in the trace, and
+/// `bootprint kernel` must read it the way the log's own timestamps say.
+fn kernel_log(paths: &Paths, c: &mut Checks) -> Result<()> {
+    let img = image::Image::current(paths)?;
+    let mut opts = BootOpts::new(Profile::Fast);
+    opts.record = true;
+    opts.append = "initcall_debug log_buf_len=16M".into();
+    let boot = qemu::boot(paths, &img, &opts)?;
+    println!("boot: cmdline {}", boot.cmdline);
+    let Some(trace) = boot.trace_dir.as_ref().filter(|d| d.is_dir()) else {
+        c.check(false, "initcall_debug boot: the trace was copied out");
+        return Ok(());
+    };
+    let dmesg = std::fs::read_to_string(trace.join("dmesg")).unwrap_or_default();
+    // The log's own figures, read here independently of the kernel crate.
+    let stamp = |line: &str| -> Option<f64> {
+        let rest = line.strip_prefix('[')?;
+        rest[..rest.find(']')?].trim().parse().ok()
+    };
+    let run_init = dmesg
+        .lines()
+        .find(|l| l.contains("] Run /init as init process"))
+        .and_then(stamp);
+    let returns = dmesg
+        .lines()
+        .filter(|l| l.contains("] initcall ") && l.contains(" returned "))
+        .count();
+    let first_call = dmesg
+        .lines()
+        .find(|l| l.contains("] calling  "))
+        .and_then(stamp);
+    c.check(
+        run_init.is_some() && returns > 100,
+        &format!("the trace's dmesg holds the initcall_debug log ({returns} initcall returns, Run /init at {run_init:?})"),
+    );
+    let k = match run_cli(paths, "kernel", trace) {
+        Ok(v) => v,
+        Err(e) => {
+            c.check(false, &format!("`bootprint kernel --json`: {e}"));
+            return Ok(());
+        }
+    };
+    let kernel_s = k["boot"]["phases"]["kernel_us"].as_f64().map(|us| us / 1e6);
+    c.check(
+        matches!((kernel_s, run_init), (Some(a), Some(b)) if (a - b).abs() < 1e-6),
+        &format!(
+            "kernel time to Run /init {kernel_s:?} s equals the log's timestamp {run_init:?} s"
+        ),
+    );
+    let initcalls = k["boot"]["initcalls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let paired = initcalls
+        .iter()
+        .filter(|i| !i["return_line"].is_null())
+        .count();
+    c.check(
+        paired == returns,
+        &format!(
+            "every initcall return in the log is an initcall of the report ({paired} of {returns})"
+        ),
+    );
+    // Built-in initcalls run one after another on PID 1, so their total cannot exceed the
+    // time from the first `calling` line to `Run /init`.
+    let pid1_total: f64 = initcalls
+        .iter()
+        .filter(|i| i["pid"].as_u64() == Some(1) && i["module"].is_null())
+        .filter_map(|i| i["duration_us"].as_f64())
+        .sum::<f64>()
+        / 1e6;
+    if let (Some(first), Some(init)) = (first_call, run_init) {
+        let span = init - first;
+        c.check(
+            pid1_total > 0.0 && pid1_total <= span + 0.01,
+            &format!("built-in initcalls on PID 1 total {pid1_total:.3} s, within the {span:.3} s from the first call to Run /init"),
+        );
+    }
+    Ok(())
+}
+
 fn run_report(paths: &Paths, trace: &Path) -> Result<Value> {
+    run_cli(paths, "report", trace)
+}
+
+fn run_cli(paths: &Paths, verb: &str, trace: &Path) -> Result<Value> {
     let cli = paths.repo.join("target/release/bootprint");
     let out = Command::new(&cli)
-        .args(["report", "--json"])
+        .args([verb, "--json"])
         .arg(trace)
         .output()
         .map_err(|e| Error::fail(format!("cannot run {}: {e}", cli.display())))?;

@@ -132,5 +132,9 @@ fn report_carries_the_kernel_share_from_the_trace_dmesg() {
     // The fixture's dmesg runs /init at 4.2 s, the same figure the report's kernel_s takes.
     assert_eq!(k["kernel_s"].as_f64(), v["kernel_s"].as_f64());
     let o = run(&["report", trace.to_str().unwrap()]);
-    assert!(text(&o.stdout).contains("Kernel (from the trace's dmesg"), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stdout).contains("Kernel (from the trace's dmesg"),
+        "{}",
+        text(&o.stdout)
+    );
 }
