@@ -64,6 +64,36 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// The kernel model.
     pub boot: KernelBoot,
+    /// Firmware and boot-loader times, when the trace holds them (see [`read_path`]).
+    pub firmware: Firmware,
+}
+
+/// Firmware and boot-loader times the recorder copied into the trace (`firmware/`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Firmware {
+    /// The ACPI FPDT boot record.
+    pub fpdt: Option<firmware::FpdtBoot>,
+    /// The EFI boot loader's `LoaderTimeInitUSec` / `LoaderTimeExecUSec`.
+    pub loader: Option<firmware::LoaderTimes>,
+    /// Files that were there but could not be read.
+    pub errors: Vec<String>,
+}
+
+impl Firmware {
+    /// Reads the copies in a trace directory: `firmware/fpdt/boot/` (the sysfs FPDT files)
+    /// and `firmware/efivars/` (the loader variables). Missing files mean "not exposed".
+    pub fn from_trace(trace: &Path) -> Firmware {
+        let mut f = Firmware::default();
+        match firmware::read_fpdt_sysfs(&trace.join("firmware/fpdt/boot")) {
+            Ok(v) => f.fpdt = v,
+            Err(e) => f.errors.push(e.to_string()),
+        }
+        match firmware::read_loader_times(&trace.join("firmware/efivars")) {
+            Ok(v) => f.loader = v,
+            Err(e) => f.errors.push(e.to_string()),
+        }
+        f
+    }
 }
 
 impl Report {
@@ -94,6 +124,7 @@ impl Report {
             modules,
             findings,
             boot,
+            firmware: Firmware::default(),
         }
     }
 
@@ -142,8 +173,12 @@ pub fn read_path(path: &Path) -> Result<Report, ReadError> {
         path: file.clone(),
         source,
     })?;
-    Ok(Report::from_text(
+    let mut report = Report::from_text(
         &file.display().to_string(),
         &String::from_utf8_lossy(&bytes),
-    ))
+    );
+    if path.is_dir() {
+        report.firmware = Firmware::from_trace(path);
+    }
+    Ok(report)
 }

@@ -55,10 +55,41 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         row(out, "in initramfs", p.initramfs_us)?;
     }
     row(out, "to real init", p.to_real_init_us)?;
-    writeln!(
-        out,
-        "  (firmware and boot loader time is not in the kernel log)"
-    )?;
+    let fw = &r.firmware;
+    let ms = |ns: u64| format!("{:.3} s", ns as f64 / 1e9);
+    if let Some(f) = &fw.fpdt {
+        writeln!(
+            out,
+            "  firmware (ACPI FPDT)        {:>10}",
+            ms(f.firmware_ns())
+        )?;
+        writeln!(
+            out,
+            "  boot loader (ACPI FPDT)     {:>10}",
+            ms(f.loader_ns())
+        )?;
+    }
+    if let Some(l) = &fw.loader {
+        writeln!(
+            out,
+            "  firmware (EFI loader vars)  {:>10}",
+            ms(l.firmware_us() * 1000)
+        )?;
+        writeln!(
+            out,
+            "  boot loader (EFI vars)      {:>10}",
+            ms(l.loader_us() * 1000)
+        )?;
+    }
+    if fw.fpdt.is_none() && fw.loader.is_none() {
+        writeln!(
+            out,
+            "  (firmware and boot loader time: the machine exposed neither an ACPI FPDT nor EFI loader times)"
+        )?;
+    }
+    for e in &fw.errors {
+        writeln!(out, "  (firmware: {e})")?;
+    }
 
     writeln!(out, "\nlandmarks")?;
     let lm = &kb.landmarks;

@@ -338,3 +338,64 @@ fn every_cut_of_every_line_is_survived() {
         }
     }
 }
+
+/// A trace directory whose recorder copied the firmware's own figures: the FPDT sysfs files
+/// and the EFI loader variables are read from `firmware/`.
+#[test]
+fn firmware_times_come_from_the_trace_copy() {
+    let dir = std::env::temp_dir().join(format!("bp-kernel-fw-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let fpdt = dir.join("firmware/fpdt/boot");
+    let efi = dir.join("firmware/efivars");
+    std::fs::create_dir_all(&fpdt).unwrap();
+    std::fs::create_dir_all(&efi).unwrap();
+    std::fs::write(
+        dir.join("dmesg"),
+        "[    0.000000] Linux version 6.1.0\n[    1.500000] Run /init as init process\n",
+    )
+    .unwrap();
+    for (name, v) in [
+        ("firmware_start_ns", 0u64),
+        ("bootloader_load_ns", 2_000_000_000),
+        ("bootloader_launch_ns", 2_100_000_000),
+        ("exitbootservice_start_ns", 2_900_000_000),
+        ("exitbootservice_end_ns", 3_000_000_000),
+    ] {
+        std::fs::write(fpdt.join(name), format!("{v}\n")).unwrap();
+    }
+    let efi_var = |usec: &str| {
+        let mut b = vec![7u8, 0, 0, 0];
+        for u in usec.encode_utf16().chain([0]) {
+            b.extend_from_slice(&u.to_le_bytes());
+        }
+        b
+    };
+    let guid = kernel::firmware::LOADER_GUID;
+    std::fs::write(
+        efi.join(format!("LoaderTimeInitUSec-{guid}")),
+        efi_var("1800000"),
+    )
+    .unwrap();
+    std::fs::write(
+        efi.join(format!("LoaderTimeExecUSec-{guid}")),
+        efi_var("2600000"),
+    )
+    .unwrap();
+
+    let r = kernel::read_path(&dir).unwrap();
+    let f = r.firmware.fpdt.expect("FPDT read from the trace");
+    assert_eq!(f.loader_load_ns, 2_000_000_000);
+    assert_eq!(f.loader_ns(), 1_000_000_000);
+    let l = r.firmware.loader.expect("loader times read from the trace");
+    assert_eq!((l.firmware_us(), l.loader_us()), (1_800_000, 800_000));
+    let mut text = Vec::new();
+    kernel::text::write(&r, &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("boot loader (ACPI FPDT)"), "{text}");
+
+    // A log file alone, or a trace without firmware/: nothing claimed.
+    std::fs::remove_dir_all(dir.join("firmware")).unwrap();
+    let r = kernel::read_path(&dir).unwrap();
+    assert!(r.firmware.fpdt.is_none() && r.firmware.loader.is_none());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -32,6 +32,8 @@ pub struct Paths {
     pub delayacct: PathBuf,
     /// Where to write if `log_dir` cannot be written.
     pub fallback_dir: PathBuf,
+    /// The sysfs root (firmware times are copied from it).
+    pub sys: PathBuf,
 }
 
 impl Default for Paths {
@@ -42,6 +44,7 @@ impl Default for Paths {
             exec_root: PathBuf::from("/"),
             delayacct: PathBuf::from("/proc/sys/kernel/task_delayacct"),
             fallback_dir: PathBuf::from("/run/bootprint"),
+            sys: PathBuf::from("/sys"),
         }
     }
 }
@@ -246,6 +249,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     readahead.finish(&mut store.events, &config.readahead_pack, &release);
 
     store.dmesg = kmsg::read_all(&paths.kmsg);
+    store.extra_files = sysinfo::firmware_files(&paths.sys);
     store.header = sysinfo::header(&paths.proc, config.hz, clk_tck, page_size);
     let (cpu_s, maxrss_kb) = sys::own_usage();
     store.events.push(

@@ -47,6 +47,8 @@ pub struct Store {
     pub header: Vec<(String, String)>,
     /// The kernel log, `dmesg`-formatted.
     pub dmesg: Vec<u8>,
+    /// Other files of the trace, by path relative to the trace directory (firmware times).
+    pub extra_files: Vec<(std::path::PathBuf, Vec<u8>)>,
     /// The recorder's own pid: its counters move at every sample, so they do not count when
     /// deciding whether a process sample repeats the previous one.
     pub observer_pid: Option<u32>,
@@ -191,6 +193,13 @@ impl Store {
             writeln!(ps)?;
         }
         ps.flush()?;
+        for (rel, bytes) in &self.extra_files {
+            let path = dir.join(rel);
+            if let Some(parent) = path.parent() {
+                fs::create_dir_all(parent)?;
+            }
+            fs::write(path, bytes)?;
+        }
         // events.log last: its presence says the trace is complete.
         let mut ev = BufWriter::new(fs::File::create(dir.join(trace::events::FILE_NAME))?);
         writeln!(ev, "{}", trace::events::HEADER_LINE)?;

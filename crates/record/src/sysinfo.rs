@@ -2,6 +2,7 @@
 //! machine it runs on.
 
 use std::fs;
+use std::path::{Path, PathBuf};
 
 use sample::procfs::ProcFs;
 
@@ -82,6 +83,41 @@ pub fn pretty_name(os_release: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The ACPI FPDT boot record files (sysfs, Linux 5.12+), nanoseconds since reset.
+const FPDT_FILES: [&str; 5] = [
+    "firmware_start_ns",
+    "bootloader_load_ns",
+    "bootloader_launch_ns",
+    "exitbootservice_start_ns",
+    "exitbootservice_end_ns",
+];
+
+/// The EFI variables a boot loader sets with its times (Boot Loader Interface).
+const LOADER_VARS: [&str; 2] = [
+    "LoaderTimeInitUSec-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f",
+    "LoaderTimeExecUSec-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f",
+];
+
+/// Copies of the firmware's and boot loader's own times where the machine exposes them,
+/// as (path in the trace, bytes): `firmware/fpdt/boot/*` from `<sys>/firmware/acpi/fpdt/boot`
+/// and `firmware/efivars/*` from `<sys>/firmware/efi/efivars`. Nothing when absent.
+pub fn firmware_files(sys: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let fpdt = sys.join("firmware/acpi/fpdt/boot");
+    for name in FPDT_FILES {
+        if let Ok(b) = fs::read(fpdt.join(name)) {
+            out.push((PathBuf::from("firmware/fpdt/boot").join(name), b));
+        }
+    }
+    let efi = sys.join("firmware/efi/efivars");
+    for name in LOADER_VARS {
+        if let Ok(b) = fs::read(efi.join(name)) {
+            out.push((PathBuf::from("firmware/efivars").join(name), b));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +133,39 @@ mod tests {
             pretty_name("NAME=\"Debian\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n"),
             "Debian GNU/Linux 12 (bookworm)"
         );
+    }
+
+    #[test]
+    fn firmware_files_are_copied_when_present() {
+        let sys = std::env::temp_dir().join(format!("bp-fw-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&sys);
+        assert!(firmware_files(&sys).is_empty());
+        fs::create_dir_all(sys.join("firmware/acpi/fpdt/boot")).unwrap();
+        fs::create_dir_all(sys.join("firmware/efi/efivars")).unwrap();
+        fs::write(
+            sys.join("firmware/acpi/fpdt/boot/bootloader_load_ns"),
+            "123\n",
+        )
+        .unwrap();
+        fs::write(
+            sys.join("firmware/efi/efivars").join(LOADER_VARS[0]),
+            [7, 0, 0, 0, b'1', 0, 0, 0],
+        )
+        .unwrap();
+        let files = firmware_files(&sys);
+        assert_eq!(files.len(), 2);
+        assert_eq!(
+            files[0],
+            (
+                PathBuf::from("firmware/fpdt/boot/bootloader_load_ns"),
+                b"123\n".to_vec()
+            )
+        );
+        assert_eq!(
+            files[1].0,
+            PathBuf::from("firmware/efivars").join(LOADER_VARS[0])
+        );
+        fs::remove_dir_all(&sys).unwrap();
     }
 
     #[test]
