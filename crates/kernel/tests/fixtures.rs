@@ -399,3 +399,28 @@ fn firmware_times_come_from_the_trace_copy() {
     assert!(r.firmware.fpdt.is_none() && r.firmware.loader.is_none());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Our own capture: the trace of a test-bed boot with initcall_debug, modules loaded by udev
+/// after the switch to the real root included.
+#[test]
+fn testbed_initcall_debug_trace() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/dmesg/debian12-6.1-testbed-initcall_debug.trace.dmesg");
+    let r = kernel::read_path(&path).unwrap();
+    assert_eq!(r.boot.counts.bad_lines, 0);
+    assert_eq!(r.boot.phases.kernel_us, Some(4_384_445));
+    assert_eq!(r.boot.phases.to_real_init_us, Some(7_698_993));
+    assert_eq!(r.boot.initcalls.len(), 697);
+    assert!(r.boot.initcalls.iter().all(|i| i.return_line.is_some()));
+    let slowest = r.boot.initcalls.iter().max_by_key(|i| i.cost_us()).unwrap();
+    assert_eq!(slowest.func, "crypto_kdf108_init");
+    assert_eq!(slowest.duration_us, Some(1_797_916));
+    let modules: Vec<&str> = r.modules.iter().map(|m| m.module.as_str()).collect();
+    for m in ["virtio_pci", "kvm_amd", "floppy", "virtio_blk"] {
+        assert!(modules.contains(&m), "{m} missing from {modules:?}");
+    }
+    let ids: Vec<&str> = r.findings.iter().map(|f| f.id).collect();
+    for id in ["slow-selftest", "floppy", "initcall-debug"] {
+        assert!(ids.contains(&id), "{id} missing from {ids:?}");
+    }
+}
