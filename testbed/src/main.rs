@@ -24,7 +24,7 @@ commands:
             [--no-cargo]  do not run `cargo build --release` first
   boot      boot the image once under QEMU and measure it
             [--profile fast|sd|hdd] [--append 'KERNEL ARGS'] [--record]
-            [--trace-out DIR] [--keep-disk] [--json]
+            [--trace-out DIR] [--keep-disk] [--disk-from DISK] [--json]
   bench     run a benchmark: NAME [--runs N] [--profile P] [--json] [--no-cargo]
             benchmarks: record (recorder cost), profiles (fast/sd/hdd drives)
   smoke     real-boot smoke test: boot with --record, check the trace and the report

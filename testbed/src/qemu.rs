@@ -82,6 +82,9 @@ pub struct BootOpts {
     pub record: bool,
     pub trace_out: Option<PathBuf>,
     pub keep_disk: bool,
+    /// Start from a copy of this disk (one kept by an earlier `--keep-disk` boot) instead of
+    /// the image, so state a boot left (a learned readahead pack, ...) carries into the next.
+    pub disk_from: Option<PathBuf>,
 }
 
 impl BootOpts {
@@ -92,6 +95,7 @@ impl BootOpts {
             record: false,
             trace_out: None,
             keep_disk: false,
+            disk_from: None,
         }
     }
 
@@ -106,6 +110,7 @@ impl BootOpts {
             record: a.flag("--record"),
             trace_out: a.value("--trace-out")?.map(PathBuf::from),
             keep_disk: a.flag("--keep-disk"),
+            disk_from: a.value("--disk-from")?.map(PathBuf::from),
         })
     }
 
@@ -201,6 +206,13 @@ pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
             out.display()
         )));
     }
+    let source = opts.disk_from.as_ref().unwrap_or(&img.rootfs);
+    if !source.is_file() {
+        return Err(Error::fail(format!(
+            "--disk-from {}: no such disk image",
+            source.display()
+        )));
+    }
     let run = fresh_dir(&paths.cache.join("runs"))?;
     let disk = run.join("disk.raw");
     // Not while another test bed is rebuilding the image or replacing its binaries.
@@ -211,14 +223,16 @@ pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
     run_logged(
         Command::new("cp")
             .arg("--sparse=always")
-            .arg(&img.rootfs)
+            .arg(source)
             .arg(&disk),
         &run.join("host.log"),
     )?;
     let disk_copy_s = t.elapsed().as_secs_f64();
     drop(lock);
     let result = boot_disk(paths, img, opts, &run, &disk, disk_copy_s);
-    if !opts.keep_disk {
+    if opts.keep_disk {
+        eprintln!("boot: disk kept at {}", disk.display());
+    } else {
         let _ = fs::remove_file(&disk);
     }
     let result = result?;
