@@ -37,6 +37,9 @@ pub struct Config {
     pub readahead: bool,
     /// Where the readahead pack lives.
     pub readahead_pack: PathBuf,
+    /// Parallel module loading before init (`bootprint.modules=`). Off by default until the
+    /// test bed shows where it helps.
+    pub modules: bool,
 }
 
 impl Default for Config {
@@ -65,6 +68,7 @@ impl Default for Config {
             .to_vec(),
             readahead: false,
             readahead_pack: PathBuf::from("/var/lib/bootprint/readahead.pack"),
+            modules: false,
         }
     }
 }
@@ -208,11 +212,12 @@ impl Config {
             "login_names" => self.login_names = want_list(value)?,
             "greeter_names" => self.greeter_names = want_list(value)?,
             "readahead" => self.readahead = want_bool(value)?,
+            "modules" => self.modules = want_bool(value)?,
             "readahead_pack" => self.readahead_pack = PathBuf::from(want_str(value)?),
             _ => {
                 return Err(format!(
                     "one of init, record, hz, idle_cpu, idle_disk, settle_s, timeout_s, \
-                     log_dir, login_names, greeter_names, readahead, readahead_pack; found {key:?}"
+                     log_dir, login_names, greeter_names, readahead, readahead_pack, modules; found {key:?}"
                 ))
             }
         }

@@ -39,10 +39,24 @@ pub fn boot(args: Vec<OsString>) -> ! {
     // Replay starts first, before anything else reads the disk.
     let readahead = panic::catch_unwind(AssertUnwindSafe(|| crate::readahead::prepare(&config)))
         .unwrap_or_default();
+    // Then the module loader, so the slow modules start settling at once.
+    let mut warnings = warnings;
+    let modules = if config.modules {
+        match panic::catch_unwind(|| crate::modload::start(crate::modload::LOADER)) {
+            Ok(Ok(loader)) => Some(loader),
+            Ok(Err(e)) => {
+                warnings.push(format!("modules: cannot start the loader: {e}"));
+                None
+            }
+            Err(_) => None,
+        }
+    } else {
+        None
+    };
     if config.record {
         let init_exec = Some((boottime_ns(), config.init.display().to_string()));
         if let Fork::Child = sys::fork() {
-            run_recorder_child(&config, init_exec, warnings, readahead);
+            run_recorder_child(&config, init_exec, warnings, readahead, modules);
         }
         // Parent, or fork failed: go on booting either way.
     }
@@ -54,6 +68,7 @@ fn run_recorder_child(
     init_exec: Option<(u64, String)>,
     warnings: Vec<String>,
     readahead: crate::readahead::Plan,
+    modules: Option<crate::modload::Loader>,
 ) -> ! {
     sys::setsid();
     become_background();
@@ -63,6 +78,7 @@ fn run_recorder_child(
         stop_after_ns: None,
         warnings,
         readahead,
+        modules,
     };
     let _ = panic::catch_unwind(AssertUnwindSafe(|| {
         let _ = recorder::run(config, &Paths::default(), start);

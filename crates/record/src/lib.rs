@@ -11,6 +11,7 @@ pub mod config;
 pub mod done;
 pub mod handoff;
 pub mod kmsg;
+pub mod modload;
 pub mod readahead;
 pub mod recorder;
 pub mod store;

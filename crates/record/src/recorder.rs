@@ -60,6 +60,8 @@ pub struct Start {
     pub warnings: Vec<String>,
     /// What readahead does this boot (decided before init was exec'd).
     pub readahead: crate::readahead::Plan,
+    /// The module loader started before init, if any.
+    pub modules: Option<crate::modload::Loader>,
 }
 
 /// Records until boot is done and writes the trace; returns its directory.
@@ -247,9 +249,18 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
             .trim()
             .to_string();
     readahead.finish(&mut store.events, &config.readahead_pack, &release);
+    if let Some(loader) = start.modules {
+        store
+            .events
+            .extend(loader.events(std::time::Duration::from_secs(10)));
+    }
 
     store.dmesg = kmsg::read_all(&paths.kmsg);
     store.extra_files = sysinfo::firmware_files(&paths.sys);
+    // The modules live at boot done: what udev's coldplug (and our loader) left loaded.
+    if let Ok(modules) = paths.proc.read("modules") {
+        store.extra_files.push(("proc_modules".into(), modules));
+    }
     store.header = sysinfo::header(&paths.proc, config.hz, clk_tck, page_size);
     let (cpu_s, maxrss_kb) = sys::own_usage();
     store.events.push(

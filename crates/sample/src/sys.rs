@@ -59,7 +59,7 @@ fn cstring(path: &Path) -> io::Result<CString> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))
 }
 
-/// Waits up to `timeout_ms` for `fd` to become readable. `Ok(true)` when it is.
+/// Waits up to `timeout_ms` for `fd` to become readable (or hung up). `Ok(true)` when it is.
 pub fn poll_readable(fd: Option<RawFd>, timeout_ms: i32) -> io::Result<bool> {
     let Some(fd) = fd else {
         std::thread::sleep(std::time::Duration::from_millis(timeout_ms.max(0) as u64));
@@ -79,7 +79,9 @@ pub fn poll_readable(fd: Option<RawFd>, timeout_ms: i32) -> io::Result<bool> {
         }
         return Err(e);
     }
-    Ok(rc > 0 && pfd.revents & libc::POLLIN != 0)
+    // A hang-up or error counts too: the read that follows reports it (EOF on a closed pipe
+    // comes as POLLHUP without POLLIN).
+    Ok(rc > 0 && pfd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0)
 }
 
 /// fanotify_init(2): a notification group, non-blocking, whose event fds are read-only.
