@@ -235,6 +235,6 @@ pub fn load_system(plan: &Plan, paths: &Paths, workers: usize) -> crate::load::L
         plan,
         workers,
         |_| KmodInserter::open(paths),
-        crate::sys::boottime_ns,
+        sample::sys::boottime_ns,
     )
 }

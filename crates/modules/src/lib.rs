@@ -40,7 +40,7 @@ use std::path::{Path, PathBuf};
 pub use durations::Durations;
 pub use load::{load, Insert, Inserter, LoadReport, Outcome, Timing};
 pub use plan::{build, Index, Inputs, ModInfo, Plan, Planned, SkipReason};
-pub use sys::boottime_ns;
+pub use sample::sys::boottime_ns;
 
 /// Where a request came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -251,20 +251,6 @@ impl Drop for Module<'_> {
     }
 }
 
-/// `CLOCK_BOOTTIME` in nanoseconds: the clock of `events.log` (docs/trace-format.md).
-pub fn boottime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// The running kernel's release (`uname -r`).
 pub fn uname_release() -> Option<String> {
     // SAFETY: utsname is plain data; zeroed is a valid value and uname fills it.
