@@ -122,8 +122,8 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     let mut stat_file = CachedFile::new(paths.proc.path("stat"));
     let mut diskstats_file = CachedFile::new(paths.proc.path("diskstats"));
     let mut meminfo_file = CachedFile::new(paths.proc.path("meminfo"));
-    store.observer_pid = Some(std::process::id());
     let own_pid = std::process::id();
+    store.observer_pid = Some(own_pid);
     let mut next = t_start;
 
     let done = loop {
@@ -244,10 +244,14 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     };
     store.events.push(done);
     drop(watch);
-    let release =
-        String::from_utf8_lossy(&paths.proc.read("sys/kernel/osrelease").unwrap_or_default())
-            .trim()
-            .to_string();
+    // The header holds the kernel release readahead's relearn check needs.
+    store.header = sysinfo::header(&paths.proc, config.hz, clk_tck, page_size);
+    let release = store
+        .header
+        .iter()
+        .find(|(k, _)| k == "bootprint.kernel_release")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
     readahead.finish(&mut store.events, &config.readahead_pack, &release);
     if let Some(loader) = start.modules {
         store
@@ -261,7 +265,6 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     if let Ok(modules) = paths.proc.read("modules") {
         store.extra_files.push(("proc_modules".into(), modules));
     }
-    store.header = sysinfo::header(&paths.proc, config.hz, clk_tck, page_size);
     let (cpu_s, maxrss_kb) = sys::own_usage();
     store.events.push(
         Event::new(boottime_ns(), "recorder_stats")
