@@ -26,7 +26,7 @@ pub fn boot(args: Vec<OsString>) -> ! {
         let warnings = errors.iter().map(|e| e.to_string()).collect::<Vec<_>>();
         (config, warnings)
     }));
-    let (config, warnings) = match prepared {
+    let (config, mut warnings) = match prepared {
         Ok(p) => p,
         Err(_) => (
             Config {
@@ -40,7 +40,6 @@ pub fn boot(args: Vec<OsString>) -> ! {
     let readahead = panic::catch_unwind(AssertUnwindSafe(|| crate::readahead::prepare(&config)))
         .unwrap_or_default();
     // Then the module loader, so the slow modules start settling at once.
-    let mut warnings = warnings;
     let modules = if config.modules {
         match panic::catch_unwind(|| crate::modload::start(crate::modload::LOADER)) {
             Ok(Ok(loader)) => Some(loader),
