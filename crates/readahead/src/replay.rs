@@ -356,12 +356,12 @@ impl ReplayChild {
 /// should be single-threaded at this point, as the boot path is.
 pub fn spawn_child(p: &Pack, opts: &ReplayOptions) -> io::Result<ReplayChild> {
     let (r, mut w) = sys::pipe()?;
-    match sys::fork()? {
+    match sample::sys::fork()? {
         0 => {
             drop(r);
             let st = replay(p, opts);
             let _ = writeln!(w, "{}", st.to_line());
-            sys::exit_now(0);
+            sample::sys::exit_now(0);
         }
         pid => {
             drop(w);

@@ -200,21 +200,6 @@ pub fn pipe() -> io::Result<(File, File)> {
     Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
 }
 
-/// fork(2): `Ok(0)` in the child, the child's pid in the parent. The caller must be
-/// single-threaded or call only async-signal-safe code in the child (glibc's fork also
-/// resets its allocator locks, so allocating in the child is safe with glibc).
-pub fn fork() -> io::Result<i32> {
-    // SAFETY: see above; the child only runs replay code and ends with `exit_now`.
-    check(unsafe { libc::fork() })
-}
-
-/// Ends this process at once with `code`, running no destructors or atexit handlers (which
-/// belong to the parent after a fork).
-pub fn exit_now(code: i32) -> ! {
-    // SAFETY: _exit has no preconditions.
-    unsafe { libc::_exit(code) }
-}
-
 /// waitpid(2) for `pid`; returns the raw status.
 pub fn waitpid(pid: i32) -> io::Result<i32> {
     let mut status = 0;

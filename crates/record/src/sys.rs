@@ -12,14 +12,12 @@ pub enum Fork {
     Failed,
 }
 
-/// fork(2). The caller must be single-threaded (the hand-off is).
+/// fork(2) (see `sample::sys::fork`), as a [`Fork`].
 pub fn fork() -> Fork {
-    // SAFETY: called while the process has one thread, so the child's copy of the address
-    // space has no lock held by a thread that does not exist there.
-    match unsafe { libc::fork() } {
-        0 => Fork::Child,
-        pid if pid > 0 => Fork::Parent(pid),
-        _ => Fork::Failed,
+    match sample::sys::fork() {
+        Ok(0) => Fork::Child,
+        Ok(pid) => Fork::Parent(pid),
+        Err(_) => Fork::Failed,
     }
 }
 
@@ -31,11 +29,7 @@ pub fn setsid() {
     }
 }
 
-/// Ends the process at once, without running destructors or atexit handlers of the parent.
-pub fn exit_now(code: i32) -> ! {
-    // SAFETY: _exit never returns and has no preconditions.
-    unsafe { libc::_exit(code) }
-}
+pub use sample::sys::exit_now;
 
 /// mount(2) of a pseudo file system with no data.
 pub fn mount_fs(source: &str, target: &str, fstype: &str) -> bool {

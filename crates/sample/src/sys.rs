@@ -237,3 +237,18 @@ pub fn is_read_only(path: &Path) -> Option<bool> {
     }
     Some(st.f_flag & libc::ST_RDONLY != 0)
 }
+
+/// fork(2): `Ok(0)` in the child, the child's pid in the parent. The caller must be
+/// single-threaded (the boot path is when it forks), so the child's copy of the address space
+/// holds no lock a vanished thread owned.
+pub fn fork() -> io::Result<i32> {
+    // SAFETY: see above; callers end their child with `exit_now` or an exec.
+    check(unsafe { libc::fork() })
+}
+
+/// Ends the process at once, without destructors or atexit handlers (a forked child must not
+/// run its parent's).
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and has no preconditions.
+    unsafe { libc::_exit(code) }
+}
