@@ -6,7 +6,8 @@ set -euo pipefail
 
 # libkmod-dev + pkg-config: the modules crate links libkmod; insserv: the rc tests compare
 # our dependency graph with Debian's own tool.
-packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ca-certificates gcc make pkg-config libkmod-dev insserv)
+# chromium: the HTML report test renders the report in a real headless browser.
+packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ca-certificates gcc make pkg-config libkmod-dev insserv chromium)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -55,6 +55,41 @@ fn recorder_figures(r: &BootResult) -> Figures {
     f
 }
 
+/// Guest figures from the run's events.log: the text-login milestone and boot done, in
+/// seconds of CLOCK_BOOTTIME.
+fn rc_figures(r: &BootResult) -> Figures {
+    let events = r
+        .trace_dir
+        .as_ref()
+        .and_then(|d| fs::read_to_string(d.join("events.log")).ok())
+        .unwrap_or_default();
+    let mut f = Figures::new();
+    f.insert(
+        "text_login_s".into(),
+        event_seconds(&events, "milestone", Some("name=text_login")),
+    );
+    f.insert(
+        "boot_done_s".into(),
+        event_seconds(&events, "boot_done", None),
+    );
+    f
+}
+
+/// The time (s) of the first event of `kind` (whose keys include `with`, if given).
+pub fn event_seconds(events: &str, kind: &str, with: Option<&str>) -> Option<f64> {
+    events
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .find(|l| {
+            let mut w = l.split_whitespace();
+            let _ = w.next();
+            w.next() == Some(kind) && with.is_none_or(|k| l.split_whitespace().any(|x| x == k))
+        })
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|ns| ns.parse::<u64>().ok())
+        .map(|ns| round3(ns as f64 / 1e9))
+}
+
 /// The known benchmarks.
 pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
     match name {
@@ -95,8 +130,33 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
             })
             .collect(),
         }),
+        // Service start (issue 4): Debian's startpar, serial, bootprint's runner, systemd.
+        // All recorded (init=bootprint-boot) so each run has boot_done and text_login from
+        // its own trace; the variants differ only in the kernel command line.
+        "rc" => Ok(Benchmark {
+            name: "rc",
+            about: "LSB service start: startpar against concurrency=none, bootprint rc and systemd",
+            variants: [
+                ("startpar", ""),
+                ("serial", "concurrency=none"),
+                ("bootprint-rc", "bootprint.rc=1"),
+                ("systemd", "bootprint.init=/lib/systemd/systemd"),
+            ]
+            .into_iter()
+            .map(|(name, append)| {
+                let mut o = BootOpts::new(profile);
+                o.append = append.to_string();
+                o.record = true;
+                Variant {
+                    name,
+                    opts: o,
+                    extra: rc_figures,
+                }
+            })
+            .collect(),
+        }),
         _ => Err(Error::Usage(format!(
-            "unknown benchmark {name:?}: known: record, profiles"
+            "unknown benchmark {name:?}: known: record, profiles, rc"
         ))),
     }
 }
@@ -220,6 +280,20 @@ pub fn run(
 ) -> Result<()> {
     let bench = benchmark(name, profile)?;
     let img = image::ensure(paths, cargo)?;
+    run_built(paths, &img, &bench, runs, profile, as_json)
+}
+
+/// Runs a benchmark already built, on `img`: one discarded warm-up boot of the first
+/// variant, then the variants interleaved for `runs` rounds; prints the table and writes the
+/// result file.
+pub fn run_built(
+    paths: &Paths,
+    img: &image::Image,
+    bench: &Benchmark,
+    runs: usize,
+    profile: Profile,
+    as_json: bool,
+) -> Result<()> {
     // A benchmark whose variants differ in drive profile ignores --profile.
     let one_profile = bench.variants.iter().all(|v| v.opts.profile == profile);
     let profile_name = if one_profile {
@@ -432,6 +506,27 @@ mod tests {
         ];
         let s = summarize(&v);
         assert_eq!(s[1].2, None);
+    }
+
+    #[test]
+    fn rc_event_seconds() {
+        let ev = "# bootprint events 1\n1000000000 recorder_start pid=1\n\
+                  41500000000 milestone name=text_login pid=9 comm=getty source=exec\n\
+                  52000000000 boot_done reason=idle settle_s=2\n";
+        assert_eq!(
+            event_seconds(ev, "milestone", Some("name=text_login")),
+            Some(41.5)
+        );
+        assert_eq!(event_seconds(ev, "boot_done", None), Some(52.0));
+        assert_eq!(
+            event_seconds(ev, "milestone", Some("name=graphical_login")),
+            None
+        );
+        let b = benchmark("rc", Profile::Fast).unwrap();
+        let cmd: Vec<String> = b.variants.iter().map(|v| v.opts.cmdline()).collect();
+        assert!(cmd[1].contains("concurrency=none") && cmd[2].contains("bootprint.rc=1"));
+        assert!(cmd[3].contains("bootprint.init=/lib/systemd/systemd"));
+        assert!(b.variants.iter().all(|v| v.opts.record));
     }
 
     #[test]

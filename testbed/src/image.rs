@@ -10,7 +10,7 @@ use std::time::Instant;
 use crate::util::{hash_file, io_err, output_logged, run_logged, Error, Fnv, Lock, Paths, Result};
 
 /// Bump when the image-building code changes what it produces: part of the cache key.
-const IMAGE_VERSION: &str = "bootprint-testbed-image 1";
+const IMAGE_VERSION: &str = "bootprint-testbed-image 2";
 const SUITE: &str = "bookworm";
 /// The package set the issue asks for (a sysvinit Debian with real services).
 pub const PACKAGES: &[&str] = &[
@@ -23,6 +23,37 @@ pub const PACKAGES: &[&str] = &[
     "dbus",
     "openssh-server",
 ];
+/// Real services that take real time to start (installed with apt-get in the chroot, where
+/// policy-rc.d keeps them from starting), and `systemd` for the systemd reference boot:
+/// installed beside sysvinit-core (no systemd-sysv), booted with `init=/lib/systemd/systemd`.
+pub const SERVICE_PACKAGES: &[&str] = &[
+    "exim4-daemon-light",
+    "nginx-light",
+    "avahi-daemon",
+    "cups-daemon",
+    "postgresql",
+    "systemd",
+    // rsyslog and avahi-daemon ship no init script in bookworm; this package installs
+    // Debian's maintained ones for installed packages (a dpkg trigger) and enables them.
+    "orphan-sysvinit-scripts",
+];
+/// The runner hook: Debian's /lib/init/rc calls `startpar`; this wrapper (put in its place
+/// with dpkg-divert, so package upgrades keep it) runs bootprint's runner when
+/// `bootprint.rc=1` is on the kernel command line and Debian's startpar otherwise. The
+/// runner speaks startpar's command line and output, so /lib/init/rc stays unchanged.
+pub const STARTPAR_PATH: &str = "/bin/startpar";
+pub const STARTPAR_DIVERTED: &str = "/bin/startpar.distrib";
+pub const STARTPAR_WRAPPER: &str = "#!/bin/sh
+# bootprint: bootprint.rc=1 on the kernel command line runs bootprint's LSB runner in place
+# of startpar (same arguments and output); otherwise Debian's startpar, unchanged.
+if grep -qw bootprint.rc=1 /proc/cmdline 2>/dev/null && [ -x /usr/lib/bootprint/bootprint-boot ]; then
+	/usr/lib/bootprint/bootprint-boot rc --startpar \"$@\"
+	rc=$?
+	# 126/127: the runner could not be executed at all; anything else is its own answer.
+	if [ $rc -ne 126 ] && [ $rc -ne 127 ]; then exit $rc; fi
+fi
+exec /bin/startpar.distrib \"$@\"
+";
 const KERNEL_PACKAGE: &str = "linux-image-amd64";
 pub const HOSTNAME: &str = "bootprint-testbed";
 /// Root's password in the guest: the test bed logs in on the serial console to power off.
@@ -55,11 +86,12 @@ fn cache_key() -> String {
         ROOT_PASSWORD,
         INITTAB_SERIAL,
         FSTAB,
+        STARTPAR_WRAPPER,
     ] {
         h.update(part.as_bytes());
         h.update(b"\0");
     }
-    for p in PACKAGES {
+    for p in PACKAGES.iter().chain(SERVICE_PACKAGES) {
         h.update(p.as_bytes());
         h.update(b"\0");
     }
@@ -69,7 +101,7 @@ fn cache_key() -> String {
 }
 
 impl Image {
-    fn at(dir: PathBuf) -> Image {
+    pub fn at(dir: PathBuf) -> Image {
         Image {
             rootfs: dir.join("rootfs.ext4"),
             kernel: dir.join("vmlinuz"),
@@ -90,6 +122,24 @@ impl Image {
         Ok(img)
     }
 
+    /// Held while the image is built or its binaries replaced, and while a boot copies it:
+    /// one per image, so boots of one image do not wait for another image's build.
+    pub fn lock_path(&self) -> PathBuf {
+        self.dir.with_extension("lock")
+    }
+
+    /// A built image in `dir` (any cache key: an older image, or another variant).
+    pub fn open(dir: PathBuf) -> Result<Image> {
+        let img = Image::at(dir);
+        if !img.complete() {
+            return Err(Error::fail(format!(
+                "{} is not a built image (rootfs.ext4, vmlinuz, initrd.img)",
+                img.dir.display()
+            )));
+        }
+        Ok(img)
+    }
+
     fn complete(&self) -> bool {
         self.rootfs.is_file() && self.kernel.is_file() && self.initrd.is_file()
     }
@@ -97,8 +147,8 @@ impl Image {
 
 /// Builds the image if its inputs changed, then brings the bootprint binaries in it up to date.
 pub fn ensure(paths: &Paths, cargo: bool) -> Result<Image> {
-    let _lock = Lock::acquire(&paths.cache.join("image.lock"))?;
     let img = Image::at(paths.cache.join(format!("image-{}", cache_key())));
+    let _lock = Lock::acquire(&img.lock_path())?;
     if !img.complete() {
         let t = Instant::now();
         build(paths, &img)?;
@@ -121,7 +171,7 @@ pub fn ensure(paths: &Paths, cargo: bool) -> Result<Image> {
 }
 
 /// The freshly built host binaries to install: (boot-path binary, CLI).
-fn host_binaries(paths: &Paths, cargo: bool) -> Result<(PathBuf, PathBuf)> {
+pub fn host_binaries(paths: &Paths, cargo: bool) -> Result<(PathBuf, PathBuf)> {
     if cargo {
         let log = paths.logs().join("cargo.log");
         run_logged(
@@ -152,7 +202,7 @@ fn host_binaries(paths: &Paths, cargo: bool) -> Result<(PathBuf, PathBuf)> {
 
 /// Replaces the binaries in the image when their hash differs from what was installed last.
 /// Returns whether anything was written.
-fn update_binaries(img: &Image, bins: &(PathBuf, PathBuf)) -> Result<bool> {
+pub fn update_binaries(img: &Image, bins: &(PathBuf, PathBuf)) -> Result<bool> {
     let stamp_path = img.dir.join("binaries.stamp");
     let want = format!(
         "{} {}\n{} {}\n",
@@ -299,6 +349,26 @@ fn build(paths: &Paths, img: &Image) -> Result<()> {
             ),
             &log,
         )?;
+        eprintln!("image: installing services {}", SERVICE_PACKAGES.join(" "));
+        let mut args = vec!["apt-get", "install", "-y", "--no-install-recommends"];
+        args.extend(SERVICE_PACKAGES);
+        run_logged(&mut chroot(&root, &args), &log)?;
+        // The runner hook (see STARTPAR_WRAPPER): divert Debian's startpar, wrapper in place.
+        run_logged(
+            &mut chroot(
+                &root,
+                &[
+                    "dpkg-divert",
+                    "--local",
+                    "--rename",
+                    "--divert",
+                    STARTPAR_DIVERTED,
+                    "--add",
+                    STARTPAR_PATH,
+                ],
+            ),
+            &log,
+        )?;
         run_logged(&mut chroot(&root, &["apt-get", "clean"]), &log)?;
         let mut pw = chroot(
             &root,
@@ -347,6 +417,10 @@ fn configure(root: &Path) -> Result<()> {
         write(&inittab, &text)?;
     }
     write(&root.join("etc/fstab"), FSTAB)?;
+    // After the dpkg-divert in build(): Debian's startpar is now STARTPAR_DIVERTED.
+    let wrapper = root.join(STARTPAR_PATH.trim_start_matches('/'));
+    write(&wrapper, STARTPAR_WRAPPER)?;
+    set_mode(&wrapper, 0o755)?;
     write(&root.join("etc/hostname"), &format!("{HOSTNAME}\n"))?;
     write(
         &root.join("etc/hosts"),

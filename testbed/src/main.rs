@@ -3,10 +3,12 @@
 //!
 //! This file only parses arguments and dispatches; each verb lives in its own module.
 
+mod age;
 mod bench;
 mod deps;
 mod image;
 mod qemu;
+mod rabench;
 mod serial;
 mod smoke;
 mod util;
@@ -24,7 +26,8 @@ commands:
             [--no-cargo]  do not run `cargo build --release` first
   boot      boot the image once under QEMU and measure it
             [--profile fast|sd|hdd] [--append 'KERNEL ARGS'] [--record]
-            [--trace-out DIR] [--keep-disk] [--disk-from DISK] [--json]
+            [--trace-out DIR] [--keep-disk] [--disk-from DISK] [--image DIR] [--aged]
+            [--json]
   bench     run a benchmark: NAME [--runs N] [--profile P] [--json] [--no-cargo]
             benchmarks: record (recorder cost), profiles (fast/sd/hdd drives)
   smoke     real-boot smoke test: boot with --record, check the trace and the report
@@ -76,8 +79,16 @@ fn run(args: &[String]) -> Result<(), Error> {
         "boot" => {
             let boot = qemu::BootOpts::parse(&mut opts)?;
             let json = opts.flag("--json");
+            let image_dir = opts.value("--image")?;
+            let aged = opts.flag("--aged");
             opts.finish()?;
-            let img = image::Image::current(&paths)?;
+            let mut img = match image_dir {
+                Some(dir) => image::Image::open(std::path::PathBuf::from(dir))?,
+                None => image::Image::current(&paths)?,
+            };
+            if aged {
+                img = age::aged(&img)?;
+            }
             let res = qemu::boot(&paths, &img, &boot)?;
             if json {
                 println!("{}", res.to_json());
@@ -96,13 +107,25 @@ fn run(args: &[String]) -> Result<(), Error> {
                 })?,
                 None => 3,
             };
-            let profile = match opts.value("--profile")? {
-                Some(p) => qemu::Profile::parse(&p)?,
-                None => qemu::Profile::Fast,
+            let given_profile = match opts.value("--profile")? {
+                Some(p) => Some(qemu::Profile::parse(&p)?),
+                None => None,
             };
+            let profile = given_profile.unwrap_or(qemu::Profile::Fast);
             let json = opts.flag("--json");
             let cargo = !opts.flag("--no-cargo");
+            let image_dir = opts.value("--image")?;
             opts.finish()?;
+            if name == "readahead" {
+                let profiles = match given_profile {
+                    Some(p) => vec![p],
+                    None => vec![qemu::Profile::Fast, qemu::Profile::Sd, qemu::Profile::Hdd],
+                };
+                let base = image_dir
+                    .map(|d| image::Image::open(std::path::PathBuf::from(d)))
+                    .transpose()?;
+                return rabench::run(&paths, runs, &profiles, json, cargo, base);
+            }
             bench::run(&paths, &name, runs, profile, json, cargo)
         }
         "smoke" => {

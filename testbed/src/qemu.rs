@@ -216,7 +216,7 @@ pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
     let run = fresh_dir(&paths.cache.join("runs"))?;
     let disk = run.join("disk.raw");
     // Not while another test bed is rebuilding the image or replacing its binaries.
-    let lock = Lock::acquire(&paths.cache.join("image.lock"))?;
+    let lock = Lock::acquire(&img.lock_path())?;
     let t = Instant::now();
     // A fresh copy per boot: every boot starts from the same state, and the guest's writes
     // stay readable afterwards.

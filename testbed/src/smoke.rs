@@ -40,7 +40,9 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
         passed: 0,
         failed: 0,
     };
-    let result = smoke(paths, cargo, &mut c).and_then(|()| kernel_log(paths, &mut c));
+    let result = smoke(paths, cargo, &mut c)
+        .and_then(|()| kernel_log(paths, &mut c))
+        .and_then(|()| rc_boot(paths, &mut c));
     if let Err(e) = &result {
         c.failed += 1;
         println!("FAIL  {e}");
@@ -240,4 +242,44 @@ fn run_cli(paths: &Paths, verb: &str, trace: &Path) -> Result<Value> {
                 .collect::<String>()
         ))
     })
+}
+
+/// A boot with bootprint's LSB runner (`bootprint.rc=1`): it reaches `login:`, script output
+/// comes prefixed with the script's name, and once the recorder copies the runner's span
+/// log into the trace, that log has the login path reached and rsyslog's span.
+fn rc_boot(paths: &Paths, c: &mut Checks) -> Result<()> {
+    let img = image::Image::current(paths)?;
+    let mut opts = BootOpts::new(Profile::Fast);
+    opts.record = true;
+    opts.append = "bootprint.rc=1".into();
+    let boot = qemu::boot(paths, &img, &opts)?;
+    println!("boot: cmdline {}", boot.cmdline);
+    println!("boot: host_login_s {:.3}", boot.host_login_s);
+    c.check(true, "bootprint.rc=1 boot reached login:");
+    let serial = std::fs::read_to_string(&boot.serial_log).unwrap_or_default();
+    c.check(
+        serial.contains("| rsyslog: Starting"),
+        "bootprint.rc=1: rsyslog's output on the console, prefixed `rsyslog: `",
+    );
+    c.check(
+        !serial.contains("/etc/init.d/rc: "),
+        "bootprint.rc=1: /lib/init/rc evaluated the runner's answer without error",
+    );
+    let log = boot
+        .trace_dir
+        .as_ref()
+        .map(|t| t.join("rc.log"))
+        .filter(|p| p.is_file());
+    match log {
+        Some(p) => {
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            c.check(
+                text.contains(" rc_reached runlevel=2")
+                    && text.contains(" rc_start script=rsyslog "),
+                "trace rc.log has runlevel 2 reached and rsyslog's span",
+            );
+        }
+        None => println!("note  trace has no rc.log yet (the recorder does not copy it)"),
+    }
+    Ok(())
 }

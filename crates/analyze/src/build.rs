@@ -155,6 +155,7 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
         top_blocked,
         blocked_source,
         notes,
+        readahead: readahead_hit(trace),
     };
     if model.milestones.boot_done.source == PENDING {
         let login = model.milestones.login().is_some();
@@ -216,6 +217,34 @@ pub fn computed_boot_done(model: &BootModel, opts: &Options) -> Option<Milestone
     settle_point(&model.cpu, &busy, &model.disk, opts, from).map(|t| Milestone {
         t_s: t,
         source: "computed: idle after login".into(),
+    })
+}
+
+/// The last `readahead_hit` event: `replayed`, `resident`, `ratio` (computed from the byte
+/// counts when `ratio` is missing or unreadable).
+fn readahead_hit(trace: &Trace) -> Option<ReadaheadHit> {
+    let e = trace
+        .events
+        .as_ref()?
+        .iter()
+        .rev()
+        .find(|e| e.kind == "readahead_hit")?;
+    let replayed_bytes: u64 = e.get("replayed")?.parse().ok()?;
+    let resident_bytes: u64 = e.get("resident").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let ratio = e
+        .get("ratio")
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|r| r.is_finite())
+        .unwrap_or(if replayed_bytes > 0 {
+            resident_bytes as f64 / replayed_bytes as f64
+        } else {
+            0.0
+        });
+    Some(ReadaheadHit {
+        t_s: e.t_s(),
+        replayed_bytes,
+        resident_bytes,
+        ratio,
     })
 }
 

@@ -4,8 +4,14 @@
 //! `trace`) into one [`BootModel`]: milestones (kernel, init exec, text and graphical login,
 //! boot done), CPU and disk time series, the idle fraction, the process list and the top lists.
 //! [`bootchart`] rebuilds bootchart2's own figures and process tree, for compatibility checks.
-//! It does not read files itself beyond what `trace::reader` does, never looks at the machine
-//! it runs on, and formats nothing (that is `render`).
+//! The judgement over that model is here too: [`budget`] (phases against their time budgets,
+//! from `[budget]` of `bootprint.toml`), [`settle`] (when CPU and disk went idle and what ran
+//! after the login until then), [`advise`] (findings with evidence, gain and fix; the
+//! kernel's own findings come from the `kernel` crate), [`diff`] (two boots side by side),
+//! with [`services`] (init-script spans from the process tree) and [`usage`] (who used a time
+//! window) beneath them. It does not read files itself beyond what `trace::reader` does (and
+//! [`budget::Budgets::load`] for the budget file), never looks at the machine it runs on, and
+//! formats nothing (that is `render`).
 //!
 //! ```no_run
 //! let trace = trace::Trace::open(std::path::Path::new("/var/log/bootprint/latest"))?;
@@ -16,9 +22,15 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod advise;
 pub mod bootchart;
+pub mod budget;
 pub mod build;
+pub mod diff;
 pub mod model;
+pub mod services;
+pub mod settle;
+pub mod usage;
 
 pub use build::{analyze, analyze_with, AnalyzeError, Options};
 pub use model::*;

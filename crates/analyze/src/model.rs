@@ -37,6 +37,21 @@ pub struct BootModel {
     pub blocked_source: BlockedSource,
     /// Things the analysis could not do or had to guess, for the reader of the report.
     pub notes: Vec<String>,
+    /// The readahead replay's hit rate (`readahead_hit` event), when this boot replayed a pack.
+    pub readahead: Option<ReadaheadHit>,
+}
+
+/// How much of what readahead replayed was still in the page cache at boot done.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct ReadaheadHit {
+    /// When it was measured (boot done), seconds.
+    pub t_s: f64,
+    /// Bytes the replay read.
+    pub replayed_bytes: u64,
+    /// Of those, bytes resident at boot done.
+    pub resident_bytes: u64,
+    /// `resident / replayed` (0..=1).
+    pub ratio: f64,
 }
 
 /// Where the trace came from.

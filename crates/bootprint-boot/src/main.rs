@@ -13,6 +13,12 @@ usage: bootprint-boot                      (as PID 1, from init=: record and exe
        bootprint-boot record [--out DIR] [--seconds S] [--hz N]
                                            record this running system for S seconds (default 10)
                                            into DIR/<boot id>/ (default /var/log/bootprint)
+       bootprint-boot rc RUNLEVEL [--action start|stop] [--previous P] [--root DIR]
+                         [--spans FILE] [--no-detach]
+                                           start (stop for 0, 6) the LSB scripts of RUNLEVEL in
+                                           parallel, the path to the login first (docs/rc.md)
+       bootprint-boot rc --startpar -M boot|start|stop -P PREV -R RUNLEVEL [startpar options]
+                                           the same, called as Debian's startpar
        bootprint-boot --help | --version";
 
 fn main() -> ExitCode {
@@ -27,6 +33,7 @@ fn main() -> ExitCode {
         .collect();
     match words.first().map(String::as_str) {
         Some("record") => record_now(&words[1..]),
+        Some("rc") => rc_verb(&words[1..]),
         Some("--version") => {
             println!("bootprint-boot {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
@@ -89,4 +96,59 @@ fn record_now(args: &[String]) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `rc`: parses the arguments into an `rc::run::Request`; the runner lives in the rc crate.
+fn rc_verb(args: &[String]) -> ExitCode {
+    let mut req = if args.first().map(String::as_str) == Some("--startpar") {
+        match rc::run::Request::from_startpar(&args[1..]) {
+            Ok(mut r) => {
+                // Not a startpar option: lets tests point the startpar form at a fake root.
+                if let Some(i) = args.iter().position(|a| a == "--root") {
+                    match args.get(i + 1) {
+                        Some(d) => r.root = PathBuf::from(d),
+                        None => return usage_error("--root needs a directory"),
+                    }
+                }
+                r
+            }
+            Err(e) => return usage_error(&e),
+        }
+    } else {
+        let Some(rl) = args.first().and_then(|a| rc::system::Runlevel::parse(a)) else {
+            return usage_error("rc needs a runlevel: S or 0-6");
+        };
+        let mut req = rc::run::Request::new(rl);
+        let mut it = args[1..].iter();
+        while let Some(a) = it.next() {
+            let mut value = || it.next().cloned();
+            match a.as_str() {
+                "--action" => match value().as_deref() {
+                    Some(v @ ("start" | "stop")) => req.action = v.to_string(),
+                    _ => return usage_error("--action needs start or stop"),
+                },
+                "--previous" => match value().as_deref().map(rc::system::Runlevel::parse) {
+                    Some(p) => req.previous = p,
+                    None => return usage_error("--previous needs a runlevel or N"),
+                },
+                "--root" => match value() {
+                    Some(v) => req.root = PathBuf::from(v),
+                    None => return usage_error("--root needs a directory"),
+                },
+                "--spans" => match value() {
+                    Some(v) => req.spans = PathBuf::from(v),
+                    None => return usage_error("--spans needs a file"),
+                },
+                "--no-detach" => req.detach = false,
+                other => return usage_error(&format!("rc: unknown option {other:?}")),
+            }
+        }
+        req
+    };
+    if req.root != std::path::Path::new("/") && req.spans.starts_with("/run") {
+        // A test root: keep the real /run out of it.
+        req.spans = req.root.join("run/bootprint/rc.log");
+    }
+    let mut console = std::io::stderr();
+    ExitCode::from(rc::run::run_runlevel(&req, &mut console).clamp(0, 255) as u8)
 }

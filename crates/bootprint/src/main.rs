@@ -2,10 +2,14 @@
 //! dispatches to one file per verb and turns the outcome into an exit code:
 //! 0 ok, 1 failure, 2 usage.
 
+mod advise;
 mod args;
+mod diff;
+mod export;
 mod kernel;
 mod modules;
 mod rc;
+mod readahead;
 mod report;
 
 use std::process::ExitCode;
@@ -14,12 +18,19 @@ const USAGE: &str = "\
 usage: bootprint <verb> [options]
 
 Verbs:
-  report TRACE [--json] [--svg FILE]   where the time of a recorded boot went
+  report TRACE [--json] [--svg FILE] [--config FILE] [--html FILE] [--perfetto FILE]
+                                       where the time of a recorded boot went, against
+                                       the phase budgets
+  advise TRACE [--json]                what to change, with evidence and estimated gain
+  diff A B [--json] [--svg FILE]       two recorded boots side by side
+  export --prometheus DIR TRACE        the boot's times for node_exporter's textfile collector
   kernel TRACE|DMESG [--json] [--svg FILE]
                                        the kernel's share: phases, initcalls, findings
   modules plan [--root DIR] [--json]   the modules this machine's boot would load, in order
   rc graph [--root DIR] [--runlevel N] [--json|--dot]
                                        start graph and order of the init scripts
+  readahead status|show|relearn|on|off [--root DIR] [--json]
+                                       readahead's pack, history and verdict; its switch
 
 Run `bootprint <verb> --help` for a verb's options.
 ";
@@ -47,9 +58,13 @@ fn main() -> ExitCode {
             Outcome::Ok
         }
         Some("report") => report::run(&args[1..]),
+        Some("advise") => advise::run(&args[1..]),
+        Some("diff") => diff::run(&args[1..]),
+        Some("export") => export::run(&args[1..]),
         Some("kernel") => kernel::run(&args[1..]),
         Some("modules") => modules::run(&args[1..]),
         Some("rc") => rc::run(&args[1..]),
+        Some("readahead") => readahead::run(&args[1..]),
         Some(other) => Outcome::Usage(format!("unknown verb {other:?}")),
     };
     match outcome {

@@ -1,34 +1,114 @@
-//! `bootprint report TRACE [--json] [--svg FILE]`: read a trace, build the boot model once,
-//! render it as text or JSON, and optionally as an SVG chart.
+//! `bootprint report TRACE [--json] [--svg FILE] [--config FILE]`: read a trace, build the
+//! boot model once, judge it against the phase budgets, render it as text or JSON, and
+//! optionally as an SVG chart.
 
 use std::io::Write;
+use std::path::PathBuf;
 
 use crate::Outcome;
 
 const HELP: &str = "\
-usage: bootprint report TRACE [--json] [--svg FILE]
+usage: bootprint report TRACE [--json] [--svg FILE] [--config FILE] [--html FILE]
+                        [--perfetto FILE]
 
-Shows where the time of a recorded boot went: kernel, init, login and boot-done times,
-idle and iowait fractions, and the processes that used the most CPU or waited most on I/O.
+Shows where the time of a recorded boot went: kernel, init, login and boot-done times, each
+phase against its budget (and what overran it), when CPU and disk went idle and what ran
+after the login until then, idle and iowait fractions, and the processes that used the most
+CPU or waited most on I/O.
 
-TRACE       a bootprint trace directory (e.g. /var/log/bootprint/latest) or a bootchart2
-            bootchart.tgz
---json      print one JSON object instead of the text report (keys: docs/report.md)
---svg FILE  also write a bootchart-style SVG chart to FILE
--h, --help  this help
+TRACE          a bootprint trace directory (e.g. /var/log/bootprint/latest) or a bootchart2
+               bootchart.tgz
+--json         print one JSON object instead of the text report (keys: docs/report.md)
+--svg FILE     also write a bootchart-style SVG chart to FILE
+--config FILE  read the phase budgets ([budget]) from FILE instead of
+               /etc/bootprint/bootprint.toml (a missing default file means the defaults)
+--html FILE    also write one self-contained HTML report (chart zoomable along time,
+               tables, findings; nothing fetched from the network) to FILE
+--perfetto FILE
+               also write the boot as Chrome trace-event JSON (ui.perfetto.dev,
+               chrome://tracing): processes, services, initcalls, CPU and disk counters
+-h, --help     this help
 ";
+
+/// The report's options.
+struct Args {
+    input: PathBuf,
+    json: bool,
+    svg: Option<PathBuf>,
+    config: Option<PathBuf>,
+    html: Option<PathBuf>,
+    perfetto: Option<PathBuf>,
+}
+
+fn parse(args: &[String]) -> Result<Option<Args>, String> {
+    let mut rest = Vec::new();
+    let mut config = None;
+    let mut html = None;
+    let mut perfetto = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |flag: &str| -> Result<PathBuf, String> {
+            if let Some(v) = a.strip_prefix(&format!("{flag}=")) {
+                return Ok(PathBuf::from(v));
+            }
+            it.next()
+                .map(PathBuf::from)
+                .ok_or_else(|| format!("{flag} needs a FILE"))
+        };
+        if a == "--config" || a.starts_with("--config=") {
+            config = Some(value("--config")?);
+        } else if a == "--html" || a.starts_with("--html=") {
+            html = Some(value("--html")?);
+        } else if a == "--perfetto" || a.starts_with("--perfetto=") {
+            perfetto = Some(value("--perfetto")?);
+        } else {
+            rest.push(a.clone());
+        }
+    }
+    let Some(base) =
+        crate::args::parse_input(&rest, "TRACE", "a TRACE (directory or .tgz) is required")?
+    else {
+        return Ok(None);
+    };
+    Ok(Some(Args {
+        input: base.input,
+        json: base.json,
+        svg: base.svg,
+        config,
+        html,
+        perfetto,
+    }))
+}
 
 /// Runs the verb.
 pub fn run(args: &[String]) -> Outcome {
-    let args =
-        match crate::args::parse_input(args, "TRACE", "a TRACE (directory or .tgz) is required") {
-            Ok(Some(a)) => a,
-            Ok(None) => {
-                print!("{HELP}");
-                return Outcome::Ok;
+    let args = match parse(args) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            print!("{HELP}");
+            return Outcome::Ok;
+        }
+        Err(e) => return Outcome::Usage(format!("report: {e}")),
+    };
+    let (budgets, budget_source) = match &args.config {
+        Some(path) => match std::fs::read_to_string(path) {
+            Ok(text) => {
+                match analyze::budget::Budgets::from_toml(&text, &path.display().to_string()) {
+                    Ok(b) => (b, path.display().to_string()),
+                    Err(e) => return Outcome::Failed(e.to_string()),
+                }
             }
-            Err(e) => return Outcome::Usage(format!("report: {e}")),
-        };
+            Err(e) => return Outcome::Failed(format!("{}: {e}", path.display())),
+        },
+        None => {
+            let path = std::path::Path::new(analyze::budget::CONFIG_FILE);
+            match analyze::budget::Budgets::load(path) {
+                Ok(b) if path.exists() => (b, path.display().to_string()),
+                Ok(b) => (b, "defaults".to_string()),
+                Err(e) => return Outcome::Failed(e),
+            }
+        }
+    };
     let trace = match trace::Trace::open(&args.input) {
         Ok(t) => t,
         Err(e) => return Outcome::Failed(e.to_string()),
@@ -37,6 +117,8 @@ pub fn run(args: &[String]) -> Outcome {
         Ok(m) => m,
         Err(e) => return Outcome::Failed(format!("{}: {e}", trace.origin)),
     };
+    let phases = analyze::budget::phases(&model, &budgets);
+    let settle = analyze::settle::settle(&model);
     if let Some(path) = &args.svg {
         let data = render::chart::ChartData::from_model(&model);
         let written = std::fs::File::create(path).and_then(|f| {
@@ -49,11 +131,36 @@ pub fn run(args: &[String]) -> Outcome {
         }
     }
     // The kernel's share, from the trace's kernel log (see `bootprint kernel`).
-    let kernel = trace
-        .dmesg
-        .as_deref()
-        .map(|text| ::kernel::Report::from_text(&format!("{}/dmesg", trace.origin), text))
-        .filter(|k| k.boot.counts.kernel_lines > 0);
+    let kernel = kernel_of(&trace);
+    if let Some(path) = &args.perfetto {
+        let written = write_file(path, |w| {
+            render::perfetto::write(w, &model, &trace.origin, kernel.as_ref())
+        });
+        if let Err(e) = written {
+            return Outcome::Failed(format!("{}: {e}", path.display()));
+        }
+    }
+    if let Some(path) = &args.html {
+        let findings = analyze::advise::advise(&model, kernel.as_ref());
+        let mut svg = Vec::new();
+        let data = render::chart::ChartData::from_model(&model);
+        let written = render::svg::render_svg(&data, &mut svg).and_then(|_| {
+            let input = render::html::Input {
+                model: &model,
+                origin: &trace.origin,
+                phases: &phases,
+                budget_source: &budget_source,
+                settle: &settle,
+                findings: &findings,
+            };
+            write_file(path, |w| {
+                render::html::write(w, &input, &String::from_utf8_lossy(&svg))
+            })
+        });
+        if let Err(e) = written {
+            return Outcome::Failed(format!("{}: {e}", path.display()));
+        }
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let written = if args.json {
@@ -65,15 +172,25 @@ pub fn run(args: &[String]) -> Outcome {
                     .as_ref()
                     .map_or(serde_json::Value::Null, kernel_summary),
             );
+            obj.insert(
+                "budgets".into(),
+                render::judge::budgets_json(&phases, &budget_source),
+            );
+            obj.insert("settle".into(), render::judge::settle_json(&settle));
         }
         serde_json::to_writer_pretty(&mut out, &value)
             .map_err(std::io::Error::from)
             .and_then(|_| writeln!(out))
     } else {
-        render::text::write(&model, &trace.origin, &mut out).and_then(|_| match &kernel {
-            Some(k) => write_kernel_text(k, &mut out),
-            None => Ok(()),
-        })
+        render::text::write(&model, &trace.origin, &mut out)
+            .and_then(|_| writeln!(out))
+            .and_then(|_| render::judge::write_budgets(&mut out, &phases, &budget_source))
+            .and_then(|_| writeln!(out))
+            .and_then(|_| render::judge::write_settle(&mut out, &settle))
+            .and_then(|_| match &kernel {
+                Some(k) => write_kernel_text(k, &mut out),
+                None => Ok(()),
+            })
     };
     match written.and_then(|_| out.flush()) {
         Ok(()) => Outcome::Ok,
@@ -81,6 +198,25 @@ pub fn run(args: &[String]) -> Outcome {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Outcome::Ok,
         Err(e) => Outcome::Failed(format!("writing the report: {e}")),
     }
+}
+
+/// Writes a file through a buffer.
+fn write_file(
+    path: &std::path::Path,
+    f: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
+    f(&mut w)?;
+    w.flush()
+}
+
+/// The kernel report of the trace's dmesg, when it has kernel lines.
+pub fn kernel_of(trace: &trace::Trace) -> Option<::kernel::Report> {
+    trace
+        .dmesg
+        .as_deref()
+        .map(|text| ::kernel::Report::from_text(&format!("{}/dmesg", trace.origin), text))
+        .filter(|k| k.boot.counts.kernel_lines > 0)
 }
 
 /// The kernel figures the main report carries: phases, the slowest initcalls, the findings.

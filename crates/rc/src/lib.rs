@@ -1,5 +1,5 @@
-//! bootprint rc: what a parallel runner for LSB init scripts (sysvinit, Debian, Devuan,
-//! embedded) needs to know before it starts anything.
+//! bootprint rc: a parallel runner for LSB init scripts (sysvinit, Debian, Devuan,
+//! embedded), and what it needs to know before it starts anything.
 //!
 //! - [`header`]: the `### BEGIN INIT INFO` block of one script, parsed as leniently as
 //!   Debian's insserv parses it (keyword case, `-` or `_`, `X-vendor-` prefixes, the first
@@ -11,10 +11,16 @@
 //! - [`graph`]: the start graph of one runlevel: every edge with the header line it came
 //!   from, `$all`, cycles reported with their path and broken deterministically, a start
 //!   order, and a [`graph::Scheduler`] that hands out ready scripts by priority.
+//! - [`run`]: the runner behind `bootprint-boot rc`: a [`run::Plan`] per runlevel (the path
+//!   to the login target, late services, priorities from [`durations`]), run in parallel
+//!   with output on ptys, timeouts, load-following concurrency and idle-deferred late
+//!   services; serial fallback on any failure.
+//! - [`durations`]: what earlier boots taught (`/var/lib/bootprint/rc-durations`).
+//! - [`spans`]: the runner's span log (`/run/bootprint/rc.log`, `rc.log` in a trace), its
+//!   parser and the services view (spans, blame, critical chain to the login).
 //!
-//! This crate only reads and plans: it runs no script. Running them (supervision, output
-//! capture, timeouts, durations learned from earlier boots) is the boot path's job
-//! (`bootprint-boot rc`), which feeds those durations back in as priorities.
+//! Not here: recording the boot (the `record` crate copies the span log into the trace),
+//! argument parsing (`bootprint-boot rc`, `bootprint rc`), rendering beyond plain text.
 //!
 //! ```no_run
 //! use std::path::Path;
@@ -28,8 +34,12 @@
 #![deny(missing_docs)]
 
 pub mod conf;
+pub mod durations;
 pub mod graph;
 pub mod header;
+pub mod run;
+pub mod spans;
+mod sys;
 pub mod system;
 
 use std::fmt;

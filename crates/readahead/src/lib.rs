@@ -12,6 +12,8 @@
 //!   [`replay::replay`] reads the ranges with readahead(2) at idle I/O priority within a time
 //!   limit and returns statistics for the trace; [`replay::hit_rate`] says how much of it
 //!   was used.
+//! - [`state`]: the history of boot times with and without replay and readahead's own
+//!   verdict (it switches itself off where replay does not make boots faster).
 //! - [`plan`]: the pure rules (pages to ranges, order, budget); [`system`]: mountinfo,
 //!   sysfs and diskstats parsing (the `read_ahead_kb` guard is `sample::knob`); [`sys`]: every raw
 //!   system call.
@@ -40,5 +42,6 @@ pub mod learn;
 pub mod pack;
 pub mod plan;
 pub mod replay;
+pub mod state;
 pub mod sys;
 pub mod system;

@@ -325,30 +325,11 @@ impl Pack {
 
     /// Writes the pack to `path` atomically (temporary file, fsync, rename), mode 0644.
     pub fn write_file(&self, path: &Path) -> Result<(), PackError> {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let io_err = |e| PackError {
+        crate::sys::write_atomic(path, &self.encode()).map_err(|e| PackError {
             path: Some(path.to_path_buf()),
             offset: None,
             kind: PackErrorKind::Io(e),
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(io_err)?;
-        }
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o644)
-            .open(&tmp)
-            .map_err(io_err)?;
-        f.write_all(&self.encode()).map_err(io_err)?;
-        f.sync_all().map_err(io_err)?;
-        drop(f);
-        std::fs::rename(&tmp, path).map_err(io_err)
+        })
     }
 
     /// Reads and [`check`]s the pack at `path`; does not check ownership (see

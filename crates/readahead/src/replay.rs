@@ -301,28 +301,73 @@ pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
     total
 }
 
-/// Why a pack should be learned again, if it should: it is older than `max_age_s` (the
-/// system changes under it; Mandriva relearned monthly), the kernel release changed (modules
-/// and firmware files differ), or more than a tenth of its entries were skipped as changed
-/// or gone in the last replay (`stats`). `None`: keep it.
+/// When a pack is learned again (see [`relearn_reason`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelearnLimits {
+    /// Older than this (seconds since it was made).
+    pub max_age_s: u64,
+    /// More than this share of the entries skipped as changed or gone.
+    pub stale_share: f64,
+    /// The boot read from disk more than this share of the pack's bytes beyond what the
+    /// replay asked for (and more than [`MISSED_FLOOR`]).
+    pub missed_share: f64,
+}
+
+/// Reads beyond the pack below this many bytes never make a relearn: metadata, logs and a
+/// login shell read a few MiB on any boot.
+pub const MISSED_FLOOR: u64 = 16 << 20;
+
+impl Default for RelearnLimits {
+    fn default() -> RelearnLimits {
+        RelearnLimits {
+            max_age_s: 30 * 24 * 3600,
+            stale_share: 0.10,
+            missed_share: 0.50,
+        }
+    }
+}
+
+/// What a replay boot saw, for [`relearn_reason`].
+#[derive(Debug, Clone, Default)]
+pub struct ReplayOutcome<'a> {
+    /// The replay's statistics, when the child reported.
+    pub stats: Option<&'a ReplayStats>,
+    /// Bytes read from the root disk from the replay's start to boot done, minus what the
+    /// replay asked for: what the boot read that the pack lacked (an over-estimate by the
+    /// filesystem metadata read). `None`: not measured.
+    pub missed_bytes: Option<u64>,
+    /// The kernel release of this boot.
+    pub kernel_release: &'a str,
+    /// Now, seconds since the Unix epoch.
+    pub now_unix_s: u64,
+}
+
+/// Why a pack should be learned again, if it should: `old` (the system changes under it;
+/// Mandriva relearned monthly), `kernel` (the release changed: other modules and firmware),
+/// `stale` (too many entries skipped as changed or gone in this replay), `missed` (the boot
+/// read much that the pack lacks). `None`: keep it.
 pub fn relearn_reason(
-    header: &pack::Header,
-    entries: usize,
-    stats: Option<&ReplayStats>,
-    kernel_release: &str,
-    now_unix_s: u64,
-    max_age_s: u64,
+    p: &Pack,
+    seen: &ReplayOutcome,
+    limits: &RelearnLimits,
 ) -> Option<&'static str> {
-    if now_unix_s.saturating_sub(header.created_unix_s) > max_age_s {
+    let header = &p.header;
+    if seen.now_unix_s.saturating_sub(header.created_unix_s) > limits.max_age_s {
         return Some("old");
     }
-    if header.kernel_release != kernel_release {
+    if header.kernel_release != seen.kernel_release {
         return Some("kernel");
     }
-    if let Some(st) = stats {
+    if let Some(st) = seen.stats {
         let stale = st.skipped_changed + st.skipped_missing + st.skipped_not_regular;
-        if entries > 0 && stale * 10 > entries as u64 {
+        let entries = p.entries.len() as f64;
+        if entries > 0.0 && stale as f64 > limits.stale_share * entries {
             return Some("stale");
+        }
+    }
+    if let Some(missed) = seen.missed_bytes {
+        if missed > MISSED_FLOOR && missed as f64 > limits.missed_share * p.bytes() as f64 {
+            return Some("missed");
         }
     }
     None

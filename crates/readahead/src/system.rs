@@ -233,6 +233,18 @@ pub fn read_bandwidth(diskstats: &str, major: u32, minor: u32) -> Option<u64> {
     None
 }
 
+/// Bytes read so far from device `major:minor` (sectors read times 512), from the text of
+/// `/proc/diskstats`; `None` when the device is not listed.
+pub fn bytes_read(diskstats: &str, major: u32, minor: u32) -> Option<u64> {
+    diskstats.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 6 || f[0].parse() != Ok(major) || f[1].parse() != Ok(minor) {
+            return None;
+        }
+        f[5].parse::<u64>().ok().map(|s| s * 512)
+    })
+}
+
 /// The default byte budget: what the device reads in `target_s` seconds, with a guess of
 /// 50 MB/s (rotating) or 200 MB/s (solid state) when the bandwidth is unknown, and never
 /// more than 512 MiB (a pack bigger than that costs more memory than it saves time).
@@ -394,5 +406,14 @@ mod tests {
         );
         sb[0x38] = 0;
         assert_eq!(ext_uuid(&sb), None);
+    }
+
+    #[test]
+    fn bytes_read_of_one_device() {
+        let ds = "   8       0 sda 100 0 2048 10 0 0 0 0 0 0 0\n 254       0 vda 7 1 4096 3 0 0 0 0 0 0 0\n";
+        assert_eq!(bytes_read(ds, 254, 0), Some(4096 * 512));
+        assert_eq!(bytes_read(ds, 8, 0), Some(2048 * 512));
+        assert_eq!(bytes_read(ds, 8, 1), None);
+        assert_eq!(bytes_read("8 0 sda x\n", 8, 0), None);
     }
 }

@@ -232,31 +232,68 @@ fn replay_threads_run_at_idle_io_priority() {
 }
 
 #[test]
-fn relearn_when_old_other_kernel_or_stale() {
-    let h = pack_of(vec![], false).header; // created at 1, kernel "test"
+fn relearn_when_old_other_kernel_stale_or_missed() {
+    let mut p = pack_of(vec![], false); // created at 1, kernel "test"
+    for i in 0..100 {
+        p.entries.push(Entry {
+            path: format!("/nonexistent/{i}").into(),
+            dev: 1,
+            ino: i,
+            size: 1 << 20,
+            mtime_s: 0,
+            mtime_ns: 0,
+            ranges: vec![Range {
+                offset: 0,
+                len: 1 << 20,
+            }],
+        });
+    }
+    assert_eq!(p.bytes(), 100 << 20);
     let month = 30 * 86400;
+    let limits = replay::RelearnLimits {
+        max_age_s: month,
+        ..replay::RelearnLimits::default()
+    };
     let st = |stale| ReplayStats {
         skipped_changed: stale,
         ..ReplayStats::default()
     };
+    let seen = |now, kernel, stats, missed| replay::ReplayOutcome {
+        stats,
+        missed_bytes: missed,
+        kernel_release: kernel,
+        now_unix_s: now,
+    };
+    let reason = |o: &replay::ReplayOutcome| replay::relearn_reason(&p, o, &limits);
+    assert_eq!(reason(&seen(1 + month, "test", None, None)), None);
+    assert_eq!(reason(&seen(2 + month, "test", None, None)), Some("old"));
+    assert_eq!(reason(&seen(5, "other", None, None)), Some("kernel"));
+    let (st6, st10, st11) = (st(6), st(10), st(11));
+    assert_eq!(reason(&seen(5, "test", Some(&st10), None)), None);
+    assert_eq!(reason(&seen(5, "test", Some(&st11), None)), Some("stale"));
+    let stricter = replay::RelearnLimits {
+        stale_share: 0.05,
+        ..limits.clone()
+    };
     assert_eq!(
-        replay::relearn_reason(&h, 100, None, "test", 1 + month, month),
-        None
-    );
-    assert_eq!(
-        replay::relearn_reason(&h, 100, None, "test", 2 + month, month),
-        Some("old")
-    );
-    assert_eq!(
-        replay::relearn_reason(&h, 100, None, "other", 5, month),
-        Some("kernel")
-    );
-    assert_eq!(
-        replay::relearn_reason(&h, 100, Some(&st(10)), "test", 5, month),
-        None
-    );
-    assert_eq!(
-        replay::relearn_reason(&h, 100, Some(&st(11)), "test", 5, month),
+        replay::relearn_reason(&p, &seen(5, "test", Some(&st6), None), &stricter),
         Some("stale")
+    );
+    // Missed: more than half the pack's 100 MiB, and above the floor.
+    assert_eq!(reason(&seen(5, "test", None, Some(50 << 20))), None);
+    assert_eq!(
+        reason(&seen(5, "test", None, Some(51 << 20))),
+        Some("missed")
+    );
+    let mut small = p.clone();
+    small.entries.truncate(2);
+    assert_eq!(
+        replay::relearn_reason(
+            &small,
+            &seen(5, "test", None, Some(replay::MISSED_FLOOR)),
+            &limits
+        ),
+        None,
+        "below the floor a small pack is not relearned"
     );
 }

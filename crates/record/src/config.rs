@@ -1,9 +1,9 @@
 //! The boot path's settings: defaults, then `/etc/bootprint/bootprint.toml`, then the kernel
 //! command line (`bootprint.*=`), the last one winning.
 //!
-//! The file is read with a small TOML subset parser (sections, `key = value` with integers,
-//! floats, booleans, strings and arrays of strings, `#` comments) so the boot path needs no
-//! TOML crate. Errors name the file, the line and what was expected; at boot a bad file is
+//! The file is read with the small TOML subset parser in `trace::conf` (sections,
+//! `key = value` with integers, floats, booleans, strings and arrays of strings, `#` comments)
+//! so the boot path needs no TOML crate. Errors name the file, the line and what was expected; at boot a bad file is
 //! reported in the trace and the defaults are used.
 
 use std::fmt;
@@ -37,6 +37,21 @@ pub struct Config {
     pub readahead: bool,
     /// Where the readahead pack lives.
     pub readahead_pack: PathBuf,
+    /// Where readahead keeps its history and its own on/off verdict.
+    pub readahead_state: PathBuf,
+    /// A pack older than this many days is learned again.
+    pub readahead_max_age_days: f64,
+    /// Learn again when more than this share of the pack's entries were stale in a replay.
+    pub readahead_stale_share: f64,
+    /// Learn again when a replay boot read from disk more than this share of the pack's
+    /// bytes beyond what the replay itself asked for (the boot needs files the pack lacks).
+    pub readahead_missed_share: f64,
+    /// Every this many boots with a pack, one boots without replay to compare (0: never).
+    pub readahead_compare_every: u32,
+    /// The pack's byte budget in MiB (0: from the device's bandwidth).
+    pub readahead_budget_mb: f64,
+    /// I/O class of the replay: `idle` (nothing else waits for it) or `best-effort`.
+    pub readahead_io_class: String,
     /// Parallel module loading before init (`bootprint.modules=`). Off by default until the
     /// test bed shows where it helps.
     pub modules: bool,
@@ -68,6 +83,13 @@ impl Default for Config {
             .to_vec(),
             readahead: false,
             readahead_pack: PathBuf::from("/var/lib/bootprint/readahead.pack"),
+            readahead_state: PathBuf::from("/var/lib/bootprint/readahead.state"),
+            readahead_max_age_days: 30.0,
+            readahead_stale_share: 0.10,
+            readahead_missed_share: 0.50,
+            readahead_compare_every: 5,
+            readahead_budget_mb: 0.0,
+            readahead_io_class: "idle".into(),
             modules: false,
         }
     }
@@ -103,50 +125,33 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-#[derive(Debug, Clone, PartialEq)]
-enum Value {
-    Str(String),
-    Num(f64),
-    Bool(bool),
-    List(Vec<String>),
-}
+// The file's syntax is parsed by `trace::conf` (shared with the report's `[budget]`).
+use trace::conf::Value;
 
 impl Config {
     /// Applies a `bootprint.toml` text. `source` names the file in errors.
     pub fn apply_toml(&mut self, text: &str, source: &str) -> Result<(), ConfigError> {
-        let mut section = String::new();
-        for (index, raw) in text.lines().enumerate() {
+        let entries = trace::conf::entries(text, source).map_err(|e| ConfigError {
+            source: e.source,
+            line: e.line,
+            expected: e.expected,
+        })?;
+        for e in entries {
             let err = |expected: String| ConfigError {
                 source: source.to_string(),
-                line: index + 1,
+                line: e.line,
                 expected,
             };
-            let line = strip_comment(raw).trim();
-            if line.is_empty() {
-                continue;
-            }
-            if let Some(name) = line.strip_prefix('[') {
-                section = name
-                    .strip_suffix(']')
-                    .ok_or_else(|| err("']' to close the section name".into()))?
-                    .trim()
-                    .to_string();
-                continue;
-            }
-            let (key, value) = line
-                .split_once('=')
-                .ok_or_else(|| err("`key = value` or `[section]`".into()))?;
-            let value = parse_value(value.trim()).map_err(err)?;
-            let key = key.trim();
+            let (section, key, value) = (e.section.as_str(), e.key.as_str(), e.value.clone());
             // Sections other than [record]/[boot] belong to other parts; unknown keys in
             // ours are errors so a typo does not silently do nothing.
             if section == "readahead" {
                 let key = match key {
-                    "enabled" => "readahead",
-                    "pack" => "readahead_pack",
-                    other => other,
+                    "enabled" => "readahead".to_string(),
+                    other if other.starts_with("readahead") => other.to_string(),
+                    other => format!("readahead_{other}"),
                 };
-                self.set(key, value).map_err(err)?;
+                self.set(&key, value).map_err(err)?;
             } else if section == "record" || section == "boot" || section.is_empty() {
                 self.set(key, value).map_err(err)?;
             }
@@ -214,10 +219,30 @@ impl Config {
             "readahead" => self.readahead = want_bool(value)?,
             "modules" => self.modules = want_bool(value)?,
             "readahead_pack" => self.readahead_pack = PathBuf::from(want_str(value)?),
+            "readahead_state" => self.readahead_state = PathBuf::from(want_str(value)?),
+            "readahead_max_age_days" => {
+                self.readahead_max_age_days = want_num(value, 0.0, 36500.0)?
+            }
+            "readahead_stale_share" => self.readahead_stale_share = want_num(value, 0.0, 1.0)?,
+            "readahead_missed_share" => self.readahead_missed_share = want_num(value, 0.0, 100.0)?,
+            "readahead_compare_every" => {
+                self.readahead_compare_every = want_num(value, 0.0, 1000.0)? as u32
+            }
+            "readahead_budget_mb" => self.readahead_budget_mb = want_num(value, 0.0, 65536.0)?,
+            "readahead_io_class" => {
+                let class = want_str(value)?;
+                if class != "idle" && class != "best-effort" {
+                    return Err(format!("idle or best-effort, found {class:?}"));
+                }
+                self.readahead_io_class = class
+            }
             _ => {
                 return Err(format!(
                     "one of init, record, hz, idle_cpu, idle_disk, settle_s, timeout_s, \
-                     log_dir, login_names, greeter_names, readahead, readahead_pack, modules; found {key:?}"
+                     log_dir, login_names, greeter_names, modules, readahead, readahead_pack, \
+                     readahead_state, readahead_max_age_days, readahead_stale_share, \
+                     readahead_missed_share, readahead_compare_every, readahead_budget_mb, \
+                     readahead_io_class; found {key:?}"
                 ))
             }
         }
@@ -225,45 +250,59 @@ impl Config {
     }
 }
 
-fn strip_comment(line: &str) -> &str {
-    let mut in_str = false;
-    for (i, c) in line.char_indices() {
-        match c {
-            '"' => in_str = !in_str,
-            '#' if !in_str => return &line[..i],
-            _ => {}
-        }
-    }
-    line
-}
-
-fn parse_value(v: &str) -> Result<Value, String> {
-    if let Some(inner) = v.strip_prefix('[') {
-        let inner = inner
-            .strip_suffix(']')
-            .ok_or("']' to close the array (arrays must be on one line)")?;
-        let mut items = Vec::new();
-        for item in inner.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            match parse_value(item)? {
-                Value::Str(s) => items.push(s),
-                _ => return Err(format!("a quoted string in the array, found {item}")),
+/// `text` (a `bootprint.toml`) with `key = value` set in `[section]`, for a boolean or
+/// number `value` (`true`, `5`): the key's line is replaced in place (a trailing comment
+/// kept), else the line is added after the section's last entry, else the section is
+/// appended. Every other byte is kept. A text that does not parse is an error and nothing
+/// is changed.
+pub fn set_in_toml(
+    text: &str,
+    source: &str,
+    section: &str,
+    key: &str,
+    value: &str,
+) -> Result<String, ConfigError> {
+    let entries = trace::conf::entries(text, source).map_err(|e| ConfigError {
+        source: e.source,
+        line: e.line,
+        expected: e.expected,
+    })?;
+    let norm = |k: &str| k.replace('-', "_");
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    let ours = entries.iter().filter(|e| e.section == section);
+    if let Some(e) = ours.clone().find(|e| norm(&e.key) == norm(key)) {
+        let raw = &lines[e.line - 1];
+        // Only booleans and numbers are replaced here, so a '#' after them starts a comment.
+        let comment = match e.value {
+            Value::Bool(_) | Value::Num(_) => raw.find('#').map(|c| raw[c..].to_string()),
+            _ => None,
+        };
+        lines[e.line - 1] = match comment {
+            Some(c) => format!("{key} = {value} {c}"),
+            None => format!("{key} = {value}"),
+        };
+    } else if let Some(last) = ours.last() {
+        lines.insert(last.line, format!("{key} = {value}"));
+    } else {
+        let header = lines.iter().position(|l| {
+            l.trim()
+                .strip_prefix('[')
+                .and_then(|l| l.split(']').next())
+                .map(str::trim)
+                == Some(section)
+        });
+        match header {
+            Some(h) => lines.insert(h + 1, format!("{key} = {value}")),
+            None => {
+                if lines.last().is_some_and(|l| !l.trim().is_empty()) {
+                    lines.push(String::new());
+                }
+                lines.push(format!("[{section}]"));
+                lines.push(format!("{key} = {value}"));
             }
         }
-        return Ok(Value::List(items));
     }
-    if let Some(inner) = v.strip_prefix('"') {
-        let s = inner.strip_suffix('"').ok_or("a closing '\"'")?;
-        return Ok(Value::Str(s.to_string()));
-    }
-    match v {
-        "true" => return Ok(Value::Bool(true)),
-        "false" => return Ok(Value::Bool(false)),
-        _ => {}
-    }
-    v.replace('_', "")
-        .parse::<f64>()
-        .map(Value::Num)
-        .map_err(|_| format!("a number, true/false, a \"string\" or [\"list\"], found {v}"))
+    Ok(lines.join("\n") + "\n")
 }
 
 fn want_str(v: Value) -> Result<String, String> {
@@ -363,5 +402,58 @@ mod tests {
         assert_eq!(c.hz, 50, "a bad file is ignored whole");
         assert_eq!(c.timeout_s, 60.0);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn set_in_toml_replaces_adds_or_appends() {
+        let text = "# mine\n[record]\nhz = 25\n\n[readahead]\nenabled = false # was on\npack = \"/x\"\n\n[rc]\nlate = 1\n";
+        let on = set_in_toml(text, "t", "readahead", "enabled", "true").unwrap();
+        assert_eq!(
+            on,
+            "# mine\n[record]\nhz = 25\n\n[readahead]\nenabled = true # was on\npack = \"/x\"\n\n[rc]\nlate = 1\n"
+        );
+        let mut c = Config::default();
+        c.apply_toml(&on, "t").unwrap();
+        assert!(c.readahead);
+        let added = set_in_toml(
+            "[readahead]\npack = \"/x\"\n\n[rc]\n",
+            "t",
+            "readahead",
+            "enabled",
+            "true",
+        )
+        .unwrap();
+        assert_eq!(
+            added,
+            "[readahead]\npack = \"/x\"\nenabled = true\n\n[rc]\n"
+        );
+        assert_eq!(
+            set_in_toml("[record]\nhz = 5", "t", "readahead", "enabled", "false").unwrap(),
+            "[record]\nhz = 5\n\n[readahead]\nenabled = false\n"
+        );
+        assert_eq!(
+            set_in_toml("", "t", "readahead", "enabled", "true").unwrap(),
+            "[readahead]\nenabled = true\n"
+        );
+        assert_eq!(
+            set_in_toml(
+                "[readahead]\n# nothing yet\n",
+                "t",
+                "readahead",
+                "enabled",
+                "true"
+            )
+            .unwrap(),
+            "[readahead]\nenabled = true\n# nothing yet\n"
+        );
+        let e = set_in_toml(
+            "[readahead]\nenabled = maybe\n",
+            "/etc/b.toml",
+            "readahead",
+            "enabled",
+            "true",
+        )
+        .unwrap_err();
+        assert_eq!((e.source.as_str(), e.line), ("/etc/b.toml", 2));
     }
 }

@@ -242,6 +242,11 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
                 .with("settle_s", config.settle_s);
         }
     };
+    let done_ns = (done
+        .fields
+        .iter()
+        .any(|(k, v)| k == "reason" && v == "idle"))
+    .then_some(done.t_ns);
     store.events.push(done);
     drop(watch);
     // The header holds the kernel release readahead's relearn check needs.
@@ -252,7 +257,8 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         .find(|(k, _)| k == "bootprint.kernel_release")
         .map(|(_, v)| v.clone())
         .unwrap_or_default();
-    readahead.finish(&mut store.events, &config.readahead_pack, &release);
+    let seen = crate::readahead::Milestones { login_ns, done_ns };
+    readahead.finish(&mut store.events, config, &release, seen);
     if let Some(loader) = start.modules {
         store
             .events

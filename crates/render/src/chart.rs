@@ -843,6 +843,7 @@ mod tests {
                 util: 0.75,
             }],
             memory: vec![],
+            readahead: None,
             processes: vec![
                 proc(
                     1,

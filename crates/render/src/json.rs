@@ -89,6 +89,7 @@ pub fn to_value(m: &BootModel, origin: &str) -> Value {
             "memory": m.memory,
         },
         "notes": m.notes,
+        "readahead": m.readahead,
     })
 }
 

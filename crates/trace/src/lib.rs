@@ -3,9 +3,11 @@
 //! A trace is a directory of bootchart2-compatible sample logs plus bootprint's own
 //! `events.log` (see `docs/trace-format.md`). This crate owns the format only: parsing takes
 //! text, writing takes values; it decides nothing about when to sample or what a boot means
-//! (that belongs to `sample` and `analyze`).
+//! (that belongs to `sample` and `analyze`). It also holds [`conf`], the one parser of
+//! `bootprint.toml`'s syntax, shared by the boot path and the report.
 #![deny(missing_docs)]
 
+pub mod conf;
 pub mod events;
 pub mod writer;
 

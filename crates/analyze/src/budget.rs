@@ -1,0 +1,246 @@
+//! Time budgets per boot phase (seed 001, "five-second boot": kernel 1 s, early boot 1 s,
+//! X 1 s, desktop 2 s), read from the `[budget]` section of `/etc/bootprint/bootprint.toml`,
+//! and the boot judged against them: each phase's length, its budget, and when it overran,
+//! the processes that used the most CPU or waited most on I/O inside it.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::model::BootModel;
+use crate::usage::{self, Use};
+
+/// The phase budgets in seconds. `docs/report.md` lists the keys and defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Budgets {
+    /// Kernel start to the first program (`kernel_s`, default 1).
+    pub kernel_s: f64,
+    /// First program to the real init: initramfs and root mount (`early_s`, default 1).
+    pub early_s: f64,
+    /// Real init to the text login prompt (`text_login_s`, default 1).
+    pub text_login_s: f64,
+    /// The previous milestone to the graphical login greeter (`graphical_login_s`, default 1).
+    pub graphical_login_s: f64,
+    /// Login to boot done, CPU and disk idle (`done_s`, default 2).
+    pub done_s: f64,
+}
+
+impl Default for Budgets {
+    fn default() -> Budgets {
+        Budgets {
+            kernel_s: 1.0,
+            early_s: 1.0,
+            text_login_s: 1.0,
+            graphical_login_s: 1.0,
+            done_s: 2.0,
+        }
+    }
+}
+
+/// Default place of the configuration file holding `[budget]`.
+pub const CONFIG_FILE: &str = "/etc/bootprint/bootprint.toml";
+
+impl Budgets {
+    /// Defaults overridden by the `[budget]` section of a `bootprint.toml` text. Unknown keys
+    /// and values that are not non-negative numbers are errors naming the file and line.
+    pub fn from_toml(text: &str, source: &str) -> Result<Budgets, trace::conf::ConfError> {
+        let mut b = Budgets::default();
+        for e in trace::conf::read_section(text, source, "budget")? {
+            let err = |expected: String| trace::conf::ConfError {
+                source: source.to_string(),
+                line: e.line,
+                expected,
+            };
+            let v = match e.value {
+                trace::conf::Value::Num(n) if n >= 0.0 && n.is_finite() => n,
+                ref other => {
+                    return Err(err(format!(
+                        "a number of seconds (0 or more) for {}, found {other:?}",
+                        e.key
+                    )))
+                }
+            };
+            match e.key.as_str() {
+                "kernel_s" | "kernel" => b.kernel_s = v,
+                "early_s" | "early" => b.early_s = v,
+                "text_login_s" | "text_login" => b.text_login_s = v,
+                "graphical_login_s" | "graphical_login" => b.graphical_login_s = v,
+                "done_s" | "done" | "desktop_s" | "desktop" => b.done_s = v,
+                other => {
+                    return Err(err(format!(
+                        "one of kernel_s, early_s, text_login_s, graphical_login_s, done_s; \
+                         found {other:?}"
+                    )))
+                }
+            }
+        }
+        Ok(b)
+    }
+
+    /// Reads `path`; a missing file gives the defaults (it is optional).
+    pub fn load(path: &Path) -> Result<Budgets, String> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => {
+                Budgets::from_toml(&text, &path.display().to_string()).map_err(|e| e.to_string())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Budgets::default()),
+            Err(e) => Err(format!("{}: {e}", path.display())),
+        }
+    }
+
+    fn of(&self, id: PhaseId) -> f64 {
+        match id {
+            PhaseId::Kernel => self.kernel_s,
+            PhaseId::Early => self.early_s,
+            PhaseId::TextLogin => self.text_login_s,
+            PhaseId::GraphicalLogin => self.graphical_login_s,
+            PhaseId::Done => self.done_s,
+        }
+    }
+}
+
+/// The phases, each named after the milestone that ends it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PhaseId {
+    /// Kernel start to the first program (`kernel` milestone).
+    Kernel,
+    /// To the real init (`init_exec`): initramfs, root mount.
+    Early,
+    /// To the text login prompt.
+    TextLogin,
+    /// To the graphical login greeter.
+    GraphicalLogin,
+    /// To boot done (CPU and disk idle).
+    Done,
+}
+
+impl PhaseId {
+    /// A short label for text output.
+    pub fn label(self) -> &'static str {
+        match self {
+            PhaseId::Kernel => "kernel",
+            PhaseId::Early => "early boot",
+            PhaseId::TextLogin => "to text login",
+            PhaseId::GraphicalLogin => "to graphical login",
+            PhaseId::Done => "login to done",
+        }
+    }
+}
+
+/// One phase against its budget.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Phase {
+    /// Which phase.
+    pub id: PhaseId,
+    /// Start (the previous milestone, or 0 for the kernel), seconds.
+    pub from_s: f64,
+    /// End (its milestone), seconds.
+    pub to_s: f64,
+    /// `to_s - from_s`.
+    pub duration_s: f64,
+    /// The budget.
+    pub budget_s: f64,
+    /// How much it overran (0 when within budget).
+    pub over_s: f64,
+    /// When it overran: the processes heaviest inside it (CPU + blocked), at most five.
+    pub blame: Vec<Use>,
+}
+
+/// How many processes a phase's blame lists.
+pub const BLAME_N: usize = 5;
+
+/// The phases the trace shows, in time order, each from the previous milestone present.
+/// A phase whose milestone is missing is left out (its time falls into the next one).
+pub fn phases(m: &BootModel, b: &Budgets) -> Vec<Phase> {
+    let ms = &m.milestones;
+    let mut marks: Vec<(PhaseId, f64)> = Vec::new();
+    if let Some(k) = &ms.kernel {
+        marks.push((PhaseId::Kernel, k.t_s));
+    }
+    if let Some(x) = &ms.init_exec {
+        marks.push((PhaseId::Early, x.t_s));
+    }
+    if let Some(x) = &ms.text_login {
+        marks.push((PhaseId::TextLogin, x.t_s));
+    }
+    if let Some(x) = &ms.graphical_login {
+        marks.push((PhaseId::GraphicalLogin, x.t_s));
+    }
+    // Stable: equal times keep the order above.
+    marks.sort_by(|a, c| a.1.total_cmp(&c.1));
+    if ms.login().is_some() {
+        marks.push((
+            PhaseId::Done,
+            ms.boot_done.t_s.max(marks.last().map_or(0.0, |x| x.1)),
+        ));
+    }
+    let mut out = Vec::new();
+    let mut from = 0.0;
+    for (id, to) in marks {
+        let budget_s = b.of(id);
+        let duration_s = (to - from).max(0.0);
+        let over_s = (duration_s - budget_s).max(0.0);
+        let blame = if over_s > 0.0 {
+            usage::window(m, from, to)
+                .into_iter()
+                .take(BLAME_N)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        out.push(Phase {
+            id,
+            from_s: from,
+            to_s: to,
+            duration_s,
+            budget_s,
+            over_s,
+            blame,
+        });
+        from = to;
+    }
+    out
+}
+
+/// The phase that overran its budget most, if any did.
+pub fn worst(phases: &[Phase]) -> Option<&Phase> {
+    phases
+        .iter()
+        .filter(|p| p.over_s > 0.0)
+        .max_by(|a, b| a.over_s.total_cmp(&b.over_s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budget_section_overrides_defaults() {
+        let b = Budgets::from_toml(
+            "[record]\nhz = 25\n[budget]\nkernel_s = 2.5\ndone = 4\n",
+            "b.toml",
+        )
+        .unwrap();
+        assert_eq!(b.kernel_s, 2.5);
+        assert_eq!(b.done_s, 4.0);
+        assert_eq!(b.early_s, 1.0, "untouched keys keep their defaults");
+        let e = Budgets::from_toml("[budget]\nkernal_s = 1\n", "b.toml").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.to_string().contains("\"kernal_s\""), "{e}");
+        let e = Budgets::from_toml("[budget]\n\nkernel_s = -1\n", "b.toml").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("b.toml:3: expected a number of seconds"),
+            "{e}"
+        );
+        let e = Budgets::from_toml("[budget]\nkernel_s = \"1\"\n", "b.toml").unwrap_err();
+        assert!(e.expected.contains("kernel_s"), "{e}");
+    }
+
+    #[test]
+    fn missing_file_means_defaults() {
+        let b = Budgets::load(Path::new("/nonexistent/bootprint.toml")).unwrap();
+        assert_eq!(b, Budgets::default());
+    }
+}

@@ -1,0 +1,108 @@
+//! "Done booting means CPU and disk idle" (seed 001): when that held, and what was still
+//! running between the login milestone and then.
+
+use serde::Serialize;
+
+use crate::build::{computed_boot_done, Options, RECORDER_NAMES};
+use crate::model::BootModel;
+use crate::usage::{self, Use};
+
+/// The boot-done view.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Settle {
+    /// The login milestone (text, else graphical), seconds; `None` without one.
+    pub login_s: Option<f64>,
+    /// When CPU and disk became idle and stayed so for the settle time: the samples' own
+    /// answer (`computed_boot_done`), else the boot-done milestone.
+    pub idle_from_s: f64,
+    /// How `idle_from_s` was found.
+    pub idle_source: String,
+    /// The idle thresholds used.
+    pub idle_cpu: f64,
+    /// Busiest-disk utilisation threshold.
+    pub idle_disk: f64,
+    /// The end of the idle stretch: the first half second after it that was busy again, or
+    /// the last sample when it stayed idle to the end of the trace.
+    pub idle_until_s: f64,
+    /// Whether it stayed idle until the last sample.
+    pub idle_to_end: bool,
+    /// `idle_from_s - login_s`: how long the boot kept working after the login was up.
+    pub tail_s: Option<f64>,
+    /// What ran between the login and `idle_from_s`, heaviest first (at most ten).
+    pub busy: Vec<Use>,
+    /// Processes started in that span (pid, name, start), by start (at most twenty).
+    pub started: Vec<(u32, String, f64)>,
+}
+
+/// Builds the view with the recorder's default thresholds.
+pub fn settle(m: &BootModel) -> Settle {
+    let opts = Options::default();
+    let (idle_from_s, idle_source) = match computed_boot_done(m, &opts) {
+        Some(c) => (c.t_s, c.source),
+        None => (
+            m.milestones.boot_done.t_s,
+            m.milestones.boot_done.source.clone(),
+        ),
+    };
+    let login_s = m.milestones.login().map(|l| l.t_s);
+    let (busy, started) = match login_s {
+        Some(l) if idle_from_s > l => {
+            let busy = usage::window(m, l, idle_from_s)
+                .into_iter()
+                .take(10)
+                .collect();
+            let mut started: Vec<(u32, String, f64)> = m
+                .processes
+                .iter()
+                .filter(|p| p.start_s > l && p.start_s < idle_from_s)
+                .filter(|p| !RECORDER_NAMES.contains(&p.name.as_str()))
+                .map(|p| (p.pid, p.name.clone(), p.start_s))
+                .collect();
+            started.sort_by(|a, b| a.2.total_cmp(&b.2));
+            started.truncate(20);
+            (busy, started)
+        }
+        _ => (Vec::new(), Vec::new()),
+    };
+    // Walk half-second pieces after the idle start until one is busy.
+    let end = m.last_sample_s;
+    let mut t = idle_from_s;
+    let mut idle_until_s = end;
+    let mut idle_to_end = true;
+    while t + 1e-9 < end {
+        let u = (t + 0.5).min(end);
+        if let Some((busy, _, disk)) = usage::load(m, t, u) {
+            let own: f64 = recorder_cpu(m, t, u) / f64::from(m.system.ncpus.max(1));
+            if busy - own >= opts.idle_cpu || disk >= opts.idle_disk {
+                idle_until_s = t;
+                idle_to_end = false;
+                break;
+            }
+        }
+        t = u;
+    }
+    Settle {
+        login_s,
+        idle_from_s,
+        idle_source,
+        idle_cpu: opts.idle_cpu,
+        idle_disk: opts.idle_disk,
+        idle_until_s,
+        idle_to_end,
+        tail_s: login_s.map(|l| (idle_from_s - l).max(0.0)),
+        busy,
+        started,
+    }
+}
+
+/// The recorder's mean CPU (share of one CPU) over a span.
+fn recorder_cpu(m: &BootModel, from: f64, to: f64) -> f64 {
+    let span = to - from;
+    if span <= 0.0 {
+        return 0.0;
+    }
+    (0..m.processes.len())
+        .filter(|&i| RECORDER_NAMES.contains(&m.processes[i].name.as_str()))
+        .map(|i| usage::use_of(m, i, from, to).cpu_s / span)
+        .sum()
+}

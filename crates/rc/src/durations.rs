@@ -1,0 +1,153 @@
+//! Script durations learned from earlier boots: the weights of the critical path.
+//!
+//! The file (default [`DEFAULT_PATH`]) is text:
+//!
+//! ```text
+//! # bootprint rc durations 1
+//! <script> <action> <ms> <boots>
+//! ```
+//!
+//! `<ms>` is a moving average of the script's wall time (new = (3 * old + sample) / 4, the
+//! first sample taken as is), `<boots>` how many boots fed it. A script not in the file
+//! weighs [`DEFAULT_MS`]. A timed-out script counts with its timeout.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::Diagnostic;
+
+/// Where the runner keeps what it learned.
+pub const DEFAULT_PATH: &str = "/var/lib/bootprint/rc-durations";
+/// The weight of a script never seen (ms): about what a Debian init script takes on a slow
+/// machine, so unknown scripts are neither ignored nor dominant.
+pub const DEFAULT_MS: u64 = 500;
+const MAGIC: &str = "# bootprint rc durations 1";
+
+/// Learned durations by (script, action).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Durations {
+    /// (script, action) -> (ms, boots).
+    pub map: BTreeMap<(String, String), (u64, u32)>,
+}
+
+impl Durations {
+    /// Parses the file's text; bad lines are skipped with a diagnostic naming `file` and line.
+    pub fn parse(text: &str, file: &Path) -> (Durations, Vec<Diagnostic>) {
+        let mut d = Durations::default();
+        let mut diags = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if i == 0 && line != MAGIC {
+                diags.push(Diagnostic::new(
+                    file,
+                    Some(1),
+                    format!("expected {MAGIC:?}, found {line:?}: file ignored"),
+                ));
+                return (Durations::default(), diags);
+            }
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let w: Vec<&str> = line.split_whitespace().collect();
+            match (
+                w.len(),
+                w.get(2).and_then(|v| v.parse::<u64>().ok()),
+                w.get(3).and_then(|v| v.parse::<u32>().ok()),
+            ) {
+                (4, Some(ms), Some(n)) => {
+                    d.map.insert((w[0].to_string(), w[1].to_string()), (ms, n));
+                }
+                _ => diags.push(Diagnostic::new(
+                    file,
+                    Some(i + 1),
+                    format!("expected `<script> <action> <ms> <boots>`, found {line:?}"),
+                )),
+            }
+        }
+        (d, diags)
+    }
+
+    /// Reads the file; a missing file is an empty table, other problems are diagnostics.
+    pub fn load(path: &Path) -> (Durations, Vec<Diagnostic>) {
+        match std::fs::read_to_string(path) {
+            Ok(t) => Durations::parse(&t, path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Durations::default(), vec![]),
+            Err(e) => (
+                Durations::default(),
+                vec![Diagnostic::new(path, None, format!("cannot read: {e}"))],
+            ),
+        }
+    }
+
+    /// The expected duration of a script in ms.
+    pub fn get(&self, script: &str, action: &str) -> u64 {
+        self.map
+            .get(&(script.to_string(), action.to_string()))
+            .map_or(DEFAULT_MS, |&(ms, _)| ms.max(1))
+    }
+
+    /// Feeds one measured run in.
+    pub fn record(&mut self, script: &str, action: &str, ms: u64) {
+        let e = self
+            .map
+            .entry((script.to_string(), action.to_string()))
+            .or_insert((ms, 0));
+        if e.1 > 0 {
+            e.0 = (3 * e.0 + ms) / 4;
+        }
+        e.1 = e.1.saturating_add(1);
+    }
+
+    /// The file's text (sorted, so deterministic).
+    pub fn format(&self) -> String {
+        let mut s = format!("{MAGIC}\n");
+        for ((script, action), (ms, n)) in &self.map {
+            s.push_str(&format!("{script} {action} {ms} {n}\n"));
+        }
+        s
+    }
+
+    /// Writes the file atomically (temp file + rename), creating its directory.
+    pub fn save(&self, path: &Path) -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, self.format())?;
+        std::fs::rename(&tmp, path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_average() {
+        let mut d = Durations::default();
+        d.record("nginx", "start", 800);
+        assert_eq!(d.get("nginx", "start"), 800);
+        d.record("nginx", "start", 400);
+        assert_eq!(d.get("nginx", "start"), 700);
+        assert_eq!(d.get("cups", "start"), DEFAULT_MS);
+        let text = d.format();
+        assert_eq!(text, "# bootprint rc durations 1\nnginx start 700 2\n");
+        let (back, diags) = Durations::parse(&text, Path::new("f"));
+        assert!(diags.is_empty());
+        assert_eq!(back, d);
+    }
+
+    #[test]
+    fn bad_lines_are_named() {
+        let (d, diags) = Durations::parse(
+            "# bootprint rc durations 1\nok start 5 1\nbroken start x 1\n",
+            Path::new("/var/lib/bootprint/rc-durations"),
+        );
+        assert_eq!(d.get("ok", "start"), 5);
+        assert_eq!(diags.len(), 1);
+        assert_eq!(diags[0].line, Some(3));
+        let (d, diags) = Durations::parse("garbage\n", Path::new("f"));
+        assert!(d.map.is_empty());
+        assert!(diags[0].message.contains("expected"));
+    }
+}

@@ -1,0 +1,1524 @@
+//! The runner: starts (or stops) the scripts of one runlevel in parallel, the path to the
+//! login first, late services once the machine is idle. docs/rc.md describes the policy;
+//! this module is its implementation.
+//!
+//! - [`Config`]: `/etc/bootprint/rc.conf` (login target, late services, timeouts, load and
+//!   idle thresholds).
+//! - [`Plan`]: the tasks of one runlevel with their dependencies, which of them are late,
+//!   and their priorities (longest remaining path to the login, weighted by
+//!   [`Durations`]).
+//! - [`Runner`]: runs a plan: each script on its own pty, output printed whole and prefixed
+//!   when it ends, interactive scripts alone on the console, per-script timeouts,
+//!   concurrency following `procs_running + procs_blocked`, spans to a [`SpanLog`].
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::durations::Durations;
+use crate::graph::EdgeKind;
+use crate::header::Keyword;
+use crate::spans::SpanLog;
+use crate::sys;
+use crate::system::{Runlevel, System};
+use crate::Diagnostic;
+
+/// Where the span log is copied at the end of each runlevel.
+pub const KEEP_PATH: &str = "/var/lib/bootprint/rc-last.log";
+
+/// Where the runner's configuration lives.
+pub const DEFAULT_CONFIG: &str = "/etc/bootprint/rc.conf";
+
+/// What the runner does, from `/etc/bootprint/rc.conf` (`key = value` lines, `#` comments;
+/// lists are blank-separated). Every key is optional; docs/rc.md lists them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// `login`: scripts or `$facilities` the login prompt needs (the login target).
+    pub login: Vec<String>,
+    /// `late`: scripts started only after the login target, once idle.
+    pub late: Vec<String>,
+    /// `timeout`: seconds one script may run before the boot goes on without it.
+    pub timeout: Duration,
+    /// `flush`: seconds after which a running script's complete output lines are printed.
+    pub flush_after: Duration,
+    /// `load-per-cpu`: start another script only while procs_running + procs_blocked
+    /// (the runner itself not counted) is below this times the CPU count.
+    pub load_per_cpu: f64,
+    /// `max-parallel`: never more scripts at once (0: 4 per CPU).
+    pub max_parallel: usize,
+    /// `idle-busy`: CPU busy percent (all CPUs) below which the machine counts as idle.
+    pub idle_busy_pct: f64,
+    /// `idle-iowait`: iowait percent below which the disk counts as idle.
+    pub idle_iowait_pct: f64,
+    /// `idle-window`: seconds each idle measurement spans.
+    pub idle_window: Duration,
+    /// `late-max-wait`: seconds after the login target when late services start anyway.
+    pub late_max_wait: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            login: [
+                "$local_fs",
+                "$remote_fs",
+                "$syslog",
+                "$network",
+                "$time",
+                "$x-display-manager",
+                "rmnologin",
+                "gdm3",
+                "lightdm",
+                "sddm",
+                "xdm",
+                "lxdm",
+                "slim",
+                "nodm",
+                "wdm",
+            ]
+            .map(String::from)
+            .to_vec(),
+            late: Vec::new(),
+            timeout: Duration::from_secs(120),
+            flush_after: Duration::from_secs(10),
+            load_per_cpu: 2.0,
+            max_parallel: 0,
+            idle_busy_pct: 30.0,
+            idle_iowait_pct: 5.0,
+            idle_window: Duration::from_millis(500),
+            late_max_wait: Duration::from_secs(10),
+        }
+    }
+}
+
+impl Config {
+    /// Parses the configuration text; unknown keys and bad values are diagnostics naming
+    /// `file` and the line, and leave the default.
+    pub fn parse(text: &str, file: &Path) -> (Config, Vec<Diagnostic>) {
+        let mut c = Config::default();
+        let mut diags = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let Some((k, v)) = line.split_once('=') else {
+                diags.push(Diagnostic::new(
+                    file,
+                    Some(i + 1),
+                    format!("expected `key = value`, found {line:?}"),
+                ));
+                continue;
+            };
+            let (k, v) = (k.trim(), v.trim());
+            let secs = |v: &str| v.parse::<f64>().ok().filter(|s| *s >= 0.0 && s.is_finite());
+            let mut bad = |what: &str| {
+                diags.push(Diagnostic::new(
+                    file,
+                    Some(i + 1),
+                    format!("{k}: expected {what}, found {v:?}"),
+                ))
+            };
+            match k {
+                "login" => c.login = v.split_whitespace().map(String::from).collect(),
+                "late" => c.late = v.split_whitespace().map(String::from).collect(),
+                "timeout" | "flush" | "idle-window" | "late-max-wait" => match secs(v) {
+                    Some(s) => {
+                        let d = Duration::from_secs_f64(s);
+                        match k {
+                            "timeout" => c.timeout = d,
+                            "flush" => c.flush_after = d,
+                            "idle-window" => c.idle_window = d,
+                            _ => c.late_max_wait = d,
+                        }
+                    }
+                    None => bad("seconds (a number >= 0)"),
+                },
+                "load-per-cpu" | "idle-busy" | "idle-iowait" => match secs(v) {
+                    Some(x) => match k {
+                        "load-per-cpu" => c.load_per_cpu = x,
+                        "idle-busy" => c.idle_busy_pct = x,
+                        _ => c.idle_iowait_pct = x,
+                    },
+                    None => bad("a number >= 0"),
+                },
+                "max-parallel" => match v.parse() {
+                    Ok(n) => c.max_parallel = n,
+                    Err(_) => bad("a whole number"),
+                },
+                _ => diags.push(Diagnostic::new(
+                    file,
+                    Some(i + 1),
+                    format!("unknown key {k:?}: expected login, late, timeout, flush, load-per-cpu, max-parallel, idle-busy, idle-iowait, idle-window or late-max-wait"),
+                )),
+            }
+        }
+        (c, diags)
+    }
+
+    /// Reads the file; a missing file gives the defaults.
+    pub fn load(path: &Path) -> (Config, Vec<Diagnostic>) {
+        match std::fs::read_to_string(path) {
+            Ok(t) => Config::parse(&t, path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Config::default(), vec![]),
+            Err(e) => (
+                Config::default(),
+                vec![Diagnostic::new(path, None, format!("cannot read: {e}"))],
+            ),
+        }
+    }
+}
+
+/// One script to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    /// Script name.
+    pub name: String,
+    /// Its file (absolute, under the plan's root).
+    pub path: PathBuf,
+    /// `start` or `stop`.
+    pub action: String,
+    /// Runs alone, on the console.
+    pub interactive: bool,
+    /// Started after the login target, once idle.
+    pub late: bool,
+    /// Tasks that must end first.
+    pub preds: Vec<usize>,
+    /// Expected duration (ms) from earlier boots.
+    pub weight_ms: u64,
+}
+
+/// The tasks of one runlevel.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Runlevel label (`S`, `2`, ...).
+    pub runlevel: String,
+    /// `start` or `stop`.
+    pub action: String,
+    /// The tasks, by name.
+    pub tasks: Vec<Task>,
+    /// Problems found while planning (missing dependencies, cycles, configuration).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// The scripts a blank-separated list of names and `$facilities` stands for.
+fn resolve(sys: &System, token: &str, out: &mut BTreeSet<usize>, depth: usize) {
+    let t = token.trim_start_matches('+');
+    if depth > 16 || t.is_empty() {
+        return;
+    }
+    if t.starts_with('$') {
+        if let Some(defs) = sys.conf.facilities.get(&t.to_ascii_lowercase()) {
+            for d in defs {
+                for n in &d.names {
+                    resolve(sys, n, out, depth + 1);
+                }
+            }
+        }
+        return;
+    }
+    if let Some(&i) = sys.providers.get(t) {
+        out.insert(i);
+    }
+    if let Some(i) = sys.scripts.iter().position(|s| s.name == t) {
+        out.insert(i);
+    }
+}
+
+/// The K links of a runlevel directory: script indices, in link order.
+fn stop_links(sys: &System, rl: Runlevel) -> Vec<usize> {
+    let dir = sys.root.join(rl.dir());
+    let mut names: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    let mut out = Vec::new();
+    for (name, path) in names {
+        let b = name.as_bytes();
+        if b.len() < 4 || b[0] != b'K' || !b[1].is_ascii_digit() || !b[2].is_ascii_digit() {
+            continue;
+        }
+        let target = std::fs::read_link(&path)
+            .ok()
+            .and_then(|t| t.file_name().map(|f| f.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| name[3..].to_string());
+        if let Some(i) = sys.scripts.iter().position(|s| s.name == target) {
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+    }
+    out
+}
+
+impl Plan {
+    /// The start plan of `rl`. `previous`: the runlevel the system comes from (scripts it
+    /// started already run and are skipped, as startpar does); None at boot.
+    pub fn start(
+        sys: &System,
+        rl: Runlevel,
+        cfg: &Config,
+        durations: &Durations,
+        previous: Option<Runlevel>,
+    ) -> Plan {
+        let g = sys.graph(rl);
+        let n = g.nodes.len();
+        let mut diagnostics = g.diagnostics.clone();
+        let skip: BTreeSet<usize> = match previous {
+            Some(p) if p != rl && rl != Runlevel::S => sys.enabled(p).into_iter().collect(),
+            _ => BTreeSet::new(),
+        };
+        // The login target and everything it needs ($all edges aside: a `$all` script on
+        // the path waits for the path, not for late services).
+        let mut path = vec![true; n];
+        if rl != Runlevel::S {
+            let mut want = BTreeSet::new();
+            for t in &cfg.login {
+                resolve(sys, t, &mut want, 0);
+            }
+            let targets: Vec<usize> = (0..n)
+                .filter(|&i| want.contains(&g.nodes[i].script))
+                .collect();
+            if !targets.is_empty() {
+                path = vec![false; n];
+                let mut stack = targets;
+                while let Some(x) = stack.pop() {
+                    if path[x] {
+                        continue;
+                    }
+                    path[x] = true;
+                    for e in g.active_edges().filter(|e| e.to == x) {
+                        if e.kind() != EdgeKind::All {
+                            stack.push(e.from);
+                        }
+                    }
+                }
+            }
+            // Configured late services leave the path, unless something on it needs them.
+            for name in &cfg.late {
+                if let Some(i) = g.node(name) {
+                    let needed = g.active_edges().any(|e| {
+                        e.from == i && path[e.to] && e.to != i && e.kind() != EdgeKind::All
+                    });
+                    if needed && path[i] {
+                        diagnostics.push(Diagnostic::new(
+                            Path::new(DEFAULT_CONFIG),
+                            None,
+                            format!("late service {name} is needed on the path to the login: started early"),
+                        ));
+                    } else {
+                        path[i] = false;
+                    }
+                }
+            }
+        }
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for e in g.active_edges() {
+            if !path[e.from] && path[e.to] {
+                continue; // only a $all edge can get here: the path does not wait for late ones
+            }
+            if skip.contains(&g.nodes[e.from].script) {
+                continue;
+            }
+            preds[e.to].push(e.from);
+        }
+        let keep: Vec<usize> = (0..n)
+            .filter(|&i| !skip.contains(&g.nodes[i].script))
+            .collect();
+        let new_id: BTreeMap<usize, usize> =
+            keep.iter().enumerate().map(|(a, &b)| (b, a)).collect();
+        let action = "start".to_string();
+        let tasks = keep
+            .iter()
+            .map(|&i| {
+                let node = &g.nodes[i];
+                Task {
+                    name: node.name.clone(),
+                    path: sys.root.join(&sys.scripts[node.script].path),
+                    action: action.clone(),
+                    interactive: node.interactive,
+                    late: !path[i],
+                    preds: preds[i]
+                        .iter()
+                        .filter_map(|p| new_id.get(p).copied())
+                        .collect(),
+                    weight_ms: durations.get(&node.name, &action),
+                }
+            })
+            .collect();
+        Plan {
+            runlevel: rl.label(),
+            action,
+            tasks,
+            diagnostics,
+        }
+    }
+
+    /// The stop plan of `rl` (its `K` links; for a runlevel other than 0 and 6, only those
+    /// `previous` started). A script stops before what its `Required-Stop` and
+    /// `Should-Stop` name, and after what its `X-Stop-After` names.
+    pub fn stop(
+        sys: &System,
+        rl: Runlevel,
+        durations: &Durations,
+        previous: Option<Runlevel>,
+    ) -> Plan {
+        let mut scripts = stop_links(sys, rl);
+        if let (Some(p), Runlevel::Num(1..=5)) = (previous, rl) {
+            let before: BTreeSet<usize> = sys.enabled(p).into_iter().collect();
+            scripts.retain(|s| before.contains(s));
+        }
+        scripts.sort_by(|a, b| sys.scripts[*a].name.cmp(&sys.scripts[*b].name));
+        let id: BTreeMap<usize, usize> = scripts.iter().enumerate().map(|(t, &s)| (s, t)).collect();
+        let mut preds: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); scripts.len()];
+        for (me, &s) in scripts.iter().enumerate() {
+            let Some(h) = sys.scripts[s].header.as_ref() else {
+                continue;
+            };
+            for (kw, before) in [
+                (Keyword::RequiredStop, true),
+                (Keyword::ShouldStop, true),
+                (Keyword::StopAfter, false),
+            ] {
+                let Some(f) = h.field(kw) else { continue };
+                for w in f.words() {
+                    let mut set = BTreeSet::new();
+                    resolve(sys, w, &mut set, 0);
+                    for o in set {
+                        let Some(&other) = id.get(&o) else { continue };
+                        if other == me {
+                            continue;
+                        }
+                        if before {
+                            preds[other].insert(me); // `other` stops after me
+                        } else {
+                            preds[me].insert(other);
+                        }
+                    }
+                }
+            }
+        }
+        let action = "stop".to_string();
+        let tasks = scripts
+            .iter()
+            .enumerate()
+            .map(|(t, &s)| Task {
+                name: sys.scripts[s].name.clone(),
+                path: sys.root.join(&sys.scripts[s].path),
+                action: action.clone(),
+                interactive: sys.is_interactive(s),
+                late: false,
+                preds: preds[t].iter().copied().collect(),
+                weight_ms: durations.get(&sys.scripts[s].name, &action),
+            })
+            .collect();
+        Plan {
+            runlevel: rl.label(),
+            action,
+            tasks,
+            diagnostics: Vec::new(),
+        }
+    }
+
+    /// Priority of each task: its weight plus the heaviest chain of same-phase tasks that
+    /// wait for it (the longest remaining path to the login for tasks on the path).
+    pub fn priorities(&self) -> Vec<u64> {
+        let n = self.tasks.len();
+        let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, t) in self.tasks.iter().enumerate() {
+            for &p in &t.preds {
+                succs[p].push(i);
+            }
+        }
+        let mut memo: Vec<Option<u64>> = vec![None; n];
+        // Iterative DFS with an on-stack mark: a cycle (only possible in stop plans) counts
+        // its back edge as nothing instead of looping.
+        fn cp(
+            x: usize,
+            tasks: &[Task],
+            succs: &[Vec<usize>],
+            memo: &mut Vec<Option<u64>>,
+            on: &mut Vec<bool>,
+        ) -> u64 {
+            if let Some(v) = memo[x] {
+                return v;
+            }
+            if on[x] {
+                return 0;
+            }
+            on[x] = true;
+            let mut best = 0;
+            for &y in &succs[x] {
+                if tasks[y].late == tasks[x].late {
+                    best = best.max(cp(y, tasks, succs, memo, on));
+                }
+            }
+            on[x] = false;
+            let v = tasks[x].weight_ms + best;
+            memo[x] = Some(v);
+            v
+        }
+        let mut on = vec![false; n];
+        (0..n)
+            .map(|i| cp(i, &self.tasks, &succs, &mut memo, &mut on))
+            .collect()
+    }
+}
+
+/// `/proc/stat` as the runner uses it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProcStat {
+    /// Sum of all `cpu` jiffies.
+    pub total: u64,
+    /// user + nice + system + irq + softirq + steal.
+    pub busy: u64,
+    /// iowait.
+    pub iowait: u64,
+    /// `procs_running`.
+    pub running: u64,
+    /// `procs_blocked`.
+    pub blocked: u64,
+}
+
+impl ProcStat {
+    /// Parses `/proc/stat` text. Pure.
+    pub fn parse(text: &str) -> ProcStat {
+        let mut s = ProcStat::default();
+        for line in text.lines() {
+            let mut w = line.split_whitespace();
+            match w.next() {
+                Some("cpu") => {
+                    let v: Vec<u64> = w.filter_map(|x| x.parse().ok()).collect();
+                    let at = |i: usize| v.get(i).copied().unwrap_or(0);
+                    // user nice system idle iowait irq softirq steal (guest is in user)
+                    s.total = (0..8).map(at).sum();
+                    s.busy = at(0) + at(1) + at(2) + at(5) + at(6) + at(7);
+                    s.iowait = at(4);
+                }
+                Some("procs_running") => {
+                    s.running = w.next().and_then(|x| x.parse().ok()).unwrap_or(0)
+                }
+                Some("procs_blocked") => {
+                    s.blocked = w.next().and_then(|x| x.parse().ok()).unwrap_or(0)
+                }
+                _ => {}
+            }
+        }
+        s
+    }
+
+    /// Reads `<proc>/stat`; unreadable counts as an empty (idle) machine.
+    pub fn read(proc_dir: &Path) -> ProcStat {
+        std::fs::read_to_string(proc_dir.join("stat"))
+            .map(|t| ProcStat::parse(&t))
+            .unwrap_or_default()
+    }
+}
+
+/// Whether one more script may start: always when none runs; never at `max_parallel`;
+/// otherwise while the machine's load (runnable and blocked tasks, the runner itself not
+/// counted) is below `load_per_cpu * cpus`. Pure.
+pub fn may_start(running: usize, stat: &ProcStat, cfg: &Config, cpus: usize) -> bool {
+    let max = if cfg.max_parallel == 0 {
+        4 * cpus.max(1)
+    } else {
+        cfg.max_parallel
+    };
+    if running == 0 {
+        return true;
+    }
+    if running >= max {
+        return false;
+    }
+    let load = stat.running.saturating_sub(1) + stat.blocked;
+    (load as f64) < cfg.load_per_cpu * cpus.max(1) as f64
+}
+
+/// Whether the interval between two samples was idle under `cfg`'s thresholds. Pure.
+pub fn was_idle(a: &ProcStat, b: &ProcStat, cfg: &Config) -> bool {
+    let total = b.total.saturating_sub(a.total);
+    if total == 0 {
+        return false;
+    }
+    let busy = b.busy.saturating_sub(a.busy) as f64 * 100.0 / total as f64;
+    let io = b.iowait.saturating_sub(a.iowait) as f64 * 100.0 / total as f64;
+    busy < cfg.idle_busy_pct && io < cfg.idle_iowait_pct && b.blocked == 0
+}
+
+/// How a script ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exit 0.
+    Ok,
+    /// LSB exit 5: program not installed.
+    NotInstalled,
+    /// LSB exit 6: program not configured.
+    NotConfigured,
+    /// Any other exit status.
+    Failed,
+    /// Killed by a signal.
+    Signal,
+    /// Still running at its timeout: the boot went on without it.
+    TimedOut,
+    /// Could not be started.
+    SpawnFailed,
+}
+
+impl Outcome {
+    /// Name used in the span log.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::NotInstalled => "not_installed",
+            Outcome::NotConfigured => "not_configured",
+            Outcome::Failed => "failed",
+            Outcome::Signal => "signal",
+            Outcome::TimedOut => "timed_out",
+            Outcome::SpawnFailed => "spawn_failed",
+        }
+    }
+
+    /// From an exit code (LSB: 0 ok, 5 not installed, 6 not configured).
+    pub fn from_exit(code: i32) -> Outcome {
+        match code {
+            0 => Outcome::Ok,
+            5 => Outcome::NotInstalled,
+            6 => Outcome::NotConfigured,
+            _ => Outcome::Failed,
+        }
+    }
+}
+
+/// One task's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskResult {
+    /// Exit code, if it exited.
+    pub exit: Option<i32>,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// CLOCK_BOOTTIME at start and end.
+    pub start_ns: u64,
+    /// See `start_ns`.
+    pub end_ns: u64,
+}
+
+/// Where the runner looks and what it passes on.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The proc file system (default `/proc`).
+    pub proc_dir: PathBuf,
+    /// CPUs, for the load limit.
+    pub cpus: usize,
+    /// `PREVLEVEL` for the scripts (`N` at boot).
+    pub prevlevel: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            proc_dir: PathBuf::from("/proc"),
+            cpus: sys::cpu_count(),
+            prevlevel: "N".into(),
+        }
+    }
+}
+
+struct Running {
+    task: usize,
+    child: Child,
+    master: Option<OwnedFd>,
+    buf: Vec<u8>,
+    start_ns: u64,
+    started: Instant,
+    last_flush: Instant,
+}
+
+/// Runs a [`Plan`]. Never panics out of [`Runner::run_phase`]: a failure inside falls
+/// back to running what is left serially.
+pub struct Runner<'a> {
+    /// The plan.
+    pub plan: &'a Plan,
+    cfg: &'a Config,
+    opts: Options,
+    log: &'a mut SpanLog,
+    out: &'a mut dyn Write,
+    prio: Vec<u64>,
+    /// Per task: its result once it ended (or timed out).
+    pub results: Vec<Option<TaskResult>>,
+    started: Vec<bool>,
+    waited_for: Vec<Option<usize>>,
+    running: Vec<Running>,
+    /// Timed-out scripts, signalled, still to be reaped: (child, when SIGTERM was sent).
+    orphans: Vec<(Child, Instant)>,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner writing spans to `log` and script output to `out` (the console).
+    pub fn new(
+        plan: &'a Plan,
+        cfg: &'a Config,
+        opts: Options,
+        log: &'a mut SpanLog,
+        out: &'a mut dyn Write,
+    ) -> Runner<'a> {
+        let n = plan.tasks.len();
+        let prio = plan.priorities();
+        Runner {
+            plan,
+            cfg,
+            opts,
+            log,
+            out,
+            prio,
+            results: vec![None; n],
+            started: vec![false; n],
+            waited_for: vec![None; n],
+            running: Vec::new(),
+            orphans: Vec::new(),
+        }
+    }
+
+    fn rl_kv(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("runlevel", self.plan.runlevel.clone()),
+            ("action", self.plan.action.clone()),
+        ]
+    }
+
+    /// Logs the beginning of the run (task counts).
+    pub fn begin(&mut self) {
+        let late = self.plan.tasks.iter().filter(|t| t.late).count();
+        let mut kv = self.rl_kv();
+        kv.push(("tasks", self.plan.tasks.len().to_string()));
+        kv.push(("late", late.to_string()));
+        self.log.event(sys::boottime_ns(), "rc_begin", &kv);
+    }
+
+    /// Whether there are late tasks.
+    pub fn has_late(&self) -> bool {
+        self.plan.tasks.iter().any(|t| t.late)
+    }
+
+    /// Runs every task whose `late` flag equals `late`, in parallel; returns when they have
+    /// all ended (or timed out). On an internal failure, runs the rest serially.
+    pub fn run_phase(&mut self, late: bool) {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.phase(late)));
+        if r.is_err() {
+            let mut kv = self.rl_kv();
+            kv.push(("reason", "panic".into()));
+            self.log.event(sys::boottime_ns(), "rc_fallback", &kv);
+            self.serial_rest(Some(late));
+        }
+        if !late {
+            let kv = self.rl_kv();
+            self.log.event(sys::boottime_ns(), "rc_reached", &kv);
+        }
+    }
+
+    fn pred_done(&self, t: usize) -> bool {
+        self.plan.tasks[t]
+            .preds
+            .iter()
+            .all(|&p| self.results[p].is_some())
+    }
+
+    fn phase(&mut self, late: bool) {
+        let mine: Vec<usize> = (0..self.plan.tasks.len())
+            .filter(|&i| self.plan.tasks[i].late == late)
+            .collect();
+        loop {
+            self.reap();
+            if mine.iter().all(|&i| self.results[i].is_some()) {
+                break;
+            }
+            // Start what is ready, best first, while the load allows.
+            let interactive_running = self
+                .running
+                .iter()
+                .any(|r| self.plan.tasks[r.task].interactive);
+            if !interactive_running {
+                let mut ready: Vec<usize> = mine
+                    .iter()
+                    .copied()
+                    .filter(|&i| !self.started[i] && self.pred_done(i))
+                    .collect();
+                ready.sort_by_key(|&i| (std::cmp::Reverse(self.prio[i]), i));
+                if ready.is_empty() && self.running.is_empty() {
+                    // Nothing ready, nothing running, work left: a dependency that can
+                    // never end (a cycle in a stop plan). Release the best waiting task.
+                    if let Some(&i) = mine
+                        .iter()
+                        .filter(|&&i| !self.started[i])
+                        .max_by_key(|&&i| (self.prio[i], std::cmp::Reverse(i)))
+                    {
+                        ready.push(i);
+                    }
+                }
+                for i in ready {
+                    let t = &self.plan.tasks[i];
+                    if t.interactive {
+                        if self.running.is_empty() {
+                            self.spawn(i);
+                        }
+                        break; // alone: nothing else starts with or after it this round
+                    }
+                    let stat = ProcStat::read(&self.opts.proc_dir);
+                    if !may_start(self.running.len(), &stat, self.cfg, self.opts.cpus) {
+                        break;
+                    }
+                    self.spawn(i);
+                }
+            }
+            // Wait for output or a short tick (child exits are polled).
+            let fds: Vec<i32> = self
+                .running
+                .iter()
+                .filter_map(|r| r.master.as_ref().map(|m| m.as_raw_fd()))
+                .collect();
+            sys::poll_read(&fds, 20);
+            for k in 0..self.running.len() {
+                let r = &mut self.running[k];
+                if let Some(m) = &r.master {
+                    if !sys::read_available(m.as_raw_fd(), &mut r.buf) {
+                        r.master = None;
+                    }
+                }
+            }
+            self.flush_long();
+            self.timeouts();
+        }
+        self.reap_orphans(false);
+    }
+
+    fn spawn(&mut self, i: usize) {
+        self.started[i] = true;
+        let t = &self.plan.tasks[i];
+        // The dependency whose end made this task ready: the one that ended last.
+        let waited = t
+            .preds
+            .iter()
+            .copied()
+            .filter(|&p| self.results[p].is_some())
+            .max_by_key(|&p| self.results[p].as_ref().map(|r| r.end_ns));
+        self.waited_for[i] = waited;
+        let mut cmd = if t.name.ends_with(".sh") {
+            let mut c = Command::new("/bin/sh");
+            c.arg(&t.path);
+            c
+        } else {
+            Command::new(&t.path)
+        };
+        cmd.arg(&t.action)
+            .env("RUNLEVEL", &self.plan.runlevel)
+            .env("PREVLEVEL", &self.opts.prevlevel);
+        let mut master = None;
+        if !t.interactive {
+            if let Ok((m, s)) = sys::open_pty() {
+                if let (Ok(a), Ok(b)) = (s.try_clone(), s.try_clone()) {
+                    cmd.stdin(Stdio::from(a))
+                        .stdout(Stdio::from(b))
+                        .stderr(Stdio::from(s));
+                    master = Some(m);
+                }
+            }
+            // SAFETY note lives in sys::new_session; pre_exec runs it in the child.
+            unsafe_pre_exec(&mut cmd);
+        } else {
+            console_stdout(&mut cmd);
+        }
+        let start_ns = sys::boottime_ns();
+        let spawned = cmd.spawn();
+        drop(cmd); // closes our copies of the pty slave
+        let mut kv = self.task_kv(i);
+        kv.push((
+            "waited_for",
+            waited
+                .map(|p| self.plan.tasks[p].name.clone())
+                .unwrap_or_default(),
+        ));
+        match spawned {
+            Ok(child) => {
+                kv.push(("pid", child.id().to_string()));
+                self.log.event(start_ns, "rc_start", &kv);
+                let now = Instant::now();
+                self.running.push(Running {
+                    task: i,
+                    child,
+                    master,
+                    buf: Vec::new(),
+                    start_ns,
+                    started: now,
+                    last_flush: now,
+                });
+            }
+            Err(e) => {
+                self.log.event(start_ns, "rc_start", &kv);
+                let _ = writeln!(self.out, "{}: cannot start: {e}", t.name);
+                self.finish(i, None, Outcome::SpawnFailed, start_ns);
+            }
+        }
+    }
+
+    fn task_kv(&self, i: usize) -> Vec<(&'static str, String)> {
+        let t = &self.plan.tasks[i];
+        vec![
+            ("script", t.name.clone()),
+            ("action", t.action.clone()),
+            ("runlevel", self.plan.runlevel.clone()),
+            ("late", if t.late { "1" } else { "0" }.into()),
+        ]
+    }
+
+    fn finish(&mut self, i: usize, exit: Option<i32>, outcome: Outcome, start_ns: u64) {
+        let end_ns = sys::boottime_ns();
+        let mut kv = self.task_kv(i);
+        kv.push(("exit", exit.map(|c| c.to_string()).unwrap_or_default()));
+        kv.push(("outcome", outcome.name().into()));
+        kv.push((
+            "timed_out",
+            if outcome == Outcome::TimedOut {
+                "1"
+            } else {
+                "0"
+            }
+            .into(),
+        ));
+        self.log.event(end_ns, "rc_end", &kv);
+        self.results[i] = Some(TaskResult {
+            exit,
+            outcome,
+            start_ns,
+            end_ns,
+        });
+    }
+
+    fn print_lines(&mut self, name: &str, bytes: &[u8]) {
+        let text = String::from_utf8_lossy(bytes);
+        let mut s = String::new();
+        for line in text.split('\n') {
+            let line = line.trim_end_matches('\r');
+            if line.is_empty() {
+                continue;
+            }
+            s.push_str(name);
+            s.push_str(": ");
+            s.push_str(line);
+            s.push('\n');
+        }
+        if !s.is_empty() {
+            let _ = self.out.write_all(s.as_bytes());
+            let _ = self.out.flush();
+        }
+    }
+
+    fn reap(&mut self) {
+        let mut k = 0;
+        while k < self.running.len() {
+            let status = match self.running[k].child.try_wait() {
+                Ok(Some(st)) => Some(st),
+                Ok(None) => None,
+                Err(_) => None,
+            };
+            let Some(st) = status else {
+                k += 1;
+                continue;
+            };
+            let mut r = self.running.swap_remove(k);
+            if let Some(m) = r.master.take() {
+                sys::read_available(m.as_raw_fd(), &mut r.buf);
+            }
+            let name = self.plan.tasks[r.task].name.clone();
+            let buf = std::mem::take(&mut r.buf);
+            self.print_lines(&name, &buf);
+            let (exit, outcome) = match (st.code(), st.signal()) {
+                (Some(c), _) => (Some(c), Outcome::from_exit(c)),
+                _ => (None, Outcome::Signal),
+            };
+            let start_ns = r.start_ns;
+            self.finish(r.task, exit, outcome, start_ns);
+        }
+    }
+
+    fn flush_long(&mut self) {
+        let after = self.cfg.flush_after;
+        for k in 0..self.running.len() {
+            let r = &mut self.running[k];
+            if r.last_flush.elapsed() < after {
+                continue;
+            }
+            r.last_flush = Instant::now();
+            let Some(cut) = r.buf.iter().rposition(|&b| b == b'\n') else {
+                continue;
+            };
+            let head: Vec<u8> = r.buf.drain(..=cut).collect();
+            let name = self.plan.tasks[r.task].name.clone();
+            self.print_lines(&name, &head);
+        }
+    }
+
+    fn timeouts(&mut self) {
+        let limit = self.cfg.timeout;
+        let mut k = 0;
+        while k < self.running.len() {
+            if self.running[k].started.elapsed() < limit {
+                k += 1;
+                continue;
+            }
+            let mut r = self.running.swap_remove(k);
+            if let Some(m) = r.master.take() {
+                sys::read_available(m.as_raw_fd(), &mut r.buf);
+            }
+            let name = self.plan.tasks[r.task].name.clone();
+            let buf = std::mem::take(&mut r.buf);
+            self.print_lines(&name, &buf);
+            let _ = writeln!(
+                self.out,
+                "{name}: timed out after {:.0} s; the boot goes on without it",
+                limit.as_secs_f64()
+            );
+            // Its own session, so its process group is the script and what it started.
+            sys::kill_group(r.child.id(), sys::SIGTERM);
+            let start_ns = r.start_ns;
+            self.finish(r.task, None, Outcome::TimedOut, start_ns);
+            self.orphans.push((r.child, Instant::now()));
+        }
+        self.reap_orphans(false);
+    }
+
+    /// Reaps signalled timed-out scripts; SIGKILL for those still alive 5 s after SIGTERM
+    /// (or at once when `now`).
+    fn reap_orphans(&mut self, now: bool) {
+        self.orphans.retain_mut(|(c, when)| {
+            if let Ok(Some(_)) = c.try_wait() {
+                return false;
+            }
+            if now || when.elapsed() > Duration::from_secs(5) {
+                sys::kill_group(c.id(), sys::SIGKILL);
+                let _ = c.try_wait();
+            }
+            true
+        });
+    }
+
+    /// Waits until the machine is idle (per the configuration) or the maximum wait passed;
+    /// logs `rc_late` and returns the reason (`idle` or `max_wait`).
+    pub fn wait_idle(&mut self) -> &'static str {
+        let t0 = Instant::now();
+        let mut prev = ProcStat::read(&self.opts.proc_dir);
+        let reason = loop {
+            if t0.elapsed() >= self.cfg.late_max_wait {
+                break "max_wait";
+            }
+            std::thread::sleep(self.cfg.idle_window);
+            let cur = ProcStat::read(&self.opts.proc_dir);
+            if was_idle(&prev, &cur, self.cfg) {
+                break "idle";
+            }
+            prev = cur;
+        };
+        let mut kv = self.rl_kv();
+        kv.push(("reason", reason.into()));
+        kv.push(("waited_ms", t0.elapsed().as_millis().to_string()));
+        self.log.event(sys::boottime_ns(), "rc_late", &kv);
+        reason
+    }
+
+    /// Logs the end of the run.
+    pub fn done(&mut self) {
+        self.reap_orphans(false);
+        let kv = self.rl_kv();
+        self.log.event(sys::boottime_ns(), "rc_done", &kv);
+    }
+
+    /// The fallback: waits for what runs, then runs every task not yet started, one at a
+    /// time with the console, in plan priority order (dependencies first where known).
+    pub fn serial_rest(&mut self, late: Option<bool>) {
+        for r in std::mem::take(&mut self.running) {
+            let mut child = r.child;
+            let start = r.start_ns;
+            let deadline = r.started + self.cfg.timeout;
+            let st = loop {
+                match child.try_wait() {
+                    Ok(Some(st)) => break Some(st),
+                    Ok(None) if Instant::now() < deadline => {
+                        std::thread::sleep(Duration::from_millis(20))
+                    }
+                    _ => break None,
+                }
+            };
+            let (exit, outcome) = match st {
+                Some(st) => match st.code() {
+                    Some(c) => (Some(c), Outcome::from_exit(c)),
+                    None => (None, Outcome::Signal),
+                },
+                None => {
+                    sys::kill_group(child.id(), sys::SIGTERM);
+                    (None, Outcome::TimedOut)
+                }
+            };
+            self.finish(r.task, exit, outcome, start);
+        }
+        let mut order: Vec<usize> = (0..self.plan.tasks.len())
+            .filter(|&i| !self.started[i] && late.is_none_or(|l| self.plan.tasks[i].late == l))
+            .collect();
+        order.sort_by_key(|&i| (std::cmp::Reverse(self.prio[i]), i));
+        // Dependencies first: repeatedly take the first whose predecessors are done.
+        while !order.is_empty() {
+            let pos = order.iter().position(|&i| self.pred_done(i)).unwrap_or(0);
+            let i = order.remove(pos);
+            self.started[i] = true;
+            let t = &self.plan.tasks[i];
+            let start_ns = sys::boottime_ns();
+            let kv = self.task_kv(i);
+            self.log.event(start_ns, "rc_start", &kv);
+            let mut cmd = if t.name.ends_with(".sh") {
+                let mut c = Command::new("/bin/sh");
+                c.arg(&t.path);
+                c
+            } else {
+                Command::new(&t.path)
+            };
+            cmd.arg(&t.action).env("RUNLEVEL", &self.plan.runlevel);
+            console_stdout(&mut cmd);
+            let (exit, outcome) = match cmd.spawn() {
+                Ok(mut child) => {
+                    let deadline = Instant::now() + self.cfg.timeout;
+                    loop {
+                        match child.try_wait() {
+                            Ok(Some(st)) => {
+                                break match st.code() {
+                                    Some(c) => (Some(c), Outcome::from_exit(c)),
+                                    None => (None, Outcome::Signal),
+                                }
+                            }
+                            Ok(None) if Instant::now() < deadline => {
+                                std::thread::sleep(Duration::from_millis(20))
+                            }
+                            _ => {
+                                let _ = child.kill();
+                                break (None, Outcome::TimedOut);
+                            }
+                        }
+                    }
+                }
+                Err(_) => (None, Outcome::SpawnFailed),
+            };
+            self.finish(i, exit, outcome, start_ns);
+        }
+    }
+
+    /// startpar's answer for `/lib/init/rc` (`eval "$(startpar ...)"`): the failed,
+    /// not-installed and not-configured scripts of the tasks that ended so far.
+    pub fn startpar_summary(&self) -> String {
+        let mut failed = Vec::new();
+        let mut ni = Vec::new();
+        let mut nc = Vec::new();
+        for (i, r) in self.results.iter().enumerate() {
+            let Some(r) = r else { continue };
+            let name = self.plan.tasks[i].name.clone();
+            match r.outcome {
+                Outcome::Ok => {}
+                Outcome::NotInstalled => ni.push(name),
+                Outcome::NotConfigured => nc.push(name),
+                _ => failed.push(name),
+            }
+        }
+        let q = |v: &[String]| v.join(" ").replace('\'', "");
+        format!(
+            "failed_service='{}'\nskipped_service_not_installed='{}'\nskipped_service_not_configured='{}'\n",
+            q(&failed),
+            q(&ni),
+            q(&nc)
+        )
+    }
+
+    /// Feeds the measured durations into `d`.
+    pub fn learn(&self, d: &mut Durations) {
+        for (i, r) in self.results.iter().enumerate() {
+            let Some(r) = r else { continue };
+            if r.outcome == Outcome::SpawnFailed {
+                continue;
+            }
+            let t = &self.plan.tasks[i];
+            let ms = r.end_ns.saturating_sub(r.start_ns) / 1_000_000;
+            d.record(&t.name, &t.action, ms);
+        }
+    }
+}
+
+/// A script's stdout goes to the console (our stderr), never to our stdout: that is the
+/// pipe `/lib/init/rc` evaluates (`eval "$(startpar ...)"`).
+fn console_stdout(cmd: &mut Command) {
+    use std::os::fd::AsFd;
+    if let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() {
+        cmd.stdout(Stdio::from(fd));
+    }
+}
+
+fn unsafe_pre_exec(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure only calls setsid (async-signal-safe) between fork and exec.
+    unsafe {
+        cmd.pre_exec(sys::new_session);
+    }
+}
+
+/// The last resort when the system cannot even be read: run the runlevel's links serially
+/// in link order (`S??` with `start`, or `K??` with `stop`), as `/lib/init/rc` does without
+/// concurrency. Output goes straight to the console.
+pub fn serial_links(root: &Path, rl: Runlevel, action: &str, log: &mut SpanLog, timeout: Duration) {
+    let prefix = if action == "stop" { 'K' } else { 'S' };
+    let dir = root.join(rl.dir());
+    let mut names: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    for (name, path) in names {
+        if !name.starts_with(prefix) || name.len() < 4 {
+            continue;
+        }
+        let script = name[3..].to_string();
+        let kv = |extra: Vec<(&'static str, String)>| {
+            let mut v = vec![
+                ("script", script.clone()),
+                ("action", action.to_string()),
+                ("runlevel", rl.label()),
+                ("late", "0".to_string()),
+            ];
+            v.extend(extra);
+            v
+        };
+        log.event(sys::boottime_ns(), "rc_start", &kv(vec![]));
+        let mut cmd = Command::new(&path);
+        cmd.arg(action);
+        console_stdout(&mut cmd);
+        let (exit, outcome) = match cmd.spawn() {
+            Ok(mut c) => {
+                let deadline = Instant::now() + timeout;
+                loop {
+                    match c.try_wait() {
+                        Ok(Some(st)) => {
+                            break match st.code() {
+                                Some(x) => (Some(x), Outcome::from_exit(x)),
+                                None => (None, Outcome::Signal),
+                            }
+                        }
+                        Ok(None) if Instant::now() < deadline => {
+                            std::thread::sleep(Duration::from_millis(20))
+                        }
+                        _ => {
+                            let _ = c.kill();
+                            break (None, Outcome::TimedOut);
+                        }
+                    }
+                }
+            }
+            Err(_) => (None, Outcome::SpawnFailed),
+        };
+        log.event(
+            sys::boottime_ns(),
+            "rc_end",
+            &kv(vec![
+                ("exit", exit.map(|c| c.to_string()).unwrap_or_default()),
+                ("outcome", outcome.name().into()),
+                (
+                    "timed_out",
+                    if outcome == Outcome::TimedOut {
+                        "1"
+                    } else {
+                        "0"
+                    }
+                    .into(),
+                ),
+            ]),
+        );
+    }
+}
+
+/// One invocation of the runner, as `bootprint-boot rc` builds it from its arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The system's root (default `/`).
+    pub root: PathBuf,
+    /// The proc file system.
+    pub proc_dir: PathBuf,
+    /// The span log.
+    pub spans: PathBuf,
+    /// The learned durations.
+    pub durations: PathBuf,
+    /// The configuration.
+    pub config: PathBuf,
+    /// Where the span log is copied when a runlevel is done (so it outlives /run on a
+    /// system without the recorder); under `root`.
+    pub keep: PathBuf,
+    /// The runlevel to enter.
+    pub runlevel: Runlevel,
+    /// The runlevel the system comes from (None: boot, `N`).
+    pub previous: Option<Runlevel>,
+    /// `start` or `stop` (default: `stop` for 0 and 6, else `start`).
+    pub action: String,
+    /// Answer like startpar on stdout (for `/lib/init/rc`'s `eval`).
+    pub startpar: bool,
+    /// Return to the caller once the login path is done and leave late services to a
+    /// detached child (default on; off to wait for everything).
+    pub detach: bool,
+}
+
+impl Request {
+    /// Defaults for a runlevel: real paths, start (stop for 0 and 6), detach.
+    pub fn new(runlevel: Runlevel) -> Request {
+        Request {
+            root: PathBuf::from("/"),
+            proc_dir: PathBuf::from("/proc"),
+            spans: PathBuf::from(crate::spans::DEFAULT_PATH),
+            durations: PathBuf::from(crate::durations::DEFAULT_PATH),
+            config: PathBuf::from(DEFAULT_CONFIG),
+            keep: PathBuf::from(KEEP_PATH),
+            runlevel,
+            previous: None,
+            action: match runlevel {
+                Runlevel::Num(0) | Runlevel::Num(6) => "stop".into(),
+                _ => "start".into(),
+            },
+            startpar: false,
+            detach: true,
+        }
+    }
+
+    /// Reads startpar's command line as `/lib/init/rc` passes it:
+    /// `-p N -t N -T N -M boot|start|stop -P PREV -R RUNLEVEL` (other options ignored).
+    pub fn from_startpar(args: &[String]) -> Result<Request, String> {
+        let mut mode = None;
+        let mut prev = None;
+        let mut rl = None;
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "-M" => mode = it.next().cloned(),
+                "-P" => prev = it.next().cloned(),
+                "-R" => rl = it.next().cloned(),
+                "-p" | "-t" | "-T" | "-a" | "-i" | "-e" => {
+                    it.next();
+                }
+                _ => {}
+            }
+        }
+        let rl = rl.ok_or("startpar arguments: expected -R RUNLEVEL")?;
+        let runlevel = Runlevel::parse(&rl).ok_or(format!(
+            "startpar arguments: -R {rl:?} is not a runlevel (S, 0-6)"
+        ))?;
+        let mut r = Request::new(runlevel);
+        r.previous = prev.as_deref().and_then(Runlevel::parse);
+        r.action = match mode.as_deref() {
+            Some("stop") => "stop".into(),
+            Some("boot") | Some("start") => "start".into(),
+            Some(m) => {
+                return Err(format!(
+                    "startpar arguments: -M {m:?}: expected boot, start or stop"
+                ))
+            }
+            None => return Err("startpar arguments: expected -M boot|start|stop".into()),
+        };
+        r.startpar = true;
+        Ok(r)
+    }
+}
+
+/// Runs a runlevel as [`Request`] says: plan, login path in parallel, the startpar answer,
+/// then (in a detached child when `detach`) the late services once idle; learned durations
+/// saved at the end. Returns the exit code for this process. Never fails the boot: a system
+/// it cannot read is run serially by its links.
+pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
+    let mut log = SpanLog::open(&req.spans);
+    let (cfg, cdiags) = Config::load(
+        &req.root
+            .join(req.config.strip_prefix("/").unwrap_or(&req.config)),
+    );
+    for d in &cdiags {
+        let _ = writeln!(out, "bootprint rc: {d}");
+    }
+    let dpath = req
+        .root
+        .join(req.durations.strip_prefix("/").unwrap_or(&req.durations));
+    let (mut durations, _) = Durations::load(&dpath);
+    let sys = match System::load(&req.root) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(
+                out,
+                "bootprint rc: {e}: running runlevel {} serially",
+                req.runlevel.label()
+            );
+            log.event(
+                sys::boottime_ns(),
+                "rc_fallback",
+                &[
+                    ("runlevel", req.runlevel.label()),
+                    ("reason", "unreadable".into()),
+                ],
+            );
+            serial_links(&req.root, req.runlevel, &req.action, &mut log, cfg.timeout);
+            if req.startpar {
+                println!("failed_service=''");
+            }
+            return 0;
+        }
+    };
+    let plan = if req.action == "stop" {
+        Plan::stop(&sys, req.runlevel, &durations, req.previous)
+    } else {
+        Plan::start(&sys, req.runlevel, &cfg, &durations, req.previous)
+    };
+    let opts = Options {
+        proc_dir: req.proc_dir.clone(),
+        prevlevel: req.previous.map_or("N".into(), |p| p.label()),
+        ..Options::default()
+    };
+    let mut runner = Runner::new(&plan, &cfg, opts, &mut log, out);
+    runner.begin();
+    runner.run_phase(false);
+    if req.startpar {
+        let mut o = std::io::stdout();
+        let _ = o.write_all(runner.startpar_summary().as_bytes());
+        let _ = o.flush();
+    }
+    if runner.has_late() {
+        if req.detach {
+            match sys::fork_detached() {
+                Ok(false) => return 0, // the parent: init may go on to the gettys
+                Ok(true) => {}
+                Err(_) => {} // no fork: finish the late ones here
+            }
+        }
+        runner.wait_idle();
+        runner.run_phase(true);
+    }
+    runner.done();
+    runner.learn(&mut durations);
+    let _ = durations.save(&dpath);
+    let keep = req
+        .root
+        .join(req.keep.strip_prefix("/").unwrap_or(&req.keep));
+    if keep != req.spans {
+        if let Some(d) = keep.parent() {
+            let _ = std::fs::create_dir_all(d);
+        }
+        let _ = std::fs::copy(&req.spans, &keep);
+    }
+    0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STAT: &str = "cpu  100 0 50 800 40 5 5 0 0 0\ncpu0 50 0 25 400 20 2 3 0 0 0\n\
+                        intr 1\nprocs_running 3\nprocs_blocked 2\n";
+
+    #[test]
+    fn proc_stat_and_the_load_rule() {
+        let s = ProcStat::parse(STAT);
+        assert_eq!((s.total, s.busy, s.iowait), (1000, 160, 40));
+        assert_eq!((s.running, s.blocked), (3, 2));
+        let cfg = Config::default(); // 2 per CPU
+                                     // load = (3 - 1) + 2 = 4: below 2 * 4 CPUs, not below 2 * 2 CPUs.
+        assert!(may_start(1, &s, &cfg, 4));
+        assert!(!may_start(1, &s, &cfg, 2));
+        assert!(may_start(0, &s, &cfg, 2), "nothing running: always one");
+        let cap = Config {
+            max_parallel: 1,
+            load_per_cpu: 100.0,
+            ..Config::default()
+        };
+        assert!(!may_start(1, &s, &cap, 8));
+    }
+
+    #[test]
+    fn idle_needs_low_cpu_low_iowait_and_nothing_blocked() {
+        let a = ProcStat::parse(STAT);
+        let mut b = a;
+        let cfg = Config::default();
+        b.total += 1000;
+        b.busy += 100; // 10 %
+        b.iowait += 10; // 1 %
+        b.blocked = 0;
+        assert!(was_idle(&a, &b, &cfg));
+        let mut busy = b;
+        busy.busy += 300; // 40 %
+        assert!(!was_idle(&a, &busy, &cfg));
+        let mut io = b;
+        io.iowait += 90; // 10 %
+        assert!(!was_idle(&a, &io, &cfg));
+        let mut blocked = b;
+        blocked.blocked = 1;
+        assert!(!was_idle(&a, &blocked, &cfg));
+        assert!(!was_idle(&a, &a, &cfg), "no time passed: not idle");
+    }
+
+    #[test]
+    fn config_keys_and_errors() {
+        let (c, d) = Config::parse(
+            "# comment\nlogin = $syslog ssh\nlate = exim4 cups\ntimeout = 30\n\
+             load-per-cpu = 1.5\nmax-parallel = 3\nlate-max-wait = 2.5\nbogus = 1\ntimeout = x\n",
+            Path::new("/etc/bootprint/rc.conf"),
+        );
+        assert_eq!(c.login, ["$syslog", "ssh"]);
+        assert_eq!(c.late, ["exim4", "cups"]);
+        assert_eq!(c.timeout, Duration::from_secs(30));
+        assert_eq!(c.load_per_cpu, 1.5);
+        assert_eq!(c.max_parallel, 3);
+        assert_eq!(c.late_max_wait, Duration::from_millis(2500));
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0].line, Some(8));
+        assert!(d[0].message.contains("unknown key \"bogus\""));
+        assert_eq!(d[1].line, Some(9));
+        assert!(d[1].message.contains("expected seconds"));
+    }
+
+    #[test]
+    fn startpar_arguments() {
+        let a: Vec<String> = "-p 4 -t 20 -T 3 -M boot -P N -R S"
+            .split(' ')
+            .map(String::from)
+            .collect();
+        let r = Request::from_startpar(&a).unwrap();
+        assert_eq!(
+            (r.runlevel, r.previous, r.action.as_str()),
+            (Runlevel::S, None, "start")
+        );
+        assert!(r.startpar);
+        let a: Vec<String> = "-M stop -P 2 -R 0".split(' ').map(String::from).collect();
+        let r = Request::from_startpar(&a).unwrap();
+        assert_eq!(
+            (r.runlevel, r.previous, r.action.as_str()),
+            (Runlevel::Num(0), Some(Runlevel::Num(2)), "stop")
+        );
+        let a: Vec<String> = "-M start".split(' ').map(String::from).collect();
+        assert!(Request::from_startpar(&a).unwrap_err().contains("-R"));
+        let a: Vec<String> = "-M go -R 2".split(' ').map(String::from).collect();
+        assert!(Request::from_startpar(&a)
+            .unwrap_err()
+            .contains("boot, start or stop"));
+    }
+
+    #[test]
+    fn lsb_exit_codes() {
+        assert_eq!(Outcome::from_exit(0), Outcome::Ok);
+        assert_eq!(Outcome::from_exit(5), Outcome::NotInstalled);
+        assert_eq!(Outcome::from_exit(6), Outcome::NotConfigured);
+        assert_eq!(Outcome::from_exit(1), Outcome::Failed);
+        assert_eq!(Outcome::from_exit(7), Outcome::Failed);
+    }
+}

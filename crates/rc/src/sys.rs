@@ -1,0 +1,158 @@
+//! The runner's system calls, each unsafe block with its SAFETY note: ptys, sessions,
+//! signals, the boot clock, and the fork that leaves late services behind.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// `CLOCK_BOOTTIME` in nanoseconds (the clock of `events.log`).
+pub fn boottime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec; clock_gettime only writes it.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    if r != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A new pty: (master, slave). The master is non-blocking; output post-processing is
+/// off on the slave so lines end in `\n`, not `\r\n`.
+pub fn open_pty() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut master: RawFd = -1;
+    let mut slave: RawFd = -1;
+    // SAFETY: both out-pointers are valid; name, termios and winsize may be null.
+    let r = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null(),
+            std::ptr::null(),
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: openpty succeeded, so both are open descriptors we now own.
+    let (m, s) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+    // SAFETY: plain fcntl/tcgetattr/tcsetattr on descriptors owned above; t is initialised
+    // by tcgetattr before use.
+    unsafe {
+        let fl = libc::fcntl(m.as_raw_fd(), libc::F_GETFL);
+        libc::fcntl(m.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
+        libc::fcntl(m.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC);
+        libc::fcntl(s.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC);
+        let mut t: libc::termios = std::mem::zeroed();
+        if libc::tcgetattr(s.as_raw_fd(), &mut t) == 0 {
+            t.c_oflag &= !libc::OPOST;
+            libc::tcsetattr(s.as_raw_fd(), libc::TCSANOW, &t);
+        }
+    }
+    Ok((m, s))
+}
+
+/// Reads what is available on a non-blocking fd into `buf`. Returns false once the other
+/// side is gone (EOF or EIO, which a pty master reports when no slave is open).
+pub fn read_available(fd: RawFd, buf: &mut Vec<u8>) -> bool {
+    let mut chunk = [0u8; 4096];
+    loop {
+        // SAFETY: chunk is a valid writable buffer of the given length.
+        let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+        if n > 0 {
+            buf.extend_from_slice(&chunk[..n as usize]);
+            continue;
+        }
+        if n == 0 {
+            return false;
+        }
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::EAGAIN) => true,
+            Some(libc::EINTR) => continue,
+            _ => false,
+        };
+    }
+}
+
+/// Waits up to `ms` for any of `fds` to become readable (or hung up).
+pub fn poll_read(fds: &[RawFd], ms: i32) {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    if p.is_empty() {
+        std::thread::sleep(std::time::Duration::from_millis(ms.max(0) as u64));
+        return;
+    }
+    // SAFETY: p is a valid array of p.len() pollfd structs.
+    unsafe {
+        libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms);
+    }
+}
+
+/// For `Command::pre_exec`: a new session, so the script and whatever it leaves running are
+/// one process group we can signal, and the runner's terminal signals do not reach them.
+/// The pty is deliberately not made the controlling terminal: a script's background
+/// children would get SIGHUP when the script exits.
+pub fn new_session() -> io::Result<()> {
+    // SAFETY: setsid is async-signal-safe and takes no pointers.
+    if unsafe { libc::setsid() } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Sends `sig` to the process group `pgid`.
+pub fn kill_group(pgid: u32, sig: i32) {
+    // SAFETY: kill takes no pointers; a stale group only gives ESRCH.
+    unsafe {
+        libc::kill(-(pgid as i32), sig);
+    }
+}
+
+/// SIGTERM and SIGKILL, for callers that do not want libc.
+pub const SIGTERM: i32 = libc::SIGTERM;
+/// See [`SIGTERM`].
+pub const SIGKILL: i32 = libc::SIGKILL;
+
+/// Forks; in the child, starts a new session and points stdin/stdout at /dev/null (so a
+/// parent reading our stdout, like `eval "$(startpar ...)"`, sees EOF when the parent
+/// exits). Returns true in the child, false in the parent.
+pub fn fork_detached() -> io::Result<bool> {
+    // SAFETY: the runner is single-threaded when it forks (it uses no threads), so the child
+    // may run ordinary Rust code.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid > 0 {
+        return Ok(false);
+    }
+    // SAFETY: setsid, open and dup2 on our own descriptors; the path is a valid C string.
+    unsafe {
+        libc::setsid();
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        if null >= 0 {
+            libc::dup2(null, 0);
+            libc::dup2(null, 1);
+            if null > 2 {
+                libc::close(null);
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Number of online CPUs (at least 1).
+pub fn cpu_count() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}

@@ -1,0 +1,337 @@
+//! The runner on a temporary root with real LSB shell scripts on real ptys: order, priority,
+//! late services, whole prefixed output, timeouts, exit codes, interactive scripts alone.
+
+use std::fs;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rc::durations::Durations;
+use rc::run::{Config, Options, Plan, Runner};
+use rc::spans::{self, Services, SpanLog};
+use rc::system::{Runlevel, System};
+
+struct Root(PathBuf);
+
+impl Root {
+    fn new(tag: &str) -> Root {
+        let p = std::env::temp_dir().join(format!(
+            "bootprint-rc-{tag}-{}-{:?}",
+            std::process::id(),
+            Instant::now()
+        ));
+        let p = PathBuf::from(p.to_string_lossy().replace([' ', '{', '}', ':', ','], ""));
+        fs::create_dir_all(p.join("etc/init.d")).unwrap();
+        fs::create_dir_all(p.join("etc/rc2.d")).unwrap();
+        fs::create_dir_all(p.join("run")).unwrap();
+        fs::write(
+            p.join("etc/insserv.conf"),
+            "$syslog logger\n$remote_fs base\n",
+        )
+        .unwrap();
+        Root(p)
+    }
+
+    /// An LSB script: `deps` its Required-Start, `body` its start action.
+    fn script(&self, name: &str, header_extra: &str, body: &str) {
+        let text = format!(
+            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{header_extra}# Default-Start: 2\n# Default-Stop:\n### END INIT INFO\ncase \"$1\" in\nstart)\n{body}\n;;\nstop) echo stopping ;;\nesac\n"
+        );
+        let path = self.0.join("etc/init.d").join(name);
+        fs::write(&path, text).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        symlink(
+            format!("../init.d/{name}"),
+            self.0.join(format!("etc/rc2.d/S01{name}")),
+        )
+        .unwrap();
+    }
+
+    fn mark(&self) -> String {
+        self.0.join("marks").display().to_string()
+    }
+}
+
+impl Drop for Root {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn quick_config() -> Config {
+    Config {
+        login: vec!["$syslog".into()],
+        load_per_cpu: 1000.0, // the host is shared: parallelism must not depend on its load
+        timeout: Duration::from_secs(2),
+        flush_after: Duration::from_secs(60),
+        idle_window: Duration::from_millis(100),
+        late_max_wait: Duration::from_millis(700),
+        ..Config::default()
+    }
+}
+
+fn run(
+    root: &Root,
+    cfg: &Config,
+    durations: &Durations,
+) -> (Services, String, Vec<rc::spans::Event>, String) {
+    let sys = System::load(&root.0).unwrap();
+    let plan = Plan::start(&sys, Runlevel::Num(2), cfg, durations, None);
+    let log_path = root.0.join("run/rc.log");
+    let mut log = SpanLog::open(&log_path);
+    let mut out: Vec<u8> = Vec::new();
+    let summary;
+    {
+        let mut runner = Runner::new(&plan, cfg, Options::default(), &mut log, &mut out);
+        runner.begin();
+        runner.run_phase(false);
+        summary = runner.startpar_summary();
+        if runner.has_late() {
+            runner.wait_idle();
+            runner.run_phase(true);
+        }
+        runner.done();
+    }
+    let text = fs::read_to_string(&log_path).unwrap();
+    let (events, diags) = spans::parse(&text, &log_path);
+    assert!(diags.is_empty(), "{diags:?}");
+    (
+        Services::from_events(&events),
+        String::from_utf8(out).unwrap(),
+        events,
+        summary,
+    )
+}
+
+fn span<'a>(v: &'a Services, name: &str) -> &'a rc::spans::Span {
+    v.spans
+        .iter()
+        .find(|s| s.script == name)
+        .unwrap_or_else(|| panic!("no span for {name}: {:?}", v.spans))
+}
+
+#[test]
+fn graph_order_late_output_timeouts_and_exit_codes() {
+    let root = Root::new("main");
+    let m = root.mark();
+    root.script(
+        "base",
+        "",
+        &format!(
+            "[ -t 1 ] && echo on a tty\necho base one\nsleep 0.3\necho base two\necho base >> {m}"
+        ),
+    );
+    root.script(
+        "logger",
+        "# Required-Start: $remote_fs\n",
+        &format!("grep -q base {m} && echo logger after base >> {m}\necho logger up"),
+    );
+    // Not on any path to the login target: learned late.
+    root.script("web", "# Required-Start: $remote_fs\n", "echo web up");
+    root.script("hang", "", "sleep 30");
+    root.script(
+        "afterhang",
+        "# Required-Start: hang\n# X-Start-Before: logger\n",
+        "echo afterhang ran",
+    );
+    root.script("fail", "# X-Start-Before: logger\n", "echo failing\nexit 1");
+    root.script("notinst", "# X-Start-Before: logger\n", "exit 5");
+    root.script("notconf", "# X-Start-Before: logger\n", "exit 6");
+    // Configured late.
+    root.script("mail", "", "echo mail up");
+    let mut cfg = quick_config();
+    cfg.late = vec!["mail".into()];
+    let t0 = Instant::now();
+    let (v, out, events, summary) = run(&root, &cfg, &Durations::default());
+    let took = t0.elapsed();
+
+    // Order respects the graph.
+    let marks = fs::read_to_string(root.0.join("marks")).unwrap();
+    assert!(marks.contains("logger after base"), "{marks}");
+    let base = span(&v, "base");
+    let logger = span(&v, "logger");
+    assert!(logger.start_ns >= base.end_ns.unwrap());
+    assert_eq!(
+        logger.waited_for, "afterhang",
+        "the last dependency to end released it"
+    );
+    let afterhang = span(&v, "afterhang");
+    assert!(afterhang.start_ns >= span(&v, "hang").end_ns.unwrap());
+
+    // The timeout fired, the boot went on, and it was recorded.
+    let hang = span(&v, "hang");
+    assert_eq!(hang.outcome, "timed_out");
+    let secs = hang.duration_ns() as f64 / 1e9;
+    assert!((1.9..5.0).contains(&secs), "hang ran {secs} s");
+    assert!(took < Duration::from_secs(15), "took {took:?}");
+    assert!(out.contains("hang: timed out after 2 s"), "{out}");
+    assert_eq!(afterhang.outcome, "ok");
+
+    // LSB exit codes.
+    assert_eq!(span(&v, "fail").outcome, "failed");
+    assert_eq!(span(&v, "fail").exit, Some(1));
+    assert_eq!(span(&v, "notinst").outcome, "not_installed");
+    assert_eq!(span(&v, "notconf").outcome, "not_configured");
+    assert!(summary.contains("failed_service='fail hang'"), "{summary}");
+    assert!(summary.contains("skipped_service_not_installed='notinst'"));
+    assert!(summary.contains("skipped_service_not_configured='notconf'"));
+
+    // Late services: web (learned) and mail (configured) start after the login path.
+    let reached = events.iter().find(|e| e.kind == "rc_reached").unwrap().ns;
+    let late_ev = events.iter().find(|e| e.kind == "rc_late").unwrap();
+    for name in ["web", "mail"] {
+        let s = span(&v, name);
+        assert!(s.late, "{name} should be late");
+        assert!(s.start_ns >= late_ev.ns && late_ev.ns >= reached, "{name}");
+        assert_eq!(s.outcome, "ok");
+    }
+    for name in ["base", "logger", "hang", "fail"] {
+        assert!(!span(&v, name).late, "{name} is on the path");
+    }
+
+    // Output: whole, prefixed, on a pty.
+    assert!(
+        out.contains("base: on a tty\nbase: base one\nbase: base two\n"),
+        "{out}"
+    );
+    assert!(out.contains("fail: failing\n"));
+    assert!(out.contains("web: web up\n"));
+
+    // The services view: the chain to the login ends at the last path script.
+    let chain: Vec<&str> = v
+        .critical_chain()
+        .iter()
+        .map(|s| s.script.as_str())
+        .collect();
+    assert_eq!(chain, ["hang", "afterhang", "logger"], "{chain:?}");
+}
+
+#[test]
+fn priority_puts_the_longest_path_to_the_login_first() {
+    let root = Root::new("prio");
+    // Both ready at once; with one slot, the one on the heavier path must go first even
+    // though the other sorts first by name.
+    root.script("aside", "", "sleep 0.2");
+    root.script("zlong", "", "sleep 0.2");
+    root.script("zmid", "# Required-Start: zlong\n", "sleep 0.1");
+    root.script("logger", "# Required-Start: zmid aside\n", "echo logger up");
+    let mut cfg = quick_config();
+    cfg.max_parallel = 1;
+    let mut d = Durations::default();
+    d.record("aside", "start", 50);
+    d.record("zlong", "start", 3000);
+    d.record("zmid", "start", 3000);
+    let (v, _, _, _) = run(&root, &cfg, &d);
+    let order: Vec<&str> = v.spans.iter().map(|s| s.script.as_str()).collect();
+    assert_eq!(order, ["zlong", "zmid", "aside", "logger"], "{order:?}");
+    // One at a time.
+    for w in v.spans.windows(2) {
+        assert!(w[1].start_ns >= w[0].end_ns.unwrap());
+    }
+    // Without learned durations, unit weights: the two-script chain still goes first.
+    let (v, _, _, _) = run(&Root::copy_of(&root), &cfg, &Durations::default());
+    assert_eq!(v.spans[0].script, "zlong");
+}
+
+impl Root {
+    fn copy_of(other: &Root) -> Root {
+        let r = Root::new("copy");
+        for e in fs::read_dir(other.0.join("etc/init.d")).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            fs::copy(e.path(), r.0.join("etc/init.d").join(&name)).unwrap();
+            symlink(
+                format!("../init.d/{name}"),
+                r.0.join(format!("etc/rc2.d/S01{name}")),
+            )
+            .unwrap();
+        }
+        r
+    }
+}
+
+#[test]
+fn scripts_run_in_parallel_and_an_interactive_one_runs_alone() {
+    let root = Root::new("par");
+    for n in ["p1", "p2", "p3"] {
+        root.script(n, "", "sleep 0.6");
+    }
+    root.script("ask", "# X-Interactive: true\n", "sleep 0.3");
+    root.script("logger", "# Required-Start: p1 p2 p3 ask\n", "true");
+    let cfg = quick_config();
+    let t0 = Instant::now();
+    let (v, _, _, _) = run(&root, &cfg, &Durations::default());
+    let took = t0.elapsed();
+    let p: Vec<_> = ["p1", "p2", "p3"].iter().map(|n| span(&v, n)).collect();
+    let latest_start = p.iter().map(|s| s.start_ns).max().unwrap();
+    let earliest_end = p.iter().map(|s| s.end_ns.unwrap()).min().unwrap();
+    assert!(latest_start < earliest_end, "p1..p3 overlapped");
+    let ask = span(&v, "ask");
+    for s in &v.spans {
+        if s.script != "ask" {
+            let overlap = s.start_ns < ask.end_ns.unwrap() && ask.start_ns < s.end_ns.unwrap();
+            assert!(!overlap, "{} ran beside the interactive script", s.script);
+        }
+    }
+    assert!(took < Duration::from_secs(4), "{took:?}");
+}
+
+#[test]
+fn stop_plan_follows_required_stop_in_reverse() {
+    let root = Root::new("stop");
+    fs::create_dir_all(root.0.join("etc/rc0.d")).unwrap();
+    let m = root.mark();
+    for (name, extra) in [
+        ("syslogd", ""),
+        ("app", "# Required-Stop: syslogd\n"),
+        ("web", "# Required-Stop: app\n"),
+    ] {
+        let text = format!(
+            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Stop: 0\n### END INIT INFO\n[ \"$1\" = stop ] && echo {name} >> {m}\nexit 0\n"
+        );
+        let path = root.0.join("etc/init.d").join(name);
+        fs::write(&path, text).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        symlink(
+            format!("../init.d/{name}"),
+            root.0.join(format!("etc/rc0.d/K01{name}")),
+        )
+        .unwrap();
+    }
+    let sys = System::load(&root.0).unwrap();
+    let plan = Plan::stop(&sys, Runlevel::Num(0), &Durations::default(), None);
+    let cfg = quick_config();
+    let mut log = SpanLog::none();
+    let mut out = Vec::new();
+    let mut r = Runner::new(&plan, &cfg, Options::default(), &mut log, &mut out);
+    r.run_phase(false);
+    drop(r);
+    let marks = fs::read_to_string(root.0.join("marks")).unwrap();
+    assert_eq!(marks, "web\napp\nsyslogd\n");
+}
+
+#[test]
+fn the_binary_answers_like_startpar_and_learns() {
+    // run_runlevel without detaching: the whole runlevel, durations saved under the root.
+    let root = Root::new("learn");
+    root.script("logger", "", "echo up");
+    root.script("late1", "", "sleep 0.1");
+    fs::create_dir_all(root.0.join("etc/bootprint")).unwrap();
+    fs::write(
+        root.0.join("etc/bootprint/rc.conf"),
+        "login = $syslog\nlate-max-wait = 0.3\nidle-window = 0.1\n",
+    )
+    .unwrap();
+    let mut req = rc::run::Request::new(Runlevel::Num(2));
+    req.root = root.0.clone();
+    req.spans = root.0.join("run/bootprint/rc.log");
+    req.detach = false;
+    let mut out = Vec::new();
+    assert_eq!(rc::run::run_runlevel(&req, &mut out), 0);
+    let (d, diags) = Durations::load(&root.0.join("var/lib/bootprint/rc-durations"));
+    assert!(diags.is_empty());
+    assert_eq!(d.map.len(), 2, "{d:?}");
+    let (v, _) = spans::load(&req.spans).unwrap();
+    let kept = fs::read_to_string(root.0.join("var/lib/bootprint/rc-last.log")).unwrap();
+    assert!(kept.contains(" rc_done "), "{kept}");
+    assert!(span(&v, "late1").late);
+}

@@ -1,0 +1,505 @@
+//! Readahead's memory across boots: a short history of boot times by kind (learning, with
+//! replay, without replay to compare) and its own verdict, so it can find out on each
+//! machine whether replay makes boots faster and switch itself off when it does not.
+//!
+//! The file (`/var/lib/bootprint/readahead.state`) is text, one record per line, so an
+//! admin can read it:
+//!
+//! ```text
+//! # bootprint readahead state
+//! version 1
+//! verdict auto
+//! boot 1795000000 learn 31.204 35.880
+//! boot 1795000100 replay 29.950 33.120
+//! boot 1795000200 control 31.010 -
+//! ```
+//!
+//! `verdict off <unix seconds> <reason...>` when it switched itself off. A `boot` line is
+//! `unix seconds`, kind, seconds to the text login and to boot done (`-`: not seen).
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+
+/// How many boots the history keeps (oldest dropped first).
+pub const HISTORY_MAX: usize = 40;
+/// Boots of each kind needed before replay is judged.
+pub const MIN_EACH: usize = 3;
+/// The most recent boots of each kind that are judged.
+pub const WINDOW: usize = 5;
+
+/// What readahead did on one boot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BootKind {
+    /// No valid pack: learned one.
+    Learn,
+    /// Replayed the pack.
+    Replay,
+    /// Had a valid pack but did not replay it, to compare.
+    Control,
+}
+
+impl BootKind {
+    /// The word in the state file and the trace.
+    pub fn word(self) -> &'static str {
+        match self {
+            BootKind::Learn => "learn",
+            BootKind::Replay => "replay",
+            BootKind::Control => "control",
+        }
+    }
+
+    fn parse(w: &str) -> Option<BootKind> {
+        match w {
+            "learn" => Some(BootKind::Learn),
+            "replay" => Some(BootKind::Replay),
+            "control" => Some(BootKind::Control),
+            _ => None,
+        }
+    }
+}
+
+/// One boot in the history.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BootRecord {
+    /// When it was recorded (seconds since the Unix epoch, at boot done).
+    pub unix_s: u64,
+    /// What readahead did.
+    pub kind: BootKind,
+    /// Seconds from power-on (the kernel's clock) to the text login.
+    pub login_s: Option<f64>,
+    /// Seconds to boot done.
+    pub done_s: Option<f64>,
+}
+
+/// Whether readahead may run, by its own judgement (the admin's switch is the config file).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Verdict {
+    /// It runs and keeps judging itself.
+    #[default]
+    Auto,
+    /// It switched itself off: when and why.
+    Off {
+        /// Seconds since the Unix epoch.
+        unix_s: u64,
+        /// The figures that decided it.
+        reason: String,
+    },
+}
+
+/// The whole state file.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct State {
+    /// Its own verdict.
+    pub verdict: Verdict,
+    /// Oldest first.
+    pub boots: Vec<BootRecord>,
+}
+
+/// A state file that does not parse: where, and what was expected.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StateError {
+    /// The file.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// What was expected there.
+    pub expected: String,
+}
+
+impl fmt::Display for StateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: expected {}", self.file, self.line, self.expected)
+    }
+}
+
+impl std::error::Error for StateError {}
+
+/// Replay judged against boots without it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    /// Median seconds to login of the last [`WINDOW`] replay boots, with how many there were.
+    pub replay: Option<(f64, usize)>,
+    /// The same for the boots without replay (control boots).
+    pub control: Option<(f64, usize)>,
+}
+
+impl Judgement {
+    /// Enough boots of both kinds to judge.
+    pub fn ready(&self) -> bool {
+        matches!((self.replay, self.control), (Some((_, r)), Some((_, c))) if r >= MIN_EACH && c >= MIN_EACH)
+    }
+
+    /// Replay over control (below 1: replay is faster), when ready.
+    pub fn ratio(&self) -> Option<f64> {
+        match (self.ready(), self.replay, self.control) {
+            (true, Some((r, _)), Some((c, _))) if c > 0.0 => Some(r / c),
+            _ => None,
+        }
+    }
+
+    /// Replay does not make boots faster here: its median time to login is no shorter than
+    /// without it.
+    pub fn not_faster(&self) -> bool {
+        self.ratio().is_some_and(|r| r >= 1.0)
+    }
+
+    /// The sentence the trace and `bootprint readahead status` show.
+    pub fn describe(&self) -> String {
+        let mut s = String::new();
+        if let (Some((r, nr)), Some((c, nc))) = (self.replay, self.control) {
+            s = format!(
+                "median time to login with replay {r:.3} s ({nr} boots), without {c:.3} s ({nc} boots)"
+            );
+        }
+        if !self.ready() {
+            if !s.is_empty() {
+                s.push_str("; ");
+            }
+            s.push_str(&format!(
+                "not judged yet: {} replay and {} comparison boots with a login time, {MIN_EACH} of each needed",
+                self.replay.map_or(0, |x| x.1),
+                self.control.map_or(0, |x| x.1)
+            ));
+        }
+        s
+    }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+impl State {
+    /// Parses the state file's text; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<State, StateError> {
+        let mut st = State::default();
+        let mut seen_version = false;
+        for (i, raw) in text.lines().enumerate() {
+            let err = |expected: &str| StateError {
+                file: file.to_string(),
+                line: i + 1,
+                expected: expected.to_string(),
+            };
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let mut w = line.split_whitespace();
+            match w.next() {
+                Some("version") => {
+                    if w.next() != Some("1") {
+                        return Err(err("`version 1`"));
+                    }
+                    seen_version = true;
+                }
+                Some("verdict") => {
+                    st.verdict = match w.next() {
+                        Some("auto") => Verdict::Auto,
+                        Some("off") => {
+                            let unix_s = w
+                                .next()
+                                .and_then(|s| s.parse().ok())
+                                .ok_or_else(|| err("`verdict off <unix seconds> <reason>`"))?;
+                            Verdict::Off {
+                                unix_s,
+                                reason: w.collect::<Vec<_>>().join(" "),
+                            }
+                        }
+                        _ => return Err(err("`verdict auto` or `verdict off ...`")),
+                    }
+                }
+                Some("boot") => {
+                    let bad = "`boot <unix seconds> learn|replay|control <login s|-> <done s|->`";
+                    let unix_s = w
+                        .next()
+                        .and_then(|s| s.parse().ok())
+                        .ok_or_else(|| err(bad))?;
+                    let kind = w.next().and_then(BootKind::parse).ok_or_else(|| err(bad))?;
+                    let mut secs = || -> Result<Option<f64>, StateError> {
+                        match w.next() {
+                            Some("-") => Ok(None),
+                            Some(s) => match s.parse::<f64>() {
+                                Ok(x) if x.is_finite() && x >= 0.0 => Ok(Some(x)),
+                                _ => Err(err(bad)),
+                            },
+                            None => Err(err(bad)),
+                        }
+                    };
+                    let login_s = secs()?;
+                    let done_s = secs()?;
+                    st.boots.push(BootRecord {
+                        unix_s,
+                        kind,
+                        login_s,
+                        done_s,
+                    });
+                }
+                _ => {
+                    return Err(err(
+                        "`version`, `verdict` or `boot` at the start of the line",
+                    ))
+                }
+            }
+        }
+        if !seen_version && !st.boots.is_empty() {
+            return Err(StateError {
+                file: file.to_string(),
+                line: 1,
+                expected: "a `version 1` line".into(),
+            });
+        }
+        Ok(st)
+    }
+
+    /// The file's text.
+    pub fn to_text(&self) -> String {
+        let mut s = String::from("# bootprint readahead state (docs/readahead.md)\nversion 1\n");
+        match &self.verdict {
+            Verdict::Auto => s.push_str("verdict auto\n"),
+            Verdict::Off { unix_s, reason } => {
+                s.push_str(&format!("verdict off {unix_s} {}\n", one_line(reason)))
+            }
+        }
+        let secs = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
+        for b in &self.boots {
+            s.push_str(&format!(
+                "boot {} {} {} {}\n",
+                b.unix_s,
+                b.kind.word(),
+                secs(b.login_s),
+                secs(b.done_s)
+            ));
+        }
+        s
+    }
+
+    /// Reads the state file; a missing file is the empty state.
+    pub fn load(path: &Path) -> Result<State, StateError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => State::parse(&text, &path.display().to_string()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(State::default()),
+            Err(e) => Err(StateError {
+                file: path.display().to_string(),
+                line: 0,
+                expected: format!("a readable file ({e})"),
+            }),
+        }
+    }
+
+    /// Writes the state file atomically (temporary file, fsync, rename), mode 0644.
+    pub fn save(&self, path: &Path) -> io::Result<()> {
+        crate::sys::write_atomic(path, self.to_text().as_bytes())
+    }
+
+    /// Adds a boot, dropping the oldest beyond [`HISTORY_MAX`].
+    pub fn push(&mut self, rec: BootRecord) {
+        self.boots.push(rec);
+        if self.boots.len() > HISTORY_MAX {
+            let extra = self.boots.len() - HISTORY_MAX;
+            self.boots.drain(..extra);
+        }
+    }
+
+    /// With a valid pack, whether this boot replays it or boots without it to compare.
+    /// Until there are [`MIN_EACH`] comparison boots, replay and comparison alternate (so a
+    /// verdict comes after a few boots); after that every `compare_every`th boot compares
+    /// (0: never compare).
+    pub fn next_kind(&self, compare_every: u32) -> BootKind {
+        if compare_every == 0 {
+            return BootKind::Replay;
+        }
+        let controls = self
+            .boots
+            .iter()
+            .filter(|b| b.kind == BootKind::Control)
+            .count();
+        let trailing_replays = self
+            .boots
+            .iter()
+            .rev()
+            .take_while(|b| b.kind == BootKind::Replay)
+            .count();
+        if trailing_replays == 0 {
+            return BootKind::Replay;
+        }
+        if controls < MIN_EACH || trailing_replays + 1 >= compare_every as usize {
+            BootKind::Control
+        } else {
+            BootKind::Replay
+        }
+    }
+
+    /// Replay boots against comparison boots: medians of the last [`WINDOW`] of each that
+    /// reached the login.
+    pub fn judge(&self) -> Judgement {
+        let last = |kind: BootKind| -> Option<(f64, usize)> {
+            let v: Vec<f64> = self
+                .boots
+                .iter()
+                .rev()
+                .filter(|b| b.kind == kind)
+                .filter_map(|b| b.login_s)
+                .take(WINDOW)
+                .collect();
+            let n = v.len();
+            median(v).map(|m| (m, n))
+        };
+        Judgement {
+            replay: last(BootKind::Replay),
+            control: last(BootKind::Control),
+        }
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(kind: BootKind, login: f64) -> BootRecord {
+        BootRecord {
+            unix_s: 1_795_000_000,
+            kind,
+            login_s: Some(login),
+            done_s: None,
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let mut st = State::default();
+        st.push(rec(BootKind::Learn, 31.2));
+        st.push(BootRecord {
+            unix_s: 7,
+            kind: BootKind::Replay,
+            login_s: None,
+            done_s: Some(40.5),
+        });
+        st.verdict = Verdict::Off {
+            unix_s: 9,
+            reason: "slower\nby far".into(),
+        };
+        let text = st.to_text();
+        let back = State::parse(&text, "s").unwrap();
+        assert_eq!(back.boots, st.boots);
+        assert_eq!(
+            back.verdict,
+            Verdict::Off {
+                unix_s: 9,
+                reason: "slower by far".into()
+            }
+        );
+        assert_eq!(back.to_text(), text);
+    }
+
+    #[test]
+    fn errors_name_file_and_line() {
+        let e = State::parse("version 1\nboot 5 replay 1.0\n", "/var/lib/x").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(
+            e.to_string().starts_with("/var/lib/x:2: expected `boot"),
+            "{e}"
+        );
+        let e = State::parse("version 2\n", "f").unwrap_err();
+        assert_eq!((e.line, e.expected.as_str()), (1, "`version 1`"));
+        let e = State::parse("version 1\nboot 5 sometimes 1 2\n", "f").unwrap_err();
+        assert_eq!(e.line, 2);
+        let e = State::parse("version 1\nboot 5 replay -3 2\n", "f").unwrap_err();
+        assert_eq!(e.line, 2);
+        let e = State::parse("boot 5 replay 1 2\n", "f").unwrap_err();
+        assert!(e.expected.contains("version"), "{e}");
+        let e = State::parse("version 1\nverdict maybe\n", "f").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert_eq!(State::parse("", "f").unwrap(), State::default());
+    }
+
+    #[test]
+    fn history_is_bounded() {
+        let mut st = State::default();
+        for i in 0..HISTORY_MAX + 7 {
+            st.push(rec(BootKind::Replay, i as f64));
+        }
+        assert_eq!(st.boots.len(), HISTORY_MAX);
+        assert_eq!(st.boots[0].login_s, Some(7.0), "the oldest went first");
+    }
+
+    #[test]
+    fn alternates_until_enough_comparisons_then_every_nth() {
+        let mut st = State::default();
+        st.push(rec(BootKind::Learn, 30.0));
+        let mut kinds = vec![];
+        for _ in 0..16 {
+            let k = st.next_kind(5);
+            kinds.push(k.word());
+            st.push(rec(k, 30.0));
+        }
+        assert_eq!(
+            kinds,
+            [
+                "replay", "control", "replay", "control", "replay", "control", // alternate
+                "replay", "replay", "replay", "replay", "control", // every 5th
+                "replay", "replay", "replay", "replay", "control",
+            ]
+        );
+        assert_eq!(st.next_kind(0), BootKind::Replay, "0: never compare");
+    }
+
+    #[test]
+    fn judges_medians_of_the_last_boots() {
+        let mut st = State::default();
+        for (k, t) in [
+            (BootKind::Replay, 20.0),
+            (BootKind::Control, 30.0),
+            (BootKind::Replay, 21.0),
+        ] {
+            st.push(rec(k, t));
+        }
+        let j = st.judge();
+        assert!(!j.ready());
+        assert!(!j.not_faster());
+        assert!(
+            j.describe().contains("2 replay and 1 comparison"),
+            "{}",
+            j.describe()
+        );
+        for (k, t) in [
+            (BootKind::Control, 31.0),
+            (BootKind::Replay, 50.0),
+            (BootKind::Control, 29.0),
+        ] {
+            st.push(rec(k, t));
+        }
+        let j = st.judge();
+        assert!(j.ready());
+        assert_eq!(j.replay, Some((21.0, 3)));
+        assert_eq!(j.control, Some((30.0, 3)));
+        assert!((j.ratio().unwrap() - 0.7).abs() < 1e-9);
+        assert!(!j.not_faster());
+        // Later replay boots get slower: only the last WINDOW count.
+        for _ in 0..WINDOW {
+            st.push(rec(BootKind::Replay, 33.0));
+        }
+        let j = st.judge();
+        assert_eq!(j.replay, Some((33.0, WINDOW)));
+        assert!(j.not_faster());
+        // A boot that never reached the login is not counted.
+        st.push(BootRecord {
+            login_s: None,
+            ..rec(BootKind::Control, 0.0)
+        });
+        assert_eq!(st.judge().control, Some((30.0, 3)));
+    }
+}

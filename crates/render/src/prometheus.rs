@@ -1,0 +1,138 @@
+//! The boot's figures in Prometheus' text exposition format, for node_exporter's textfile
+//! collector (`--collector.textfile.directory`): `# HELP` and `# TYPE` lines, then samples,
+//! every metric named `bootprint_*`. [`text`] makes the text (the recorder can call it at boot
+//! done); [`write_atomic`] puts it in `DIR/bootprint.prom` through a temporary file and a
+//! rename, so the collector never reads half a file.
+
+use std::fmt::Write as _;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use analyze::BootModel;
+
+/// The file name inside the collector's directory.
+pub const FILE_NAME: &str = "bootprint.prom";
+
+fn escape_label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn num(x: f64) -> String {
+    // Prometheus reads Go floats; keep millisecond precision, no exponent for usual values.
+    let r = (x * 1000.0).round() / 1000.0;
+    format!("{r}")
+}
+
+/// The exposition text of one boot: milestone times (`bootprint_milestone_seconds{milestone}`),
+/// phase lengths and budgets (`bootprint_phase_seconds{phase}`,
+/// `bootprint_phase_budget_seconds{phase}`), the idle fraction, and the readahead hit rate
+/// when the boot replayed a pack. The budgets are the defaults ([`text_with`] takes others).
+pub fn text(m: &BootModel) -> String {
+    text_with(m, &analyze::budget::Budgets::default())
+}
+
+/// [`text`] with the given budgets.
+pub fn text_with(m: &BootModel, budgets: &analyze::budget::Budgets) -> String {
+    let mut s = String::new();
+    let ms = &m.milestones;
+    let _ = writeln!(
+        s,
+        "# HELP bootprint_milestone_seconds Boot milestone, seconds since the kernel started."
+    );
+    let _ = writeln!(s, "# TYPE bootprint_milestone_seconds gauge");
+    for (name, v) in [
+        ("kernel", ms.kernel.as_ref()),
+        ("init_exec", ms.init_exec.as_ref()),
+        ("text_login", ms.text_login.as_ref()),
+        ("graphical_login", ms.graphical_login.as_ref()),
+        ("boot_done", Some(&ms.boot_done)),
+    ] {
+        if let Some(v) = v {
+            let _ = writeln!(
+                s,
+                "bootprint_milestone_seconds{{milestone=\"{name}\"}} {}",
+                num(v.t_s)
+            );
+        }
+    }
+    let phases = analyze::budget::phases(m, budgets);
+    let phase = |p: &analyze::budget::Phase| {
+        serde_json::to_value(p.id)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default()
+    };
+    let _ = writeln!(
+        s,
+        "# HELP bootprint_phase_seconds Length of a boot phase, seconds."
+    );
+    let _ = writeln!(s, "# TYPE bootprint_phase_seconds gauge");
+    for p in &phases {
+        let _ = writeln!(
+            s,
+            "bootprint_phase_seconds{{phase=\"{}\"}} {}",
+            escape_label(&phase(p)),
+            num(p.duration_s)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "# HELP bootprint_phase_budget_seconds Time budget of a boot phase, seconds."
+    );
+    let _ = writeln!(s, "# TYPE bootprint_phase_budget_seconds gauge");
+    for p in &phases {
+        let _ = writeln!(
+            s,
+            "bootprint_phase_budget_seconds{{phase=\"{}\"}} {}",
+            escape_label(&phase(p)),
+            num(p.budget_s)
+        );
+    }
+    let _ = writeln!(s, "# HELP bootprint_cpu_idle_ratio Share of CPU time idle from the first sample to boot done.");
+    let _ = writeln!(s, "# TYPE bootprint_cpu_idle_ratio gauge");
+    let _ = writeln!(
+        s,
+        "bootprint_cpu_idle_ratio {}",
+        num(m.cpu_totals.idle_fraction)
+    );
+    let _ = writeln!(s, "# HELP bootprint_cpu_iowait_ratio Share of CPU time in iowait from the first sample to boot done.");
+    let _ = writeln!(s, "# TYPE bootprint_cpu_iowait_ratio gauge");
+    let _ = writeln!(
+        s,
+        "bootprint_cpu_iowait_ratio {}",
+        num(m.cpu_totals.iowait_fraction)
+    );
+    if let Some(r) = &m.readahead {
+        let _ = writeln!(s, "# HELP bootprint_readahead_hit_ratio Share of the bytes readahead replayed that were still cached at boot done.");
+        let _ = writeln!(s, "# TYPE bootprint_readahead_hit_ratio gauge");
+        let _ = writeln!(s, "bootprint_readahead_hit_ratio {}", num(r.ratio));
+        let _ = writeln!(
+            s,
+            "# HELP bootprint_readahead_replayed_bytes Bytes readahead replayed."
+        );
+        let _ = writeln!(s, "# TYPE bootprint_readahead_replayed_bytes gauge");
+        let _ = writeln!(s, "bootprint_readahead_replayed_bytes {}", r.replayed_bytes);
+    }
+    s
+}
+
+/// Writes `text` to `dir/bootprint.prom` atomically (a temporary file in `dir`, then a
+/// rename over the old one). Returns the path written.
+pub fn write_atomic(dir: &Path, text: &str) -> io::Result<PathBuf> {
+    let path = dir.join(FILE_NAME);
+    // The collector only reads `*.prom`, so the temporary name must not end in it.
+    let tmp = dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        io::Write::write_all(&mut f, text.as_bytes())?;
+        // On disk before the rename, so a crash leaves the old file or the new, never a stub.
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map(|_| path)
+}

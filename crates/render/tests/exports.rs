@@ -1,0 +1,208 @@
+//! The exports: Perfetto / Chrome trace-event JSON checked against the Trace Event Format's
+//! rules, and the Prometheus textfile checked against the text exposition format. The boot
+//! is the hand-made mini-trace (tests/fixtures/README.md), with the kernel log of a real
+//! test-bed boot with initcall_debug (tests/fixtures/dmesg/) for the initcalls, and a
+//! `readahead_hit` event added for the hit rate.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn mini_copy(tag: &str, extra_event: Option<&str>) -> PathBuf {
+    let src = root().join("tests/fixtures/mini-trace");
+    let dir = std::env::temp_dir().join(format!("bootprint-exports-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    if let Some(line) = extra_event {
+        let mut ev = std::fs::read_to_string(dir.join("events.log")).unwrap();
+        ev.push_str(line);
+        ev.push('\n');
+        std::fs::write(dir.join("events.log"), ev).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn perfetto_follows_the_trace_event_format() {
+    let dir = mini_copy("perfetto", None);
+    let t = trace::Trace::open(&dir).unwrap();
+    let m = analyze::analyze(&t).unwrap();
+    let dmesg = std::fs::read_to_string(
+        root().join("tests/fixtures/dmesg/debian12-6.1-testbed-initcall_debug.trace.dmesg"),
+    )
+    .unwrap();
+    let k = kernel::Report::from_text("dmesg", &dmesg);
+    let mut buf = Vec::new();
+    render::perfetto::write(&mut buf, &m, "mini", Some(&k)).unwrap();
+    let v: Value = serde_json::from_slice(&buf).unwrap();
+    assert_eq!(v["displayTimeUnit"], "ms");
+    let events = v["traceEvents"].as_array().unwrap();
+    let int = |e: &Value, k: &str| e[k].as_f64().unwrap_or_else(|| panic!("{k} of {e}"));
+    let (mut x, mut c, mut meta) = (0, 0, 0);
+    for e in events {
+        let ph = e["ph"]
+            .as_str()
+            .unwrap_or_else(|| panic!("ph missing: {e}"));
+        assert!(e["pid"].is_u64() && e["tid"].is_u64(), "{e}");
+        assert!(e["name"].is_string(), "{e}");
+        match ph {
+            "X" => {
+                x += 1;
+                assert!(int(e, "ts") >= 0.0 && int(e, "dur") >= 0.0, "{e}");
+                // Microseconds: whole numbers.
+                assert_eq!(int(e, "ts").fract(), 0.0);
+            }
+            "C" => {
+                c += 1;
+                let args = e["args"].as_object().unwrap();
+                assert!(
+                    !args.is_empty() && args.values().all(Value::is_number),
+                    "{e}"
+                );
+            }
+            "M" => {
+                meta += 1;
+                assert!(e["args"]["name"].is_string(), "{e}");
+                assert!(["process_name", "thread_name"].contains(&e["name"].as_str().unwrap()));
+            }
+            "i" => assert_eq!(e["s"], "g"),
+            other => panic!("unexpected phase {other}"),
+        }
+    }
+    assert!(x > 0 && c > 0 && meta > 0);
+    // udevd (pid 200) started at 5.2 s: ts in microseconds.
+    let udevd = events
+        .iter()
+        .find(|e| e["ph"] == "X" && e["pid"] == 200)
+        .unwrap();
+    assert_eq!(udevd["ts"].as_f64().unwrap(), 5_200_000.0);
+    assert_eq!(udevd["tid"], 200);
+    // Counters: one CPU and one disk counter per sample interval.
+    let cpu = events.iter().filter(|e| e["name"] == "cpu %").count();
+    assert_eq!(cpu, m.cpu.len());
+    assert_eq!(
+        events.iter().filter(|e| e["name"] == "disk").count(),
+        m.disk.len()
+    );
+    // Initcalls from the kernel log, on their own track, with the kernel's durations.
+    let calls: Vec<&Value> = events.iter().filter(|e| e["cat"] == "initcall").collect();
+    assert_eq!(
+        calls.len(),
+        k.boot
+            .initcalls
+            .iter()
+            .filter(|c| c.start_us.is_some())
+            .count()
+    );
+    assert!(calls.len() > 100, "{}", calls.len());
+    assert!(calls
+        .iter()
+        .all(|e| e["pid"] == render::perfetto::INITCALLS_PID));
+    let slowest = k.boot.initcalls.iter().max_by_key(|c| c.cost_us()).unwrap();
+    assert!(calls.iter().any(
+        |e| e["name"] == slowest.func.as_str() && e["dur"].as_u64() == Some(slowest.cost_us())
+    ));
+    // Milestones: text login at 12.0 s.
+    assert!(events
+        .iter()
+        .any(|e| e["ph"] == "i" && e["name"] == "text login" && e["ts"].as_f64() == Some(12e6)));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Checks the exposition format line by line; returns (metric, labels, value) samples.
+fn parse_prom(text: &str) -> Vec<(String, String, f64)> {
+    let mut helped = std::collections::HashSet::new();
+    let mut typed = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let name = rest.split(' ').next().unwrap();
+            assert!(helped.insert(name.to_string()), "HELP twice for {name}");
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut w = rest.split(' ');
+            let name = w.next().unwrap();
+            assert_eq!(w.next(), Some("gauge"), "{line}");
+            assert!(helped.contains(name), "TYPE before HELP: {line}");
+            typed.insert(name.to_string());
+            continue;
+        }
+        assert!(!line.starts_with('#'), "{line}");
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        let (name, labels) = match series.split_once('{') {
+            Some((n, l)) => {
+                assert!(l.ends_with('}'), "{line}");
+                (n, l.trim_end_matches('}'))
+            }
+            None => (series, ""),
+        };
+        assert!(name.starts_with("bootprint_"), "{line}");
+        assert!(
+            name.chars().all(|c| c.is_ascii_lowercase() || c == '_'),
+            "{line}"
+        );
+        assert!(typed.contains(name), "sample before its TYPE: {line}");
+        let v: f64 = value.parse().unwrap_or_else(|_| panic!("value of {line}"));
+        out.push((name.to_string(), labels.to_string(), v));
+    }
+    out
+}
+
+#[test]
+fn prometheus_textfile() {
+    let dir = mini_copy(
+        "prom",
+        Some("19000000000 readahead_hit replayed=1000000 resident=900000 ratio=0.900"),
+    );
+    let m = analyze::analyze(&trace::Trace::open(&dir).unwrap()).unwrap();
+    let text = render::prometheus::text(&m);
+    let samples = parse_prom(&text);
+    let get = |name: &str, labels: &str| {
+        samples
+            .iter()
+            .find(|s| s.0 == name && s.1 == labels)
+            .map(|s| s.2)
+            .unwrap_or_else(|| panic!("{name}{{{labels}}} in\n{text}"))
+    };
+    assert_eq!(
+        get("bootprint_milestone_seconds", "milestone=\"text_login\""),
+        12.0
+    );
+    assert_eq!(
+        get("bootprint_milestone_seconds", "milestone=\"boot_done\""),
+        14.0
+    );
+    assert_eq!(get("bootprint_phase_seconds", "phase=\"text_login\""), 6.9);
+    assert_eq!(get("bootprint_phase_budget_seconds", "phase=\"done\""), 2.0);
+    assert_eq!(get("bootprint_readahead_hit_ratio", ""), 0.9);
+    assert_eq!(get("bootprint_readahead_replayed_bytes", ""), 1e6);
+    // Without the event there is no readahead metric.
+    let plain = mini_copy("prom-plain", None);
+    let m2 = analyze::analyze(&trace::Trace::open(&plain).unwrap()).unwrap();
+    assert!(!render::prometheus::text(&m2).contains("readahead"));
+
+    // Written atomically: only bootprint.prom is left, replacing an older one.
+    let out = dir.join("collector");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("bootprint.prom"), "old").unwrap();
+    let path = render::prometheus::write_atomic(&out, &text).unwrap();
+    assert_eq!(path, out.join("bootprint.prom"));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    let names: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("bootprint.prom")]);
+    assert!(render::prometheus::write_atomic(&dir.join("missing"), &text).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&plain).unwrap();
+}
