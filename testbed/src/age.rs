@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use crate::image::Image;
-use crate::util::{io_err, output_logged, run_logged, Error, Result};
+use crate::image::{self, Image};
+use crate::util::{io_err, output_logged, run_logged, Error, Lock, Paths, Result};
 
 /// The aged root filesystem's file name in the image directory.
 pub const AGED_ROOTFS: &str = "rootfs-aged.ext4";
@@ -57,22 +57,28 @@ impl Rng {
     }
 }
 
-/// The image with its root filesystem replaced by the aged copy, made when missing.
-pub fn aged(img: &Image) -> Result<Image> {
-    let aged = img.dir.join(AGED_ROOTFS);
-    if !aged.is_file() {
+/// The image with its root filesystem replaced by the aged copy (made when missing), with
+/// the current bootprint binaries installed in it (built first when `cargo`).
+pub fn aged(paths: &Paths, img: &Image, cargo: bool) -> Result<Image> {
+    let aged = Image {
+        dir: img.dir.clone(),
+        rootfs: img.dir.join(AGED_ROOTFS),
+        kernel: img.kernel.clone(),
+        initrd: img.initrd.clone(),
+    };
+    let _lock = Lock::acquire(&aged.lock_path())?;
+    if !aged.rootfs.is_file() {
         let t = Instant::now();
-        let report = make_aged(&img.rootfs, &aged, &img.dir)?;
+        let report = make_aged(&img.rootfs, &aged.rootfs, &img.dir)?;
         let text = format!("{report}aging took {:.1} s\n", t.elapsed().as_secs_f64());
         eprint!("age: {text}");
         let _ = fs::write(img.dir.join("rootfs-aged.txt"), text);
     }
-    Ok(Image {
-        dir: img.dir.clone(),
-        rootfs: aged,
-        kernel: img.kernel.clone(),
-        initrd: img.initrd.clone(),
-    })
+    let bins = image::host_binaries(paths, cargo)?;
+    if image::update_binaries(&aged, &bins)? {
+        eprintln!("age: bootprint binaries updated in the aged copy");
+    }
+    Ok(aged)
 }
 
 /// Unmounts on drop, whatever happened in between.

@@ -203,7 +203,8 @@ pub fn host_binaries(paths: &Paths, cargo: bool) -> Result<(PathBuf, PathBuf)> {
 /// Replaces the binaries in the image when their hash differs from what was installed last.
 /// Returns whether anything was written.
 pub fn update_binaries(img: &Image, bins: &(PathBuf, PathBuf)) -> Result<bool> {
-    let stamp_path = img.dir.join("binaries.stamp");
+    // One stamp per root filesystem file: an image directory can hold an aged copy too.
+    let stamp_path = img.rootfs.with_extension("binaries");
     let want = format!(
         "{} {}\n{} {}\n",
         GUEST_BOOT_BIN,

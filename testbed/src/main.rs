@@ -87,7 +87,7 @@ fn run(args: &[String]) -> Result<(), Error> {
                 None => image::Image::current(&paths)?,
             };
             if aged {
-                img = age::aged(&img)?;
+                img = age::aged(&paths, &img, false)?;
             }
             let res = qemu::boot(&paths, &img, &boot)?;
             if json {

@@ -12,7 +12,7 @@ use crate::age;
 use crate::bench::{self, event_seconds, Benchmark, Figures, Variant};
 use crate::image::{self, Image};
 use crate::qemu::{self, round3, BootOpts, BootResult, Profile};
-use crate::util::{Lock, Paths, Result};
+use crate::util::{Paths, Result};
 
 /// The value of `key=` in the first event of `kind`.
 pub fn event_field(events: &str, kind: &str, key: &str) -> Option<f64> {
@@ -107,13 +107,7 @@ pub fn run(
         Some(img) => img,
         None => image::ensure(paths, cargo)?,
     };
-    let aged = age::aged(&base)?;
-    {
-        let _lock = Lock::acquire(&aged.lock_path())?;
-        let bins = image::host_binaries(paths, cargo)?;
-        // The aged copy has its own copy of the binaries: bring them up to date.
-        image::update_binaries(&aged, &bins)?;
-    }
+    let aged = age::aged(paths, &base, cargo)?;
     for &profile in profiles {
         let mut learn = BootOpts::new(profile);
         learn.record = true;

@@ -781,9 +781,21 @@ fn disk_bound(m: &BootModel, out: &mut Vec<Finding>) {
                          priority from the start of the boot reads the same blocks earlier, in \
                          fewer, larger requests"
                 .into(),
-            fix: "enable readahead (`bootprint.readahead=1` or `[readahead] enabled = true`): it \
-                  learns what this boot read and replays it from the start of the next"
-                .into(),
+            fix: match &m.readahead {
+                None => "enable readahead (`bootprint.readahead=1` or `[readahead] enabled = \
+                         true`): it learns what this boot read and replays it from the start of \
+                         the next"
+                    .into(),
+                // This boot replayed a pack and still waited on the disk: the pack misses
+                // what the boot reads, or was evicted before use.
+                Some(r) => format!(
+                    "this boot replayed a readahead pack ({:.1} MB, {:.0}% still cached at boot \
+                     done) and still waited on the disk: learn the pack again (`bootprint \
+                     readahead relearn`) so it holds what the boot reads now",
+                    r.replayed_bytes as f64 / 1e6,
+                    r.ratio * 100.0
+                ),
+            },
         });
     }
 }

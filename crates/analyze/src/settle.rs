@@ -17,6 +17,9 @@ pub struct Settle {
     pub idle_from_s: f64,
     /// How `idle_from_s` was found.
     pub idle_source: String,
+    /// Whether the samples show CPU and disk idle for the settle time after the login at
+    /// all; when not, `idle_from_s` is only the boot-done milestone (often the last sample).
+    pub idle_found: bool,
     /// The idle thresholds used.
     pub idle_cpu: f64,
     /// Busiest-disk utilisation threshold.
@@ -37,11 +40,12 @@ pub struct Settle {
 /// Builds the view with the recorder's default thresholds.
 pub fn settle(m: &BootModel) -> Settle {
     let opts = Options::default();
-    let (idle_from_s, idle_source) = match computed_boot_done(m, &opts) {
-        Some(c) => (c.t_s, c.source),
+    let (idle_from_s, idle_source, idle_found) = match computed_boot_done(m, &opts) {
+        Some(c) => (c.t_s, c.source, true),
         None => (
             m.milestones.boot_done.t_s,
             m.milestones.boot_done.source.clone(),
+            false,
         ),
     };
     let login_s = m.milestones.login().map(|l| l.t_s);
@@ -85,6 +89,7 @@ pub fn settle(m: &BootModel) -> Settle {
         login_s,
         idle_from_s,
         idle_source,
+        idle_found,
         idle_cpu: opts.idle_cpu,
         idle_disk: opts.idle_disk,
         idle_until_s,

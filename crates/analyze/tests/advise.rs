@@ -225,3 +225,35 @@ fn real_testbed_boot() {
     assert!(gains.windows(2).all(|w| w[0] >= w[1]), "{gains:?}");
     assert!(m.milestones.text_login.is_some());
 }
+
+#[test]
+fn disk_bound_after_a_readahead_replay_asks_for_a_new_pack() {
+    // The hand-made mini-trace reads 1000 sectors per 0.5 s with the disk 60% busy from 5 to
+    // 12 s; a copy with a `readahead_hit` event says this boot replayed a pack.
+    let src = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/mini-trace");
+    let (_, plain) = findings_of(&src);
+    let d = with_id(&plain, "disk-bound");
+    assert_eq!(d.len(), 1);
+    assert!(d[0].fix.starts_with("enable readahead"), "{}", d[0].fix);
+    let dir = std::env::temp_dir().join(format!("bootprint-advise-ra-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
+    }
+    let mut ev = std::fs::read_to_string(dir.join("events.log")).unwrap();
+    ev.push_str("14000000000 readahead_hit replayed=50000000 resident=20000000 ratio=0.400\n");
+    std::fs::write(dir.join("events.log"), ev).unwrap();
+    let (m, f) = findings_of(&dir);
+    assert_eq!(m.readahead.unwrap().replayed_bytes, 50_000_000);
+    let d = with_id(&f, "disk-bound");
+    assert!(
+        d[0].fix.contains("50.0 MB, 40% still cached"),
+        "{}",
+        d[0].fix
+    );
+    assert!(d[0].fix.contains("bootprint readahead relearn"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

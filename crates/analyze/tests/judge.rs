@@ -70,7 +70,7 @@ fn boot_done_view_of_the_mini_trace() {
     assert_eq!(s.login_s, Some(12.0));
     // Settling until 14.0 s at 30% busy, then idle: the samples say idle from 14.0 s.
     assert!((s.idle_from_s - 14.0).abs() < 1e-6, "{s:?}");
-    assert!(s.idle_to_end, "{s:?}");
+    assert!(s.idle_to_end && s.idle_found, "{s:?}");
     assert!((s.tail_s.unwrap() - 2.0).abs() < 1e-6);
     // The settling CPU of 12..14 s is in /proc/stat only: no process's counters grow there
     // (udevd's work ends at 12.0 s), so nothing is blamed.
@@ -80,4 +80,41 @@ fn boot_done_view_of_the_mini_trace() {
         "nothing starts between 12 and 14: {:?}",
         s.started
     );
+}
+
+#[test]
+fn a_boot_that_never_settles_says_so() {
+    // bootchart2's example log: busy (disk and CPU) until its last sample at 30.39 s.
+    let dir =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/bootchart2-example1");
+    let m = analyze::analyze(&trace::Trace::open(&dir).unwrap()).unwrap();
+    let s = settle(&m);
+    assert!(!s.idle_found, "{s:?}");
+    assert_eq!(s.idle_source, "last sample");
+    assert!((s.login_s.unwrap() - 18.58).abs() < 0.01);
+    assert!(!s.busy.is_empty());
+    // Xorg starts after the getty and is among the busiest after the login.
+    assert!(s.busy.iter().any(|u| u.name == "Xorg"), "{:?}", s.busy);
+}
+
+#[test]
+fn services_from_command_lines_and_from_rc_links() {
+    // The test-bed boot has command lines: /bin/sh /etc/init.d/udev start, pid 267, 9.82 s.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/testbed-sysvinit.tgz");
+    let m = analyze::analyze(&trace::Trace::open(&dir).unwrap()).unwrap();
+    let s = analyze::services::services(&m);
+    let udev = s.iter().find(|x| x.name == "udev").unwrap();
+    assert_eq!((udev.pid, udev.action.as_deref()), (267, Some("start")));
+    assert!((udev.start_s - 9.82).abs() < 0.01 && (udev.end_s - 13.88).abs() < 0.01);
+    // Its forks (same command line) are not services of their own.
+    assert_eq!(s.iter().filter(|x| x.name == "udev").count(), 1);
+    // bootchart2's example has no cmdline2.log: rc's S10udev link shows in comm.
+    let dir =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/bootchart2-example1");
+    let m = analyze::analyze(&trace::Trace::open(&dir).unwrap()).unwrap();
+    let s = analyze::services::services(&m);
+    let udev = s.iter().find(|x| x.name == "udev").unwrap();
+    assert_eq!(udev.pid, 3017);
+    assert!((udev.start_s - 13.05).abs() < 0.01, "{udev:?}");
+    assert!(s.windows(2).all(|w| w[0].start_s <= w[1].start_s));
 }

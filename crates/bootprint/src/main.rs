@@ -46,6 +46,12 @@ pub enum Outcome {
 }
 
 fn main() -> ExitCode {
+    // Rust ignores SIGPIPE, so `bootprint ... | head` would panic on the closed pipe; a
+    // command-line tool should just stop, as cat does.
+    // SAFETY: setting a signal's disposition to the default has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let outcome = match args.first().map(String::as_str) {
         None => Outcome::Usage("a verb is required".into()),

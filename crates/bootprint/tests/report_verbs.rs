@@ -164,7 +164,10 @@ fn chromium() -> Option<&'static str> {
 
 /// Renders `html` headless: (console log, screenshot bytes, dumped DOM).
 fn render(browser: &str, html: &Path, dir: &Path) -> (String, Vec<u8>, String) {
-    let url = format!("file://{}", html.display());
+    render_url(browser, &format!("file://{}", html.display()), dir)
+}
+
+fn render_url(browser: &str, url: &str, dir: &Path) -> (String, Vec<u8>, String) {
     let png = dir.join("shot.png");
     let common = [
         "--headless",
@@ -177,7 +180,7 @@ fn render(browser: &str, html: &Path, dir: &Path) -> (String, Vec<u8>, String) {
     let o = Command::new(browser)
         .args(common)
         .arg(format!("--screenshot={}", png.display()))
-        .arg(&url)
+        .arg(url)
         .current_dir(dir)
         .output()
         .unwrap();
@@ -186,7 +189,7 @@ fn render(browser: &str, html: &Path, dir: &Path) -> (String, Vec<u8>, String) {
     let o = Command::new(browser)
         .args(common)
         .arg("--dump-dom")
-        .arg(&url)
+        .arg(url)
         .current_dir(dir)
         .output()
         .unwrap();
@@ -244,6 +247,15 @@ fn html_report_renders_in_headless_chromium() {
     );
     assert!(shot.len() > 10_000, "screenshot of {} bytes", shot.len());
     assert!(png_variety(&shot) > 50, "the screenshot looks blank");
+
+    // Zoomed along time through the URL: the chart shows 12 to 14 s.
+    let (log, shot, dom) = render_url(browser, &format!("file://{}#12-14", html.display()), &d);
+    assert!(!log.contains("Uncaught"), "{log}");
+    assert!(
+        dom.contains("<span id=\"span\">12.00 s to 14.00 s</span>"),
+        "zoomed span missing"
+    );
+    assert!(png_variety(&shot) > 50);
 
     // The check catches a broken script: the same page with an error in it.
     let broken = d.join("broken.html");

@@ -251,7 +251,7 @@ impl Default for PackOptions {
             paths: Paths::default(),
             rotational: None,
             budget_bytes: None,
-            target_s: 2.0,
+            target_s: 3.0,
         }
     }
 }

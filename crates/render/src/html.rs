@@ -1,7 +1,8 @@
 //! `bootprint report --html FILE`: one self-contained HTML file (inline CSS, JS, data and SVG;
 //! nothing is fetched from the network) with the milestones, the phases against their
 //! budgets, the boot-done view, the findings, the top lists, a chart that zooms and pans
-//! along time (mouse wheel or the buttons; drag to pan), and the static bootchart SVG.
+//! along time (mouse wheel or the buttons; drag to pan; `#FROM-TO` in the URL opens it on that
+//! span), and the static bootchart SVG.
 
 use std::io::{self, Write};
 
@@ -76,23 +77,52 @@ pub fn chart_data(m: &BootModel) -> serde_json::Value {
     weight.sort_by(|a, b| b.1.total_cmp(&a.1));
     weight.truncate(MAX_ROWS);
     let mut keep: Vec<usize> = weight.into_iter().map(|(i, _)| i).collect();
+    let quantum = (m.last_sample_s / 2000.0).max(m.system.sample_interval_s);
     keep.sort_unstable();
     let rows: Vec<_> = keep
         .iter()
         .map(|&i| {
             let p = &m.processes[i];
-            // Runs of samples with one state and about the same CPU share, to keep the file
-            // small: [from, to, state, cpu].
+            // Segments [from, to, state, cpu], merged so the file stays small: samples within
+            // one quantum (1/2000 of the trace, at least a sample interval) become one
+            // segment (blocked if any was, mean CPU), and neighbours with the same state and
+            // CPU step join. Sleeping without CPU is not listed: the row's bar shows it.
             let mut segs: Vec<(f64, f64, char, f64)> = Vec::new();
+            let mut cur: Option<(f64, f64, char, f64)> = None; // from, to, state, cpu-seconds
+            let flush = |c: (f64, f64, char, f64), segs: &mut Vec<(f64, f64, char, f64)>| {
+                let cpu = if c.1 > c.0 { c.3 / (c.1 - c.0) } else { 0.0 };
+                let cpu = (cpu * 4.0).round() / 4.0;
+                if c.2 == 'S' && cpu == 0.0 {
+                    return;
+                }
+                match segs.last_mut() {
+                    Some(l) if l.2 == c.2 && l.3 == cpu && (l.1 - c.0).abs() < 1e-6 => l.1 = c.1,
+                    _ => segs.push((c.0, c.1, c.2, cpu)),
+                }
+            };
+            let rank = |st: char| match st {
+                'D' => 2,
+                'R' => 1,
+                _ => 0,
+            };
             for (a, b, cpu, st) in analyze::usage::intervals(p, m.system.sample_interval_s) {
                 let st = if st == 'R' || st == 'D' { st } else { 'S' };
-                let c = (cpu * 10.0).round() / 10.0;
-                match segs.last_mut() {
-                    Some(l) if l.2 == st && (l.3 - c).abs() < 1e-9 && (l.1 - a).abs() < 1e-6 => {
-                        l.1 = b
+                cur = match cur {
+                    Some(c) if b - c.0 <= quantum => Some((
+                        c.0,
+                        b,
+                        if rank(st) > rank(c.2) { st } else { c.2 },
+                        c.3 + cpu * (b - a),
+                    )),
+                    Some(c) => {
+                        flush(c, &mut segs);
+                        Some((a, b, st, cpu * (b - a)))
                     }
-                    _ => segs.push((a, b, st, c)),
-                }
+                    None => Some((a, b, st, cpu * (b - a))),
+                };
+            }
+            if let Some(c) = cur {
+                flush(c, &mut segs);
             }
             json!({
                 "pid": p.pid,
@@ -179,6 +209,8 @@ cv.addEventListener('mousemove',function(e){var r=cv.getBoundingClientRect();
  var y=e.clientY-r.top,i=Math.floor((y-(TOP+GH+10+GH/2+10))/ROW);
  if(i>=0&&i<D.rows.length){var row=D.rows[i];tip.style.display='block';tip.style.left=(e.clientX-r.left+12)+'px';tip.style.top=(y+12)+'px';tip.textContent=row.pid+' '+(row.cmd||row.name)+' ('+row.start.toFixed(2)+'-'+row.end.toFixed(2)+' s, '+row.cpu_s.toFixed(2)+' s CPU)';}else{tip.style.display='none';}});
 cv.addEventListener('mouseleave',function(){tip.style.display='none';});
+// A link can open the chart on a span: report.html#10.5-12 (seconds).
+var h=/^#([0-9.]+)-([0-9.]+)$/.exec(location.hash);if(h){var a=parseFloat(h[1]),b=parseFloat(h[2]);if(b>a){t0=Math.max(0,a);t1=Math.min(D.end>0?D.end:1,b);}}
 window.addEventListener('resize',size);size();
 })();
 "#;
@@ -263,7 +295,17 @@ pub fn write(out: &mut impl Write, inp: &Input, svg: &str) -> io::Result<()> {
     writeln!(out, "</table>")?;
 
     let st = inp.settle;
-    writeln!(
+    if !st.idle_found {
+        writeln!(
+            out,
+            "<h2>Boot done: CPU and disk idle</h2><p>CPU and disk never stayed idle (CPU busy &lt; {:.0}%, busiest disk &lt; {:.0}%, for the settle time) after the login; boot done is {:.2} s ({}).</p>",
+            st.idle_cpu * 100.0,
+            st.idle_disk * 100.0,
+            st.idle_from_s,
+            esc(&st.idle_source)
+        )?;
+    } else {
+        writeln!(
         out,
         "<h2>Boot done: CPU and disk idle</h2><p>Idle (CPU busy &lt; {:.0}%, busiest disk &lt; {:.0}%) from {:.2} s ({}), {} {:.2} s.{}</p>",
         st.idle_cpu * 100.0,
@@ -277,6 +319,7 @@ pub fn write(out: &mut impl Write, inp: &Input, svg: &str) -> io::Result<()> {
             _ => " No login milestone.".into(),
         }
     )?;
+    }
     if !st.busy.is_empty() {
         writeln!(
             out,

@@ -104,21 +104,36 @@ pub fn write_settle(out: &mut impl Write, s: &Settle) -> io::Result<()> {
     } else {
         format!("held until {:.2} s", s.idle_until_s)
     };
-    writeln!(
-        out,
-        "  idle from {:.2} s ({}), {held}",
-        s.idle_from_s, s.idle_source
-    )?;
+    if s.idle_found {
+        writeln!(
+            out,
+            "  idle from {:.2} s ({}), {held}",
+            s.idle_from_s, s.idle_source
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  CPU and disk never stayed idle after the login; boot done is {:.2} s ({})",
+            s.idle_from_s, s.idle_source
+        )?;
+    }
     let (Some(login), Some(tail)) = (s.login_s, s.tail_s) else {
         return writeln!(
             out,
             "  no login milestone: nothing to measure the tail from"
         );
     };
-    writeln!(
-        out,
-        "  {tail:.2} s of work after the login at {login:.2} s before the machine was idle"
-    )?;
+    if s.idle_found {
+        writeln!(
+            out,
+            "  {tail:.2} s of work after the login at {login:.2} s before the machine was idle"
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  at least {tail:.2} s of work after the login at {login:.2} s"
+        )?;
+    }
     if !s.busy.is_empty() {
         writeln!(out, "  what ran in between:")?;
         uses(out, &s.busy, "    ")?;
@@ -162,6 +177,7 @@ pub fn settle_json(s: &Settle) -> Value {
         "login_s": s.login_s,
         "idle_from_s": s.idle_from_s,
         "idle_source": s.idle_source,
+        "idle_found": s.idle_found,
         "idle_until_s": s.idle_until_s,
         "idle_to_end": s.idle_to_end,
         "idle_cpu": s.idle_cpu,

@@ -1,0 +1,242 @@
+//! The boot path's readahead decisions on real files (root: the pack must be root's): what
+//! `prepare` plans from the configuration, the pack and the state file; what
+//! `Session::finish` adds to the history, and when readahead switches itself off.
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use readahead::pack::{Entry, Header, Pack, Range, RootId};
+use readahead::state::{BootKind, BootRecord, State, Verdict};
+use readahead::system;
+use record::config::Config;
+use record::readahead::{prepare, Milestones, Plan, Session};
+use trace::Event;
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bp-rec-ra-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn our_root() -> RootId {
+    let paths = system::Paths::default();
+    let mi = fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let mounts = system::parse_mountinfo(&mi, "mountinfo").unwrap();
+    system::root_id(&paths, system::root_mount(&mounts))
+}
+
+fn config_in(d: &Path) -> Config {
+    Config {
+        readahead: true,
+        readahead_pack: d.join("readahead.pack"),
+        readahead_state: d.join("readahead.state"),
+        ..Config::default()
+    }
+}
+
+/// A valid pack of one real file in `d`, learned on this root filesystem.
+fn write_pack(d: &Path, c: &Config) {
+    let f = d.join("data");
+    fs::write(&f, vec![1u8; 64 * 1024]).unwrap();
+    let md = fs::metadata(&f).unwrap();
+    let pack = Pack {
+        header: Header {
+            created_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_secs(),
+            kernel_release: readahead::sys::kernel_release(),
+            root: our_root(),
+            rotational: false,
+            budget_bytes: 1 << 20,
+        },
+        entries: vec![Entry {
+            path: f.clone(),
+            dev: md.dev(),
+            ino: md.ino(),
+            size: md.size(),
+            mtime_s: md.mtime(),
+            mtime_ns: md.mtime_nsec() as u32,
+            ranges: vec![Range {
+                offset: 0,
+                len: 64 * 1024,
+            }],
+        }],
+    };
+    pack.write_file(&c.readahead_pack).unwrap();
+}
+
+fn rec(kind: BootKind, login: f64) -> BootRecord {
+    BootRecord {
+        unix_s: 1,
+        kind,
+        login_s: Some(login),
+        done_s: None,
+    }
+}
+
+fn save(c: &Config, boots: &[BootRecord]) {
+    let mut st = State::default();
+    for b in boots {
+        st.push(b.clone());
+    }
+    st.save(&c.readahead_state).unwrap();
+}
+
+fn kinds(events: &[Event]) -> Vec<&str> {
+    events.iter().map(|e| e.kind.as_str()).collect()
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[test]
+fn plans_from_config_pack_and_state() {
+    if !is_root() {
+        eprintln!("skipped: needs root (a pack must be root's)");
+        return;
+    }
+    let d = tempdir("plan");
+    let mut c = config_in(&d);
+    c.readahead = false;
+    assert!(matches!(prepare(&c), Plan::Off));
+    c.readahead = true;
+    match prepare(&c) {
+        Plan::Learn(why) => assert_eq!(why, "io", "no pack yet"),
+        other => panic!("expected to learn, got {other:?}"),
+    }
+    write_pack(&d, &c);
+    if !our_root().matches(&our_root()) {
+        eprintln!("skipped the rest: this root filesystem has no identity to match a pack");
+        return;
+    }
+    // After the learning boot: replay.
+    save(&c, &[rec(BootKind::Learn, 30.0)]);
+    let plan = prepare(&c);
+    assert!(matches!(plan, Plan::Replay(_)), "{plan:?}");
+    let mut events = vec![];
+    let session = Session::start(plan, &mut events);
+    let seen = Milestones {
+        login_ns: Some(20_000_000_000),
+        done_ns: Some(25_500_000_000),
+    };
+    session.finish(&mut events, &c, &readahead::sys::kernel_release(), seen);
+    // A fresh pack, same kernel, nothing stale, nothing missed: kept (no readahead_relearn).
+    let k = kinds(&events);
+    assert_eq!(
+        k,
+        [
+            "readahead_replay_start",
+            "readahead_replay",
+            "readahead_hit"
+        ],
+        "{events:?}"
+    );
+    let replay = &events[1];
+    assert!(replay
+        .fields
+        .iter()
+        .any(|(k, v)| k == "bytes" && v == "65536"));
+    let st = State::load(&c.readahead_state).unwrap();
+    assert_eq!(st.boots.len(), 2);
+    assert_eq!(st.boots[1].kind, BootKind::Replay);
+    assert_eq!(st.boots[1].login_s, Some(20.0));
+    assert_eq!(st.boots[1].done_s, Some(25.5));
+    // Then a comparison boot: the pack is kept, not replayed.
+    assert!(matches!(prepare(&c), Plan::Control));
+    assert!(c.readahead_pack.exists());
+    // compare_every = 0: never compare.
+    let never = Config {
+        readahead_compare_every: 0,
+        ..c.clone()
+    };
+    assert!(matches!(prepare(&never), Plan::Replay(_)));
+    // Another kernel: the replay boot removes the pack so the next one learns.
+    save(&c, &[rec(BootKind::Learn, 30.0)]);
+    let mut events = vec![];
+    Session::start(prepare(&c), &mut events).finish(&mut events, &c, "other-kernel", seen);
+    let relearn = events.last().unwrap();
+    assert_eq!(relearn.kind, "readahead_relearn");
+    assert_eq!(
+        relearn.fields[0],
+        ("reason".to_string(), "kernel".to_string())
+    );
+    assert!(!c.readahead_pack.exists());
+    write_pack(&d, &c);
+    // Switched off by itself: nothing.
+    let mut st = State::load(&c.readahead_state).unwrap();
+    st.verdict = Verdict::Off {
+        unix_s: 5,
+        reason: "slower".into(),
+    };
+    st.save(&c.readahead_state).unwrap();
+    match prepare(&c) {
+        Plan::SwitchedOff(r) => assert_eq!(r, "slower"),
+        other => panic!("expected switched off, got {other:?}"),
+    }
+    fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn switches_itself_off_when_replay_is_not_faster() {
+    let d = tempdir("verdict");
+    let c = config_in(&d);
+    let history = [
+        rec(BootKind::Learn, 40.0),
+        rec(BootKind::Replay, 30.0),
+        rec(BootKind::Control, 29.0),
+        rec(BootKind::Replay, 31.0),
+        rec(BootKind::Control, 29.5),
+        rec(BootKind::Replay, 30.5),
+    ];
+    save(&c, &history);
+    let mut events = vec![];
+    let session = Session::start(Plan::Control, &mut events);
+    let seen = Milestones {
+        login_ns: Some(29_200_000_000),
+        done_ns: None,
+    };
+    session.finish(&mut events, &c, "any", seen);
+    assert_eq!(kinds(&events), ["readahead_control", "readahead_off"]);
+    let st = State::load(&c.readahead_state).unwrap();
+    assert_eq!(st.boots.len(), history.len() + 1);
+    assert_eq!(st.boots.last().unwrap().kind, BootKind::Control);
+    match &st.verdict {
+        Verdict::Off { reason, .. } => {
+            assert!(reason.contains("with replay 30.500 s"), "{reason}");
+            assert!(reason.contains("without 29.200 s"), "{reason}");
+        }
+        other => panic!("expected off, got {other:?}"),
+    }
+
+    // The same history where replay is faster keeps it on.
+    let faster: Vec<BootRecord> = history
+        .iter()
+        .map(|b| match b.kind {
+            BootKind::Replay => rec(BootKind::Replay, 20.0),
+            _ => b.clone(),
+        })
+        .collect();
+    save(&c, &faster);
+    let mut events = vec![];
+    Session::start(Plan::Control, &mut events).finish(&mut events, &c, "any", seen);
+    assert_eq!(kinds(&events), ["readahead_control"]);
+    assert_eq!(
+        State::load(&c.readahead_state).unwrap().verdict,
+        Verdict::Auto
+    );
+
+    // A state file that does not parse is replaced, with a warning.
+    fs::write(&c.readahead_state, "version 1\nboot x\n").unwrap();
+    let mut events = vec![];
+    Session::start(Plan::Control, &mut events).finish(&mut events, &c, "any", seen);
+    assert_eq!(kinds(&events), ["readahead_control", "warning"]);
+    let what = &events[1].fields[0].1;
+    assert!(what.contains("readahead.state:2: expected"), "{what}");
+    assert_eq!(State::load(&c.readahead_state).unwrap().boots.len(), 1);
+    fs::remove_dir_all(&d).unwrap();
+}
