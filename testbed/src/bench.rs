@@ -72,6 +72,22 @@ fn rc_figures(r: &BootResult) -> Figures {
         "boot_done_s".into(),
         event_seconds(&events, "boot_done", None),
     );
+    // The runner's own marks, when the recorder copied its span log into the trace (only
+    // the bootprint-rc variant has one): runlevel 2's login path done, and all of it done.
+    let rc_log = r
+        .trace_dir
+        .as_ref()
+        .and_then(|d| fs::read_to_string(d.join("rc.log")).ok());
+    if let Some(rc_log) = rc_log {
+        f.insert(
+            "rc_reached_s".into(),
+            event_seconds(&rc_log, "rc_reached", Some("runlevel=2")),
+        );
+        f.insert(
+            "rc_done_s".into(),
+            event_seconds(&rc_log, "rc_done", Some("runlevel=2")),
+        );
+    }
     f
 }
 
@@ -521,6 +537,12 @@ mod tests {
         assert_eq!(
             event_seconds(ev, "milestone", Some("name=graphical_login")),
             None
+        );
+        let rc_log = "# bootprint rc 1\n50000000000 rc_reached runlevel=S action=start\n\
+                      55700000000 rc_reached runlevel=2 action=start\n";
+        assert_eq!(
+            event_seconds(rc_log, "rc_reached", Some("runlevel=2")),
+            Some(55.7)
         );
         let b = benchmark("rc", Profile::Fast).unwrap();
         let cmd: Vec<String> = b.variants.iter().map(|v| v.opts.cmdline()).collect();

@@ -60,7 +60,11 @@ pub fn figures_from_trace(dir: &Path) -> Figures {
         mb(disk_read_bytes(&diskstats).map(|b| b as f64)),
     );
     let replay_bytes = event_field(&events, "readahead_replay", "bytes");
-    let replay_s = event_field(&events, "readahead_replay", "duration_ns").map(|n| n / 1e9);
+    // Until the reads completed (settled_ns), not until they were queued (duration_ns).
+    let replay_s = event_field(&events, "readahead_replay", "settled_ns")
+        .filter(|n| *n > 0.0)
+        .or_else(|| event_field(&events, "readahead_replay", "duration_ns"))
+        .map(|n| n / 1e9);
     f.insert("replay_mb".into(), mb(replay_bytes));
     f.insert("replay_s".into(), replay_s.map(round3));
     f.insert(
@@ -133,26 +137,38 @@ pub fn run(
         replay.record = true;
         replay.append = "bootprint.readahead=1 bootprint.readahead_compare_every=0".into();
         replay.disk_from = Some(disk.clone());
+        let mut variants = vec![
+            Variant {
+                name: "none",
+                opts: none,
+                extra: readahead_figures,
+            },
+            Variant {
+                name: "learn",
+                opts: learn,
+                extra: readahead_figures,
+            },
+            Variant {
+                name: "replay",
+                opts: replay.clone(),
+                extra: readahead_figures,
+            },
+        ];
+        // On a throttled drive, also the replay in the best-effort I/O class (earlier tools
+        // chose it on rotating disks): does idle priority cost the replay its head start?
+        if profile != Profile::Fast {
+            let mut be = replay;
+            be.append.push_str(" bootprint.readahead_io_class=best-effort");
+            variants.push(Variant {
+                name: "replay-be",
+                opts: be,
+                extra: readahead_figures,
+            });
+        }
         let b = Benchmark {
             name: "readahead",
-            about: "readahead on the aged image: no readahead, learning boots, replay boots",
-            variants: vec![
-                Variant {
-                    name: "none",
-                    opts: none,
-                    extra: readahead_figures,
-                },
-                Variant {
-                    name: "learn",
-                    opts: learn,
-                    extra: readahead_figures,
-                },
-                Variant {
-                    name: "replay",
-                    opts: replay,
-                    extra: readahead_figures,
-                },
-            ],
+            about: "readahead on the aged image: no readahead, learning boots, replay boots (idle and best-effort I/O class)",
+            variants,
         };
         let outcome = bench::run_built(paths, &aged, &b, runs, profile, as_json);
         if let Some(bw) = bandwidth_mb_s(profile) {

@@ -95,6 +95,22 @@ pub struct Diff {
     pub disappeared: Vec<ProgramDiff>,
 }
 
+/// The name a program is matched by across boots: its `comm`, without the `Snn`/`Knn`
+/// prefix of an rc link (a serial sysvinit runs `/etc/rcS.d/S02udev`, whose `comm` is
+/// `S02udev`; startpar runs `/etc/init.d/udev`, `comm` `udev`).
+pub fn program_key(comm: &str) -> &str {
+    let b = comm.as_bytes();
+    if b.len() > 3
+        && (b[0] == b'S' || b[0] == b'K')
+        && b[1].is_ascii_digit()
+        && b[2].is_ascii_digit()
+    {
+        &comm[3..]
+    } else {
+        comm
+    }
+}
+
 fn programs(m: &BootModel) -> BTreeMap<String, Runs> {
     let end = m.milestones.boot_done.t_s;
     let mut out: BTreeMap<String, Runs> = BTreeMap::new();
@@ -102,7 +118,7 @@ fn programs(m: &BootModel) -> BTreeMap<String, Runs> {
         if p.kernel_thread || p.start_s > end || RECORDER_NAMES.contains(&p.name.as_str()) {
             continue;
         }
-        let r = out.entry(p.name.clone()).or_insert(Runs {
+        let r = out.entry(program_key(&p.name).to_string()).or_insert(Runs {
             first_start_s: p.start_s,
             ..Runs::default()
         });

@@ -14,7 +14,7 @@ usage: bootprint-boot                      (as PID 1, from init=: record and exe
                                            record this running system for S seconds (default 10)
                                            into DIR/<boot id>/ (default /var/log/bootprint)
        bootprint-boot rc RUNLEVEL [--action start|stop] [--previous P] [--root DIR]
-                         [--spans FILE] [--no-detach]
+                         [--spans FILE] [--no-detach] [--dry-run]
                                            start (stop for 0, 6) the LSB scripts of RUNLEVEL in
                                            parallel, the path to the login first (docs/rc.md)
        bootprint-boot rc --startpar -M boot|start|stop -P PREV -R RUNLEVEL [startpar options]
@@ -140,6 +140,7 @@ fn rc_verb(args: &[String]) -> ExitCode {
                     None => return usage_error("--spans needs a file"),
                 },
                 "--no-detach" => req.detach = false,
+                "--dry-run" => req.dry_run = true,
                 other => return usage_error(&format!("rc: unknown option {other:?}")),
             }
         }

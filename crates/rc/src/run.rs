@@ -473,6 +473,48 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// The plan as text, tasks in the serial order of their priorities: name, phase, expected
+    /// ms, priority, what it waits for. For `bootprint-boot rc --dry-run`.
+    pub fn describe(&self) -> String {
+        let prio = self.priorities();
+        let mut order: Vec<usize> = (0..self.tasks.len()).collect();
+        order.sort_by_key(|&i| (self.tasks[i].late, std::cmp::Reverse(prio[i]), i));
+        let mut s = format!(
+            "runlevel {} {}: {} tasks, {} late\n",
+            self.runlevel,
+            self.action,
+            self.tasks.len(),
+            self.tasks.iter().filter(|t| t.late).count()
+        );
+        for i in order {
+            let t = &self.tasks[i];
+            let after: Vec<&str> = t
+                .preds
+                .iter()
+                .map(|&p| self.tasks[p].name.as_str())
+                .collect();
+            s.push_str(&format!(
+                "  {:<5} {:>7} ms  prio {:>7}  {}{}{}\n",
+                if t.late { "late" } else { "path" },
+                t.weight_ms,
+                prio[i],
+                t.name,
+                if t.interactive { " (interactive)" } else { "" },
+                if after.is_empty() {
+                    String::new()
+                } else {
+                    format!("  after {}", after.join(" "))
+                }
+            ));
+        }
+        for d in &self.diagnostics {
+            s.push_str(&format!("  note: {d}\n"));
+        }
+        s
+    }
+}
+
 /// `/proc/stat` as the runner uses it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProcStat {
@@ -968,7 +1010,10 @@ impl<'a> Runner<'a> {
         let limit = self.cfg.timeout;
         let mut k = 0;
         while k < self.running.len() {
-            if self.running[k].started.elapsed() < limit {
+            // An interactive script may be waiting for someone at the console (a passphrase,
+            // fsck's question): it is not timed out.
+            let interactive = self.plan.tasks[self.running[k].task].interactive;
+            if interactive || self.running[k].started.elapsed() < limit {
                 k += 1;
                 continue;
             }
@@ -997,8 +1042,12 @@ impl<'a> Runner<'a> {
     /// (or at once when `now`).
     fn reap_orphans(&mut self, now: bool) {
         self.orphans.retain_mut(|(c, when)| {
-            if let Ok(Some(_)) = c.try_wait() {
-                return false;
+            match c.try_wait() {
+                Ok(Some(_)) => return false,
+                Ok(None) => {}
+                // Not our child any more (we are the late child of a fork): its group was
+                // signalled already; forget it.
+                Err(_) => return false,
             }
             if now || when.elapsed() > Duration::from_secs(5) {
                 sys::kill_group(c.id(), sys::SIGKILL);
@@ -1274,6 +1323,8 @@ pub struct Request {
     /// Return to the caller once the login path is done and leave late services to a
     /// detached child (default on; off to wait for everything).
     pub detach: bool,
+    /// Print the plan and run nothing.
+    pub dry_run: bool,
 }
 
 impl Request {
@@ -1294,6 +1345,7 @@ impl Request {
             },
             startpar: false,
             detach: true,
+            dry_run: false,
         }
     }
 
@@ -1341,7 +1393,11 @@ impl Request {
 /// saved at the end. Returns the exit code for this process. Never fails the boot: a system
 /// it cannot read is run serially by its links.
 pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
-    let mut log = SpanLog::open(&req.spans);
+    let mut log = if req.dry_run {
+        SpanLog::none()
+    } else {
+        SpanLog::open(&req.spans)
+    };
     let (cfg, cdiags) = Config::load(
         &req.root
             .join(req.config.strip_prefix("/").unwrap_or(&req.config)),
@@ -1381,6 +1437,10 @@ pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
     } else {
         Plan::start(&sys, req.runlevel, &cfg, &durations, req.previous)
     };
+    if req.dry_run {
+        let _ = out.write_all(plan.describe().as_bytes());
+        return 0;
+    }
     let opts = Options {
         proc_dir: req.proc_dir.clone(),
         prevlevel: req.previous.map_or("N".into(), |p| p.label()),

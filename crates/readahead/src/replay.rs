@@ -23,6 +23,10 @@ pub struct ReplayOptions {
     pub time_limit: Duration,
     /// Put the reading threads in the idle I/O class.
     pub idle_io: bool,
+    /// After asking for everything, wait (within the time limit) until it is in the page
+    /// cache, to report when the reads completed (`settled_ns`): readahead(2) returns once
+    /// the reads are queued, not when they are done.
+    pub wait_settled: bool,
 }
 
 impl Default for ReplayOptions {
@@ -31,6 +35,7 @@ impl Default for ReplayOptions {
             threads: 4,
             time_limit: Duration::from_secs(30),
             idle_io: true,
+            wait_settled: true,
         }
     }
 }
@@ -62,6 +67,11 @@ pub struct ReplayStats {
     pub timed_out: bool,
     /// Reading threads used.
     pub threads: u64,
+    /// From the start until what was asked was in the page cache (or stopped growing for
+    /// half a second, or the time limit); 0 when not waited for.
+    pub settled_ns: u64,
+    /// Bytes of the pack in the page cache at that point.
+    pub resident: u64,
 }
 
 impl ReplayStats {
@@ -80,6 +90,8 @@ impl ReplayStats {
             ("duration_ns", self.duration_ns.to_string()),
             ("timed_out", u8::from(self.timed_out).to_string()),
             ("threads", self.threads.to_string()),
+            ("settled_ns", self.settled_ns.to_string()),
+            ("resident", self.resident.to_string()),
         ]
     }
 
@@ -112,6 +124,8 @@ impl ReplayStats {
                 "duration_ns" => s.duration_ns = n,
                 "timed_out" => s.timed_out = n != 0,
                 "threads" => s.threads = n,
+                "settled_ns" => s.settled_ns = n,
+                "resident" => s.resident = n,
                 _ => {}
             }
         }
@@ -298,7 +312,37 @@ pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
     total.files_not_reached = (p.entries.len() as u64).saturating_sub(handled);
     total.threads = threads as u64;
     total.duration_ns = start.elapsed().as_nanos() as u64;
+    if opts.wait_settled {
+        let (settled, resident) = wait_settled(p, total.bytes_requested, start, deadline);
+        total.settled_ns = settled;
+        total.resident = resident;
+    }
     total
+}
+
+/// Polls the page cache every 50 ms until `asked` bytes of the pack are resident, the
+/// resident bytes stop growing for half a second, or the deadline; returns (ns since
+/// `start`, resident bytes).
+fn wait_settled(p: &Pack, asked: u64, start: Instant, deadline: Instant) -> (u64, u64) {
+    let mut last = 0;
+    let mut last_growth = Instant::now();
+    loop {
+        let now = Instant::now();
+        let resident = hit_rate(p).bytes_resident;
+        if resident > last {
+            last = resident;
+            last_growth = now;
+        }
+        if resident >= asked
+            || now >= deadline
+            || now.duration_since(last_growth) >= Duration::from_millis(500)
+        {
+            // Stopped growing: it settled when it last grew.
+            let at = if resident >= asked { now } else { last_growth };
+            return (at.duration_since(start).as_nanos() as u64, resident);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// When a pack is learned again (see [`relearn_reason`]).

@@ -218,14 +218,10 @@ fn learn_then_replay_brings_back_exactly_the_used_pages() {
     assert_eq!(st.files_skipped, 0);
     assert_eq!(st.bytes_requested, p.bytes());
     assert!(!st.timed_out);
-    // readahead(2) only starts the reads and mincore counts a page once its read is done,
-    // so give the last reads a moment.
-    let mut after = replay::hit_rate(&loaded);
-    let t = Instant::now();
-    while after.bytes_resident < after.bytes_replayed && t.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_millis(20));
-        after = replay::hit_rate(&loaded);
-    }
+    // readahead(2) only starts the reads; replay waited until they were done.
+    assert_eq!(st.resident, p.bytes(), "{st:?}");
+    assert!(st.settled_ns >= st.duration_ns, "{st:?}");
+    let after = replay::hit_rate(&loaded);
     assert_eq!(
         after.bytes_resident, after.bytes_replayed,
         "not all replayed pages resident"

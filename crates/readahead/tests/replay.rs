@@ -98,6 +98,9 @@ fn stale_entries_are_skipped_and_counted() {
         assert_eq!(st.files_not_reached, 0);
         assert!(!st.timed_out);
         assert_eq!(st.threads, if rotational { 1 } else { 4 });
+        // The files were just written, so what was asked is resident at once.
+        assert_eq!(st.resident, st.bytes_requested, "{st:?}");
+        assert!(st.settled_ns >= st.duration_ns, "{st:?}");
     }
     fs::remove_dir_all(&d).unwrap();
 }
@@ -136,6 +139,8 @@ fn stats_line_round_trips() {
         duration_ns: 987654321,
         timed_out: true,
         threads: 4,
+        settled_ns: 999999999,
+        resident: 123400000,
     };
     let line = st.to_line();
     assert!(
