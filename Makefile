@@ -39,6 +39,8 @@ smoke:
 bench: build
 	$(TESTBED) image
 	$(TESTBED) bench record --runs 3
+	$(TESTBED) bench readahead --runs 3
+	$(CARGO) run --release -p bootprint-readahead --example cold_workload
 
 lint:
 	$(CARGO) fmt --all -- --check

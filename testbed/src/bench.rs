@@ -322,12 +322,12 @@ pub fn run_built(
         bench.name,
         bench.variants.len(),
     );
-    let warm = one_run(paths, &img, &bench.variants[0]);
+    let warm = one_run(paths, img, &bench.variants[0]);
     eprintln!("bench: warm-up (discarded): {}", warm.detail);
     let mut results: Vec<Vec<Run>> = bench.variants.iter().map(|_| vec![]).collect();
     for round in 0..runs {
         for (i, v) in bench.variants.iter().enumerate() {
-            let r = one_run(paths, &img, v);
+            let r = one_run(paths, img, v);
             eprintln!(
                 "bench: round {} {}: {}",
                 round + 1,

@@ -31,13 +31,13 @@ pub fn event_field(events: &str, kind: &str, key: &str) -> Option<f64> {
 pub fn disk_read_bytes(diskstats_log: &str) -> Option<u64> {
     diskstats_log
         .lines()
-        .filter_map(|l| {
+        .rev()
+        .find_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
             (f.len() > 5 && f[2] == "vda")
                 .then(|| f[5].parse::<u64>().ok())
                 .flatten()
         })
-        .last()
         .map(|sectors| sectors * 512)
 }
 
@@ -158,7 +158,8 @@ pub fn run(
         // chose it on rotating disks): does idle priority cost the replay its head start?
         if profile != Profile::Fast {
             let mut be = replay;
-            be.append.push_str(" bootprint.readahead_io_class=best-effort");
+            be.append
+                .push_str(" bootprint.readahead_io_class=best-effort");
             variants.push(Variant {
                 name: "replay-be",
                 opts: be,

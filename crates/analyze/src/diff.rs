@@ -1,5 +1,6 @@
 //! Two boots side by side: milestones, phases, services and programs, with what changed most
-//! and what appeared or disappeared. Programs are matched by name (`comm`), services by script
+//! and what appeared or disappeared. Programs are matched by name (`comm`, without an rc
+//! link's `Snn` prefix, on its first 12 bytes since `comm` is cut at 15), services by script
 //! name; pids mean nothing across boots.
 
 use std::collections::BTreeMap;
@@ -111,14 +112,34 @@ pub fn program_key(comm: &str) -> &str {
     }
 }
 
-fn programs(m: &BootModel) -> BTreeMap<String, Runs> {
+/// `comm` holds at most 15 bytes, so `S03mountdevsubfs.sh` shows as `S03mountdevsubf` and
+/// `mountdevsubfs.sh` as `mountdevsubfs.s`: names are matched on their first 12 bytes.
+const MATCH_LEN: usize = 12;
+
+fn match_key(name: &str) -> String {
+    let k = program_key(name);
+    let mut end = k.len().min(MATCH_LEN);
+    while !k.is_char_boundary(end) {
+        end -= 1;
+    }
+    k[..end].to_string()
+}
+
+/// Runs by match key, and the longest name seen for each key (for display).
+fn programs(m: &BootModel, names: &mut BTreeMap<String, String>) -> BTreeMap<String, Runs> {
     let end = m.milestones.boot_done.t_s;
     let mut out: BTreeMap<String, Runs> = BTreeMap::new();
     for p in &m.processes {
         if p.kernel_thread || p.start_s > end || RECORDER_NAMES.contains(&p.name.as_str()) {
             continue;
         }
-        let r = out.entry(program_key(&p.name).to_string()).or_insert(Runs {
+        let key = match_key(&p.name);
+        let shown = program_key(&p.name);
+        let slot = names.entry(key.clone()).or_default();
+        if shown.len() > slot.len() {
+            *slot = shown.to_string();
+        }
+        let r = out.entry(key).or_insert(Runs {
             first_start_s: p.start_s,
             ..Runs::default()
         });
@@ -194,7 +215,9 @@ pub fn diff(a: &BootModel, b: &BootModel) -> Diff {
         .collect();
     services.sort_by(|x, y| y.delta_s.abs().total_cmp(&x.delta_s.abs()));
 
-    let (ra, rb) = (programs(a), programs(b));
+    let mut names = BTreeMap::new();
+    let (ra, rb) = (programs(a, &mut names), programs(b, &mut names));
+    let shown = |key: &String| names.get(key).cloned().unwrap_or_else(|| key.clone());
     let mut changed = Vec::new();
     let mut appeared = Vec::new();
     let mut disappeared = Vec::new();
@@ -202,7 +225,7 @@ pub fn diff(a: &BootModel, b: &BootModel) -> Diff {
     for (name, x) in &ra {
         match rb.get(name) {
             Some(y) => changed.push(ProgramDiff {
-                name: name.clone(),
+                name: shown(name),
                 a: Some(*x),
                 b: Some(*y),
                 change_s: (y.cpu_s - x.cpu_s).abs()
@@ -210,7 +233,7 @@ pub fn diff(a: &BootModel, b: &BootModel) -> Diff {
                     + (y.life_s - x.life_s).abs(),
             }),
             None => disappeared.push(ProgramDiff {
-                name: name.clone(),
+                name: shown(name),
                 a: Some(*x),
                 b: None,
                 change_s: weight(x),
@@ -220,7 +243,7 @@ pub fn diff(a: &BootModel, b: &BootModel) -> Diff {
     for (name, y) in &rb {
         if !ra.contains_key(name) {
             appeared.push(ProgramDiff {
-                name: name.clone(),
+                name: shown(name),
                 a: None,
                 b: Some(*y),
                 change_s: weight(y),

@@ -366,6 +366,74 @@ fn write_dot(graphs: &[Graph], out: &mut impl Write) -> std::io::Result<()> {
     writeln!(out, "}}")
 }
 
+const SERVICES_HELP: &str = "usage: bootprint rc services TRACE [--json]\n";
+
+/// `rc services TRACE [--json]`: the services view of a recorded boot.
+fn services(args: &[String]) -> Outcome {
+    let mut json = false;
+    let mut trace = None;
+    for a in args {
+        match a.as_str() {
+            "--json" => json = true,
+            "-h" | "--help" => {
+                print!("{SERVICES_HELP}");
+                return Outcome::Ok;
+            }
+            _ if a.starts_with('-') => {
+                return Outcome::Usage(format!("rc services: unknown option {a:?}"))
+            }
+            _ if trace.is_none() => trace = Some(PathBuf::from(a)),
+            _ => return Outcome::Usage("rc services: expected one TRACE".into()),
+        }
+    }
+    let Some(trace) = trace else {
+        return Outcome::Usage(format!("rc services: expected TRACE\n{SERVICES_HELP}"));
+    };
+    let file = if trace.is_dir() {
+        trace.join("rc.log")
+    } else {
+        trace
+    };
+    let (view, diags) = match rc::spans::load(&file) {
+        Ok(v) => v,
+        Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => {
+            return Outcome::Failed(format!(
+                "rc services: {} does not exist: the boot did not use bootprint's runner \
+                 (bootprint.rc=1), or its span log was not copied into the trace",
+                file.display()
+            ))
+        }
+        Err(e) => return Outcome::Failed(format!("rc services: {e}")),
+    };
+    for d in &diags {
+        eprintln!("bootprint: rc services: {d}");
+    }
+    if !json {
+        print!("{}", rc::spans::render_text(&view));
+        return Outcome::Ok;
+    }
+    let span = |s: &rc::spans::Span| {
+        json!({
+            "script": s.script, "action": s.action, "runlevel": s.runlevel,
+            "start_s": s.start_ns as f64 / 1e9,
+            "end_s": s.end_ns.map(|e| e as f64 / 1e9),
+            "duration_s": s.duration_ns() as f64 / 1e9,
+            "exit": s.exit, "outcome": s.outcome, "late": s.late,
+            "waited_for": s.waited_for,
+        })
+    };
+    let v: Value = json!({
+        "spans": view.spans.iter().map(span).collect::<Vec<_>>(),
+        "blame": view.blame().iter().map(|s| s.script.clone()).collect::<Vec<_>>(),
+        "critical_chain": view.critical_chain().iter().map(|s| s.script.clone()).collect::<Vec<_>>(),
+        "reached": view.reached.iter().map(|(rl, ns)| json!({"runlevel": rl, "at_s": *ns as f64 / 1e9})).collect::<Vec<_>>(),
+        "late_start": view.late_start.iter().map(|(rl, ns, why)| json!({"runlevel": rl, "at_s": *ns as f64 / 1e9, "reason": why})).collect::<Vec<_>>(),
+        "fallbacks": view.fallbacks.iter().map(|(rl, why)| json!({"runlevel": rl, "reason": why})).collect::<Vec<_>>(),
+    });
+    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    Outcome::Ok
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -445,72 +513,4 @@ mod tests {
         assert!(e(&["frob"]).contains("expected graph"));
         assert!(e(&["graph", "--frob"]).contains("unknown option"));
     }
-}
-
-const SERVICES_HELP: &str = "usage: bootprint rc services TRACE [--json]\n";
-
-/// `rc services TRACE [--json]`: the services view of a recorded boot.
-fn services(args: &[String]) -> Outcome {
-    let mut json = false;
-    let mut trace = None;
-    for a in args {
-        match a.as_str() {
-            "--json" => json = true,
-            "-h" | "--help" => {
-                print!("{SERVICES_HELP}");
-                return Outcome::Ok;
-            }
-            _ if a.starts_with('-') => {
-                return Outcome::Usage(format!("rc services: unknown option {a:?}"))
-            }
-            _ if trace.is_none() => trace = Some(PathBuf::from(a)),
-            _ => return Outcome::Usage("rc services: expected one TRACE".into()),
-        }
-    }
-    let Some(trace) = trace else {
-        return Outcome::Usage(format!("rc services: expected TRACE\n{SERVICES_HELP}"));
-    };
-    let file = if trace.is_dir() {
-        trace.join("rc.log")
-    } else {
-        trace
-    };
-    let (view, diags) = match rc::spans::load(&file) {
-        Ok(v) => v,
-        Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => {
-            return Outcome::Failed(format!(
-                "rc services: {} does not exist: the boot did not use bootprint's runner \
-                 (bootprint.rc=1), or its span log was not copied into the trace",
-                file.display()
-            ))
-        }
-        Err(e) => return Outcome::Failed(format!("rc services: {e}")),
-    };
-    for d in &diags {
-        eprintln!("bootprint: rc services: {d}");
-    }
-    if !json {
-        print!("{}", rc::spans::render_text(&view));
-        return Outcome::Ok;
-    }
-    let span = |s: &rc::spans::Span| {
-        json!({
-            "script": s.script, "action": s.action, "runlevel": s.runlevel,
-            "start_s": s.start_ns as f64 / 1e9,
-            "end_s": s.end_ns.map(|e| e as f64 / 1e9),
-            "duration_s": s.duration_ns() as f64 / 1e9,
-            "exit": s.exit, "outcome": s.outcome, "late": s.late,
-            "waited_for": s.waited_for,
-        })
-    };
-    let v: Value = json!({
-        "spans": view.spans.iter().map(span).collect::<Vec<_>>(),
-        "blame": view.blame().iter().map(|s| s.script.clone()).collect::<Vec<_>>(),
-        "critical_chain": view.critical_chain().iter().map(|s| s.script.clone()).collect::<Vec<_>>(),
-        "reached": view.reached.iter().map(|(rl, ns)| json!({"runlevel": rl, "at_s": *ns as f64 / 1e9})).collect::<Vec<_>>(),
-        "late_start": view.late_start.iter().map(|(rl, ns, why)| json!({"runlevel": rl, "at_s": *ns as f64 / 1e9, "reason": why})).collect::<Vec<_>>(),
-        "fallbacks": view.fallbacks.iter().map(|(rl, why)| json!({"runlevel": rl, "reason": why})).collect::<Vec<_>>(),
-    });
-    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-    Outcome::Ok
 }

@@ -389,10 +389,7 @@ mod tests {
             None
         );
         assert_eq!(default_budget(true, None, 2.0), 100_000_000);
-        assert_eq!(
-            default_budget(false, Some(300_000_000), 3.0),
-            900_000_000.min(512 << 20)
-        );
+        assert_eq!(default_budget(false, Some(300_000_000), 3.0), 512 << 20);
         assert_eq!(default_budget(true, Some(100_000_000), 3.0), 300_000_000);
         assert_eq!(
             default_budget(true, Some(1_000_000), 2.0),

@@ -283,63 +283,6 @@ fn learn_then_replay_brings_back_exactly_the_used_pages() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
-/// Bench: cold workload time with and without a prior replay. Run with
-/// `cargo test -p bootprint-readahead --release --test real -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn bench_cold_workload_with_and_without_replay() {
-    if !root_or_skip() {
-        return;
-    }
-    let (dir, files) = setup("bench");
-    let learner = learn::LearnThread::spawn(&LearnConfig {
-        only_under: vec![dir.clone()],
-        ..LearnConfig::default()
-    })
-    .unwrap();
-    workload(&files);
-    std::thread::sleep(Duration::from_millis(200));
-    let learned = learner.stop();
-    let (p, _) = learn::build_pack(&learned, &PackOptions::default());
-    let (mut cold, mut warm, mut rep) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..7 {
-        drop_cache(&files);
-        let t = Instant::now();
-        workload(&files);
-        cold.push(t.elapsed().as_secs_f64() * 1e3);
-
-        drop_cache(&files);
-        let t = Instant::now();
-        replay::replay(&p, &ReplayOptions::default());
-        let r = t.elapsed().as_secs_f64() * 1e3;
-        let t = Instant::now();
-        workload(&files);
-        warm.push(t.elapsed().as_secs_f64() * 1e3);
-        rep.push(r);
-    }
-    let mut hot = Vec::new();
-    for _ in 0..7 {
-        let t = Instant::now();
-        workload(&files);
-        hot.push(t.elapsed().as_secs_f64() * 1e3);
-    }
-    let (c, w, r, h) = (median(cold), median(warm), median(rep), median(hot));
-    println!(
-        "pack {} KiB, {} files, rotational {}: cold workload {c:.1} ms; replay {r:.1} ms then \
-         workload {w:.1} ms (replay + workload {:.1} ms); all cached {h:.1} ms; medians of 7",
-        p.bytes() / 1024,
-        p.entries.len(),
-        p.header.rotational,
-        r + w
-    );
-    fs::remove_dir_all(&dir).unwrap();
-}
-
 #[test]
 fn learner_lowers_and_restores_read_ahead_kb_of_a_fake_tree() {
     if !root_or_skip() {

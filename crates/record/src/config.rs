@@ -281,7 +281,7 @@ pub fn set_in_toml(
             Some(c) => format!("{key} = {value} {c}"),
             None => format!("{key} = {value}"),
         };
-    } else if let Some(last) = ours.last() {
+    } else if let Some(last) = ours.clone().next_back() {
         lines.insert(last.line, format!("{key} = {value}"));
     } else {
         let header = lines.iter().position(|l| {

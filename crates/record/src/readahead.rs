@@ -158,7 +158,7 @@ impl Session {
             let learned = learner.stop();
             let opts = PackOptions {
                 budget_bytes: (config.readahead_budget_mb > 0.0)
-                    .then(|| (config.readahead_budget_mb * 1048576.0) as u64),
+                    .then_some((config.readahead_budget_mb * 1048576.0) as u64),
                 ..PackOptions::default()
             };
             let (pack, stats) = learn::build_pack(&learned, &opts);
