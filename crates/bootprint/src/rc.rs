@@ -513,4 +513,37 @@ mod tests {
         assert!(e(&["frob"]).contains("expected graph"));
         assert!(e(&["graph", "--frob"]).contains("unknown option"));
     }
+
+    #[test]
+    fn services_reads_a_trace_dir_or_file_and_names_what_is_missing() {
+        let dir =
+            std::env::temp_dir().join(format!("bootprint-rc-services-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = services(&args(&[dir.to_str().unwrap()]));
+        assert!(
+            matches!(&missing, Outcome::Failed(m) if m.contains("rc.log does not exist")),
+            "no rc.log in the trace is a failure naming the file"
+        );
+        std::fs::write(
+            dir.join("rc.log"),
+            "# bootprint rc 1\n1000 rc_start script=a action=start runlevel=2 late=0 waited_for=\n\
+             2000 rc_end script=a action=start runlevel=2 late=0 exit=0 outcome=ok timed_out=0\n\
+             2000 rc_reached runlevel=2 action=start\n",
+        )
+        .unwrap();
+        assert!(matches!(
+            services(&args(&[dir.to_str().unwrap()])),
+            Outcome::Ok
+        ));
+        assert!(matches!(
+            services(&args(&[dir.join("rc.log").to_str().unwrap(), "--json"])),
+            Outcome::Ok
+        ));
+        assert!(matches!(services(&args(&[])), Outcome::Usage(_)));
+        assert!(matches!(
+            services(&args(&["x", "--bogus"])),
+            Outcome::Usage(_)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -431,7 +431,7 @@ mod tests {
     fn utc_dates() {
         assert_eq!(utc(0), "1970-01-01 00:00 UTC");
         assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
-        assert_eq!(utc(1_795_350_000), "2026-11-22 11:40 UTC");
+        assert_eq!(utc(1_795_350_000), "2026-11-22 12:20 UTC");
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! Learning: which files a boot opens and reads (fanotify, in first-access order), then which
-//! of their pages it used (mincore when the boot is done), into a [`Pack`].
+//! of their pages it used, into a [`Pack`]. The pages come from the kernel's filemap
+//! tracepoints where it has them ([`crate::filemap`], exact), else from mincore when the boot
+//! is done.
 //!
-//! While learning, the root disk's `read_ahead_kb` is lowered so that the kernel's own
-//! readahead does not make mincore report pages nobody asked for; a [`KnobGuard`] puts it
-//! back when the [`Learner`] ends, however it ends.
+//! With mincore, the root disk's `read_ahead_kb` is lowered while learning so that the
+//! kernel's own readahead does not make mincore report pages nobody asked for; a
+//! [`KnobGuard`] puts it back when the [`Learner`] ends, however it ends. With the
+//! tracepoints it is left alone.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -15,6 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::filemap::{FilemapTrace, PageMap, TraceStats};
 use crate::pack::{Entry, Header, Pack};
 use crate::plan::{self, Candidate};
 use crate::sys;
@@ -37,6 +41,8 @@ pub struct LearnConfig {
     /// Override of the filesystems to mark (default: local disk filesystems from
     /// `<proc>/self/mountinfo`).
     pub marks: Option<Vec<PathBuf>>,
+    /// Where tracefs is (or is mounted) for the filemap tracepoints; `None`: use mincore.
+    pub tracefs: Option<PathBuf>,
 }
 
 impl Default for LearnConfig {
@@ -46,6 +52,7 @@ impl Default for LearnConfig {
             only_under: Vec::new(),
             read_ahead_kb: Some(16),
             marks: None,
+            tracefs: Some(PathBuf::from(crate::filemap::TRACEFS)),
         }
     }
 }
@@ -72,6 +79,21 @@ pub struct Learned {
     pub overflowed: bool,
     /// The filesystems that were marked.
     pub marks: Vec<PathBuf>,
+    /// The pages the filemap tracepoints saw, when they were used.
+    pub pages: Option<PageMap>,
+    /// What tracing saw (events, events lost).
+    pub trace_stats: TraceStats,
+}
+
+impl Learned {
+    /// Where the pages come from: `filemap` (the tracepoints, nothing lost) or `mincore`.
+    pub fn page_source(&self) -> &'static str {
+        if self.pages.is_some() && self.trace_stats.lost == 0 {
+            "filemap"
+        } else {
+            "mincore"
+        }
+    }
 }
 
 /// A running learning session: fanotify marks on the local disk filesystems.
@@ -82,6 +104,7 @@ pub struct Learner {
     proc_fd: PathBuf,
     only_under: Vec<PathBuf>,
     buf: Vec<fan::RawFanEvent>,
+    filemap: Option<FilemapTrace>,
     _knob: Option<KnobGuard>,
 }
 
@@ -97,7 +120,15 @@ impl Learner {
             .ok()
             .and_then(|t| system::parse_mountinfo(&t, &mountinfo_path.to_string_lossy()).ok())
             .unwrap_or_default();
-        let knob = match (cfg.read_ahead_kb, system::root_mount(&mounts)) {
+        // The tracepoints first: when they work, read_ahead_kb can stay as it is.
+        let filemap = cfg
+            .tracefs
+            .as_deref()
+            .and_then(|t| FilemapTrace::start(t).ok());
+        let knob = match (
+            cfg.read_ahead_kb.filter(|_| filemap.is_none()),
+            system::root_mount(&mounts),
+        ) {
             (Some(kb), Some(root)) => Some(KnobGuard::set(
                 &system::queue_file(&cfg.paths.sys, root.major, root.minor, "read_ahead_kb"),
                 &kb.to_string(),
@@ -135,6 +166,7 @@ impl Learner {
             proc_fd: cfg.paths.proc.join("self/fd"),
             only_under: cfg.only_under.clone(),
             buf: Vec::new(),
+            filemap,
             _knob: knob,
         })
     }
@@ -194,6 +226,11 @@ impl Learner {
     /// Reads what is still queued, stops watching and restores `read_ahead_kb`.
     pub fn finish(mut self) -> Learned {
         let _ = self.drain();
+        if let Some(t) = self.filemap.take() {
+            let (pages, stats) = t.stop();
+            self.learned.pages = Some(pages);
+            self.learned.trace_stats = stats;
+        }
         std::mem::take(&mut self.learned)
     }
 }
@@ -305,8 +342,13 @@ pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
         ..BuildStats::default()
     };
     let mut cands = Vec::new();
+    // Traced pages only when no event was lost; else what is resident now.
+    let traced = learned
+        .pages
+        .as_ref()
+        .filter(|_| learned.trace_stats.lost == 0);
     for (rank, lf) in learned.files.iter().enumerate() {
-        match measure(lf, page, rotational) {
+        match measure(lf, page, rotational, traced) {
             Some(c) if c.entry.ranges.is_empty() => stats.files_empty += 1,
             Some(mut c) => {
                 c.first_access = rank;
@@ -337,14 +379,30 @@ pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
 
 /// Opens a learned file (without following a symlink), checks it is still the same regular
 /// file, and reads its resident pages.
-fn measure(lf: &LearnedFile, page: u64, rotational: bool) -> Option<Candidate> {
+fn measure(
+    lf: &LearnedFile,
+    page: u64,
+    rotational: bool,
+    traced: Option<&PageMap>,
+) -> Option<Candidate> {
     let f = open_checked(&lf.path)?;
     let md = f.metadata().ok()?;
     if !md.file_type().is_file() || md.ino() != lf.ino || md.dev() != lf.dev {
         return None;
     }
-    let resident = sys::mincore(&f, md.size()).ok()?;
-    let ranges = plan::ranges_from_pages(&resident, page, md.size());
+    let ranges = match traced {
+        Some(map) => map.ranges(
+            libc::major(md.dev()),
+            libc::minor(md.dev()),
+            md.ino(),
+            md.size(),
+            page,
+        ),
+        None => {
+            let resident = sys::mincore(&f, md.size()).ok()?;
+            plan::ranges_from_pages(&resident, page, md.size())
+        }
+    };
     let physical = if rotational {
         ranges
             .first()

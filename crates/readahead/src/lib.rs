@@ -4,6 +4,8 @@
 //!
 //! - [`pack`]: the on-disk format (magic, version, CRC-32, [`pack::check`] without any
 //!   filesystem access, deterministic encoding, JSON dump).
+//! - [`filemap`]: the exact pages used, from the kernel's filemap tracepoints (Linux 6.10+),
+//!   in a tracing instance of its own.
 //! - [`learn`]: fanotify marks on the local disk filesystems record the files in
 //!   first-access order; when boot is done, mincore gives the pages used; [`learn::build_pack`]
 //!   orders them (physical order on rotating disks, access order otherwise) within a byte
@@ -38,6 +40,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod filemap;
 pub mod learn;
 pub mod pack;
 pub mod plan;

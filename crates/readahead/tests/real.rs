@@ -123,11 +123,39 @@ fn real_read_ahead_kb() -> Option<(PathBuf, String)> {
 
 #[test]
 fn learn_then_replay_brings_back_exactly_the_used_pages() {
+    learn_then_replay(false);
+}
+
+/// The same with the pages from the filemap tracepoints, where the kernel has them (6.10+):
+/// then the pack holds exactly the pages read, nothing of the kernel's own readahead.
+#[test]
+fn learn_with_filemap_tracepoints_then_replay() {
+    learn_then_replay(true);
+}
+
+/// Whether the running kernel is at least `major.minor`.
+fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let r = sys::kernel_release();
+    let mut it = r.split(|c: char| !c.is_ascii_digit());
+    let ma: u32 = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+    let mi: u32 = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
+    (ma, mi) >= (major, minor)
+}
+
+/// The learning tests change (and check) the real disk's read_ahead_kb: one at a time.
+static REAL_KNOB: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn learn_then_replay(tracepoints: bool) {
     if !root_or_skip() {
         return;
     }
+    let _one_at_a_time = REAL_KNOB.lock().unwrap_or_else(|e| e.into_inner());
+    if tracepoints && !kernel_at_least(6, 10) {
+        eprintln!("skipped: the filemap tracepoints need Linux 6.10");
+        return;
+    }
     let page = sys::page_size();
-    let (dir, files) = setup("learn");
+    let (dir, files) = setup(if tracepoints { "filemap" } else { "learn" });
     let knob_before = real_read_ahead_kb();
 
     for f in &files {
@@ -140,11 +168,12 @@ fn learn_then_replay_brings_back_exactly_the_used_pages() {
     // Learn while the workload runs.
     let cfg = LearnConfig {
         only_under: vec![dir.clone()],
+        tracefs: tracepoints.then(|| PathBuf::from(readahead::filemap::TRACEFS)),
         ..LearnConfig::default()
     };
     let t0 = Instant::now();
     let learner = learn::LearnThread::spawn(&cfg).expect("fanotify learning");
-    if let (Some((path, _)), Some(kb)) = (&knob_before, cfg.read_ahead_kb) {
+    if let (Some((path, _)), Some(kb), false) = (&knob_before, cfg.read_ahead_kb, tracepoints) {
         assert_eq!(fs::read_to_string(path).unwrap().trim(), kb.to_string());
     }
     let touched = workload(&files);
@@ -160,6 +189,12 @@ fn learn_then_replay_brings_back_exactly_the_used_pages() {
         );
     }
     assert!(!learned.overflowed, "fanotify queue overflowed");
+    assert_eq!(
+        learned.page_source(),
+        if tracepoints { "filemap" } else { "mincore" },
+        "{:?}",
+        learned.trace_stats
+    );
     let order: Vec<PathBuf> = learned.files.iter().map(|f| f.path.clone()).collect();
     let expect: Vec<PathBuf> = first_order()
         .into_iter()
@@ -189,6 +224,10 @@ fn learn_then_replay_brings_back_exactly_the_used_pages() {
     let touched_bytes = touched.len() as u64 * page;
     let total = FILES as u64 * FILE_SIZE;
     assert!(p.bytes() >= touched_bytes);
+    if tracepoints {
+        // Every 512-byte read lies within one page: the pack is exactly the pages read.
+        assert_eq!(p.bytes(), touched_bytes, "traced pages beyond those read");
+    }
     assert!(
         p.bytes() < total / 2 + total / 8,
         "pack {} of {total}",
@@ -312,6 +351,8 @@ fn learner_lowers_and_restores_read_ahead_kb_of_a_fake_tree() {
         read_ahead_kb: Some(16),
         // The fake root is not mounted: watch the real filesystem of the temp dir.
         marks: Some(vec![d.clone()]),
+        // The knob is only lowered on the mincore path.
+        tracefs: None,
         ..LearnConfig::default()
     };
     let l = learn::Learner::start(&cfg).expect("fanotify");

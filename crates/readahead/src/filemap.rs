@@ -1,0 +1,410 @@
+//! The exact pages a boot used, from the kernel's filemap tracepoints
+//! (`mm_filemap_get_pages`: the pages a read() asked for; `mm_filemap_map_pages`: pages
+//! mapped by a fault-around; `mm_filemap_fault`: a page faulted in), where the kernel has
+//! them (Linux 6.10 and later). Unlike mincore at boot done, they do not count the pages the
+//! kernel's own readahead brought in but nobody used, they keep pages that were evicted
+//! before boot done, and they need no lowered `read_ahead_kb`. Where they are missing, learning
+//! falls back to mincore (see [`crate::learn`]).
+//!
+//! The events go to a tracing instance of our own (`instances/bootprint-readahead-<pid>`),
+//! so the global trace buffer and anyone using it are left alone; the instance is removed
+//! when tracing stops. Lines of its `trace_pipe` look like
+//! `cat-1234 [001] ..... 12.345678: mm_filemap_get_pages: dev=254:0 ino=1a2b ofs=0-8191`.
+
+use std::collections::HashMap;
+use std::fs;
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crate::pack::Range;
+
+/// The tracepoints used, under `events/filemap/`.
+pub const EVENTS: [&str; 3] = [
+    "mm_filemap_get_pages",
+    "mm_filemap_map_pages",
+    "mm_filemap_fault",
+];
+
+/// Where tracefs is normally mounted.
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// One traced access: a byte range `[start, end)` of inode `ino` on device `major:minor`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    /// Device major number.
+    pub major: u32,
+    /// Device minor number.
+    pub minor: u32,
+    /// Inode number.
+    pub ino: u64,
+    /// First byte.
+    pub start: u64,
+    /// One past the last byte.
+    pub end: u64,
+}
+
+/// Parses one `trace_pipe` line of a filemap event (`dev=M:m ino=HEX ofs=A-B`, or
+/// `ofs=A` for a fault, which covers one page of `page` bytes). Other lines: `None`.
+pub fn parse_line(line: &str, page: u64) -> Option<Access> {
+    if !EVENTS.iter().any(|e| line.contains(e)) {
+        return None;
+    }
+    let (mut dev, mut ino, mut ofs) = (None, None, None);
+    for w in line.split_whitespace() {
+        if let Some(v) = w.strip_prefix("dev=") {
+            let (ma, mi) = v.split_once(':')?;
+            dev = Some((ma.parse().ok()?, mi.parse().ok()?));
+        } else if let Some(v) = w.strip_prefix("ino=") {
+            ino = Some(u64::from_str_radix(v, 16).ok()?);
+        } else if let Some(v) = w.strip_prefix("ofs=") {
+            ofs = Some(match v.split_once('-') {
+                // The end is the last byte, inclusive.
+                Some((a, b)) => (
+                    a.parse::<u64>().ok()?,
+                    b.parse::<u64>().ok()?.checked_add(1)?,
+                ),
+                None => {
+                    let a: u64 = v.parse().ok()?;
+                    (a, a + page)
+                }
+            });
+        }
+    }
+    let ((major, minor), ino, (start, end)) = (dev?, ino?, ofs?);
+    (end > start).then_some(Access {
+        major,
+        minor,
+        ino,
+        start,
+        end,
+    })
+}
+
+/// The byte ranges seen per file, merged.
+#[derive(Debug, Clone, Default)]
+pub struct PageMap {
+    files: HashMap<(u32, u32, u64), Vec<(u64, u64)>>,
+}
+
+impl PageMap {
+    /// Adds one access.
+    pub fn add(&mut self, a: &Access) {
+        self.files
+            .entry((a.major, a.minor, a.ino))
+            .or_default()
+            .push((a.start, a.end));
+    }
+
+    /// Files with at least one access.
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    /// Whether nothing was seen.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    /// The ranges used of a file of `size` bytes: widened to whole pages, cut at the file's
+    /// end, sorted and merged. Empty when it was never traced.
+    pub fn ranges(&self, major: u32, minor: u32, ino: u64, size: u64, page: u64) -> Vec<Range> {
+        let Some(v) = self.files.get(&(major, minor, ino)) else {
+            return Vec::new();
+        };
+        let mut spans: Vec<(u64, u64)> = v
+            .iter()
+            .map(|&(s, e)| (s / page * page, e.div_ceil(page) * page))
+            .map(|(s, e)| (s.min(size), e.min(size)))
+            .filter(|(s, e)| e > s)
+            .collect();
+        spans.sort_unstable();
+        let mut out: Vec<Range> = Vec::new();
+        for (s, e) in spans {
+            match out.last_mut() {
+                Some(r) if s <= r.end() => r.len = r.len.max(e - r.offset),
+                _ => out.push(Range {
+                    offset: s,
+                    len: e - s,
+                }),
+            }
+        }
+        out
+    }
+}
+
+/// What tracing saw besides the pages.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceStats {
+    /// Filemap events parsed.
+    pub events: u64,
+    /// Events the kernel dropped because the buffer was full (`overrun` in the per-CPU
+    /// stats): some pages may be missing.
+    pub lost: u64,
+}
+
+/// A running trace of the filemap events in our own tracing instance.
+pub struct FilemapTrace {
+    instance: PathBuf,
+    mounted: Option<PathBuf>,
+    stop: Arc<AtomicBool>,
+    reader: Option<JoinHandle<(PageMap, u64)>>,
+}
+
+fn write(path: &Path, value: &str) -> io::Result<()> {
+    fs::write(path, value).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+}
+
+impl FilemapTrace {
+    /// Starts tracing under `tracefs` (mounting it there when nothing is). Fails with
+    /// `Unsupported` when the kernel has no filemap tracepoints.
+    pub fn start(tracefs: &Path) -> io::Result<FilemapTrace> {
+        let mut mounted = None;
+        if !tracefs.join("instances").is_dir() {
+            mount_tracefs(tracefs)?;
+            mounted = Some(tracefs.to_path_buf());
+        }
+        let result = Self::start_mounted(tracefs, mounted.clone());
+        if result.is_err() {
+            if let Some(m) = &mounted {
+                unmount(m);
+            }
+        }
+        result
+    }
+
+    fn start_mounted(tracefs: &Path, mounted: Option<PathBuf>) -> io::Result<FilemapTrace> {
+        if !EVENTS
+            .iter()
+            .all(|e| tracefs.join("events/filemap").join(e).is_dir())
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this kernel has no filemap tracepoints (Linux 6.10+)",
+            ));
+        }
+        let instance = tracefs.join(format!(
+            "instances/bootprint-readahead-{}",
+            std::process::id()
+        ));
+        if !instance.is_dir() {
+            fs::create_dir(&instance)?;
+        }
+        let mut t = FilemapTrace {
+            instance,
+            mounted,
+            stop: Arc::new(AtomicBool::new(false)),
+            reader: None,
+        };
+        // A boot makes events in bursts; 4 MiB per CPU holds a few tens of thousands.
+        let _ = write(&t.instance.join("buffer_size_kb"), "4096");
+        for e in EVENTS {
+            write(
+                &t.instance.join("events/filemap").join(e).join("enable"),
+                "1",
+            )?;
+        }
+        let pipe = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(t.instance.join("trace_pipe"))?;
+        let stop = t.stop.clone();
+        t.reader = Some(
+            std::thread::Builder::new()
+                .name("bp-filemap".into())
+                .spawn(move || read_pipe(pipe, &stop))?,
+        );
+        Ok(t)
+    }
+
+    /// Stops tracing, reads what is left and removes the instance.
+    pub fn stop(mut self) -> (PageMap, TraceStats) {
+        for e in EVENTS {
+            let _ = write(
+                &self.instance.join("events/filemap").join(e).join("enable"),
+                "0",
+            );
+        }
+        let lost = overruns(&self.instance);
+        self.stop.store(true, Ordering::Relaxed);
+        let (map, events) = self
+            .reader
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default();
+        (map, TraceStats { events, lost })
+    }
+}
+
+impl Drop for FilemapTrace {
+    fn drop(&mut self) {
+        // Also on a panic: never leave events enabled or the instance behind.
+        for e in EVENTS {
+            let _ = fs::write(
+                self.instance.join("events/filemap").join(e).join("enable"),
+                "0",
+            );
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.reader.take() {
+            let _ = h.join();
+        }
+        let _ = fs::remove_dir(&self.instance);
+        if let Some(m) = &self.mounted {
+            unmount(m);
+        }
+    }
+}
+
+fn mount_tracefs(at: &Path) -> io::Result<()> {
+    let target = std::ffi::CString::new(at.as_os_str().as_encoded_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
+    // SAFETY: valid C strings; a null data pointer is allowed.
+    let rc = unsafe {
+        libc::mount(
+            c"tracefs".as_ptr(),
+            target.as_ptr(),
+            c"tracefs".as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn unmount(at: &Path) {
+    if let Ok(c) = std::ffi::CString::new(at.as_os_str().as_encoded_bytes()) {
+        // SAFETY: a valid C string.
+        unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+    }
+}
+
+/// Sum of `overrun:` over the instance's per-CPU stats.
+fn overruns(instance: &Path) -> u64 {
+    let Ok(rd) = fs::read_dir(instance.join("per_cpu")) else {
+        return 0;
+    };
+    rd.flatten()
+        .filter_map(|cpu| fs::read_to_string(cpu.path().join("stats")).ok())
+        .flat_map(|t| {
+            t.lines()
+                .filter_map(|l| {
+                    l.strip_prefix("overrun:")
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                })
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
+fn read_pipe(mut pipe: fs::File, stop: &AtomicBool) -> (PageMap, u64) {
+    use std::os::fd::AsRawFd;
+    let page = crate::sys::page_size();
+    let mut map = PageMap::default();
+    let mut events = 0u64;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut partial = String::new();
+    let mut quiet_after_stop = 0;
+    loop {
+        let stopping = stop.load(Ordering::Relaxed);
+        match pipe.read(&mut buf) {
+            Ok(0) => {}
+            Ok(n) => {
+                quiet_after_stop = 0;
+                partial.push_str(&String::from_utf8_lossy(&buf[..n]));
+                let complete = partial.rfind('\n').map_or(0, |i| i + 1);
+                for line in partial[..complete].lines() {
+                    if let Some(a) = parse_line(line, page) {
+                        map.add(&a);
+                        events += 1;
+                    }
+                }
+                partial.drain(..complete);
+                continue;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+        if stopping {
+            // Empty twice in a row after the stop: everything written has been read.
+            quiet_after_stop += 1;
+            if quiet_after_stop >= 2 {
+                break;
+            }
+        }
+        let _ = sample::sys::poll_readable(Some(pipe.as_raw_fd()), 50);
+    }
+    (map, events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_three_events() {
+        let l = "             cat-5313    [001] ..... 18331.503454: mm_filemap_get_pages: dev=254:0 ino=2a01b ofs=8192-16383";
+        assert_eq!(
+            parse_line(l, 4096),
+            Some(Access {
+                major: 254,
+                minor: 0,
+                ino: 0x2a01b,
+                start: 8192,
+                end: 16384
+            })
+        );
+        let l = " sh-1 [000] ...1. 1.0: mm_filemap_map_pages: dev=8:1 ino=ff ofs=0-65535";
+        assert_eq!(parse_line(l, 4096).unwrap().end, 65536);
+        let l = " sh-1 [000] ...1. 1.0: mm_filemap_fault: dev=8:1 ino=ff ofs=12288";
+        let a = parse_line(l, 4096).unwrap();
+        assert_eq!((a.start, a.end), (12288, 16384));
+        assert_eq!(parse_line("# tracer: nop", 4096), None);
+        assert_eq!(
+            parse_line(" x: mm_filemap_fault: dev=8:1 ino=zz ofs=1", 4096),
+            None
+        );
+        assert_eq!(
+            parse_line(" x: mm_filemap_get_pages: dev=8:1 ino=1 ofs=9-3", 4096),
+            None
+        );
+    }
+
+    #[test]
+    fn ranges_are_whole_pages_merged_and_cut_at_the_end() {
+        let mut m = PageMap::default();
+        let acc = |start, end| Access {
+            major: 8,
+            minor: 1,
+            ino: 7,
+            start,
+            end,
+        };
+        for (s, e) in [
+            (100, 200),
+            (4096, 8192),
+            (20000, 20001),
+            (8192, 9000),
+            (40000, 50000),
+        ] {
+            m.add(&acc(s, e));
+        }
+        let r: Vec<(u64, u64)> = m
+            .ranges(8, 1, 7, 45000, 4096)
+            .iter()
+            .map(|r| (r.offset, r.len))
+            .collect();
+        assert_eq!(r, [(0, 12288), (16384, 4096), (36864, 45000 - 36864)]);
+        assert!(m.ranges(8, 1, 8, 45000, 4096).is_empty());
+        assert!(m.ranges(8, 2, 7, 45000, 4096).is_empty());
+        assert_eq!(m.len(), 1);
+    }
+}
