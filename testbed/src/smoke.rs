@@ -1,7 +1,7 @@
 //! `smoke`: the real-boot smoke test. Boots the current image with the recorder, copies the
 //! trace out, runs `bootprint report --json` on it and checks what only a real boot shows.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
@@ -41,7 +41,13 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
         failed: 0,
     };
     let result = smoke(paths, cargo, &mut c)
-        .and_then(|()| kernel_log(paths, &mut c))
+        .and_then(|disk| {
+            let r = kernel_log(paths, &mut c, disk.as_deref());
+            if let Some(d) = disk {
+                let _ = std::fs::remove_file(d);
+            }
+            r
+        })
         .and_then(|()| rc_boot(paths, &mut c));
     if let Err(e) = &result {
         c.failed += 1;
@@ -54,11 +60,20 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
     Ok(())
 }
 
-fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
+/// The first boot: recorded, and learning a readahead pack (`bootprint.readahead=1`, no pack
+/// yet); its disk is kept so the second boot replays the pack. Returns that disk.
+fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<Option<PathBuf>> {
     let img = image::ensure(paths, cargo)?;
     let mut opts = BootOpts::new(Profile::Fast);
     opts.record = true;
+    opts.append = "bootprint.readahead=1".into();
+    opts.keep_disk = true;
     let boot = qemu::boot(paths, &img, &opts)?;
+    let disk = boot
+        .serial_log
+        .parent()
+        .map(|d| d.join("disk.raw"))
+        .filter(|d| d.is_file());
     println!("boot: cmdline {}", boot.cmdline);
     println!("boot: host_login_s {:.3}", boot.host_login_s);
     println!(
@@ -74,7 +89,7 @@ fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
     );
     let Some(trace) = boot.trace_dir.as_ref().filter(|d| d.is_dir()) else {
         c.check(false, "the recorder's trace was copied out of the guest");
-        return Ok(());
+        return Ok(disk);
     };
     c.check(true, &format!("trace copied out to {}", trace.display()));
     for f in TRACE_FILES {
@@ -93,7 +108,7 @@ fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
         }
         Err(e) => {
             c.check(false, &format!("`bootprint report --json`: {e}"));
-            return Ok(());
+            return Ok(disk);
         }
     };
     let text_login = report.get("text_login_s").and_then(Value::as_f64);
@@ -131,22 +146,39 @@ fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
             ),
         );
     }
-    Ok(())
+    let events = std::fs::read_to_string(trace.join("events.log")).unwrap_or_default();
+    let learned = field_of(&events, "readahead_learn", "entries");
+    c.check(
+        learned.is_some_and(|n| n > 10.0) && !events.contains(" readahead_learn error="),
+        &format!("readahead learned a pack ({learned:?} entries) and wrote it"),
+    );
+    Ok(disk)
 }
 
 /// A second boot with `initcall_debug`: the recorder keeps the kernel log in the trace, and
 /// `bootprint kernel` must read it the way the log's own timestamps say.
-fn kernel_log(paths: &Paths, c: &mut Checks) -> Result<()> {
+/// It starts from the first boot's disk, so it also replays the readahead pack learned there.
+fn kernel_log(paths: &Paths, c: &mut Checks, disk: Option<&Path>) -> Result<()> {
     let img = image::Image::current(paths)?;
     let mut opts = BootOpts::new(Profile::Fast);
     opts.record = true;
-    opts.append = "initcall_debug log_buf_len=16M".into();
+    opts.append = "initcall_debug log_buf_len=16M bootprint.readahead=1".into();
+    opts.disk_from = disk.map(Path::to_path_buf);
     let boot = qemu::boot(paths, &img, &opts)?;
     println!("boot: cmdline {}", boot.cmdline);
     let Some(trace) = boot.trace_dir.as_ref().filter(|d| d.is_dir()) else {
         c.check(false, "initcall_debug boot: the trace was copied out");
         return Ok(());
     };
+    let events = std::fs::read_to_string(trace.join("events.log")).unwrap_or_default();
+    let replayed = field_of(&events, "readahead_replay", "bytes");
+    let hit = field_of(&events, "readahead_hit", "ratio");
+    c.check(
+        disk.is_some() && replayed.is_some_and(|b| b > 1e6) && hit.is_some_and(|h| h >= 0.9),
+        &format!(
+            "second boot replayed the learned pack ({replayed:?} bytes, hit ratio {hit:?} at boot done)"
+        ),
+    );
     let dmesg = std::fs::read_to_string(trace.join("dmesg")).unwrap_or_default();
     // The log's own figures, read here independently of the kernel crate.
     let stamp = |line: &str| -> Option<f64> {
@@ -215,6 +247,18 @@ fn kernel_log(paths: &Paths, c: &mut Checks) -> Result<()> {
     Ok(())
 }
 
+/// The number after `key=` in the first `events.log` line of `kind`.
+fn field_of(events: &str, kind: &str, key: &str) -> Option<f64> {
+    let prefix = format!("{key}=");
+    events
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some(kind))?
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix(prefix.as_str()))?
+        .parse()
+        .ok()
+}
+
 fn run_report(paths: &Paths, trace: &Path) -> Result<Value> {
     run_cli(paths, "report", trace)
 }
@@ -246,7 +290,8 @@ fn run_cli(paths: &Paths, verb: &str, trace: &Path) -> Result<Value> {
 
 /// A boot with bootprint's LSB runner (`bootprint.rc=1`): it reaches `login:`, script output
 /// comes prefixed with the script's name, and once the recorder copies the runner's span
-/// log into the trace, that log has the login path reached and rsyslog's span.
+/// log into the trace, that log has the login path reached and rsyslog's span, and the
+/// report shows the services view.
 fn rc_boot(paths: &Paths, c: &mut Checks) -> Result<()> {
     let img = image::Image::current(paths)?;
     let mut opts = BootOpts::new(Profile::Fast);
@@ -270,16 +315,36 @@ fn rc_boot(paths: &Paths, c: &mut Checks) -> Result<()> {
         .as_ref()
         .map(|t| t.join("rc.log"))
         .filter(|p| p.is_file());
-    match log {
-        Some(p) => {
-            let text = std::fs::read_to_string(&p).unwrap_or_default();
+    let Some(p) = log else {
+        c.check(
+            false,
+            "the recorder copied the runner's rc.log into the trace",
+        );
+        return Ok(());
+    };
+    let text = std::fs::read_to_string(&p).unwrap_or_default();
+    c.check(
+        text.contains(" rc_reached runlevel=2") && text.contains(" rc_start script=rsyslog "),
+        "trace rc.log has runlevel 2 reached and rsyslog's span",
+    );
+    let trace = p.parent().unwrap_or(Path::new("."));
+    match run_report(paths, trace) {
+        Ok(v) => {
+            let spans = v["services"]["spans"].as_array().map_or(0, Vec::len);
+            let chain = v["services"]["critical_chain"]
+                .as_array()
+                .map_or(0, Vec::len);
             c.check(
-                text.contains(" rc_reached runlevel=2")
-                    && text.contains(" rc_start script=rsyslog "),
-                "trace rc.log has runlevel 2 reached and rsyslog's span",
+                spans > 5 && chain > 0,
+                &format!("`bootprint report --json` has the services view ({spans} spans, critical chain of {chain})"),
             );
         }
-        None => println!("note  trace has no rc.log yet (the recorder does not copy it)"),
+        Err(e) => {
+            c.check(
+                false,
+                &format!("`bootprint report --json` on the rc boot: {e}"),
+            );
+        }
     }
     Ok(())
 }

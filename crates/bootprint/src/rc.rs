@@ -412,6 +412,13 @@ fn services(args: &[String]) -> Outcome {
         print!("{}", rc::spans::render_text(&view));
         return Outcome::Ok;
     }
+    let v = services_json(&view);
+    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    Outcome::Ok
+}
+
+/// The services view as JSON (`rc services --json`, and `services` in `report --json`).
+pub fn services_json(view: &rc::spans::Services) -> Value {
     let span = |s: &rc::spans::Span| {
         json!({
             "script": s.script, "action": s.action, "runlevel": s.runlevel,
@@ -422,16 +429,14 @@ fn services(args: &[String]) -> Outcome {
             "waited_for": s.waited_for,
         })
     };
-    let v: Value = json!({
+    json!({
         "spans": view.spans.iter().map(span).collect::<Vec<_>>(),
         "blame": view.blame().iter().map(|s| s.script.clone()).collect::<Vec<_>>(),
         "critical_chain": view.critical_chain().iter().map(|s| s.script.clone()).collect::<Vec<_>>(),
         "reached": view.reached.iter().map(|(rl, ns)| json!({"runlevel": rl, "at_s": *ns as f64 / 1e9})).collect::<Vec<_>>(),
         "late_start": view.late_start.iter().map(|(rl, ns, why)| json!({"runlevel": rl, "at_s": *ns as f64 / 1e9, "reason": why})).collect::<Vec<_>>(),
         "fallbacks": view.fallbacks.iter().map(|(rl, why)| json!({"runlevel": rl, "reason": why})).collect::<Vec<_>>(),
-    });
-    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-    Outcome::Ok
+    })
 }
 
 #[cfg(test)]

@@ -132,6 +132,8 @@ pub fn run(args: &[String]) -> Outcome {
     }
     // The kernel's share, from the trace's kernel log (see `bootprint kernel`).
     let kernel = kernel_of(&trace);
+    // The services view, when bootprint's runner started the init scripts.
+    let services = services_of(&args.input);
     if let Some(path) = &args.perfetto {
         let written = write_file(path, |w| {
             render::perfetto::write(w, &model, &trace.origin, kernel.as_ref())
@@ -177,6 +179,12 @@ pub fn run(args: &[String]) -> Outcome {
                 render::judge::budgets_json(&phases, &budget_source),
             );
             obj.insert("settle".into(), render::judge::settle_json(&settle));
+            obj.insert(
+                "services".into(),
+                services
+                    .as_ref()
+                    .map_or(serde_json::Value::Null, crate::rc::services_json),
+            );
         }
         serde_json::to_writer_pretty(&mut out, &value)
             .map_err(std::io::Error::from)
@@ -189,6 +197,14 @@ pub fn run(args: &[String]) -> Outcome {
             .and_then(|_| render::judge::write_settle(&mut out, &settle))
             .and_then(|_| match &kernel {
                 Some(k) => write_kernel_text(k, &mut out),
+                None => Ok(()),
+            })
+            .and_then(|_| match &services {
+                Some(v) => write!(
+                    out,
+                    "\nServices (bootprint rc; details: bootprint rc services TRACE):\n{}",
+                    rc::spans::render_text(v)
+                ),
                 None => Ok(()),
             })
     };
@@ -208,6 +224,27 @@ fn write_file(
     let mut w = std::io::BufWriter::new(std::fs::File::create(path)?);
     f(&mut w)?;
     w.flush()
+}
+
+/// The services view of a trace directory's `rc.log` (the span log of `bootprint-boot rc`),
+/// when it has one; problems in it are printed as warnings.
+fn services_of(input: &std::path::Path) -> Option<rc::spans::Services> {
+    let file = input.join("rc.log");
+    if !file.is_file() {
+        return None;
+    }
+    match rc::spans::load(&file) {
+        Ok((view, diags)) => {
+            for d in &diags {
+                eprintln!("bootprint: report: {d}");
+            }
+            Some(view)
+        }
+        Err(e) => {
+            eprintln!("bootprint: report: {e}");
+            None
+        }
+    }
 }
 
 /// The kernel report of the trace's dmesg, when it has kernel lines.

@@ -280,6 +280,9 @@ pub struct PackOptions {
     pub budget_bytes: Option<u64>,
     /// Seconds of reading the default budget allows.
     pub target_s: f64,
+    /// Order by physical address (`Some(true)`), by first access (`Some(false)`), or by
+    /// whether the device rotates (`None`).
+    pub disk_order: Option<bool>,
 }
 
 impl Default for PackOptions {
@@ -289,6 +292,7 @@ impl Default for PackOptions {
             rotational: None,
             budget_bytes: None,
             target_s: 3.0,
+            disk_order: None,
         }
     }
 }
@@ -342,13 +346,14 @@ pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
         ..BuildStats::default()
     };
     let mut cands = Vec::new();
+    let disk_order = opts.disk_order.unwrap_or(rotational);
     // Traced pages only when no event was lost; else what is resident now.
     let traced = learned
         .pages
         .as_ref()
         .filter(|_| learned.trace_stats.lost == 0);
     for (rank, lf) in learned.files.iter().enumerate() {
-        match measure(lf, page, rotational, traced) {
+        match measure(lf, page, disk_order, traced) {
             Some(c) if c.entry.ranges.is_empty() => stats.files_empty += 1,
             Some(mut c) => {
                 c.first_access = rank;
@@ -358,7 +363,7 @@ pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
             None => stats.files_gone += 1,
         }
     }
-    plan::order(&mut cands, rotational);
+    plan::order(&mut cands, disk_order);
     let entries = plan::apply_budget(cands, budget, page);
     let created_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

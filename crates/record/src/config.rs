@@ -52,9 +52,16 @@ pub struct Config {
     pub readahead_budget_mb: f64,
     /// I/O class of the replay: `idle` (nothing else waits for it) or `best-effort`.
     pub readahead_io_class: String,
+    /// Pack order: `auto` (physical on a rotating device, first access otherwise), `disk`
+    /// or `access`.
+    pub readahead_order: String,
     /// Parallel module loading before init (`bootprint.modules=`). Off by default until the
     /// test bed shows where it helps.
     pub modules: bool,
+    /// `bootprint.rc=`: the init scripts are started by `bootprint-boot rc` instead of
+    /// startpar. Read by the startpar wrapper (docs/rc.md); recorded here so the parameter is
+    /// known and lands in the trace's configuration, not reported as a typo.
+    pub rc: bool,
 }
 
 impl Default for Config {
@@ -90,7 +97,9 @@ impl Default for Config {
             readahead_compare_every: 5,
             readahead_budget_mb: 0.0,
             readahead_io_class: "idle".into(),
+            readahead_order: "auto".into(),
             modules: false,
+            rc: false,
         }
     }
 }
@@ -218,6 +227,7 @@ impl Config {
             "greeter_names" => self.greeter_names = want_list(value)?,
             "readahead" => self.readahead = want_bool(value)?,
             "modules" => self.modules = want_bool(value)?,
+            "rc" => self.rc = want_bool(value)?,
             "readahead_pack" => self.readahead_pack = PathBuf::from(want_str(value)?),
             "readahead_state" => self.readahead_state = PathBuf::from(want_str(value)?),
             "readahead_max_age_days" => {
@@ -236,13 +246,20 @@ impl Config {
                 }
                 self.readahead_io_class = class
             }
+            "readahead_order" => {
+                let order = want_str(value)?;
+                if !["auto", "disk", "access"].contains(&order.as_str()) {
+                    return Err(format!("auto, disk or access, found {order:?}"));
+                }
+                self.readahead_order = order
+            }
             _ => {
                 return Err(format!(
                     "one of init, record, hz, idle_cpu, idle_disk, settle_s, timeout_s, \
-                     log_dir, login_names, greeter_names, modules, readahead, readahead_pack, \
+                     log_dir, login_names, greeter_names, modules, rc, readahead, readahead_pack, \
                      readahead_state, readahead_max_age_days, readahead_stale_share, \
                      readahead_missed_share, readahead_compare_every, readahead_budget_mb, \
-                     readahead_io_class; found {key:?}"
+                     readahead_io_class, readahead_order; found {key:?}"
                 ))
             }
         }
@@ -455,5 +472,34 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!((e.source.as_str(), e.line), ("/etc/b.toml", 2));
+    }
+
+    #[test]
+    fn readahead_keys_from_file_and_cmdline() {
+        let mut c = Config::default();
+        c.apply_toml(
+            "[readahead]\nenabled = true\nmax_age_days = 7\ncompare_every = 0\norder = \"access\"\nio_class = \"best-effort\"\n",
+            "t",
+        )
+        .unwrap();
+        assert!(c.readahead);
+        assert_eq!(c.readahead_max_age_days, 7.0);
+        assert_eq!(c.readahead_compare_every, 0);
+        assert_eq!(c.readahead_order, "access");
+        assert_eq!(c.readahead_io_class, "best-effort");
+        let errors = c.apply_cmdline(
+            "bootprint.readahead_order=sideways bootprint.readahead_budget_mb=64 bootprint.rc=1",
+        );
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert!(
+            errors[0].expected.contains("auto, disk or access"),
+            "{}",
+            errors[0]
+        );
+        assert_eq!(c.readahead_order, "access", "the bad value changed nothing");
+        assert_eq!(c.readahead_budget_mb, 64.0);
+        assert!(c.rc);
+        let e = c.apply_toml("[readahead]\nfoo = 1\n", "f").unwrap_err();
+        assert!(e.expected.contains("readahead_foo"), "{e}");
     }
 }

@@ -159,6 +159,11 @@ impl Session {
             let opts = PackOptions {
                 budget_bytes: (config.readahead_budget_mb > 0.0)
                     .then_some((config.readahead_budget_mb * 1048576.0) as u64),
+                disk_order: match config.readahead_order.as_str() {
+                    "disk" => Some(true),
+                    "access" => Some(false),
+                    _ => None,
+                },
                 ..PackOptions::default()
             };
             let (pack, stats) = learn::build_pack(&learned, &opts);

@@ -34,6 +34,9 @@ pub struct Paths {
     pub fallback_dir: PathBuf,
     /// The sysfs root (firmware times are copied from it).
     pub sys: PathBuf,
+    /// The service runner's span log (`bootprint-boot rc`), copied into the trace as
+    /// `rc.log` when it exists.
+    pub rc_log: PathBuf,
 }
 
 impl Default for Paths {
@@ -45,6 +48,7 @@ impl Default for Paths {
             delayacct: PathBuf::from("/proc/sys/kernel/task_delayacct"),
             fallback_dir: PathBuf::from("/run/bootprint"),
             sys: PathBuf::from("/sys"),
+            rc_log: PathBuf::from("/run/bootprint/rc.log"),
         }
     }
 }
@@ -270,6 +274,11 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     // The modules live at boot done: what udev's coldplug (and our loader) left loaded.
     if let Ok(modules) = paths.proc.read("modules") {
         store.extra_files.push(("proc_modules".into(), modules));
+    }
+    // The runner's spans so far (its late-service child may still be appending; the copy
+    // in /var/lib/bootprint/rc-last.log is complete once it ends).
+    if let Ok(spans) = std::fs::read(&paths.rc_log) {
+        store.extra_files.push(("rc.log".into(), spans));
     }
     let (cpu_s, maxrss_kb) = sys::own_usage();
     store.events.push(
