@@ -29,7 +29,9 @@ commands:
             [--trace-out DIR] [--keep-disk] [--disk-from DISK] [--image DIR] [--aged]
             [--json]
   bench     run a benchmark: NAME [--runs N] [--profile P] [--json] [--no-cargo]
-            benchmarks: record (recorder cost), profiles (fast/sd/hdd drives)
+            benchmarks: record (recorder cost), profiles (fast/sd/hdd drives),
+            rc (service start), readahead (aged image; all profiles unless --profile;
+            --image DIR: another built image)
   smoke     real-boot smoke test: boot with --record, check the trace and the report
             [--no-cargo]
 
