@@ -63,15 +63,7 @@ fn rc_figures(r: &BootResult) -> Figures {
         .as_ref()
         .and_then(|d| fs::read_to_string(d.join("events.log")).ok())
         .unwrap_or_default();
-    let mut f = Figures::new();
-    f.insert(
-        "text_login_s".into(),
-        event_seconds(&events, "milestone", Some("name=text_login")),
-    );
-    f.insert(
-        "boot_done_s".into(),
-        event_seconds(&events, "boot_done", None),
-    );
+    let mut f = milestone_figures(&events);
     // The runner's own marks, when the recorder copied its span log into the trace (only
     // the bootprint-rc variant has one): runlevel 2's login path done, and all of it done.
     let rc_log = r
@@ -88,6 +80,17 @@ fn rc_figures(r: &BootResult) -> Figures {
             event_seconds(&rc_log, "rc_done", Some("runlevel=2")),
         );
     }
+    f
+}
+
+/// `text_login_s` and `boot_done_s` (guest seconds) from a trace's `events.log`.
+pub fn milestone_figures(events: &str) -> Figures {
+    let mut f = Figures::new();
+    f.insert(
+        "text_login_s".into(),
+        event_seconds(events, "milestone", Some("name=text_login")),
+    );
+    f.insert("boot_done_s".into(), event_seconds(events, "boot_done", None));
     f
 }
 

@@ -9,7 +9,7 @@ use std::fs;
 use std::path::Path;
 
 use crate::age;
-use crate::bench::{self, event_seconds, Benchmark, Figures, Variant};
+use crate::bench::{self, Benchmark, Figures, Variant};
 use crate::image::{self, Image};
 use crate::qemu::{self, round3, BootOpts, BootResult, Profile};
 use crate::util::{Paths, Result};
@@ -46,15 +46,7 @@ pub fn figures_from_trace(dir: &Path) -> Figures {
     let events = fs::read_to_string(dir.join("events.log")).unwrap_or_default();
     let diskstats = fs::read_to_string(dir.join("proc_diskstats.log")).unwrap_or_default();
     let mb = |b: Option<f64>| b.map(|x| round3(x / 1e6));
-    let mut f = Figures::new();
-    f.insert(
-        "text_login_s".into(),
-        event_seconds(&events, "milestone", Some("name=text_login")),
-    );
-    f.insert(
-        "boot_done_s".into(),
-        event_seconds(&events, "boot_done", None),
-    );
+    let mut f = bench::milestone_figures(&events);
     f.insert(
         "read_mb".into(),
         mb(disk_read_bytes(&diskstats).map(|b| b as f64)),

@@ -7,6 +7,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::image;
+use crate::rabench::event_field;
 use crate::qemu::{self, BootOpts, Profile};
 use crate::util::{Error, Paths, Result};
 
@@ -147,7 +148,7 @@ fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<Option<PathBuf>> 
         );
     }
     let events = std::fs::read_to_string(trace.join("events.log")).unwrap_or_default();
-    let learned = field_of(&events, "readahead_learn", "entries");
+    let learned = event_field(&events, "readahead_learn", "entries");
     c.check(
         learned.is_some_and(|n| n > 10.0) && !events.contains(" readahead_learn error="),
         &format!("readahead learned a pack ({learned:?} entries) and wrote it"),
@@ -171,8 +172,8 @@ fn kernel_log(paths: &Paths, c: &mut Checks, disk: Option<&Path>) -> Result<()> 
         return Ok(());
     };
     let events = std::fs::read_to_string(trace.join("events.log")).unwrap_or_default();
-    let replayed = field_of(&events, "readahead_replay", "bytes");
-    let hit = field_of(&events, "readahead_hit", "ratio");
+    let replayed = event_field(&events, "readahead_replay", "bytes");
+    let hit = event_field(&events, "readahead_hit", "ratio");
     c.check(
         disk.is_some() && replayed.is_some_and(|b| b > 1e6) && hit.is_some_and(|h| h >= 0.9),
         &format!(
@@ -245,18 +246,6 @@ fn kernel_log(paths: &Paths, c: &mut Checks, disk: Option<&Path>) -> Result<()> 
         );
     }
     Ok(())
-}
-
-/// The number after `key=` in the first `events.log` line of `kind`.
-fn field_of(events: &str, kind: &str, key: &str) -> Option<f64> {
-    let prefix = format!("{key}=");
-    events
-        .lines()
-        .find(|l| l.split_whitespace().nth(1) == Some(kind))?
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix(prefix.as_str()))?
-        .parse()
-        .ok()
 }
 
 fn run_report(paths: &Paths, trace: &Path) -> Result<Value> {

@@ -595,6 +595,26 @@ pub fn was_idle(a: &ProcStat, b: &ProcStat, cfg: &Config) -> bool {
     busy < cfg.idle_busy_pct && io < cfg.idle_iowait_pct && b.blocked == 0
 }
 
+/// Waits for a script run in the foreground until `deadline`; past it the script is killed
+/// and counted as timed out.
+fn wait_until(child: &mut std::process::Child, deadline: Instant) -> (Option<i32>, Outcome) {
+    loop {
+        match child.try_wait() {
+            Ok(Some(st)) => {
+                return match st.code() {
+                    Some(c) => (Some(c), Outcome::from_exit(c)),
+                    None => (None, Outcome::Signal),
+                }
+            }
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                return (None, Outcome::TimedOut);
+            }
+        }
+    }
+}
+
 /// How a script ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -1138,26 +1158,7 @@ impl<'a> Runner<'a> {
             cmd.arg(&t.action).env("RUNLEVEL", &self.plan.runlevel);
             console_stdout(&mut cmd);
             let (exit, outcome) = match cmd.spawn() {
-                Ok(mut child) => {
-                    let deadline = Instant::now() + self.cfg.timeout;
-                    loop {
-                        match child.try_wait() {
-                            Ok(Some(st)) => {
-                                break match st.code() {
-                                    Some(c) => (Some(c), Outcome::from_exit(c)),
-                                    None => (None, Outcome::Signal),
-                                }
-                            }
-                            Ok(None) if Instant::now() < deadline => {
-                                std::thread::sleep(Duration::from_millis(20))
-                            }
-                            _ => {
-                                let _ = child.kill();
-                                break (None, Outcome::TimedOut);
-                            }
-                        }
-                    }
-                }
+                Ok(mut child) => wait_until(&mut child, Instant::now() + self.cfg.timeout),
                 Err(_) => (None, Outcome::SpawnFailed),
             };
             self.finish(i, exit, outcome, start_ns);
@@ -1254,26 +1255,7 @@ pub fn serial_links(root: &Path, rl: Runlevel, action: &str, log: &mut SpanLog, 
         cmd.arg(action);
         console_stdout(&mut cmd);
         let (exit, outcome) = match cmd.spawn() {
-            Ok(mut c) => {
-                let deadline = Instant::now() + timeout;
-                loop {
-                    match c.try_wait() {
-                        Ok(Some(st)) => {
-                            break match st.code() {
-                                Some(x) => (Some(x), Outcome::from_exit(x)),
-                                None => (None, Outcome::Signal),
-                            }
-                        }
-                        Ok(None) if Instant::now() < deadline => {
-                            std::thread::sleep(Duration::from_millis(20))
-                        }
-                        _ => {
-                            let _ = c.kill();
-                            break (None, Outcome::TimedOut);
-                        }
-                    }
-                }
-            }
+            Ok(mut c) => wait_until(&mut c, Instant::now() + timeout),
             Err(_) => (None, Outcome::SpawnFailed),
         };
         log.event(
