@@ -90,7 +90,10 @@ pub fn milestone_figures(events: &str) -> Figures {
         "text_login_s".into(),
         event_seconds(events, "milestone", Some("name=text_login")),
     );
-    f.insert("boot_done_s".into(), event_seconds(events, "boot_done", None));
+    f.insert(
+        "boot_done_s".into(),
+        event_seconds(events, "boot_done", None),
+    );
     f
 }
 

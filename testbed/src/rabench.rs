@@ -165,7 +165,8 @@ pub fn run(
         // chose it on rotating disks): does idle priority cost the replay its head start?
         if let Some(ad) = &access_disk {
             let mut be = replay.clone();
-            be.append.push_str(" bootprint.readahead_io_class=best-effort");
+            be.append
+                .push_str(" bootprint.readahead_io_class=best-effort");
             variants.push(Variant {
                 name: "replay-be",
                 opts: be,

@@ -7,8 +7,8 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::image;
-use crate::rabench::event_field;
 use crate::qemu::{self, BootOpts, Profile};
+use crate::rabench::event_field;
 use crate::util::{Error, Paths, Result};
 
 /// How far the report's text-login time (kernel clock) may be from the host's measurement

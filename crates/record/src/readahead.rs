@@ -174,7 +174,9 @@ impl Session {
                 .with("bytes", pack.bytes())
                 .with("budget", pack.header.budget_bytes)
                 .with("events", learned.events)
-                .with("overflowed", u8::from(learned.overflowed));
+                .with("overflowed", u8::from(learned.overflowed))
+                .with("pages_from", learned.page_source())
+                .with("trace_lost", learned.trace_stats.lost);
             if let Err(err) = &written {
                 e = e.with("error", err);
             }
