@@ -10,7 +10,7 @@ use std::time::Instant;
 use crate::util::{hash_file, io_err, output_logged, run_logged, Error, Fnv, Lock, Paths, Result};
 
 /// Bump when the image-building code changes what it produces: part of the cache key.
-const IMAGE_VERSION: &str = "bootprint-testbed-image 2";
+const IMAGE_VERSION: &str = "bootprint-testbed-image 3";
 const SUITE: &str = "bookworm";
 /// The package set the issue asks for (a sysvinit Debian with real services).
 pub const PACKAGES: &[&str] = &[
@@ -54,6 +54,29 @@ if grep -qw bootprint.rc=1 /proc/cmdline 2>/dev/null && [ -x /usr/lib/bootprint/
 fi
 exec /bin/startpar.distrib \"$@\"
 ";
+/// A planted cost for `bootprint advise` to find in a real boot: an init script in runlevel
+/// 2 (so before the gettys, which init starts once `rc 2` is done) that does nothing unless
+/// `bootprint.plant=sleep:N` is on the kernel command line, and then sleeps N seconds.
+pub const PLANT_PATH: &str = "/etc/init.d/bootprint-plant";
+pub const PLANT_SCRIPT: &str = "#!/bin/sh
+### BEGIN INIT INFO
+# Provides:          bootprint-plant
+# Required-Start:    $remote_fs $syslog
+# Required-Stop:
+# Default-Start:     2 3 4 5
+# Default-Stop:
+# Short-Description: bootprint test bed: a planted cost before the login
+# Description:       Nothing, unless bootprint.plant=sleep:N is on the kernel command line:
+#                    then it sleeps N seconds, a service that waits before the login.
+### END INIT INFO
+[ \"$1\" = start ] || exit 0
+for w in $(cat /proc/cmdline); do
+	case \"$w\" in
+	bootprint.plant=sleep:*) sleep \"${w#bootprint.plant=sleep:}\" ;;
+	esac
+done
+exit 0
+";
 const KERNEL_PACKAGE: &str = "linux-image-amd64";
 pub const HOSTNAME: &str = "bootprint-testbed";
 /// Root's password in the guest: the test bed logs in on the serial console to power off.
@@ -87,6 +110,7 @@ fn cache_key() -> String {
         INITTAB_SERIAL,
         FSTAB,
         STARTPAR_WRAPPER,
+        PLANT_SCRIPT,
     ] {
         h.update(part.as_bytes());
         h.update(b"\0");
@@ -368,6 +392,14 @@ fn build(paths: &Paths, img: &Image) -> Result<()> {
                     STARTPAR_PATH,
                 ],
             ),
+            &log,
+        )?;
+        // The planted cost (see PLANT_SCRIPT), enabled the Debian way.
+        let plant = root.join(PLANT_PATH.trim_start_matches('/'));
+        write(&plant, PLANT_SCRIPT)?;
+        set_mode(&plant, 0o755)?;
+        run_logged(
+            &mut chroot(&root, &["update-rc.d", "bootprint-plant", "defaults"]),
             &log,
         )?;
         run_logged(&mut chroot(&root, &["apt-get", "clean"]), &log)?;

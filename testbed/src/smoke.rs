@@ -15,6 +15,9 @@ use crate::util::{Error, Paths, Result};
 /// minus the firmware estimate. Measured differences are in docs/testbed.md.
 pub const TOLERANCE_S: f64 = 2.5;
 
+/// Seconds the planted init script sleeps in the first boot.
+pub const PLANT_SLEEP_S: u32 = 4;
+
 /// The trace files every recorded boot must have.
 pub const TRACE_FILES: &[&str] = &["header", "proc_stat.log", "proc_ps.log", "events.log"];
 
@@ -67,7 +70,9 @@ fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<Option<PathBuf>> 
     let img = image::ensure(paths, cargo)?;
     let mut opts = BootOpts::new(Profile::Fast);
     opts.record = true;
-    opts.append = "bootprint.readahead=1".into();
+    // Also a planted cost for `bootprint advise` (image.rs PLANT_SCRIPT): a 4 s sleep in an
+    // init script of runlevel 2, before the getty.
+    opts.append = format!("bootprint.readahead=1 bootprint.plant=sleep:{PLANT_SLEEP_S}");
     opts.keep_disk = true;
     let boot = qemu::boot(paths, &img, &opts)?;
     let disk = boot
@@ -147,6 +152,7 @@ fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<Option<PathBuf>> 
             ),
         );
     }
+    planted_sleep_found(paths, trace, text_login, c);
     let events = std::fs::read_to_string(trace.join("events.log")).unwrap_or_default();
     let learned = event_field(&events, "readahead_learn", "entries");
     c.check(
@@ -246,6 +252,42 @@ fn kernel_log(paths: &Paths, c: &mut Checks, disk: Option<&Path>) -> Result<()> 
         );
     }
     Ok(())
+}
+
+/// `bootprint advise` finds the planted sleep: a `sleep` finding whose evidence is the
+/// `sleep 4` process, about 4 s long, started before the text login.
+fn planted_sleep_found(paths: &Paths, trace: &Path, text_login: Option<f64>, c: &mut Checks) {
+    let advice = match run_cli(paths, "advise", trace) {
+        Ok(v) => v,
+        Err(e) => {
+            c.check(false, &format!("`bootprint advise --json`: {e}"));
+            return;
+        }
+    };
+    let want = format!("sleep {PLANT_SLEEP_S}");
+    let found = advice["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find_map(|f| {
+            let ev = f["evidence"].as_array()?.first()?;
+            (f["id"] == "sleep" && ev["what"].as_str()?.starts_with(&want)).then(|| {
+                (
+                    ev["from_s"].as_f64().unwrap_or(0.0),
+                    ev["to_s"].as_f64().unwrap_or(0.0),
+                    ev["pid"].as_u64(),
+                )
+            })
+        });
+    let ok = matches!((found, text_login), (Some((from, to, Some(_))), Some(login))
+        if (to - from - PLANT_SLEEP_S as f64).abs() < 1.0 && from < login);
+    c.check(
+        ok,
+        &format!(
+            "`bootprint advise` found the planted `{want}` before the login with its evidence \
+             (from, to, pid: {found:?}; text login {text_login:?})"
+        ),
+    );
 }
 
 fn run_report(paths: &Paths, trace: &Path) -> Result<Value> {
