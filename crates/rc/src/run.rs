@@ -993,13 +993,7 @@ impl<'a> Runner<'a> {
                 k += 1;
                 continue;
             };
-            let mut r = self.running.swap_remove(k);
-            if let Some(m) = r.master.take() {
-                sys::read_available(m.as_raw_fd(), &mut r.buf);
-            }
-            let name = self.plan.tasks[r.task].name.clone();
-            let buf = std::mem::take(&mut r.buf);
-            self.print_lines(&name, &buf);
+            let (r, _) = self.retire(k);
             let (exit, outcome) = match (st.code(), st.signal()) {
                 (Some(c), _) => (Some(c), Outcome::from_exit(c)),
                 _ => (None, Outcome::Signal),
@@ -1007,6 +1001,19 @@ impl<'a> Runner<'a> {
             let start_ns = r.start_ns;
             self.finish(r.task, exit, outcome, start_ns);
         }
+    }
+
+    /// Takes a script that ended (or is being given up on) out of the running set and prints
+    /// what is left of its output; returns it and its name.
+    fn retire(&mut self, k: usize) -> (Running, String) {
+        let mut r = self.running.swap_remove(k);
+        if let Some(m) = r.master.take() {
+            sys::read_available(m.as_raw_fd(), &mut r.buf);
+        }
+        let name = self.plan.tasks[r.task].name.clone();
+        let buf = std::mem::take(&mut r.buf);
+        self.print_lines(&name, &buf);
+        (r, name)
     }
 
     fn flush_long(&mut self) {
@@ -1037,13 +1044,7 @@ impl<'a> Runner<'a> {
                 k += 1;
                 continue;
             }
-            let mut r = self.running.swap_remove(k);
-            if let Some(m) = r.master.take() {
-                sys::read_available(m.as_raw_fd(), &mut r.buf);
-            }
-            let name = self.plan.tasks[r.task].name.clone();
-            let buf = std::mem::take(&mut r.buf);
-            self.print_lines(&name, &buf);
+            let (r, name) = self.retire(k);
             let _ = writeln!(
                 self.out,
                 "{name}: timed out after {:.0} s; the boot goes on without it",
