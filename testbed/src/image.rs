@@ -10,7 +10,7 @@ use std::time::Instant;
 use crate::util::{hash_file, io_err, output_logged, run_logged, Error, Fnv, Lock, Paths, Result};
 
 /// Bump when the image-building code changes what it produces: part of the cache key.
-const IMAGE_VERSION: &str = "bootprint-testbed-image 3";
+const IMAGE_VERSION: &str = "bootprint-testbed-image 4";
 const SUITE: &str = "bookworm";
 /// The package set the issue asks for (a sysvinit Debian with real services).
 pub const PACKAGES: &[&str] = &[
@@ -58,6 +58,9 @@ exec /bin/startpar.distrib \"$@\"
 /// 2 (so before the gettys, which init starts once `rc 2` is done) that does nothing unless
 /// `bootprint.plant=sleep:N` is on the kernel command line, and then sleeps N seconds.
 pub const PLANT_PATH: &str = "/etc/init.d/bootprint-plant";
+/// node_exporter's textfile-collector directory (Debian's prometheus-node-exporter default):
+/// when it exists, bootprint-boot exports each boot's figures there at boot done.
+pub const PROMETHEUS_DIR: &str = "/var/lib/prometheus/node-exporter";
 pub const PLANT_SCRIPT: &str = "#!/bin/sh
 ### BEGIN INIT INFO
 # Provides:          bootprint-plant
@@ -111,6 +114,7 @@ fn cache_key() -> String {
         FSTAB,
         STARTPAR_WRAPPER,
         PLANT_SCRIPT,
+        PROMETHEUS_DIR,
     ] {
         h.update(part.as_bytes());
         h.update(b"\0");
@@ -450,6 +454,8 @@ fn configure(root: &Path) -> Result<()> {
         write(&inittab, &text)?;
     }
     write(&root.join("etc/fstab"), FSTAB)?;
+    let prom = root.join(PROMETHEUS_DIR.trim_start_matches('/'));
+    fs::create_dir_all(&prom).map_err(|e| io_err("cannot create", &prom, e))?;
     // After the dpkg-divert in build(): Debian's startpar is now STARTPAR_DIVERTED.
     let wrapper = root.join(STARTPAR_PATH.trim_start_matches('/'));
     write(&wrapper, STARTPAR_WRAPPER)?;

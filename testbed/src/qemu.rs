@@ -394,6 +394,15 @@ fn boot_disk(
         pos = end;
         if !trace_ready {
             eprintln!("boot: warning: no {TRACE_ROOT}/{id}/events.log after {TRACE_TIMEOUT_S} s");
+        } else {
+            // The recorder goes on after the trace (the Prometheus export): let it finish
+            // (at most 30 s) before the power goes.
+            con.send(
+                "i=0; while pidof -x bootprint-boot >/dev/null && [ $i -lt 30 ]; do read -t 1 -u 3; \
+                 i=$((i+1)); done; echo BP\"\"DONE=$i\n",
+            )?;
+            let (_, end) = expect(&con, &["BPDONE="], pos, 60, "the recorder's end")?;
+            pos = end;
         }
     }
     let _ = pos;

@@ -153,6 +153,9 @@ fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<Option<PathBuf>> 
         );
     }
     planted_sleep_found(paths, trace, text_login, c);
+    if let Some(d) = &disk {
+        prometheus_written(d, text_login, c);
+    }
     let events = std::fs::read_to_string(trace.join("events.log")).unwrap_or_default();
     let learned = event_field(&events, "readahead_learn", "entries");
     c.check(
@@ -286,6 +289,31 @@ fn planted_sleep_found(paths: &Paths, trace: &Path, text_login: Option<f64>, c: 
         &format!(
             "`bootprint advise` found the planted `{want}` before the login with its evidence \
              (from, to, pid: {found:?}; text login {text_login:?})"
+        ),
+    );
+}
+
+/// bootprint-boot exported the boot's figures at boot done into node_exporter's textfile
+/// directory (the image has it): the file on the kept disk has the text-login milestone the
+/// report found.
+fn prometheus_written(disk: &Path, text_login: Option<f64>, c: &mut Checks) {
+    let file = format!("{}/bootprint.prom", image::PROMETHEUS_DIR);
+    let text = Command::new("debugfs")
+        .args(["-R", &format!("cat {file}")])
+        .arg(disk)
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    let login = text
+        .lines()
+        .find(|l| l.starts_with("bootprint_milestone_seconds{milestone=\"text_login\"}"))
+        .and_then(|l| l.split_whitespace().last())
+        .and_then(|v| v.parse::<f64>().ok());
+    c.check(
+        text.contains("# TYPE bootprint_phase_seconds gauge")
+            && matches!((login, text_login), (Some(a), Some(b)) if (a - b).abs() < 0.01),
+        &format!(
+            "bootprint-boot exported the boot to {file} at boot done (text login {login:?} s; report {text_login:?} s)"
         ),
     );
 }

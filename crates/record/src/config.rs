@@ -62,6 +62,9 @@ pub struct Config {
     /// startpar. Read by the startpar wrapper (docs/rc.md); recorded here so the parameter is
     /// known and lands in the trace's configuration, not reported as a typo.
     pub rc: bool,
+    /// node_exporter's textfile-collector directory: when it exists, the boot's figures are
+    /// exported there at boot done (`bootprint export --prometheus`); `""` never exports.
+    pub prometheus_dir: PathBuf,
 }
 
 impl Default for Config {
@@ -100,6 +103,7 @@ impl Default for Config {
             readahead_order: "auto".into(),
             modules: false,
             rc: false,
+            prometheus_dir: PathBuf::from("/var/lib/prometheus/node-exporter"),
         }
     }
 }
@@ -228,6 +232,7 @@ impl Config {
             "readahead" => self.readahead = want_bool(value)?,
             "modules" => self.modules = want_bool(value)?,
             "rc" => self.rc = want_bool(value)?,
+            "prometheus_dir" => self.prometheus_dir = PathBuf::from(want_str(value)?),
             "readahead_pack" => self.readahead_pack = PathBuf::from(want_str(value)?),
             "readahead_state" => self.readahead_state = PathBuf::from(want_str(value)?),
             "readahead_max_age_days" => {
@@ -256,7 +261,7 @@ impl Config {
             _ => {
                 return Err(format!(
                     "one of init, record, hz, idle_cpu, idle_disk, settle_s, timeout_s, \
-                     log_dir, login_names, greeter_names, modules, rc, readahead, readahead_pack, \
+                     log_dir, login_names, greeter_names, modules, rc, prometheus_dir, readahead, readahead_pack, \
                      readahead_state, readahead_max_age_days, readahead_stale_share, \
                      readahead_missed_share, readahead_compare_every, readahead_budget_mb, \
                      readahead_io_class, readahead_order; found {key:?}"

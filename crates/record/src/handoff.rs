@@ -80,7 +80,9 @@ fn run_recorder_child(
         modules,
     };
     let _ = panic::catch_unwind(AssertUnwindSafe(|| {
-        let _ = recorder::run(config, &Paths::default(), start);
+        if let Ok(trace) = recorder::run(config, &Paths::default(), start) {
+            crate::export::prometheus(crate::modload::LOADER, &config.prometheus_dir, &trace);
+        }
     }));
     sys::exit_now(0)
 }

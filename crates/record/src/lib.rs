@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod done;
+pub mod export;
 pub mod handoff;
 pub mod kmsg;
 pub mod modload;
