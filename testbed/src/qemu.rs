@@ -146,6 +146,15 @@ pub struct BootResult {
 }
 
 impl BootResult {
+    /// The boot's disk, when `--keep-disk` kept it (beside the serial log in the run
+    /// directory).
+    pub fn kept_disk(&self) -> Option<PathBuf> {
+        self.serial_log
+            .parent()
+            .map(|d| d.join("disk.raw"))
+            .filter(|d| d.is_file())
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
             "profile": self.profile.name(),

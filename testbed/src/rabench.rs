@@ -97,10 +97,7 @@ fn learned_disk(paths: &Paths, img: &Image, learn: &BootOpts) -> Result<std::pat
     let learned = qemu::boot(paths, img, &keep)?;
     eprintln!("bench readahead: learned {:?}", readahead_figures(&learned));
     learned
-        .serial_log
-        .parent()
-        .map(|d| d.join("disk.raw"))
-        .filter(|d| d.is_file())
+        .kept_disk()
         .ok_or_else(|| crate::util::Error::fail("the learning boot kept no disk"))
 }
 

@@ -75,11 +75,7 @@ fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<Option<PathBuf>> 
     opts.append = format!("bootprint.readahead=1 bootprint.plant=sleep:{PLANT_SLEEP_S}");
     opts.keep_disk = true;
     let boot = qemu::boot(paths, &img, &opts)?;
-    let disk = boot
-        .serial_log
-        .parent()
-        .map(|d| d.join("disk.raw"))
-        .filter(|d| d.is_file());
+    let disk = boot.kept_disk();
     println!("boot: cmdline {}", boot.cmdline);
     println!("boot: host_login_s {:.3}", boot.host_login_s);
     println!(

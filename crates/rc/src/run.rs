@@ -229,10 +229,10 @@ fn resolve(sys: &System, token: &str, out: &mut BTreeSet<usize>, depth: usize) {
     }
 }
 
-/// The K links of a runlevel directory: script indices, in link order.
-fn stop_links(sys: &System, rl: Runlevel) -> Vec<usize> {
-    let dir = sys.root.join(rl.dir());
-    let mut names: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
+/// The entries of a runlevel directory (name, path), sorted by name: link order. An
+/// unreadable directory has none.
+fn sorted_links(dir: &Path) -> Vec<(String, PathBuf)> {
+    let mut names: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()
                 .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
@@ -240,6 +240,13 @@ fn stop_links(sys: &System, rl: Runlevel) -> Vec<usize> {
         })
         .unwrap_or_default();
     names.sort();
+    names
+}
+
+/// The K links of a runlevel directory: script indices, in link order.
+fn stop_links(sys: &System, rl: Runlevel) -> Vec<usize> {
+    let dir = sys.root.join(rl.dir());
+    let names = sorted_links(&dir);
     let mut out = Vec::new();
     for (name, path) in names {
         let b = name.as_bytes();
@@ -1228,14 +1235,7 @@ fn unsafe_pre_exec(cmd: &mut Command) {
 pub fn serial_links(root: &Path, rl: Runlevel, action: &str, log: &mut SpanLog, timeout: Duration) {
     let prefix = if action == "stop" { 'K' } else { 'S' };
     let dir = root.join(rl.dir());
-    let mut names: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
-        .map(|d| {
-            d.flatten()
-                .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
+    let names = sorted_links(&dir);
     for (name, path) in names {
         if !name.starts_with(prefix) || name.len() < 4 {
             continue;
