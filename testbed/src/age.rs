@@ -65,6 +65,7 @@ pub fn aged(paths: &Paths, img: &Image, cargo: bool) -> Result<Image> {
         rootfs: img.dir.join(AGED_ROOTFS),
         kernel: img.kernel.clone(),
         initrd: img.initrd.clone(),
+        desktop: img.desktop,
     };
     let _lock = Lock::acquire(&aged.lock_path())?;
     if !aged.rootfs.is_file() {

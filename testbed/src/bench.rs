@@ -28,6 +28,10 @@ pub struct Benchmark {
     pub about: &'static str,
     /// The first variant is the baseline the ratios are against.
     pub variants: Vec<Variant>,
+    /// When set, the warm-up boot is of this variant, keeps its disk, and every measured
+    /// boot starts from a copy of that disk: a machine that has booted before, so state
+    /// learned on a boot (the rc runner's durations) is there, the same for every variant.
+    pub seasoned_by: Option<usize>,
 }
 
 /// The figure the ratios compare.
@@ -94,6 +98,9 @@ pub fn milestone_figures(events: &str) -> Figures {
         "boot_done_s".into(),
         event_seconds(events, "boot_done", None),
     );
+    if let Some(s) = event_seconds(events, "milestone", Some("name=graphical_login")) {
+        f.insert("graphical_login_s".into(), Some(s));
+    }
     f
 }
 
@@ -121,6 +128,7 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
             Ok(Benchmark {
                 name: "record",
                 about: "cost of recording a boot: no recorder against init=bootprint-boot",
+                seasoned_by: None,
                 variants: vec![
                     Variant {
                         name: "baseline",
@@ -137,6 +145,7 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
         }
         // The drive profiles against each other (`--profile` is ignored: it is the variable).
         "profiles" => Ok(Benchmark {
+            seasoned_by: None,
             name: "profiles",
             about: "the drive profiles: fast against sd and hdd throttling",
             variants: [
@@ -155,9 +164,12 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
         // Service start (issue 4): Debian's startpar, serial, bootprint's runner, systemd.
         // All recorded (init=bootprint-boot) so each run has boot_done and text_login from
         // its own trace; the variants differ only in the kernel command line.
+        // The desktop image is the same benchmark with a graphical login (`--desktop`).
+        // Seasoned by a bootprint-rc boot: the runner orders by durations it learned then.
         "rc" => Ok(Benchmark {
             name: "rc",
             about: "LSB service start: startpar against concurrency=none, bootprint rc and systemd",
+            seasoned_by: Some(2),
             variants: [
                 ("startpar", ""),
                 ("serial", "concurrency=none"),
@@ -236,6 +248,39 @@ pub fn summarize(variants: &[(String, Vec<Figures>)]) -> Vec<(String, Figures, O
     out
 }
 
+/// Every guest milestone's median over the baseline's, one row per variant (the primary
+/// ratio in [`table`] is the host's time to `login:`).
+pub fn ratio_table(summary: &[(String, Figures, Option<f64>)]) -> String {
+    const MILESTONES: [&str; 3] = ["text_login_s", "graphical_login_s", "boot_done_s"];
+    let Some((base_name, base, _)) = summary.first() else {
+        return String::new();
+    };
+    let cols: Vec<&str> = MILESTONES
+        .into_iter()
+        .filter(|k| base.get(*k).copied().flatten().is_some())
+        .collect();
+    if cols.is_empty() {
+        return String::new();
+    }
+    let mut s = format!("ratios to {base_name}:\n{:<12}", "variant");
+    for c in &cols {
+        s.push_str(&format!(" {c:>17}"));
+    }
+    s.push('\n');
+    for (name, med, _) in summary {
+        s.push_str(&format!("{name:<12}"));
+        for c in &cols {
+            let r = match (med.get(*c).copied().flatten(), base.get(*c).copied().flatten()) {
+                (Some(x), Some(b)) if b > 0.0 => format!("{:.3}", x / b),
+                _ => "-".into(),
+            };
+            s.push_str(&format!(" {r:>17}"));
+        }
+        s.push('\n');
+    }
+    s
+}
+
 /// The table of medians, one row per variant, one column per figure.
 pub fn table(summary: &[(String, Figures, Option<f64>)], runs: &[usize]) -> String {
     let mut cols: Vec<String> = vec![PRIMARY.to_string()];
@@ -299,9 +344,18 @@ pub fn run(
     profile: Profile,
     as_json: bool,
     cargo: bool,
+    flavor: image::Flavor,
 ) -> Result<()> {
-    let bench = benchmark(name, profile)?;
-    let img = image::ensure(paths, cargo)?;
+    let mut bench = benchmark(name, profile)?;
+    if flavor == image::Flavor::Desktop {
+        // Its own result file: the figures are not comparable with the text image's.
+        bench.name = match bench.name {
+            "rc" => "rc-desktop",
+            "record" => "record-desktop",
+            _ => "profiles-desktop",
+        };
+    }
+    let img = image::ensure_flavor(paths, cargo, flavor)?;
     run_built(paths, &img, &bench, runs, profile, as_json)
 }
 
@@ -328,8 +382,42 @@ pub fn run_built(
         bench.name,
         bench.variants.len(),
     );
-    let warm = one_run(paths, img, &bench.variants[0]);
-    eprintln!("bench: warm-up (discarded): {}", warm.detail);
+    let warm_variant = &bench.variants[bench.seasoned_by.unwrap_or(0)];
+    let mut warm_opts = warm_variant.opts.clone();
+    warm_opts.keep_disk = bench.seasoned_by.is_some();
+    let (warm, warm_disk) = match qemu::boot(paths, img, &warm_opts) {
+        Ok(r) => (r.to_json(), r.kept_disk()),
+        Err(e) => (json!({ "error": e.to_string() }), None),
+    };
+    eprintln!("bench: warm-up {} (discarded): {warm}", warm_variant.name);
+    if bench.seasoned_by.is_some() && warm_disk.is_none() {
+        return Err(Error::fail(format!(
+            "bench {}: the seasoning boot ({}) kept no disk: {warm}",
+            bench.name, warm_variant.name
+        )));
+    }
+    let variants: Vec<Variant> = bench
+        .variants
+        .iter()
+        .map(|v| {
+            let mut opts = v.opts.clone();
+            if warm_disk.is_some() {
+                opts.disk_from = warm_disk.clone();
+            }
+            Variant {
+                name: v.name,
+                opts,
+                extra: v.extra,
+            }
+        })
+        .collect();
+    let bench = Benchmark {
+        name: bench.name,
+        about: bench.about,
+        variants,
+        seasoned_by: bench.seasoned_by,
+    };
+    let bench = &bench;
     let mut results: Vec<Vec<Run>> = bench.variants.iter().map(|_| vec![]).collect();
     for round in 0..runs {
         for (i, v) in bench.variants.iter().enumerate() {
@@ -345,6 +433,9 @@ pub fn run_built(
             }
             results[i].push(r);
         }
+    }
+    if let Some(d) = &warm_disk {
+        let _ = fs::remove_file(d);
     }
     let figs: Vec<(String, Vec<Figures>)> = bench
         .variants
@@ -404,10 +495,13 @@ pub fn run_built(
         "host": host_facts(),
         "profile": profile_name,
         "runs_per_variant": runs,
-        "order": "one discarded warm-up boot of the baseline, then variants interleaved per round",
+        "order": match bench.seasoned_by {
+            Some(i) => format!("one warm-up boot of {} whose disk every measured boot starts from, then variants interleaved per round", bench.variants[i].name),
+            None => "one discarded warm-up boot of the baseline, then variants interleaved per round".to_string(),
+        },
         "baseline": bench.variants[0].name,
         "failed_runs": failed,
-        "warmup": warm.detail,
+        "warmup": warm,
         "variants": variants_json,
     });
     let file = write_result(
@@ -420,6 +514,7 @@ pub fn run_built(
         println!("{doc}");
     } else {
         print!("{}", table(&summary, &counts));
+        print!("{}", ratio_table(&summary));
         if let Some((_, med, _)) = summary.iter().find(|(n, _, _)| n == "record") {
             if let Some(Some(cpu)) = med.get("recorder_cpu_s") {
                 println!("recorder: median {cpu:.3} s CPU per boot");
@@ -518,6 +613,35 @@ mod tests {
         let t = table(&s, &[3, 2]);
         assert!(t.lines().nth(1).unwrap().starts_with("baseline"), "{t}");
         assert!(t.contains("1.079"), "{t}");
+    }
+
+    #[test]
+    fn ratios_of_guest_milestones() {
+        let summary = summarize(&[
+            (
+                "startpar".into(),
+                vec![figs(&[
+                    ("host_login_s", Some(40.0)),
+                    ("text_login_s", Some(30.0)),
+                    ("boot_done_s", Some(50.0)),
+                ])],
+            ),
+            (
+                "bootprint-rc".into(),
+                vec![figs(&[
+                    ("host_login_s", Some(30.0)),
+                    ("text_login_s", Some(21.0)),
+                    ("boot_done_s", None),
+                ])],
+            ),
+        ]);
+        let t = ratio_table(&summary);
+        assert!(t.starts_with("ratios to startpar:"), "{t}");
+        // No graphical login in either: no column for it.
+        assert!(!t.contains("graphical_login_s"), "{t}");
+        let rc = t.lines().find(|l| l.starts_with("bootprint-rc")).unwrap();
+        let cells: Vec<&str> = rc.split_whitespace().collect();
+        assert_eq!(cells, ["bootprint-rc", "0.700", "-"], "{t}");
     }
 
     #[test]

@@ -80,6 +80,36 @@ for w in $(cat /proc/cmdline); do
 done
 exit 0
 ";
+/// The `desktop` flavour adds a graphical login (issue 4's perceived boot): Xorg, whose
+/// modesetting driver (in xserver-xorg-core) drives QEMU's standard VGA through the kernel's
+/// bochs DRM driver, and LightDM with its GTK greeter, started by LightDM's own init script.
+/// The text image's packages, services and serial getty stay as they are.
+pub const DESKTOP_PACKAGES: &[&str] = &[
+    "xserver-xorg-core",
+    "xserver-xorg-input-libinput",
+    "lightdm",
+    "lightdm-gtk-greeter",
+    "fonts-dejavu-core",
+];
+/// The file in a desktop image's directory that marks it (the boot adds a display device).
+const DESKTOP_MARK: &str = "desktop";
+
+/// Which image: the text one (what `make test` boots) or the desktop one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    Text,
+    Desktop,
+}
+
+impl Flavor {
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavor::Text => "text",
+            Flavor::Desktop => "desktop",
+        }
+    }
+}
+
 const KERNEL_PACKAGE: &str = "linux-image-amd64";
 pub const HOSTNAME: &str = "bootprint-testbed";
 /// Root's password in the guest: the test bed logs in on the serial console to power off.
@@ -100,9 +130,19 @@ pub struct Image {
     pub rootfs: PathBuf,
     pub kernel: PathBuf,
     pub initrd: PathBuf,
+    /// A desktop image: boots with a display device for Xorg.
+    pub desktop: bool,
 }
 
-fn cache_key() -> String {
+/// The cache directory name of a flavour's image: a hash of everything that goes into it.
+fn dir_name(flavor: Flavor) -> String {
+    match flavor {
+        Flavor::Text => format!("image-{}", cache_key(flavor)),
+        Flavor::Desktop => format!("image-desktop-{}", cache_key(flavor)),
+    }
+}
+
+fn cache_key(flavor: Flavor) -> String {
     let mut h = Fnv::new();
     for part in [
         IMAGE_VERSION,
@@ -123,6 +163,13 @@ fn cache_key() -> String {
         h.update(p.as_bytes());
         h.update(b"\0");
     }
+    // The text key is the same as before flavours existed: its cached image stays valid.
+    if flavor == Flavor::Desktop {
+        for p in DESKTOP_PACKAGES {
+            h.update(p.as_bytes());
+            h.update(b"\0");
+        }
+    }
     h.update(&SLACK_MB.to_le_bytes());
     h.update(&MIN_MB.to_le_bytes());
     h.hex()
@@ -134,16 +181,27 @@ impl Image {
             rootfs: dir.join("rootfs.ext4"),
             kernel: dir.join("vmlinuz"),
             initrd: dir.join("initrd.img"),
+            desktop: dir.join(DESKTOP_MARK).is_file(),
             dir,
         }
     }
 
-    /// The image for the current inputs, which must have been built.
+    /// The text image for the current inputs, which must have been built.
     pub fn current(paths: &Paths) -> Result<Image> {
-        let img = Image::at(paths.cache.join(format!("image-{}", cache_key())));
+        Image::current_flavor(paths, Flavor::Text)
+    }
+
+    /// The image of `flavor` for the current inputs, which must have been built.
+    pub fn current_flavor(paths: &Paths, flavor: Flavor) -> Result<Image> {
+        let img = Image::at(paths.cache.join(dir_name(flavor)));
         if !img.complete() {
+            let option = if flavor == Flavor::Desktop {
+                " --desktop"
+            } else {
+                ""
+            };
             return Err(Error::fail(format!(
-                "no image in {} for the current inputs; run `bootprint-testbed image` first",
+                "no image in {} for the current inputs; run `bootprint-testbed image{option}` first",
                 img.dir.display()
             )));
         }
@@ -173,13 +231,20 @@ impl Image {
     }
 }
 
-/// Builds the image if its inputs changed, then brings the bootprint binaries in it up to date.
+/// Builds the text image if its inputs changed, then brings the bootprint binaries in it up
+/// to date.
 pub fn ensure(paths: &Paths, cargo: bool) -> Result<Image> {
-    let img = Image::at(paths.cache.join(format!("image-{}", cache_key())));
+    ensure_flavor(paths, cargo, Flavor::Text)
+}
+
+/// [`ensure`] for either flavour.
+pub fn ensure_flavor(paths: &Paths, cargo: bool, flavor: Flavor) -> Result<Image> {
+    let mut img = Image::at(paths.cache.join(dir_name(flavor)));
     let _lock = Lock::acquire(&img.lock_path())?;
     if !img.complete() {
         let t = Instant::now();
-        build(paths, &img)?;
+        build(paths, &img, flavor)?;
+        img = Image::at(img.dir.clone());
         let s = t.elapsed().as_secs_f64();
         eprintln!("image: full build took {s:.1} s");
         let _ = fs::write(img.dir.join("build-seconds"), format!("{s:.1}\n"));
@@ -320,7 +385,7 @@ fn chroot(root: &Path, args: &[&str]) -> Command {
     c
 }
 
-fn build(paths: &Paths, img: &Image) -> Result<()> {
+fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
     let mirror = host_mirror()?;
     let work = img.dir.with_extension("tmp");
     if work.exists() {
@@ -335,7 +400,8 @@ fn build(paths: &Paths, img: &Image) -> Result<()> {
     fs::create_dir_all(&root).map_err(|e| io_err("cannot create", &root, e))?;
     let log = work.join("build.log");
     eprintln!(
-        "image: building in {} (log {})",
+        "image: building the {} image in {} (log {})",
+        flavor.name(),
         work.display(),
         log.display()
     );
@@ -382,6 +448,12 @@ fn build(paths: &Paths, img: &Image) -> Result<()> {
         let mut args = vec!["apt-get", "install", "-y", "--no-install-recommends"];
         args.extend(SERVICE_PACKAGES);
         run_logged(&mut chroot(&root, &args), &log)?;
+        if flavor == Flavor::Desktop {
+            eprintln!("image: installing the desktop {}", DESKTOP_PACKAGES.join(" "));
+            let mut args = vec!["apt-get", "install", "-y", "--no-install-recommends"];
+            args.extend(DESKTOP_PACKAGES);
+            run_logged(&mut chroot(&root, &args), &log)?;
+        }
         // The runner hook (see STARTPAR_WRAPPER): divert Debian's startpar, wrapper in place.
         run_logged(
             &mut chroot(
@@ -414,7 +486,10 @@ fn build(paths: &Paths, img: &Image) -> Result<()> {
         run_logged(&mut pw, &log)?;
     }
     fs::remove_file(&policy).map_err(|e| io_err("cannot remove", &policy, e))?;
-    configure(&root)?;
+    configure(&root, flavor)?;
+    if flavor == Flavor::Desktop {
+        write(&work.join(DESKTOP_MARK), "Xorg + LightDM: boot with a display device\n")?;
+    }
 
     let boot = root.join("boot");
     copy_one(&boot, "vmlinuz-", &work.join("vmlinuz"))?;
@@ -441,7 +516,7 @@ fn build(paths: &Paths, img: &Image) -> Result<()> {
 }
 
 /// Guest configuration: serial getty, fstab, hostname, a note of what built the image.
-fn configure(root: &Path) -> Result<()> {
+fn configure(root: &Path, flavor: Flavor) -> Result<()> {
     let inittab = root.join("etc/inittab");
     let mut text = fs::read_to_string(&inittab).map_err(|e| io_err("cannot read", &inittab, e))?;
     if !text.contains(INITTAB_SERIAL) {
@@ -469,7 +544,13 @@ fn configure(root: &Path) -> Result<()> {
     )?;
     write(
         &root.join("etc/bootprint-testbed-image"),
-        &format!("{IMAGE_VERSION}\nkey {}\n", cache_key()),
+        &match flavor {
+            Flavor::Text => format!("{IMAGE_VERSION}\nkey {}\n", cache_key(flavor)),
+            Flavor::Desktop => format!(
+                "{IMAGE_VERSION}\nflavour desktop\nkey {}\n",
+                cache_key(flavor)
+            ),
+        },
     )?;
     Ok(())
 }
@@ -778,7 +859,9 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
 
     #[test]
     fn key_is_stable_and_hex() {
-        assert_eq!(cache_key(), cache_key());
-        assert_eq!(cache_key().len(), 16);
+        assert_eq!(cache_key(Flavor::Text), cache_key(Flavor::Text));
+        assert_eq!(cache_key(Flavor::Text).len(), 16);
+        assert_ne!(cache_key(Flavor::Text), cache_key(Flavor::Desktop));
+        assert!(dir_name(Flavor::Desktop).starts_with("image-desktop-"));
     }
 }

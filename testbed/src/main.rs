@@ -24,11 +24,12 @@ commands:
   deps      install the host packages the test bed needs (idempotent)
   image     build the Debian 12 image (cached) and install the current bootprint binaries
             [--no-cargo]  do not run `cargo build --release` first
+            [--desktop]   the desktop image: the text one plus Xorg and LightDM
   boot      boot the image once under QEMU and measure it
             [--profile fast|sd|hdd] [--append 'KERNEL ARGS'] [--record]
             [--trace-out DIR] [--keep-disk] [--disk-from DISK] [--image DIR] [--aged]
-            [--json]
-  bench     run a benchmark: NAME [--runs N] [--profile P] [--json] [--no-cargo]
+            [--desktop] [--json]
+  bench     run a benchmark: NAME [--runs N] [--profile P] [--json] [--no-cargo] [--desktop]
             benchmarks: record (recorder cost), profiles (fast/sd/hdd drives),
             rc (service start), readahead (aged image; all profiles unless --profile;
             --image DIR: another built image)
@@ -73,8 +74,9 @@ fn run(args: &[String]) -> Result<(), Error> {
         }
         "image" => {
             let cargo = !opts.flag("--no-cargo");
+            let flavor = flavor_flag(&mut opts);
             opts.finish()?;
-            let img = image::ensure(&paths, cargo)?;
+            let img = image::ensure_flavor(&paths, cargo, flavor)?;
             println!("image ready: {}", img.rootfs.display());
             Ok(())
         }
@@ -83,10 +85,11 @@ fn run(args: &[String]) -> Result<(), Error> {
             let json = opts.flag("--json");
             let image_dir = opts.value("--image")?;
             let aged = opts.flag("--aged");
+            let flavor = flavor_flag(&mut opts);
             opts.finish()?;
             let mut img = match image_dir {
                 Some(dir) => image::Image::open(std::path::PathBuf::from(dir))?,
-                None => image::Image::current(&paths)?,
+                None => image::Image::current_flavor(&paths, flavor)?,
             };
             if aged {
                 img = age::aged(&paths, &img, false)?;
@@ -117,6 +120,7 @@ fn run(args: &[String]) -> Result<(), Error> {
             let json = opts.flag("--json");
             let cargo = !opts.flag("--no-cargo");
             let image_dir = opts.value("--image")?;
+            let flavor = flavor_flag(&mut opts);
             opts.finish()?;
             if name == "readahead" {
                 let profiles = match given_profile {
@@ -128,7 +132,7 @@ fn run(args: &[String]) -> Result<(), Error> {
                     .transpose()?;
                 return rabench::run(&paths, runs, &profiles, json, cargo, base);
             }
-            bench::run(&paths, &name, runs, profile, json, cargo)
+            bench::run(&paths, &name, runs, profile, json, cargo, flavor)
         }
         "smoke" => {
             let cargo = !opts.flag("--no-cargo");
@@ -136,5 +140,14 @@ fn run(args: &[String]) -> Result<(), Error> {
             smoke::run(&paths, cargo)
         }
         other => Err(Error::Usage(format!("unknown command {other:?}"))),
+    }
+}
+
+/// `--desktop`: the image with Xorg and LightDM instead of the text one.
+fn flavor_flag(opts: &mut util::Args) -> image::Flavor {
+    if opts.flag("--desktop") {
+        image::Flavor::Desktop
+    } else {
+        image::Flavor::Text
     }
 }

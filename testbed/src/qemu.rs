@@ -277,6 +277,13 @@ fn boot_disk(
         .arg(&img.kernel)
         .arg("-initrd")
         .arg(&img.initrd)
+        // A desktop image's Xorg needs a display: QEMU's standard VGA (the guest's bochs
+        // DRM driver); `-display none` keeps it headless on the host.
+        .args(if img.desktop {
+            &["-device", "VGA"][..]
+        } else {
+            &[][..]
+        })
         .arg("-append")
         .arg(&cmdline)
         .arg("-drive")

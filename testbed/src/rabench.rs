@@ -181,6 +181,7 @@ pub fn run(
             name: "readahead",
             about: "readahead on the aged image: no readahead, learning boots, replay boots (idle and best-effort I/O class; physical and first-access order)",
             variants,
+            seasoned_by: None,
         };
         let outcome = bench::run_built(paths, &aged, &b, runs, profile, as_json);
         if let Some(bw) = bandwidth_mb_s(profile) {
