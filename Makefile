@@ -40,6 +40,8 @@ bench: build
 	$(TESTBED) image
 	$(TESTBED) bench record --runs 3
 	$(TESTBED) bench readahead --runs 3
+	$(TESTBED) bench modules --runs 3
+	$(TESTBED) bench initramfs --runs 3
 	$(CARGO) run --release -p bootprint-readahead --example cold_workload
 
 lint:

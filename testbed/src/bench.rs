@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
@@ -21,6 +21,9 @@ pub struct Variant {
     pub opts: BootOpts,
     /// Figures beyond the boot's own (host_login_s, firmware_load_s).
     pub extra: fn(&BootResult) -> Figures,
+    /// Booted on this image instead of the benchmark's (the systemd reference of the
+    /// desktop image, which cannot share one image with sysvinit).
+    pub image: Option<image::Image>,
 }
 
 pub struct Benchmark {
@@ -134,11 +137,13 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
                         name: "baseline",
                         opts: BootOpts::new(profile),
                         extra: no_extra,
+                        image: None,
                     },
                     Variant {
                         name: "record",
                         opts: rec,
                         extra: recorder_figures,
+                        image: None,
                     },
                 ],
             })
@@ -158,6 +163,7 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
                 name,
                 opts: BootOpts::new(p),
                 extra: no_extra,
+                image: None,
             })
             .collect(),
         }),
@@ -185,6 +191,7 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
                     name,
                     opts: o,
                     extra: rc_figures,
+                    image: None,
                 }
             })
             .collect(),
@@ -356,6 +363,15 @@ pub fn run(
         };
     }
     let img = image::ensure_flavor(paths, cargo, flavor)?;
+    if flavor == image::Flavor::Desktop && name == "rc" {
+        // elogind (for LightDM under sysvinit) removes systemd from the desktop image: the
+        // systemd reference boots the same desktop installed Debian's default way.
+        let systemd = image::ensure_flavor(paths, false, image::Flavor::DesktopSystemd)?;
+        for v in bench.variants.iter_mut().filter(|v| v.name == "systemd") {
+            v.opts.append.clear(); // /sbin/init is systemd there
+            v.image = Some(systemd.clone());
+        }
+    }
     run_built(paths, &img, &bench, runs, profile, as_json)
 }
 
@@ -382,32 +398,62 @@ pub fn run_built(
         bench.name,
         bench.variants.len(),
     );
-    let warm_variant = &bench.variants[bench.seasoned_by.unwrap_or(0)];
-    let mut warm_opts = warm_variant.opts.clone();
-    warm_opts.keep_disk = bench.seasoned_by.is_some();
-    let (warm, warm_disk) = match qemu::boot(paths, img, &warm_opts) {
-        Ok(r) => (r.to_json(), r.kept_disk()),
-        Err(e) => (json!({ "error": e.to_string() }), None),
-    };
-    eprintln!("bench: warm-up {} (discarded): {warm}", warm_variant.name);
-    if bench.seasoned_by.is_some() && warm_disk.is_none() {
-        return Err(Error::fail(format!(
-            "bench {}: the seasoning boot ({}) kept no disk: {warm}",
-            bench.name, warm_variant.name
-        )));
+    // Seasoning: one kept-disk boot per image (the seasoning variant's on the main image;
+    // on another image, its own variant's), whose disk that image's runs start from.
+    let mut warm = json!(null);
+    let mut disks: Vec<Option<PathBuf>> = vec![None; bench.variants.len()];
+    let mut kept: Vec<PathBuf> = vec![];
+    let season_main = bench.seasoned_by.unwrap_or(0);
+    for (i, v) in bench.variants.iter().enumerate() {
+        let main_image = v.image.is_none();
+        if i != season_main && (main_image || bench.seasoned_by.is_none()) {
+            continue;
+        }
+        let mut opts = v.opts.clone();
+        opts.keep_disk = bench.seasoned_by.is_some();
+        let on = v.image.as_ref().unwrap_or(img);
+        let (detail, disk) = match qemu::boot(paths, on, &opts) {
+            Ok(r) => (r.to_json(), r.kept_disk()),
+            Err(e) => (json!({ "error": e.to_string() }), None),
+        };
+        eprintln!("bench: warm-up {} (discarded): {detail}", v.name);
+        if i == season_main {
+            warm = detail.clone();
+        }
+        if bench.seasoned_by.is_some() {
+            let Some(disk) = disk else {
+                return Err(Error::fail(format!(
+                    "bench {}: the seasoning boot ({}) kept no disk: {detail}",
+                    bench.name, v.name
+                )));
+            };
+            for (j, w) in bench.variants.iter().enumerate() {
+                let same = match (&w.image, &v.image) {
+                    (None, None) => true,
+                    (Some(a), Some(b)) => a.dir == b.dir,
+                    _ => false,
+                };
+                if same {
+                    disks[j] = Some(disk.clone());
+                }
+            }
+            kept.push(disk);
+        }
     }
     let variants: Vec<Variant> = bench
         .variants
         .iter()
-        .map(|v| {
+        .zip(&disks)
+        .map(|(v, disk)| {
             let mut opts = v.opts.clone();
-            if warm_disk.is_some() {
-                opts.disk_from = warm_disk.clone();
+            if disk.is_some() {
+                opts.disk_from = disk.clone();
             }
             Variant {
                 name: v.name,
                 opts,
                 extra: v.extra,
+                image: v.image.clone(),
             }
         })
         .collect();
@@ -421,7 +467,7 @@ pub fn run_built(
     let mut results: Vec<Vec<Run>> = bench.variants.iter().map(|_| vec![]).collect();
     for round in 0..runs {
         for (i, v) in bench.variants.iter().enumerate() {
-            let r = one_run(paths, img, v);
+            let r = one_run(paths, v.image.as_ref().unwrap_or(img), v);
             eprintln!(
                 "bench: round {} {}: {}",
                 round + 1,
@@ -434,7 +480,7 @@ pub fn run_built(
             results[i].push(r);
         }
     }
-    if let Some(d) = &warm_disk {
+    for d in &kept {
         let _ = fs::remove_file(d);
     }
     let figs: Vec<(String, Vec<Figures>)> = bench

@@ -84,7 +84,26 @@ exit 0
 /// modesetting driver (in xserver-xorg-core) drives QEMU's standard VGA through the kernel's
 /// bochs DRM driver, and LightDM with its GTK greeter, started by LightDM's own init script.
 /// The text image's packages, services and serial getty stay as they are.
+/// LightDM needs a logind: named first, elogind (with sysvinit-core held in the same
+/// transaction) keeps apt from satisfying it with systemd-sysv, which would replace
+/// sysvinit as /sbin/init. elogind's libelogind0 replaces libsystemd0, so apt removes
+/// `systemd`: the desktop image cannot also boot systemd; its systemd reference is the
+/// `desktop-systemd` image ([`DESKTOP_SYSTEMD_PACKAGES`]).
 pub const DESKTOP_PACKAGES: &[&str] = &[
+    "sysvinit-core",
+    "elogind",
+    "libpam-elogind",
+    "xserver-xorg-core",
+    "xserver-xorg-input-libinput",
+    "lightdm",
+    "lightdm-gtk-greeter",
+    "fonts-dejavu-core",
+];
+/// The same desktop the way Debian installs it by default: systemd as init (systemd-sysv)
+/// and its logind. The systemd variant of `bench rc --desktop` boots this image.
+pub const DESKTOP_SYSTEMD_PACKAGES: &[&str] = &[
+    "systemd-sysv",
+    "libpam-systemd",
     "xserver-xorg-core",
     "xserver-xorg-input-libinput",
     "lightdm",
@@ -99,6 +118,7 @@ const DESKTOP_MARK: &str = "desktop";
 pub enum Flavor {
     Text,
     Desktop,
+    DesktopSystemd,
 }
 
 impl Flavor {
@@ -106,6 +126,16 @@ impl Flavor {
         match self {
             Flavor::Text => "text",
             Flavor::Desktop => "desktop",
+            Flavor::DesktopSystemd => "desktop-systemd",
+        }
+    }
+
+    /// What this flavour installs beyond the text image.
+    fn packages(self) -> &'static [&'static str] {
+        match self {
+            Flavor::Text => &[],
+            Flavor::Desktop => DESKTOP_PACKAGES,
+            Flavor::DesktopSystemd => DESKTOP_SYSTEMD_PACKAGES,
         }
     }
 }
@@ -125,6 +155,7 @@ pub const GUEST_BOOT_BIN: &str = "/usr/lib/bootprint/bootprint-boot";
 pub const GUEST_CLI_BIN: &str = "/usr/bin/bootprint";
 
 /// A built image in the cache.
+#[derive(Clone, Debug)]
 pub struct Image {
     pub dir: PathBuf,
     pub rootfs: PathBuf,
@@ -138,7 +169,7 @@ pub struct Image {
 fn dir_name(flavor: Flavor) -> String {
     match flavor {
         Flavor::Text => format!("image-{}", cache_key(flavor)),
-        Flavor::Desktop => format!("image-desktop-{}", cache_key(flavor)),
+        _ => format!("image-{}-{}", flavor.name(), cache_key(flavor)),
     }
 }
 
@@ -164,11 +195,9 @@ fn cache_key(flavor: Flavor) -> String {
         h.update(b"\0");
     }
     // The text key is the same as before flavours existed: its cached image stays valid.
-    if flavor == Flavor::Desktop {
-        for p in DESKTOP_PACKAGES {
-            h.update(p.as_bytes());
-            h.update(b"\0");
-        }
+    for p in flavor.packages() {
+        h.update(p.as_bytes());
+        h.update(b"\0");
     }
     h.update(&SLACK_MB.to_le_bytes());
     h.update(&MIN_MB.to_le_bytes());
@@ -448,11 +477,24 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
         let mut args = vec!["apt-get", "install", "-y", "--no-install-recommends"];
         args.extend(SERVICE_PACKAGES);
         run_logged(&mut chroot(&root, &args), &log)?;
-        if flavor == Flavor::Desktop {
-            eprintln!("image: installing the desktop {}", DESKTOP_PACKAGES.join(" "));
+        if flavor != Flavor::Text {
+            eprintln!("image: installing the desktop {}", flavor.packages().join(" "));
             let mut args = vec!["apt-get", "install", "-y", "--no-install-recommends"];
-            args.extend(DESKTOP_PACKAGES);
+            args.extend(flavor.packages());
             run_logged(&mut chroot(&root, &args), &log)?;
+            // The desktop image is for the LSB runners: sysvinit must still be the init
+            // (systemd-sysv makes /sbin/init a symlink to systemd), and the other one must
+            // be systemd's.
+            let systemd_init = fs::read_link(root.join("sbin/init")).is_ok();
+            if systemd_init != (flavor == Flavor::DesktopSystemd) {
+                return Err(Error::fail(format!(
+                    "{} image: /sbin/init is {} (expected {}); see {}",
+                    flavor.name(),
+                    if systemd_init { "systemd's" } else { "sysvinit's" },
+                    if systemd_init { "sysvinit's" } else { "systemd's" },
+                    log.display()
+                )));
+            }
         }
         // The runner hook (see STARTPAR_WRAPPER): divert Debian's startpar, wrapper in place.
         run_logged(
@@ -487,7 +529,7 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
     }
     fs::remove_file(&policy).map_err(|e| io_err("cannot remove", &policy, e))?;
     configure(&root, flavor)?;
-    if flavor == Flavor::Desktop {
+    if flavor != Flavor::Text {
         write(&work.join(DESKTOP_MARK), "Xorg + LightDM: boot with a display device\n")?;
     }
 
@@ -546,8 +588,9 @@ fn configure(root: &Path, flavor: Flavor) -> Result<()> {
         &root.join("etc/bootprint-testbed-image"),
         &match flavor {
             Flavor::Text => format!("{IMAGE_VERSION}\nkey {}\n", cache_key(flavor)),
-            Flavor::Desktop => format!(
-                "{IMAGE_VERSION}\nflavour desktop\nkey {}\n",
+            _ => format!(
+                "{IMAGE_VERSION}\nflavour {}\nkey {}\n",
+                flavor.name(),
                 cache_key(flavor)
             ),
         },
@@ -862,6 +905,8 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
         assert_eq!(cache_key(Flavor::Text), cache_key(Flavor::Text));
         assert_eq!(cache_key(Flavor::Text).len(), 16);
         assert_ne!(cache_key(Flavor::Text), cache_key(Flavor::Desktop));
+        assert_ne!(cache_key(Flavor::Desktop), cache_key(Flavor::DesktopSystemd));
+        assert!(dir_name(Flavor::DesktopSystemd).starts_with("image-desktop-systemd-"));
         assert!(dir_name(Flavor::Desktop).starts_with("image-desktop-"));
     }
 }

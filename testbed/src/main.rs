@@ -7,6 +7,10 @@ mod age;
 mod bench;
 mod deps;
 mod image;
+mod initramfs_test;
+mod irbench;
+mod modbench;
+mod modcheck;
 mod qemu;
 mod rabench;
 mod serial;
@@ -24,17 +28,24 @@ commands:
   deps      install the host packages the test bed needs (idempotent)
   image     build the Debian 12 image (cached) and install the current bootprint binaries
             [--no-cargo]  do not run `cargo build --release` first
-            [--desktop]   the desktop image: the text one plus Xorg and LightDM
+            [--desktop]   the desktop image: the text one plus Xorg and LightDM (elogind)
+            [--desktop-systemd]  the same desktop with systemd as init
   boot      boot the image once under QEMU and measure it
             [--profile fast|sd|hdd] [--append 'KERNEL ARGS'] [--record]
             [--trace-out DIR] [--keep-disk] [--disk-from DISK] [--image DIR] [--aged]
-            [--desktop] [--json]
+            [--desktop] [--json] [--guest-script FILE: run as root after login, output
+            in the run directory's guest.out]
+            [--initrd FILE: boot with this initramfs instead of the image's]
   bench     run a benchmark: NAME [--runs N] [--profile P] [--json] [--no-cargo] [--desktop]
             benchmarks: record (recorder cost), profiles (fast/sd/hdd drives),
             rc (service start), readahead (aged image; all profiles unless --profile;
-            --image DIR: another built image)
+            --image DIR: another built image), modules (parallel module loader vs
+            serial modprobe in the guest, and boots with bootprint.modules=1)
   smoke     real-boot smoke test: boot with --record, check the trace and the report
             [--no-cargo]
+  initramfs bootprint's initramfs: build it in the guest, boot with it to login, and a
+            wrong root= must stop cleanly [--no-cargo] (bench initramfs: against
+            Debian's initramfs-tools, dracut host-only and tiny-initramfs)
 
 environment:
   BOOTPRINT_TESTBED_CACHE   cache directory (default <repo>/testbed/cache)
@@ -122,6 +133,13 @@ fn run(args: &[String]) -> Result<(), Error> {
             let image_dir = opts.value("--image")?;
             let flavor = flavor_flag(&mut opts);
             opts.finish()?;
+            if name == "initramfs" {
+                return irbench::run(&paths, runs, cargo);
+            }
+            if name == "modules" {
+                // --runs: whole boots of each kind; in-guest rounds at least 5.
+                return modbench::run(&paths, runs, runs.max(5), cargo);
+            }
             if name == "readahead" {
                 let profiles = match given_profile {
                     Some(p) => vec![p],
@@ -134,6 +152,11 @@ fn run(args: &[String]) -> Result<(), Error> {
             }
             bench::run(&paths, &name, runs, profile, json, cargo, flavor)
         }
+        "initramfs" => {
+            let cargo = !opts.flag("--no-cargo");
+            opts.finish()?;
+            initramfs_test::run(&paths, cargo)
+        }
         "smoke" => {
             let cargo = !opts.flag("--no-cargo");
             opts.finish()?;
@@ -143,9 +166,12 @@ fn run(args: &[String]) -> Result<(), Error> {
     }
 }
 
-/// `--desktop`: the image with Xorg and LightDM instead of the text one.
+/// `--desktop`: the image with Xorg and LightDM instead of the text one;
+/// `--desktop-systemd`: the same with systemd as init (Debian's default).
 fn flavor_flag(opts: &mut util::Args) -> image::Flavor {
-    if opts.flag("--desktop") {
+    if opts.flag("--desktop-systemd") {
+        image::Flavor::DesktopSystemd
+    } else if opts.flag("--desktop") {
         image::Flavor::Desktop
     } else {
         image::Flavor::Text

@@ -21,6 +21,8 @@ pub const BASE_APPEND: &str = "console=ttyS0 root=/dev/vda rw quiet loglevel=6";
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(600);
 // Covers the recorder's hard limit (240 s of uptime by default) plus writing the trace.
 const TRACE_TIMEOUT_S: u64 = 300;
+/// How long a `BootOpts::guest_script` may run.
+const GUEST_SCRIPT_TIMEOUT_S: u64 = 3600;
 const EXIT_TIMEOUT: Duration = Duration::from_secs(90);
 const TRACE_ROOT: &str = "/var/log/bootprint";
 
@@ -85,6 +87,11 @@ pub struct BootOpts {
     /// Start from a copy of this disk (one kept by an earlier `--keep-disk` boot) instead of
     /// the image, so state a boot left (a learned readahead pack, ...) carries into the next.
     pub disk_from: Option<PathBuf>,
+    /// A shell script run as root in the guest after login (and after the trace, with
+    /// `record`); its output (stdout and stderr) is kept in `BootResult::guest_output`.
+    pub guest_script: Option<String>,
+    /// Boot with this initramfs instead of the image's (`--initrd FILE`).
+    pub initrd: Option<PathBuf>,
 }
 
 impl BootOpts {
@@ -96,6 +103,8 @@ impl BootOpts {
             trace_out: None,
             keep_disk: false,
             disk_from: None,
+            guest_script: None,
+            initrd: None,
         }
     }
 
@@ -111,6 +120,13 @@ impl BootOpts {
             trace_out: a.value("--trace-out")?.map(PathBuf::from),
             keep_disk: a.flag("--keep-disk"),
             disk_from: a.value("--disk-from")?.map(PathBuf::from),
+            guest_script: match a.value("--guest-script")? {
+                Some(f) => Some(
+                    fs::read_to_string(&f).map_err(|e| io_err("cannot read", Path::new(&f), e))?,
+                ),
+                None => None,
+            },
+            initrd: a.value("--initrd")?.map(PathBuf::from),
         })
     }
 
@@ -143,6 +159,8 @@ pub struct BootResult {
     pub serial_log: PathBuf,
     pub qemu_exit: &'static str,
     pub disk_copy_s: f64,
+    /// What `BootOpts::guest_script` printed (carriage returns removed).
+    pub guest_output: Option<String>,
 }
 
 impl BootResult {
@@ -276,7 +294,7 @@ fn boot_disk(
         .arg("-kernel")
         .arg(&img.kernel)
         .arg("-initrd")
-        .arg(&img.initrd)
+        .arg(opts.initrd.as_ref().unwrap_or(&img.initrd))
         // A desktop image's Xorg needs a display: QEMU's standard VGA (the guest's bochs
         // DRM driver); `-display none` keeps it headless on the host.
         .args(if img.desktop {
@@ -421,6 +439,37 @@ fn boot_disk(
             pos = end;
         }
     }
+    let mut guest_output = None;
+    if let Some(script) = &opts.guest_script {
+        // Sent base64-encoded in short lines (the tty's line limit; no shell quoting), run
+        // from a file, its output between markers split with "" like the ones above.
+        con.send("rm -f /run/bp.b64\n")?;
+        let encoded = base64(script.as_bytes());
+        for chunk in encoded.as_bytes().chunks(512) {
+            con.send(&format!(
+                "echo {} >> /run/bp.b64\n",
+                String::from_utf8_lossy(chunk)
+            ))?;
+        }
+        con.send(
+            "base64 -d /run/bp.b64 > /run/bp.sh; echo BP\"\"OUT=begin; sh /run/bp.sh 2>&1; \
+             echo BP\"\"OUT=end\n",
+        )?;
+        let (_, begin) = expect(&con, &["BPOUT=begin"], pos, 60, "the guest script's start")?;
+        let (_, end) = expect(
+            &con,
+            &["BPOUT=end"],
+            begin,
+            GUEST_SCRIPT_TIMEOUT_S,
+            "the guest script's end",
+        )?;
+        let text = con.text(begin, end - "BPOUT=end".len());
+        let text = text.replace('\r', "");
+        // Beside the serial log, for `boot --guest-script FILE`.
+        let _ = fs::write(run.join("guest.out"), &text);
+        guest_output = Some(text);
+        pos = end;
+    }
     let _ = pos;
     con.send("sync; poweroff -f\n")?;
     let t = Instant::now();
@@ -474,7 +523,27 @@ fn boot_disk(
         serial_log,
         qemu_exit,
         disk_copy_s,
+        guest_output,
     })
+}
+
+/// Standard base64 with padding (RFC 4648), for sending a guest script through the console.
+fn base64(data: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for c in data.chunks(3) {
+        let n = (c[0] as u32) << 16
+            | (*c.get(1).unwrap_or(&0) as u32) << 8
+            | *c.get(2).unwrap_or(&0) as u32;
+        for k in 0..4 {
+            if k <= c.len() {
+                out.push(ABC[(n >> (18 - 6 * k) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
 }
 
 fn is_boot_id(s: &str) -> bool {
@@ -590,6 +659,16 @@ pub fn symlink_target(stat: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn base64_as_coreutils_encodes() {
+        // Expected values from `printf %s ... | base64`.
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"echo a\tb\n"), "ZWNobyBhCWIK");
+    }
 
     #[test]
     fn cmdlines() {

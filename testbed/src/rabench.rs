@@ -146,16 +146,19 @@ pub fn run(
                 name: "none",
                 opts: none,
                 extra: readahead_figures,
+                image: None,
             },
             Variant {
                 name: "learn",
                 opts: learn,
                 extra: readahead_figures,
+                image: None,
             },
             Variant {
                 name: "replay",
                 opts: replay.clone(),
                 extra: readahead_figures,
+                image: None,
             },
         ];
         // On a throttled drive, also the replay in the best-effort I/O class (earlier tools
@@ -168,6 +171,7 @@ pub fn run(
                 name: "replay-be",
                 opts: be,
                 extra: readahead_figures,
+                image: None,
             });
             let mut acc = replay;
             acc.disk_from = Some(ad.clone());
@@ -175,6 +179,7 @@ pub fn run(
                 name: "replay-access",
                 opts: acc,
                 extra: readahead_figures,
+                image: None,
             });
         }
         let b = Benchmark {

@@ -24,6 +24,8 @@ pub const TRACE_FILES: &[&str] = &["header", "proc_stat.log", "proc_ps.log", "ev
 struct Checks {
     passed: usize,
     failed: usize,
+    /// The first boot's trace (the module check compares the third boot with it).
+    first_trace: Option<PathBuf>,
 }
 
 impl Checks {
@@ -43,6 +45,7 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
     let mut c = Checks {
         passed: 0,
         failed: 0,
+        first_trace: None,
     };
     let result = smoke(paths, cargo, &mut c)
         .and_then(|disk| {
@@ -94,6 +97,7 @@ fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<Option<PathBuf>> 
         return Ok(disk);
     };
     c.check(true, &format!("trace copied out to {}", trace.display()));
+    c.first_trace = Some(trace.clone());
     for f in TRACE_FILES {
         let p = trace.join(f);
         let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
@@ -351,11 +355,13 @@ fn rc_boot(paths: &Paths, c: &mut Checks) -> Result<()> {
     let img = image::Image::current(paths)?;
     let mut opts = BootOpts::new(Profile::Fast);
     opts.record = true;
-    opts.append = "bootprint.rc=1".into();
+    // Also the parallel module loader, compared with the first boot's udev coldplug.
+    opts.append = "bootprint.rc=1 bootprint.modules=1".into();
     let boot = qemu::boot(paths, &img, &opts)?;
     println!("boot: cmdline {}", boot.cmdline);
     println!("boot: host_login_s {:.3}", boot.host_login_s);
     c.check(true, "bootprint.rc=1 boot reached login:");
+    modules_match_udev(c, boot.trace_dir.as_deref());
     let serial = std::fs::read_to_string(&boot.serial_log).unwrap_or_default();
     c.check(
         serial.contains("| rsyslog: Starting"),
@@ -402,4 +408,63 @@ fn rc_boot(paths: &Paths, c: &mut Checks) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `bootprint.modules=1` (this boot, `trace`) loads the set udev's coldplug loaded in the
+/// first boot, every difference explained by a rule of `modcheck`; and the loader folded
+/// its measured load times into the durations state file.
+fn modules_match_udev(c: &mut Checks, trace: Option<&Path>) {
+    let read = |d: Option<&Path>, f: &str| d.and_then(|d| std::fs::read_to_string(d.join(f)).ok());
+    let a = read(c.first_trace.as_deref(), "proc_modules");
+    let (b, events) = (read(trace, "proc_modules"), read(trace, "events.log"));
+    let (Some(a), Some(b), Some(events)) = (a, b, events) else {
+        c.check(
+            false,
+            "bootprint.modules=1: both boots' proc_modules and events.log to compare",
+        );
+        return;
+    };
+    let run = match crate::modcheck::loader_run(&events) {
+        Ok(r) => r,
+        Err(e) => {
+            c.check(
+                false,
+                &format!("bootprint.modules=1: the loader's lines in the trace: {e}"),
+            );
+            return;
+        }
+    };
+    let (a, b) = (
+        crate::modcheck::proc_modules(&a),
+        crate::modcheck::proc_modules(&b),
+    );
+    let cmp = crate::modcheck::compare(&a, &b, &run);
+    for d in cmp.differences() {
+        println!("modules: {d}");
+    }
+    let same = cmp.count(|r| *r == crate::modcheck::Rule::Same);
+    c.check(
+        cmp.unexplained.is_empty() && same > 0,
+        &format!(
+            "bootprint.modules=1 loaded udev's real-root set ({same} modules; {} planned, {} from \
+             the initramfs, {} differences explained); unexplained: {:?}",
+            run.planned.len(),
+            run.loaded_before.len(),
+            cmp.differences().len(),
+            cmp.unexplained
+        ),
+    );
+    // Only the modules it inserted itself are learned (not udev's, `already_loaded`).
+    let inserted = run
+        .planned
+        .values()
+        .filter(|l| l.outcome == "loaded")
+        .count();
+    let learned = event_field(&events, "modules_learned", "modules");
+    c.check(
+        inserted > 0 && learned == Some(inserted as f64),
+        &format!(
+            "the loader wrote the durations of the {inserted} modules it inserted ({learned:?} learned)"
+        ),
+    );
 }

@@ -23,6 +23,10 @@ usage: bootprint-boot                      (as PID 1, from init=: record and exe
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // PID 1 with /bootprint/plan present: the initramfs's /init (docs/initramfs.md).
+    if initramfs::is_initramfs_init() {
+        initramfs::boot::run(args);
+    }
     if record::handoff::is_pid1() {
         record::handoff::boot(args);
     }

@@ -6,6 +6,7 @@ mod advise;
 mod args;
 mod diff;
 mod export;
+mod initramfs;
 mod kernel;
 mod modules;
 mod rc;
@@ -27,6 +28,8 @@ Verbs:
   kernel TRACE|DMESG [--json] [--svg FILE]
                                        the kernel's share: phases, initcalls, findings
   modules plan [--root DIR] [--json]   the modules this machine's boot would load, in order
+  initramfs build|plan|install [--out FILE] [--root DEV]
+                                       a host-only initramfs whose /init is bootprint-boot
   rc graph [--root DIR] [--runlevel N] [--json|--dot]
                                        start graph and order of the init scripts
   readahead status|show|relearn|on|off [--root DIR] [--json]
@@ -68,6 +71,7 @@ fn main() -> ExitCode {
         Some("diff") => diff::run(&args[1..]),
         Some("export") => export::run(&args[1..]),
         Some("kernel") => kernel::run(&args[1..]),
+        Some("initramfs") => initramfs::run(&args[1..]),
         Some("modules") => modules::run(&args[1..]),
         Some("rc") => rc::run(&args[1..]),
         Some("readahead") => readahead::run(&args[1..]),

@@ -247,51 +247,118 @@ fn write_text(plan: &Plan, paths: &Paths, out: &mut impl Write) -> std::io::Resu
 }
 
 const LOAD_HELP: &str = "\
-usage: bootprint modules load [--workers N]
+usage: bootprint modules load [--workers N] [--only NAMES] [--state FILE] [--no-learn]
+                              [--learn-wait SECONDS]
 
 Loads the modules `plan` shows, for real, with N worker threads (default: CPUs + 1, at most 4)
 in dependency order, and prints one `events.log` line per module (kind `module`: name, end_ns,
-worker, outcome, detail). The boot path runs this early in boot (`bootprint.modules=1`) and
-puts the lines into the trace. Needs root.
+worker, outcome, detail), after a `modules_plan` line (planned, the modules loaded before,
+skipped). The boot path runs this early in boot (`bootprint.modules=1`) and puts the lines
+into the trace. Then each module's measured load time is folded into the durations state
+file, so the next plan puts the slow ones first (`modules_learned` line); at boot the root is
+still read-only, so this waits until it is writable. Needs root.
+
+--workers N           worker threads (1 to 64)
+--only NAMES          load these modules or aliases (comma-separated) and what they need,
+                      instead of what sysfs and the module lists ask for (the bench)
+--state FILE          learned durations (default /var/lib/bootprint/modules.durations)
+--no-learn            do not write the durations
+--learn-wait SECONDS  how long to wait for a writable state file (default 120)
 ";
 
-/// `bootprint modules load`: what the boot path runs in a child before init starts.
-fn load(args: &[String]) -> Outcome {
-    let mut workers = std::thread::available_parallelism()
-        .map_or(2, |n| n.get() + 1)
-        .min(4);
+struct LoadArgs {
+    workers: usize,
+    only: Option<Vec<String>>,
+    state: Option<PathBuf>,
+    learn: bool,
+    learn_wait_s: u64,
+}
+
+fn parse_load(args: &[String]) -> Result<Option<LoadArgs>, String> {
+    let mut out = LoadArgs {
+        workers: std::thread::available_parallelism()
+            .map_or(2, |n| n.get() + 1)
+            .min(4),
+        only: None,
+        state: None,
+        learn: true,
+        learn_wait_s: 120,
+    };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "-h" | "--help" => {
-                print!("{LOAD_HELP}");
-                return Outcome::Ok;
-            }
+            "-h" | "--help" => return Ok(None),
             "--workers" => match it.next().and_then(|v| v.parse::<usize>().ok()) {
-                Some(n) if (1..=64).contains(&n) => workers = n,
-                _ => {
-                    return Outcome::Usage(
-                        "modules load: --workers needs a number from 1 to 64".into(),
-                    )
-                }
+                Some(n) if (1..=64).contains(&n) => out.workers = n,
+                _ => return Err("--workers needs a number from 1 to 64".into()),
             },
-            other => return Outcome::Usage(format!("modules load: unknown option {other:?}")),
+            "--only" => {
+                let v = value(&mut it, a, "NAMES (comma-separated)")?;
+                let names: Vec<String> = v
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty())
+                    .map(String::from)
+                    .collect();
+                if names.is_empty() {
+                    return Err("--only needs at least one module name".into());
+                }
+                out.only.get_or_insert_with(Vec::new).extend(names);
+            }
+            "--state" => out.state = Some(value(&mut it, a, "a FILE")?.into()),
+            "--no-learn" => out.learn = false,
+            "--learn-wait" => match it.next().and_then(|v| v.parse::<u64>().ok()) {
+                Some(n) if n <= 3600 => out.learn_wait_s = n,
+                _ => return Err("--learn-wait needs a number of seconds up to 3600".into()),
+            },
+            other => return Err(format!("unknown option {other:?}")),
         }
     }
+    Ok(Some(out))
+}
+
+/// `bootprint modules load`: what the boot path runs in a child before init starts.
+fn load(args: &[String]) -> Outcome {
+    let args = match parse_load(args) {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            print!("{LOAD_HELP}");
+            return Outcome::Ok;
+        }
+        Err(e) => return Outcome::Usage(format!("modules load: {e}")),
+    };
+    let started_ns = ::modules::boottime_ns();
     let root = PathBuf::from("/");
     let release = match kmod::detect_release(&root, &kmod::running_release()) {
         Ok(r) => r,
         Err(e) => return Outcome::Failed(e.to_string()),
     };
-    let paths = Paths::new(&root, &release);
-    let plan = match kmod::plan_system(&paths) {
+    let mut paths = Paths::new(&root, &release);
+    if let Some(state) = &args.state {
+        paths.durations = state.clone();
+    }
+    let inputs = match &args.only {
+        Some(names) => kmod::gather_only(&paths, names, std::path::Path::new("--only")),
+        None => kmod::gather(&paths),
+    };
+    let plan = match inputs.and_then(|i| kmod::plan_inputs(&paths, &i).map(|p| (i, p))) {
         Ok(p) => p,
         Err(e) => return Outcome::Failed(e.to_string()),
     };
-    let report = kmod::load_system(&plan, &paths, workers);
+    let (inputs, plan) = plan;
+    let report = kmod::load_system(&plan, &paths, args.workers);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for t in &report.modules {
+    // The modules there before: at boot, what the initramfs loaded (the udev comparison
+    // needs it); sorted so the line is the same for the same set.
+    let mut before: Vec<&str> = inputs.loaded.iter().map(String::as_str).collect();
+    before.sort_unstable();
+    let mut lines = vec![trace::Event::new(started_ns, "modules_plan")
+        .with("planned", plan.modules.len())
+        .with("skipped", plan.skipped.len())
+        .with("workers", args.workers)
+        .with("loaded_before", before.join(","))];
+    for (t, m) in report.modules.iter().zip(&plan.modules) {
         let (outcome, detail) = match &t.outcome {
             ::modules::load::Outcome::Loaded => ("loaded", String::new()),
             ::modules::load::Outcome::AlreadyLoaded => ("already_loaded", String::new()),
@@ -299,25 +366,94 @@ fn load(args: &[String]) -> Outcome {
             ::modules::load::Outcome::Blocked(d) => ("blocked", d.clone()),
             ::modules::load::Outcome::NotRun => ("not_run", String::new()),
         };
-        let e = trace::Event::new(t.start_ns, "module")
-            .with("name", &t.name)
-            .with("end_ns", t.end_ns)
-            .with("worker", t.worker)
-            .with("outcome", outcome)
-            .with("detail", detail);
+        lines.push(
+            trace::Event::new(t.start_ns, "module")
+                .with("name", &t.name)
+                .with("end_ns", t.end_ns)
+                .with("worker", t.worker)
+                .with("outcome", outcome)
+                .with("detail", detail)
+                // What the plan expected (learned on earlier boots, else a default).
+                .with("expected_us", m.expected_us),
+        );
+    }
+    for w in &report.worker_errors {
+        lines.push(warning(format!("modules: {w}")));
+    }
+    for e in &lines {
         if writeln!(out, "{}", e.to_line()).is_err() {
             break;
         }
     }
-    for w in &report.worker_errors {
-        let _ = writeln!(
-            out,
-            "{}",
-            trace::Event::new(0, "warning")
-                .with("what", format!("modules: {w}"))
-                .to_line()
-        );
-    }
+    // The module lines go out now: the durations may wait for a writable root.
     let _ = out.flush();
+    if args.learn {
+        let wait = std::time::Duration::from_millis(500);
+        let attempts = (args.learn_wait_s * 2).max(1) as usize;
+        let e = match ::modules::durations::save_learned(&paths.durations, &report, attempts, wait)
+        {
+            Ok(n) => trace::Event::new(::modules::boottime_ns(), "modules_learned")
+                .with("modules", n)
+                .with("file", paths.durations.display()),
+            Err(e) => warning(format!("modules: durations not saved: {e}")),
+        };
+        let _ = writeln!(out, "{}", e.to_line());
+        let _ = out.flush();
+    }
     Outcome::Ok
+}
+
+fn warning(what: String) -> trace::Event {
+    trace::Event::new(::modules::boottime_ns(), "warning").with("what", what)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn load_options() {
+        let a = parse_load(&args(&[
+            "--only",
+            "kvm_amd, evdev,",
+            "--only",
+            "button",
+            "--no-learn",
+            "--workers",
+            "2",
+            "--state",
+            "/tmp/d",
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            a.only,
+            Some(vec!["kvm_amd".into(), "evdev".into(), "button".into()])
+        );
+        assert!(!a.learn);
+        assert_eq!((a.workers, a.learn_wait_s), (2, 120));
+        assert_eq!(a.state, Some(PathBuf::from("/tmp/d")));
+        let d = parse_load(&[]).unwrap().unwrap();
+        assert!(d.learn && d.only.is_none() && (1..=4).contains(&d.workers));
+        assert!(parse_load(&args(&["--help"])).unwrap().is_none());
+        for (bad, msg) in [
+            (vec!["--only", ","], "--only needs at least one module name"),
+            (vec!["--only"], "--only needs NAMES (comma-separated)"),
+            (
+                vec!["--workers", "0"],
+                "--workers needs a number from 1 to 64",
+            ),
+            (
+                vec!["--learn-wait", "x"],
+                "--learn-wait needs a number of seconds up to 3600",
+            ),
+            (vec!["--frob"], "unknown option \"--frob\""),
+        ] {
+            assert_eq!(parse_load(&args(&bad)).err().as_deref(), Some(msg));
+        }
+    }
 }

@@ -155,6 +155,55 @@ impl Durations {
     }
 }
 
+/// Folds `report` into the state file at `path` and writes it: re-read first (the file may
+/// have changed since the plan read it), then [`Durations::learn_from`], then
+/// [`Durations::write`]. At boot the loader runs before the root is remounted read-write,
+/// so a read-only file system (`EROFS`) is retried every `pause`, at most `attempts` times.
+/// Returns how many modules were learned (0: nothing written).
+pub fn save_learned(
+    path: &Path,
+    report: &crate::load::LoadReport,
+    attempts: usize,
+    pause: std::time::Duration,
+) -> Result<usize, Error> {
+    let mut probe = Durations::default();
+    probe.learn_from(report);
+    if probe.us.is_empty() {
+        return Ok(0);
+    }
+    let learned = probe.us.len();
+    retry_read_only(attempts, pause, || {
+        let mut d = Durations::read(path)?;
+        d.learn_from(report);
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+        }
+        d.write(path)
+    })?;
+    Ok(learned)
+}
+
+/// Runs `f` until it succeeds, fails with something other than a read-only file system, or
+/// has been tried `attempts` times (at least once), sleeping `pause` between tries.
+pub fn retry_read_only<T>(
+    attempts: usize,
+    pause: std::time::Duration,
+    mut f: impl FnMut() -> Result<T, Error>,
+) -> Result<T, Error> {
+    let mut left = attempts.max(1);
+    loop {
+        left -= 1;
+        match f() {
+            Err(Error::Io { source, .. })
+                if left > 0 && source.kind() == io::ErrorKind::ReadOnlyFilesystem =>
+            {
+                std::thread::sleep(pause)
+            }
+            other => return other,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,6 +270,73 @@ mod tests {
             d.us.into_iter().collect::<Vec<_>>(),
             vec![("usb_storage".to_string(), 2000)]
         );
+    }
+
+    #[test]
+    fn read_only_is_retried_other_errors_are_not() {
+        let pause = std::time::Duration::from_millis(1);
+        let rofs = || Error::io(Path::new("/var"), io::Error::from_raw_os_error(libc::EROFS));
+        let mut calls = 0;
+        let r = retry_read_only(5, pause, || {
+            calls += 1;
+            if calls < 3 {
+                Err(rofs())
+            } else {
+                Ok(calls)
+            }
+        });
+        assert_eq!(r.unwrap(), 3);
+        // Gives up after `attempts` tries, with the last error.
+        let mut calls = 0;
+        let r: Result<(), Error> = retry_read_only(4, pause, || {
+            calls += 1;
+            Err(rofs())
+        });
+        assert_eq!(calls, 4);
+        assert!(r.unwrap_err().to_string().starts_with("/var: "));
+        // Any other error ends it at once.
+        let mut calls = 0;
+        let r: Result<(), Error> = retry_read_only(4, pause, || {
+            calls += 1;
+            Err(Error::parse(Path::new("d"), 1, "x".into()))
+        });
+        assert_eq!(calls, 1);
+        assert!(r.is_err());
+    }
+
+    #[test]
+    fn save_learned_folds_into_the_file_on_disk() {
+        use crate::load::{LoadReport, Outcome, Timing};
+        let dir = std::env::temp_dir().join(format!("bp-mod-save-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        // The directory does not exist yet: it is made.
+        let path = dir.join("lib/bootprint/modules.durations");
+        let report = |us: u64, outcome| LoadReport {
+            modules: vec![Timing {
+                name: "kvm".into(),
+                start_ns: 1_000_000,
+                end_ns: 1_000_000 + us * 1000,
+                worker: 1,
+                outcome,
+            }],
+            worker_errors: vec![],
+        };
+        let pause = std::time::Duration::from_millis(1);
+        assert_eq!(
+            save_learned(&path, &report(8000, Outcome::Loaded), 1, pause).unwrap(),
+            1
+        );
+        assert_eq!(Durations::read(&path).unwrap().expected_us("kvm"), 8000);
+        // A second boot moves it half-way; one where nothing loaded writes nothing.
+        assert_eq!(
+            save_learned(&path, &report(2000, Outcome::Loaded), 1, pause).unwrap(),
+            1
+        );
+        assert_eq!(Durations::read(&path).unwrap().expected_us("kvm"), 5000);
+        let failed = report(1, Outcome::Failed("No such device".into()));
+        assert_eq!(save_learned(&path, &failed, 1, pause).unwrap(), 0);
+        assert_eq!(Durations::read(&path).unwrap().expected_us("kvm"), 5000);
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -177,23 +177,53 @@ pub fn gather(paths: &Paths) -> Result<Inputs, Error> {
             *path = Path::new("/").join(rel);
         }
     }
+    let mut inputs = gather_state(paths)?;
+    inputs.warnings = problems.iter().map(|e| e.to_string()).collect();
+    inputs.requests = requests;
+    Ok(inputs)
+}
+
+/// Everything but the requests: builtin and loaded modules, learned durations.
+fn gather_state(paths: &Paths) -> Result<Inputs, Error> {
     let builtin_file = paths.modules_dir().join("modules.builtin");
     let builtin = input::parse_builtin(&input::read_optional(&builtin_file)?, &builtin_file)?;
     let loaded = input::parse_proc_modules(&input::read_optional(&paths.proc_modules())?);
     Ok(Inputs {
-        warnings: problems.iter().map(|e| e.to_string()).collect(),
-        requests,
+        warnings: Vec::new(),
+        requests: Vec::new(),
         builtin: builtin.into_iter().collect(),
         loaded: loaded.into_iter().collect(),
         durations: Durations::read(&paths.durations)?,
     })
 }
 
+/// The inputs for loading these module names or aliases only (`--only`: the bench loads a
+/// given set, not what sysfs asks for; sysfs and the module lists are not read). `origin`
+/// names where the names came from.
+pub fn gather_only(paths: &Paths, names: &[String], origin: &Path) -> Result<Inputs, Error> {
+    let mut inputs = gather_state(paths)?;
+    inputs.requests = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| crate::Request {
+            name: n.clone(),
+            options: String::new(),
+            source: crate::Source::List(origin.to_path_buf(), i + 1),
+        })
+        .collect();
+    Ok(inputs)
+}
+
 /// Gathers the inputs under `paths` and builds the plan through libkmod.
 pub fn plan_system(paths: &Paths) -> Result<Plan, Error> {
-    let inputs = gather(paths)?;
+    plan_inputs(paths, &gather(paths)?)
+}
+
+/// Builds the plan for `inputs` (from [`gather`] or [`gather_only`]) through libkmod on
+/// `paths`.
+pub fn plan_inputs(paths: &Paths, inputs: &Inputs) -> Result<Plan, Error> {
     let mut index = KmodIndex::open(paths)?;
-    plan::build(&mut index, &inputs)
+    plan::build(&mut index, inputs)
 }
 
 /// The real [`Inserter`]: one libkmod context per worker.

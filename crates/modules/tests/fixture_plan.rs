@@ -296,3 +296,38 @@ fn release_detection() {
         "{e}"
     );
 }
+
+#[test]
+fn only_the_given_names_and_their_dependencies() {
+    let root = fixture_root();
+    let paths = Paths::new(&root, RELEASE);
+    let origin = Path::new("--only");
+    let wanted = vec![
+        "usb-storage".to_string(),
+        "e1000".to_string(),
+        "nosuch".into(),
+    ];
+    let inputs = kmod::gather_only(&paths, &wanted, origin).unwrap();
+    let plan = kmod::plan_inputs(&paths, &inputs).unwrap();
+    let mut got = names(&plan);
+    got.sort();
+    // usb-storage with what modules.dep says it needs; nothing the fixture's sysfs asks for
+    // (virtio_net, floppy, ...); e1000 is loaded already (fixture /proc/modules).
+    assert_eq!(
+        got,
+        vec![
+            "scsi_common",
+            "scsi_mod",
+            "usb_common",
+            "usb_storage",
+            "usbcore"
+        ]
+    );
+    let skip = |n: &str| plan.skipped.iter().find(|s| s.name == n).map(|s| &s.reason);
+    assert_eq!(skip("e1000"), Some(&SkipReason::Loaded));
+    assert_eq!(skip("nosuch"), Some(&SkipReason::NotFound));
+    assert_eq!(
+        plan.modules[idx(&plan, "usb_storage")].wanted_by,
+        vec!["--only:1".to_string()]
+    );
+}

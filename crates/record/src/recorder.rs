@@ -280,6 +280,10 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     if let Ok(spans) = std::fs::read(&paths.rc_log) {
         store.extra_files.push(("rc.log".into(), spans));
     }
+    // bootprint's initramfs leaves its steps' times beside it (docs/initramfs.md).
+    if let Ok(steps) = std::fs::read(paths.rc_log.with_file_name("initramfs.log")) {
+        store.extra_files.push(("initramfs.log".into(), steps));
+    }
     let (cpu_s, maxrss_kb) = sys::own_usage();
     store.events.push(
         Event::new(boottime_ns(), "recorder_stats")

@@ -7,6 +7,10 @@
 //! analyse, phases against budgets, boot-done view, text) RUNS times (default 5) and prints the
 //! median; `advise` (used by `--html` and `bootprint advise`) is timed beside it. The goal is
 //! at most 1 s for the report.
+//!
+//! `BOOTPRINT_BENCH_DIR=DIR` puts the trace in DIR and keeps it (and reuses it when DIR
+//! already holds one, so old and new builds can be timed on the same file, and `bootprint
+//! report --json DIR` compared); `BOOTPRINT_BENCH_KEEP` keeps the default temporary one.
 
 use std::io::Write;
 use std::time::Instant;
@@ -94,8 +98,18 @@ fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(5);
-    let dir = std::env::temp_dir().join(format!("bootprint-report-speed-{}", std::process::id()));
-    let (lines, size) = synthesise(&dir);
+    let given = std::env::var_os("BOOTPRINT_BENCH_DIR").map(std::path::PathBuf::from);
+    let dir = given.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("bootprint-report-speed-{}", std::process::id()))
+    });
+    let (lines, size) = match &given {
+        Some(d) if d.join("header").exists() => {
+            let ps = std::fs::read(d.join("proc_ps.log")).unwrap();
+            let lines = ps.split(|&b| b == b'\n').filter(|l| l.contains(&b'(')).count();
+            (lines as u64, ps.len() as u64)
+        }
+        _ => synthesise(&dir),
+    };
     let mut report = Vec::new();
     let mut advise = Vec::new();
     let mut procs = 0;
@@ -117,7 +131,7 @@ fn main() {
         assert!(findings.iter().all(|f| !f.evidence.is_empty()));
     }
     // BOOTPRINT_BENCH_KEEP keeps the trace for profiling (`perf record`, ...).
-    if std::env::var_os("BOOTPRINT_BENCH_KEEP").is_some() {
+    if given.is_some() || std::env::var_os("BOOTPRINT_BENCH_KEEP").is_some() {
         println!("report_speed: trace kept in {}", dir.display());
     } else {
         std::fs::remove_dir_all(&dir).unwrap();

@@ -11,6 +11,10 @@ use std::ops::Range;
 
 use crate::writer::PsRecord;
 
+#[cfg(test)]
+#[path = "ps_reference.rs"]
+mod ps_reference;
+
 /// Why a trace file could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParseError {
@@ -432,80 +436,233 @@ pub fn for_each_ps_block(text: &str, f: impl FnMut(u64, &[PsRecord])) -> Result<
 }
 
 /// Streams `proc_ps.log` from a reader, block by block: `f` gets each block's time and
-/// records. Only one line and one block's records are held at a time, and the record buffer
-/// is reused between blocks, so after the first blocks parsing allocates nothing per line.
-/// A block whose last line ends in ` not running` is skipped, as in [`blocks`]. Returns the
-/// number of blocks passed to `f`.
+/// records. Only one block's records (and a line cut by the reader's buffer) are held at a
+/// time, and the record buffer is reused between blocks, so after the first blocks parsing
+/// allocates nothing per line. A block whose last line ends in ` not running` is skipped, as
+/// in [`blocks`]. Returns the number of blocks passed to `f`.
+///
+/// Lines are read as bytes: a line that is not all ASCII is read as
+/// `String::from_utf8_lossy` makes it (so a `comm` that is not UTF-8 gets U+FFFD), the rest
+/// without any conversion.
 pub fn for_each_ps_block_read(
     mut input: impl std::io::BufRead,
     mut f: impl FnMut(u64, &[PsRecord]),
 ) -> Result<usize, ParseError> {
-    const FILE: &str = "proc_ps.log";
-    let mut raw: Vec<u8> = Vec::with_capacity(512);
-    let mut buf: Vec<PsRecord> = Vec::new();
-    let mut line_no = 0usize;
-    let mut count = 0usize;
-    // The block being read: its time, records so far, the first bad line (reported at the
-    // block's end unless the block turns out to be a ` not running` one) and its last line.
-    let mut block: Option<u64> = None;
-    let mut used = 0usize;
-    let mut pending: Option<ParseError> = None;
-    let mut not_running = false;
+    let mut reader = PsReader::default();
+    // The start of a line the buffer cut; completed from the next buffer.
+    let mut carry: Vec<u8> = Vec::new();
     loop {
-        raw.clear();
-        let n = input
-            .read_until(b'\n', &mut raw)
-            .map_err(|e| ParseError::whole(FILE, format!("read error: {e}")))?;
-        let at_eof = n == 0;
-        if !at_eof {
-            line_no += 1;
+        let chunk = match input.fill_buf() {
+            Ok(chunk) => chunk,
+            // As `read_until` did: an interrupted read is tried again.
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ParseError::whole(PS_FILE, format!("read error: {e}"))),
+        };
+        if chunk.is_empty() {
+            break;
         }
-        let text = String::from_utf8_lossy(&raw);
-        let line = text.trim_end_matches(['\n', '\r']);
-        if at_eof || line.trim().is_empty() {
-            if let Some(t_cs) = block.take() {
-                if !not_running {
-                    if let Some(e) = pending.take() {
-                        return Err(e);
-                    }
-                    f(t_cs, &buf[..used]);
-                    count += 1;
+        let len = chunk.len();
+        let mut pos = 0;
+        if !carry.is_empty() {
+            match find_newline(chunk) {
+                Some((i, _)) => {
+                    carry.extend_from_slice(&chunk[..i]);
+                    reader.line(&carry, true, &mut f)?;
+                    carry.clear();
+                    pos = i + 1;
                 }
-                pending = None;
-            }
-            if at_eof {
-                return Ok(count);
-            }
-            continue;
-        }
-        match block {
-            None => {
-                let t_cs = line.trim().parse::<u64>().map_err(|_| {
-                    ParseError::at(
-                        FILE,
-                        line_no,
-                        format!("a time in centiseconds starting a block, found {line:?}"),
-                    )
-                })?;
-                block = Some(t_cs);
-                used = 0;
-                not_running = false;
-            }
-            Some(_) => {
-                not_running = line.trim_end().ends_with(" not running");
-                if pending.is_some() || not_running {
-                    continue;
-                }
-                if used == buf.len() {
-                    buf.push(PsRecord::default());
-                }
-                match parse_ps_line_into(line, &mut buf[used]) {
-                    Ok(()) => used += 1,
-                    Err(e) => pending = Some(ParseError::at(FILE, line_no, e)),
+                None => {
+                    carry.extend_from_slice(chunk);
+                    pos = len;
                 }
             }
         }
+        while let Some((i, high)) = find_newline(&chunk[pos..]) {
+            reader.line(&chunk[pos..pos + i], high, &mut f)?;
+            pos += i + 1;
+        }
+        carry.extend_from_slice(&chunk[pos..]);
+        input.consume(len);
     }
+    if !carry.is_empty() {
+        reader.line(&carry, true, &mut f)?;
+    }
+    reader.end(&mut f)
+}
+
+const PS_FILE: &str = "proc_ps.log";
+
+/// The state of [`for_each_ps_block_read`] between lines.
+#[derive(Default)]
+struct PsReader {
+    /// Records of the block being read: the first `used` are this block's, the rest are
+    /// kept from earlier blocks so their `comm` buffers are reused.
+    buf: Vec<PsRecord>,
+    used: usize,
+    line_no: usize,
+    count: usize,
+    /// The block being read: its time.
+    block: Option<u64>,
+    /// Its first bad line, reported at the block's end unless the block turns out to be a
+    /// ` not running` one.
+    pending: Option<ParseError>,
+    /// Whether its last line so far ends in ` not running`.
+    not_running: bool,
+}
+
+impl PsReader {
+    /// One line without its `\n`. `high` says the line may hold a byte above 0x7f (then it
+    /// is checked and, when not UTF-8, converted as `from_utf8_lossy` does).
+    fn line(
+        &mut self,
+        raw: &[u8],
+        high: bool,
+        f: &mut impl FnMut(u64, &[PsRecord]),
+    ) -> Result<(), ParseError> {
+        self.line_no += 1;
+        if high && !raw.is_ascii() {
+            let text = String::from_utf8_lossy(raw);
+            return self.text_line(text.as_bytes(), false, f);
+        }
+        self.text_line(raw, true, f)
+    }
+
+    /// One line's bytes: valid UTF-8, and all ASCII when `ascii`.
+    fn text_line(
+        &mut self,
+        mut line: &[u8],
+        ascii: bool,
+        f: &mut impl FnMut(u64, &[PsRecord]),
+    ) -> Result<(), ParseError> {
+        while let [rest @ .., b'\r' | b'\n'] = line {
+            line = rest;
+        }
+        if trim(line, ascii).is_empty() {
+            return self.end_block(f);
+        }
+        if self.block.is_none() {
+            let t_cs = parse_time(trim(line, ascii)).ok_or_else(|| {
+                ParseError::at(
+                    PS_FILE,
+                    self.line_no,
+                    format!(
+                        "a time in centiseconds starting a block, found {:?}",
+                        String::from_utf8_lossy(line)
+                    ),
+                )
+            })?;
+            self.block = Some(t_cs);
+            self.used = 0;
+            self.not_running = false;
+            return Ok(());
+        }
+        self.not_running = trim_end(line, ascii).ends_with(b" not running");
+        if self.pending.is_some() || self.not_running {
+            return Ok(());
+        }
+        if self.used == self.buf.len() {
+            self.buf.push(PsRecord::default());
+        }
+        match parse_ps_bytes(line, ascii, &mut self.buf[self.used]) {
+            Ok(()) => self.used += 1,
+            Err(e) => self.pending = Some(ParseError::at(PS_FILE, self.line_no, e)),
+        }
+        Ok(())
+    }
+
+    /// An empty line: the block being read, if any, is complete.
+    fn end_block(&mut self, f: &mut impl FnMut(u64, &[PsRecord])) -> Result<(), ParseError> {
+        if let Some(t_cs) = self.block.take() {
+            if !self.not_running {
+                if let Some(e) = self.pending.take() {
+                    return Err(e);
+                }
+                f(t_cs, &self.buf[..self.used]);
+                self.count += 1;
+            }
+            self.pending = None;
+        }
+        Ok(())
+    }
+
+    /// The end of the input: like an empty line.
+    fn end(mut self, f: &mut impl FnMut(u64, &[PsRecord])) -> Result<usize, ParseError> {
+        self.end_block(f)?;
+        Ok(self.count)
+    }
+}
+
+/// The position of the first `\n` in `hay`, and whether a byte above 0x7f may come before
+/// it. Eight bytes at a time: this runs over every byte of `proc_ps.log` (hundreds of MB in
+/// a long trace), where a byte-by-byte search was a third of the parse.
+fn find_newline(hay: &[u8]) -> Option<(usize, bool)> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const NL: u64 = ONES * b'\n' as u64;
+    let mut seen = 0u64;
+    let mut words = hay.chunks_exact(8);
+    let mut at = 0;
+    for word in words.by_ref() {
+        let w = u64::from_le_bytes([
+            word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
+        ]);
+        seen |= w;
+        let x = w ^ NL;
+        // Nonzero exactly when some byte of x is zero (a `\n` in w); the lowest set marker is
+        // the first such byte.
+        let zero = x.wrapping_sub(ONES) & !x & HIGH;
+        if zero != 0 {
+            return Some((at + (zero.trailing_zeros() / 8) as usize, seen & HIGH != 0));
+        }
+        at += 8;
+    }
+    for &b in words.remainder() {
+        seen |= u64::from(b);
+        if b == b'\n' {
+            return Some((at, seen & HIGH != 0));
+        }
+        at += 1;
+    }
+    None
+}
+
+/// Whitespace as `str::trim` sees it among ASCII bytes.
+#[inline]
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r')
+}
+
+/// `str::trim` on valid UTF-8 bytes; a byte loop when they are all ASCII.
+fn trim(b: &[u8], ascii: bool) -> &[u8] {
+    if !ascii {
+        return std::str::from_utf8(b).map_or(b, |s| s.trim().as_bytes());
+    }
+    let start = b.iter().position(|&c| !is_space(c)).unwrap_or(b.len());
+    trim_end(&b[start..], true)
+}
+
+/// `str::trim_end` on valid UTF-8 bytes; a byte loop when they are all ASCII.
+fn trim_end(b: &[u8], ascii: bool) -> &[u8] {
+    if !ascii {
+        return std::str::from_utf8(b).map_or(b, |s| s.trim_end().as_bytes());
+    }
+    let end = b.iter().rposition(|&c| !is_space(c)).map_or(0, |i| i + 1);
+    &b[..end]
+}
+
+/// A block's time as `str::parse::<u64>` reads it (an optional `+`, then digits).
+fn parse_time(b: &[u8]) -> Option<u64> {
+    let digits = b.strip_prefix(b"+").unwrap_or(b);
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |v, &c| {
+        if c.is_ascii_digit() {
+            v.checked_mul(10)?.checked_add(u64::from(c - b'0'))
+        } else {
+            None
+        }
+    })
 }
 
 /// Parses one `/proc/PID/stat` line. `comm` runs from the first ` (` to the last `)`, so it
@@ -516,74 +673,73 @@ pub fn parse_ps_line(line: &str) -> Result<PsRecord, String> {
     Ok(r)
 }
 
-/// [`parse_ps_line`] into an existing record, reusing its `comm` buffer. This runs once per
-/// `proc_ps.log` line (millions in a long trace), so it scans bytes once and parses only the
-/// fields it keeps.
+/// [`parse_ps_line`] into an existing record, reusing its `comm` buffer.
 pub fn parse_ps_line_into(line: &str, r: &mut PsRecord) -> Result<(), String> {
-    // A byte search: `str::find` with a string pattern costs a searcher set-up per line.
+    parse_ps_bytes(line.as_bytes(), line.is_ascii(), r)
+}
+
+/// [`parse_ps_line_into`] on the bytes of a `&str` (all ASCII when `ascii`). This runs once
+/// per `proc_ps.log` line (millions in a long trace), so it scans bytes once, parses only the
+/// fields it keeps, and copies `comm` only when it differs from the record's.
+fn parse_ps_bytes(line: &[u8], ascii: bool, r: &mut PsRecord) -> Result<(), String> {
     let open = line
-        .as_bytes()
         .iter()
         .position(|&b| b == b'(')
-        .filter(|&p| p > 0 && line.as_bytes()[p - 1] == b' ')
+        .filter(|&p| p > 0 && line[p - 1] == b' ')
         .map(|p| p - 1)
         .ok_or_else(|| "`PID (comm) ...`: no ` (` after the pid".to_string())?;
-    // comm is at most 64 bytes (kernel workers' long names), so the closing `)` is near the
-    // start; searching back from the end would cross all the fields.
-    let head = &line.as_bytes()[..line.len().min(open + 2 + 66)];
-    let close = head
-        .iter()
-        .rposition(|&b| b == b')')
-        .filter(|&c| c > open)
+    // comm is at most 64 bytes (kernel workers' long names), so the closing `)` is the last
+    // one in a short window; searching back from the end would cross all the fields.
+    let head = &line[open + 2..line.len().min(open + 2 + 66)];
+    let close = last_byte(b')', head)
+        .map(|c| open + 2 + c)
         .ok_or_else(|| "`)` closing the command".to_string())?;
-    r.pid = parse_u64(line[..open].trim().as_bytes())
+    r.pid = parse_u64(trim(&line[..open], ascii))
         .and_then(|p| u32::try_from(p).ok())
-        .ok_or_else(|| format!("a pid at the start of the line, found {:?}", &line[..open]))?;
-    r.comm.clear();
-    r.comm.push_str(&line[open + 2..close]);
+        .ok_or_else(|| {
+            format!(
+                "a pid at the start of the line, found {:?}",
+                String::from_utf8_lossy(&line[..open])
+            )
+        })?;
+    let comm = &line[open + 2..close];
+    if r.comm.as_bytes() != comm {
+        r.comm.clear();
+        // The bytes are UTF-8 (a `&str`'s, cut at ASCII bytes): this borrows.
+        r.comm.push_str(&String::from_utf8_lossy(comm));
+    }
     r.rss = 0;
     r.blkio_ticks = 0;
-    let rest = &line.as_bytes()[close + 1..];
-    let bad = |field: usize, tok: &[u8]| {
-        format!(
-            "a number in field {field}, found {:?}",
-            String::from_utf8_lossy(tok)
-        )
+    let mut c = Fields {
+        rest: &line[close + 1..],
+        at: 0,
+        field: 2,
     };
-    let mut field = 2; // comm was field 2
-    let mut i = 0;
-    // The kernel separates fields by one space; runs of blanks are tolerated.
-    let blank = |b: u8| b == b' ' || b == b'\t' || b == b'\r';
-    while field < 42 {
-        while i < rest.len() && blank(rest[i]) {
-            i += 1;
-        }
-        if i == rest.len() {
-            break;
-        }
-        let start = i;
-        while i < rest.len() && !blank(rest[i]) {
-            i += 1;
-        }
-        let tok = &rest[start..i];
-        field += 1;
-        let u = || parse_u64(tok).ok_or_else(|| bad(field, tok));
-        let s = || parse_i64(tok).ok_or_else(|| bad(field, tok));
-        match field {
-            3 => r.state = tok.first().map_or('?', |&b| b as char),
-            4 => r.ppid = u()?.try_into().map_err(|_| bad(field, tok))?,
-            14 => r.utime = u()?,
-            15 => r.stime = u()?,
-            18 => r.priority = s()?,
-            19 => r.nice = s()?,
-            20 => r.num_threads = u()?,
-            22 => r.starttime = u()?,
-            24 => r.rss = u()?,
-            42 => r.blkio_ticks = u()?,
-            _ => {}
-        }
+    // Fields in order (numbered as in proc(5)), those not kept skipped; the first bad kept
+    // field is the error, and a line that ends early is judged by its field count below.
+    'fields: {
+        let Some(tok) = c.next() else { break 'fields };
+        r.state = tok.first().map_or('?', |&b| b as char);
+        let Some(tok) = c.next() else { break 'fields };
+        r.ppid = c.u64(tok)?.try_into().map_err(|_| c.bad(tok))?;
+        let Some(tok) = c.skip_then_next(9) else { break 'fields };
+        r.utime = c.u64(tok)?;
+        let Some(tok) = c.next() else { break 'fields };
+        r.stime = c.u64(tok)?;
+        let Some(tok) = c.skip_then_next(2) else { break 'fields };
+        r.priority = c.i64(tok)?;
+        let Some(tok) = c.next() else { break 'fields };
+        r.nice = c.i64(tok)?;
+        let Some(tok) = c.next() else { break 'fields };
+        r.num_threads = c.u64(tok)?;
+        let Some(tok) = c.skip_then_next(1) else { break 'fields };
+        r.starttime = c.u64(tok)?;
+        let Some(tok) = c.skip_then_next(1) else { break 'fields };
+        r.rss = c.u64(tok)?;
+        let Some(tok) = c.skip_then_next(17) else { break 'fields };
+        r.blkio_ticks = c.u64(tok)?;
     }
-    let count = field - 2;
+    let count = c.field - 2;
     if count < PS_MIN_FIELDS_AFTER_COMM {
         return Err(format!(
             "at least {PS_MIN_FIELDS_AFTER_COMM} fields after the command, found {count}"
@@ -592,6 +748,149 @@ pub fn parse_ps_line_into(line: &str, r: &mut PsRecord) -> Result<(), String> {
     Ok(())
 }
 
+/// The fields after `comm` of one `/proc/PID/stat` line. The kernel separates them by one
+/// space; runs of blanks (space, tab, CR) are tolerated.
+struct Fields<'a> {
+    rest: &'a [u8],
+    at: usize,
+    /// The number of the last field read (`comm` is 2).
+    field: usize,
+}
+
+impl<'a> Fields<'a> {
+    /// The next field, or `None` at the end of the line.
+    #[inline]
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let rest = self.rest;
+        let mut i = self.at;
+        while i < rest.len() && is_blank(rest[i]) {
+            i += 1;
+        }
+        if i == rest.len() {
+            self.at = i;
+            return None;
+        }
+        let start = i;
+        while i < rest.len() && !is_blank(rest[i]) {
+            i += 1;
+        }
+        self.at = i;
+        self.field += 1;
+        Some(&rest[start..i])
+    }
+
+    /// Skips `n` fields, then [`Fields::next`]. Eight bytes at a time while the bytes are
+    /// single spaces and field bytes: a field starts where a non-blank byte follows a blank
+    /// one, so counting those starts skips fields without looking at each byte.
+    fn skip_then_next(&mut self, n: usize) -> Option<&'a [u8]> {
+        const ONES: u64 = 0x0101_0101_0101_0101;
+        const HIGH: u64 = 0x8080_8080_8080_8080;
+        let rest = self.rest;
+        // Field starts still to find, the last being the field returned.
+        let mut need = n + 1;
+        let mut at = self.at;
+        // Whether the byte before `at` is blank: `at` is where the last field ended (a blank
+        // follows) or the start of the fields, so a field starting at `at` counts.
+        let mut blank_before = true;
+        while at + 8 <= rest.len() {
+            let w = word_le(&rest[at..at + 8]);
+            // Bytes below 0x21 (blanks and control bytes) ...
+            let low = !(((w | HIGH) - ONES * 0x21) | w) & HIGH;
+            let spaces = byte_marks(w, b' ');
+            // ... must all be spaces here; tabs and CRs are left to the byte loop.
+            if low != spaces {
+                break;
+            }
+            let starts = !spaces & HIGH & ((spaces << 8) | (u64::from(blank_before) << 7));
+            // One bit per byte: summing the bytes by a multiply counts them (`count_ones` is
+            // a slow bit-twiddling routine on x86-64 CPUs without POPCNT, the default target).
+            let found = ((starts >> 7).wrapping_mul(ONES) >> 56) as usize;
+            if found >= need {
+                let mut s = starts;
+                for _ in 1..need {
+                    s &= s - 1;
+                }
+                self.at = at + s.trailing_zeros() as usize / 8;
+                self.field += need - 1;
+                return self.next();
+            }
+            need -= found;
+            self.field += found;
+            blank_before = spaces >> 63 != 0;
+            at += 8;
+        }
+        // The rest byte by byte: first out of a field the words above ended inside.
+        if !blank_before {
+            while at < rest.len() && !is_blank(rest[at]) {
+                at += 1;
+            }
+        }
+        self.at = at;
+        for _ in 1..need {
+            self.next()?;
+        }
+        self.next()
+    }
+
+    fn bad(&self, tok: &[u8]) -> String {
+        format!(
+            "a number in field {}, found {:?}",
+            self.field,
+            String::from_utf8_lossy(tok)
+        )
+    }
+
+    #[inline]
+    fn u64(&self, tok: &[u8]) -> Result<u64, String> {
+        parse_u64(tok).ok_or_else(|| self.bad(tok))
+    }
+
+    #[inline]
+    fn i64(&self, tok: &[u8]) -> Result<i64, String> {
+        parse_i64(tok).ok_or_else(|| self.bad(tok))
+    }
+}
+
+#[inline]
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t' || b == b'\r'
+}
+
+/// The position of the last `needle` in `hay`, eight bytes at a time.
+fn last_byte(needle: u8, hay: &[u8]) -> Option<usize> {
+    let mut found = None;
+    let mut words = hay.chunks_exact(8);
+    let mut at = 0;
+    for word in words.by_ref() {
+        let marks = byte_marks(word_le(word), needle);
+        if marks != 0 {
+            found = Some(at + (63 - marks.leading_zeros() as usize) / 8);
+        }
+        at += 8;
+    }
+    let tail = words.remainder();
+    tail.iter()
+        .rposition(|&b| b == needle)
+        .map(|i| at + i)
+        .or(found)
+}
+
+/// Eight bytes as a little-endian word (byte `k` in bits `8k..8k+8`).
+#[inline]
+fn word_le(b: &[u8]) -> u64 {
+    u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+}
+
+/// The high bit of each byte of `w` that equals `b`, and no other bit (exact, unlike the
+/// shorter test that only says whether there is one).
+#[inline]
+fn byte_marks(w: u64, b: u8) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let x = w ^ (0x0101_0101_0101_0101 * u64::from(b));
+    !(((x & LOW7) + LOW7) | x | LOW7)
+}
+
+#[inline]
 fn parse_u64(b: &[u8]) -> Option<u64> {
     if b.is_empty() || b.len() > 20 {
         return None;
@@ -808,5 +1107,321 @@ mod tests {
         assert_eq!((e[1].pid, e[1].exe.as_str(), e[1].args.len()), (2, "", 0));
         let err = parse_cmdline2("9\n:/bin/sh\n:a\0\n\nx\n:\n:\n\n").unwrap_err();
         assert_eq!(err.line, Some(5), "{err}");
+    }
+
+    /// A small deterministic generator (xorshift64*) for the inputs below.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+
+        fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+            &v[self.below(v.len())]
+        }
+    }
+
+    /// One `proc_ps.log` line, often well formed, often not in one of the ways a reader can
+    /// get wrong: odd comms (spaces, parentheses, not UTF-8, longer than the `)` window),
+    /// runs of blanks, tabs and CRs between fields (also where fields are skipped eight bytes
+    /// at a time), control and Unicode blank bytes, missing and bad fields.
+    fn random_ps_line(rng: &mut Rng) -> Vec<u8> {
+        let comms: &[&[u8]] = &[
+            b"init",
+            b"a b",
+            b"x (y) z",
+            b")",
+            b"((",
+            b"",
+            b"kworker/0:1-events_unbound",
+            b"0123456789012345678901234567890123456789012345678901234567890123456789",
+            "\u{fc}n\u{ef}".as_bytes(),
+            b"\xff\xfe",
+            b"bad\xe2",
+            b"sp\xc2\xa0ce",
+        ];
+        let big = |rng: &mut Rng| match rng.below(4) {
+            0 => 0,
+            1 => rng.below(10) as u64,
+            2 => rng.next() % 100_000,
+            _ => rng.next() >> rng.below(64),
+        };
+        let r = PsRecord {
+            pid: rng.next() as u32 >> rng.below(32),
+            comm: String::new(),
+            state: *rng.pick(&['R', 'S', 'D', 'Z']),
+            ppid: rng.below(5000) as u32,
+            utime: big(rng),
+            stime: big(rng),
+            priority: rng.below(40) as i64 - 20,
+            nice: rng.below(40) as i64 - 20,
+            num_threads: big(rng),
+            starttime: big(rng),
+            rss: big(rng),
+            blkio_ticks: big(rng),
+        };
+        let mut line = Vec::new();
+        r.write_line(&mut line).unwrap();
+        line.pop(); // the newline
+        // The comm, as bytes (write_line takes a String).
+        let open = line.iter().position(|&b| b == b'(').unwrap();
+        let close = line.iter().position(|&b| b == b')').unwrap();
+        line.splice(open + 1..close, rng.pick(comms).iter().copied());
+        let blanks: &[&[u8]] = &[b"  ", b"\t", b" \r ", b"\r", b" \x0b ", b"   \t  "];
+        let tokens: &[&[u8]] = &[
+            b"x",
+            b"-1",
+            b"+5",
+            b"-",
+            b"99999999999999999999999",
+            b"0000000000000000000001",
+            b"18446744073709551616",
+            b"4294967296",
+            b"\xff",
+            b"",
+        ];
+        for _ in 0..rng.below(4) {
+            match rng.below(8) {
+                0 | 1 => {
+                    // A blank run instead of one space.
+                    let spaces: Vec<usize> = (0..line.len()).filter(|&i| line[i] == b' ').collect();
+                    if let Some(&i) = spaces.get(rng.below(spaces.len().max(1))) {
+                        line.splice(i..i + 1, rng.pick(blanks).iter().copied());
+                    }
+                }
+                2 => {
+                    // Cut after some field.
+                    let spaces: Vec<usize> = (0..line.len()).filter(|&i| line[i] == b' ').collect();
+                    if !spaces.is_empty() {
+                        line.truncate(spaces[rng.below(spaces.len())]);
+                    }
+                }
+                3 => {
+                    // A bad field.
+                    let spaces: Vec<usize> = (0..line.len()).filter(|&i| line[i] == b' ').collect();
+                    if spaces.len() > 1 {
+                        let k = rng.below(spaces.len() - 1);
+                        line.splice(spaces[k] + 1..spaces[k + 1], rng.pick(tokens).iter().copied());
+                    }
+                }
+                4 => {
+                    let ends: &[&[u8]] = &[b"\r", b"  ", "\u{a0}".as_bytes(), b"\x85"];
+                    line.extend_from_slice(*rng.pick(ends));
+                }
+                5 => {
+                    let leads: &[&[u8]] = &[b" ", "\u{85}".as_bytes(), b"\t", b"00"];
+                    line.splice(0..0, rng.pick(leads).iter().copied());
+                }
+                6 => {
+                    // No space before the `(`, or a `)` far after the comm.
+                    let open = line.iter().position(|&b| b == b'(').unwrap_or(0);
+                    if rng.below(2) == 0 && open > 0 {
+                        line.remove(open - 1);
+                    } else {
+                        let at = (open + 40 + rng.below(40)).min(line.len());
+                        line.insert(at, b')');
+                    }
+                }
+                _ => line.extend_from_slice(b" not running"),
+            }
+        }
+        line
+    }
+
+    /// A `proc_ps.log` text: blocks of random lines with well and badly formed time lines,
+    /// ` not running` blocks, blank lines of blanks, with or without the final newlines.
+    fn random_ps_text(rng: &mut Rng) -> Vec<u8> {
+        let mut text = Vec::new();
+        for b in 0..1 + rng.below(4) {
+            let time: &[u8] = match rng.below(12) {
+                0 => b" 17 ",
+                1 => b"+7",
+                2 => b"abc",
+                3 => b"12\r",
+                4 => b"00000000000000000000000000042",
+                5 => "\u{a0}9".as_bytes(),
+                _ => b"",
+            };
+            if time.is_empty() {
+                text.extend_from_slice(format!("{}", 100 + b * 2).as_bytes());
+            } else {
+                text.extend_from_slice(time);
+            }
+            text.push(b'\n');
+            let bad = rng.below(3) == 0;
+            for _ in 0..rng.below(6) {
+                let line = if bad {
+                    random_ps_line(rng)
+                } else {
+                    let mut l = Vec::new();
+                    PsRecord {
+                        pid: rng.below(100) as u32,
+                        comm: "sh".into(),
+                        state: 'S',
+                        ..PsRecord::default()
+                    }
+                    .write_line(&mut l)
+                    .unwrap();
+                    l.pop();
+                    l
+                };
+                text.extend_from_slice(&line);
+                text.push(b'\n');
+            }
+            if rng.below(8) == 0 {
+                text.extend_from_slice(b"/proc/1/stat not running\n");
+            }
+            let ends: &[&[u8]] = &[b"\n", b"\n", b"  \n", b"\r\n", b"\n\n", b""];
+            text.extend_from_slice(*rng.pick(ends));
+        }
+        if rng.below(3) == 0 {
+            while text.last() == Some(&b'\n') {
+                text.pop();
+            }
+        }
+        text
+    }
+
+    type Blocks = Vec<(u64, Vec<PsRecord>)>;
+
+    /// The blocks a stream reader passed on and how it ended.
+    fn collect(
+        read: impl FnOnce(&mut dyn FnMut(u64, &[PsRecord])) -> Result<usize, ParseError>,
+    ) -> (Blocks, Result<usize, String>) {
+        let mut blocks = Vec::new();
+        let end = read(&mut |t, r| blocks.push((t, r.to_vec()))).map_err(|e| e.to_string());
+        (blocks, end)
+    }
+
+    #[test]
+    fn ps_lines_parse_as_before_on_random_lines() {
+        let mut rng = Rng(0x5eed_0001);
+        let (mut ok, mut err) = (0, 0);
+        for _ in 0..20_000 {
+            let raw = random_ps_line(&mut rng);
+            let line = String::from_utf8_lossy(&raw);
+            let mut old = PsRecord::default();
+            let want = ps_reference::parse_ps_line_into(&line, &mut old);
+            // The new parser reuses records: start from the last one.
+            let mut new = PsRecord {
+                comm: "sh".into(),
+                ..PsRecord::default()
+            };
+            let got = parse_ps_line_into(&line, &mut new);
+            assert_eq!(got, want, "{line:?}");
+            if want.is_ok() {
+                assert_eq!(new, old, "{line:?}");
+                ok += 1;
+            } else {
+                err += 1;
+            }
+        }
+        // Both kinds are well represented.
+        assert!(ok > 5_000 && err > 5_000, "{ok} {err}");
+    }
+
+    #[test]
+    fn ps_stream_reads_as_before_on_random_texts() {
+        let mut rng = Rng(0x5eed_0002);
+        let mut failed = 0;
+        for _ in 0..3_000 {
+            let text = random_ps_text(&mut rng);
+            let want = collect(|f| ps_reference::for_each_ps_block_read(&text[..], f));
+            failed += usize::from(want.1.is_err());
+            let got = collect(|f| for_each_ps_block_read(&text[..], f));
+            assert_eq!(got, want, "{:?}", String::from_utf8_lossy(&text));
+            // Lines cut anywhere by a small read buffer.
+            let cap = 1 + rng.below(40);
+            let got = collect(|f| {
+                for_each_ps_block_read(std::io::BufReader::with_capacity(cap, &text[..]), f)
+            });
+            assert_eq!(got, want, "capacity {cap}: {:?}", String::from_utf8_lossy(&text));
+        }
+        assert!((500..2_500).contains(&failed), "{failed}");
+    }
+
+    #[test]
+    fn ps_stream_lines_cut_by_the_read_buffer() {
+        let good = "1 (init) S 0 0 0 0 0 0 0 0 0 0 1 2 0 0 20 0 1 0 5 0 0";
+        let long = "2 (kworker/0:1-events_unbound) D 2 0 0 0 -1 69238880 0 0 0 0 0 417 0 0 20 0 1 \
+                    0 3 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 0 0 0 12 0 0";
+        let text = format!("10\n{good}\n{long}\n\n20\n{long}\n\n30\n{good}");
+        let whole = collect(|f| for_each_ps_block(&text, f));
+        assert_eq!(whole.1, Ok(3));
+        assert_eq!(whole.0[0].1[1].comm, "kworker/0:1-events_unbound");
+        assert_eq!(whole.0[0].1[1].blkio_ticks, 12);
+        assert_eq!(whole.0[2].1[0].starttime, 5);
+        for cap in 1..=text.len() + 1 {
+            let cut = collect(|f| {
+                for_each_ps_block_read(std::io::BufReader::with_capacity(cap, text.as_bytes()), f)
+            });
+            assert_eq!(cut, whole, "capacity {cap}");
+        }
+    }
+
+    #[test]
+    fn ps_comm_not_utf8_is_read_lossily() {
+        let mut text = b"10\n7 (a\xffb) S 1 0 0 0 0 0 0 0 0 0 3 4 0 0 20 0 1 0 9 0 5\n".to_vec();
+        text.extend_from_slice(b"8 (\xe2\x82) R 1 0 0 0 0 0 0 0 0 0 3 4 0 0 20 0 1 0 9 0 5\n\n");
+        let (blocks, end) = collect(|f| for_each_ps_block_read(&text[..], f));
+        assert_eq!(end, Ok(1));
+        let r = &blocks[0].1;
+        assert_eq!((r[0].pid, r[0].comm.as_str()), (7, "a\u{fffd}b"));
+        assert_eq!((r[0].utime, r[0].starttime, r[0].rss), (3, 9, 5));
+        assert_eq!((r[1].comm.as_str(), r[1].state), ("\u{fffd}", 'R'));
+        // Split inside the bad bytes: the same.
+        let cut = collect(|f| {
+            for_each_ps_block_read(std::io::BufReader::with_capacity(6, &text[..]), f)
+        });
+        assert_eq!(cut.0, blocks);
+    }
+
+    #[test]
+    fn ps_bad_lines_name_file_line_and_what_was_expected() {
+        let good = "1 (init) S 0 0 0 0 0 0 0 0 0 0 1 2 0 0 20 0 1 0 5 0 0";
+        let cases = [
+            (
+                format!("100\n{good}\n2 (sh) S 1 0 0\n\n"),
+                "proc_ps.log:3: expected at least 20 fields after the command, found 4",
+            ),
+            (
+                format!("100\n{good}\n\n200\n{good}\n2 (sh)\n"),
+                "proc_ps.log:6: expected at least 20 fields after the command, found 0",
+            ),
+            (
+                format!("100\n2 (sh S 1 0 0\n{good}\n\n"),
+                "proc_ps.log:2: expected `)` closing the command",
+            ),
+            (
+                format!("100\n2(sh) S 1 0 0\n\n"),
+                "proc_ps.log:2: expected `PID (comm) ...`: no ` (` after the pid",
+            ),
+            (
+                format!("100\nx2 (sh) S 1 0 0\n\n"),
+                "proc_ps.log:2: expected a pid at the start of the line, found \"x2\"",
+            ),
+            (
+                format!("100\n{good}\n3 (sh) S 1 0 0 0 0 0 0 0 0 0 1 2 0 0 20 z 1 0 5 0 0\n\n"),
+                "proc_ps.log:3: expected a number in field 19, found \"z\"",
+            ),
+            (
+                format!("100\n{good}\n\n+200\n{good}\n\n2o0\n"),
+                "proc_ps.log:7: expected a time in centiseconds starting a block, found \"2o0\"",
+            ),
+        ];
+        for (text, want) in cases {
+            let err = for_each_ps_block(&text, |_, _| {}).unwrap_err();
+            assert_eq!(err.to_string(), want);
+            let old = ps_reference::for_each_ps_block_read(text.as_bytes(), |_, _| {});
+            assert_eq!(old.unwrap_err().to_string(), want);
+        }
     }
 }

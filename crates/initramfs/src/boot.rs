@@ -1,0 +1,769 @@
+//! The initramfs's `/init`: `bootprint-boot` run as PID 1 from the initramfs (the plan file
+//! [`crate::PLAN_PATH`] exists). Steps, each timestamped (CLOCK_BOOTTIME) into
+//! `/run/bootprint/initramfs.log`, which moves with `/run` into the real root so the real
+//! init and the recorder find it:
+//!
+//! 1. mount proc, sysfs, devtmpfs and a tmpfs on /run;
+//! 2. read the kernel command line ([`crate::cmdline`]) and the plan ([`crate::plan`]);
+//! 3. load the planned modules with finit_module(2), each wave of independent modules in
+//!    parallel threads (EEXIST counts as loaded; an optional module may fail);
+//! 4. sleep `rootdelay=`, then wait for the root device (scanning sysfs every 10 ms, probing
+//!    superblocks and partition tables for UUID/LABEL/PARTUUID/PARTLABEL) up to the timeout;
+//! 5. mount it on /root as the command line says (`rootfstype=`, `rootflags=`, `ro`/`rw`);
+//! 6. check the init to run exists there; move /dev, /proc, /sys, /run onto the new root;
+//! 7. switch root: delete the initramfs's files (they would hold memory for ever), make the
+//!    new root `/` (`mount --move . /`, `chroot .`), and exec the real init (`init=` or
+//!    `/sbin/init`) with our arguments.
+//!
+//! Any failure: [`fail`] says why on the console and in the kernel log, waits
+//! [`FAIL_DELAY_S`] seconds, syncs and reboots (or powers off / halts, as
+//! `bootprint.initramfs.onfail=` says), so a machine with this initramfs as an extra boot
+//! entry comes back in its default entry. PID 1 must never exit: that is a kernel panic.
+
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::cmdline::{Cmdline, RootSpec};
+use crate::plan::Plan;
+use crate::probe;
+use crate::sys;
+
+/// Seconds between the failure message and the reboot: time to read it.
+pub const FAIL_DELAY_S: u64 = 10;
+/// Where the steps' timestamps are written (on the tmpfs that becomes the real root's /run).
+pub const STEPS_LOG: &str = "/run/bootprint/initramfs.log";
+const NEW_ROOT: &str = "/root";
+const DEFAULT_INIT: &str = "/sbin/init";
+
+/// The steps' timestamps.
+#[derive(Debug, Default)]
+pub struct Steps {
+    lines: Vec<String>,
+}
+
+impl Steps {
+    /// Notes that `step` ended now; `detail` says what it did.
+    pub fn mark(&mut self, step: &str, detail: &str) {
+        let line = format!(
+            "{} {step} {}",
+            sys::boottime_ns(),
+            detail.replace('\n', " ")
+        );
+        self.lines.push(line.trim_end().to_string());
+    }
+
+    /// One line: each step with the milliseconds since the one before (`modules +812`).
+    pub fn summary(&self) -> String {
+        let mut prev: Option<u64> = None;
+        let mut out = Vec::new();
+        for l in &self.lines {
+            let mut f = l.splitn(3, ' ');
+            let (Some(Ok(t)), Some(step)) = (f.next().map(str::parse::<u64>), f.next()) else {
+                continue;
+            };
+            if let Some(p) = prev {
+                out.push(format!("{step} +{}", t.saturating_sub(p) / 1_000_000));
+            }
+            prev = Some(t);
+        }
+        out.join(", ")
+    }
+
+    /// The log's text: a header line, then `BOOTTIME_NS STEP DETAIL` lines.
+    pub fn text(&self) -> String {
+        let mut s = String::from("# bootprint initramfs steps 1: boottime_ns step detail\n");
+        for l in &self.lines {
+            s.push_str(l);
+            s.push('\n');
+        }
+        s
+    }
+}
+
+/// Runs the initramfs's /init. Never returns.
+pub fn run(args: Vec<std::ffi::OsString>) -> ! {
+    let start = sys::boottime_ns();
+    let mut steps = Steps::default();
+    steps.mark("start", "");
+    let mut onfail = OnFail::Reboot;
+    let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        steps_to_exec(&args, &mut steps, &mut onfail, start)
+    }));
+    let msg = match res {
+        Ok(Err(msg)) => msg,
+        Ok(Ok(never)) => match never {},
+        Err(_) => "internal error (a panic)".to_string(),
+    };
+    fail(&msg, onfail)
+}
+
+/// What to do after a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFail {
+    /// Reboot: with this initramfs as a non-default entry, the machine comes back in the
+    /// distribution's.
+    Reboot,
+    /// Power off.
+    Poweroff,
+    /// Halt (stop the CPUs, leave the message on screen).
+    Halt,
+}
+
+enum Never {}
+
+fn steps_to_exec(
+    args: &[std::ffi::OsString],
+    steps: &mut Steps,
+    onfail: &mut OnFail,
+    start: u64,
+) -> Result<Never, String> {
+    mount_kernel_fs()?;
+    steps.mark("mounted", "proc sys dev run");
+    let text = fs::read_to_string("/proc/cmdline").map_err(|e| format!("/proc/cmdline: {e}"))?;
+    let cmd = Cmdline::parse(&text).map_err(|e| e.to_string())?;
+    *onfail = match cmd.get("bootprint.initramfs.onfail") {
+        Some("poweroff") => OnFail::Poweroff,
+        Some("halt") => OnFail::Halt,
+        _ => OnFail::Reboot,
+    };
+    let plan_text =
+        fs::read_to_string(crate::PLAN_PATH).map_err(|e| format!("{}: {e}", crate::PLAN_PATH))?;
+    let plan = Plan::parse(&plan_text, Path::new(crate::PLAN_PATH)).map_err(|e| e.to_string())?;
+    steps.mark("cmdline", text.trim());
+
+    // The loader runs beside the root search: the disk can appear (its driver loaded) while
+    // the file system's module is still loading.
+    let loader: std::sync::Arc<std::sync::Mutex<Option<Result<String, String>>>> =
+        Default::default();
+    let handle = {
+        let (plan, loader) = (plan.clone(), loader.clone());
+        std::thread::spawn(move || {
+            let r = load_modules(&plan, Path::new("/"));
+            *loader.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+        })
+    };
+    let loader_failed = || match &*loader.lock().unwrap_or_else(|p| p.into_inner()) {
+        Some(Err(e)) => Some(e.clone()),
+        _ => None,
+    };
+
+    if cmd.rootdelay_s > 0 {
+        std::thread::sleep(Duration::from_secs(cmd.rootdelay_s.into()));
+        steps.mark("rootdelay", &format!("{} s", cmd.rootdelay_s));
+    }
+    let spec = match &cmd.root {
+        Some(s) => s.clone(),
+        // No root= at all: the plan's device, found at build time.
+        None => crate::cmdline::parse_root(&plan.root).map_err(|e| {
+            format!(
+                "no root= on the command line and the plan's root {:?}: expected {e}",
+                plan.root
+            )
+        })?,
+    };
+    let dev = wait_for_root(
+        Path::new("/sys"),
+        Path::new("/dev"),
+        &spec,
+        Duration::from_secs(cmd.wait_s.into()),
+        &loader_failed,
+    )?;
+    steps.mark("root-found", &format!("{spec} = {}", dev.display()));
+    let _ = handle.join();
+    let loaded = loader
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .unwrap_or_else(|| Err("the module loader stopped early".into()))?;
+    steps.mark("modules", &loaded);
+
+    let fstype = mount_root(&dev, &cmd, &plan)?;
+    steps.mark(
+        "root-mounted",
+        &format!(
+            "{} {fstype} {}",
+            dev.display(),
+            if cmd.readonly { "ro" } else { "rw" }
+        ),
+    );
+
+    let init = cmd.init.clone().unwrap_or_else(|| DEFAULT_INIT.to_string());
+    let on_root = Path::new(NEW_ROOT).join(init.trim_start_matches('/'));
+    // A dangling symlink (absolute, so it points into the initramfs now) is fine: test the
+    // link itself, as the exec will resolve it after the chroot.
+    if fs::symlink_metadata(&on_root).is_err() {
+        return Err(format!(
+            "{init} not found on the root file system {} ({spec}); check init= and root=",
+            dev.display()
+        ));
+    }
+    // Readahead replay from the root's pack is left to the recorder (bootprint-boot as
+    // init=) on the real root; see docs/initramfs.md.
+    let elapsed_ms = (sys::boottime_ns() - start) / 1_000_000;
+    steps.mark(
+        "switch-root",
+        &format!("exec {init} after {elapsed_ms} ms in /init"),
+    );
+    let _ = fs::write(STEPS_LOG, steps.text());
+    kmsg(&format!(
+        "bootprint initramfs: steps (ms): {}",
+        steps.summary()
+    ));
+    kmsg(&format!("bootprint initramfs: modules {loaded}"));
+    kmsg(&format!(
+        "bootprint initramfs: root {spec} ({}) mounted, running {init} after {elapsed_ms} ms",
+        dev.display()
+    ));
+    for m in ["/dev", "/proc", "/sys", "/run"] {
+        let to = format!("{NEW_ROOT}{m}");
+        if let Err(e) = sys::move_mount(m, &to) {
+            return Err(format!(
+                "cannot move {m} to {to}: {e} (does the root have {m}?)"
+            ));
+        }
+    }
+    switch_root()?;
+    use std::os::unix::process::CommandExt;
+    let e = std::process::Command::new(&init)
+        .arg0(&init)
+        .args(args.iter().skip(1))
+        .exec();
+    Err(format!("cannot exec {init} on the new root: {e}"))
+}
+
+fn mount_kernel_fs() -> Result<(), String> {
+    let nosuid = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+    for (src, dir, fstype, flags, data) in [
+        ("proc", "/proc", "proc", nosuid, ""),
+        ("sysfs", "/sys", "sysfs", nosuid, ""),
+        ("devtmpfs", "/dev", "devtmpfs", libc::MS_NOSUID, "mode=0755"),
+        (
+            "tmpfs",
+            "/run",
+            "tmpfs",
+            libc::MS_NOSUID | libc::MS_NODEV,
+            "mode=0755,size=10%",
+        ),
+    ] {
+        let _ = fs::create_dir_all(dir);
+        if let Err(e) = sys::mount(src, dir, fstype, flags, data) {
+            // Already mounted (a kernel with CONFIG_DEVTMPFS_MOUNT) is fine.
+            if e.raw_os_error() != Some(libc::EBUSY) {
+                return Err(format!("cannot mount {fstype} on {dir}: {e}"));
+            }
+        }
+    }
+    let _ = fs::create_dir_all("/run/bootprint");
+    Ok(())
+}
+
+/// Loads the plan's modules from under `root`, one thread each, every module as soon as
+/// the modules it depends on are in (a dependency graph, not waves: virtio_pci need not wait
+/// for ext4's helpers). Returns a one-line summary; a required module that fails (or whose
+/// dependency failed) is an error naming it and the reason.
+pub fn load_modules(plan: &Plan, root: &Path) -> Result<String, String> {
+    let t = Instant::now();
+    let n = plan.modules.len();
+    let index: std::collections::HashMap<&str, usize> = plan
+        .modules
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.name.as_str(), i))
+        .collect();
+    // Per module: None while pending, Some(Ok(ms)) or Some(Err(why)) when done.
+    type Done = Option<Result<u128, String>>;
+    let state: (std::sync::Mutex<Vec<Done>>, std::sync::Condvar) = (
+        std::sync::Mutex::new(vec![None; n]),
+        std::sync::Condvar::new(),
+    );
+    std::thread::scope(|s| {
+        for (i, m) in plan.modules.iter().enumerate() {
+            let deps: Vec<usize> = m
+                .deps
+                .iter()
+                .filter_map(|d| index.get(d.as_str()).copied())
+                .collect();
+            let state = &state;
+            let path = root.join(m.path.trim_start_matches('/'));
+            s.spawn(move || {
+                let (lock, cv) = state;
+                let mut st = lock.lock().unwrap_or_else(|p| p.into_inner());
+                while deps.iter().any(|&d| st[d].is_none()) {
+                    st = cv.wait(st).unwrap_or_else(|p| p.into_inner());
+                }
+                let failed_dep = deps.iter().find(|&&d| matches!(st[d], Some(Err(_))));
+                let r = match failed_dep {
+                    Some(&d) => Err(format!(
+                        "needs {}, which did not load",
+                        plan.modules[d].name
+                    )),
+                    None => {
+                        drop(st);
+                        let t = Instant::now();
+                        let r = match sys::finit_module(&path, &m.options) {
+                            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
+                            other => other,
+                        };
+                        st = lock.lock().unwrap_or_else(|p| p.into_inner());
+                        r.map(|()| t.elapsed().as_millis())
+                            .map_err(|e| e.to_string())
+                    }
+                };
+                st[i] = Some(r);
+                cv.notify_all();
+            });
+        }
+    });
+    let st = state.0.into_inner().unwrap_or_else(|p| p.into_inner());
+    let mut summary = Vec::new();
+    for (m, r) in plan.modules.iter().zip(st) {
+        match r {
+            Some(Ok(ms)) => summary.push(format!("{}:{ms}ms", m.name)),
+            Some(Err(e)) if m.optional => summary.push(format!("{}:skipped({e})", m.name)),
+            Some(Err(e)) => return Err(format!("cannot load module {} ({}): {e}", m.name, m.path)),
+            None => return Err(format!("module {} was never loaded", m.name)),
+        }
+    }
+    Ok(format!(
+        "{} in {} ms: {}",
+        n,
+        t.elapsed().as_millis(),
+        summary.join(" ")
+    ))
+}
+
+/// Waits up to `timeout` for the device `spec` names; the error lists the block devices
+/// that were there.
+pub fn wait_for_root(
+    sys_dir: &Path,
+    dev_dir: &Path,
+    spec: &RootSpec,
+    timeout: Duration,
+    give_up: &dyn Fn() -> Option<String>,
+) -> Result<PathBuf, String> {
+    let t = Instant::now();
+    loop {
+        if let Some(p) = find_root(sys_dir, dev_dir, spec) {
+            return Ok(p);
+        }
+        // A driver that did not load will not bring the disk: say that, not "timed out".
+        if let Some(why) = give_up() {
+            return Err(why);
+        }
+        if t.elapsed() >= timeout {
+            let seen = block_devices(sys_dir)
+                .into_iter()
+                .map(|b| b.name)
+                .collect::<Vec<_>>();
+            return Err(format!(
+                "root device {spec} did not appear within {} s; block devices present: {}",
+                timeout.as_secs(),
+                if seen.is_empty() {
+                    "none".to_string()
+                } else {
+                    seen.join(" ")
+                }
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A block device from `SYS/class/block`.
+#[derive(Debug, Clone)]
+pub struct BlockDev {
+    /// Kernel name (`vda1`).
+    pub name: String,
+    /// Device number.
+    pub devnum: (u32, u32),
+    /// Partition number, for a partition.
+    pub partition: Option<u32>,
+    /// The whole disk's name, for a partition.
+    pub disk: Option<String>,
+}
+
+/// The block devices sysfs lists now.
+pub fn block_devices(sys_dir: &Path) -> Vec<BlockDev> {
+    let class = sys_dir.join("class/block");
+    let Ok(rd) = fs::read_dir(&class) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let p = class.join(&name);
+        let Some(devnum) = fs::read_to_string(p.join("dev")).ok().and_then(|s| {
+            let (a, b) = s.trim().split_once(':')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        }) else {
+            continue;
+        };
+        let partition = fs::read_to_string(p.join("partition"))
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
+        // A partition's sysfs directory sits inside its disk's.
+        let disk = partition.and_then(|_| {
+            fs::canonicalize(&p)
+                .ok()?
+                .parent()?
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+        });
+        out.push(BlockDev {
+            name,
+            devnum,
+            partition,
+            disk,
+        });
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+fn read_head(path: &Path, n: usize) -> Option<Vec<u8>> {
+    let mut f = fs::File::open(path).ok()?;
+    let mut buf = vec![0u8; n];
+    let mut got = 0;
+    while got < n {
+        match f.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(_) => return None,
+        }
+    }
+    buf.truncate(got);
+    Some(buf)
+}
+
+/// The device node for `spec` if it is present now.
+pub fn find_root(sys_dir: &Path, dev_dir: &Path, spec: &RootSpec) -> Option<PathBuf> {
+    let node = |name: &str| dev_dir.join(name);
+    match spec {
+        RootSpec::Path(p) => {
+            let n = node(p.strip_prefix("/dev/").unwrap_or(p));
+            n.exists().then_some(n)
+        }
+        RootSpec::DevNum(a, b) => {
+            let d = block_devices(sys_dir)
+                .into_iter()
+                .find(|d| d.devnum == (*a, *b))?;
+            let n = node(&d.name);
+            if !n.exists() {
+                let _ = sys::mknod_block(&n, *a, *b);
+            }
+            n.exists().then_some(n)
+        }
+        RootSpec::Uuid(_) | RootSpec::Label(_) => {
+            block_devices(sys_dir).into_iter().find_map(|d| {
+                let n = node(&d.name);
+                let fs_info = probe::superblock(&read_head(&n, probe::PROBE_BYTES)?)?;
+                let hit = match spec {
+                    RootSpec::Uuid(u) => fs_info.uuid == *u,
+                    RootSpec::Label(l) => fs_info.label == *l,
+                    _ => false,
+                };
+                hit.then_some(n)
+            })
+        }
+        RootSpec::PartUuid(_) | RootSpec::PartLabel(_) => {
+            block_devices(sys_dir).into_iter().find_map(|d| {
+                let (num, disk) = (d.partition?, d.disk.as_ref()?);
+                let head = read_head(&node(disk), probe::PART_BYTES)?;
+                let sector = fs::read_to_string(
+                    sys_dir
+                        .join("class/block")
+                        .join(disk)
+                        .join("queue/logical_block_size"),
+                )
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(512);
+                let p = probe::partition(&head, num, sector)?;
+                let hit = match spec {
+                    RootSpec::PartUuid(u) => p.partuuid == *u,
+                    RootSpec::PartLabel(l) => p.partlabel == *l,
+                    _ => false,
+                };
+                hit.then(|| node(&d.name))
+            })
+        }
+    }
+}
+
+/// The file system types to try, in order: `rootfstype=`, else what the superblock says,
+/// else the plan's.
+pub fn fstypes(cmd: &Cmdline, probed: Option<&str>, plan: &Plan) -> Vec<String> {
+    if !cmd.rootfstype.is_empty() {
+        return cmd.rootfstype.clone();
+    }
+    let mut v = Vec::new();
+    for t in [probed, Some(plan.fstype.as_str())].into_iter().flatten() {
+        if !t.is_empty() && !v.iter().any(|x| x == t) {
+            v.push(t.to_string());
+        }
+    }
+    v
+}
+
+fn mount_root(dev: &Path, cmd: &Cmdline, plan: &Plan) -> Result<String, String> {
+    let probed = read_head(dev, probe::PROBE_BYTES).and_then(|b| probe::superblock(&b));
+    let types = fstypes(cmd, probed.as_ref().map(|p| p.fstype.as_str()), plan);
+    if types.is_empty() {
+        return Err(format!(
+            "no file system type for {}: its superblock is not one we know; give rootfstype=",
+            dev.display()
+        ));
+    }
+    let flags = if cmd.readonly { libc::MS_RDONLY } else { 0 };
+    let data = cmd.rootflags.clone().unwrap_or_default();
+    let _ = fs::create_dir_all(NEW_ROOT);
+    let mut errors = Vec::new();
+    for t in &types {
+        match sys::mount(&dev.to_string_lossy(), NEW_ROOT, t, flags, &data) {
+            Ok(()) => return Ok(t.clone()),
+            Err(e) => errors.push(format!("{t}: {e}")),
+        }
+    }
+    Err(format!(
+        "cannot mount {} on {NEW_ROOT} ({}{}): {}",
+        dev.display(),
+        if cmd.readonly { "ro" } else { "rw" },
+        if data.is_empty() {
+            String::new()
+        } else {
+            format!(", {data}")
+        },
+        errors.join("; ")
+    ))
+}
+
+/// Deletes the initramfs's files, then makes /root the root: what `switch_root` does.
+fn switch_root() -> Result<(), String> {
+    let root_dev = sys::st_dev(Path::new("/"));
+    let new_dev = sys::st_dev(Path::new(NEW_ROOT));
+    if root_dev.is_none() || root_dev == new_dev {
+        return Err(format!("{NEW_ROOT} is not a mount point"));
+    }
+    if let Ok(rd) = fs::read_dir("/") {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p != Path::new(NEW_ROOT) {
+                remove_on_dev(&p, root_dev);
+            }
+        }
+    }
+    std::env::set_current_dir(NEW_ROOT).map_err(|e| format!("cannot chdir to {NEW_ROOT}: {e}"))?;
+    sys::move_mount(".", "/").map_err(|e| format!("cannot move {NEW_ROOT} to /: {e}"))?;
+    sys::chroot(".").map_err(|e| format!("cannot chroot to the new root: {e}"))?;
+    std::env::set_current_dir("/").map_err(|e| format!("cannot chdir to /: {e}"))?;
+    Ok(())
+}
+
+/// Removes `p` and, for a directory, what is in it, staying on the file system `dev`.
+fn remove_on_dev(p: &Path, dev: Option<u64>) {
+    if sys::st_dev(p) != dev {
+        return;
+    }
+    let Ok(m) = fs::symlink_metadata(p) else {
+        return;
+    };
+    if m.is_dir() {
+        if let Ok(rd) = fs::read_dir(p) {
+            for e in rd.flatten() {
+                remove_on_dev(&e.path(), dev);
+            }
+        }
+        let _ = fs::remove_dir(p);
+    } else {
+        let _ = fs::remove_file(p);
+    }
+}
+
+fn kmsg(line: &str) {
+    if let Ok(mut f) = fs::OpenOptions::new().write(true).open("/dev/kmsg") {
+        let _ = f.write_all(line.as_bytes());
+    }
+}
+
+/// Says why on the console and in the kernel log, waits [`FAIL_DELAY_S`], syncs and
+/// stops the machine as `onfail` says. Never returns and never exits (PID 1).
+pub fn fail(msg: &str, onfail: OnFail) -> ! {
+    let what = match onfail {
+        OnFail::Reboot => "rebooting",
+        OnFail::Poweroff => "powering off",
+        OnFail::Halt => "halting",
+    };
+    let text = format!(
+        "bootprint initramfs: {msg}\nbootprint initramfs: cannot boot with this initramfs; {what} in {FAIL_DELAY_S} s (boot the distribution's entry instead)\n"
+    );
+    let mut told = false;
+    if let Ok(mut c) = fs::OpenOptions::new().write(true).open("/dev/console") {
+        told = c.write_all(text.as_bytes()).is_ok();
+    }
+    if !told {
+        let _ = std::io::stderr().write_all(text.as_bytes());
+    }
+    kmsg(&format!("bootprint initramfs: {msg}"));
+    std::thread::sleep(Duration::from_secs(FAIL_DELAY_S));
+    sys::sync();
+    let cmd = match onfail {
+        OnFail::Reboot => libc::RB_AUTOBOOT,
+        OnFail::Poweroff => libc::RB_POWER_OFF,
+        OnFail::Halt => libc::RB_HALT_SYSTEM,
+    };
+    let e = sys::reboot(cmd);
+    let _ = std::io::stderr()
+        .write_all(format!("bootprint initramfs: reboot(2) failed: {e}; halted\n").as_bytes());
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// A fake sysfs with a disk `vdb` (partition `vdb1`) and a fake /dev of plain files.
+    fn fixture(dir: &Path) -> (PathBuf, PathBuf) {
+        let sys = dir.join("sys");
+        let dev = dir.join("dev");
+        let disk = sys.join("devices/pci0000:00/0000:00:05.0/virtio3/block/vdb");
+        fs::create_dir_all(disk.join("vdb1")).unwrap();
+        fs::create_dir_all(disk.join("queue")).unwrap();
+        fs::write(disk.join("dev"), "254:16\n").unwrap();
+        fs::write(disk.join("queue/logical_block_size"), "512\n").unwrap();
+        fs::write(disk.join("vdb1/dev"), "254:17\n").unwrap();
+        fs::write(disk.join("vdb1/partition"), "1\n").unwrap();
+        fs::create_dir_all(sys.join("class/block")).unwrap();
+        symlink(&disk, sys.join("class/block/vdb")).unwrap();
+        symlink(disk.join("vdb1"), sys.join("class/block/vdb1")).unwrap();
+        fs::create_dir_all(&dev).unwrap();
+        // The disk: an MBR with signature 0xdeadbeef; the partition: an ext4 superblock.
+        let mut d = vec![0u8; probe::PART_BYTES];
+        d[440..444].copy_from_slice(&0xdeadbeefu32.to_le_bytes());
+        d[510] = 0x55;
+        d[511] = 0xaa;
+        fs::write(dev.join("vdb"), &d).unwrap();
+        let mut p = vec![0u8; 4096];
+        p[1024 + 0x38] = 0x53;
+        p[1024 + 0x39] = 0xef;
+        p[1024 + 0x68] = 0xab;
+        p[1024 + 0x78..1024 + 0x7c].copy_from_slice(b"root");
+        fs::write(dev.join("vdb1"), &p).unwrap();
+        (sys, dev)
+    }
+
+    #[test]
+    fn finds_the_root_every_way() {
+        let dir = std::env::temp_dir().join(format!("bp-ir-find-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let (sys, dev) = fixture(&dir);
+        let want = Some(dev.join("vdb1"));
+        let f = |s: &str| find_root(&sys, &dev, &crate::cmdline::parse_root(s).unwrap());
+        assert_eq!(f("LABEL=root"), want);
+        assert_eq!(f("UUID=ab000000-0000-0000-0000-000000000000"), want);
+        assert_eq!(f("PARTUUID=DEADBEEF-01"), want);
+        assert_eq!(f("/dev/vdb1"), want);
+        assert_eq!(f("254:17"), want);
+        assert_eq!(f("LABEL=other"), None);
+        assert_eq!(f("PARTUUID=deadbeef-02"), None);
+        let e = wait_for_root(
+            &sys,
+            &dev,
+            &RootSpec::Label("nope".into()),
+            Duration::from_millis(30),
+            &|| None,
+        )
+        .unwrap_err();
+        assert!(e.contains("LABEL=nope did not appear within 0 s"), "{e}");
+        let e = wait_for_root(
+            &sys,
+            &dev,
+            &RootSpec::Label("nope".into()),
+            Duration::from_secs(30),
+            &|| Some("cannot load module virtio_blk".into()),
+        )
+        .unwrap_err();
+        assert_eq!(e, "cannot load module virtio_blk");
+        let e = wait_for_root(
+            &sys,
+            &dev,
+            &RootSpec::Label("nope".into()),
+            Duration::from_millis(30),
+            &|| None,
+        )
+        .unwrap_err();
+        assert!(e.contains("LABEL=nope did not appear within 0 s"), "{e}");
+        assert!(e.contains("vdb vdb1"), "{e}");
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn fstype_order() {
+        let plan = Plan {
+            fstype: "ext4".into(),
+            ..Plan::default()
+        };
+        let c = Cmdline::parse("rootfstype=xfs").unwrap();
+        assert_eq!(fstypes(&c, Some("ext4"), &plan), vec!["xfs"]);
+        let c = Cmdline::parse("").unwrap();
+        assert_eq!(fstypes(&c, Some("btrfs"), &plan), vec!["btrfs", "ext4"]);
+        assert_eq!(fstypes(&c, None, &plan), vec!["ext4"]);
+    }
+
+    #[test]
+    fn a_failing_required_module_is_named() {
+        let plan = Plan {
+            modules: vec![crate::plan::Planned {
+                name: "nothere".into(),
+                path: "/lib/modules/x/nothere.ko".into(),
+                optional: false,
+                deps: vec![],
+                options: String::new(),
+            }],
+            ..Plan::default()
+        };
+        let e = load_modules(&plan, Path::new("/nonexistent-root")).unwrap_err();
+        assert!(
+            e.contains("cannot load module nothere (/lib/modules/x/nothere.ko)"),
+            "{e}"
+        );
+        // A module whose dependency failed is not tried, and says why.
+        let mut two = plan.clone();
+        two.modules[0].optional = true;
+        two.modules.push(crate::plan::Planned {
+            name: "user".into(),
+            path: "/lib/modules/x/user.ko".into(),
+            optional: false,
+            deps: vec!["nothere".into()],
+            options: String::new(),
+        });
+        let e = load_modules(&two, Path::new("/nonexistent-root")).unwrap_err();
+        assert!(
+            e.contains("cannot load module user") && e.contains("needs nothere"),
+            "{e}"
+        );
+        let mut opt = plan.clone();
+        opt.modules[0].optional = true;
+        let s = load_modules(&opt, Path::new("/nonexistent-root")).unwrap();
+        assert!(s.contains("nothere:skipped"), "{s}");
+    }
+
+    #[test]
+    fn steps_log_format() {
+        let mut s = Steps::default();
+        s.mark("start", "");
+        s.mark("modules", "2 in 5 ms");
+        let t = s.text();
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("# bootprint initramfs steps 1"));
+        assert!(lines[1].ends_with(" start"));
+        let f: Vec<&str> = lines[2].splitn(3, ' ').collect();
+        assert!(f[0].parse::<u64>().is_ok());
+        assert_eq!(&f[1..], ["modules", "2 in 5 ms"]);
+        assert!(s.summary().starts_with("modules +"), "{}", s.summary());
+    }
+}

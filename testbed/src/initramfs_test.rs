@@ -1,0 +1,288 @@
+//! `initramfs`: bootprint's own initramfs (crates/initramfs) in real boots. It is built
+//! INSIDE the guest (`bootprint initramfs build` sees the guest's sysfs and modules), copied
+//! out of the guest's disk with debugfs, cached under `cache/initramfs-<key>/`, then the
+//! guest boots with it to `login:`; and a wrong `root=` must give the console message and a
+//! clean stop (QEMU exits: the /init reboots and QEMU runs with -no-reboot).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::image::{self, Image};
+use crate::qemu::{self, BootOpts, BootResult, Profile, BASE_APPEND};
+use crate::serial::{kernel_timestamp, Console, Seen};
+use crate::util::{io_err, run_logged, Error, Fnv, Paths, Result};
+
+/// Where the guest writes the image.
+const GUEST_IMAGE: &str = "/boot/bootprint-initrd.img";
+/// The line our /init writes to the kernel log before it execs the real init.
+pub const SWITCH_MARK: &str = "bootprint initramfs: root ";
+/// The wrong-root boot must stop within this (kernel ~10-20 s under TCG, 5 s wait, 10 s
+/// message delay).
+const WRONG_ROOT_TIMEOUT: Duration = Duration::from_secs(240);
+
+/// Our initramfs for `img`, built in the guest (or from the cache when the image and its
+/// bootprint binaries are the same as last time). Returns the image file.
+pub fn ensure_ours(paths: &Paths, img: &Image) -> Result<PathBuf> {
+    let stamp = fs::read_to_string(img.rootfs.with_extension("binaries")).unwrap_or_default();
+    let mut h = Fnv::new();
+    h.update(img.dir.to_string_lossy().as_bytes());
+    h.update(stamp.as_bytes());
+    let dir = paths.cache.join(format!("initramfs-ours-{}", h.hex()));
+    let out = dir.join("initrd.img");
+    if out.is_file() {
+        eprintln!("initramfs: ours from the cache: {}", out.display());
+        return Ok(out);
+    }
+    fs::create_dir_all(&dir).map_err(|e| io_err("cannot create", &dir, e))?;
+    let mut opts = BootOpts::new(Profile::Fast);
+    opts.keep_disk = true;
+    opts.guest_script = Some(format!(
+        "bootprint initramfs build --out {GUEST_IMAGE}; echo BP\"\"RC=$?; sync\n"
+    ));
+    eprintln!("initramfs: building ours inside the guest");
+    let t = Instant::now();
+    let res = qemu::boot(paths, img, &opts)?;
+    let output = res.guest_output.clone().unwrap_or_default();
+    let _ = fs::write(dir.join("build.out"), &output);
+    let disk = res.kept_disk();
+    let result = (|| {
+        if !output.contains("BPRC=0") {
+            return Err(Error::fail(format!(
+                "`bootprint initramfs build` failed in the guest:\n{output}"
+            )));
+        }
+        let disk = disk
+            .as_ref()
+            .ok_or_else(|| Error::fail("the guest's disk was not kept"))?;
+        let log = dir.join("debugfs.log");
+        // Replays the journal (exit 1 means it did); debugfs does not read the journal.
+        let _ = run_logged(
+            Command::new("e2fsck")
+                .args(["-p", "-E", "journal_only"])
+                .arg(disk),
+            &log,
+        );
+        let tmp = dir.join("initrd.img.tmp");
+        run_logged(
+            Command::new("debugfs")
+                .arg("-R")
+                .arg(format!("dump {GUEST_IMAGE} {}", tmp.display()))
+                .arg(disk),
+            &log,
+        )?;
+        let n = fs::metadata(&tmp).map(|m| m.len()).unwrap_or(0);
+        if n < 1024 {
+            return Err(Error::fail(format!(
+                "{GUEST_IMAGE} copied out of the guest is {n} bytes (log {})",
+                log.display()
+            )));
+        }
+        fs::rename(&tmp, &out).map_err(|e| io_err("cannot rename", &tmp, e))?;
+        Ok(())
+    })();
+    if let Some(d) = disk {
+        let _ = fs::remove_file(d);
+    }
+    result?;
+    eprintln!(
+        "initramfs: built in the guest and copied out in {:.1} s: {}",
+        t.elapsed().as_secs_f64(),
+        out.display()
+    );
+    Ok(out)
+}
+
+/// Milliseconds our /init reported between its start and the exec of the real init.
+pub fn init_ms(serial_log: &Path) -> Option<u64> {
+    let text = fs::read_to_string(serial_log).ok()?;
+    let line = text.lines().find(|l| l.contains(SWITCH_MARK))?;
+    let after = line.rsplit_once(" after ")?.1;
+    after.strip_suffix(" ms")?.trim().parse().ok()
+}
+
+/// Boots with a wrong root and waits for the message and QEMU's exit. Returns the message
+/// line and the seconds from the message to QEMU's exit.
+pub fn wrong_root(paths: &Paths, img: &Image, initrd: &Path) -> Result<(String, f64)> {
+    let run = crate::util::fresh_dir(&paths.cache.join("runs"))?;
+    let serial_log = run.join("serial.log");
+    let cmdline =
+        format!("{BASE_APPEND} root=UUID=00000000-0bad-4bad-8bad-000000000000 rootwait=5");
+    let mut cmd = Command::new("qemu-system-x86_64");
+    cmd.args(["-accel", "tcg", "-smp", "2", "-m", "1024"])
+        .args([
+            "-nodefaults",
+            "-display",
+            "none",
+            "-no-reboot",
+            "-monitor",
+            "none",
+        ])
+        .args(["-serial", "stdio"])
+        .arg("-kernel")
+        .arg(&img.kernel)
+        .arg("-initrd")
+        .arg(initrd)
+        .arg("-append")
+        .arg(&cmdline)
+        .arg("-drive")
+        // snapshot=on: the guest never writes to the shared image.
+        .arg(format!(
+            "file={},format=raw,if=virtio,snapshot=on",
+            img.rootfs.display()
+        ));
+    let _ = fs::write(run.join("qemu.cmd"), crate::util::describe(&cmd) + "\n");
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| Error::fail(format!("cannot start qemu-system-x86_64: {e}")))?;
+    let con = Console::new(
+        child.stdin.take().expect("piped"),
+        child.stdout.take().expect("piped"),
+        &serial_log,
+        start,
+    )?;
+    eprintln!(
+        "initramfs: wrong-root boot (serial log {})",
+        serial_log.display()
+    );
+    let outcome = match con.wait_for(&["did not appear within"], 0, WRONG_ROOT_TIMEOUT, start) {
+        Seen::Match(_, _, t) => Ok(t),
+        Seen::Timeout => Err(format!(
+            "no `did not appear` message within {} s",
+            WRONG_ROOT_TIMEOUT.as_secs()
+        )),
+        Seen::Closed => Err("QEMU exited before the message".to_string()),
+    };
+    let msg_t = match outcome {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::fail(format!("{e}; last lines:\n{}", con.tail(20))));
+        }
+    };
+    // Then QEMU must exit by itself (reboot with -no-reboot) after the delay.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let exited = loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break true,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            _ => break false,
+        }
+    };
+    let stop_t = start.elapsed().as_secs_f64();
+    if !exited {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let lines = con.finish();
+    let line = lines
+        .iter()
+        .find(|(_, l)| l.contains("did not appear within"))
+        .map(|(_, l)| l.clone())
+        .unwrap_or_default();
+    if !exited {
+        return Err(Error::fail(format!(
+            "QEMU did not exit within 60 s of the message (a hang, not a clean stop): {line}"
+        )));
+    }
+    if lines.iter().any(|(_, l)| l.contains("Kernel panic")) {
+        return Err(Error::fail(format!(
+            "kernel panic after the message (serial log {})",
+            serial_log.display()
+        )));
+    }
+    Ok((line, stop_t - msg_t))
+}
+
+/// Boots `img` with `initrd` to login.
+pub fn boot_with(paths: &Paths, img: &Image, initrd: &Path, append: &str) -> Result<BootResult> {
+    let mut opts = BootOpts::new(Profile::Fast);
+    opts.initrd = Some(initrd.to_path_buf());
+    opts.append = append.to_string();
+    qemu::boot(paths, img, &opts)
+}
+
+/// `bootprint-testbed initramfs`: build ours in the guest, boot it to login, boot it with a
+/// wrong root. Prints ok/FAIL lines; an error if any failed.
+pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
+    let t = Instant::now();
+    let img = image::ensure(paths, cargo)?;
+    let mut failed = 0;
+    let mut check = |ok: bool, what: &str| {
+        println!("{}  {what}", if ok { "ok  " } else { "FAIL" });
+        if !ok {
+            failed += 1;
+        }
+    };
+    let ours = ensure_ours(paths, &img)?;
+    let size = fs::metadata(&ours).map(|m| m.len()).unwrap_or(0);
+    check(
+        size > 0,
+        &format!(
+            "our initramfs built in the guest: {} ({size} bytes)",
+            ours.display()
+        ),
+    );
+    match boot_with(paths, &img, &ours, "") {
+        Ok(r) => {
+            let ms = init_ms(&r.serial_log);
+            check(
+                ms.is_some(),
+                &format!(
+                    "booted to login: in {:.1} s with it; /init ran {} ms to the real init",
+                    r.host_login_s,
+                    ms.map(|m| m.to_string()).unwrap_or("?".into())
+                ),
+            );
+        }
+        Err(e) => check(false, &format!("boot with our initramfs: {e}")),
+    }
+    match wrong_root(paths, &img, &ours) {
+        Ok((line, s)) => check(
+            line.contains("bootprint initramfs: root device UUID=") && s < 45.0,
+            &format!(
+                "wrong root=: {:?}, QEMU stopped {s:.1} s after it",
+                line.trim()
+            ),
+        ),
+        Err(e) => check(false, &format!("wrong root=: {e}")),
+    }
+    println!("initramfs test took {:.0} s", t.elapsed().as_secs_f64());
+    if failed > 0 {
+        return Err(Error::fail(format!("initramfs test: {failed} failed")));
+    }
+    Ok(())
+}
+
+/// The kernel time of a console line containing `pat`, if it has a kernel timestamp.
+pub fn kernel_time_of(lines: &[(f64, String)], pat: &str) -> Option<f64> {
+    lines
+        .iter()
+        .find(|(_, l)| l.contains(pat))
+        .and_then(|(_, l)| kernel_timestamp(l))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn init_ms_from_the_serial_log() {
+        let d = crate::util::TempDir::new("irtest");
+        let p = d.0.join("serial.log");
+        fs::write(
+            &p,
+            "   9.1 | [    5.3] bootprint initramfs: root /dev/vda (/dev/vda) mounted, running /sbin/init after 412 ms\n",
+        )
+        .unwrap();
+        assert_eq!(init_ms(&p), Some(412));
+        fs::write(&p, "nothing\n").unwrap();
+        assert_eq!(init_ms(&p), None);
+    }
+}
