@@ -277,7 +277,10 @@ pub fn ratio_table(summary: &[(String, Figures, Option<f64>)]) -> String {
     for (name, med, _) in summary {
         s.push_str(&format!("{name:<12}"));
         for c in &cols {
-            let r = match (med.get(*c).copied().flatten(), base.get(*c).copied().flatten()) {
+            let r = match (
+                med.get(*c).copied().flatten(),
+                base.get(*c).copied().flatten(),
+            ) {
                 (Some(x), Some(b)) if b > 0.0 => format!("{:.3}", x / b),
                 _ => "-".into(),
             };

@@ -478,7 +478,10 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
         args.extend(SERVICE_PACKAGES);
         run_logged(&mut chroot(&root, &args), &log)?;
         if flavor != Flavor::Text {
-            eprintln!("image: installing the desktop {}", flavor.packages().join(" "));
+            eprintln!(
+                "image: installing the desktop {}",
+                flavor.packages().join(" ")
+            );
             let mut args = vec!["apt-get", "install", "-y", "--no-install-recommends"];
             args.extend(flavor.packages());
             run_logged(&mut chroot(&root, &args), &log)?;
@@ -490,8 +493,16 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
                 return Err(Error::fail(format!(
                     "{} image: /sbin/init is {} (expected {}); see {}",
                     flavor.name(),
-                    if systemd_init { "systemd's" } else { "sysvinit's" },
-                    if systemd_init { "sysvinit's" } else { "systemd's" },
+                    if systemd_init {
+                        "systemd's"
+                    } else {
+                        "sysvinit's"
+                    },
+                    if systemd_init {
+                        "sysvinit's"
+                    } else {
+                        "systemd's"
+                    },
                     log.display()
                 )));
             }
@@ -530,7 +541,10 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
     fs::remove_file(&policy).map_err(|e| io_err("cannot remove", &policy, e))?;
     configure(&root, flavor)?;
     if flavor != Flavor::Text {
-        write(&work.join(DESKTOP_MARK), "Xorg + LightDM: boot with a display device\n")?;
+        write(
+            &work.join(DESKTOP_MARK),
+            "Xorg + LightDM: boot with a display device\n",
+        )?;
     }
 
     let boot = root.join("boot");
@@ -905,7 +919,10 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
         assert_eq!(cache_key(Flavor::Text), cache_key(Flavor::Text));
         assert_eq!(cache_key(Flavor::Text).len(), 16);
         assert_ne!(cache_key(Flavor::Text), cache_key(Flavor::Desktop));
-        assert_ne!(cache_key(Flavor::Desktop), cache_key(Flavor::DesktopSystemd));
+        assert_ne!(
+            cache_key(Flavor::Desktop),
+            cache_key(Flavor::DesktopSystemd)
+        );
         assert!(dir_name(Flavor::DesktopSystemd).starts_with("image-desktop-systemd-"));
         assert!(dir_name(Flavor::Desktop).starts_with("image-desktop-"));
     }

@@ -361,8 +361,8 @@ mod tests {
         let f = figures(&lines, 40.0);
         assert_eq!(f.run_init_s, Some(7.1));
         // Offset 3.0 (the smallest host-minus-kernel of the last lines): 11.5 - 3.0.
-        assert!((f.real_init_s.unwrap() - 8.4).abs() < 1e-9);
-        assert!((f.initramfs_s.unwrap() - 1.3).abs() < 1e-9);
+        assert!((f.real_init_s.unwrap() - 8.5).abs() < 1e-9);
+        assert!((f.initramfs_s.unwrap() - 1.4).abs() < 1e-9);
         assert!((f.login_s.unwrap() - 37.0).abs() < 1e-9);
         assert!(figures(&lines[..2], 40.0).initramfs_s.is_none());
     }

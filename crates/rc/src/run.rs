@@ -58,7 +58,28 @@ pub struct Config {
     pub idle_window: Duration,
     /// `late-max-wait`: seconds after the login target when late services start anyway.
     pub late_max_wait: Duration,
+    /// `display-managers`: scripts (or `$facilities`) that are graphical login managers.
+    pub display_managers: Vec<String>,
+    /// `display-manager-needs`: scripts a display manager needs at run time although its
+    /// LSB header does not say so; they join the login target when a display manager is
+    /// started in the runlevel. LightDM and GDM block until a logind answers (seen on the
+    /// test bed: Xorg started only once elogind was up), and Debian's lightdm header still
+    /// names consolekit, logind's predecessor, as Should-Start.
+    pub display_manager_needs: Vec<String>,
 }
+
+/// The display managers Debian packages with an init script (`display-managers`).
+const DISPLAY_MANAGERS: [&str; 9] = [
+    "$x-display-manager",
+    "gdm3",
+    "lightdm",
+    "sddm",
+    "xdm",
+    "lxdm",
+    "slim",
+    "nodm",
+    "wdm",
+];
 
 impl Default for Config {
     fn default() -> Self {
@@ -91,6 +112,8 @@ impl Default for Config {
             idle_iowait_pct: 5.0,
             idle_window: Duration::from_millis(500),
             late_max_wait: Duration::from_secs(10),
+            display_managers: DISPLAY_MANAGERS.map(String::from).to_vec(),
+            display_manager_needs: ["elogind", "consolekit"].map(String::from).to_vec(),
         }
     }
 }
@@ -126,6 +149,12 @@ impl Config {
             match k {
                 "login" => c.login = v.split_whitespace().map(String::from).collect(),
                 "late" => c.late = v.split_whitespace().map(String::from).collect(),
+                "display-managers" => {
+                    c.display_managers = v.split_whitespace().map(String::from).collect()
+                }
+                "display-manager-needs" => {
+                    c.display_manager_needs = v.split_whitespace().map(String::from).collect()
+                }
                 "timeout" | "flush" | "idle-window" | "late-max-wait" => match secs(v) {
                     Some(s) => {
                         let d = Duration::from_secs_f64(s);
@@ -153,7 +182,7 @@ impl Config {
                 _ => diags.push(Diagnostic::new(
                     file,
                     Some(i + 1),
-                    format!("unknown key {k:?}: expected login, late, timeout, flush, load-per-cpu, max-parallel, idle-busy, idle-iowait, idle-window or late-max-wait"),
+                    format!("unknown key {k:?}: expected login, late, display-managers, display-manager-needs, timeout, flush, load-per-cpu, max-parallel, idle-busy, idle-iowait, idle-window or late-max-wait"),
                 )),
             }
         }
@@ -290,6 +319,15 @@ impl Plan {
             let mut want = BTreeSet::new();
             for t in &cfg.login {
                 resolve(sys, t, &mut want, 0);
+            }
+            let mut dms = BTreeSet::new();
+            for t in &cfg.display_managers {
+                resolve(sys, t, &mut dms, 0);
+            }
+            if (0..n).any(|i| dms.contains(&g.nodes[i].script)) {
+                for t in &cfg.display_manager_needs {
+                    resolve(sys, t, &mut want, 0);
+                }
             }
             let targets: Vec<usize> = (0..n)
                 .filter(|&i| want.contains(&g.nodes[i].script))

@@ -311,6 +311,40 @@ fn stop_plan_follows_required_stop_in_reverse() {
     assert_eq!(marks, "web\napp\nsyslogd\n");
 }
 
+/// A display manager needs a logind its header does not name: with one in the runlevel,
+/// elogind joins the path to the login; without one it stays late.
+#[test]
+fn a_display_manager_brings_its_logind_onto_the_path() {
+    let root = Root::new("dm");
+    root.script("dbus", "", "true");
+    root.script("elogind", "# Required-Start: dbus\n", "true");
+    root.script("postgresql", "", "true");
+    root.script("rmnologin", "", "true");
+    let late_of = |root: &Root| {
+        let sys = System::load(&root.0).unwrap();
+        let cfg = Config {
+            login: vec!["rmnologin".into(), "lightdm".into()],
+            ..Config::default()
+        };
+        let plan = Plan::start(&sys, Runlevel::Num(2), &cfg, &Durations::default(), None);
+        let mut late: Vec<String> = plan
+            .tasks
+            .iter()
+            .filter(|t| t.late)
+            .map(|t| t.name.clone())
+            .collect();
+        late.sort();
+        late
+    };
+    assert_eq!(late_of(&root), ["dbus", "elogind", "postgresql"]);
+    root.script(
+        "lightdm",
+        "# Required-Start: $remote_fs\n# Should-Start: dbus consolekit\n",
+        "true",
+    );
+    assert_eq!(late_of(&root), ["postgresql"]);
+}
+
 #[test]
 fn the_binary_answers_like_startpar_and_learns() {
     // run_runlevel without detaching: the whole runlevel, durations saved under the root.

@@ -721,23 +721,25 @@ fn parse_ps_bytes(line: &[u8], ascii: bool, r: &mut PsRecord) -> Result<(), Stri
         let Some(tok) = c.next() else { break 'fields };
         r.state = tok.first().map_or('?', |&b| b as char);
         let Some(tok) = c.next() else { break 'fields };
-        r.ppid = c.u64(tok)?.try_into().map_err(|_| c.bad(tok))?;
+        r.ppid = parse_u64(tok)
+            .and_then(|v| u32::try_from(v).ok())
+            .ok_or_else(|| c.bad(tok))?;
         let Some(tok) = c.skip_then_next(9) else { break 'fields };
-        r.utime = c.u64(tok)?;
+        r.utime = parse_u64(tok).ok_or_else(|| c.bad(tok))?;
         let Some(tok) = c.next() else { break 'fields };
-        r.stime = c.u64(tok)?;
+        r.stime = parse_u64(tok).ok_or_else(|| c.bad(tok))?;
         let Some(tok) = c.skip_then_next(2) else { break 'fields };
-        r.priority = c.i64(tok)?;
+        r.priority = parse_i64(tok).ok_or_else(|| c.bad(tok))?;
         let Some(tok) = c.next() else { break 'fields };
-        r.nice = c.i64(tok)?;
+        r.nice = parse_i64(tok).ok_or_else(|| c.bad(tok))?;
         let Some(tok) = c.next() else { break 'fields };
-        r.num_threads = c.u64(tok)?;
+        r.num_threads = parse_u64(tok).ok_or_else(|| c.bad(tok))?;
         let Some(tok) = c.skip_then_next(1) else { break 'fields };
-        r.starttime = c.u64(tok)?;
+        r.starttime = parse_u64(tok).ok_or_else(|| c.bad(tok))?;
         let Some(tok) = c.skip_then_next(1) else { break 'fields };
-        r.rss = c.u64(tok)?;
+        r.rss = parse_u64(tok).ok_or_else(|| c.bad(tok))?;
         let Some(tok) = c.skip_then_next(17) else { break 'fields };
-        r.blkio_ticks = c.u64(tok)?;
+        r.blkio_ticks = parse_u64(tok).ok_or_else(|| c.bad(tok))?;
     }
     let count = c.field - 2;
     if count < PS_MIN_FIELDS_AFTER_COMM {
@@ -832,22 +834,16 @@ impl<'a> Fields<'a> {
         self.next()
     }
 
+    /// The error for the last field read, `tok`; kept out of line (and the numbers' results
+    /// plain `Option`s) so the common path passes no `String` around.
+    #[cold]
+    #[inline(never)]
     fn bad(&self, tok: &[u8]) -> String {
         format!(
             "a number in field {}, found {:?}",
             self.field,
             String::from_utf8_lossy(tok)
         )
-    }
-
-    #[inline]
-    fn u64(&self, tok: &[u8]) -> Result<u64, String> {
-        parse_u64(tok).ok_or_else(|| self.bad(tok))
-    }
-
-    #[inline]
-    fn i64(&self, tok: &[u8]) -> Result<i64, String> {
-        parse_i64(tok).ok_or_else(|| self.bad(tok))
     }
 }
 
@@ -890,12 +886,24 @@ fn byte_marks(w: u64, b: u8) -> u64 {
     !(((x & LOW7) + LOW7) | x | LOW7)
 }
 
+/// Digits only, as the kernel writes unsigned fields (no sign, no blanks).
 #[inline]
 fn parse_u64(b: &[u8]) -> Option<u64> {
     if b.is_empty() || b.len() > 20 {
         return None;
     }
     let mut v: u64 = 0;
+    if b.len() < 20 {
+        // Up to 19 digits cannot overflow: no checked arithmetic on the common path.
+        for &c in b {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                return None;
+            }
+            v = v * 10 + u64::from(d);
+        }
+        return Some(v);
+    }
     for &c in b {
         if !c.is_ascii_digit() {
             return None;
@@ -905,6 +913,7 @@ fn parse_u64(b: &[u8]) -> Option<u64> {
     Some(v)
 }
 
+#[inline]
 fn parse_i64(b: &[u8]) -> Option<i64> {
     match b.split_first() {
         Some((b'-', rest)) => parse_u64(rest)
