@@ -219,6 +219,8 @@ pub struct Task {
     pub preds: Vec<usize>,
     /// Expected duration (ms) from earlier boots.
     pub weight_ms: u64,
+    /// `weight_ms` was learned on earlier boots (not the default).
+    pub learned: bool,
 }
 
 /// The tasks of one runlevel.
@@ -396,6 +398,7 @@ impl Plan {
                         .filter_map(|p| new_id.get(p).copied())
                         .collect(),
                     weight_ms: durations.get(&node.name, &action),
+                    learned: durations.map.contains_key(&(node.name.clone(), action.clone())),
                 }
             })
             .collect();
@@ -463,6 +466,9 @@ impl Plan {
                 late: false,
                 preds: preds[t].iter().copied().collect(),
                 weight_ms: durations.get(&sys.scripts[s].name, &action),
+                learned: durations
+                    .map
+                    .contains_key(&(sys.scripts[s].name.clone(), action.clone())),
             })
             .collect();
         Plan {
@@ -806,6 +812,9 @@ impl<'a> Runner<'a> {
         let mut kv = self.rl_kv();
         kv.push(("tasks", self.plan.tasks.len().to_string()));
         kv.push(("late", late.to_string()));
+        // How many priorities rest on durations from earlier boots rather than the default.
+        let learned = self.plan.tasks.iter().filter(|t| t.learned).count();
+        kv.push(("learned", learned.to_string()));
         self.log.event(sys::boottime_ns(), "rc_begin", &kv);
     }
 
