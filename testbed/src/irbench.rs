@@ -25,16 +25,14 @@ use crate::qemu::{self, round3, BootOpts, Profile};
 use crate::serial::{clock_offset_before, firmware_estimate};
 use crate::util::{io_err, median, run_logged, today, Error, Fnv, Paths, Result};
 
-/// The extra kernel arguments of every bench boot: `Run /init` is an info line.
-const APPEND: &str = "loglevel=7";
-/// The packages the other generators need (dracut-core's and tiny-initramfs's tools; cpio
-/// for both; the rest of their dependencies are in the image already).
-const DEBS: [&str; 4] = [
-    "dracut-core",
-    "tiny-initramfs-core",
-    "tiny-initramfs",
-    "cpio",
-];
+/// The extra kernel arguments of every bench boot: `Run /init` is an info line; `init=`
+/// because dracut's systemd would otherwise switch to the root's systemd, not its sysvinit.
+const APPEND: &str = "loglevel=7 init=/sbin/init";
+/// The packages the other generators need: dracut-core has dracut without the `dracut`
+/// package's conflict with initramfs-tools; tiny-initramfs-core has mktirfs (the
+/// tiny-initramfs package only hooks it into kernel updates, and conflicts); cpio for both.
+/// The rest of their dependencies are in the image already.
+const DEBS: [&str; 3] = ["dracut-core", "tiny-initramfs-core", "cpio"];
 
 /// One boot's figures, in seconds on the kernel clock.
 #[derive(Debug, Clone, Default)]
@@ -172,9 +170,11 @@ fn generate(paths: &Paths, img: &Image, dir: &Path) -> Result<String> {
     let mut opts = BootOpts::new(Profile::Fast);
     opts.disk_from = Some(disk.clone());
     opts.keep_disk = true;
-    // No maintainer scripts: only the files, so initramfs-tools stays as it is.
+    // dpkg, not `dpkg-deb -x`: extracting over / replaces the merged-/usr symlinks (/bin,
+    // /lib) with directories. --force-depends: dracut-core's kpartx is not needed here.
     opts.guest_script = Some(
-        "cd /root/bp-debs && for d in *.deb; do dpkg-deb -x $d /; done\n\
+        "cd /root/bp-debs && dpkg -i --force-depends *.deb > /root/bp-dpkg.log 2>&1; echo BP\"\"DPKG=$?\n\
+         tail -3 /root/bp-dpkg.log\n\
          K=$(uname -r)\n\
          dracut --hostonly --no-hostonly-cmdline --force /boot/bp-dracut.img $K > /root/bp-dracut.log 2>&1; echo BP\"\"DRACUT=$?\n\
          tail -5 /root/bp-dracut.log\n\

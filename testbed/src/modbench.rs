@@ -92,24 +92,29 @@ measure() {
     echo "BPM set=$set_name modules=$(echo $T | tr ' ' ,)"
     i=1
     while [ $i -le $ROUNDS ]; do
-        if [ $((i % 2)) -eq 1 ]; then order="serial parallel"; else order="parallel serial"; fi
+        case $((i % 3)) in
+            1) order="serial parallel one_worker" ;;
+            2) order="parallel one_worker serial" ;;
+            *) order="one_worker serial parallel" ;;
+        esac
         for how in $order; do
             left=$(unload "$T")
             [ -n "$left" ] && echo "BPM set=$set_name round=$i warning=not-unloaded:$(echo $left | tr ' ' ,)"
             sync; sleep 1
             set -- $(ticks); b0=$1; i0=$2
             t0=$(date +%s%N)
-            if [ $how = serial ]; then
-                modprobe -a $T
-            else
-                bootprint modules load --no-learn --only "$(echo $T | tr ' ' ,)" > /run/bp.load
-            fi
+            case $how in
+                serial) modprobe -a $T ;;
+                parallel) bootprint modules load --no-learn --only "$(echo $T | tr ' ' ,)" > /run/bp.load ;;
+                # The same program without concurrency: its own cost apart from the overlap.
+                one_worker) bootprint modules load --no-learn --workers 1 --only "$(echo $T | tr ' ' ,)" > /run/bp.load ;;
+            esac
             t1=$(date +%s%N)
             set -- $(ticks); b1=$1; i1=$2
             extra="busy_ticks=$((b1 - b0)) idle_ticks=$((i1 - i0))"
             # The loader's own figures: its span and the sum of its modules' insert times
             # (sum / span: how much the inserts overlapped).
-            [ $how = parallel ] && extra="$extra $(awk '$2 == "module" && $1 > 0 { for (i = 3; i <= NF; i++) if ($i ~ /^end_ns=/) e = substr($i, 8); s += e - $1; if (min == "" || $1 < min) min = $1; if (e > max) max = e } END { printf "span_ns=%.0f sum_ns=%.0f", max - min, s }' /run/bp.load)"
+            [ $how != serial ] && extra="$extra $(awk '$2 == "module" && $1 > 0 { for (i = 3; i <= NF; i++) if ($i ~ /^end_ns=/) e = substr($i, 8); s += e - $1; if (min == "" || $1 < min) min = $1; if (e > max) max = e } END { printf "span_ns=%.0f sum_ns=%.0f", max - min, s }' /run/bp.load)"
             echo "BPM set=$set_name round=$i how=$how ns=$((t1 - t0)) live=$(live "$T") $extra"
         done
         i=$((i+1))
@@ -148,6 +153,8 @@ pub struct SetResult {
     pub stuck: Vec<String>,
     pub serial_s: Vec<f64>,
     pub parallel_s: Vec<f64>,
+    /// The loader with one worker.
+    pub one_worker_s: Vec<f64>,
     /// The parallel loader's own span (first insert start to last end) and the sum of its
     /// inserts' durations, per round.
     pub loader_span_s: Vec<f64>,
@@ -155,6 +162,7 @@ pub struct SetResult {
     /// CPU seconds busy and idle (all guest CPUs) during each load, per method.
     pub serial_cpu: Vec<(f64, f64)>,
     pub parallel_cpu: Vec<(f64, f64)>,
+    pub one_worker_cpu: Vec<(f64, f64)>,
     /// Rounds where not every module of the set was live after the load.
     pub incomplete: Vec<String>,
 }
@@ -203,6 +211,7 @@ pub fn results(lines: &[Line]) -> BTreeMap<String, SetResult> {
             match how.as_str() {
                 "serial" => r.serial_s.push(ns / 1e9),
                 "parallel" => r.parallel_s.push(ns / 1e9),
+                "one_worker" => r.one_worker_s.push(ns / 1e9),
                 _ => {}
             }
             let secs = |k: &str| {
@@ -219,10 +228,13 @@ pub fn results(lines: &[Line]) -> BTreeMap<String, SetResult> {
             if let (Some(busy), Some(idle)) = (ticks("busy_ticks"), ticks("idle_ticks")) {
                 match how.as_str() {
                     "serial" => r.serial_cpu.push((busy, idle)),
-                    _ => r.parallel_cpu.push((busy, idle)),
+                    "parallel" => r.parallel_cpu.push((busy, idle)),
+                    _ => r.one_worker_cpu.push((busy, idle)),
                 }
             }
-            if let (Some(span), Some(sum)) = (secs("span_ns"), secs("sum_ns")) {
+            if let (Some(span), Some(sum), "parallel") =
+                (secs("span_ns"), secs("sum_ns"), how.as_str())
+            {
                 r.loader_span_s.push(span);
                 r.loader_sum_s.push(sum);
             }
@@ -387,7 +399,9 @@ pub fn run(paths: &Paths, runs: usize, rounds: usize, cargo: bool) -> Result<()>
                 "left_out_in_use": s.stuck,
                 "serial_s": s.serial_s.iter().map(|x| round3(*x)).collect::<Vec<_>>(),
                 "parallel_s": s.parallel_s.iter().map(|x| round3(*x)).collect::<Vec<_>>(),
+                "one_worker_s": s.one_worker_s.iter().map(|x| round3(*x)).collect::<Vec<_>>(),
                 "serial_median_s": med(&s.serial_s),
+                "one_worker_median_s": med(&s.one_worker_s),
                 "parallel_median_s": med(&s.parallel_s),
                 "ratio": s.ratio().map(round3),
                 "loader_span_median_s": med(&s.loader_span_s),
@@ -395,10 +409,12 @@ pub fn run(paths: &Paths, runs: usize, rounds: usize, cargo: bool) -> Result<()>
                 "cpu_busy_median_s": {
                     "serial": med(&s.serial_cpu.iter().map(|c| c.0).collect::<Vec<_>>()),
                     "parallel": med(&s.parallel_cpu.iter().map(|c| c.0).collect::<Vec<_>>()),
+                    "one_worker": med(&s.one_worker_cpu.iter().map(|c| c.0).collect::<Vec<_>>()),
                 },
                 "cpu_idle_median_s": {
                     "serial": med(&s.serial_cpu.iter().map(|c| c.1).collect::<Vec<_>>()),
                     "parallel": med(&s.parallel_cpu.iter().map(|c| c.1).collect::<Vec<_>>()),
+                    "one_worker": med(&s.one_worker_cpu.iter().map(|c| c.1).collect::<Vec<_>>()),
                 },
                 "incomplete_rounds": s.incomplete,
             }),
@@ -474,16 +490,17 @@ fn print_summary(
     let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.3}"));
     println!("bench modules: loading the set again in the guest (medians, seconds)");
     println!(
-        "  {:<10} {:>4} {:>9} {:>9} {:>7}  left out (in use)",
-        "set", "n", "serial", "parallel", "ratio"
+        "  {:<10} {:>4} {:>9} {:>9} {:>9} {:>7}  left out (in use)",
+        "set", "n", "serial", "parallel", "1 worker", "ratio"
     );
     for (name, s) in sets {
         println!(
-            "  {:<10} {:>4} {:>9} {:>9} {:>7}  {}",
+            "  {:<10} {:>4} {:>9} {:>9} {:>9} {:>7}  {}",
             name,
             s.modules.len(),
             f(median(&s.serial_s)),
             f(median(&s.parallel_s)),
+            f(median(&s.one_worker_s)),
             f(s.ratio()),
             s.stuck.join(",")
         );
@@ -523,6 +540,7 @@ BPM set=real_root round=1 how=serial ns=900000000 live=2 busy_ticks=95 idle_tick
 BPM set=real_root round=1 how=parallel ns=400000000 live=2 span_ns=300000000 sum_ns=500000000
 noise BPM set=real_root round=2 how=parallel ns=500000000 live=1
 BPM set=real_root round=2 how=serial ns=1000000000 live=2
+BPM set=real_root round=2 how=one_worker ns=800000000 live=2 busy_ticks=70 idle_ticks=90 span_ns=1 sum_ns=1
 BPM set=coldplug stuck=ext4,jbd2
 ";
         let sets = results(&parse_output(out));
@@ -538,6 +556,9 @@ BPM set=coldplug stuck=ext4,jbd2
         );
         assert_eq!(r.serial_cpu, vec![(0.95, 0.8)]);
         assert!(r.parallel_cpu.is_empty());
+        // One worker: its own times; its span and sum are not the parallel loader's.
+        assert_eq!(r.one_worker_s, vec![0.8]);
+        assert_eq!(r.one_worker_cpu, vec![(0.7, 0.9)]);
         assert_eq!(sets["coldplug"].stuck, vec!["ext4", "jbd2"]);
         assert_eq!(sets["coldplug"].ratio(), None);
     }
@@ -552,6 +573,7 @@ BPM set=coldplug stuck=ext4,jbd2
         assert!(s.contains("measure a \"kvm evdev\"\n"));
         assert!(s.contains("measure b \"\"\n"));
         assert!(s.contains("bootprint modules load --no-learn --only"));
+        assert!(s.contains("bootprint modules load --no-learn --workers 1 --only"));
     }
 
     #[test]

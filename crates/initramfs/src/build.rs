@@ -313,7 +313,7 @@ pub fn build(o: &Options) -> Result<Report, Error> {
     let best = measured
         .first()
         .ok_or_else(|| Error::msg(format!("no compression worked: {}", skipped.join("; "))))?;
-    let tmp = o.out.with_extension("tmp");
+    let tmp = PathBuf::from(format!("{}.tmp", o.out.display()));
     fs::write(&tmp, &best.data).map_err(|e| Error::io(&tmp, "cannot write", e))?;
     fs::rename(&tmp, &o.out).map_err(|e| Error::io(&o.out, "cannot write", e))?;
     let report = Report {

@@ -84,25 +84,12 @@ const DISPLAY_MANAGERS: [&str; 9] = [
 impl Default for Config {
     fn default() -> Self {
         Config {
-            login: [
-                "$local_fs",
-                "$remote_fs",
-                "$syslog",
-                "$network",
-                "$time",
-                "$x-display-manager",
-                "rmnologin",
-                "gdm3",
-                "lightdm",
-                "sddm",
-                "xdm",
-                "lxdm",
-                "slim",
-                "nodm",
-                "wdm",
-            ]
-            .map(String::from)
-            .to_vec(),
+            // The text login's needs, and any display manager the runlevel starts.
+            login: ["$local_fs", "$remote_fs", "$syslog", "$network", "$time", "rmnologin"]
+                .into_iter()
+                .chain(DISPLAY_MANAGERS)
+                .map(String::from)
+                .collect(),
             late: Vec::new(),
             timeout: Duration::from_secs(120),
             flush_after: Duration::from_secs(10),

@@ -1,8 +1,10 @@
 //! Parallel module loading on the boot path (`bootprint.modules=1`): before init is exec'd,
 //! `bootprint modules load` runs as a child (it links libkmod; the boot-path binary does not,
 //! so a system without libkmod still boots), loads the planned modules in parallel and prints
-//! one `module` event per module; the recorder puts those events into the trace at boot done.
-//! udev's own coldplug still runs: a module it finds loaded counts as done for both.
+//! a `modules_plan` line, one `module` event per module and, once it has folded the measured
+//! times into the durations state file (waiting for a writable root), `modules_learned`; the
+//! recorder puts those events into the trace at boot done. udev's own coldplug still runs: a
+//! module it finds loaded counts as done for both.
 
 use std::io::Read;
 use std::os::fd::AsRawFd;

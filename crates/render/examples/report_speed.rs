@@ -105,7 +105,10 @@ fn main() {
     let (lines, size) = match &given {
         Some(d) if d.join("header").exists() => {
             let ps = std::fs::read(d.join("proc_ps.log")).unwrap();
-            let lines = ps.split(|&b| b == b'\n').filter(|l| l.contains(&b'(')).count();
+            let lines = ps
+                .split(|&b| b == b'\n')
+                .filter(|l| l.contains(&b'('))
+                .count();
             (lines as u64, ps.len() as u64)
         }
         _ => synthesise(&dir),

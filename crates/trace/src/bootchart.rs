@@ -537,7 +537,9 @@ impl PsReader {
         while let [rest @ .., b'\r' | b'\n'] = line {
             line = rest;
         }
-        if trim(line, ascii).is_empty() {
+        // A data line starts with its pid: only a line starting with a blank can be empty.
+        let starts_blank = !matches!(line.first(), Some(&b) if ascii && !is_space(b));
+        if starts_blank && trim(line, ascii).is_empty() {
             return self.end_block(f);
         }
         if self.block.is_none() {
@@ -556,7 +558,11 @@ impl PsReader {
             self.not_running = false;
             return Ok(());
         }
-        self.not_running = trim_end(line, ascii).ends_with(b" not running");
+        // Only a line ending in `g` or a blank can end in ` not running`.
+        self.not_running = match line.last() {
+            Some(&b) if ascii && b != b'g' && !is_space(b) => false,
+            _ => trim_end(line, ascii).ends_with(b" not running"),
+        };
         if self.pending.is_some() || self.not_running {
             return Ok(());
         }
@@ -710,38 +716,7 @@ fn parse_ps_bytes(line: &[u8], ascii: bool, r: &mut PsRecord) -> Result<(), Stri
     }
     r.rss = 0;
     r.blkio_ticks = 0;
-    let mut c = Fields {
-        rest: &line[close + 1..],
-        at: 0,
-        field: 2,
-    };
-    // Fields in order (numbered as in proc(5)), those not kept skipped; the first bad kept
-    // field is the error, and a line that ends early is judged by its field count below.
-    'fields: {
-        let Some(tok) = c.next() else { break 'fields };
-        r.state = tok.first().map_or('?', |&b| b as char);
-        let Some(tok) = c.next() else { break 'fields };
-        r.ppid = parse_u64(tok)
-            .and_then(|v| u32::try_from(v).ok())
-            .ok_or_else(|| c.bad(tok))?;
-        let Some(tok) = c.skip_then_next(9) else { break 'fields };
-        r.utime = parse_u64(tok).ok_or_else(|| c.bad(tok))?;
-        let Some(tok) = c.next() else { break 'fields };
-        r.stime = parse_u64(tok).ok_or_else(|| c.bad(tok))?;
-        let Some(tok) = c.skip_then_next(2) else { break 'fields };
-        r.priority = parse_i64(tok).ok_or_else(|| c.bad(tok))?;
-        let Some(tok) = c.next() else { break 'fields };
-        r.nice = parse_i64(tok).ok_or_else(|| c.bad(tok))?;
-        let Some(tok) = c.next() else { break 'fields };
-        r.num_threads = parse_u64(tok).ok_or_else(|| c.bad(tok))?;
-        let Some(tok) = c.skip_then_next(1) else { break 'fields };
-        r.starttime = parse_u64(tok).ok_or_else(|| c.bad(tok))?;
-        let Some(tok) = c.skip_then_next(1) else { break 'fields };
-        r.rss = parse_u64(tok).ok_or_else(|| c.bad(tok))?;
-        let Some(tok) = c.skip_then_next(17) else { break 'fields };
-        r.blkio_ticks = parse_u64(tok).ok_or_else(|| c.bad(tok))?;
-    }
-    let count = c.field - 2;
+    let count = scan_fields(&line[close + 1..], r).map_err(|(field, tok)| bad_field(field, tok))?;
     if count < PS_MIN_FIELDS_AFTER_COMM {
         return Err(format!(
             "at least {PS_MIN_FIELDS_AFTER_COMM} fields after the command, found {count}"
@@ -750,100 +725,118 @@ fn parse_ps_bytes(line: &[u8], ascii: bool, r: &mut PsRecord) -> Result<(), Stri
     Ok(())
 }
 
-/// The fields after `comm` of one `/proc/PID/stat` line. The kernel separates them by one
-/// space; runs of blanks (space, tab, CR) are tolerated.
-struct Fields<'a> {
-    rest: &'a [u8],
-    at: usize,
-    /// The number of the last field read (`comm` is 2).
-    field: usize,
+/// Reads the fields after comm (`rest`) into `r` in one pass, eight bytes at a time, and
+/// returns how many there are (up to field 42), or the first kept field that is not a number
+/// (its number and text). A field starts where a non-blank byte follows a blank one (or the
+/// `)`), so the starts in eight bytes are found with a few word operations; eight bytes in
+/// which no kept field starts are passed by counting their starts, and only the kept fields'
+/// bytes are read one by one. Fields are numbered as in proc(5). Not inlined: on its own
+/// the loop keeps its state in registers.
+#[inline(never)]
+fn scan_fields<'a>(rest: &'a [u8], r: &mut PsRecord) -> Result<usize, (usize, &'a [u8])> {
+    let mut field = 2; // comm was field 2
+    let mut next_kept = 3;
+    let mut at = 0;
+    let mut blank_before = true;
+    while at < rest.len() {
+        let w = if at + 8 <= rest.len() {
+            word_le(&rest[at..at + 8])
+        } else {
+            // The last bytes, padded with spaces (which start no field).
+            let mut pad = [b' '; 8];
+            pad[..rest.len() - at].copy_from_slice(&rest[at..]);
+            word_le(&pad)
+        };
+        let blanks = blank_marks(w);
+        let mut starts = !blanks & HIGH & ((blanks << 8) | (u64::from(blank_before) << 7));
+        blank_before = blanks >> 63 != 0;
+        // One bit per byte: summing the bytes by a multiply counts them (`count_ones` is a
+        // slow bit-twiddling routine on x86-64 CPUs without POPCNT, the default target).
+        let found = ((starts >> 7).wrapping_mul(ONES) >> 56) as usize;
+        if field + found < next_kept {
+            field += found;
+            at += 8;
+            continue;
+        }
+        while starts != 0 {
+            let p = at + starts.trailing_zeros() as usize / 8;
+            starts &= starts - 1;
+            field += 1;
+            if field == next_kept {
+                // The field ends at the next blank: in these eight bytes when there is one
+                // (the padding of the last bytes is blank), else further on.
+                let after = (blanks >> 7) >> ((p - at) * 8);
+                let len = if after != 0 {
+                    after.trailing_zeros() as usize / 8
+                } else {
+                    let more = &rest[at + 8..];
+                    at + 8 - p + more.iter().position(|&b| is_blank(b)).unwrap_or(more.len())
+                };
+                let tok = &rest[p..p + len];
+                if !store_field(r, field, tok) {
+                    return Err((field, tok));
+                }
+                if field == 42 {
+                    return Ok(field - 2);
+                }
+                next_kept = field + 1 + (KEPT_FIELDS >> (field + 1)).trailing_zeros() as usize;
+            }
+        }
+        at += 8;
+    }
+    Ok(field - 2)
 }
 
-impl<'a> Fields<'a> {
-    /// The next field, or `None` at the end of the line.
-    #[inline]
-    fn next(&mut self) -> Option<&'a [u8]> {
-        let rest = self.rest;
-        let mut i = self.at;
-        while i < rest.len() && is_blank(rest[i]) {
-            i += 1;
-        }
-        if i == rest.len() {
-            self.at = i;
-            return None;
-        }
-        let start = i;
-        while i < rest.len() && !is_blank(rest[i]) {
-            i += 1;
-        }
-        self.at = i;
-        self.field += 1;
-        Some(&rest[start..i])
-    }
+const HIGH: u64 = 0x8080_8080_8080_8080;
+const ONES: u64 = 0x0101_0101_0101_0101;
 
-    /// Skips `n` fields, then [`Fields::next`]. Eight bytes at a time while the bytes are
-    /// single spaces and field bytes: a field starts where a non-blank byte follows a blank
-    /// one, so counting those starts skips fields without looking at each byte.
-    fn skip_then_next(&mut self, n: usize) -> Option<&'a [u8]> {
-        const ONES: u64 = 0x0101_0101_0101_0101;
-        const HIGH: u64 = 0x8080_8080_8080_8080;
-        let rest = self.rest;
-        // Field starts still to find, the last being the field returned.
-        let mut need = n + 1;
-        let mut at = self.at;
-        // Whether the byte before `at` is blank: `at` is where the last field ended (a blank
-        // follows) or the start of the fields, so a field starting at `at` counts.
-        let mut blank_before = true;
-        while at + 8 <= rest.len() {
-            let w = word_le(&rest[at..at + 8]);
-            // Bytes below 0x21 (blanks and control bytes) ...
-            let low = !(((w | HIGH) - ONES * 0x21) | w) & HIGH;
-            let spaces = byte_marks(w, b' ');
-            // ... must all be spaces here; tabs and CRs are left to the byte loop.
-            if low != spaces {
-                break;
-            }
-            let starts = !spaces & HIGH & ((spaces << 8) | (u64::from(blank_before) << 7));
-            // One bit per byte: summing the bytes by a multiply counts them (`count_ones` is
-            // a slow bit-twiddling routine on x86-64 CPUs without POPCNT, the default target).
-            let found = ((starts >> 7).wrapping_mul(ONES) >> 56) as usize;
-            if found >= need {
-                let mut s = starts;
-                for _ in 1..need {
-                    s &= s - 1;
-                }
-                self.at = at + s.trailing_zeros() as usize / 8;
-                self.field += need - 1;
-                return self.next();
-            }
-            need -= found;
-            self.field += found;
-            blank_before = spaces >> 63 != 0;
-            at += 8;
-        }
-        // The rest byte by byte: first out of a field the words above ended inside.
-        if !blank_before {
-            while at < rest.len() && !is_blank(rest[at]) {
-                at += 1;
-            }
-        }
-        self.at = at;
-        for _ in 1..need {
-            self.next()?;
-        }
-        self.next()
-    }
+/// The fields of a `/proc/PID/stat` line that [`PsRecord`] keeps, as bits by field number.
+const KEPT_FIELDS: u64 =
+    1 << 3 | 1 << 4 | 1 << 14 | 1 << 15 | 1 << 18 | 1 << 19 | 1 << 20 | 1 << 22 | 1 << 24 | 1 << 42;
 
-    /// The error for the last field read, `tok`; kept out of line (and the numbers' results
-    /// plain `Option`s) so the common path passes no `String` around.
-    #[cold]
-    #[inline(never)]
-    fn bad(&self, tok: &[u8]) -> String {
-        format!(
-            "a number in field {}, found {:?}",
-            self.field,
-            String::from_utf8_lossy(tok)
-        )
+/// Reads kept field number `field` from its text; `false` when it is not a number.
+fn store_field(r: &mut PsRecord, field: usize, tok: &[u8]) -> bool {
+    let (u, s) = (|| parse_u64(tok), || parse_i64(tok));
+    let v = match field {
+        3 => {
+            r.state = tok.first().map_or('?', |&b| b as char);
+            return true;
+        }
+        4 => u().and_then(|v| u32::try_from(v).ok()).map(|v| r.ppid = v),
+        14 => u().map(|v| r.utime = v),
+        15 => u().map(|v| r.stime = v),
+        18 => s().map(|v| r.priority = v),
+        19 => s().map(|v| r.nice = v),
+        20 => u().map(|v| r.num_threads = v),
+        22 => u().map(|v| r.starttime = v),
+        24 => u().map(|v| r.rss = v),
+        _ => u().map(|v| r.blkio_ticks = v),
+    };
+    v.is_some()
+}
+
+/// The error for a field that is not a number; out of line so the common path carries no
+/// `String`.
+#[cold]
+#[inline(never)]
+fn bad_field(field: usize, tok: &[u8]) -> String {
+    format!(
+        "a number in field {field}, found {:?}",
+        String::from_utf8_lossy(tok)
+    )
+}
+
+/// The high bit of each byte of `w` that is a field separator (space, tab or CR).
+#[inline]
+fn blank_marks(w: u64) -> u64 {
+    // Bytes below 0x21 (blanks and control bytes); when they are all spaces (nearly always)
+    // one comparison settles it.
+    let low = !(((w | HIGH) - ONES * 0x21) | w) & HIGH;
+    let spaces = byte_marks(w, b' ');
+    if low == spaces {
+        spaces
+    } else {
+        spaces | byte_marks(w, b'\t') | byte_marks(w, b'\r')
     }
 }
 
@@ -1179,8 +1172,8 @@ mod tests {
         };
         let mut line = Vec::new();
         r.write_line(&mut line).unwrap();
-        line.pop(); // the newline
-        // The comm, as bytes (write_line takes a String).
+        // Without the newline; the comm put in as bytes (write_line takes a String).
+        line.pop();
         let open = line.iter().position(|&b| b == b'(').unwrap();
         let close = line.iter().position(|&b| b == b')').unwrap();
         line.splice(open + 1..close, rng.pick(comms).iter().copied());
@@ -1218,12 +1211,16 @@ mod tests {
                     let spaces: Vec<usize> = (0..line.len()).filter(|&i| line[i] == b' ').collect();
                     if spaces.len() > 1 {
                         let k = rng.below(spaces.len() - 1);
-                        line.splice(spaces[k] + 1..spaces[k + 1], rng.pick(tokens).iter().copied());
+                        line.splice(
+                            spaces[k] + 1..spaces[k + 1],
+                            rng.pick(tokens).iter().copied(),
+                        );
                     }
                 }
                 4 => {
                     let ends: &[&[u8]] = &[b"\r", b"  ", "\u{a0}".as_bytes(), b"\x85"];
-                    line.extend_from_slice(*rng.pick(ends));
+                    let end: &&[u8] = rng.pick(ends);
+                    line.extend_from_slice(end);
                 }
                 5 => {
                     let leads: &[&[u8]] = &[b" ", "\u{85}".as_bytes(), b"\t", b"00"];
@@ -1289,7 +1286,8 @@ mod tests {
                 text.extend_from_slice(b"/proc/1/stat not running\n");
             }
             let ends: &[&[u8]] = &[b"\n", b"\n", b"  \n", b"\r\n", b"\n\n", b""];
-            text.extend_from_slice(*rng.pick(ends));
+            let end: &&[u8] = rng.pick(ends);
+            text.extend_from_slice(end);
         }
         if rng.below(3) == 0 {
             while text.last() == Some(&b'\n') {
@@ -1352,7 +1350,12 @@ mod tests {
             let got = collect(|f| {
                 for_each_ps_block_read(std::io::BufReader::with_capacity(cap, &text[..]), f)
             });
-            assert_eq!(got, want, "capacity {cap}: {:?}", String::from_utf8_lossy(&text));
+            assert_eq!(
+                got,
+                want,
+                "capacity {cap}: {:?}",
+                String::from_utf8_lossy(&text)
+            );
         }
         assert!((500..2_500).contains(&failed), "{failed}");
     }
@@ -1387,9 +1390,8 @@ mod tests {
         assert_eq!((r[0].utime, r[0].starttime, r[0].rss), (3, 9, 5));
         assert_eq!((r[1].comm.as_str(), r[1].state), ("\u{fffd}", 'R'));
         // Split inside the bad bytes: the same.
-        let cut = collect(|f| {
-            for_each_ps_block_read(std::io::BufReader::with_capacity(6, &text[..]), f)
-        });
+        let cut =
+            collect(|f| for_each_ps_block_read(std::io::BufReader::with_capacity(6, &text[..]), f));
         assert_eq!(cut.0, blocks);
     }
 
@@ -1410,11 +1412,11 @@ mod tests {
                 "proc_ps.log:2: expected `)` closing the command",
             ),
             (
-                format!("100\n2(sh) S 1 0 0\n\n"),
+                "100\n2(sh) S 1 0 0\n\n".to_string(),
                 "proc_ps.log:2: expected `PID (comm) ...`: no ` (` after the pid",
             ),
             (
-                format!("100\nx2 (sh) S 1 0 0\n\n"),
+                "100\nx2 (sh) S 1 0 0\n\n".to_string(),
                 "proc_ps.log:2: expected a pid at the start of the line, found \"x2\"",
             ),
             (

@@ -77,7 +77,6 @@ pub(crate) fn for_each_ps_block_read(
     }
 }
 
-
 pub(crate) fn parse_ps_line_into(line: &str, r: &mut PsRecord) -> Result<(), String> {
     // A byte search: `str::find` with a string pattern costs a searcher set-up per line.
     let open = line
