@@ -205,6 +205,9 @@ pub fn boot_with(paths: &Paths, img: &Image, initrd: &Path, append: &str) -> Res
     let mut opts = BootOpts::new(Profile::Fast);
     opts.initrd = Some(initrd.to_path_buf());
     opts.append = append.to_string();
+    // Every variant mounts the root rw: none should wait for the host's write-back of
+    // the fresh disk copy.
+    opts.sync_disk = true;
     qemu::boot(paths, img, &opts)
 }
 

@@ -36,6 +36,7 @@ commands:
             [--desktop] [--json] [--guest-script FILE: run as root after login, output
             in the run directory's guest.out]
             [--initrd FILE: boot with this initramfs instead of the image's]
+            [--sync-disk: fsync the disk copy before QEMU starts]
   bench     run a benchmark: NAME [--runs N] [--profile P] [--json] [--no-cargo] [--desktop]
             benchmarks: record (recorder cost), profiles (fast/sd/hdd drives),
             rc (service start), readahead (aged image; all profiles unless --profile;

@@ -114,7 +114,7 @@ measure() {
             extra="busy_ticks=$((b1 - b0)) idle_ticks=$((i1 - i0))"
             # The loader's own figures: its span and the sum of its modules' insert times
             # (sum / span: how much the inserts overlapped).
-            [ $how != serial ] && extra="$extra $(awk '$2 == "module" && $1 > 0 { for (i = 3; i <= NF; i++) if ($i ~ /^end_ns=/) e = substr($i, 8); s += e - $1; if (min == "" || $1 < min) min = $1; if (e > max) max = e } END { printf "span_ns=%.0f sum_ns=%.0f", max - min, s }' /run/bp.load)"
+            [ $how != serial ] && extra="$extra $(awk '$2 == "module" && $1 > 0 { for (i = 3; i <= NF; i++) if ($i ~ /^end_ns=/) e = substr($i, 8) + 0; s += e - $1; if (min == "" || $1 < min) min = $1; if (e > max) max = e } END { printf "span_ns=%.0f sum_ns=%.0f", max - min, s }' /run/bp.load)"
             echo "BPM set=$set_name round=$i how=$how ns=$((t1 - t0)) live=$(live "$T") $extra"
         done
         i=$((i+1))

@@ -5,11 +5,14 @@
 //!
 //! 1. mount proc, sysfs, devtmpfs and a tmpfs on /run;
 //! 2. read the kernel command line ([`crate::cmdline`]) and the plan ([`crate::plan`]);
-//! 3. load the planned modules with finit_module(2), each wave of independent modules in
-//!    parallel threads (EEXIST counts as loaded; an optional module may fail);
-//! 4. sleep `rootdelay=`, then wait for the root device (scanning sysfs every 10 ms, probing
-//!    superblocks and partition tables for UUID/LABEL/PARTUUID/PARTLABEL) up to the timeout;
-//! 5. mount it on /root as the command line says (`rootfstype=`, `rootflags=`, `ro`/`rw`);
+//! 3. load the planned modules with finit_module(2) in the background, one worker per CPU,
+//!    each module once its dependencies are in ([`load_modules`]; EEXIST counts as loaded;
+//!    an optional module may fail);
+//! 4. meanwhile sleep `rootdelay=`, then wait for the root device (scanning sysfs every
+//!    10 ms, probing superblocks and partition tables for UUID/LABEL/PARTUUID/PARTLABEL) up
+//!    to the timeout;
+//! 5. once the modules are in, mount it on /root as the command line says (`rootfstype=`,
+//!    `rootflags=`, `ro`/`rw`);
 //! 6. check the init to run exists there; move /dev, /proc, /sys, /run onto the new root;
 //! 7. switch root: delete the initramfs's files (they would hold memory for ever), make the
 //!    new root `/` (`mount --move . /`, `chroot .`), and exec the real init (`init=` or
@@ -179,7 +182,7 @@ fn steps_to_exec(
         .unwrap_or_else(|| Err("the module loader stopped early".into()))?;
     steps.mark("modules", &loaded);
 
-    let fstype = mount_root(&dev, &cmd, &plan)?;
+    let fstype = mount_root(&dev, &cmd, &plan, steps)?;
     steps.mark(
         "root-mounted",
         &format!(
@@ -259,10 +262,12 @@ fn mount_kernel_fs() -> Result<(), String> {
     Ok(())
 }
 
-/// Loads the plan's modules from under `root`, one thread each, every module as soon as
-/// the modules it depends on are in (a dependency graph, not waves: virtio_pci need not wait
-/// for ext4's helpers). Returns a one-line summary; a required module that fails (or whose
-/// dependency failed) is an error naming it and the reason.
+/// Loads the plan's modules from under `root` with as many workers as CPUs: each takes the
+/// first module, in plan order, whose dependencies are in. Plan order puts the root
+/// device's drivers first, so the disk appears while the file system's modules load; more
+/// workers than CPUs only make every load slower (signature checks are CPU work). Returns a
+/// one-line summary; a required module that fails (or whose dependency failed) is an error
+/// naming it and the reason.
 pub fn load_modules(plan: &Plan, root: &Path) -> Result<String, String> {
     let t = Instant::now();
     let n = plan.modules.len();
@@ -272,47 +277,85 @@ pub fn load_modules(plan: &Plan, root: &Path) -> Result<String, String> {
         .enumerate()
         .map(|(i, m)| (m.name.as_str(), i))
         .collect();
-    // Per module: None while pending, Some(Ok(ms)) or Some(Err(why)) when done.
-    type Done = Option<Result<u128, String>>;
-    let state: (std::sync::Mutex<Vec<Done>>, std::sync::Condvar) = (
-        std::sync::Mutex::new(vec![None; n]),
-        std::sync::Condvar::new(),
-    );
-    std::thread::scope(|s| {
-        for (i, m) in plan.modules.iter().enumerate() {
-            let deps: Vec<usize> = m
-                .deps
+    let deps: Vec<Vec<usize>> = plan
+        .modules
+        .iter()
+        .map(|m| {
+            m.deps
                 .iter()
                 .filter_map(|d| index.get(d.as_str()).copied())
-                .collect();
-            let state = &state;
-            let path = root.join(m.path.trim_start_matches('/'));
+                .collect()
+        })
+        .collect();
+    #[derive(Clone)]
+    enum Slot {
+        Pending,
+        Running,
+        Done(Result<u128, String>),
+    }
+    let state = (
+        std::sync::Mutex::new(vec![Slot::Pending; n]),
+        std::sync::Condvar::new(),
+    );
+    let workers = std::thread::available_parallelism()
+        .map(|c| c.get())
+        .unwrap_or(2)
+        .clamp(1, 8)
+        .min(n.max(1));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            let (state, deps) = (&state, &deps);
             s.spawn(move || {
                 let (lock, cv) = state;
                 let mut st = lock.lock().unwrap_or_else(|p| p.into_inner());
-                while deps.iter().any(|&d| st[d].is_none()) {
-                    st = cv.wait(st).unwrap_or_else(|p| p.into_inner());
-                }
-                let failed_dep = deps.iter().find(|&&d| matches!(st[d], Some(Err(_))));
-                let r = match failed_dep {
-                    Some(&d) => Err(format!(
-                        "needs {}, which did not load",
-                        plan.modules[d].name
-                    )),
-                    None => {
-                        drop(st);
-                        let t = Instant::now();
-                        let r = match sys::finit_module(&path, &m.options) {
-                            Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
-                            other => other,
-                        };
-                        st = lock.lock().unwrap_or_else(|p| p.into_inner());
-                        r.map(|()| t.elapsed().as_millis())
-                            .map_err(|e| e.to_string())
+                loop {
+                    let mut pick = None;
+                    for i in 0..n {
+                        if !matches!(st[i], Slot::Pending) {
+                            continue;
+                        }
+                        if let Some(&d) = deps[i]
+                            .iter()
+                            .find(|&&d| matches!(st[d], Slot::Done(Err(_))))
+                        {
+                            st[i] = Slot::Done(Err(format!(
+                                "needs {}, which did not load",
+                                plan.modules[d].name
+                            )));
+                            cv.notify_all();
+                            continue;
+                        }
+                        if deps[i].iter().all(|&d| matches!(st[d], Slot::Done(Ok(_)))) {
+                            pick = Some(i);
+                            break;
+                        }
                     }
-                };
-                st[i] = Some(r);
-                cv.notify_all();
+                    match pick {
+                        Some(i) => {
+                            st[i] = Slot::Running;
+                            drop(st);
+                            let m = &plan.modules[i];
+                            let t = Instant::now();
+                            let r = match sys::finit_module(
+                                &root.join(m.path.trim_start_matches('/')),
+                                &m.options,
+                            ) {
+                                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
+                                other => other,
+                            };
+                            st = lock.lock().unwrap_or_else(|p| p.into_inner());
+                            st[i] = Slot::Done(
+                                r.map(|()| t.elapsed().as_millis())
+                                    .map_err(|e| e.to_string()),
+                            );
+                            cv.notify_all();
+                        }
+                        None if st.iter().any(|x| matches!(x, Slot::Pending)) => {
+                            st = cv.wait(st).unwrap_or_else(|p| p.into_inner());
+                        }
+                        None => return,
+                    }
+                }
             });
         }
     });
@@ -320,14 +363,16 @@ pub fn load_modules(plan: &Plan, root: &Path) -> Result<String, String> {
     let mut summary = Vec::new();
     for (m, r) in plan.modules.iter().zip(st) {
         match r {
-            Some(Ok(ms)) => summary.push(format!("{}:{ms}ms", m.name)),
-            Some(Err(e)) if m.optional => summary.push(format!("{}:skipped({e})", m.name)),
-            Some(Err(e)) => return Err(format!("cannot load module {} ({}): {e}", m.name, m.path)),
-            None => return Err(format!("module {} was never loaded", m.name)),
+            Slot::Done(Ok(ms)) => summary.push(format!("{}:{ms}ms", m.name)),
+            Slot::Done(Err(e)) if m.optional => summary.push(format!("{}:skipped({e})", m.name)),
+            Slot::Done(Err(e)) => {
+                return Err(format!("cannot load module {} ({}): {e}", m.name, m.path))
+            }
+            _ => return Err(format!("module {} was never loaded", m.name)),
         }
     }
     Ok(format!(
-        "{} in {} ms: {}",
+        "{} in {} ms with {workers} workers: {}",
         n,
         t.elapsed().as_millis(),
         summary.join(" ")
@@ -507,8 +552,15 @@ pub fn fstypes(cmd: &Cmdline, probed: Option<&str>, plan: &Plan) -> Vec<String> 
     v
 }
 
-fn mount_root(dev: &Path, cmd: &Cmdline, plan: &Plan) -> Result<String, String> {
+fn mount_root(dev: &Path, cmd: &Cmdline, plan: &Plan, steps: &mut Steps) -> Result<String, String> {
     let probed = read_head(dev, probe::PROBE_BYTES).and_then(|b| probe::superblock(&b));
+    steps.mark(
+        "probed",
+        probed
+            .as_ref()
+            .map(|p| p.fstype.as_str())
+            .unwrap_or("unknown"),
+    );
     let types = fstypes(cmd, probed.as_ref().map(|p| p.fstype.as_str()), plan);
     if types.is_empty() {
         return Err(format!(
