@@ -34,12 +34,15 @@ unit:
 smoke:
 	$(TESTBED) image
 	$(TESTBED) smoke
+	$(TESTBED) initramfs
 
 # Benchmarks are not part of `make test`: they take many boots.
 bench: build
 	$(TESTBED) image
 	$(TESTBED) bench record --runs 3
 	$(TESTBED) bench readahead --runs 3
+	$(TESTBED) bench rc --runs 3
+	$(TESTBED) bench rc --desktop --runs 3
 	$(TESTBED) bench modules --runs 3
 	$(TESTBED) bench initramfs --runs 3
 	$(CARGO) run --release -p bootprint-readahead --example cold_workload

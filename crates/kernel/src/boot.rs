@@ -670,6 +670,15 @@ fn kernel_landmark(kb: &mut KernelBoot, text: &str, mark: Mark) {
         // then the first file system mounted after it started is taken as the root.
         lm.root_mounted = Some(mark);
     } else if lm.run_init.is_some()
+        && lm.real_init.is_none()
+        && text.starts_with("bootprint initramfs: root ")
+        && text.contains(", running ")
+    {
+        // bootprint's own /init (docs/initramfs.md) says this just before it switches root
+        // and execs the real init: the hand-over, which a sysvinit real init would not log.
+        lm.switch_root = Some(mark.clone());
+        lm.real_init = Some(mark);
+    } else if lm.run_init.is_some()
         && lm.switch_root.is_none()
         && text.starts_with("systemd[1]: Switching root")
     {
@@ -959,6 +968,20 @@ ter 5183 usecs
 [    3.9] systemd[1]: systemd 252 running in system mode (+PAM)
 ");
         assert_eq!(kb.phases.to_real_init_us, Some(3_900_000));
+    }
+
+    #[test]
+    fn bootprint_initramfs_hands_over() {
+        let kb = run("\
+[    2.2] Run /init as init process
+[    2.6] EXT4-fs (vda): mounted filesystem with ordered data mode.
+[    2.7] bootprint initramfs: modules virtio_blk ext4
+[    2.9] bootprint initramfs: root /dev/vda (ext4, ro) mounted, running /sbin/init after 481 ms
+INIT: version 3.06 booting
+");
+        assert_eq!(kb.landmarks.switch_root.as_ref().unwrap().us, 2_900_000);
+        assert_eq!(kb.landmarks.real_init.as_ref().unwrap().lineno, 4);
+        assert_eq!(kb.phases.initramfs_us, Some(700_000));
     }
 
     #[test]
