@@ -24,6 +24,8 @@ pub struct DoneDetector {
     limits: Thresholds,
     prev: Option<(u64, u64, u64, HashMap<String, u64>)>,
     idle_since: Option<u64>,
+    /// No idle run counts before this (see [`DoneDetector::not_before`]).
+    floor_ns: u64,
     /// Busy shares seen in the last interval (cpu, disk), for the trace.
     pub last: (f64, f64),
 }
@@ -35,8 +37,15 @@ impl DoneDetector {
             limits,
             prev: None,
             idle_since: None,
+            floor_ns: 0,
             last: (0.0, 0.0),
         }
+    }
+
+    /// Idle time before `t_ns` does not count: work the counters do not show is still going
+    /// on (bootprint's service runner has services left to start).
+    pub fn not_before(&mut self, t_ns: u64) {
+        self.floor_ns = self.floor_ns.max(t_ns);
     }
 
     /// Feeds one sample: time, CPU (busy, total) jiffies, io_ms per disk. Samples are judged
@@ -89,14 +98,65 @@ impl DoneDetector {
     /// `milestone_ns` (idle before the login does not count) and has lasted the settle period.
     pub fn done_at(&self, now_ns: u64, milestone_ns: Option<u64>) -> Option<u64> {
         let milestone = milestone_ns?;
-        let since = self.idle_since?.max(milestone);
+        let since = self.idle_since?.max(milestone).max(self.floor_ns);
         (now_ns >= since && now_ns - since >= self.limits.settle_ns).then_some(since)
     }
+}
+
+/// Whether bootprint's service runner still has services to start, from its span log
+/// (`/run/bootprint/rc.log`, docs/trace-format.md): a runlevel begun (`rc_begin`) that is
+/// neither done (`rc_done`) nor fallen back to serial (`rc_fallback`). A service that
+/// starts slowly can leave CPU and disk idle for seconds (postgresql's init script waiting
+/// for its server on the test bed): without this, boot done came before it and before exim4,
+/// which waits for it.
+pub fn services_pending(rc_log: &str) -> bool {
+    let mut open: Vec<&str> = Vec::new();
+    for line in rc_log.lines().filter(|l| !l.starts_with('#')) {
+        let mut words = line.split_whitespace();
+        let (Some(_ns), Some(kind)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let Some(runlevel) = words.find_map(|w| w.strip_prefix("runlevel=")) else {
+            continue;
+        };
+        match kind {
+            "rc_begin" => open.push(runlevel),
+            "rc_done" | "rc_fallback" => open.retain(|r| *r != runlevel),
+            _ => {}
+        }
+    }
+    !open.is_empty()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn services_pending_until_every_begun_runlevel_is_done() {
+        let s = "# bootprint rc 1\n1 rc_begin runlevel=S action=start tasks=2 late=0\n";
+        assert!(services_pending(s));
+        let s = format!("{s}2 rc_reached runlevel=S action=start\n3 rc_done runlevel=S action=start\n");
+        assert!(!services_pending(&s));
+        let s = format!("{s}4 rc_begin runlevel=2 action=start tasks=9 late=7\n5 rc_reached runlevel=2 action=start\n6 rc_late runlevel=2 action=start reason=idle waited_ms=1000\n");
+        assert!(services_pending(&s));
+        assert!(!services_pending(&format!("{s}7 rc_done runlevel=2 action=start\n")));
+        assert!(!services_pending(&format!("{s}7 rc_fallback runlevel=2 reason=panic\n")));
+        assert!(!services_pending(""));
+    }
+
+    #[test]
+    fn no_idle_run_counts_before_the_floor() {
+        let mut d = detector();
+        d.feed(0, 0, 0, &disk(0));
+        for i in 1..=10u64 {
+            d.feed(i * 500_000_000, 0, i * 100, &disk(0));
+        }
+        assert_eq!(d.done_at(5_000_000_000, Some(0)), Some(0));
+        d.not_before(3_000_000_000);
+        assert_eq!(d.done_at(5_000_000_000, Some(0)), None);
+        assert_eq!(d.done_at(6_000_000_000, Some(0)), Some(3_000_000_000));
+    }
 
     const S: u64 = 1_000_000_000;
 

@@ -118,6 +118,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     let mut known: HashMap<u32, String> = HashMap::new();
     let mut prev_forks = None;
     let mut login_ns = None;
+    let mut waited_for_services = false;
     let mut greeter_seen = false;
     let mut root_writable = false;
     let mut next_root_check = t_start;
@@ -228,10 +229,19 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
                 store.events.push(Event::new(now, "root_writable"));
             }
         }
+        if detector.done_at(now, login_ns).is_some() && services_pending(&paths.rc_log) {
+            detector.not_before(now);
+            waited_for_services = true;
+        }
         if let Some(at) = detector.done_at(now, login_ns) {
-            break Event::new(at, "boot_done")
+            let done = Event::new(at, "boot_done")
                 .with("reason", "idle")
                 .with("settle_s", config.settle_s);
+            break if waited_for_services {
+                done.with("waited_for", "services")
+            } else {
+                done
+            };
         }
         if crate::sys::terminated() {
             break Event::new(now, "boot_done")
@@ -359,4 +369,22 @@ fn existing_ancestor(path: &Path) -> &Path {
         }
     }
     p
+}
+
+/// Whether bootprint's service runner still has services to start ([`done::services_pending`]
+/// on its span log). A log untouched for longer than the runner's default per-script timeout
+/// (120 s) and a margin belongs to a runner that died: it holds nothing back.
+fn services_pending(rc_log: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(rc_log) else {
+        return false;
+    };
+    let fresh = meta
+        .modified()
+        .ok()
+        .and_then(|m| m.elapsed().ok())
+        .is_none_or(|age| age.as_secs() < 130);
+    fresh
+        && std::fs::read_to_string(rc_log)
+            .map(|t| crate::done::services_pending(&t))
+            .unwrap_or(false)
 }
