@@ -85,11 +85,18 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             // The text login's needs, and any display manager the runlevel starts.
-            login: ["$local_fs", "$remote_fs", "$syslog", "$network", "$time", "rmnologin"]
-                .into_iter()
-                .chain(DISPLAY_MANAGERS)
-                .map(String::from)
-                .collect(),
+            login: [
+                "$local_fs",
+                "$remote_fs",
+                "$syslog",
+                "$network",
+                "$time",
+                "rmnologin",
+            ]
+            .into_iter()
+            .chain(DISPLAY_MANAGERS)
+            .map(String::from)
+            .collect(),
             late: Vec::new(),
             timeout: Duration::from_secs(120),
             flush_after: Duration::from_secs(10),
@@ -385,7 +392,9 @@ impl Plan {
                         .filter_map(|p| new_id.get(p).copied())
                         .collect(),
                     weight_ms: durations.get(&node.name, &action),
-                    learned: durations.map.contains_key(&(node.name.clone(), action.clone())),
+                    learned: durations
+                        .map
+                        .contains_key(&(node.name.clone(), action.clone())),
                 }
             })
             .collect();

@@ -381,7 +381,10 @@ fn the_binary_answers_like_startpar_and_learns() {
     let (v, _) = spans::load(&req.spans).unwrap();
     let kept = fs::read_to_string(root.0.join("var/lib/bootprint/rc-last.log")).unwrap();
     assert!(kept.contains(" rc_done "), "{kept}");
-    assert!(kept.contains(" learned=0"), "first run: nothing learned yet\n{kept}");
+    assert!(
+        kept.contains(" learned=0"),
+        "first run: nothing learned yet\n{kept}"
+    );
     assert!(span(&v, "late1").late);
     // The next run orders by what this one learned, and says so.
     let mut out = Vec::new();

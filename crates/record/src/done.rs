@@ -136,12 +136,17 @@ mod tests {
     fn services_pending_until_every_begun_runlevel_is_done() {
         let s = "# bootprint rc 1\n1 rc_begin runlevel=S action=start tasks=2 late=0\n";
         assert!(services_pending(s));
-        let s = format!("{s}2 rc_reached runlevel=S action=start\n3 rc_done runlevel=S action=start\n");
+        let s =
+            format!("{s}2 rc_reached runlevel=S action=start\n3 rc_done runlevel=S action=start\n");
         assert!(!services_pending(&s));
         let s = format!("{s}4 rc_begin runlevel=2 action=start tasks=9 late=7\n5 rc_reached runlevel=2 action=start\n6 rc_late runlevel=2 action=start reason=idle waited_ms=1000\n");
         assert!(services_pending(&s));
-        assert!(!services_pending(&format!("{s}7 rc_done runlevel=2 action=start\n")));
-        assert!(!services_pending(&format!("{s}7 rc_fallback runlevel=2 reason=panic\n")));
+        assert!(!services_pending(&format!(
+            "{s}7 rc_done runlevel=2 action=start\n"
+        )));
+        assert!(!services_pending(&format!(
+            "{s}7 rc_fallback runlevel=2 reason=panic\n"
+        )));
         assert!(!services_pending(""));
     }
 
