@@ -109,24 +109,8 @@ pub fn wrong_root(paths: &Paths, img: &Image, initrd: &Path) -> Result<(String, 
     let serial_log = run.join("serial.log");
     let cmdline =
         format!("{BASE_APPEND} root=UUID=00000000-0bad-4bad-8bad-000000000000 rootwait=5");
-    let mut cmd = Command::new("qemu-system-x86_64");
-    cmd.args(["-accel", "tcg", "-smp", "2", "-m", "1024"])
-        .args([
-            "-nodefaults",
-            "-display",
-            "none",
-            "-no-reboot",
-            "-monitor",
-            "none",
-        ])
-        .args(["-serial", "stdio"])
-        .arg("-kernel")
-        .arg(&img.kernel)
-        .arg("-initrd")
-        .arg(initrd)
-        .arg("-append")
-        .arg(&cmdline)
-        .arg("-drive")
+    let mut cmd = crate::qemu::qemu_command(img, initrd, &cmdline);
+    cmd.arg("-drive")
         // snapshot=on: the guest never writes to the shared image.
         .arg(format!(
             "file={},format=raw,if=virtio,snapshot=on",

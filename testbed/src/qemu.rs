@@ -278,19 +278,9 @@ pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
     Ok(result)
 }
 
-fn boot_disk(
-    paths: &Paths,
-    img: &Image,
-    opts: &BootOpts,
-    run: &Path,
-    disk: &Path,
-    disk_copy_s: f64,
-) -> Result<BootResult> {
-    let cmdline = opts.cmdline();
-    let serial_log = run.join("serial.log");
-    let qemu_log = run.join("qemu.log");
-    let qemu_err =
-        fs::File::create(&qemu_log).map_err(|e| io_err("cannot create", &qemu_log, e))?;
+/// QEMU as the test bed runs it: TCG, 2 vCPUs, 1 GiB, no display, the serial console on
+/// stdio, the image's kernel with `initrd` and `cmdline`; the caller adds the drive.
+pub fn qemu_command(img: &Image, initrd: &Path, cmdline: &str) -> Command {
     let mut cmd = Command::new("qemu-system-x86_64");
     cmd.args(["-accel", "tcg", "-smp", "2", "-m", "1024"])
         .args([
@@ -305,7 +295,7 @@ fn boot_disk(
         .arg("-kernel")
         .arg(&img.kernel)
         .arg("-initrd")
-        .arg(opts.initrd.as_ref().unwrap_or(&img.initrd))
+        .arg(initrd)
         // A desktop image's Xorg needs a display: QEMU's standard VGA (the guest's bochs
         // DRM driver); `-display none` keeps it headless on the host.
         .args(if img.desktop {
@@ -314,13 +304,29 @@ fn boot_disk(
             &[][..]
         })
         .arg("-append")
-        .arg(&cmdline)
-        .arg("-drive")
-        .arg(format!(
-            "file={},format=raw,if=virtio{}",
-            disk.display(),
-            opts.profile.drive_opts()
-        ));
+        .arg(cmdline);
+    cmd
+}
+
+fn boot_disk(
+    paths: &Paths,
+    img: &Image,
+    opts: &BootOpts,
+    run: &Path,
+    disk: &Path,
+    disk_copy_s: f64,
+) -> Result<BootResult> {
+    let cmdline = opts.cmdline();
+    let serial_log = run.join("serial.log");
+    let qemu_log = run.join("qemu.log");
+    let qemu_err =
+        fs::File::create(&qemu_log).map_err(|e| io_err("cannot create", &qemu_log, e))?;
+    let mut cmd = qemu_command(img, opts.initrd.as_ref().unwrap_or(&img.initrd), &cmdline);
+    cmd.arg("-drive").arg(format!(
+        "file={},format=raw,if=virtio{}",
+        disk.display(),
+        opts.profile.drive_opts()
+    ));
     let _ = fs::write(run.join("qemu.cmd"), crate::util::describe(&cmd) + "\n");
     let start = Instant::now();
     let mut child = cmd
