@@ -132,7 +132,7 @@ pub fn loader_run(events: &str) -> Result<LoaderRun, String> {
             let (k, v) = w
                 .split_once('=')
                 .ok_or_else(|| format!("events.log:{}: expected key=value, found {w:?}", n + 1))?;
-            let v = decode(v).map_err(|e| format!("events.log:{}: {e}", n + 1))?;
+            let v = trace::events::decode(v).map_err(|e| format!("events.log:{}: {e}", n + 1))?;
             fields.insert(k.to_string(), v);
         }
         let field = |k: &str| {
@@ -162,27 +162,6 @@ pub fn loader_run(events: &str) -> Result<LoaderRun, String> {
         return Err("events.log: no modules_plan line (did the loader run?)".into());
     }
     Ok(run)
-}
-
-/// Reverses the events.log percent-encoding.
-fn decode(s: &str) -> Result<String, String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let h = s
-                .get(i + 1..i + 3)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .ok_or_else(|| format!("expected two hex digits after '%' in {s:?}"))?;
-            out.push(h);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| format!("not UTF-8 once decoded: {s:?}"))
 }
 
 fn is_enodev(detail: &str) -> bool {
@@ -367,7 +346,7 @@ mod tests {
         let e =
             loader_run("1 modules_plan loaded_before=a\n2 module name=x outcome=%4\n").unwrap_err();
         assert!(
-            e.starts_with("events.log:2: expected two hex digits"),
+            e.starts_with("events.log:2: two hex digits after '%'"),
             "{e}"
         );
     }
