@@ -2,7 +2,9 @@
 //! INSIDE the guest (`bootprint initramfs build` sees the guest's sysfs and modules), copied
 //! out of the guest's disk with debugfs, cached under `cache/initramfs-<key>/`, then the
 //! guest boots with it to `login:`; and a wrong `root=` must give the console message and a
-//! clean stop (QEMU exits: the /init reboots and QEMU runs with -no-reboot).
+//! clean stop (QEMU exits: the /init reboots and QEMU runs with -no-reboot). The login boots
+//! run the recorder with readahead: the first learns a pack, the second has /init start its
+//! replay before the switch to the real root.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -216,19 +218,95 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
             ours.display()
         ),
     );
-    match boot_with(paths, &img, &ours, "") {
+    // Two boots with the recorder and readahead: the first learns a pack, the second
+    // (from the first's disk) has /init start its replay on the real root before the switch.
+    let mut learn = BootOpts::new(Profile::Fast);
+    learn.initrd = Some(ours.clone());
+    learn.record = true;
+    learn.append = "bootprint.readahead=1".into();
+    learn.sync_disk = true;
+    learn.keep_disk = true;
+    let disk = match qemu::boot(paths, &img, &learn) {
         Ok(r) => {
             let ms = init_ms(&r.serial_log);
+            let trace = r.trace_dir.clone().unwrap_or_default();
+            let steps = fs::read_to_string(trace.join("initramfs.log")).unwrap_or_default();
+            let events = read_events(&trace);
+            let learned = events
+                .iter()
+                .find(|e| e.kind == "readahead_learn")
+                .and_then(|e| e.get("entries").map(|n| (n.to_string(), e.get("error"))));
             check(
-                ms.is_some(),
+                ms.is_some() && steps.contains(" switch-root exec "),
                 &format!(
-                    "booted to login: in {:.1} s with it; /init ran {} ms to the real init",
+                    "booted to login: in {:.1} s with it, the recorder as init=; /init ran {} ms \
+                     to it; the trace has its initramfs.log",
                     r.host_login_s,
                     ms.map(|m| m.to_string()).unwrap_or("?".into())
                 ),
             );
+            check(
+                steps.contains(" readahead not replayed (the boot learns")
+                    && matches!(&learned, Some((n, None)) if n.parse::<u32>().unwrap_or(0) > 10),
+                &format!(
+                    "no pack yet: /init left readahead to the recorder, which learned one \
+                     ({learned:?} entries)"
+                ),
+            );
+            r.kept_disk()
         }
-        Err(e) => check(false, &format!("boot with our initramfs: {e}")),
+        Err(e) => {
+            check(false, &format!("boot with our initramfs: {e}"));
+            None
+        }
+    };
+    if let Some(disk) = disk {
+        let mut replay = learn.clone();
+        replay.keep_disk = false;
+        replay.disk_from = Some(disk.clone());
+        match qemu::boot(paths, &img, &replay) {
+            Ok(r) => {
+                let trace = r.trace_dir.clone().unwrap_or_default();
+                let steps = fs::read_to_string(trace.join("initramfs.log")).unwrap_or_default();
+                let step = steps
+                    .lines()
+                    .find(|l| l.contains(" readahead "))
+                    .unwrap_or_default()
+                    .to_string();
+                let events = read_events(&trace);
+                let starts: Vec<_> = events
+                    .iter()
+                    .filter(|e| e.kind == "readahead_replay_start")
+                    .collect();
+                let from_initramfs = starts.len() == 1
+                    && starts[0].get("from") == Some("initramfs")
+                    && step.contains(" readahead replay pid ");
+                // The replay began before the real init: its stamp is before the switch's.
+                let switch_ns = steps
+                    .lines()
+                    .find(|l| l.contains(" switch-root "))
+                    .and_then(|l| l.split(' ').next()?.parse::<u64>().ok());
+                let before_switch =
+                    matches!((starts.first(), switch_ns), (Some(s), Some(sw)) if s.t_ns < sw);
+                let replayed = events
+                    .iter()
+                    .find(|e| e.kind == "readahead_replay")
+                    .and_then(|e| e.get("bytes")?.parse::<u64>().ok());
+                check(
+                    from_initramfs && before_switch && replayed.is_some_and(|b| b > 1_000_000),
+                    &format!(
+                        "second boot: /init started the replay before the switch ({:?}), the \
+                         recorder took it over (one readahead_replay_start, from={:?}) and got its \
+                         figures ({replayed:?} bytes read ahead); login in {:.1} s",
+                        step.split_once(' ').map(|x| x.1).unwrap_or(""),
+                        starts.first().and_then(|e| e.get("from")),
+                        r.host_login_s
+                    ),
+                );
+            }
+            Err(e) => check(false, &format!("second boot with our initramfs: {e}")),
+        }
+        let _ = fs::remove_file(&disk);
     }
     match wrong_root(paths, &img, &ours) {
         Ok((line, s)) => check(
@@ -245,6 +323,12 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
         return Err(Error::fail(format!("initramfs test: {failed} failed")));
     }
     Ok(())
+}
+
+/// The trace's events (none when unreadable: the checks then fail on what is missing).
+fn read_events(trace: &Path) -> Vec<trace::Event> {
+    let text = fs::read_to_string(trace.join("events.log")).unwrap_or_default();
+    trace::events::parse(&text).unwrap_or_default()
 }
 
 /// The kernel time of a console line containing `pat`, if it has a kernel timestamp.

@@ -25,7 +25,7 @@ fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     // PID 1 with /bootprint/plan present: the initramfs's /init (docs/initramfs.md).
     if initramfs::is_initramfs_init() {
-        initramfs::boot::run(args);
+        initramfs::boot::run(args, record::readahead::start_in_initramfs);
     }
     if record::handoff::is_pid1() {
         record::handoff::boot(args);

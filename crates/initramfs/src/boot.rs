@@ -85,14 +85,20 @@ impl Steps {
     }
 }
 
+/// Called once the real root is mounted (at the path given), before the switch: starts
+/// readahead replay there (bootprint-boot passes the recorder crate's
+/// `readahead::start_in_initramfs`; this crate does not know the pack). Returns what it did,
+/// for the step log. It must not fail the boot: a panic in it is caught and logged.
+pub type RootMounted = fn(&Path) -> String;
+
 /// Runs the initramfs's /init. Never returns.
-pub fn run(args: Vec<std::ffi::OsString>) -> ! {
+pub fn run(args: Vec<std::ffi::OsString>, root_mounted: RootMounted) -> ! {
     let start = sys::boottime_ns();
     let mut steps = Steps::default();
     steps.mark("start", "");
     let mut onfail = OnFail::Reboot;
     let res = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        steps_to_exec(&args, &mut steps, &mut onfail, start)
+        steps_to_exec(&args, &mut steps, &mut onfail, start, root_mounted)
     }));
     let msg = match res {
         Ok(Err(msg)) => msg,
@@ -121,6 +127,7 @@ fn steps_to_exec(
     steps: &mut Steps,
     onfail: &mut OnFail,
     start: u64,
+    root_mounted: RootMounted,
 ) -> Result<Never, String> {
     mount_kernel_fs()?;
     steps.mark("mounted", "proc sys dev run");
@@ -202,8 +209,11 @@ fn steps_to_exec(
             dev.display()
         ));
     }
-    // Readahead replay from the root's pack is left to the recorder (bootprint-boot as
-    // init=) on the real root; see docs/initramfs.md.
+    // Readahead replay from the root's pack, as early as the root is there. The module
+    // loader's threads have ended, so the fork in it is from a single-threaded process.
+    let readahead = std::panic::catch_unwind(|| root_mounted(Path::new(NEW_ROOT)))
+        .unwrap_or_else(|_| "failed (a panic); booting without it".to_string());
+    steps.mark("readahead", &readahead);
     let elapsed_ms = (sys::boottime_ns() - start) / 1_000_000;
     steps.mark(
         "switch-root",

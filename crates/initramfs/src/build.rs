@@ -253,7 +253,16 @@ pub fn make_plan(o: &Options) -> Result<Plan, Error> {
             sys_path(&o.fsroot, "/etc/modprobe.d"),
         ],
     )?;
-    plan::build(&ix, &release, &format!("/dev/{name}"), &fstype, &chain)
+    // Without the file (an old kernel) nothing is left out for the CPU's sake.
+    let cpu = fs::read_to_string(o.sys.join("devices/system/cpu/modalias")).ok();
+    plan::build(
+        &ix,
+        &release,
+        &format!("/dev/{name}"),
+        &fstype,
+        &chain,
+        cpu.as_deref().map(str::trim),
+    )
 }
 
 /// Builds the image as `o` says and writes it (and `IMAGE.txt` beside it).

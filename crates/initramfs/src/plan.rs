@@ -363,13 +363,17 @@ pub struct Plan {
 
 /// Builds the plan: the chain's drivers (or, for a device no driver is bound to, its
 /// modalias resolved) and the file system's module, each with its dependencies and soft
-/// dependencies, in dependency order.
+/// dependencies, in dependency order. `cpu` is this machine's CPU modalias
+/// (`/sys/devices/system/cpu/modalias`): a soft dependency made for CPU features this CPU
+/// lacks (all its `cpu:` aliases fail to match, as `crc32c_intel` without SSE4.2) is left
+/// out, since it could only fail with ENODEV after a whole load and signature check.
 pub fn build(
     ix: &ModIndex,
     kernel: &str,
     root: &str,
     fstype: &str,
     chain: &[ChainLink],
+    cpu: Option<&str>,
 ) -> Result<Plan, Error> {
     let mut plan = Plan {
         kernel: kernel.to_string(),
@@ -378,16 +382,17 @@ pub fn build(
         ..Plan::default()
     };
     let mut seen: HashMap<String, usize> = HashMap::new();
+    let ctx = Ctx { ix, cpu };
     for link in chain {
         match (&link.driver, &link.module, &link.modalias) {
-            (Some(_), Some(m), _) => add(ix, &mut plan, &mut seen, m, false, 0)?,
+            (Some(_), Some(m), _) => add(&ctx, &mut plan, &mut seen, m, false, 0)?,
             (Some(d), None, _) => plan.notes.push(format!(
                 "{}: driver {d} is built into the kernel",
                 link.path.display()
             )),
             (None, None, Some(alias)) => {
                 for m in ix.resolve(alias) {
-                    add(ix, &mut plan, &mut seen, &m, false, 0)?;
+                    add(&ctx, &mut plan, &mut seen, &m, false, 0)?;
                 }
             }
             _ => {}
@@ -407,19 +412,41 @@ pub fn build(
         )));
     }
     for m in fs_modules {
-        add(ix, &mut plan, &mut seen, &m, false, 0)?;
+        add(&ctx, &mut plan, &mut seen, &m, false, 0)?;
     }
     Ok(plan)
 }
 
+/// What [`add`] plans from.
+struct Ctx<'a> {
+    ix: &'a ModIndex,
+    cpu: Option<&'a str>,
+}
+
+impl Ctx<'_> {
+    /// Whether `module` is made only for CPU features this CPU lacks: it has `cpu:` aliases
+    /// and none matches. Unknown (no CPU modalias) is "no".
+    fn wrong_cpu(&self, module: &str) -> bool {
+        let Some(cpu) = self.cpu else { return false };
+        let mut cpu_aliases = self
+            .ix
+            .aliases
+            .iter()
+            .filter(|(pattern, m)| m == module && pattern.starts_with("cpu:"))
+            .peekable();
+        cpu_aliases.peek().is_some() && !cpu_aliases.any(|(pattern, _)| glob_match(pattern, cpu))
+    }
+}
+
 fn add(
-    ix: &ModIndex,
+    ctx: &Ctx,
     plan: &mut Plan,
     seen: &mut HashMap<String, usize>,
     name: &str,
     optional: bool,
     depth: usize,
 ) -> Result<(), Error> {
+    let ix = ctx.ix;
     let name = normalize(name);
     if let Some(&i) = seen.get(&name) {
         // Required anywhere means required.
@@ -449,15 +476,22 @@ fn add(
     if depth > 64 {
         return Err(Error::msg(format!("module {name}: dependency loop")));
     }
+    if optional && ctx.wrong_cpu(&name) {
+        seen.insert(name.clone(), usize::MAX);
+        plan.notes.push(format!(
+            "{name}: left out, made for CPU features this CPU lacks (no cpu: alias of it matches)"
+        ));
+        return Ok(());
+    }
     // Soft dependencies first: they are wanted before the module initialises.
     for soft in ix.softdeps.get(&name).into_iter().flatten() {
         for m in ix.resolve(soft) {
-            add(ix, plan, seen, &m, true, depth + 1)?;
+            add(ctx, plan, seen, &m, true, depth + 1)?;
         }
     }
     // modules.dep lists the whole closure, the deepest last.
     for d in deps.iter().rev() {
-        add(ix, plan, seen, d, optional, depth + 1)?;
+        add(ctx, plan, seen, d, optional, depth + 1)?;
     }
     let planned_deps: Vec<String> = deps
         .iter()

@@ -92,7 +92,7 @@ fn virtio_disk_with_ext4() {
     assert_eq!(chain.len(), 2, "{chain:?}");
     assert_eq!(chain[0].module.as_deref(), Some("virtio_blk"));
     assert_eq!(chain[1].driver.as_deref(), Some("virtio-pci"));
-    let p = plan::build(&index(), REL, "/dev/vda", "ext4", &chain).unwrap();
+    let p = plan::build(&index(), REL, "/dev/vda", "ext4", &chain, None).unwrap();
     assert_eq!(
         names(&p),
         [
@@ -136,6 +136,39 @@ fn virtio_disk_with_ext4() {
 }
 
 #[test]
+fn a_soft_dependency_for_cpu_features_this_cpu_lacks_is_left_out() {
+    let t = Tmp::new("cpu");
+    let sys = t.0.join("sys");
+    virtio_tree(&sys);
+    let chain = plan::root_chain(&sys, "vda").unwrap();
+    // The test bed's guest (QEMU's qemu64 CPU): no SSE4.2 (feature 0094), so crc32c_intel
+    // would fail with ENODEV; seen at boot as `crc32c_intel:skipped(No such device)`.
+    let qemu64 = "cpu:type:x86,ven0000fam0006mod0006:feature:,0000,0001,0002,0003,0004,0005,\
+                  0006,0007,0008,0009,000B,000C,000D,000E,000F,0010,0011,0013,0017,0018,0019,\
+                  001A,0058,0080,0081,00C0";
+    let p = plan::build(&index(), REL, "/dev/vda", "ext4", &chain, Some(qemu64)).unwrap();
+    let names: Vec<&str> = p.modules.iter().map(|m| m.name.as_str()).collect();
+    assert!(!names.contains(&"crc32c_intel"), "{names:?}");
+    assert!(names.contains(&"crc32c_generic"), "{names:?}");
+    assert!(
+        p.notes
+            .iter()
+            .any(|n| n.starts_with("crc32c_intel: left out")),
+        "{:?}",
+        p.notes
+    );
+    // A CPU with SSE4.2 keeps it, as does an unknown CPU (no modalias file).
+    let with_sse42 = "cpu:type:x86,ven0000fam0006mod003F:feature:,0000,0001,0093,0094,0095";
+    for cpu in [Some(with_sse42), None] {
+        let p = plan::build(&index(), REL, "/dev/vda", "ext4", &chain, cpu).unwrap();
+        assert!(
+            p.modules.iter().any(|m| m.name == "crc32c_intel"),
+            "{cpu:?}"
+        );
+    }
+}
+
+#[test]
 fn sata_partition_resolved_by_modalias_with_xfs() {
     let t = Tmp::new("sata");
     let sys = t.0.join("sys");
@@ -159,7 +192,7 @@ fn sata_partition_resolved_by_modalias_with_xfs() {
     block(&sys, &disk, "sda", "8:0");
     block(&sys, &disk.join("sda2"), "sda2", "8:2");
     let chain = plan::root_chain(&sys, "sda2").unwrap();
-    let p = plan::build(&index(), REL, "/dev/sda2", "xfs", &chain).unwrap();
+    let p = plan::build(&index(), REL, "/dev/sda2", "xfs", &chain, None).unwrap();
     let n = names(&p);
     for want in [
         "sd_mod",
@@ -198,7 +231,7 @@ fn refuses_stacked_and_unknown_roots() {
     let e = plan::root_chain(&sys, "nvme9n1").unwrap_err();
     assert!(e.to_string().contains("no such block device"), "{e}");
     // A file system type the kernel has no module or builtin for.
-    let e = plan::build(&index(), REL, "/dev/vda", "zfs", &[]).unwrap_err();
+    let e = plan::build(&index(), REL, "/dev/vda", "zfs", &[], None).unwrap_err();
     assert!(e.to_string().contains("\"zfs\""), "{e}");
 }
 

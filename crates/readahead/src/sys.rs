@@ -227,6 +227,15 @@ pub fn try_wait(pid: i32) -> io::Result<bool> {
     Ok(rc == pid)
 }
 
+/// Sets this process's name (`comm`, at most 15 bytes are kept).
+pub fn set_process_name(name: &str) {
+    let Ok(c) = std::ffi::CString::new(name) else {
+        return;
+    };
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string of which the kernel keeps 15 bytes.
+    unsafe { libc::prctl(libc::PR_SET_NAME, c.as_ptr() as libc::c_ulong, 0, 0, 0) };
+}
+
 /// The kernel release (`uname -r`).
 pub fn kernel_release() -> String {
     // SAFETY: an all-zero utsname is a valid out-parameter.

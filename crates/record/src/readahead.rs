@@ -6,28 +6,41 @@
 //! readahead were off. The format, learning, replay and the history's rules belong to the
 //! `readahead` crate.
 
+use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use readahead::learn::{self, LearnConfig, LearnThread, PackOptions};
 use readahead::pack::Pack;
-use readahead::replay::{self, RelearnLimits, ReplayChild, ReplayOptions, ReplayOutcome};
+use readahead::replay::{
+    self, RelearnLimits, ReplayChild, ReplayOptions, ReplayOutcome, ReplayStats,
+};
 use readahead::state::{BootKind, BootRecord, State, Verdict};
 use readahead::system;
 use sample::sys::boottime_ns;
 use trace::Event;
 
-use crate::config::Config;
+use crate::config::{Config, CONFIG_FILE};
 
 /// A replay under way.
 #[derive(Debug)]
 pub struct Replaying {
     pack: Box<Pack>,
-    child: Option<ReplayChild>,
+    source: Source,
     started_ns: u64,
     /// The root device and what had been read from it when the replay started, to tell at
     /// boot done how much the boot read that the pack lacked.
     root_dev: Option<(u32, u32)>,
     read_at_start: Option<u64>,
+}
+
+/// Who runs the replay and how its figures come back.
+#[derive(Debug)]
+enum Source {
+    /// Our child, started before init was exec'd; it reports through a pipe.
+    Child(Option<ReplayChild>),
+    /// A process the initramfs's /init started on the real root before switching to it
+    /// (not our child); it writes its figures to `report`.
+    Initramfs { pid: i32, report: PathBuf },
 }
 
 /// What the boot decided before exec'ing init.
@@ -46,46 +59,305 @@ pub enum Plan {
     Control,
 }
 
+/// What to do with readahead this boot, before anything is started.
+enum Decision {
+    Off,
+    SwitchedOff(String),
+    Learn(String),
+    Control,
+    Replay {
+        pack: Box<Pack>,
+        root_dev: Option<(u32, u32)>,
+        read_at_start: Option<u64>,
+    },
+}
+
+/// `path`, an absolute path on the real root, as seen from where that root is mounted now.
+fn on_root(root: &Path, path: &Path) -> PathBuf {
+    root.join(path.strip_prefix("/").unwrap_or(path))
+}
+
+/// Decides from the configuration, readahead's history and the pack on the root file system
+/// mounted at `root` (`/` on the real root; `/root` in the initramfs).
+fn decide(config: &Config, root: &Path) -> Decision {
+    if !config.readahead {
+        return Decision::Off;
+    }
+    // An unreadable state is treated as empty; it is rewritten at boot done.
+    let state = State::load(&on_root(root, &config.readahead_state)).unwrap_or_default();
+    if let Verdict::Off { reason, .. } = state.verdict {
+        return Decision::SwitchedOff(reason);
+    }
+    let paths = system::Paths {
+        root: root.to_path_buf(),
+        ..system::Paths::default()
+    };
+    let mountinfo = std::fs::read_to_string(paths.proc.join("self/mountinfo")).unwrap_or_default();
+    let mounts = system::parse_mountinfo(&mountinfo, "/proc/self/mountinfo").unwrap_or_default();
+    let mount = mounts.iter().rev().find(|m| m.mount_point == root);
+    let ours = system::root_id(&paths, mount);
+    let pack = match replay::load(&on_root(root, &config.readahead_pack), &ours, 0) {
+        Ok(p) => p,
+        Err(e) => return Decision::Learn(e.reason().to_string()),
+    };
+    if state.next_kind(config.readahead_compare_every) == BootKind::Control {
+        return Decision::Control;
+    }
+    let root_dev = mount.map(|m| (m.major, m.minor));
+    Decision::Replay {
+        pack: Box::new(pack),
+        root_dev,
+        read_at_start: root_dev.and_then(|(ma, mi)| root_bytes_read(&paths, ma, mi)),
+    }
+}
+
+fn replay_options(config: &Config) -> ReplayOptions {
+    ReplayOptions {
+        idle_io: config.readahead_io_class == "idle",
+        ..ReplayOptions::default()
+    }
+}
+
 /// In PID 1, before the exec: load the pack and start its replay, or decide to learn or to
-/// boot without it for comparison.
+/// boot without it for comparison. When the initramfs's /init already started the replay
+/// ([`start_in_initramfs`]), that replay is taken over instead.
 pub fn prepare(config: &Config) -> Plan {
+    prepare_from(config, Path::new(INITRAMFS_REPLAY))
+}
+
+/// [`prepare`], with the initramfs's note read from `initramfs_note` (tests).
+pub fn prepare_from(config: &Config, initramfs_note: &Path) -> Plan {
     if !config.readahead {
         return Plan::Off;
     }
-    // An unreadable state is treated as empty; it is rewritten at boot done.
-    let state = State::load(&config.readahead_state).unwrap_or_default();
-    if let Verdict::Off { reason, .. } = state.verdict {
-        return Plan::SwitchedOff(reason);
+    if let Some(plan) = take_over_initramfs_replay(config, initramfs_note) {
+        return plan;
     }
+    match decide(config, Path::new("/")) {
+        Decision::Off => Plan::Off,
+        Decision::SwitchedOff(r) => Plan::SwitchedOff(r),
+        Decision::Learn(r) => Plan::Learn(r),
+        Decision::Control => Plan::Control,
+        Decision::Replay {
+            pack,
+            root_dev,
+            read_at_start,
+        } => {
+            let started_ns = boottime_ns();
+            match replay::spawn_child(&pack, &replay_options(config)) {
+                Ok(child) => Plan::Replay(Replaying {
+                    pack,
+                    source: Source::Child(Some(child)),
+                    started_ns,
+                    root_dev,
+                    read_at_start,
+                }),
+                Err(e) => Plan::Learn(format!("replay child: {e}")),
+            }
+        }
+    }
+}
+
+/// Where the initramfs's /init notes the replay it started (on the tmpfs that becomes the
+/// real root's /run).
+pub const INITRAMFS_REPLAY: &str = "/run/bootprint/readahead-replay";
+/// Where that replay writes its figures when it ends.
+pub const INITRAMFS_REPLAY_REPORT: &str = "/run/bootprint/readahead-replay.stats";
+
+/// What the initramfs's /init hands the recorder about the replay it started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InitramfsReplay {
+    /// The replaying process.
+    pub pid: i32,
+    /// When it was started (CLOCK_BOOTTIME ns).
+    pub started_ns: u64,
+    /// The root device (major, minor).
+    pub root_dev: Option<(u32, u32)>,
+    /// Bytes read from the root device when the replay started.
+    pub read_at_start: Option<u64>,
+    /// Where it writes its figures when it ends.
+    pub report: PathBuf,
+}
+
+impl InitramfsReplay {
+    const MAGIC: &'static str = "bootprint-initramfs-replay 1";
+
+    /// The file's text: the magic line, then `KEY VALUE` lines.
+    pub fn to_text(&self) -> String {
+        let mut s = format!(
+            "{}\npid {}\nstarted_ns {}\nreport {}\n",
+            Self::MAGIC,
+            self.pid,
+            self.started_ns,
+            self.report.display()
+        );
+        if let Some((ma, mi)) = self.root_dev {
+            s.push_str(&format!("root_dev {ma}:{mi}\n"));
+        }
+        if let Some(n) = self.read_at_start {
+            s.push_str(&format!("read_at_start {n}\n"));
+        }
+        s
+    }
+
+    /// Parses [`InitramfsReplay::to_text`]; an error names the file, the line and what was
+    /// expected.
+    pub fn parse(text: &str, path: &Path) -> Result<InitramfsReplay, String> {
+        let at = |n: usize, what: &str| format!("{}:{n}: {what}", path.display());
+        let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l));
+        match lines.next() {
+            Some((_, l)) if l.trim() == Self::MAGIC => {}
+            _ => return Err(at(1, &format!("expected {:?}", Self::MAGIC))),
+        }
+        let (mut pid, mut started_ns) = (None, None);
+        let mut r = InitramfsReplay {
+            pid: 0,
+            started_ns: 0,
+            root_dev: None,
+            read_at_start: None,
+            report: PathBuf::new(),
+        };
+        for (n, line) in lines {
+            let Some((key, value)) = line.trim().split_once(' ') else {
+                return Err(at(n, &format!("expected KEY VALUE, found {line:?}")));
+            };
+            let number = |v: &str| {
+                v.parse::<u64>()
+                    .map_err(|_| at(n, &format!("expected a number after {key}, found {v:?}")))
+            };
+            match key {
+                "pid" => pid = Some(number(value)?),
+                "started_ns" => started_ns = Some(number(value)?),
+                "read_at_start" => r.read_at_start = Some(number(value)?),
+                "report" => r.report = PathBuf::from(value),
+                "root_dev" => {
+                    let dev = value
+                        .split_once(':')
+                        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
+                    r.root_dev = Some(dev.ok_or_else(|| {
+                        at(
+                            n,
+                            &format!("expected MAJOR:MINOR after root_dev, found {value:?}"),
+                        )
+                    })?);
+                }
+                _ => {} // a later version's key
+            }
+        }
+        let end = text.lines().count();
+        r.pid = match pid {
+            Some(p) if p > 1 && p <= i32::MAX as u64 => p as i32,
+            Some(p) => {
+                return Err(at(
+                    end,
+                    &format!("expected a process id above 1, found {p}"),
+                ))
+            }
+            None => return Err(at(end, "expected a pid line")),
+        };
+        r.started_ns = started_ns.ok_or_else(|| at(end, "expected a started_ns line"))?;
+        if !r.report.is_absolute() {
+            return Err(at(end, "expected a report line with an absolute path"));
+        }
+        Ok(r)
+    }
+}
+
+/// In the initramfs's /init, once the real root is mounted at `new_root`: the same decision
+/// the recorder makes on the real root, from the configuration there and the kernel command
+/// line; when it is to replay, start the replay now, from a child that enters the new root
+/// ([`replay::spawn_in_root`]), and leave [`INITRAMFS_REPLAY`] for the recorder. Returns what
+/// it did, for the initramfs's step log. Never fails the boot: a failure is its answer.
+pub fn start_in_initramfs(new_root: &Path) -> String {
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    let (config, _errors) = Config::load(&on_root(new_root, Path::new(CONFIG_FILE)), &cmdline);
+    let (pack, root_dev, read_at_start) = match decide(&config, new_root) {
+        Decision::Off => return "off".into(),
+        Decision::SwitchedOff(r) => return format!("switched itself off: {r}"),
+        Decision::Learn(r) => return format!("not replayed (the boot learns: {r})"),
+        Decision::Control => return "not replayed (a comparison boot)".into(),
+        Decision::Replay {
+            pack,
+            root_dev,
+            read_at_start,
+        } => (pack, root_dev, read_at_start),
+    };
+    let report = match std::fs::File::create(INITRAMFS_REPLAY_REPORT) {
+        Ok(f) => f,
+        Err(e) => return format!("not replayed: cannot create {INITRAMFS_REPLAY_REPORT}: {e}"),
+    };
+    let started_ns = boottime_ns();
+    let pid = match replay::spawn_in_root(&pack, &replay_options(&config), new_root, report) {
+        Ok(pid) => pid,
+        Err(e) => return format!("not replayed: cannot fork: {e}"),
+    };
+    let handoff = InitramfsReplay {
+        pid,
+        started_ns,
+        root_dev,
+        read_at_start,
+        report: PathBuf::from(INITRAMFS_REPLAY_REPORT),
+    };
+    if let Err(e) = std::fs::write(INITRAMFS_REPLAY, handoff.to_text()) {
+        // The replay runs; the recorder will not know of it and replays again (harmless).
+        return format!("replay pid {pid}, but cannot write {INITRAMFS_REPLAY}: {e}");
+    }
+    format!(
+        "replay pid {pid}: {} files, {} bytes",
+        pack.entries.len(),
+        pack.bytes()
+    )
+}
+
+/// The replay the initramfs started, when there is one and its pack loads here too (for the
+/// hit rate and the relearning rules at boot done).
+fn take_over_initramfs_replay(config: &Config, path: &Path) -> Option<Plan> {
+    let text = std::fs::read_to_string(path).ok()?;
+    // A damaged note: replay again from here rather than lose the replay.
+    let handoff = InitramfsReplay::parse(&text, path).ok()?;
     let paths = system::Paths::default();
     let mountinfo = std::fs::read_to_string(paths.proc.join("self/mountinfo")).unwrap_or_default();
     let mounts = system::parse_mountinfo(&mountinfo, "/proc/self/mountinfo").unwrap_or_default();
-    let root = system::root_mount(&mounts);
-    let ours = system::root_id(&paths, root);
+    let ours = system::root_id(&paths, system::root_mount(&mounts));
     let pack = match replay::load(&config.readahead_pack, &ours, 0) {
         Ok(p) => p,
-        Err(e) => return Plan::Learn(e.reason().to_string()),
+        Err(e) => return Some(Plan::Learn(e.reason().to_string())),
     };
-    if state.next_kind(config.readahead_compare_every) == BootKind::Control {
-        return Plan::Control;
+    Some(Plan::Replay(Replaying {
+        pack: Box::new(pack),
+        source: Source::Initramfs {
+            pid: handoff.pid,
+            report: handoff.report,
+        },
+        started_ns: handoff.started_ns,
+        root_dev: handoff.root_dev,
+        read_at_start: handoff.read_at_start,
+    }))
+}
+
+/// Waits for the initramfs's replay to write its figures: until the report holds a whole
+/// line, the process is gone, or `until_ns` (CLOCK_BOOTTIME).
+fn wait_for_report(report: &Path, pid: i32, until_ns: u64) -> Option<ReplayStats> {
+    loop {
+        let alive = process_alive(pid);
+        if let Ok(text) = std::fs::read_to_string(report) {
+            if text.ends_with('\n') {
+                return ReplayStats::from_line(text.trim());
+            }
+        }
+        if !alive || boottime_ns() >= until_ns {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let root_dev = root.map(|m| (m.major, m.minor));
-    let read_at_start = root_dev.and_then(|(ma, mi)| root_bytes_read(&paths, ma, mi));
-    let started_ns = boottime_ns();
-    let opts = ReplayOptions {
-        idle_io: config.readahead_io_class == "idle",
-        ..ReplayOptions::default()
-    };
-    match replay::spawn_child(&pack, &opts) {
-        Ok(child) => Plan::Replay(Replaying {
-            pack: Box::new(pack),
-            child: Some(child),
-            started_ns,
-            root_dev,
-            read_at_start,
-        }),
-        Err(e) => Plan::Learn(format!("replay child: {e}")),
-    }
+}
+
+/// Whether `pid` runs (exists and is not a zombie).
+fn process_alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    })
 }
 
 fn root_bytes_read(paths: &system::Paths, major: u32, minor: u32) -> Option<u64> {
@@ -127,11 +399,15 @@ impl Session {
                     Err(e) => events.push(warning(now, format!("readahead: cannot learn: {e}"))),
                 }
             }
-            Plan::Replay(r) => events.push(
-                Event::new(r.started_ns, "readahead_replay_start")
+            Plan::Replay(r) => {
+                let mut e = Event::new(r.started_ns, "readahead_replay_start")
                     .with("files", r.pack.entries.len())
-                    .with("bytes", r.pack.bytes()),
-            ),
+                    .with("bytes", r.pack.bytes());
+                if let Source::Initramfs { pid, .. } = &r.source {
+                    e = e.with("from", "initramfs").with("pid", pid);
+                }
+                events.push(e);
+            }
             Plan::Control => events.push(Event::new(now, "readahead_control")),
         }
         Session { plan, learner }
@@ -193,7 +469,14 @@ impl Session {
 
 fn finish_replay(r: Replaying, events: &mut Vec<Event>, config: &Config, kernel_release: &str) {
     let now = boottime_ns();
-    let stats = r.child.and_then(ReplayChild::wait);
+    let stats = match r.source {
+        Source::Child(child) => child.and_then(ReplayChild::wait),
+        Source::Initramfs { pid, report } => {
+            // Its time limit, counted from its start, and a little to write.
+            let limit = ReplayOptions::default().time_limit.as_nanos() as u64;
+            wait_for_report(&report, pid, r.started_ns + limit + 5_000_000_000)
+        }
+    };
     // What the boot read from the root disk beyond what the replay asked for.
     let missed = match (r.root_dev, r.read_at_start) {
         (Some((ma, mi)), Some(before)) => {

@@ -10,7 +10,7 @@ use readahead::pack::{Entry, Header, Pack, Range, RootId};
 use readahead::state::{BootKind, BootRecord, State, Verdict};
 use readahead::system;
 use record::config::Config;
-use record::readahead::{prepare, Milestones, Plan, Session};
+use record::readahead::{prepare, prepare_from, InitramfsReplay, Milestones, Plan, Session};
 use trace::Event;
 
 fn tempdir(name: &str) -> PathBuf {
@@ -239,4 +239,114 @@ fn switches_itself_off_when_replay_is_not_faster() {
     assert!(what.contains("readahead.state:2: expected"), "{what}");
     assert_eq!(State::load(&c.readahead_state).unwrap().boots.len(), 1);
     fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn a_replay_the_initramfs_started_is_taken_over() {
+    if !is_root() {
+        eprintln!("skipped: needs root (a pack must be root's)");
+        return;
+    }
+    let d = tempdir("initramfs");
+    let c = config_in(&d);
+    write_pack(&d, &c);
+    if !our_root().matches(&our_root()) {
+        eprintln!("skipped: this root filesystem has no identity to match a pack");
+        return;
+    }
+    save(&c, &[rec(BootKind::Learn, 30.0)]);
+    // What the initramfs's /init does: a replay entering the root (here `/` itself), and
+    // the note for the recorder.
+    let pack = readahead::replay::load(&c.readahead_pack, &our_root(), 0).unwrap();
+    let report = d.join("report");
+    let started_ns = sample::sys::boottime_ns();
+    let pid = readahead::replay::spawn_in_root(
+        &pack,
+        &readahead::replay::ReplayOptions::default(),
+        Path::new("/"),
+        fs::File::create(&report).unwrap(),
+    )
+    .unwrap();
+    let note = InitramfsReplay {
+        pid,
+        started_ns,
+        root_dev: Some((254, 0)),
+        read_at_start: None,
+        report: report.clone(),
+    };
+    fs::write(d.join("note"), note.to_text()).unwrap();
+    assert_eq!(
+        InitramfsReplay::parse(&note.to_text(), Path::new("note")).unwrap(),
+        note
+    );
+
+    let plan = prepare_from(&c, &d.join("note"));
+    assert!(matches!(plan, Plan::Replay(_)), "{plan:?}");
+    let mut events = vec![];
+    let session = Session::start(plan, &mut events);
+    assert_eq!(events[0].kind, "readahead_replay_start");
+    assert_eq!(events[0].t_ns, started_ns, "the initramfs's start time");
+    assert_eq!(events[0].get("from"), Some("initramfs"));
+    assert_eq!(events[0].get("pid"), Some(pid.to_string().as_str()));
+    let seen = Milestones {
+        login_ns: Some(20_000_000_000),
+        done_ns: None,
+    };
+    session.finish(&mut events, &c, &readahead::sys::kernel_release(), seen);
+    let replay = events
+        .iter()
+        .find(|e| e.kind == "readahead_replay")
+        .unwrap_or_else(|| panic!("no readahead_replay: {events:?}"));
+    assert_eq!(replay.get("files"), Some("1"), "{replay:?}");
+    assert_eq!(replay.get("bytes"), Some("65536"), "{replay:?}");
+    let _ = readahead::sys::waitpid(pid);
+
+    // No note, or a damaged one: the recorder starts its own replay.
+    save(&c, &[rec(BootKind::Learn, 30.0)]);
+    fs::write(d.join("note"), "bootprint-initramfs-replay 1\npid x\n").unwrap();
+    match prepare_from(&c, &d.join("note")) {
+        Plan::Replay(r) => {
+            let mut events = vec![];
+            let s = Session::start(Plan::Replay(r), &mut events);
+            assert_eq!(events[0].get("from"), None);
+            s.finish(&mut events, &c, &readahead::sys::kernel_release(), seen);
+        }
+        other => panic!("expected our own replay, got {other:?}"),
+    }
+    fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn the_initramfs_note_names_what_is_wrong() {
+    let p = Path::new("/run/bootprint/readahead-replay");
+    let err = |t: &str| InitramfsReplay::parse(t, p).unwrap_err();
+    assert_eq!(
+        err("something else\n"),
+        "/run/bootprint/readahead-replay:1: expected \"bootprint-initramfs-replay 1\""
+    );
+    assert_eq!(
+        err("bootprint-initramfs-replay 1\npid 12\nstarted_ns soon\n"),
+        "/run/bootprint/readahead-replay:3: expected a number after started_ns, found \"soon\""
+    );
+    assert_eq!(
+        err("bootprint-initramfs-replay 1\npid 1\nstarted_ns 5\nreport /r\n"),
+        "/run/bootprint/readahead-replay:4: expected a process id above 1, found 1"
+    );
+    assert_eq!(
+        err("bootprint-initramfs-replay 1\npid 7\nstarted_ns 5\nroot_dev 254\n"),
+        "/run/bootprint/readahead-replay:4: expected MAJOR:MINOR after root_dev, found \"254\""
+    );
+    assert_eq!(
+        err("bootprint-initramfs-replay 1\npid 7\nstarted_ns 5\n"),
+        "/run/bootprint/readahead-replay:3: expected a report line with an absolute path"
+    );
+    let ok = InitramfsReplay::parse(
+        "bootprint-initramfs-replay 1\npid 7\nstarted_ns 5\nroot_dev 254:0\nread_at_start 9\nreport /run/x\nlater_key 1\n",
+        p,
+    )
+    .unwrap();
+    assert_eq!(
+        (ok.pid, ok.root_dev, ok.read_at_start),
+        (7, Some((254, 0)), Some(9))
+    );
 }
