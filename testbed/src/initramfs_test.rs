@@ -245,12 +245,17 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
                     ms.map(|m| m.to_string()).unwrap_or("?".into())
                 ),
             );
+            let replays = events
+                .iter()
+                .filter(|e| e.kind == "readahead_replay_start")
+                .count();
             check(
-                steps.contains(" readahead not replayed (the boot learns")
+                steps.contains(" readahead deciding in pid ")
+                    && replays == 0
                     && matches!(&learned, Some((n, None)) if n.parse::<u32>().unwrap_or(0) > 10),
                 &format!(
-                    "no pack yet: /init left readahead to the recorder, which learned one \
-                     ({learned:?} entries)"
+                    "no pack yet: /init's readahead process left it to the recorder, which \
+                     learned one ({learned:?} entries)"
                 ),
             );
             r.kept_disk()
@@ -278,28 +283,37 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
                     .iter()
                     .filter(|e| e.kind == "readahead_replay_start")
                     .collect();
+                // The process /init forked is the one that replayed.
+                let forked = step.rsplit_once(" deciding in pid ").map(|x| x.1.trim());
                 let from_initramfs = starts.len() == 1
                     && starts[0].get("from") == Some("initramfs")
-                    && step.contains(" readahead replay pid ");
-                // The replay began before the real init: its stamp is before the switch's.
+                    && forked.is_some()
+                    && starts[0].get("pid") == forked;
+                // It began within a second of the switch (not when the recorder started).
                 let switch_ns = steps
                     .lines()
                     .find(|l| l.contains(" switch-root "))
                     .and_then(|l| l.split(' ').next()?.parse::<u64>().ok());
-                let before_switch =
-                    matches!((starts.first(), switch_ns), (Some(s), Some(sw)) if s.t_ns < sw);
+                let after_switch_ms = match (starts.first(), switch_ns) {
+                    (Some(s), Some(sw)) => Some((s.t_ns as i64 - sw as i64) / 1_000_000),
+                    _ => None,
+                };
                 let replayed = events
                     .iter()
                     .find(|e| e.kind == "readahead_replay")
                     .and_then(|e| e.get("bytes")?.parse::<u64>().ok());
                 check(
-                    from_initramfs && before_switch && replayed.is_some_and(|b| b > 1_000_000),
+                    from_initramfs
+                        && after_switch_ms.is_some_and(|ms| ms < 1000)
+                        && replayed.is_some_and(|b| b > 1_000_000),
                     &format!(
-                        "second boot: /init started the replay before the switch ({:?}), the \
-                         recorder took it over (one readahead_replay_start, from={:?}) and got its \
-                         figures ({replayed:?} bytes read ahead); login in {:.1} s",
+                        "second boot: /init's readahead process ({:?}) replayed, starting \
+                         {after_switch_ms:?} ms after the switch; the recorder took it over (one \
+                         readahead_replay_start, from={:?} pid={:?}) and got its figures \
+                         ({replayed:?} bytes read ahead); login in {:.1} s",
                         step.split_once(' ').map(|x| x.1).unwrap_or(""),
                         starts.first().and_then(|e| e.get("from")),
+                        starts.first().and_then(|e| e.get("pid")),
                         r.host_login_s
                     ),
                 );

@@ -12,7 +12,7 @@ use crate::Outcome;
 const HELP: &str = "\
 usage: bootprint initramfs build [--out FILE] [--root-from-running | --root DEV]
                                  [--kernel RELEASE] [--compression auto|none|gzip|xz|zstd|lz4]
-                                 [--init PATH]
+                                 [--init PATH] [--workers N]
        bootprint initramfs plan [--root-from-running | --root DEV] [--kernel RELEASE]
        bootprint initramfs install [--image FILE] [--kernel RELEASE] [--dry-run] [--once]
 
@@ -32,6 +32,7 @@ install  adds an extra GRUB boot entry with the image beside the distribution's
 --root DEV           a root device (/dev/vda1, /dev/disk/by-uuid/...)
 --kernel RELEASE     default: the running kernel's
 --init PATH          the program to make /init (default /usr/lib/bootprint/bootprint-boot)
+--workers N          module-loading workers at boot (default: one per CPU)
 -h, --help           this help
 
 Roots on LVM, dm-crypt, md RAID or the network are refused with the reason.
@@ -45,6 +46,7 @@ struct Args {
     kernel: Option<String>,
     compression: Option<Method>,
     init: Option<PathBuf>,
+    workers: Option<usize>,
     image: Option<PathBuf>,
     dry_run: bool,
     once: bool,
@@ -88,6 +90,13 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
                     })?),
                 };
             }
+            "--workers" if a.verb != "install" => {
+                let v = value("a number from 1 to 64")?;
+                a.workers = match v.parse::<usize>() {
+                    Ok(n) if (1..=64).contains(&n) => Some(n),
+                    _ => return Err(format!("--workers {v:?}: expected a number from 1 to 64")),
+                };
+            }
             "--image" if a.verb == "install" => a.image = Some(PathBuf::from(value("a FILE")?)),
             "--dry-run" if a.verb == "install" => a.dry_run = true,
             "--once" if a.verb == "install" => a.once = true,
@@ -125,6 +134,7 @@ pub fn run(args: &[String]) -> Outcome {
         None => RootChoice::Running,
     };
     o.compression = a.compression;
+    o.workers = a.workers;
     if let Some(i) = &a.init {
         o.init = i.clone();
     }
@@ -277,6 +287,13 @@ mod tests {
         assert!(parse(&words("install --out x"))
             .unwrap_err()
             .contains("unknown option"));
+        assert_eq!(
+            parse(&words("build --workers 1")).unwrap().unwrap().workers,
+            Some(1)
+        );
+        assert!(parse(&words("build --workers 0"))
+            .unwrap_err()
+            .contains("expected a number from 1 to 64"));
         assert!(parse(&words("burn"))
             .unwrap_err()
             .contains("expected build, plan or install"));

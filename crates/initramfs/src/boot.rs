@@ -3,11 +3,11 @@
 //! `/run/bootprint/initramfs.log`, which moves with `/run` into the real root so the real
 //! init and the recorder find it:
 //!
-//! 1. mount proc, sysfs, devtmpfs and a tmpfs on /run;
-//! 2. read the kernel command line ([`crate::cmdline`]) and the plan ([`crate::plan`]);
-//! 3. load the planned modules with finit_module(2) in the background, one worker per CPU,
-//!    each module once its dependencies are in ([`load_modules`]; EEXIST counts as loaded;
-//!    an optional module may fail);
+//! 1. read the plan ([`crate::plan`]) and start loading its modules with finit_module(2) in
+//!    the background, one worker per CPU, each module once its dependencies are in
+//!    ([`load_modules`]; EEXIST counts as loaded; an optional module may fail);
+//! 2. mount proc, sysfs, devtmpfs and a tmpfs on /run;
+//! 3. read the kernel command line ([`crate::cmdline`]);
 //! 4. meanwhile sleep `rootdelay=`, then wait for the root device (scanning sysfs every
 //!    10 ms, probing superblocks and partition tables for UUID/LABEL/PARTUUID/PARTLABEL) up
 //!    to the timeout;
@@ -129,22 +129,12 @@ fn steps_to_exec(
     start: u64,
     root_mounted: RootMounted,
 ) -> Result<Never, String> {
-    mount_kernel_fs()?;
-    steps.mark("mounted", "proc sys dev run");
-    let text = fs::read_to_string("/proc/cmdline").map_err(|e| format!("/proc/cmdline: {e}"))?;
-    let cmd = Cmdline::parse(&text).map_err(|e| e.to_string())?;
-    *onfail = match cmd.get("bootprint.initramfs.onfail") {
-        Some("poweroff") => OnFail::Poweroff,
-        Some("halt") => OnFail::Halt,
-        _ => OnFail::Reboot,
-    };
     let plan_text =
         fs::read_to_string(crate::PLAN_PATH).map_err(|e| format!("{}: {e}", crate::PLAN_PATH))?;
     let plan = Plan::parse(&plan_text, Path::new(crate::PLAN_PATH)).map_err(|e| e.to_string())?;
-    steps.mark("cmdline", text.trim());
-
-    // The loader runs beside the root search: the disk can appear (its driver loaded) while
-    // the file system's module is still loading.
+    // The loader starts first (loading needs none of the mounts below) and runs beside the
+    // root search: the disk can appear (its driver loaded) while the file system's module
+    // is still loading.
     let loader: std::sync::Arc<std::sync::Mutex<Option<Result<String, String>>>> =
         Default::default();
     let handle = {
@@ -154,6 +144,17 @@ fn steps_to_exec(
             *loader.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
         })
     };
+    steps.mark("loader-started", &format!("{} modules", plan.modules.len()));
+    mount_kernel_fs()?;
+    steps.mark("mounted", "proc sys dev run");
+    let text = fs::read_to_string("/proc/cmdline").map_err(|e| format!("/proc/cmdline: {e}"))?;
+    let cmd = Cmdline::parse(&text).map_err(|e| e.to_string())?;
+    *onfail = match cmd.get("bootprint.initramfs.onfail") {
+        Some("poweroff") => OnFail::Poweroff,
+        Some("halt") => OnFail::Halt,
+        _ => OnFail::Reboot,
+    };
+    steps.mark("cmdline", text.trim());
     let loader_failed = || match &*loader.lock().unwrap_or_else(|p| p.into_inner()) {
         Some(Err(e)) => Some(e.clone()),
         _ => None,
@@ -307,10 +308,14 @@ pub fn load_modules(plan: &Plan, root: &Path) -> Result<String, String> {
         std::sync::Mutex::new(vec![Slot::Pending; n]),
         std::sync::Condvar::new(),
     );
-    let workers = std::thread::available_parallelism()
-        .map(|c| c.get())
-        .unwrap_or(2)
-        .clamp(1, 8)
+    let workers = plan
+        .workers
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|c| c.get())
+                .unwrap_or(2)
+                .clamp(1, 8)
+        })
         .min(n.max(1));
     std::thread::scope(|s| {
         for _ in 0..workers {

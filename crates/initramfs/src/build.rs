@@ -40,6 +40,8 @@ pub struct Options {
     pub proc_dir: PathBuf,
     /// `/dev`, to resolve a `--root` path.
     pub dev: PathBuf,
+    /// Module-loading workers at boot (the plan's `workers`); None: one per CPU.
+    pub workers: Option<usize>,
 }
 
 impl Options {
@@ -55,6 +57,7 @@ impl Options {
             sys: PathBuf::from("/sys"),
             proc_dir: PathBuf::from("/proc"),
             dev: PathBuf::from("/dev"),
+            workers: None,
         }
     }
 }
@@ -255,14 +258,16 @@ pub fn make_plan(o: &Options) -> Result<Plan, Error> {
     )?;
     // Without the file (an old kernel) nothing is left out for the CPU's sake.
     let cpu = fs::read_to_string(o.sys.join("devices/system/cpu/modalias")).ok();
-    plan::build(
+    let mut plan = plan::build(
         &ix,
         &release,
         &format!("/dev/{name}"),
         &fstype,
         &chain,
         cpu.as_deref().map(str::trim),
-    )
+    )?;
+    plan.workers = o.workers;
+    Ok(plan)
 }
 
 /// Builds the image as `o` says and writes it (and `IMAGE.txt` beside it).

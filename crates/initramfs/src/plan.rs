@@ -359,6 +359,8 @@ pub struct Plan {
     pub modules: Vec<Planned>,
     /// What was left out and why (builtin, already covered), for the build report.
     pub notes: Vec<String>,
+    /// Module-loading workers at boot; None: one per CPU.
+    pub workers: Option<usize>,
 }
 
 /// Builds the plan: the chain's drivers (or, for a device no driver is bound to, its
@@ -517,6 +519,9 @@ impl Plan {
              kernel {}\nroot {}\nfstype {}\n",
             self.kernel, self.root, self.fstype
         );
+        if let Some(w) = self.workers {
+            s.push_str(&format!("workers {w}\n"));
+        }
         for m in &self.modules {
             s.push_str(&format!(
                 "module\t{}\t{}\t{}\t{}\t{}\n",
@@ -584,7 +589,15 @@ impl Plan {
                 Some(("kernel", v)) => plan.kernel = v.trim().to_string(),
                 Some(("root", v)) => plan.root = v.trim().to_string(),
                 Some(("fstype", v)) => plan.fstype = v.trim().to_string(),
-                _ => return Err(bad("`kernel`, `root`, `fstype` or `module` record")),
+                Some(("workers", v)) => match v.trim().parse::<usize>() {
+                    Ok(w) if (1..=64).contains(&w) => plan.workers = Some(w),
+                    _ => return Err(bad("a number of workers from 1 to 64 after `workers`")),
+                },
+                _ => {
+                    return Err(bad(
+                        "`kernel`, `root`, `fstype`, `workers` or `module` record",
+                    ))
+                }
             }
         }
         Ok(plan)
@@ -671,6 +684,7 @@ mod tests {
                 },
             ],
             notes: vec![],
+            workers: None,
         };
         let text = plan.to_text();
         let back = Plan::parse(&text, Path::new("plan")).unwrap();

@@ -130,6 +130,16 @@ fn virtio_disk_with_ext4() {
     // Dependency order holds in the file and survives the round trip.
     let back = Plan::parse(&p.to_text(), Path::new("plan")).unwrap();
     assert_eq!(back.modules, p.modules);
+    assert_eq!(back.workers, None);
+    let mut one = p.clone();
+    one.workers = Some(1);
+    assert!(one.to_text().contains("\nworkers 1\n"));
+    assert_eq!(
+        Plan::parse(&one.to_text(), Path::new("plan"))
+            .unwrap()
+            .workers,
+        Some(1)
+    );
     let waves = back.waves();
     assert_eq!(waves.len(), 2, "{waves:?}");
     assert!(waves[1].iter().all(|&i| !back.modules[i].deps.is_empty()));

@@ -459,42 +459,6 @@ pub fn spawn_child(p: &Pack, opts: &ReplayOptions) -> io::Result<ReplayChild> {
     }
 }
 
-/// Forks a child that enters `new_root` (chdir, chroot) and replays `p` there, then writes
-/// its statistics as one line ([`ReplayStats::to_line`]) to `report`. For the initramfs's
-/// /init, which starts replay on the real root before switching to it: the child's root is
-/// the new root's mount, which stays valid when /init moves that mount onto `/`, so the
-/// pack's absolute paths resolve as on the real root. Nobody waits for this child (after the
-/// switch it belongs to the real init); the report file is how its figures get out.
-/// Returns the child's pid. The caller should be single-threaded at this point.
-pub fn spawn_in_root(
-    p: &Pack,
-    opts: &ReplayOptions,
-    new_root: &Path,
-    mut report: File,
-) -> io::Result<i32> {
-    match sample::sys::fork()? {
-        0 => {
-            // Forked from the initramfs's /init, it would be called "init" in the bootchart;
-            // it is bootprint-boot's replay, like the one the recorder starts.
-            sys::set_process_name("bootprint-boot");
-            let entered = std::env::set_current_dir(new_root)
-                .and_then(|()| std::os::unix::fs::chroot("."))
-                .and_then(|()| std::env::set_current_dir("/"));
-            let st = match entered {
-                Ok(()) => replay(p, opts),
-                // Outside the root every path would be wrong: read nothing.
-                Err(_) => ReplayStats {
-                    files_not_reached: p.entries.len() as u64,
-                    ..ReplayStats::default()
-                },
-            };
-            let _ = writeln!(report, "{}", st.to_line());
-            sample::sys::exit_now(0);
-        }
-        pid => Ok(pid),
-    }
-}
-
 /// How much of a replayed pack was in the page cache when measured (at boot done): the
 /// pages replay read that are still resident, over all it read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -224,57 +224,6 @@ fn replay_child_reports_its_statistics() {
 }
 
 #[test]
-fn replay_in_a_new_root_reads_the_packs_paths_there() {
-    // As the initramfs does: the pack names /data/a (a path on the real root), the real root
-    // is mounted at d/newroot; the child enters it and reads /data/a there. Needs root
-    // (chroot), as the boot path has.
-    if readahead::sys::euid() != 0 {
-        eprintln!("skipped: chroot needs root");
-        return;
-    }
-    let d = tempdir("inroot");
-    let new_root = d.join("newroot");
-    fs::create_dir_all(new_root.join("data")).unwrap();
-    let file = new_root.join("data/a");
-    fs::write(&file, vec![1u8; 65536]).unwrap();
-    let mut e = entry_for(&file, &[(0, 65536)]);
-    e.path = PathBuf::from("/data/a");
-    // A name that exists only outside the new root must be missing inside it.
-    fs::write(d.join("outside"), b"x").unwrap();
-    let mut outside = entry_for(&d.join("outside"), &[(0, 1)]);
-    outside.path = d.join("outside");
-    let p = pack_of(vec![e, outside], false);
-    let report = d.join("report");
-    let pid = replay::spawn_in_root(
-        &p,
-        &ReplayOptions::default(),
-        &new_root,
-        fs::File::create(&report).unwrap(),
-    )
-    .unwrap();
-    readahead::sys::waitpid(pid).unwrap();
-    let st = ReplayStats::from_line(fs::read_to_string(&report).unwrap().trim()).unwrap();
-    assert_eq!(st.files_read, 1, "{st:?}");
-    assert_eq!(st.bytes_requested, 65536);
-    assert_eq!(st.skipped_missing, 1, "{st:?}");
-    // The test process itself is still where it was.
-    assert!(d.join("outside").exists());
-
-    // A root that cannot be entered: nothing read, everything counted as not reached.
-    let pid = replay::spawn_in_root(
-        &p,
-        &ReplayOptions::default(),
-        &d.join("no-such-root"),
-        fs::File::create(&report).unwrap(),
-    )
-    .unwrap();
-    readahead::sys::waitpid(pid).unwrap();
-    let st = ReplayStats::from_line(fs::read_to_string(&report).unwrap().trim()).unwrap();
-    assert_eq!((st.files_read, st.files_not_reached), (0, 2));
-    fs::remove_dir_all(&d).unwrap();
-}
-
-#[test]
 fn replay_threads_run_at_idle_io_priority() {
     // The calling thread keeps its class; ioprio_idle changes only the thread calling it.
     let before = readahead::sys::ioprio_get().unwrap();

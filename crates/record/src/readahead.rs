@@ -122,15 +122,15 @@ fn replay_options(config: &Config) -> ReplayOptions {
 /// boot without it for comparison. When the initramfs's /init already started the replay
 /// ([`start_in_initramfs`]), that replay is taken over instead.
 pub fn prepare(config: &Config) -> Plan {
-    prepare_from(config, Path::new(INITRAMFS_REPLAY))
+    prepare_from(config, &InitramfsFiles::default())
 }
 
-/// [`prepare`], with the initramfs's note read from `initramfs_note` (tests).
-pub fn prepare_from(config: &Config, initramfs_note: &Path) -> Plan {
+/// [`prepare`], with the initramfs's files where `files` says (tests).
+pub fn prepare_from(config: &Config, files: &InitramfsFiles) -> Plan {
     if !config.readahead {
         return Plan::Off;
     }
-    if let Some(plan) = take_over_initramfs_replay(config, initramfs_note) {
+    if let Some(plan) = take_over_initramfs_replay(config, files) {
         return plan;
     }
     match decide(config, Path::new("/")) {
@@ -158,11 +158,31 @@ pub fn prepare_from(config: &Config, initramfs_note: &Path) -> Plan {
     }
 }
 
-/// Where the initramfs's /init notes the replay it started (on the tmpfs that becomes the
-/// real root's /run).
-pub const INITRAMFS_REPLAY: &str = "/run/bootprint/readahead-replay";
-/// Where that replay writes its figures when it ends.
-pub const INITRAMFS_REPLAY_REPORT: &str = "/run/bootprint/readahead-replay.stats";
+/// Where the initramfs's readahead process and the recorder meet (on the tmpfs that becomes
+/// the real root's /run).
+#[derive(Debug, Clone)]
+pub struct InitramfsFiles {
+    /// The pid of the process /init forked to decide and replay (written by /init).
+    pub pid: PathBuf,
+    /// Its note when it replays ([`InitramfsReplay`], written whole by that process).
+    pub note: PathBuf,
+    /// Its figures when the replay ends.
+    pub report: PathBuf,
+}
+
+impl Default for InitramfsFiles {
+    fn default() -> InitramfsFiles {
+        InitramfsFiles {
+            pid: "/run/bootprint/readahead-initramfs.pid".into(),
+            note: "/run/bootprint/readahead-replay".into(),
+            report: "/run/bootprint/readahead-replay.stats".into(),
+        }
+    }
+}
+
+/// How long the recorder waits for the initramfs's readahead process to decide (it
+/// normally has, while the real init's binary was read).
+const INITRAMFS_DECISION_WAIT_NS: u64 = 3_000_000_000;
 
 /// What the initramfs's /init hands the recorder about the replay it started.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -263,58 +283,128 @@ impl InitramfsReplay {
     }
 }
 
-/// In the initramfs's /init, once the real root is mounted at `new_root`: the same decision
-/// the recorder makes on the real root, from the configuration there and the kernel command
-/// line; when it is to replay, start the replay now, from a child that enters the new root
-/// ([`replay::spawn_in_root`]), and leave [`INITRAMFS_REPLAY`] for the recorder. Returns what
-/// it did, for the initramfs's step log. Never fails the boot: a failure is its answer.
+/// In the initramfs's /init, once the real root is mounted at `new_root`: when bootprint's
+/// configuration there (or the kernel command line) has readahead on, fork a process that
+/// enters the new root, waits there for /init to move /dev, /proc, /sys and /run onto it,
+/// then makes the recorder's decision exactly as the recorder would on the real root and,
+/// when it is to replay, leaves a note for the recorder and replays. The reading and
+/// checking happen in that process, beside the switch to the real root, not before it.
+/// Returns what /init did, for its step log. Never fails the boot: a failure is its answer.
 pub fn start_in_initramfs(new_root: &Path) -> String {
     let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
     let (config, _errors) = Config::load(&on_root(new_root, Path::new(CONFIG_FILE)), &cmdline);
-    let (pack, root_dev, read_at_start) = match decide(&config, new_root) {
-        Decision::Off => return "off".into(),
-        Decision::SwitchedOff(r) => return format!("switched itself off: {r}"),
-        Decision::Learn(r) => return format!("not replayed (the boot learns: {r})"),
-        Decision::Control => return "not replayed (a comparison boot)".into(),
-        Decision::Replay {
-            pack,
-            root_dev,
-            read_at_start,
-        } => (pack, root_dev, read_at_start),
-    };
-    let report = match std::fs::File::create(INITRAMFS_REPLAY_REPORT) {
-        Ok(f) => f,
-        Err(e) => return format!("not replayed: cannot create {INITRAMFS_REPLAY_REPORT}: {e}"),
-    };
-    let started_ns = boottime_ns();
-    let pid = match replay::spawn_in_root(&pack, &replay_options(&config), new_root, report) {
-        Ok(pid) => pid,
-        Err(e) => return format!("not replayed: cannot fork: {e}"),
-    };
-    let handoff = InitramfsReplay {
-        pid,
-        started_ns,
+    start_in_initramfs_with(new_root, &config, &InitramfsFiles::default())
+}
+
+/// [`start_in_initramfs`] with the configuration given and the files where `files` says
+/// (paths as on the real root, where the process looks for them).
+pub fn start_in_initramfs_with(new_root: &Path, config: &Config, files: &InitramfsFiles) -> String {
+    if !config.readahead {
+        return "off".into();
+    }
+    match sample::sys::fork() {
+        Ok(0) => {
+            // Forked from /init it would be called "init" in the bootchart; it is
+            // bootprint-boot's replay, like the one the recorder starts.
+            readahead::sys::set_process_name("bootprint-boot");
+            initramfs_replay(new_root, config, files);
+            sample::sys::exit_now(0)
+        }
+        // Written before /init moves /run: the process waits for this file to appear in the
+        // new root as the sign that the moves are done.
+        Ok(pid) => match std::fs::write(&files.pid, format!("{pid}\n")) {
+            Ok(()) => format!("deciding in pid {pid}"),
+            Err(e) => {
+                // SAFETY: a plain signal to our own child.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                format!("not started: cannot write {}: {e}", files.pid.display())
+            }
+        },
+        Err(e) => format!("not started: cannot fork: {e}"),
+    }
+}
+
+/// How long the initramfs's process waits for /init's moves before it gives up.
+const INITRAMFS_MOVES_WAIT_NS: u64 = 5_000_000_000;
+
+/// The initramfs's readahead process: enter the new root, wait for the moves, decide; when
+/// it is to replay, note it and replay.
+fn initramfs_replay(new_root: &Path, config: &Config, files: &InitramfsFiles) {
+    // Its root becomes the new root's mount, which stays valid when /init moves that mount
+    // onto `/`; from then on it sees what the real init will see.
+    let entered = std::env::set_current_dir(new_root)
+        .and_then(|()| std::os::unix::fs::chroot("."))
+        .and_then(|()| std::env::set_current_dir("/"));
+    if entered.is_err() {
+        return;
+    }
+    let until = boottime_ns() + INITRAMFS_MOVES_WAIT_NS;
+    while !files.pid.exists() {
+        if boottime_ns() >= until {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let Decision::Replay {
+        pack,
         root_dev,
         read_at_start,
-        report: PathBuf::from(INITRAMFS_REPLAY_REPORT),
+    } = decide(config, Path::new("/"))
+    else {
+        // Learn, compare, off: the recorder decides the same from the same files.
+        return;
     };
-    if let Err(e) = std::fs::write(INITRAMFS_REPLAY, handoff.to_text()) {
-        // The replay runs; the recorder will not know of it and replays again (harmless).
-        return format!("replay pid {pid}, but cannot write {INITRAMFS_REPLAY}: {e}");
+    let Ok(mut report) = std::fs::File::create(&files.report) else {
+        return;
+    };
+    let note = InitramfsReplay {
+        // SAFETY: getpid has no preconditions.
+        pid: unsafe { libc::getpid() },
+        started_ns: boottime_ns(),
+        root_dev,
+        read_at_start,
+        report: files.report.clone(),
+    };
+    if readahead::sys::write_atomic(&files.note, note.to_text().as_bytes()).is_err() {
+        return;
     }
-    format!(
-        "replay pid {pid}: {} files, {} bytes",
-        pack.entries.len(),
-        pack.bytes()
-    )
+    let st = replay::replay(&pack, &replay_options(config));
+    use std::io::Write;
+    let _ = writeln!(report, "{}", st.to_line());
 }
 
 /// The replay the initramfs started, when there is one and its pack loads here too (for the
-/// hit rate and the relearning rules at boot done).
-fn take_over_initramfs_replay(config: &Config, path: &Path) -> Option<Plan> {
-    let text = std::fs::read_to_string(path).ok()?;
+/// hit rate and the relearning rules at boot done). Waits (at most
+/// [`INITRAMFS_DECISION_WAIT_NS`]) for the initramfs's process to decide.
+fn take_over_initramfs_replay(config: &Config, files: &InitramfsFiles) -> Option<Plan> {
+    let pid: i32 = std::fs::read_to_string(&files.pid)
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let until = boottime_ns() + INITRAMFS_DECISION_WAIT_NS;
+    let text = loop {
+        // Written whole (renamed into place): present means complete.
+        if let Ok(t) = std::fs::read_to_string(&files.note) {
+            break t;
+        }
+        // It decided not to replay (or died): decide here, from the same files.
+        if !process_alive(pid) {
+            return std::fs::read_to_string(&files.note)
+                .ok()
+                .and_then(|t| take_over(config, &t, files));
+        }
+        if boottime_ns() >= until {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    take_over(config, &text, files)
+}
+
+fn take_over(config: &Config, note: &str, files: &InitramfsFiles) -> Option<Plan> {
     // A damaged note: replay again from here rather than lose the replay.
-    let handoff = InitramfsReplay::parse(&text, path).ok()?;
+    let handoff = InitramfsReplay::parse(note, &files.note).ok()?;
     let paths = system::Paths::default();
     let mountinfo = std::fs::read_to_string(paths.proc.join("self/mountinfo")).unwrap_or_default();
     let mounts = system::parse_mountinfo(&mountinfo, "/proc/self/mountinfo").unwrap_or_default();

@@ -10,7 +10,10 @@ use readahead::pack::{Entry, Header, Pack, Range, RootId};
 use readahead::state::{BootKind, BootRecord, State, Verdict};
 use readahead::system;
 use record::config::Config;
-use record::readahead::{prepare, prepare_from, InitramfsReplay, Milestones, Plan, Session};
+use record::readahead::{
+    prepare, prepare_from, start_in_initramfs_with, InitramfsFiles, InitramfsReplay, Milestones,
+    Plan, Session,
+};
 use trace::Event;
 
 fn tempdir(name: &str) -> PathBuf {
@@ -255,37 +258,40 @@ fn a_replay_the_initramfs_started_is_taken_over() {
         return;
     }
     save(&c, &[rec(BootKind::Learn, 30.0)]);
-    // What the initramfs's /init does: a replay entering the root (here `/` itself), and
-    // the note for the recorder.
-    let pack = readahead::replay::load(&c.readahead_pack, &our_root(), 0).unwrap();
-    let report = d.join("report");
-    let started_ns = sample::sys::boottime_ns();
-    let pid = readahead::replay::spawn_in_root(
-        &pack,
-        &readahead::replay::ReplayOptions::default(),
-        Path::new("/"),
-        fs::File::create(&report).unwrap(),
-    )
-    .unwrap();
-    let note = InitramfsReplay {
-        pid,
-        started_ns,
-        root_dev: Some((254, 0)),
-        read_at_start: None,
-        report: report.clone(),
+    // What the initramfs's /init does, with the real root at `/` here: fork the process
+    // that decides, notes and replays.
+    let files = InitramfsFiles {
+        pid: d.join("pid"),
+        note: d.join("note"),
+        report: d.join("report"),
     };
-    fs::write(d.join("note"), note.to_text()).unwrap();
+    let before_ns = sample::sys::boottime_ns();
+    let said = start_in_initramfs_with(Path::new("/"), &c, &files);
+    let pid: i32 = fs::read_to_string(&files.pid)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_eq!(said, format!("deciding in pid {pid}"));
+    let plan = prepare_from(&c, &files);
+    assert!(matches!(plan, Plan::Replay(_)), "{plan:?}");
+    let note =
+        InitramfsReplay::parse(&fs::read_to_string(&files.note).unwrap(), &files.note).unwrap();
     assert_eq!(
-        InitramfsReplay::parse(&note.to_text(), Path::new("note")).unwrap(),
+        (note.pid, note.report.as_path()),
+        (pid, files.report.as_path())
+    );
+    assert_eq!(
+        InitramfsReplay::parse(&note.to_text(), &files.note).unwrap(),
         note
     );
-
-    let plan = prepare_from(&c, &d.join("note"));
-    assert!(matches!(plan, Plan::Replay(_)), "{plan:?}");
     let mut events = vec![];
     let session = Session::start(plan, &mut events);
     assert_eq!(events[0].kind, "readahead_replay_start");
-    assert_eq!(events[0].t_ns, started_ns, "the initramfs's start time");
+    assert!(
+        events[0].t_ns >= before_ns,
+        "the initramfs process's start time"
+    );
     assert_eq!(events[0].get("from"), Some("initramfs"));
     assert_eq!(events[0].get("pid"), Some(pid.to_string().as_str()));
     let seen = Milestones {
@@ -301,10 +307,10 @@ fn a_replay_the_initramfs_started_is_taken_over() {
     assert_eq!(replay.get("bytes"), Some("65536"), "{replay:?}");
     let _ = readahead::sys::waitpid(pid);
 
-    // No note, or a damaged one: the recorder starts its own replay.
+    // A damaged note: the recorder starts its own replay.
     save(&c, &[rec(BootKind::Learn, 30.0)]);
-    fs::write(d.join("note"), "bootprint-initramfs-replay 1\npid x\n").unwrap();
-    match prepare_from(&c, &d.join("note")) {
+    fs::write(&files.note, "bootprint-initramfs-replay 1\npid x\n").unwrap();
+    match prepare_from(&c, &files) {
         Plan::Replay(r) => {
             let mut events = vec![];
             let s = Session::start(Plan::Replay(r), &mut events);
@@ -313,6 +319,34 @@ fn a_replay_the_initramfs_started_is_taken_over() {
         }
         other => panic!("expected our own replay, got {other:?}"),
     }
+    fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn without_a_pack_the_initramfs_process_leaves_learning_to_the_recorder() {
+    if !is_root() {
+        eprintln!("skipped: needs root (a pack must be root's)");
+        return;
+    }
+    let d = tempdir("initramfs-learn");
+    let mut c = config_in(&d);
+    let files = InitramfsFiles {
+        pid: d.join("pid"),
+        note: d.join("note"),
+        report: d.join("report"),
+    };
+    c.readahead = false;
+    assert_eq!(start_in_initramfs_with(Path::new("/"), &c, &files), "off");
+    assert!(!files.pid.exists(), "off: no process");
+    c.readahead = true;
+    let said = start_in_initramfs_with(Path::new("/"), &c, &files);
+    assert!(said.starts_with("deciding in pid "), "{said}");
+    // The recorder waits for it to end and, finding no note, learns.
+    match prepare_from(&c, &files) {
+        Plan::Learn(why) => assert_eq!(why, "io"),
+        other => panic!("expected to learn, got {other:?}"),
+    }
+    assert!(!files.note.exists());
     fs::remove_dir_all(&d).unwrap();
 }
 
