@@ -7,7 +7,8 @@ set -euo pipefail
 # libkmod-dev + pkg-config: the modules crate links libkmod; insserv: the rc tests compare
 # our dependency graph with Debian's own tool.
 # chromium: the HTML report test renders the report in a real headless browser.
-packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ca-certificates gcc make pkg-config libkmod-dev insserv chromium)
+# grub-common: grub-script-check reads the GRUB entry `bootprint initramfs install` writes.
+packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ca-certificates gcc make pkg-config libkmod-dev insserv chromium grub-common)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

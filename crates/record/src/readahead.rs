@@ -283,33 +283,46 @@ impl InitramfsReplay {
     }
 }
 
-/// In the initramfs's /init, once the real root is mounted at `new_root`: when bootprint's
-/// configuration there (or the kernel command line) has readahead on, fork a process that
-/// enters the new root, waits there for /init to move /dev, /proc, /sys and /run onto it,
-/// then makes the recorder's decision exactly as the recorder would on the real root and,
-/// when it is to replay, leaves a note for the recorder and replays. The reading and
-/// checking happen in that process, beside the switch to the real root, not before it.
-/// Returns what /init did, for its step log. Never fails the boot: a failure is its answer.
+/// In the initramfs's /init, once the real root is mounted at `new_root`: read bootprint's
+/// configuration there and the kernel command line as the recorder would; with readahead on,
+/// fork the process that enters the new root, waits there for /init to move /dev, /proc,
+/// /sys and /run onto it and makes the recorder's decision from the same files; when it is
+/// to replay, it leaves a note for the recorder and replays ([`initramfs_process`]). The
+/// pack's reading and checking happen in that process, beside the switch to the real root,
+/// not before it. Returns what /init did, for its step log. Never fails the boot: a failure
+/// is its answer.
+///
+/// Measured under QEMU TCG (docs/readahead.md): reading the configuration costs /init
+/// 16-20 ms of cold-disk lookups, the fork 10-15 ms more. A process exec'd instead of forked
+/// would not survive: its dynamic loader opens libraries from the initramfs after /init has
+/// deleted them.
 pub fn start_in_initramfs(new_root: &Path) -> String {
     let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
     let (config, _errors) = Config::load(&on_root(new_root, Path::new(CONFIG_FILE)), &cmdline);
-    start_in_initramfs_with(new_root, &config, &InitramfsFiles::default())
-}
-
-/// [`start_in_initramfs`] with the configuration given and the files where `files` says
-/// (paths as on the real root, where the process looks for them).
-pub fn start_in_initramfs_with(new_root: &Path, config: &Config, files: &InitramfsFiles) -> String {
     if !config.readahead {
         return "off".into();
     }
-    match sample::sys::fork() {
-        Ok(0) => {
+    let files = InitramfsFiles::default();
+    start_in_initramfs_with(&files, || match sample::sys::fork()? {
+        0 => {
             // Forked from /init it would be called "init" in the bootchart; it is
             // bootprint-boot's replay, like the one the recorder starts.
             readahead::sys::set_process_name("bootprint-boot");
-            initramfs_replay(new_root, config, files);
+            let _ = std::panic::catch_unwind(|| initramfs_process(new_root, &files, || config));
             sample::sys::exit_now(0)
         }
+        pid => Ok(pid),
+    })
+}
+
+/// [`start_in_initramfs`] with the files where `files` says (paths as on the real root,
+/// where the process looks for them) and the process started by `spawn` (which returns its
+/// pid).
+pub fn start_in_initramfs_with(
+    files: &InitramfsFiles,
+    spawn: impl FnOnce() -> std::io::Result<i32>,
+) -> String {
+    match spawn() {
         // Written before /init moves /run: the process waits for this file to appear in the
         // new root as the sign that the moves are done.
         Ok(pid) => match std::fs::write(&files.pid, format!("{pid}\n")) {
@@ -320,16 +333,17 @@ pub fn start_in_initramfs_with(new_root: &Path, config: &Config, files: &Initram
                 format!("not started: cannot write {}: {e}", files.pid.display())
             }
         },
-        Err(e) => format!("not started: cannot fork: {e}"),
+        Err(e) => format!("not started: {e}"),
     }
 }
 
 /// How long the initramfs's process waits for /init's moves before it gives up.
 const INITRAMFS_MOVES_WAIT_NS: u64 = 5_000_000_000;
 
-/// The initramfs's readahead process: enter the new root, wait for the moves, decide; when
-/// it is to replay, note it and replay.
-fn initramfs_replay(new_root: &Path, config: &Config, files: &InitramfsFiles) {
+/// The initramfs's readahead process: enter the new root, wait for the moves (the pid file
+/// in `files` appears), decide with the configuration `config` gives; when it is to replay,
+/// note it and replay. Only in a process of its own: it changes its root for good.
+pub fn initramfs_process(new_root: &Path, files: &InitramfsFiles, config: impl FnOnce() -> Config) {
     // Its root becomes the new root's mount, which stays valid when /init moves that mount
     // onto `/`; from then on it sees what the real init will see.
     let entered = std::env::set_current_dir(new_root)
@@ -345,11 +359,12 @@ fn initramfs_replay(new_root: &Path, config: &Config, files: &InitramfsFiles) {
         }
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
+    let config = config();
     let Decision::Replay {
         pack,
         root_dev,
         read_at_start,
-    } = decide(config, Path::new("/"))
+    } = decide(&config, Path::new("/"))
     else {
         // Learn, compare, off: the recorder decides the same from the same files.
         return;
@@ -368,7 +383,7 @@ fn initramfs_replay(new_root: &Path, config: &Config, files: &InitramfsFiles) {
     if readahead::sys::write_atomic(&files.note, note.to_text().as_bytes()).is_err() {
         return;
     }
-    let st = replay::replay(&pack, &replay_options(config));
+    let st = replay::replay(&pack, &replay_options(&config));
     use std::io::Write;
     let _ = writeln!(report, "{}", st.to_line());
 }

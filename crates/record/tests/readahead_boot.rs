@@ -11,10 +11,22 @@ use readahead::state::{BootKind, BootRecord, State, Verdict};
 use readahead::system;
 use record::config::Config;
 use record::readahead::{
-    prepare, prepare_from, start_in_initramfs_with, InitramfsFiles, InitramfsReplay, Milestones,
-    Plan, Session,
+    initramfs_process, prepare, prepare_from, start_in_initramfs_with, InitramfsFiles,
+    InitramfsReplay, Milestones, Plan, Session,
 };
 use trace::Event;
+
+/// What the initramfs's /init does (`start_in_initramfs`), with the real root at `/` here
+/// and the configuration `c`: fork the process that decides, notes and replays.
+fn start_like_init(files: &InitramfsFiles, c: &Config) -> String {
+    start_in_initramfs_with(files, || match sample::sys::fork()? {
+        0 => {
+            initramfs_process(Path::new("/"), files, || c.clone());
+            sample::sys::exit_now(0)
+        }
+        pid => Ok(pid),
+    })
+}
 
 fn tempdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("bp-rec-ra-{name}-{}", std::process::id()));
@@ -266,7 +278,7 @@ fn a_replay_the_initramfs_started_is_taken_over() {
         report: d.join("report"),
     };
     let before_ns = sample::sys::boottime_ns();
-    let said = start_in_initramfs_with(Path::new("/"), &c, &files);
+    let said = start_like_init(&files, &c);
     let pid: i32 = fs::read_to_string(&files.pid)
         .unwrap()
         .trim()
@@ -335,11 +347,19 @@ fn without_a_pack_the_initramfs_process_leaves_learning_to_the_recorder() {
         note: d.join("note"),
         report: d.join("report"),
     };
+    // Off: the process ends without a note; the recorder does nothing.
     c.readahead = false;
-    assert_eq!(start_in_initramfs_with(Path::new("/"), &c, &files), "off");
-    assert!(!files.pid.exists(), "off: no process");
+    let said = start_like_init(&files, &c);
+    let pid: i32 = said
+        .strip_prefix("deciding in pid ")
+        .unwrap()
+        .parse()
+        .unwrap();
+    readahead::sys::waitpid(pid).unwrap();
+    assert!(!files.note.exists());
+    assert!(matches!(prepare_from(&c, &files), Plan::Off));
     c.readahead = true;
-    let said = start_in_initramfs_with(Path::new("/"), &c, &files);
+    let said = start_like_init(&files, &c);
     assert!(said.starts_with("deciding in pid "), "{said}");
     // The recorder waits for it to end and, finding no note, learns.
     match prepare_from(&c, &files) {
