@@ -16,7 +16,9 @@ const TOP: f64 = 70.0;
 const LABEL_SHARE: f64 = 0.01;
 const LABELLED: usize = 12;
 
-/// Escapes text for XML content and attribute values.
+/// Escapes text for XML content and attribute values (this chart's and the boot chart's,
+/// `render::svg`). Control characters, which XML 1.0 does not allow even escaped, become
+/// U+FFFD; tab and newline become references, so attribute values keep them too.
 pub fn escape(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
@@ -26,8 +28,9 @@ pub fn escape(s: &str) -> String {
             '>' => o.push_str("&gt;"),
             '"' => o.push_str("&quot;"),
             '\'' => o.push_str("&apos;"),
-            // Control characters are not allowed in XML 1.0.
-            c if (c as u32) < 0x20 && c != '\t' && c != '\n' => o.push(' '),
+            '\t' => o.push_str("&#9;"),
+            '\n' => o.push_str("&#10;"),
+            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => o.push('\u{fffd}'),
             c => o.push(c),
         }
     }
@@ -278,7 +281,7 @@ mod tests {
     #[test]
     fn escapes_markup() {
         assert_eq!(escape(r#"a<b>&"c'"#), "a&lt;b&gt;&amp;&quot;c&apos;");
-        assert_eq!(escape("x\u{1}y"), "x y");
+        assert_eq!(escape("x\u{1}y\tz\n"), "x\u{fffd}y&#9;z&#10;");
     }
 
     #[test]

@@ -51,26 +51,9 @@ pub fn render_svg(data: &ChartData, out: &mut impl io::Write) -> io::Result<()> 
     out.write_all(svg.as_bytes())
 }
 
-/// Escapes text for XML content and attribute values. Control characters, which XML 1.0
-/// does not allow even escaped, become U+FFFD.
-pub fn escape_xml(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            // As references, so attribute values keep them too.
-            '\t' => o.push_str("&#9;"),
-            '\n' => o.push_str("&#10;"),
-            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => o.push('\u{fffd}'),
-            c => o.push(c),
-        }
-    }
-    o
-}
+/// Escapes text for XML content and attribute values (one escape for both charts: the
+/// kernel crate's).
+pub use kernel::svg::escape as escape_xml;
 
 /// A coordinate or size with one decimal; `+ 0.0` turns -0.0 into 0.0.
 fn n(x: f64) -> String {
