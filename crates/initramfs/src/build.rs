@@ -42,6 +42,8 @@ pub struct Options {
     pub dev: PathBuf,
     /// Module-loading workers at boot (the plan's `workers`); None: one per CPU.
     pub workers: Option<usize>,
+    /// Readahead is on in bootprint's configuration (the plan's `readahead on`).
+    pub readahead: bool,
 }
 
 impl Options {
@@ -58,6 +60,7 @@ impl Options {
             proc_dir: PathBuf::from("/proc"),
             dev: PathBuf::from("/dev"),
             workers: None,
+            readahead: false,
         }
     }
 }
@@ -267,6 +270,7 @@ pub fn make_plan(o: &Options) -> Result<Plan, Error> {
         cpu.as_deref().map(str::trim),
     )?;
     plan.workers = o.workers;
+    plan.readahead = o.readahead;
     Ok(plan)
 }
 
