@@ -135,11 +135,6 @@ pub fn run(args: &[String]) -> Outcome {
     };
     o.compression = a.compression;
     o.workers = a.workers;
-    // Whether /init should read the configuration file at boot to see if readahead is on
-    // (the command line it reads anyway).
-    o.readahead = record::config::Config::load(Path::new(record::config::CONFIG_FILE), "")
-        .0
-        .readahead;
     if let Some(i) = &a.init {
         o.init = i.clone();
     }

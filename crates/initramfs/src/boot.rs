@@ -85,12 +85,11 @@ impl Steps {
     }
 }
 
-/// Called once the real root is mounted (at the path given), before the switch, with the
-/// plan's `readahead` (on in the configuration at build time): starts readahead replay
-/// there (bootprint-boot passes the recorder crate's `readahead::start_in_initramfs`; this
-/// crate does not know the pack). Returns what it did, for the step log. It must not fail
-/// the boot: a panic in it is caught and logged.
-pub type RootMounted = fn(&Path, bool) -> String;
+/// Called once the real root is mounted (at the path given), before the switch: starts
+/// readahead replay there (bootprint-boot passes the recorder crate's
+/// `readahead::start_in_initramfs`; this crate does not know the pack). Returns what it did,
+/// for the step log. It must not fail the boot: a panic in it is caught and logged.
+pub type RootMounted = fn(&Path) -> String;
 
 /// Runs the initramfs's /init. Never returns.
 pub fn run(args: Vec<std::ffi::OsString>, root_mounted: RootMounted) -> ! {
@@ -213,7 +212,7 @@ fn steps_to_exec(
     }
     // Readahead replay from the root's pack, as early as the root is there. The module
     // loader's threads have ended, so the fork in it is from a single-threaded process.
-    let readahead = std::panic::catch_unwind(|| root_mounted(Path::new(NEW_ROOT), plan.readahead))
+    let readahead = std::panic::catch_unwind(|| root_mounted(Path::new(NEW_ROOT)))
         .unwrap_or_else(|_| "failed (a panic); booting without it".to_string());
     steps.mark("readahead", &readahead);
     let elapsed_ms = (sys::boottime_ns() - start) / 1_000_000;

@@ -42,8 +42,6 @@ pub struct Options {
     pub dev: PathBuf,
     /// Module-loading workers at boot (the plan's `workers`); None: one per CPU.
     pub workers: Option<usize>,
-    /// Readahead is on in bootprint's configuration (the plan's `readahead on`).
-    pub readahead: bool,
 }
 
 impl Options {
@@ -60,7 +58,6 @@ impl Options {
             proc_dir: PathBuf::from("/proc"),
             dev: PathBuf::from("/dev"),
             workers: None,
-            readahead: false,
         }
     }
 }
@@ -270,7 +267,6 @@ pub fn make_plan(o: &Options) -> Result<Plan, Error> {
         cpu.as_deref().map(str::trim),
     )?;
     plan.workers = o.workers;
-    plan.readahead = o.readahead;
     Ok(plan)
 }
 

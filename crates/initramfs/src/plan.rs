@@ -361,9 +361,6 @@ pub struct Plan {
     pub notes: Vec<String>,
     /// Module-loading workers at boot; None: one per CPU.
     pub workers: Option<usize>,
-    /// Whether readahead was on in bootprint's configuration at build time: /init reads the
-    /// configuration at boot only then (or when the command line turns readahead on).
-    pub readahead: bool,
 }
 
 /// Builds the plan: the chain's drivers (or, for a device no driver is bound to, its
@@ -525,9 +522,6 @@ impl Plan {
         if let Some(w) = self.workers {
             s.push_str(&format!("workers {w}\n"));
         }
-        if self.readahead {
-            s.push_str("readahead on\n");
-        }
         for m in &self.modules {
             s.push_str(&format!(
                 "module\t{}\t{}\t{}\t{}\t{}\n",
@@ -595,18 +589,13 @@ impl Plan {
                 Some(("kernel", v)) => plan.kernel = v.trim().to_string(),
                 Some(("root", v)) => plan.root = v.trim().to_string(),
                 Some(("fstype", v)) => plan.fstype = v.trim().to_string(),
-                Some(("readahead", v)) => match v.trim() {
-                    "on" => plan.readahead = true,
-                    "off" => plan.readahead = false,
-                    _ => return Err(bad("`on` or `off` after `readahead`")),
-                },
                 Some(("workers", v)) => match v.trim().parse::<usize>() {
                     Ok(w) if (1..=64).contains(&w) => plan.workers = Some(w),
                     _ => return Err(bad("a number of workers from 1 to 64 after `workers`")),
                 },
                 _ => {
                     return Err(bad(
-                        "`kernel`, `root`, `fstype`, `workers`, `readahead` or `module` record",
+                        "`kernel`, `root`, `fstype`, `workers` or `module` record",
                     ))
                 }
             }
@@ -696,7 +685,6 @@ mod tests {
             ],
             notes: vec![],
             workers: None,
-            readahead: false,
         };
         let text = plan.to_text();
         let back = Plan::parse(&text, Path::new("plan")).unwrap();

@@ -130,24 +130,7 @@ fn virtio_disk_with_ext4() {
     // Dependency order holds in the file and survives the round trip.
     let back = Plan::parse(&p.to_text(), Path::new("plan")).unwrap();
     assert_eq!(back.modules, p.modules);
-    assert_eq!((back.workers, back.readahead), (None, false));
-    let mut ra = p.clone();
-    ra.readahead = true;
-    assert!(ra.to_text().contains("\nreadahead on\n"));
-    assert!(
-        Plan::parse(&ra.to_text(), Path::new("plan"))
-            .unwrap()
-            .readahead
-    );
-    let e = Plan::parse(
-        &ra.to_text().replace("readahead on", "readahead maybe"),
-        Path::new("plan"),
-    )
-    .unwrap_err();
-    assert!(
-        e.to_string().contains("`on` or `off` after `readahead`"),
-        "{e}"
-    );
+    assert_eq!(back.workers, None);
     let mut one = p.clone();
     one.workers = Some(1);
     assert!(one.to_text().contains("\nworkers 1\n"));

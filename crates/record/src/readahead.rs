@@ -296,21 +296,8 @@ impl InitramfsReplay {
 /// 16-20 ms of cold-disk lookups, the fork 10-15 ms more. A process exec'd instead of forked
 /// would not survive: its dynamic loader opens libraries from the initramfs after /init has
 /// deleted them.
-///
-/// `on_at_build`: whether readahead was on in the configuration when the initramfs was built
-/// (its plan says). The command line decides first; without a word there, the configuration
-/// file is read only when readahead was on at build time: reading it costs /init 16-26 ms of
-/// cold-disk lookups, in every boot, and readahead is off by default. Turned on later
-/// without a rebuild, the replay is the recorder's, as without this initramfs.
-pub fn start_in_initramfs(new_root: &Path, on_at_build: bool) -> String {
+pub fn start_in_initramfs(new_root: &Path) -> String {
     let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
-    match readahead_on_cmdline(&cmdline) {
-        Some(false) => return "off (command line)".into(),
-        None if !on_at_build => {
-            return "off when the initramfs was built (the recorder replays if it is on now)".into()
-        }
-        _ => {}
-    }
     let (config, _errors) = Config::load(&on_root(new_root, Path::new(CONFIG_FILE)), &cmdline);
     if !config.readahead {
         return "off".into();
@@ -326,23 +313,6 @@ pub fn start_in_initramfs(new_root: &Path, on_at_build: bool) -> String {
         }
         pid => Ok(pid),
     })
-}
-
-/// What the kernel command line says of readahead (`bootprint.readahead=`): on, off, or
-/// nothing (the last word wins, as in [`Config::load`]).
-pub fn readahead_on_cmdline(cmdline: &str) -> Option<bool> {
-    let with = |start: bool| {
-        let mut c = Config {
-            readahead: start,
-            ..Config::default()
-        };
-        let _ = c.apply_cmdline(cmdline);
-        c.readahead
-    };
-    match (with(false), with(true)) {
-        (a, b) if a == b => Some(a),
-        _ => None,
-    }
 }
 
 /// [`start_in_initramfs`] with the files where `files` says (paths as on the real root,

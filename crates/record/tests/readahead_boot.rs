@@ -371,20 +371,6 @@ fn without_a_pack_the_initramfs_process_leaves_learning_to_the_recorder() {
 }
 
 #[test]
-fn the_command_line_turns_initramfs_readahead_on_or_off_or_says_nothing() {
-    use record::readahead::readahead_on_cmdline as says;
-    assert_eq!(says("root=/dev/vda quiet"), None);
-    assert_eq!(says("root=/dev/vda bootprint.readahead=1"), Some(true));
-    assert_eq!(
-        says("bootprint.readahead=1 bootprint.readahead=0"),
-        Some(false)
-    );
-    assert_eq!(says("bootprint.readahead=true"), Some(true));
-    // Other bootprint keys say nothing about it.
-    assert_eq!(says("bootprint.readahead_budget_mb=8"), None);
-}
-
-#[test]
 fn the_initramfs_note_names_what_is_wrong() {
     let p = Path::new("/run/bootprint/readahead-replay");
     let err = |t: &str| InitramfsReplay::parse(t, p).unwrap_err();
