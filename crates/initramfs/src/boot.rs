@@ -210,6 +210,7 @@ fn steps_to_exec(
             dev.display()
         ));
     }
+    steps.mark("init-found", &init);
     // Readahead replay from the root's pack, as early as the root is there. The module
     // loader's threads have ended, so the fork in it is from a single-threaded process.
     let readahead = std::panic::catch_unwind(|| root_mounted(Path::new(NEW_ROOT)))
