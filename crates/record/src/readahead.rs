@@ -77,28 +77,34 @@ fn on_root(root: &Path, path: &Path) -> PathBuf {
     root.join(path.strip_prefix("/").unwrap_or(path))
 }
 
-/// Decides from the configuration, readahead's history and the pack on the root file system
-/// mounted at `root` (`/` on the real root; `/root` in the initramfs).
-fn decide(config: &Config, root: &Path) -> Decision {
+/// The root file system's mount, for its identity and its device.
+fn root_mount() -> Option<system::Mount> {
+    let paths = system::Paths::default();
+    let mountinfo = std::fs::read_to_string(paths.proc.join("self/mountinfo")).unwrap_or_default();
+    let mounts = system::parse_mountinfo(&mountinfo, "/proc/self/mountinfo").unwrap_or_default();
+    system::root_mount(&mounts).cloned()
+}
+
+/// The pack, if it may be replayed on this root file system (`mount`).
+fn load_pack(config: &Config, mount: Option<&system::Mount>) -> Result<Pack, String> {
+    let ours = system::root_id(&system::Paths::default(), mount);
+    replay::load(&config.readahead_pack, &ours, 0).map_err(|e| e.reason().to_string())
+}
+
+/// Decides from the configuration, readahead's history and the pack on the root file system.
+fn decide(config: &Config) -> Decision {
     if !config.readahead {
         return Decision::Off;
     }
     // An unreadable state is treated as empty; it is rewritten at boot done.
-    let state = State::load(&on_root(root, &config.readahead_state)).unwrap_or_default();
+    let state = State::load(&config.readahead_state).unwrap_or_default();
     if let Verdict::Off { reason, .. } = state.verdict {
         return Decision::SwitchedOff(reason);
     }
-    let paths = system::Paths {
-        root: root.to_path_buf(),
-        ..system::Paths::default()
-    };
-    let mountinfo = std::fs::read_to_string(paths.proc.join("self/mountinfo")).unwrap_or_default();
-    let mounts = system::parse_mountinfo(&mountinfo, "/proc/self/mountinfo").unwrap_or_default();
-    let mount = mounts.iter().rev().find(|m| m.mount_point == root);
-    let ours = system::root_id(&paths, mount);
-    let pack = match replay::load(&on_root(root, &config.readahead_pack), &ours, 0) {
+    let mount = root_mount();
+    let pack = match load_pack(config, mount.as_ref()) {
         Ok(p) => p,
-        Err(e) => return Decision::Learn(e.reason().to_string()),
+        Err(reason) => return Decision::Learn(reason),
     };
     if state.next_kind(config.readahead_compare_every) == BootKind::Control {
         return Decision::Control;
@@ -107,7 +113,8 @@ fn decide(config: &Config, root: &Path) -> Decision {
     Decision::Replay {
         pack: Box::new(pack),
         root_dev,
-        read_at_start: root_dev.and_then(|(ma, mi)| root_bytes_read(&paths, ma, mi)),
+        read_at_start: root_dev
+            .and_then(|(ma, mi)| root_bytes_read(&system::Paths::default(), ma, mi)),
     }
 }
 
@@ -133,7 +140,7 @@ pub fn prepare_from(config: &Config, files: &InitramfsFiles) -> Plan {
     if let Some(plan) = take_over_initramfs_replay(config, files) {
         return plan;
     }
-    match decide(config, Path::new("/")) {
+    match decide(config) {
         Decision::Off => Plan::Off,
         Decision::SwitchedOff(r) => Plan::SwitchedOff(r),
         Decision::Learn(r) => Plan::Learn(r),
@@ -363,7 +370,7 @@ pub fn initramfs_process(new_root: &Path, files: &InitramfsFiles, config: impl F
         pack,
         root_dev,
         read_at_start,
-    } = decide(&config, Path::new("/"))
+    } = decide(&config)
     else {
         // Learn, compare, off: the recorder decides the same from the same files.
         return;
@@ -419,13 +426,9 @@ fn take_over_initramfs_replay(config: &Config, files: &InitramfsFiles) -> Option
 fn take_over(config: &Config, note: &str, files: &InitramfsFiles) -> Option<Plan> {
     // A damaged note: replay again from here rather than lose the replay.
     let handoff = InitramfsReplay::parse(note, &files.note).ok()?;
-    let paths = system::Paths::default();
-    let mountinfo = std::fs::read_to_string(paths.proc.join("self/mountinfo")).unwrap_or_default();
-    let mounts = system::parse_mountinfo(&mountinfo, "/proc/self/mountinfo").unwrap_or_default();
-    let ours = system::root_id(&paths, system::root_mount(&mounts));
-    let pack = match replay::load(&config.readahead_pack, &ours, 0) {
+    let pack = match load_pack(config, root_mount().as_ref()) {
         Ok(p) => p,
-        Err(e) => return Some(Plan::Learn(e.reason().to_string())),
+        Err(reason) => return Some(Plan::Learn(reason)),
     };
     Some(Plan::Replay(Replaying {
         pack: Box::new(pack),
