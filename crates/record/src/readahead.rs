@@ -299,7 +299,7 @@ impl InitramfsReplay {
 /// not before it. Returns what /init did, for its step log. Never fails the boot: a failure
 /// is its answer.
 ///
-/// Measured under QEMU TCG (docs/readahead.md): 3 ms with readahead off; the fork adds
+/// Measured under QEMU TCG (docs/readahead.md): 5 ms with readahead off; the fork adds
 /// roughly 5-12 ms. A process exec'd instead of forked would not survive: its dynamic loader
 /// opens libraries from the initramfs after /init has deleted them.
 pub fn start_in_initramfs(new_root: &Path) -> String {
