@@ -37,7 +37,7 @@ pub struct Replaying {
 #[derive(Debug)]
 enum Source {
     /// Our child, started before init was exec'd; it reports through a pipe.
-    Child(Option<ReplayChild>),
+    Child(ReplayChild),
     /// A process the initramfs's /init started on the real root before switching to it
     /// (not our child); it writes its figures to `report`.
     Initramfs { pid: i32, report: PathBuf },
@@ -154,7 +154,7 @@ pub fn prepare_from(config: &Config, files: &InitramfsFiles) -> Plan {
             match replay::spawn_child(&pack, &replay_options(config)) {
                 Ok(child) => Plan::Replay(Replaying {
                     pack,
-                    source: Source::Child(Some(child)),
+                    source: Source::Child(child),
                     started_ns,
                     root_dev,
                     read_at_start,
@@ -379,8 +379,7 @@ pub fn initramfs_process(new_root: &Path, files: &InitramfsFiles, config: impl F
         return;
     };
     let note = InitramfsReplay {
-        // SAFETY: getpid has no preconditions.
-        pid: unsafe { libc::getpid() },
+        pid: crate::sys::getpid(),
         started_ns: boottime_ns(),
         root_dev,
         read_at_start,
@@ -461,10 +460,8 @@ fn wait_for_report(report: &Path, pid: i32, until_ns: u64) -> Option<ReplayStats
 
 /// Whether `pid` runs (exists and is not a zombie).
 fn process_alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(')')
-            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
-    })
+    std::fs::read(format!("/proc/{pid}/stat"))
+        .is_ok_and(|raw| sample::procfs::parse_stat_line(&raw).is_some_and(|r| r.state != 'Z'))
 }
 
 fn root_bytes_read(paths: &system::Paths, major: u32, minor: u32) -> Option<u64> {
@@ -577,7 +574,7 @@ impl Session {
 fn finish_replay(r: Replaying, events: &mut Vec<Event>, config: &Config, kernel_release: &str) {
     let now = boottime_ns();
     let stats = match r.source {
-        Source::Child(child) => child.and_then(ReplayChild::wait),
+        Source::Child(child) => child.wait(),
         Source::Initramfs { pid, report } => {
             // Its time limit, counted from its start, and a little to write.
             let limit = ReplayOptions::default().time_limit.as_nanos() as u64;
