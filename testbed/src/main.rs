@@ -15,6 +15,7 @@ mod qemu;
 mod rabench;
 mod serial;
 mod smoke;
+mod soak;
 mod util;
 
 use std::process::ExitCode;
@@ -44,6 +45,11 @@ commands:
             serial modprobe in the guest, and boots with bootprint.modules=1)
   smoke     real-boot smoke test: boot with --record, check the trace and the report
             [--no-cargo]
+  soak      boot one boot-path configuration many times in a row and count the boots that
+            never reach the real init (or the login): CONFIG [--boots N] [--hold]
+            [--until init|login] [--no-cargo]; a hang is diagnosed (registers, SysRq)
+            before QEMU stops; --hold leaves the first hung guest running. CONFIG `list`
+            lists the configurations
   initramfs bootprint's initramfs: build it in the guest, boot with it to login, and a
             wrong root= must stop cleanly [--no-cargo] (bench initramfs: against
             Debian's initramfs-tools, dracut host-only and tiny-initramfs)
@@ -157,6 +163,39 @@ fn run(args: &[String]) -> Result<(), Error> {
             let cargo = !opts.flag("--no-cargo");
             opts.finish()?;
             initramfs_test::run(&paths, cargo)
+        }
+        "soak" => {
+            let name = opts
+                .positional()
+                .ok_or_else(|| Error::Usage("soak needs a CONFIG (or `list`)".into()))?;
+            if name == "list" {
+                opts.finish()?;
+                for c in soak::configs() {
+                    println!("{}", soak::describe(&c));
+                }
+                return Ok(());
+            }
+            let cfg = soak::config(&name)?;
+            let boots = match opts.value("--boots")? {
+                Some(v) => v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    Error::Usage(format!("--boots: expected a positive integer, got {v:?}"))
+                })?,
+                None => 30,
+            };
+            let until = match opts.value("--until")?.as_deref() {
+                None => None,
+                Some("init") => Some(soak::Until::Init),
+                Some("login") => Some(soak::Until::Login),
+                Some(other) => {
+                    return Err(Error::Usage(format!(
+                        "--until: expected init or login, got {other:?}"
+                    )))
+                }
+            };
+            let hold = opts.flag("--hold");
+            let cargo = !opts.flag("--no-cargo");
+            opts.finish()?;
+            soak::run(&paths, &cfg, &soak::SoakOpts { boots, hold, until }, cargo)
         }
         "smoke" => {
             let cargo = !opts.flag("--no-cargo");
