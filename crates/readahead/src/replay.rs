@@ -4,6 +4,7 @@
 
 use std::fs::File;
 use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -146,6 +147,10 @@ impl ReplayStats {
     }
 }
 
+/// The largest pack loaded: a pack of 100,000 files with a few ranges each is ~10 MB; its
+/// byte budget bounds what it replays, not its own size.
+pub const MAX_PACK_BYTES: u64 = 64 << 20;
+
 /// Loads the pack at `path` for replay, refusing it (with the reason) when it is not a
 /// regular file owned by `trusted_uid` (0 on the boot path) or is writable by group or
 /// others, when it fails [`pack::check`], or when it was learned on another root
@@ -177,9 +182,24 @@ pub fn load(path: &Path, ours: &RootId, trusted_uid: u32) -> Result<Pack, PackEr
             md.mode() & 0o7777
         ))));
     }
-    let mut bytes = Vec::with_capacity(md.len() as usize);
-    f.read_to_end(&mut bytes)
+    // The size is the file's claim (a sparse or corrupt file can claim anything): no
+    // allocation from it, and nothing past the cap is read.
+    if md.len() > MAX_PACK_BYTES {
+        return Err(err(PackErrorKind::Unsafe(format!(
+            "{} bytes, more than a pack may have ({MAX_PACK_BYTES})",
+            md.len()
+        ))));
+    }
+    let mut bytes = Vec::new();
+    (&mut f)
+        .take(MAX_PACK_BYTES + 1)
+        .read_to_end(&mut bytes)
         .map_err(|e| err(PackErrorKind::Io(e)))?;
+    if bytes.len() as u64 > MAX_PACK_BYTES {
+        return Err(err(PackErrorKind::Unsafe(format!(
+            "grew past {MAX_PACK_BYTES} bytes while read"
+        ))));
+    }
     let p = pack::check(&bytes).map_err(|e| e.in_file(path))?;
     if !p.header.root.matches(ours) {
         return Err(err(PackErrorKind::ForeignRoot {
@@ -431,12 +451,39 @@ impl ReplayChild {
     }
 
     /// Waits for the child to end and returns its statistics (`None` when it died without
-    /// reporting).
-    pub fn wait(mut self) -> Option<ReplayStats> {
-        let mut line = String::new();
-        let _ = self.report.read_to_string(&mut line);
+    /// reporting). Waits at most `limit` for its report (the replay stops itself at its
+    /// time limit; a child stuck in the kernel on a dead disk must not hold the recorder):
+    /// past it the child is killed and not waited for.
+    pub fn wait(mut self, limit: Duration) -> Option<ReplayStats> {
+        let deadline = Instant::now() + limit;
+        let mut line = Vec::new();
+        let mut buf = [0u8; 512];
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let ms = left.as_millis().min(i32::MAX as u128) as i32;
+            match sample::sys::poll_readable(Some(self.report.as_raw_fd()), ms) {
+                Ok(true) => match self.report.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) if line.len() < 4096 => line.extend_from_slice(&buf[..n]),
+                    Ok(_) => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                },
+                Ok(false) if left.is_zero() => {
+                    sys::kill(self.pid, libc::SIGKILL);
+                    // Not reaped: a process in uninterruptible sleep would block waitpid.
+                    return None;
+                }
+                Ok(false) => {}
+                Err(_) => break,
+            }
+        }
         let _ = sys::waitpid(self.pid);
-        ReplayStats::from_line(line.trim())
+        let text = String::from_utf8_lossy(&line);
+        // An empty line would parse as all zeros: the child said nothing.
+        (!text.trim().is_empty())
+            .then(|| ReplayStats::from_line(text.trim()))
+            .flatten()
     }
 }
 
@@ -444,13 +491,23 @@ impl ReplayChild {
 /// pipe, so the caller (the boot path, before it execs init) goes on at once. The caller
 /// should be single-threaded at this point, as the boot path is.
 pub fn spawn_child(p: &Pack, opts: &ReplayOptions) -> io::Result<ReplayChild> {
+    spawn_child_with(|| replay(p, opts))
+}
+
+/// [`spawn_child`] with the child's work given: `work` runs in the child, whose statistics
+/// line goes to the pipe. The child never returns into the caller's frame: a panic in
+/// `work` is caught there and the child exits (without it, the panic would unwind into
+/// PID 1's code in the child, which would go on to exec init a second time).
+pub fn spawn_child_with(work: impl FnOnce() -> ReplayStats) -> io::Result<ReplayChild> {
     let (r, mut w) = sys::pipe()?;
     match sample::sys::fork()? {
         0 => {
             drop(r);
-            let st = replay(p, opts);
-            let _ = writeln!(w, "{}", st.to_line());
-            sample::sys::exit_now(0);
+            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let st = work();
+                let _ = writeln!(w, "{}", st.to_line());
+            }));
+            sample::sys::exit_now(if done.is_ok() { 0 } else { 1 });
         }
         pid => {
             drop(w);

@@ -23,6 +23,8 @@ use std::path::Path;
 
 /// How many boots the history keeps (oldest dropped first).
 pub const HISTORY_MAX: usize = 40;
+/// The largest state file read: [`HISTORY_MAX`] boots take a few KiB.
+pub const MAX_STATE_BYTES: u64 = 1 << 20;
 /// Boots of each kind needed before replay is judged.
 pub const MIN_EACH: usize = 3;
 /// The most recent boots of each kind that are judged.
@@ -283,9 +285,11 @@ impl State {
         s
     }
 
-    /// Reads the state file; a missing file is the empty state.
+    /// Reads the state file; a missing file is the empty state. Only a regular file of at
+    /// most [`MAX_STATE_BYTES`] is read.
     pub fn load(path: &Path) -> Result<State, StateError> {
-        match std::fs::read_to_string(path) {
+        // Read at boot by PID 1: a FIFO must not block it, a huge file must not be loaded.
+        match sample::sys::read_regular_text(path, MAX_STATE_BYTES) {
             Ok(text) => State::parse(&text, &path.display().to_string()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(State::default()),
             Err(e) => Err(StateError {

@@ -216,6 +216,12 @@ pub fn waitpid(pid: i32) -> io::Result<i32> {
     }
 }
 
+/// Sends `signal` to `pid` (a child of ours); failures (it is gone) are ignored.
+pub fn kill(pid: i32, signal: libc::c_int) {
+    // SAFETY: a plain signal; no memory is passed.
+    unsafe { libc::kill(pid, signal) };
+}
+
 /// Whether `pid` has ended (reaping it when it has); for a non-blocking check.
 pub fn try_wait(pid: i32) -> io::Result<bool> {
     let mut status = 0;

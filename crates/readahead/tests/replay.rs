@@ -210,6 +210,60 @@ fn untrusted_corrupt_and_foreign_packs_are_refused_with_a_reason() {
     fs::remove_dir_all(&d).unwrap();
 }
 
+/// Issue 14, defect 1: a pack whose size is huge (a sparse file, a corrupt size) made the
+/// load allocate its whole claimed length; the allocation failure aborted PID 1 (an abort is
+/// not a panic: catch_unwind cannot stop it). It is refused by size, with a reason.
+#[test]
+fn a_huge_sparse_pack_is_refused_without_allocating_it() {
+    let d = tempdir("huge");
+    let path = d.join("readahead.pack");
+    let f = fs::File::create(&path).unwrap();
+    f.set_len(1 << 40).unwrap(); // 1 TiB, all holes
+    drop(f);
+    let me = readahead::sys::euid();
+    let e = replay::load(&path, &root(42), me).unwrap_err();
+    assert_eq!(e.reason(), "unsafe");
+    assert!(e.to_string().contains("more than a pack may have"), "{e}");
+    fs::remove_dir_all(&d).unwrap();
+}
+
+/// Issue 14: a panic in the replay child had no catch_unwind of its own: it unwound into
+/// the caller's frames inside the child (PID 1's, at boot: it would go on to exec init a
+/// second time). The child must exit, report nothing, and never return to the caller.
+#[test]
+fn a_panic_in_the_replay_child_ends_the_child_only() {
+    let d = tempdir("panic");
+    let marker = d.join("escaped");
+    let parent = std::process::id();
+    let started =
+        std::panic::catch_unwind(|| replay::spawn_child_with(|| panic!("replay failed (test)")));
+    if std::process::id() != parent {
+        // Only a child that unwound out of spawn_child_with gets here.
+        fs::write(&marker, "the child returned into its caller").unwrap();
+        sample::sys::exit_now(0);
+    }
+    let child = started.expect("the parent does not panic").unwrap();
+    assert_eq!(child.wait(Duration::from_secs(30)), None);
+    assert!(
+        !marker.exists(),
+        "the child escaped into the caller's frames"
+    );
+    fs::remove_dir_all(&d).unwrap();
+}
+
+/// A child that never reports is not waited for beyond the limit (it is killed).
+#[test]
+fn a_replay_child_that_never_reports_is_not_waited_for() {
+    let child = replay::spawn_child_with(|| {
+        std::thread::sleep(Duration::from_secs(3600));
+        ReplayStats::default()
+    })
+    .unwrap();
+    let t = std::time::Instant::now();
+    assert_eq!(child.wait(Duration::from_millis(300)), None);
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+}
+
 #[test]
 fn replay_child_reports_its_statistics() {
     let d = tempdir("child");
@@ -217,7 +271,9 @@ fn replay_child_reports_its_statistics() {
     let p = pack_of(vec![entry_for(&d.join("a"), &[(0, 65536)])], false);
     let child = replay::spawn_child(&p, &ReplayOptions::default()).unwrap();
     assert!(child.pid() > 0);
-    let st = child.wait().expect("child reported nothing");
+    let st = child
+        .wait(Duration::from_secs(60))
+        .expect("child reported nothing");
     assert_eq!(st.files_read, 1);
     assert_eq!(st.bytes_requested, 65536);
     fs::remove_dir_all(&d).unwrap();

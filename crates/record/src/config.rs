@@ -111,6 +111,9 @@ impl Default for Config {
 /// Default location of the configuration file.
 pub const CONFIG_FILE: &str = "/etc/bootprint/bootprint.toml";
 
+/// The largest configuration file read; a real one is a few KiB.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// A configuration error: where, and what was expected.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigError {
@@ -205,7 +208,23 @@ impl Config {
     pub fn load(file: &Path, cmdline: &str) -> (Config, Vec<ConfigError>) {
         let mut config = Config::default();
         let mut errors = Vec::new();
-        if let Ok(text) = std::fs::read_to_string(file) {
+        // Not a plain read: a FIFO or a device put there must not block or feed PID 1.
+        let text = match sample::sys::read_regular_text(file, MAX_CONFIG_BYTES) {
+            Ok(text) => Some(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => {
+                errors.push(ConfigError {
+                    source: file.display().to_string(),
+                    line: 0,
+                    expected: format!(
+                        "a regular file of at most {MAX_CONFIG_BYTES} bytes of UTF-8 text \
+                         ({e}); using the defaults and the kernel command line"
+                    ),
+                });
+                None
+            }
+        };
+        if let Some(text) = text {
             let mut trial = config.clone();
             match trial.apply_toml(&text, &file.display().to_string()) {
                 Ok(()) => config = trial,
@@ -423,6 +442,43 @@ mod tests {
         assert_eq!(errors.len(), 1);
         assert_eq!(c.hz, 50, "a bad file is ignored whole");
         assert_eq!(c.timeout_s, 60.0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 14: a FIFO as the configuration file blocked PID 1 in open(2) for ever; a
+    /// huge file was read whole. Both are refused at once, naming the file, and the boot goes
+    /// on with the defaults and the command line.
+    #[test]
+    fn a_fifo_or_a_huge_file_as_the_configuration_does_not_block_or_load() {
+        let dir = std::env::temp_dir().join(format!("bp-config-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("bootprint.toml");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let f = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(Config::load(&f, "bootprint.hz=20"));
+        });
+        let (config, errors) = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("Config::load blocked on a FIFO");
+        assert_eq!(config.hz, 20, "the command line still applies");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        let e = errors[0].to_string();
+        assert!(
+            e.contains("bootprint.toml") && e.contains("regular file"),
+            "{e}"
+        );
+
+        let big = dir.join("big.toml");
+        let file = std::fs::File::create(&big).unwrap();
+        file.set_len(64 << 30).unwrap(); // sparse: 64 GiB of nothing
+        let (config, errors) = Config::load(&big, "");
+        assert_eq!(config.hz, Config::default().hz);
+        assert!(errors[0].to_string().contains("at most"), "{:?}", errors);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -397,20 +397,16 @@ pub fn initramfs_process(new_root: &Path, files: &InitramfsFiles, config: impl F
 /// hit rate and the relearning rules at boot done). Waits (at most
 /// [`INITRAMFS_DECISION_WAIT_NS`]) for the initramfs's process to decide.
 fn take_over_initramfs_replay(config: &Config, files: &InitramfsFiles) -> Option<Plan> {
-    let pid: i32 = std::fs::read_to_string(&files.pid)
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
+    let pid: i32 = read_note(&files.pid).ok()?.trim().parse().ok()?;
     let until = boottime_ns() + INITRAMFS_DECISION_WAIT_NS;
     let text = loop {
         // Written whole (renamed into place): present means complete.
-        if let Ok(t) = std::fs::read_to_string(&files.note) {
+        if let Ok(t) = read_note(&files.note) {
             break t;
         }
         // It decided not to replay (or died): decide here, from the same files.
         if !process_alive(pid) {
-            return std::fs::read_to_string(&files.note)
+            return read_note(&files.note)
                 .ok()
                 .and_then(|t| take_over(config, &t, files));
         }
@@ -441,12 +437,18 @@ fn take_over(config: &Config, note: &str, files: &InitramfsFiles) -> Option<Plan
     }))
 }
 
+/// One of the small files the initramfs's process and the recorder leave each other in
+/// /run: a regular file of a few lines (nothing else is read, and nothing blocks).
+fn read_note(path: &Path) -> std::io::Result<String> {
+    sample::sys::read_regular_text(path, 64 * 1024)
+}
+
 /// Waits for the initramfs's replay to write its figures: until the report holds a whole
 /// line, the process is gone, or `until_ns` (CLOCK_BOOTTIME).
 fn wait_for_report(report: &Path, pid: i32, until_ns: u64) -> Option<ReplayStats> {
     loop {
         let alive = process_alive(pid);
-        if let Ok(text) = std::fs::read_to_string(report) {
+        if let Ok(text) = read_note(report) {
             if text.ends_with('\n') {
                 return ReplayStats::from_line(text.trim());
             }
@@ -574,7 +576,12 @@ impl Session {
 fn finish_replay(r: Replaying, events: &mut Vec<Event>, config: &Config, kernel_release: &str) {
     let now = boottime_ns();
     let stats = match r.source {
-        Source::Child(child) => child.wait(),
+        // Its time limit counts from its start; a little more to report.
+        Source::Child(child) => {
+            let limit = ReplayOptions::default().time_limit + std::time::Duration::from_secs(5);
+            let elapsed = std::time::Duration::from_nanos(now.saturating_sub(r.started_ns));
+            child.wait(limit.saturating_sub(elapsed))
+        }
         Source::Initramfs { pid, report } => {
             // Its time limit, counted from its start, and a little to write.
             let limit = ReplayOptions::default().time_limit.as_nanos() as u64;

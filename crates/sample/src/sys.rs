@@ -252,3 +252,46 @@ pub fn exit_now(code: i32) -> ! {
     // SAFETY: _exit never returns and has no preconditions.
     unsafe { libc::_exit(code) }
 }
+
+/// Reads a file the boot path trusts only so far (configuration, state, notes): it must be a
+/// regular file (a FIFO or a device would block or have effects: it is opened non-blocking
+/// and checked before any read) of at most `max_bytes` (no allocation sized by what the file
+/// claims). Symlinks are followed; the target must be regular too.
+pub fn read_regular(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let md = f.metadata()?;
+    if !md.file_type().is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let too_big = || {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {max_bytes} bytes"),
+        )
+    };
+    if md.len() > max_bytes {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::new();
+    // The size can change under us: read at most one byte past the cap to tell.
+    f.take(max_bytes.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_big());
+    }
+    Ok(bytes)
+}
+
+/// [`read_regular`] as UTF-8 text.
+pub fn read_regular_text(path: &Path, max_bytes: u64) -> io::Result<String> {
+    String::from_utf8(read_regular(path, max_bytes)?)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text"))
+}
