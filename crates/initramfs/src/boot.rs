@@ -39,6 +39,8 @@ pub const FAIL_DELAY_S: u64 = 10;
 pub const STEPS_LOG: &str = "/run/bootprint/initramfs.log";
 const NEW_ROOT: &str = "/root";
 const DEFAULT_INIT: &str = "/sbin/init";
+/// The least time /init waits for the module loader once the root device is there.
+const MODULES_WAIT_MIN_S: u32 = 30;
 
 /// The steps' timestamps.
 #[derive(Debug, Default)]
@@ -134,16 +136,11 @@ fn steps_to_exec(
     let plan = Plan::parse(&plan_text, Path::new(crate::PLAN_PATH)).map_err(|e| e.to_string())?;
     // The loader starts first (loading needs none of the mounts below) and runs beside the
     // root search: the disk can appear (its driver loaded) while the file system's module
-    // is still loading.
-    let loader: std::sync::Arc<std::sync::Mutex<Option<Result<String, String>>>> =
-        Default::default();
-    let handle = {
-        let (plan, loader) = (plan.clone(), loader.clone());
-        std::thread::spawn(move || {
-            let r = load_modules(&plan, Path::new("/"));
-            *loader.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
-        })
-    };
+    // is still loading. It is a process of its own, so that the wait for it has a bound
+    // (crate::loader).
+    let loader = crate::loader::Loader::start(&plan, Path::new("/"))
+        .map_err(|e| format!("cannot start the module loader: {e}"))?;
+    let loader = std::cell::RefCell::new(loader);
     steps.mark("loader-started", &format!("{} modules", plan.modules.len()));
     mount_kernel_fs()?;
     steps.mark("mounted", "proc sys dev run");
@@ -155,10 +152,7 @@ fn steps_to_exec(
         _ => OnFail::Reboot,
     };
     steps.mark("cmdline", text.trim());
-    let loader_failed = || match &*loader.lock().unwrap_or_else(|p| p.into_inner()) {
-        Some(Err(e)) => Some(e.clone()),
-        _ => None,
-    };
+    let loader_failed = || loader.borrow_mut().failed();
 
     if cmd.rootdelay_s > 0 {
         std::thread::sleep(Duration::from_secs(cmd.rootdelay_s.into()));
@@ -182,12 +176,28 @@ fn steps_to_exec(
         &loader_failed,
     )?;
     steps.mark("root-found", &format!("{spec} = {}", dev.display()));
-    let _ = handle.join();
-    let loaded = loader
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-        .unwrap_or_else(|| Err("the module loader stopped early".into()))?;
+    // The root's device is there; its file system's module may still be loading. A module
+    // whose init never returns must not hold the boot: past the limit, try the mount
+    // without waiting (it works when the file system is built in or already loaded).
+    let limit = Duration::from_secs(cmd.wait_s.max(MODULES_WAIT_MIN_S).into());
+    let loaded = match loader.borrow_mut().wait(limit) {
+        crate::loader::Waited::Done(r) => r?,
+        crate::loader::Waited::Busy(loading) => {
+            let msg = format!(
+                "the module loader is still busy after {} s (loading: {}); mounting the root \
+                 without waiting for it",
+                limit.as_secs(),
+                if loading.is_empty() {
+                    "?".to_string()
+                } else {
+                    loading.join(" ")
+                }
+            );
+            sys::console(&format!("bootprint initramfs: {msg}\n"));
+            kmsg(&format!("bootprint initramfs: {msg}"));
+            msg
+        }
+    };
     steps.mark("modules", &loaded);
 
     let fstype = mount_root(&dev, &cmd, &plan, steps)?;
@@ -200,19 +210,24 @@ fn steps_to_exec(
         ),
     );
 
-    let init = cmd.init.clone().unwrap_or_else(|| DEFAULT_INIT.to_string());
-    let on_root = Path::new(NEW_ROOT).join(init.trim_start_matches('/'));
-    // A dangling symlink (absolute, so it points into the initramfs now) is fine: test the
-    // link itself, as the exec will resolve it after the chroot.
-    if fs::symlink_metadata(&on_root).is_err() {
-        return Err(format!(
-            "{init} not found on the root file system {} ({spec}); check init= and root=",
-            dev.display()
-        ));
+    let init = match find_init(Path::new(NEW_ROOT), cmd.init.as_deref()) {
+        Ok(found) => found,
+        Err(msg) => {
+            return Err(format!(
+                "{msg} on the root file system {} ({spec})",
+                dev.display()
+            ))
+        }
+    };
+    if let Some(asked) = cmd.init.as_deref().filter(|asked| *asked != init) {
+        // As Debian's initramfs-tools does: say so, and boot the system's own init.
+        let msg = format!("the root file system has no {asked} (init=); running {init} instead");
+        sys::console(&format!("bootprint initramfs: {msg}\n"));
+        kmsg(&format!("bootprint initramfs: {msg}"));
     }
     steps.mark("init-found", &init);
-    // Readahead replay from the root's pack, as early as the root is there. The module
-    // loader's threads have ended, so the fork in it is from a single-threaded process.
+    // Readahead replay from the root's pack, as early as the root is there. /init has no
+    // threads (the module loader is a process of its own), so its fork is safe.
     let readahead = std::panic::catch_unwind(|| root_mounted(Path::new(NEW_ROOT)))
         .unwrap_or_else(|_| "failed (a panic); booting without it".to_string());
     steps.mark("readahead", &readahead);
@@ -240,12 +255,54 @@ fn steps_to_exec(
         }
     }
     switch_root()?;
+    // The one found first; if it cannot be exec'd (not executable, a foreign binary), the
+    // next of the usual inits that exists.
     use std::os::unix::process::CommandExt;
-    let e = std::process::Command::new(&init)
-        .arg0(&init)
-        .args(args.iter().skip(1))
-        .exec();
-    Err(format!("cannot exec {init} on the new root: {e}"))
+    let mut errors = Vec::new();
+    let mut tried: Vec<&str> = Vec::new();
+    for candidate in std::iter::once(init.as_str()).chain(FALLBACK_INITS) {
+        if tried.contains(&candidate)
+            || (!tried.is_empty() && fs::symlink_metadata(candidate).is_err())
+        {
+            continue;
+        }
+        tried.push(candidate);
+        let e = std::process::Command::new(candidate)
+            .arg0(candidate)
+            .args(args.iter().skip(1))
+            .exec();
+        errors.push(format!("{candidate}: {e}"));
+        sys::console(&format!(
+            "bootprint initramfs: cannot exec {candidate}: {e}\n"
+        ));
+    }
+    Err(format!(
+        "no init could be started on the new root ({})",
+        errors.join("; ")
+    ))
+}
+
+/// The inits tried, in order, after the one asked for (`init=` or /sbin/init): those the
+/// kernel and Debian's initramfs-tools try.
+pub const FALLBACK_INITS: [&str; 4] = ["/sbin/init", "/etc/init", "/bin/init", "/bin/sh"];
+
+/// The init to run on the root mounted at `root`: `asked` (`init=`, default /sbin/init) if
+/// it is there, else the first of [`FALLBACK_INITS`] that is (a missing `init=` is a typo or
+/// a removed program: booting the system's own init is better than a reboot loop). A
+/// dangling symlink counts as there: it is absolute, so it points into the initramfs now
+/// and will resolve after the switch.
+pub fn find_init(root: &Path, asked: Option<&str>) -> Result<String, String> {
+    let asked = asked.unwrap_or(DEFAULT_INIT);
+    std::iter::once(asked)
+        .chain(FALLBACK_INITS)
+        .find(|init| fs::symlink_metadata(root.join(init.trim_start_matches('/'))).is_ok())
+        .map(str::to_string)
+        .ok_or_else(|| {
+            format!(
+                "no init: neither {asked} nor any of {} exists",
+                FALLBACK_INITS.join(", ")
+            )
+        })
 }
 
 fn mount_kernel_fs() -> Result<(), String> {
@@ -281,6 +338,16 @@ fn mount_kernel_fs() -> Result<(), String> {
 /// one-line summary; a required module that fails (or whose dependency failed) is an error
 /// naming it and the reason.
 pub fn load_modules(plan: &Plan, root: &Path) -> Result<String, String> {
+    load_modules_reporting(plan, root, &|_| {})
+}
+
+/// [`load_modules`], telling `report` as each module starts (`start NAME`) and ends
+/// (`done NAME`), so a watcher can name the modules still loading when it stops waiting.
+pub fn load_modules_reporting(
+    plan: &Plan,
+    root: &Path,
+    report: &(dyn Fn(&str) + Sync),
+) -> Result<String, String> {
     let t = Instant::now();
     let n = plan.modules.len();
     let index: std::collections::HashMap<&str, usize> = plan
@@ -351,6 +418,7 @@ pub fn load_modules(plan: &Plan, root: &Path) -> Result<String, String> {
                             st[i] = Slot::Running;
                             drop(st);
                             let m = &plan.modules[i];
+                            report(&format!("start {}", m.name));
                             let t = Instant::now();
                             let r = match sys::finit_module(
                                 &root.join(m.path.trim_start_matches('/')),
@@ -359,6 +427,7 @@ pub fn load_modules(plan: &Plan, root: &Path) -> Result<String, String> {
                                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
                                 other => other,
                             };
+                            report(&format!("done {}", m.name));
                             st = lock.lock().unwrap_or_else(|p| p.into_inner());
                             st[i] = Slot::Done(
                                 r.map(|()| t.elapsed().as_millis())
@@ -607,8 +676,28 @@ fn mount_root(dev: &Path, cmd: &Cmdline, plan: &Plan, steps: &mut Steps) -> Resu
     ))
 }
 
+/// `statfs` magic numbers of the file systems an initramfs is unpacked into.
+const RAMFS_MAGIC: i64 = 0x8584_58f6;
+const TMPFS_MAGIC: i64 = 0x0102_1994;
+
+/// Refuses to go on unless `root` is an initramfs (ramfs or tmpfs): the switch deletes
+/// every file on it, which on a disk would be the system itself (util-linux's and
+/// busybox's switch_root refuse the same way).
+pub fn check_initramfs_root(root: &Path) -> Result<(), String> {
+    match sys::fs_type(root) {
+        Ok(RAMFS_MAGIC) | Ok(TMPFS_MAGIC) => Ok(()),
+        Ok(other) => Err(format!(
+            "{} is not an initramfs (file system type {other:#x}, not ramfs or tmpfs): \
+             refusing to delete its files",
+            root.display()
+        )),
+        Err(e) => Err(format!("cannot tell what {} is: {e}", root.display())),
+    }
+}
+
 /// Deletes the initramfs's files, then makes /root the root: what `switch_root` does.
 fn switch_root() -> Result<(), String> {
+    check_initramfs_root(Path::new("/"))?;
     let root_dev = sys::st_dev(Path::new("/"));
     let new_dev = sys::st_dev(Path::new(NEW_ROOT));
     if root_dev.is_none() || root_dev == new_dev {

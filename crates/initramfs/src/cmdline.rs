@@ -41,6 +41,9 @@ impl fmt::Display for RootSpec {
 pub const DEFAULT_WAIT_S: u32 = 30;
 /// Seconds for a bare `rootwait`: the kernel would wait for ever; we stop, but late.
 pub const ROOTWAIT_S: u32 = 120;
+/// The most `rootwait=` and `rootdelay=` may ask: every wait at boot has a bound, and a
+/// typo (`rootdelay=30000`) must not look like a dead machine for hours.
+pub const MAX_WAIT_S: u32 = 600;
 
 /// The root-related settings of a kernel command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,13 +173,15 @@ impl Cmdline {
                 ("rootwait", None) => c.wait_s = ROOTWAIT_S,
                 ("rootwait", Some(v)) => {
                     c.wait_s = v
-                        .parse()
-                        .map_err(|_| err(&word, "rootwait or rootwait=SECONDS (a whole number)"))?;
+                        .parse::<u32>()
+                        .map_err(|_| err(&word, "rootwait or rootwait=SECONDS (a whole number)"))?
+                        .min(MAX_WAIT_S);
                 }
                 ("rootdelay", Some(v)) => {
                     c.rootdelay_s = v
-                        .parse()
-                        .map_err(|_| err(&word, "rootdelay=SECONDS (a whole number)"))?;
+                        .parse::<u32>()
+                        .map_err(|_| err(&word, "rootdelay=SECONDS (a whole number)"))?
+                        .min(MAX_WAIT_S);
                 }
                 ("init", Some(v)) if v.starts_with('/') => c.init = Some(v.to_string()),
                 ("init", _) => return Err(err(&word, "init=/ABSOLUTE/PATH")),
@@ -335,6 +340,17 @@ mod tests {
             .contains("SECONDS"));
         assert!(Cmdline::parse("init=sbin/init").is_err());
         assert!(Cmdline::parse("rootfstype=").is_err());
+    }
+
+    /// Issue 14, defect 8: every wait at boot has a bound; `rootdelay=` had none (and
+    /// `rootwait=N` none but u32's).
+    #[test]
+    fn waits_are_capped() {
+        let c = Cmdline::parse("rootdelay=4000000000 rootwait=99999").unwrap();
+        assert_eq!(c.rootdelay_s, MAX_WAIT_S);
+        assert_eq!(c.wait_s, MAX_WAIT_S);
+        let c = Cmdline::parse("rootdelay=5 rootwait=600").unwrap();
+        assert_eq!((c.rootdelay_s, c.wait_s), (5, 600));
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub mod compress;
 pub mod cpio;
 pub mod elf;
 pub mod install;
+pub mod loader;
 pub mod plan;
 pub mod probe;
 mod sys;

@@ -126,3 +126,92 @@ pub fn mknod_block(path: &Path, major: u32, minor: u32) -> io::Result<()> {
         )
     })
 }
+
+/// A pipe (read end, write end), both close-on-exec.
+pub fn pipe() -> io::Result<(std::fs::File, std::fs::File)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: both descriptors are fresh and owned by nobody else.
+    Ok(unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::fs::File::from_raw_fd(fds[1]),
+        )
+    })
+}
+
+/// fork(2): 0 in the child, the child's pid in the parent. The caller must be
+/// single-threaded (or call only async-signal-safe code in the child until it execs).
+pub fn fork() -> io::Result<i32> {
+    // SAFETY: /init is single-threaded where it forks; the child runs our own code.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(pid)
+    }
+}
+
+/// _exit(2): ends a forked child without running the parent's exit handlers.
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns and has no preconditions.
+    unsafe { libc::_exit(code) }
+}
+
+/// Waits up to `timeout_ms` for `file` to be readable or hung up.
+pub fn poll_readable(file: &std::fs::File, timeout_ms: i32) -> bool {
+    let mut pfd = libc::pollfd {
+        fd: file.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let rc = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+    rc > 0 && pfd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0
+}
+
+/// waitpid(2) for a child that has ended or is ending; how it ended, in words.
+pub fn waitpid(pid: i32) -> String {
+    let mut status = 0;
+    loop {
+        // SAFETY: `status` is writable.
+        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if rc >= 0 {
+            break;
+        }
+        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
+            return "not waited for".into();
+        }
+    }
+    if libc::WIFSIGNALED(status) {
+        format!("killed by signal {}", libc::WTERMSIG(status))
+    } else {
+        format!("exit status {}", libc::WEXITSTATUS(status))
+    }
+}
+
+/// The file system type (`statfs` f_type magic) holding `path`.
+pub fn fs_type(path: &Path) -> io::Result<i64> {
+    let p = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: zeroed statfs is a valid out-parameter.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid path and out-pointer.
+    check(unsafe { libc::statfs(p.as_ptr(), &mut st) })?;
+    Ok(st.f_type as i64)
+}
+
+/// Writes `text` to the console (where the user sees it at boot), else to stderr.
+pub fn console(text: &str) {
+    use std::io::Write;
+    let told = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/console")
+        .and_then(|mut c| c.write_all(text.as_bytes()))
+        .is_ok();
+    if !told {
+        let _ = std::io::stderr().write_all(text.as_bytes());
+    }
+}

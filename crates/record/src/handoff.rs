@@ -106,8 +106,37 @@ pub fn exec_init(init: &Path, args: &[OsString]) -> ! {
             .exec();
         eprintln!("bootprint-boot: cannot exec {}: {err}", candidate.display());
     }
-    eprintln!("bootprint-boot: no init could be started");
+    // PID 1 exiting is a kernel panic ("Attempted to kill init!"), which says nothing of
+    // why: say it on the console and in the kernel log, and leave time to read it first.
+    let why = format!(
+        "bootprint-boot: no init could be started (tried {}); the kernel will panic in \
+         {NO_INIT_DELAY_S} s. Boot with init=/sbin/init, or repair the root file system.\n",
+        candidates
+            .iter()
+            .map(|c| c.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    say_on_console(&why);
+    if sys::getpid() == 1 {
+        std::thread::sleep(std::time::Duration::from_secs(NO_INIT_DELAY_S));
+    }
     sys::exit_now(1)
+}
+
+/// Seconds PID 1 waits, its message on the console, before it gives up (and the kernel
+/// panics) when no init can be exec'd.
+const NO_INIT_DELAY_S: u64 = 30;
+
+/// Writes `text` to the console and the kernel log (stderr may be nowhere at boot).
+fn say_on_console(text: &str) {
+    use std::io::Write;
+    for dev in ["/dev/console", "/dev/kmsg"] {
+        if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(dev) {
+            let _ = f.write_all(text.as_bytes());
+        }
+    }
+    let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
 /// A misconfigured `bootprint.init=` pointing at ourselves would loop.
