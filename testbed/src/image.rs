@@ -852,7 +852,7 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
     #[test]
     fn binaries_go_into_the_image_with_debugfs() {
         if !crate::util::have_tool("mke2fs") {
-            eprintln!("skipped: no mke2fs (e2fsprogs) on this host");
+            testkit::skip("no mke2fs (e2fsprogs) on this host");
             return;
         }
         let dir = crate::util::TempDir::new("binaries");

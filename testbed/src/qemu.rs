@@ -726,7 +726,7 @@ mod tests {
     #[test]
     fn trace_is_copied_out_of_an_ext4_image() {
         if !crate::util::have_tool("mke2fs") {
-            eprintln!("skipped: no mke2fs (e2fsprogs) on this host");
+            testkit::skip("no mke2fs (e2fsprogs) on this host");
             return;
         }
         let dir = crate::util::TempDir::new("copytrace");

@@ -74,7 +74,7 @@ fn fake_init(dir: &Path, log_dir: &Path) -> PathBuf {
 #[test]
 fn pid1_execs_the_real_init_and_the_recorder_writes_a_trace() {
     if !is_root() {
-        eprintln!("skipped: needs root for unshare");
+        testkit::skip("needs root for unshare");
         return;
     }
     let dir = temp_dir("pid1");
@@ -123,7 +123,7 @@ fn pid1_execs_the_real_init_and_the_recorder_writes_a_trace() {
 #[test]
 fn a_bad_setting_is_reported_and_the_boot_goes_on() {
     if !is_root() {
-        eprintln!("skipped: needs root for unshare");
+        testkit::skip("needs root for unshare");
         return;
     }
     let dir = temp_dir("pid1-bad");

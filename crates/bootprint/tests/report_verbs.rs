@@ -221,7 +221,7 @@ fn png_variety(png: &[u8]) -> usize {
 #[test]
 fn html_report_renders_in_headless_chromium() {
     let Some(browser) = chromium() else {
-        eprintln!("SKIPPED: chromium is not installed (scripts/install-deps.sh installs it)");
+        testkit::skip("chromium is not installed (scripts/install-deps.sh installs it)");
         return;
     };
     let d = tmp("html");

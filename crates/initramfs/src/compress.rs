@@ -272,7 +272,7 @@ mod tests {
     fn external_tools_when_present() {
         for m in [Method::Xz, Method::Zstd, Method::Lz4] {
             if !host_has(m) {
-                eprintln!("skipped {}: not on this host", m.name());
+                testkit::skip(&format!("no {} on this host", m.name()));
                 continue;
             }
             let data = b"bootprint initramfs ".repeat(1000);

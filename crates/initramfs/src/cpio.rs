@@ -261,7 +261,7 @@ mod tests {
             .output()
             .is_err()
         {
-            eprintln!("skipped: no cpio on this host");
+            testkit::skip("no cpio on this host");
             return;
         }
         let mut a = Archive::new();

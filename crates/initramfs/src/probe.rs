@@ -174,7 +174,7 @@ mod tests {
             .arg("4M")
             .status();
         if !matches!(st, Ok(s) if s.success()) {
-            eprintln!("skipped: no mke2fs");
+            testkit::skip("no mke2fs");
             let _ = std::fs::remove_dir_all(&dir);
             return;
         }

@@ -337,7 +337,7 @@ fn rerun_insserv(insserv: &Path, fixture: &Path, tag: &str) {
 #[test]
 fn order_respects_insserv_run_now() {
     let Some(insserv) = find_insserv() else {
-        eprintln!("SKIPPED: insserv is not installed (Debian package insserv); the checked-in .depend files were still compared");
+        testkit::skip("insserv is not installed (Debian package insserv); the checked-in .depend files were still compared");
         return;
     };
     rerun_insserv(&insserv, &fixture(), "debian");

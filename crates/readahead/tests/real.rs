@@ -23,7 +23,7 @@ const READS: usize = 3000;
 
 fn root_or_skip() -> bool {
     if sys::euid() != 0 {
-        eprintln!("skipped: needs root for fanotify filesystem marks");
+        testkit::skip("needs root for fanotify filesystem marks");
         return false;
     }
     true
@@ -151,7 +151,7 @@ fn learn_then_replay(tracepoints: bool) {
     }
     let _one_at_a_time = REAL_KNOB.lock().unwrap_or_else(|e| e.into_inner());
     if tracepoints && !kernel_at_least(6, 10) {
-        eprintln!("skipped: the filemap tracepoints need Linux 6.10");
+        testkit::skip("the filemap tracepoints need Linux 6.10");
         return;
     }
     let page = sys::page_size();

@@ -112,7 +112,7 @@ fn is_root() -> bool {
 #[test]
 fn plans_from_config_pack_and_state() {
     if !is_root() {
-        eprintln!("skipped: needs root (a pack must be root's)");
+        testkit::skip("needs root (a pack must be root's)");
         return;
     }
     let d = tempdir("plan");
@@ -126,7 +126,7 @@ fn plans_from_config_pack_and_state() {
     }
     write_pack(&d, &c);
     if !our_root().matches(&our_root()) {
-        eprintln!("skipped the rest: this root filesystem has no identity to match a pack");
+        testkit::skip("this root filesystem has no identity to match a pack (the rest)");
         return;
     }
     // After the learning boot: replay.
@@ -259,14 +259,14 @@ fn switches_itself_off_when_replay_is_not_faster() {
 #[test]
 fn a_replay_the_initramfs_started_is_taken_over() {
     if !is_root() {
-        eprintln!("skipped: needs root (a pack must be root's)");
+        testkit::skip("needs root (a pack must be root's)");
         return;
     }
     let d = tempdir("initramfs");
     let c = config_in(&d);
     write_pack(&d, &c);
     if !our_root().matches(&our_root()) {
-        eprintln!("skipped: this root filesystem has no identity to match a pack");
+        testkit::skip("this root filesystem has no identity to match a pack");
         return;
     }
     save(&c, &[rec(BootKind::Learn, 30.0)]);
@@ -337,7 +337,7 @@ fn a_replay_the_initramfs_started_is_taken_over() {
 #[test]
 fn without_a_pack_the_initramfs_process_leaves_learning_to_the_recorder() {
     if !is_root() {
-        eprintln!("skipped: needs root (a pack must be root's)");
+        testkit::skip("needs root (a pack must be root's)");
         return;
     }
     let d = tempdir("initramfs-learn");

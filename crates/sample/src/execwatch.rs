@@ -73,7 +73,7 @@ mod tests {
     #[test]
     fn sees_a_real_exec_when_root() {
         if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipped: fanotify needs root");
+            testkit::skip("fanotify needs root");
             return;
         }
         let mut watch = ExecWatch::open(Path::new("/")).expect("fanotify on /");
