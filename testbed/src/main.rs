@@ -6,6 +6,7 @@
 mod age;
 mod bench;
 mod deps;
+mod faults;
 mod image;
 mod initramfs_test;
 mod irbench;
@@ -45,9 +46,13 @@ commands:
             serial modprobe in the guest, and boots with bootprint.modules=1)
   smoke     real-boot smoke test: boot with --record, check the trace and the report
             [--no-cargo]
+  faults    the fault matrix: real boots with one thing broken on purpose, each must reach
+            `login:` with a readable trace (or a clear reason why not): the cheap cases,
+            [--all] every case, [--case NAME] one [--no-cargo]
   soak      boot one boot-path configuration many times in a row and count the boots that
             never reach the real init (or the login): CONFIG [--boots N] [--hold]
-            [--until init|login] [--no-cargo]; a hang is diagnosed (registers, SysRq)
+            [--until init|login] [--fresh-copy: each boot from a fresh fsynced disk
+            copy, as the tests boot, instead of snapshot=on] [--no-cargo]; a hang is diagnosed (registers, SysRq)
             before QEMU stops; --hold leaves the first hung guest running. CONFIG `list`
             lists the configurations
   initramfs bootprint's initramfs: build it in the guest, boot with it to login, and a
@@ -164,6 +169,13 @@ fn run(args: &[String]) -> Result<(), Error> {
             opts.finish()?;
             initramfs_test::run(&paths, cargo)
         }
+        "faults" => {
+            let all = opts.flag("--all");
+            let case = opts.value("--case")?;
+            let cargo = !opts.flag("--no-cargo");
+            opts.finish()?;
+            faults::run(&paths, all, case.as_deref(), cargo)
+        }
         "soak" => {
             let name = opts
                 .positional()
@@ -193,9 +205,16 @@ fn run(args: &[String]) -> Result<(), Error> {
                 }
             };
             let hold = opts.flag("--hold");
+            let fresh_copy = opts.flag("--fresh-copy");
             let cargo = !opts.flag("--no-cargo");
             opts.finish()?;
-            soak::run(&paths, &cfg, &soak::SoakOpts { boots, hold, until }, cargo)
+            let o = soak::SoakOpts {
+                boots,
+                hold,
+                until,
+                fresh_copy,
+            };
+            soak::run(&paths, &cfg, &o, cargo)
         }
         "smoke" => {
             let cargo = !opts.flag("--no-cargo");

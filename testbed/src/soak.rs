@@ -217,6 +217,10 @@ pub struct SoakOpts {
     pub hold: bool,
     /// Override the configuration's mark.
     pub until: Option<Until>,
+    /// Every boot from a fresh, fsynced copy of the disk (as `boot` and the tests run),
+    /// instead of QEMU's `snapshot=on` overlay over one copy: slower, but the guest's I/O
+    /// then takes the same path as in the tests.
+    pub fresh_copy: bool,
 }
 
 /// `bootprint-testbed soak CONFIG`: `opts.boots` boots, then a summary; an error when any
@@ -244,7 +248,30 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
     let started = Instant::now();
     let mut outcomes = Vec::new();
     for i in 1..=opts.boots {
-        let o = soak_boot(&img, &initrd, &disk, &cmdline, until, &run, i, opts.hold)?;
+        let o = if opts.fresh_copy {
+            let copy = run.join("boot-disk.raw");
+            run_logged(
+                Command::new("cp")
+                    .arg("--sparse=always")
+                    .arg(&disk)
+                    .arg(&copy),
+                &run.join("host.log"),
+            )?;
+            fs::File::open(&copy)
+                .and_then(|f| f.sync_all())
+                .map_err(|e| io_err("cannot sync", &copy, e))?;
+            let o = soak_boot(
+                &img, &initrd, &copy, false, &cmdline, until, &run, i, opts.hold,
+            );
+            if !opts.hold {
+                let _ = fs::remove_file(&copy);
+            }
+            o?
+        } else {
+            soak_boot(
+                &img, &initrd, &disk, true, &cmdline, until, &run, i, opts.hold,
+            )?
+        };
         let line = match &o {
             Outcome::Arrived(s) => format!("`{}` after {s:.1} s", until.mark()),
             Outcome::Hung(d) => format!("HUNG (diagnosis {})", d.display()),
@@ -298,6 +325,7 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
         "initramfs": format!("{:?}", cfg.initramfs).to_lowercase(),
         "seasoned": cfg.seasoned,
         "until": until.mark(),
+        "disk": if opts.fresh_copy { "fresh fsynced copy per boot" } else { "snapshot=on" },
         "boots": outcomes.len(),
         "arrived": times.len(),
         "failed": failed,
@@ -380,6 +408,7 @@ fn soak_boot(
     img: &Image,
     initrd: &Path,
     disk: &Path,
+    snapshot: bool,
     cmdline: &str,
     until: Until,
     run: &Path,
@@ -392,8 +421,9 @@ fn soak_boot(
     let mut cmd = qemu::qemu_command(img, initrd, cmdline);
     cmd.arg("-drive")
         .arg(format!(
-            "file={},format=raw,if=virtio,snapshot=on",
-            disk.display()
+            "file={},format=raw,if=virtio{}",
+            disk.display(),
+            if snapshot { ",snapshot=on" } else { "" }
         ))
         .arg("-monitor")
         .arg(format!("unix:{},server=on,wait=off", monitor.display()));
@@ -421,7 +451,10 @@ fn soak_boot(
         Seen::Closed => Outcome::Exited(con.tail(3).replace('\n', " | ")),
         Seen::Timeout => {
             let out = run.join(format!("boot-{n:03}.hang"));
-            let text = diagnose(&monitor, img, disk, &con);
+            // QEMU's own threads first (which burn CPU, where): a hang inside QEMU's TCG
+            // would not let the monitor's vCPU commands answer.
+            let mut text = host_threads(child.id());
+            text.push_str(&diagnose(&monitor, img, disk, &con));
             let _ = fs::write(&out, &text);
             if hold {
                 eprintln!(
@@ -514,6 +547,63 @@ fn strip_escapes(s: &str) -> String {
         if c != '\r' {
             out.push(c);
         }
+    }
+    out
+}
+
+/// QEMU's threads as the host sees them: CPU time of each, twice 2 s apart (the ones that
+/// move are the busy ones), then their stacks from gdb when it is installed.
+fn host_threads(pid: u32) -> String {
+    let sample = || -> Vec<(String, String, u64)> {
+        let mut v = Vec::new();
+        let Ok(rd) = fs::read_dir(format!("/proc/{pid}/task")) else {
+            return v;
+        };
+        for e in rd.flatten() {
+            let tid = e.file_name().to_string_lossy().into_owned();
+            let stat = fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            let Some((head, rest)) = stat.rsplit_once(')') else {
+                continue;
+            };
+            let name = head.split_once('(').map_or("", |x| x.1).to_string();
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            // utime and stime: fields 14 and 15, here 11 and 12 after the state.
+            let ticks = f.get(11).and_then(|u| u.parse::<u64>().ok()).unwrap_or(0)
+                + f.get(12).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+            v.push((tid, name, ticks));
+        }
+        v.sort();
+        v
+    };
+    let a = sample();
+    std::thread::sleep(Duration::from_secs(2));
+    let b = sample();
+    let mut out = String::from("== QEMU threads: CPU ticks in 2 s\n");
+    for (tid, name, t) in &b {
+        let before = a.iter().find(|x| &x.0 == tid).map_or(0, |x| x.2);
+        out.push_str(&format!(
+            "{tid:>8} {name:<20} {:>5}\n",
+            t.saturating_sub(before)
+        ));
+    }
+    match Command::new("timeout")
+        .args([
+            "60",
+            "gdb",
+            "-p",
+            &pid.to_string(),
+            "-batch",
+            "-ex",
+            "thread apply all bt",
+        ])
+        .stdin(Stdio::null())
+        .output()
+    {
+        Ok(o) if o.status.success() => {
+            out.push_str("== QEMU threads' stacks (gdb)\n");
+            out.push_str(&String::from_utf8_lossy(&o.stdout));
+        }
+        _ => out.push_str("== (no gdb stacks: gdb missing or it failed)\n"),
     }
     out
 }
