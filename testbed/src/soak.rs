@@ -246,6 +246,8 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
         run.display()
     );
     let started = Instant::now();
+    // The commit the binaries under test were built from (the tree may move during a run).
+    let commit = crate::util::git_commit(&paths.repo);
     let mut outcomes = Vec::new();
     for i in 1..=opts.boots {
         let o = if opts.fresh_copy {
@@ -335,13 +337,21 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
             Outcome::Arrived(_) => None,
             other => Some(json!({"boot": i + 1, "outcome": format!("{other:?}")})),
         }).collect::<Vec<_>>(),
-        "commit": crate::util::git_commit(&paths.repo),
+        "commit": commit,
         "date": crate::util::today(),
     });
     let _ = fs::write(run.join("result.json"), format!("{result:#}\n"));
     let results = paths.repo.join("testbed/results");
     let _ = fs::create_dir_all(&results);
-    let file = results.join(format!("{}-soak-{}.json", crate::util::today(), cfg.name));
+    // One file per run: a second run the same day gets -2, -3...
+    let stem = format!("{}-soak-{}", crate::util::today(), cfg.name);
+    let file = (1..1000)
+        .map(|i| match i {
+            1 => results.join(format!("{stem}.json")),
+            i => results.join(format!("{stem}-{i}.json")),
+        })
+        .find(|f| !f.exists())
+        .unwrap_or_else(|| results.join(format!("{stem}.json")));
     let _ = fs::write(&file, format!("{result:#}\n"));
     eprintln!("soak: result in {}", file.display());
     if failed > 0 {
