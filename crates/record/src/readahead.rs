@@ -6,6 +6,7 @@
 //! readahead were off. The format, learning, replay and the history's rules belong to the
 //! `readahead` crate.
 
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -308,63 +309,108 @@ pub fn start_in_initramfs(new_root: &Path) -> String {
     if !config.readahead {
         return "off".into();
     }
-    let files = InitramfsFiles::default();
-    start_in_initramfs_with(&files, || match sample::sys::fork()? {
-        0 => {
+    let (said, moves_done) =
+        fork_initramfs_process(new_root, &InitramfsFiles::default(), || config);
+    // Its write end closes when /init execs the real init (close-on-exec): only then, the
+    // moves and the switch done, does the process go on.
+    if let Some(m) = moves_done {
+        std::mem::forget(m);
+    }
+    said
+}
+
+/// The signal of "/init has moved /dev, /proc, /sys and /run onto the new root and
+/// switched": the write end of a pipe whose read end the initramfs's process waits on.
+/// Dropping it (or the exec that closes it) is the signal.
+#[derive(Debug)]
+pub struct MovesDone {
+    _write_end: std::fs::File,
+}
+
+/// Forks the initramfs's readahead process ([`initramfs_process`]) for the root mounted at
+/// `new_root`, writes its pid to `files.pid`, and returns what happened (for /init's step
+/// log) and the [`MovesDone`] signal to give once the moves are done. The new root is opened
+/// before the fork and the process enters it by that descriptor: by the time it runs, /init
+/// may have moved the mount away from `new_root` already.
+pub fn fork_initramfs_process(
+    new_root: &Path,
+    files: &InitramfsFiles,
+    config: impl FnOnce() -> Config,
+) -> (String, Option<MovesDone>) {
+    let root = match std::fs::File::open(new_root) {
+        Ok(f) => f,
+        Err(e) => {
+            return (
+                format!("not started: cannot open {}: {e}", new_root.display()),
+                None,
+            )
+        }
+    };
+    let (moves_read, moves_write) = match readahead::sys::pipe() {
+        Ok(p) => p,
+        Err(e) => return (format!("not started: pipe: {e}"), None),
+    };
+    match sample::sys::fork() {
+        Ok(0) => {
+            drop(moves_write);
             // Forked from /init it would be called "init" in the bootchart; it is
             // bootprint-boot's replay, like the one the recorder starts.
             readahead::sys::set_process_name("bootprint-boot");
-            let _ = std::panic::catch_unwind(|| initramfs_process(new_root, &files, || config));
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                initramfs_process(&root, moves_read, files, config)
+            }));
             sample::sys::exit_now(0)
         }
-        pid => Ok(pid),
-    })
-}
-
-/// [`start_in_initramfs`] with the files where `files` says (paths as on the real root,
-/// where the process looks for them) and the process started by `spawn` (which returns its
-/// pid).
-pub fn start_in_initramfs_with(
-    files: &InitramfsFiles,
-    spawn: impl FnOnce() -> std::io::Result<i32>,
-) -> String {
-    match spawn() {
-        // Written before /init moves /run: the process waits for this file to appear in the
-        // new root as the sign that the moves are done.
-        Ok(pid) => match std::fs::write(&files.pid, format!("{pid}\n")) {
-            Ok(()) => format!("deciding in pid {pid}"),
-            Err(e) => {
-                // SAFETY: a plain signal to our own child.
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-                format!("not started: cannot write {}: {e}", files.pid.display())
+        Ok(pid) => {
+            drop(moves_read);
+            match std::fs::write(&files.pid, format!("{pid}\n")) {
+                Ok(()) => (
+                    format!("deciding in pid {pid}"),
+                    Some(MovesDone {
+                        _write_end: moves_write,
+                    }),
+                ),
+                Err(e) => {
+                    // SAFETY: a plain signal to our own child.
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    (
+                        format!("not started: cannot write {}: {e}", files.pid.display()),
+                        None,
+                    )
+                }
             }
-        },
-        Err(e) => format!("not started: {e}"),
+        }
+        Err(e) => (format!("not started: {e}"), None),
     }
 }
 
 /// How long the initramfs's process waits for /init's moves before it gives up.
-const INITRAMFS_MOVES_WAIT_NS: u64 = 5_000_000_000;
+const INITRAMFS_MOVES_WAIT_MS: i32 = 5_000;
 
-/// The initramfs's readahead process: enter the new root, wait for the moves (the pid file
-/// in `files` appears), decide with the configuration `config` gives; when it is to replay,
+/// The initramfs's readahead process: enter the new root (`root`, a descriptor of its
+/// top directory), wait until `moves_done` reaches end of file (/init closed it: the
+/// moves are done), decide with the configuration `config` gives; when it is to replay,
 /// note it and replay. Only in a process of its own: it changes its root for good.
-pub fn initramfs_process(new_root: &Path, files: &InitramfsFiles, config: impl FnOnce() -> Config) {
+pub fn initramfs_process(
+    root: &std::fs::File,
+    moves_done: std::fs::File,
+    files: &InitramfsFiles,
+    config: impl FnOnce() -> Config,
+) {
     // Its root becomes the new root's mount, which stays valid when /init moves that mount
     // onto `/`; from then on it sees what the real init will see.
-    let entered = std::env::set_current_dir(new_root)
+    let entered = crate::sys::fchdir(root)
         .and_then(|()| std::os::unix::fs::chroot("."))
         .and_then(|()| std::env::set_current_dir("/"));
     if entered.is_err() {
         return;
     }
-    let until = boottime_ns() + INITRAMFS_MOVES_WAIT_NS;
-    while !files.pid.exists() {
-        if boottime_ns() >= until {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2));
+    // No polling: one bounded wait for the end of the pipe.
+    match sample::sys::poll_readable(Some(moves_done.as_raw_fd()), INITRAMFS_MOVES_WAIT_MS) {
+        Ok(true) => {}
+        _ => return,
     }
+    drop(moves_done);
     let config = config();
     let Decision::Replay {
         pack,

@@ -44,6 +44,17 @@ pub fn mount_fs(source: &str, target: &str, fstype: &str) -> bool {
     unsafe { libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), 0, std::ptr::null()) == 0 }
 }
 
+/// fchdir(2): makes the directory `dir` (an open descriptor) the working directory.
+pub fn fchdir(dir: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid open descriptor; no memory is passed.
+    if unsafe { libc::fchdir(dir.as_raw_fd()) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// This process's pid.
 pub fn getpid() -> i32 {
     // SAFETY: no preconditions.

@@ -11,21 +11,18 @@ use readahead::state::{BootKind, BootRecord, State, Verdict};
 use readahead::system;
 use record::config::Config;
 use record::readahead::{
-    initramfs_process, prepare, prepare_from, start_in_initramfs_with, InitramfsFiles,
-    InitramfsReplay, Milestones, Plan, Session,
+    fork_initramfs_process, prepare, prepare_from, InitramfsFiles, InitramfsReplay, Milestones,
+    Plan, Session,
 };
 use trace::Event;
 
 /// What the initramfs's /init does (`start_in_initramfs`), with the real root at `/` here
 /// and the configuration `c`: fork the process that decides, notes and replays.
 fn start_like_init(files: &InitramfsFiles, c: &Config) -> String {
-    start_in_initramfs_with(files, || match sample::sys::fork()? {
-        0 => {
-            initramfs_process(Path::new("/"), files, || c.clone());
-            sample::sys::exit_now(0)
-        }
-        pid => Ok(pid),
-    })
+    let (said, moves_done) = fork_initramfs_process(Path::new("/"), files, || c.clone());
+    // No moves here: done at once.
+    drop(moves_done);
+    said
 }
 
 fn tempdir(name: &str) -> PathBuf {
