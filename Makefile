@@ -7,7 +7,7 @@ TESTBED := target/release/bootprint-testbed
 BOOTPRINT := target/release/bootprint
 OUT ?= out
 
-.PHONY: all deps build demo test unit smoke bench lint clean
+.PHONY: all deps build demo test unit smoke bench soak lint clean
 
 all: build
 
@@ -44,6 +44,7 @@ smoke:
 	$(TESTBED) image
 	$(TESTBED) smoke
 	$(TESTBED) initramfs
+	$(TESTBED) faults
 
 # Benchmarks are not part of `make test`: they take many boots.
 bench: build
@@ -54,6 +55,7 @@ bench: build
 	$(TESTBED) bench rc --desktop --runs 3
 	$(TESTBED) bench modules --runs 3
 	$(TESTBED) bench initramfs --runs 3
+	$(TESTBED) faults --all
 	$(CARGO) run --release -p bootprint-readahead --example cold_workload
 
 lint: deps
@@ -63,3 +65,13 @@ lint: deps
 clean:
 	$(CARGO) clean
 	rm -rf $(OUT)
+
+# The boot path's hang hunt (docs/testbed.md, soak): every boot-path configuration booted
+# many times in a row; a boot that never reaches the real init (or the login) fails it.
+# About three hours on 2 cores.
+soak: build
+	$(TESTBED) image
+	failed=0; $(TESTBED) soak initramfs-readahead --boots 100 || failed=1; \
+	for c in plain recorder readahead-learn readahead-replay rc modules initramfs initramfs-replay all; do \
+		$(TESTBED) soak $$c --boots 30 --no-cargo || failed=1; done; exit $$failed
+
