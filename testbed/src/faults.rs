@@ -313,11 +313,20 @@ fn cases() -> Vec<Case> {
             trace: Expect::Trace,
             check: |r| {
                 let e = r.event("init_exec").ok_or("no init_exec event")?;
-                Ok(format!(
-                    "fell back past {:?}; login in {:.1} s",
-                    e.get("path").unwrap_or("?"),
-                    r.login_s
-                ))
+                if e.get("path") != Some("/sbin/init") {
+                    return Err(format!(
+                        "init_exec path {:?}, expected /sbin/init",
+                        e.get("path")
+                    ));
+                }
+                match r
+                    .warnings()
+                    .iter()
+                    .find(|w| w.contains("/sbin/no-such-init"))
+                {
+                    Some(w) => Ok(format!("warned {w:?}")),
+                    None => Err("no warning naming /sbin/no-such-init".into()),
+                }
             },
         },
         Case {

@@ -52,14 +52,33 @@ pub fn boot(args: Vec<OsString>) -> ! {
     } else {
         None
     };
+    // The init that will run: the configured one, or the first of the fallbacks that
+    // exists (a typo in bootprint.init=, a removed program), said in the trace.
+    let init = first_existing_init(&config.init);
+    if init != config.init {
+        warnings.push(format!(
+            "init {} not found; running {} instead",
+            config.init.display(),
+            init.display()
+        ));
+    }
     if config.record {
-        let init_exec = Some((boottime_ns(), config.init.display().to_string()));
+        let init_exec = Some((boottime_ns(), init.display().to_string()));
         if let Fork::Child = sys::fork() {
             run_recorder_child(&config, init_exec, warnings, readahead, modules);
         }
         // Parent, or fork failed: go on booting either way.
     }
-    exec_init(&config.init, &args)
+    exec_init(&init, &args)
+}
+
+/// `init` if it exists (and is not bootprint-boot itself), else the first of
+/// [`FALLBACK_INITS`] that does; `init` when none does (exec_init then says why).
+fn first_existing_init(init: &Path) -> PathBuf {
+    std::iter::once(init.to_path_buf())
+        .chain(FALLBACK_INITS.iter().map(PathBuf::from))
+        .find(|c| c.exists() && !is_self(c))
+        .unwrap_or_else(|| init.to_path_buf())
 }
 
 fn run_recorder_child(
