@@ -76,8 +76,6 @@ pub struct Report {
     pub events: Vec<trace::Event>,
     /// Everything the guest script printed.
     pub output: String,
-    /// Host seconds from QEMU's start to `login:`.
-    pub login_s: f64,
 }
 
 impl Report {
@@ -894,7 +892,6 @@ fn run_case(
     let _ = fs::remove_file(&disk);
     let output = r.guest_output.clone().unwrap_or_default();
     let mut report = Report {
-        login_s: r.host_login_s,
         output: output.clone(),
         ..Report::default()
     };
