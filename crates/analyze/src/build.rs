@@ -620,7 +620,11 @@ fn order_tree(procs: &mut Vec<Process>) {
             .max_by(|&a, &b| procs[a].start_s.total_cmp(&procs[b].start_s))
             .or_else(|| cands.iter().copied().find(|&j| j != i))
     };
-    let parents: Vec<Option<usize>> = (0..n).map(parent_of).collect();
+    let mut parents: Vec<Option<usize>> = (0..n).map(parent_of).collect();
+    cut_parent_cycles(&mut parents, |a, b| {
+        let (pa, pb) = (&procs[a], &procs[b]);
+        pa.start_s.total_cmp(&pb.start_s).then(pa.pid.cmp(&pb.pid))
+    });
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut roots = Vec::new();
     for (i, par) in parents.iter().enumerate() {
@@ -638,7 +642,7 @@ fn order_tree(procs: &mut Vec<Process>) {
     for c in &mut children {
         c.sort_by(cmp);
     }
-    // Depth-first; a parent cycle (impossible in a sane trace) cannot loop: each node once.
+    // Depth-first, each node once (the parents are a forest now; this stays robust anyway).
     let mut order = Vec::with_capacity(n);
     let mut depth = vec![0u32; n];
     let mut seen = vec![false; n];
@@ -669,6 +673,44 @@ fn order_tree(procs: &mut Vec<Process>) {
         p.depth = depth[i];
         p.parent = parents[i].map(|q| new_index[q]);
         procs.push(p);
+    }
+}
+
+/// Cuts every cycle of `parents` (pid reuse can make two processes each other's parent, or a
+/// process its own ancestor) at its first member by `order`, which becomes a root: then every
+/// walk up the tree ends, within `parents.len()` steps.
+pub(crate) fn cut_parent_cycles(
+    parents: &mut [Option<usize>],
+    order: impl Fn(usize, usize) -> std::cmp::Ordering,
+) {
+    const NEW: u8 = 0;
+    const ON_PATH: u8 = 1;
+    const ENDS: u8 = 2;
+    let mut state = vec![NEW; parents.len()];
+    let mut path = Vec::new();
+    for s in 0..parents.len() {
+        path.clear();
+        let mut cur = Some(s);
+        while let Some(i) = cur {
+            match state[i] {
+                ENDS => break,
+                ON_PATH => {
+                    let at = path.iter().position(|&x| x == i).unwrap_or(0);
+                    if let Some(first) = path[at..].iter().copied().min_by(|&a, &b| order(a, b)) {
+                        parents[first] = None;
+                    }
+                    break;
+                }
+                _ => {
+                    state[i] = ON_PATH;
+                    path.push(i);
+                    cur = parents[i];
+                }
+            }
+        }
+        for &i in &path {
+            state[i] = ENDS;
+        }
     }
 }
 
@@ -852,6 +894,69 @@ mod tests {
             trace::writer::write_block(&mut out, *t, &body).unwrap();
         }
         String::from_utf8(out).unwrap()
+    }
+
+    /// A minimal trace: one CPU at 100 ticks/s, `blocks` of `proc_ps.log`.
+    fn small_trace(blocks: &[(u64, Vec<trace::writer::PsRecord>)]) -> Trace {
+        let stat = blocks
+            .iter()
+            .map(|(t, _)| trace::bootchart::StatSample {
+                t_cs: *t,
+                cpu: CpuTimes {
+                    idle: *t,
+                    ..CpuTimes::default()
+                },
+                ncpus: 1,
+                procs_blocked: None,
+            })
+            .collect();
+        Trace {
+            header: vec![("bootprint.clk_tck".into(), "100".into())],
+            stat,
+            proc_ps: ps_text(blocks).into(),
+            ..Trace::default()
+        }
+    }
+
+    fn ps(pid: u32, ppid: u32, comm: &str, starttime: u64) -> trace::writer::PsRecord {
+        trace::writer::PsRecord {
+            pid,
+            comm: comm.into(),
+            state: 'S',
+            ppid,
+            starttime,
+            ..Default::default()
+        }
+    }
+
+    /// Defect 3: pid reuse can make two processes each other's parent; the model's parent
+    /// links must still end at a root, or every walk up the tree loops.
+    #[test]
+    fn defect3_parent_cycle_is_cut_in_the_model() {
+        let recs = vec![
+            ps(1, 0, "init", 10),
+            ps(10, 11, "a", 100),
+            ps(11, 10, "b", 100),
+            ps(12, 10, "c", 100),
+        ];
+        let t = small_trace(&[(100, recs.clone()), (102, recs)]);
+        let m = analyze(&t).unwrap();
+        let n = m.processes.len();
+        for (i, p) in m.processes.iter().enumerate() {
+            let mut cur = p.parent;
+            let mut hops = 0;
+            while let Some(j) = cur {
+                hops += 1;
+                assert!(hops <= n, "process {i} ({}) is in a parent cycle", p.pid);
+                cur = m.processes[j].parent;
+            }
+            assert_eq!(p.depth as usize, hops, "depth of {}", p.pid);
+        }
+        // The cut keeps every process, and the child of the cycle keeps its parent.
+        assert_eq!(n, 4);
+        let c = m.processes.iter().position(|p| p.pid == 12).unwrap();
+        let parent = m.processes[c].parent.map(|j| m.processes[j].pid);
+        assert_eq!(parent, Some(10));
     }
 
     #[test]

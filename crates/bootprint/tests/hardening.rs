@@ -1,0 +1,98 @@
+//! Regression tests for the reliability issue's defects, named after them: the real
+//! `bootprint` binary on traces with hostile contents (a copy of tests/fixtures/mini-trace
+//! edited by a minimal change) or hostile arguments. Each run has a time limit, so a loop
+//! fails the test instead of hanging it.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
+}
+
+fn tmp(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("bootprint-hardening-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A copy of the mini trace in `dir` with `edit` applied to each `proc_ps.log` line.
+fn mini_with(dir: &Path, edit: impl Fn(&str) -> String) -> PathBuf {
+    let trace = dir.join("trace");
+    std::fs::create_dir_all(&trace).unwrap();
+    for e in std::fs::read_dir(fixtures().join("mini-trace")).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name();
+        let bytes = std::fs::read(e.path()).unwrap();
+        let bytes = if name == "proc_ps.log" {
+            let text = String::from_utf8(bytes).unwrap();
+            let lines: Vec<String> = text.split('\n').map(&edit).collect();
+            lines.join("\n").into_bytes()
+        } else {
+            bytes
+        };
+        std::fs::write(trace.join(name), bytes).unwrap();
+    }
+    trace
+}
+
+/// Exit code, stdout and stderr of `bootprint ARGS`, killed after a minute.
+fn run<S: AsRef<OsStr>>(args: &[S]) -> (Option<i32>, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bootprint"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bootprint runs");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("bootprint did not finish within a minute (a loop)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Defect 3: udevd's ppid names modprobe, its own child (pid reuse can do this): advise and
+/// the HTML report looped forever.
+#[test]
+fn defect3_parent_cycle_does_not_hang_advise_or_html() {
+    let d = tmp("cycle");
+    let trace = mini_with(&d, |l| {
+        l.strip_prefix("200 (udevd) ")
+            .map(|rest| {
+                let (state, rest) = rest.split_once(' ').unwrap();
+                let (_ppid, rest) = rest.split_once(' ').unwrap();
+                format!("200 (udevd) {state} 250 {rest}")
+            })
+            .unwrap_or_else(|| l.to_string())
+    });
+    let html = d.join("r.html");
+    for args in [
+        vec![OsStr::new("advise"), trace.as_os_str()],
+        vec![OsStr::new("advise"), trace.as_os_str(), OsStr::new("--json")],
+        vec![
+            OsStr::new("report"),
+            trace.as_os_str(),
+            OsStr::new("--html"),
+            html.as_os_str(),
+        ],
+    ] {
+        let (code, _, err) = run(&args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+    }
+    assert!(std::fs::read_to_string(&html).unwrap().contains("udevd"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
