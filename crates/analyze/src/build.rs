@@ -450,10 +450,8 @@ fn processes(
         last_block: usize,
     }
     let hz = system.clk_tck as f64;
-    // pid -> index into accs of the process now holding it; a Vec because pids are small
-    // and this lookup runs once per proc_ps line.
-    const NONE: usize = usize::MAX;
-    let mut current: Vec<usize> = Vec::new();
+    // pid -> index into accs of the process now holding it.
+    let mut current = PidIndex::default();
     let mut accs: Vec<Acc> = Vec::new();
     let mut any_blkio = false;
     // Processes whose delayacct_blkio_ticks grew faster than time passed (seen on a 6.18
@@ -470,9 +468,8 @@ fn processes(
             any_blkio |= r.blkio_ticks > 0;
             let ticks = r.utime + r.stime;
             let existing = current
-                .get(r.pid as usize)
-                .copied()
-                .filter(|&i| i != NONE && accs[i].starttime == r.starttime);
+                .get(r.pid)
+                .filter(|&i| accs[i].starttime == r.starttime);
             match existing {
                 Some(i) => {
                     let a = &mut accs[i];
@@ -538,11 +535,7 @@ fn processes(
                         d_samples: u32::from(r.state == 'D'),
                         last_block: bi,
                     });
-                    let pid = r.pid as usize;
-                    if current.len() <= pid {
-                        current.resize(pid + 1, NONE);
-                    }
-                    current[pid] = accs.len() - 1;
+                    current.set(r.pid, accs.len() - 1);
                 }
             }
         }
@@ -600,6 +593,44 @@ fn processes(
         })
         .collect();
     Ok((procs, source, (first_t, last_t)))
+}
+
+/// pid -> index, looked up once per `proc_ps.log` line: a Vec for the pids a boot mostly
+/// has, a map above them, so that no allocation is sized by a pid read from the file (a pid of
+/// 4294967295 once asked for 32 GiB).
+#[derive(Default)]
+struct PidIndex {
+    low: Vec<usize>,
+    high: HashMap<u32, usize>,
+}
+
+impl PidIndex {
+    /// Pids below this are in `low` (at most 512 KiB).
+    const LOW: u32 = 1 << 16;
+    const NONE: usize = usize::MAX;
+
+    fn get(&self, pid: u32) -> Option<usize> {
+        if pid < Self::LOW {
+            self.low
+                .get(pid as usize)
+                .copied()
+                .filter(|&i| i != Self::NONE)
+        } else {
+            self.high.get(&pid).copied()
+        }
+    }
+
+    fn set(&mut self, pid: u32, index: usize) {
+        if pid < Self::LOW {
+            let pid = pid as usize;
+            if self.low.len() <= pid {
+                self.low.resize(pid + 1, Self::NONE);
+            }
+            self.low[pid] = index;
+        } else {
+            self.high.insert(pid, index);
+        }
+    }
 }
 
 /// Puts processes in tree order and fills `parent` and `depth`. A parent is the process with
@@ -957,6 +988,22 @@ mod tests {
         let c = m.processes.iter().position(|p| p.pid == 12).unwrap();
         let parent = m.processes[c].parent.map(|j| m.processes[j].pid);
         assert_eq!(parent, Some(10));
+    }
+
+    /// Defect 4: a pid read from the file sizes no allocation.
+    #[test]
+    fn defect4_largest_pid_is_read_without_a_pid_sized_allocation() {
+        let recs = vec![
+            ps(1, 0, "init", 10),
+            ps(u32::MAX, 1, "big", 100),
+            ps(u32::MAX - 1, u32::MAX, "bigger", 100),
+        ];
+        let t = small_trace(&[(100, recs.clone()), (102, recs)]);
+        let m = analyze(&t).unwrap();
+        let big = m.process(u32::MAX).unwrap();
+        assert_eq!((big.name.as_str(), big.samples.len()), ("big", 2));
+        let child = m.process(u32::MAX - 1).unwrap();
+        assert_eq!(child.parent.map(|j| m.processes[j].pid), Some(u32::MAX));
     }
 
     #[test]

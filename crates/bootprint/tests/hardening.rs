@@ -96,3 +96,34 @@ fn defect3_parent_cycle_does_not_hang_advise_or_html() {
     assert!(std::fs::read_to_string(&html).unwrap().contains("udevd"));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Defect 4: a pid of 4294967295 in proc_ps.log aborted report and advise (a Vec indexed by
+/// pid asked for 32 GiB).
+#[test]
+fn defect4_largest_pid_does_not_abort_report_or_advise() {
+    let d = tmp("bigpid");
+    let trace = mini_with(&d, |l| match l.strip_prefix("50 (kworker") {
+        Some(rest) => format!("4294967295 (kworker{rest}"),
+        None => l.to_string(),
+    });
+    let t = trace.to_str().unwrap();
+    let (html, svg, perfetto) = (d.join("r.html"), d.join("r.svg"), d.join("r.json"));
+    let all = [
+        "report",
+        t,
+        "--html",
+        html.to_str().unwrap(),
+        "--svg",
+        svg.to_str().unwrap(),
+        "--perfetto",
+        perfetto.to_str().unwrap(),
+    ];
+    for args in [&["report", t][..], &["report", t, "--json"], &["advise", t], &all] {
+        let (code, out, err) = run(args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        if args.contains(&"--json") {
+            assert!(out.contains("4294967295"), "{out}");
+        }
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
