@@ -266,6 +266,34 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Defect 5: any local user names a process (prctl PR_SET_NAME, an exec path); a newline
+    /// in one made the whole trace unreadable.
+    #[test]
+    fn defect5_hostile_names_leave_a_readable_trace_with_every_process() {
+        let mut s = Store::default();
+        let evil = "x\n\n42\n1 (init";
+        s.push_processes(100, &[rec(1, "init", 5), rec(66, evil, 1)]);
+        s.push_processes(102, &[rec(1, "init", 6), rec(66, evil, 2)]);
+        s.push_cmdline(66, "/tmp/a\n\nb", &["a\n\n7".into(), "-x".into()]);
+        s.push_cmdline(1, "/sbin/init", &["init".into()]);
+        s.header = vec![("bootprint.format".into(), "1".into())];
+        let dir = std::env::temp_dir().join(format!("bp-store3-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        s.write_to(&dir).unwrap();
+        let t = trace::Trace::open(&dir).expect("the trace reads");
+        let log = t.ps_log().expect("proc_ps.log reads");
+        assert_eq!(log.blocks.len(), 2);
+        let pids: Vec<u32> = log.records.iter().map(|r| r.pid).collect();
+        assert_eq!(pids, vec![1, 66, 1, 66]);
+        assert_eq!(log.records[1].comm, "x\\x0a\\x0a42\\x0a1 (init");
+        let c = t.cmdlines.unwrap();
+        assert_eq!(c.iter().map(|c| c.pid).collect::<Vec<_>>(), vec![66, 1]);
+        assert_eq!(c[0].exe, "/tmp/a\\x0a\\x0ab");
+        assert_eq!(c[0].args, vec!["a\\x0a\\x0a7", "-x"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn repeated_blocks_are_left_out_but_not_for_long() {
         let mut s = Store::default();
