@@ -10,6 +10,81 @@ use std::path::Path;
 use trace::writer::{self, PsRecord};
 use trace::Event;
 
+/// Who may read a trace. It holds the whole kernel log (read past `dmesg_restrict`) and every
+/// command line, so, as the journal does, only root and group `adm`: directories 0750 and
+/// files 0640 with group `adm` when `/etc/group` has it, else 0700 and 0600 (root only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    /// The group that may read (`adm`'s gid), or none.
+    pub gid: Option<u32>,
+}
+
+impl Access {
+    /// From the text of `/etc/group`: group `adm`, if listed.
+    pub fn from_group_text(text: &str) -> Access {
+        let gid = text.lines().find_map(|line| {
+            let mut f = line.split(':');
+            (f.next()? == "adm").then_some(())?;
+            f.nth(1)?.trim().parse().ok()
+        });
+        Access { gid }
+    }
+
+    /// From the group file at `path` (root only when it cannot be read).
+    pub fn from_group_file(path: &Path) -> Access {
+        Access::from_group_text(&fs::read_to_string(path).unwrap_or_default())
+    }
+
+    /// The access of an existing trace directory, for files added to it later.
+    pub fn of_dir(dir: &Path) -> io::Result<Access> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = fs::metadata(dir)?;
+        Ok(Access {
+            gid: (meta.mode() & 0o050 != 0).then_some(meta.gid()),
+        })
+    }
+
+    /// Mode of a directory.
+    pub fn dir_mode(&self) -> u32 {
+        if self.gid.is_some() {
+            0o750
+        } else {
+            0o700
+        }
+    }
+
+    /// Mode of a file.
+    pub fn file_mode(&self) -> u32 {
+        self.dir_mode() & 0o640
+    }
+
+    /// Gives an existing directory this access (set exactly, whatever the umask).
+    pub fn set_dir(&self, dir: &Path) -> io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        std::os::unix::fs::chown(dir, None, self.gid)?;
+        fs::set_permissions(dir, fs::Permissions::from_mode(self.dir_mode()))
+    }
+
+    /// Creates (or truncates) a file with this access, before anything is written to it.
+    pub fn create(&self, path: &Path) -> io::Result<fs::File> {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(self.file_mode())
+            .open(path)?;
+        std::os::unix::fs::fchown(&f, None, self.gid)?;
+        f.set_permissions(fs::Permissions::from_mode(self.file_mode()))?;
+        Ok(f)
+    }
+
+    /// Writes a whole file with this access.
+    pub fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        self.create(path)?.write_all(bytes)
+    }
+}
+
 /// One process state as stored: compact, with the command interned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct CompactPs {
@@ -161,17 +236,17 @@ impl Store {
         }
     }
 
-    /// Writes the trace files into `dir` (which must exist).
-    pub fn write_to(&self, dir: &Path) -> io::Result<()> {
-        let mut header = BufWriter::new(fs::File::create(dir.join("header"))?);
+    /// Writes the trace files into `dir` (which must exist), each created with `access`.
+    pub fn write_to(&self, dir: &Path, access: Access) -> io::Result<()> {
+        let mut header = BufWriter::new(access.create(&dir.join("header"))?);
         writer::write_header(&mut header, &self.header)?;
         header.flush()?;
-        fs::write(dir.join("proc_stat.log"), &self.stat)?;
-        fs::write(dir.join("proc_diskstats.log"), &self.diskstats)?;
-        fs::write(dir.join("proc_meminfo.log"), &self.meminfo)?;
-        fs::write(dir.join("cmdline2.log"), &self.cmdlines)?;
-        fs::write(dir.join("dmesg"), &self.dmesg)?;
-        let mut ps = BufWriter::with_capacity(1 << 16, fs::File::create(dir.join("proc_ps.log"))?);
+        access.write(&dir.join("proc_stat.log"), &self.stat)?;
+        access.write(&dir.join("proc_diskstats.log"), &self.diskstats)?;
+        access.write(&dir.join("proc_meminfo.log"), &self.meminfo)?;
+        access.write(&dir.join("cmdline2.log"), &self.cmdlines)?;
+        access.write(&dir.join("dmesg"), &self.dmesg)?;
+        let mut ps = BufWriter::with_capacity(1 << 16, access.create(&dir.join("proc_ps.log"))?);
         // A block identical to the last one written is left out (readers see a longer
         // interval with the same counters), except once a second and at the end, so idle
         // stretches do not fill the disk.
@@ -194,14 +269,19 @@ impl Store {
         }
         ps.flush()?;
         for (rel, bytes) in &self.extra_files {
-            let path = dir.join(rel);
-            if let Some(parent) = path.parent() {
-                fs::create_dir_all(parent)?;
+            // Subdirectories (firmware/...) one by one, each with the trace's access.
+            let mut sub = dir.to_path_buf();
+            for part in rel.parent().into_iter().flat_map(Path::components) {
+                sub.push(part);
+                if !sub.is_dir() {
+                    fs::create_dir(&sub)?;
+                    access.set_dir(&sub)?;
+                }
             }
-            fs::write(path, bytes)?;
+            access.write(&dir.join(rel), bytes)?;
         }
         // events.log last: its presence says the trace is complete.
-        let mut ev = BufWriter::new(fs::File::create(dir.join(trace::events::FILE_NAME))?);
+        let mut ev = BufWriter::new(access.create(&dir.join(trace::events::FILE_NAME))?);
         writeln!(ev, "{}", trace::events::HEADER_LINE)?;
         // Milestones carry their process's start time, which can precede events already
         // stored: the file is in time order.
@@ -254,7 +334,7 @@ mod tests {
         fs::create_dir_all(&dir).unwrap();
         s.events
             .push(Event::new(5, "boot_done").with("reason", "idle"));
-        s.write_to(&dir).unwrap();
+        s.write_to(&dir, Access { gid: None }).unwrap();
         let ps = fs::read_to_string(dir.join("proc_ps.log")).unwrap();
         let blocks: Vec<&str> = ps.split("\n\n").filter(|b| !b.is_empty()).collect();
         assert_eq!(blocks.len(), 3);
@@ -280,7 +360,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("bp-store3-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
-        s.write_to(&dir).unwrap();
+        s.write_to(&dir, Access { gid: None }).unwrap();
         let t = trace::Trace::open(&dir).expect("the trace reads");
         let log = t.ps_log().expect("proc_ps.log reads");
         assert_eq!(log.blocks.len(), 2);
@@ -312,7 +392,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("bp-store2-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
-        s.write_to(&dir).unwrap();
+        s.write_to(&dir, Access { gid: None }).unwrap();
         let ps = fs::read_to_string(dir.join("proc_ps.log")).unwrap();
         let times: Vec<u64> = ps
             .split("\n\n")
