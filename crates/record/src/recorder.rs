@@ -365,9 +365,7 @@ fn write_into(store: &Store, base: &Path, boot_id: &str, access: Access) -> io::
     std::os::unix::fs::symlink(boot_id, &link_tmp)?;
     fs::rename(&link_tmp, base.join("latest"))?;
     // The trace must survive a power cut right after boot.
-    if let Ok(f) = fs::File::open(&dir) {
-        let _ = f.sync_all();
-    }
+    let _ = crate::store::sync_dir(&dir);
     Ok(dir)
 }
 

@@ -85,6 +85,28 @@ impl Access {
     }
 }
 
+/// fsync(2) of an open file, which `path` names; the tests see which paths were synced, in
+/// order (a power cut cannot be tested).
+pub(crate) fn sync_file(f: &fs::File, path: &Path) -> io::Result<()> {
+    #[cfg(test)]
+    SYNCED.with(|s| s.borrow_mut().push(path.to_path_buf()));
+    #[cfg(not(test))]
+    let _ = path;
+    f.sync_all()
+}
+
+/// fsync(2) of a directory: makes the entries created or renamed in it durable.
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    sync_file(&fs::File::open(dir)?, dir)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The paths [`sync_file`] synced on this thread.
+    pub(crate) static SYNCED: std::cell::RefCell<Vec<std::path::PathBuf>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// One process state as stored: compact, with the command interned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct CompactPs {
