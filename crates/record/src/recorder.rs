@@ -348,6 +348,9 @@ fn write_into(store: &Store, base: &Path, boot_id: &str, access: Access) -> io::
     if !base.is_dir() {
         fs::create_dir_all(base)?;
         access.set_dir(base)?;
+        if let Some(parent) = base.parent() {
+            let _ = crate::store::sync_dir(parent);
+        }
     }
     let tmp = base.join(format!(".{boot_id}.tmp"));
     let dir = base.join(boot_id);
@@ -355,7 +358,11 @@ fn write_into(store: &Store, base: &Path, boot_id: &str, access: Access) -> io::
     fs::create_dir(&tmp)?;
     // Before anything is written into it: no moment where the kernel log is readable.
     access.set_dir(&tmp)?;
+    // The trace must survive a power cut right after boot: its files (write_to) and their
+    // directory entries are on disk before the rename makes it appear, and the rename and
+    // `latest` after.
     store.write_to(&tmp, access)?;
+    crate::store::sync_dir(&tmp)?;
     if dir.exists() {
         fs::remove_dir_all(&dir)?;
     }
@@ -364,8 +371,8 @@ fn write_into(store: &Store, base: &Path, boot_id: &str, access: Access) -> io::
     let _ = fs::remove_file(&link_tmp);
     std::os::unix::fs::symlink(boot_id, &link_tmp)?;
     fs::rename(&link_tmp, base.join("latest"))?;
-    // The trace must survive a power cut right after boot.
-    let _ = crate::store::sync_dir(&dir);
+    // The trace is in place whatever this says; writing it again elsewhere would not help.
+    let _ = crate::store::sync_dir(base);
     Ok(dir)
 }
 
@@ -420,6 +427,46 @@ mod tests {
             }
         }
         out
+    }
+
+    /// Each file of the trace is on disk before the rename that makes the trace appear, and
+    /// the rename itself (and `latest`) is on disk after: fsync each file, the temporary
+    /// directory, then the log directory.
+    #[test]
+    fn trace_files_are_synced_before_the_rename_and_the_directory_after() {
+        let d = std::env::temp_dir().join(format!("bp-sync-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        let mut store = Store::default();
+        store.push_system(100, b"cpu 1 2 3 4 5 6 7\n", b"", None);
+        store
+            .extra_files
+            .push(("firmware/fpdt/boot/firmware_start_ns".into(), b"1\n".to_vec()));
+        let base = d.join("log");
+        crate::store::SYNCED.with(|s| s.borrow_mut().clear());
+        let dir = write_trace(&store, &base, &d.join("fb"), "b00t", Access { gid: None }).unwrap();
+        let synced = crate::store::SYNCED.with(|s| s.take());
+        let tmp = base.join(".b00t.tmp");
+        let mut files = Vec::new();
+        let mut stack = vec![dir.clone()];
+        while let Some(p) = stack.pop() {
+            for e in fs::read_dir(&p).unwrap() {
+                let path = e.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path.clone());
+                }
+                files.push(path.strip_prefix(&dir).unwrap().to_path_buf());
+            }
+        }
+        assert!(files.len() >= 10, "{files:?}");
+        let at = |p: &Path| synced.iter().position(|s| s == p);
+        let tmp_synced = at(&tmp).unwrap_or_else(|| panic!("{tmp:?} not synced: {synced:?}"));
+        for f in &files {
+            let i = at(&tmp.join(f)).unwrap_or_else(|| panic!("{f:?} not synced: {synced:?}"));
+            assert!(i < tmp_synced, "{f:?} synced after its directory: {synced:?}");
+        }
+        let base_synced = at(&base).unwrap_or_else(|| panic!("{base:?} not synced: {synced:?}"));
+        assert!(base_synced > tmp_synced, "{synced:?}");
+        fs::remove_dir_all(&d).unwrap();
     }
 
     /// Defect 9: a trace holds the whole kernel log and every command line; it was

@@ -83,6 +83,13 @@ impl Access {
     pub fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         self.create(path)?.write_all(bytes)
     }
+
+    /// Writes a whole file with this access and syncs it to disk.
+    fn write_synced(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let mut f = self.create(path)?;
+        f.write_all(bytes)?;
+        sync_file(&f, path)
+    }
 }
 
 /// fsync(2) of an open file, which `path` names; the tests see which paths were synced, in
@@ -258,17 +265,20 @@ impl Store {
         }
     }
 
-    /// Writes the trace files into `dir` (which must exist), each created with `access`.
+    /// Writes the trace files into `dir` (which must exist), each created with `access` and
+    /// synced to disk (the caller syncs `dir` and renames it: a trace is whole or absent).
     pub fn write_to(&self, dir: &Path, access: Access) -> io::Result<()> {
-        let mut header = BufWriter::new(access.create(&dir.join("header"))?);
+        let path = dir.join("header");
+        let mut header = BufWriter::new(access.create(&path)?);
         writer::write_header(&mut header, &self.header)?;
-        header.flush()?;
-        access.write(&dir.join("proc_stat.log"), &self.stat)?;
-        access.write(&dir.join("proc_diskstats.log"), &self.diskstats)?;
-        access.write(&dir.join("proc_meminfo.log"), &self.meminfo)?;
-        access.write(&dir.join("cmdline2.log"), &self.cmdlines)?;
-        access.write(&dir.join("dmesg"), &self.dmesg)?;
-        let mut ps = BufWriter::with_capacity(1 << 16, access.create(&dir.join("proc_ps.log"))?);
+        sync_file(&header.into_inner().map_err(|e| e.into_error())?, &path)?;
+        access.write_synced(&dir.join("proc_stat.log"), &self.stat)?;
+        access.write_synced(&dir.join("proc_diskstats.log"), &self.diskstats)?;
+        access.write_synced(&dir.join("proc_meminfo.log"), &self.meminfo)?;
+        access.write_synced(&dir.join("cmdline2.log"), &self.cmdlines)?;
+        access.write_synced(&dir.join("dmesg"), &self.dmesg)?;
+        let ps_path = dir.join("proc_ps.log");
+        let mut ps = BufWriter::with_capacity(1 << 16, access.create(&ps_path)?);
         // A block identical to the last one written is left out (readers see a longer
         // interval with the same counters), except once a second and at the end, so idle
         // stretches do not fill the disk.
@@ -289,7 +299,8 @@ impl Store {
             }
             writeln!(ps)?;
         }
-        ps.flush()?;
+        sync_file(&ps.into_inner().map_err(|e| e.into_error())?, &ps_path)?;
+        let mut subdirs = Vec::new();
         for (rel, bytes) in &self.extra_files {
             // Subdirectories (firmware/...) one by one, each with the trace's access.
             let mut sub = dir.to_path_buf();
@@ -298,12 +309,18 @@ impl Store {
                 if !sub.is_dir() {
                     fs::create_dir(&sub)?;
                     access.set_dir(&sub)?;
+                    subdirs.push(sub.clone());
                 }
             }
-            access.write(&dir.join(rel), bytes)?;
+            access.write_synced(&dir.join(rel), bytes)?;
+        }
+        // Deepest first, so each directory's entries are on disk before its parent's.
+        for sub in subdirs.iter().rev() {
+            sync_dir(sub)?;
         }
         // events.log last: its presence says the trace is complete.
-        let mut ev = BufWriter::new(access.create(&dir.join(trace::events::FILE_NAME))?);
+        let ev_path = dir.join(trace::events::FILE_NAME);
+        let mut ev = BufWriter::new(access.create(&ev_path)?);
         writeln!(ev, "{}", trace::events::HEADER_LINE)?;
         // Milestones carry their process's start time, which can precede events already
         // stored: the file is in time order.
@@ -312,7 +329,7 @@ impl Store {
         for e in events {
             writeln!(ev, "{}", e.to_line())?;
         }
-        ev.flush()
+        sync_file(&ev.into_inner().map_err(|e| e.into_error())?, &ev_path)
     }
 
     /// Bytes held in memory (approximately), for the recorder's own statistics.
