@@ -127,3 +127,56 @@ fn defect4_largest_pid_does_not_abort_report_or_advise() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Defect 10: a process named `<!--<script>` disabled the HTML report's script (only `</`
+/// was escaped in the embedded data). No process name may change the page's structure.
+#[test]
+fn defect10_process_names_cannot_change_the_html_page() {
+    let d = tmp("html");
+    let names = [
+        ("200 (udevd)", "200 (<!--<script>)"),
+        ("250 (modprobe)", "250 (</script>&amp;\u{2028}x\u{2029})"),
+        ("300 (agetty)", "300 (]]><!-- -->)"),
+    ];
+    let trace = mini_with(&d, |l| {
+        for (from, to) in names {
+            if let Some(rest) = l.strip_prefix(from) {
+                return format!("{to}{rest}");
+            }
+        }
+        l.to_string()
+    });
+    // And in a command line.
+    let c = std::fs::read_to_string(trace.join("cmdline2.log")).unwrap();
+    let c = c.replace("--daemon", "<!--<script>--daemon");
+    std::fs::write(trace.join("cmdline2.log"), c).unwrap();
+    let html = d.join("r.html");
+    let (code, _, err) = run(&[
+        OsStr::new("report"),
+        trace.as_os_str(),
+        OsStr::new("--html"),
+        html.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let page = std::fs::read_to_string(&html).unwrap();
+    let lower = page.to_ascii_lowercase();
+    assert_eq!(lower.matches("<script").count(), 2, "script tags");
+    assert_eq!(lower.matches("</script").count(), 2, "script ends");
+    assert!(!page.contains("<!--"), "a comment opened");
+    let open = "<script type=\"application/json\" id=\"bp-data\">";
+    let data = &page[page.find(open).unwrap() + open.len()..];
+    let data = &data[..data.find("</script>").unwrap()];
+    for bad in ['<', '>', '&', '\u{2028}', '\u{2029}'] {
+        assert!(!data.contains(bad), "{bad:?} in the embedded data");
+    }
+    let v: serde_json::Value = serde_json::from_str(data).unwrap();
+    let shown: Vec<&str> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(shown.contains(&"<!--<script>"), "{shown:?}");
+    assert!(shown.contains(&"</script>&amp;\u{2028}x\u{2029}"), "{shown:?}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -215,6 +215,27 @@ window.addEventListener('resize',size);size();
 })();
 "#;
 
+/// JSON text that is safe inside a `<script>` element whatever its strings hold (process
+/// names and command lines are anyone's choice): `<`, `>` and `&` are written as `\u003c`,
+/// `\u003e`, `\u0026`, so no `</script>`, `<!--` or `]]>` can appear, and U+2028/U+2029
+/// (line ends to older JavaScript) as `\u2028`/`\u2029`. These characters only occur inside
+/// JSON strings, where the escapes mean the same.
+pub fn script_json(v: &serde_json::Value) -> String {
+    let text = v.to_string();
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn opt(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{x:.2}"))
 }
@@ -421,7 +442,7 @@ pub fn write(out: &mut impl Write, inp: &Input, svg: &str) -> io::Result<()> {
     out.write_all(svg_body.as_bytes())?;
     writeln!(out, "</details>")?;
 
-    let data = chart_data(m).to_string().replace("</", "<\\/");
+    let data = script_json(&chart_data(m));
     writeln!(
         out,
         "<script type=\"application/json\" id=\"bp-data\">{data}</script>"
