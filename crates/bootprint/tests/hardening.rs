@@ -82,7 +82,11 @@ fn defect3_parent_cycle_does_not_hang_advise_or_html() {
     let html = d.join("r.html");
     for args in [
         vec![OsStr::new("advise"), trace.as_os_str()],
-        vec![OsStr::new("advise"), trace.as_os_str(), OsStr::new("--json")],
+        vec![
+            OsStr::new("advise"),
+            trace.as_os_str(),
+            OsStr::new("--json"),
+        ],
         vec![
             OsStr::new("report"),
             trace.as_os_str(),
@@ -118,7 +122,12 @@ fn defect4_largest_pid_does_not_abort_report_or_advise() {
         "--perfetto",
         perfetto.to_str().unwrap(),
     ];
-    for args in [&["report", t][..], &["report", t, "--json"], &["advise", t], &all] {
+    for args in [
+        &["report", t][..],
+        &["report", t, "--json"],
+        &["advise", t],
+        &all,
+    ] {
         let (code, out, err) = run(args);
         assert_eq!(code, Some(0), "{args:?}: {err}");
         if args.contains(&"--json") {
@@ -177,6 +186,63 @@ fn defect10_process_names_cannot_change_the_html_page() {
         .filter_map(|r| r["name"].as_str())
         .collect();
     assert!(shown.contains(&"<!--<script>"), "{shown:?}");
-    assert!(shown.contains(&"</script>&amp;\u{2028}x\u{2029}"), "{shown:?}");
+    assert!(
+        shown.contains(&"</script>&amp;\u{2028}x\u{2029}"),
+        "{shown:?}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Defect 7: a path is bytes, not text; an argument that is not UTF-8 made the CLI panic.
+/// Now a path argument is used as it is (here: it does not exist, exit 1, named), and an
+/// argument that must be text is a usage error (exit 2) naming it.
+#[test]
+fn defect7_arguments_not_utf8_are_not_a_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let bad = OsStr::from_bytes(b"/nonexistent/tr\xffce");
+    let d = tmp("args");
+    let dir = d.as_os_str();
+    let o = OsStr::new;
+    let cases: Vec<(Vec<&OsStr>, i32)> = vec![
+        (vec![bad], 2),
+        (vec![o("report"), bad], 1),
+        (vec![o("report"), bad, o("--json")], 1),
+        (vec![o("report"), o("--config"), bad, bad], 1),
+        (vec![o("advise"), bad], 1),
+        (vec![o("diff"), bad, bad], 1),
+        (vec![o("kernel"), bad], 1),
+        (vec![o("export"), o("--prometheus"), dir, bad], 1),
+        (vec![o("rc"), o("services"), bad], 1),
+        (vec![o("rc"), o("graph"), o("--root"), bad], 1),
+        (vec![o("rc"), o("graph"), o("--runlevel"), bad], 2),
+        (vec![o("modules"), o("plan"), o("--root"), bad], 1),
+        (vec![o("modules"), o("plan"), o("--kernel"), bad], 2),
+        (vec![o("initramfs"), o("plan"), o("--kernel"), bad], 2),
+        (
+            vec![
+                o("readahead"),
+                o("show"),
+                o("--root"),
+                dir,
+                o("--pack"),
+                bad,
+            ],
+            1,
+        ),
+        (
+            vec![o("report"), OsStr::from_bytes(b"--tr\xffce"), o("x")],
+            2,
+        ),
+        (vec![o("diff"), OsStr::from_bytes(b"--tr\xffce"), o("x")], 2),
+    ];
+    for (args, want) in cases {
+        let (code, _, err) = run(&args);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(code, Some(want), "{args:?}: {err}");
+        assert!(
+            err.contains("tr\u{fffd}ce") || err.to_lowercase().contains("tr\\xffce"),
+            "{args:?}: the argument is not named: {err}"
+        );
+    }
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -310,7 +310,13 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     );
     let boot_id = sysinfo::boot_id(&paths.proc);
     let access = Access::from_group_file(&paths.etc_group);
-    write_trace(&store, &config.log_dir, &paths.fallback_dir, &boot_id, access)
+    write_trace(
+        &store,
+        &config.log_dir,
+        &paths.fallback_dir,
+        &boot_id,
+        access,
+    )
 }
 
 fn milestone(t_ns: u64, name: &str, pid: u32, comm: &str) -> Event {
@@ -438,9 +444,10 @@ mod tests {
         let _ = fs::remove_dir_all(&d);
         let mut store = Store::default();
         store.push_system(100, b"cpu 1 2 3 4 5 6 7\n", b"", None);
-        store
-            .extra_files
-            .push(("firmware/fpdt/boot/firmware_start_ns".into(), b"1\n".to_vec()));
+        store.extra_files.push((
+            "firmware/fpdt/boot/firmware_start_ns".into(),
+            b"1\n".to_vec(),
+        ));
         let base = d.join("log");
         crate::store::SYNCED.with(|s| s.borrow_mut().clear());
         let dir = write_trace(&store, &base, &d.join("fb"), "b00t", Access { gid: None }).unwrap();
@@ -462,7 +469,10 @@ mod tests {
         let tmp_synced = at(&tmp).unwrap_or_else(|| panic!("{tmp:?} not synced: {synced:?}"));
         for f in &files {
             let i = at(&tmp.join(f)).unwrap_or_else(|| panic!("{f:?} not synced: {synced:?}"));
-            assert!(i < tmp_synced, "{f:?} synced after its directory: {synced:?}");
+            assert!(
+                i < tmp_synced,
+                "{f:?} synced after its directory: {synced:?}"
+            );
         }
         let base_synced = at(&base).unwrap_or_else(|| panic!("{base:?} not synced: {synced:?}"));
         assert!(base_synced > tmp_synced, "{synced:?}");
@@ -478,9 +488,10 @@ mod tests {
         let mut store = Store::default();
         store.push_system(100, b"cpu 1 2 3 4 5 6 7\n", b"", None);
         store.dmesg = b"[    0.000000] secret\n".to_vec();
-        store
-            .extra_files
-            .push(("firmware/fpdt/boot/firmware_start_ns".into(), b"1\n".to_vec()));
+        store.extra_files.push((
+            "firmware/fpdt/boot/firmware_start_ns".into(),
+            b"1\n".to_vec(),
+        ));
         let base = d.join("log");
         // A group file with adm (gid 4, as on Debian), and one without.
         fs::create_dir_all(&d).unwrap();

@@ -221,8 +221,14 @@ fn prometheus_temporary_file_does_not_follow_a_planted_symlink() {
     std::os::unix::fs::symlink(&victim, &tmp).unwrap();
     let path = render::prometheus::write_atomic(&out, "bootprint_x 1\n").unwrap();
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
-    assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_file());
+    assert!(std::fs::symlink_metadata(&path)
+        .unwrap()
+        .file_type()
+        .is_file());
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "bootprint_x 1\n");
-    assert!(std::fs::symlink_metadata(&tmp).is_err(), "no temporary file left");
+    assert!(
+        std::fs::symlink_metadata(&tmp).is_err(),
+        "no temporary file left"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -240,7 +240,11 @@ fn is_partition(name: &str, all: &[&str]) -> bool {
 pub fn parse_stat_line(raw: &[u8]) -> Option<PsRecord> {
     let open = raw.iter().position(|&b| b == b'(')?;
     let close = raw.iter().rposition(|&b| b == b')')?;
-    let pid: u32 = std::str::from_utf8(&raw[..open]).ok()?.trim().parse().ok()?;
+    let pid: u32 = std::str::from_utf8(&raw[..open])
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
     let comm = trace::writer::escape_bytes(raw.get(open + 1..close)?);
     // The kernel writes the fields after the comm in ASCII.
     let after = std::str::from_utf8(&raw[close + 1..]).ok()?;

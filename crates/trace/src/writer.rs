@@ -232,7 +232,10 @@ mod tests {
         let e = crate::bootchart::parse_cmdline2(std::str::from_utf8(&buf).unwrap()).unwrap();
         assert_eq!(e.len(), 2);
         assert_eq!((e[0].pid, e[0].exe.as_str()), (7, "/tmp/a\\x0ab"));
-        assert_eq!(e[0].args, vec!["a\\x0ab".to_string(), "c\\x0dd".to_string()]);
+        assert_eq!(
+            e[0].args,
+            vec!["a\\x0ab".to_string(), "c\\x0dd".to_string()]
+        );
         assert_eq!(e[1].pid, 8);
     }
 
