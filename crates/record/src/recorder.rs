@@ -492,7 +492,6 @@ mod tests {
             "firmware/fpdt/boot/firmware_start_ns".into(),
             b"1\n".to_vec(),
         ));
-        let base = d.join("log");
         // A group file with adm (gid 4, as on Debian), and one without.
         fs::create_dir_all(&d).unwrap();
         let with_adm = d.join("group");
