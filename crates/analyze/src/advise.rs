@@ -323,7 +323,7 @@ fn storms(m: &BootModel, out: &mut Vec<Finding>) {
         // (udev's worker pool) are a pool, not a storm.
         let mut lives: Vec<f64> = list
             .iter()
-            .map(|&i| m.processes[i].end_s - m.processes[i].start_s)
+            .map(|&i| (m.processes[i].end_s - m.processes[i].start_s).max(0.0))
             .collect();
         lives.sort_by(f64::total_cmp);
         if lives[lives.len() / 2] > limits::STORM_MAX_RUN_S {

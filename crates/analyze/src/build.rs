@@ -101,7 +101,8 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
     let cpu = cpu_series(&trace.stat);
     let disk = disk_series(&trace.disk);
     let memory = memory_series(trace);
-    let (mut processes, blocked_source, ps_span) = processes(trace, &system, &mut notes)?;
+    let (mut processes, blocked_source, ps_span, started_after_first_sample) =
+        processes(trace, &system, &mut notes)?;
     order_tree(&mut processes);
     let first_sample_s = [
         trace.stat.first().map(|b| cs(b.t_cs)),
@@ -156,6 +157,7 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
         blocked_source,
         notes,
         readahead: readahead_hit(trace),
+        started_after_first_sample,
     };
     if model.milestones.boot_done.source == PENDING {
         let login = model.milestones.login().is_some();
@@ -432,7 +434,9 @@ fn memory_series(trace: &Trace) -> Vec<MemSample> {
 
 /// The processes, how blocked time was measured, and the times of the first and last
 /// `proc_ps.log` blocks.
-type ProcessScan = (Vec<Process>, BlockedSource, (f64, f64));
+/// The processes, how blocked time was measured, the first and last block times, and how
+/// many processes started (by their `starttime`) after the first block that saw them.
+type ProcessScan = (Vec<Process>, BlockedSource, (f64, f64), usize);
 
 /// One process per (pid, starttime): a reused pid is a new process.
 fn processes(
@@ -460,6 +464,7 @@ fn processes(
     let mut prev_t: Option<f64> = None;
     let mut first_t: Option<f64> = None;
     let mut bi = 0usize;
+    let mut started_late = 0usize;
     let nblocks = trace.for_each_ps_block(|t_cs, records| {
         let t = cs(t_cs);
         first_t.get_or_insert(t);
@@ -499,7 +504,15 @@ fn processes(
                     a.d_samples += u32::from(r.state == 'D');
                 }
                 None => {
-                    let start_s = r.starttime as f64 / hz;
+                    // A process cannot start after the first sample that saw it, but where
+                    // the sample clock and the kernel's start times disagree (old bootchart
+                    // collectors) its starttime says so: the sighting is its start, as
+                    // bootchart2 takes it (docs/report.md).
+                    let mut start_s = r.starttime as f64 / hz;
+                    if start_s > t + 1e-9 {
+                        started_late += 1;
+                        start_s = t;
+                    }
                     // Seen for the first time: its CPU share is only known if it started
                     // within the interval.
                     let cpu = match (prev_t, dt) {
@@ -549,6 +562,18 @@ fn processes(
             expected: "at least 1 sample block".into(),
         });
     };
+    if started_late > 0 {
+        notes.push(format!(
+            "clocks disagree: {started_late} process{} started after {} first sampled; start \
+             taken as first sighting",
+            if started_late == 1 { "" } else { "es" },
+            if started_late == 1 {
+                "it was"
+            } else {
+                "they were"
+            },
+        ));
+    }
     if impossible_blkio > 0 {
         notes.push(format!(
             "delayacct_blkio_ticks grew faster than the clock {impossible_blkio} times (a \
@@ -592,7 +617,7 @@ fn processes(
             p
         })
         .collect();
-    Ok((procs, source, (first_t, last_t)))
+    Ok((procs, source, (first_t, last_t), started_late))
 }
 
 /// pid -> index, looked up once per `proc_ps.log` line: a Vec for the pids a boot mostly
@@ -1004,6 +1029,38 @@ mod tests {
         assert_eq!((big.name.as_str(), big.samples.len()), ("big", 2));
         let child = m.process(u32::MAX - 1).unwrap();
         assert_eq!(child.parent.map(|j| m.processes[j].pid), Some(u32::MAX));
+    }
+
+    /// Defect 8: in old bootchart logs the sample clock and the kernel's start times
+    /// disagree: a process "starts" after the first sample that saw it. It cannot; its start
+    /// is that sighting, no duration is negative, and the report says how many.
+    #[test]
+    fn defect8_a_process_starts_no_later_than_its_first_sighting() {
+        let init = ps(1, 0, "init", 10);
+        let t = small_trace(&[
+            (100, vec![init.clone()]),
+            (120, vec![init.clone(), ps(300, 1, "late", 125)]),
+            (140, vec![init.clone(), ps(301, 1, "later", 142)]),
+            (160, vec![init.clone(), ps(301, 1, "later", 142)]),
+        ]);
+        let m = analyze(&t).unwrap();
+        let late = m.process(300).unwrap();
+        assert_eq!((late.start_s, late.end_s), (1.2, 1.2));
+        let later = m.process(301).unwrap();
+        assert_eq!((later.start_s, later.end_s), (1.4, 1.6));
+        assert_eq!(m.process(1).unwrap().start_s, 0.1);
+        for p in &m.processes {
+            assert!(p.end_s >= p.start_s, "{} {} {}", p.pid, p.start_s, p.end_s);
+        }
+        assert_eq!(m.started_after_first_sample, 2);
+        let note = "clocks disagree: 2 processes started after they were first sampled; \
+                    start taken as first sighting";
+        assert!(m.notes.iter().any(|n| n == note), "{:?}", m.notes);
+        // Clocks that agree: no note.
+        let t = small_trace(&[(100, vec![init.clone()]), (120, vec![init])]);
+        let m = analyze(&t).unwrap();
+        assert_eq!(m.started_after_first_sample, 0);
+        assert!(!m.notes.iter().any(|n| n.contains("clocks disagree")));
     }
 
     #[test]

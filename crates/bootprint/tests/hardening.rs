@@ -6,7 +6,7 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
@@ -41,23 +41,26 @@ fn mini_with(dir: &Path, edit: impl Fn(&str) -> String) -> PathBuf {
 
 /// Exit code, stdout and stderr of `bootprint ARGS`, killed after a minute.
 fn run<S: AsRef<OsStr>>(args: &[S]) -> (Option<i32>, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bootprint"))
+    let child = Command::new(env!("CARGO_BIN_EXE_bootprint"))
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("bootprint runs");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
+    let pid = child.id();
+    // Its output is read while it runs (a full pipe would stop it).
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
             panic!("bootprint did not finish within a minute (a loop)");
         }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
+    };
     (
         out.status.code(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -245,4 +248,59 @@ fn defect7_arguments_not_utf8_are_not_a_panic() {
         );
     }
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// Defect 8: where a bootchart log's sample clock and the kernel's start times disagree, a
+/// process "started" after the first sample that saw it, and report gave negative durations.
+/// tests/fixtures/bootchart2-clock-skew has two such processes; bootchart2's example log 23.
+#[test]
+fn defect8_clock_skew_gives_no_negative_durations_and_is_reported() {
+    for (dir, late) in [
+        (fixtures().join("bootchart2-clock-skew"), 2),
+        (fixtures().join("bootchart2-example1"), 23),
+    ] {
+        let t = dir.to_str().unwrap();
+        let (code, out, err) = run(&["report", t, "--json"]);
+        assert_eq!(code, Some(0), "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["started_after_first_sample"], late, "{t}");
+        let note = format!(
+            "clocks disagree: {late} processes started after they were first sampled; start \
+             taken as first sighting"
+        );
+        assert!(v["notes"]
+            .as_array()
+            .unwrap()
+            .contains(&note.clone().into()));
+        for p in v["processes"].as_array().unwrap() {
+            let (s, e) = (p["start_s"].as_f64().unwrap(), p["end_s"].as_f64().unwrap());
+            assert!(
+                e >= s,
+                "{t}: pid {} starts at {s} after its end {e}",
+                p["pid"]
+            );
+        }
+        let (code, text, _) = run(&["report", t]);
+        assert_eq!(code, Some(0));
+        assert!(text.contains(&note), "{text}");
+    }
+    // The fixture's two: the start is the first sighting.
+    let (_, out, _) = run(&[
+        "report",
+        fixtures().join("bootchart2-clock-skew").to_str().unwrap(),
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let start = |pid: u32| {
+        v["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["pid"] == pid)
+            .map(|p| (p["start_s"].as_f64().unwrap(), p["end_s"].as_f64().unwrap()))
+            .unwrap()
+    };
+    assert_eq!(start(120), (1.2, 1.2));
+    assert_eq!(start(130), (1.4, 1.8));
+    assert_eq!(start(200), (1.5, 1.8));
 }

@@ -69,7 +69,7 @@ pub fn chart_data(m: &BootModel) -> serde_json::Value {
         .map(|(i, p)| {
             (
                 i,
-                p.cpu_s + p.blocked_s + 0.01 * (p.end_s - p.start_s).min(30.0),
+                p.cpu_s + p.blocked_s + 0.01 * (p.end_s - p.start_s).clamp(0.0, 30.0),
             )
         })
         .filter(|(_, w)| *w > 0.0)
