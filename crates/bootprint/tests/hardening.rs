@@ -304,3 +304,36 @@ fn defect8_clock_skew_gives_no_negative_durations_and_is_reported() {
     assert_eq!(start(130), (1.4, 1.8));
     assert_eq!(start(200), (1.5, 1.8));
 }
+
+/// Defect 4, the same rule for times: a block time of 10^15 cs (about 300,000 years) in every
+/// log must size no allocation (the SVG's buckets were sized by the time span) and no loop
+/// (the boot-done view walked the span half a second at a time).
+#[test]
+fn defect4_huge_block_time_does_not_abort_or_hang() {
+    let d = tmp("bigtime");
+    let trace = mini_with(&d, |l| {
+        if l == "2000" {
+            "1000000000000000".to_string()
+        } else {
+            l.to_string()
+        }
+    });
+    for name in ["proc_stat.log", "proc_diskstats.log", "proc_meminfo.log"] {
+        let text = std::fs::read_to_string(trace.join(name)).unwrap();
+        let text = text.replace("\n2000\n", "\n1000000000000000\n");
+        std::fs::write(trace.join(name), text).unwrap();
+    }
+    let t = trace.to_str().unwrap();
+    let (html, svg) = (d.join("r.html"), d.join("r.svg"));
+    let (html, svg) = (html.to_str().unwrap(), svg.to_str().unwrap());
+    for args in [
+        &["report", t][..],
+        &["advise", t],
+        &["report", t, "--svg", svg, "--html", html, "--json"],
+    ] {
+        let (code, _, err) = run(args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+    }
+    assert!(std::fs::metadata(svg).unwrap().len() < 10_000_000);
+    std::fs::remove_dir_all(&d).unwrap();
+}
