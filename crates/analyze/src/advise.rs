@@ -254,10 +254,12 @@ fn is_fork(m: &BootModel, i: usize) -> bool {
 }
 
 /// The process a run belongs to: its parent, skipping forks (a script's `$(...)` subshells
-/// run its programs, but the script is the caller).
+/// run its programs, but the script is the caller). At most one step per process, so a
+/// parent cycle cannot make it loop.
 fn owner(m: &BootModel, i: usize) -> Option<usize> {
     let mut cur = m.processes[i].parent;
-    while let Some(pi) = cur {
+    for _ in 0..m.processes.len() {
+        let pi = cur?;
         if !is_fork(m, pi) {
             return Some(pi);
         }
@@ -321,7 +323,7 @@ fn storms(m: &BootModel, out: &mut Vec<Finding>) {
         // (udev's worker pool) are a pool, not a storm.
         let mut lives: Vec<f64> = list
             .iter()
-            .map(|&i| m.processes[i].end_s - m.processes[i].start_s)
+            .map(|&i| (m.processes[i].end_s - m.processes[i].start_s).max(0.0))
             .collect();
         lives.sort_by(f64::total_cmp);
         if lives[lives.len() / 2] > limits::STORM_MAX_RUN_S {

@@ -359,12 +359,22 @@ impl ProcessTree {
         for n in &mut self.nodes {
             n.children.clear();
         }
+        let mut parents: Vec<Option<usize>> = (0..self.nodes.len())
+            .map(|i| {
+                index
+                    .get(&self.nodes[i].process.ppid)
+                    .copied()
+                    .filter(|&p| p != i)
+            })
+            .collect();
+        // bootchart2 would recurse forever on a parent cycle (pid reuse makes them): the
+        // lowest pid in one becomes a root instead.
+        crate::build::cut_parent_cycles(&mut parents, |a, b| a.cmp(&b));
         // Nodes are in pid order, so children lists come out in pid order.
-        for i in 0..self.nodes.len() {
-            let ppid = self.nodes[i].process.ppid;
-            match index.get(&ppid) {
-                Some(&p) if p != i => self.nodes[p].children.push(i),
-                _ => self.roots.push(i),
+        for (i, parent) in parents.into_iter().enumerate() {
+            match parent {
+                Some(p) => self.nodes[p].children.push(i),
+                None => self.roots.push(i),
             }
         }
     }
@@ -604,6 +614,32 @@ mod tests {
         for no in ["sda1", "ram0", "loop0", "nvme0n1", "mmcblk0p1", "dm-0"] {
             assert!(!is_bootchart_disk(no), "{no}");
         }
+    }
+
+    /// Defect 3: `rc` (ppid 1) whose pid init's ppid names: the tree's walks must end.
+    #[test]
+    fn defect3_tree_with_a_parent_cycle_through_rc_is_built() {
+        let mut text = Vec::new();
+        for t in [100u64, 120] {
+            let mut body = Vec::new();
+            for (pid, ppid, comm) in [(1, 50, "init"), (50, 1, "rc"), (60, 50, "sh"), (61, 1, "d")]
+            {
+                trace::writer::PsRecord {
+                    pid,
+                    ppid,
+                    comm: comm.into(),
+                    state: 'S',
+                    starttime: 90,
+                    ..Default::default()
+                }
+                .write_line(&mut body)
+                .unwrap();
+            }
+            trace::writer::write_block(&mut text, t, &body).unwrap();
+        }
+        let log = trace::bootchart::parse_proc_ps(std::str::from_utf8(&text).unwrap()).unwrap();
+        let tree = ProcessTree::build(&ps_stats(&log));
+        assert_eq!(tree.nodes.len(), 4);
     }
 
     #[test]

@@ -101,7 +101,8 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
     let cpu = cpu_series(&trace.stat);
     let disk = disk_series(&trace.disk);
     let memory = memory_series(trace);
-    let (mut processes, blocked_source, ps_span) = processes(trace, &system, &mut notes)?;
+    let (mut processes, blocked_source, ps_span, started_after_first_sample) =
+        processes(trace, &system, &mut notes)?;
     order_tree(&mut processes);
     let first_sample_s = [
         trace.stat.first().map(|b| cs(b.t_cs)),
@@ -156,6 +157,7 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
         blocked_source,
         notes,
         readahead: readahead_hit(trace),
+        started_after_first_sample,
     };
     if model.milestones.boot_done.source == PENDING {
         let login = model.milestones.login().is_some();
@@ -432,7 +434,9 @@ fn memory_series(trace: &Trace) -> Vec<MemSample> {
 
 /// The processes, how blocked time was measured, and the times of the first and last
 /// `proc_ps.log` blocks.
-type ProcessScan = (Vec<Process>, BlockedSource, (f64, f64));
+/// The processes, how blocked time was measured, the first and last block times, and how
+/// many processes started (by their `starttime`) after the first block that saw them.
+type ProcessScan = (Vec<Process>, BlockedSource, (f64, f64), usize);
 
 /// One process per (pid, starttime): a reused pid is a new process.
 fn processes(
@@ -450,10 +454,8 @@ fn processes(
         last_block: usize,
     }
     let hz = system.clk_tck as f64;
-    // pid -> index into accs of the process now holding it; a Vec because pids are small
-    // and this lookup runs once per proc_ps line.
-    const NONE: usize = usize::MAX;
-    let mut current: Vec<usize> = Vec::new();
+    // pid -> index into accs of the process now holding it.
+    let mut current = PidIndex::default();
     let mut accs: Vec<Acc> = Vec::new();
     let mut any_blkio = false;
     // Processes whose delayacct_blkio_ticks grew faster than time passed (seen on a 6.18
@@ -462,6 +464,7 @@ fn processes(
     let mut prev_t: Option<f64> = None;
     let mut first_t: Option<f64> = None;
     let mut bi = 0usize;
+    let mut started_late = 0usize;
     let nblocks = trace.for_each_ps_block(|t_cs, records| {
         let t = cs(t_cs);
         first_t.get_or_insert(t);
@@ -470,9 +473,8 @@ fn processes(
             any_blkio |= r.blkio_ticks > 0;
             let ticks = r.utime + r.stime;
             let existing = current
-                .get(r.pid as usize)
-                .copied()
-                .filter(|&i| i != NONE && accs[i].starttime == r.starttime);
+                .get(r.pid)
+                .filter(|&i| accs[i].starttime == r.starttime);
             match existing {
                 Some(i) => {
                     let a = &mut accs[i];
@@ -502,7 +504,15 @@ fn processes(
                     a.d_samples += u32::from(r.state == 'D');
                 }
                 None => {
-                    let start_s = r.starttime as f64 / hz;
+                    // A process cannot start after the first sample that saw it, but where
+                    // the sample clock and the kernel's start times disagree (old bootchart
+                    // collectors) its starttime says so: the sighting is its start, as
+                    // bootchart2 takes it (docs/report.md).
+                    let mut start_s = r.starttime as f64 / hz;
+                    if start_s > t + 1e-9 {
+                        started_late += 1;
+                        start_s = t;
+                    }
                     // Seen for the first time: its CPU share is only known if it started
                     // within the interval.
                     let cpu = match (prev_t, dt) {
@@ -538,11 +548,7 @@ fn processes(
                         d_samples: u32::from(r.state == 'D'),
                         last_block: bi,
                     });
-                    let pid = r.pid as usize;
-                    if current.len() <= pid {
-                        current.resize(pid + 1, NONE);
-                    }
-                    current[pid] = accs.len() - 1;
+                    current.set(r.pid, accs.len() - 1);
                 }
             }
         }
@@ -556,6 +562,18 @@ fn processes(
             expected: "at least 1 sample block".into(),
         });
     };
+    if started_late > 0 {
+        notes.push(format!(
+            "clocks disagree: {started_late} process{} started after {} first sampled; start \
+             taken as first sighting",
+            if started_late == 1 { "" } else { "es" },
+            if started_late == 1 {
+                "it was"
+            } else {
+                "they were"
+            },
+        ));
+    }
     if impossible_blkio > 0 {
         notes.push(format!(
             "delayacct_blkio_ticks grew faster than the clock {impossible_blkio} times (a \
@@ -599,7 +617,45 @@ fn processes(
             p
         })
         .collect();
-    Ok((procs, source, (first_t, last_t)))
+    Ok((procs, source, (first_t, last_t), started_late))
+}
+
+/// pid -> index, looked up once per `proc_ps.log` line: a Vec for the pids a boot mostly
+/// has, a map above them, so that no allocation is sized by a pid read from the file (a pid of
+/// 4294967295 once asked for 32 GiB).
+#[derive(Default)]
+struct PidIndex {
+    low: Vec<usize>,
+    high: HashMap<u32, usize>,
+}
+
+impl PidIndex {
+    /// Pids below this are in `low` (at most 512 KiB).
+    const LOW: u32 = 1 << 16;
+    const NONE: usize = usize::MAX;
+
+    fn get(&self, pid: u32) -> Option<usize> {
+        if pid < Self::LOW {
+            self.low
+                .get(pid as usize)
+                .copied()
+                .filter(|&i| i != Self::NONE)
+        } else {
+            self.high.get(&pid).copied()
+        }
+    }
+
+    fn set(&mut self, pid: u32, index: usize) {
+        if pid < Self::LOW {
+            let pid = pid as usize;
+            if self.low.len() <= pid {
+                self.low.resize(pid + 1, Self::NONE);
+            }
+            self.low[pid] = index;
+        } else {
+            self.high.insert(pid, index);
+        }
+    }
 }
 
 /// Puts processes in tree order and fills `parent` and `depth`. A parent is the process with
@@ -620,7 +676,11 @@ fn order_tree(procs: &mut Vec<Process>) {
             .max_by(|&a, &b| procs[a].start_s.total_cmp(&procs[b].start_s))
             .or_else(|| cands.iter().copied().find(|&j| j != i))
     };
-    let parents: Vec<Option<usize>> = (0..n).map(parent_of).collect();
+    let mut parents: Vec<Option<usize>> = (0..n).map(parent_of).collect();
+    cut_parent_cycles(&mut parents, |a, b| {
+        let (pa, pb) = (&procs[a], &procs[b]);
+        pa.start_s.total_cmp(&pb.start_s).then(pa.pid.cmp(&pb.pid))
+    });
     let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut roots = Vec::new();
     for (i, par) in parents.iter().enumerate() {
@@ -638,7 +698,7 @@ fn order_tree(procs: &mut Vec<Process>) {
     for c in &mut children {
         c.sort_by(cmp);
     }
-    // Depth-first; a parent cycle (impossible in a sane trace) cannot loop: each node once.
+    // Depth-first, each node once (the parents are a forest now; this stays robust anyway).
     let mut order = Vec::with_capacity(n);
     let mut depth = vec![0u32; n];
     let mut seen = vec![false; n];
@@ -669,6 +729,44 @@ fn order_tree(procs: &mut Vec<Process>) {
         p.depth = depth[i];
         p.parent = parents[i].map(|q| new_index[q]);
         procs.push(p);
+    }
+}
+
+/// Cuts every cycle of `parents` (pid reuse can make two processes each other's parent, or a
+/// process its own ancestor) at its first member by `order`, which becomes a root: then every
+/// walk up the tree ends, within `parents.len()` steps.
+pub(crate) fn cut_parent_cycles(
+    parents: &mut [Option<usize>],
+    order: impl Fn(usize, usize) -> std::cmp::Ordering,
+) {
+    const NEW: u8 = 0;
+    const ON_PATH: u8 = 1;
+    const ENDS: u8 = 2;
+    let mut state = vec![NEW; parents.len()];
+    let mut path = Vec::new();
+    for s in 0..parents.len() {
+        path.clear();
+        let mut cur = Some(s);
+        while let Some(i) = cur {
+            match state[i] {
+                ENDS => break,
+                ON_PATH => {
+                    let at = path.iter().position(|&x| x == i).unwrap_or(0);
+                    if let Some(first) = path[at..].iter().copied().min_by(|&a, &b| order(a, b)) {
+                        parents[first] = None;
+                    }
+                    break;
+                }
+                _ => {
+                    state[i] = ON_PATH;
+                    path.push(i);
+                    cur = parents[i];
+                }
+            }
+        }
+        for &i in &path {
+            state[i] = ENDS;
+        }
     }
 }
 
@@ -852,6 +950,117 @@ mod tests {
             trace::writer::write_block(&mut out, *t, &body).unwrap();
         }
         String::from_utf8(out).unwrap()
+    }
+
+    /// A minimal trace: one CPU at 100 ticks/s, `blocks` of `proc_ps.log`.
+    fn small_trace(blocks: &[(u64, Vec<trace::writer::PsRecord>)]) -> Trace {
+        let stat = blocks
+            .iter()
+            .map(|(t, _)| trace::bootchart::StatSample {
+                t_cs: *t,
+                cpu: CpuTimes {
+                    idle: *t,
+                    ..CpuTimes::default()
+                },
+                ncpus: 1,
+                procs_blocked: None,
+            })
+            .collect();
+        Trace {
+            header: vec![("bootprint.clk_tck".into(), "100".into())],
+            stat,
+            proc_ps: ps_text(blocks).into(),
+            ..Trace::default()
+        }
+    }
+
+    fn ps(pid: u32, ppid: u32, comm: &str, starttime: u64) -> trace::writer::PsRecord {
+        trace::writer::PsRecord {
+            pid,
+            comm: comm.into(),
+            state: 'S',
+            ppid,
+            starttime,
+            ..Default::default()
+        }
+    }
+
+    /// Defect 3: pid reuse can make two processes each other's parent; the model's parent
+    /// links must still end at a root, or every walk up the tree loops.
+    #[test]
+    fn defect3_parent_cycle_is_cut_in_the_model() {
+        let recs = vec![
+            ps(1, 0, "init", 10),
+            ps(10, 11, "a", 100),
+            ps(11, 10, "b", 100),
+            ps(12, 10, "c", 100),
+        ];
+        let t = small_trace(&[(100, recs.clone()), (102, recs)]);
+        let m = analyze(&t).unwrap();
+        let n = m.processes.len();
+        for (i, p) in m.processes.iter().enumerate() {
+            let mut cur = p.parent;
+            let mut hops = 0;
+            while let Some(j) = cur {
+                hops += 1;
+                assert!(hops <= n, "process {i} ({}) is in a parent cycle", p.pid);
+                cur = m.processes[j].parent;
+            }
+            assert_eq!(p.depth as usize, hops, "depth of {}", p.pid);
+        }
+        // The cut keeps every process, and the child of the cycle keeps its parent.
+        assert_eq!(n, 4);
+        let c = m.processes.iter().position(|p| p.pid == 12).unwrap();
+        let parent = m.processes[c].parent.map(|j| m.processes[j].pid);
+        assert_eq!(parent, Some(10));
+    }
+
+    /// Defect 4: a pid read from the file sizes no allocation.
+    #[test]
+    fn defect4_largest_pid_is_read_without_a_pid_sized_allocation() {
+        let recs = vec![
+            ps(1, 0, "init", 10),
+            ps(u32::MAX, 1, "big", 100),
+            ps(u32::MAX - 1, u32::MAX, "bigger", 100),
+        ];
+        let t = small_trace(&[(100, recs.clone()), (102, recs)]);
+        let m = analyze(&t).unwrap();
+        let big = m.process(u32::MAX).unwrap();
+        assert_eq!((big.name.as_str(), big.samples.len()), ("big", 2));
+        let child = m.process(u32::MAX - 1).unwrap();
+        assert_eq!(child.parent.map(|j| m.processes[j].pid), Some(u32::MAX));
+    }
+
+    /// Defect 8: in old bootchart logs the sample clock and the kernel's start times
+    /// disagree: a process "starts" after the first sample that saw it. It cannot; its start
+    /// is that sighting, no duration is negative, and the report says how many.
+    #[test]
+    fn defect8_a_process_starts_no_later_than_its_first_sighting() {
+        let init = ps(1, 0, "init", 10);
+        let t = small_trace(&[
+            (100, vec![init.clone()]),
+            (120, vec![init.clone(), ps(300, 1, "late", 125)]),
+            (140, vec![init.clone(), ps(301, 1, "later", 142)]),
+            (160, vec![init.clone(), ps(301, 1, "later", 142)]),
+        ]);
+        let m = analyze(&t).unwrap();
+        let late = m.process(300).unwrap();
+        assert_eq!((late.start_s, late.end_s), (1.2, 1.2));
+        let later = m.process(301).unwrap();
+        assert_eq!((later.start_s, later.end_s), (1.4, 1.6));
+        assert_eq!(m.process(1).unwrap().start_s, 0.1);
+        for p in &m.processes {
+            assert!(p.end_s >= p.start_s, "{} {} {}", p.pid, p.start_s, p.end_s);
+        }
+        assert_eq!(m.started_after_first_sample, 2);
+        let note = "clocks disagree: 2 processes started after they were first sampled; \
+                    start taken as first sighting";
+        assert!(m.notes.iter().any(|n| n == note), "{:?}", m.notes);
+        // Clocks that agree: no note.
+        let t = small_trace(&[(100, vec![init.clone()]), (120, vec![init])]);
+        let m = analyze(&t).unwrap();
+        assert_eq!(m.started_after_first_sample, 0);
+        assert!(!m.notes.iter().any(|n| n.contains("clocks disagree")));
     }
 
     #[test]

@@ -190,7 +190,7 @@ pub fn diff(a: &BootModel, b: &BootModel) -> Diff {
         let mut out: BTreeMap<String, (f64, f64)> = BTreeMap::new();
         for s in services::services(m) {
             out.entry(s.name)
-                .or_insert((s.start_s, s.end_s - s.start_s));
+                .or_insert((s.start_s, (s.end_s - s.start_s).max(0.0)));
         }
         out
     };

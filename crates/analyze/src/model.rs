@@ -39,6 +39,9 @@ pub struct BootModel {
     pub notes: Vec<String>,
     /// The readahead replay's hit rate (`readahead_hit` event), when this boot replayed a pack.
     pub readahead: Option<ReadaheadHit>,
+    /// Processes whose `starttime` was later than the first sample that saw them (the log's
+    /// sample clock and the kernel's start times disagree); their start is that sighting.
+    pub started_after_first_sample: usize,
 }
 
 /// How much of what readahead replayed was still in the page cache at boot done.
@@ -191,7 +194,7 @@ pub struct Process {
     pub cmdline: Option<String>,
     /// Executable path from `cmdline2.log`.
     pub exe: Option<String>,
-    /// Start time (from `starttime`), seconds.
+    /// Start time (from `starttime`, but never after the first sample that saw it), seconds.
     pub start_s: f64,
     /// When it was last seen running or exited, seconds.
     pub end_s: f64,

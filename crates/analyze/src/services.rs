@@ -91,9 +91,11 @@ pub fn services(m: &BootModel) -> Vec<Service> {
 }
 
 /// The service a process belongs to: the nearest ancestor (or itself) that starts a span.
+/// The walk takes at most one step per process, so a parent cycle cannot make it loop.
 pub fn service_of<'a>(m: &BootModel, services: &'a [Service], index: usize) -> Option<&'a Service> {
     let mut cur = Some(index);
-    while let Some(i) = cur {
+    for _ in 0..=m.processes.len() {
+        let i = cur?;
         if let Some(s) = services.iter().find(|s| s.index == i) {
             return Some(s);
         }

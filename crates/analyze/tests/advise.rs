@@ -257,3 +257,41 @@ fn disk_bound_after_a_readahead_replay_asks_for_a_new_pack() {
     assert!(d[0].fix.contains("bootprint readahead relearn"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Runs `f` on another thread and fails if it takes longer than a minute (a loop).
+fn finishes<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(60))
+        .unwrap_or_else(|_| panic!("{what} did not finish: a walk up the tree loops"))
+}
+
+/// Defect 3: a model whose parent links form a cycle (a pid reused by an ancestor) must not
+/// make any walk up the tree loop: advise (owners, services) ends, and so does service_of.
+#[test]
+fn defect3_walks_up_a_parent_cycle_end() {
+    let t = trace::Trace::open(&example()).unwrap();
+    let mut m = analyze::analyze(&t).unwrap();
+    // Every process's chain of parents now ends in a cycle through the roots.
+    let deepest = (0..m.processes.len())
+        .max_by_key(|&i| m.processes[i].depth)
+        .unwrap();
+    for i in 0..m.processes.len() {
+        if m.processes[i].parent.is_none() {
+            m.processes[i].parent = Some(deepest);
+        }
+    }
+    let found = finishes("advise", {
+        let m = m.clone();
+        move || advise(&m, None).len()
+    });
+    assert!(found > 0);
+    finishes("service_of", move || {
+        let services = analyze::services::services(&m);
+        (0..m.processes.len())
+            .filter(|&i| analyze::services::service_of(&m, &services, i).is_some())
+            .count()
+    });
+}

@@ -20,7 +20,7 @@ TRACE       a bootprint trace directory or a bootchart2 bootchart.tgz
 ";
 
 /// Runs the verb.
-pub fn run(args: &[String]) -> Outcome {
+pub fn run(args: &[std::ffi::OsString]) -> Outcome {
     let args =
         match crate::args::parse_input(args, "TRACE", "a TRACE (directory or .tgz) is required") {
             Ok(Some(a)) if a.svg.is_none() => a,

@@ -26,27 +26,27 @@ fn open(path: &std::path::Path) -> Result<(String, analyze::BootModel), String> 
 }
 
 /// Runs the verb.
-pub fn run(args: &[String]) -> Outcome {
+pub fn run(args: &[std::ffi::OsString]) -> Outcome {
     let mut inputs = Vec::new();
     let mut json = false;
     let mut svg = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        match a.as_str() {
-            "-h" | "--help" => {
+        match crate::args::split_flag(a) {
+            (f, None) if f == "-h" || f == "--help" => {
                 print!("{HELP}");
                 return Outcome::Ok;
             }
-            "--json" => json = true,
-            "--svg" => match it.next() {
+            (f, None) if f == "--json" => json = true,
+            (f, None) if f == "--svg" => match it.next() {
                 Some(f) => svg = Some(PathBuf::from(f)),
                 None => return Outcome::Usage("diff: --svg needs a FILE".into()),
             },
-            s if s.starts_with("--svg=") => svg = Some(PathBuf::from(&s[6..])),
-            s if s.starts_with('-') => {
-                return Outcome::Usage(format!("diff: unknown option {s:?}"))
+            (f, Some(v)) if f == "--svg" => svg = Some(PathBuf::from(v)),
+            (s, _) if s.starts_with('-') => {
+                return Outcome::Usage(format!("diff: unknown option {:?}", crate::args::lossy(a)))
             }
-            s => inputs.push(PathBuf::from(s)),
+            _ => inputs.push(PathBuf::from(a)),
         }
     }
     if inputs.len() != 2 {

@@ -20,22 +20,23 @@ TRACE             a bootprint trace directory or a bootchart2 bootchart.tgz
 ";
 
 /// Runs the verb.
-pub fn run(args: &[String]) -> Outcome {
+pub fn run(args: &[std::ffi::OsString]) -> Outcome {
     let mut dir = None;
     let mut input = None;
     let mut config = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        match a.as_str() {
+        let s = crate::args::lossy(a);
+        match s.as_ref() {
             "-h" | "--help" => {
                 print!("{HELP}");
                 return Outcome::Ok;
             }
             "--prometheus" | "--config" => {
                 let Some(v) = it.next() else {
-                    return Outcome::Usage(format!("export: {a} needs a value"));
+                    return Outcome::Usage(format!("export: {s} needs a value"));
                 };
-                if a == "--prometheus" {
+                if s == "--prometheus" {
                     dir = Some(PathBuf::from(v));
                 } else {
                     config = Some(PathBuf::from(v));
@@ -45,7 +46,7 @@ pub fn run(args: &[String]) -> Outcome {
                 return Outcome::Usage(format!("export: unknown option {s:?}"))
             }
             s => {
-                if input.replace(PathBuf::from(s)).is_some() {
+                if input.replace(PathBuf::from(a)).is_some() {
                     return Outcome::Usage(format!(
                         "export: only one TRACE is allowed, found another: {s:?}"
                     ));

@@ -1,6 +1,7 @@
 //! `bootprint initramfs build|plan|install`: a host-only initramfs whose /init is
 //! bootprint-boot (the work is in the initramfs crate; docs/initramfs.md).
 
+use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -52,9 +53,10 @@ struct Args {
     once: bool,
 }
 
-fn parse(args: &[String]) -> Result<Option<Args>, String> {
+fn parse(args: &[OsString]) -> Result<Option<Args>, String> {
     let mut it = args.iter();
-    let verb = match it.next().map(String::as_str) {
+    let verb = it.next().map(|a| crate::args::lossy(a));
+    let verb = match verb.as_deref() {
         Some("-h" | "--help") => return Ok(None),
         Some(v @ ("build" | "plan" | "install")) => v.to_string(),
         Some(other) => {
@@ -69,20 +71,19 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
         ..Args::default()
     };
     while let Some(w) = it.next() {
-        let mut value = |what: &str| {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{w} needs {what}"))
-        };
-        match w.as_str() {
+        let w = crate::args::lossy(w);
+        let mut value = |what: &str| it.next().ok_or_else(|| format!("{w} needs {what}"));
+        // A value that must be text (a device, a release), or a usage error naming it.
+        let text = |v: &OsString| crate::args::text(v, &w).map(String::from);
+        match w.as_ref() {
             "-h" | "--help" => return Ok(None),
             "--out" if a.verb == "build" => a.out = Some(PathBuf::from(value("a FILE")?)),
             "--root-from-running" if a.verb != "install" => a.root = None,
-            "--root" if a.verb != "install" => a.root = Some(value("a DEV")?),
-            "--kernel" => a.kernel = Some(value("a RELEASE")?),
+            "--root" if a.verb != "install" => a.root = Some(text(value("a DEV")?)?),
+            "--kernel" => a.kernel = Some(text(value("a RELEASE")?)?),
             "--init" if a.verb == "build" => a.init = Some(PathBuf::from(value("a PATH")?)),
             "--compression" if a.verb == "build" => {
-                let v = value("auto, none, gzip, xz, zstd or lz4")?;
+                let v = text(value("auto, none, gzip, xz, zstd or lz4")?)?;
                 a.compression = match v.as_str() {
                     "auto" => None,
                     s => Some(Method::parse(s).ok_or_else(|| {
@@ -91,7 +92,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
                 };
             }
             "--workers" if a.verb != "install" => {
-                let v = value("a number from 1 to 64")?;
+                let v = text(value("a number from 1 to 64")?)?;
                 a.workers = match v.parse::<usize>() {
                     Ok(n) if (1..=64).contains(&n) => Some(n),
                     _ => return Err(format!("--workers {v:?}: expected a number from 1 to 64")),
@@ -107,7 +108,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
 }
 
 /// Runs `bootprint initramfs ...`.
-pub fn run(args: &[String]) -> Outcome {
+pub fn run(args: &[OsString]) -> Outcome {
     let a = match parse(args) {
         Ok(Some(a)) => a,
         Ok(None) => {
@@ -259,8 +260,8 @@ fn install(a: &Args, release: &str) -> Outcome {
 mod tests {
     use super::*;
 
-    fn words(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
+    fn words(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
     }
 
     #[test]

@@ -21,7 +21,7 @@ DMESG       a kernel log: `dmesg` output (also -r, -x) or a serial console captu
 ";
 
 /// Runs the verb.
-pub fn run(args: &[String]) -> Outcome {
+pub fn run(args: &[std::ffi::OsString]) -> Outcome {
     let args = match crate::args::parse_input(
         args,
         "TRACE or DMESG",

@@ -55,8 +55,11 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let outcome = match args.first().map(String::as_str) {
+    // A path is bytes, not text: arguments stay as the OS gave them (verbs look at option
+    // names as text, and say so when a value that must be text is not).
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let verb = args.first().map(|a| a.to_string_lossy());
+    let outcome = match verb.as_deref() {
         None => Outcome::Usage("a verb is required".into()),
         Some("-h" | "--help" | "help") => {
             print!("{USAGE}");

@@ -1,6 +1,7 @@
 //! `bootprint modules plan [--root DIR] [--kernel RELEASE] [--json]`: the kernel modules the
 //! present hardware needs and the order the parallel loader would use, without loading any.
 
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -34,18 +35,18 @@ struct Args {
 }
 
 fn value<'a>(
-    it: &mut impl Iterator<Item = &'a String>,
+    it: &mut impl Iterator<Item = &'a OsString>,
     a: &str,
     what: &str,
-) -> Result<String, String> {
+) -> Result<&'a OsStr, String> {
     it.next()
-        .cloned()
+        .map(OsString::as_os_str)
         .ok_or_else(|| format!("{a} needs {what}"))
 }
 
-fn parse(args: &[String]) -> Result<Option<Args>, String> {
+fn parse(args: &[OsString]) -> Result<Option<Args>, String> {
     let mut it = args.iter();
-    match it.next().map(String::as_str) {
+    match it.next().map(|a| crate::args::lossy(a)).as_deref() {
         Some("-h" | "--help") => return Ok(None),
         None => return Err("a subcommand is required: plan".into()),
         Some("plan") => {}
@@ -58,37 +59,36 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
         json: false,
     };
     while let Some(a) = it.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (a.as_str(), None),
-        };
+        let (flag, inline) = crate::args::split_flag(a);
+        let flag = flag.as_ref();
         match flag {
             "-h" | "--help" => return Ok(None),
             "--json" => out.json = true,
             "--root" => {
                 out.root = inline
-                    .map_or_else(|| value(&mut it, a, "a DIR"), Ok)?
+                    .map_or_else(|| value(&mut it, flag, "a DIR"), Ok)?
                     .into()
             }
             "--kernel" => {
-                out.kernel = Some(inline.map_or_else(|| value(&mut it, a, "a RELEASE"), Ok)?)
+                let v = inline.map_or_else(|| value(&mut it, flag, "a RELEASE"), Ok)?;
+                out.kernel = Some(crate::args::text(v, flag)?.to_string())
             }
             "--state" => {
                 out.state = Some(
                     inline
-                        .map_or_else(|| value(&mut it, a, "a FILE"), Ok)?
+                        .map_or_else(|| value(&mut it, flag, "a FILE"), Ok)?
                         .into(),
                 )
             }
-            _ => return Err(format!("unknown argument {a:?}")),
+            _ => return Err(format!("unknown argument {:?}", crate::args::lossy(a))),
         }
     }
     Ok(Some(out))
 }
 
 /// Runs the verb.
-pub fn run(args: &[String]) -> Outcome {
-    if args.first().map(String::as_str) == Some("load") {
+pub fn run(args: &[OsString]) -> Outcome {
+    if args.first().is_some_and(|a| a == "load") {
         return load(&args[1..]);
     }
     let args = match parse(args) {
@@ -274,7 +274,7 @@ struct LoadArgs {
     learn_wait_s: u64,
 }
 
-fn parse_load(args: &[String]) -> Result<Option<LoadArgs>, String> {
+fn parse_load(args: &[OsString]) -> Result<Option<LoadArgs>, String> {
     let mut out = LoadArgs {
         workers: std::thread::available_parallelism()
             .map_or(2, |n| n.get() + 1)
@@ -286,14 +286,16 @@ fn parse_load(args: &[String]) -> Result<Option<LoadArgs>, String> {
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        match a.as_str() {
+        let a = crate::args::lossy(a);
+        let a = a.as_ref();
+        match a {
             "-h" | "--help" => return Ok(None),
-            "--workers" => match it.next().and_then(|v| v.parse::<usize>().ok()) {
+            "--workers" => match it.next().and_then(|v| v.to_str()?.parse::<usize>().ok()) {
                 Some(n) if (1..=64).contains(&n) => out.workers = n,
                 _ => return Err("--workers needs a number from 1 to 64".into()),
             },
             "--only" => {
-                let v = value(&mut it, a, "NAMES (comma-separated)")?;
+                let v = crate::args::text(value(&mut it, a, "NAMES (comma-separated)")?, a)?;
                 let names: Vec<String> = v
                     .split(',')
                     .map(str::trim)
@@ -307,7 +309,7 @@ fn parse_load(args: &[String]) -> Result<Option<LoadArgs>, String> {
             }
             "--state" => out.state = Some(value(&mut it, a, "a FILE")?.into()),
             "--no-learn" => out.learn = false,
-            "--learn-wait" => match it.next().and_then(|v| v.parse::<u64>().ok()) {
+            "--learn-wait" => match it.next().and_then(|v| v.to_str()?.parse::<u64>().ok()) {
                 Some(n) if n <= 3600 => out.learn_wait_s = n,
                 _ => return Err("--learn-wait needs a number of seconds up to 3600".into()),
             },
@@ -318,7 +320,7 @@ fn parse_load(args: &[String]) -> Result<Option<LoadArgs>, String> {
 }
 
 /// `bootprint modules load`: what the boot path runs in a child before init starts.
-fn load(args: &[String]) -> Outcome {
+fn load(args: &[OsString]) -> Outcome {
     let args = match parse_load(args) {
         Ok(Some(a)) => a,
         Ok(None) => {
@@ -411,8 +413,8 @@ fn warning(what: String) -> trace::Event {
 mod tests {
     use super::*;
 
-    fn args(a: &[&str]) -> Vec<String> {
-        a.iter().map(|s| s.to_string()).collect()
+    fn args(a: &[&str]) -> Vec<OsString> {
+        crate::args::os(a)
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! init scripts of a system and the order bootprint would start them in, every edge with
 //! the header line it came from. Reading and planning live in the `rc` crate.
 
+use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -47,9 +48,9 @@ struct Args {
     format: Format,
 }
 
-fn parse(args: &[String]) -> Result<Option<Args>, String> {
+fn parse(args: &[OsString]) -> Result<Option<Args>, String> {
     let mut it = args.iter();
-    match it.next().map(String::as_str) {
+    match it.next().map(|a| crate::args::lossy(a)).as_deref() {
         Some("-h" | "--help") | None => return Ok(None),
         Some("graph") => {}
         Some(other) => return Err(format!("unknown rc command {other:?}: expected graph")),
@@ -58,24 +59,23 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
     let mut runlevel = None;
     let mut format = Format::Text;
     while let Some(a) = it.next() {
-        let (flag, inline) = match a.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (a.as_str(), None),
-        };
-        let mut value = |name: &str| -> Result<String, String> {
-            match &inline {
-                Some(v) => Ok(v.clone()),
-                None => it.next().cloned().ok_or(format!("{name} needs a value")),
+        let (flag, inline) = crate::args::split_flag(a);
+        let mut value = |name: &str| -> Result<&OsStr, String> {
+            match inline {
+                Some(v) => Ok(v),
+                None => it
+                    .next()
+                    .map(OsString::as_os_str)
+                    .ok_or(format!("{name} needs a value")),
             }
         };
-        match flag {
+        match flag.as_ref() {
             "-h" | "--help" => return Ok(None),
             "--root" => root = PathBuf::from(value("--root DIR")?),
             "--runlevel" => {
-                let v = value("--runlevel N")?;
-                runlevel = Some(
-                    Runlevel::parse(&v).ok_or(format!("--runlevel {v:?}: expected S or 0-6"))?,
-                );
+                let v = crate::args::text(value("--runlevel N")?, "--runlevel")?;
+                runlevel =
+                    Some(Runlevel::parse(v).ok_or(format!("--runlevel {v:?}: expected S or 0-6"))?);
             }
             "--json" | "--dot" => {
                 if format != Format::Text {
@@ -87,7 +87,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
                     Format::Dot
                 };
             }
-            other => return Err(format!("unknown option {other:?}")),
+            _ => return Err(format!("unknown option {:?}", crate::args::lossy(a))),
         }
     }
     let runlevels = match runlevel {
@@ -102,8 +102,8 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
 }
 
 /// Runs the verb.
-pub fn run(args: &[String]) -> Outcome {
-    if args.first().map(String::as_str) == Some("services") {
+pub fn run(args: &[OsString]) -> Outcome {
+    if args.first().is_some_and(|a| a == "services") {
         return services(&args[1..]);
     }
     let args = match parse(args) {
@@ -369,18 +369,19 @@ fn write_dot(graphs: &[Graph], out: &mut impl Write) -> std::io::Result<()> {
 const SERVICES_HELP: &str = "usage: bootprint rc services TRACE [--json]\n";
 
 /// `rc services TRACE [--json]`: the services view of a recorded boot.
-fn services(args: &[String]) -> Outcome {
+fn services(args: &[OsString]) -> Outcome {
     let mut json = false;
     let mut trace = None;
     for a in args {
-        match a.as_str() {
+        let s = crate::args::lossy(a);
+        match s.as_ref() {
             "--json" => json = true,
             "-h" | "--help" => {
                 print!("{SERVICES_HELP}");
                 return Outcome::Ok;
             }
-            _ if a.starts_with('-') => {
-                return Outcome::Usage(format!("rc services: unknown option {a:?}"))
+            _ if s.starts_with('-') => {
+                return Outcome::Usage(format!("rc services: unknown option {s:?}"))
             }
             _ if trace.is_none() => trace = Some(PathBuf::from(a)),
             _ => return Outcome::Usage("rc services: expected one TRACE".into()),
@@ -443,8 +444,8 @@ pub fn services_json(view: &rc::spans::Services) -> Value {
 mod tests {
     use super::*;
 
-    fn args(v: &[&str]) -> Vec<String> {
-        v.iter().map(|s| s.to_string()).collect()
+    fn args(v: &[&str]) -> Vec<OsString> {
+        crate::args::os(v)
     }
 
     #[test]

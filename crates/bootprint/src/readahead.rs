@@ -31,7 +31,7 @@ struct Opts {
     pack: Option<PathBuf>,
 }
 
-fn parse(args: &[String]) -> Result<Option<Opts>, String> {
+fn parse(args: &[std::ffi::OsString]) -> Result<Option<Opts>, String> {
     let mut o = Opts {
         root: PathBuf::from("/"),
         json: false,
@@ -39,7 +39,7 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        match a.as_str() {
+        match crate::args::lossy(a).as_ref() {
             "-h" | "--help" => return Ok(None),
             "--json" => o.json = true,
             "--root" => o.root = PathBuf::from(it.next().ok_or("--root needs a DIR")?),
@@ -51,8 +51,8 @@ fn parse(args: &[String]) -> Result<Option<Opts>, String> {
 }
 
 /// Runs `bootprint readahead ...`.
-pub fn run(args: &[String]) -> Outcome {
-    let Some(verb) = args.first() else {
+pub fn run(args: &[std::ffi::OsString]) -> Outcome {
+    let Some(verb) = args.first().map(|a| crate::args::lossy(a)) else {
         return Outcome::Usage(format!("readahead needs a verb\n{USAGE}"));
     };
     if verb == "-h" || verb == "--help" {
@@ -71,7 +71,7 @@ pub fn run(args: &[String]) -> Outcome {
         Ok(s) => s,
         Err(e) => return Outcome::Failed(e),
     };
-    let result = match verb.as_str() {
+    let result = match verb.as_ref() {
         "status" => status(&sys, opts.json),
         "show" => show(&sys, opts.pack.as_deref(), opts.json),
         "relearn" => relearn(&sys),

@@ -2,6 +2,7 @@
 //! boot model once, judge it against the phase budgets, render it as text or JSON, and
 //! optionally as an SVG chart.
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -40,29 +41,27 @@ struct Args {
     perfetto: Option<PathBuf>,
 }
 
-fn parse(args: &[String]) -> Result<Option<Args>, String> {
+fn parse(args: &[OsString]) -> Result<Option<Args>, String> {
     let mut rest = Vec::new();
     let mut config = None;
     let mut html = None;
     let mut perfetto = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
+        let (flag, inline) = crate::args::split_flag(a);
         let mut value = |flag: &str| -> Result<PathBuf, String> {
-            if let Some(v) = a.strip_prefix(&format!("{flag}=")) {
+            if let Some(v) = inline {
                 return Ok(PathBuf::from(v));
             }
             it.next()
                 .map(PathBuf::from)
                 .ok_or_else(|| format!("{flag} needs a FILE"))
         };
-        if a == "--config" || a.starts_with("--config=") {
-            config = Some(value("--config")?);
-        } else if a == "--html" || a.starts_with("--html=") {
-            html = Some(value("--html")?);
-        } else if a == "--perfetto" || a.starts_with("--perfetto=") {
-            perfetto = Some(value("--perfetto")?);
-        } else {
-            rest.push(a.clone());
+        match flag.as_ref() {
+            "--config" => config = Some(value("--config")?),
+            "--html" => html = Some(value("--html")?),
+            "--perfetto" => perfetto = Some(value("--perfetto")?),
+            _ => rest.push(a.clone()),
         }
     }
     let Some(base) =
@@ -81,7 +80,7 @@ fn parse(args: &[String]) -> Result<Option<Args>, String> {
 }
 
 /// Runs the verb.
-pub fn run(args: &[String]) -> Outcome {
+pub fn run(args: &[OsString]) -> Outcome {
     let args = match parse(args) {
         Ok(Some(a)) => a,
         Ok(None) => {

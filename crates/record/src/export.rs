@@ -23,7 +23,9 @@ pub fn prometheus(cli: &str, prom_dir: &Path, trace: &Path) -> Option<io::Result
         Ok(text) => text.clone(),
         Err(e) => format!("bootprint-boot: cannot run {cli}: {e}\n"),
     };
-    let _ = std::fs::write(trace.join("export.log"), log);
+    // As private as the rest of the trace (docs/recorder.md).
+    let access = crate::store::Access::of_dir(trace).unwrap_or(crate::store::Access { gid: None });
+    let _ = access.write(&trace.join("export.log"), log.as_bytes());
     Some(result)
 }
 
@@ -106,6 +108,24 @@ mod tests {
         assert!(std::fs::read_to_string(trace.join("export.log"))
             .unwrap()
             .contains("cannot run /nonexistent/bootprint"));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Defect 9: export.log, added to the trace after it is written, is as private as the
+    /// rest of it.
+    #[test]
+    fn defect9_export_log_has_the_traces_access() {
+        use std::os::unix::fs::MetadataExt;
+        let d = std::env::temp_dir().join(format!("bp-export9-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let (prom, trace) = (d.join("prom"), d.join("trace"));
+        std::fs::create_dir_all(&trace).unwrap();
+        std::fs::create_dir_all(&prom).unwrap();
+        std::os::unix::fs::chown(&trace, None, Some(4)).unwrap();
+        std::fs::set_permissions(&trace, std::fs::Permissions::from_mode(0o750)).unwrap();
+        let _ = prometheus("/nonexistent/bootprint", &prom, &trace);
+        let m = std::fs::metadata(trace.join("export.log")).unwrap();
+        assert_eq!((m.mode() & 0o7777, m.gid()), (0o640, 4));
         std::fs::remove_dir_all(&d).unwrap();
     }
 }

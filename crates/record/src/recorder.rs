@@ -14,7 +14,7 @@ use trace::Event;
 
 use crate::config::Config;
 use crate::done::{DoneDetector, Thresholds};
-use crate::store::Store;
+use crate::store::{Access, Store};
 use crate::{kmsg, sysinfo};
 use sample::knob::KnobGuard;
 
@@ -37,6 +37,8 @@ pub struct Paths {
     /// The service runner's span log (`bootprint-boot rc`), copied into the trace as
     /// `rc.log` when it exists.
     pub rc_log: PathBuf,
+    /// The group file: the trace is readable by group `adm` when it lists one.
+    pub etc_group: PathBuf,
 }
 
 impl Default for Paths {
@@ -49,6 +51,7 @@ impl Default for Paths {
             fallback_dir: PathBuf::from("/run/bootprint"),
             sys: PathBuf::from("/sys"),
             rc_log: PathBuf::from("/run/bootprint/rc.log"),
+            etc_group: PathBuf::from("/etc/group"),
         }
     }
 }
@@ -306,7 +309,14 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
             .with("store_bytes", store.memory_bytes()),
     );
     let boot_id = sysinfo::boot_id(&paths.proc);
-    write_trace(&store, &config.log_dir, &paths.fallback_dir, &boot_id)
+    let access = Access::from_group_file(&paths.etc_group);
+    write_trace(
+        &store,
+        &config.log_dir,
+        &paths.fallback_dir,
+        &boot_id,
+        access,
+    )
 }
 
 fn milestone(t_ns: u64, name: &str, pid: u32, comm: &str) -> Event {
@@ -319,12 +329,14 @@ fn milestone(t_ns: u64, name: &str, pid: u32, comm: &str) -> Event {
 
 /// Writes the trace into `<log_dir>/<boot_id>/` (via a temporary name, so a directory with
 /// that name is always complete) and points `latest` at it. Waits up to two minutes for a
-/// read-only root to become writable; after that writes under `fallback`.
+/// read-only root to become writable; after that writes under `fallback`. The trace, and
+/// `log_dir` when this creates it, get `access` (docs/recorder.md).
 pub fn write_trace(
     store: &Store,
     log_dir: &Path,
     fallback: &Path,
     boot_id: &str,
+    access: Access,
 ) -> io::Result<PathBuf> {
     for _ in 0..120 {
         if sys::is_read_only(existing_ancestor(log_dir)) != Some(true) {
@@ -332,19 +344,31 @@ pub fn write_trace(
         }
         std::thread::sleep(std::time::Duration::from_secs(1));
     }
-    match write_into(store, log_dir, boot_id) {
+    match write_into(store, log_dir, boot_id, access) {
         Ok(dir) => Ok(dir),
-        Err(_) => write_into(store, fallback, boot_id),
+        Err(_) => write_into(store, fallback, boot_id, access),
     }
 }
 
-fn write_into(store: &Store, base: &Path, boot_id: &str) -> io::Result<PathBuf> {
-    fs::create_dir_all(base)?;
+fn write_into(store: &Store, base: &Path, boot_id: &str, access: Access) -> io::Result<PathBuf> {
+    if !base.is_dir() {
+        fs::create_dir_all(base)?;
+        access.set_dir(base)?;
+        if let Some(parent) = base.parent() {
+            let _ = crate::store::sync_dir(parent);
+        }
+    }
     let tmp = base.join(format!(".{boot_id}.tmp"));
     let dir = base.join(boot_id);
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir(&tmp)?;
-    store.write_to(&tmp)?;
+    // Before anything is written into it: no moment where the kernel log is readable.
+    access.set_dir(&tmp)?;
+    // The trace must survive a power cut right after boot: its files (write_to) and their
+    // directory entries are on disk before the rename makes it appear, and the rename and
+    // `latest` after.
+    store.write_to(&tmp, access)?;
+    crate::store::sync_dir(&tmp)?;
     if dir.exists() {
         fs::remove_dir_all(&dir)?;
     }
@@ -353,10 +377,8 @@ fn write_into(store: &Store, base: &Path, boot_id: &str) -> io::Result<PathBuf> 
     let _ = fs::remove_file(&link_tmp);
     std::os::unix::fs::symlink(boot_id, &link_tmp)?;
     fs::rename(&link_tmp, base.join("latest"))?;
-    // The trace must survive a power cut right after boot.
-    if let Ok(f) = fs::File::open(&dir) {
-        let _ = f.sync_all();
-    }
+    // The trace is in place whatever this says; writing it again elsewhere would not help.
+    let _ = crate::store::sync_dir(base);
     Ok(dir)
 }
 
@@ -387,4 +409,115 @@ fn services_pending(rc_log: &Path) -> bool {
         && std::fs::read_to_string(rc_log)
             .map(|t| crate::done::services_pending(&t))
             .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    /// Every directory and file under `dir` (itself included) with its mode and group.
+    fn modes(dir: &Path) -> Vec<(PathBuf, bool, u32, u32)> {
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(p) = stack.pop() {
+            let m = fs::symlink_metadata(&p).unwrap();
+            if m.file_type().is_symlink() {
+                continue; // `latest`: a link's own mode means nothing
+            }
+            out.push((p.clone(), m.is_dir(), m.mode() & 0o7777, m.gid()));
+            if m.is_dir() {
+                for e in fs::read_dir(&p).unwrap() {
+                    stack.push(e.unwrap().path());
+                }
+            }
+        }
+        out
+    }
+
+    /// Each file of the trace is on disk before the rename that makes the trace appear, and
+    /// the rename itself (and `latest`) is on disk after: fsync each file, the temporary
+    /// directory, then the log directory.
+    #[test]
+    fn trace_files_are_synced_before_the_rename_and_the_directory_after() {
+        let d = std::env::temp_dir().join(format!("bp-sync-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        let mut store = Store::default();
+        store.push_system(100, b"cpu 1 2 3 4 5 6 7\n", b"", None);
+        store.extra_files.push((
+            "firmware/fpdt/boot/firmware_start_ns".into(),
+            b"1\n".to_vec(),
+        ));
+        let base = d.join("log");
+        crate::store::SYNCED.with(|s| s.borrow_mut().clear());
+        let dir = write_trace(&store, &base, &d.join("fb"), "b00t", Access { gid: None }).unwrap();
+        let synced = crate::store::SYNCED.with(|s| s.take());
+        let tmp = base.join(".b00t.tmp");
+        let mut files = Vec::new();
+        let mut stack = vec![dir.clone()];
+        while let Some(p) = stack.pop() {
+            for e in fs::read_dir(&p).unwrap() {
+                let path = e.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path.clone());
+                }
+                files.push(path.strip_prefix(&dir).unwrap().to_path_buf());
+            }
+        }
+        assert!(files.len() >= 10, "{files:?}");
+        let at = |p: &Path| synced.iter().position(|s| s == p);
+        let tmp_synced = at(&tmp).unwrap_or_else(|| panic!("{tmp:?} not synced: {synced:?}"));
+        for f in &files {
+            let i = at(&tmp.join(f)).unwrap_or_else(|| panic!("{f:?} not synced: {synced:?}"));
+            assert!(
+                i < tmp_synced,
+                "{f:?} synced after its directory: {synced:?}"
+            );
+        }
+        let base_synced = at(&base).unwrap_or_else(|| panic!("{base:?} not synced: {synced:?}"));
+        assert!(base_synced > tmp_synced, "{synced:?}");
+        fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Defect 9: a trace holds the whole kernel log and every command line; it was
+    /// world-readable. Only root and group adm may read it.
+    #[test]
+    fn defect9_trace_is_for_root_and_adm_only() {
+        let d = std::env::temp_dir().join(format!("bp-perms-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&d);
+        let mut store = Store::default();
+        store.push_system(100, b"cpu 1 2 3 4 5 6 7\n", b"", None);
+        store.dmesg = b"[    0.000000] secret\n".to_vec();
+        store.extra_files.push((
+            "firmware/fpdt/boot/firmware_start_ns".into(),
+            b"1\n".to_vec(),
+        ));
+        // A group file with adm (gid 4, as on Debian), and one without.
+        fs::create_dir_all(&d).unwrap();
+        let with_adm = d.join("group");
+        fs::write(&with_adm, "root:x:0:\nadmins:x:9:\nadm:x:4:syslog,me\n").unwrap();
+        let without = d.join("group2");
+        fs::write(&without, "root:x:0:\nadmins:x:9:\n").unwrap();
+        for (group, dmode, fmode, gid) in [
+            (&with_adm, 0o750, 0o640, Some(4)),
+            (&without, 0o700, 0o600, None),
+        ] {
+            let base = d.join("log");
+            let _ = fs::remove_dir_all(&base);
+            let access = Access::from_group_file(group);
+            assert_eq!(access.gid, gid);
+            let dir = write_trace(&store, &base, &d.join("fallback"), "b00t", access).unwrap();
+            assert_eq!(dir, base.join("b00t"));
+            let found = modes(&base);
+            assert!(found.len() > 10, "{found:?}");
+            for (p, is_dir, mode, g) in found {
+                assert_eq!(mode, if is_dir { dmode } else { fmode }, "{}", p.display());
+                if let Some(gid) = gid {
+                    assert_eq!(g, gid, "{}", p.display());
+                }
+            }
+            assert_eq!(Access::of_dir(&dir).unwrap(), access);
+        }
+        fs::remove_dir_all(&d).unwrap();
+    }
 }

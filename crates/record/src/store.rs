@@ -10,6 +10,110 @@ use std::path::Path;
 use trace::writer::{self, PsRecord};
 use trace::Event;
 
+/// Who may read a trace. It holds the whole kernel log (read past `dmesg_restrict`) and every
+/// command line, so, as the journal does, only root and group `adm`: directories 0750 and
+/// files 0640 with group `adm` when `/etc/group` has it, else 0700 and 0600 (root only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Access {
+    /// The group that may read (`adm`'s gid), or none.
+    pub gid: Option<u32>,
+}
+
+impl Access {
+    /// From the text of `/etc/group`: group `adm`, if listed.
+    pub fn from_group_text(text: &str) -> Access {
+        let gid = text.lines().find_map(|line| {
+            let mut f = line.split(':');
+            (f.next()? == "adm").then_some(())?;
+            f.nth(1)?.trim().parse().ok()
+        });
+        Access { gid }
+    }
+
+    /// From the group file at `path` (root only when it cannot be read).
+    pub fn from_group_file(path: &Path) -> Access {
+        Access::from_group_text(&fs::read_to_string(path).unwrap_or_default())
+    }
+
+    /// The access of an existing trace directory, for files added to it later.
+    pub fn of_dir(dir: &Path) -> io::Result<Access> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = fs::metadata(dir)?;
+        Ok(Access {
+            gid: (meta.mode() & 0o050 != 0).then_some(meta.gid()),
+        })
+    }
+
+    /// Mode of a directory.
+    pub fn dir_mode(&self) -> u32 {
+        if self.gid.is_some() {
+            0o750
+        } else {
+            0o700
+        }
+    }
+
+    /// Mode of a file.
+    pub fn file_mode(&self) -> u32 {
+        self.dir_mode() & 0o640
+    }
+
+    /// Gives an existing directory this access (set exactly, whatever the umask).
+    pub fn set_dir(&self, dir: &Path) -> io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        std::os::unix::fs::chown(dir, None, self.gid)?;
+        fs::set_permissions(dir, fs::Permissions::from_mode(self.dir_mode()))
+    }
+
+    /// Creates (or truncates) a file with this access, before anything is written to it.
+    pub fn create(&self, path: &Path) -> io::Result<fs::File> {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(self.file_mode())
+            .open(path)?;
+        std::os::unix::fs::fchown(&f, None, self.gid)?;
+        f.set_permissions(fs::Permissions::from_mode(self.file_mode()))?;
+        Ok(f)
+    }
+
+    /// Writes a whole file with this access.
+    pub fn write(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        self.create(path)?.write_all(bytes)
+    }
+
+    /// Writes a whole file with this access and syncs it to disk.
+    fn write_synced(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let mut f = self.create(path)?;
+        f.write_all(bytes)?;
+        sync_file(&f, path)
+    }
+}
+
+/// fsync(2) of an open file, which `path` names; the tests see which paths were synced, in
+/// order (a power cut cannot be tested).
+pub(crate) fn sync_file(f: &fs::File, path: &Path) -> io::Result<()> {
+    #[cfg(test)]
+    SYNCED.with(|s| s.borrow_mut().push(path.to_path_buf()));
+    #[cfg(not(test))]
+    let _ = path;
+    f.sync_all()
+}
+
+/// fsync(2) of a directory: makes the entries created or renamed in it durable.
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    sync_file(&fs::File::open(dir)?, dir)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The paths [`sync_file`] synced on this thread.
+    pub(crate) static SYNCED: std::cell::RefCell<Vec<std::path::PathBuf>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// One process state as stored: compact, with the command interned.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct CompactPs {
@@ -161,17 +265,20 @@ impl Store {
         }
     }
 
-    /// Writes the trace files into `dir` (which must exist).
-    pub fn write_to(&self, dir: &Path) -> io::Result<()> {
-        let mut header = BufWriter::new(fs::File::create(dir.join("header"))?);
+    /// Writes the trace files into `dir` (which must exist), each created with `access` and
+    /// synced to disk (the caller syncs `dir` and renames it: a trace is whole or absent).
+    pub fn write_to(&self, dir: &Path, access: Access) -> io::Result<()> {
+        let path = dir.join("header");
+        let mut header = BufWriter::new(access.create(&path)?);
         writer::write_header(&mut header, &self.header)?;
-        header.flush()?;
-        fs::write(dir.join("proc_stat.log"), &self.stat)?;
-        fs::write(dir.join("proc_diskstats.log"), &self.diskstats)?;
-        fs::write(dir.join("proc_meminfo.log"), &self.meminfo)?;
-        fs::write(dir.join("cmdline2.log"), &self.cmdlines)?;
-        fs::write(dir.join("dmesg"), &self.dmesg)?;
-        let mut ps = BufWriter::with_capacity(1 << 16, fs::File::create(dir.join("proc_ps.log"))?);
+        sync_file(&header.into_inner().map_err(|e| e.into_error())?, &path)?;
+        access.write_synced(&dir.join("proc_stat.log"), &self.stat)?;
+        access.write_synced(&dir.join("proc_diskstats.log"), &self.diskstats)?;
+        access.write_synced(&dir.join("proc_meminfo.log"), &self.meminfo)?;
+        access.write_synced(&dir.join("cmdline2.log"), &self.cmdlines)?;
+        access.write_synced(&dir.join("dmesg"), &self.dmesg)?;
+        let ps_path = dir.join("proc_ps.log");
+        let mut ps = BufWriter::with_capacity(1 << 16, access.create(&ps_path)?);
         // A block identical to the last one written is left out (readers see a longer
         // interval with the same counters), except once a second and at the end, so idle
         // stretches do not fill the disk.
@@ -192,16 +299,28 @@ impl Store {
             }
             writeln!(ps)?;
         }
-        ps.flush()?;
+        sync_file(&ps.into_inner().map_err(|e| e.into_error())?, &ps_path)?;
+        let mut subdirs = Vec::new();
         for (rel, bytes) in &self.extra_files {
-            let path = dir.join(rel);
-            if let Some(parent) = path.parent() {
-                fs::create_dir_all(parent)?;
+            // Subdirectories (firmware/...) one by one, each with the trace's access.
+            let mut sub = dir.to_path_buf();
+            for part in rel.parent().into_iter().flat_map(Path::components) {
+                sub.push(part);
+                if !sub.is_dir() {
+                    fs::create_dir(&sub)?;
+                    access.set_dir(&sub)?;
+                    subdirs.push(sub.clone());
+                }
             }
-            fs::write(path, bytes)?;
+            access.write_synced(&dir.join(rel), bytes)?;
+        }
+        // Deepest first, so each directory's entries are on disk before its parent's.
+        for sub in subdirs.iter().rev() {
+            sync_dir(sub)?;
         }
         // events.log last: its presence says the trace is complete.
-        let mut ev = BufWriter::new(fs::File::create(dir.join(trace::events::FILE_NAME))?);
+        let ev_path = dir.join(trace::events::FILE_NAME);
+        let mut ev = BufWriter::new(access.create(&ev_path)?);
         writeln!(ev, "{}", trace::events::HEADER_LINE)?;
         // Milestones carry their process's start time, which can precede events already
         // stored: the file is in time order.
@@ -210,7 +329,7 @@ impl Store {
         for e in events {
             writeln!(ev, "{}", e.to_line())?;
         }
-        ev.flush()
+        sync_file(&ev.into_inner().map_err(|e| e.into_error())?, &ev_path)
     }
 
     /// Bytes held in memory (approximately), for the recorder's own statistics.
@@ -254,7 +373,7 @@ mod tests {
         fs::create_dir_all(&dir).unwrap();
         s.events
             .push(Event::new(5, "boot_done").with("reason", "idle"));
-        s.write_to(&dir).unwrap();
+        s.write_to(&dir, Access { gid: None }).unwrap();
         let ps = fs::read_to_string(dir.join("proc_ps.log")).unwrap();
         let blocks: Vec<&str> = ps.split("\n\n").filter(|b| !b.is_empty()).collect();
         assert_eq!(blocks.len(), 3);
@@ -263,6 +382,34 @@ mod tests {
         assert_eq!(blocks[2].lines().count(), 2);
         let ev = fs::read_to_string(dir.join("events.log")).unwrap();
         assert_eq!(ev, "# bootprint events 1\n5 boot_done reason=idle\n");
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Defect 5: any local user names a process (prctl PR_SET_NAME, an exec path); a newline
+    /// in one made the whole trace unreadable.
+    #[test]
+    fn defect5_hostile_names_leave_a_readable_trace_with_every_process() {
+        let mut s = Store::default();
+        let evil = "x\n\n42\n1 (init";
+        s.push_processes(100, &[rec(1, "init", 5), rec(66, evil, 1)]);
+        s.push_processes(102, &[rec(1, "init", 6), rec(66, evil, 2)]);
+        s.push_cmdline(66, "/tmp/a\n\nb", &["a\n\n7".into(), "-x".into()]);
+        s.push_cmdline(1, "/sbin/init", &["init".into()]);
+        s.header = vec![("bootprint.format".into(), "1".into())];
+        let dir = std::env::temp_dir().join(format!("bp-store3-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        s.write_to(&dir, Access { gid: None }).unwrap();
+        let t = trace::Trace::open(&dir).expect("the trace reads");
+        let log = t.ps_log().expect("proc_ps.log reads");
+        assert_eq!(log.blocks.len(), 2);
+        let pids: Vec<u32> = log.records.iter().map(|r| r.pid).collect();
+        assert_eq!(pids, vec![1, 66, 1, 66]);
+        assert_eq!(log.records[1].comm, "x\\x0a\\x0a42\\x0a1 (init");
+        let c = t.cmdlines.unwrap();
+        assert_eq!(c.iter().map(|c| c.pid).collect::<Vec<_>>(), vec![66, 1]);
+        assert_eq!(c[0].exe, "/tmp/a\\x0a\\x0ab");
+        assert_eq!(c[0].args, vec!["a\\x0a\\x0a7", "-x"]);
         fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -284,7 +431,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("bp-store2-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
-        s.write_to(&dir).unwrap();
+        s.write_to(&dir, Access { gid: None }).unwrap();
         let ps = fs::read_to_string(dir.join("proc_ps.log")).unwrap();
         let times: Vec<u64> = ps
             .split("\n\n")

@@ -69,7 +69,7 @@ pub fn chart_data(m: &BootModel) -> serde_json::Value {
         .map(|(i, p)| {
             (
                 i,
-                p.cpu_s + p.blocked_s + 0.01 * (p.end_s - p.start_s).min(30.0),
+                p.cpu_s + p.blocked_s + 0.01 * (p.end_s - p.start_s).clamp(0.0, 30.0),
             )
         })
         .filter(|(_, w)| *w > 0.0)
@@ -214,6 +214,27 @@ var h=/^#([0-9.]+)-([0-9.]+)$/.exec(location.hash);if(h){var a=parseFloat(h[1]),
 window.addEventListener('resize',size);size();
 })();
 "#;
+
+/// JSON text that is safe inside a `<script>` element whatever its strings hold (process
+/// names and command lines are anyone's choice): `<`, `>` and `&` are written as `\u003c`,
+/// `\u003e`, `\u0026`, so no `</script>`, `<!--` or `]]>` can appear, and U+2028/U+2029
+/// (line ends to older JavaScript) as `\u2028`/`\u2029`. These characters only occur inside
+/// JSON strings, where the escapes mean the same.
+pub fn script_json(v: &serde_json::Value) -> String {
+    let text = v.to_string();
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
 
 fn opt(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{x:.2}"))
@@ -421,7 +442,7 @@ pub fn write(out: &mut impl Write, inp: &Input, svg: &str) -> io::Result<()> {
     out.write_all(svg_body.as_bytes())?;
     writeln!(out, "</details>")?;
 
-    let data = chart_data(m).to_string().replace("</", "<\\/");
+    let data = script_json(&chart_data(m));
     writeln!(
         out,
         "<script type=\"application/json\" id=\"bp-data\">{data}</script>"

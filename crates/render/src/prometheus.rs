@@ -124,14 +124,37 @@ pub fn write_atomic(dir: &Path, text: &str) -> io::Result<PathBuf> {
     let path = dir.join(FILE_NAME);
     // The collector only reads `*.prom`, so the temporary name must not end in it.
     let tmp = dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
+    // The name is predictable and the directory may be writable by others (node_exporter's
+    // group): the file is created new (`create_new`: O_CREAT|O_EXCL, which fails on a symlink,
+    // dangling or not, instead of following it), and whatever was left at that name (a
+    // crashed run's file, a planted link) is unlinked, not written through, and the creation
+    // tried once more.
+    let create = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+    };
+    let mut f = match create() {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            std::fs::remove_file(&tmp)?;
+            create()?
+        }
+        other => other?,
+    };
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
         io::Write::write_all(&mut f, text.as_bytes())?;
         // On disk before the rename, so a crash leaves the old file or the new, never a stub.
         f.sync_all()?;
-        std::fs::rename(&tmp, &path)
+        std::fs::rename(&tmp, &path)?;
+        // The rename itself on disk (the new file is in place whatever this says).
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
     })();
     if result.is_err() {
+        // Ours: created above by this process.
         let _ = std::fs::remove_file(&tmp);
     }
     result.map(|_| path)

@@ -37,6 +37,9 @@ const MIN_WIDTH: f64 = 900.0;
 const TARGET_CHART_W: f64 = 1400.0;
 const MIN_PX_PER_S: f64 = 4.0;
 const MAX_PX_PER_S: f64 = 200.0;
+/// The widest time axis (about 7 hours at `MIN_PX_PER_S`): beyond it the scale shrinks, so
+/// no time read from a trace sizes the chart's buckets or its grid.
+const MAX_CHART_W: f64 = 100_000.0;
 /// Series are averaged into buckets this wide, so a 50 Hz trace does not become one SVG
 /// element per sample.
 const BUCKET_PX: f64 = 2.0;
@@ -129,7 +132,9 @@ struct Chart<'a> {
 impl<'a> Chart<'a> {
     fn new(data: &'a ChartData, layout: &'a RowLayout) -> Self {
         let (t0, t1) = data.span();
-        let px_per_s = (TARGET_CHART_W / (t1 - t0)).clamp(MIN_PX_PER_S, MAX_PX_PER_S);
+        let px_per_s = (TARGET_CHART_W / (t1 - t0))
+            .clamp(MIN_PX_PER_S, MAX_PX_PER_S)
+            .min(MAX_CHART_W / (t1 - t0));
         let chart_w = (t1 - t0) * px_per_s;
         let width = (LEFT + chart_w + RIGHT).max(MIN_WIDTH);
         let buckets = (chart_w / BUCKET_PX).ceil().max(1.0) as usize;
@@ -718,14 +723,15 @@ impl<'a> Chart<'a> {
     }
 }
 
-/// A grid step in seconds that puts ticks at least ~40 px apart.
+/// A grid step in seconds that puts ticks at least ~40 px apart (beyond 300 s, a multiple of
+/// 300 s, for the scales of very long charts).
 fn tick_step(px_per_s: f64) -> f64 {
     const STEPS: [f64; 11] = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 30.0, 60.0, 120.0];
     STEPS
         .iter()
         .copied()
         .find(|s| s * px_per_s >= 40.0)
-        .unwrap_or(300.0)
+        .unwrap_or_else(|| (40.0 / px_per_s / 300.0).ceil().max(1.0) * 300.0)
 }
 
 /// The chart's sentence about what the row policy did.

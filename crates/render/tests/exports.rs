@@ -206,3 +206,29 @@ fn prometheus_textfile() {
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_dir_all(&plain).unwrap();
 }
+
+/// The temporary file is created new (O_CREAT|O_EXCL, which does not follow a symlink): a
+/// symlink planted at its name (the name is predictable: the pid) is not written through.
+#[test]
+fn prometheus_temporary_file_does_not_follow_a_planted_symlink() {
+    let dir = std::env::temp_dir().join(format!("bp-prom-link-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = dir.join("collector");
+    std::fs::create_dir_all(&out).unwrap();
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let tmp = out.join(format!(".bootprint.prom.{}.tmp", std::process::id()));
+    std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+    let path = render::prometheus::write_atomic(&out, "bootprint_x 1\n").unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(std::fs::symlink_metadata(&path)
+        .unwrap()
+        .file_type()
+        .is_file());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "bootprint_x 1\n");
+    assert!(
+        std::fs::symlink_metadata(&tmp).is_err(),
+        "no temporary file left"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -57,10 +57,12 @@ impl ProcFs {
         }
     }
 
-    /// The executable of `pid` (empty for kernel threads or when unreadable).
+    /// The executable of `pid` (empty for kernel threads or when unreadable), escaped
+    /// ([`trace::writer::escape_bytes`]): a path is bytes, not text.
     pub fn exe(&self, pid: u32) -> String {
+        use std::os::unix::ffi::OsStrExt;
         fs::read_link(self.root.join(format!("{pid}/exe")))
-            .map(|p| p.to_string_lossy().into_owned())
+            .map(|p| trace::writer::escape_bytes(p.as_os_str().as_bytes()))
             .unwrap_or_default()
     }
 }
@@ -111,11 +113,12 @@ impl CachedFile {
     }
 }
 
-/// Splits a NUL-separated `/proc/PID/cmdline` into arguments.
+/// Splits a NUL-separated `/proc/PID/cmdline` into arguments, each escaped
+/// ([`trace::writer::escape_bytes`]: bytes that are not UTF-8 and control characters).
 pub fn split_cmdline(raw: &[u8]) -> Vec<String> {
     raw.split(|&b| b == 0)
         .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .map(trace::writer::escape_bytes)
         .collect()
 }
 
@@ -232,20 +235,23 @@ fn is_partition(name: &str, all: &[&str]) -> bool {
 }
 
 /// Parses one `/proc/PID/stat` line. `comm` may hold spaces and parentheses: it runs from
-/// the first `(` to the last `)`.
+/// the first `(` to the last `)`. It is any bytes a process chose (not UTF-8, newlines), so
+/// it is kept escaped ([`trace::writer::escape_bytes`]), never dropped.
 pub fn parse_stat_line(raw: &[u8]) -> Option<PsRecord> {
-    let text = std::str::from_utf8(raw).ok()?;
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let pid: u32 = text[..open].trim().parse().ok()?;
-    let comm = text.get(open + 1..close)?.to_string();
+    let open = raw.iter().position(|&b| b == b'(')?;
+    let close = raw.iter().rposition(|&b| b == b')')?;
+    let pid: u32 = std::str::from_utf8(&raw[..open])
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let comm = trace::writer::escape_bytes(raw.get(open + 1..close)?);
+    // The kernel writes the fields after the comm in ASCII.
+    let after = std::str::from_utf8(&raw[close + 1..]).ok()?;
     // Fields 3..=42 on the stack: this runs for every process at every sample.
     let mut rest = [""; 40];
     let mut count = 0;
-    for (slot, f) in rest
-        .iter_mut()
-        .zip(text.get(close + 1..)?.split_ascii_whitespace())
-    {
+    for (slot, f) in rest.iter_mut().zip(after.split_ascii_whitespace()) {
         *slot = f;
         count += 1;
     }
@@ -421,6 +427,7 @@ fn trim_newline(b: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::ffi::OsStrExt;
 
     #[test]
     fn parses_stat_with_awkward_comm() {
@@ -436,6 +443,44 @@ mod tests {
         assert_eq!(r.blkio_ticks, 9);
         assert!(parse_stat_line(b"12 (x) S").is_none());
         assert!(parse_stat_line(b"garbage").is_none());
+    }
+
+    /// Defect 5: a process whose name is not UTF-8 was silently left out of the trace; one
+    /// with a newline in its name broke it. Both are kept, escaped.
+    #[test]
+    fn defect5_names_not_utf8_or_with_newlines_are_kept_escaped() {
+        let tail = b") S 1 0 0 0 0 0 0 0 0 0 3 4 0 0 20 0 1 0 99 0 12";
+        let mut line = b"7 (a\xffb".to_vec();
+        line.extend_from_slice(tail);
+        let r = parse_stat_line(&line).expect("a comm that is not UTF-8 is kept");
+        assert_eq!((r.pid, r.comm.as_str(), r.starttime), (7, "a\\xffb", 99));
+        let mut line = b"8 (x\ny) z".to_vec();
+        line.extend_from_slice(tail);
+        let r = parse_stat_line(&line).unwrap();
+        assert_eq!((r.pid, r.comm.as_str(), r.state), (8, "x\\x0ay) z", 'S'));
+
+        let dir = std::env::temp_dir().join(format!("bp-names-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("9")).unwrap();
+        let mut stat = b"9 (\xe9vil\n".to_vec();
+        stat.extend_from_slice(tail);
+        stat.push(b'\n');
+        fs::write(dir.join("9/stat"), stat).unwrap();
+        fs::write(dir.join("9/cmdline"), b"/tmp/\xe9\nx\0-a\0").unwrap();
+        std::os::unix::fs::symlink(
+            std::ffi::OsStr::from_bytes(b"/tmp/\xe9\nx"),
+            dir.join("9/exe"),
+        )
+        .unwrap();
+        let mut table = ProcessTable::new(ProcFs::new(&dir));
+        let mut out = Vec::new();
+        table.sample(true, &mut out);
+        assert_eq!(out.len(), 1, "the process is sampled");
+        assert_eq!(out[0].comm, "\\xe9vil\\x0a");
+        let proc = ProcFs::new(&dir);
+        assert_eq!(proc.cmdline(9), vec!["/tmp/\\xe9\\x0ax", "-a"]);
+        assert_eq!(proc.exe(9), "/tmp/\\xe9\\x0ax");
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
