@@ -300,6 +300,19 @@ fn cases() -> Vec<Case> {
             },
         },
         Case {
+            name: "poweroff-in-trace",
+            what: "the power cut while the recorder writes the trace (bootprint.fault=)",
+            cheap: false,
+            base: Base::Image,
+            ours: false,
+            append: "bootprint.fault=poweroff-in-trace init=/usr/lib/bootprint/bootprint-boot",
+            edit: nothing,
+            hook: None,
+            trace: Expect::NoTrace("the power was cut while it was written"),
+            // Checked by `power_cut` (two boots and the disk between them).
+            check: |_| Ok(String::new()),
+        },
+        Case {
             name: "init-missing",
             what: "bootprint.init= names a file that does not exist",
             cheap: true,
@@ -876,6 +889,9 @@ fn run_case(
     if let Some(h) = c.hook {
         edits.hook(h)?;
     }
+    if c.name == "poweroff-in-trace" {
+        return power_cut(paths, img, c, &dir, &disk);
+    }
     let mut opts = BootOpts::new(Profile::Fast);
     opts.disk_from = Some(disk.clone());
     opts.sync_disk = true;
@@ -934,6 +950,133 @@ fn run_case(
         login_s: Some(r.host_login_s),
         said,
     })
+}
+
+/// The power-cut case: a boot whose recorder cuts the power while it writes the trace;
+/// then, as the next boot's mount would, the journal is replayed, and `latest` must be
+/// absent or name a complete trace; then the machine must boot again with a readable trace.
+fn power_cut(paths: &Paths, img: &Image, c: &Case, dir: &Path, disk: &Path) -> Result<Outcome> {
+    let mut opts = BootOpts::new(Profile::Fast);
+    opts.disk_from = Some(disk.to_path_buf());
+    opts.sync_disk = true;
+    opts.keep_disk = true;
+    opts.append = c.append.to_string();
+    // Waits at the shell (up to 300 s) for the power cut, which ends QEMU.
+    opts.guest_script = Some("i=0; while [ $i -lt 150 ]; do sleep 2; i=$((i+1)); done\n".into());
+    let first = qemu::boot(paths, img, &opts);
+    let run_dir = match &first {
+        Ok(r) => r.serial_log.parent().map(Path::to_path_buf),
+        Err(_) => newest_run(paths),
+    };
+    let serial = run_dir
+        .as_ref()
+        .and_then(|d| fs::read_to_string(d.join("serial.log")).ok())
+        .unwrap_or_default();
+    let login_s = match &first {
+        Ok(r) => Some(r.host_login_s),
+        Err(_) => None,
+    };
+    if !serial.contains("cutting the power at poweroff-in-trace") {
+        return Err(Error::fail(format!(
+            "the recorder did not cut the power (no fault-injection line in {})",
+            run_dir.map(|d| d.display().to_string()).unwrap_or_default()
+        )));
+    }
+    let kept = run_dir
+        .map(|d| d.join("disk.raw"))
+        .filter(|d| d.is_file())
+        .ok_or_else(|| Error::fail("the power-cut boot's disk was not kept"))?;
+    let log = dir.join("host.log");
+    // What the next boot's mount does: replay the journal (exit 1: it did).
+    let _ = Command::new("e2fsck")
+        .args(["-p", "-E", "journal_only"])
+        .arg(&kept)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    let stat = crate::util::output_logged(
+        Command::new("debugfs")
+            .arg("-R")
+            .arg("stat /var/log/bootprint/latest")
+            .arg(&kept),
+        &log,
+    )
+    .unwrap_or_default();
+    let latest = crate::qemu::symlink_target(&stat);
+    let left = match &latest {
+        None => "`latest` absent after the cut".to_string(),
+        Some(target) => {
+            let name = target
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or("");
+            let out = dir.join("latest-trace");
+            let _ = fs::remove_dir_all(&out);
+            fs::create_dir_all(&out).map_err(|e| io_err("cannot create", &out, e))?;
+            run_logged(
+                Command::new("debugfs")
+                    .arg("-R")
+                    .arg(format!("rdump /var/log/bootprint/{name} {}", out.display()))
+                    .arg(&kept),
+                &log,
+            )?;
+            let bootprint = paths.repo.join("target/release/bootprint");
+            let ok = Command::new(&bootprint)
+                .arg("report")
+                .arg(out.join(name))
+                .arg("--json")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if !ok {
+                return Ok(Outcome {
+                    name: c.name,
+                    ok: false,
+                    login_s,
+                    said: format!("`latest` names {name}, which `bootprint report` cannot read"),
+                });
+            }
+            format!("`latest` names {name}, a complete trace")
+        }
+    };
+    // And the machine boots again, recording.
+    let disk2 = dir.join("disk2.raw");
+    fs::rename(&kept, &disk2).map_err(|e| io_err("cannot move", &kept, e))?;
+    let mut again = BootOpts::new(Profile::Fast);
+    again.disk_from = Some(disk2.clone());
+    again.sync_disk = true;
+    again.append = BOOT_INIT.into();
+    again.guest_script = Some(GUEST_CHECK.replace("WAIT", "240"));
+    let r = qemu::boot(paths, img, &again)?;
+    let _ = fs::remove_file(&disk2);
+    let out = r.guest_output.unwrap_or_default();
+    let ok = out.contains("BPREPORT=ok");
+    Ok(Outcome {
+        name: c.name,
+        ok,
+        login_s,
+        said: if ok {
+            format!(
+                "{left}; the next boot reached login in {:.1} s with a readable trace",
+                r.host_login_s
+            )
+        } else {
+            format!("{left}; but the next boot's trace was not readable")
+        },
+    })
+}
+
+/// The newest run directory (a boot that ended in an error does not return its own).
+fn newest_run(paths: &Paths) -> Option<PathBuf> {
+    let mut runs: Vec<PathBuf> = fs::read_dir(paths.cache.join("runs"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    runs.sort();
+    runs.pop()
 }
 
 #[cfg(test)]

@@ -65,6 +65,9 @@ pub struct Config {
     /// node_exporter's textfile-collector directory: when it exists, the boot's figures are
     /// exported there at boot done (`bootprint export --prometheus`); `""` never exports.
     pub prometheus_dir: PathBuf,
+    /// `bootprint.fault=`: a fault to inject, for the test bed's fault matrix only
+    /// ([`crate::fault`]); empty: none.
+    pub fault: String,
 }
 
 impl Default for Config {
@@ -104,6 +107,7 @@ impl Default for Config {
             modules: false,
             rc: false,
             prometheus_dir: PathBuf::from("/var/lib/prometheus/node-exporter"),
+            fault: String::new(),
         }
     }
 }
@@ -252,6 +256,16 @@ impl Config {
             "modules" => self.modules = want_bool(value)?,
             "rc" => self.rc = want_bool(value)?,
             "prometheus_dir" => self.prometheus_dir = PathBuf::from(want_str(value)?),
+            "fault" => {
+                let f = want_str(value)?;
+                if !crate::fault::POINTS.contains(&f.as_str()) {
+                    return Err(format!(
+                        "one of {}, found {f:?}",
+                        crate::fault::POINTS.join(", ")
+                    ));
+                }
+                self.fault = f
+            }
             "readahead_pack" => self.readahead_pack = PathBuf::from(want_str(value)?),
             "readahead_state" => self.readahead_state = PathBuf::from(want_str(value)?),
             "readahead_max_age_days" => {
@@ -443,6 +457,17 @@ mod tests {
         assert_eq!(c.hz, 50, "a bad file is ignored whole");
         assert_eq!(c.timeout_s, 60.0);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_fault_is_armed_only_by_name() {
+        let mut c = Config::default();
+        assert!(c
+            .apply_cmdline("bootprint.fault=poweroff-in-trace")
+            .is_empty());
+        assert_eq!(c.fault, "poweroff-in-trace");
+        let e = c.apply_cmdline("bootprint.fault=everything");
+        assert!(e[0].to_string().contains("poweroff-in-trace"), "{}", e[0]);
     }
 
     /// Issue 14: a FIFO as the configuration file blocked PID 1 in open(2) for ever; a

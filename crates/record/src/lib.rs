@@ -10,6 +10,7 @@
 pub mod config;
 pub mod done;
 pub mod export;
+pub mod fault;
 pub mod handoff;
 pub mod kmsg;
 pub mod modload;

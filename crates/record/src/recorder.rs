@@ -75,6 +75,7 @@ pub struct Start {
 pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> {
     let t_start = boottime_ns();
     crate::sys::catch_termination();
+    crate::fault::arm(&config.fault);
     let mut store = Store::default();
     let (clk_tck, page_size) = sys::clk_tck_and_page_size();
     store.events.push(
@@ -368,6 +369,7 @@ fn write_into(store: &Store, base: &Path, boot_id: &str, access: Access) -> io::
     // directory entries are on disk before the rename makes it appear, and the rename and
     // `latest` after.
     store.write_to(&tmp, access)?;
+    crate::fault::at("poweroff-in-trace");
     crate::store::sync_dir(&tmp)?;
     if dir.exists() {
         fs::remove_dir_all(&dir)?;

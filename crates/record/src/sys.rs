@@ -55,6 +55,14 @@ pub fn fchdir(dir: &std::fs::File) -> std::io::Result<()> {
     }
 }
 
+/// reboot(2) with RB_POWER_OFF and no sync: what a power failure does (fault injection).
+pub fn power_off_now() {
+    // SAFETY: no memory is passed; it returns only on failure (not root).
+    unsafe {
+        libc::reboot(libc::RB_POWER_OFF);
+    }
+}
+
 /// This process's pid.
 pub fn getpid() -> i32 {
     // SAFETY: no preconditions.
