@@ -1,0 +1,34 @@
+//! The runner's two system calls.
+
+use std::io;
+use std::os::unix::io::RawFd;
+use std::time::Duration;
+
+/// Waits until `fd` is readable (or closed) for at most `wait`; false on timeout.
+pub fn wait_readable(fd: RawFd, wait: Duration) -> io::Result<bool> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ms = wait.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: one valid pollfd for the duration of the call.
+    let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(n > 0)
+}
+
+/// Caps this process's address space (`RLIMIT_AS`) at `bytes`.
+pub fn cap_address_space(bytes: u64) -> io::Result<()> {
+    let lim = libc::rlimit {
+        rlim_cur: bytes as libc::rlim_t,
+        rlim_max: bytes as libc::rlim_t,
+    };
+    // SAFETY: a valid rlimit for the duration of the call; it only lowers our own limit.
+    if unsafe { libc::setrlimit(libc::RLIMIT_AS, &lim) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
