@@ -98,6 +98,7 @@ fn dispatch(args: &[String]) -> Result<u8, String> {
             max_ms: opts.max_ms,
             mem_mb: opts.mem_mb,
             max_len: opts.max_len,
+            max_failures: opts.max_failures,
         });
         return Ok(code as u8);
     }

@@ -245,6 +245,7 @@ fn run_child(opts: &Options, exe: &Path, name: &str, from: u64, to: u64) -> Chil
         .args(["--max-ms", &opts.max_ms.to_string()])
         .args(["--mem-mb", &opts.mem_mb.to_string()])
         .args(["--max-len", &opts.max_len.to_string()])
+        .args(["--max-failures", &opts.max_failures.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(match stderr_file {
@@ -268,6 +269,7 @@ fn run_child(opts: &Options, exe: &Path, name: &str, from: u64, to: u64) -> Chil
     let mut current: Option<u64> = None;
     let mut failures = Vec::new();
     let mut finished = false;
+    let mut said_end: Option<u64> = None;
     let mut killed = false;
     let limit = Duration::from_millis(opts.max_ms.saturating_mul(2).max(100));
     let mut last_line = Instant::now();
@@ -311,7 +313,10 @@ fn run_child(opts: &Options, exe: &Path, name: &str, from: u64, to: u64) -> Chil
                         failures.push((i, format!("{kind}: {msg}")));
                     }
                 }
-                "d" => finished = true,
+                "d" => {
+                    finished = true;
+                    said_end = rest.parse().ok();
+                }
                 _ => {}
             }
         }
@@ -320,7 +325,7 @@ fn run_child(opts: &Options, exe: &Path, name: &str, from: u64, to: u64) -> Chil
     let stderr = std::fs::read(&stderr_path).unwrap_or_default();
     let _ = std::fs::remove_file(&stderr_path);
     let clean = matches!(&status, Ok(s) if s.success()) && finished;
-    let mut done = to;
+    let mut done = said_end.unwrap_or(to).clamp(from, to);
     if !clean {
         // The child died (or was killed) on the input it last started.
         let at = current.unwrap_or(from);
@@ -385,6 +390,8 @@ pub struct ChildArgs {
     pub mem_mb: u64,
     /// Largest generated input.
     pub max_len: usize,
+    /// The child stops after this many failing inputs.
+    pub max_failures: u64,
 }
 
 thread_local! {
@@ -410,7 +417,13 @@ pub fn child(args: &ChildArgs) -> i32 {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let limit = Duration::from_millis(args.max_ms);
+    let mut failed = 0;
+    let mut end = args.to;
     for i in args.from..args.to {
+        if failed >= args.max_failures {
+            end = i;
+            break;
+        }
         if writeln!(out, "s {i}").and_then(|_| out.flush()).is_err() {
             return 1;
         }
@@ -421,11 +434,13 @@ pub fn child(args: &ChildArgs) -> i32 {
         if r.is_err() {
             let msg = PANIC_MSG.with(|m| m.borrow().replace('\n', " "));
             let _ = writeln!(out, "p {i} {msg}");
+            failed += 1;
         } else if took > limit {
             let _ = writeln!(out, "t {i} took {} ms", took.as_millis());
+            failed += 1;
         }
     }
-    let _ = writeln!(out, "d").and_then(|_| out.flush());
+    let _ = writeln!(out, "d {end}").and_then(|_| out.flush());
     0
 }
 

@@ -149,9 +149,12 @@ impl Config {
                 "display-manager-needs" => {
                     c.display_manager_needs = v.split_whitespace().map(String::from).collect()
                 }
-                "timeout" | "flush" | "idle-window" | "late-max-wait" => match secs(v) {
-                    Some(s) => {
-                        let d = Duration::from_secs_f64(s);
+                // A finite number of seconds can still be too large for a Duration (1e300),
+                // where `from_secs_f64` panics: such a value is refused like a negative one.
+                "timeout" | "flush" | "idle-window" | "late-max-wait" => match secs(v)
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                {
+                    Some(d) => {
                         match k {
                             "timeout" => c.timeout = d,
                             "flush" => c.flush_after = d,
