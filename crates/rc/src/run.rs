@@ -590,9 +590,13 @@ impl ProcStat {
                 Some("cpu") => {
                     let v: Vec<u64> = w.filter_map(|x| x.parse().ok()).collect();
                     let at = |i: usize| v.get(i).copied().unwrap_or(0);
-                    // user nice system idle iowait irq softirq steal (guest is in user)
-                    s.total = (0..8).map(at).sum();
-                    s.busy = at(0) + at(1) + at(2) + at(5) + at(6) + at(7);
+                    // user nice system idle iowait irq softirq steal (guest is in user);
+                    // saturating, so absurd counters cannot overflow the sums.
+                    let sum = |fields: &[usize]| {
+                        fields.iter().fold(0u64, |acc, &i| acc.saturating_add(at(i)))
+                    };
+                    s.total = sum(&[0, 1, 2, 3, 4, 5, 6, 7]);
+                    s.busy = sum(&[0, 1, 2, 5, 6, 7]);
                     s.iowait = at(4);
                 }
                 Some("procs_running") => {
