@@ -55,12 +55,17 @@ pub fn files(rels: &[&str]) -> Vec<Vec<u8>> {
 }
 
 /// Cuts a seed to [`MAX_SEED`] at the last newline before it.
-pub fn cut(mut b: Vec<u8>) -> Vec<u8> {
-    if b.len() > MAX_SEED {
-        let end = b[..MAX_SEED]
+pub fn cut(b: Vec<u8>) -> Vec<u8> {
+    cut_to(b, MAX_SEED)
+}
+
+/// Cuts a seed to `max` bytes at the last newline before it.
+pub fn cut_to(mut b: Vec<u8>, max: usize) -> Vec<u8> {
+    if b.len() > max {
+        let end = b[..max]
             .iter()
             .rposition(|&c| c == b'\n')
-            .map_or(MAX_SEED, |p| p + 1);
+            .map_or(max, |p| p + 1);
         b.truncate(end);
     }
     b

@@ -32,3 +32,28 @@ pub fn cap_address_space(bytes: u64) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// CPU time this thread has used. The time limit is on CPU time, not wall time: on a busy
+/// shared machine a child waits for a CPU for seconds, and that is not the parser's doing.
+pub fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec for the duration of the call.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Clock ticks a second (`/proc/PID/stat` CPU times are in these).
+pub fn clk_tck() -> u64 {
+    // SAFETY: sysconf has no memory effects.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as u64
+    } else {
+        100
+    }
+}

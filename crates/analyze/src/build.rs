@@ -468,7 +468,8 @@ fn processes(
         let dt = prev_t.map(|p| t - p);
         for r in records {
             any_blkio |= r.blkio_ticks > 0;
-            let ticks = r.utime + r.stime;
+            // Saturating: the counters are whatever the log holds.
+            let ticks = r.utime.saturating_add(r.stime);
             let existing = current
                 .get(r.pid as usize)
                 .copied()

@@ -32,7 +32,7 @@ pub fn strict(data: &[u8]) -> Option<&str> {
 pub type TraceFiles = Vec<(String, Vec<u8>)>;
 
 /// The trace fixtures, each as its files: the hand-made mini trace, bootchart2's example
-/// and two test-bed traces (their `.tgz` unpacked; every file cut to [`seeds::MAX_SEED`]).
+/// and two test-bed traces (their `.tgz` unpacked; every file cut to [`TRACE_SEED`]).
 pub fn trace_fixtures() -> &'static [TraceFiles] {
     static CELL: OnceLock<Vec<TraceFiles>> = OnceLock::new();
     CELL.get_or_init(|| {
@@ -40,7 +40,10 @@ pub fn trace_fixtures() -> &'static [TraceFiles] {
         for dir in ["tests/fixtures/mini-trace", "tests/fixtures/bootchart2-example1"] {
             let files: TraceFiles = ::trace::reader::KNOWN_FILES
                 .iter()
-                .map(|n| (n.to_string(), seeds::file(&format!("{dir}/{n}"))))
+                .map(|n| {
+                    let b = seeds::file(&format!("{dir}/{n}"));
+                    (n.to_string(), seeds::cut_to(b, TRACE_SEED))
+                })
                 .filter(|(_, b)| !b.is_empty())
                 .collect();
             if !files.is_empty() {
@@ -60,6 +63,10 @@ pub fn trace_fixtures() -> &'static [TraceFiles] {
     })
 }
 
+/// A trace file of a fixture is cut to this: a whole-trace input holds up to eight, and
+/// every one of them is parsed and analysed at every input.
+pub const TRACE_SEED: usize = 16 << 10;
+
 /// The members of a `.tgz`, each cut to a seed's length.
 fn untar(tgz: &[u8]) -> Option<TraceFiles> {
     let mut data = Vec::new();
@@ -71,7 +78,7 @@ fn untar(tgz: &[u8]) -> Option<TraceFiles> {
         let name = e.path().ok()?.file_name()?.to_string_lossy().into_owned();
         let mut body = Vec::new();
         e.read_to_end(&mut body).ok()?;
-        out.push((name, seeds::cut(body)));
+        out.push((name, seeds::cut_to(body, TRACE_SEED)));
     }
     Some(out)
 }
