@@ -194,7 +194,7 @@ fn run_unit(
             let shown = what.lines().next().unwrap_or("").to_string();
             match &saved {
                 Some(p) => eprintln!(
-                    "FAIL {name} input {index}: {shown}\n  saved {}\n  reproduce: cargo run --release -p bootprint-fuzz -- --target {name} --input {}",
+                    "FAIL {name} input {index}: {shown}\n  saved {}\n  reproduce: cargo run --profile fuzz -p bootprint-fuzz -- --target {name} --input {}",
                     p.display(),
                     p.display()
                 ),
