@@ -32,6 +32,9 @@ pub mod targets;
 
 use arbitrary::Unstructured;
 
+/// Builds an input from arbitrary bytes.
+pub type Structured = fn(&mut Unstructured) -> arbitrary::Result<Vec<u8>>;
+
 /// One fuzz target.
 pub struct Target {
     /// Its name, e.g. `trace_proc_ps` (`[a-z0-9_]`).
@@ -47,7 +50,7 @@ pub struct Target {
     pub tokens: &'static [&'static str],
     /// Builds a structured input from arbitrary bytes (`arbitrary`-driven), for formats that
     /// random byte mutations rarely get through (checksums, lengths, archives).
-    pub structured: Option<fn(&mut Unstructured) -> arbitrary::Result<Vec<u8>>>,
+    pub structured: Option<Structured>,
 }
 
 /// Every target, in a stable order.

@@ -60,7 +60,8 @@ fn dispatch(args: &[String]) -> Result<u8, String> {
                 .ok_or_else(|| format!("{flag} needs a value"))
         };
         let num = |v: String| -> Result<u64, String> {
-            v.parse::<u64>().map_err(|_| format!("{flag}: expected a number, found {v:?}"))
+            v.parse::<u64>()
+                .map_err(|_| format!("{flag}: expected a number, found {v:?}"))
         };
         match flag {
             "-h" | "--help" => {

@@ -68,7 +68,7 @@ pub fn fnv(bytes: &[u8]) -> u64 {
 pub struct Generator {
     seeds: Vec<Vec<u8>>,
     tokens: Vec<Vec<u8>>,
-    structured: Option<fn(&mut Unstructured) -> arbitrary::Result<Vec<u8>>>,
+    structured: Option<crate::Structured>,
     base: u64,
     /// The largest input made.
     pub max_len: usize,
@@ -114,9 +114,41 @@ const NUMBERS: &[&str] = &[
 
 /// Bytes and strings that every text format here treats specially somewhere.
 const COMMON: &[&str] = &[
-    "\n", "\n\n", "\r\n", "\r", "\0", " ", "\t", "  ", "=", ":", "#", "%", "%zz", "%00", "%0A",
-    "\"", "'", "\\", "[", "]", "(", ")", ",", "/", "..", "$", "+", "-", "*", "?", "@@ ",
-    "\u{feff}", "\u{fffd}", "é", "\u{10ffff}",
+    "\n",
+    "\n\n",
+    "\r\n",
+    "\r",
+    "\0",
+    " ",
+    "\t",
+    "  ",
+    "=",
+    ":",
+    "#",
+    "%",
+    "%zz",
+    "%00",
+    "%0A",
+    "\"",
+    "'",
+    "\\",
+    "[",
+    "]",
+    "(",
+    ")",
+    ",",
+    "/",
+    "..",
+    "$",
+    "+",
+    "-",
+    "*",
+    "?",
+    "@@ ",
+    "\u{feff}",
+    "\u{fffd}",
+    "é",
+    "\u{10ffff}",
 ];
 
 impl Generator {
@@ -126,7 +158,11 @@ impl Generator {
         if seeds.is_empty() {
             seeds.push(Vec::new());
         }
-        let mut tokens: Vec<Vec<u8>> = target.tokens.iter().map(|t| t.as_bytes().to_vec()).collect();
+        let mut tokens: Vec<Vec<u8>> = target
+            .tokens
+            .iter()
+            .map(|t| t.as_bytes().to_vec())
+            .collect();
         tokens.extend(NUMBERS.iter().map(|t| t.as_bytes().to_vec()));
         tokens.extend(COMMON.iter().map(|t| t.as_bytes().to_vec()));
         Generator {
@@ -202,8 +238,9 @@ impl Generator {
                 let p = rng.below(len);
                 data[p] = match rng.below(4) {
                     0 => rng.next_u64() as u8,
-                    _ => [0u8, 0xff, 0x7f, 0x80, b'\n', b' ', b'0', b'9', b'(', b')', b'=', b':']
-                        [rng.below(12)],
+                    _ => [
+                        0u8, 0xff, 0x7f, 0x80, b'\n', b' ', b'0', b'9', b'(', b')', b'=', b':',
+                    ][rng.below(12)],
                 };
             }
             // Insert random bytes.
@@ -223,7 +260,11 @@ impl Generator {
                 let p = rng.below(len);
                 let n = 1 + rng.small_len((len - p).min(4096) - 1);
                 let chunk = data[p..p + n].to_vec();
-                let times = if rng.one_in(4) { 1 + rng.small_len(2000) } else { 1 };
+                let times = if rng.one_in(4) {
+                    1 + rng.small_len(2000)
+                } else {
+                    1
+                };
                 let at = rng.below(len + 1);
                 let mut rep = Vec::with_capacity(chunk.len() * times);
                 for _ in 0..times {
@@ -287,7 +328,7 @@ impl Generator {
             13 => {
                 let n = 1 + rng.small_len(1 << 16);
                 let b = [b'a', b'0', b' ', b'(', b'/', b'%'][rng.below(6)];
-                data.splice(pos..pos, std::iter::repeat(b).take(n));
+                data.splice(pos..pos, std::iter::repeat_n(b, n));
             }
             // Add or remove an arithmetic step on one digit (near-valid numbers).
             14 if len > 0 => {
@@ -361,7 +402,11 @@ fn line_op(rng: &mut Rng, data: &mut Vec<u8>, max_len: usize) {
             let k2 = rng.below(starts.len());
             let (s2, e2) = line(k2, data);
             if e <= s2 || e2 <= s {
-                let (a, b) = if s < s2 { ((s, e), (s2, e2)) } else { ((s2, e2), (s, e)) };
+                let (a, b) = if s < s2 {
+                    ((s, e), (s2, e2))
+                } else {
+                    ((s2, e2), (s, e))
+                };
                 let first = data[a.0..a.1].to_vec();
                 let second = data[b.0..b.1].to_vec();
                 data.splice(b.0..b.1, first);

@@ -102,7 +102,11 @@ pub fn run(opts: &Options, self_exe: &Path) -> BTreeMap<String, Outcome> {
     };
     // Work units: a target's inputs in one child, or split over the jobs when there are
     // fewer targets than jobs.
-    let split = if targets.len() < opts.jobs { opts.jobs as u64 } else { 1 };
+    let split = if targets.len() < opts.jobs {
+        opts.jobs as u64
+    } else {
+        1
+    };
     let mut units = Vec::new();
     for t in &targets {
         let per = opts.inputs.div_ceil(split).max(1);
@@ -142,16 +146,19 @@ pub fn run(opts: &Options, self_exe: &Path) -> BTreeMap<String, Outcome> {
     for w in workers {
         let _ = w.join();
     }
-    let results = Arc::try_unwrap(results)
+    Arc::try_unwrap(results)
         .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
-        .unwrap_or_default();
-    results
+        .unwrap_or_default()
 }
 
 /// Prints the outcomes as a table; returns the number of failures.
 pub fn report(results: &BTreeMap<String, Outcome>, out: &mut dyn Write) -> u64 {
     let mut total = 0;
-    let _ = writeln!(out, "{:<28} {:>10} {:>10} {:>8}", "target", "inputs", "execs/s", "failures");
+    let _ = writeln!(
+        out,
+        "{:<28} {:>10} {:>10} {:>8}",
+        "target", "inputs", "execs/s", "failures"
+    );
     for (name, o) in results {
         let _ = writeln!(
             out,
@@ -164,7 +171,11 @@ pub fn report(results: &BTreeMap<String, Outcome>, out: &mut dyn Write) -> u64 {
         total += o.failures.len() as u64;
     }
     let inputs: u64 = results.values().map(|o| o.inputs).sum();
-    let _ = writeln!(out, "{} targets, {inputs} inputs, {total} failures", results.len());
+    let _ = writeln!(
+        out,
+        "{} targets, {inputs} inputs, {total} failures",
+        results.len()
+    );
     total
 }
 

@@ -51,7 +51,10 @@ fn walk(dir: &Path, out: &mut Vec<(PathBuf, Vec<u8>)>) {
 
 /// Several fixture files, one seed each (unreadable ones skipped).
 pub fn files(rels: &[&str]) -> Vec<Vec<u8>> {
-    rels.iter().map(|r| file(r)).filter(|b| !b.is_empty()).collect()
+    rels.iter()
+        .map(|r| file(r))
+        .filter(|b| !b.is_empty())
+        .collect()
 }
 
 /// Cuts a seed to [`MAX_SEED`] at the last newline before it.

@@ -316,9 +316,11 @@ fn system_info(trace: &Trace, notes: &mut Vec<String>) -> SystemInfo {
 
 fn total(c: &CpuTimes) -> u64 {
     // Saturating: the counters are whatever proc_stat.log holds.
-    [c.nice, c.system, c.idle, c.iowait, c.irq, c.softirq, c.steal]
-        .iter()
-        .fold(c.user, |a, &x| a.saturating_add(x))
+    [
+        c.nice, c.system, c.idle, c.iowait, c.irq, c.softirq, c.steal,
+    ]
+    .iter()
+    .fold(c.user, |a, &x| a.saturating_add(x))
 }
 
 /// The CPU series: per interval, shares of all CPU time (steal counts in the total only).

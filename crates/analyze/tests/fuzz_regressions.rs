@@ -18,13 +18,16 @@ fn mini_trace_with_ps(ps: &str) -> trace::Trace {
 }
 
 fn mini_trace_with(ps: &str, events: bool) -> trace::Trace {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/mini-trace");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/mini-trace");
     let mut raw = trace::reader::RawTrace::from_dir(&dir).unwrap();
     if !events {
-        raw.files.retain(|(n, _)| n != "events.log" && n != "cmdline2.log");
+        raw.files
+            .retain(|(n, _)| n != "events.log" && n != "cmdline2.log");
     }
     raw.proc_ps_path = None;
-    raw.files.push(("proc_ps.log".into(), ps.as_bytes().to_vec()));
+    raw.files
+        .push(("proc_ps.log".into(), ps.as_bytes().to_vec()));
     trace::Trace::parse(raw).unwrap()
 }
 
@@ -56,7 +59,9 @@ fn fuzz_analyze_advise_on_a_boot_of_astronomic_length() {
         let _ = done.0.send(());
     });
     assert!(
-        done.1.recv_timeout(std::time::Duration::from_secs(60)).is_ok(),
+        done.1
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .is_ok(),
         "advise did not end within a minute"
     );
 }
@@ -65,7 +70,8 @@ fn fuzz_analyze_advise_on_a_boot_of_astronomic_length() {
 /// total.
 #[test]
 fn fuzz_analyze_cpu_total_overflow() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/mini-trace");
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/mini-trace");
     let mut raw = trace::reader::RawTrace::from_dir(&dir).unwrap();
     raw.files.retain(|(n, _)| n != "proc_stat.log");
     raw.files.push((

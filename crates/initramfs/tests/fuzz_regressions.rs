@@ -57,7 +57,10 @@ fn fuzz_initramfs_elf_needed_offset_overflow() {
     let ok = elf::parse(&elf_with_needed(1), Path::new("prog")).unwrap();
     assert_eq!(ok.needed, vec!["libc.so.6".to_string()]);
     // 0x100 + this wraps to 1: the ELF magic's "ELF...".
-    let bad = elf::parse(&elf_with_needed(1u64.wrapping_sub(0x100)), Path::new("prog"));
+    let bad = elf::parse(
+        &elf_with_needed(1u64.wrapping_sub(0x100)),
+        Path::new("prog"),
+    );
     assert!(bad.is_err(), "{bad:?}");
 }
 

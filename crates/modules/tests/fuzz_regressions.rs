@@ -14,7 +14,11 @@ impl Index for Two {
         Ok(vec![alias.to_string()])
     }
     fn module(&mut self, name: &str) -> Result<ModInfo, Error> {
-        let deps = if name == "a" { vec!["b".to_string()] } else { vec![] };
+        let deps = if name == "a" {
+            vec!["b".to_string()]
+        } else {
+            vec![]
+        };
         Ok(ModInfo {
             path: Some(PathBuf::from(format!("kernel/{name}.ko"))),
             deps,

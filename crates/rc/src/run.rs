@@ -593,7 +593,9 @@ impl ProcStat {
                     // user nice system idle iowait irq softirq steal (guest is in user);
                     // saturating, so absurd counters cannot overflow the sums.
                     let sum = |fields: &[usize]| {
-                        fields.iter().fold(0u64, |acc, &i| acc.saturating_add(at(i)))
+                        fields
+                            .iter()
+                            .fold(0u64, |acc, &i| acc.saturating_add(at(i)))
                     };
                     s.total = sum(&[0, 1, 2, 3, 4, 5, 6, 7]);
                     s.busy = sum(&[0, 1, 2, 5, 6, 7]);

@@ -190,7 +190,12 @@ pub fn cpu_totals(stat: &[u8]) -> Option<(u64, u64, u64, u64)> {
     let iowait = v.get(4).copied().unwrap_or(0);
     // Saturating: absurd counters must not overflow the sum (nor make busy negative).
     let total = v.iter().take(8).fold(0u64, |a, &x| a.saturating_add(x));
-    Some((total.saturating_sub(idle).saturating_sub(iowait), idle, iowait, total))
+    Some((
+        total.saturating_sub(idle).saturating_sub(iowait),
+        idle,
+        iowait,
+        total,
+    ))
 }
 
 /// The `processes` counter of `/proc/stat` (forks since boot).

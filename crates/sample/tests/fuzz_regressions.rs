@@ -8,5 +8,8 @@ use sample::procfs;
 #[test]
 fn fuzz_sample_cpu_totals_of_huge_counters() {
     let stat = b"cpu  18446744073709551615 1 1 5 0 0 0 0\n";
-    assert_eq!(procfs::cpu_totals(stat), Some((u64::MAX - 5, 5, 0, u64::MAX)));
+    assert_eq!(
+        procfs::cpu_totals(stat),
+        Some((u64::MAX - 5, 5, 0, u64::MAX))
+    );
 }

@@ -166,7 +166,8 @@ fn run_render(d: &[u8]) {
     };
     if std::env::var_os("BOOTPRINT_FUZZ_KNOWN").is_none() {
         let (t0, t1) = render::chart::ChartData::from_model(&model).span();
-        if !(t1 - t0 <= KNOWN_MAX_SPAN_S) {
+        let span = t1 - t0;
+        if span.is_nan() || span > KNOWN_MAX_SPAN_S {
             return;
         }
     }
@@ -204,8 +205,22 @@ fn run_render(d: &[u8]) {
 /// lines that point at those processes.
 fn hostile_trace(u: &mut Unstructured) -> arbitrary::Result<Vec<u8>> {
     const NAMES: &[&str] = &[
-        "init", "rc", "startpar", "sh", "agetty", "getty", "login", "gdm-greeter", "lightdm-greeter",
-        "udevd", "modprobe", "bootchartd", "sleep", "kworker/0:1", "a (b) c", "",
+        "init",
+        "rc",
+        "startpar",
+        "sh",
+        "agetty",
+        "getty",
+        "login",
+        "gdm-greeter",
+        "lightdm-greeter",
+        "udevd",
+        "modprobe",
+        "bootchartd",
+        "sleep",
+        "kworker/0:1",
+        "a (b) c",
+        "",
     ];
     let base = trace_fixtures().first().cloned().unwrap_or_default();
     let mut files: Vec<(String, Vec<u8>)> = base
@@ -252,12 +267,21 @@ fn hostile_trace(u: &mut Unstructured) -> arbitrary::Result<Vec<u8>> {
     }
     let mut cmdlines = String::new();
     for _ in 0..u.int_in_range(0..=6)? {
-        let script = *u.choose(&["/etc/init.d/ssh", "/etc/init.d/rc", "/sbin/startpar", "/bin/sleep"])?;
+        let script = *u.choose(&[
+            "/etc/init.d/ssh",
+            "/etc/init.d/rc",
+            "/sbin/startpar",
+            "/bin/sleep",
+        ])?;
         let _ = write!(cmdlines, "{}\n:{script}\n:{script}\0start\0\n\n", pid(u)?);
     }
     let mut events = String::from("# bootprint events 1\n");
     for _ in 0..u.int_in_range(0..=6)? {
-        let ns: u64 = if u.ratio(1, 4)? { u.arbitrary()? } else { u.int_in_range(0..=60_000_000_000)? };
+        let ns: u64 = if u.ratio(1, 4)? {
+            u.arbitrary()?
+        } else {
+            u.int_in_range(0..=60_000_000_000)?
+        };
         let what = *u.choose(&[
             "milestone name=text_login",
             "milestone name=graphical_login",

@@ -186,7 +186,14 @@ fn run_modindex(d: &[u8]) {
             let _ = ix.resolve(m);
         }
     }
-    if let Ok(p) = plan::build(&ix, "6.1.0-fuzz", "/dev/vda1", "ext4", &chain, cpu.as_deref()) {
+    if let Ok(p) = plan::build(
+        &ix,
+        "6.1.0-fuzz",
+        "/dev/vda1",
+        "ext4",
+        &chain,
+        cpu.as_deref(),
+    ) {
         let _ = p.waves();
         let _ = Plan::parse(&p.to_text(), Path::new("built"));
     }
@@ -267,7 +274,12 @@ fn mini_elf(interp: Option<&str>, needed: &[&str]) -> Vec<u8> {
         p
     };
     let interp_type = if interp.is_some() { 3 } else { 4 }; // PT_INTERP or PT_NOTE
-    f.extend(phdr(interp_type, interp_off, BASE + interp_off, interp_bytes.len() as u64));
+    f.extend(phdr(
+        interp_type,
+        interp_off,
+        BASE + interp_off,
+        interp_bytes.len() as u64,
+    ));
     f.extend(phdr(1, 0, BASE, total));
     f.extend(phdr(2, dyn_off, BASE + dyn_off, dynamic.len() as u64));
     f.extend(&interp_bytes);
@@ -287,7 +299,10 @@ fn elf_structured(u: &mut Unstructured) -> arbitrary::Result<Vec<u8>> {
             0 => (0x20, 8),
             1 => (0x36, 2),
             2 => (0x38, 2),
-            _ => (64 + 56 * u.int_in_range(0..=2)? + [8, 16, 32][u.int_in_range(0..=2)?], 8),
+            _ => (
+                64 + 56 * u.int_in_range(0..=2)? + [8, 16, 32][u.int_in_range(0..=2)?],
+                8,
+            ),
         };
         let v: u64 = match u.int_in_range(0..=3)? {
             0 => u64::MAX - u.int_in_range(0..=64)?,
@@ -330,7 +345,11 @@ fn probe_structured(u: &mut Unstructured) -> arbitrary::Result<Vec<u8>> {
     let len = u.int_in_range(0..=(sector * 4))?;
     let mut d = vec![0u8; len.max(sector + 92)];
     d[sector..sector + 8].copy_from_slice(b"EFI PART");
-    let lba: u64 = if u.ratio(1, 2)? { u.arbitrary()? } else { u.int_in_range(0..=8)? };
+    let lba: u64 = if u.ratio(1, 2)? {
+        u.arbitrary()?
+    } else {
+        u.int_in_range(0..=8)?
+    };
     let count: u32 = u.arbitrary()?;
     let size: u32 = if u.ratio(1, 2)? { u.arbitrary()? } else { 128 };
     d[sector + 72..sector + 80].copy_from_slice(&lba.to_le_bytes());

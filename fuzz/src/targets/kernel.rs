@@ -130,7 +130,11 @@ fn fbpt_structured(u: &mut Unstructured) -> arbitrary::Result<Vec<u8>> {
         body.extend(rec);
     }
     let mut f = b"FBPT".to_vec();
-    let len: u32 = if u.ratio(3, 4)? { (8 + body.len()) as u32 } else { u.arbitrary()? };
+    let len: u32 = if u.ratio(3, 4)? {
+        (8 + body.len()) as u32
+    } else {
+        u.arbitrary()?
+    };
     f.extend_from_slice(&len.to_le_bytes());
     f.extend(body);
     Ok(f)

@@ -37,7 +37,10 @@ pub fn trace_fixtures() -> &'static [TraceFiles] {
     static CELL: OnceLock<Vec<TraceFiles>> = OnceLock::new();
     CELL.get_or_init(|| {
         let mut out = Vec::new();
-        for dir in ["tests/fixtures/mini-trace", "tests/fixtures/bootchart2-example1"] {
+        for dir in [
+            "tests/fixtures/mini-trace",
+            "tests/fixtures/bootchart2-example1",
+        ] {
             let files: TraceFiles = ::trace::reader::KNOWN_FILES
                 .iter()
                 .map(|n| {
@@ -70,7 +73,9 @@ pub const TRACE_SEED: usize = 16 << 10;
 /// The members of a `.tgz`, each cut to a seed's length.
 fn untar(tgz: &[u8]) -> Option<TraceFiles> {
     let mut data = Vec::new();
-    flate2::read::GzDecoder::new(tgz).read_to_end(&mut data).ok()?;
+    flate2::read::GzDecoder::new(tgz)
+        .read_to_end(&mut data)
+        .ok()?;
     let mut ar = tar::Archive::new(&data[..]);
     let mut out = Vec::new();
     for e in ar.entries().ok()? {

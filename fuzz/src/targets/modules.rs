@@ -86,7 +86,8 @@ const MODULE_TOKENS: &[&str] = &[
     " 16384 0 - Live 0x0000000000000000",
 ];
 
-const DURATIONS: &str = "bootprint-module-durations 1\nusb_storage 1500000\ne1000 20000\nvirtio-blk 3000\n";
+const DURATIONS: &str =
+    "bootprint-module-durations 1\nusb_storage 1500000\ne1000 20000\nvirtio-blk 3000\n";
 
 const PLAN_TOKENS: &[&str] = &[
     "@@ modules.dep\n",
@@ -177,7 +178,9 @@ impl TableIndex {
                 ["blacklist", m] => {
                     self.blacklist.insert(input::normalize(m));
                 }
-                ["alias", pattern, m] => self.aliases.push((pattern.to_string(), input::normalize(m))),
+                ["alias", pattern, m] => self
+                    .aliases
+                    .push((pattern.to_string(), input::normalize(m))),
                 _ => {}
             }
         }
@@ -229,7 +232,9 @@ fn run_plan(d: &[u8]) {
         let p = Path::new(name.as_str());
         match name.as_str() {
             "modules" => inputs.requests.extend(input::parse_etc_modules(text, p)),
-            "modules-load" => inputs.requests.extend(input::parse_modules_load(text, p).unwrap_or_default()),
+            "modules-load" => inputs
+                .requests
+                .extend(input::parse_modules_load(text, p).unwrap_or_default()),
             "modalias" => inputs.requests.extend(text.lines().map(|l| Request {
                 name: l.trim().to_string(),
                 options: String::new(),
@@ -249,7 +254,10 @@ fn run_plan(d: &[u8]) {
     }
     if let Ok(plan) = plan::build(&mut index, &inputs) {
         let order = plan.order();
-        assert!(order.len() <= plan.modules.len(), "the order holds each module once");
+        assert!(
+            order.len() <= plan.modules.len(),
+            "the order holds each module once"
+        );
         let _ = plan.skip_reasons();
     }
 }
@@ -266,26 +274,49 @@ fn plan_seeds() -> Vec<Vec<u8>> {
         }
     }
     let mut conf = seeds::file("tests/fixtures/modules/root/etc/modprobe.d/fixture.conf");
-    conf.extend(seeds::file("tests/fixtures/modules/root/lib/modprobe.d/aliases.conf"));
+    conf.extend(seeds::file(
+        "tests/fixtures/modules/root/lib/modprobe.d/aliases.conf",
+    ));
     let files: Vec<(&str, Vec<u8>)> = vec![
         ("modules.dep", seeds::file(&format!("{dir}/modules.dep"))),
-        ("modules.softdep", seeds::file(&format!("{dir}/modules.softdep"))),
-        ("modules.alias", seeds::file(&format!("{dir}/modules.alias"))),
+        (
+            "modules.softdep",
+            seeds::file(&format!("{dir}/modules.softdep")),
+        ),
+        (
+            "modules.alias",
+            seeds::file(&format!("{dir}/modules.alias")),
+        ),
         ("modprobe.conf", conf),
-        ("modules.builtin", seeds::file(&format!("{dir}/modules.builtin"))),
-        ("modules", seeds::file("tests/fixtures/modules/root/etc/modules")),
+        (
+            "modules.builtin",
+            seeds::file(&format!("{dir}/modules.builtin")),
+        ),
+        (
+            "modules",
+            seeds::file("tests/fixtures/modules/root/etc/modules"),
+        ),
         ("modalias", modaliases),
-        ("proc-modules", seeds::file("tests/fixtures/modules/root/proc/modules")),
+        (
+            "proc-modules",
+            seeds::file("tests/fixtures/modules/root/proc/modules"),
+        ),
         ("durations", DURATIONS.as_bytes().to_vec()),
     ];
     let small = container::join(&[
-        ("modules.dep", "kernel/a.ko: kernel/b.ko\nkernel/b.ko:\nkernel/c.ko: kernel/a.ko\n"),
+        (
+            "modules.dep",
+            "kernel/a.ko: kernel/b.ko\nkernel/b.ko:\nkernel/c.ko: kernel/a.ko\n",
+        ),
         ("modules.softdep", "softdep a pre: c post: b\n"),
         ("modules.alias", "alias pci:v00008086d* a\nalias usb:* c\n"),
         ("modprobe.conf", "blacklist c\noptions a x=1\n"),
         ("modules", "a\nb opt=2\n"),
         ("modalias", "pci:v00008086d00001234\nusb:v1d2\n"),
-        ("durations", "bootprint-module-durations 1\na 18446744073709551615\nb 1\n"),
+        (
+            "durations",
+            "bootprint-module-durations 1\na 18446744073709551615\nb 1\n",
+        ),
     ]);
     vec![container::join(&files), small]
 }

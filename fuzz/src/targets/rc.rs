@@ -153,7 +153,10 @@ fn script_seeds() -> Vec<Vec<u8>> {
     let mut v = Vec::new();
     for root in ROOTS {
         for (p, b) in seeds::dir(&format!("{root}/etc/init.d")) {
-            if !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')) {
+            if !p
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+            {
                 v.push(b);
             }
         }
@@ -253,19 +256,30 @@ fn system_seeds() -> Vec<Vec<u8>> {
         let base = seeds::root().join(root).join("etc");
         let mut files: Vec<(String, Vec<u8>)> = Vec::new();
         for (p, b) in seeds::dir(&format!("{root}/etc/init.d")) {
-            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             // Cut to the header: the rest of a script is shell the graph never reads.
             let end = find(&b, b"### END INIT INFO").map_or(b.len().min(2048), |e| e + 18);
             files.push((format!("init.d/{name}"), b[..end.min(b.len())].to_vec()));
         }
-        files.push(("insserv.conf".into(), std::fs::read(base.join("insserv.conf")).unwrap_or_default()));
+        files.push((
+            "insserv.conf".into(),
+            std::fs::read(base.join("insserv.conf")).unwrap_or_default(),
+        ));
         for (p, b) in seeds::dir(&format!("{root}/etc/insserv.conf.d")) {
-            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             files.push((format!("insserv.conf.d/{name}"), b));
         }
         for rl in Runlevel::ALL {
             let dir = base.join(format!("rc{}.d", rl.label()));
-            let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+            let Ok(rd) = std::fs::read_dir(&dir) else {
+                continue;
+            };
             let mut names: Vec<(String, String)> = rd
                 .flatten()
                 .map(|e| {
@@ -374,7 +388,11 @@ fn system_of(d: &[u8]) -> (System, run::Config, Durations) {
             continue;
         }
         let seq = (b[1] - b'0') * 10 + (b[2] - b'0');
-        let target = if target.is_empty() { &name[3..] } else { target.as_str() };
+        let target = if target.is_empty() {
+            &name[3..]
+        } else {
+            target.as_str()
+        };
         if let Some(&i) = by_name.get(target) {
             v.push(Link { seq, script: i });
         }
@@ -397,7 +415,11 @@ fn run_system(d: &[u8]) {
         let g = sys.graph(rl);
         let order = g.order();
         let _ = g.levels();
-        let weight: Vec<u64> = g.nodes.iter().map(|n| durations.get(&n.name, "start")).collect();
+        let weight: Vec<u64> = g
+            .nodes
+            .iter()
+            .map(|n| durations.get(&n.name, "start"))
+            .collect();
         let prio = g.critical_path(&weight);
         let _ = g.order_by(&prio);
         // Run the scheduler to the end: every node must come out once.
@@ -406,10 +428,17 @@ fn run_system(d: &[u8]) {
         while let Some(id) = s.start_next() {
             s.finish(id);
             started += 1;
-            assert!(started <= g.nodes.len(), "the scheduler started more than every node");
+            assert!(
+                started <= g.nodes.len(),
+                "the scheduler started more than every node"
+            );
         }
         let _ = (order, s.is_done());
-        let previous = if rl == Runlevel::S { None } else { Some(Runlevel::S) };
+        let previous = if rl == Runlevel::S {
+            None
+        } else {
+            Some(Runlevel::S)
+        };
         let plan = Plan::start(&sys, rl, &cfg, &durations, previous);
         let _ = plan.priorities();
         let _ = plan.describe();

@@ -191,7 +191,16 @@ fn sample_pack() -> Pack {
                 size: 1_922_136,
                 mtime_s: 1_690_000_000,
                 mtime_ns: 5,
-                ranges: vec![Range { offset: 0, len: 8192 }, Range { offset: 65536, len: 4096 }],
+                ranges: vec![
+                    Range {
+                        offset: 0,
+                        len: 8192,
+                    },
+                    Range {
+                        offset: 65536,
+                        len: 4096,
+                    },
+                ],
             },
             Entry {
                 path: PathBuf::from("/sbin/init"),
@@ -200,7 +209,10 @@ fn sample_pack() -> Pack {
                 size: 4096,
                 mtime_s: -1,
                 mtime_ns: 999_999_999,
-                ranges: vec![Range { offset: 0, len: 4096 }],
+                ranges: vec![Range {
+                    offset: 0,
+                    len: 4096,
+                }],
             },
         ],
     }
@@ -225,16 +237,29 @@ fn pack_structured(u: &mut Unstructured) -> arbitrary::Result<Vec<u8>> {
     p.header.budget_bytes = u.arbitrary()?;
     p.entries.clear();
     for _ in 0..u.int_in_range(0..=20)? {
-        let size: u64 = if u.ratio(1, 4)? { u64::MAX - u.int_in_range(0..=4096)? } else { u.arbitrary()? };
+        let size: u64 = if u.ratio(1, 4)? {
+            u64::MAX - u.int_in_range(0..=4096)?
+        } else {
+            u.arbitrary()?
+        };
         let mut ranges = Vec::new();
         let mut at = 0u64;
         for _ in 0..u.int_in_range(0..=8)? {
             let gap: u64 = u.int_in_range(0..=1 << 20)?;
-            let len: u64 = if u.ratio(1, 8)? { u.arbitrary()? } else { u.int_in_range(1..=1 << 20)? };
-            let Some(offset) = at.checked_add(gap) else { break };
+            let len: u64 = if u.ratio(1, 8)? {
+                u.arbitrary()?
+            } else {
+                u.int_in_range(1..=1 << 20)?
+            };
+            let Some(offset) = at.checked_add(gap) else {
+                break;
+            };
             if u.ratio(1, 16)? {
                 // Out of order or empty: check must refuse it.
-                ranges.push(Range { offset: offset / 2, len: len / 2 });
+                ranges.push(Range {
+                    offset: offset / 2,
+                    len: len / 2,
+                });
             } else {
                 ranges.push(Range { offset, len });
             }
@@ -242,7 +267,11 @@ fn pack_structured(u: &mut Unstructured) -> arbitrary::Result<Vec<u8>> {
         }
         let path: String = u.arbitrary()?;
         p.entries.push(Entry {
-            path: PathBuf::from(if u.ratio(7, 8)? { format!("/{path}") } else { path }),
+            path: PathBuf::from(if u.ratio(7, 8)? {
+                format!("/{path}")
+            } else {
+                path
+            }),
             dev: u.arbitrary()?,
             ino: u.arbitrary()?,
             size,

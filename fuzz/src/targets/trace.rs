@@ -269,7 +269,13 @@ fn archive_structured(u: &mut Unstructured) -> arbitrary::Result<Vec<u8>> {
         let sum: u32 = data[..512]
             .iter()
             .enumerate()
-            .map(|(i, &b)| if (148..156).contains(&i) { 32 } else { u32::from(b) })
+            .map(|(i, &b)| {
+                if (148..156).contains(&i) {
+                    32
+                } else {
+                    u32::from(b)
+                }
+            })
             .sum();
         let cks = format!("{sum:06o}\0 ");
         data[148..156].copy_from_slice(cks.as_bytes());
