@@ -136,6 +136,13 @@ pub fn run(opts: &Options, self_exe: &Path) -> BTreeMap<String, Outcome> {
                 .get(name)
                 .map_or(0, |o| o.failures.len() as u64);
             let o = run_unit(&opts, &exe, name, from, to, failures_so_far);
+            // As each part ends, so a long run shows its figures as it goes.
+            eprintln!(
+                "done {name} inputs {from}..{to}: {} run, {:.0} execs/s, {} failures",
+                o.inputs,
+                o.rate(),
+                o.failures.len()
+            );
             let mut r = results.lock().unwrap_or_else(|e| e.into_inner());
             let e = r.entry(name.to_string()).or_default();
             e.inputs += o.inputs;
