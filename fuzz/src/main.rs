@@ -12,6 +12,7 @@ usage: bootprint-fuzz [--target NAME|all]... [--inputs N] [--seed S] [--max-ms M
                       [--max-failures N]
        bootprint-fuzz --target NAME --input FILE...
        bootprint-fuzz --list
+       bootprint-fuzz [--target NAME]... --write-seeds DIR
 
 Runs each target on N inputs (its seeds, then inputs generated from seed S), each target
 in a child process whose address space is capped at MB MiB; an input that panics, aborts,
@@ -28,6 +29,8 @@ failure.
 --jobs N        children at once (default: the number of CPUs)
 --input FILE    run the target on FILE in this process (replays a saved failure)
 --list          list the targets and the parsers they reach
+--write-seeds DIR
+                write each target's seeds to DIR/NAME/ (a corpus for libFuzzer)
 ";
 
 fn main() -> ExitCode {
@@ -47,6 +50,7 @@ fn dispatch(args: &[String]) -> Result<u8, String> {
     let mut child: Option<String> = None;
     let (mut from, mut to) = (0u64, 0u64);
     let mut list = false;
+    let mut write_seeds: Option<PathBuf> = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let (flag, inline) = match a.split_once('=') {
@@ -84,6 +88,7 @@ fn dispatch(args: &[String]) -> Result<u8, String> {
             "--crash-dir" => opts.crash_dir = PathBuf::from(value()?),
             "--max-failures" => opts.max_failures = num(value()?)?,
             "--input" => inputs.push(PathBuf::from(value()?)),
+            "--write-seeds" => write_seeds = Some(PathBuf::from(value()?)),
             "--child" => child = Some(value()?),
             "--from" => from = num(value()?)?,
             "--to" => to = num(value()?)?,
@@ -113,6 +118,20 @@ fn dispatch(args: &[String]) -> Result<u8, String> {
         if bootprint_fuzz::target(name).is_none() {
             return Err(format!("unknown target {name:?} (see --list)"));
         }
+    }
+    if let Some(dir) = write_seeds {
+        for t in bootprint_fuzz::all() {
+            if !opts.targets.is_empty() && !opts.targets.iter().any(|n| n == t.name) {
+                continue;
+            }
+            let d = dir.join(t.name);
+            std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+            for (i, s) in (t.seeds)().iter().enumerate() {
+                let p = d.join(format!("seed-{i:03}"));
+                std::fs::write(&p, s).map_err(|e| format!("{}: {e}", p.display()))?;
+            }
+        }
+        return Ok(0);
     }
     if !inputs.is_empty() {
         let [name] = opts.targets.as_slice() else {
