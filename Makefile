@@ -7,7 +7,7 @@ TESTBED := target/release/bootprint-testbed
 BOOTPRINT := target/release/bootprint
 OUT ?= out
 
-.PHONY: all deps build demo test unit smoke bench soak lint clean
+.PHONY: all deps build demo test unit smoke bench soak lint clean fuzz-build fuzz-short fuzz-long
 
 all: build
 
@@ -25,8 +25,9 @@ demo: build
 	$(BOOTPRINT) report $(OUT)/demo-trace --svg $(OUT)/demo.svg
 	@echo "bootchart: $(abspath $(OUT)/demo.svg)"
 
-# Unit and integration tests, then one real boot in the test bed.
-test: build unit smoke
+# Unit and integration tests, a short fuzz run of every parser, then one real boot in the
+# test bed.
+test: build unit fuzz-short smoke
 
 # Debian's whole module tree (downloaded once into the test bed's cache) for the modules
 # crate's full-tree tests; a skipped test fails under CI=true (crates/testkit).
@@ -39,6 +40,21 @@ unit:
 	BOOTPRINT_MODULES_TREE=$(abspath $(MODULES_TREE)) BOOTPRINT_TEST_SKIPS=$(abspath $(SKIPS)) \
 		$(CARGO) test --release --workspace
 	@./scripts/test-summary.sh $(SKIPS)
+
+# The fuzz runner (docs/fuzzing.md) is built with overflow checks: its own profile.
+FUZZ := target/fuzz/bootprint-fuzz
+FUZZ_SEED ?= 1
+
+fuzz-build:
+	$(CARGO) build --profile fuzz -p bootprint-fuzz
+
+# A fixed-seed run of every target: the same inputs every time, about half a minute.
+fuzz-short: fuzz-build
+	$(FUZZ) --inputs 3000 --seed 1 --max-ms 1000 --mem-mb 2048
+
+# A million inputs per target (hours on two cores); FUZZ_SEED=N for other inputs.
+fuzz-long: fuzz-build
+	$(FUZZ) --inputs 1000000 --seed $(FUZZ_SEED) --max-ms 1000 --mem-mb 2048
 
 smoke:
 	$(TESTBED) image
@@ -57,6 +73,7 @@ bench: build
 	$(TESTBED) bench initramfs --runs 3
 	$(TESTBED) faults --all
 	$(CARGO) run --release -p bootprint-readahead --example cold_workload
+	$(MAKE) fuzz-long
 
 lint: deps
 	$(CARGO) fmt --all -- --check

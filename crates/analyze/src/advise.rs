@@ -583,9 +583,15 @@ fn disk_util_at(m: &BootModel, t: f64) -> f64 {
 fn runs(from: f64, to: f64, pred: impl Fn(f64, f64) -> bool) -> Vec<(f64, f64)> {
     let mut out = Vec::new();
     let mut start: Option<f64> = None;
+    // Pieces grow past half a second only for a span of days: a trace's times are
+    // whatever its files hold, and at 2^53 half-seconds `t + 0.5 == t` would never end.
+    let step = ((to - from) / 1e6).max(0.5);
     let mut t = from;
     while t < to - 1e-9 {
-        let u = (t + 0.5).min(to);
+        let u = (t + step).min(to);
+        if u <= t {
+            break;
+        }
         if pred(t, u) {
             start.get_or_insert(t);
         } else if let Some(s) = start.take() {

@@ -237,7 +237,8 @@ pub fn ps_stats(log: &PsLog) -> PsStats {
     let start_cs = log.blocks.first().map_or(0, |b| b.t_cs);
     let n = log.blocks.len();
     let sample_period = if n > 1 {
-        (ltime - start_cs) as f64 / (n - 1) as f64
+        // Saturating: a block's time may go backwards in a damaged log.
+        ltime.saturating_sub(start_cs) as f64 / (n - 1) as f64
     } else {
         0.0
     };

@@ -317,7 +317,12 @@ fn system_info(trace: &Trace, notes: &mut Vec<String>) -> SystemInfo {
 }
 
 fn total(c: &CpuTimes) -> u64 {
-    c.user + c.nice + c.system + c.idle + c.iowait + c.irq + c.softirq + c.steal
+    // Saturating: the counters are whatever proc_stat.log holds.
+    [
+        c.nice, c.system, c.idle, c.iowait, c.irq, c.softirq, c.steal,
+    ]
+    .iter()
+    .fold(c.user, |a, &x| a.saturating_add(x))
 }
 
 /// The CPU series: per interval, shares of all CPU time (steal counts in the total only).
@@ -471,7 +476,8 @@ fn processes(
         let dt = prev_t.map(|p| t - p);
         for r in records {
             any_blkio |= r.blkio_ticks > 0;
-            let ticks = r.utime + r.stime;
+            // Saturating: the counters are whatever the log holds.
+            let ticks = r.utime.saturating_add(r.stime);
             let existing = current
                 .get(r.pid)
                 .filter(|&i| accs[i].starttime == r.starttime);

@@ -16,14 +16,22 @@ pub struct Dynamic {
     pub needed: Vec<String>,
 }
 
+// Offsets come from the file: every sum is checked, so a huge one is "past the end" rather
+// than an overflow (or, wrapped, some other bytes).
 fn u16_at(b: &[u8], o: usize) -> Option<u16> {
-    Some(u16::from_le_bytes(b.get(o..o + 2)?.try_into().ok()?))
+    Some(u16::from_le_bytes(
+        b.get(o..o.checked_add(2)?)?.try_into().ok()?,
+    ))
 }
 fn u32_at(b: &[u8], o: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(o..o + 4)?.try_into().ok()?))
+    Some(u32::from_le_bytes(
+        b.get(o..o.checked_add(4)?)?.try_into().ok()?,
+    ))
 }
 fn u64_at(b: &[u8], o: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(o..o + 8)?.try_into().ok()?))
+    Some(u64::from_le_bytes(
+        b.get(o..o.checked_add(8)?)?.try_into().ok()?,
+    ))
 }
 fn cstr_at(b: &[u8], o: usize) -> Option<String> {
     let rest = b.get(o..)?;
@@ -49,11 +57,12 @@ pub fn parse(bytes: &[u8], file: &Path) -> Result<Dynamic, Error> {
     // (p_type, p_offset, p_vaddr, p_filesz)
     let mut phdrs = Vec::with_capacity(phnum);
     for i in 0..phnum {
-        let o = phoff + i * phentsize;
-        let t = u32_at(bytes, o).ok_or_else(|| bad("program header past the end"))?;
-        let off = u64_at(bytes, o + 8).ok_or_else(|| bad("program header past the end"))?;
-        let vaddr = u64_at(bytes, o + 16).ok_or_else(|| bad("program header past the end"))?;
-        let filesz = u64_at(bytes, o + 32).ok_or_else(|| bad("program header past the end"))?;
+        let past = || bad("program header past the end");
+        let o = phoff.checked_add(i * phentsize).ok_or_else(past)?;
+        let t = u32_at(bytes, o).ok_or_else(past)?;
+        let off = u64_at(bytes, o.saturating_add(8)).ok_or_else(past)?;
+        let vaddr = u64_at(bytes, o.saturating_add(16)).ok_or_else(past)?;
+        let filesz = u64_at(bytes, o.saturating_add(32)).ok_or_else(past)?;
         phdrs.push((t, off, vaddr, filesz));
     }
     const PT_LOAD: u32 = 1;
@@ -70,16 +79,18 @@ pub fn parse(bytes: &[u8], file: &Path) -> Result<Dynamic, Error> {
     let to_offset = |addr: u64| {
         phdrs
             .iter()
-            .find(|p| p.0 == PT_LOAD && p.2 <= addr && addr < p.2 + p.3)
-            .map(|p| (addr - p.2 + p.1) as usize)
+            .find(|p| p.0 == PT_LOAD && p.2 <= addr && addr - p.2 < p.3)
+            .and_then(|p| (addr - p.2).checked_add(p.1))
+            .map(|o| o as usize)
     };
     let mut strtab = None;
     let mut needed_offsets = Vec::new();
     let mut o = dyn_off as usize;
-    let end = (dyn_off + dyn_size) as usize;
-    while o + 16 <= end {
+    let end = dyn_off.saturating_add(dyn_size) as usize;
+    while o.saturating_add(16) <= end {
         let tag = u64_at(bytes, o).ok_or_else(|| bad("dynamic section past the end"))?;
-        let val = u64_at(bytes, o + 8).ok_or_else(|| bad("dynamic section past the end"))?;
+        let val = u64_at(bytes, o.saturating_add(8))
+            .ok_or_else(|| bad("dynamic section past the end"))?;
         match tag {
             0 => break,
             1 => needed_offsets.push(val as usize),
@@ -93,8 +104,9 @@ pub fn parse(bytes: &[u8], file: &Path) -> Result<Dynamic, Error> {
             .and_then(to_offset)
             .ok_or_else(|| bad("DT_STRTAB not in a loaded segment"))?;
         for n in needed_offsets {
+            let name = base.checked_add(n).and_then(|o| cstr_at(bytes, o));
             d.needed
-                .push(cstr_at(bytes, base + n).ok_or_else(|| bad("DT_NEEDED name past the end"))?);
+                .push(name.ok_or_else(|| bad("DT_NEEDED name past the end"))?);
         }
     }
     Ok(d)

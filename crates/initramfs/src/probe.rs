@@ -91,8 +91,12 @@ pub fn partition(disk: &[u8], number: u32, sector: usize) -> Option<PartInfo> {
         if number == 0 || number > count || size < 128 {
             return None;
         }
-        let o = lba * sector + (number as usize - 1) * size;
-        let e = disk.get(o..o + 128)?;
+        // Checked: the header's fields are the disk's, any value; a wrapped offset would
+        // read some other bytes as the entry.
+        let o = lba
+            .checked_mul(sector)?
+            .checked_add((number as usize - 1).checked_mul(size)?)?;
+        let e = disk.get(o..o.checked_add(128)?)?;
         if e[..16].iter().all(|&b| b == 0) {
             return None;
         }

@@ -136,7 +136,8 @@ impl Durations {
     /// odd boot moves the estimate only half-way.
     pub fn learn(&mut self, name: &str, us: u64) {
         let v = match self.us.get(name) {
-            Some(&old) => (old + us) / 2,
+            // In u128: the stored value comes from a file and may be near u64::MAX.
+            Some(&old) => ((u128::from(old) + u128::from(us)) / 2) as u64,
             None => us,
         };
         self.us.insert(name.to_string(), v);

@@ -385,7 +385,9 @@ fn compute_priorities(plan: &mut Plan) {
             .map(|&d| plan.modules[d].priority_us)
             .max()
             .unwrap_or(0);
-        plan.modules[i].priority_us = plan.modules[i].expected_us + tail;
+        // Saturating: a durations file may hold any number (a hostile or corrupt one),
+        // and a wrapped sum would put the slowest chain last.
+        plan.modules[i].priority_us = plan.modules[i].expected_us.saturating_add(tail);
     }
 }
 

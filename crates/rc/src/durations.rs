@@ -93,7 +93,8 @@ impl Durations {
             .entry((script.to_string(), action.to_string()))
             .or_insert((ms, 0));
         if e.1 > 0 {
-            e.0 = (3 * e.0 + ms) / 4;
+            // In u128: the stored value comes from the file and may be near u64::MAX.
+            e.0 = ((3 * u128::from(e.0) + u128::from(ms)) / 4) as u64;
         }
         e.1 = e.1.saturating_add(1);
     }

@@ -149,9 +149,12 @@ impl Config {
                 "display-manager-needs" => {
                     c.display_manager_needs = v.split_whitespace().map(String::from).collect()
                 }
-                "timeout" | "flush" | "idle-window" | "late-max-wait" => match secs(v) {
-                    Some(s) => {
-                        let d = Duration::from_secs_f64(s);
+                // A finite number of seconds can still be too large for a Duration (1e300),
+                // where `from_secs_f64` panics: such a value is refused like a negative one.
+                "timeout" | "flush" | "idle-window" | "late-max-wait" => match secs(v)
+                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                {
+                    Some(d) => {
                         match k {
                             "timeout" => c.timeout = d,
                             "flush" => c.flush_after = d,
@@ -587,9 +590,15 @@ impl ProcStat {
                 Some("cpu") => {
                     let v: Vec<u64> = w.filter_map(|x| x.parse().ok()).collect();
                     let at = |i: usize| v.get(i).copied().unwrap_or(0);
-                    // user nice system idle iowait irq softirq steal (guest is in user)
-                    s.total = (0..8).map(at).sum();
-                    s.busy = at(0) + at(1) + at(2) + at(5) + at(6) + at(7);
+                    // user nice system idle iowait irq softirq steal (guest is in user);
+                    // saturating, so absurd counters cannot overflow the sums.
+                    let sum = |fields: &[usize]| {
+                        fields
+                            .iter()
+                            .fold(0u64, |acc, &i| acc.saturating_add(at(i)))
+                    };
+                    s.total = sum(&[0, 1, 2, 3, 4, 5, 6, 7]);
+                    s.busy = sum(&[0, 1, 2, 5, 6, 7]);
                     s.iowait = at(4);
                 }
                 Some("procs_running") => {

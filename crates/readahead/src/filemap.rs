@@ -69,7 +69,7 @@ pub fn parse_line(line: &str, page: u64) -> Option<Access> {
                 ),
                 None => {
                     let a: u64 = v.parse().ok()?;
-                    (a, a + page)
+                    (a, a.checked_add(page)?)
                 }
             });
         }

@@ -76,8 +76,11 @@ fn unescape(s: &str) -> PathBuf {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
+        // Three octal digits make a byte only up to \377 (the kernel writes \040, \011,
+        // \012, \134); a larger one would overflow it and stays as written.
         if b[i] == b'\\'
             && i + 3 < b.len()
+            && (b'0'..=b'3').contains(&b[i + 1])
             && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
         {
             out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
@@ -224,11 +227,12 @@ pub fn read_bandwidth(diskstats: &str, major: u32, minor: u32) -> Option<u64> {
         }
         let sectors: u64 = f[5].parse().ok()?;
         let ms: u64 = f[6].parse().ok()?;
-        let bytes = sectors * 512;
+        // Saturating: the counters are any number a (corrupt) diskstats text holds.
+        let bytes = sectors.saturating_mul(512);
         if bytes < 4 << 20 || ms < 100 {
             return None;
         }
-        return Some(bytes * 1000 / ms);
+        return Some(bytes.saturating_mul(1000) / ms);
     }
     None
 }
@@ -241,7 +245,7 @@ pub fn bytes_read(diskstats: &str, major: u32, minor: u32) -> Option<u64> {
         if f.len() < 6 || f[0].parse() != Ok(major) || f[1].parse() != Ok(minor) {
             return None;
         }
-        f[5].parse::<u64>().ok().map(|s| s * 512)
+        f[5].parse::<u64>().ok().map(|s| s.saturating_mul(512))
     })
 }
 

@@ -191,8 +191,14 @@ pub fn cpu_totals(stat: &[u8]) -> Option<(u64, u64, u64, u64)> {
     // user nice system idle iowait irq softirq steal (guest is already inside user).
     let idle = v[3];
     let iowait = v.get(4).copied().unwrap_or(0);
-    let total: u64 = v.iter().take(8).sum();
-    Some((total - idle - iowait, idle, iowait, total))
+    // Saturating: absurd counters must not overflow the sum (nor make busy negative).
+    let total = v.iter().take(8).fold(0u64, |a, &x| a.saturating_add(x));
+    Some((
+        total.saturating_sub(idle).saturating_sub(iowait),
+        idle,
+        iowait,
+        total,
+    ))
 }
 
 /// The `processes` counter of `/proc/stat` (forks since boot).

@@ -1,0 +1,300 @@
+//! The analysis of a parsed trace (`analyze`), the `[budget]` section, and the report's
+//! renderings (`render`): a trace whose files all parse can still hold any numbers, pids and
+//! parents, and `bootprint report` takes it to the end.
+
+use std::fmt::Write as _;
+use std::io::sink;
+
+use arbitrary::Unstructured;
+
+use analyze::budget::Budgets;
+use trace::reader::Trace;
+
+use super::trace::{raw_trace, CONF_TOKENS};
+use super::{strict, trace_container_seeds, trace_fixtures, TRACE_TOKENS};
+use crate::{seeds, Target};
+
+/// The targets of this file.
+pub fn targets() -> Vec<Target> {
+    vec![
+        Target {
+            name: "analyze_trace",
+            about: "analyze::analyze of a parsed trace, then budget phases, settle, services, advise, diff, the bootchart2 process tree",
+            run: |d| {
+                let _ = model_of(d);
+            },
+            seeds: trace_container_seeds,
+            tokens: TRACE_TOKENS,
+            structured: Some(hostile_trace),
+        },
+        Target {
+            name: "analyze_budget",
+            about: "analyze::budget::Budgets::from_toml ([budget] of bootprint.toml)",
+            run: |d| {
+                if let Some(t) = strict(d) {
+                    let _ = Budgets::from_toml(t, "bootprint.toml");
+                }
+            },
+            seeds: || {
+                seeds::lit(&[
+                    "[budget]\nkernel_s = 1\nearly_s = 1.5\ntext_login_s = 3\ngraphical_login_s = 4\ndone_s = 5\n",
+                    "record = true\n[budget]\nkernel_s = 0\n[other]\nx = \"y\"\n",
+                ])
+            },
+            tokens: CONF_TOKENS,
+            structured: None,
+        },
+        Target {
+            name: "render_report",
+            about: "render: text, JSON, SVG chart, HTML, Perfetto, Prometheus of an analysed trace (what `bootprint report` writes)",
+            run: run_render,
+            seeds: trace_container_seeds,
+            tokens: TRACE_TOKENS,
+            structured: Some(hostile_trace),
+        },
+    ]
+}
+
+/// Open defects of `analyze` that another change fixes (see docs/fuzzing.md): a trace that
+/// would hit one is skipped, so the runs find the rest. `BOOTPRINT_FUZZ_KNOWN=1` runs them
+/// too, to check a fix.
+fn known_open(trace: &Trace) -> Option<&'static str> {
+    if std::env::var_os("BOOTPRINT_FUZZ_KNOWN").is_some() {
+        return None;
+    }
+    // Every block the stream reaches, even when a later one is bad: analysis uses the
+    // blocks before the error.
+    let mut huge = false;
+    let mut parent: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
+    let _ = trace.for_each_ps_block(|_, records| {
+        for r in records {
+            // analyze::build sizes a table by the largest pid: a pid near u32::MAX
+            // allocates 32 GB. Linux pids stay below PID_MAX_LIMIT (2^22).
+            huge |= r.pid >= 1 << 22 || r.ppid >= 1 << 22;
+            let v = parent.entry(r.pid).or_default();
+            if !v.contains(&r.ppid) {
+                v.push(r.ppid);
+            }
+        }
+    });
+    if huge {
+        return Some("huge pid");
+    }
+    // advise::owner and services::service_of walk up parents without a bound: a parent
+    // cycle loops forever. A cycle of pids (ppid links, pids reused or not) is a superset.
+    if has_cycle(&parent) {
+        return Some("parent cycle");
+    }
+    None
+}
+
+/// Whether the pid -> ppids graph has a cycle (a self-loop included).
+fn has_cycle(parent: &std::collections::HashMap<u32, Vec<u32>>) -> bool {
+    // 0: unseen, 1: on the stack, 2: done. Iterative, so a long chain cannot overflow.
+    let mut state: std::collections::HashMap<u32, u8> = std::collections::HashMap::new();
+    for &start in parent.keys() {
+        if state.get(&start).copied().unwrap_or(0) != 0 {
+            continue;
+        }
+        let mut stack: Vec<(u32, usize)> = vec![(start, 0)];
+        state.insert(start, 1);
+        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
+            let succ = parent.get(&node).and_then(|v| v.get(*next)).copied();
+            *next += 1;
+            match succ {
+                Some(p) => match state.get(&p).copied().unwrap_or(0) {
+                    1 => return true,
+                    0 if parent.contains_key(&p) => {
+                        state.insert(p, 1);
+                        stack.push((p, 0));
+                    }
+                    _ => {}
+                },
+                None => {
+                    state.insert(node, 2);
+                    stack.pop();
+                }
+            }
+        }
+    }
+    false
+}
+
+/// What `bootprint report` computes from a trace, up to the renderings.
+fn model_of(d: &[u8]) -> Option<(Trace, analyze::BootModel)> {
+    let trace = Trace::parse(raw_trace(d)).ok()?;
+    if known_open(&trace).is_some() {
+        return None;
+    }
+    let model = analyze::analyze(&trace).ok()?;
+    let phases = analyze::budget::phases(&model, &Budgets::default());
+    let _ = analyze::budget::worst(&phases);
+    let _ = analyze::settle::settle(&model);
+    let kernel = kernel_of(&trace);
+    let _ = analyze::advise::advise(&model, kernel.as_ref());
+    let _ = analyze::diff::diff(&model, &model);
+    if let Ok(log) = trace.ps_log() {
+        let stats = analyze::bootchart::ps_stats(&log);
+        let mut tree = analyze::bootchart::ProcessTree::build(&stats);
+        tree.merge_logger("bootchartd");
+        tree.prune();
+        tree.merge_exploders(&["udevd", "modprobe"]);
+        tree.merge_siblings();
+        tree.merge_runs();
+        let _ = tree.flatten();
+    }
+    Some((trace, model))
+}
+
+/// As `bootprint report` makes the kernel report of a trace.
+fn kernel_of(trace: &Trace) -> Option<kernel::Report> {
+    trace
+        .dmesg
+        .as_deref()
+        .map(|t| kernel::Report::from_text("dmesg", t))
+        .filter(|k| k.boot.counts.kernel_lines > 0)
+}
+
+/// The chart has a column every few pixels of a time axis at least some pixels a second:
+/// a trace spanning years makes millions of columns. An open defect of `render` (see
+/// docs/fuzzing.md); such traces are skipped unless `BOOTPRINT_FUZZ_KNOWN=1`.
+const KNOWN_MAX_SPAN_S: f64 = 3_600.0;
+
+fn run_render(d: &[u8]) {
+    let Some((trace, model)) = model_of(d) else {
+        return;
+    };
+    if std::env::var_os("BOOTPRINT_FUZZ_KNOWN").is_none() {
+        let (t0, t1) = render::chart::ChartData::from_model(&model).span();
+        let span = t1 - t0;
+        if span.is_nan() || span > KNOWN_MAX_SPAN_S {
+            return;
+        }
+    }
+    let budgets = Budgets::default();
+    let phases = analyze::budget::phases(&model, &budgets);
+    let settle = analyze::settle::settle(&model);
+    let kernel = kernel_of(&trace);
+    let findings = analyze::advise::advise(&model, kernel.as_ref());
+    let _ = render::text::write(&model, "fuzz", &mut sink());
+    let _ = render::judge::write_budgets(&mut sink(), &phases, "defaults");
+    let _ = render::judge::write_settle(&mut sink(), &settle);
+    let _ = render::json::write(&model, "fuzz", &mut sink());
+    let _ = render::advice::write_text(&mut sink(), "fuzz", &findings);
+    let _ = render::prometheus::text_with(&model, &budgets);
+    let _ = render::perfetto::write(&mut sink(), &model, "fuzz", kernel.as_ref());
+    let data = render::chart::ChartData::from_model(&model);
+    let mut svg = Vec::new();
+    let _ = render::svg::render_svg(&data, &mut svg);
+    let input = render::html::Input {
+        model: &model,
+        origin: "fuzz",
+        phases: &phases,
+        budget_source: "defaults",
+        settle: &settle,
+        findings: &findings,
+    };
+    let _ = render::html::write(&mut sink(), &input, &String::from_utf8_lossy(&svg));
+    let diff = analyze::diff::diff(&model, &model);
+    let _ = render::diff::write_text(&mut sink(), "a", "b", &diff);
+}
+
+/// A trace whose files all parse, with a hostile process table: pids from a small pool (so
+/// they are reused, parents form chains, forests, cycles), any counters and start times,
+/// times that jump or go back, the names analysis looks for, and milestones and command
+/// lines that point at those processes.
+fn hostile_trace(u: &mut Unstructured) -> arbitrary::Result<Vec<u8>> {
+    const NAMES: &[&str] = &[
+        "init",
+        "rc",
+        "startpar",
+        "sh",
+        "agetty",
+        "getty",
+        "login",
+        "gdm-greeter",
+        "lightdm-greeter",
+        "udevd",
+        "modprobe",
+        "bootchartd",
+        "sleep",
+        "kworker/0:1",
+        "a (b) c",
+        "",
+    ];
+    let base = trace_fixtures().first().cloned().unwrap_or_default();
+    let mut files: Vec<(String, Vec<u8>)> = base
+        .into_iter()
+        .filter(|(n, _)| n != "proc_ps.log" && n != "cmdline2.log")
+        .collect();
+    let pool: u32 = u.int_in_range(1..=40)?;
+    let pid = |u: &mut Unstructured| -> arbitrary::Result<u32> {
+        Ok(match u.int_in_range(0..=15)? {
+            0 => u.arbitrary()?,
+            1 => 0,
+            _ => u.int_in_range(1..=pool)?,
+        })
+    };
+    let num = |u: &mut Unstructured| -> arbitrary::Result<u64> {
+        Ok(match u.int_in_range(0..=9)? {
+            0 => u.arbitrary()?,
+            1 => u64::MAX,
+            _ => u.int_in_range(0..=5000)?,
+        })
+    };
+    let mut ps = String::new();
+    let mut t: u64 = u.int_in_range(0..=1000)?;
+    for _ in 0..u.int_in_range(1..=30)? {
+        t = match u.int_in_range(0..=9)? {
+            0 => u.arbitrary()?,
+            1 => t.saturating_sub(u.int_in_range(0..=100)?),
+            _ => t.saturating_add(u.int_in_range(1..=100)?),
+        };
+        let _ = writeln!(ps, "{t}");
+        for _ in 0..u.int_in_range(0..=12)? {
+            let state = *u.choose(&['R', 'S', 'D', 'Z', 'I', 'T'])?;
+            let name = *u.choose(NAMES)?;
+            let (p, pp) = (pid(u)?, pid(u)?);
+            let (ut, st, start, rss, blkio) = (num(u)?, num(u)?, num(u)?, num(u)?, num(u)?);
+            let (prio, nice): (i64, i64) = (u.arbitrary()?, u.int_in_range(-20..=19)?);
+            let threads = num(u)?;
+            let _ = writeln!(
+                ps,
+                "{p} ({name}) {state} {pp} 0 0 0 0 0 0 0 0 0 {ut} {st} 0 0 {prio} {nice} {threads} 0 {start} 0 {rss} 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 {blkio}"
+            );
+        }
+        ps.push('\n');
+    }
+    let mut cmdlines = String::new();
+    for _ in 0..u.int_in_range(0..=6)? {
+        let script = *u.choose(&[
+            "/etc/init.d/ssh",
+            "/etc/init.d/rc",
+            "/sbin/startpar",
+            "/bin/sleep",
+        ])?;
+        let _ = write!(cmdlines, "{}\n:{script}\n:{script}\0start\0\n\n", pid(u)?);
+    }
+    let mut events = String::from("# bootprint events 1\n");
+    for _ in 0..u.int_in_range(0..=6)? {
+        let ns: u64 = if u.ratio(1, 4)? {
+            u.arbitrary()?
+        } else {
+            u.int_in_range(0..=60_000_000_000)?
+        };
+        let what = *u.choose(&[
+            "milestone name=text_login",
+            "milestone name=graphical_login",
+            "boot_done reason=idle settle_s=3",
+            "init_exec path=/sbin/init",
+            "recorder_start hz=50",
+            "exec path=/bin/sh",
+        ])?;
+        let _ = writeln!(events, "{ns} {what} pid={}", pid(u)?);
+    }
+    files.retain(|(n, _)| n != "events.log");
+    files.push(("proc_ps.log".into(), ps.into_bytes()));
+    files.push(("cmdline2.log".into(), cmdlines.into_bytes()));
+    files.push(("events.log".into(), events.into_bytes()));
+    Ok(crate::container::join(&files))
+}
