@@ -249,9 +249,16 @@ fn resolve(sys: &System, token: &str, out: &mut BTreeSet<usize>, depth: usize) {
     if let Some(&i) = sys.providers.get(t) {
         out.insert(i);
     }
-    if let Some(i) = sys.scripts.iter().position(|s| s.name == t) {
+    if let Some(i) = script_index(sys, t) {
         out.insert(i);
     }
+}
+
+/// A script by file name: `System::scripts` is sorted by name.
+fn script_index(sys: &System, name: &str) -> Option<usize> {
+    sys.scripts
+        .binary_search_by(|s| s.name.as_str().cmp(name))
+        .ok()
 }
 
 /// The entries of a runlevel directory (name, path), sorted by name: link order. An
@@ -273,6 +280,7 @@ fn stop_links(sys: &System, rl: Runlevel) -> Vec<usize> {
     let dir = sys.root.join(rl.dir());
     let names = sorted_links(&dir);
     let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
     for (name, path) in names {
         let b = name.as_bytes();
         if b.len() < 4 || b[0] != b'K' || !b[1].is_ascii_digit() || !b[2].is_ascii_digit() {
@@ -282,8 +290,8 @@ fn stop_links(sys: &System, rl: Runlevel) -> Vec<usize> {
             .ok()
             .and_then(|t| t.file_name().map(|f| f.to_string_lossy().into_owned()))
             .unwrap_or_else(|| name[3..].to_string());
-        if let Some(i) = sys.scripts.iter().position(|s| s.name == target) {
-            if !out.contains(&i) {
+        if let Some(i) = script_index(sys, &target) {
+            if seen.insert(i) {
                 out.push(i);
             }
         }
@@ -329,6 +337,11 @@ impl Plan {
                 .filter(|&i| want.contains(&g.nodes[i].script))
                 .collect();
             if !targets.is_empty() {
+                // What each node needs, $all aside; indexed once, so the walk is linear.
+                let mut needs: Vec<Vec<usize>> = vec![Vec::new(); n];
+                for e in g.active_edges().filter(|e| e.kind() != EdgeKind::All) {
+                    needs[e.to].push(e.from);
+                }
                 path = vec![false; n];
                 let mut stack = targets;
                 while let Some(x) = stack.pop() {
@@ -336,11 +349,7 @@ impl Plan {
                         continue;
                     }
                     path[x] = true;
-                    for e in g.active_edges().filter(|e| e.to == x) {
-                        if e.kind() != EdgeKind::All {
-                            stack.push(e.from);
-                        }
-                    }
+                    stack.extend(&needs[x]);
                 }
             }
             // Configured late services leave the path, unless something on it needs them.
