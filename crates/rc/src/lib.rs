@@ -16,6 +16,7 @@
 //!   with output on ptys, timeouts, load-following concurrency and idle-deferred late
 //!   services; serial fallback on any failure.
 //! - [`durations`]: what earlier boots taught (`/var/lib/bootprint/rc-durations`).
+//! - [`state`]: state files written whole or not at all (temp file, fsync, rename).
 //! - [`spans`]: the runner's span log (`/run/bootprint/rc.log`, `rc.log` in a trace), its
 //!   parser and the services view (spans, blame, critical chain to the login).
 //!
@@ -39,6 +40,7 @@ pub mod graph;
 pub mod header;
 pub mod run;
 pub mod spans;
+pub mod state;
 mod sys;
 pub mod system;
 

@@ -1507,10 +1507,10 @@ pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
         .root
         .join(req.keep.strip_prefix("/").unwrap_or(&req.keep));
     if keep != req.spans {
-        if let Some(d) = keep.parent() {
-            let _ = std::fs::create_dir_all(d);
+        // Replaced whole, never written in place: a crash leaves the last copy intact.
+        if let Ok(bytes) = std::fs::read(&req.spans) {
+            let _ = crate::state::write_atomic(&keep, &bytes);
         }
-        let _ = std::fs::copy(&req.spans, &keep);
     }
     0
 }

@@ -392,3 +392,36 @@ fn the_binary_answers_like_startpar_and_learns() {
     let kept = fs::read_to_string(root.0.join("var/lib/bootprint/rc-last.log")).unwrap();
     assert!(kept.contains(" learned=2"), "{kept}");
 }
+
+/// `rc-last.log` is replaced whole (temp file, fsync, rename), never written in place: a
+/// symlink planted there (or anything else) is replaced, its target left alone. Before, the
+/// span log was copied onto it with `fs::copy`, through the symlink.
+#[test]
+fn state_files_are_replaced_whole_never_written_through() {
+    let root = Root::new("keep");
+    root.script("logger", "", "echo up");
+    let state = root.0.join("var/lib/bootprint");
+    fs::create_dir_all(&state).unwrap();
+    let victim = root.0.join("victim");
+    fs::write(&victim, "precious\n").unwrap();
+    symlink(&victim, state.join("rc-last.log")).unwrap();
+    symlink(&victim, state.join("rc-durations.tmp")).unwrap();
+    let mut req = rc::run::Request::new(Runlevel::Num(2));
+    req.root = root.0.clone();
+    req.spans = root.0.join("run/bootprint/rc.log");
+    req.detach = false;
+    assert_eq!(rc::run::run_runlevel(&req, &mut Vec::new()), 0);
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "precious\n");
+    let kept = state.join("rc-last.log");
+    assert!(fs::symlink_metadata(&kept).unwrap().is_file());
+    assert!(fs::read_to_string(&kept).unwrap().contains(" rc_done "));
+    let (d, diags) = Durations::load(&state.join("rc-durations"));
+    assert!(diags.is_empty() && d.map.len() == 1, "{d:?} {diags:?}");
+    // No temporary file is left behind.
+    let names: Vec<String> = fs::read_dir(&state)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp") && n.starts_with('.'))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+}
