@@ -774,8 +774,18 @@ pub struct Runner<'a> {
     started: Vec<bool>,
     waited_for: Vec<Option<usize>>,
     running: Vec<Running>,
-    /// Timed-out scripts, signalled, still to be reaped: (child, when SIGTERM was sent).
-    orphans: Vec<(Child, Instant)>,
+    /// Timed-out scripts, sent SIGTERM, whose process group may still be alive.
+    orphans: Vec<Orphan>,
+}
+
+/// How long a timed-out script's process group has between SIGTERM and SIGKILL.
+pub const KILL_DELAY: Duration = Duration::from_secs(5);
+
+/// A timed-out script: its process group (its own session) and, until reaped, the script.
+struct Orphan {
+    pgid: u32,
+    child: Option<Child>,
+    termed: Instant,
 }
 
 impl<'a> Runner<'a> {
@@ -916,7 +926,8 @@ impl<'a> Runner<'a> {
             self.flush_long();
             self.timeouts();
         }
-        self.reap_orphans(false);
+        // Nothing that timed out outlives the phase: the rest of the kill delay, then SIGKILL.
+        self.settle_orphans();
     }
 
     fn spawn(&mut self, i: usize) {
@@ -1113,28 +1124,53 @@ impl<'a> Runner<'a> {
             sys::kill_group(r.child.id(), sys::SIGTERM);
             let start_ns = r.start_ns;
             self.finish(r.task, None, Outcome::TimedOut, start_ns);
-            self.orphans.push((r.child, Instant::now()));
+            self.orphans.push(Orphan {
+                pgid: r.child.id(),
+                child: Some(r.child),
+                termed: Instant::now(),
+            });
         }
-        self.reap_orphans(false);
+        self.tend_orphans(false);
     }
 
-    /// Reaps signalled timed-out scripts; SIGKILL for those still alive 5 s after SIGTERM
-    /// (or at once when `now`).
-    fn reap_orphans(&mut self, now: bool) {
-        self.orphans.retain_mut(|(c, when)| {
-            match c.try_wait() {
-                Ok(Some(_)) => return false,
-                Ok(None) => {}
-                // Not our child any more (we are the late child of a fork): its group was
-                // signalled already; forget it.
-                Err(_) => return false,
+    /// Reaps timed-out scripts and forgets a group once it is empty; a group still alive
+    /// [`KILL_DELAY`] after its SIGTERM (or at once when `kill_now`) gets SIGKILL and is
+    /// forgotten. The group, not only the script: what it started and left behind in its
+    /// session may ignore SIGTERM too.
+    fn tend_orphans(&mut self, kill_now: bool) {
+        self.orphans.retain_mut(|o| {
+            if let Some(c) = &mut o.child {
+                // Exited (reaped now) or not our child: either way its pid is done with.
+                if !matches!(c.try_wait(), Ok(None)) {
+                    o.child = None;
+                }
             }
-            if now || when.elapsed() > Duration::from_secs(5) {
-                sys::kill_group(c.id(), sys::SIGKILL);
-                let _ = c.try_wait();
+            // A group id stays reserved while the group has members, so this cannot hit a
+            // stranger: with the leader reaped and the group empty, kill says ESRCH.
+            if !sys::group_alive(o.pgid) {
+                return false;
+            }
+            if kill_now || o.termed.elapsed() >= KILL_DELAY {
+                sys::kill_group(o.pgid, sys::SIGKILL);
+                if let Some(c) = &mut o.child {
+                    let _ = c.try_wait();
+                }
+                return false;
             }
             true
         });
+    }
+
+    /// Waits (at most [`KILL_DELAY`]) until every timed-out group has ended or been
+    /// SIGKILLed: the runner never returns, nor forks its late child, with one alive.
+    fn settle_orphans(&mut self) {
+        loop {
+            self.tend_orphans(false);
+            if self.orphans.is_empty() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Waits until the machine is idle (per the configuration) or the maximum wait passed;
@@ -1162,7 +1198,7 @@ impl<'a> Runner<'a> {
 
     /// Logs the end of the run.
     pub fn done(&mut self) {
-        self.reap_orphans(false);
+        self.settle_orphans();
         let kv = self.rl_kv();
         self.log.event(sys::boottime_ns(), "rc_done", &kv);
     }
@@ -1261,6 +1297,13 @@ impl<'a> Runner<'a> {
             let ms = r.end_ns.saturating_sub(r.start_ns) / 1_000_000;
             d.record(&t.name, &t.action, ms);
         }
+    }
+}
+
+impl Drop for Runner<'_> {
+    /// However the runner ends (a panic unwinding included), no timed-out group outlives it.
+    fn drop(&mut self) {
+        self.tend_orphans(true);
     }
 }
 

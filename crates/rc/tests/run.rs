@@ -425,3 +425,67 @@ fn state_files_are_replaced_whole_never_written_through() {
         .collect();
     assert!(names.is_empty(), "{names:?}");
 }
+
+/// The processes of a group that are alive (not zombies), from /proc.
+fn alive_in_group(pgid: i32) -> Vec<String> {
+    let mut v = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp ...: comm may hold blanks, so split after the ')'.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() > 2 && f[2].parse::<i32>() == Ok(pgid) && f[0] != "Z" {
+            v.push(stat.trim().to_string());
+        }
+    }
+    v
+}
+
+/// Issue defect 11: a script that ignores SIGTERM and times out must not outlive the
+/// runner when the runlevel ends within the kill delay (5 s): its whole process group is
+/// SIGKILLed before the runner returns. Before, nothing sent SIGKILL: the runner returned
+/// at once and the group lived on.
+#[test]
+fn a_timed_out_script_ignoring_sigterm_is_killed_before_the_runner_returns() {
+    let root = Root::new("term");
+    let pidfile = root.0.join("pid");
+    // `trap '' TERM` is inherited by the sleep: the whole group ignores SIGTERM.
+    root.script(
+        "stubborn",
+        "",
+        &format!(
+            "trap '' TERM\necho $$ > {}\nsleep 60\nsleep 60",
+            pidfile.display()
+        ),
+    );
+    root.script("logger", "", "true");
+    let cfg = quick_config(); // timeout 2 s
+    let t0 = Instant::now();
+    let (v, _, _, _) = run(&root, &cfg, &Durations::default());
+    let took = t0.elapsed();
+    assert_eq!(span(&v, "stubborn").outcome, "timed_out");
+    // Timeout (2 s), then the kill delay (5 s) for SIGTERM to work, then SIGKILL.
+    assert!(took < Duration::from_secs(12), "took {took:?}");
+    let pgid: i32 = fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SIGKILL was sent before the return; on a loaded machine dying takes a moment.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let left = loop {
+        let left = alive_in_group(pgid);
+        if left.is_empty() || Instant::now() > deadline {
+            break left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        left.is_empty(),
+        "alive 2 s after the runner returned: {left:?}"
+    );
+}
