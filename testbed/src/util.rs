@@ -375,6 +375,30 @@ pub fn have_tool(name: &str) -> bool {
         .is_ok()
 }
 
+/// The repository's commit (`git rev-parse --short HEAD`, with `+` when the tree has
+/// changes), for results files; `None` outside a git checkout.
+pub fn git_commit(repo: &Path) -> Option<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["rev-parse", "--short", "HEAD"])
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || commit.is_empty() {
+        return None;
+    }
+    let dirty = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .stderr(Stdio::null())
+        .output()
+        .is_ok_and(|o| !o.stdout.is_empty());
+    Some(if dirty { format!("{commit}+") } else { commit })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -421,28 +445,4 @@ mod tests {
             Err(Error::Usage(_))
         ));
     }
-}
-
-/// The repository's commit (`git rev-parse --short HEAD`, with `+` when the tree has
-/// changes), for results files; `None` outside a git checkout.
-pub fn git_commit(repo: &Path) -> Option<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["rev-parse", "--short", "HEAD"])
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    if !out.status.success() || commit.is_empty() {
-        return None;
-    }
-    let dirty = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["status", "--porcelain", "--untracked-files=no"])
-        .stderr(Stdio::null())
-        .output()
-        .is_ok_and(|o| !o.stdout.is_empty());
-    Some(if dirty { format!("{commit}+") } else { commit })
 }
