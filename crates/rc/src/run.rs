@@ -20,6 +20,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::durations::Durations;
+use crate::fallback::{self, Fault};
 use crate::graph::EdgeKind;
 use crate::header::Keyword;
 use crate::spans::SpanLog;
@@ -651,26 +652,6 @@ pub fn was_idle(a: &ProcStat, b: &ProcStat, cfg: &Config) -> bool {
     busy < cfg.idle_busy_pct && io < cfg.idle_iowait_pct && b.blocked == 0
 }
 
-/// Waits for a script run in the foreground until `deadline`; past it the script is killed
-/// and counted as timed out.
-fn wait_until(child: &mut std::process::Child, deadline: Instant) -> (Option<i32>, Outcome) {
-    loop {
-        match child.try_wait() {
-            Ok(Some(st)) => {
-                return match st.code() {
-                    Some(c) => (Some(c), Outcome::from_exit(c)),
-                    None => (None, Outcome::Signal),
-                }
-            }
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                return (None, Outcome::TimedOut);
-            }
-        }
-    }
-}
-
 /// How a script ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -737,6 +718,9 @@ pub struct Options {
     pub cpus: usize,
     /// `PREVLEVEL` for the scripts (`N` at boot).
     pub prevlevel: String,
+    /// A failure to force (`bootprint.rc.fault=`): [`Fault::Run`] makes the parallel run
+    /// panic once its first script has started. Other faults are not the runner's.
+    pub fault: Option<Fault>,
 }
 
 impl Default for Options {
@@ -745,6 +729,7 @@ impl Default for Options {
             proc_dir: PathBuf::from("/proc"),
             cpus: sys::cpu_count(),
             prevlevel: "N".into(),
+            fault: None,
         }
     }
 }
@@ -776,6 +761,8 @@ pub struct Runner<'a> {
     running: Vec<Running>,
     /// Timed-out scripts, sent SIGTERM, whose process group may still be alive.
     orphans: Vec<Orphan>,
+    /// [`Fault::Run`] has fired (once per runner).
+    fault_fired: bool,
 }
 
 /// How long a timed-out script's process group has between SIGTERM and SIGKILL.
@@ -811,6 +798,7 @@ impl<'a> Runner<'a> {
             waited_for: vec![None; n],
             running: Vec::new(),
             orphans: Vec::new(),
+            fault_fired: false,
         }
     }
 
@@ -842,11 +830,19 @@ impl<'a> Runner<'a> {
     /// all ended (or timed out). On an internal failure, runs the rest serially.
     pub fn run_phase(&mut self, late: bool) {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.phase(late)));
-        if r.is_err() {
+        if let Err(p) = r {
+            let msg = panic_message(p.as_ref());
+            let _ = writeln!(
+                self.out,
+                "bootprint rc: runlevel {}: the parallel run failed ({msg}): running the rest serially",
+                self.plan.runlevel
+            );
             let mut kv = self.rl_kv();
-            kv.push(("reason", "panic".into()));
+            kv.push(("reason", "run".into()));
+            kv.push(("error", msg));
             self.log.event(sys::boottime_ns(), "rc_fallback", &kv);
             self.serial_rest(Some(late));
+            self.settle_orphans();
         }
         if !late {
             let kv = self.rl_kv();
@@ -906,6 +902,10 @@ impl<'a> Runner<'a> {
                         break;
                     }
                     self.spawn(i);
+                    if self.opts.fault == Some(Fault::Run) && !self.fault_fired {
+                        self.fault_fired = true;
+                        panic!("{}", Fault::Run.message());
+                    }
                 }
             }
             // Wait for output or a short tick (child exits are polled).
@@ -941,15 +941,8 @@ impl<'a> Runner<'a> {
             .filter(|&p| self.results[p].is_some())
             .max_by_key(|&p| self.results[p].as_ref().map(|r| r.end_ns));
         self.waited_for[i] = waited;
-        let mut cmd = if t.name.ends_with(".sh") {
-            let mut c = Command::new("/bin/sh");
-            c.arg(&t.path);
-            c
-        } else {
-            Command::new(&t.path)
-        };
-        cmd.arg(&t.action)
-            .env("RUNLEVEL", &self.plan.runlevel)
+        let mut cmd = fallback::command(&t.path, &t.name, &t.action);
+        cmd.env("RUNLEVEL", &self.plan.runlevel)
             .env("PREVLEVEL", &self.opts.prevlevel);
         let mut master = None;
         if !t.interactive {
@@ -962,7 +955,7 @@ impl<'a> Runner<'a> {
                 }
             }
             // SAFETY note lives in sys::new_session; pre_exec runs it in the child.
-            unsafe_pre_exec(&mut cmd);
+            new_session_on_exec(&mut cmd);
         } else {
             console_stdout(&mut cmd);
         }
@@ -1203,33 +1196,28 @@ impl<'a> Runner<'a> {
         self.log.event(sys::boottime_ns(), "rc_done", &kv);
     }
 
-    /// The fallback: waits for what runs, then runs every task not yet started, one at a
-    /// time with the console, in plan priority order (dependencies first where known).
+    /// The fallback: waits for what runs (bounded by its timeout), then runs every task not
+    /// yet started, one at a time with the console, in plan priority order (dependencies
+    /// first where known).
     pub fn serial_rest(&mut self, late: Option<bool>) {
-        for r in std::mem::take(&mut self.running) {
-            let mut child = r.child;
-            let start = r.start_ns;
-            let deadline = r.started + self.cfg.timeout;
-            let st = loop {
-                match child.try_wait() {
-                    Ok(Some(st)) => break Some(st),
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(20))
+        while !self.running.is_empty() {
+            let mut r = self.running.swap_remove(0);
+            let interactive = self.plan.tasks[r.task].interactive;
+            let deadline = (!interactive).then(|| r.started + self.cfg.timeout);
+            // Keep draining its pty: a script blocked on a full pty would never end.
+            let (child, master, buf) = (&mut r.child, &r.master, &mut r.buf);
+            let (exit, outcome) =
+                fallback::wait_foreground(child, deadline, !interactive, &mut || {
+                    if let Some(m) = master {
+                        sys::read_available(m.as_raw_fd(), buf);
                     }
-                    _ => break None,
-                }
-            };
-            let (exit, outcome) = match st {
-                Some(st) => match st.code() {
-                    Some(c) => (Some(c), Outcome::from_exit(c)),
-                    None => (None, Outcome::Signal),
-                },
-                None => {
-                    sys::kill_group(child.id(), sys::SIGTERM);
-                    (None, Outcome::TimedOut)
-                }
-            };
-            self.finish(r.task, exit, outcome, start);
+                });
+            let start = r.start_ns;
+            let task = r.task;
+            self.running.push(r);
+            let last = self.running.len() - 1;
+            self.retire(last);
+            self.finish(task, exit, outcome, start);
         }
         let mut order: Vec<usize> = (0..self.plan.tasks.len())
             .filter(|&i| !self.started[i] && late.is_none_or(|l| self.plan.tasks[i].late == l))
@@ -1241,22 +1229,38 @@ impl<'a> Runner<'a> {
             let i = order.remove(pos);
             self.started[i] = true;
             let t = &self.plan.tasks[i];
-            let start_ns = sys::boottime_ns();
-            let kv = self.task_kv(i);
-            self.log.event(start_ns, "rc_start", &kv);
-            let mut cmd = if t.name.ends_with(".sh") {
-                let mut c = Command::new("/bin/sh");
-                c.arg(&t.path);
-                c
-            } else {
-                Command::new(&t.path)
-            };
-            cmd.arg(&t.action).env("RUNLEVEL", &self.plan.runlevel);
+            let interactive = t.interactive;
+            let mut cmd = fallback::command(&t.path, &t.name, &t.action);
+            cmd.env("RUNLEVEL", &self.plan.runlevel)
+                .env("PREVLEVEL", &self.opts.prevlevel);
             console_stdout(&mut cmd);
+            if !interactive {
+                new_session_on_exec(&mut cmd);
+            }
+            let start_ns = sys::boottime_ns();
+            let mut kv = self.task_kv(i);
+            kv.push(("waited_for", String::new()));
             let (exit, outcome) = match cmd.spawn() {
-                Ok(mut child) => wait_until(&mut child, Instant::now() + self.cfg.timeout),
-                Err(_) => (None, Outcome::SpawnFailed),
+                Ok(mut child) => {
+                    kv.push(("pid", child.id().to_string()));
+                    self.log.event(start_ns, "rc_start", &kv);
+                    let deadline = (!interactive).then(|| Instant::now() + self.cfg.timeout);
+                    fallback::wait_foreground(&mut child, deadline, !interactive, &mut || {})
+                }
+                Err(e) => {
+                    self.log.event(start_ns, "rc_start", &kv);
+                    let _ = writeln!(self.out, "{}: cannot start: {e}", self.plan.tasks[i].name);
+                    (None, Outcome::SpawnFailed)
+                }
             };
+            if outcome == Outcome::TimedOut {
+                let _ = writeln!(
+                    self.out,
+                    "{}: timed out after {:.0} s; the boot goes on without it",
+                    self.plan.tasks[i].name,
+                    self.cfg.timeout.as_secs_f64()
+                );
+            }
             self.finish(i, exit, outcome, start_ns);
         }
     }
@@ -1264,26 +1268,10 @@ impl<'a> Runner<'a> {
     /// startpar's answer for `/lib/init/rc` (`eval "$(startpar ...)"`): the failed,
     /// not-installed and not-configured scripts of the tasks that ended so far.
     pub fn startpar_summary(&self) -> String {
-        let mut failed = Vec::new();
-        let mut ni = Vec::new();
-        let mut nc = Vec::new();
-        for (i, r) in self.results.iter().enumerate() {
-            let Some(r) = r else { continue };
-            let name = self.plan.tasks[i].name.clone();
-            match r.outcome {
-                Outcome::Ok => {}
-                Outcome::NotInstalled => ni.push(name),
-                Outcome::NotConfigured => nc.push(name),
-                _ => failed.push(name),
-            }
-        }
-        let q = |v: &[String]| v.join(" ").replace('\'', "");
-        format!(
-            "failed_service='{}'\nskipped_service_not_installed='{}'\nskipped_service_not_configured='{}'\n",
-            q(&failed),
-            q(&ni),
-            q(&nc)
-        )
+        startpar_answer(self.results.iter().enumerate().filter_map(|(i, r)| {
+            r.as_ref()
+                .map(|r| (self.plan.tasks[i].name.as_str(), r.outcome.name()))
+        }))
     }
 
     /// Feeds the measured durations into `d`.
@@ -1307,70 +1295,52 @@ impl Drop for Runner<'_> {
     }
 }
 
+/// The text of a panic's payload (`panic!` with a message gives a `String` or a `&str`).
+pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic".into())
+}
+
+/// startpar's answer from (script, outcome name) pairs: `failed_service='...'`,
+/// `skipped_service_not_installed='...'`, `skipped_service_not_configured='...'`.
+pub fn startpar_answer<'s>(ended: impl Iterator<Item = (&'s str, &'s str)>) -> String {
+    let mut failed = Vec::new();
+    let mut ni = Vec::new();
+    let mut nc = Vec::new();
+    for (name, outcome) in ended {
+        match outcome {
+            "ok" => {}
+            "not_installed" => ni.push(name),
+            "not_configured" => nc.push(name),
+            _ => failed.push(name),
+        }
+    }
+    let q = |v: &[&str]| v.join(" ").replace('\'', "");
+    format!(
+        "failed_service='{}'\nskipped_service_not_installed='{}'\nskipped_service_not_configured='{}'\n",
+        q(&failed),
+        q(&ni),
+        q(&nc)
+    )
+}
+
 /// A script's stdout goes to the console (our stderr), never to our stdout: that is the
 /// pipe `/lib/init/rc` evaluates (`eval "$(startpar ...)"`).
-fn console_stdout(cmd: &mut Command) {
+pub(crate) fn console_stdout(cmd: &mut Command) {
     use std::os::fd::AsFd;
     if let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() {
         cmd.stdout(Stdio::from(fd));
     }
 }
 
-fn unsafe_pre_exec(cmd: &mut Command) {
+/// The script leads a new session (its own process group, which a timeout can signal).
+pub(crate) fn new_session_on_exec(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure only calls setsid (async-signal-safe) between fork and exec.
     unsafe {
         cmd.pre_exec(sys::new_session);
-    }
-}
-
-/// The last resort when the system cannot even be read: run the runlevel's links serially
-/// in link order (`S??` with `start`, or `K??` with `stop`), as `/lib/init/rc` does without
-/// concurrency. Output goes straight to the console.
-pub fn serial_links(root: &Path, rl: Runlevel, action: &str, log: &mut SpanLog, timeout: Duration) {
-    let prefix = if action == "stop" { 'K' } else { 'S' };
-    let dir = root.join(rl.dir());
-    let names = sorted_links(&dir);
-    for (name, path) in names {
-        if !name.starts_with(prefix) || name.len() < 4 {
-            continue;
-        }
-        let script = name[3..].to_string();
-        let kv = |extra: Vec<(&'static str, String)>| {
-            let mut v = vec![
-                ("script", script.clone()),
-                ("action", action.to_string()),
-                ("runlevel", rl.label()),
-                ("late", "0".to_string()),
-            ];
-            v.extend(extra);
-            v
-        };
-        log.event(sys::boottime_ns(), "rc_start", &kv(vec![]));
-        let mut cmd = Command::new(&path);
-        cmd.arg(action);
-        console_stdout(&mut cmd);
-        let (exit, outcome) = match cmd.spawn() {
-            Ok(mut c) => wait_until(&mut c, Instant::now() + timeout),
-            Err(_) => (None, Outcome::SpawnFailed),
-        };
-        log.event(
-            sys::boottime_ns(),
-            "rc_end",
-            &kv(vec![
-                ("exit", exit.map(|c| c.to_string()).unwrap_or_default()),
-                ("outcome", outcome.name().into()),
-                (
-                    "timed_out",
-                    if outcome == Outcome::TimedOut {
-                        "1"
-                    } else {
-                        "0"
-                    }
-                    .into(),
-                ),
-            ]),
-        );
     }
 }
 
@@ -1466,16 +1436,77 @@ impl Request {
     }
 }
 
+/// The exit code of a runner that could not run the runlevel at all (not even serially:
+/// its link directory cannot be read, or the fallback itself failed). The startpar wrapper
+/// runs Debian's startpar on any exit but 0.
+pub const EXIT_NOT_RUN: i32 = 1;
+
+/// How far the runner got: what its fallback needs when it fails.
+struct Progress {
+    /// The phase under way: `config`, `load`, `plan`, `run`, `answer`, `late`, `save`.
+    /// It is the `reason` of `rc_fallback` when the runner fails in it.
+    phase: &'static str,
+    /// startpar's answer was printed (or stdout is no longer the caller's pipe).
+    answered: bool,
+    /// The configured per-script timeout, once read.
+    timeout: Duration,
+}
+
 /// Runs a runlevel as [`Request`] says: plan, login path in parallel, the startpar answer,
 /// then (in a detached child when `detach`) the late services once idle; learned durations
-/// saved at the end. Returns the exit code for this process. Never fails the boot: a system
-/// it cannot read is run serially by its links.
+/// saved at the end.
+///
+/// Never fails the boot: any failure, an error or a panic, in any phase, ends in
+/// [`fallback::run_links`]: every script of the runlevel not yet started is run serially
+/// in link order with the right action, and startpar's answer is still printed. Returns
+/// the exit code for this process: 0 when every script was run (in parallel or by the
+/// fallback), [`EXIT_NOT_RUN`] when not even the fallback could run them (or on a failed
+/// `dry_run`, which runs nothing).
 pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
+    // The test bed's fault switch (docs/rc.md); /proc/cmdline is a few hundred bytes.
+    let (fault, fdiag) = Fault::read(&req.proc_dir.join("cmdline"));
+    if let Some(d) = fdiag {
+        let _ = writeln!(out, "bootprint rc: {d}");
+    }
+    if fault == Some(Fault::Abort) {
+        let _ = writeln!(out, "bootprint rc: {}: aborting", Fault::Abort.message());
+        std::process::abort();
+    }
     let mut log = if req.dry_run {
         SpanLog::none()
     } else {
         SpanLog::open(&req.spans)
     };
+    let mut progress = Progress {
+        phase: "config",
+        answered: false,
+        timeout: Config::default().timeout,
+    };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_guarded(req, fault, &mut log, out, &mut progress)
+    }));
+    let why = match r {
+        Ok(Ok(code)) => return code,
+        Ok(Err(msg)) => msg,
+        Err(p) => format!("panic: {}", panic_message(p.as_ref())),
+    };
+    // The last resort must not die either: if it does, the wrapper runs Debian's startpar.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_fallback(req, &why, &mut log, out, &progress)
+    }))
+    .unwrap_or(EXIT_NOT_RUN)
+}
+
+/// Everything [`run_runlevel`] does when nothing fails. An error is the message for the
+/// console; `progress` says where it happened.
+fn run_guarded(
+    req: &Request,
+    fault: Option<Fault>,
+    log: &mut SpanLog,
+    out: &mut dyn Write,
+    progress: &mut Progress,
+) -> Result<i32, String> {
+    progress.phase = "config";
     let (cfg, cdiags) = Config::load(
         &req.root
             .join(req.config.strip_prefix("/").unwrap_or(&req.config)),
@@ -1483,33 +1514,23 @@ pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
     for d in &cdiags {
         let _ = writeln!(out, "bootprint rc: {d}");
     }
+    if fault == Some(Fault::Config) {
+        return Err(Fault::Config.message());
+    }
+    progress.timeout = cfg.timeout;
     let dpath = req
         .root
         .join(req.durations.strip_prefix("/").unwrap_or(&req.durations));
     let (mut durations, _) = Durations::load(&dpath);
-    let sys = match System::load(&req.root) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = writeln!(
-                out,
-                "bootprint rc: {e}: running runlevel {} serially",
-                req.runlevel.label()
-            );
-            log.event(
-                sys::boottime_ns(),
-                "rc_fallback",
-                &[
-                    ("runlevel", req.runlevel.label()),
-                    ("reason", "unreadable".into()),
-                ],
-            );
-            serial_links(&req.root, req.runlevel, &req.action, &mut log, cfg.timeout);
-            if req.startpar {
-                println!("failed_service=''");
-            }
-            return 0;
-        }
-    };
+    progress.phase = "load";
+    if fault == Some(Fault::Load) {
+        return Err(Fault::Load.message());
+    }
+    let sys = System::load(&req.root).map_err(|e| e.to_string())?;
+    progress.phase = "plan";
+    if fault == Some(Fault::Plan) {
+        panic!("{}", Fault::Plan.message());
+    }
     let plan = if req.action == "stop" {
         Plan::stop(&sys, req.runlevel, &durations, req.previous)
     } else {
@@ -1517,25 +1538,33 @@ pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
     };
     if req.dry_run {
         let _ = out.write_all(plan.describe().as_bytes());
-        return 0;
+        return Ok(0);
     }
+    progress.phase = "run";
     let opts = Options {
         proc_dir: req.proc_dir.clone(),
         prevlevel: req.previous.map_or("N".into(), |p| p.label()),
+        fault,
         ..Options::default()
     };
-    let mut runner = Runner::new(&plan, &cfg, opts, &mut log, out);
+    let mut runner = Runner::new(&plan, &cfg, opts, log, out);
     runner.begin();
     runner.run_phase(false);
+    progress.phase = "answer";
+    if fault == Some(Fault::Panic) {
+        panic!("{}", Fault::Panic.message());
+    }
     if req.startpar {
         let mut o = std::io::stdout();
         let _ = o.write_all(runner.startpar_summary().as_bytes());
         let _ = o.flush();
     }
+    progress.answered = true;
     if runner.has_late() {
+        progress.phase = "late";
         if req.detach {
             match sys::fork_detached() {
-                Ok(false) => return 0, // the parent: init may go on to the gettys
+                Ok(false) => return Ok(0), // the parent: init may go on to the gettys
                 Ok(true) => {}
                 Err(_) => {} // no fork: finish the late ones here
             }
@@ -1544,8 +1573,16 @@ pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
         runner.run_phase(true);
     }
     runner.done();
+    progress.phase = "save";
     runner.learn(&mut durations);
+    drop(runner);
     let _ = durations.save(&dpath);
+    keep_span_log(req);
+    Ok(0)
+}
+
+/// Copies the span log to `rc-last.log` (replaced whole), so it outlives /run.
+fn keep_span_log(req: &Request) {
     let keep = req
         .root
         .join(req.keep.strip_prefix("/").unwrap_or(&req.keep));
@@ -1555,6 +1592,95 @@ pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
             let _ = crate::state::write_atomic(&keep, &bytes);
         }
     }
+}
+
+/// The fallback of [`run_runlevel`]: every script of the runlevel this process has not
+/// started yet, serially in link order ([`fallback::run_links`]), then startpar's answer
+/// if it is still owed.
+fn run_fallback(
+    req: &Request,
+    why: &str,
+    log: &mut SpanLog,
+    out: &mut dyn Write,
+    progress: &Progress,
+) -> i32 {
+    let rl = req.runlevel.label();
+    let _ = writeln!(
+        out,
+        "bootprint rc: runlevel {rl}: the runner failed (phase {}): {why}",
+        progress.phase
+    );
+    let dir = req.root.join(req.runlevel.dir());
+    let links = match fallback::links(&req.root, req.runlevel, &req.action, req.previous) {
+        Ok(v) => v,
+        Err(e) => {
+            let _ = writeln!(
+                out,
+                "bootprint rc: {}: {e}: expected the runlevel's links; nothing run",
+                dir.display()
+            );
+            return EXIT_NOT_RUN;
+        }
+    };
+    let todo: Vec<fallback::Link> = links
+        .into_iter()
+        .filter(|l| !log.started().contains(&l.name))
+        .collect();
+    let names: Vec<&str> = todo.iter().map(|l| l.name.as_str()).collect();
+    if req.dry_run {
+        let _ = writeln!(
+            out,
+            "bootprint rc: would run serially in link order: {}",
+            names.join(" ")
+        );
+        return EXIT_NOT_RUN;
+    }
+    let _ = writeln!(
+        out,
+        "bootprint rc: running serially in link order ({} {}): {}",
+        todo.len(),
+        req.action,
+        names.join(" ")
+    );
+    let kv = |extra: &[(&'static str, String)]| {
+        let mut v = vec![("runlevel", rl.clone()), ("action", req.action.clone())];
+        v.extend_from_slice(extra);
+        v
+    };
+    // rc_fallback first: it ends what an earlier rc_begin opened; the fallback's own
+    // rc_begin .. rc_done then spans the serial run (the recorder waits for it).
+    log.event(
+        sys::boottime_ns(),
+        "rc_fallback",
+        &kv(&[("reason", progress.phase.into()), ("error", why.into())]),
+    );
+    log.event(
+        sys::boottime_ns(),
+        "rc_begin",
+        &kv(&[
+            ("tasks", todo.len().to_string()),
+            ("late", "0".into()),
+            ("learned", "0".into()),
+        ]),
+    );
+    let prevlevel = req.previous.map_or("N".into(), |p| p.label());
+    let how = fallback::Serial {
+        root: &req.root,
+        runlevel: req.runlevel,
+        action: &req.action,
+        prevlevel: &prevlevel,
+        timeout: progress.timeout,
+    };
+    fallback::run_links(&todo, &how, log, out);
+    log.event(sys::boottime_ns(), "rc_reached", &kv(&[]));
+    log.event(sys::boottime_ns(), "rc_done", &kv(&[]));
+    if req.startpar && !progress.answered {
+        let answer = startpar_answer(log.ended().iter().map(|(n, o)| (n.as_str(), o.as_str())));
+        let mut o = std::io::stdout();
+        let _ = o.write_all(answer.as_bytes());
+        let _ = o.flush();
+    }
+    keep_span_log(req);
     0
 }
 

@@ -489,3 +489,210 @@ fn a_timed_out_script_ignoring_sigterm_is_killed_before_the_runner_returns() {
         "alive 2 s after the runner returned: {left:?}"
     );
 }
+
+/// A root for the fallback tests: every script appends `<name> <action>` to `marks`, so a
+/// test sees what ran, how often and in which order. `links`: (runlevel dir, link name).
+fn fallback_root(tag: &str, scripts: &[(&str, &str)], links: &[(&str, &str)]) -> Root {
+    let root = Root::new(tag);
+    let m = root.mark();
+    for (name, extra) in scripts {
+        let text = format!(
+            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Start: 2\n# Default-Stop: 0\n### END INIT INFO\necho {name} \"$1\" >> {m}\nexit 0\n"
+        );
+        let path = root.0.join("etc/init.d").join(name);
+        fs::write(&path, text).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for (dir, link) in links {
+        fs::create_dir_all(root.0.join("etc").join(dir)).unwrap();
+        let name = &link[3..];
+        symlink(
+            format!("../init.d/{name}"),
+            root.0.join("etc").join(dir).join(link),
+        )
+        .unwrap();
+    }
+    root
+}
+
+/// `run_runlevel` on `root` with `cmdline` as the kernel command line (a fake /proc):
+/// (exit code, console, marks, span log).
+fn run_with_cmdline(
+    root: &Root,
+    rl: Runlevel,
+    previous: Option<Runlevel>,
+    cmdline: &str,
+) -> (i32, String, String, String) {
+    let proc_dir = root.0.join("proc");
+    fs::create_dir_all(&proc_dir).unwrap();
+    fs::write(proc_dir.join("cmdline"), format!("{cmdline}\n")).unwrap();
+    let mut req = rc::run::Request::new(rl);
+    req.root = root.0.clone();
+    req.proc_dir = proc_dir;
+    req.spans = root.0.join("run/bootprint/rc.log");
+    req.previous = previous;
+    req.detach = false;
+    let mut out = Vec::new();
+    let code = rc::run::run_runlevel(&req, &mut out);
+    let marks = fs::read_to_string(root.0.join("marks")).unwrap_or_default();
+    let log = fs::read_to_string(&req.spans).unwrap_or_default();
+    (code, String::from_utf8_lossy(&out).into_owned(), marks, log)
+}
+
+const FALLBACK_SCRIPTS: [(&str, &str); 4] = [
+    ("base", ""),
+    ("logger", "# Required-Start: base\n"),
+    ("web", "# Required-Start: logger\n"),
+    ("zlate", ""),
+];
+const FALLBACK_LINKS: [(&str, &str); 4] = [
+    ("rc2.d", "S01base"),
+    ("rc2.d", "S02logger"),
+    ("rc2.d", "S03web"),
+    ("rc2.d", "S04zlate"),
+];
+
+fn sorted_lines(s: &str) -> Vec<&str> {
+    let mut v: Vec<&str> = s.lines().collect();
+    v.sort();
+    v
+}
+
+/// Issue defect 6: a failure outside the runner's guarded run (here a value in rc.conf
+/// that made the configuration phase panic) started no services at all. Every script of
+/// the runlevel must still run.
+#[test]
+fn a_panic_while_reading_the_configuration_still_runs_every_script() {
+    let root = fallback_root("confpanic", &FALLBACK_SCRIPTS, &FALLBACK_LINKS);
+    fs::create_dir_all(root.0.join("etc/bootprint")).unwrap();
+    fs::write(root.0.join("etc/bootprint/rc.conf"), "timeout = 1e300\n").unwrap();
+    let (code, out, marks, _) = run_with_cmdline(&root, Runlevel::Num(2), None, "quiet");
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        sorted_lines(&marks),
+        ["base start", "logger start", "web start", "zlate start"],
+        "{out}"
+    );
+}
+
+/// `bootprint.rc.fault=` forces a failure in each phase; every script of the runlevel
+/// still runs exactly once, in an order its dependencies allow, and the span log says
+/// which phase failed.
+#[test]
+fn a_fault_in_any_phase_still_runs_every_script_once() {
+    for (fault, reason) in [
+        ("config", "config"),
+        ("load", "load"),
+        ("plan", "plan"),
+        ("run", "run"),
+        ("panic", "answer"),
+    ] {
+        let root = fallback_root(
+            &format!("fault-{fault}"),
+            &FALLBACK_SCRIPTS,
+            &FALLBACK_LINKS,
+        );
+        fs::create_dir_all(root.0.join("etc/bootprint")).unwrap();
+        // zlate is a late service: `panic` fires once the path is done, before it runs.
+        fs::write(
+            root.0.join("etc/bootprint/rc.conf"),
+            "login = web\nlate = zlate\nlate-max-wait = 0.2\nidle-window = 0.1\n",
+        )
+        .unwrap();
+        let cmdline = format!("root=/dev/vda bootprint.rc=1 bootprint.rc.fault={fault} quiet");
+        let (code, out, marks, log) = run_with_cmdline(&root, Runlevel::Num(2), None, &cmdline);
+        assert_eq!(code, 0, "fault={fault}: {out}");
+        let lines: Vec<&str> = marks.lines().collect();
+        assert_eq!(
+            sorted_lines(&marks),
+            ["base start", "logger start", "web start", "zlate start"],
+            "fault={fault}: {out}"
+        );
+        let pos = |s: &str| lines.iter().position(|l| *l == s).unwrap();
+        assert!(pos("base start") < pos("logger start") && pos("logger start") < pos("web start"));
+        assert!(
+            log.contains(&format!(
+                " rc_fallback runlevel=2 action=start reason={reason} "
+            )),
+            "fault={fault}: {log}"
+        );
+        assert!(log.contains(" rc_done "), "fault={fault}: {log}");
+        assert!(
+            out.contains(&format!("bootprint.rc.fault={fault}")),
+            "fault={fault}: the console says why: {out}"
+        );
+    }
+}
+
+/// The fallback for a stop (runlevel 0) runs the K links in link order with `stop`; for a
+/// switch between runlevels it skips, as startpar does, what the previous runlevel started
+/// (start) and stops only what it started (stop in 1-5).
+#[test]
+fn the_fallback_stops_in_k_link_order_and_skips_what_the_previous_runlevel_started() {
+    let scripts = [("a", ""), ("b", ""), ("c", "")];
+    let links = [
+        ("rc0.d", "K01c"),
+        ("rc0.d", "K02a"),
+        ("rc0.d", "K03b"),
+        ("rc2.d", "S01a"),
+        ("rc2.d", "S02b"),
+        ("rc3.d", "S01a"),
+        ("rc3.d", "S02c"),
+        ("rc3.d", "K01b"),
+    ];
+    let root = fallback_root("fallback-stop", &scripts, &links);
+    let (code, out, marks, _) = run_with_cmdline(
+        &root,
+        Runlevel::Num(0),
+        Some(Runlevel::Num(2)),
+        "bootprint.rc.fault=load",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(marks, "c stop\na stop\nb stop\n", "{out}");
+    // 2 -> 3: start c only (a runs already); with -M stop, stop b (2 started it).
+    let root = fallback_root("fallback-switch", &scripts, &links);
+    let (code, out, marks, _) = run_with_cmdline(
+        &root,
+        Runlevel::Num(3),
+        Some(Runlevel::Num(2)),
+        "bootprint.rc.fault=config",
+    );
+    assert_eq!((code, marks.as_str()), (0, "c start\n"), "{out}");
+    let root = fallback_root("fallback-switch-stop", &scripts, &links);
+    let proc_dir = root.0.join("proc");
+    fs::create_dir_all(&proc_dir).unwrap();
+    fs::write(proc_dir.join("cmdline"), "bootprint.rc.fault=plan\n").unwrap();
+    let mut req = rc::run::Request::new(Runlevel::Num(3));
+    req.root = root.0.clone();
+    req.proc_dir = proc_dir;
+    req.spans = root.0.join("run/bootprint/rc.log");
+    req.previous = Some(Runlevel::Num(2));
+    req.action = "stop".into();
+    req.detach = false;
+    assert_eq!(rc::run::run_runlevel(&req, &mut Vec::new()), 0);
+    assert_eq!(
+        fs::read_to_string(root.0.join("marks")).unwrap(),
+        "b stop\n"
+    );
+}
+
+/// A dry run that fails runs nothing: it says what the fallback would run.
+#[test]
+fn a_failed_dry_run_runs_nothing() {
+    let root = fallback_root("fallback-dry", &FALLBACK_SCRIPTS, &FALLBACK_LINKS);
+    let proc_dir = root.0.join("proc");
+    fs::create_dir_all(&proc_dir).unwrap();
+    fs::write(proc_dir.join("cmdline"), "bootprint.rc.fault=load\n").unwrap();
+    let mut req = rc::run::Request::new(Runlevel::Num(2));
+    req.root = root.0.clone();
+    req.proc_dir = proc_dir;
+    req.dry_run = true;
+    let mut out = Vec::new();
+    assert_eq!(rc::run::run_runlevel(&req, &mut out), 1);
+    let out = String::from_utf8(out).unwrap();
+    assert!(!root.0.join("marks").exists(), "{out}");
+    assert!(
+        out.contains("would run serially in link order: base logger web zlate"),
+        "{out}"
+    );
+}
