@@ -130,6 +130,8 @@ pub struct CycleBreak {
     pub path: Vec<usize>,
     /// The edge removed (index into [`Graph::edges`]).
     pub removed: usize,
+    /// What was reported (also in [`Graph::diagnostics`]).
+    pub diagnostic: Diagnostic,
 }
 
 /// The start graph of one runlevel.
@@ -539,7 +541,7 @@ impl Graph {
             let e = &self.edges[removed];
             let names: Vec<&str> = path.iter().map(|&i| self.nodes[i].name.as_str()).collect();
             let o = &e.origins[0];
-            self.diagnostics.push(Diagnostic::new(
+            let diagnostic = Diagnostic::new(
                 &o.file,
                 o.line,
                 format!(
@@ -551,8 +553,13 @@ impl Graph {
                     e.kind().name(),
                     o.token
                 ),
-            ));
-            self.cycles.push(CycleBreak { path, removed });
+            );
+            self.diagnostics.push(diagnostic.clone());
+            self.cycles.push(CycleBreak {
+                path,
+                removed,
+                diagnostic,
+            });
         }
     }
 

@@ -134,6 +134,8 @@ impl Config {
             };
             let (k, v) = (k.trim(), v.trim());
             let secs = |v: &str| v.parse::<f64>().ok().filter(|s| *s >= 0.0 && s.is_finite());
+            // Too big for a Duration (1e300) is a bad value, not a panic at boot.
+            let dur = |v: &str| secs(v).and_then(|s| Duration::try_from_secs_f64(s).ok());
             let mut bad = |what: &str| {
                 diags.push(Diagnostic::new(
                     file,
@@ -150,9 +152,8 @@ impl Config {
                 "display-manager-needs" => {
                     c.display_manager_needs = v.split_whitespace().map(String::from).collect()
                 }
-                "timeout" | "flush" | "idle-window" | "late-max-wait" => match secs(v) {
-                    Some(s) => {
-                        let d = Duration::from_secs_f64(s);
+                "timeout" | "flush" | "idle-window" | "late-max-wait" => match dur(v) {
+                    Some(d) => {
                         match k {
                             "timeout" => c.timeout = d,
                             "flush" => c.flush_after = d,
@@ -229,6 +230,9 @@ pub struct Plan {
     pub tasks: Vec<Task>,
     /// Problems found while planning (missing dependencies, cycles, configuration).
     pub diagnostics: Vec<Diagnostic>,
+    /// The dependency cycles broken (also in `diagnostics`): printed on the console when
+    /// the plan runs, since they change the order the headers ask for.
+    pub cycles: Vec<Diagnostic>,
 }
 
 /// The scripts a blank-separated list of names and `$facilities` stands for.
@@ -300,6 +304,116 @@ fn stop_links(sys: &System, rl: Runlevel) -> Vec<usize> {
     out
 }
 
+/// The header line behind an edge of a stop plan.
+#[derive(Debug, Clone)]
+struct StopOrigin {
+    keyword: Keyword,
+    file: PathBuf,
+    line: usize,
+    token: String,
+}
+
+impl StopOrigin {
+    /// Which edge of a cycle goes first: `X-Stop-After` < `Should-Stop` < `Required-Stop`.
+    fn strength(&self) -> u8 {
+        match self.keyword {
+            Keyword::RequiredStop => 2,
+            Keyword::ShouldStop => 1,
+            _ => 0,
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self.keyword {
+            Keyword::RequiredStop => "required-stop",
+            Keyword::ShouldStop => "should-stop",
+            _ => "stop-after",
+        }
+    }
+}
+
+/// Breaks every cycle of a stop plan as the start graph does ([`crate::graph`]): take the
+/// first remaining task by name, walk back through its first predecessor by name until a
+/// task repeats; drop the loop's weakest edge (the first in path order on a tie) and say
+/// so; repeat. `preds[x]`: the tasks that stop before `x`. Returns the diagnostics.
+fn break_stop_cycles(
+    names: &[&str],
+    preds: &mut [BTreeSet<usize>],
+    why: &BTreeMap<(usize, usize), StopOrigin>,
+    rl: Runlevel,
+) -> Vec<Diagnostic> {
+    let n = names.len();
+    let mut diags = Vec::new();
+    // Each round removes one edge, so this ends; the bound only guards against a bug.
+    for _ in 0..=why.len() {
+        let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (x, ps) in preds.iter().enumerate() {
+            for &p in ps {
+                succs[p].push(x);
+            }
+        }
+        let mut indeg: Vec<usize> = preds.iter().map(BTreeSet::len).collect();
+        let mut stack: Vec<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
+        let mut done = vec![false; n];
+        while let Some(x) = stack.pop() {
+            done[x] = true;
+            for &y in &succs[x] {
+                indeg[y] -= 1;
+                if indeg[y] == 0 {
+                    stack.push(y);
+                }
+            }
+        }
+        let Some(start) = (0..n).find(|&i| !done[i]) else {
+            break;
+        };
+        let mut walk = vec![start];
+        let mut pos = BTreeMap::from([(start, 0usize)]);
+        let from = loop {
+            let cur = walk[walk.len() - 1];
+            // A task left over always has a predecessor left over: it is on or behind a cycle.
+            let Some(&p) = preds[cur].iter().find(|&&p| !done[p]) else {
+                return diags;
+            };
+            if let Some(&i) = pos.get(&p) {
+                break i;
+            }
+            pos.insert(p, walk.len());
+            walk.push(p);
+        };
+        let mut path: Vec<usize> = walk[from..].iter().rev().copied().collect();
+        let min_at = (0..path.len()).min_by_key(|&i| path[i]).unwrap_or(0);
+        path.rotate_left(min_at);
+        path.push(path[0]);
+        let mut weakest: Option<(u8, (usize, usize))> = None;
+        for w in path.windows(2) {
+            let k = why.get(&(w[0], w[1])).map_or(0, StopOrigin::strength);
+            if weakest.is_none_or(|(bk, _)| k < bk) {
+                weakest = Some((k, (w[0], w[1])));
+            }
+        }
+        let Some((_, (a, b))) = weakest else {
+            break;
+        };
+        preds[b].remove(&a);
+        let shown: Vec<&str> = path.iter().map(|&i| names[i]).collect();
+        let message = |kind: &str, token: &str| {
+            format!(
+                "dependency cycle {} in runlevel {} (stop): broken by dropping {} -> {} ({kind}, {token}): expected no cycle",
+                shown.join(" -> "),
+                rl.label(),
+                names[a],
+                names[b]
+            )
+        };
+        diags.push(match why.get(&(a, b)) {
+            Some(o) => Diagnostic::new(&o.file, Some(o.line), message(o.kind(), &o.token)),
+            None => Diagnostic::new(&rl.dir(), None, message("stop", "")),
+        });
+    }
+    diags
+}
+
 impl Plan {
     /// The start plan of `rl`. `previous`: the runlevel the system comes from (scripts it
     /// started already run and are skipped, as startpar does); None at boot.
@@ -334,8 +448,10 @@ impl Plan {
                     resolve(sys, t, &mut want, 0);
                 }
             }
+            // Interactive scripts too: a late one would run in the detached child, whose
+            // stdin is /dev/null, after the gettys have taken the console.
             let targets: Vec<usize> = (0..n)
-                .filter(|&i| want.contains(&g.nodes[i].script))
+                .filter(|&i| want.contains(&g.nodes[i].script) || g.nodes[i].interactive)
                 .collect();
             if !targets.is_empty() {
                 // What each node needs, $all aside; indexed once, so the walk is linear.
@@ -364,6 +480,12 @@ impl Plan {
                             Path::new(DEFAULT_CONFIG),
                             None,
                             format!("late service {name} is needed on the path to the login: started early"),
+                        ));
+                    } else if g.nodes[i].interactive && path[i] {
+                        diagnostics.push(Diagnostic::new(
+                            Path::new(DEFAULT_CONFIG),
+                            None,
+                            format!("late service {name} is interactive (it needs the console): started early"),
                         ));
                     } else {
                         path[i] = false;
@@ -413,6 +535,7 @@ impl Plan {
             action,
             tasks,
             diagnostics,
+            cycles: g.cycles.iter().map(|c| c.diagnostic.clone()).collect(),
         }
     }
 
@@ -433,6 +556,8 @@ impl Plan {
         scripts.sort_by(|a, b| sys.scripts[*a].name.cmp(&sys.scripts[*b].name));
         let id: BTreeMap<usize, usize> = scripts.iter().enumerate().map(|(t, &s)| (s, t)).collect();
         let mut preds: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); scripts.len()];
+        // Why each edge (earlier, later) exists: the strongest header line asking for it.
+        let mut why: BTreeMap<(usize, usize), StopOrigin> = BTreeMap::new();
         for (me, &s) in scripts.iter().enumerate() {
             let Some(h) = sys.scripts[s].header.as_ref() else {
                 continue;
@@ -451,15 +576,31 @@ impl Plan {
                         if other == me {
                             continue;
                         }
-                        if before {
-                            preds[other].insert(me); // `other` stops after me
+                        let edge = if before {
+                            (me, other) // `other` stops after me
                         } else {
-                            preds[me].insert(other);
+                            (other, me)
+                        };
+                        preds[edge.1].insert(edge.0);
+                        let origin = StopOrigin {
+                            keyword: kw,
+                            file: sys.scripts[s].path.clone(),
+                            line: f.line,
+                            token: w.to_string(),
+                        };
+                        let e = why.entry(edge).or_insert_with(|| origin.clone());
+                        if origin.strength() > e.strength() {
+                            *e = origin;
                         }
                     }
                 }
             }
         }
+        let names: Vec<&str> = scripts
+            .iter()
+            .map(|&s| sys.scripts[s].name.as_str())
+            .collect();
+        let cycles = break_stop_cycles(&names, &mut preds, &why, rl);
         let action = "stop".to_string();
         let tasks = scripts
             .iter()
@@ -481,7 +622,8 @@ impl Plan {
             runlevel: rl.label(),
             action,
             tasks,
-            diagnostics: Vec::new(),
+            diagnostics: cycles.clone(),
+            cycles,
         }
     }
 
@@ -496,7 +638,8 @@ impl Plan {
             }
         }
         let mut memo: Vec<Option<u64>> = vec![None; n];
-        // Iterative DFS with an on-stack mark: a cycle (only possible in stop plans) counts
+        // Recursive DFS with an on-stack mark: a cycle (stop plans break theirs, but this
+        // must not loop whatever the plan) counts
         // its back edge as nothing instead of looping.
         fn cp(
             x: usize,
@@ -1172,10 +1315,12 @@ impl<'a> Runner<'a> {
         let t0 = Instant::now();
         let mut prev = ProcStat::read(&self.opts.proc_dir);
         let reason = loop {
-            if t0.elapsed() >= self.cfg.late_max_wait {
+            let left = self.cfg.late_max_wait.saturating_sub(t0.elapsed());
+            if left.is_zero() {
                 break "max_wait";
             }
-            std::thread::sleep(self.cfg.idle_window);
+            // One measurement never outlasts the maximum wait.
+            std::thread::sleep(self.cfg.idle_window.min(left));
             let cur = ProcStat::read(&self.opts.proc_dir);
             if was_idle(&prev, &cur, self.cfg) {
                 break "idle";
@@ -1540,6 +1685,10 @@ fn run_guarded(
         let _ = out.write_all(plan.describe().as_bytes());
         return Ok(0);
     }
+    // A broken cycle changes the order the headers ask for: say so where the boot shows.
+    for d in &plan.cycles {
+        let _ = writeln!(out, "bootprint rc: {d}");
+    }
     progress.phase = "run";
     let opts = Options {
         proc_dir: req.proc_dir.clone(),
@@ -1784,5 +1933,47 @@ mod tests {
         assert_eq!(Outcome::from_exit(6), Outcome::NotConfigured);
         assert_eq!(Outcome::from_exit(1), Outcome::Failed);
         assert_eq!(Outcome::from_exit(7), Outcome::Failed);
+    }
+
+    /// A number too big for a Duration (`timeout = 1e300`) panicked while reading the
+    /// configuration, before any script ran: now a diagnostic, and the default.
+    #[test]
+    fn config_seconds_too_big_are_a_diagnostic_not_a_panic() {
+        let (c, d) = Config::parse(
+            "timeout = 1e300\nidle-window = 1e30\n",
+            Path::new("/etc/bootprint/rc.conf"),
+        );
+        assert_eq!(c.timeout, Config::default().timeout);
+        assert_eq!(c.idle_window, Config::default().idle_window);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert_eq!(d[0].line, Some(1));
+        assert!(d[0].message.contains("timeout: expected seconds"), "{d:?}");
+    }
+
+    /// The idle wait is bounded by `late-max-wait` even when one idle measurement
+    /// (`idle-window`) is longer: before, it slept the whole window first.
+    #[test]
+    fn the_idle_wait_never_outlasts_late_max_wait() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let plan = Plan {
+                runlevel: "2".into(),
+                action: "start".into(),
+                tasks: Vec::new(),
+                diagnostics: Vec::new(),
+                cycles: Vec::new(),
+            };
+            let cfg = Config {
+                idle_window: Duration::from_secs(3600),
+                late_max_wait: Duration::from_millis(200),
+                ..Config::default()
+            };
+            let mut log = SpanLog::none();
+            let mut out = Vec::new();
+            let mut r = Runner::new(&plan, &cfg, Options::default(), &mut log, &mut out);
+            let _ = tx.send(r.wait_idle());
+        });
+        let reason = rx.recv_timeout(Duration::from_secs(10));
+        assert_eq!(reason, Ok("max_wait"));
     }
 }
