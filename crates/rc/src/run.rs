@@ -10,6 +10,9 @@
 //! - [`Runner`]: runs a plan: each script on its own pty, output printed whole and prefixed
 //!   when it ends, interactive scripts alone on the console, per-script timeouts,
 //!   concurrency following `procs_running + procs_blocked`, spans to a [`SpanLog`].
+//! - [`run_runlevel`]: the whole of `bootprint-boot rc`, under a guard: any failure, in any
+//!   phase, ends in [`crate::fallback`] (every script not yet started, serially in link
+//!   order), so the runlevel is always run.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -1494,7 +1497,7 @@ pub(crate) fn new_session_on_exec(cmd: &mut Command) {
 pub struct Request {
     /// The system's root (default `/`).
     pub root: PathBuf,
-    /// The proc file system.
+    /// The proc file system (`stat`: the load; `cmdline`: the fault switch, [`Fault`]).
     pub proc_dir: PathBuf,
     /// The span log.
     pub spans: PathBuf,
