@@ -9,8 +9,8 @@
 //!   phase, so a real boot on the test bed shows that every failure still runs every script.
 //! - [`links`]: the scripts of a runlevel in link order, as `/lib/init/rc` and startpar pick
 //!   them (`S??` to start, `K??` to stop, and what a runlevel switch skips).
-//! - `wait_foreground` (crate-internal): waits for one script, bounded: on its timeout SIGTERM to its
-//!   process group, SIGKILL [`KILL_DELAY`] later.
+//! - `wait_foreground` (crate-internal): waits for one script, bounded: on its timeout
+//!   SIGTERM to its process group, SIGKILL [`KILL_DELAY`] later.
 
 use std::collections::BTreeSet;
 use std::io::Write;
