@@ -46,11 +46,13 @@ pub const STARTPAR_DIVERTED: &str = "/bin/startpar.distrib";
 pub const STARTPAR_WRAPPER: &str = "#!/bin/sh
 # bootprint: bootprint.rc=1 on the kernel command line runs bootprint's LSB runner in place
 # of startpar (same arguments and output); otherwise Debian's startpar, unchanged.
+# The runner exits 0 only once every script of the runlevel was run (in parallel or, after
+# a failure of its own, serially in link order). Any other exit means it did not do its
+# job (1: nothing could be run, 2: usage, 101: a panic it did not catch, 126/127: not
+# executable, 128+N: killed by signal N): Debian's startpar runs the runlevel then. A
+# script started twice is harmless: LSB start and stop are idempotent.
 if grep -qw bootprint.rc=1 /proc/cmdline 2>/dev/null && [ -x /usr/lib/bootprint/bootprint-boot ]; then
-	/usr/lib/bootprint/bootprint-boot rc --startpar \"$@\"
-	rc=$?
-	# 126/127: the runner could not be executed at all; anything else is its own answer.
-	if [ $rc -ne 126 ] && [ $rc -ne 127 ]; then exit $rc; fi
+	/usr/lib/bootprint/bootprint-boot rc --startpar \"$@\" && exit 0
 fi
 exec /bin/startpar.distrib \"$@\"
 ";
@@ -925,5 +927,61 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
         );
         assert!(dir_name(Flavor::DesktopSystemd).starts_with("image-desktop-systemd-"));
         assert!(dir_name(Flavor::Desktop).starts_with("image-desktop-"));
+    }
+
+    /// The startpar wrapper hands the runlevel to Debian's startpar on every exit of the
+    /// runner but 0 (issue defect 6: before, only on 126 and 127), and never runs the runner
+    /// without `bootprint.rc=1`. The wrapper's paths are pointed at stubs in a temp dir.
+    #[test]
+    fn startpar_wrapper_falls_back_on_any_exit_but_0() {
+        let dir = crate::util::TempDir::new("startpar-wrapper");
+        let d = &dir.0;
+        let stub = |name: &str, body: &str| {
+            let p = d.join(name);
+            fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+            fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+            p
+        };
+        // The runner stub exits with the code in $CODE; "abort" dies by SIGABRT.
+        let runner = stub(
+            "bootprint-boot",
+            "echo runner \"$@\"\n[ \"$CODE\" = abort ] && kill -ABRT $$\nexit $CODE",
+        );
+        let distrib = stub("startpar.distrib", "echo distrib \"$@\"");
+        let cmdline = d.join("cmdline");
+        let wrapper = STARTPAR_WRAPPER
+            .replace("/proc/cmdline", cmdline.to_str().unwrap())
+            .replace(
+                "/usr/lib/bootprint/bootprint-boot",
+                runner.to_str().unwrap(),
+            )
+            .replace("/bin/startpar.distrib", distrib.to_str().unwrap());
+        let wrapper = stub("startpar", wrapper.trim_start_matches("#!/bin/sh\n"));
+        let run = |line: &str, code: &str| {
+            fs::write(&cmdline, line).unwrap();
+            let out = std::process::Command::new(&wrapper)
+                .args(["-M", "start", "-R", "2"])
+                .env("CODE", code)
+                .output()
+                .unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+            )
+        };
+        let ran = "runner rc --startpar -M start -R 2\n";
+        let fell_back = "runner rc --startpar -M start -R 2\ndistrib -M start -R 2\n";
+        assert_eq!(run("quiet bootprint.rc=1\n", "0"), (Some(0), ran.into()));
+        for code in ["1", "2", "101", "126", "127", "abort"] {
+            assert_eq!(
+                run("quiet bootprint.rc=1\n", code),
+                (Some(0), fell_back.into()),
+                "exit {code}"
+            );
+        }
+        assert_eq!(
+            run("quiet\n", "0"),
+            (Some(0), "distrib -M start -R 2\n".into())
+        );
     }
 }

@@ -14,9 +14,11 @@ usage: bootprint-boot                      (as PID 1, from init=: record and exe
                                            record this running system for S seconds (default 10)
                                            into DIR/<boot id>/ (default /var/log/bootprint)
        bootprint-boot rc RUNLEVEL [--action start|stop] [--previous P] [--root DIR]
-                         [--spans FILE] [--no-detach] [--dry-run]
+                         [--proc DIR] [--spans FILE] [--no-detach] [--dry-run]
                                            start (stop for 0, 6) the LSB scripts of RUNLEVEL in
-                                           parallel, the path to the login first (docs/rc.md)
+                                           parallel, the path to the login first (docs/rc.md);
+                                           exit 0 once every script was run (in parallel or,
+                                           on any failure, serially in link order), else not 0
        bootprint-boot rc --startpar -M boot|start|stop -P PREV -R RUNLEVEL [startpar options]
                                            the same, called as Debian's startpar
        bootprint-boot --help | --version";
@@ -107,11 +109,14 @@ fn rc_verb(args: &[String]) -> ExitCode {
     let mut req = if args.first().map(String::as_str) == Some("--startpar") {
         match rc::run::Request::from_startpar(&args[1..]) {
             Ok(mut r) => {
-                // Not a startpar option: lets tests point the startpar form at a fake root.
-                if let Some(i) = args.iter().position(|a| a == "--root") {
-                    match args.get(i + 1) {
-                        Some(d) => r.root = PathBuf::from(d),
-                        None => return usage_error("--root needs a directory"),
+                // Not startpar options: let tests point the startpar form at a fake root
+                // and a fake /proc (its cmdline holds the fault switch).
+                for (flag, field) in [("--root", &mut r.root), ("--proc", &mut r.proc_dir)] {
+                    if let Some(i) = args.iter().position(|a| a == flag) {
+                        match args.get(i + 1) {
+                            Some(d) => *field = PathBuf::from(d),
+                            None => return usage_error(&format!("{flag} needs a directory")),
+                        }
                     }
                 }
                 r
@@ -138,6 +143,10 @@ fn rc_verb(args: &[String]) -> ExitCode {
                 "--root" => match value() {
                     Some(v) => req.root = PathBuf::from(v),
                     None => return usage_error("--root needs a directory"),
+                },
+                "--proc" => match value() {
+                    Some(v) => req.proc_dir = PathBuf::from(v),
+                    None => return usage_error("--proc needs a directory"),
                 },
                 "--spans" => match value() {
                     Some(v) => req.spans = PathBuf::from(v),

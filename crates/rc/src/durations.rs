@@ -108,14 +108,10 @@ impl Durations {
         s
     }
 
-    /// Writes the file atomically (temp file + rename), creating its directory.
+    /// Writes the file whole or not at all ([`crate::state::write_atomic`]: a new temporary
+    /// file, fsync, rename, fsync of the directory), creating its directory.
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, self.format())?;
-        std::fs::rename(&tmp, path)
+        crate::state::write_atomic(path, self.format().as_bytes())
     }
 }
 
@@ -150,5 +146,60 @@ mod tests {
         let (d, diags) = Durations::parse("garbage\n", Path::new("f"));
         assert!(d.map.is_empty());
         assert!(diags[0].message.contains("expected"));
+    }
+
+    fn scratch(tag: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!(
+            "bootprint-rc-durations-{tag}-{}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// A temporary file planted (or left by a crash) as a symlink to another file: saving
+    /// must not write through it, and the result is a whole regular file.
+    #[test]
+    fn save_never_writes_through_a_planted_temp_symlink() {
+        let d = scratch("symlink");
+        let path = d.join("rc-durations");
+        let mut old = Durations::default();
+        old.record("old", "start", 100);
+        old.save(&path).unwrap();
+        let victim = d.join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        // Whatever the temporary file is called: the names a writer beside it might use.
+        for tmp in ["rc-durations.tmp", ".rc-durations.tmp"] {
+            let _ = std::fs::remove_file(d.join(tmp));
+            std::os::unix::fs::symlink(&victim, d.join(tmp)).unwrap();
+        }
+        let mut new = Durations::default();
+        new.record("new", "start", 200);
+        new.save(&path).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
+        assert_eq!(Durations::load(&path).0, new);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A save that cannot complete (here: a directory where the temporary file goes, as a
+    /// crash cannot leave but an unwritable directory acts alike) leaves the old file whole.
+    #[test]
+    fn a_failed_save_leaves_the_old_file_whole() {
+        let d = scratch("fail");
+        let path = d.join("rc-durations");
+        let mut old = Durations::default();
+        old.record("old", "start", 100);
+        old.save(&path).unwrap();
+        for tmp in ["rc-durations.tmp", ".rc-durations.tmp"] {
+            let _ = std::fs::remove_file(d.join(tmp));
+            std::fs::create_dir_all(d.join(tmp).join("x")).unwrap();
+        }
+        let mut new = Durations::default();
+        new.record("new", "start", 200);
+        assert!(new.save(&path).is_err());
+        assert_eq!(Durations::load(&path).0, old);
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -19,7 +19,7 @@
 //! `X-Start-Before` < `Should-Start`/optional < `Required-Start`), the first such edge in
 //! path order when there is a tie; report the whole path; repeat until no cycle is left.
 
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashSet};
 use std::path::PathBuf;
 
 use crate::header::Keyword;
@@ -55,7 +55,7 @@ impl EdgeKind {
 }
 
 /// One facility expansion step: `token` came from `facility` defined at `file:line`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Via {
     /// The facility, e.g. `$remote_fs`.
     pub facility: String,
@@ -66,7 +66,7 @@ pub struct Via {
 }
 
 /// The header line an edge came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Origin {
     /// The kind.
     pub kind: EdgeKind,
@@ -130,6 +130,8 @@ pub struct CycleBreak {
     pub path: Vec<usize>,
     /// The edge removed (index into [`Graph::edges`]).
     pub removed: usize,
+    /// What was reported (also in [`Graph::diagnostics`]).
+    pub diagnostic: Diagnostic,
 }
 
 /// The start graph of one runlevel.
@@ -155,6 +157,9 @@ struct Builder<'a> {
     node_of: BTreeMap<usize, usize>,
     boot: BTreeSet<usize>,
     edges: BTreeMap<(usize, usize), Vec<Origin>>,
+    /// Every (from, to, origin) added: a set, so a header naming 200k dependencies is not
+    /// checked against every earlier origin of its edge (that was quadratic).
+    seen: HashSet<(usize, usize, Origin)>,
     diags: Vec<Diagnostic>,
 }
 
@@ -233,12 +238,10 @@ impl Builder<'_> {
     }
 
     fn add(&mut self, from: usize, to: usize, o: Origin) {
-        if from != to {
-            let origins = self.edges.entry((from, to)).or_default();
-            // Two optional providers of one facility can be the same script.
-            if !origins.contains(&o) {
-                origins.push(o);
-            }
+        // Two optional providers of one facility can be the same script, and a word can
+        // be repeated: one origin each.
+        if from != to && self.seen.insert((from, to, o.clone())) {
+            self.edges.entry((from, to)).or_default().push(o);
         }
     }
 
@@ -306,8 +309,9 @@ impl System {
     pub fn graph(&self, rl: Runlevel) -> Graph {
         let links = self.links.get(&rl).cloned().unwrap_or_default();
         let mut ids: Vec<(String, usize, u8)> = Vec::new();
+        let mut linked = BTreeSet::new();
         for l in &links {
-            if ids.iter().any(|(_, s, _)| *s == l.script) {
+            if !linked.insert(l.script) {
                 continue; // two links to one script: the first (lowest number) counts
             }
             ids.push((self.scripts[l.script].name.clone(), l.script, l.seq));
@@ -339,6 +343,7 @@ impl System {
                 .collect(),
             boot,
             edges: BTreeMap::new(),
+            seen: HashSet::new(),
             diags: Vec::new(),
         };
         let mut all_origin: Vec<Option<Origin>> = vec![None; nodes.len()];
@@ -386,32 +391,31 @@ impl System {
             }
         }
         // Scripts without header: after the header scripts with the highest lower number.
+        let mut lsb_by_seq: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            if n.lsb {
+                lsb_by_seq.entry(n.seq).or_default().push(i);
+            }
+        }
         for (me, node) in nodes.iter().enumerate() {
             if node.lsb {
                 continue;
             }
-            let below = nodes
-                .iter()
-                .filter(|n| n.lsb && n.seq < node.seq)
-                .map(|n| n.seq)
-                .max();
-            if let Some(max) = below {
-                for (other, n) in nodes.iter().enumerate() {
-                    if n.lsb && n.seq == max {
-                        let file = rl.dir().join(format!("S{:02}{}", node.seq, node.name));
-                        b.add(
-                            other,
-                            me,
-                            Origin {
-                                kind: EdgeKind::LinkOrder,
-                                keyword: None,
-                                file,
-                                line: None,
-                                token: format!("S{:02}", max),
-                                via: Vec::new(),
-                            },
-                        );
-                    }
+            if let Some((&max, below)) = lsb_by_seq.range(..node.seq).next_back() {
+                for &other in below {
+                    let file = rl.dir().join(format!("S{:02}{}", node.seq, node.name));
+                    b.add(
+                        other,
+                        me,
+                        Origin {
+                            kind: EdgeKind::LinkOrder,
+                            keyword: None,
+                            file,
+                            line: None,
+                            token: format!("S{:02}", max),
+                            via: Vec::new(),
+                        },
+                    );
                 }
             }
         }
@@ -522,10 +526,10 @@ impl Graph {
             path.push(path[0]);
             let mut best: Option<(EdgeKind, usize)> = None;
             for w in path.windows(2) {
+                // Edges are sorted by (from, to) and unique: a binary search, not a scan.
                 let e = self
                     .edges
-                    .iter()
-                    .position(|e| !e.broken && e.from == w[0] && e.to == w[1])
+                    .binary_search_by(|e| (e.from, e.to).cmp(&(w[0], w[1])))
                     .expect("cycle edge exists");
                 let k = self.edges[e].kind();
                 if best.is_none_or(|(bk, _)| k < bk) {
@@ -537,7 +541,7 @@ impl Graph {
             let e = &self.edges[removed];
             let names: Vec<&str> = path.iter().map(|&i| self.nodes[i].name.as_str()).collect();
             let o = &e.origins[0];
-            self.diagnostics.push(Diagnostic::new(
+            let diagnostic = Diagnostic::new(
                 &o.file,
                 o.line,
                 format!(
@@ -549,8 +553,13 @@ impl Graph {
                     e.kind().name(),
                     o.token
                 ),
-            ));
-            self.cycles.push(CycleBreak { path, removed });
+            );
+            self.diagnostics.push(diagnostic.clone());
+            self.cycles.push(CycleBreak {
+                path,
+                removed,
+                diagnostic,
+            });
         }
     }
 

@@ -15,7 +15,10 @@
 //!   to the login target, late services, priorities from [`durations`]), run in parallel
 //!   with output on ptys, timeouts, load-following concurrency and idle-deferred late
 //!   services; serial fallback on any failure.
+//! - [`fallback`]: the last resort (every script of the runlevel serially in link order,
+//!   whatever failed) and the `bootprint.rc.fault=` switch that forces a failure.
 //! - [`durations`]: what earlier boots taught (`/var/lib/bootprint/rc-durations`).
+//! - [`state`]: state files written whole or not at all (temp file, fsync, rename).
 //! - [`spans`]: the runner's span log (`/run/bootprint/rc.log`, `rc.log` in a trace), its
 //!   parser and the services view (spans, blame, critical chain to the login).
 //!
@@ -35,10 +38,12 @@
 
 pub mod conf;
 pub mod durations;
+pub mod fallback;
 pub mod graph;
 pub mod header;
 pub mod run;
 pub mod spans;
+pub mod state;
 mod sys;
 pub mod system;
 

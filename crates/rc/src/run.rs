@@ -10,6 +10,9 @@
 //! - [`Runner`]: runs a plan: each script on its own pty, output printed whole and prefixed
 //!   when it ends, interactive scripts alone on the console, per-script timeouts,
 //!   concurrency following `procs_running + procs_blocked`, spans to a [`SpanLog`].
+//! - [`run_runlevel`]: the whole of `bootprint-boot rc`, under a guard: any failure, in any
+//!   phase, ends in [`crate::fallback`] (every script not yet started, serially in link
+//!   order), so the runlevel is always run.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -20,6 +23,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::durations::Durations;
+use crate::fallback::{self, Fault};
 use crate::graph::EdgeKind;
 use crate::header::Keyword;
 use crate::spans::SpanLog;
@@ -133,6 +137,8 @@ impl Config {
             };
             let (k, v) = (k.trim(), v.trim());
             let secs = |v: &str| v.parse::<f64>().ok().filter(|s| *s >= 0.0 && s.is_finite());
+            // Too big for a Duration (1e300) is a bad value, not a panic at boot.
+            let dur = |v: &str| secs(v).and_then(|s| Duration::try_from_secs_f64(s).ok());
             let mut bad = |what: &str| {
                 diags.push(Diagnostic::new(
                     file,
@@ -149,11 +155,7 @@ impl Config {
                 "display-manager-needs" => {
                     c.display_manager_needs = v.split_whitespace().map(String::from).collect()
                 }
-                // A finite number of seconds can still be too large for a Duration (1e300),
-                // where `from_secs_f64` panics: such a value is refused like a negative one.
-                "timeout" | "flush" | "idle-window" | "late-max-wait" => match secs(v)
-                    .and_then(|s| Duration::try_from_secs_f64(s).ok())
-                {
+                "timeout" | "flush" | "idle-window" | "late-max-wait" => match dur(v) {
                     Some(d) => {
                         match k {
                             "timeout" => c.timeout = d,
@@ -231,6 +233,9 @@ pub struct Plan {
     pub tasks: Vec<Task>,
     /// Problems found while planning (missing dependencies, cycles, configuration).
     pub diagnostics: Vec<Diagnostic>,
+    /// The dependency cycles broken (also in `diagnostics`): printed on the console when
+    /// the plan runs, since they change the order the headers ask for.
+    pub cycles: Vec<Diagnostic>,
 }
 
 /// The scripts a blank-separated list of names and `$facilities` stands for.
@@ -252,9 +257,16 @@ fn resolve(sys: &System, token: &str, out: &mut BTreeSet<usize>, depth: usize) {
     if let Some(&i) = sys.providers.get(t) {
         out.insert(i);
     }
-    if let Some(i) = sys.scripts.iter().position(|s| s.name == t) {
+    if let Some(i) = script_index(sys, t) {
         out.insert(i);
     }
+}
+
+/// A script by file name: `System::scripts` is sorted by name.
+fn script_index(sys: &System, name: &str) -> Option<usize> {
+    sys.scripts
+        .binary_search_by(|s| s.name.as_str().cmp(name))
+        .ok()
 }
 
 /// The entries of a runlevel directory (name, path), sorted by name: link order. An
@@ -276,6 +288,7 @@ fn stop_links(sys: &System, rl: Runlevel) -> Vec<usize> {
     let dir = sys.root.join(rl.dir());
     let names = sorted_links(&dir);
     let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
     for (name, path) in names {
         let b = name.as_bytes();
         if b.len() < 4 || b[0] != b'K' || !b[1].is_ascii_digit() || !b[2].is_ascii_digit() {
@@ -285,13 +298,123 @@ fn stop_links(sys: &System, rl: Runlevel) -> Vec<usize> {
             .ok()
             .and_then(|t| t.file_name().map(|f| f.to_string_lossy().into_owned()))
             .unwrap_or_else(|| name[3..].to_string());
-        if let Some(i) = sys.scripts.iter().position(|s| s.name == target) {
-            if !out.contains(&i) {
+        if let Some(i) = script_index(sys, &target) {
+            if seen.insert(i) {
                 out.push(i);
             }
         }
     }
     out
+}
+
+/// The header line behind an edge of a stop plan.
+#[derive(Debug, Clone)]
+struct StopOrigin {
+    keyword: Keyword,
+    file: PathBuf,
+    line: usize,
+    token: String,
+}
+
+impl StopOrigin {
+    /// Which edge of a cycle goes first: `X-Stop-After` < `Should-Stop` < `Required-Stop`.
+    fn strength(&self) -> u8 {
+        match self.keyword {
+            Keyword::RequiredStop => 2,
+            Keyword::ShouldStop => 1,
+            _ => 0,
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self.keyword {
+            Keyword::RequiredStop => "required-stop",
+            Keyword::ShouldStop => "should-stop",
+            _ => "stop-after",
+        }
+    }
+}
+
+/// Breaks every cycle of a stop plan as the start graph does ([`crate::graph`]): take the
+/// first remaining task by name, walk back through its first predecessor by name until a
+/// task repeats; drop the loop's weakest edge (the first in path order on a tie) and say
+/// so; repeat. `preds[x]`: the tasks that stop before `x`. Returns the diagnostics.
+fn break_stop_cycles(
+    names: &[&str],
+    preds: &mut [BTreeSet<usize>],
+    why: &BTreeMap<(usize, usize), StopOrigin>,
+    rl: Runlevel,
+) -> Vec<Diagnostic> {
+    let n = names.len();
+    let mut diags = Vec::new();
+    // Each round removes one edge, so this ends; the bound only guards against a bug.
+    for _ in 0..=why.len() {
+        let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (x, ps) in preds.iter().enumerate() {
+            for &p in ps {
+                succs[p].push(x);
+            }
+        }
+        let mut indeg: Vec<usize> = preds.iter().map(BTreeSet::len).collect();
+        let mut stack: Vec<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
+        let mut done = vec![false; n];
+        while let Some(x) = stack.pop() {
+            done[x] = true;
+            for &y in &succs[x] {
+                indeg[y] -= 1;
+                if indeg[y] == 0 {
+                    stack.push(y);
+                }
+            }
+        }
+        let Some(start) = (0..n).find(|&i| !done[i]) else {
+            break;
+        };
+        let mut walk = vec![start];
+        let mut pos = BTreeMap::from([(start, 0usize)]);
+        let from = loop {
+            let cur = walk[walk.len() - 1];
+            // A task left over always has a predecessor left over: it is on or behind a cycle.
+            let Some(&p) = preds[cur].iter().find(|&&p| !done[p]) else {
+                return diags;
+            };
+            if let Some(&i) = pos.get(&p) {
+                break i;
+            }
+            pos.insert(p, walk.len());
+            walk.push(p);
+        };
+        let mut path: Vec<usize> = walk[from..].iter().rev().copied().collect();
+        let min_at = (0..path.len()).min_by_key(|&i| path[i]).unwrap_or(0);
+        path.rotate_left(min_at);
+        path.push(path[0]);
+        let mut weakest: Option<(u8, (usize, usize))> = None;
+        for w in path.windows(2) {
+            let k = why.get(&(w[0], w[1])).map_or(0, StopOrigin::strength);
+            if weakest.is_none_or(|(bk, _)| k < bk) {
+                weakest = Some((k, (w[0], w[1])));
+            }
+        }
+        let Some((_, (a, b))) = weakest else {
+            break;
+        };
+        preds[b].remove(&a);
+        let shown: Vec<&str> = path.iter().map(|&i| names[i]).collect();
+        let message = |kind: &str, token: &str| {
+            format!(
+                "dependency cycle {} in runlevel {} (stop): broken by dropping {} -> {} ({kind}, {token}): expected no cycle",
+                shown.join(" -> "),
+                rl.label(),
+                names[a],
+                names[b]
+            )
+        };
+        diags.push(match why.get(&(a, b)) {
+            Some(o) => Diagnostic::new(&o.file, Some(o.line), message(o.kind(), &o.token)),
+            None => Diagnostic::new(&rl.dir(), None, message("stop", "")),
+        });
+    }
+    diags
 }
 
 impl Plan {
@@ -328,10 +451,17 @@ impl Plan {
                     resolve(sys, t, &mut want, 0);
                 }
             }
+            // Interactive scripts too: a late one would run in the detached child, whose
+            // stdin is /dev/null, after the gettys have taken the console.
             let targets: Vec<usize> = (0..n)
-                .filter(|&i| want.contains(&g.nodes[i].script))
+                .filter(|&i| want.contains(&g.nodes[i].script) || g.nodes[i].interactive)
                 .collect();
             if !targets.is_empty() {
+                // What each node needs, $all aside; indexed once, so the walk is linear.
+                let mut needs: Vec<Vec<usize>> = vec![Vec::new(); n];
+                for e in g.active_edges().filter(|e| e.kind() != EdgeKind::All) {
+                    needs[e.to].push(e.from);
+                }
                 path = vec![false; n];
                 let mut stack = targets;
                 while let Some(x) = stack.pop() {
@@ -339,11 +469,7 @@ impl Plan {
                         continue;
                     }
                     path[x] = true;
-                    for e in g.active_edges().filter(|e| e.to == x) {
-                        if e.kind() != EdgeKind::All {
-                            stack.push(e.from);
-                        }
-                    }
+                    stack.extend(&needs[x]);
                 }
             }
             // Configured late services leave the path, unless something on it needs them.
@@ -357,6 +483,12 @@ impl Plan {
                             Path::new(DEFAULT_CONFIG),
                             None,
                             format!("late service {name} is needed on the path to the login: started early"),
+                        ));
+                    } else if g.nodes[i].interactive && path[i] {
+                        diagnostics.push(Diagnostic::new(
+                            Path::new(DEFAULT_CONFIG),
+                            None,
+                            format!("late service {name} is interactive (it needs the console): started early"),
                         ));
                     } else {
                         path[i] = false;
@@ -406,6 +538,7 @@ impl Plan {
             action,
             tasks,
             diagnostics,
+            cycles: g.cycles.iter().map(|c| c.diagnostic.clone()).collect(),
         }
     }
 
@@ -426,6 +559,8 @@ impl Plan {
         scripts.sort_by(|a, b| sys.scripts[*a].name.cmp(&sys.scripts[*b].name));
         let id: BTreeMap<usize, usize> = scripts.iter().enumerate().map(|(t, &s)| (s, t)).collect();
         let mut preds: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); scripts.len()];
+        // Why each edge (earlier, later) exists: the strongest header line asking for it.
+        let mut why: BTreeMap<(usize, usize), StopOrigin> = BTreeMap::new();
         for (me, &s) in scripts.iter().enumerate() {
             let Some(h) = sys.scripts[s].header.as_ref() else {
                 continue;
@@ -444,15 +579,31 @@ impl Plan {
                         if other == me {
                             continue;
                         }
-                        if before {
-                            preds[other].insert(me); // `other` stops after me
+                        let edge = if before {
+                            (me, other) // `other` stops after me
                         } else {
-                            preds[me].insert(other);
+                            (other, me)
+                        };
+                        preds[edge.1].insert(edge.0);
+                        let origin = StopOrigin {
+                            keyword: kw,
+                            file: sys.scripts[s].path.clone(),
+                            line: f.line,
+                            token: w.to_string(),
+                        };
+                        let e = why.entry(edge).or_insert_with(|| origin.clone());
+                        if origin.strength() > e.strength() {
+                            *e = origin;
                         }
                     }
                 }
             }
         }
+        let names: Vec<&str> = scripts
+            .iter()
+            .map(|&s| sys.scripts[s].name.as_str())
+            .collect();
+        let cycles = break_stop_cycles(&names, &mut preds, &why, rl);
         let action = "stop".to_string();
         let tasks = scripts
             .iter()
@@ -474,7 +625,8 @@ impl Plan {
             runlevel: rl.label(),
             action,
             tasks,
-            diagnostics: Vec::new(),
+            diagnostics: cycles.clone(),
+            cycles,
         }
     }
 
@@ -489,7 +641,8 @@ impl Plan {
             }
         }
         let mut memo: Vec<Option<u64>> = vec![None; n];
-        // Iterative DFS with an on-stack mark: a cycle (only possible in stop plans) counts
+        // Recursive DFS with an on-stack mark: a cycle (stop plans break theirs, but this
+        // must not loop whatever the plan) counts
         // its back edge as nothing instead of looping.
         fn cp(
             x: usize,
@@ -651,26 +804,6 @@ pub fn was_idle(a: &ProcStat, b: &ProcStat, cfg: &Config) -> bool {
     busy < cfg.idle_busy_pct && io < cfg.idle_iowait_pct && b.blocked == 0
 }
 
-/// Waits for a script run in the foreground until `deadline`; past it the script is killed
-/// and counted as timed out.
-fn wait_until(child: &mut std::process::Child, deadline: Instant) -> (Option<i32>, Outcome) {
-    loop {
-        match child.try_wait() {
-            Ok(Some(st)) => {
-                return match st.code() {
-                    Some(c) => (Some(c), Outcome::from_exit(c)),
-                    None => (None, Outcome::Signal),
-                }
-            }
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                return (None, Outcome::TimedOut);
-            }
-        }
-    }
-}
-
 /// How a script ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -737,6 +870,9 @@ pub struct Options {
     pub cpus: usize,
     /// `PREVLEVEL` for the scripts (`N` at boot).
     pub prevlevel: String,
+    /// A failure to force (`bootprint.rc.fault=`): [`Fault::Run`] makes the parallel run
+    /// panic once its first script has started. Other faults are not the runner's.
+    pub fault: Option<Fault>,
 }
 
 impl Default for Options {
@@ -745,6 +881,7 @@ impl Default for Options {
             proc_dir: PathBuf::from("/proc"),
             cpus: sys::cpu_count(),
             prevlevel: "N".into(),
+            fault: None,
         }
     }
 }
@@ -774,8 +911,20 @@ pub struct Runner<'a> {
     started: Vec<bool>,
     waited_for: Vec<Option<usize>>,
     running: Vec<Running>,
-    /// Timed-out scripts, signalled, still to be reaped: (child, when SIGTERM was sent).
-    orphans: Vec<(Child, Instant)>,
+    /// Timed-out scripts, sent SIGTERM, whose process group may still be alive.
+    orphans: Vec<Orphan>,
+    /// [`Fault::Run`] has fired (once per runner).
+    fault_fired: bool,
+}
+
+/// How long a timed-out script's process group has between SIGTERM and SIGKILL.
+pub const KILL_DELAY: Duration = Duration::from_secs(5);
+
+/// A timed-out script: its process group (its own session) and, until reaped, the script.
+struct Orphan {
+    pgid: u32,
+    child: Option<Child>,
+    termed: Instant,
 }
 
 impl<'a> Runner<'a> {
@@ -801,6 +950,7 @@ impl<'a> Runner<'a> {
             waited_for: vec![None; n],
             running: Vec::new(),
             orphans: Vec::new(),
+            fault_fired: false,
         }
     }
 
@@ -832,11 +982,19 @@ impl<'a> Runner<'a> {
     /// all ended (or timed out). On an internal failure, runs the rest serially.
     pub fn run_phase(&mut self, late: bool) {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.phase(late)));
-        if r.is_err() {
+        if let Err(p) = r {
+            let msg = panic_message(p.as_ref());
+            let _ = writeln!(
+                self.out,
+                "bootprint rc: runlevel {}: the parallel run failed ({msg}): running the rest serially",
+                self.plan.runlevel
+            );
             let mut kv = self.rl_kv();
-            kv.push(("reason", "panic".into()));
+            kv.push(("reason", "run".into()));
+            kv.push(("error", msg));
             self.log.event(sys::boottime_ns(), "rc_fallback", &kv);
             self.serial_rest(Some(late));
+            self.settle_orphans();
         }
         if !late {
             let kv = self.rl_kv();
@@ -896,6 +1054,10 @@ impl<'a> Runner<'a> {
                         break;
                     }
                     self.spawn(i);
+                    if self.opts.fault == Some(Fault::Run) && !self.fault_fired {
+                        self.fault_fired = true;
+                        panic!("{}", Fault::Run.message());
+                    }
                 }
             }
             // Wait for output or a short tick (child exits are polled).
@@ -916,7 +1078,8 @@ impl<'a> Runner<'a> {
             self.flush_long();
             self.timeouts();
         }
-        self.reap_orphans(false);
+        // Nothing that timed out outlives the phase: the rest of the kill delay, then SIGKILL.
+        self.settle_orphans();
     }
 
     fn spawn(&mut self, i: usize) {
@@ -930,15 +1093,8 @@ impl<'a> Runner<'a> {
             .filter(|&p| self.results[p].is_some())
             .max_by_key(|&p| self.results[p].as_ref().map(|r| r.end_ns));
         self.waited_for[i] = waited;
-        let mut cmd = if t.name.ends_with(".sh") {
-            let mut c = Command::new("/bin/sh");
-            c.arg(&t.path);
-            c
-        } else {
-            Command::new(&t.path)
-        };
-        cmd.arg(&t.action)
-            .env("RUNLEVEL", &self.plan.runlevel)
+        let mut cmd = fallback::command(&t.path, &t.name, &t.action);
+        cmd.env("RUNLEVEL", &self.plan.runlevel)
             .env("PREVLEVEL", &self.opts.prevlevel);
         let mut master = None;
         if !t.interactive {
@@ -951,7 +1107,7 @@ impl<'a> Runner<'a> {
                 }
             }
             // SAFETY note lives in sys::new_session; pre_exec runs it in the child.
-            unsafe_pre_exec(&mut cmd);
+            new_session_on_exec(&mut cmd);
         } else {
             console_stdout(&mut cmd);
         }
@@ -1113,28 +1269,53 @@ impl<'a> Runner<'a> {
             sys::kill_group(r.child.id(), sys::SIGTERM);
             let start_ns = r.start_ns;
             self.finish(r.task, None, Outcome::TimedOut, start_ns);
-            self.orphans.push((r.child, Instant::now()));
+            self.orphans.push(Orphan {
+                pgid: r.child.id(),
+                child: Some(r.child),
+                termed: Instant::now(),
+            });
         }
-        self.reap_orphans(false);
+        self.tend_orphans(false);
     }
 
-    /// Reaps signalled timed-out scripts; SIGKILL for those still alive 5 s after SIGTERM
-    /// (or at once when `now`).
-    fn reap_orphans(&mut self, now: bool) {
-        self.orphans.retain_mut(|(c, when)| {
-            match c.try_wait() {
-                Ok(Some(_)) => return false,
-                Ok(None) => {}
-                // Not our child any more (we are the late child of a fork): its group was
-                // signalled already; forget it.
-                Err(_) => return false,
+    /// Reaps timed-out scripts and forgets a group once it is empty; a group still alive
+    /// [`KILL_DELAY`] after its SIGTERM (or at once when `kill_now`) gets SIGKILL and is
+    /// forgotten. The group, not only the script: what it started and left behind in its
+    /// session may ignore SIGTERM too.
+    fn tend_orphans(&mut self, kill_now: bool) {
+        self.orphans.retain_mut(|o| {
+            if let Some(c) = &mut o.child {
+                // Exited (reaped now) or not our child: either way its pid is done with.
+                if !matches!(c.try_wait(), Ok(None)) {
+                    o.child = None;
+                }
             }
-            if now || when.elapsed() > Duration::from_secs(5) {
-                sys::kill_group(c.id(), sys::SIGKILL);
-                let _ = c.try_wait();
+            // A group id stays reserved while the group has members, so this cannot hit a
+            // stranger: with the leader reaped and the group empty, kill says ESRCH.
+            if !sys::group_alive(o.pgid) {
+                return false;
+            }
+            if kill_now || o.termed.elapsed() >= KILL_DELAY {
+                sys::kill_group(o.pgid, sys::SIGKILL);
+                if let Some(c) = &mut o.child {
+                    let _ = c.try_wait();
+                }
+                return false;
             }
             true
         });
+    }
+
+    /// Waits (at most [`KILL_DELAY`]) until every timed-out group has ended or been
+    /// SIGKILLed: the runner never returns, nor forks its late child, with one alive.
+    fn settle_orphans(&mut self) {
+        loop {
+            self.tend_orphans(false);
+            if self.orphans.is_empty() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Waits until the machine is idle (per the configuration) or the maximum wait passed;
@@ -1143,10 +1324,12 @@ impl<'a> Runner<'a> {
         let t0 = Instant::now();
         let mut prev = ProcStat::read(&self.opts.proc_dir);
         let reason = loop {
-            if t0.elapsed() >= self.cfg.late_max_wait {
+            let left = self.cfg.late_max_wait.saturating_sub(t0.elapsed());
+            if left.is_zero() {
                 break "max_wait";
             }
-            std::thread::sleep(self.cfg.idle_window);
+            // One measurement never outlasts the maximum wait.
+            std::thread::sleep(self.cfg.idle_window.min(left));
             let cur = ProcStat::read(&self.opts.proc_dir);
             if was_idle(&prev, &cur, self.cfg) {
                 break "idle";
@@ -1162,38 +1345,33 @@ impl<'a> Runner<'a> {
 
     /// Logs the end of the run.
     pub fn done(&mut self) {
-        self.reap_orphans(false);
+        self.settle_orphans();
         let kv = self.rl_kv();
         self.log.event(sys::boottime_ns(), "rc_done", &kv);
     }
 
-    /// The fallback: waits for what runs, then runs every task not yet started, one at a
-    /// time with the console, in plan priority order (dependencies first where known).
+    /// The fallback: waits for what runs (bounded by its timeout), then runs every task not
+    /// yet started, one at a time with the console, in plan priority order (dependencies
+    /// first where known).
     pub fn serial_rest(&mut self, late: Option<bool>) {
-        for r in std::mem::take(&mut self.running) {
-            let mut child = r.child;
-            let start = r.start_ns;
-            let deadline = r.started + self.cfg.timeout;
-            let st = loop {
-                match child.try_wait() {
-                    Ok(Some(st)) => break Some(st),
-                    Ok(None) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(20))
+        while !self.running.is_empty() {
+            let mut r = self.running.swap_remove(0);
+            let interactive = self.plan.tasks[r.task].interactive;
+            let deadline = (!interactive).then(|| r.started + self.cfg.timeout);
+            // Keep draining its pty: a script blocked on a full pty would never end.
+            let (child, master, buf) = (&mut r.child, &r.master, &mut r.buf);
+            let (exit, outcome) =
+                fallback::wait_foreground(child, deadline, !interactive, &mut || {
+                    if let Some(m) = master {
+                        sys::read_available(m.as_raw_fd(), buf);
                     }
-                    _ => break None,
-                }
-            };
-            let (exit, outcome) = match st {
-                Some(st) => match st.code() {
-                    Some(c) => (Some(c), Outcome::from_exit(c)),
-                    None => (None, Outcome::Signal),
-                },
-                None => {
-                    sys::kill_group(child.id(), sys::SIGTERM);
-                    (None, Outcome::TimedOut)
-                }
-            };
-            self.finish(r.task, exit, outcome, start);
+                });
+            let start = r.start_ns;
+            let task = r.task;
+            self.running.push(r);
+            let last = self.running.len() - 1;
+            self.retire(last);
+            self.finish(task, exit, outcome, start);
         }
         let mut order: Vec<usize> = (0..self.plan.tasks.len())
             .filter(|&i| !self.started[i] && late.is_none_or(|l| self.plan.tasks[i].late == l))
@@ -1205,22 +1383,38 @@ impl<'a> Runner<'a> {
             let i = order.remove(pos);
             self.started[i] = true;
             let t = &self.plan.tasks[i];
-            let start_ns = sys::boottime_ns();
-            let kv = self.task_kv(i);
-            self.log.event(start_ns, "rc_start", &kv);
-            let mut cmd = if t.name.ends_with(".sh") {
-                let mut c = Command::new("/bin/sh");
-                c.arg(&t.path);
-                c
-            } else {
-                Command::new(&t.path)
-            };
-            cmd.arg(&t.action).env("RUNLEVEL", &self.plan.runlevel);
+            let interactive = t.interactive;
+            let mut cmd = fallback::command(&t.path, &t.name, &t.action);
+            cmd.env("RUNLEVEL", &self.plan.runlevel)
+                .env("PREVLEVEL", &self.opts.prevlevel);
             console_stdout(&mut cmd);
+            if !interactive {
+                new_session_on_exec(&mut cmd);
+            }
+            let start_ns = sys::boottime_ns();
+            let mut kv = self.task_kv(i);
+            kv.push(("waited_for", String::new()));
             let (exit, outcome) = match cmd.spawn() {
-                Ok(mut child) => wait_until(&mut child, Instant::now() + self.cfg.timeout),
-                Err(_) => (None, Outcome::SpawnFailed),
+                Ok(mut child) => {
+                    kv.push(("pid", child.id().to_string()));
+                    self.log.event(start_ns, "rc_start", &kv);
+                    let deadline = (!interactive).then(|| Instant::now() + self.cfg.timeout);
+                    fallback::wait_foreground(&mut child, deadline, !interactive, &mut || {})
+                }
+                Err(e) => {
+                    self.log.event(start_ns, "rc_start", &kv);
+                    let _ = writeln!(self.out, "{}: cannot start: {e}", self.plan.tasks[i].name);
+                    (None, Outcome::SpawnFailed)
+                }
             };
+            if outcome == Outcome::TimedOut {
+                let _ = writeln!(
+                    self.out,
+                    "{}: timed out after {:.0} s; the boot goes on without it",
+                    self.plan.tasks[i].name,
+                    self.cfg.timeout.as_secs_f64()
+                );
+            }
             self.finish(i, exit, outcome, start_ns);
         }
     }
@@ -1228,26 +1422,10 @@ impl<'a> Runner<'a> {
     /// startpar's answer for `/lib/init/rc` (`eval "$(startpar ...)"`): the failed,
     /// not-installed and not-configured scripts of the tasks that ended so far.
     pub fn startpar_summary(&self) -> String {
-        let mut failed = Vec::new();
-        let mut ni = Vec::new();
-        let mut nc = Vec::new();
-        for (i, r) in self.results.iter().enumerate() {
-            let Some(r) = r else { continue };
-            let name = self.plan.tasks[i].name.clone();
-            match r.outcome {
-                Outcome::Ok => {}
-                Outcome::NotInstalled => ni.push(name),
-                Outcome::NotConfigured => nc.push(name),
-                _ => failed.push(name),
-            }
-        }
-        let q = |v: &[String]| v.join(" ").replace('\'', "");
-        format!(
-            "failed_service='{}'\nskipped_service_not_installed='{}'\nskipped_service_not_configured='{}'\n",
-            q(&failed),
-            q(&ni),
-            q(&nc)
-        )
+        startpar_answer(self.results.iter().enumerate().filter_map(|(i, r)| {
+            r.as_ref()
+                .map(|r| (self.plan.tasks[i].name.as_str(), r.outcome.name()))
+        }))
     }
 
     /// Feeds the measured durations into `d`.
@@ -1264,70 +1442,59 @@ impl<'a> Runner<'a> {
     }
 }
 
+impl Drop for Runner<'_> {
+    /// However the runner ends (a panic unwinding included), no timed-out group outlives it.
+    fn drop(&mut self) {
+        self.tend_orphans(true);
+    }
+}
+
+/// The text of a panic's payload (`panic!` with a message gives a `String` or a `&str`).
+pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic".into())
+}
+
+/// startpar's answer from (script, outcome name) pairs: `failed_service='...'`,
+/// `skipped_service_not_installed='...'`, `skipped_service_not_configured='...'`.
+pub fn startpar_answer<'s>(ended: impl Iterator<Item = (&'s str, &'s str)>) -> String {
+    let mut failed = Vec::new();
+    let mut ni = Vec::new();
+    let mut nc = Vec::new();
+    for (name, outcome) in ended {
+        match outcome {
+            "ok" => {}
+            "not_installed" => ni.push(name),
+            "not_configured" => nc.push(name),
+            _ => failed.push(name),
+        }
+    }
+    let q = |v: &[&str]| v.join(" ").replace('\'', "");
+    format!(
+        "failed_service='{}'\nskipped_service_not_installed='{}'\nskipped_service_not_configured='{}'\n",
+        q(&failed),
+        q(&ni),
+        q(&nc)
+    )
+}
+
 /// A script's stdout goes to the console (our stderr), never to our stdout: that is the
 /// pipe `/lib/init/rc` evaluates (`eval "$(startpar ...)"`).
-fn console_stdout(cmd: &mut Command) {
+pub(crate) fn console_stdout(cmd: &mut Command) {
     use std::os::fd::AsFd;
     if let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() {
         cmd.stdout(Stdio::from(fd));
     }
 }
 
-fn unsafe_pre_exec(cmd: &mut Command) {
+/// The script leads a new session (its own process group, which a timeout can signal).
+pub(crate) fn new_session_on_exec(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure only calls setsid (async-signal-safe) between fork and exec.
     unsafe {
         cmd.pre_exec(sys::new_session);
-    }
-}
-
-/// The last resort when the system cannot even be read: run the runlevel's links serially
-/// in link order (`S??` with `start`, or `K??` with `stop`), as `/lib/init/rc` does without
-/// concurrency. Output goes straight to the console.
-pub fn serial_links(root: &Path, rl: Runlevel, action: &str, log: &mut SpanLog, timeout: Duration) {
-    let prefix = if action == "stop" { 'K' } else { 'S' };
-    let dir = root.join(rl.dir());
-    let names = sorted_links(&dir);
-    for (name, path) in names {
-        if !name.starts_with(prefix) || name.len() < 4 {
-            continue;
-        }
-        let script = name[3..].to_string();
-        let kv = |extra: Vec<(&'static str, String)>| {
-            let mut v = vec![
-                ("script", script.clone()),
-                ("action", action.to_string()),
-                ("runlevel", rl.label()),
-                ("late", "0".to_string()),
-            ];
-            v.extend(extra);
-            v
-        };
-        log.event(sys::boottime_ns(), "rc_start", &kv(vec![]));
-        let mut cmd = Command::new(&path);
-        cmd.arg(action);
-        console_stdout(&mut cmd);
-        let (exit, outcome) = match cmd.spawn() {
-            Ok(mut c) => wait_until(&mut c, Instant::now() + timeout),
-            Err(_) => (None, Outcome::SpawnFailed),
-        };
-        log.event(
-            sys::boottime_ns(),
-            "rc_end",
-            &kv(vec![
-                ("exit", exit.map(|c| c.to_string()).unwrap_or_default()),
-                ("outcome", outcome.name().into()),
-                (
-                    "timed_out",
-                    if outcome == Outcome::TimedOut {
-                        "1"
-                    } else {
-                        "0"
-                    }
-                    .into(),
-                ),
-            ]),
-        );
     }
 }
 
@@ -1336,7 +1503,7 @@ pub fn serial_links(root: &Path, rl: Runlevel, action: &str, log: &mut SpanLog, 
 pub struct Request {
     /// The system's root (default `/`).
     pub root: PathBuf,
-    /// The proc file system.
+    /// The proc file system (`stat`: the load; `cmdline`: the fault switch, [`Fault`]).
     pub proc_dir: PathBuf,
     /// The span log.
     pub spans: PathBuf,
@@ -1423,16 +1590,77 @@ impl Request {
     }
 }
 
+/// The exit code of a runner that could not run the runlevel at all (not even serially:
+/// its link directory cannot be read, or the fallback itself failed). The startpar wrapper
+/// runs Debian's startpar on any exit but 0.
+pub const EXIT_NOT_RUN: i32 = 1;
+
+/// How far the runner got: what its fallback needs when it fails.
+struct Progress {
+    /// The phase under way: `config`, `load`, `plan`, `run`, `answer`, `late`, `save`.
+    /// It is the `reason` of `rc_fallback` when the runner fails in it.
+    phase: &'static str,
+    /// startpar's answer was printed (or stdout is no longer the caller's pipe).
+    answered: bool,
+    /// The configured per-script timeout, once read.
+    timeout: Duration,
+}
+
 /// Runs a runlevel as [`Request`] says: plan, login path in parallel, the startpar answer,
 /// then (in a detached child when `detach`) the late services once idle; learned durations
-/// saved at the end. Returns the exit code for this process. Never fails the boot: a system
-/// it cannot read is run serially by its links.
+/// saved at the end.
+///
+/// Never fails the boot: any failure, an error or a panic, in any phase, ends in
+/// [`fallback::run_links`]: every script of the runlevel not yet started is run serially
+/// in link order with the right action, and startpar's answer is still printed. Returns
+/// the exit code for this process: 0 when every script was run (in parallel or by the
+/// fallback), [`EXIT_NOT_RUN`] when not even the fallback could run them (or on a failed
+/// `dry_run`, which runs nothing).
 pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
+    // The test bed's fault switch (docs/rc.md); /proc/cmdline is a few hundred bytes.
+    let (fault, fdiag) = Fault::read(&req.proc_dir.join("cmdline"));
+    if let Some(d) = fdiag {
+        let _ = writeln!(out, "bootprint rc: {d}");
+    }
+    if fault == Some(Fault::Abort) {
+        let _ = writeln!(out, "bootprint rc: {}: aborting", Fault::Abort.message());
+        std::process::abort();
+    }
     let mut log = if req.dry_run {
         SpanLog::none()
     } else {
         SpanLog::open(&req.spans)
     };
+    let mut progress = Progress {
+        phase: "config",
+        answered: false,
+        timeout: Config::default().timeout,
+    };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_guarded(req, fault, &mut log, out, &mut progress)
+    }));
+    let why = match r {
+        Ok(Ok(code)) => return code,
+        Ok(Err(msg)) => msg,
+        Err(p) => format!("panic: {}", panic_message(p.as_ref())),
+    };
+    // The last resort must not die either: if it does, the wrapper runs Debian's startpar.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_fallback(req, &why, &mut log, out, &progress)
+    }))
+    .unwrap_or(EXIT_NOT_RUN)
+}
+
+/// Everything [`run_runlevel`] does when nothing fails. An error is the message for the
+/// console; `progress` says where it happened.
+fn run_guarded(
+    req: &Request,
+    fault: Option<Fault>,
+    log: &mut SpanLog,
+    out: &mut dyn Write,
+    progress: &mut Progress,
+) -> Result<i32, String> {
+    progress.phase = "config";
     let (cfg, cdiags) = Config::load(
         &req.root
             .join(req.config.strip_prefix("/").unwrap_or(&req.config)),
@@ -1440,33 +1668,23 @@ pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
     for d in &cdiags {
         let _ = writeln!(out, "bootprint rc: {d}");
     }
+    if fault == Some(Fault::Config) {
+        return Err(Fault::Config.message());
+    }
+    progress.timeout = cfg.timeout;
     let dpath = req
         .root
         .join(req.durations.strip_prefix("/").unwrap_or(&req.durations));
     let (mut durations, _) = Durations::load(&dpath);
-    let sys = match System::load(&req.root) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = writeln!(
-                out,
-                "bootprint rc: {e}: running runlevel {} serially",
-                req.runlevel.label()
-            );
-            log.event(
-                sys::boottime_ns(),
-                "rc_fallback",
-                &[
-                    ("runlevel", req.runlevel.label()),
-                    ("reason", "unreadable".into()),
-                ],
-            );
-            serial_links(&req.root, req.runlevel, &req.action, &mut log, cfg.timeout);
-            if req.startpar {
-                println!("failed_service=''");
-            }
-            return 0;
-        }
-    };
+    progress.phase = "load";
+    if fault == Some(Fault::Load) {
+        return Err(Fault::Load.message());
+    }
+    let sys = System::load(&req.root).map_err(|e| e.to_string())?;
+    progress.phase = "plan";
+    if fault == Some(Fault::Plan) {
+        panic!("{}", Fault::Plan.message());
+    }
     let plan = if req.action == "stop" {
         Plan::stop(&sys, req.runlevel, &durations, req.previous)
     } else {
@@ -1474,25 +1692,37 @@ pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
     };
     if req.dry_run {
         let _ = out.write_all(plan.describe().as_bytes());
-        return 0;
+        return Ok(0);
     }
+    // A broken cycle changes the order the headers ask for: say so where the boot shows.
+    for d in &plan.cycles {
+        let _ = writeln!(out, "bootprint rc: {d}");
+    }
+    progress.phase = "run";
     let opts = Options {
         proc_dir: req.proc_dir.clone(),
         prevlevel: req.previous.map_or("N".into(), |p| p.label()),
+        fault,
         ..Options::default()
     };
-    let mut runner = Runner::new(&plan, &cfg, opts, &mut log, out);
+    let mut runner = Runner::new(&plan, &cfg, opts, log, out);
     runner.begin();
     runner.run_phase(false);
+    progress.phase = "answer";
+    if fault == Some(Fault::Panic) {
+        panic!("{}", Fault::Panic.message());
+    }
     if req.startpar {
         let mut o = std::io::stdout();
         let _ = o.write_all(runner.startpar_summary().as_bytes());
         let _ = o.flush();
     }
+    progress.answered = true;
     if runner.has_late() {
+        progress.phase = "late";
         if req.detach {
             match sys::fork_detached() {
-                Ok(false) => return 0, // the parent: init may go on to the gettys
+                Ok(false) => return Ok(0), // the parent: init may go on to the gettys
                 Ok(true) => {}
                 Err(_) => {} // no fork: finish the late ones here
             }
@@ -1501,17 +1731,114 @@ pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
         runner.run_phase(true);
     }
     runner.done();
+    progress.phase = "save";
     runner.learn(&mut durations);
+    drop(runner);
     let _ = durations.save(&dpath);
+    keep_span_log(req);
+    Ok(0)
+}
+
+/// Copies the span log to `rc-last.log` (replaced whole), so it outlives /run.
+fn keep_span_log(req: &Request) {
     let keep = req
         .root
         .join(req.keep.strip_prefix("/").unwrap_or(&req.keep));
     if keep != req.spans {
-        if let Some(d) = keep.parent() {
-            let _ = std::fs::create_dir_all(d);
+        // Replaced whole, never written in place: a crash leaves the last copy intact.
+        if let Ok(bytes) = std::fs::read(&req.spans) {
+            let _ = crate::state::write_atomic(&keep, &bytes);
         }
-        let _ = std::fs::copy(&req.spans, &keep);
     }
+}
+
+/// The fallback of [`run_runlevel`]: every script of the runlevel this process has not
+/// started yet, serially in link order ([`fallback::run_links`]), then startpar's answer
+/// if it is still owed.
+fn run_fallback(
+    req: &Request,
+    why: &str,
+    log: &mut SpanLog,
+    out: &mut dyn Write,
+    progress: &Progress,
+) -> i32 {
+    let rl = req.runlevel.label();
+    let _ = writeln!(
+        out,
+        "bootprint rc: runlevel {rl}: the runner failed (phase {}): {why}",
+        progress.phase
+    );
+    let dir = req.root.join(req.runlevel.dir());
+    let links = match fallback::links(&req.root, req.runlevel, &req.action, req.previous) {
+        Ok(v) => v,
+        Err(e) => {
+            let _ = writeln!(
+                out,
+                "bootprint rc: {}: {e}: expected the runlevel's links; nothing run",
+                dir.display()
+            );
+            return EXIT_NOT_RUN;
+        }
+    };
+    let todo: Vec<fallback::Link> = links
+        .into_iter()
+        .filter(|l| !log.started().contains(&l.name))
+        .collect();
+    let names: Vec<&str> = todo.iter().map(|l| l.name.as_str()).collect();
+    if req.dry_run {
+        let _ = writeln!(
+            out,
+            "bootprint rc: would run serially in link order: {}",
+            names.join(" ")
+        );
+        return EXIT_NOT_RUN;
+    }
+    let _ = writeln!(
+        out,
+        "bootprint rc: running serially in link order ({} {}): {}",
+        todo.len(),
+        req.action,
+        names.join(" ")
+    );
+    let kv = |extra: &[(&'static str, String)]| {
+        let mut v = vec![("runlevel", rl.clone()), ("action", req.action.clone())];
+        v.extend_from_slice(extra);
+        v
+    };
+    // rc_fallback first: it ends what an earlier rc_begin opened; the fallback's own
+    // rc_begin .. rc_done then spans the serial run (the recorder waits for it).
+    log.event(
+        sys::boottime_ns(),
+        "rc_fallback",
+        &kv(&[("reason", progress.phase.into()), ("error", why.into())]),
+    );
+    log.event(
+        sys::boottime_ns(),
+        "rc_begin",
+        &kv(&[
+            ("tasks", todo.len().to_string()),
+            ("late", "0".into()),
+            ("learned", "0".into()),
+        ]),
+    );
+    let prevlevel = req.previous.map_or("N".into(), |p| p.label());
+    let how = fallback::Serial {
+        root: &req.root,
+        runlevel: req.runlevel,
+        action: &req.action,
+        prevlevel: &prevlevel,
+        timeout: progress.timeout,
+    };
+    fallback::run_links(&todo, &how, log, out);
+    log.event(sys::boottime_ns(), "rc_reached", &kv(&[]));
+    log.event(sys::boottime_ns(), "rc_done", &kv(&[]));
+    if req.startpar && !progress.answered {
+        let answer = startpar_answer(log.ended().iter().map(|(n, o)| (n.as_str(), o.as_str())));
+        let mut o = std::io::stdout();
+        let _ = o.write_all(answer.as_bytes());
+        let _ = o.flush();
+    }
+    keep_span_log(req);
     0
 }
 
@@ -1615,5 +1942,47 @@ mod tests {
         assert_eq!(Outcome::from_exit(6), Outcome::NotConfigured);
         assert_eq!(Outcome::from_exit(1), Outcome::Failed);
         assert_eq!(Outcome::from_exit(7), Outcome::Failed);
+    }
+
+    /// A number too big for a Duration (`timeout = 1e300`) panicked while reading the
+    /// configuration, before any script ran: now a diagnostic, and the default.
+    #[test]
+    fn config_seconds_too_big_are_a_diagnostic_not_a_panic() {
+        let (c, d) = Config::parse(
+            "timeout = 1e300\nidle-window = 1e30\n",
+            Path::new("/etc/bootprint/rc.conf"),
+        );
+        assert_eq!(c.timeout, Config::default().timeout);
+        assert_eq!(c.idle_window, Config::default().idle_window);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert_eq!(d[0].line, Some(1));
+        assert!(d[0].message.contains("timeout: expected seconds"), "{d:?}");
+    }
+
+    /// The idle wait is bounded by `late-max-wait` even when one idle measurement
+    /// (`idle-window`) is longer: before, it slept the whole window first.
+    #[test]
+    fn the_idle_wait_never_outlasts_late_max_wait() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let plan = Plan {
+                runlevel: "2".into(),
+                action: "start".into(),
+                tasks: Vec::new(),
+                diagnostics: Vec::new(),
+                cycles: Vec::new(),
+            };
+            let cfg = Config {
+                idle_window: Duration::from_secs(3600),
+                late_max_wait: Duration::from_millis(200),
+                ..Config::default()
+            };
+            let mut log = SpanLog::none();
+            let mut out = Vec::new();
+            let mut r = Runner::new(&plan, &cfg, Options::default(), &mut log, &mut out);
+            let _ = tx.send(r.wait_idle());
+        });
+        let reason = rx.recv_timeout(Duration::from_secs(10));
+        assert_eq!(reason, Ok("max_wait"));
     }
 }

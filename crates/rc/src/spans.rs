@@ -6,7 +6,7 @@
 //! values percent-encoded as in `events.log`. Kinds: `rc_begin`, `rc_start`, `rc_end`,
 //! `rc_reached`, `rc_late`, `rc_done`, `rc_fallback`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::Path;
 
@@ -54,6 +54,12 @@ pub struct SpanLog {
     file: Option<std::fs::File>,
     /// The first write error, if any.
     pub error: Option<String>,
+    /// Scripts this process logged as started, kept in memory (written or not): what a
+    /// fallback must not run a second time.
+    started: BTreeSet<String>,
+    /// (script, outcome) of every `rc_end` this process logged: startpar's answer when
+    /// the runner's own state is lost to a panic.
+    ended: Vec<(String, String)>,
 }
 
 impl SpanLog {
@@ -76,11 +82,11 @@ impl SpanLog {
         match res {
             Ok(f) => SpanLog {
                 file: Some(f),
-                error: None,
+                ..SpanLog::none()
             },
             Err(e) => SpanLog {
-                file: None,
                 error: Some(format!("{}: {e}", path.display())),
+                ..SpanLog::none()
             },
         }
     }
@@ -90,12 +96,35 @@ impl SpanLog {
         SpanLog {
             file: None,
             error: None,
+            started: BTreeSet::new(),
+            ended: Vec::new(),
         }
+    }
+
+    /// The scripts this process logged an `rc_start` for.
+    pub fn started(&self) -> &BTreeSet<String> {
+        &self.started
+    }
+
+    /// (script, outcome) of each `rc_end` this process logged, in order.
+    pub fn ended(&self) -> &[(String, String)] {
+        &self.ended
     }
 
     /// Appends one event at `ns` (one write per line, so concurrent appenders interleave
     /// whole lines).
     pub fn event(&mut self, ns: u64, kind: &str, kv: &[(&str, String)]) {
+        let get = |k: &str| kv.iter().find(|(key, _)| *key == k).map(|(_, v)| v.clone());
+        match (kind, get("script")) {
+            ("rc_start", Some(script)) => {
+                self.started.insert(script);
+            }
+            ("rc_end", Some(script)) => {
+                let outcome = get("outcome").unwrap_or_default();
+                self.ended.push((script, outcome));
+            }
+            _ => {}
+        }
         let Some(f) = self.file.as_mut() else { return };
         let mut line = format!("{ns} {kind}");
         for (k, v) in kv {

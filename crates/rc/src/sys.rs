@@ -117,6 +117,13 @@ pub fn kill_group(pgid: u32, sig: i32) {
     }
 }
 
+/// Whether the process group `pgid` has a member (a zombie counts until reaped).
+pub fn group_alive(pgid: u32) -> bool {
+    // SAFETY: kill with signal 0 only checks; it takes no pointers.
+    let r = unsafe { libc::kill(-(pgid as i32), 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
 /// SIGTERM and SIGKILL, for callers that do not want libc.
 pub const SIGTERM: i32 = libc::SIGTERM;
 /// See [`SIGTERM`].

@@ -406,3 +406,59 @@ fn runlevel_names() {
     assert_eq!(Runlevel::parse("7"), None);
     assert_eq!(Runlevel::Num(3).dir(), Path::new("etc/rc3.d"));
 }
+
+/// A header naming 200k dependencies (a generated or hostile script) must not make the
+/// graph quadratic: before, each origin was checked against every earlier one of its edge
+/// (`Vec::contains`): this test had not finished after 15 minutes in a debug build.
+#[test]
+fn a_header_with_200k_dependencies_builds_in_near_linear_time() {
+    const N: usize = 200_000;
+    let r = Root::new("huge");
+    let names: Vec<String> = (0..N).map(|i| format!("n{i}")).collect();
+    let list = names.join(" ");
+    // Each name twice: the repetition is one origin, not two.
+    let requires = format!("Required-Start: {list} {list} gone");
+    r.write(
+        "etc/init.d/prov",
+        &format!("### BEGIN INIT INFO\n# Provides: prov {list}\n### END INIT INFO\n"),
+    )
+    .script("user", &[requires.as_str()])
+    .link("2", 1, "prov")
+    .link("2", 2, "user");
+    let t0 = cpu_time();
+    let sys = System::load(&r.0).unwrap();
+    let g = sys.graph(Runlevel::Num(2));
+    let took = cpu_time() - t0;
+    eprintln!("graph of 200k dependencies: {took:?} of CPU");
+    let e = edge(&g, "prov", "user").expect("edge prov -> user");
+    assert_eq!(e.origins.len(), N, "one origin per distinct name");
+    assert_eq!(e.origins[0].token, "n0");
+    assert_eq!(e.origins[N - 1].token, format!("n{}", N - 1));
+    assert_eq!(
+        g.order(),
+        [g.node("prov").unwrap(), g.node("user").unwrap()]
+    );
+    let missing: Vec<_> = g
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.contains("gone"))
+        .collect();
+    assert_eq!(missing.len(), 1, "{missing:?}");
+    // CPU time, not wall time: the test machines are shared. Generous: about 2 s in a
+    // debug build once near-linear.
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "took {took:?} of CPU"
+    );
+}
+
+/// This thread's CPU time.
+fn cpu_time() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid, writable timespec; clock_gettime only writes it.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}

@@ -392,3 +392,384 @@ fn the_binary_answers_like_startpar_and_learns() {
     let kept = fs::read_to_string(root.0.join("var/lib/bootprint/rc-last.log")).unwrap();
     assert!(kept.contains(" learned=2"), "{kept}");
 }
+
+/// `rc-last.log` is replaced whole (temp file, fsync, rename), never written in place: a
+/// symlink planted there (or anything else) is replaced, its target left alone. Before, the
+/// span log was copied onto it with `fs::copy`, through the symlink.
+#[test]
+fn state_files_are_replaced_whole_never_written_through() {
+    let root = Root::new("keep");
+    root.script("logger", "", "echo up");
+    let state = root.0.join("var/lib/bootprint");
+    fs::create_dir_all(&state).unwrap();
+    let victim = root.0.join("victim");
+    fs::write(&victim, "precious\n").unwrap();
+    symlink(&victim, state.join("rc-last.log")).unwrap();
+    symlink(&victim, state.join("rc-durations.tmp")).unwrap();
+    let mut req = rc::run::Request::new(Runlevel::Num(2));
+    req.root = root.0.clone();
+    req.spans = root.0.join("run/bootprint/rc.log");
+    req.detach = false;
+    assert_eq!(rc::run::run_runlevel(&req, &mut Vec::new()), 0);
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "precious\n");
+    let kept = state.join("rc-last.log");
+    assert!(fs::symlink_metadata(&kept).unwrap().is_file());
+    assert!(fs::read_to_string(&kept).unwrap().contains(" rc_done "));
+    let (d, diags) = Durations::load(&state.join("rc-durations"));
+    assert!(diags.is_empty() && d.map.len() == 1, "{d:?} {diags:?}");
+    // No temporary file is left behind.
+    let names: Vec<String> = fs::read_dir(&state)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp") && n.starts_with('.'))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+}
+
+/// The processes of a group that are alive (not zombies), from /proc.
+fn alive_in_group(pgid: i32) -> Vec<String> {
+    let mut v = Vec::new();
+    for e in fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp ...: comm may hold blanks, so split after the ')'.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() > 2 && f[2].parse::<i32>() == Ok(pgid) && f[0] != "Z" {
+            v.push(stat.trim().to_string());
+        }
+    }
+    v
+}
+
+/// Issue defect 11: a script that ignores SIGTERM and times out must not outlive the
+/// runner when the runlevel ends within the kill delay (5 s): its whole process group is
+/// SIGKILLed before the runner returns. Before, nothing sent SIGKILL: the runner returned
+/// at once and the group lived on.
+#[test]
+fn a_timed_out_script_ignoring_sigterm_is_killed_before_the_runner_returns() {
+    let root = Root::new("term");
+    let pidfile = root.0.join("pid");
+    // `trap '' TERM` is inherited by the sleep: the whole group ignores SIGTERM.
+    root.script(
+        "stubborn",
+        "",
+        &format!(
+            "trap '' TERM\necho $$ > {}\nsleep 60\nsleep 60",
+            pidfile.display()
+        ),
+    );
+    root.script("logger", "", "true");
+    let cfg = quick_config(); // timeout 2 s
+    let t0 = Instant::now();
+    let (v, _, _, _) = run(&root, &cfg, &Durations::default());
+    let took = t0.elapsed();
+    assert_eq!(span(&v, "stubborn").outcome, "timed_out");
+    // Timeout (2 s), then the kill delay (5 s) for SIGTERM to work, then SIGKILL.
+    assert!(took < Duration::from_secs(12), "took {took:?}");
+    let pgid: i32 = fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SIGKILL was sent before the return; on a loaded machine dying takes a moment.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let left = loop {
+        let left = alive_in_group(pgid);
+        if left.is_empty() || Instant::now() > deadline {
+            break left;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        left.is_empty(),
+        "alive 2 s after the runner returned: {left:?}"
+    );
+}
+
+/// A root for the fallback tests: every script appends `<name> <action>` to `marks`, so a
+/// test sees what ran, how often and in which order. `links`: (runlevel dir, link name).
+fn fallback_root(tag: &str, scripts: &[(&str, &str)], links: &[(&str, &str)]) -> Root {
+    let root = Root::new(tag);
+    let m = root.mark();
+    for (name, extra) in scripts {
+        let text = format!(
+            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Start: 2\n# Default-Stop: 0\n### END INIT INFO\necho {name} \"$1\" >> {m}\nexit 0\n"
+        );
+        let path = root.0.join("etc/init.d").join(name);
+        fs::write(&path, text).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for (dir, link) in links {
+        fs::create_dir_all(root.0.join("etc").join(dir)).unwrap();
+        let name = &link[3..];
+        symlink(
+            format!("../init.d/{name}"),
+            root.0.join("etc").join(dir).join(link),
+        )
+        .unwrap();
+    }
+    root
+}
+
+/// `run_runlevel` on `root` with `cmdline` as the kernel command line (a fake /proc):
+/// (exit code, console, marks, span log).
+fn run_with_cmdline(
+    root: &Root,
+    rl: Runlevel,
+    previous: Option<Runlevel>,
+    cmdline: &str,
+) -> (i32, String, String, String) {
+    let proc_dir = root.0.join("proc");
+    fs::create_dir_all(&proc_dir).unwrap();
+    fs::write(proc_dir.join("cmdline"), format!("{cmdline}\n")).unwrap();
+    let mut req = rc::run::Request::new(rl);
+    req.root = root.0.clone();
+    req.proc_dir = proc_dir;
+    req.spans = root.0.join("run/bootprint/rc.log");
+    req.previous = previous;
+    req.detach = false;
+    let mut out = Vec::new();
+    let code = rc::run::run_runlevel(&req, &mut out);
+    let marks = fs::read_to_string(root.0.join("marks")).unwrap_or_default();
+    let log = fs::read_to_string(&req.spans).unwrap_or_default();
+    (code, String::from_utf8_lossy(&out).into_owned(), marks, log)
+}
+
+const FALLBACK_SCRIPTS: [(&str, &str); 4] = [
+    ("base", ""),
+    ("logger", "# Required-Start: base\n"),
+    ("web", "# Required-Start: logger\n"),
+    ("zlate", ""),
+];
+const FALLBACK_LINKS: [(&str, &str); 4] = [
+    ("rc2.d", "S01base"),
+    ("rc2.d", "S02logger"),
+    ("rc2.d", "S03web"),
+    ("rc2.d", "S04zlate"),
+];
+
+fn sorted_lines(s: &str) -> Vec<&str> {
+    let mut v: Vec<&str> = s.lines().collect();
+    v.sort();
+    v
+}
+
+/// Issue defect 6: a failure outside the runner's guarded run (here a value in rc.conf
+/// that made the configuration phase panic) started no services at all. Every script of
+/// the runlevel must still run.
+#[test]
+fn a_panic_while_reading_the_configuration_still_runs_every_script() {
+    let root = fallback_root("confpanic", &FALLBACK_SCRIPTS, &FALLBACK_LINKS);
+    fs::create_dir_all(root.0.join("etc/bootprint")).unwrap();
+    fs::write(root.0.join("etc/bootprint/rc.conf"), "timeout = 1e300\n").unwrap();
+    let (code, out, marks, _) = run_with_cmdline(&root, Runlevel::Num(2), None, "quiet");
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        sorted_lines(&marks),
+        ["base start", "logger start", "web start", "zlate start"],
+        "{out}"
+    );
+}
+
+/// `bootprint.rc.fault=` forces a failure in each phase; every script of the runlevel
+/// still runs exactly once, in an order its dependencies allow, and the span log says
+/// which phase failed.
+#[test]
+fn a_fault_in_any_phase_still_runs_every_script_once() {
+    for (fault, reason) in [
+        ("config", "config"),
+        ("load", "load"),
+        ("plan", "plan"),
+        ("run", "run"),
+        ("panic", "answer"),
+    ] {
+        let root = fallback_root(
+            &format!("fault-{fault}"),
+            &FALLBACK_SCRIPTS,
+            &FALLBACK_LINKS,
+        );
+        fs::create_dir_all(root.0.join("etc/bootprint")).unwrap();
+        // zlate is a late service: `panic` fires once the path is done, before it runs.
+        fs::write(
+            root.0.join("etc/bootprint/rc.conf"),
+            "login = web\nlate = zlate\nlate-max-wait = 0.2\nidle-window = 0.1\n",
+        )
+        .unwrap();
+        let cmdline = format!("root=/dev/vda bootprint.rc=1 bootprint.rc.fault={fault} quiet");
+        let (code, out, marks, log) = run_with_cmdline(&root, Runlevel::Num(2), None, &cmdline);
+        assert_eq!(code, 0, "fault={fault}: {out}");
+        let lines: Vec<&str> = marks.lines().collect();
+        assert_eq!(
+            sorted_lines(&marks),
+            ["base start", "logger start", "web start", "zlate start"],
+            "fault={fault}: {out}"
+        );
+        let pos = |s: &str| lines.iter().position(|l| *l == s).unwrap();
+        assert!(pos("base start") < pos("logger start") && pos("logger start") < pos("web start"));
+        assert!(
+            log.contains(&format!(
+                " rc_fallback runlevel=2 action=start reason={reason} "
+            )),
+            "fault={fault}: {log}"
+        );
+        assert!(log.contains(" rc_done "), "fault={fault}: {log}");
+        assert!(
+            out.contains(&format!("bootprint.rc.fault={fault}")),
+            "fault={fault}: the console says why: {out}"
+        );
+    }
+}
+
+/// The fallback for a stop (runlevel 0) runs the K links in link order with `stop`; for a
+/// switch between runlevels it skips, as startpar does, what the previous runlevel started
+/// (start) and stops only what it started (stop in 1-5).
+#[test]
+fn the_fallback_stops_in_k_link_order_and_skips_what_the_previous_runlevel_started() {
+    let scripts = [("a", ""), ("b", ""), ("c", "")];
+    let links = [
+        ("rc0.d", "K01c"),
+        ("rc0.d", "K02a"),
+        ("rc0.d", "K03b"),
+        ("rc2.d", "S01a"),
+        ("rc2.d", "S02b"),
+        ("rc3.d", "S01a"),
+        ("rc3.d", "S02c"),
+        ("rc3.d", "K01b"),
+    ];
+    let root = fallback_root("fallback-stop", &scripts, &links);
+    let (code, out, marks, _) = run_with_cmdline(
+        &root,
+        Runlevel::Num(0),
+        Some(Runlevel::Num(2)),
+        "bootprint.rc.fault=load",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(marks, "c stop\na stop\nb stop\n", "{out}");
+    // 2 -> 3: start c only (a runs already); with -M stop, stop b (2 started it).
+    let root = fallback_root("fallback-switch", &scripts, &links);
+    let (code, out, marks, _) = run_with_cmdline(
+        &root,
+        Runlevel::Num(3),
+        Some(Runlevel::Num(2)),
+        "bootprint.rc.fault=config",
+    );
+    assert_eq!((code, marks.as_str()), (0, "c start\n"), "{out}");
+    let root = fallback_root("fallback-switch-stop", &scripts, &links);
+    let proc_dir = root.0.join("proc");
+    fs::create_dir_all(&proc_dir).unwrap();
+    fs::write(proc_dir.join("cmdline"), "bootprint.rc.fault=plan\n").unwrap();
+    let mut req = rc::run::Request::new(Runlevel::Num(3));
+    req.root = root.0.clone();
+    req.proc_dir = proc_dir;
+    req.spans = root.0.join("run/bootprint/rc.log");
+    req.previous = Some(Runlevel::Num(2));
+    req.action = "stop".into();
+    req.detach = false;
+    assert_eq!(rc::run::run_runlevel(&req, &mut Vec::new()), 0);
+    assert_eq!(
+        fs::read_to_string(root.0.join("marks")).unwrap(),
+        "b stop\n"
+    );
+}
+
+/// A dry run that fails runs nothing: it says what the fallback would run.
+#[test]
+fn a_failed_dry_run_runs_nothing() {
+    let root = fallback_root("fallback-dry", &FALLBACK_SCRIPTS, &FALLBACK_LINKS);
+    let proc_dir = root.0.join("proc");
+    fs::create_dir_all(&proc_dir).unwrap();
+    fs::write(proc_dir.join("cmdline"), "bootprint.rc.fault=load\n").unwrap();
+    let mut req = rc::run::Request::new(Runlevel::Num(2));
+    req.root = root.0.clone();
+    req.proc_dir = proc_dir;
+    req.dry_run = true;
+    let mut out = Vec::new();
+    assert_eq!(rc::run::run_runlevel(&req, &mut out), 1);
+    let out = String::from_utf8(out).unwrap();
+    assert!(!root.0.join("marks").exists(), "{out}");
+    assert!(
+        out.contains("would run serially in link order: base logger web zlate"),
+        "{out}"
+    );
+}
+
+/// An interactive script needs the console: it is never a late service (those run in the
+/// detached child, whose stdin is /dev/null and whose console the gettys have taken), and
+/// what it needs joins the path with it. Before, one off the path to the login was late.
+#[test]
+fn an_interactive_script_is_never_late() {
+    let root = Root::new("interactive-late");
+    root.script("logger", "", "true");
+    root.script("disk", "", "true");
+    root.script(
+        "ask",
+        "# X-Interactive: true\n# Required-Start: disk\n",
+        "true",
+    );
+    root.script("web", "", "true");
+    let sys = System::load(&root.0).unwrap();
+    let plan = Plan::start(
+        &sys,
+        Runlevel::Num(2),
+        &quick_config(),
+        &Durations::default(),
+        None,
+    );
+    let late: Vec<&str> = plan
+        .tasks
+        .iter()
+        .filter(|t| t.late)
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(late, ["web"]);
+}
+
+/// A dependency cycle in a stop plan (Required-Stop both ways) is broken with a
+/// diagnostic naming the file and line, the same way every time, and every script still
+/// stops. Before, the cycle was only worked around at run time, silently.
+#[test]
+fn a_stop_cycle_is_broken_with_a_diagnostic_and_every_script_runs() {
+    let root = Root::new("stop-cycle");
+    fs::create_dir_all(root.0.join("etc/rc0.d")).unwrap();
+    let m = root.mark();
+    for (name, extra) in [
+        ("a", "# Required-Stop: b\n"),
+        ("b", "# Should-Stop: a\n"),
+        ("c", "# Required-Stop: a\n"),
+    ] {
+        let text = format!(
+            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Stop: 0\n### END INIT INFO\n[ \"$1\" = stop ] && echo {name} >> {m}\nexit 0\n"
+        );
+        let path = root.0.join("etc/init.d").join(name);
+        fs::write(&path, text).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        symlink(
+            format!("../init.d/{name}"),
+            root.0.join(format!("etc/rc0.d/K01{name}")),
+        )
+        .unwrap();
+    }
+    let sys = System::load(&root.0).unwrap();
+    let plan = Plan::stop(&sys, Runlevel::Num(0), &Durations::default(), None);
+    let shown: Vec<String> = plan.cycles.iter().map(|d| d.to_string()).collect();
+    assert_eq!(
+        shown,
+        ["etc/init.d/b:4: dependency cycle a -> b -> a in runlevel 0 (stop): broken by dropping b -> a (should-stop, a): expected no cycle"],
+        "{:?}",
+        plan.diagnostics
+    );
+    assert!(plan.diagnostics.iter().any(|d| d.to_string() == shown[0]));
+    let cfg = quick_config();
+    let mut log = SpanLog::none();
+    let mut out = Vec::new();
+    let mut r = Runner::new(&plan, &cfg, Options::default(), &mut log, &mut out);
+    r.run_phase(false);
+    drop(r);
+    // c stops before a (c: Required-Stop a), a before b (the should-stop edge dropped).
+    let marks = fs::read_to_string(root.0.join("marks")).unwrap();
+    assert_eq!(marks, "c\na\nb\n");
+}
