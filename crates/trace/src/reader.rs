@@ -96,6 +96,10 @@ pub struct RawTrace {
     pub proc_ps_path: Option<PathBuf>,
 }
 
+/// The most a trace archive may unpack to: a 240 s boot recorded at 50 Hz is a few tens of
+/// MB; bootchart2's logs are smaller.
+pub const MAX_ARCHIVE_BYTES: u64 = 2 << 30;
+
 impl RawTrace {
     /// Reads a trace directory, or a `.tgz` / `.tar.gz` / `.tar` archive.
     pub fn open(path: &Path) -> Result<RawTrace, ReadError> {
@@ -136,19 +140,37 @@ impl RawTrace {
     /// matched by their base name, so `./header` and `bootchart/header` both count.
     #[cfg(feature = "archive")]
     pub fn from_archive(path: &Path) -> Result<RawTrace, ReadError> {
+        RawTrace::from_archive_capped(path, MAX_ARCHIVE_BYTES)
+    }
+
+    /// [`RawTrace::from_archive`], refusing an archive that unpacks to more than
+    /// `max_bytes` (a gzip bomb would take as much memory as it expands to).
+    #[cfg(feature = "archive")]
+    pub fn from_archive_capped(path: &Path, max_bytes: u64) -> Result<RawTrace, ReadError> {
         let io_err = |source| ReadError::Io {
             path: path.to_path_buf(),
             source,
         };
+        let too_big = || ReadError::NotATrace {
+            path: path.to_path_buf(),
+            why: format!("it unpacks to more than {max_bytes} bytes, more than a trace has"),
+        };
         let bytes = std::fs::read(path).map_err(io_err)?;
+        if bytes.len() as u64 > max_bytes {
+            return Err(too_big());
+        }
         let data = if bytes.starts_with(&[0x1f, 0x8b]) {
             let mut out = Vec::new();
             flate2::read::MultiGzDecoder::new(&bytes[..])
+                .take(max_bytes + 1)
                 .read_to_end(&mut out)
                 .map_err(|e| ReadError::NotATrace {
                     path: path.to_path_buf(),
                     why: format!("not a readable gzip file: {e}"),
                 })?;
+            if out.len() as u64 > max_bytes {
+                return Err(too_big());
+            }
             out
         } else {
             bytes

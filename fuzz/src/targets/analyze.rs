@@ -55,77 +55,9 @@ pub fn targets() -> Vec<Target> {
     ]
 }
 
-/// Open defects of `analyze` that another change fixes (see docs/fuzzing.md): a trace that
-/// would hit one is skipped, so the runs find the rest. `BOOTPRINT_FUZZ_KNOWN=1` runs them
-/// too, to check a fix.
-fn known_open(trace: &Trace) -> Option<&'static str> {
-    if std::env::var_os("BOOTPRINT_FUZZ_KNOWN").is_some() {
-        return None;
-    }
-    // Every block the stream reaches, even when a later one is bad: analysis uses the
-    // blocks before the error.
-    let mut huge = false;
-    let mut parent: std::collections::HashMap<u32, Vec<u32>> = std::collections::HashMap::new();
-    let _ = trace.for_each_ps_block(|_, records| {
-        for r in records {
-            // analyze::build sizes a table by the largest pid: a pid near u32::MAX
-            // allocates 32 GB. Linux pids stay below PID_MAX_LIMIT (2^22).
-            huge |= r.pid >= 1 << 22 || r.ppid >= 1 << 22;
-            let v = parent.entry(r.pid).or_default();
-            if !v.contains(&r.ppid) {
-                v.push(r.ppid);
-            }
-        }
-    });
-    if huge {
-        return Some("huge pid");
-    }
-    // advise::owner and services::service_of walk up parents without a bound: a parent
-    // cycle loops forever. A cycle of pids (ppid links, pids reused or not) is a superset.
-    if has_cycle(&parent) {
-        return Some("parent cycle");
-    }
-    None
-}
-
-/// Whether the pid -> ppids graph has a cycle (a self-loop included).
-fn has_cycle(parent: &std::collections::HashMap<u32, Vec<u32>>) -> bool {
-    // 0: unseen, 1: on the stack, 2: done. Iterative, so a long chain cannot overflow.
-    let mut state: std::collections::HashMap<u32, u8> = std::collections::HashMap::new();
-    for &start in parent.keys() {
-        if state.get(&start).copied().unwrap_or(0) != 0 {
-            continue;
-        }
-        let mut stack: Vec<(u32, usize)> = vec![(start, 0)];
-        state.insert(start, 1);
-        while let Some(&mut (node, ref mut next)) = stack.last_mut() {
-            let succ = parent.get(&node).and_then(|v| v.get(*next)).copied();
-            *next += 1;
-            match succ {
-                Some(p) => match state.get(&p).copied().unwrap_or(0) {
-                    1 => return true,
-                    0 if parent.contains_key(&p) => {
-                        state.insert(p, 1);
-                        stack.push((p, 0));
-                    }
-                    _ => {}
-                },
-                None => {
-                    state.insert(node, 2);
-                    stack.pop();
-                }
-            }
-        }
-    }
-    false
-}
-
 /// What `bootprint report` computes from a trace, up to the renderings.
 fn model_of(d: &[u8]) -> Option<(Trace, analyze::BootModel)> {
     let trace = Trace::parse(raw_trace(d)).ok()?;
-    if known_open(&trace).is_some() {
-        return None;
-    }
     let model = analyze::analyze(&trace).ok()?;
     let phases = analyze::budget::phases(&model, &Budgets::default());
     let _ = analyze::budget::worst(&phases);
@@ -155,22 +87,10 @@ fn kernel_of(trace: &Trace) -> Option<kernel::Report> {
         .filter(|k| k.boot.counts.kernel_lines > 0)
 }
 
-/// The chart has a column every few pixels of a time axis at least some pixels a second:
-/// a trace spanning years makes millions of columns. An open defect of `render` (see
-/// docs/fuzzing.md); such traces are skipped unless `BOOTPRINT_FUZZ_KNOWN=1`.
-const KNOWN_MAX_SPAN_S: f64 = 3_600.0;
-
 fn run_render(d: &[u8]) {
     let Some((trace, model)) = model_of(d) else {
         return;
     };
-    if std::env::var_os("BOOTPRINT_FUZZ_KNOWN").is_none() {
-        let (t0, t1) = render::chart::ChartData::from_model(&model).span();
-        let span = t1 - t0;
-        if span.is_nan() || span > KNOWN_MAX_SPAN_S {
-            return;
-        }
-    }
     let budgets = Budgets::default();
     let phases = analyze::budget::phases(&model, &budgets);
     let settle = analyze::settle::settle(&model);
