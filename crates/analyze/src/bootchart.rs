@@ -38,8 +38,12 @@ pub fn cpu_series(stat: &[StatSample]) -> Vec<CpuRow> {
         .map(|w| {
             let (a, b) = (&w[0].cpu, &w[1].cpu);
             let d = |x: u64, y: u64| y.wrapping_sub(x) as f64;
-            let user = d(a.user + a.nice, b.user + b.nice);
-            let sys = d(a.system + a.irq + a.softirq, b.system + b.irq + b.softirq);
+            // The log's counters can be anything: wrapping sums, as the difference wraps.
+            let user = d(a.user.wrapping_add(a.nice), b.user.wrapping_add(b.nice));
+            let sys = d(
+                a.system.wrapping_add(a.irq).wrapping_add(a.softirq),
+                b.system.wrapping_add(b.irq).wrapping_add(b.softirq),
+            );
             let idle = d(a.idle, b.idle);
             let io = d(a.iowait, b.iowait);
             let sum = (user + sys + idle + io).max(1.0);

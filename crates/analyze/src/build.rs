@@ -336,10 +336,14 @@ fn cpu_series(stat: &[trace::bootchart::StatSample]) -> Vec<CpuSample> {
             CpuSample {
                 t_s: cs(w[1].t_cs),
                 dt_s: cs(w[1].t_cs.saturating_sub(w[0].t_cs)),
-                user: frac(d(a.user + a.nice, b.user + b.nice)),
+                // Counters a file gives can be anything: no sum may overflow.
+                user: frac(d(
+                    a.user.saturating_add(a.nice),
+                    b.user.saturating_add(b.nice),
+                )),
                 sys: frac(d(
-                    a.system + a.irq + a.softirq,
-                    b.system + b.irq + b.softirq,
+                    a.system.saturating_add(a.irq).saturating_add(a.softirq),
+                    b.system.saturating_add(b.irq).saturating_add(b.softirq),
                 )),
                 iowait: frac(d(a.iowait, b.iowait)),
             }
@@ -934,10 +938,13 @@ fn cpu_totals(stat: &[trace::bootchart::StatSample], from_s: f64, to_s: f64) -> 
         to_s: cs(last.t_cs),
         idle_fraction: frac(d(a.idle, b.idle)),
         iowait_fraction: frac(d(a.iowait, b.iowait)),
-        user_fraction: frac(d(a.user + a.nice, b.user + b.nice)),
+        user_fraction: frac(d(
+            a.user.saturating_add(a.nice),
+            b.user.saturating_add(b.nice),
+        )),
         sys_fraction: frac(d(
-            a.system + a.irq + a.softirq,
-            b.system + b.irq + b.softirq,
+            a.system.saturating_add(a.irq).saturating_add(a.softirq),
+            b.system.saturating_add(b.irq).saturating_add(b.softirq),
         )),
     }
 }

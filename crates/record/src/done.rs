@@ -151,7 +151,9 @@ mod tests {
         assert!(services_pending(&f));
         let f = format!("{f}8 rc_begin runlevel=2 action=start tasks=3 late=0\n");
         assert!(services_pending(&f));
-        assert!(!services_pending(&format!("{f}9 rc_done runlevel=2 action=start\n")));
+        assert!(!services_pending(&format!(
+            "{f}9 rc_done runlevel=2 action=start\n"
+        )));
         assert!(!services_pending(""));
     }
 
