@@ -471,6 +471,26 @@ fn cases() -> Vec<Case> {
                 }
             },
         },
+        Case {
+            name: "rc-aborts",
+            what: "bootprint's runner killed by SIGABRT at once (bootprint.rc.fault=abort): the \
+                   startpar wrapper falls back to Debian's startpar",
+            cheap: false,
+            base: Base::Image,
+            ours: false,
+            append:
+                "bootprint.rc=1 bootprint.rc.fault=abort init=/usr/lib/bootprint/bootprint-boot",
+            edit: |e| e.init_script("bp-witness", "echo witness ran", "$remote_fs"),
+            hook: None,
+            trace: Expect::Trace,
+            check: |r| {
+                if r.output.contains("BPWITNESS=yes") {
+                    Ok("Debian's startpar ran the runlevel (the witness script did)".into())
+                } else {
+                    Err("the witness script of runlevel 2 did not run".into())
+                }
+            },
+        },
     ]
 }
 
