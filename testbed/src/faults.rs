@@ -712,9 +712,12 @@ fn hostile_pack(e: &Edits) -> Result<()> {
     let mut p = e.pack()?;
     let empty = e.dir.join("empty");
     fs::write(&empty, b"").map_err(|er| io_err("cannot write", &empty, er))?;
+    // debugfs's mknod takes a name in its working directory, not a path.
     e.debugfs(&[
-        "mknod /var/tmp/bp-fifo p".into(),
-        "mknod /var/tmp/bp-null c 1 3".into(),
+        "cd /var/tmp".into(),
+        "mknod bp-fifo p".into(),
+        "mknod bp-null c 1 3".into(),
+        "cd /".into(),
         format!("write {} /var/tmp/bp-sparse", empty.display()),
         format!("sif /var/tmp/bp-sparse size {}", 64u64 << 30),
     ])?;
