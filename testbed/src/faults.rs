@@ -579,6 +579,10 @@ impl Edits {
     fn write_bytes(&self, path: &str, bytes: &[u8], mode: u32) -> Result<()> {
         let host = self.dir.join("upload");
         fs::write(&host, bytes).map_err(|e| io_err("cannot write", &host, e))?;
+        // The directory may not be there yet (/etc/bootprint); an error says it is.
+        if let Some(parent) = Path::new(path).parent() {
+            let _ = self.debugfs(&[format!("mkdir {}", parent.display())]);
+        }
         let _ = self.debugfs(&[format!("rm {path}")]);
         self.debugfs(&[
             format!("write {} {path}", host.display()),
