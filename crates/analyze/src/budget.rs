@@ -88,6 +88,22 @@ impl Budgets {
         }
     }
 
+    /// The budgets of the system's configuration file when no file was asked for: the file's
+    /// when it reads, else the defaults with a warning naming the file, line and what was
+    /// expected (a broken configuration must not stop a report of a boot, nor the export the
+    /// recorder runs at boot done). Returns the budgets, where they came from, and the warning.
+    pub fn load_system(path: &Path) -> (Budgets, String, Option<String>) {
+        match Budgets::load(path) {
+            Ok(b) if path.exists() => (b, path.display().to_string(), None),
+            Ok(b) => (b, "defaults".to_string(), None),
+            Err(e) => (
+                Budgets::default(),
+                "defaults".to_string(),
+                Some(format!("{e}; using the default budgets")),
+            ),
+        }
+    }
+
     fn of(&self, id: PhaseId) -> f64 {
         match id {
             PhaseId::Kernel => self.kernel_s,
@@ -214,6 +230,31 @@ pub fn worst(phases: &[Phase]) -> Option<&Phase> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 14 (fault matrix, garbage-config): a broken system configuration made
+    /// `bootprint report` and the export the recorder runs at boot done fail outright.
+    #[test]
+    fn a_broken_system_configuration_gives_the_defaults_and_a_warning() {
+        let d = std::env::temp_dir().join(format!("bp-budget-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        let f = d.join("bootprint.toml");
+        std::fs::write(&f, "[record\nhz = = fast\n").unwrap();
+        let (b, source, warning) = Budgets::load_system(&f);
+        assert_eq!(b, Budgets::default());
+        assert_eq!(source, "defaults");
+        let w = warning.expect("a warning");
+        assert!(
+            w.contains("bootprint.toml:1") && w.contains("default budgets"),
+            "{w}"
+        );
+        std::fs::write(&f, "[budget]\ntext_login_s = 7\n").unwrap();
+        let (b, source, warning) = Budgets::load_system(&f);
+        assert_eq!((b.text_login_s, warning), (7.0, None));
+        assert_eq!(source, f.display().to_string());
+        let (_, source, warning) = Budgets::load_system(&d.join("absent.toml"));
+        assert_eq!((source.as_str(), warning), ("defaults", None));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
 
     #[test]
     fn budget_section_overrides_defaults() {

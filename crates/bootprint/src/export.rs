@@ -71,11 +71,12 @@ pub fn run(args: &[std::ffi::OsString]) -> Outcome {
             Err(e) => return Outcome::Failed(format!("{}: {e}", path.display())),
         },
         None => {
-            match analyze::budget::Budgets::load(std::path::Path::new(analyze::budget::CONFIG_FILE))
-            {
-                Ok(b) => b,
-                Err(e) => return Outcome::Failed(e),
+            let path = std::path::Path::new(analyze::budget::CONFIG_FILE);
+            let (b, _, warning) = analyze::budget::Budgets::load_system(path);
+            if let Some(w) = warning {
+                eprintln!("bootprint: warning: {w}");
             }
+            b
         }
     };
     if !dir.is_dir() {

@@ -101,11 +101,11 @@ pub fn run(args: &[OsString]) -> Outcome {
         },
         None => {
             let path = std::path::Path::new(analyze::budget::CONFIG_FILE);
-            match analyze::budget::Budgets::load(path) {
-                Ok(b) if path.exists() => (b, path.display().to_string()),
-                Ok(b) => (b, "defaults".to_string()),
-                Err(e) => return Outcome::Failed(e),
+            let (b, source, warning) = analyze::budget::Budgets::load_system(path);
+            if let Some(w) = warning {
+                eprintln!("bootprint: warning: {w}");
             }
+            (b, source)
         }
     };
     let trace = match trace::Trace::open(&args.input) {

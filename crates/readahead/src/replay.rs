@@ -7,7 +7,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::learn::open_checked;
@@ -28,6 +28,10 @@ pub struct ReplayOptions {
     /// cache, to report when the reads completed (`settled_ns`): readahead(2) returns once
     /// the reads are queued, not when they are done.
     pub wait_settled: bool,
+    /// Replay stops once it has asked for this many bytes (0: no cap). A pack can claim
+    /// anything (a 64 GiB sparse file reads as holes that fill the page cache with zeros):
+    /// by default half the machine's memory.
+    pub max_bytes: u64,
 }
 
 impl Default for ReplayOptions {
@@ -37,6 +41,7 @@ impl Default for ReplayOptions {
             time_limit: Duration::from_secs(30),
             idle_io: true,
             wait_settled: true,
+            max_bytes: sys::total_ram_bytes() / 2,
         }
     }
 }
@@ -73,6 +78,8 @@ pub struct ReplayStats {
     pub settled_ns: u64,
     /// Bytes of the pack in the page cache at that point.
     pub resident: u64,
+    /// Whether the byte cap ([`ReplayOptions::max_bytes`]) cut the replay short.
+    pub capped: bool,
 }
 
 impl ReplayStats {
@@ -93,6 +100,7 @@ impl ReplayStats {
             ("threads", self.threads.to_string()),
             ("settled_ns", self.settled_ns.to_string()),
             ("resident", self.resident.to_string()),
+            ("capped", u8::from(self.capped).to_string()),
         ]
     }
 
@@ -127,6 +135,7 @@ impl ReplayStats {
                 "threads" => s.threads = n,
                 "settled_ns" => s.settled_ns = n,
                 "resident" => s.resident = n,
+                "capped" => s.capped = n != 0,
                 _ => {}
             }
         }
@@ -144,6 +153,7 @@ impl ReplayStats {
         self.skipped_error += o.skipped_error;
         self.files_not_reached += o.files_not_reached;
         self.timed_out |= o.timed_out;
+        self.capped |= o.capped;
     }
 }
 
@@ -247,7 +257,15 @@ pub fn check_entry(e: &Entry) -> Result<File, Skip> {
 /// Largest piece asked of readahead(2) at once.
 const CHUNK: u64 = 128 * 1024;
 
-fn read_entry(e: &Entry, deadline: Instant, st: &mut ReplayStats) -> bool {
+/// Reads one entry's ranges; false when the replay must stop (the time limit, or the byte
+/// cap: `asked` counts every thread's bytes against `max_bytes`).
+fn read_entry(
+    e: &Entry,
+    deadline: Instant,
+    asked: &AtomicU64,
+    max_bytes: u64,
+    st: &mut ReplayStats,
+) -> bool {
     let f = match check_entry(e) {
         Ok(f) => f,
         Err(s) => {
@@ -272,6 +290,19 @@ fn read_entry(e: &Entry, deadline: Instant, st: &mut ReplayStats) -> bool {
         let mut off = r.offset;
         while off < r.end() {
             let len = CHUNK.min(r.end() - off);
+            // Checked per piece, not per range: one range can be gigabytes.
+            if Instant::now() >= deadline {
+                st.timed_out = true;
+                st.files_read += 1;
+                return false;
+            }
+            if max_bytes > 0
+                && asked.fetch_add(len, Ordering::Relaxed).saturating_add(len) > max_bytes
+            {
+                st.capped = true;
+                st.files_read += 1;
+                return false;
+            }
             if sys::readahead(&f, off, len).is_err() {
                 st.files_skipped += 1;
                 st.skipped_error += 1;
@@ -298,6 +329,7 @@ pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
         opts.threads.clamp(1, 64)
     };
     let next = AtomicUsize::new(0);
+    let asked = AtomicU64::new(0);
     let work = || {
         if opts.idle_io {
             let _ = sys::ioprio_idle();
@@ -310,7 +342,7 @@ pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
                 st.timed_out = true;
                 break;
             }
-            if !read_entry(e, deadline, &mut st) {
+            if !read_entry(e, deadline, &asked, opts.max_bytes, &mut st) {
                 break;
             }
         }

@@ -216,6 +216,17 @@ pub fn waitpid(pid: i32) -> io::Result<i32> {
     }
 }
 
+/// The machine's memory in bytes (sysinfo(2)); 0 when unknown.
+pub fn total_ram_bytes() -> u64 {
+    // SAFETY: zeroed sysinfo is a valid out-parameter.
+    let mut si: libc::sysinfo = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a sysinfo.
+    if unsafe { libc::sysinfo(&mut si) } != 0 {
+        return 0;
+    }
+    (si.totalram as u64).saturating_mul(u64::from(si.mem_unit.max(1)))
+}
+
 /// Sends `signal` to `pid` (a child of ours); failures (it is gone) are ignored.
 pub fn kill(pid: i32, signal: libc::c_int) {
     // SAFETY: a plain signal; no memory is passed.

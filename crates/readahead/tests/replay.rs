@@ -124,6 +124,44 @@ fn time_limit_stops_replay() {
     fs::remove_dir_all(&d).unwrap();
 }
 
+/// Issue 14 (fault matrix, pack-hostile-entries): the time limit was checked between
+/// ranges only, so one range over a 64 GiB sparse file kept the replay going 96 s past its
+/// 30 s limit in a real boot. It is checked per piece, and a byte cap stops a replay that
+/// asks for more than the machine can hold.
+#[test]
+fn one_huge_range_stops_at_the_time_limit_and_the_byte_cap() {
+    let d = tempdir("huge-range");
+    let f = fs::File::create(d.join("sparse")).unwrap();
+    f.set_len(1 << 40).unwrap(); // 1 TiB of holes
+    drop(f);
+    let e = entry_for(&d.join("sparse"), &[(0, 1 << 40)]);
+    let p = pack_of(vec![e], false);
+    let t = std::time::Instant::now();
+    let st = replay::replay(
+        &p,
+        &ReplayOptions {
+            time_limit: Duration::from_millis(500),
+            wait_settled: false,
+            max_bytes: 0,
+            ..ReplayOptions::default()
+        },
+    );
+    assert!(st.timed_out, "{st:?}");
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    let st = replay::replay(
+        &p,
+        &ReplayOptions {
+            max_bytes: 4 << 20,
+            wait_settled: false,
+            ..ReplayOptions::default()
+        },
+    );
+    assert!(st.capped && !st.timed_out, "{st:?}");
+    assert!(st.bytes_requested <= 4 << 20, "{st:?}");
+    assert!(ReplayStats::from_line(&st.to_line()).unwrap().capped);
+    fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn stats_line_round_trips() {
     let st = ReplayStats {
@@ -141,6 +179,7 @@ fn stats_line_round_trips() {
         threads: 4,
         settled_ns: 999999999,
         resident: 123400000,
+        capped: true,
     };
     let line = st.to_line();
     assert!(
