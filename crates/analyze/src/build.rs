@@ -98,8 +98,11 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
         TraceKind::Bootchart2
     };
 
-    let cpu = cpu_series(&trace.stat);
-    let disk = disk_series(&trace.disk);
+    // In time order whatever the log's blocks say, so every window lookup can bisect.
+    let mut cpu = cpu_series(&trace.stat);
+    cpu.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+    let mut disk = disk_series(&trace.disk);
+    disk.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
     let memory = memory_series(trace);
     let (mut processes, blocked_source, ps_span, started_after_first_sample) =
         processes(trace, &system, &mut notes)?;

@@ -98,7 +98,11 @@ pub fn window(m: &BootModel, from_s: f64, to_s: f64) -> Vec<Use> {
 pub fn load(m: &BootModel, from_s: f64, to_s: f64) -> Option<(f64, f64, f64)> {
     let mut t = 0.0;
     let (mut busy, mut io) = (0.0, 0.0);
-    for c in &m.cpu {
+    // The series are in time order (analyze::build): only the samples that can overlap.
+    for c in &m.cpu[m.cpu.partition_point(|c| c.t_s < from_s)..] {
+        if c.t_s - c.dt_s >= to_s {
+            break;
+        }
         let ov = c.t_s.min(to_s) - (c.t_s - c.dt_s).max(from_s);
         if ov > 0.0 {
             t += ov;
@@ -108,7 +112,10 @@ pub fn load(m: &BootModel, from_s: f64, to_s: f64) -> Option<(f64, f64, f64)> {
     }
     let mut td = 0.0;
     let mut util = 0.0;
-    for d in &m.disk {
+    for d in &m.disk[m.disk.partition_point(|d| d.t_s < from_s)..] {
+        if d.t_s - d.dt_s >= to_s {
+            break;
+        }
         let ov = d.t_s.min(to_s) - (d.t_s - d.dt_s).max(from_s);
         if ov > 0.0 {
             td += ov;
