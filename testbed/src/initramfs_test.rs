@@ -8,12 +8,12 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::image::{self, Image};
 use crate::qemu::{self, BootOpts, BootResult, Profile, BASE_APPEND};
-use crate::serial::{kernel_timestamp, Console, Seen};
+use crate::serial::{kernel_timestamp, Seen};
 use crate::util::{io_err, run_logged, Error, Fnv, Paths, Result};
 
 /// Where the guest writes the image.
@@ -119,19 +119,7 @@ pub fn wrong_root(paths: &Paths, img: &Image, initrd: &Path) -> Result<(String, 
             img.rootfs.display()
         ));
     let _ = fs::write(run.join("qemu.cmd"), crate::util::describe(&cmd) + "\n");
-    let start = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| Error::fail(format!("cannot start qemu-system-x86_64: {e}")))?;
-    let con = Console::new(
-        child.stdin.take().expect("piped"),
-        child.stdout.take().expect("piped"),
-        &serial_log,
-        start,
-    )?;
+    let (mut child, con, start) = crate::qemu::spawn_with_console(&mut cmd, &serial_log)?;
     eprintln!(
         "initramfs: wrong-root boot (serial log {})",
         serial_log.display()

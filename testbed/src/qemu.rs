@@ -308,6 +308,28 @@ pub fn qemu_command(img: &Image, initrd: &Path, cmdline: &str) -> Command {
     cmd
 }
 
+/// Starts QEMU (`cmd`, stderr discarded) with its serial console on stdio, logged to
+/// `serial_log`; returns the process, the console and the moment it started.
+pub fn spawn_with_console(
+    cmd: &mut Command,
+    serial_log: &Path,
+) -> Result<(Child, Console, Instant)> {
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| Error::fail(format!("cannot start qemu-system-x86_64: {e}")))?;
+    let con = Console::new(
+        child.stdin.take().expect("piped"),
+        child.stdout.take().expect("piped"),
+        serial_log,
+        start,
+    )?;
+    Ok((child, con, start))
+}
+
 fn boot_disk(
     paths: &Paths,
     img: &Image,

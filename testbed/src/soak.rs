@@ -437,19 +437,7 @@ fn soak_boot(
         ))
         .arg("-monitor")
         .arg(format!("unix:{},server=on,wait=off", monitor.display()));
-    let start = Instant::now();
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| Error::fail(format!("cannot start qemu-system-x86_64: {e}")))?;
-    let con = Console::new(
-        child.stdin.take().expect("piped"),
-        child.stdout.take().expect("piped"),
-        &serial_log,
-        start,
-    )?;
+    let (mut child, con, start) = qemu::spawn_with_console(&mut cmd, &serial_log)?;
     let seen = con.wait_for(&[until.mark(), "Kernel panic"], 0, until.limit(), start);
     let outcome = match seen {
         Seen::Match(0, _, t) => Outcome::Arrived(t),

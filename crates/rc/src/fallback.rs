@@ -371,19 +371,7 @@ pub fn run_links(todo: &[Link], how: &Serial, log: &mut SpanLog, out: &mut dyn W
         log.event(
             sys::boottime_ns(),
             "rc_end",
-            &kv(vec![
-                ("exit", exit.map(|c| c.to_string()).unwrap_or_default()),
-                ("outcome", outcome.name().into()),
-                (
-                    "timed_out",
-                    if outcome == Outcome::TimedOut {
-                        "1"
-                    } else {
-                        "0"
-                    }
-                    .into(),
-                ),
-            ]),
+            &kv(crate::run::end_fields(exit, outcome).to_vec()),
         );
     }
 }

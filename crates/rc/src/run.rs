@@ -1157,17 +1157,7 @@ impl<'a> Runner<'a> {
     fn finish(&mut self, i: usize, exit: Option<i32>, outcome: Outcome, start_ns: u64) {
         let end_ns = sys::boottime_ns();
         let mut kv = self.task_kv(i);
-        kv.push(("exit", exit.map(|c| c.to_string()).unwrap_or_default()));
-        kv.push(("outcome", outcome.name().into()));
-        kv.push((
-            "timed_out",
-            if outcome == Outcome::TimedOut {
-                "1"
-            } else {
-                "0"
-            }
-            .into(),
-        ));
+        kv.extend(end_fields(exit, outcome));
         self.log.event(end_ns, "rc_end", &kv);
         self.results[i] = Some(TaskResult {
             exit,
@@ -1840,6 +1830,18 @@ fn run_fallback(
     }
     keep_span_log(req);
     0
+}
+
+/// The fields of an `rc_end` line after the script's own: `exit`, `outcome`, `timed_out`.
+pub(crate) fn end_fields(exit: Option<i32>, outcome: Outcome) -> [(&'static str, String); 3] {
+    [
+        ("exit", exit.map(|c| c.to_string()).unwrap_or_default()),
+        ("outcome", outcome.name().into()),
+        (
+            "timed_out",
+            u8::from(outcome == Outcome::TimedOut).to_string(),
+        ),
+    ]
 }
 
 #[cfg(test)]
