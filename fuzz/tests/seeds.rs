@@ -30,3 +30,24 @@ fn generated_inputs_run() {
         }
     }
 }
+
+/// Inputs the runs found (`fuzz/regressions/TARGET-HASH`, copied from the crash directory
+/// once fixed), each through its target: they must stay fixed. Built in the test profile,
+/// so with overflow checks, as the fuzz profile is.
+#[test]
+fn found_inputs_stay_fixed() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions");
+    let targets = bootprint_fuzz::all();
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let (target, _) = name.rsplit_once('-').expect("TARGET-HASH");
+        let t = targets
+            .iter()
+            .find(|t| t.name == target)
+            .unwrap_or_else(|| panic!("{name}: no target {target}"));
+        (t.run)(&std::fs::read(e.path()).unwrap());
+        n += 1;
+    }
+    assert!(n >= 5, "{n} inputs in {}", dir.display());
+}

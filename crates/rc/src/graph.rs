@@ -593,7 +593,8 @@ impl Graph {
         let mut cp = vec![0u64; self.nodes.len()];
         for &x in order.iter().rev() {
             let tail = self.succs[x].iter().map(|&y| cp[y]).max().unwrap_or(0);
-            cp[x] = weight.get(x).copied().unwrap_or(1) + tail;
+            // Saturating: learned durations are whatever the state file holds.
+            cp[x] = weight.get(x).copied().unwrap_or(1).saturating_add(tail);
         }
         cp
     }

@@ -665,7 +665,8 @@ impl Plan {
                 }
             }
             on[x] = false;
-            let v = tasks[x].weight_ms + best;
+            // Saturating: weights come from the learned durations file.
+            let v = tasks[x].weight_ms.saturating_add(best);
             memo[x] = Some(v);
             v
         }
@@ -789,7 +790,7 @@ pub fn may_start(running: usize, stat: &ProcStat, cfg: &Config, cpus: usize) -> 
     if running >= max {
         return false;
     }
-    let load = stat.running.saturating_sub(1) + stat.blocked;
+    let load = stat.running.saturating_sub(1).saturating_add(stat.blocked);
     (load as f64) < cfg.load_per_cpu * cpus.max(1) as f64
 }
 

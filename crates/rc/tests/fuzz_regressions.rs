@@ -39,3 +39,26 @@ fn fuzz_rc_proc_stat_huge_counters() {
     assert_eq!(s.total, u64::MAX);
     assert_eq!(s.busy, u64::MAX);
 }
+
+/// fuzz target rc_spans (the 1 M-input run): a `%` followed by a character of several bytes
+/// in a span log's value made `decode` slice the text inside that character (a panic in
+/// release builds too: `bootprint rc services` on a hostile rc.log).
+#[test]
+fn fuzz_rc_spans_escape_before_a_multibyte_character() {
+    assert_eq!(rc::spans::decode("%é"), "%é");
+    assert_eq!(rc::spans::decode("a%\u{10ffff}%41"), "a%\u{10ffff}A");
+    assert_eq!(rc::spans::decode("%4"), "%4");
+}
+
+/// fuzz target rc_proc_stat (the 1 M-input run): `procs_running` and `procs_blocked` near
+/// u64::MAX overflowed the load the runner compares with its limit.
+#[test]
+fn fuzz_rc_may_start_with_huge_process_counts() {
+    let s = rc::run::ProcStat::parse("cpu  1 0 0 0 0 0 0 0\nprocs_running 18446744073709551615\nprocs_blocked 18446744073709551615\n");
+    let c = rc::run::Config::default();
+    assert!(!rc::run::may_start(1, &s, &c, 2));
+    assert!(
+        rc::run::may_start(0, &s, &c, 2),
+        "one script may always run"
+    );
+}

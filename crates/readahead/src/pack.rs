@@ -107,7 +107,10 @@ pub struct Entry {
 impl Entry {
     /// Sum of the range lengths.
     pub fn bytes(&self) -> u64 {
-        self.ranges.iter().map(|r| r.len).sum()
+        // Saturating: a pack's lengths are whatever its file holds.
+        self.ranges
+            .iter()
+            .fold(0u64, |a, r| a.saturating_add(r.len))
     }
 }
 
@@ -284,7 +287,9 @@ fn crc32_update(mut c: u32, bytes: &[u8]) -> u32 {
 impl Pack {
     /// Total bytes of all ranges.
     pub fn bytes(&self) -> u64 {
-        self.entries.iter().map(Entry::bytes).sum()
+        self.entries
+            .iter()
+            .fold(0u64, |a, e| a.saturating_add(e.bytes()))
     }
 
     /// The pack as bytes; the same pack always gives the same bytes.

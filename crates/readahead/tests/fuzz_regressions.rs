@@ -33,3 +33,30 @@ fn fuzz_readahead_filemap_fault_at_the_end_of_the_offsets() {
     let line = "x-1 [000] ..... 1.0: mm_filemap_fault: dev=254:1 ino=1 ofs=18446744073709551615";
     assert_eq!(filemap::parse_line(line, 4096), None);
 }
+
+/// fuzz target readahead_pack_sealed (the 1 M-input run): range lengths whose sum does not
+/// fit a u64 overflowed `Entry::bytes` and `Pack::bytes` (the figures of the replay start).
+#[test]
+fn fuzz_readahead_pack_bytes_saturate() {
+    use readahead::pack::{Entry, Range};
+    let e = Entry {
+        path: "/x".into(),
+        dev: 0,
+        ino: 1,
+        size: u64::MAX,
+        mtime_s: 0,
+        mtime_ns: 0,
+        ranges: vec![
+            Range {
+                offset: 0,
+                len: u64::MAX / 2 + 1,
+            },
+            Range {
+                offset: u64::MAX / 2 + 1,
+                len: u64::MAX / 2,
+            },
+            Range { offset: 1, len: 5 },
+        ],
+    };
+    assert_eq!(e.bytes(), u64::MAX);
+}
