@@ -555,8 +555,8 @@ impl Edits {
             .collect();
         if !out.status.success() || !bad.is_empty() {
             return Err(Error::fail(format!(
-                "debugfs on {} failed: {}",
-                self.disk.display(),
+                // The disk's own path would put this machine's paths in the results file.
+                "debugfs on the case's disk copy failed: {}",
                 bad.join("; ")
             )));
         }
@@ -1010,7 +1010,10 @@ fn power_cut(paths: &Paths, img: &Image, c: &Case, dir: &Path, disk: &Path) -> R
     if !serial.contains("cutting the power at poweroff-in-trace") {
         return Err(Error::fail(format!(
             "the recorder did not cut the power (no fault-injection line in {})",
-            run_dir.map(|d| d.display().to_string()).unwrap_or_default()
+            run_dir
+                .as_deref()
+                .map(crate::util::shown_path)
+                .unwrap_or_default()
         )));
     }
     let kept = run_dir

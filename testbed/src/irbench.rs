@@ -263,7 +263,7 @@ pub fn run(paths: &Paths, runs: usize, cargo: bool) -> Result<()> {
                         "login_s": f.login_s.map(round3),
                         "host_login_s": round3(r.host_login_s),
                         "load_before": load_before,
-                        "serial_log": r.serial_log.display().to_string(),
+                        "serial_log": crate::util::shown_path(&r.serial_log),
                     }));
                     figs[i].push(f);
                 }
@@ -304,7 +304,7 @@ pub fn run(paths: &Paths, runs: usize, cargo: bool) -> Result<()> {
         summary.insert(
             name.to_string(),
             json!({
-                "image": initrd.display().to_string(),
+                "image": crate::util::shown_path(initrd),
                 "image_bytes": size,
                 "median_run_init_s": med(i, |f| f.run_init_s).map(round3),
                 "median_initramfs_s": ir.map(round3),

@@ -424,7 +424,7 @@ pub fn run(paths: &Paths, runs: usize, rounds: usize, cargo: bool) -> Result<()>
         "benchmark": "modules",
         "date": today(),
         "about": "parallel module loader (bootprint modules load) vs serial modprobe -a, timed in the guest after unloading the set; whole boots with and without bootprint.modules=1",
-        "image": img.dir.display().to_string(),
+        "image": crate::util::shown_path(&img.dir),
         "host_load_start": load_start,
         "host_load_end": host_load(),
         "goal_ratio": GOAL_RATIO,

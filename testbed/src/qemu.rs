@@ -188,8 +188,8 @@ impl BootResult {
             "firmware_load_s": self.firmware_load_s.map(round3),
             "clock_offset_s": self.clock_offset_s.map(round3),
             "boot_id": self.boot_id,
-            "trace_dir": self.trace_dir.as_ref().map(|p| p.display().to_string()),
-            "serial_log": self.serial_log.display().to_string(),
+            "trace_dir": self.trace_dir.as_deref().map(crate::util::shown_path),
+            "serial_log": crate::util::shown_path(&self.serial_log),
             "qemu_exit": self.qemu_exit,
             "disk_copy_s": round3(self.disk_copy_s),
         })

@@ -335,7 +335,9 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
         "max_s": qemu::round3(max),
         "failures": outcomes.iter().enumerate().filter_map(|(i, o)| match o {
             Outcome::Arrived(_) => None,
-            other => Some(json!({"boot": i + 1, "outcome": format!("{other:?}")})),
+            Outcome::Hung(d) => Some(json!({"boot": i + 1, "outcome": "hung", "diagnosis": crate::util::shown_path(d)})),
+            Outcome::Panic(l) => Some(json!({"boot": i + 1, "outcome": "kernel panic", "line": l})),
+            Outcome::Exited(l) => Some(json!({"boot": i + 1, "outcome": "qemu exited", "line": l})),
         }).collect::<Vec<_>>(),
         "commit": commit,
         "date": crate::util::today(),

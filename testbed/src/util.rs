@@ -106,6 +106,18 @@ impl Paths {
     }
 }
 
+/// A path as results files and reports show it: relative to the repository when it is inside
+/// it (results are committed and read on other machines), else as it is.
+pub fn shown_path(path: &Path) -> String {
+    match find_repo() {
+        Ok(repo) => match path.strip_prefix(&repo) {
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => path.display().to_string(),
+        },
+        Err(_) => path.display().to_string(),
+    }
+}
+
 /// The workspace root: the directory holding `testbed/Cargo.toml`, searched upwards from the
 /// current directory, then from the executable (target/<profile>/bootprint-testbed).
 fn find_repo() -> Result<PathBuf> {
@@ -402,6 +414,15 @@ pub fn git_commit(repo: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Results files are committed: a path inside the repository is shown relative to it.
+    #[test]
+    fn shown_path_is_relative_to_the_repository() {
+        let repo = find_repo().expect("tests run inside the workspace");
+        let serial = repo.join("testbed/cache/runs/x/serial.log");
+        assert_eq!(shown_path(&serial), "testbed/cache/runs/x/serial.log");
+        assert_eq!(shown_path(Path::new("/elsewhere/disk.raw")), "/elsewhere/disk.raw");
+    }
 
     #[test]
     fn utc_dates() {
