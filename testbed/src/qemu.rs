@@ -16,8 +16,10 @@ use crate::util::{
 };
 
 /// Base kernel command line; `loglevel=` after `quiet` brings kernel lines to the console
-/// so the firmware time can be estimated (see docs/testbed.md).
-pub const BASE_APPEND: &str = "console=ttyS0 root=/dev/vda rw quiet loglevel=6";
+/// so the firmware time can be estimated (see docs/testbed.md); `sysrq_always_enabled` lets
+/// a hung boot's diagnosis ask the kernel for its tasks (SysRq l, t, w).
+pub const BASE_APPEND: &str =
+    "console=ttyS0 root=/dev/vda rw quiet loglevel=6 sysrq_always_enabled";
 const LOGIN_TIMEOUT: Duration = Duration::from_secs(600);
 // Covers the recorder's hard limit (240 s of uptime by default) plus writing the trace.
 const TRACE_TIMEOUT_S: u64 = 300;
@@ -344,11 +346,17 @@ fn boot_disk(
     let qemu_err =
         fs::File::create(&qemu_log).map_err(|e| io_err("cannot create", &qemu_log, e))?;
     let mut cmd = qemu_command(img, opts.initrd.as_ref().unwrap_or(&img.initrd), &cmdline);
-    cmd.arg("-drive").arg(format!(
-        "file={},format=raw,if=virtio{}",
-        disk.display(),
-        opts.profile.drive_opts()
-    ));
+    // A monitor for the diagnosis of a boot that never reaches the login.
+    let monitor = run.join("monitor.sock");
+    let _ = fs::remove_file(&monitor);
+    cmd.arg("-drive")
+        .arg(format!(
+            "file={},format=raw,if=virtio{}",
+            disk.display(),
+            opts.profile.drive_opts()
+        ))
+        .arg("-monitor")
+        .arg(format!("unix:{},server=on,wait=off", monitor.display()));
     let _ = fs::write(run.join("qemu.cmd"), crate::util::describe(&cmd) + "\n");
     let start = Instant::now();
     let mut child = cmd
@@ -383,13 +391,19 @@ fn boot_disk(
     let (login_end, host_login_s) = match con.wait_for(&["login:"], 0, LOGIN_TIMEOUT, start) {
         Seen::Match(_, end, t) => (end, t),
         Seen::Timeout => {
+            // Every test-bed boot that hangs is diagnosed before QEMU is stopped (as `soak`
+            // does): a rare hang seen once is worth its registers and task dumps.
+            let hang = run.join("hang.txt");
+            let text = crate::soak::diagnose_hang(qemu.0.id(), &monitor, img, disk, &con);
+            let _ = fs::write(&hang, text);
             return Err(fail(
                 &con,
                 &format!(
-                    "no `login:` on the serial console within {} s",
-                    LOGIN_TIMEOUT.as_secs()
+                    "no `login:` on the serial console within {} s (diagnosis in {})",
+                    LOGIN_TIMEOUT.as_secs(),
+                    hang.display()
                 ),
-            ))
+            ));
         }
         Seen::Closed => return Err(fail(&con, "QEMU exited before `login:`")),
     };

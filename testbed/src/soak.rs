@@ -234,9 +234,7 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
         Initramfs::Ours => crate::initramfs_test::ensure_ours(paths, &img)?,
     };
     let disk = soak_disk(paths, &img, cfg, &initrd, &run)?;
-    let cmdline = format!("{BASE_APPEND} sysrq_always_enabled {}", cfg.append)
-        .trim()
-        .to_string();
+    let cmdline = format!("{BASE_APPEND} {}", cfg.append).trim().to_string();
     eprintln!(
         "soak {}: {} boots of {} (until `{}`), run directory {}",
         cfg.name,
@@ -451,11 +449,7 @@ fn soak_boot(
         Seen::Closed => Outcome::Exited(con.tail(3).replace('\n', " | ")),
         Seen::Timeout => {
             let out = run.join(format!("boot-{n:03}.hang"));
-            // QEMU's own threads first (which burn CPU, where): a hang inside QEMU's TCG
-            // would not let the monitor's vCPU commands answer.
-            let mut text = host_threads(child.id());
-            text.push_str(&diagnose(&monitor, img, disk, &con));
-            let _ = fs::write(&out, &text);
+            let _ = fs::write(&out, diagnose_hang(child.id(), &monitor, img, disk, &con));
             if hold {
                 eprintln!(
                     "soak: holding the hung guest: QEMU pid {}, monitor {} (e.g. `socat - \
@@ -606,6 +600,21 @@ fn host_threads(pid: u32) -> String {
         _ => out.push_str("== (no gdb stacks: gdb missing or it failed)\n"),
     }
     out
+}
+
+/// Everything known about a hung boot's QEMU (pid `qemu_pid`, monitor socket `monitor`):
+/// QEMU's own threads first (which burn CPU, where: a hang inside QEMU's TCG would not let
+/// the monitor's vCPU commands answer), then [`diagnose`].
+pub fn diagnose_hang(
+    qemu_pid: u32,
+    monitor: &Path,
+    img: &Image,
+    disk: &Path,
+    con: &Console,
+) -> String {
+    let mut text = host_threads(qemu_pid);
+    text.push_str(&diagnose(monitor, img, disk, con));
+    text
 }
 
 /// What a hung guest is doing: registers per vCPU (twice, a few seconds apart: the same RIP

@@ -421,7 +421,10 @@ mod tests {
         let repo = find_repo().expect("tests run inside the workspace");
         let serial = repo.join("testbed/cache/runs/x/serial.log");
         assert_eq!(shown_path(&serial), "testbed/cache/runs/x/serial.log");
-        assert_eq!(shown_path(Path::new("/elsewhere/disk.raw")), "/elsewhere/disk.raw");
+        assert_eq!(
+            shown_path(Path::new("/elsewhere/disk.raw")),
+            "/elsewhere/disk.raw"
+        );
     }
 
     #[test]
