@@ -1966,7 +1966,21 @@ mod tests {
     /// (`idle-window`) is longer: before, it slept the whole window first.
     #[test]
     fn the_idle_wait_never_outlasts_late_max_wait() {
+        // A /proc/stat that never changes is never idle (no ticks passed), so the wait can
+        // only end at its maximum: the host's own /proc/stat made this pass or fail with
+        // the host's load (an idle host ended the 200 ms measurement as "idle").
+        let proc_dir = std::env::temp_dir().join(format!("bp-rc-idle-wait-{}", std::process::id()));
+        std::fs::create_dir_all(&proc_dir).unwrap();
+        std::fs::write(
+            proc_dir.join("stat"),
+            "cpu  100 0 100 1000 0 0 0 0 0 0\nprocs_running 1\nprocs_blocked 0\n",
+        )
+        .unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
+        let opts = Options {
+            proc_dir: proc_dir.clone(),
+            ..Options::default()
+        };
         std::thread::spawn(move || {
             let plan = Plan {
                 runlevel: "2".into(),
@@ -1982,10 +1996,11 @@ mod tests {
             };
             let mut log = SpanLog::none();
             let mut out = Vec::new();
-            let mut r = Runner::new(&plan, &cfg, Options::default(), &mut log, &mut out);
+            let mut r = Runner::new(&plan, &cfg, opts, &mut log, &mut out);
             let _ = tx.send(r.wait_idle());
         });
         let reason = rx.recv_timeout(Duration::from_secs(10));
+        let _ = std::fs::remove_dir_all(&proc_dir);
         assert_eq!(reason, Ok("max_wait"));
     }
 }
