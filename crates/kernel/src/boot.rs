@@ -281,7 +281,7 @@ impl KernelBoot {
         for ic in &self.initcalls {
             if let Some(m) = &ic.module {
                 let e = by.entry(m).or_default();
-                e.0 += ic.cost_us();
+                e.0 = e.0.saturating_add(ic.cost_us());
                 e.1 += 1;
             }
         }
@@ -360,7 +360,7 @@ pub fn analyze(log: &Log) -> KernelBoot {
             text: t.to_string(),
         };
         if kb.landmarks.run_init.is_none() {
-            if let Some(p) = prev.as_ref().filter(|p| ts >= p.us + 200_000) {
+            if let Some(p) = prev.as_ref().filter(|p| ts >= p.us.saturating_add(200_000)) {
                 kb.gaps.push(Gap {
                     us: ts - p.us,
                     before: p.clone(),
@@ -806,7 +806,7 @@ fn threads(initcalls: &[Initcall], last_us: u64) -> Vec<Thread> {
             last_us: end,
         });
         t.initcalls += 1;
-        t.busy_us += ic.cost_us();
+        t.busy_us = t.busy_us.saturating_add(ic.cost_us());
         t.first_us = t.first_us.min(start);
         t.last_us = t.last_us.max(end);
     }

@@ -4,9 +4,10 @@
 //! provider, `+name` an optional one (used if some script provides it, else ignored), and
 //! `$other` expands that facility. `<interactive> names` marks scripts that must run alone.
 //! A facility defined in several lines or files gets the union of their names (a package's
-//! `insserv.conf.d/bind9` adds `bind9` to `$named`). `$all` and `$null` are built in.
+//! `insserv.conf.d/bind9` adds `bind9` to `$named`); a name given again is kept once, where
+//! it was first given. `$all` and `$null` are built in.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::Diagnostic;
@@ -39,6 +40,17 @@ impl Conf {
     /// Adds the lines of one configuration file. Pure: `file` only names it.
     pub fn parse_into(&mut self, text: &str, file: &Path) -> Vec<Diagnostic> {
         let mut diags = Vec::new();
+        // Names each facility already has: a name given again adds nothing to the union,
+        // and every reference to the facility would expand it once per repetition (a line
+        // repeated a thousand times made planning take seconds).
+        let mut known: HashSet<(String, String)> = self
+            .facilities
+            .iter()
+            .flat_map(|(f, defs)| {
+                defs.iter()
+                    .flat_map(move |d| d.names.iter().map(move |n| (f.clone(), n.clone())))
+            })
+            .collect();
         for (i, raw) in text.lines().enumerate() {
             let n = i + 1;
             let line = raw.trim();
@@ -123,7 +135,17 @@ impl Conf {
                 ));
                 continue;
             }
-            self.facilities.entry(key).or_default().push(Definition {
+            let names: Vec<String> = names
+                .into_iter()
+                .filter(|name| known.insert((key.clone(), name.clone())))
+                .collect();
+            let defs = self.facilities.entry(key).or_default();
+            // A line that adds nothing new is dropped, unless it is the facility's first
+            // (an empty facility is still a defined one).
+            if names.is_empty() && !defs.is_empty() {
+                continue;
+            }
+            defs.push(Definition {
                 file: file.to_path_buf(),
                 line: n,
                 names,

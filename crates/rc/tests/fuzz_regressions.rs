@@ -62,3 +62,33 @@ fn fuzz_rc_may_start_with_huge_process_counts() {
         "one script may always run"
     );
 }
+
+/// fuzz target rc_system: a facility line of insserv.conf repeated 1534 times made 1534
+/// definitions of `$named`, each expanded again (with its `$network`) for every script that
+/// names `$named`: planning took 1.5 s of CPU. A name given again adds nothing to the union
+/// and is now kept once, where it was first given.
+#[test]
+fn fuzz_rc_system_repeated_facility_lines_are_kept_once() {
+    let line = "$named\t\t+named +dnsmasq +bind9 $network\n";
+    let text = format!("$network +networking\n{}", line.repeat(5000));
+    let mut conf = rc::conf::Conf::default();
+    let diags = conf.parse_into(&text, Path::new("insserv.conf"));
+    assert!(diags.is_empty(), "{diags:?}");
+    let named = &conf.facilities["$named"];
+    assert_eq!(named.len(), 1, "one definition, not one per repeated line");
+    assert_eq!(named[0].line, 2, "kept where it was first given");
+    assert_eq!(named[0].names, ["+named", "+dnsmasq", "+bind9", "$network"]);
+    // A later file's new names are still added (the union), its repeated ones are not.
+    let diags = conf.parse_into(
+        "$named +bind9 +unbound\n$named +bind9\n",
+        Path::new("insserv.conf.d/unbound"),
+    );
+    assert!(diags.is_empty(), "{diags:?}");
+    let named = &conf.facilities["$named"];
+    assert_eq!(named.len(), 2);
+    assert_eq!(named[1].names, ["+unbound"]);
+    assert_eq!(named[1].line, 1);
+    // An empty facility is still defined.
+    conf.parse_into("$empty\n$empty\n", Path::new("insserv.conf.d/empty"));
+    assert_eq!(conf.facilities["$empty"].len(), 1);
+}
