@@ -189,7 +189,7 @@ pub fn findings(kb: &KernelBoot) -> Vec<Finding> {
     struct_pages(kb, &mut out);
     silent_gaps(kb, &mut out);
     // Stable: by gain, unknown gains last, then in rule order.
-    out.sort_by_key(|f| std::cmp::Reverse(f.gain_us.map_or(0, |g| g + 1)));
+    out.sort_by_key(|f| std::cmp::Reverse(f.gain_us.map_or(0, |g| g.saturating_add(1))));
     out
 }
 

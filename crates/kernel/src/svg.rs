@@ -133,7 +133,11 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
             axis_y - 3.0,
             fmt_tick(t, step)
         )?;
-        t += step;
+        // A span near u64::MAX (a corrupt timestamp) would overflow the next tick.
+        match t.checked_add(step) {
+            Some(next) => t = next,
+            None => break,
+        }
     }
     // Landmarks.
     let marks = [

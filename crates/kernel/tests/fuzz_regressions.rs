@@ -24,3 +24,30 @@ fn fuzz_kernel_dmesg_huge_initcall_durations_saturate() {
     let pid1 = r.boot.threads.iter().find(|t| t.pid == 1).expect("pid 1");
     assert_eq!(pid1.busy_us, u64::MAX);
 }
+
+/// fuzz target kernel_dmesg: a probe that "took" u64::MAX microseconds in a log with
+/// initcall_debug is a finding whose gain is u64::MAX; sorting the findings by gain + 1
+/// overflowed. The input as found (the hazards fixture, mutated).
+#[test]
+fn fuzz_kernel_dmesg_finding_gain_of_u64_max_sorts() {
+    let raw = include_bytes!("../../../fuzz/regressions/kernel_dmesg-3db0bd8ae30ca246");
+    let r = kernel::Report::from_text("fuzz", &String::from_utf8_lossy(raw));
+    assert!(
+        r.findings.iter().any(|f| f.gain_us == Some(u64::MAX)),
+        "{:?}",
+        r.findings
+            .iter()
+            .map(|f| (f.id, f.gain_us))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// fuzz target kernel_dmesg: one line stamped 18446744072563.709551 s made the chart's
+/// span so long that the next axis tick overflowed.
+#[test]
+fn fuzz_kernel_dmesg_chart_of_a_timestamp_near_u64_max() {
+    let r = kernel::Report::from_text("fuzz", "[18446744072563.709551] \n");
+    let mut svg = Vec::new();
+    kernel::svg::write(&r, &mut svg).unwrap();
+    assert!(String::from_utf8(svg).unwrap().ends_with("</svg>\n"));
+}
