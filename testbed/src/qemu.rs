@@ -310,6 +310,14 @@ pub fn qemu_command(img: &Image, initrd: &Path, cmdline: &str) -> Command {
     cmd
 }
 
+/// Gives the QEMU of `cmd` a monitor on the Unix socket `socket` (a stale one removed
+/// first), for the diagnosis of a hung boot (`soak::diagnose_hang`).
+pub fn add_monitor(cmd: &mut Command, socket: &Path) {
+    let _ = fs::remove_file(socket);
+    cmd.arg("-monitor")
+        .arg(format!("unix:{},server=on,wait=off", socket.display()));
+}
+
 /// Starts QEMU (`cmd`, stderr discarded) with its serial console on stdio, logged to
 /// `serial_log`; returns the process, the console and the moment it started.
 pub fn spawn_with_console(
@@ -346,17 +354,14 @@ fn boot_disk(
     let qemu_err =
         fs::File::create(&qemu_log).map_err(|e| io_err("cannot create", &qemu_log, e))?;
     let mut cmd = qemu_command(img, opts.initrd.as_ref().unwrap_or(&img.initrd), &cmdline);
+    cmd.arg("-drive").arg(format!(
+        "file={},format=raw,if=virtio{}",
+        disk.display(),
+        opts.profile.drive_opts()
+    ));
     // A monitor for the diagnosis of a boot that never reaches the login.
     let monitor = run.join("monitor.sock");
-    let _ = fs::remove_file(&monitor);
-    cmd.arg("-drive")
-        .arg(format!(
-            "file={},format=raw,if=virtio{}",
-            disk.display(),
-            opts.profile.drive_opts()
-        ))
-        .arg("-monitor")
-        .arg(format!("unix:{},server=on,wait=off", monitor.display()));
+    add_monitor(&mut cmd, &monitor);
     let _ = fs::write(run.join("qemu.cmd"), crate::util::describe(&cmd) + "\n");
     let start = Instant::now();
     let mut child = cmd

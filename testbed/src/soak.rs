@@ -427,16 +427,13 @@ fn soak_boot(
 ) -> Result<Outcome> {
     let serial_log = run.join(format!("boot-{n:03}.serial"));
     let monitor = run.join(format!("boot-{n:03}.monitor"));
-    let _ = fs::remove_file(&monitor);
     let mut cmd = qemu::qemu_command(img, initrd, cmdline);
-    cmd.arg("-drive")
-        .arg(format!(
-            "file={},format=raw,if=virtio{}",
-            disk.display(),
-            if snapshot { ",snapshot=on" } else { "" }
-        ))
-        .arg("-monitor")
-        .arg(format!("unix:{},server=on,wait=off", monitor.display()));
+    cmd.arg("-drive").arg(format!(
+        "file={},format=raw,if=virtio{}",
+        disk.display(),
+        if snapshot { ",snapshot=on" } else { "" }
+    ));
+    qemu::add_monitor(&mut cmd, &monitor);
     let (mut child, con, start) = qemu::spawn_with_console(&mut cmd, &serial_log)?;
     let seen = con.wait_for(&[until.mark(), "Kernel panic"], 0, until.limit(), start);
     let outcome = match seen {
