@@ -154,6 +154,9 @@ const MIN_MB: u64 = 2048;
 
 /// Where the boot-path binary and the CLI go in the guest, as a package would put them.
 pub const GUEST_BOOT_BIN: &str = "/usr/lib/bootprint/bootprint-boot";
+/// systemd runs this at start; a link to the boot binary, which defers the late units.
+pub const GUEST_LATE_GENERATOR: &str =
+    "/usr/lib/systemd/system-generators/bootprint-late-generator";
 pub const GUEST_CLI_BIN: &str = "/usr/bin/bootprint";
 
 /// A built image in the cache.
@@ -350,6 +353,10 @@ pub fn update_binaries(img: &Image, bins: &(PathBuf, PathBuf)) -> Result<bool> {
             src.display()
         ));
     }
+    // The systemd late-unit generator is the boot binary under another name (docs/systemd.md).
+    script.push_str(&format!(
+        "mkdir /usr/lib/systemd/system-generators\nsymlink {GUEST_LATE_GENERATOR} {GUEST_BOOT_BIN}\n"
+    ));
     let script_path = img.dir.join("debugfs-update.cmd");
     fs::write(&script_path, script).map_err(|e| io_err("cannot write", &script_path, e))?;
     run_logged(

@@ -21,6 +21,11 @@ usage: bootprint-boot                      (as PID 1, from init=: record and exe
                                            on any failure, serially in link order), else not 0
        bootprint-boot rc --startpar -M boot|start|stop -P PREV -R RUNLEVEL [startpar options]
                                            the same, called as Debian's startpar
+       bootprint-boot late-start           (as bootprint-late.service on systemd) wait until the
+                                           machine is idle, then start bootprint-late.target
+       bootprint-late-generator DIR [DIR DIR]
+                                           (a link to this binary in systemd's generator
+                                           directory) defer the learned late units
        bootprint-boot --help | --version";
 
 fn main() -> ExitCode {
@@ -32,6 +37,11 @@ fn main() -> ExitCode {
     if record::handoff::is_pid1() {
         record::handoff::boot(args);
     }
+    let argv0 = args.first().map(std::path::Path::new);
+    if argv0.and_then(|p| p.file_name()) == Some("bootprint-late-generator".as_ref()) {
+        late_generator(&args[1..]);
+        return ExitCode::SUCCESS; // a generator never fails the boot
+    }
     let words: Vec<String> = args
         .iter()
         .skip(1)
@@ -40,6 +50,7 @@ fn main() -> ExitCode {
     match words.first().map(String::as_str) {
         Some("record") => record_now(&words[1..]),
         Some("rc") => rc_verb(&words[1..]),
+        Some("late-start") if words.len() == 1 => late_start(),
         Some("--version") => {
             println!("bootprint-boot {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
@@ -50,6 +61,69 @@ fn main() -> ExitCode {
         }
         _ => usage_error("expected a verb"),
     }
+}
+
+/// systemd.generator(7): defers the learned late units when `[systemd] late` (or
+/// `bootprint.late=1`) is on. Any problem writes nothing: the boot is then as if bootprint
+/// were not installed.
+fn late_generator(dirs: &[std::ffi::OsString]) {
+    use systemd::generator::{self, LATE_LOG, STATE_FILE};
+    let Some(normal_dir) = dirs.first().map(PathBuf::from) else {
+        return;
+    };
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    let (config, _) = Config::load(std::path::Path::new(record::config::CONFIG_FILE), &cmdline);
+    if !config.late {
+        return;
+    }
+    let late = match sample::sys::read_regular_text(std::path::Path::new(STATE_FILE), 1 << 20)
+        .map_err(|e| e.to_string())
+        .and_then(|t| {
+            systemd::late::from_state(&t)
+                .map_err(|e| format!("{STATE_FILE}:{}: expected {}", e.line, e.expected))
+        }) {
+        Ok(late) if !late.is_empty() => late,
+        Ok(_) => return,
+        // The first boot with the switch on: nothing learned yet.
+        Err(_) if !std::path::Path::new(STATE_FILE).exists() => return,
+        Err(e) => {
+            systemd::waiter::log_event(
+                std::path::Path::new(LATE_LOG),
+                "late_skipped",
+                &[("error", e.replace(char::is_whitespace, "_"))],
+            );
+            return;
+        }
+    };
+    let bin = std::env::current_exe()
+        .unwrap_or_else(|_| PathBuf::from("/usr/lib/bootprint/bootprint-boot"));
+    let files = generator::files(&late, &bin.to_string_lossy());
+    if generator::write(&normal_dir, &files).is_err() {
+        generator::remove(&normal_dir, &files);
+        return;
+    }
+    systemd::waiter::log_event(
+        std::path::Path::new(LATE_LOG),
+        "late_planned",
+        &[("units", late.len().to_string())],
+    );
+}
+
+/// `late-start`: the waiter behind bootprint-late.service (systemd::waiter).
+fn late_start() -> ExitCode {
+    use systemd::generator::{GO_FLAG, LATE_LOG, TARGET};
+    let (cfg, _) = rc::run::Config::load(std::path::Path::new(rc::run::DEFAULT_CONFIG));
+    let mut start = std::process::Command::new("systemctl");
+    start.args(["start", TARGET]);
+    let code = systemd::waiter::Waiter {
+        log: std::path::Path::new(LATE_LOG),
+        go_flag: std::path::Path::new(GO_FLAG),
+        proc_dir: std::path::Path::new("/proc"),
+        cfg: &cfg,
+        start,
+    }
+    .run();
+    ExitCode::from(code as u8)
 }
 
 fn usage_error(msg: &str) -> ExitCode {

@@ -62,6 +62,13 @@ pub struct Config {
     /// startpar. Read by the startpar wrapper (docs/rc.md); recorded here so the parameter is
     /// known and lands in the trace's configuration, not reported as a typo.
     pub rc: bool,
+    /// `bootprint.late=`: on systemd, the units no login needs start after the login, once
+    /// idle (the `systemd` crate; `[systemd] late` in the file). Learned at boot done.
+    pub late: bool,
+    /// `[systemd] late_units`: units pinned late.
+    pub late_units: Vec<String>,
+    /// `[systemd] never_late`: units never started late (nor what they need).
+    pub never_late: Vec<String>,
     /// node_exporter's textfile-collector directory: when it exists, the boot's figures are
     /// exported there at boot done (`bootprint export --prometheus`); `""` never exports.
     pub prometheus_dir: PathBuf,
@@ -106,6 +113,9 @@ impl Default for Config {
             readahead_order: "auto".into(),
             modules: false,
             rc: false,
+            late: false,
+            late_units: Vec::new(),
+            never_late: Vec::new(),
             prometheus_dir: PathBuf::from("/var/lib/prometheus/node-exporter"),
             fault: String::new(),
         }
@@ -172,7 +182,7 @@ impl Config {
                     other => format!("readahead_{other}"),
                 };
                 self.set(&key, value).map_err(err)?;
-            } else if section == "record" || section == "boot" || section.is_empty() {
+            } else if ["record", "boot", "systemd", ""].contains(&section) {
                 self.set(key, value).map_err(err)?;
             }
         }
@@ -255,6 +265,9 @@ impl Config {
             "readahead" => self.readahead = want_bool(value)?,
             "modules" => self.modules = want_bool(value)?,
             "rc" => self.rc = want_bool(value)?,
+            "late" => self.late = want_bool(value)?,
+            "late_units" => self.late_units = want_list(value)?,
+            "never_late" => self.never_late = want_list(value)?,
             "prometheus_dir" => self.prometheus_dir = PathBuf::from(want_str(value)?),
             "fault" => {
                 let f = want_str(value)?;
@@ -294,7 +307,7 @@ impl Config {
             _ => {
                 return Err(format!(
                     "one of init, record, hz, idle_cpu, idle_disk, settle_s, timeout_s, \
-                     log_dir, login_names, greeter_names, modules, rc, prometheus_dir, readahead, readahead_pack, \
+                     log_dir, login_names, greeter_names, modules, rc, late, late_units, never_late, prometheus_dir, readahead, readahead_pack, \
                      readahead_state, readahead_max_age_days, readahead_stale_share, \
                      readahead_missed_share, readahead_compare_every, readahead_budget_mb, \
                      readahead_io_class, readahead_order; found {key:?}"
@@ -587,5 +600,25 @@ mod tests {
         assert!(c.rc);
         let e = c.apply_toml("[readahead]\nfoo = 1\n", "f").unwrap_err();
         assert!(e.expected.contains("readahead_foo"), "{e}");
+    }
+
+    #[test]
+    fn systemd_late_keys_from_file_and_cmdline() {
+        let mut c = Config::default();
+        assert!(!c.late, "off by default");
+        c.apply_toml(
+            "[systemd]\nlate = true\nlate_units = [\"avahi-daemon.service\"]\nnever_late = [\"ssh.service\"]\n",
+            "f",
+        )
+        .unwrap();
+        assert!(c.late);
+        assert_eq!(c.late_units, ["avahi-daemon.service"]);
+        assert_eq!(c.never_late, ["ssh.service"]);
+        assert!(c.apply_cmdline("bootprint.late=0").is_empty());
+        assert!(!c.late);
+        let e = c
+            .apply_toml("[systemd]\n\nlate = maybe\n", "b.toml")
+            .unwrap_err();
+        assert_eq!((e.source.as_str(), e.line), ("b.toml", 3));
     }
 }

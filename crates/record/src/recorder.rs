@@ -37,6 +37,10 @@ pub struct Paths {
     /// The service runner's span log (`bootprint-boot rc`), copied into the trace as
     /// `rc.log` when it exists.
     pub rc_log: PathBuf,
+    /// The systemd late-unit waiter's log (`systemd::waiter`), copied as `late.log`.
+    pub late_log: PathBuf,
+    /// Where the learned systemd late units are kept (`systemd::late`).
+    pub late_state: PathBuf,
     /// The group file: the trace is readable by group `adm` when it lists one.
     pub etc_group: PathBuf,
 }
@@ -51,6 +55,8 @@ impl Default for Paths {
             fallback_dir: PathBuf::from("/run/bootprint"),
             sys: PathBuf::from("/sys"),
             rc_log: PathBuf::from("/run/bootprint/rc.log"),
+            late_log: PathBuf::from(systemd::generator::LATE_LOG),
+            late_state: PathBuf::from(systemd::generator::STATE_FILE),
             etc_group: PathBuf::from("/etc/group"),
         }
     }
@@ -233,7 +239,9 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
                 store.events.push(Event::new(now, "root_writable"));
             }
         }
-        if detector.done_at(now, login_ns).is_some() && services_pending(&paths.rc_log) {
+        if detector.done_at(now, login_ns).is_some()
+            && (services_pending(&paths.rc_log) || late_units_pending(&paths.late_log))
+        {
             detector.not_before(now);
             waited_for_services = true;
         }
@@ -309,6 +317,12 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
             .with("stat_reads", table.reads)
             .with("store_bytes", store.memory_bytes()),
     );
+    if let Ok(log) = std::fs::read(&paths.late_log) {
+        store.extra_files.push(("late.log".into(), log));
+    }
+    if config.late {
+        learn_late_units(config, paths, &mut store);
+    }
     let boot_id = sysinfo::boot_id(&paths.proc);
     let access = Access::from_group_file(&paths.etc_group);
     write_trace(
@@ -393,6 +407,65 @@ fn existing_ancestor(path: &Path) -> &Path {
         }
     }
     p
+}
+
+/// Whether systemd's late units are still being started (`systemd::waiter::pending`), with
+/// the same staleness rule as the runner's log.
+fn late_units_pending(late_log: &Path) -> bool {
+    let fresh = std::fs::metadata(late_log)
+        .ok()
+        .and_then(|m| m.modified().ok())
+        .and_then(|m| m.elapsed().ok())
+        .is_some_and(|age| age.as_secs() < 130);
+    fresh
+        && std::fs::read_to_string(late_log)
+            .map(|t| systemd::waiter::pending(&t))
+            .unwrap_or(false)
+}
+
+/// On systemd (PID 1's name says so), asks the manager which units can start late next boot
+/// and keeps the answer (`systemd::learn`); the choice, with the reason for each unit kept
+/// early, goes into the trace as `systemd-late.txt`. Runs after boot done, so it costs the
+/// boot nothing; a failure is a warning in the trace and leaves the last state as it was.
+fn learn_late_units(config: &Config, paths: &Paths, store: &mut Store) {
+    let pid1 = paths.proc.read("1/comm").unwrap_or_default();
+    if String::from_utf8_lossy(&pid1).trim() != "systemd" {
+        return;
+    }
+    let t0 = boottime_ns();
+    let pins = systemd::late::Pins {
+        late: config.late_units.clone(),
+        never_late: config.never_late.clone(),
+    };
+    let systemctl = ["/usr/bin/systemctl", "/bin/systemctl"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| p.exists())
+        .unwrap_or(Path::new("systemctl"));
+    match systemd::learn::learn(systemctl, &pins) {
+        Ok(choice) => {
+            let text = systemd::late::to_state(&choice);
+            let saved = rc::state::write_atomic(&paths.late_state, text.as_bytes());
+            let mut e = Event::new(boottime_ns(), "late_learned")
+                .with("late", choice.late.len())
+                .with("kept", choice.kept.len())
+                .with("ms", (boottime_ns().saturating_sub(t0)) / 1_000_000);
+            if let Err(err) = saved {
+                e = e.with(
+                    "error",
+                    format!("{}: {err}", paths.late_state.display()).replace(' ', "_"),
+                );
+            }
+            store.events.push(e);
+            store
+                .extra_files
+                .push(("systemd-late.txt".into(), text.into_bytes()));
+        }
+        Err(err) => store.events.push(
+            Event::new(boottime_ns(), "warning")
+                .with("what", format!("systemd late units not learned: {err}")),
+        ),
+    }
 }
 
 /// Whether bootprint's service runner still has services to start ([`done::services_pending`]

@@ -1,0 +1,124 @@
+//! Asks the running manager for its graph and chooses the late units: `systemctl
+//! list-units --all` for every loaded unit (a oneshot that already ran is inactive, and
+//! `systemctl show '*'` would leave it out), then `systemctl show` of those.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::late::{choose, Choice, Pins};
+use crate::show::{self, PROPERTIES};
+
+/// The unit names of `systemctl list-units --all --plain --no-legend` output (the first
+/// column; a `●` marks a unit in trouble).
+pub fn unit_names(list: &str) -> Vec<String> {
+    list.lines()
+        .filter_map(|l| {
+            l.trim_start()
+                .trim_start_matches('●')
+                .split_whitespace()
+                .next()
+        })
+        .filter(|n| n.contains('.'))
+        .map(String::from)
+        .collect()
+}
+
+/// Runs a command with a deadline; its standard output, or why not.
+pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<String, String> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+    let mut out = child.stdout.take().expect("piped above");
+    // Read on a thread: a full pipe would otherwise keep the child from exiting.
+    let reader = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = out.read_to_end(&mut s);
+        s
+    });
+    let t0 = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if t0.elapsed() < limit => std::thread::sleep(Duration::from_millis(20)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("{cmd:?} did not finish within {limit:?}"));
+            }
+            Err(e) => return Err(format!("waiting for {cmd:?}: {e}")),
+        }
+    };
+    let bytes = reader.join().unwrap_or_default();
+    if !status.success() {
+        return Err(format!("{cmd:?} failed: {status}"));
+    }
+    String::from_utf8(bytes).map_err(|_| format!("{cmd:?} printed something not UTF-8"))
+}
+
+/// Asks `systemctl` (the binary at `systemctl`) and chooses.
+pub fn learn(systemctl: &Path, pins: &Pins) -> Result<Choice, String> {
+    let limit = Duration::from_secs(20);
+    let list = output_within(
+        Command::new(systemctl).args([
+            "list-units",
+            "--all",
+            "--plain",
+            "--no-legend",
+            "--no-pager",
+        ]),
+        limit,
+    )?;
+    let names = unit_names(&list);
+    if names.is_empty() {
+        return Err("systemctl list-units listed no units".into());
+    }
+    let shown = output_within(
+        Command::new(systemctl)
+            .arg("show")
+            .arg(format!("--property={PROPERTIES}"))
+            .arg("--")
+            .args(&names),
+        limit,
+    )?;
+    let units = show::parse(&shown).map_err(|e| {
+        format!(
+            "systemctl show, line {}: expected Key=Value, found {:?}",
+            e.line, e.found
+        )
+    })?;
+    Ok(choose(&units, pins))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_from_a_plain_listing() {
+        let list = "  cron.service   loaded active running Regular background\n\
+● auditd.service not-found inactive dead auditd.service\n\
+avahi-daemon.socket loaded active running Avahi\n";
+        assert_eq!(
+            unit_names(list),
+            ["cron.service", "auditd.service", "avahi-daemon.socket"]
+        );
+    }
+
+    #[test]
+    fn a_command_that_outlives_its_deadline_is_killed() {
+        let t0 = Instant::now();
+        let r = output_within(Command::new("sleep").arg("10"), Duration::from_millis(100));
+        assert!(r.unwrap_err().contains("did not finish"));
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        assert_eq!(
+            output_within(Command::new("echo").arg("hi"), Duration::from_secs(5)).unwrap(),
+            "hi\n"
+        );
+        assert!(output_within(&mut Command::new("false"), Duration::from_secs(5)).is_err());
+    }
+}

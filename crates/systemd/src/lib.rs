@@ -1,0 +1,23 @@
+//! bootprint on systemd: late units. systemd starts everything the default target wants as
+//! soon as it can, so on a small machine the services nobody needs to log in compete with
+//! the getty and the display manager. This crate owns what moves them after the login:
+//!
+//! - [`show`]: the manager's unit graph, as `systemctl show` prints it.
+//! - [`late`]: which units can wait (not on the path to a login, not socket-activated,
+//!   nothing early waits for them), with the reason for each one kept; the state file.
+//! - [`learn`]: asks the running manager (`systemctl`) and chooses; run by the recorder at
+//!   boot done, so the next boot uses what this one saw.
+//! - [`generator`]: the systemd generator that defers the learned units (a condition drop-in
+//!   each, a target that wants them, a service that starts it once idle).
+//! - [`waiter`]: that service (`bootprint-boot late-start`).
+//!
+//! Not here: the switch and the pins (`[systemd]` in bootprint.toml, read by the `record`
+//! crate's configuration), argument parsing (`bootprint-boot`). docs/systemd.md describes
+//! the mechanism and why it is built this way.
+#![deny(missing_docs)]
+
+pub mod generator;
+pub mod late;
+pub mod learn;
+pub mod show;
+pub mod waiter;
