@@ -60,6 +60,7 @@ smoke:
 	$(TESTBED) image
 	$(TESTBED) smoke
 	$(TESTBED) initramfs
+	$(TESTBED) late
 	$(TESTBED) faults
 
 # Benchmarks are not part of `make test`: they take many boots.

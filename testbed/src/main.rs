@@ -10,6 +10,7 @@ mod faults;
 mod image;
 mod initramfs_test;
 mod irbench;
+mod late_test;
 mod modbench;
 mod modcheck;
 mod qemu;
@@ -55,6 +56,9 @@ commands:
             copy, as the tests boot, instead of snapshot=on] [--no-cargo]; a hang is diagnosed (registers, SysRq)
             before QEMU stops; --hold leaves the first hung guest running. CONFIG `list`
             lists the configurations
+  late      systemd late units (docs/systemd.md): a learning boot, a boot that defers what
+            it learned, systemd's own boot and one with a bad state file; the machine after
+            boot done must be the same in all [--no-cargo]
   initramfs bootprint's initramfs: build it in the guest, boot with it to login, and a
             wrong root= must stop cleanly [--no-cargo] (bench initramfs: against
             Debian's initramfs-tools, dracut host-only and tiny-initramfs)
@@ -220,6 +224,11 @@ fn run(args: &[String]) -> Result<(), Error> {
             let cargo = !opts.flag("--no-cargo");
             opts.finish()?;
             smoke::run(&paths, cargo)
+        }
+        "late" => {
+            let cargo = !opts.flag("--no-cargo");
+            opts.finish()?;
+            late_test::run(&paths, cargo)
         }
         other => Err(Error::Usage(format!("unknown command {other:?}"))),
     }

@@ -134,6 +134,9 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     let mut next_root_check = t_start;
     let mut late = 0u64;
     let mut sample_no = 0u64;
+    // All CPUs' busy time at the last sample (clock ticks): the boot's CPU, for the
+    // recorder's share of it.
+    let mut boot_busy_ticks = 0u64;
     let mut stat_file = CachedFile::new(paths.proc.path("stat"));
     let mut diskstats_file = CachedFile::new(paths.proc.path("diskstats"));
     let mut meminfo_file = CachedFile::new(paths.proc.path("meminfo"));
@@ -219,6 +222,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         store.push_processes(cs, &records);
 
         if let Some((busy, _idle, _iowait, total)) = procfs::cpu_totals(stat) {
+            boot_busy_ticks = busy;
             // The observer's own CPU time is not the boot's: without this, the recorder
             // alone can keep an emulated machine "busy".
             let own = records
@@ -307,9 +311,19 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         store.extra_files.push(("initramfs.log".into(), steps));
     }
     let (cpu_s, maxrss_kb) = sys::own_usage();
+    // Its share of all the CPU time the boot used (docs/recorder.md, "Cost").
+    let boot_cpu_s = boot_busy_ticks as f64 / clk_tck.max(1) as f64;
+    let share_pct = if boot_cpu_s > 0.0 {
+        100.0 * cpu_s / boot_cpu_s
+    } else {
+        0.0
+    };
     store.events.push(
         Event::new(boottime_ns(), "recorder_stats")
             .with("samples", store.ps_sample_count())
+            .with("hz", config.hz)
+            .with("boot_cpu_s", format!("{boot_cpu_s:.3}"))
+            .with("share_pct", format!("{share_pct:.2}"))
             .with("late_samples", late)
             .with("cpu_s", format!("{cpu_s:.3}"))
             .with("maxrss_kb", maxrss_kb)

@@ -1,0 +1,351 @@
+//! `late`: systemd late units for real (docs/systemd.md). Four boots of the text image with
+//! systemd as init, recorded:
+//!
+//! 1. `bootprint.late=1`, nothing learned yet: a stock boot that learns at boot done;
+//! 2. from that disk, `bootprint.late=1`: the learned units start after the login, once idle;
+//! 3. from the same disk, the switch off: systemd's own boot, the reference;
+//! 4. from the same disk with the state file made invalid: the generator must write nothing.
+//!
+//! After boot done, boots 2 and 4 must leave the machine as the reference did: the same active
+//! units, daemons, mounts, modules, hostname, random seed, no failed unit and no queued job.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::bench::event_seconds;
+use crate::image;
+use crate::qemu::{self, BootOpts, BootResult, Profile};
+use crate::util::{io_err, run_logged, Error, Paths, Result};
+
+const SYSTEMD: &str = "bootprint.init=/lib/systemd/systemd";
+
+/// Run after the trace is written (so after boot done, and so after the late units started).
+/// Each section is a sorted list; the session of the login this script runs in is the same
+/// in every boot, and its units are left out.
+const STATE_SCRIPT: &str = r#"#!/bin/sh
+echo "== units"
+systemctl list-units --state=active --plain --no-legend --no-pager | awk '{print $1}' \
+  | grep -v -e '^bootprint-late\.' -e '^session-' -e '^user' | sort
+echo "== daemons"
+ps --ppid 2 -p 2 --deselect -o comm= | sort -u
+echo "== mounts"
+awk '{print $1, $2, $3}' /proc/mounts | sort
+echo "== modules"
+awk '{print $1}' /proc/modules | sort
+echo "== hostname"
+hostname
+echo "== random-seed"
+test -s /var/lib/systemd/random-seed && echo present
+echo "== failed"
+systemctl --failed --plain --no-legend --no-pager | awk '{print $1}'
+echo "== jobs"
+systemctl list-jobs --plain --no-legend --no-pager
+echo "== late.log"
+cat /run/bootprint/late.log 2>/dev/null
+echo "== end"
+"#;
+
+/// The sections compared between a boot and the reference.
+const COMPARED: &[&str] = &[
+    "units",
+    "daemons",
+    "mounts",
+    "modules",
+    "hostname",
+    "random-seed",
+];
+
+/// A bad state file: the generator must name its line and defer nothing.
+const BAD_STATE: &str = "# bootprint systemd late units 1\ncron.service\nnot a unit name\n";
+
+struct Checks {
+    passed: usize,
+    failed: usize,
+}
+
+impl Checks {
+    fn check(&mut self, ok: bool, what: &str) -> bool {
+        if ok {
+            self.passed += 1;
+            println!("ok    {what}");
+        } else {
+            self.failed += 1;
+            println!("FAIL  {what}");
+        }
+        ok
+    }
+}
+
+pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
+    let mut c = Checks {
+        passed: 0,
+        failed: 0,
+    };
+    let result = late(paths, cargo, &mut c);
+    if let Err(e) = &result {
+        c.failed += 1;
+        println!("FAIL  {e}");
+    }
+    println!("{} passed, {} failed", c.passed, c.failed);
+    if c.failed > 0 {
+        return Err(Error::fail("late test failed"));
+    }
+    Ok(())
+}
+
+fn boot(
+    paths: &Paths,
+    img: &image::Image,
+    append: &str,
+    disk: Option<&Path>,
+    keep: bool,
+) -> Result<BootResult> {
+    let mut o = BootOpts::new(Profile::Fast);
+    o.record = true;
+    o.append = append.to_string();
+    o.keep_disk = keep;
+    o.disk_from = disk.map(Path::to_path_buf);
+    o.guest_script = Some(STATE_SCRIPT.to_string());
+    let r = qemu::boot(paths, img, &o)?;
+    println!(
+        "boot: {append}: login after {:.2} s, serial log {}",
+        r.host_login_s,
+        r.serial_log.display()
+    );
+    Ok(r)
+}
+
+fn read_trace(r: &BootResult, file: &str) -> String {
+    r.trace_dir
+        .as_ref()
+        .and_then(|d| fs::read_to_string(d.join(file)).ok())
+        .unwrap_or_default()
+}
+
+/// `== name` sections of the guest script's output.
+fn sections(out: &str) -> Vec<(String, BTreeSet<String>)> {
+    let mut v: Vec<(String, BTreeSet<String>)> = Vec::new();
+    for line in out.lines() {
+        let line = line.trim_end();
+        if let Some(name) = line.strip_prefix("== ") {
+            v.push((name.to_string(), BTreeSet::new()));
+        } else if let Some((_, set)) = v.last_mut() {
+            if !line.is_empty() {
+                set.insert(line.to_string());
+            }
+        }
+    }
+    v
+}
+
+fn section<'a>(s: &'a [(String, BTreeSet<String>)], name: &str) -> Option<&'a BTreeSet<String>> {
+    s.iter().find(|(n, _)| n == name).map(|(_, set)| set)
+}
+
+/// Checks that `got` left the machine as `reference` did, section by section.
+fn same_state(c: &mut Checks, label: &str, got: &str, reference: &str) {
+    let (g, r) = (sections(got), sections(reference));
+    c.check(
+        section(&g, "end").is_some() && section(&r, "end").is_some(),
+        &format!("{label}: the state script ran to its end in both boots"),
+    );
+    for name in COMPARED {
+        let (a, b) = (section(&g, name), section(&r, name));
+        let same = a.is_some() && a == b;
+        let detail = match (a, b) {
+            (Some(a), Some(b)) if a != b => format!(
+                ": only here {:?}, only in the reference {:?}",
+                a.difference(b).collect::<Vec<_>>(),
+                b.difference(a).collect::<Vec<_>>()
+            ),
+            (Some(a), _) => format!(" ({} lines)", a.len()),
+            _ => " (missing)".into(),
+        };
+        c.check(
+            same,
+            &format!("{label}: {name} as in the reference{detail}"),
+        );
+    }
+    for name in ["failed", "jobs"] {
+        let empty = section(&g, name).is_some_and(BTreeSet::is_empty);
+        c.check(
+            empty,
+            &format!("{label}: no {name} ({:?})", section(&g, name)),
+        );
+    }
+}
+
+fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
+    let img = image::ensure(paths, cargo)?;
+
+    // 1. Learning.
+    let first = boot(
+        paths,
+        &img,
+        &format!("{SYSTEMD} bootprint.late=1"),
+        None,
+        true,
+    )?;
+    let disk = first
+        .kept_disk()
+        .ok_or_else(|| Error::fail("the learning boot kept no disk"))?;
+    let events = read_trace(&first, "events.log");
+    let learned = crate::rabench::event_field(&events, "late_learned", "late").unwrap_or(0.0);
+    c.check(
+        learned >= 3.0,
+        &format!("boot 1 learned late units at boot done (late_learned late={learned})"),
+    );
+    let choice = read_trace(&first, "systemd-late.txt");
+    for unit in ["cron.service", "exim4.service", "ssh.service"] {
+        c.check(
+            choice.lines().any(|l| l == unit),
+            &format!("{unit} is late in the trace's systemd-late.txt"),
+        );
+    }
+    c.check(
+        choice.contains("# kept rsyslog.service: started by syslog.socket"),
+        "a socket-activated unit is kept early, with its reason",
+    );
+
+    // 2. Deferred.
+    let deferred = boot(
+        paths,
+        &img,
+        &format!("{SYSTEMD} bootprint.late=1"),
+        Some(&disk),
+        false,
+    );
+    // 3. The reference.
+    let stock = boot(paths, &img, SYSTEMD, Some(&disk), false);
+    // 4. A bad state file.
+    let bad_disk = with_bad_state(&disk);
+    let _ = fs::remove_file(&disk);
+    let (deferred, stock) = (deferred?, stock?);
+    let bad_disk = bad_disk?;
+    let bad = boot(
+        paths,
+        &img,
+        &format!("{SYSTEMD} bootprint.late=1"),
+        Some(&bad_disk),
+        false,
+    );
+    let _ = fs::remove_file(&bad_disk);
+    let bad = bad?;
+
+    let d_out = deferred.guest_output.clone().unwrap_or_default();
+    let s_out = stock.guest_output.clone().unwrap_or_default();
+    let b_out = bad.guest_output.clone().unwrap_or_default();
+    let late_log = read_trace(&deferred, "late.log");
+    let planned = crate::rabench::event_field(&late_log, "late_planned", "units");
+    c.check(
+        planned == Some(learned),
+        &format!(
+            "boot 2: the generator deferred what boot 1 learned (late_planned units={planned:?})"
+        ),
+    );
+    let login = event_seconds(
+        &read_trace(&deferred, "events.log"),
+        "milestone",
+        Some("name=text_login"),
+    );
+    let started = event_seconds(&late_log, "late_start", None);
+    let done = event_seconds(&late_log, "late_done", Some("result=ok"));
+    c.check(
+        matches!((login, started), (Some(l), Some(s)) if s > l),
+        &format!("boot 2: the late units started after the text login (login {login:?} s, late_start {started:?} s)"),
+    );
+    c.check(
+        done.is_some(),
+        &format!(
+            "boot 2: the waiter started bootprint-late.target (late_done result=ok at {done:?} s)"
+        ),
+    );
+    let boot_done = event_seconds(&read_trace(&deferred, "events.log"), "boot_done", None);
+    c.check(
+        matches!((done, boot_done), (Some(d), Some(b)) if b > d),
+        &format!("boot 2: boot done came after the late units ({boot_done:?} s)"),
+    );
+    c.check(
+        !read_trace(&stock, "late.log").contains("late_planned"),
+        "boot 3: with the switch off the generator wrote nothing",
+    );
+    same_state(c, "boot 2 (late units)", &d_out, &s_out);
+
+    let b_late = sections(&b_out);
+    let b_log = section(&b_late, "late.log").cloned().unwrap_or_default();
+    c.check(
+        b_log
+            .iter()
+            .any(|l| l.contains("late_skipped") && l.contains("systemd-late:3:")),
+        &format!("boot 4: a bad state file is reported with its line ({b_log:?})"),
+    );
+    c.check(
+        !b_log.iter().any(|l| l.contains("late_planned")),
+        "boot 4: and nothing is deferred",
+    );
+    same_state(c, "boot 4 (bad state file)", &b_out, &s_out);
+    Ok(())
+}
+
+/// A copy of `disk` whose learned state is [`BAD_STATE`].
+fn with_bad_state(disk: &Path) -> Result<PathBuf> {
+    let dir = disk.parent().unwrap_or(Path::new("."));
+    let copy = dir.join("disk-bad-state.raw");
+    let status = Command::new("cp")
+        .args(["--sparse=always"])
+        .arg(disk)
+        .arg(&copy)
+        .status()
+        .map_err(|e| io_err("cannot run cp for", disk, e))?;
+    if !status.success() {
+        return Err(Error::fail(format!("cp {} failed", disk.display())));
+    }
+    let bad = dir.join("bad-state");
+    fs::write(&bad, BAD_STATE).map_err(|e| io_err("cannot write", &bad, e))?;
+    let script = dir.join("bad-state.debugfs");
+    fs::write(
+        &script,
+        format!(
+            "cd /var/lib/bootprint\nrm systemd-late\nwrite {} systemd-late\n",
+            bad.display()
+        ),
+    )
+    .map_err(|e| io_err("cannot write", &script, e))?;
+    run_logged(
+        Command::new("debugfs")
+            .arg("-w")
+            .arg("-f")
+            .arg(&script)
+            .arg(&copy),
+        &dir.join("bad-state.log"),
+    )?;
+    Ok(copy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_are_sets_and_differences_fail() {
+        let a = "== units\nb.service\na.service\n== jobs\n== end\n";
+        let s = sections(a);
+        assert_eq!(
+            section(&s, "units").unwrap().iter().collect::<Vec<_>>(),
+            ["a.service", "b.service"]
+        );
+        assert!(section(&s, "jobs").unwrap().is_empty());
+        let mut c = Checks {
+            passed: 0,
+            failed: 0,
+        };
+        let reference = format!("{a}== daemons\ncron\n== mounts\n== modules\n== hostname\nh\n== random-seed\npresent\n== failed\n");
+        same_state(&mut c, "same", &reference, &reference);
+        assert_eq!(c.failed, 0);
+        let other = reference.replace("cron", "sshd");
+        same_state(&mut c, "other", &other, &reference);
+        assert_eq!(c.failed, 1, "one section differs");
+    }
+}
