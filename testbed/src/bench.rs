@@ -35,6 +35,9 @@ pub struct Benchmark {
     /// boot starts from a copy of that disk: a machine that has booted before, so state
     /// learned on a boot (the rc runner's durations) is there, the same for every variant.
     pub seasoned_by: Option<usize>,
+    /// Every variant is seasoned by a boot of its own (its own learned state: a readahead
+    /// pack, late units, durations), and its measured boots start from copies of that disk.
+    pub season_each: bool,
 }
 
 /// The figure the ratios compare.
@@ -122,6 +125,93 @@ pub fn event_seconds(events: &str, kind: &str, with: Option<&str>) -> Option<f64
         .map(|ns| round3(ns as f64 / 1e9))
 }
 
+/// Guest figures of a whole boot: the milestones (text login, graphical login, boot done)
+/// and what the recorder cost (its CPU seconds and share of the boot's CPU).
+fn whole_figures(r: &BootResult) -> Figures {
+    let events = r
+        .trace_dir
+        .as_ref()
+        .and_then(|d| fs::read_to_string(d.join("events.log")).ok())
+        .unwrap_or_default();
+    let mut f = milestone_figures(&events);
+    let stats = recorder_stats(&events);
+    for (key, stat) in [
+        ("recorder_cpu_s", "cpu_s"),
+        ("recorder_share_pct", "share_pct"),
+    ] {
+        f.insert(
+            key.into(),
+            stats.as_ref().and_then(|s| s.get(stat).copied()),
+        );
+    }
+    f
+}
+
+/// `bench whole`: the whole boot, every lever on, against what users run (issue 15). The
+/// baseline is systemd: every speed claim is a ratio to it. Each variant is seasoned by a
+/// boot of its own (readahead learns its pack, the runner its durations, systemd's late
+/// units their set) and measured from copies of that disk. `systemd_image` is the image
+/// the systemd variants boot (the desktop one differs from the sysvinit desktop image);
+/// `ours`/`ours_systemd` are bootprint's initramfs built for each image.
+pub fn whole(
+    profile: Profile,
+    systemd_image: Option<image::Image>,
+    ours: PathBuf,
+    ours_systemd: PathBuf,
+) -> Benchmark {
+    // On the text image one image has both inits: systemd is chosen on the command line.
+    let sd = if systemd_image.is_some() {
+        ""
+    } else {
+        "bootprint.init=/lib/systemd/systemd"
+    };
+    let variants = [
+        ("systemd", sd.to_string(), None),
+        ("debian", String::new(), None),
+        (
+            "sysv+bp",
+            "bootprint.rc=1 bootprint.modules=1 bootprint.readahead=1".to_string(),
+            Some(ours),
+        ),
+        (
+            "systemd+bp",
+            format!("{sd} bootprint.readahead=1 bootprint.late=1")
+                .trim()
+                .to_string(),
+            Some(ours_systemd),
+        ),
+    ];
+    Benchmark {
+        name: "whole",
+        about: "the whole boot, every lever on: systemd (the baseline), Debian's default \
+                (sysvinit, startpar, initramfs-tools), sysvinit + bootprint (its initramfs, \
+                runner, module loader, readahead) and systemd + bootprint (its initramfs, \
+                readahead, late units)",
+        seasoned_by: None,
+        season_each: true,
+        variants: variants
+            .into_iter()
+            .map(|(name, append, initrd)| {
+                let mut o = BootOpts::new(profile);
+                o.append = append;
+                o.record = true;
+                o.sync_disk = true;
+                o.initrd = initrd;
+                let image = name
+                    .starts_with("systemd")
+                    .then(|| systemd_image.clone())
+                    .flatten();
+                Variant {
+                    name,
+                    opts: o,
+                    extra: whole_figures,
+                    image,
+                }
+            })
+            .collect(),
+    }
+}
+
 /// The known benchmarks.
 pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
     match name {
@@ -132,6 +222,7 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
                 name: "record",
                 about: "cost of recording a boot: no recorder against init=bootprint-boot",
                 seasoned_by: None,
+                season_each: false,
                 variants: vec![
                     Variant {
                         name: "baseline",
@@ -151,6 +242,7 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
         // The drive profiles against each other (`--profile` is ignored: it is the variable).
         "profiles" => Ok(Benchmark {
             seasoned_by: None,
+            season_each: false,
             name: "profiles",
             about: "the drive profiles: fast against sd and hdd throttling",
             variants: [
@@ -176,6 +268,7 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
             name: "rc",
             about: "LSB service start: startpar against concurrency=none, bootprint rc and systemd",
             seasoned_by: Some(2),
+            season_each: false,
             variants: [
                 ("startpar", ""),
                 ("serial", "concurrency=none"),
@@ -197,7 +290,7 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
             .collect(),
         }),
         _ => Err(Error::Usage(format!(
-            "unknown benchmark {name:?}: known: record, profiles, rc"
+            "unknown benchmark {name:?}: known: record, profiles, rc, whole"
         ))),
     }
 }
@@ -356,6 +449,28 @@ pub fn run(
     cargo: bool,
     flavor: image::Flavor,
 ) -> Result<()> {
+    if name == "whole" {
+        let desktop = flavor != image::Flavor::Text;
+        let flavor = if desktop {
+            image::Flavor::Desktop
+        } else {
+            image::Flavor::Text
+        };
+        let img = image::ensure_flavor(paths, cargo, flavor)?;
+        let systemd = desktop
+            .then(|| image::ensure_flavor(paths, cargo, image::Flavor::DesktopSystemd))
+            .transpose()?;
+        let ours = crate::initramfs_test::ensure_ours(paths, &img)?;
+        let ours_systemd = match &systemd {
+            Some(sd) => crate::initramfs_test::ensure_ours(paths, sd)?,
+            None => ours.clone(),
+        };
+        let mut bench = whole(profile, systemd, ours, ours_systemd);
+        if desktop {
+            bench.name = "whole-desktop";
+        }
+        return run_built(paths, &img, &bench, runs, profile, as_json);
+    }
     let mut bench = benchmark(name, profile)?;
     if flavor == image::Flavor::Desktop {
         // Its own result file: the figures are not comparable with the text image's.
@@ -409,11 +524,12 @@ pub fn run_built(
     let season_main = bench.seasoned_by.unwrap_or(0);
     for (i, v) in bench.variants.iter().enumerate() {
         let main_image = v.image.is_none();
-        if i != season_main && (main_image || bench.seasoned_by.is_none()) {
+        let keep = bench.seasoned_by.is_some() || bench.season_each;
+        if !bench.season_each && i != season_main && (main_image || bench.seasoned_by.is_none()) {
             continue;
         }
         let mut opts = v.opts.clone();
-        opts.keep_disk = bench.seasoned_by.is_some();
+        opts.keep_disk = keep;
         let on = v.image.as_ref().unwrap_or(img);
         let (detail, disk) = match qemu::boot(paths, on, &opts) {
             Ok(r) => (r.to_json(), r.kept_disk()),
@@ -423,7 +539,16 @@ pub fn run_built(
         if i == season_main {
             warm = detail.clone();
         }
-        if bench.seasoned_by.is_some() {
+        if bench.season_each {
+            let Some(disk) = disk else {
+                return Err(Error::fail(format!(
+                    "bench {}: the seasoning boot of {} kept no disk: {detail}",
+                    bench.name, v.name
+                )));
+            };
+            disks[i] = Some(disk.clone());
+            kept.push(disk);
+        } else if bench.seasoned_by.is_some() {
             let Some(disk) = disk else {
                 return Err(Error::fail(format!(
                     "bench {}: the seasoning boot ({}) kept no disk: {detail}",
@@ -465,6 +590,7 @@ pub fn run_built(
         about: bench.about,
         variants,
         seasoned_by: bench.seasoned_by,
+        season_each: bench.season_each,
     };
     let bench = &bench;
     let mut results: Vec<Vec<Run>> = bench.variants.iter().map(|_| vec![]).collect();
@@ -545,6 +671,7 @@ pub fn run_built(
         "profile": profile_name,
         "runs_per_variant": runs,
         "order": match bench.seasoned_by {
+            _ if bench.season_each => "one warm-up boot of each variant, whose disk its measured boots start from (fsynced copies), then variants interleaved per round".to_string(),
             Some(i) => format!("one warm-up boot of {} whose disk every measured boot starts from, then variants interleaved per round", bench.variants[i].name),
             None => "one discarded warm-up boot of the baseline, then variants interleaved per round".to_string(),
         },

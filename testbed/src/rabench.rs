@@ -187,6 +187,7 @@ pub fn run(
             about: "readahead on the aged image: no readahead, learning boots, replay boots (idle and best-effort I/O class; physical and first-access order)",
             variants,
             seasoned_by: None,
+            season_each: false,
         };
         let outcome = bench::run_built(paths, &aged, &b, runs, profile, as_json);
         if let Some(bw) = bandwidth_mb_s(profile) {

@@ -2,7 +2,6 @@
 //! not drift), take exec events as they come, mark milestones, stop when boot is done or at
 //! the time limit, then write the trace.
 
-use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -17,6 +16,9 @@ use crate::done::{DoneDetector, Thresholds};
 use crate::store::{Access, Store};
 use crate::{kmsg, sysinfo};
 use sample::knob::KnobGuard;
+
+/// Exec events are taken at most this often (ns), besides at every sample.
+const EXEC_COALESCE_NS: u64 = 50_000_000;
 
 /// Where the recorder looks and writes; every path a parameter so tests use their own.
 #[derive(Debug, Clone)]
@@ -125,7 +127,6 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     let mut table = ProcessTable::new(paths.proc.clone());
     let mut records = Vec::new();
     let mut execs: Vec<Exec> = Vec::new();
-    let mut known: HashMap<u32, String> = HashMap::new();
     let mut prev_forks = None;
     let mut login_ns = None;
     let mut waited_for_services = false;
@@ -144,17 +145,42 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     store.observer_pid = Some(own_pid);
     let mut next = t_start;
 
+    let mut exec_quiet_until = 0u64;
+    let setup_cpu_s = sys::own_usage().0;
+    // CPU time by part of the loop (exec events, system files, process table, new
+    // processes, the rest), for recorder_stats: where the recorder's cost goes.
+    let mut parts = [0u64; 5];
+    let mut mark = sample::sys::thread_cpu_ns();
+    let mut lap = |part: usize, parts: &mut [u64; 5]| {
+        let t = sample::sys::thread_cpu_ns();
+        parts[part] += t.saturating_sub(mark);
+        mark = t;
+    };
     let done = loop {
-        // Sleep until the deadline, taking exec events as they arrive.
+        lap(4, &mut parts);
+        // Sleep until the deadline, taking exec events as they arrive, but waking for them
+        // at most once per EXEC_COALESCE_NS: a boot of shell scripts execs thousands of
+        // times, and a wake-up per exec was the recorder's largest cost after the process
+        // table (docs/recorder.md, "Cost"). An exec is stamped when it is taken, so at most
+        // that late; the process's own start time (to the clock tick) is in its samples.
         loop {
             let now = boottime_ns();
             if now >= next {
                 break;
             }
-            let wait_ms = (next - now).div_ceil(1_000_000) as i32;
-            let ready =
-                sys::poll_readable(watch.as_ref().map(|w| w.raw_fd()), wait_ms).unwrap_or(false);
+            let watch_fd = watch
+                .as_ref()
+                .filter(|_| now >= exec_quiet_until)
+                .map(|w| w.raw_fd());
+            let until = if watch.is_some() && watch_fd.is_none() {
+                next.min(exec_quiet_until)
+            } else {
+                next
+            };
+            let wait_ms = (until - now).div_ceil(1_000_000) as i32;
+            let ready = sys::poll_readable(watch_fd, wait_ms).unwrap_or(false);
             if ready {
+                exec_quiet_until = boottime_ns() + EXEC_COALESCE_NS;
                 if let Some(w) = watch.as_mut() {
                     let _ = w.drain(&mut execs);
                     let t = boottime_ns();
@@ -176,6 +202,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         }
         next += period;
 
+        lap(0, &mut parts);
         let cs = now / 10_000_000;
         let stat = stat_file.read();
         let diskstats = diskstats_file.read();
@@ -191,20 +218,15 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         let forks = procfs::forks(stat);
         let rescan = forks.is_none() || forks != prev_forks;
         prev_forks = forks;
+        lap(1, &mut parts);
         table.sample(rescan, &mut records);
-        if rescan {
-            let alive: std::collections::HashSet<u32> = records.iter().map(|r| r.pid).collect();
-            known.retain(|pid, _| alive.contains(pid));
-        }
-        for r in &records {
-            if known.get(&r.pid) == Some(&r.comm) {
-                continue;
-            }
+        lap(2, &mut parts);
+        for &i in table.fresh() {
+            let r = &records[i];
             // New process, or its comm changed (it exec'd): read its command line.
             let argv = paths.proc.cmdline(r.pid);
             let exe = paths.proc.exe(r.pid);
             store.push_cmdline(r.pid, &exe, &argv);
-            known.insert(r.pid, r.comm.clone());
             let started_ns = r.starttime * 1_000_000_000 / clk_tck;
             if login_ns.is_none() && config.login_names.contains(&r.comm) {
                 login_ns = Some(started_ns);
@@ -219,6 +241,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
                     .push(milestone(started_ns, "graphical_login", r.pid, &r.comm));
             }
         }
+        lap(3, &mut parts);
         store.push_processes(cs, &records);
 
         if let Some((busy, _idle, _iowait, total)) = procfs::cpu_totals(stat) {
@@ -272,6 +295,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
                 .with("settle_s", config.settle_s);
         }
     };
+    let loop_cpu_s = sys::own_usage().0;
     let done_ns = (done
         .fields
         .iter()
@@ -324,11 +348,22 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
             .with("hz", config.hz)
             .with("boot_cpu_s", format!("{boot_cpu_s:.3}"))
             .with("share_pct", format!("{share_pct:.2}"))
+            .with("setup_cpu_s", format!("{setup_cpu_s:.3}"))
+            .with("at_done_cpu_s", format!("{loop_cpu_s:.3}"))
+            .with(
+                "parts_ms",
+                parts
+                    .iter()
+                    .map(|ns| (ns / 1_000_000).to_string())
+                    .collect::<Vec<_>>()
+                    .join(","),
+            )
             .with("late_samples", late)
             .with("cpu_s", format!("{cpu_s:.3}"))
             .with("maxrss_kb", maxrss_kb)
             .with("ps_lines", store.ps_line_count())
             .with("stat_reads", table.reads)
+            .with("list_ms", table.list_ns / 1_000_000)
             .with("store_bytes", store.memory_bytes()),
     );
     if let Ok(log) = std::fs::read(&paths.late_log) {

@@ -191,9 +191,16 @@ impl Store {
     pub fn push_processes(&mut self, uptime_cs: u64, records: &[PsRecord]) {
         let start = self.ps_index.len() as u32;
         for r in records {
+            // Most processes did not change since their last sample: recognise that before
+            // building the compact record, which looks the name up in a map.
+            let last = self.last_record.get(&r.pid).copied();
+            if let Some(id) = last.filter(|&id| self.unchanged(id, r)) {
+                self.ps_index.push(id);
+                continue;
+            }
             let compact = self.compact(r);
-            let id = match self.last_record.get(&r.pid) {
-                Some(&id) if self.ps_records[id as usize] == compact => id,
+            let id = match last {
+                Some(id) if self.ps_records[id as usize] == compact => id,
                 _ => {
                     self.ps_records.push(compact);
                     let id = (self.ps_records.len() - 1) as u32;
@@ -220,6 +227,23 @@ impl Store {
     /// Number of `proc_ps.log` lines the trace will have.
     pub fn ps_line_count(&self) -> usize {
         self.ps_index.len()
+    }
+
+    /// Whether stored record `id` holds exactly `r`.
+    fn unchanged(&self, id: u32, r: &PsRecord) -> bool {
+        let c = &self.ps_records[id as usize];
+        c.pid == r.pid
+            && c.ppid == r.ppid
+            && c.state == r.state as u8
+            && c.nice == r.nice as i8
+            && c.priority == r.priority as i16
+            && c.num_threads == r.num_threads as u32
+            && c.utime == r.utime
+            && c.stime == r.stime
+            && c.starttime == r.starttime
+            && c.rss == r.rss
+            && c.blkio_ticks == r.blkio_ticks
+            && self.comms[c.comm as usize] == r.comm
     }
 
     fn compact(&mut self, r: &PsRecord) -> CompactPs {

@@ -159,7 +159,7 @@ impl ChartData {
     }
 
     /// The typical sample interval: the median interval length over CPU and process samples
-    /// (0.02 s, bootprint's default 50 Hz, when there are none).
+    /// (0.02 s when there are none).
     pub fn sample_period(&self) -> Secs {
         let mut lens: Vec<f64> = self
             .cpu

@@ -1,5 +1,5 @@
 //! Sampling for the bootprint recorder: the /proc files a sample is made of, every
-//! process's `/proc/PID/stat` read cheaply at 50 Hz, and exec events from fanotify.
+//! process's `/proc/PID/stat` read cheaply at the recorder's rate, and exec events from fanotify.
 //!
 //! This crate reads the running kernel; it decides nothing about when to sample or when boot
 //! is done (that is the recorder's, in `record`) and formats nothing on disk (that is

@@ -1,7 +1,6 @@
 //! Reading the /proc files a sample is made of. Filters and parsers are pure functions over
 //! bytes; [`ProcFs`] only knows where /proc is, so tests point it at a fake tree.
 
-use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::os::fd::OwnedFd;
@@ -286,6 +285,10 @@ pub fn parse_stat_line(raw: &[u8]) -> Option<PsRecord> {
 const QUIET_AFTER: u32 = 5;
 /// A quiet process is read at one sample in this many; a change puts it back to every sample.
 const QUIET_EVERY: u64 = 5;
+/// A quiet kernel thread (a child of kthreadd) is read at one sample in this many: a
+/// booted kernel has dozens, nearly all asleep for good, and they were half the reads of a
+/// sample (docs/recorder.md, "Cost").
+const QUIET_EVERY_KTHREAD: u64 = 25;
 
 struct Tracked {
     fd: Option<OwnedFd>,
@@ -301,13 +304,22 @@ struct Tracked {
 /// read costs tens of microseconds, and most processes of a boot sleep most of the time.
 pub struct ProcessTable {
     proc: ProcFs,
-    tracked: HashMap<u32, Tracked>,
+    /// Sorted by pid.
+    tracked: Vec<(u32, Tracked)>,
+    /// See [`ProcessTable::fresh`].
+    fresh: Vec<usize>,
     /// Above this many cached descriptors, files are opened per read instead.
     max_cached_fds: usize,
     tick: u64,
     buf: Vec<u8>,
+    /// /proc, kept open for listing.
+    dir: Option<OwnedFd>,
+    /// getdents64's buffer.
+    dirents: Vec<u8>,
     /// Reads of /proc/PID/stat done so far (for the recorder's statistics).
     pub reads: u64,
+    /// CPU time spent listing /proc (ns).
+    pub list_ns: u64,
 }
 
 impl ProcessTable {
@@ -315,43 +327,62 @@ impl ProcessTable {
     pub fn new(proc: ProcFs) -> ProcessTable {
         ProcessTable {
             proc,
-            tracked: HashMap::new(),
+            tracked: Vec::new(),
+            fresh: Vec::new(),
             max_cached_fds: 768,
             tick: 0,
             buf: vec![0; 1024],
+            dir: None,
+            dirents: vec![0; 32 * 1024],
             reads: 0,
+            list_ns: 0,
         }
     }
 
     /// Samples every process, in pid order. With `rescan`, lists /proc first (needed only
     /// when the fork counter moved): new processes join and vanished ones leave at once.
-    /// Without it, a process that exited leaves when its next read fails.
+    /// Without it, a process that exited leaves when its next read fails. Afterwards
+    /// [`ProcessTable::fresh`] holds the indices in `out` of the processes seen for the first
+    /// time or changed by an exec (another `comm`) or a reused pid (another start time).
     pub fn sample(&mut self, rescan: bool, out: &mut Vec<PsRecord>) {
         out.clear();
+        self.fresh.clear();
         self.tick += 1;
-        let mut pids: Vec<u32> = match rescan.then(|| self.proc.pids()) {
-            Some(Ok(listed)) => listed,
-            _ => self.tracked.keys().copied().collect(),
+        let t0 = sys::thread_cpu_ns();
+        let listed = if rescan { self.list().ok() } else { None };
+        self.list_ns += sys::thread_cpu_ns().saturating_sub(t0);
+        let mut pids = match listed {
+            Some(listed) => listed,
+            None => self.tracked.iter().map(|(pid, _)| *pid).collect(),
         };
         pids.sort_unstable();
-        let mut next = HashMap::with_capacity(pids.len());
+        // Both lists are sorted by pid: a merge, no hashing, no map rebuilt per sample.
+        let mut old = std::mem::take(&mut self.tracked).into_iter().peekable();
+        let mut next = Vec::with_capacity(pids.len());
         let mut cached_fds = 0;
         for pid in pids {
-            let mut entry = self.tracked.remove(&pid);
+            while old.next_if(|(p, _)| *p < pid).is_some() {} // gone: descriptors close
+            let mut entry = old.next_if(|(p, _)| *p == pid).map(|(_, e)| e);
             let skip = entry.as_ref().is_some_and(|e| {
-                e.quiet >= QUIET_AFTER && !(self.tick + pid as u64).is_multiple_of(QUIET_EVERY)
+                let every = if e.last.ppid == 2 {
+                    QUIET_EVERY_KTHREAD
+                } else {
+                    QUIET_EVERY
+                };
+                e.quiet >= QUIET_AFTER && !(self.tick + pid as u64).is_multiple_of(every)
             });
             if skip {
                 let e = entry.take().expect("checked above");
                 out.push(e.last.clone());
                 cached_fds += e.fd.is_some() as usize;
-                next.insert(pid, e);
+                next.push((pid, e));
                 continue;
             }
+            let known = entry.is_some();
             let Some(rec) = self.read_one(pid, &mut entry) else {
                 continue; // exited
             };
-            let (fd, quiet) = match entry {
+            let (fd, quiet, fresh) = match entry {
                 Some(e) => (
                     e.fd,
                     if same_activity(&e.last, &rec) {
@@ -359,8 +390,9 @@ impl ProcessTable {
                     } else {
                         0
                     },
+                    !known || e.last.comm != rec.comm || e.last.starttime != rec.starttime,
                 ),
-                None => (None, 0),
+                None => (None, 0, true),
             };
             let fd = fd.or_else(|| {
                 (cached_fds < self.max_cached_fds)
@@ -368,17 +400,37 @@ impl ProcessTable {
                     .flatten()
             });
             cached_fds += fd.is_some() as usize;
+            if fresh {
+                self.fresh.push(out.len());
+            }
             out.push(rec.clone());
-            next.insert(
+            next.push((
                 pid,
                 Tracked {
                     fd,
                     last: rec,
                     quiet,
                 },
-            );
+            ));
         }
         self.tracked = next;
+    }
+
+    /// Indices (in the last [`ProcessTable::sample`]'s output) of the processes new since
+    /// the sample before, or changed by an exec or a reused pid.
+    pub fn fresh(&self) -> &[usize] {
+        &self.fresh
+    }
+
+    /// Lists the processes through the /proc descriptor kept open (opened at first use).
+    fn list(&mut self) -> io::Result<Vec<u32>> {
+        if self.dir.is_none() {
+            self.dir = Some(sys::open_dir(&self.proc.path(""))?);
+        }
+        let dir = self.dir.as_ref().expect("opened above");
+        let mut pids = Vec::with_capacity(self.tracked.len() + 16);
+        sys::numeric_entries(dir, &mut self.dirents, &mut pids)?;
+        Ok(pids)
     }
 
     fn stat_path(&self, pid: u32) -> std::path::PathBuf {
@@ -434,6 +486,36 @@ fn trim_newline(b: &[u8]) -> &[u8] {
 mod tests {
     use super::*;
     use std::os::unix::ffi::OsStrExt;
+
+    /// The getdents64 listing finds exactly the numeric names, again after a change, on a
+    /// directory with more entries than one read of its buffer holds.
+    #[test]
+    fn lists_numeric_entries_with_a_kept_descriptor() {
+        let dir = std::env::temp_dir().join(format!("bootprint-pids-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let mut want = Vec::new();
+        for pid in 1..=600u32 {
+            fs::create_dir(dir.join(pid.to_string())).unwrap();
+            want.push(pid);
+        }
+        for other in ["self", "abc", "12a", "99999999999"] {
+            fs::create_dir(dir.join(other)).unwrap();
+        }
+        let fd = sys::open_dir(&dir).unwrap();
+        let mut buf = vec![0u8; 1024]; // a few dozen entries per getdents64
+        let mut got = Vec::new();
+        sys::numeric_entries(&fd, &mut buf, &mut got).unwrap();
+        got.sort_unstable();
+        assert_eq!(got, want);
+        fs::remove_dir(dir.join("7")).unwrap();
+        fs::create_dir(dir.join("4242")).unwrap();
+        got.clear();
+        sys::numeric_entries(&fd, &mut buf, &mut got).unwrap();
+        got.sort_unstable();
+        assert!(!got.contains(&7) && got.contains(&4242) && got.len() == 600);
+        let _ = fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn parses_stat_with_awkward_comm() {
@@ -551,6 +633,52 @@ mod tests {
         assert!(is_partition("sda3", &all));
         assert!(!is_partition("nvme0n1", &all));
         assert!(!is_partition("sda", &all));
+    }
+
+    /// A quiet kernel thread is read at one sample in QUIET_EVERY_KTHREAD, a quiet user
+    /// process at one in QUIET_EVERY; both are read again at once after a change is seen.
+    #[test]
+    fn quiet_kernel_threads_are_read_least() {
+        let dir = std::env::temp_dir().join(format!("bp-kthreads-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        for (pid, ppid, comm) in [(10u32, 2u32, "kworker/0:1"), (20, 1, "cron")] {
+            fs::create_dir_all(dir.join(pid.to_string())).unwrap();
+            fs::write(
+                dir.join(format!("{pid}/stat")),
+                format!("{pid} ({comm}) S {ppid} 0 0 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 5 0 0\n"),
+            )
+            .unwrap();
+        }
+        let mut table = ProcessTable::new(ProcFs::new(&dir));
+        let mut out = Vec::new();
+        table.sample(true, &mut out);
+        assert_eq!(table.fresh(), [0, 1], "every process is fresh at first");
+        table.sample(true, &mut out);
+        assert!(table.fresh().is_empty(), "and then no longer");
+        // An exec changes the name: fresh again (its command line is read again).
+        fs::write(
+            dir.join("20/stat"),
+            "20 (sh) S 1 0 0 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 5 0 0\n",
+        )
+        .unwrap();
+        table.sample(false, &mut out);
+        assert_eq!(table.fresh(), [1]);
+        for _ in 0..QUIET_AFTER {
+            table.sample(false, &mut out);
+        }
+        let before = table.reads;
+        let n = 100u64;
+        for _ in 0..n {
+            table.sample(false, &mut out);
+            assert_eq!(out.len(), 2, "a skipped process is still in every sample");
+        }
+        let reads = table.reads - before;
+        let want = n / QUIET_EVERY + n / QUIET_EVERY_KTHREAD;
+        assert!(
+            reads <= want + 2,
+            "{reads} reads in {n} samples, expected about {want}"
+        );
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -6,6 +6,21 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
 
+/// This thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) in nanoseconds: what the recorder
+/// spends per part of a sample.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// `CLOCK_BOOTTIME` in nanoseconds: the clock behind `/proc/uptime`, counting suspend.
 pub fn boottime_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -30,6 +45,69 @@ pub fn pread_start(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
         Err(io::Error::last_os_error())
     } else {
         Ok(n as usize)
+    }
+}
+
+/// Opens the directory `path` (read-only, `O_DIRECTORY | O_CLOEXEC`) for [`numeric_entries`].
+pub fn open_dir(path: &Path) -> io::Result<OwnedFd> {
+    let c = cstring(path)?;
+    // SAFETY: `c` is a valid NUL-terminated path.
+    let fd = unsafe {
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just returned by open and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The names of the directory open at `dir` that are decimal numbers (the processes of a
+/// /proc), read from its start again with `getdents64` into `buf`: no open, no allocation
+/// per entry, which is what listing /proc at every sample cost. Appends to `out`.
+pub fn numeric_entries(dir: &OwnedFd, buf: &mut [u8], out: &mut Vec<u32>) -> io::Result<()> {
+    // SAFETY: lseek on an open descriptor has no memory-safety preconditions.
+    if unsafe { libc::lseek(dir.as_raw_fd(), 0, libc::SEEK_SET) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    loop {
+        // SAFETY: `buf` is valid for `buf.len()` writable bytes; the kernel writes at most
+        // that many.
+        let n = unsafe {
+            libc::syscall(
+                libc::SYS_getdents64,
+                dir.as_raw_fd(),
+                buf.as_mut_ptr(),
+                buf.len(),
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let filled = &buf[..n as usize];
+        // struct linux_dirent64: u64 ino, i64 off, u16 reclen, u8 type, name NUL-terminated.
+        let mut at = 0usize;
+        while at + 19 <= filled.len() {
+            let reclen = u16::from_ne_bytes([filled[at + 16], filled[at + 17]]) as usize;
+            if reclen < 19 || at + reclen > filled.len() {
+                break;
+            }
+            let name = &filled[at + 19..at + reclen];
+            let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+            if !name.is_empty() && name.len() <= 10 && name.iter().all(u8::is_ascii_digit) {
+                let v = name.iter().fold(0u64, |a, &b| a * 10 + u64::from(b - b'0'));
+                if let Ok(pid) = u32::try_from(v) {
+                    out.push(pid);
+                }
+            }
+            at += reclen;
+        }
     }
 }
 
