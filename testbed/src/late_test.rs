@@ -60,13 +60,13 @@ const COMPARED: &[&str] = &[
 /// A bad state file: the generator must name its line and defer nothing.
 const BAD_STATE: &str = "# bootprint systemd late units 1\ncron.service\nnot a unit name\n";
 
-struct Checks {
-    passed: usize,
-    failed: usize,
+pub(crate) struct Checks {
+    pub(crate) passed: usize,
+    pub(crate) failed: usize,
 }
 
 impl Checks {
-    fn check(&mut self, ok: bool, what: &str) -> bool {
+    pub(crate) fn check(&mut self, ok: bool, what: &str) -> bool {
         if ok {
             self.passed += 1;
             println!("ok    {what}");
@@ -125,7 +125,7 @@ fn read_trace(r: &BootResult, file: &str) -> String {
 }
 
 /// `== name` sections of the guest script's output.
-fn sections(out: &str) -> Vec<(String, BTreeSet<String>)> {
+pub(crate) fn sections(out: &str) -> Vec<(String, BTreeSet<String>)> {
     let mut v: Vec<(String, BTreeSet<String>)> = Vec::new();
     for line in out.lines() {
         let line = line.trim_end();
@@ -140,18 +140,34 @@ fn sections(out: &str) -> Vec<(String, BTreeSet<String>)> {
     v
 }
 
-fn section<'a>(s: &'a [(String, BTreeSet<String>)], name: &str) -> Option<&'a BTreeSet<String>> {
+pub(crate) fn section<'a>(
+    s: &'a [(String, BTreeSet<String>)],
+    name: &str,
+) -> Option<&'a BTreeSet<String>> {
     s.iter().find(|(n, _)| n == name).map(|(_, set)| set)
 }
 
 /// Checks that `got` left the machine as `reference` did, section by section.
 fn same_state(c: &mut Checks, label: &str, got: &str, reference: &str) {
+    same_sections(c, label, got, reference, COMPARED, &["failed", "jobs"]);
+}
+
+/// Checks that the sections `compared` of `got` equal the reference's and that the sections
+/// `empty` of `got` are empty.
+pub(crate) fn same_sections(
+    c: &mut Checks,
+    label: &str,
+    got: &str,
+    reference: &str,
+    compared: &[&str],
+    empty: &[&str],
+) {
     let (g, r) = (sections(got), sections(reference));
     c.check(
         section(&g, "end").is_some() && section(&r, "end").is_some(),
         &format!("{label}: the state script ran to its end in both boots"),
     );
-    for name in COMPARED {
+    for name in compared {
         let (a, b) = (section(&g, name), section(&r, name));
         let same = a.is_some() && a == b;
         let detail = match (a, b) {
@@ -168,7 +184,7 @@ fn same_state(c: &mut Checks, label: &str, got: &str, reference: &str) {
             &format!("{label}: {name} as in the reference{detail}"),
         );
     }
-    for name in ["failed", "jobs"] {
+    for name in empty {
         let empty = section(&g, name).is_some_and(BTreeSet::is_empty);
         c.check(
             empty,

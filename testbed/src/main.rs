@@ -13,6 +13,7 @@ mod irbench;
 mod late_test;
 mod modbench;
 mod modcheck;
+mod parity;
 mod qemu;
 mod rabench;
 mod serial;
@@ -59,6 +60,9 @@ commands:
   late      systemd late units (docs/systemd.md): a learning boot, a boot that defers what
             it learned, systemd's own boot and one with a bad state file; the machine after
             boot done must be the same in all [--no-cargo]
+  parity    Debian's own sysvinit boot against one with every sysvinit lever of bootprint
+            (its initramfs, runner, module loader, readahead): the machine after boot done
+            must be the same [--no-cargo]
   initramfs bootprint's initramfs: build it in the guest, boot with it to login, and a
             wrong root= must stop cleanly [--no-cargo] (bench initramfs: against
             Debian's initramfs-tools, dracut host-only and tiny-initramfs)
@@ -224,6 +228,11 @@ fn run(args: &[String]) -> Result<(), Error> {
             let cargo = !opts.flag("--no-cargo");
             opts.finish()?;
             smoke::run(&paths, cargo)
+        }
+        "parity" => {
+            let cargo = !opts.flag("--no-cargo");
+            opts.finish()?;
+            parity::run(&paths, cargo)
         }
         "late" => {
             let cargo = !opts.flag("--no-cargo");
