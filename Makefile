@@ -48,9 +48,15 @@ FUZZ_SEED ?= 1
 fuzz-build:
 	$(CARGO) build --profile fuzz -p bootprint-fuzz
 
-# A fixed-seed run of every target: the same inputs every time, about half a minute.
+# A fixed-seed run of every target: the same inputs every time, about half a minute. Then
+# every input a long run ever found (fuzz/regressions/TARGET-HASH), replayed with this
+# build's overflow checks: `make unit` builds without them, so only this guards those fixes.
 fuzz-short: fuzz-build
 	$(FUZZ) --inputs 3000 --seed 1 --max-ms 1000 --mem-mb 2048
+	@for f in fuzz/regressions/*; do \
+		t=$$(basename $$f); t=$${t%-*}; \
+		$(FUZZ) --target $$t --input $$f --max-ms 1000 --mem-mb 2048 >/dev/null || { echo "fuzz regression $$f fails"; exit 1; }; \
+	done; echo "fuzz regressions: $$(ls fuzz/regressions | wc -l) inputs replayed, none fails"
 
 # A million inputs per target (hours on two cores); FUZZ_SEED=N for other inputs.
 fuzz-long: fuzz-build
@@ -61,6 +67,7 @@ smoke:
 	$(TESTBED) smoke
 	$(TESTBED) initramfs
 	$(TESTBED) late
+	$(TESTBED) parity
 	$(TESTBED) faults
 
 # Benchmarks are not part of `make test`: they take many boots.

@@ -44,14 +44,16 @@ pub const SERVICE_PACKAGES: &[&str] = &[
 pub const STARTPAR_PATH: &str = "/bin/startpar";
 pub const STARTPAR_DIVERTED: &str = "/bin/startpar.distrib";
 pub const STARTPAR_WRAPPER: &str = "#!/bin/sh
-# bootprint: bootprint.rc=1 on the kernel command line runs bootprint's LSB runner in place
-# of startpar (same arguments and output); otherwise Debian's startpar, unchanged.
+# bootprint: when bootprint's configuration turns its LSB runner on (bootprint.rc=1 or
+# bootprint.all=1 on the kernel command line, rc or all in /etc/bootprint/bootprint.toml:
+# `bootprint-boot rc --enabled` answers), the runner runs in place of startpar (same
+# arguments and output); otherwise Debian's startpar, unchanged.
 # The runner exits 0 only once every script of the runlevel was run (in parallel or, after
 # a failure of its own, serially in link order). Any other exit means it did not do its
 # job (1: nothing could be run, 2: usage, 101: a panic it did not catch, 126/127: not
 # executable, 128+N: killed by signal N): Debian's startpar runs the runlevel then. A
 # script started twice is harmless: LSB start and stop are idempotent.
-if grep -qw bootprint.rc=1 /proc/cmdline 2>/dev/null && [ -x /usr/lib/bootprint/bootprint-boot ]; then
+if [ -x /usr/lib/bootprint/bootprint-boot ] && /usr/lib/bootprint/bootprint-boot rc --enabled; then
 	/usr/lib/bootprint/bootprint-boot rc --startpar \"$@\" && exit 0
 fi
 exec /bin/startpar.distrib \"$@\"
@@ -938,7 +940,7 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
 
     /// The startpar wrapper hands the runlevel to Debian's startpar on every exit of the
     /// runner but 0 (issue defect 6: before, only on 126 and 127), and never runs the runner
-    /// without `bootprint.rc=1`. The wrapper's paths are pointed at stubs in a temp dir.
+    /// when bootprint's configuration has it off. The wrapper's paths are pointed at stubs.
     #[test]
     fn startpar_wrapper_falls_back_on_any_exit_but_0() {
         let dir = crate::util::TempDir::new("startpar-wrapper");
@@ -949,15 +951,17 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
             fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
             p
         };
-        // The runner stub exits with the code in $CODE; "abort" dies by SIGABRT.
+        // The runner stub answers `rc --enabled` as bootprint-boot does for these command
+        // lines (its own test is in crates/bootprint-boot/tests/rc_enabled.rs), and otherwise
+        // exits with the code in $CODE; "abort" dies by SIGABRT.
         let runner = stub(
             "bootprint-boot",
-            "echo runner \"$@\"\n[ \"$CODE\" = abort ] && kill -ABRT $$\nexit $CODE",
+            "if [ \"$2\" = --enabled ]; then grep -qw -e bootprint.rc=1 -e bootprint.all=1 \"$CMDLINE\"; exit $?; fi\n\
+             echo runner \"$@\"\n[ \"$CODE\" = abort ] && kill -ABRT $$\nexit $CODE",
         );
         let distrib = stub("startpar.distrib", "echo distrib \"$@\"");
         let cmdline = d.join("cmdline");
         let wrapper = STARTPAR_WRAPPER
-            .replace("/proc/cmdline", cmdline.to_str().unwrap())
             .replace(
                 "/usr/lib/bootprint/bootprint-boot",
                 runner.to_str().unwrap(),
@@ -969,6 +973,7 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
             let out = std::process::Command::new(&wrapper)
                 .args(["-M", "start", "-R", "2"])
                 .env("CODE", code)
+                .env("CMDLINE", &cmdline)
                 .output()
                 .unwrap();
             (
@@ -986,6 +991,7 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
                 "exit {code}"
             );
         }
+        assert_eq!(run("quiet bootprint.all=1\n", "0"), (Some(0), ran.into()));
         assert_eq!(
             run("quiet\n", "0"),
             (Some(0), "distrib -M start -R 2\n".into())

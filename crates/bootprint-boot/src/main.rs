@@ -21,6 +21,10 @@ usage: bootprint-boot                      (as PID 1, from init=: record and exe
                                            on any failure, serially in link order), else not 0
        bootprint-boot rc --startpar -M boot|start|stop -P PREV -R RUNLEVEL [startpar options]
                                            the same, called as Debian's startpar
+       bootprint-boot rc --enabled [--cmdline FILE] [--config FILE]
+                                           exit 0 when the configuration turns the runner on
+                                           (bootprint.rc=1, bootprint.all=1, rc or all in
+                                           bootprint.toml), 1 otherwise
        bootprint-boot late-start           (as bootprint-late.service on systemd) wait until the
                                            machine is idle, then start bootprint-late.target
        bootprint-late-generator DIR [DIR DIR]
@@ -60,6 +64,34 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         _ => usage_error("expected a verb"),
+    }
+}
+
+/// `rc --enabled [--cmdline FILE] [--config FILE]`: exit 0 when bootprint's configuration
+/// (the file, then the kernel command line: `bootprint.rc=1`, `bootprint.all=1`, `rc` or
+/// `all` in bootprint.toml) turns the runner on, 1 otherwise. The startpar wrapper asks this
+/// instead of reading the command line itself, so every way of turning it on works.
+fn rc_enabled(args: &[String]) -> ExitCode {
+    let mut cmdline_file = PathBuf::from("/proc/cmdline");
+    let mut config_file = PathBuf::from(record::config::CONFIG_FILE);
+    let mut it = args.iter();
+    while let Some(flag) = it.next() {
+        let target = match flag.as_str() {
+            "--cmdline" => &mut cmdline_file,
+            "--config" => &mut config_file,
+            other => return usage_error(&format!("rc --enabled: unknown option {other:?}")),
+        };
+        match it.next() {
+            Some(v) => *target = PathBuf::from(v),
+            None => return usage_error(&format!("{flag} needs a FILE")),
+        }
+    }
+    let cmdline = std::fs::read_to_string(&cmdline_file).unwrap_or_default();
+    let (config, _) = Config::load(&config_file, &cmdline);
+    if config.rc {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
     }
 }
 
@@ -180,6 +212,9 @@ fn record_now(args: &[String]) -> ExitCode {
 
 /// `rc`: parses the arguments into an `rc::run::Request`; the runner lives in the rc crate.
 fn rc_verb(args: &[String]) -> ExitCode {
+    if args.first().map(String::as_str) == Some("--enabled") {
+        return rc_enabled(&args[1..]);
+    }
     let mut req = if args.first().map(String::as_str) == Some("--startpar") {
         match rc::run::Request::from_startpar(&args[1..]) {
             Ok(mut r) => {

@@ -265,6 +265,15 @@ impl Config {
             "readahead" => self.readahead = want_bool(value)?,
             "modules" => self.modules = want_bool(value)?,
             "rc" => self.rc = want_bool(value)?,
+            // One switch for every lever the boot path has (bootprint's initramfs is a boot
+            // entry, not a switch); a later key turns one back off.
+            "all" => {
+                let on = want_bool(value)?;
+                self.readahead = on;
+                self.modules = on;
+                self.rc = on;
+                self.late = on;
+            }
             "late" => self.late = want_bool(value)?,
             "late_units" => self.late_units = want_list(value)?,
             "never_late" => self.never_late = want_list(value)?,
@@ -307,7 +316,7 @@ impl Config {
             _ => {
                 return Err(format!(
                     "one of init, record, hz, idle_cpu, idle_disk, settle_s, timeout_s, \
-                     log_dir, login_names, greeter_names, modules, rc, late, late_units, never_late, prometheus_dir, readahead, readahead_pack, \
+                     log_dir, login_names, greeter_names, all, modules, rc, late, late_units, never_late, prometheus_dir, readahead, readahead_pack, \
                      readahead_state, readahead_max_age_days, readahead_stale_share, \
                      readahead_missed_share, readahead_compare_every, readahead_budget_mb, \
                      readahead_io_class, readahead_order; found {key:?}"
@@ -620,5 +629,20 @@ mod tests {
             .apply_toml("[systemd]\n\nlate = maybe\n", "b.toml")
             .unwrap_err();
         assert_eq!((e.source.as_str(), e.line), ("b.toml", 3));
+    }
+
+    #[test]
+    fn all_turns_every_lever_on_and_a_later_key_wins() {
+        let mut c = Config::default();
+        assert!(c
+            .apply_cmdline("bootprint.all=1 bootprint.modules=0")
+            .is_empty());
+        assert!(c.readahead && c.rc && c.late);
+        assert!(!c.modules, "the later key wins");
+        let mut f = Config::default();
+        f.apply_toml("[boot]\nall = true\n", "f").unwrap();
+        assert!(f.readahead && f.rc && f.late && f.modules);
+        assert!(c.apply_cmdline("bootprint.all=0").is_empty());
+        assert!(!(c.readahead || c.rc || c.late || c.modules));
     }
 }
