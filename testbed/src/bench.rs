@@ -656,6 +656,7 @@ pub fn run_built(
                 "name": v.name,
                 "profile": v.opts.profile.name(),
                 "cmdline": v.opts.cmdline(),
+                "initrd": v.opts.initrd.as_deref().map(crate::util::shown_path),
                 "median": med,
                 "max": maxes,
                 "ratio_host_login_s": ratio.map(|r| (r * 10000.0).round() / 10000.0),

@@ -17,6 +17,7 @@ use crate::Outcome;
 const HELP: &str = "\
 usage: bootprint rc graph [--root DIR] [--runlevel N] [--json | --dot]
        bootprint rc services TRACE [--json]
+       bootprint rc login [--root DIR] [--json]
 
 Shows the start graph of the LSB init scripts of a system and the order bootprint would
 start them in: for each script, what it starts after and the header line (file:line) each
@@ -34,6 +35,9 @@ line.
 `rc services TRACE` shows how bootprint's runner started the services of a recorded boot:
 TRACE is a trace directory (its rc.log) or an rc.log file. Spans (late services apart),
 blame (longest first) and the critical chain to the login.
+
+`rc login` shows the login target this system needs (what `login = auto` in
+/etc/bootprint/rc.conf uses): each part kept or left out, and why (docs/rc.md).
 ";
 
 #[derive(PartialEq)]
@@ -54,7 +58,11 @@ fn parse(args: &[OsString]) -> Result<Option<Args>, String> {
     match it.next().map(|a| crate::args::lossy(a)).as_deref() {
         Some("-h" | "--help") | None => return Ok(None),
         Some("graph") => {}
-        Some(other) => return Err(format!("unknown rc command {other:?}: expected graph")),
+        Some(other) => {
+            return Err(format!(
+                "unknown rc command {other:?}: expected graph, services or login"
+            ))
+        }
     }
     let mut root = PathBuf::from(rc::system::DEFAULT_ROOT);
     let mut runlevel = None;
@@ -106,6 +114,9 @@ fn parse(args: &[OsString]) -> Result<Option<Args>, String> {
 pub fn run(args: &[OsString]) -> Outcome {
     if args.first().is_some_and(|a| a == "services") {
         return services(&args[1..]);
+    }
+    if args.first().is_some_and(|a| a == "login") {
+        return login(&args[1..]);
     }
     let args = match parse(args) {
         Ok(Some(a)) => a,
@@ -449,6 +460,54 @@ pub fn services_json(view: &rc::spans::Services) -> Value {
         "late_start": view.late_start.iter().map(|(rl, ns, why)| json!({"runlevel": rl, "at_s": *ns as f64 / 1e9, "reason": why})).collect::<Vec<_>>(),
         "fallbacks": view.fallbacks.iter().map(|(rl, why)| json!({"runlevel": rl, "reason": why})).collect::<Vec<_>>(),
     })
+}
+
+/// `rc login [--root DIR] [--json]`: the learned login target with its reasons.
+fn login(args: &[OsString]) -> Outcome {
+    let mut root = PathBuf::from(rc::system::DEFAULT_ROOT);
+    let mut json = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match crate::args::lossy(a).as_ref() {
+            "--json" => json = true,
+            "--root" => match it.next() {
+                Some(d) => root = PathBuf::from(d),
+                None => return Outcome::Usage("rc login: --root needs a DIR".into()),
+            },
+            "-h" | "--help" => {
+                print!("{HELP}");
+                return Outcome::Ok;
+            }
+            other => return Outcome::Usage(format!("rc login: unknown option {other:?}")),
+        }
+    }
+    if !root.is_dir() {
+        return Outcome::Failed(format!(
+            "rc login: {} is not a directory: expected the root of a system",
+            root.display()
+        ));
+    }
+    let needs = rc::login::learn(&root);
+    if json {
+        let v: Vec<Value> = needs
+            .iter()
+            .map(|n| json!({"name": n.name, "kept": n.kept, "why": n.why}))
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"root": root, "login": v})).unwrap_or_default()
+        );
+        return Outcome::Ok;
+    }
+    println!(
+        "login target of {} (`login = auto` in rc.conf):",
+        root.display()
+    );
+    for n in &needs {
+        let state = if n.kept { "waits for" } else { "left out" };
+        println!("  {state:<10} {:<11} {}", n.name, n.why);
+    }
+    Outcome::Ok
 }
 
 #[cfg(test)]

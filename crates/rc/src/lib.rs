@@ -15,6 +15,8 @@
 //!   to the login target, late services, priorities from [`durations`]), run in parallel
 //!   with output on ptys, timeouts, load-following concurrency and idle-deferred late
 //!   services; serial fallback on any failure.
+//! - [`login`]: the login target learned from the system (`login = auto`): the network
+//!   only when logins need it, syslog only when it logs them, each part with its reason.
 //! - [`fallback`]: the last resort (every script of the runlevel serially in link order,
 //!   whatever failed) and the `bootprint.rc.fault=` switch that forces a failure.
 //! - [`durations`]: what earlier boots taught (`/var/lib/bootprint/rc-durations`).
@@ -41,6 +43,7 @@ pub mod durations;
 pub mod fallback;
 pub mod graph;
 pub mod header;
+pub mod login;
 pub mod run;
 pub mod spans;
 pub mod state;

@@ -41,7 +41,8 @@ pub const DEFAULT_CONFIG: &str = "/etc/bootprint/rc.conf";
 /// lists are blank-separated). Every key is optional; docs/rc.md lists them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
-    /// `login`: scripts or `$facilities` the login prompt needs (the login target).
+    /// `login`: scripts or `$facilities` the login prompt needs (the login target); `auto`
+    /// stands for what this system's logins need ([`crate::login`]).
     pub login: Vec<String>,
     /// `late`: scripts started only after the login target, once idle.
     pub late: Vec<String>,
@@ -417,6 +418,21 @@ fn break_stop_cycles(
     diags
 }
 
+/// The login target of `cfg`: its `login` list, where `auto` stands for what the system
+/// itself needs ([`crate::login::learn`]) and every display manager.
+pub fn login_target(sys: &System, cfg: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in &cfg.login {
+        if t == "auto" {
+            out.extend(crate::login::target(&crate::login::learn(&sys.root)));
+            out.extend(cfg.display_managers.iter().cloned());
+        } else {
+            out.push(t.clone());
+        }
+    }
+    out
+}
+
 impl Plan {
     /// The start plan of `rl`. `previous`: the runlevel the system comes from (scripts it
     /// started already run and are skipped, as startpar does); None at boot.
@@ -439,7 +455,7 @@ impl Plan {
         let mut path = vec![true; n];
         if rl != Runlevel::S {
             let mut want = BTreeSet::new();
-            for t in &cfg.login {
+            for t in &login_target(sys, cfg) {
                 resolve(sys, t, &mut want, 0);
             }
             let mut dms = BTreeSet::new();
