@@ -310,7 +310,9 @@ fn mount_kernel_fs() -> Result<(), String> {
     for (src, dir, fstype, flags, data) in [
         ("proc", "/proc", "proc", nosuid, ""),
         ("sysfs", "/sys", "sysfs", nosuid, ""),
-        ("devtmpfs", "/dev", "devtmpfs", libc::MS_NOSUID, "mode=0755"),
+        // Source "udev", as Debian's initramfs-tools names it: the mount table after boot
+        // is the same as with Debian's initramfs (`bootprint-testbed parity` checks).
+        ("udev", "/dev", "devtmpfs", libc::MS_NOSUID, "mode=0755"),
         (
             "tmpfs",
             "/run",
