@@ -49,11 +49,7 @@ fn no_extra(_: &BootResult) -> Figures {
 
 fn recorder_figures(r: &BootResult) -> Figures {
     let mut f = Figures::new();
-    let stats = r
-        .trace_dir
-        .as_ref()
-        .and_then(|d| fs::read_to_string(d.join("events.log")).ok())
-        .and_then(|t| recorder_stats(&t));
+    let stats = trace_file(r, "events.log").and_then(|t| recorder_stats(&t));
     f.insert(
         "recorder_cpu_s".into(),
         stats.as_ref().and_then(|s| s.get("cpu_s").copied()),
@@ -68,18 +64,11 @@ fn recorder_figures(r: &BootResult) -> Figures {
 /// Guest figures from the run's events.log: the text-login milestone and boot done, in
 /// seconds of CLOCK_BOOTTIME.
 fn rc_figures(r: &BootResult) -> Figures {
-    let events = r
-        .trace_dir
-        .as_ref()
-        .and_then(|d| fs::read_to_string(d.join("events.log")).ok())
-        .unwrap_or_default();
+    let events = trace_file(r, "events.log").unwrap_or_default();
     let mut f = milestone_figures(&events);
     // The runner's own marks, when the recorder copied its span log into the trace (only
     // the bootprint-rc variant has one): runlevel 2's login path done, and all of it done.
-    let rc_log = r
-        .trace_dir
-        .as_ref()
-        .and_then(|d| fs::read_to_string(d.join("rc.log")).ok());
+    let rc_log = trace_file(r, "rc.log");
     if let Some(rc_log) = rc_log {
         f.insert(
             "rc_reached_s".into(),
@@ -91,6 +80,13 @@ fn rc_figures(r: &BootResult) -> Figures {
         );
     }
     f
+}
+
+/// A file of the boot's trace, when it has a trace and the file.
+pub fn trace_file(r: &BootResult, name: &str) -> Option<String> {
+    r.trace_dir
+        .as_ref()
+        .and_then(|d| fs::read_to_string(d.join(name)).ok())
 }
 
 /// `text_login_s` and `boot_done_s` (guest seconds) from a trace's `events.log`.
@@ -128,11 +124,7 @@ pub fn event_seconds(events: &str, kind: &str, with: Option<&str>) -> Option<f64
 /// Guest figures of a whole boot: the milestones (text login, graphical login, boot done)
 /// and what the recorder cost (its CPU seconds and share of the boot's CPU).
 fn whole_figures(r: &BootResult) -> Figures {
-    let events = r
-        .trace_dir
-        .as_ref()
-        .and_then(|d| fs::read_to_string(d.join("events.log")).ok())
-        .unwrap_or_default();
+    let events = trace_file(r, "events.log").unwrap_or_default();
     let mut f = milestone_figures(&events);
     let stats = recorder_stats(&events);
     for (key, stat) in [

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::bench::event_seconds;
+use crate::checks::{self, Checks};
 use crate::image;
 use crate::qemu::{self, BootOpts, BootResult, Profile};
 use crate::util::{io_err, run_logged, Error, Paths, Result};
@@ -60,39 +61,8 @@ const COMPARED: &[&str] = &[
 /// A bad state file: the generator must name its line and defer nothing.
 const BAD_STATE: &str = "# bootprint systemd late units 1\ncron.service\nnot a unit name\n";
 
-pub(crate) struct Checks {
-    pub(crate) passed: usize,
-    pub(crate) failed: usize,
-}
-
-impl Checks {
-    pub(crate) fn check(&mut self, ok: bool, what: &str) -> bool {
-        if ok {
-            self.passed += 1;
-            println!("ok    {what}");
-        } else {
-            self.failed += 1;
-            println!("FAIL  {what}");
-        }
-        ok
-    }
-}
-
 pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
-    let mut c = Checks {
-        passed: 0,
-        failed: 0,
-    };
-    let result = late(paths, cargo, &mut c);
-    if let Err(e) = &result {
-        c.failed += 1;
-        println!("FAIL  {e}");
-    }
-    println!("{} passed, {} failed", c.passed, c.failed);
-    if c.failed > 0 {
-        return Err(Error::fail("late test failed"));
-    }
-    Ok(())
+    checks::run("late", |c| late(paths, cargo, c))
 }
 
 fn boot(
@@ -118,10 +88,7 @@ fn boot(
 }
 
 fn read_trace(r: &BootResult, file: &str) -> String {
-    r.trace_dir
-        .as_ref()
-        .and_then(|d| fs::read_to_string(d.join(file)).ok())
-        .unwrap_or_default()
+    crate::bench::trace_file(r, file).unwrap_or_default()
 }
 
 /// `== name` sections of the guest script's output.

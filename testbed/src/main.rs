@@ -5,6 +5,7 @@
 
 mod age;
 mod bench;
+mod checks;
 mod deps;
 mod faults;
 mod image;

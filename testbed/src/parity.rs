@@ -7,8 +7,9 @@
 //! log and flags, which Debian's scripts only read when present). systemd's side is the
 //! `late` test.
 
+use crate::checks::{self, Checks};
 use crate::image;
-use crate::late_test::{same_sections, Checks};
+use crate::late_test::same_sections;
 use crate::qemu::{self, BootOpts, Profile};
 use crate::util::{Error, Paths, Result};
 
@@ -48,20 +49,7 @@ const COMPARED: &[&str] = &[
 pub const SYSV_LEVERS: &str = "bootprint.rc=1 bootprint.modules=1 bootprint.readahead=1";
 
 pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
-    let mut c = Checks {
-        passed: 0,
-        failed: 0,
-    };
-    let result = parity(paths, cargo, &mut c);
-    if let Err(e) = &result {
-        c.failed += 1;
-        println!("FAIL  {e}");
-    }
-    println!("{} passed, {} failed", c.passed, c.failed);
-    if c.failed > 0 {
-        return Err(Error::fail("parity test failed"));
-    }
-    Ok(())
+    checks::run("parity", |c| parity(paths, cargo, c))
 }
 
 fn parity(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
