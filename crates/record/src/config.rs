@@ -182,7 +182,15 @@ impl Config {
                     other => format!("readahead_{other}"),
                 };
                 self.set(&key, value).map_err(err)?;
-            } else if ["record", "boot", "systemd", ""].contains(&section) {
+            } else if section == "systemd" {
+                // Only systemd's own keys: `[systemd] hz = 5` must not set the recorder's rate.
+                if !["late", "late_units", "never_late"].contains(&key) {
+                    return Err(err(format!(
+                        "one of late, late_units, never_late in [systemd]; found {key:?}"
+                    )));
+                }
+                self.set(key, value).map_err(err)?;
+            } else if ["record", "boot", ""].contains(&section) {
                 self.set(key, value).map_err(err)?;
             }
         }
@@ -629,6 +637,9 @@ mod tests {
             .apply_toml("[systemd]\n\nlate = maybe\n", "b.toml")
             .unwrap_err();
         assert_eq!((e.source.as_str(), e.line), ("b.toml", 3));
+        let e = c.apply_toml("[systemd]\nhz = 5\n", "b.toml").unwrap_err();
+        assert!(e.expected.contains("in [systemd]"), "{e}");
+        assert_eq!(c.hz, Config::default().hz);
     }
 
     #[test]
