@@ -160,6 +160,7 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
         blocked_source,
         notes,
         readahead: readahead_hit(trace),
+        recorder: recorder_cost(trace),
         started_after_first_sample,
     };
     if model.milestones.boot_done.source == PENDING {
@@ -250,6 +251,29 @@ fn readahead_hit(trace: &Trace) -> Option<ReadaheadHit> {
         replayed_bytes,
         resident_bytes,
         ratio,
+    })
+}
+
+/// The last `recorder_stats` event: `cpu_s`, and `boot_cpu_s`, `share_pct`, `hz` when the
+/// recorder wrote them (older traces have `cpu_s` only). Values that are not finite and
+/// non-negative are left out.
+fn recorder_cost(trace: &Trace) -> Option<RecorderCost> {
+    let e = trace
+        .events
+        .as_ref()?
+        .iter()
+        .rev()
+        .find(|e| e.kind == "recorder_stats")?;
+    let num = |k: &str| {
+        e.get(k)
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|x| x.is_finite() && *x >= 0.0)
+    };
+    Some(RecorderCost {
+        cpu_s: num("cpu_s")?,
+        boot_cpu_s: num("boot_cpu_s"),
+        share_pct: num("share_pct"),
+        hz: num("hz"),
     })
 }
 

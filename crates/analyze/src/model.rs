@@ -39,6 +39,8 @@ pub struct BootModel {
     pub notes: Vec<String>,
     /// The readahead replay's hit rate (`readahead_hit` event), when this boot replayed a pack.
     pub readahead: Option<ReadaheadHit>,
+    /// What recording cost (`recorder_stats` event), when the recorder said.
+    pub recorder: Option<RecorderCost>,
     /// Processes whose `starttime` was later than the first sample that saw them (the log's
     /// sample clock and the kernel's start times disagree); their start is that sighting.
     pub started_after_first_sample: usize,
@@ -55,6 +57,19 @@ pub struct ReadaheadHit {
     pub resident_bytes: u64,
     /// `resident / replayed` (0..=1).
     pub ratio: f64,
+}
+
+/// What the recorder cost the boot (its `recorder_stats`; docs/recorder.md, "Cost").
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct RecorderCost {
+    /// Its own CPU time, seconds.
+    pub cpu_s: f64,
+    /// CPU time the whole machine was busy up to the last sample (all CPUs), when recorded.
+    pub boot_cpu_s: Option<f64>,
+    /// `cpu_s / boot_cpu_s`, percent, when known.
+    pub share_pct: Option<f64>,
+    /// Its sampling rate, when recorded.
+    pub hz: Option<f64>,
 }
 
 /// Where the trace came from.

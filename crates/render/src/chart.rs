@@ -844,6 +844,7 @@ mod tests {
             }],
             memory: vec![],
             readahead: None,
+            recorder: None,
             started_after_first_sample: 0,
             processes: vec![
                 proc(

@@ -90,6 +90,7 @@ pub fn to_value(m: &BootModel, origin: &str) -> Value {
         },
         "notes": m.notes,
         "readahead": m.readahead,
+        "recorder": m.recorder,
         "started_after_first_sample": m.started_after_first_sample,
     })
 }

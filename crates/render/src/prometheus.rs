@@ -104,6 +104,19 @@ pub fn text_with(m: &BootModel, budgets: &analyze::budget::Budgets) -> String {
         "bootprint_cpu_iowait_ratio {}",
         num(m.cpu_totals.iowait_fraction)
     );
+    if let Some(r) = &m.recorder {
+        let _ = writeln!(
+            s,
+            "# HELP bootprint_recorder_cpu_seconds CPU time the recorder itself used."
+        );
+        let _ = writeln!(s, "# TYPE bootprint_recorder_cpu_seconds gauge");
+        let _ = writeln!(s, "bootprint_recorder_cpu_seconds {}", num(r.cpu_s));
+        if let Some(p) = r.share_pct {
+            let _ = writeln!(s, "# HELP bootprint_recorder_cpu_share_ratio The recorder's CPU time over all the CPU time the boot used.");
+            let _ = writeln!(s, "# TYPE bootprint_recorder_cpu_share_ratio gauge");
+            let _ = writeln!(s, "bootprint_recorder_cpu_share_ratio {}", num(p / 100.0));
+        }
+    }
     if let Some(r) = &m.readahead {
         let _ = writeln!(s, "# HELP bootprint_readahead_hit_ratio Share of the bytes readahead replayed that were still cached at boot done.");
         let _ = writeln!(s, "# TYPE bootprint_readahead_hit_ratio gauge");

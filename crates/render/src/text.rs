@@ -40,6 +40,13 @@ pub fn write(m: &BootModel, origin: &str, out: &mut impl Write) -> io::Result<()
         "Samples: {:.2} s to {:.2} s, every {:.3} s",
         m.first_sample_s, m.last_sample_s, s.sample_interval_s
     )?;
+    if let Some(r) = &m.recorder {
+        let share = match (r.share_pct, r.boot_cpu_s) {
+            (Some(p), Some(b)) => format!(", {p:.1} % of the {b:.2} s the boot used"),
+            _ => String::new(),
+        };
+        writeln!(out, "Recorder: {:.2} s of CPU{share}", r.cpu_s)?;
+    }
     writeln!(out)?;
     writeln!(out, "Milestones (seconds since the kernel started):")?;
     let ms = &m.milestones;

@@ -157,6 +157,43 @@ fn parse_prom(text: &str) -> Vec<(String, String, f64)> {
     out
 }
 
+/// The recorder's own cost (`recorder_stats`) reaches the model, the text report, the JSON
+/// and the Prometheus export; an old trace without the share has the CPU seconds only.
+#[test]
+fn the_recorders_cost_is_reported() {
+    let dir = mini_copy(
+        "recorder",
+        Some("19500000000 recorder_stats samples=90 hz=10 boot_cpu_s=28.000 share_pct=2.50 cpu_s=0.700 maxrss_kb=2000"),
+    );
+    let m = analyze::analyze(&trace::Trace::open(&dir).unwrap()).unwrap();
+    let r = m.recorder.expect("recorder cost");
+    assert_eq!(
+        (r.cpu_s, r.boot_cpu_s, r.share_pct, r.hz),
+        (0.7, Some(28.0), Some(2.5), Some(10.0))
+    );
+    let mut text = Vec::new();
+    render::text::write(&m, "t", &mut text).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(
+        text.contains("Recorder: 0.70 s of CPU, 2.5 % of the 28.00 s the boot used"),
+        "{text}"
+    );
+    let json = render::json::to_value(&m, "t");
+    assert_eq!(json["recorder"]["share_pct"], 2.5);
+    let prom = render::prometheus::text(&m);
+    assert!(
+        prom.contains("bootprint_recorder_cpu_share_ratio 0.025"),
+        "{prom}"
+    );
+    let old = mini_copy(
+        "recorder-old",
+        Some("19500000000 recorder_stats samples=90 cpu_s=0.700"),
+    );
+    let m = analyze::analyze(&trace::Trace::open(&old).unwrap()).unwrap();
+    assert_eq!(m.recorder.unwrap().share_pct, None);
+    assert!(!render::prometheus::text(&m).contains("share_ratio"));
+}
+
 #[test]
 fn prometheus_textfile() {
     let dir = mini_copy(
