@@ -3,6 +3,18 @@
 
 use crate::util::{Error, Result};
 
+/// The part of a guest state script (`late`, `parity`) that both inits share: `== name`
+/// sections of sorted lines, compared between a boot and its reference.
+pub const COMMON_STATE: &str = r#"echo "== daemons"
+ps --ppid 2 -p 2 --deselect -o comm= | sort -u
+echo "== mounts"
+awk '{print $1, $2, $3}' /proc/mounts | sort
+echo "== modules"
+awk '{print $1}' /proc/modules | sort
+echo "== hostname"
+hostname
+"#;
+
 /// Checks so far.
 pub struct Checks {
     pub passed: usize,

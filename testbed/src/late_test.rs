@@ -22,21 +22,13 @@ use crate::util::{io_err, run_logged, Error, Paths, Result};
 
 const SYSTEMD: &str = "bootprint.init=/lib/systemd/systemd";
 
-/// Run after the trace is written (so after boot done, and so after the late units started).
+/// Run after the trace is written (so after boot done, and so after the late units started),
+/// after [`checks::COMMON_STATE`].
 /// Each section is a sorted list; the session of the login this script runs in is the same
 /// in every boot, and its units are left out.
-const STATE_SCRIPT: &str = r#"#!/bin/sh
-echo "== units"
+const STATE_SCRIPT: &str = r#"echo "== units"
 systemctl list-units --state=active --plain --no-legend --no-pager | awk '{print $1}' \
   | grep -v -e '^bootprint-late\.' -e '^session-' -e '^user' | sort
-echo "== daemons"
-ps --ppid 2 -p 2 --deselect -o comm= | sort -u
-echo "== mounts"
-awk '{print $1, $2, $3}' /proc/mounts | sort
-echo "== modules"
-awk '{print $1}' /proc/modules | sort
-echo "== hostname"
-hostname
 echo "== random-seed"
 test -s /var/lib/systemd/random-seed && echo present
 echo "== failed"
@@ -77,7 +69,7 @@ fn boot(
     o.append = append.to_string();
     o.keep_disk = keep;
     o.disk_from = disk.map(Path::to_path_buf);
-    o.guest_script = Some(STATE_SCRIPT.to_string());
+    o.guest_script = Some(format!("#!/bin/sh\n{}{STATE_SCRIPT}", checks::COMMON_STATE));
     let r = qemu::boot(paths, img, &o)?;
     println!(
         "boot: {append}: login after {:.2} s, serial log {}",

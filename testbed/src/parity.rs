@@ -13,17 +13,8 @@ use crate::late_test::same_sections;
 use crate::qemu::{self, BootOpts, Profile};
 use crate::util::{Error, Paths, Result};
 
-/// Run after the trace is written (so after boot done).
-const STATE_SCRIPT: &str = r#"#!/bin/sh
-echo "== daemons"
-ps --ppid 2 -p 2 --deselect -o comm= | sort -u
-echo "== mounts"
-awk '{print $1, $2, $3}' /proc/mounts | sort
-echo "== modules"
-awk '{print $1}' /proc/modules | sort
-echo "== hostname"
-hostname
-echo "== random-seed"
+/// Run after the trace is written (so after boot done), after [`checks::COMMON_STATE`].
+const STATE_SCRIPT: &str = r#"echo "== random-seed"
 test -s /var/lib/urandom/random-seed && echo present
 echo "== runlevel"
 runlevel
@@ -60,7 +51,7 @@ fn parity(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
         o.record = true;
         o.append = append.to_string();
         o.initrd = initrd.map(|p| p.to_path_buf());
-        o.guest_script = Some(STATE_SCRIPT.to_string());
+        o.guest_script = Some(format!("#!/bin/sh\n{}{STATE_SCRIPT}", checks::COMMON_STATE));
         let r = qemu::boot(paths, &img, &o)?;
         println!(
             "boot: {append:?}{}: login after {:.2} s, serial log {}",

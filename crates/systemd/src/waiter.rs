@@ -77,44 +77,29 @@ impl Waiter<'_> {
         if let Some(dir) = self.go_flag.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        if let Err(e) = std::fs::write(self.go_flag, b"") {
-            log_event(
-                self.log,
-                "late_done",
-                &[
-                    ("result", "no-flag".into()),
-                    ("error", escape(&e.to_string())),
-                ],
-            );
-            return 1;
-        }
-        let (result, code) = match self.start.status() {
-            Ok(s) if s.success() => ("ok", 0),
-            Ok(s) => {
-                log_event(
-                    self.log,
-                    "late_done",
-                    &[
-                        ("result", "failed".into()),
-                        ("status", s.to_string().replace(' ', "_")),
-                    ],
-                );
-                return 1;
-            }
-            Err(e) => {
-                log_event(
-                    self.log,
-                    "late_done",
-                    &[
-                        ("result", "failed".into()),
-                        ("error", escape(&e.to_string())),
-                    ],
-                );
-                return 1;
-            }
+        // What went wrong, as (result, key, detail); None: the target was started.
+        let failure = match std::fs::write(self.go_flag, b"") {
+            Err(e) => Some(("no-flag", "error", escape(&e.to_string()))),
+            Ok(()) => match self.start.status() {
+                Ok(s) if s.success() => None,
+                Ok(s) => Some(("failed", "status", s.to_string().replace(' ', "_"))),
+                Err(e) => Some(("failed", "error", escape(&e.to_string()))),
+            },
         };
-        log_event(self.log, "late_done", &[("result", result.into())]);
-        code
+        match failure {
+            None => {
+                log_event(self.log, "late_done", &[("result", "ok".into())]);
+                0
+            }
+            Some((result, key, detail)) => {
+                log_event(
+                    self.log,
+                    "late_done",
+                    &[("result", result.into()), (key, detail)],
+                );
+                1
+            }
+        }
     }
 }
 
