@@ -25,6 +25,10 @@ usage: bootprint-boot                      (as PID 1, from init=: record and exe
                                            exit 0 when the configuration turns the runner on
                                            (bootprint.rc=1, bootprint.all=1, rc or all in
                                            bootprint.toml), 1 otherwise
+       bootprint-boot rc-builtin SCRIPT ACTION
+                                           (run by the runner) do what Debian's SCRIPT does, if
+                                           the script and its configuration are Debian's own;
+                                           exit 254 when the script must run instead
        bootprint-boot late-start           (as bootprint-late.service on systemd) wait until the
                                            machine is idle, then start bootprint-late.target
        bootprint-late-generator DIR [DIR DIR]
@@ -54,6 +58,7 @@ fn main() -> ExitCode {
     match words.first().map(String::as_str) {
         Some("record") => record_now(&words[1..]),
         Some("rc") => rc_verb(&words[1..]),
+        Some("rc-builtin") => rc_builtin(&words[1..]),
         Some("late-start") if words.len() == 1 => late_start(),
         Some("--version") => {
             println!("bootprint-boot {}", env!("CARGO_PKG_VERSION"));
@@ -210,6 +215,31 @@ fn record_now(args: &[String]) -> ExitCode {
     }
 }
 
+/// `rc-builtin SCRIPT ACTION`: does what Debian's SCRIPT does, on this system, if
+/// `rc::builtin` recognises it here; exit 0 when done, `rc::builtin::DECLINED` (254) when
+/// the script must run instead (the reason on stderr, which the runner prints).
+fn rc_builtin(args: &[String]) -> ExitCode {
+    let [script, action] = args else {
+        return usage_error("rc-builtin needs SCRIPT ACTION");
+    };
+    let root = std::path::Path::new("/");
+    let declined = |why: String| {
+        eprintln!("built-in declined ({why}): running the script");
+        ExitCode::from(rc::builtin::DECLINED as u8)
+    };
+    let path = root.join("etc/init.d").join(script);
+    let b = match rc::builtin::recognise(root, script, &path, action) {
+        Ok(b) => b,
+        Err(why) => return declined(why),
+    };
+    // A panic is a failure like any other: the script runs.
+    match std::panic::catch_unwind(|| rc::builtin::run(b, &rc::builtin::Env::system())) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(why)) => declined(why),
+        Err(_) => declined("panicked".into()),
+    }
+}
+
 /// `rc`: parses the arguments into an `rc::run::Request`; the runner lives in the rc crate.
 fn rc_verb(args: &[String]) -> ExitCode {
     if args.first().map(String::as_str) == Some("--enabled") {
@@ -271,6 +301,10 @@ fn rc_verb(args: &[String]) -> ExitCode {
     if req.root != std::path::Path::new("/") && req.spans.starts_with("/run") {
         // A test root: keep the real /run out of it.
         req.spans = req.root.join("run/bootprint/rc.log");
+    }
+    if req.root == std::path::Path::new("/") {
+        // Built-ins act on the running system: never for a test root.
+        req.builtin_program = std::env::current_exe().ok();
     }
     let mut console = std::io::stderr();
     ExitCode::from(rc::run::run_runlevel(&req, &mut console).clamp(0, 255) as u8)

@@ -44,6 +44,8 @@ pub enum Fault {
     /// `abort`: the runner aborts at once (SIGABRT, as a crash would) and runs nothing:
     /// the startpar wrapper's fallback to Debian's startpar takes over.
     Abort,
+    /// `builtin`: every built-in fails after its first step; the runner runs the script.
+    Builtin,
 }
 
 /// The kernel command line word that forces a fault.
@@ -51,13 +53,14 @@ pub const FAULT_PARAM: &str = "bootprint.rc.fault";
 
 impl Fault {
     /// Every fault.
-    pub const ALL: [Fault; 6] = [
+    pub const ALL: [Fault; 7] = [
         Fault::Config,
         Fault::Load,
         Fault::Plan,
         Fault::Run,
         Fault::Panic,
         Fault::Abort,
+        Fault::Builtin,
     ];
 
     /// The value on the command line.
@@ -69,6 +72,7 @@ impl Fault {
             Fault::Run => "run",
             Fault::Panic => "panic",
             Fault::Abort => "abort",
+            Fault::Builtin => "builtin",
         }
     }
 
@@ -87,7 +91,7 @@ impl Fault {
         match Fault::ALL.into_iter().find(|f| f.name() == value) {
             Some(f) => Ok(Some(f)),
             None => Err(format!(
-                "{prefix}{value}: expected config, load, plan, run, panic or abort; ignored"
+                "{prefix}{value}: expected config, load, plan, run, panic, abort or builtin; ignored"
             )),
         }
     }
@@ -401,7 +405,7 @@ mod tests {
         let e = Fault::from_cmdline("bootprint.rc.fault=bogus").unwrap_err();
         assert_eq!(
             e,
-            "bootprint.rc.fault=bogus: expected config, load, plan, run, panic or abort; ignored"
+            "bootprint.rc.fault=bogus: expected config, load, plan, run, panic, abort or builtin; ignored"
         );
         // Another parameter that merely starts alike is not this one.
         assert_eq!(Fault::from_cmdline("bootprint.rc.faultx=load"), Ok(None));

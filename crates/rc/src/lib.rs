@@ -15,6 +15,9 @@
 //!   to the login target, late services, priorities from [`durations`]), run in parallel
 //!   with output on ptys, timeouts, load-following concurrency and idle-deferred late
 //!   services; serial fallback on any failure.
+//! - [`builtin`]: Debian's early-boot scripts done by the runner itself (mountkernfs.sh,
+//!   mountdevsubfs.sh, urandom, hostname.sh), only where the script and its configuration
+//!   are Debian's own; the script runs whenever a built-in declines or fails.
 //! - [`login`]: the login target learned from the system (`login = auto`): the network
 //!   only when logins need it, syslog only when it logs them, each part with its reason.
 //! - [`fallback`]: the last resort (every script of the runlevel serially in link order,
@@ -38,6 +41,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod builtin;
 pub mod conf;
 pub mod durations;
 pub mod fallback;

@@ -22,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::builtin::{self, Builtin};
 use crate::durations::Durations;
 use crate::fallback::{self, Fault};
 use crate::graph::EdgeKind;
@@ -71,6 +72,9 @@ pub struct Config {
     /// test bed: Xorg started only once elogind was up), and Debian's lightdm header still
     /// names consolekit, logind's predecessor, as Should-Start.
     pub display_manager_needs: Vec<String>,
+    /// `builtins`: run Debian's early-boot scripts that [`crate::builtin`] recognises as
+    /// built-ins (`yes`, the default) or always as scripts (`no`).
+    pub builtins: bool,
 }
 
 /// The display managers Debian packages with an init script (`display-managers`).
@@ -113,6 +117,7 @@ impl Default for Config {
             late_max_wait: Duration::from_secs(10),
             display_managers: DISPLAY_MANAGERS.map(String::from).to_vec(),
             display_manager_needs: ["elogind", "consolekit"].map(String::from).to_vec(),
+            builtins: true,
         }
     }
 }
@@ -175,6 +180,11 @@ impl Config {
                     },
                     None => bad("a number >= 0"),
                 },
+                "builtins" => match v {
+                    "yes" | "1" | "true" => c.builtins = true,
+                    "no" | "0" | "false" => c.builtins = false,
+                    _ => bad("yes or no"),
+                },
                 "max-parallel" => match v.parse() {
                     Ok(n) => c.max_parallel = n,
                     Err(_) => bad("a whole number"),
@@ -182,7 +192,7 @@ impl Config {
                 _ => diags.push(Diagnostic::new(
                     file,
                     Some(i + 1),
-                    format!("unknown key {k:?}: expected login, late, display-managers, display-manager-needs, timeout, flush, load-per-cpu, max-parallel, idle-busy, idle-iowait, idle-window or late-max-wait"),
+                    format!("unknown key {k:?}: expected login, late, display-managers, display-manager-needs, timeout, flush, load-per-cpu, max-parallel, idle-busy, idle-iowait, idle-window, late-max-wait or builtins"),
                 )),
             }
         }
@@ -221,6 +231,8 @@ pub struct Task {
     pub weight_ms: u64,
     /// `weight_ms` was learned on earlier boots (not the default).
     pub learned: bool,
+    /// Run as this built-in (the script itself if the built-in declines or fails).
+    pub builtin: Option<Builtin>,
 }
 
 /// The tasks of one runlevel.
@@ -546,6 +558,12 @@ impl Plan {
                     learned: durations
                         .map
                         .contains_key(&(node.name.clone(), action.clone())),
+                    builtin: if cfg.builtins {
+                        let path = sys.root.join(&sys.scripts[node.script].path);
+                        builtin::recognise(&sys.root, &node.name, &path, &action).ok()
+                    } else {
+                        None
+                    },
                 }
             })
             .collect();
@@ -635,6 +653,7 @@ impl Plan {
                 learned: durations
                     .map
                     .contains_key(&(sys.scripts[s].name.clone(), action.clone())),
+                builtin: None,
             })
             .collect();
         Plan {
@@ -715,12 +734,17 @@ impl Plan {
                 .map(|&p| self.tasks[p].name.as_str())
                 .collect();
             s.push_str(&format!(
-                "  {:<5} {:>7} ms  prio {:>7}  {}{}{}\n",
+                "  {:<5} {:>7} ms  prio {:>7}  {}{}{}{}\n",
                 if t.late { "late" } else { "path" },
                 t.weight_ms,
                 prio[i],
                 t.name,
                 if t.interactive { " (interactive)" } else { "" },
+                if t.builtin.is_some() {
+                    " (built-in)"
+                } else {
+                    ""
+                },
                 if after.is_empty() {
                     String::new()
                 } else {
@@ -890,6 +914,9 @@ pub struct Options {
     /// A failure to force (`bootprint.rc.fault=`): [`Fault::Run`] makes the parallel run
     /// panic once its first script has started. Other faults are not the runner's.
     pub fault: Option<Fault>,
+    /// The program that runs built-ins (`bootprint-boot`, as `PROGRAM rc-builtin SCRIPT
+    /// ACTION`); None: every task runs as its script.
+    pub builtin_program: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -899,12 +926,15 @@ impl Default for Options {
             cpus: sys::cpu_count(),
             prevlevel: "N".into(),
             fault: None,
+            builtin_program: None,
         }
     }
 }
 
 struct Running {
     task: usize,
+    /// The task runs as its built-in (a [`builtin::DECLINED`] exit runs the script).
+    builtin: bool,
     child: Child,
     master: Option<OwnedFd>,
     buf: Vec<u8>,
@@ -928,6 +958,8 @@ pub struct Runner<'a> {
     started: Vec<bool>,
     waited_for: Vec<Option<usize>>,
     running: Vec<Running>,
+    /// Per task: its built-in declined or failed, so it runs as the script.
+    builtin_failed: Vec<bool>,
     /// Timed-out scripts, sent SIGTERM, whose process group may still be alive.
     orphans: Vec<Orphan>,
     /// [`Fault::Run`] has fired (once per runner).
@@ -966,6 +998,7 @@ impl<'a> Runner<'a> {
             started: vec![false; n],
             waited_for: vec![None; n],
             running: Vec::new(),
+            builtin_failed: vec![false; n],
             orphans: Vec::new(),
             fault_fired: false,
         }
@@ -1110,7 +1143,21 @@ impl<'a> Runner<'a> {
             .filter(|&p| self.results[p].is_some())
             .max_by_key(|&p| self.results[p].as_ref().map(|r| r.end_ns));
         self.waited_for[i] = waited;
-        let mut cmd = fallback::command(&t.path, &t.name, &t.action);
+        let as_builtin = match (&t.builtin, &self.opts.builtin_program) {
+            (Some(_), Some(p)) if !self.builtin_failed[i] => Some(p.clone()),
+            _ => None,
+        };
+        let mut cmd = match &as_builtin {
+            Some(program) => {
+                let mut c = Command::new(program);
+                c.arg("rc-builtin").arg(&t.name).arg(&t.action);
+                if self.opts.fault == Some(Fault::Builtin) {
+                    c.env(builtin::FAULT_ENV, "1");
+                }
+                c
+            }
+            None => fallback::command(&t.path, &t.name, &t.action),
+        };
         cmd.env("RUNLEVEL", &self.plan.runlevel)
             .env("PREVLEVEL", &self.opts.prevlevel);
         let mut master = None;
@@ -1138,6 +1185,9 @@ impl<'a> Runner<'a> {
                 .map(|p| self.plan.tasks[p].name.clone())
                 .unwrap_or_default(),
         ));
+        if as_builtin.is_some() {
+            kv.push(("builtin", "1".into()));
+        }
         match spawned {
             Ok(child) => {
                 kv.push(("pid", child.id().to_string()));
@@ -1145,6 +1195,7 @@ impl<'a> Runner<'a> {
                 let now = Instant::now();
                 self.running.push(Running {
                     task: i,
+                    builtin: as_builtin.is_some(),
                     child,
                     master,
                     buf: Vec::new(),
@@ -1216,6 +1267,16 @@ impl<'a> Runner<'a> {
                 continue;
             };
             let (r, _) = self.retire(k);
+            if r.builtin && st.code() != Some(0) {
+                // The built-in declined or failed (or crashed): the script does the work,
+                // and being idempotent, mends whatever the built-in left half done.
+                let mut kv = self.task_kv(r.task);
+                kv.push(("exit", st.code().map(|c| c.to_string()).unwrap_or_default()));
+                self.log.event(sys::boottime_ns(), "rc_builtin_failed", &kv);
+                self.builtin_failed[r.task] = true;
+                self.spawn(r.task);
+                continue;
+            }
             let (exit, outcome) = match (st.code(), st.signal()) {
                 (Some(c), _) => (Some(c), Outcome::from_exit(c)),
                 _ => (None, Outcome::Signal),
@@ -1534,6 +1595,8 @@ pub struct Request {
     pub detach: bool,
     /// Print the plan and run nothing.
     pub dry_run: bool,
+    /// The program that runs built-ins ([`Options::builtin_program`]); None: none run.
+    pub builtin_program: Option<PathBuf>,
 }
 
 impl Request {
@@ -1555,6 +1618,7 @@ impl Request {
             startpar: false,
             detach: true,
             dry_run: false,
+            builtin_program: None,
         }
     }
 
@@ -1708,6 +1772,7 @@ fn run_guarded(
     progress.phase = "run";
     let opts = Options {
         proc_dir: req.proc_dir.clone(),
+        builtin_program: req.builtin_program.clone(),
         prevlevel: req.previous.map_or("N".into(), |p| p.label()),
         fault,
         ..Options::default()

@@ -1,0 +1,319 @@
+//! The runner's built-ins (`rc::builtin`): which scripts they recognise, and what they do
+//! for real, in a private mount and UTS namespace (`unshare`), checked in the kernel's own
+//! mount table.
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use rc::builtin::{self, Builtin, Env};
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/initscripts/builtin-root")
+}
+
+/// A scratch copy of the fixture (regular files and directories only).
+fn copy_fixture(tag: &str) -> PathBuf {
+    let dst = std::env::temp_dir().join(format!("bp-builtin-{tag}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dst);
+    fn copy(from: &Path, to: &Path) {
+        fs::create_dir_all(to).unwrap();
+        for e in fs::read_dir(from).unwrap().flatten() {
+            let t = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy(&e.path(), &t);
+            } else {
+                fs::copy(e.path(), &t).unwrap();
+            }
+        }
+    }
+    copy(&fixture(), &dst);
+    dst
+}
+
+fn recognise(root: &Path, b: Builtin) -> Result<Builtin, String> {
+    let script = root.join("etc/init.d").join(b.script());
+    builtin::recognise(root, b.script(), &script, "start")
+}
+
+#[test]
+fn debian_12s_own_scripts_are_recognised() {
+    let root = fixture();
+    for b in Builtin::ALL {
+        assert_eq!(recognise(&root, b), Ok(b), "{}", b.script());
+    }
+    let e = builtin::recognise(
+        &root,
+        "urandom",
+        &root.join("etc/init.d/urandom"),
+        "stop",
+    )
+    .unwrap_err();
+    assert!(e.contains("only start"), "{e}");
+    let e = builtin::recognise(&root, "udev", &root.join("etc/init.d/urandom"), "start")
+        .unwrap_err();
+    assert!(e.contains("no built-in"), "{e}");
+}
+
+#[test]
+fn an_edited_script_or_library_runs_as_a_script() {
+    let root = copy_fixture("edited");
+    let script = root.join("etc/init.d/mountkernfs.sh");
+    let mut text = fs::read(&script).unwrap();
+    text.extend_from_slice(b"# local change\n");
+    fs::write(&script, text).unwrap();
+    let e = recognise(&root, Builtin::MountKernFs).unwrap_err();
+    assert!(e.contains("not Debian 12's"), "{e}");
+    assert_eq!(recognise(&root, Builtin::Urandom), Ok(Builtin::Urandom));
+    fs::copy(fixture().join("etc/init.d/mountkernfs.sh"), &script).unwrap();
+    // A sourced library edited: every script that sources it declines.
+    fs::write(root.join("lib/init/vars.sh"), "VERBOSE=yes\n").unwrap();
+    for b in Builtin::ALL {
+        let e = recognise(&root, b).unwrap_err();
+        assert!(e.contains("vars.sh"), "{}: {e}", b.script());
+    }
+    fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn configuration_other_than_the_default_runs_the_script() {
+    let root = copy_fixture("config");
+    // /etc/default/rcS setting anything (VERBOSE changes what every script prints).
+    fs::write(root.join("etc/default/rcS"), "# comment\n\nVERBOSE=yes\n").unwrap();
+    let e = recognise(&root, Builtin::Hostname).unwrap_err();
+    assert!(e.contains("/etc/default/rcS:3"), "{e}");
+    fs::write(root.join("etc/default/rcS"), "#VERBOSE=no\n").unwrap();
+    assert_eq!(recognise(&root, Builtin::Hostname), Ok(Builtin::Hostname));
+    // A tmpfs size changes mountkernfs.sh's /run/lock and mountdevsubfs.sh's /dev/shm.
+    fs::write(root.join("etc/default/tmpfs"), "SHM_SIZE=1G\n").unwrap();
+    assert!(recognise(&root, Builtin::MountDevSubFs).is_err());
+    assert!(recognise(&root, Builtin::MountKernFs).is_err());
+    assert_eq!(recognise(&root, Builtin::Urandom), Ok(Builtin::Urandom));
+    fs::write(root.join("etc/default/tmpfs"), "").unwrap();
+    // An fstab entry for a point one of them mounts: only that one declines.
+    let fstab = root.join("etc/fstab");
+    let mut t = fs::read_to_string(&fstab).unwrap();
+    t.push_str("tmpfs /dev/shm tmpfs defaults,size=64m 0 0\n");
+    fs::write(&fstab, &t).unwrap();
+    let e = recognise(&root, Builtin::MountDevSubFs).unwrap_err();
+    assert!(e.contains("/dev/shm"), "{e}");
+    assert_eq!(recognise(&root, Builtin::MountKernFs), Ok(Builtin::MountKernFs));
+    // devpts settings the script would source as shell.
+    fs::write(&fstab, "/dev/vda / ext4 defaults 0 1\n").unwrap();
+    fs::write(root.join("etc/default/devpts"), "TTYGRP=$(id -g tty)\n").unwrap();
+    let e = recognise(&root, Builtin::MountDevSubFs).unwrap_err();
+    assert!(e.contains("/etc/default/devpts:1"), "{e}");
+    fs::write(root.join("etc/default/devpts"), "TTYGRP=5\nTTYMODE=620\n").unwrap();
+    assert_eq!(
+        recognise(&root, Builtin::MountDevSubFs),
+        Ok(Builtin::MountDevSubFs)
+    );
+    // An unknown init-functions hook; SELinux.
+    fs::write(root.join("lib/lsb/init-functions.d/50-local"), "echo hi\n").unwrap();
+    let e = recognise(&root, Builtin::Urandom).unwrap_err();
+    assert!(e.contains("50-local"), "{e}");
+    fs::remove_file(root.join("lib/lsb/init-functions.d/50-local")).unwrap();
+    fs::create_dir_all(root.join("sbin")).unwrap();
+    fs::write(root.join("sbin/restorecon"), "").unwrap();
+    assert!(recognise(&root, Builtin::MountKernFs).is_err());
+    assert_eq!(recognise(&root, Builtin::Urandom), Ok(Builtin::Urandom));
+    fs::remove_dir_all(&root).unwrap();
+}
+
+/// Set by the outer test for the inner one, which runs in its own namespaces.
+const INNER: &str = "BOOTPRINT_BUILTIN_TEST_INNER";
+
+#[test]
+fn builtins_mount_and_write_as_the_scripts_do_in_a_private_namespace() {
+    if !testkit::is_root() {
+        testkit::skip("needs root (mount(2) in a private mount namespace)");
+        return;
+    }
+    if !testkit::have_tool_or_skip("unshare") {
+        return;
+    }
+    let out = Command::new("unshare")
+        .args(["--mount", "--uts", "--propagation", "private"])
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "inner_builtins_in_namespace",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(INNER, "1")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "inner test failed:\n{text}");
+    assert!(text.contains("1 passed"), "the inner test did not run:\n{text}");
+}
+
+/// (fstype, options, super options) of the mount at `point`, from mountinfo.
+fn mount_of(proc_dir: &Path, point: &Path) -> Option<(String, String, String)> {
+    let info = fs::read_to_string(proc_dir.join("self/mountinfo")).unwrap();
+    let p = point.to_string_lossy();
+    info.lines().rev().find_map(|l| {
+        let f: Vec<&str> = l.split(' ').collect();
+        let dash = f.iter().position(|x| *x == "-")?;
+        (f[4] == p).then(|| {
+            (
+                f[dash + 1].to_string(),
+                f[5].to_string(),
+                f[dash + 3].to_string(),
+            )
+        })
+    })
+}
+
+fn mount_count(proc_dir: &Path) -> usize {
+    fs::read_to_string(proc_dir.join("self/mountinfo"))
+        .unwrap()
+        .lines()
+        .count()
+}
+
+fn sh_mount(src: &str, point: &Path, fstype: &str, opts: &str) {
+    fs::create_dir_all(point).unwrap();
+    let st = Command::new("mount")
+        .args(["-t", fstype, "-o", opts, src])
+        .arg(point)
+        .status()
+        .unwrap();
+    assert!(st.success(), "mount {fstype} on {}", point.display());
+}
+
+#[test]
+#[ignore = "run by builtins_mount_and_write_as_the_scripts_do_in_a_private_namespace"]
+fn inner_builtins_in_namespace() {
+    if std::env::var_os(INNER).is_none() {
+        return;
+    }
+    let root = std::env::temp_dir().join(format!("bp-builtin-ns-{}", std::process::id()));
+    fs::create_dir_all(&root).unwrap();
+    // The scratch root as an initramfs leaves it: /run, /proc, /sys, /dev mounted.
+    sh_mount("tmpfs", &root, "tmpfs", "mode=755");
+    let root = fs::canonicalize(&root).unwrap();
+    sh_mount("tmpfs", &root.join("run"), "tmpfs", "nosuid,nodev,noexec,mode=755");
+    sh_mount("proc", &root.join("proc"), "proc", "nosuid,nodev,noexec");
+    sh_mount("sysfs", &root.join("sys"), "sysfs", "nosuid,nodev,noexec");
+    sh_mount("udev", &root.join("dev"), "tmpfs", "nosuid,mode=755");
+    fs::create_dir_all(root.join("etc/default")).unwrap();
+    fs::create_dir_all(root.join("var/lib/urandom")).unwrap();
+    fs::copy(
+        fixture().join("etc/default/devpts"),
+        root.join("etc/default/devpts"),
+    )
+    .unwrap();
+    fs::write(root.join("etc/hostname"), "bp-builtin-test\n").unwrap();
+    let proc_dir = root.join("proc");
+    let env = Env {
+        root: root.clone(),
+        proc_dir: proc_dir.clone(),
+        urandom: PathBuf::from("/dev/urandom"),
+        fault: false,
+    };
+
+    // The fault switch: the first step is done, then the built-in fails.
+    let faulty = Env {
+        fault: true,
+        ..env.clone()
+    };
+    let e = builtin::run(Builtin::MountKernFs, &faulty).unwrap_err();
+    assert!(e.contains(builtin::FAULT_ENV), "{e}");
+    assert!(root.join("run/sendsigs.omit.d").is_dir());
+    assert_eq!(mount_of(&proc_dir, &root.join("run/lock")), None);
+
+    builtin::run(Builtin::MountKernFs, &env).unwrap();
+    let (t, o, s) = mount_of(&proc_dir, &root.join("run/lock")).expect("/run/lock mounted");
+    assert_eq!(t, "tmpfs");
+    for flag in ["nosuid", "nodev", "noexec"] {
+        assert!(o.split(',').any(|x| x == flag), "{o}");
+    }
+    // tmpfs shows its mode only when it is not the default 1777: look at the directory.
+    assert!(s.contains("size=5120k"), "{s}");
+    let mode = |p: &str| fs::metadata(root.join(p)).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode("run/lock"), 0o1777);
+    assert!(root.join("run/.tmpfs").is_file() && root.join("run/lock/.tmpfs").is_file());
+    assert_eq!(mode("run/sendsigs.omit.d"), 0o755);
+    let has = |fs_name: &str| {
+        fs::read_to_string(proc_dir.join("filesystems"))
+            .unwrap()
+            .lines()
+            .any(|l| l.ends_with(fs_name))
+    };
+    if has("securityfs") && root.join("sys/kernel/security").is_dir() {
+        let m = mount_of(&proc_dir, &root.join("sys/kernel/security"));
+        assert_eq!(m.map(|m| m.0).as_deref(), Some("securityfs"));
+    }
+
+    builtin::run(Builtin::MountDevSubFs, &env).unwrap();
+    let (t, o, s) = mount_of(&proc_dir, &root.join("dev/shm")).expect("/dev/shm mounted");
+    assert_eq!(t, "tmpfs");
+    assert!(o.contains("nosuid") && o.contains("nodev") && o.contains("noexec"), "{o}");
+    let meminfo = fs::read_to_string(proc_dir.join("meminfo")).unwrap();
+    let kib = builtin::shm_size_kib(&meminfo).unwrap();
+    // The kernel rounds the size to whole pages.
+    assert!(s.contains(&format!("size={}k", kib / 4 * 4)), "{s} vs {kib}k");
+    assert_eq!(mode("dev/shm"), 0o1777);
+    let (t, o, s) = mount_of(&proc_dir, &root.join("dev/pts")).expect("/dev/pts mounted");
+    assert_eq!(t, "devpts");
+    assert!(o.contains("nosuid") && o.contains("noexec"), "{o}");
+    // Debian's /etc/default/devpts: TTYGRP=5, TTYMODE=600.
+    assert!(s.contains("gid=5") && s.contains("mode=600"), "{s}");
+    for (link, target) in [
+        ("dev/fd", "/proc/self/fd"),
+        ("dev/stdin", "fd/0"),
+        ("dev/stdout", "fd/1"),
+        ("dev/stderr", "fd/2"),
+        ("run/shm", "/dev/shm"),
+    ] {
+        assert_eq!(
+            fs::read_link(root.join(link)).unwrap(),
+            Path::new(target),
+            "{link}"
+        );
+    }
+
+    // Idempotent, as the scripts are: a second run mounts nothing more.
+    let before = mount_count(&proc_dir);
+    builtin::run(Builtin::MountKernFs, &env).unwrap();
+    builtin::run(Builtin::MountDevSubFs, &env).unwrap();
+    assert_eq!(mount_count(&proc_dir), before);
+
+    // urandom: a new seed of the pool's size, for root only, different each time.
+    builtin::run(Builtin::Urandom, &env).unwrap();
+    let seed = root.join("var/lib/urandom/random-seed");
+    let pool: u64 = fs::read_to_string(proc_dir.join("sys/kernel/random/poolsize"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let m = fs::metadata(&seed).unwrap();
+    assert_eq!(m.len(), pool.div_ceil(8));
+    assert_eq!(m.mode() & 0o777, 0o600);
+    let first = fs::read(&seed).unwrap();
+    builtin::run(Builtin::Urandom, &env).unwrap();
+    assert_ne!(fs::read(&seed).unwrap(), first);
+
+    // hostname.sh: this namespace's own host name.
+    builtin::run(Builtin::Hostname, &env).unwrap();
+    let name = fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(name.trim(), "bp-builtin-test");
+
+    // /run not mounted yet: the script's job, so the built-in declines.
+    let bare = std::env::temp_dir().join(format!("bp-builtin-bare-{}", std::process::id()));
+    fs::create_dir_all(bare.join("run")).unwrap();
+    let bare_env = Env {
+        root: fs::canonicalize(&bare).unwrap(),
+        ..env.clone()
+    };
+    let e = builtin::run(Builtin::MountKernFs, &bare_env).unwrap_err();
+    assert!(e.contains("/run is not mounted"), "{e}");
+}
