@@ -204,6 +204,40 @@ pub fn whole(
     }
 }
 
+/// `bench builtins`: the runner's built-ins (rc::builtin) against the same boot running
+/// Debian's scripts (`bootprint.rc.builtins=0`), every other sysvinit lever on in both, each
+/// variant seasoned by a boot of its own. The baseline is the scripts.
+pub fn builtins(profile: Profile, ours: PathBuf) -> Benchmark {
+    let levers = "bootprint.rc=1 bootprint.modules=1 bootprint.readahead=1";
+    Benchmark {
+        name: "builtins",
+        about: "runlevel S's Debian scripts run as scripts (baseline) or as the runner's \
+                built-ins; every sysvinit lever on (bootprint's initramfs, runner, module \
+                loader, readahead)",
+        seasoned_by: None,
+        season_each: true,
+        variants: [
+            ("scripts", format!("{levers} bootprint.rc.builtins=0")),
+            ("builtins", levers.to_string()),
+        ]
+        .into_iter()
+        .map(|(name, append)| {
+            let mut o = BootOpts::new(profile);
+            o.append = append;
+            o.record = true;
+            o.sync_disk = true;
+            o.initrd = Some(ours.clone());
+            Variant {
+                name,
+                opts: o,
+                extra: whole_figures,
+                image: None,
+            }
+        })
+        .collect(),
+    }
+}
+
 /// The known benchmarks.
 pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
     match name {
@@ -282,7 +316,7 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
             .collect(),
         }),
         _ => Err(Error::Usage(format!(
-            "unknown benchmark {name:?}: known: record, profiles, rc, whole"
+            "unknown benchmark {name:?}: known: record, profiles, rc, whole, builtins"
         ))),
     }
 }
@@ -462,6 +496,18 @@ pub fn run(
             bench.name = "whole-desktop";
         }
         return run_built(paths, &img, &bench, runs, profile, as_json);
+    }
+    if name == "builtins" {
+        let img = image::ensure_flavor(paths, cargo, image::Flavor::Text)?;
+        let ours = crate::initramfs_test::ensure_ours(paths, &img)?;
+        return run_built(
+            paths,
+            &img,
+            &builtins(profile, ours),
+            runs,
+            profile,
+            as_json,
+        );
     }
     let mut bench = benchmark(name, profile)?;
     if flavor == image::Flavor::Desktop {

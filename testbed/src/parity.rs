@@ -9,10 +9,15 @@
 
 use crate::checks::{self, Checks};
 use crate::image;
-use crate::late_test::same_sections;
+use crate::late_test::{same_sections, section, sections};
 use crate::qemu::{self, BootOpts, Profile};
 use crate::util::{Error, Paths, Result};
 
+/// Mount options are compared too, but for the size of /dev: the kernel sizes its one
+/// devtmpfs by the RAM it counts when it makes it, before the initramfs is freed, and
+/// Debian's initramfs is ten times bootprint's (udev's remount with `size=10M` does not
+/// change it).
+///
 /// Run after the trace is written (so after boot done), after [`checks::COMMON_STATE`].
 const STATE_SCRIPT: &str = r#"echo "== random-seed"
 test -s /var/lib/urandom/random-seed && echo present
@@ -22,6 +27,13 @@ echo "== tmp"
 ls -A /tmp
 echo "== run"
 ls -A /run | grep -v -e '^bootprint$' -e '^initramfs$'
+echo "== mount-options"
+awk '$3 == "devtmpfs" { gsub(/,(size|nr_inodes)=[0-9]+k?/, "", $4) } {print $2, $3, $4}' /proc/mounts | sort
+echo "== modes"
+stat -c '%n %a %U %G' /run/lock /dev/shm /dev/pts /run/sendsigs.omit.d /var/lib/urandom/random-seed 2>&1
+for l in /dev/fd /dev/stdin /dev/stdout /dev/stderr /run/shm; do echo "$l -> $(readlink $l)"; done
+echo "== builtins"
+[ -e /run/bootprint/rc.log ] && sed -n 's/.* rc_start script=\([^ ]*\) .*builtin=1.*/ran \1/p; s/.* rc_builtin_failed script=\([^ ]*\) .*/failed \1/p' /run/bootprint/rc.log | sort
 echo "== end"
 "#;
 
@@ -34,6 +46,17 @@ const COMPARED: &[&str] = &[
     "runlevel",
     "tmp",
     "run",
+    "mount-options",
+    "modes",
+];
+
+/// The built-ins the runner has (rc::builtin), by script: each must have run on the test
+/// image, whose scripts and configuration are Debian's own.
+const BUILTINS: [&str; 4] = [
+    "hostname.sh",
+    "mountdevsubfs.sh",
+    "mountkernfs.sh",
+    "urandom",
 ];
 
 /// Every sysvinit lever bootprint has, on the kernel command line (with its initramfs).
@@ -68,5 +91,33 @@ fn parity(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
     let stock = boot("", None)?;
     let ours_out = boot(SYSV_LEVERS, Some(&ours))?;
     same_sections(c, "sysvinit + bootprint", &ours_out, &stock, COMPARED, &[]);
+    builtins_ran(c, "sysvinit + bootprint", &ours_out, "ran");
+    // Every built-in failing half-way (bootprint.rc.fault=builtin): the scripts mend it.
+    let faulty = boot(
+        &format!("{SYSV_LEVERS} bootprint.rc.fault=builtin"),
+        Some(&ours),
+    )?;
+    let label = "sysvinit + bootprint, built-ins failing";
+    same_sections(c, label, &faulty, &stock, COMPARED, &[]);
+    builtins_ran(c, label, &faulty, "failed");
     Ok(())
+}
+
+/// Checks that the `builtins` section lists `what` (`ran` or `failed`) for every built-in.
+fn builtins_ran(c: &mut Checks, label: &str, out: &str, what: &str) {
+    let s = sections(out);
+    let got: Vec<&str> = section(&s, "builtins")
+        .map(|set| {
+            set.iter()
+                .filter_map(|l| l.strip_prefix(what)?.strip_prefix(' '))
+                .collect()
+        })
+        .unwrap_or_default();
+    c.check(
+        got == BUILTINS,
+        &format!(
+            "{label}: rc.log says every built-in {what} ({}; got {got:?})",
+            BUILTINS.join(" ")
+        ),
+    );
 }

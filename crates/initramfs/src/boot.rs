@@ -307,26 +307,59 @@ pub fn find_init(root: &Path, asked: Option<&str>) -> Result<String, String> {
 
 fn mount_kernel_fs() -> Result<(), String> {
     let nosuid = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
-    for (src, dir, fstype, flags, data) in [
-        ("proc", "/proc", "proc", nosuid, ""),
-        ("sysfs", "/sys", "sysfs", nosuid, ""),
+    // (source, point, type, flags, data, required): like initramfs-tools, a /dev/pts that
+    // cannot be mounted is left to mountdevsubfs.sh.
+    for (src, dir, fstype, flags, data, required) in [
+        ("proc", "/proc", "proc", nosuid, "", true),
+        ("sysfs", "/sys", "sysfs", nosuid, "", true),
         // Source "udev", as Debian's initramfs-tools names it: the mount table after boot
         // is the same as with Debian's initramfs (`bootprint-testbed parity` checks).
-        ("udev", "/dev", "devtmpfs", libc::MS_NOSUID, "mode=0755"),
+        (
+            "udev",
+            "/dev",
+            "devtmpfs",
+            libc::MS_NOSUID,
+            "mode=0755",
+            true,
+        ),
+        // As initramfs-tools mounts them (its /init, Debian 12): the pty file system moves
+        // to the new root with /dev, and /run is noexec. mountdevsubfs.sh would mount
+        // /dev/pts with /etc/default/devpts's mode (600) instead of 620.
+        (
+            "devpts",
+            "/dev/pts",
+            "devpts",
+            libc::MS_NOEXEC | libc::MS_NOSUID,
+            "gid=5,mode=0620",
+            false,
+        ),
         (
             "tmpfs",
             "/run",
             "tmpfs",
-            libc::MS_NOSUID | libc::MS_NODEV,
+            libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
             "mode=0755,size=10%",
+            true,
         ),
     ] {
         let _ = fs::create_dir_all(dir);
         if let Err(e) = sys::mount(src, dir, fstype, flags, data) {
             // Already mounted (a kernel with CONFIG_DEVTMPFS_MOUNT) is fine.
-            if e.raw_os_error() != Some(libc::EBUSY) {
+            if required && e.raw_os_error() != Some(libc::EBUSY) {
                 return Err(format!("cannot mount {fstype} on {dir}: {e}"));
             }
+        }
+    }
+    // The links initramfs-tools' /init makes; they move to the new root with /dev, and
+    // mountdevsubfs.sh keeps links it finds (it would make `fd/0`, not these).
+    for (link, target) in [
+        ("/dev/fd", "/proc/self/fd"),
+        ("/dev/stdin", "/proc/self/fd/0"),
+        ("/dev/stdout", "/proc/self/fd/1"),
+        ("/dev/stderr", "/proc/self/fd/2"),
+    ] {
+        if !Path::new(link).is_symlink() {
+            let _ = std::os::unix::fs::symlink(target, link);
         }
     }
     let _ = fs::create_dir_all("/run/bootprint");

@@ -1517,6 +1517,20 @@ impl Drop for Runner<'_> {
     }
 }
 
+/// `bootprint.rc.builtins=0|1` on a kernel command line (the last one wins): overrides
+/// rc.conf's `builtins` for one boot (the A/B benchmark switches it this way).
+pub fn builtins_switch(cmdline: &str) -> Option<bool> {
+    cmdline
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("bootprint.rc.builtins="))
+        .next_back()
+        .and_then(|v| match v {
+            "0" | "no" => Some(false),
+            "1" | "yes" => Some(true),
+            _ => None,
+        })
+}
+
 /// The text of a panic's payload (`panic!` with a message gives a `String` or a `&str`).
 pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     p.downcast_ref::<String>()
@@ -1732,10 +1746,15 @@ fn run_guarded(
     progress: &mut Progress,
 ) -> Result<i32, String> {
     progress.phase = "config";
-    let (cfg, cdiags) = Config::load(
+    let (mut cfg, cdiags) = Config::load(
         &req.root
             .join(req.config.strip_prefix("/").unwrap_or(&req.config)),
     );
+    if let Some(on) =
+        builtins_switch(&std::fs::read_to_string(req.proc_dir.join("cmdline")).unwrap_or_default())
+    {
+        cfg.builtins = on;
+    }
     for d in &cdiags {
         let _ = writeln!(out, "bootprint rc: {d}");
     }
@@ -2017,6 +2036,17 @@ mod tests {
         assert!(Request::from_startpar(&a)
             .unwrap_err()
             .contains("boot, start or stop"));
+    }
+
+    #[test]
+    fn the_builtins_switch_on_the_command_line() {
+        assert_eq!(builtins_switch("quiet bootprint.rc=1"), None);
+        assert_eq!(builtins_switch("bootprint.rc.builtins=0"), Some(false));
+        assert_eq!(
+            builtins_switch("bootprint.rc.builtins=0 bootprint.rc.builtins=yes"),
+            Some(true)
+        );
+        assert_eq!(builtins_switch("bootprint.rc.builtins=maybe"), None);
     }
 
     #[test]

@@ -221,6 +221,9 @@ pub struct Span {
     pub late: bool,
     /// The script whose end made this one ready (empty: ready from the start).
     pub waited_for: String,
+    /// The runner's built-in did the work (a built-in that declined is not a span: the
+    /// script that ran after it is).
+    pub builtin: bool,
 }
 
 impl Span {
@@ -264,6 +267,7 @@ impl Services {
                         outcome: "running".into(),
                         late: get(e, "late") == "1",
                         waited_for: get(e, "waited_for"),
+                        builtin: get(e, "builtin") == "1",
                     });
                 }
                 "rc_end" => {
@@ -272,6 +276,17 @@ impl Services {
                         s.end_ns = Some(e.ns);
                         s.exit = e.kv.get("exit").and_then(|x| x.parse().ok());
                         s.outcome = get(e, "outcome");
+                    }
+                }
+                "rc_builtin_failed" => {
+                    // The script runs next (its own rc_start): drop the built-in's try.
+                    if let Some(i) = open.remove(&key) {
+                        v.spans.remove(i);
+                        for x in open.values_mut() {
+                            if *x > i {
+                                *x -= 1;
+                            }
+                        }
                     }
                 }
                 "rc_reached" => v.reached.push((get(e, "runlevel"), e.ns)),
@@ -378,13 +393,14 @@ pub fn render_text(v: &Services) -> String {
             };
             let _ = writeln!(
                 s,
-                "  {:>8.3} {:>8}  {:<3} {:<7} {:<15} {}",
+                "  {:>8.3} {:>8}  {:<3} {:<7} {:<15} {}{}",
                 secs(x.start_ns),
                 took,
                 x.runlevel,
                 x.action,
                 x.outcome,
-                x.script
+                x.script,
+                if x.builtin { " (built-in)" } else { "" }
             );
         }
     }

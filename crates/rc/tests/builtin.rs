@@ -43,16 +43,11 @@ fn debian_12s_own_scripts_are_recognised() {
     for b in Builtin::ALL {
         assert_eq!(recognise(&root, b), Ok(b), "{}", b.script());
     }
-    let e = builtin::recognise(
-        &root,
-        "urandom",
-        &root.join("etc/init.d/urandom"),
-        "stop",
-    )
-    .unwrap_err();
+    let e =
+        builtin::recognise(&root, "urandom", &root.join("etc/init.d/urandom"), "stop").unwrap_err();
     assert!(e.contains("only start"), "{e}");
-    let e = builtin::recognise(&root, "udev", &root.join("etc/init.d/urandom"), "start")
-        .unwrap_err();
+    let e =
+        builtin::recognise(&root, "udev", &root.join("etc/init.d/urandom"), "start").unwrap_err();
     assert!(e.contains("no built-in"), "{e}");
 }
 
@@ -98,7 +93,10 @@ fn configuration_other_than_the_default_runs_the_script() {
     fs::write(&fstab, &t).unwrap();
     let e = recognise(&root, Builtin::MountDevSubFs).unwrap_err();
     assert!(e.contains("/dev/shm"), "{e}");
-    assert_eq!(recognise(&root, Builtin::MountKernFs), Ok(Builtin::MountKernFs));
+    assert_eq!(
+        recognise(&root, Builtin::MountKernFs),
+        Ok(Builtin::MountKernFs)
+    );
     // devpts settings the script would source as shell.
     fs::write(&fstab, "/dev/vda / ext4 defaults 0 1\n").unwrap();
     fs::write(root.join("etc/default/devpts"), "TTYGRP=$(id -g tty)\n").unwrap();
@@ -152,7 +150,10 @@ fn builtins_mount_and_write_as_the_scripts_do_in_a_private_namespace() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(out.status.success(), "inner test failed:\n{text}");
-    assert!(text.contains("1 passed"), "the inner test did not run:\n{text}");
+    assert!(
+        text.contains("1 passed"),
+        "the inner test did not run:\n{text}"
+    );
 }
 
 /// (fstype, options, super options) of the mount at `point`, from mountinfo.
@@ -200,7 +201,12 @@ fn inner_builtins_in_namespace() {
     // The scratch root as an initramfs leaves it: /run, /proc, /sys, /dev mounted.
     sh_mount("tmpfs", &root, "tmpfs", "mode=755");
     let root = fs::canonicalize(&root).unwrap();
-    sh_mount("tmpfs", &root.join("run"), "tmpfs", "nosuid,nodev,noexec,mode=755");
+    sh_mount(
+        "tmpfs",
+        &root.join("run"),
+        "tmpfs",
+        "nosuid,nodev,noexec,mode=755",
+    );
     sh_mount("proc", &root.join("proc"), "proc", "nosuid,nodev,noexec");
     sh_mount("sysfs", &root.join("sys"), "sysfs", "nosuid,nodev,noexec");
     sh_mount("udev", &root.join("dev"), "tmpfs", "nosuid,mode=755");
@@ -256,11 +262,17 @@ fn inner_builtins_in_namespace() {
     builtin::run(Builtin::MountDevSubFs, &env).unwrap();
     let (t, o, s) = mount_of(&proc_dir, &root.join("dev/shm")).expect("/dev/shm mounted");
     assert_eq!(t, "tmpfs");
-    assert!(o.contains("nosuid") && o.contains("nodev") && o.contains("noexec"), "{o}");
+    assert!(
+        o.contains("nosuid") && o.contains("nodev") && o.contains("noexec"),
+        "{o}"
+    );
     let meminfo = fs::read_to_string(proc_dir.join("meminfo")).unwrap();
     let kib = builtin::shm_size_kib(&meminfo).unwrap();
     // The kernel rounds the size to whole pages.
-    assert!(s.contains(&format!("size={}k", kib / 4 * 4)), "{s} vs {kib}k");
+    assert!(
+        s.contains(&format!("size={}k", kib / 4 * 4)),
+        "{s} vs {kib}k"
+    );
     assert_eq!(mode("dev/shm"), 0o1777);
     let (t, o, s) = mount_of(&proc_dir, &root.join("dev/pts")).expect("/dev/pts mounted");
     assert_eq!(t, "devpts");

@@ -773,3 +773,80 @@ fn a_stop_cycle_is_broken_with_a_diagnostic_and_every_script_runs() {
     let marks = fs::read_to_string(root.0.join("marks")).unwrap();
     assert_eq!(marks, "c\na\nb\n");
 }
+
+/// A task marked as a built-in runs through `builtin_program`; when that exits 0 the script
+/// never runs, and when it exits anything else (254: declined, or a crash) the script runs.
+#[test]
+fn a_builtin_that_declines_or_fails_hands_its_task_to_the_script() {
+    for (program_exit, script_runs) in [
+        ("exit 0", false),
+        ("exit 254", true),
+        ("kill -SEGV $$", true),
+    ] {
+        let root = Root::new("builtin");
+        let mark = root.mark();
+        root.script(
+            "urandom",
+            "# Required-Start:\n",
+            &format!("echo script >> {mark}"),
+        );
+        root.script(
+            "logger",
+            "# Required-Start: urandom\n",
+            &format!("echo logger >> {mark}"),
+        );
+        let program = root.0.join("fake-builtin");
+        fs::write(
+            &program,
+            format!("#!/bin/sh\necho \"builtin $*\" >> {mark}\n{program_exit}\nexit 254\n"),
+        )
+        .unwrap();
+        fs::set_permissions(&program, fs::Permissions::from_mode(0o755)).unwrap();
+        let sys = System::load(&root.0).unwrap();
+        let cfg = quick_config();
+        let mut plan = Plan::start(&sys, Runlevel::Num(2), &cfg, &Durations::default(), None);
+        for t in &mut plan.tasks {
+            if t.name == "urandom" {
+                t.builtin = Some(rc::builtin::Builtin::Urandom);
+            }
+        }
+        let log_path = root.0.join("run/rc.log");
+        let mut log = SpanLog::open(&log_path);
+        let mut out: Vec<u8> = Vec::new();
+        let opts = Options {
+            builtin_program: Some(program.clone()),
+            ..Options::default()
+        };
+        {
+            let mut r = Runner::new(&plan, &cfg, opts, &mut log, &mut out);
+            r.begin();
+            r.run_phase(false);
+            r.done();
+        }
+        let marks = fs::read_to_string(&mark).unwrap();
+        let lines: Vec<&str> = marks.lines().collect();
+        let want: Vec<&str> = if script_runs {
+            vec!["builtin rc-builtin urandom start", "script", "logger"]
+        } else {
+            vec!["builtin rc-builtin urandom start", "logger"]
+        };
+        assert_eq!(lines, want, "program: {program_exit}");
+        let text = fs::read_to_string(&log_path).unwrap();
+        let (events, _) = spans::parse(&text, &log_path);
+        let failed = events
+            .iter()
+            .filter(|e| e.kind == "rc_builtin_failed")
+            .count();
+        assert_eq!(failed, usize::from(script_runs), "{text}");
+        let v = Services::from_events(&events);
+        let s = span(&v, "urandom");
+        assert_eq!(s.outcome, "ok");
+        assert_eq!(s.builtin, !script_runs, "{:?}", v.spans);
+        assert_eq!(
+            v.spans.iter().filter(|s| s.script == "urandom").count(),
+            1,
+            "one span per script, whoever did the work: {:?}",
+            v.spans
+        );
+    }
+}

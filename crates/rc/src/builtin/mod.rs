@@ -354,7 +354,9 @@ pub fn run(b: Builtin, env: &Env) -> Result<(), String> {
         Builtin::MountDevSubFs => mountdevsubfs(env, &mut steps),
         Builtin::Urandom => urandom(env, &mut steps),
         Builtin::Hostname => hostname(env, &mut steps),
-    }
+    }?;
+    // The end counts as a step: under the fault switch, a built-in of one step fails too.
+    steps.step()
 }
 
 /// Counts steps, so that the fault switch can fail the built-in after the first one.
