@@ -233,6 +233,15 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
                     ms.map(|m| m.to_string()).unwrap_or("?".into())
                 ),
             );
+            // The root checked before the mount, as initramfs-tools does (boot::check_root).
+            let fsck = steps.lines().find(|l| l.contains(" fsck "));
+            check(
+                fsck.is_some_and(|l| {
+                    l.contains("/sbin/e2fsck -p /dev/vda: exit 0")
+                        || l.contains("/sbin/e2fsck -p /dev/vda: exit 1")
+                }),
+                &format!("/init checked the root before mounting it: {fsck:?}"),
+            );
             let replays = events
                 .iter()
                 .filter(|e| e.kind == "readahead_replay_start")

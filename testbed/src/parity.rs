@@ -32,6 +32,8 @@ awk '$3 == "devtmpfs" { gsub(/,(size|nr_inodes)=[0-9]+k?/, "", $4) } {print $2, 
 echo "== modes"
 stat -c '%n %a %U %G' /run/lock /dev/shm /dev/pts /run/sendsigs.omit.d /var/lib/urandom/random-seed 2>&1
 for l in /dev/fd /dev/stdin /dev/stdout /dev/stderr /run/shm; do echo "$l -> $(readlink $l)"; done
+echo "== fsck"
+test -e /run/initramfs/fsck-root && echo "root checked in the initramfs"
 echo "== builtins"
 [ -e /run/bootprint/rc.log ] && sed -n 's/.* rc_start script=\([^ ]*\) .*builtin=1.*/ran \1/p; s/.* rc_builtin_failed script=\([^ ]*\) .*/failed \1/p' /run/bootprint/rc.log | sort
 echo "== end"
@@ -48,6 +50,7 @@ const COMPARED: &[&str] = &[
     "run",
     "mount-options",
     "modes",
+    "fsck",
 ];
 
 /// The built-ins the runner has (rc::builtin), by script: each must have run on the test
@@ -92,14 +95,21 @@ fn parity(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
     let ours_out = boot(SYSV_LEVERS, Some(&ours))?;
     same_sections(c, "sysvinit + bootprint", &ours_out, &stock, COMPARED, &[]);
     builtins_ran(c, "sysvinit + bootprint", &ours_out, "ran");
-    // Every built-in failing half-way (bootprint.rc.fault=builtin): the scripts mend it.
+    // Every built-in failing half-way (bootprint.rc.fault=builtin): the scripts mend it;
+    // and the initramfs leaving the root's check to checkroot.sh.
     let faulty = boot(
-        &format!("{SYSV_LEVERS} bootprint.rc.fault=builtin"),
+        &format!("{SYSV_LEVERS} bootprint.rc.fault=builtin bootprint.initramfs.fault=fsck"),
         Some(&ours),
     )?;
-    let label = "sysvinit + bootprint, built-ins failing";
-    same_sections(c, label, &faulty, &stock, COMPARED, &[]);
+    let label = "sysvinit + bootprint, built-ins failing, no fsck in the initramfs";
+    let all_but_fsck: Vec<&str> = COMPARED.iter().copied().filter(|s| *s != "fsck").collect();
+    same_sections(c, label, &faulty, &stock, &all_but_fsck, &[]);
     builtins_ran(c, label, &faulty, "failed");
+    let s = sections(&faulty);
+    c.check(
+        section(&s, "fsck").is_some_and(|set| set.is_empty()),
+        &format!("{label}: no fsck-root flag, so checkroot.sh checked the root"),
+    );
     Ok(())
 }
 

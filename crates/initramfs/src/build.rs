@@ -292,6 +292,21 @@ pub fn build(o: &Options) -> Result<Report, Error> {
         let l = lib.to_string_lossy().into_owned();
         add(&mut a, &l, &sys_path(&o.fsroot, &l), 0o755)?;
     }
+    // The root's checker, as initramfs-tools carries it (boot::check_root): when the
+    // system has none, the initramfs leaves the check to the system.
+    let e2fsck = Path::new(crate::boot::E2FSCK);
+    if sys_path(&o.fsroot, crate::boot::E2FSCK).is_file() {
+        add(
+            &mut a,
+            crate::boot::E2FSCK,
+            &sys_path(&o.fsroot, crate::boot::E2FSCK),
+            0o755,
+        )?;
+        for lib in elf::closure(&o.fsroot, e2fsck, &elf::LIB_DIRS)? {
+            let l = lib.to_string_lossy().into_owned();
+            add(&mut a, &l, &sys_path(&o.fsroot, &l), 0o755)?;
+        }
+    }
     for m in &plan.modules {
         add(&mut a, &m.path, &sys_path(&o.fsroot, &m.path), 0o644)?;
     }

@@ -84,6 +84,10 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// `bootprint.initramfs.fault=VALUE` on the kernel command line forces a failure for the
+/// test bed: `fsck` leaves the root's check to the system (checkroot.sh).
+pub const FAULT_PARAM: &str = "bootprint.initramfs.fault";
+
 /// Where the plan file lives inside the initramfs; its presence is how `bootprint-boot`
 /// knows it runs as the initramfs's `/init`.
 pub const PLAN_PATH: &str = "/bootprint/plan";
