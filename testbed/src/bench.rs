@@ -204,20 +204,27 @@ pub fn whole(
     }
 }
 
-/// `bench builtins`: the runner's built-ins (rc::builtin) against the same boot running
-/// Debian's scripts (`bootprint.rc.builtins=0`), every other sysvinit lever on in both, each
-/// variant seasoned by a boot of its own. The baseline is the scripts.
+/// `bench builtins`: what cutting the sysvinit chain is worth (issue 15, part 2): the
+/// scripts and checkroot.sh's own root check (`bootprint.rc.builtins=0
+/// bootprint.initramfs.fsck=0`, the baseline), the root checked in the initramfs, and the
+/// runner's built-ins on top; every other sysvinit lever on in all, each variant seasoned
+/// by a boot of its own.
 pub fn builtins(profile: Profile, ours: PathBuf) -> Benchmark {
     let levers = "bootprint.rc=1 bootprint.modules=1 bootprint.readahead=1";
     Benchmark {
         name: "builtins",
-        about: "runlevel S's Debian scripts run as scripts (baseline) or as the runner's \
-                built-ins; every sysvinit lever on (bootprint's initramfs, runner, module \
-                loader, readahead)",
+        about: "runlevel S as before (Debian's scripts, the root checked by checkroot.sh: \
+                the baseline), with the root checked in bootprint's initramfs, and with the \
+                runner's built-ins too; every sysvinit lever on (bootprint's initramfs, \
+                runner, module loader, readahead)",
         seasoned_by: None,
         season_each: true,
         variants: [
-            ("scripts", format!("{levers} bootprint.rc.builtins=0")),
+            (
+                "scripts",
+                format!("{levers} bootprint.rc.builtins=0 bootprint.initramfs.fsck=0"),
+            ),
+            ("fsck", format!("{levers} bootprint.rc.builtins=0")),
             ("builtins", levers.to_string()),
         ]
         .into_iter()

@@ -742,6 +742,9 @@ pub fn fsck_plan(cmd: &Cmdline, fstype: Option<&str>, have_e2fsck: bool) -> Fsck
     if word("fastboot") || cmd.get("fsck.mode") == Some("skip") {
         return FsckPlan::Skip("fastboot: not checked".into());
     }
+    if cmd.get("bootprint.initramfs.fsck") == Some("0") {
+        return FsckPlan::Skip("bootprint.initramfs.fsck=0: left to the system".into());
+    }
     if cmd.get(crate::FAULT_PARAM) == Some("fsck") {
         return FsckPlan::Skip(format!(
             "{}=fsck: not checked, for testing (checkroot.sh checks it)",
@@ -951,6 +954,12 @@ mod tests {
         for (c, fstype, have, why) in [
             ("fastboot", Some("ext4"), true, "fastboot"),
             ("fsck.mode=skip", Some("ext4"), true, "fastboot"),
+            (
+                "bootprint.initramfs.fsck=0",
+                Some("ext4"),
+                true,
+                "left to the system",
+            ),
             (
                 "bootprint.initramfs.fault=fsck",
                 Some("ext4"),
