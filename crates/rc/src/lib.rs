@@ -18,6 +18,7 @@
 //! - [`builtin`]: Debian's early-boot scripts done by the runner itself (mountkernfs.sh,
 //!   mountdevsubfs.sh, urandom, hostname.sh), only where the script and its configuration
 //!   are Debian's own; the script runs whenever a built-in declines or fails.
+//! - [`udev`]: when udev may run beside the path to the login instead of alone before it.
 //! - [`login`]: the login target learned from the system (`login = auto`): the network
 //!   only when logins need it, syslog only when it logs them, each part with its reason.
 //! - [`fallback`]: the last resort (every script of the runlevel serially in link order,
@@ -53,6 +54,7 @@ pub mod spans;
 pub mod state;
 mod sys;
 pub mod system;
+pub mod udev;
 
 use std::fmt;
 use std::path::PathBuf;

@@ -75,6 +75,9 @@ pub struct Config {
     /// `builtins`: run Debian's early-boot scripts that [`crate::builtin`] recognises as
     /// built-ins (`yes`, the default) or always as scripts (`no`).
     pub builtins: bool,
+    /// `udev-off-path`: let udev run beside the path to the login where [`crate::udev`]
+    /// finds it safe (`yes`, the default), or alone before it as Debian does (`no`).
+    pub udev_off_path: bool,
 }
 
 /// The display managers Debian packages with an init script (`display-managers`).
@@ -118,6 +121,7 @@ impl Default for Config {
             display_managers: DISPLAY_MANAGERS.map(String::from).to_vec(),
             display_manager_needs: ["elogind", "consolekit"].map(String::from).to_vec(),
             builtins: true,
+            udev_off_path: true,
         }
     }
 }
@@ -180,9 +184,15 @@ impl Config {
                     },
                     None => bad("a number >= 0"),
                 },
-                "builtins" => match v {
-                    "yes" | "1" | "true" => c.builtins = true,
-                    "no" | "0" | "false" => c.builtins = false,
+                "builtins" | "udev-off-path" => match v {
+                    "yes" | "1" | "true" | "no" | "0" | "false" => {
+                        let on = matches!(v, "yes" | "1" | "true");
+                        if k == "builtins" {
+                            c.builtins = on
+                        } else {
+                            c.udev_off_path = on
+                        }
+                    }
                     _ => bad("yes or no"),
                 },
                 "max-parallel" => match v.parse() {
@@ -192,7 +202,7 @@ impl Config {
                 _ => diags.push(Diagnostic::new(
                     file,
                     Some(i + 1),
-                    format!("unknown key {k:?}: expected login, late, display-managers, display-manager-needs, timeout, flush, load-per-cpu, max-parallel, idle-busy, idle-iowait, idle-window, late-max-wait or builtins"),
+                    format!("unknown key {k:?}: expected login, late, display-managers, display-manager-needs, timeout, flush, load-per-cpu, max-parallel, idle-busy, idle-iowait, idle-window, late-max-wait, builtins or udev-off-path"),
                 )),
             }
         }
@@ -524,10 +534,34 @@ impl Plan {
                 }
             }
         }
+        // udev beside the path (crate::udev): not alone, and mountdevsubfs.sh not after it.
+        let udev_beside = if rl == Runlevel::S && cfg.udev_off_path {
+            match crate::udev::off_path(&sys.root) {
+                Ok(()) => g
+                    .node("udev")
+                    .filter(|_| g.node(crate::udev::FREED).is_some()),
+                Err(why) => {
+                    if g.node("udev").is_some() {
+                        diagnostics.push(Diagnostic::new(
+                            Path::new("etc/init.d/udev"),
+                            None,
+                            format!("udev stays on the path to the login: {why}"),
+                        ));
+                    }
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let freed = g.node(crate::udev::FREED);
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
         for e in g.active_edges() {
             if !path[e.from] && path[e.to] {
                 continue; // only a $all edge can get here: the path does not wait for late ones
+            }
+            if udev_beside == Some(e.from) && freed == Some(e.to) && e.kind() == EdgeKind::Should {
+                continue;
             }
             if skip.contains(&g.nodes[e.from].script) {
                 continue;
@@ -548,7 +582,8 @@ impl Plan {
                     name: node.name.clone(),
                     path: sys.root.join(&sys.scripts[node.script].path),
                     action: action.clone(),
-                    interactive: node.interactive,
+                    // Debian 12's udev script reads the console only when run by hand.
+                    interactive: node.interactive && udev_beside != Some(i),
                     late: !path[i],
                     preds: preds[i]
                         .iter()
@@ -1517,12 +1552,14 @@ impl Drop for Runner<'_> {
     }
 }
 
-/// `bootprint.rc.builtins=0|1` on a kernel command line (the last one wins): overrides
-/// rc.conf's `builtins` for one boot (the A/B benchmark switches it this way).
-pub fn builtins_switch(cmdline: &str) -> Option<bool> {
+/// `KEY=0|1` (or `no|yes`) on a kernel command line, the last one winning:
+/// `bootprint.rc.builtins` and `bootprint.rc.udev-off-path` override rc.conf for one boot
+/// (the A/B benchmarks switch them this way).
+pub fn cmdline_switch(cmdline: &str, key: &str) -> Option<bool> {
+    let prefix = format!("{key}=");
     cmdline
         .split_whitespace()
-        .filter_map(|w| w.strip_prefix("bootprint.rc.builtins="))
+        .filter_map(|w| w.strip_prefix(&prefix))
         .next_back()
         .and_then(|v| match v {
             "0" | "no" => Some(false),
@@ -1750,10 +1787,12 @@ fn run_guarded(
         &req.root
             .join(req.config.strip_prefix("/").unwrap_or(&req.config)),
     );
-    if let Some(on) =
-        builtins_switch(&std::fs::read_to_string(req.proc_dir.join("cmdline")).unwrap_or_default())
-    {
+    let cmdline = std::fs::read_to_string(req.proc_dir.join("cmdline")).unwrap_or_default();
+    if let Some(on) = cmdline_switch(&cmdline, "bootprint.rc.builtins") {
         cfg.builtins = on;
+    }
+    if let Some(on) = cmdline_switch(&cmdline, "bootprint.rc.udev-off-path") {
+        cfg.udev_off_path = on;
     }
     for d in &cdiags {
         let _ = writeln!(out, "bootprint rc: {d}");
@@ -2039,14 +2078,19 @@ mod tests {
     }
 
     #[test]
-    fn the_builtins_switch_on_the_command_line() {
-        assert_eq!(builtins_switch("quiet bootprint.rc=1"), None);
-        assert_eq!(builtins_switch("bootprint.rc.builtins=0"), Some(false));
+    fn switches_on_the_command_line() {
+        let b = "bootprint.rc.builtins";
+        assert_eq!(cmdline_switch("quiet bootprint.rc=1", b), None);
+        assert_eq!(cmdline_switch("bootprint.rc.builtins=0", b), Some(false));
         assert_eq!(
-            builtins_switch("bootprint.rc.builtins=0 bootprint.rc.builtins=yes"),
+            cmdline_switch("bootprint.rc.builtins=0 bootprint.rc.builtins=yes", b),
             Some(true)
         );
-        assert_eq!(builtins_switch("bootprint.rc.builtins=maybe"), None);
+        assert_eq!(cmdline_switch("bootprint.rc.builtins=maybe", b), None);
+        assert_eq!(
+            cmdline_switch("bootprint.rc.builtins=0", "bootprint.rc.udev-off-path"),
+            None
+        );
     }
 
     #[test]

@@ -329,3 +329,81 @@ fn inner_builtins_in_namespace() {
     let e = builtin::run(Builtin::MountKernFs, &bare_env).unwrap_err();
     assert!(e.contains("/run is not mounted"), "{e}");
 }
+
+/// A copy of the Debian 12 fixture tree (scripts, insserv.conf, links) to plan runlevel S.
+fn debian_tree(tag: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/initscripts/debian-bookworm");
+    let dst = std::env::temp_dir().join(format!("bp-udev-{tag}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dst);
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(&src)
+        .arg(&dst)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    dst
+}
+
+/// (udev interactive, mountdevsubfs.sh waits for udev) in the runlevel S plan.
+fn udev_in_plan(root: &Path, cfg: &rc::run::Config) -> (bool, bool) {
+    let sys = rc::system::System::load(root).unwrap();
+    let plan = rc::run::Plan::start(
+        &sys,
+        rc::system::Runlevel::S,
+        cfg,
+        &rc::durations::Durations::default(),
+        None,
+    );
+    let id = |n: &str| plan.tasks.iter().position(|t| t.name == n).unwrap();
+    let (udev, freed) = (id("udev"), id(rc::udev::FREED));
+    (
+        plan.tasks[udev].interactive,
+        plan.tasks[freed].preds.contains(&udev),
+    )
+}
+
+#[test]
+fn udev_runs_beside_the_path_only_where_devtmpfs_is_enough() {
+    let root = debian_tree("beside");
+    let on = rc::run::Config::default();
+    let off = rc::run::Config {
+        udev_off_path: false,
+        ..rc::run::Config::default()
+    };
+    // Debian's scripts, disks by kernel name: udev is neither alone nor waited for.
+    fs::write(
+        root.join("etc/fstab"),
+        "/dev/vda / ext4 defaults 0 1\nproc /proc proc defaults 0 0\n",
+    )
+    .unwrap();
+    assert_eq!(rc::udev::off_path(&root), Ok(()));
+    assert_eq!(udev_in_plan(&root, &on), (false, false));
+    // As Debian runs it: switched off, or wherever the path may need what udev makes.
+    assert_eq!(udev_in_plan(&root, &off), (true, true));
+    fs::write(root.join("etc/fstab"), "UUID=0a1b / ext4 defaults 0 1\n").unwrap();
+    let e = rc::udev::off_path(&root).unwrap_err();
+    assert!(e.contains("/etc/fstab:1: UUID=0a1b"), "{e}");
+    assert_eq!(udev_in_plan(&root, &on), (true, true));
+    fs::write(root.join("etc/fstab"), "/dev/sda1 / ext4 defaults 0 1\n").unwrap();
+    fs::write(
+        root.join("etc/crypttab"),
+        "# none\nhome /dev/sda2 none luks\n",
+    )
+    .unwrap();
+    assert!(rc::udev::off_path(&root)
+        .unwrap_err()
+        .contains("/etc/crypttab:2"));
+    assert_eq!(udev_in_plan(&root, &on), (true, true));
+    fs::remove_file(root.join("etc/crypttab")).unwrap();
+    let udev = root.join("etc/init.d/udev");
+    let mut t = fs::read(&udev).unwrap();
+    t.extend_from_slice(b"# edited\n");
+    fs::write(&udev, t).unwrap();
+    assert!(rc::udev::off_path(&root)
+        .unwrap_err()
+        .contains("not Debian 12's"));
+    assert_eq!(udev_in_plan(&root, &on), (true, true));
+    fs::remove_dir_all(&root).unwrap();
+}

@@ -116,7 +116,7 @@ impl Builtin {
     }
 
     /// SHA-256 of the script as Debian 12 ships it.
-    fn script_sha256(self) -> &'static str {
+    pub(crate) fn script_sha256(self) -> &'static str {
         match self {
             Builtin::MountKernFs => {
                 "b9f83b0f3144aa32efa6591a9fe4bc0b5fb37258329dc4f3ed1f39e8728b23de"

@@ -1,0 +1,183 @@
+//! udev beside the path to the login (issue 15, part 2).
+//!
+//! On Debian, runlevel S runs `udev` (start systemd-udevd, replay every device's add
+//! event, wait until all are handled) alone, as an `<interactive>` script of insserv.conf,
+//! and `mountdevsubfs.sh`, which heads the chain to the login (checkroot, mountall, ...),
+//! waits for it (`Should-Start: udev`). On the test bed that is 4 s of the chain. The devices
+//! the login path touches, though, are already there: the kernel's devtmpfs makes every
+//! node under its kernel name, and the modules are loaded by then (the initramfs, the
+//! module loader). So where [`off_path`] holds, the runner lets udev run **beside** the
+//! path: not alone (Debian 12's udev script reads the console only when someone runs it by
+//! hand, never at boot), and `mountdevsubfs.sh` (Debian 12's, which mounts only /dev/shm
+//! and /dev/pts, file systems no device backs) does not wait for it. Every other script
+//! that waits for udev still does (procps's sysctl settings name interfaces udev renames;
+//! cryptdisks needs its device links), and runlevel S still ends only when udev has.
+
+use std::path::Path;
+
+use crate::builtin::{sha256, Builtin};
+
+/// SHA-256 of Debian 12's `/etc/init.d/udev` (udev 252, as on the test image).
+pub const UDEV_SHA256: &str = "1b945f67c50a32331ad6f9ba49eac8205fe0866fa850dc1fc645d240bd834844";
+
+/// The script that no longer waits for udev.
+pub const FREED: &str = "mountdevsubfs.sh";
+
+/// File system types no block device backs.
+const VIRTUAL: &[&str] = &[
+    "proc",
+    "sysfs",
+    "tmpfs",
+    "devpts",
+    "devtmpfs",
+    "securityfs",
+    "pstore",
+    "efivarfs",
+    "debugfs",
+    "tracefs",
+    "configfs",
+    "cgroup",
+    "cgroup2",
+    "mqueue",
+    "hugetlbfs",
+    "binfmt_misc",
+    "fusectl",
+];
+
+/// Whether `dev` is a disk's kernel name, a node devtmpfs makes without udev:
+/// `/dev/sda1`, `/dev/vda`, `/dev/hdb2`, `/dev/xvda1`, `/dev/nvme0n1p2`, `/dev/mmcblk0p1`.
+pub fn kernel_disk_name(dev: &str) -> bool {
+    let Some(name) = dev.strip_prefix("/dev/") else {
+        return false;
+    };
+    let digits_after = |s: &str| s.is_empty() || s.bytes().all(|c| c.is_ascii_digit());
+    for prefix in ["sd", "vd", "hd", "xvd"] {
+        if let Some(rest) = name.strip_prefix(prefix) {
+            let letters = rest.bytes().take_while(|c| c.is_ascii_lowercase()).count();
+            return letters > 0 && digits_after(&rest[letters..]);
+        }
+    }
+    // nvme<N>n<M>[p<K>], mmcblk<N>[p<K>]
+    let number = |s: &str| -> Option<usize> {
+        let n = s.bytes().take_while(|c| c.is_ascii_digit()).count();
+        (n > 0).then_some(n)
+    };
+    let partition = |s: &str| {
+        s.is_empty()
+            || s.strip_prefix('p')
+                .is_some_and(|p| number(p) == Some(p.len()))
+    };
+    if let Some(rest) = name.strip_prefix("nvme") {
+        let Some(n) = number(rest) else { return false };
+        let Some(rest) = rest[n..].strip_prefix('n') else {
+            return false;
+        };
+        let Some(m) = number(rest) else { return false };
+        return partition(&rest[m..]);
+    }
+    if let Some(rest) = name.strip_prefix("mmcblk") {
+        let Some(n) = number(rest) else { return false };
+        return partition(&rest[n..]);
+    }
+    false
+}
+
+fn read(root: &Path, rel: &str) -> Result<Option<String>, String> {
+    match std::fs::read(root.join(rel)) {
+        Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("/{rel}: {e}")),
+    }
+}
+
+/// Whether udev may run beside the path on the system at `root`; Err says why not (shown
+/// by `--dry-run`): both scripts Debian 12's own, and every device in /etc/fstab a kernel
+/// name (no `UUID=`, `LABEL=`, /dev/disk/..., /dev/mapper/...: udev makes those links, and
+/// LVM, RAID and dm-crypt wait for it), no /etc/fstab.d, nothing in /etc/crypttab.
+pub fn off_path(root: &Path) -> Result<(), String> {
+    let same = |rel: &str, want: &str| -> Result<(), String> {
+        let data = std::fs::read(root.join(rel)).map_err(|e| format!("/{rel}: {e}"))?;
+        if sha256::hex(&data) == want {
+            Ok(())
+        } else {
+            Err(format!("/{rel} is not Debian 12's: it keeps its place"))
+        }
+    };
+    same("etc/init.d/udev", UDEV_SHA256)?;
+    same(
+        &format!("etc/init.d/{FREED}"),
+        Builtin::MountDevSubFs.script_sha256(),
+    )?;
+    if root.join("etc/fstab.d").exists() {
+        return Err("/etc/fstab.d exists".into());
+    }
+    if let Some(t) = read(root, "etc/crypttab")? {
+        if let Some((n, l)) = t
+            .lines()
+            .enumerate()
+            .find(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+        {
+            return Err(format!(
+                "/etc/crypttab:{}: {:?}: an encrypted device needs udev",
+                n + 1,
+                l.trim()
+            ));
+        }
+    }
+    let fstab = read(root, "etc/fstab")?.unwrap_or_default();
+    for (n, line) in fstab.lines().enumerate() {
+        let mut w = line.split_whitespace();
+        let Some(dev) = w.next().filter(|d| !d.starts_with('#')) else {
+            continue;
+        };
+        let fstype = w.nth(1).unwrap_or("");
+        if VIRTUAL.contains(&fstype) || dev == "none" && fstype != "swap" {
+            continue;
+        }
+        if !kernel_disk_name(dev) {
+            return Err(format!(
+                "/etc/fstab:{}: {dev} is not a kernel name: udev makes that link",
+                n + 1
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_names_and_links() {
+        for ok in [
+            "/dev/sda",
+            "/dev/sda1",
+            "/dev/vda",
+            "/dev/vdb12",
+            "/dev/xvda1",
+            "/dev/sdaa3",
+            "/dev/nvme0n1",
+            "/dev/nvme0n1p2",
+            "/dev/mmcblk0",
+            "/dev/mmcblk0p1",
+        ] {
+            assert!(kernel_disk_name(ok), "{ok}");
+        }
+        for no in [
+            "UUID=1234",
+            "/dev/disk/by-uuid/1234",
+            "/dev/mapper/vg-root",
+            "/dev/md0",
+            "/dev/dm-0",
+            "/dev/sd",
+            "/dev/sda1x",
+            "/dev/nvme0",
+            "/dev/nvme0n1p",
+            "/dev/mmcblk",
+            "sda1",
+        ] {
+            assert!(!kernel_disk_name(no), "{no}");
+        }
+    }
+}
