@@ -233,6 +233,9 @@ pub struct Task {
     pub action: String,
     /// Runs alone, on the console.
     pub interactive: bool,
+    /// The script itself needs the console (its header or insserv.conf), even where its
+    /// built-in does not: a script run after its built-in failed gets the console.
+    pub interactive_script: bool,
     /// Started after the login target, once idle.
     pub late: bool,
     /// Tasks that must end first.
@@ -574,16 +577,26 @@ impl Plan {
         let new_id: BTreeMap<usize, usize> =
             keep.iter().enumerate().map(|(a, &b)| (b, a)).collect();
         let action = "start".to_string();
+        let builtin_of = |i: usize| {
+            let node = &g.nodes[i];
+            let path = sys.root.join(&sys.scripts[node.script].path);
+            cfg.builtins
+                .then(|| builtin::recognise(&sys.root, &node.name, &path, "start").ok())
+                .flatten()
+        };
         let tasks = keep
             .iter()
             .map(|&i| {
                 let node = &g.nodes[i];
+                let builtin = builtin_of(i);
                 Task {
                     name: node.name.clone(),
                     path: sys.root.join(&sys.scripts[node.script].path),
                     action: action.clone(),
-                    // Debian 12's udev script reads the console only when run by hand.
-                    interactive: node.interactive && udev_beside != Some(i),
+                    // Debian 12's udev script reads the console only when run by hand; a
+                    // built-in never does (checkroot.sh's only once its root is checked).
+                    interactive: node.interactive && udev_beside != Some(i) && builtin.is_none(),
+                    interactive_script: node.interactive,
                     late: !path[i],
                     preds: preds[i]
                         .iter()
@@ -593,12 +606,7 @@ impl Plan {
                     learned: durations
                         .map
                         .contains_key(&(node.name.clone(), action.clone())),
-                    builtin: if cfg.builtins {
-                        let path = sys.root.join(&sys.scripts[node.script].path);
-                        builtin::recognise(&sys.root, &node.name, &path, &action).ok()
-                    } else {
-                        None
-                    },
+                    builtin,
                 }
             })
             .collect();
@@ -682,6 +690,7 @@ impl Plan {
                 path: sys.root.join(&sys.scripts[s].path),
                 action: action.clone(),
                 interactive: sys.is_interactive(s),
+                interactive_script: sys.is_interactive(s),
                 late: false,
                 preds: preds[t].iter().copied().collect(),
                 weight_ms: durations.get(&sys.scripts[s].name, &action),
@@ -970,6 +979,8 @@ struct Running {
     task: usize,
     /// The task runs as its built-in (a [`builtin::DECLINED`] exit runs the script).
     builtin: bool,
+    /// It has the console and runs alone.
+    alone: bool,
     child: Child,
     master: Option<OwnedFd>,
     buf: Vec<u8>,
@@ -1104,10 +1115,7 @@ impl<'a> Runner<'a> {
                 break;
             }
             // Start what is ready, best first, while the load allows.
-            let interactive_running = self
-                .running
-                .iter()
-                .any(|r| self.plan.tasks[r.task].interactive);
+            let interactive_running = self.running.iter().any(|r| r.alone);
             if !interactive_running {
                 let mut ready: Vec<usize> = mine
                     .iter()
@@ -1196,7 +1204,10 @@ impl<'a> Runner<'a> {
         cmd.env("RUNLEVEL", &self.plan.runlevel)
             .env("PREVLEVEL", &self.opts.prevlevel);
         let mut master = None;
-        if !t.interactive {
+        // A script whose built-in failed needs the console if the script itself does
+        // (checkroot.sh's maintenance shell), even with others running.
+        let alone = t.interactive || (as_builtin.is_none() && t.interactive_script);
+        if !alone {
             if let Ok((m, s)) = sys::open_pty() {
                 if let (Ok(a), Ok(b)) = (s.try_clone(), s.try_clone()) {
                     cmd.stdin(Stdio::from(a))
@@ -1231,6 +1242,7 @@ impl<'a> Runner<'a> {
                 self.running.push(Running {
                     task: i,
                     builtin: as_builtin.is_some(),
+                    alone,
                     child,
                     master,
                     buf: Vec::new(),

@@ -41,6 +41,9 @@ fn recognise(root: &Path, b: Builtin) -> Result<Builtin, String> {
 fn debian_12s_own_scripts_are_recognised() {
     let root = fixture();
     for b in Builtin::ALL {
+        if b == Builtin::CheckRoot {
+            continue; // the fixture's fstab asks for a check: below
+        }
         assert_eq!(recognise(&root, b), Ok(b), "{}", b.script());
     }
     let e =
@@ -116,6 +119,54 @@ fn configuration_other_than_the_default_runs_the_script() {
     fs::write(root.join("sbin/restorecon"), "").unwrap();
     assert!(recognise(&root, Builtin::MountKernFs).is_err());
     assert_eq!(recognise(&root, Builtin::Urandom), Ok(Builtin::Urandom));
+    fs::remove_dir_all(&root).unwrap();
+}
+
+/// checkroot.sh is a built-in only once nothing is left for the console: the root checked
+/// (the initramfs's flag), `fastboot`, or no check asked for in fstab.
+#[test]
+fn checkroot_is_built_in_only_once_the_root_is_checked() {
+    let root = copy_fixture("checkroot");
+    let e = recognise(&root, Builtin::CheckRoot).unwrap_err();
+    assert!(e.contains("not checked yet"), "{e}");
+    // Checked by the initramfs: then the device must be the one mounted on / (here the
+    // fixture has no /dev/vda, so the script's own rootdev logic would run).
+    fs::create_dir_all(root.join("run/initramfs")).unwrap();
+    fs::write(root.join("run/initramfs/fsck-root"), "").unwrap();
+    let e = recognise(&root, Builtin::CheckRoot).unwrap_err();
+    assert!(e.contains("/dev/vda"), "{e}");
+    fs::write(
+        root.join("etc/fstab"),
+        "/dev/vda / ext4 defaults 0 0
+",
+    )
+    .unwrap();
+    assert_eq!(recognise(&root, Builtin::CheckRoot), Ok(Builtin::CheckRoot));
+    fs::write(
+        root.join("etc/fstab"),
+        "UUID=0a / ext4 defaults 0 0
+",
+    )
+    .unwrap();
+    assert!(recognise(&root, Builtin::CheckRoot)
+        .unwrap_err()
+        .contains("findfs"));
+    fs::write(
+        root.join("etc/fstab"),
+        "/dev/vda / ext4 defaults 0 0
+",
+    )
+    .unwrap();
+    // It runs mountkernfs.sh and mountdevsubfs.sh again: those must be Debian's too.
+    fs::write(
+        root.join("etc/init.d/mountdevsubfs.sh"),
+        "#!/bin/sh
+",
+    )
+    .unwrap();
+    assert!(recognise(&root, Builtin::CheckRoot)
+        .unwrap_err()
+        .contains("mountdevsubfs.sh"));
     fs::remove_dir_all(&root).unwrap();
 }
 
@@ -205,7 +256,7 @@ fn inner_builtins_in_namespace() {
         "tmpfs",
         &root.join("run"),
         "tmpfs",
-        "nosuid,nodev,noexec,mode=755",
+        "nosuid,nodev,noexec,size=10%,mode=755",
     );
     sh_mount("proc", &root.join("proc"), "proc", "nosuid,nodev,noexec");
     sh_mount("sysfs", &root.join("sys"), "sysfs", "nosuid,nodev,noexec");
@@ -298,6 +349,30 @@ fn inner_builtins_in_namespace() {
     builtin::run(Builtin::MountKernFs, &env).unwrap();
     builtin::run(Builtin::MountDevSubFs, &env).unwrap();
     assert_eq!(mount_count(&proc_dir), before);
+
+    // checkroot.sh with nothing to check: the root and every kernel file system remounted
+    // with the same options, nothing mounted more, /etc/mtab a link to /proc/mounts.
+    fs::write(
+        root.join("etc/fstab"),
+        "tmpfs / tmpfs defaults 0 0\nproc /proc proc defaults 0 0\n",
+    )
+    .unwrap();
+    let options = |p: &str| mount_of(&proc_dir, &root.join(p)).map(|m| (m.1, m.2));
+    let before_opts: Vec<_> = ["run", "run/lock", "proc", "sys", "dev/shm", "dev/pts"]
+        .iter()
+        .map(|p| options(p))
+        .collect();
+    builtin::run(Builtin::CheckRoot, &env).unwrap();
+    assert_eq!(mount_count(&proc_dir), before);
+    let after_opts: Vec<_> = ["run", "run/lock", "proc", "sys", "dev/shm", "dev/pts"]
+        .iter()
+        .map(|p| options(p))
+        .collect();
+    assert_eq!(after_opts, before_opts);
+    assert_eq!(
+        fs::read_link(root.join("etc/mtab")).unwrap(),
+        Path::new("/proc/mounts")
+    );
 
     // urandom: a new seed of the pool's size, for root only, different each time.
     builtin::run(Builtin::Urandom, &env).unwrap();

@@ -22,6 +22,7 @@
 //! times"), so a built-in that stopped half-way leaves nothing the script does not mend.
 //! Only the `start` action is built in.
 
+pub mod checkroot;
 pub mod sha256;
 
 use std::ffi::CString;
@@ -48,6 +49,8 @@ pub enum Builtin {
     Urandom,
     /// `hostname.sh`: the host name from /etc/hostname.
     Hostname,
+    /// `checkroot.sh` with the root already checked ([`checkroot`]).
+    CheckRoot,
 }
 
 /// Files every built-in script sources, with their Debian 12 SHA-256 (initscripts 3.06-4,
@@ -93,11 +96,12 @@ const HOOKS_DIR: &str = "lib/lsb/init-functions.d";
 
 impl Builtin {
     /// Every built-in.
-    pub const ALL: [Builtin; 4] = [
+    pub const ALL: [Builtin; 5] = [
         Builtin::MountKernFs,
         Builtin::MountDevSubFs,
         Builtin::Urandom,
         Builtin::Hostname,
+        Builtin::CheckRoot,
     ];
 
     /// The script it stands for (its name in /etc/init.d).
@@ -107,6 +111,7 @@ impl Builtin {
             Builtin::MountDevSubFs => "mountdevsubfs.sh",
             Builtin::Urandom => "urandom",
             Builtin::Hostname => "hostname.sh",
+            Builtin::CheckRoot => "checkroot.sh",
         }
     }
 
@@ -126,14 +131,31 @@ impl Builtin {
             }
             Builtin::Urandom => "a2da46bce6f249f7d2a35b12cdfab3ad894c095f6c130c98b2c38795bba1f9b4",
             Builtin::Hostname => "f5489707910a7915d7316e503ddf7ec9d86dbd10350891de18f4e3288a843c52",
+            Builtin::CheckRoot => {
+                "82bf5e8198851fdeb754402e7e92633f9e1af80985470ca9c5ba36cd8ab0393a"
+            }
         }
     }
 
     /// The files the script sources (relative to the root), with their Debian 12 SHA-256.
     pub fn known_files(self) -> Vec<(&'static str, &'static str)> {
         let mut v = COMMON.to_vec();
-        if matches!(self, Builtin::MountKernFs | Builtin::MountDevSubFs) {
+        if matches!(
+            self,
+            Builtin::MountKernFs | Builtin::MountDevSubFs | Builtin::CheckRoot
+        ) {
             v.extend_from_slice(MOUNT_LIBS);
+        }
+        if self == Builtin::CheckRoot {
+            // It runs both again with `reload`.
+            v.push((
+                "etc/init.d/mountkernfs.sh",
+                Builtin::MountKernFs.script_sha256(),
+            ));
+            v.push((
+                "etc/init.d/mountdevsubfs.sh",
+                Builtin::MountDevSubFs.script_sha256(),
+            ));
         }
         v
     }
@@ -151,6 +173,17 @@ impl Builtin {
                 "/sys/firmware/efi/efivars",
             ],
             Builtin::MountDevSubFs => &["/dev/shm", "/run/shm", "/dev/pts"],
+            Builtin::CheckRoot => &[
+                "/run",
+                "/run/lock",
+                "/run/shm",
+                "/sys",
+                "/sys/kernel/security",
+                "/sys/fs/pstore",
+                "/sys/firmware/efi/efivars",
+                "/dev/shm",
+                "/dev/pts",
+            ],
             Builtin::Urandom | Builtin::Hostname => &[],
         }
     }
@@ -279,7 +312,10 @@ pub fn recognise(root: &Path, name: &str, script: &Path, action: &str) -> Result
         }
     }
     sets_nothing(root, "etc/default/rcS")?;
-    if matches!(b, Builtin::MountKernFs | Builtin::MountDevSubFs) {
+    if matches!(
+        b,
+        Builtin::MountKernFs | Builtin::MountDevSubFs | Builtin::CheckRoot
+    ) {
         sets_nothing(root, "etc/default/tmpfs")?;
         if root.join("etc/fstab.d").exists() {
             return Err("/etc/fstab.d exists: the built-in reads /etc/fstab only".into());
@@ -300,7 +336,16 @@ pub fn recognise(root: &Path, name: &str, script: &Path, action: &str) -> Result
             }
         }
     }
-    if b == Builtin::MountDevSubFs {
+    if b == Builtin::CheckRoot {
+        let env = Env {
+            root: root.to_path_buf(),
+            proc_dir: root.join("proc"),
+            urandom: root.join("dev/urandom"),
+            fault: false,
+        };
+        checkroot::no_check_left(&env)?;
+    }
+    if matches!(b, Builtin::MountDevSubFs | Builtin::CheckRoot) {
         match read_small(&root.join("etc/default/devpts")) {
             Ok(t) => {
                 devpts_options(&String::from_utf8_lossy(&t))?;
@@ -354,6 +399,7 @@ pub fn run(b: Builtin, env: &Env) -> Result<(), String> {
         Builtin::MountDevSubFs => mountdevsubfs(env, &mut steps),
         Builtin::Urandom => urandom(env, &mut steps),
         Builtin::Hostname => hostname(env, &mut steps),
+        Builtin::CheckRoot => checkroot::run(env, &mut steps),
     }?;
     // The end counts as a step: under the fault switch, a built-in of one step fails too.
     steps.step()
@@ -617,20 +663,8 @@ fn mountdevsubfs(env: &Env, steps: &mut Steps) -> Result<(), String> {
     if run_shm.is_dir() && !run_shm.is_symlink() {
         return Err("/run/shm is a directory: the script migrates it".into());
     }
-    // trylink: idempotent, never replaces a link or directory that is there.
     steps.step()?;
-    for (name, target) in [
-        ("fd", "/proc/self/fd"),
-        ("stdin", "fd/0"),
-        ("stdout", "fd/1"),
-        ("stderr", "fd/2"),
-    ] {
-        let link = env.at("/dev").join(name);
-        if !link.is_symlink() && !link.is_dir() {
-            std::os::unix::fs::symlink(target, &link)
-                .map_err(|e| format!("ln -s {target} {}: {e}", link.display()))?;
-        }
-    }
+    trylinks(env)?;
     // mount_shm: SHMDIR=/dev/shm, RAMSHM=yes, SHM_SIZE = TMPFS_SIZE = 20%VM, mode 1777.
     let shm = env.at("/dev/shm");
     if !shm.is_dir() {
@@ -669,6 +703,23 @@ fn mountdevsubfs(env: &Env, steps: &mut Steps) -> Result<(), String> {
         NOEXEC | NOSUID,
         &format!("gid={grp},mode={mode}"),
     )
+}
+
+/// mountdevsubfs.sh's `trylink`s: idempotent, never replaces a link or directory there.
+fn trylinks(env: &Env) -> Result<(), String> {
+    for (name, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "fd/0"),
+        ("stdout", "fd/1"),
+        ("stderr", "fd/2"),
+    ] {
+        let link = env.at("/dev").join(name);
+        if !link.is_symlink() && !link.is_dir() {
+            std::os::unix::fs::symlink(target, &link)
+                .map_err(|e| format!("ln -s {target} {}: {e}", link.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// `date +%s.%N` and a newline.

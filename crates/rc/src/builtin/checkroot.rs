@@ -1,0 +1,324 @@
+//! `checkroot.sh` once the root is checked: what Debian 12's script does when the
+//! initramfs has checked the root already (its flag `/run/initramfs/fsck-root`), the
+//! command line says `fastboot`, or fstab asks for no check. Then the script asks nothing of
+//! the console (no fsck, no maintenance shell), so the runner need not run it alone
+//! (`X-Interactive: true` is for the check). The commands whose meaning lives in util-linux
+//! (`mount -o remount ...`, `swapon -a -e`) run as the same programs with the same
+//! arguments; only the shell around them is gone (the script also runs mountkernfs.sh and
+//! mountdevsubfs.sh again with `reload`: two more shells of forks).
+
+use std::fs;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use super::{
+    devpts_options, is_mount_point, kernel_has, read_small, shm_size_kib, touch, Env, Steps,
+};
+
+/// The root's fstab entry, as `read_fstab` reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootEntry {
+    /// `fstabroot`: the device as fstab names it (`/dev/root` without an entry).
+    pub dev: String,
+    /// `rootopts`.
+    pub opts: String,
+    /// `rootmode`: `ro` when the options say so, else `rw`.
+    pub mode: &'static str,
+    /// `rootcheck`: a pass number other than 0, and not NFS.
+    pub check: bool,
+    /// The type, for the btrfs rule.
+    pub fstype: String,
+}
+
+/// `read_fstab` for the root (the last `/` line wins, as the shell's `eval` of each one).
+pub fn root_entry(fstab: &str) -> RootEntry {
+    let mut e = RootEntry {
+        dev: "/dev/root".into(),
+        opts: "defaults".into(),
+        mode: "rw",
+        check: false,
+        fstype: "none".into(),
+    };
+    for line in fstab.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if w.is_empty() || w[0].starts_with('#') || w.get(1) != Some(&"/") {
+            continue;
+        }
+        e.dev = w[0].to_string();
+        e.opts = w.get(3).unwrap_or(&"").to_string();
+        e.fstype = w.get(2).unwrap_or(&"").to_string();
+        let pass = w.get(5).copied().unwrap_or("");
+        e.check = pass != "0" && !pass.is_empty() && !matches!(e.fstype.as_str(), "nfs" | "nfs4");
+        if e.opts.split(',').any(|o| o == "ro") {
+            e.mode = "ro";
+        }
+    }
+    e
+}
+
+/// `read_fstab_entry POINT [TYPE]`: the options of the first matching entry.
+fn fstab_opts(fstab: &str, point: &str, fstype: Option<&str>) -> Option<String> {
+    fstab.lines().find_map(|line| {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if w.is_empty() || w[0].starts_with('#') || w.get(1) != Some(&point) {
+            return None;
+        }
+        if fstype.is_some_and(|t| w.get(2) != Some(&t)) {
+            return None;
+        }
+        Some(w.get(3).unwrap_or(&"").to_string())
+    })
+}
+
+fn cmdline_has(env: &Env, word: &str) -> bool {
+    read_small(&env.proc_dir.join("cmdline"))
+        .map(|t| {
+            String::from_utf8_lossy(&t)
+                .split_whitespace()
+                .any(|w| w == word)
+        })
+        .unwrap_or(false)
+}
+
+fn fstab_text(env: &Env) -> Result<String, String> {
+    match read_small(&env.at("/etc/fstab")) {
+        Ok(t) => Ok(String::from_utf8_lossy(&t).into_owned()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(format!("/etc/fstab: {e}")),
+    }
+}
+
+/// Whether the script would ask anything of the console or take a path the built-in does
+/// not take: Err names it. Checked when the runner plans (so that the task is not run
+/// alone) and again when the built-in runs.
+pub fn no_check_left(env: &Env) -> Result<RootEntry, String> {
+    let fstab = fstab_text(env)?;
+    let root = root_entry(&fstab);
+    if ["LABEL=", "UUID=", "PARTUUID=", "PARTLABEL="]
+        .iter()
+        .any(|p| root.dev.starts_with(p))
+    {
+        return Err(format!(
+            "the root is {} in /etc/fstab: the script resolves it with findfs",
+            root.dev
+        ));
+    }
+    let checked = env.at("/run/initramfs/fsck-root").exists();
+    let fastboot = env.at("/fastboot").is_file() || cmdline_has(env, "fastboot");
+    if root.check && !checked && !fastboot && root.fstype != "btrfs" {
+        return Err(
+            "the root is not checked yet: the script checks it (and may need the console)".into(),
+        );
+    }
+    if root.check {
+        // `mountpoint -qx $rootdev` against `mountpoint -d /`: a mismatch makes the script
+        // create /run/rootdev (or stop at a maintenance shell).
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let dev = fs::metadata(env.at(&root.dev)).map_err(|e| format!("{}: {e}", root.dev))?;
+        let here = fs::metadata(env.at("/")).map_err(|e| format!("/: {e}"))?;
+        if !dev.file_type().is_block_device() || dev.rdev() != here.dev() {
+            return Err(format!(
+                "{} is not the device mounted on /: the script makes /run/rootdev",
+                root.dev
+            ));
+        }
+    }
+    Ok(root)
+}
+
+/// Runs `prog args...` as the script would (PATH /usr/bin:/sbin:/bin, output to the
+/// console, i.e. the runner's pty); Ok(true) when it exited 0. A program that cannot be
+/// started at all is an Err: the script would not have done better, but it must run.
+fn exec(prog: &str, args: &[&str], quiet: bool) -> Result<bool, String> {
+    let mut c = Command::new(prog);
+    c.args(args)
+        .env("PATH", "/usr/bin:/sbin:/bin")
+        .stdin(Stdio::null());
+    if quiet {
+        c.stdout(Stdio::null()).stderr(Stdio::null());
+    }
+    c.status()
+        .map(|s| s.success())
+        .map_err(|e| format!("{prog}: {e}"))
+}
+
+/// `domount remount TYPE ... POINT CALLER_OPTS`: when the point is a mount point,
+/// `mount -oremount CALLER_OPTS [-oFSTAB_OPTS] POINT` (no `-n`: remount mode).
+fn remount(
+    env: &Env,
+    fstab: &str,
+    point: &str,
+    fstype: &str,
+    caller_opts: &str,
+) -> Result<(), String> {
+    let target = env.at(point);
+    if !target.is_dir() {
+        return Err(format!(
+            "mount point {point} does not exist (the script warns)"
+        ));
+    }
+    let fstab_opts = match fstab_opts(fstab, point, Some(fstype)) {
+        Some(o) if o.split(',').any(|x| x == "noauto") => return Ok(()),
+        Some(o) if !o.is_empty() => Some(format!("-o{o}")),
+        _ => None,
+    };
+    if !is_mount_point(env, &target)? {
+        return Ok(());
+    }
+    let target = target.to_string_lossy().into_owned();
+    let mut args = vec!["-oremount"];
+    if !caller_opts.is_empty() {
+        args.push(caller_opts);
+    }
+    if let Some(o) = &fstab_opts {
+        args.push(o);
+    }
+    args.push(&target);
+    // A failed remount is reported by mount on the console and the script goes on.
+    exec("mount", &args, false)?;
+    Ok(())
+}
+
+/// The built-in: checkroot.sh's `start` with the root already checked.
+pub(super) fn run(env: &Env, steps: &mut Steps) -> Result<(), String> {
+    let root = no_check_left(env)?;
+    let fstab = fstab_text(env)?;
+    let (grp, mode) = match read_small(&env.at("/etc/default/devpts")) {
+        Ok(t) => devpts_options(&String::from_utf8_lossy(&t))?,
+        Err(_) => (5, "620".to_string()),
+    };
+    let meminfo = read_small(&env.proc_dir.join("meminfo"))
+        .map_err(|e| format!("{}/meminfo: {e}", env.proc_dir.display()))?;
+    let shm_kib =
+        shm_size_kib(&String::from_utf8_lossy(&meminfo)).ok_or("no MemTotal in meminfo")?;
+
+    // Swap, unless `noswap` or swap on LVM or a file (the script leaves those alone).
+    let swaps: Vec<String> = fstab
+        .lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.len() > 2 && !w[0].starts_with('#') && w[2] == "swap").then(|| w[0].to_string())
+        })
+        .collect();
+    let on_lv = swaps.iter().any(|d| d.starts_with("/dev/mapper/"));
+    let on_file = swaps
+        .iter()
+        .any(|d| d.starts_with('/') && !d.starts_with("/dev/"));
+    steps.step()?;
+    if !swaps.is_empty() && !cmdline_has(env, "noswap") && !on_lv && !on_file {
+        exec("swapon", &["-a", "-e"], true)?;
+    }
+
+    // The root as fstab says, rw (or ro) again.
+    steps.step()?;
+    let o = format!("remount,{},{}", root.opts, root.mode);
+    let slash = env.root.to_string_lossy().into_owned();
+    if !exec("mount", &["-n", "-o", &o, &root.dev, &slash], true)? {
+        exec("mount", &["-n", "-o", &o, &slash], false)?;
+    }
+    // mtab_migrate: /etc/mtab a link to /proc/mounts.
+    if root.mode != "ro" && env.proc_dir.join("mounts").exists() {
+        let mtab = env.at("/etc/mtab");
+        if fs::read_link(&mtab)
+            .map(|t| t != Path::new("/proc/mounts"))
+            .unwrap_or(true)
+        {
+            let _ = fs::remove_file(&mtab);
+            std::os::unix::fs::symlink("/proc/mounts", &mtab)
+                .map_err(|e| format!("ln -fs /proc/mounts {}: {e}", mtab.display()))?;
+        }
+    }
+    let _ = fs::remove_file(env.at("/run/rootdev"));
+
+    // /etc/init.d/mountkernfs.sh reload
+    remount(
+        env,
+        &fstab,
+        "/run",
+        "tmpfs",
+        "-onosuid,noexec,size=10%,mode=755",
+    )?;
+    super::ensure_dir_755(&env.at("/run/sendsigs.omit.d"))?;
+    touch(&env.at("/run/.tmpfs"))?;
+    super::ensure_dir_755(&env.at("/run/lock"))?;
+    remount(
+        env,
+        &fstab,
+        "/run/lock",
+        "tmpfs",
+        "-onodev,noexec,nosuid,size=5242880,mode=1777",
+    )?;
+    touch(&env.at("/run/lock/.tmpfs"))?;
+    remount(env, &fstab, "/proc", "proc", "-onodev,noexec,nosuid")?;
+    if kernel_has(env, "securityfs")? {
+        remount(env, &fstab, "/sys/kernel/security", "securityfs", "")?;
+    }
+    if kernel_has(env, "sysfs")? {
+        remount(env, &fstab, "/sys", "sysfs", "-onodev,noexec,nosuid")?;
+    }
+    if env.at("/sys/fs/pstore").is_dir() && kernel_has(env, "pstore")? {
+        remount(env, &fstab, "/sys/fs/pstore", "pstore", "")?;
+    }
+    if env.at("/sys/firmware/efi/efivars").is_dir() {
+        remount(env, &fstab, "/sys/firmware/efi/efivars", "efivarfs", "")?;
+    }
+
+    // /etc/init.d/mountdevsubfs.sh reload
+    super::trylinks(env)?;
+    let shm = env.at("/dev/shm");
+    if !shm.is_dir() {
+        super::ensure_dir_755(&shm)?;
+    }
+    remount(
+        env,
+        &fstab,
+        "/dev/shm",
+        "tmpfs",
+        &format!("-onosuid,nodev,noexec,size={shm_kib}k,mode=1777"),
+    )?;
+    touch(&shm.join(".tmpfs"))?;
+    super::ensure_dir_755(&env.at("/dev/pts"))?;
+    if kernel_has(env, "devpts")? {
+        remount(
+            env,
+            &fstab,
+            "/dev/pts",
+            "devpts",
+            &format!("-onoexec,nosuid,gid={grp},mode={mode}"),
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_root_entry_as_read_fstab_reads_it() {
+        let e = root_entry("# c\n/dev/vda / ext4 defaults 0 1\nproc /proc proc defaults 0 0\n");
+        assert_eq!(
+            e,
+            RootEntry {
+                dev: "/dev/vda".into(),
+                opts: "defaults".into(),
+                mode: "rw",
+                check: true,
+                fstype: "ext4".into()
+            }
+        );
+        let e = root_entry("/dev/sda1 / ext4 ro,noatime 0 0\n");
+        assert_eq!((e.mode, e.check), ("ro", false));
+        let e = root_entry("server:/x / nfs defaults 0 1\n");
+        assert!(!e.check);
+        assert_eq!(root_entry("").dev, "/dev/root");
+        assert_eq!(
+            fstab_opts("proc /proc proc defaults 0 0\n", "/proc", Some("proc")).as_deref(),
+            Some("defaults")
+        );
+        assert_eq!(
+            fstab_opts("proc /proc proc defaults 0 0\n", "/proc", Some("tmpfs")),
+            None
+        );
+    }
+}
