@@ -4,8 +4,10 @@
 //! runner, the module loader, readahead). After boot done both must have the same daemons,
 //! mounts, loaded modules, hostname, random seed, runlevel, clean /tmp and the same /run
 //! (bootprint's own directory there aside, and initramfs-tools' /run/initramfs: its own
-//! log and flags, which Debian's scripts only read when present). systemd's side is the
-//! `late` test.
+//! log and flags, which Debian's scripts only read when present), the same mount options,
+//! modes and links. Two more boots force the fallbacks of what bootprint does in their
+//! place: every built-in of the runner failing half-way, and the initramfs not checking the
+//! root; both must end in the same state. systemd's side is the `late` test.
 
 use crate::checks::{self, Checks};
 use crate::image;
@@ -55,7 +57,8 @@ const COMPARED: &[&str] = &[
 /// The built-ins the runner has (rc::builtin), by script: each must have run on the test
 /// image, whose scripts and configuration are Debian's own (checkroot.sh's only once the
 /// initramfs has checked the root).
-const BUILTINS: [&str; 5] = [
+const BUILTINS: [&str; 6] = [
+    "checkfs.sh",
     "checkroot.sh",
     "hostname.sh",
     "mountdevsubfs.sh",
@@ -103,17 +106,29 @@ fn parity(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
         section(&s, "fsck").is_some_and(|set| set.len() == 1),
         "sysvinit + bootprint: the initramfs checked the root (fsck-root flag), so checkroot.sh did not",
     );
-    // Every built-in failing half-way (bootprint.rc.fault=builtin): the scripts mend it;
-    // and the initramfs leaving the root's check to checkroot.sh.
+    // Every built-in failing half-way (bootprint.rc.fault=builtin): the scripts mend it.
+    let label = "sysvinit + bootprint, built-ins failing";
     let faulty = boot(
-        &format!("{SYSV_LEVERS} bootprint.rc.fault=builtin bootprint.initramfs.fault=fsck"),
+        &format!("{SYSV_LEVERS} bootprint.rc.fault=builtin"),
         Some(&ours),
     )?;
-    let label = "sysvinit + bootprint, built-ins failing, no fsck in the initramfs";
     same_sections(c, label, &faulty, &stock, COMPARED, &[]);
-    // Without the initramfs's check checkroot.sh is no built-in: it checks the root itself.
-    builtins_ran(c, label, &faulty, "failed", &BUILTINS[1..]);
-    let s = sections(&faulty);
+    builtins_ran(c, label, &faulty, "failed", &BUILTINS);
+    // The initramfs leaving the root's check to checkroot.sh, which is then no built-in:
+    // it checks the root itself, with the console.
+    let label = "sysvinit + bootprint, no fsck in the initramfs";
+    let unchecked = boot(
+        &format!("{SYSV_LEVERS} bootprint.initramfs.fault=fsck"),
+        Some(&ours),
+    )?;
+    same_sections(c, label, &unchecked, &stock, COMPARED, &[]);
+    let but_checkroot: Vec<&str> = BUILTINS
+        .iter()
+        .copied()
+        .filter(|b| *b != "checkroot.sh")
+        .collect();
+    builtins_ran(c, label, &unchecked, "ran", &but_checkroot);
+    let s = sections(&unchecked);
     c.check(
         section(&s, "fsck").is_some_and(|set| set.is_empty()),
         &format!("{label}: no fsck-root flag, so checkroot.sh checked the root"),

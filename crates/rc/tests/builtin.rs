@@ -41,7 +41,7 @@ fn recognise(root: &Path, b: Builtin) -> Result<Builtin, String> {
 fn debian_12s_own_scripts_are_recognised() {
     let root = fixture();
     for b in Builtin::ALL {
-        if b == Builtin::CheckRoot {
+        if matches!(b, Builtin::CheckRoot | Builtin::CheckFs) {
             continue; // the fixture's fstab asks for a check: below
         }
         assert_eq!(recognise(&root, b), Ok(b), "{}", b.script());
@@ -135,35 +135,23 @@ fn checkroot_is_built_in_only_once_the_root_is_checked() {
     fs::write(root.join("run/initramfs/fsck-root"), "").unwrap();
     let e = recognise(&root, Builtin::CheckRoot).unwrap_err();
     assert!(e.contains("/dev/vda"), "{e}");
-    fs::write(
-        root.join("etc/fstab"),
-        "/dev/vda / ext4 defaults 0 0
-",
-    )
-    .unwrap();
+    fs::write(root.join("etc/fstab"), "/dev/vda / ext4 defaults 0 0\n").unwrap();
     assert_eq!(recognise(&root, Builtin::CheckRoot), Ok(Builtin::CheckRoot));
+    // checkfs.sh: nothing to check when no file system asks for it (or all are mounted).
+    assert_eq!(recognise(&root, Builtin::CheckFs), Ok(Builtin::CheckFs));
     fs::write(
         root.join("etc/fstab"),
-        "UUID=0a / ext4 defaults 0 0
-",
+        "/dev/vda / ext4 defaults 0 0\n/dev/vdb /home ext4 defaults 0 2\n",
     )
     .unwrap();
+    assert!(recognise(&root, Builtin::CheckFs).is_err());
+    fs::write(root.join("etc/fstab"), "UUID=0a / ext4 defaults 0 0\n").unwrap();
     assert!(recognise(&root, Builtin::CheckRoot)
         .unwrap_err()
         .contains("findfs"));
-    fs::write(
-        root.join("etc/fstab"),
-        "/dev/vda / ext4 defaults 0 0
-",
-    )
-    .unwrap();
+    fs::write(root.join("etc/fstab"), "/dev/vda / ext4 defaults 0 0\n").unwrap();
     // It runs mountkernfs.sh and mountdevsubfs.sh again: those must be Debian's too.
-    fs::write(
-        root.join("etc/init.d/mountdevsubfs.sh"),
-        "#!/bin/sh
-",
-    )
-    .unwrap();
+    fs::write(root.join("etc/init.d/mountdevsubfs.sh"), "#!/bin/sh\n").unwrap();
     assert!(recognise(&root, Builtin::CheckRoot)
         .unwrap_err()
         .contains("mountdevsubfs.sh"));

@@ -290,6 +290,83 @@ pub(super) fn run(env: &Env, steps: &mut Steps) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `checkfs.sh` has nothing to check: every file system fstab asks to check (pass
+/// other than 0) is mounted already, so its `fsck -M -A` checks nothing and asks nothing of
+/// the console. Err names the first one left to check.
+pub fn checkfs_nothing_to_check(env: &Env) -> Result<(), String> {
+    let fstab = fstab_text(env)?;
+    for (n, line) in fstab.lines().enumerate() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if w.len() < 2 || w[0].starts_with('#') {
+            continue;
+        }
+        let pass = w.get(5).copied().unwrap_or("0");
+        if pass == "0" || pass.is_empty() {
+            continue;
+        }
+        if !is_mount_point(env, &env.at(w[1]))? {
+            return Err(format!(
+                "/etc/fstab:{}: {} is to be checked: the script checks it (and may need the console)",
+                n + 1,
+                w[1]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The built-in: checkfs.sh's `start` with nothing to check. `fsck -A` still runs (through
+/// `logsave`, as the script runs it: its log is the script's), the same program with the
+/// same arguments; then `/fastboot` and `/forcefsck` are removed.
+pub(super) fn checkfs(env: &Env, steps: &mut Steps) -> Result<(), String> {
+    checkfs_nothing_to_check(env)?;
+    steps.step()?;
+    let fastboot = env.at("/fastboot").is_file() || cmdline_has(env, "fastboot");
+    if !fastboot {
+        let force = env.at("/forcefsck").is_file()
+            || read_small(&env.proc_dir.join("cmdline"))
+                .map(|t| {
+                    String::from_utf8_lossy(&t)
+                        .split_whitespace()
+                        .any(|w| w.eq_ignore_ascii_case("forcefsck"))
+                })
+                .unwrap_or(false);
+        let term = std::env::var("TERM").unwrap_or_default();
+        let mut fsck: Vec<&str> = vec!["fsck"];
+        if !matches!(term.as_str(), "dumb" | "network" | "unknown" | "") {
+            fsck.push("-C");
+        }
+        fsck.extend(["-T", "-M", "-A", "-a"]);
+        if force {
+            fsck.push("-f");
+        }
+        let code = if Path::new("/sbin/logsave").is_file() {
+            let mut args = vec!["-s", "/var/log/fsck/checkfs"];
+            args.extend(&fsck);
+            Command::new("logsave")
+                .args(&args)
+                .env("PATH", "/usr/bin:/sbin:/bin")
+                .stdin(Stdio::null())
+                .status()
+        } else {
+            Command::new(fsck[0])
+                .args(&fsck[1..])
+                .env("PATH", "/usr/bin:/sbin:/bin")
+                .stdin(Stdio::null())
+                .status()
+        }
+        .map_err(|e| format!("fsck: {e}"))?
+        .code();
+        // More than 1: the script's maintenance shell, which needs the console.
+        if !matches!(code, Some(0) | Some(1) | Some(32)) {
+            return Err(format!("fsck -A exited {code:?}: the script handles it"));
+        }
+    }
+    let _ = fs::remove_file(env.at("/fastboot"));
+    let _ = fs::remove_file(env.at("/forcefsck"));
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -51,6 +51,8 @@ pub enum Builtin {
     Hostname,
     /// `checkroot.sh` with the root already checked ([`checkroot`]).
     CheckRoot,
+    /// `checkfs.sh` with nothing left to check ([`checkroot::checkfs_nothing_to_check`]).
+    CheckFs,
 }
 
 /// Files every built-in script sources, with their Debian 12 SHA-256 (initscripts 3.06-4,
@@ -96,12 +98,13 @@ const HOOKS_DIR: &str = "lib/lsb/init-functions.d";
 
 impl Builtin {
     /// Every built-in.
-    pub const ALL: [Builtin; 5] = [
+    pub const ALL: [Builtin; 6] = [
         Builtin::MountKernFs,
         Builtin::MountDevSubFs,
         Builtin::Urandom,
         Builtin::Hostname,
         Builtin::CheckRoot,
+        Builtin::CheckFs,
     ];
 
     /// The script it stands for (its name in /etc/init.d).
@@ -112,6 +115,7 @@ impl Builtin {
             Builtin::Urandom => "urandom",
             Builtin::Hostname => "hostname.sh",
             Builtin::CheckRoot => "checkroot.sh",
+            Builtin::CheckFs => "checkfs.sh",
         }
     }
 
@@ -134,17 +138,20 @@ impl Builtin {
             Builtin::CheckRoot => {
                 "82bf5e8198851fdeb754402e7e92633f9e1af80985470ca9c5ba36cd8ab0393a"
             }
+            Builtin::CheckFs => "ddd0e61899f1708d833e30aaf3b156ca098ae19294fb52a76e0a4eb2b5affb73",
         }
     }
 
     /// The files the script sources (relative to the root), with their Debian 12 SHA-256.
     pub fn known_files(self) -> Vec<(&'static str, &'static str)> {
         let mut v = COMMON.to_vec();
-        if matches!(
-            self,
-            Builtin::MountKernFs | Builtin::MountDevSubFs | Builtin::CheckRoot
-        ) {
-            v.extend_from_slice(MOUNT_LIBS);
+        match self {
+            Builtin::MountKernFs | Builtin::MountDevSubFs | Builtin::CheckRoot => {
+                v.extend_from_slice(MOUNT_LIBS)
+            }
+            // It sources mount-functions.sh, not tmpfs.sh.
+            Builtin::CheckFs => v.push(MOUNT_LIBS[1]),
+            _ => {}
         }
         if self == Builtin::CheckRoot {
             // It runs both again with `reload`.
@@ -184,7 +191,7 @@ impl Builtin {
                 "/dev/shm",
                 "/dev/pts",
             ],
-            Builtin::Urandom | Builtin::Hostname => &[],
+            Builtin::Urandom | Builtin::Hostname | Builtin::CheckFs => &[],
         }
     }
 }
@@ -345,6 +352,15 @@ pub fn recognise(root: &Path, name: &str, script: &Path, action: &str) -> Result
         };
         checkroot::no_check_left(&env)?;
     }
+    if b == Builtin::CheckFs {
+        let env = Env {
+            root: root.to_path_buf(),
+            proc_dir: root.join("proc"),
+            urandom: root.join("dev/urandom"),
+            fault: false,
+        };
+        checkroot::checkfs_nothing_to_check(&env)?;
+    }
     if matches!(b, Builtin::MountDevSubFs | Builtin::CheckRoot) {
         match read_small(&root.join("etc/default/devpts")) {
             Ok(t) => {
@@ -400,6 +416,7 @@ pub fn run(b: Builtin, env: &Env) -> Result<(), String> {
         Builtin::Urandom => urandom(env, &mut steps),
         Builtin::Hostname => hostname(env, &mut steps),
         Builtin::CheckRoot => checkroot::run(env, &mut steps),
+        Builtin::CheckFs => checkroot::checkfs(env, &mut steps),
     }?;
     // The end counts as a step: under the fault switch, a built-in of one step fails too.
     steps.step()
