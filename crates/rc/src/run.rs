@@ -1206,7 +1206,7 @@ impl<'a> Runner<'a> {
         let mut master = None;
         // A script whose built-in failed needs the console if the script itself does
         // (checkroot.sh's maintenance shell), even with others running.
-        let alone = t.interactive || (as_builtin.is_none() && t.interactive_script);
+        let alone = t.interactive || (self.builtin_failed[i] && t.interactive_script);
         if !alone {
             if let Ok((m, s)) = sys::open_pty() {
                 if let (Ok(a), Ok(b)) = (s.try_clone(), s.try_clone()) {

@@ -850,3 +850,41 @@ fn a_builtin_that_declines_or_fails_hands_its_task_to_the_script() {
         );
     }
 }
+
+/// A script the plan lets run beside others although its header asks to run alone (udev
+/// beside the path, a built-in's script) must not then run alone; only a script whose
+/// built-in failed gets back the console it asks for.
+#[test]
+fn a_script_planned_not_alone_runs_beside_the_others() {
+    let root = Root::new("beside");
+    root.script("udev", "# X-Interactive: true\n", "sleep 1.5");
+    // Ready only once udev runs: it must not wait for udev to end.
+    root.script("first", "", "sleep 0.3");
+    root.script("other", "# Required-Start: first\n", "sleep 0.5");
+    root.script("logger", "# Required-Start: udev other\n", "true");
+    let sys = System::load(&root.0).unwrap();
+    let cfg = quick_config();
+    let mut plan = Plan::start(&sys, Runlevel::Num(2), &cfg, &Durations::default(), None);
+    for t in &mut plan.tasks {
+        if t.name == "udev" {
+            assert!(t.interactive && t.interactive_script);
+            t.interactive = false; // what the planner does for udev beside the path
+        }
+    }
+    let log_path = root.0.join("run/rc.log");
+    let mut log = SpanLog::open(&log_path);
+    let mut out: Vec<u8> = Vec::new();
+    {
+        let mut r = Runner::new(&plan, &cfg, Options::default(), &mut log, &mut out);
+        r.begin();
+        r.run_phase(false);
+        r.done();
+    }
+    let (events, _) = spans::parse(&fs::read_to_string(&log_path).unwrap(), &log_path);
+    let v = Services::from_events(&events);
+    let (a, b) = (span(&v, "udev"), span(&v, "other"));
+    assert!(
+        a.start_ns < b.end_ns.unwrap() && b.start_ns < a.end_ns.unwrap(),
+        "udev and other did not overlap: {a:?} {b:?}"
+    );
+}
