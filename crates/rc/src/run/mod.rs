@@ -1,0 +1,216 @@
+//! The runner: starts (or stops) the scripts of one runlevel in parallel, the path to the
+//! login first, late services once the machine is idle. docs/rc.md describes the policy;
+//! this module is its implementation.
+//!
+//! - [`Config`]: `/etc/bootprint/rc.conf` (login target, late services, timeouts, load and
+//!   idle thresholds).
+//! - [`Plan`]: the tasks of one runlevel with their dependencies, which of them are late,
+//!   and their priorities (longest remaining path to the login, weighted by
+//!   [`Durations`]).
+//! - [`Runner`]: runs a plan: each script on its own pty, output printed whole and prefixed
+//!   when it ends, interactive scripts alone on the console, per-script timeouts,
+//!   concurrency following `procs_running + procs_blocked`, spans to a [`SpanLog`].
+//! - [`run_runlevel`]: the whole of `bootprint-boot rc`, under a guard: any failure, in any
+//!   phase, ends in [`crate::fallback`] (every script not yet started, serially in link
+//!   order), so the runlevel is always run.
+//!
+//! One file each: `config.rs`, `plan.rs`, `load.rs` ([`ProcStat`], the load and idle
+//! rules), `runner.rs`, `request.rs` ([`Request`], [`run_runlevel`]).
+
+mod config;
+mod load;
+mod plan;
+mod request;
+mod runner;
+
+pub use config::*;
+pub use load::*;
+pub use plan::*;
+pub use request::*;
+pub use runner::*;
+
+/// Where the span log is copied at the end of each runlevel.
+pub const KEEP_PATH: &str = "/var/lib/bootprint/rc-last.log";
+
+/// Where the runner's configuration lives.
+pub const DEFAULT_CONFIG: &str = "/etc/bootprint/rc.conf";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spans::SpanLog;
+    use crate::system::Runlevel;
+    use std::path::Path;
+    use std::time::Duration;
+
+    const STAT: &str = "cpu  100 0 50 800 40 5 5 0 0 0\ncpu0 50 0 25 400 20 2 3 0 0 0\n\
+                        intr 1\nprocs_running 3\nprocs_blocked 2\n";
+
+    #[test]
+    fn proc_stat_and_the_load_rule() {
+        let s = ProcStat::parse(STAT);
+        assert_eq!((s.total, s.busy, s.iowait), (1000, 160, 40));
+        assert_eq!((s.running, s.blocked), (3, 2));
+        let cfg = Config::default(); // 2 per CPU
+                                     // load = (3 - 1) + 2 = 4: below 2 * 4 CPUs, not below 2 * 2 CPUs.
+        assert!(may_start(1, &s, &cfg, 4));
+        assert!(!may_start(1, &s, &cfg, 2));
+        assert!(may_start(0, &s, &cfg, 2), "nothing running: always one");
+        let cap = Config {
+            max_parallel: 1,
+            load_per_cpu: 100.0,
+            ..Config::default()
+        };
+        assert!(!may_start(1, &s, &cap, 8));
+    }
+
+    #[test]
+    fn idle_needs_low_cpu_low_iowait_and_nothing_blocked() {
+        let a = ProcStat::parse(STAT);
+        let mut b = a;
+        let cfg = Config::default();
+        b.total += 1000;
+        b.busy += 100; // 10 %
+        b.iowait += 10; // 1 %
+        b.blocked = 0;
+        assert!(was_idle(&a, &b, &cfg));
+        let mut busy = b;
+        busy.busy += 300; // 40 %
+        assert!(!was_idle(&a, &busy, &cfg));
+        let mut io = b;
+        io.iowait += 90; // 10 %
+        assert!(!was_idle(&a, &io, &cfg));
+        let mut blocked = b;
+        blocked.blocked = 1;
+        assert!(!was_idle(&a, &blocked, &cfg));
+        assert!(!was_idle(&a, &a, &cfg), "no time passed: not idle");
+    }
+
+    #[test]
+    fn config_keys_and_errors() {
+        let (c, d) = Config::parse(
+            "# comment\nlogin = $syslog ssh\nlate = exim4 cups\ntimeout = 30\n\
+             load-per-cpu = 1.5\nmax-parallel = 3\nlate-max-wait = 2.5\nbogus = 1\ntimeout = x\n",
+            Path::new("/etc/bootprint/rc.conf"),
+        );
+        assert_eq!(c.login, ["$syslog", "ssh"]);
+        assert_eq!(c.late, ["exim4", "cups"]);
+        assert_eq!(c.timeout, Duration::from_secs(30));
+        assert_eq!(c.load_per_cpu, 1.5);
+        assert_eq!(c.max_parallel, 3);
+        assert_eq!(c.late_max_wait, Duration::from_millis(2500));
+        assert_eq!(d.len(), 2);
+        assert_eq!(d[0].line, Some(8));
+        assert!(d[0].message.contains("unknown key \"bogus\""));
+        assert_eq!(d[1].line, Some(9));
+        assert!(d[1].message.contains("expected seconds"));
+    }
+
+    #[test]
+    fn startpar_arguments() {
+        let a: Vec<String> = "-p 4 -t 20 -T 3 -M boot -P N -R S"
+            .split(' ')
+            .map(String::from)
+            .collect();
+        let r = Request::from_startpar(&a).unwrap();
+        assert_eq!(
+            (r.runlevel, r.previous, r.action.as_str()),
+            (Runlevel::S, None, "start")
+        );
+        assert!(r.startpar);
+        let a: Vec<String> = "-M stop -P 2 -R 0".split(' ').map(String::from).collect();
+        let r = Request::from_startpar(&a).unwrap();
+        assert_eq!(
+            (r.runlevel, r.previous, r.action.as_str()),
+            (Runlevel::Num(0), Some(Runlevel::Num(2)), "stop")
+        );
+        let a: Vec<String> = "-M start".split(' ').map(String::from).collect();
+        assert!(Request::from_startpar(&a).unwrap_err().contains("-R"));
+        let a: Vec<String> = "-M go -R 2".split(' ').map(String::from).collect();
+        assert!(Request::from_startpar(&a)
+            .unwrap_err()
+            .contains("boot, start or stop"));
+    }
+
+    #[test]
+    fn switches_on_the_command_line() {
+        let b = "bootprint.rc.builtins";
+        assert_eq!(cmdline_switch("quiet bootprint.rc=1", b), None);
+        assert_eq!(cmdline_switch("bootprint.rc.builtins=0", b), Some(false));
+        assert_eq!(
+            cmdline_switch("bootprint.rc.builtins=0 bootprint.rc.builtins=yes", b),
+            Some(true)
+        );
+        assert_eq!(cmdline_switch("bootprint.rc.builtins=maybe", b), None);
+        assert_eq!(
+            cmdline_switch("bootprint.rc.builtins=0", "bootprint.rc.udev-off-path"),
+            None
+        );
+    }
+
+    #[test]
+    fn lsb_exit_codes() {
+        assert_eq!(Outcome::from_exit(0), Outcome::Ok);
+        assert_eq!(Outcome::from_exit(5), Outcome::NotInstalled);
+        assert_eq!(Outcome::from_exit(6), Outcome::NotConfigured);
+        assert_eq!(Outcome::from_exit(1), Outcome::Failed);
+        assert_eq!(Outcome::from_exit(7), Outcome::Failed);
+    }
+
+    /// A number too big for a Duration (`timeout = 1e300`) panicked while reading the
+    /// configuration, before any script ran: now a diagnostic, and the default.
+    #[test]
+    fn config_seconds_too_big_are_a_diagnostic_not_a_panic() {
+        let (c, d) = Config::parse(
+            "timeout = 1e300\nidle-window = 1e30\n",
+            Path::new("/etc/bootprint/rc.conf"),
+        );
+        assert_eq!(c.timeout, Config::default().timeout);
+        assert_eq!(c.idle_window, Config::default().idle_window);
+        assert_eq!(d.len(), 2, "{d:?}");
+        assert_eq!(d[0].line, Some(1));
+        assert!(d[0].message.contains("timeout: expected seconds"), "{d:?}");
+    }
+
+    /// The idle wait is bounded by `late-max-wait` even when one idle measurement
+    /// (`idle-window`) is longer: before, it slept the whole window first.
+    #[test]
+    fn the_idle_wait_never_outlasts_late_max_wait() {
+        // A /proc/stat that never changes is never idle (no ticks passed), so the wait can
+        // only end at its maximum: the host's own /proc/stat made this pass or fail with
+        // the host's load (an idle host ended the 200 ms measurement as "idle").
+        let proc_dir = std::env::temp_dir().join(format!("bp-rc-idle-wait-{}", std::process::id()));
+        std::fs::create_dir_all(&proc_dir).unwrap();
+        std::fs::write(
+            proc_dir.join("stat"),
+            "cpu  100 0 100 1000 0 0 0 0 0 0\nprocs_running 1\nprocs_blocked 0\n",
+        )
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let opts = Options {
+            proc_dir: proc_dir.clone(),
+            ..Options::default()
+        };
+        std::thread::spawn(move || {
+            let plan = Plan {
+                runlevel: "2".into(),
+                action: "start".into(),
+                tasks: Vec::new(),
+                diagnostics: Vec::new(),
+                cycles: Vec::new(),
+            };
+            let cfg = Config {
+                idle_window: Duration::from_secs(3600),
+                late_max_wait: Duration::from_millis(200),
+                ..Config::default()
+            };
+            let mut log = SpanLog::none();
+            let mut out = Vec::new();
+            let mut r = Runner::new(&plan, &cfg, opts, &mut log, &mut out);
+            let _ = tx.send(r.wait_idle());
+        });
+        let reason = rx.recv_timeout(Duration::from_secs(10));
+        let _ = std::fs::remove_dir_all(&proc_dir);
+        assert_eq!(reason, Ok("max_wait"));
+    }
+}

@@ -1,0 +1,594 @@
+//! What one runlevel runs: [`Plan`] (tasks, dependencies, the path to the login, late
+//! services, priorities) and the login target.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::*;
+use crate::builtin::{self, Builtin};
+use crate::durations::Durations;
+use crate::graph::EdgeKind;
+use crate::header::Keyword;
+use crate::system::{Runlevel, System};
+use crate::Diagnostic;
+
+/// One script to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    /// Script name.
+    pub name: String,
+    /// Its file (absolute, under the plan's root).
+    pub path: PathBuf,
+    /// `start` or `stop`.
+    pub action: String,
+    /// Runs alone, on the console.
+    pub interactive: bool,
+    /// The script itself needs the console (its header or insserv.conf), even where its
+    /// built-in does not: a script run after its built-in failed gets the console.
+    pub interactive_script: bool,
+    /// Started after the login target, once idle.
+    pub late: bool,
+    /// Tasks that must end first.
+    pub preds: Vec<usize>,
+    /// Expected duration (ms) from earlier boots.
+    pub weight_ms: u64,
+    /// `weight_ms` was learned on earlier boots (not the default).
+    pub learned: bool,
+    /// Run as this built-in (the script itself if the built-in declines or fails).
+    pub builtin: Option<Builtin>,
+}
+
+/// The tasks of one runlevel.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Runlevel label (`S`, `2`, ...).
+    pub runlevel: String,
+    /// `start` or `stop`.
+    pub action: String,
+    /// The tasks, by name.
+    pub tasks: Vec<Task>,
+    /// Problems found while planning (missing dependencies, cycles, configuration).
+    pub diagnostics: Vec<Diagnostic>,
+    /// The dependency cycles broken (also in `diagnostics`): printed on the console when
+    /// the plan runs, since they change the order the headers ask for.
+    pub cycles: Vec<Diagnostic>,
+}
+
+/// The scripts a blank-separated list of names and `$facilities` stands for.
+fn resolve(sys: &System, token: &str, out: &mut BTreeSet<usize>, depth: usize) {
+    let t = token.trim_start_matches('+');
+    if depth > 16 || t.is_empty() {
+        return;
+    }
+    if t.starts_with('$') {
+        if let Some(defs) = sys.conf.facilities.get(&t.to_ascii_lowercase()) {
+            for d in defs {
+                for n in &d.names {
+                    resolve(sys, n, out, depth + 1);
+                }
+            }
+        }
+        return;
+    }
+    if let Some(&i) = sys.providers.get(t) {
+        out.insert(i);
+    }
+    if let Some(i) = script_index(sys, t) {
+        out.insert(i);
+    }
+}
+
+/// A script by file name: `System::scripts` is sorted by name.
+fn script_index(sys: &System, name: &str) -> Option<usize> {
+    sys.scripts
+        .binary_search_by(|s| s.name.as_str().cmp(name))
+        .ok()
+}
+
+/// The entries of a runlevel directory (name, path), sorted by name: link order. An
+/// unreadable directory has none.
+fn sorted_links(dir: &Path) -> Vec<(String, PathBuf)> {
+    let mut names: Vec<(String, PathBuf)> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// The K links of a runlevel directory: script indices, in link order.
+fn stop_links(sys: &System, rl: Runlevel) -> Vec<usize> {
+    let dir = sys.root.join(rl.dir());
+    let names = sorted_links(&dir);
+    let mut out = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (name, path) in names {
+        let b = name.as_bytes();
+        if b.len() < 4 || b[0] != b'K' || !b[1].is_ascii_digit() || !b[2].is_ascii_digit() {
+            continue;
+        }
+        let target = std::fs::read_link(&path)
+            .ok()
+            .and_then(|t| t.file_name().map(|f| f.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| name[3..].to_string());
+        if let Some(i) = script_index(sys, &target) {
+            if seen.insert(i) {
+                out.push(i);
+            }
+        }
+    }
+    out
+}
+
+/// The header line behind an edge of a stop plan.
+#[derive(Debug, Clone)]
+struct StopOrigin {
+    keyword: Keyword,
+    file: PathBuf,
+    line: usize,
+    token: String,
+}
+
+impl StopOrigin {
+    /// Which edge of a cycle goes first: `X-Stop-After` < `Should-Stop` < `Required-Stop`.
+    fn strength(&self) -> u8 {
+        match self.keyword {
+            Keyword::RequiredStop => 2,
+            Keyword::ShouldStop => 1,
+            _ => 0,
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self.keyword {
+            Keyword::RequiredStop => "required-stop",
+            Keyword::ShouldStop => "should-stop",
+            _ => "stop-after",
+        }
+    }
+}
+
+/// Breaks every cycle of a stop plan as the start graph does ([`crate::graph`]): take the
+/// first remaining task by name, walk back through its first predecessor by name until a
+/// task repeats; drop the loop's weakest edge (the first in path order on a tie) and say
+/// so; repeat. `preds[x]`: the tasks that stop before `x`. Returns the diagnostics.
+fn break_stop_cycles(
+    names: &[&str],
+    preds: &mut [BTreeSet<usize>],
+    why: &BTreeMap<(usize, usize), StopOrigin>,
+    rl: Runlevel,
+) -> Vec<Diagnostic> {
+    let n = names.len();
+    let mut diags = Vec::new();
+    // Each round removes one edge, so this ends; the bound only guards against a bug.
+    for _ in 0..=why.len() {
+        let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (x, ps) in preds.iter().enumerate() {
+            for &p in ps {
+                succs[p].push(x);
+            }
+        }
+        let mut indeg: Vec<usize> = preds.iter().map(BTreeSet::len).collect();
+        let mut stack: Vec<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
+        let mut done = vec![false; n];
+        while let Some(x) = stack.pop() {
+            done[x] = true;
+            for &y in &succs[x] {
+                indeg[y] -= 1;
+                if indeg[y] == 0 {
+                    stack.push(y);
+                }
+            }
+        }
+        let Some(start) = (0..n).find(|&i| !done[i]) else {
+            break;
+        };
+        let mut walk = vec![start];
+        let mut pos = BTreeMap::from([(start, 0usize)]);
+        let from = loop {
+            let cur = walk[walk.len() - 1];
+            // A task left over always has a predecessor left over: it is on or behind a cycle.
+            let Some(&p) = preds[cur].iter().find(|&&p| !done[p]) else {
+                return diags;
+            };
+            if let Some(&i) = pos.get(&p) {
+                break i;
+            }
+            pos.insert(p, walk.len());
+            walk.push(p);
+        };
+        let mut path: Vec<usize> = walk[from..].iter().rev().copied().collect();
+        let min_at = (0..path.len()).min_by_key(|&i| path[i]).unwrap_or(0);
+        path.rotate_left(min_at);
+        path.push(path[0]);
+        let mut weakest: Option<(u8, (usize, usize))> = None;
+        for w in path.windows(2) {
+            let k = why.get(&(w[0], w[1])).map_or(0, StopOrigin::strength);
+            if weakest.is_none_or(|(bk, _)| k < bk) {
+                weakest = Some((k, (w[0], w[1])));
+            }
+        }
+        let Some((_, (a, b))) = weakest else {
+            break;
+        };
+        preds[b].remove(&a);
+        let shown: Vec<&str> = path.iter().map(|&i| names[i]).collect();
+        let message = |kind: &str, token: &str| {
+            format!(
+                "dependency cycle {} in runlevel {} (stop): broken by dropping {} -> {} ({kind}, {token}): expected no cycle",
+                shown.join(" -> "),
+                rl.label(),
+                names[a],
+                names[b]
+            )
+        };
+        diags.push(match why.get(&(a, b)) {
+            Some(o) => Diagnostic::new(&o.file, Some(o.line), message(o.kind(), &o.token)),
+            None => Diagnostic::new(&rl.dir(), None, message("stop", "")),
+        });
+    }
+    diags
+}
+
+/// The login target of `cfg`: its `login` list, where `auto` stands for what the system
+/// itself needs ([`crate::login::learn`]) and every display manager.
+pub fn login_target(sys: &System, cfg: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in &cfg.login {
+        if t == "auto" {
+            out.extend(crate::login::target(&crate::login::learn(&sys.root)));
+            out.extend(cfg.display_managers.iter().cloned());
+        } else {
+            out.push(t.clone());
+        }
+    }
+    out
+}
+
+impl Plan {
+    /// The start plan of `rl`. `previous`: the runlevel the system comes from (scripts it
+    /// started already run and are skipped, as startpar does); None at boot.
+    pub fn start(
+        sys: &System,
+        rl: Runlevel,
+        cfg: &Config,
+        durations: &Durations,
+        previous: Option<Runlevel>,
+    ) -> Plan {
+        let g = sys.graph(rl);
+        let n = g.nodes.len();
+        let mut diagnostics = g.diagnostics.clone();
+        let skip: BTreeSet<usize> = match previous {
+            Some(p) if p != rl && rl != Runlevel::S => sys.enabled(p).into_iter().collect(),
+            _ => BTreeSet::new(),
+        };
+        // The login target and everything it needs ($all edges aside: a `$all` script on
+        // the path waits for the path, not for late services).
+        let mut path = vec![true; n];
+        if rl != Runlevel::S {
+            let mut want = BTreeSet::new();
+            for t in &login_target(sys, cfg) {
+                resolve(sys, t, &mut want, 0);
+            }
+            let mut dms = BTreeSet::new();
+            for t in &cfg.display_managers {
+                resolve(sys, t, &mut dms, 0);
+            }
+            if (0..n).any(|i| dms.contains(&g.nodes[i].script)) {
+                for t in &cfg.display_manager_needs {
+                    resolve(sys, t, &mut want, 0);
+                }
+            }
+            // Interactive scripts too: a late one would run in the detached child, whose
+            // stdin is /dev/null, after the gettys have taken the console.
+            let targets: Vec<usize> = (0..n)
+                .filter(|&i| want.contains(&g.nodes[i].script) || g.nodes[i].interactive)
+                .collect();
+            if !targets.is_empty() {
+                // What each node needs, $all aside; indexed once, so the walk is linear.
+                let mut needs: Vec<Vec<usize>> = vec![Vec::new(); n];
+                for e in g.active_edges().filter(|e| e.kind() != EdgeKind::All) {
+                    needs[e.to].push(e.from);
+                }
+                path = vec![false; n];
+                let mut stack = targets;
+                while let Some(x) = stack.pop() {
+                    if path[x] {
+                        continue;
+                    }
+                    path[x] = true;
+                    stack.extend(&needs[x]);
+                }
+            }
+            // Configured late services leave the path, unless something on it needs them.
+            for name in &cfg.late {
+                if let Some(i) = g.node(name) {
+                    let needed = g.active_edges().any(|e| {
+                        e.from == i && path[e.to] && e.to != i && e.kind() != EdgeKind::All
+                    });
+                    if needed && path[i] {
+                        diagnostics.push(Diagnostic::new(
+                            Path::new(DEFAULT_CONFIG),
+                            None,
+                            format!("late service {name} is needed on the path to the login: started early"),
+                        ));
+                    } else if g.nodes[i].interactive && path[i] {
+                        diagnostics.push(Diagnostic::new(
+                            Path::new(DEFAULT_CONFIG),
+                            None,
+                            format!("late service {name} is interactive (it needs the console): started early"),
+                        ));
+                    } else {
+                        path[i] = false;
+                    }
+                }
+            }
+        }
+        // udev beside the path (crate::udev): not alone, and mountdevsubfs.sh not after it.
+        let udev_beside = if rl == Runlevel::S && cfg.udev_off_path {
+            match crate::udev::off_path(&sys.root) {
+                Ok(()) => g
+                    .node("udev")
+                    .filter(|_| g.node(crate::udev::FREED).is_some()),
+                Err(why) => {
+                    if g.node("udev").is_some() {
+                        diagnostics.push(Diagnostic::new(
+                            Path::new("etc/init.d/udev"),
+                            None,
+                            format!("udev stays on the path to the login: {why}"),
+                        ));
+                    }
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let freed = g.node(crate::udev::FREED);
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for e in g.active_edges() {
+            if !path[e.from] && path[e.to] {
+                continue; // only a $all edge can get here: the path does not wait for late ones
+            }
+            if udev_beside == Some(e.from) && freed == Some(e.to) && e.kind() == EdgeKind::Should {
+                continue;
+            }
+            if skip.contains(&g.nodes[e.from].script) {
+                continue;
+            }
+            preds[e.to].push(e.from);
+        }
+        let keep: Vec<usize> = (0..n)
+            .filter(|&i| !skip.contains(&g.nodes[i].script))
+            .collect();
+        let new_id: BTreeMap<usize, usize> =
+            keep.iter().enumerate().map(|(a, &b)| (b, a)).collect();
+        let action = "start".to_string();
+        let builtin_of = |i: usize| {
+            let node = &g.nodes[i];
+            let path = sys.root.join(&sys.scripts[node.script].path);
+            cfg.builtins
+                .then(|| builtin::recognise(&sys.root, &node.name, &path, "start").ok())
+                .flatten()
+        };
+        let tasks = keep
+            .iter()
+            .map(|&i| {
+                let node = &g.nodes[i];
+                let builtin = builtin_of(i);
+                Task {
+                    name: node.name.clone(),
+                    path: sys.root.join(&sys.scripts[node.script].path),
+                    action: action.clone(),
+                    // Debian 12's udev script reads the console only when run by hand; a
+                    // built-in never does (checkroot.sh's only once its root is checked).
+                    interactive: node.interactive && udev_beside != Some(i) && builtin.is_none(),
+                    interactive_script: node.interactive,
+                    late: !path[i],
+                    preds: preds[i]
+                        .iter()
+                        .filter_map(|p| new_id.get(p).copied())
+                        .collect(),
+                    weight_ms: durations.get(&node.name, &action),
+                    learned: durations
+                        .map
+                        .contains_key(&(node.name.clone(), action.clone())),
+                    builtin,
+                }
+            })
+            .collect();
+        Plan {
+            runlevel: rl.label(),
+            action,
+            tasks,
+            diagnostics,
+            cycles: g.cycles.iter().map(|c| c.diagnostic.clone()).collect(),
+        }
+    }
+
+    /// The stop plan of `rl` (its `K` links; for a runlevel other than 0 and 6, only those
+    /// `previous` started). A script stops before what its `Required-Stop` and
+    /// `Should-Stop` name, and after what its `X-Stop-After` names.
+    pub fn stop(
+        sys: &System,
+        rl: Runlevel,
+        durations: &Durations,
+        previous: Option<Runlevel>,
+    ) -> Plan {
+        let mut scripts = stop_links(sys, rl);
+        if let (Some(p), Runlevel::Num(1..=5)) = (previous, rl) {
+            let before: BTreeSet<usize> = sys.enabled(p).into_iter().collect();
+            scripts.retain(|s| before.contains(s));
+        }
+        scripts.sort_by(|a, b| sys.scripts[*a].name.cmp(&sys.scripts[*b].name));
+        let id: BTreeMap<usize, usize> = scripts.iter().enumerate().map(|(t, &s)| (s, t)).collect();
+        let mut preds: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); scripts.len()];
+        // Why each edge (earlier, later) exists: the strongest header line asking for it.
+        let mut why: BTreeMap<(usize, usize), StopOrigin> = BTreeMap::new();
+        for (me, &s) in scripts.iter().enumerate() {
+            let Some(h) = sys.scripts[s].header.as_ref() else {
+                continue;
+            };
+            for (kw, before) in [
+                (Keyword::RequiredStop, true),
+                (Keyword::ShouldStop, true),
+                (Keyword::StopAfter, false),
+            ] {
+                let Some(f) = h.field(kw) else { continue };
+                for w in f.words() {
+                    let mut set = BTreeSet::new();
+                    resolve(sys, w, &mut set, 0);
+                    for o in set {
+                        let Some(&other) = id.get(&o) else { continue };
+                        if other == me {
+                            continue;
+                        }
+                        let edge = if before {
+                            (me, other) // `other` stops after me
+                        } else {
+                            (other, me)
+                        };
+                        preds[edge.1].insert(edge.0);
+                        let origin = StopOrigin {
+                            keyword: kw,
+                            file: sys.scripts[s].path.clone(),
+                            line: f.line,
+                            token: w.to_string(),
+                        };
+                        let e = why.entry(edge).or_insert_with(|| origin.clone());
+                        if origin.strength() > e.strength() {
+                            *e = origin;
+                        }
+                    }
+                }
+            }
+        }
+        let names: Vec<&str> = scripts
+            .iter()
+            .map(|&s| sys.scripts[s].name.as_str())
+            .collect();
+        let cycles = break_stop_cycles(&names, &mut preds, &why, rl);
+        let action = "stop".to_string();
+        let tasks = scripts
+            .iter()
+            .enumerate()
+            .map(|(t, &s)| Task {
+                name: sys.scripts[s].name.clone(),
+                path: sys.root.join(&sys.scripts[s].path),
+                action: action.clone(),
+                interactive: sys.is_interactive(s),
+                interactive_script: sys.is_interactive(s),
+                late: false,
+                preds: preds[t].iter().copied().collect(),
+                weight_ms: durations.get(&sys.scripts[s].name, &action),
+                learned: durations
+                    .map
+                    .contains_key(&(sys.scripts[s].name.clone(), action.clone())),
+                builtin: None,
+            })
+            .collect();
+        Plan {
+            runlevel: rl.label(),
+            action,
+            tasks,
+            diagnostics: cycles.clone(),
+            cycles,
+        }
+    }
+
+    /// Priority of each task: its weight plus the heaviest chain of same-phase tasks that
+    /// wait for it (the longest remaining path to the login for tasks on the path).
+    pub fn priorities(&self) -> Vec<u64> {
+        let n = self.tasks.len();
+        let mut succs: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (i, t) in self.tasks.iter().enumerate() {
+            for &p in &t.preds {
+                succs[p].push(i);
+            }
+        }
+        let mut memo: Vec<Option<u64>> = vec![None; n];
+        // Recursive DFS with an on-stack mark: a cycle (stop plans break theirs, but this
+        // must not loop whatever the plan) counts
+        // its back edge as nothing instead of looping.
+        fn cp(
+            x: usize,
+            tasks: &[Task],
+            succs: &[Vec<usize>],
+            memo: &mut Vec<Option<u64>>,
+            on: &mut Vec<bool>,
+        ) -> u64 {
+            if let Some(v) = memo[x] {
+                return v;
+            }
+            if on[x] {
+                return 0;
+            }
+            on[x] = true;
+            let mut best = 0;
+            for &y in &succs[x] {
+                if tasks[y].late == tasks[x].late {
+                    best = best.max(cp(y, tasks, succs, memo, on));
+                }
+            }
+            on[x] = false;
+            // Saturating: weights come from the learned durations file.
+            let v = tasks[x].weight_ms.saturating_add(best);
+            memo[x] = Some(v);
+            v
+        }
+        let mut on = vec![false; n];
+        (0..n)
+            .map(|i| cp(i, &self.tasks, &succs, &mut memo, &mut on))
+            .collect()
+    }
+}
+
+impl Plan {
+    /// The plan as text, tasks in the serial order of their priorities: name, phase, expected
+    /// ms, priority, what it waits for. For `bootprint-boot rc --dry-run`.
+    pub fn describe(&self) -> String {
+        let prio = self.priorities();
+        let mut order: Vec<usize> = (0..self.tasks.len()).collect();
+        order.sort_by_key(|&i| (self.tasks[i].late, std::cmp::Reverse(prio[i]), i));
+        let mut s = format!(
+            "runlevel {} {}: {} tasks, {} late\n",
+            self.runlevel,
+            self.action,
+            self.tasks.len(),
+            self.tasks.iter().filter(|t| t.late).count()
+        );
+        for i in order {
+            let t = &self.tasks[i];
+            let after: Vec<&str> = t
+                .preds
+                .iter()
+                .map(|&p| self.tasks[p].name.as_str())
+                .collect();
+            s.push_str(&format!(
+                "  {:<5} {:>7} ms  prio {:>7}  {}{}{}{}\n",
+                if t.late { "late" } else { "path" },
+                t.weight_ms,
+                prio[i],
+                t.name,
+                if t.interactive { " (interactive)" } else { "" },
+                if t.builtin.is_some() {
+                    " (built-in)"
+                } else {
+                    ""
+                },
+                if after.is_empty() {
+                    String::new()
+                } else {
+                    format!("  after {}", after.join(" "))
+                }
+            ));
+        }
+        for d in &self.diagnostics {
+            s.push_str(&format!("  note: {d}\n"));
+        }
+        s
+    }
+}

@@ -1,0 +1,380 @@
+//! [`run_runlevel`]: the whole of `bootprint-boot rc` for one [`Request`], under the guard
+//! that ends any failure in [`crate::fallback`].
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::*;
+use crate::durations::Durations;
+use crate::fallback::{self, Fault};
+use crate::spans::SpanLog;
+use crate::sys;
+use crate::system::{Runlevel, System};
+
+/// One invocation of the runner, as `bootprint-boot rc` builds it from its arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The system's root (default `/`).
+    pub root: PathBuf,
+    /// The proc file system (`stat`: the load; `cmdline`: the fault switch, [`Fault`]).
+    pub proc_dir: PathBuf,
+    /// The span log.
+    pub spans: PathBuf,
+    /// The learned durations.
+    pub durations: PathBuf,
+    /// The configuration.
+    pub config: PathBuf,
+    /// Where the span log is copied when a runlevel is done (so it outlives /run on a
+    /// system without the recorder); under `root`.
+    pub keep: PathBuf,
+    /// The runlevel to enter.
+    pub runlevel: Runlevel,
+    /// The runlevel the system comes from (None: boot, `N`).
+    pub previous: Option<Runlevel>,
+    /// `start` or `stop` (default: `stop` for 0 and 6, else `start`).
+    pub action: String,
+    /// Answer like startpar on stdout (for `/lib/init/rc`'s `eval`).
+    pub startpar: bool,
+    /// Return to the caller once the login path is done and leave late services to a
+    /// detached child (default on; off to wait for everything).
+    pub detach: bool,
+    /// Print the plan and run nothing.
+    pub dry_run: bool,
+    /// The program that runs built-ins ([`Options::builtin_program`]); None: none run.
+    pub builtin_program: Option<PathBuf>,
+}
+
+impl Request {
+    /// Defaults for a runlevel: real paths, start (stop for 0 and 6), detach.
+    pub fn new(runlevel: Runlevel) -> Request {
+        Request {
+            root: PathBuf::from("/"),
+            proc_dir: PathBuf::from("/proc"),
+            spans: PathBuf::from(crate::spans::DEFAULT_PATH),
+            durations: PathBuf::from(crate::durations::DEFAULT_PATH),
+            config: PathBuf::from(DEFAULT_CONFIG),
+            keep: PathBuf::from(KEEP_PATH),
+            runlevel,
+            previous: None,
+            action: match runlevel {
+                Runlevel::Num(0) | Runlevel::Num(6) => "stop".into(),
+                _ => "start".into(),
+            },
+            startpar: false,
+            detach: true,
+            dry_run: false,
+            builtin_program: None,
+        }
+    }
+
+    /// Reads startpar's command line as `/lib/init/rc` passes it:
+    /// `-p N -t N -T N -M boot|start|stop -P PREV -R RUNLEVEL` (other options ignored).
+    pub fn from_startpar(args: &[String]) -> Result<Request, String> {
+        let mut mode = None;
+        let mut prev = None;
+        let mut rl = None;
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            match a.as_str() {
+                "-M" => mode = it.next().cloned(),
+                "-P" => prev = it.next().cloned(),
+                "-R" => rl = it.next().cloned(),
+                "-p" | "-t" | "-T" | "-a" | "-i" | "-e" => {
+                    it.next();
+                }
+                _ => {}
+            }
+        }
+        let rl = rl.ok_or("startpar arguments: expected -R RUNLEVEL")?;
+        let runlevel = Runlevel::parse(&rl).ok_or(format!(
+            "startpar arguments: -R {rl:?} is not a runlevel (S, 0-6)"
+        ))?;
+        let mut r = Request::new(runlevel);
+        r.previous = prev.as_deref().and_then(Runlevel::parse);
+        r.action = match mode.as_deref() {
+            Some("stop") => "stop".into(),
+            Some("boot") | Some("start") => "start".into(),
+            Some(m) => {
+                return Err(format!(
+                    "startpar arguments: -M {m:?}: expected boot, start or stop"
+                ))
+            }
+            None => return Err("startpar arguments: expected -M boot|start|stop".into()),
+        };
+        r.startpar = true;
+        Ok(r)
+    }
+}
+
+/// The exit code of a runner that could not run the runlevel at all (not even serially:
+/// its link directory cannot be read, or the fallback itself failed). The startpar wrapper
+/// runs Debian's startpar on any exit but 0.
+pub const EXIT_NOT_RUN: i32 = 1;
+
+/// How far the runner got: what its fallback needs when it fails.
+struct Progress {
+    /// The phase under way: `config`, `load`, `plan`, `run`, `answer`, `late`, `save`.
+    /// It is the `reason` of `rc_fallback` when the runner fails in it.
+    phase: &'static str,
+    /// startpar's answer was printed (or stdout is no longer the caller's pipe).
+    answered: bool,
+    /// The configured per-script timeout, once read.
+    timeout: Duration,
+}
+
+/// Runs a runlevel as [`Request`] says: plan, login path in parallel, the startpar answer,
+/// then (in a detached child when `detach`) the late services once idle; learned durations
+/// saved at the end.
+///
+/// Never fails the boot: any failure, an error or a panic, in any phase, ends in
+/// [`fallback::run_links`]: every script of the runlevel not yet started is run serially
+/// in link order with the right action, and startpar's answer is still printed. Returns
+/// the exit code for this process: 0 when every script was run (in parallel or by the
+/// fallback), [`EXIT_NOT_RUN`] when not even the fallback could run them (or on a failed
+/// `dry_run`, which runs nothing).
+pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
+    // The test bed's fault switch (docs/rc.md); /proc/cmdline is a few hundred bytes.
+    let (fault, fdiag) = Fault::read(&req.proc_dir.join("cmdline"));
+    if let Some(d) = fdiag {
+        let _ = writeln!(out, "bootprint rc: {d}");
+    }
+    if fault == Some(Fault::Abort) {
+        let _ = writeln!(out, "bootprint rc: {}: aborting", Fault::Abort.message());
+        std::process::abort();
+    }
+    let mut log = if req.dry_run {
+        SpanLog::none()
+    } else {
+        SpanLog::open(&req.spans)
+    };
+    let mut progress = Progress {
+        phase: "config",
+        answered: false,
+        timeout: Config::default().timeout,
+    };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_guarded(req, fault, &mut log, out, &mut progress)
+    }));
+    let why = match r {
+        Ok(Ok(code)) => return code,
+        Ok(Err(msg)) => msg,
+        Err(p) => format!("panic: {}", panic_message(p.as_ref())),
+    };
+    // The last resort must not die either: if it does, the wrapper runs Debian's startpar.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_fallback(req, &why, &mut log, out, &progress)
+    }))
+    .unwrap_or(EXIT_NOT_RUN)
+}
+
+/// Everything [`run_runlevel`] does when nothing fails. An error is the message for the
+/// console; `progress` says where it happened.
+fn run_guarded(
+    req: &Request,
+    fault: Option<Fault>,
+    log: &mut SpanLog,
+    out: &mut dyn Write,
+    progress: &mut Progress,
+) -> Result<i32, String> {
+    progress.phase = "config";
+    let (mut cfg, cdiags) = Config::load(
+        &req.root
+            .join(req.config.strip_prefix("/").unwrap_or(&req.config)),
+    );
+    let cmdline = std::fs::read_to_string(req.proc_dir.join("cmdline")).unwrap_or_default();
+    if let Some(on) = cmdline_switch(&cmdline, "bootprint.rc.builtins") {
+        cfg.builtins = on;
+    }
+    if let Some(on) = cmdline_switch(&cmdline, "bootprint.rc.udev-off-path") {
+        cfg.udev_off_path = on;
+    }
+    for d in &cdiags {
+        let _ = writeln!(out, "bootprint rc: {d}");
+    }
+    if fault == Some(Fault::Config) {
+        return Err(Fault::Config.message());
+    }
+    progress.timeout = cfg.timeout;
+    let dpath = req
+        .root
+        .join(req.durations.strip_prefix("/").unwrap_or(&req.durations));
+    let (mut durations, _) = Durations::load(&dpath);
+    progress.phase = "load";
+    if fault == Some(Fault::Load) {
+        return Err(Fault::Load.message());
+    }
+    let sys = System::load(&req.root).map_err(|e| e.to_string())?;
+    progress.phase = "plan";
+    if fault == Some(Fault::Plan) {
+        panic!("{}", Fault::Plan.message());
+    }
+    let plan = if req.action == "stop" {
+        Plan::stop(&sys, req.runlevel, &durations, req.previous)
+    } else {
+        Plan::start(&sys, req.runlevel, &cfg, &durations, req.previous)
+    };
+    if req.dry_run {
+        let _ = out.write_all(plan.describe().as_bytes());
+        return Ok(0);
+    }
+    // A broken cycle changes the order the headers ask for: say so where the boot shows.
+    for d in &plan.cycles {
+        let _ = writeln!(out, "bootprint rc: {d}");
+    }
+    progress.phase = "run";
+    let opts = Options {
+        proc_dir: req.proc_dir.clone(),
+        builtin_program: req.builtin_program.clone(),
+        prevlevel: req.previous.map_or("N".into(), |p| p.label()),
+        fault,
+        ..Options::default()
+    };
+    let mut runner = Runner::new(&plan, &cfg, opts, log, out);
+    runner.begin();
+    runner.run_phase(false);
+    progress.phase = "answer";
+    if fault == Some(Fault::Panic) {
+        panic!("{}", Fault::Panic.message());
+    }
+    if req.startpar {
+        let mut o = std::io::stdout();
+        let _ = o.write_all(runner.startpar_summary().as_bytes());
+        let _ = o.flush();
+    }
+    progress.answered = true;
+    if runner.has_late() {
+        progress.phase = "late";
+        if req.detach {
+            match sys::fork_detached() {
+                Ok(false) => return Ok(0), // the parent: init may go on to the gettys
+                Ok(true) => {}
+                Err(_) => {} // no fork: finish the late ones here
+            }
+        }
+        runner.wait_idle();
+        runner.run_phase(true);
+    }
+    runner.done();
+    progress.phase = "save";
+    runner.learn(&mut durations);
+    drop(runner);
+    let _ = durations.save(&dpath);
+    keep_span_log(req);
+    Ok(0)
+}
+
+/// Copies the span log to `rc-last.log` (replaced whole), so it outlives /run.
+fn keep_span_log(req: &Request) {
+    let keep = req
+        .root
+        .join(req.keep.strip_prefix("/").unwrap_or(&req.keep));
+    if keep != req.spans {
+        // Replaced whole, never written in place: a crash leaves the last copy intact.
+        if let Ok(bytes) = std::fs::read(&req.spans) {
+            let _ = crate::state::write_atomic(&keep, &bytes);
+        }
+    }
+}
+
+/// The fallback of [`run_runlevel`]: every script of the runlevel this process has not
+/// started yet, serially in link order ([`fallback::run_links`]), then startpar's answer
+/// if it is still owed.
+fn run_fallback(
+    req: &Request,
+    why: &str,
+    log: &mut SpanLog,
+    out: &mut dyn Write,
+    progress: &Progress,
+) -> i32 {
+    let rl = req.runlevel.label();
+    let _ = writeln!(
+        out,
+        "bootprint rc: runlevel {rl}: the runner failed (phase {}): {why}",
+        progress.phase
+    );
+    let dir = req.root.join(req.runlevel.dir());
+    let links = match fallback::links(&req.root, req.runlevel, &req.action, req.previous) {
+        Ok(v) => v,
+        Err(e) => {
+            let _ = writeln!(
+                out,
+                "bootprint rc: {}: {e}: expected the runlevel's links; nothing run",
+                dir.display()
+            );
+            return EXIT_NOT_RUN;
+        }
+    };
+    let todo: Vec<fallback::Link> = links
+        .into_iter()
+        .filter(|l| !log.started().contains(&l.name))
+        .collect();
+    let names: Vec<&str> = todo.iter().map(|l| l.name.as_str()).collect();
+    if req.dry_run {
+        let _ = writeln!(
+            out,
+            "bootprint rc: would run serially in link order: {}",
+            names.join(" ")
+        );
+        return EXIT_NOT_RUN;
+    }
+    let _ = writeln!(
+        out,
+        "bootprint rc: running serially in link order ({} {}): {}",
+        todo.len(),
+        req.action,
+        names.join(" ")
+    );
+    let kv = |extra: &[(&'static str, String)]| {
+        let mut v = vec![("runlevel", rl.clone()), ("action", req.action.clone())];
+        v.extend_from_slice(extra);
+        v
+    };
+    // rc_fallback first: it ends what an earlier rc_begin opened; the fallback's own
+    // rc_begin .. rc_done then spans the serial run (the recorder waits for it).
+    log.event(
+        sys::boottime_ns(),
+        "rc_fallback",
+        &kv(&[("reason", progress.phase.into()), ("error", why.into())]),
+    );
+    log.event(
+        sys::boottime_ns(),
+        "rc_begin",
+        &kv(&[
+            ("tasks", todo.len().to_string()),
+            ("late", "0".into()),
+            ("learned", "0".into()),
+        ]),
+    );
+    let prevlevel = req.previous.map_or("N".into(), |p| p.label());
+    let how = fallback::Serial {
+        root: &req.root,
+        runlevel: req.runlevel,
+        action: &req.action,
+        prevlevel: &prevlevel,
+        timeout: progress.timeout,
+    };
+    fallback::run_links(&todo, &how, log, out);
+    log.event(sys::boottime_ns(), "rc_reached", &kv(&[]));
+    log.event(sys::boottime_ns(), "rc_done", &kv(&[]));
+    if req.startpar && !progress.answered {
+        let answer = startpar_answer(log.ended().iter().map(|(n, o)| (n.as_str(), o.as_str())));
+        let mut o = std::io::stdout();
+        let _ = o.write_all(answer.as_bytes());
+        let _ = o.flush();
+    }
+    keep_span_log(req);
+    0
+}
+
+/// The fields of an `rc_end` line after the script's own: `exit`, `outcome`, `timed_out`.
+pub(crate) fn end_fields(exit: Option<i32>, outcome: Outcome) -> [(&'static str, String); 3] {
+    [
+        ("exit", exit.map(|c| c.to_string()).unwrap_or_default()),
+        ("outcome", outcome.name().into()),
+        (
+            "timed_out",
+            u8::from(outcome == Outcome::TimedOut).to_string(),
+        ),
+    ]
+}

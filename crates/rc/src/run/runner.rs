@@ -1,0 +1,740 @@
+//! [`Runner`]: runs a [`Plan`]'s tasks (scripts or built-ins) on ptys, in parallel, with
+//! timeouts, output, spans, and the serial fallback inside the run.
+
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::builtin::{self};
+use crate::durations::Durations;
+use crate::fallback::{self, Fault};
+use crate::spans::SpanLog;
+use crate::sys;
+
+/// How a script ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exit 0.
+    Ok,
+    /// LSB exit 5: program not installed.
+    NotInstalled,
+    /// LSB exit 6: program not configured.
+    NotConfigured,
+    /// Any other exit status.
+    Failed,
+    /// Killed by a signal.
+    Signal,
+    /// Still running at its timeout: the boot went on without it.
+    TimedOut,
+    /// Could not be started.
+    SpawnFailed,
+}
+
+impl Outcome {
+    /// Name used in the span log.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::NotInstalled => "not_installed",
+            Outcome::NotConfigured => "not_configured",
+            Outcome::Failed => "failed",
+            Outcome::Signal => "signal",
+            Outcome::TimedOut => "timed_out",
+            Outcome::SpawnFailed => "spawn_failed",
+        }
+    }
+
+    /// From an exit code (LSB: 0 ok, 5 not installed, 6 not configured).
+    pub fn from_exit(code: i32) -> Outcome {
+        match code {
+            0 => Outcome::Ok,
+            5 => Outcome::NotInstalled,
+            6 => Outcome::NotConfigured,
+            _ => Outcome::Failed,
+        }
+    }
+}
+
+/// One task's result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskResult {
+    /// Exit code, if it exited.
+    pub exit: Option<i32>,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// CLOCK_BOOTTIME at start and end.
+    pub start_ns: u64,
+    /// See `start_ns`.
+    pub end_ns: u64,
+}
+
+/// Where the runner looks and what it passes on.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The proc file system (default `/proc`).
+    pub proc_dir: PathBuf,
+    /// CPUs, for the load limit.
+    pub cpus: usize,
+    /// `PREVLEVEL` for the scripts (`N` at boot).
+    pub prevlevel: String,
+    /// A failure to force (`bootprint.rc.fault=`): [`Fault::Run`] makes the parallel run
+    /// panic once its first script has started. Other faults are not the runner's.
+    pub fault: Option<Fault>,
+    /// The program that runs built-ins (`bootprint-boot`, as `PROGRAM rc-builtin SCRIPT
+    /// ACTION`); None: every task runs as its script.
+    pub builtin_program: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            proc_dir: PathBuf::from("/proc"),
+            cpus: sys::cpu_count(),
+            prevlevel: "N".into(),
+            fault: None,
+            builtin_program: None,
+        }
+    }
+}
+
+struct Running {
+    task: usize,
+    /// The task runs as its built-in (a [`builtin::DECLINED`] exit runs the script).
+    builtin: bool,
+    /// It has the console and runs alone.
+    alone: bool,
+    child: Child,
+    master: Option<OwnedFd>,
+    buf: Vec<u8>,
+    start_ns: u64,
+    started: Instant,
+    last_flush: Instant,
+}
+
+/// Runs a [`Plan`]. Never panics out of [`Runner::run_phase`]: a failure inside falls
+/// back to running what is left serially.
+pub struct Runner<'a> {
+    /// The plan.
+    pub plan: &'a Plan,
+    cfg: &'a Config,
+    opts: Options,
+    log: &'a mut SpanLog,
+    out: &'a mut dyn Write,
+    prio: Vec<u64>,
+    /// Per task: its result once it ended (or timed out).
+    pub results: Vec<Option<TaskResult>>,
+    started: Vec<bool>,
+    waited_for: Vec<Option<usize>>,
+    running: Vec<Running>,
+    /// Per task: its built-in declined or failed, so it runs as the script.
+    builtin_failed: Vec<bool>,
+    /// Timed-out scripts, sent SIGTERM, whose process group may still be alive.
+    orphans: Vec<Orphan>,
+    /// [`Fault::Run`] has fired (once per runner).
+    fault_fired: bool,
+}
+
+/// How long a timed-out script's process group has between SIGTERM and SIGKILL.
+pub const KILL_DELAY: Duration = Duration::from_secs(5);
+
+/// A timed-out script: its process group (its own session) and, until reaped, the script.
+struct Orphan {
+    pgid: u32,
+    child: Option<Child>,
+    termed: Instant,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner writing spans to `log` and script output to `out` (the console).
+    pub fn new(
+        plan: &'a Plan,
+        cfg: &'a Config,
+        opts: Options,
+        log: &'a mut SpanLog,
+        out: &'a mut dyn Write,
+    ) -> Runner<'a> {
+        let n = plan.tasks.len();
+        let prio = plan.priorities();
+        Runner {
+            plan,
+            cfg,
+            opts,
+            log,
+            out,
+            prio,
+            results: vec![None; n],
+            started: vec![false; n],
+            waited_for: vec![None; n],
+            running: Vec::new(),
+            builtin_failed: vec![false; n],
+            orphans: Vec::new(),
+            fault_fired: false,
+        }
+    }
+
+    fn rl_kv(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("runlevel", self.plan.runlevel.clone()),
+            ("action", self.plan.action.clone()),
+        ]
+    }
+
+    /// Logs the beginning of the run (task counts).
+    pub fn begin(&mut self) {
+        let late = self.plan.tasks.iter().filter(|t| t.late).count();
+        let mut kv = self.rl_kv();
+        kv.push(("tasks", self.plan.tasks.len().to_string()));
+        kv.push(("late", late.to_string()));
+        // How many priorities rest on durations from earlier boots rather than the default.
+        let learned = self.plan.tasks.iter().filter(|t| t.learned).count();
+        kv.push(("learned", learned.to_string()));
+        self.log.event(sys::boottime_ns(), "rc_begin", &kv);
+    }
+
+    /// Whether there are late tasks.
+    pub fn has_late(&self) -> bool {
+        self.plan.tasks.iter().any(|t| t.late)
+    }
+
+    /// Runs every task whose `late` flag equals `late`, in parallel; returns when they have
+    /// all ended (or timed out). On an internal failure, runs the rest serially.
+    pub fn run_phase(&mut self, late: bool) {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.phase(late)));
+        if let Err(p) = r {
+            let msg = panic_message(p.as_ref());
+            let _ = writeln!(
+                self.out,
+                "bootprint rc: runlevel {}: the parallel run failed ({msg}): running the rest serially",
+                self.plan.runlevel
+            );
+            let mut kv = self.rl_kv();
+            kv.push(("reason", "run".into()));
+            kv.push(("error", msg));
+            self.log.event(sys::boottime_ns(), "rc_fallback", &kv);
+            self.serial_rest(Some(late));
+            self.settle_orphans();
+        }
+        if !late {
+            let kv = self.rl_kv();
+            self.log.event(sys::boottime_ns(), "rc_reached", &kv);
+        }
+    }
+
+    fn pred_done(&self, t: usize) -> bool {
+        self.plan.tasks[t]
+            .preds
+            .iter()
+            .all(|&p| self.results[p].is_some())
+    }
+
+    fn phase(&mut self, late: bool) {
+        let mine: Vec<usize> = (0..self.plan.tasks.len())
+            .filter(|&i| self.plan.tasks[i].late == late)
+            .collect();
+        loop {
+            self.reap();
+            if mine.iter().all(|&i| self.results[i].is_some()) {
+                break;
+            }
+            // Start what is ready, best first, while the load allows.
+            let interactive_running = self.running.iter().any(|r| r.alone);
+            if !interactive_running {
+                let mut ready: Vec<usize> = mine
+                    .iter()
+                    .copied()
+                    .filter(|&i| !self.started[i] && self.pred_done(i))
+                    .collect();
+                ready.sort_by_key(|&i| (std::cmp::Reverse(self.prio[i]), i));
+                if ready.is_empty() && self.running.is_empty() {
+                    // Nothing ready, nothing running, work left: a dependency that can
+                    // never end (a cycle in a stop plan). Release the best waiting task.
+                    if let Some(&i) = mine
+                        .iter()
+                        .filter(|&&i| !self.started[i])
+                        .max_by_key(|&&i| (self.prio[i], std::cmp::Reverse(i)))
+                    {
+                        ready.push(i);
+                    }
+                }
+                for i in ready {
+                    let t = &self.plan.tasks[i];
+                    if t.interactive {
+                        if self.running.is_empty() {
+                            self.spawn(i);
+                        }
+                        break; // alone: nothing else starts with or after it this round
+                    }
+                    let stat = ProcStat::read(&self.opts.proc_dir);
+                    if !may_start(self.running.len(), &stat, self.cfg, self.opts.cpus) {
+                        break;
+                    }
+                    self.spawn(i);
+                    if self.opts.fault == Some(Fault::Run) && !self.fault_fired {
+                        self.fault_fired = true;
+                        panic!("{}", Fault::Run.message());
+                    }
+                }
+            }
+            // Wait for output or a short tick (child exits are polled).
+            let fds: Vec<i32> = self
+                .running
+                .iter()
+                .filter_map(|r| r.master.as_ref().map(|m| m.as_raw_fd()))
+                .collect();
+            sys::poll_read(&fds, 20);
+            for k in 0..self.running.len() {
+                let r = &mut self.running[k];
+                if let Some(m) = &r.master {
+                    if !sys::read_available(m.as_raw_fd(), &mut r.buf) {
+                        r.master = None;
+                    }
+                }
+            }
+            self.flush_long();
+            self.timeouts();
+        }
+        // Nothing that timed out outlives the phase: the rest of the kill delay, then SIGKILL.
+        self.settle_orphans();
+    }
+
+    fn spawn(&mut self, i: usize) {
+        self.started[i] = true;
+        let t = &self.plan.tasks[i];
+        // The dependency whose end made this task ready: the one that ended last.
+        let waited = t
+            .preds
+            .iter()
+            .copied()
+            .filter(|&p| self.results[p].is_some())
+            .max_by_key(|&p| self.results[p].as_ref().map(|r| r.end_ns));
+        self.waited_for[i] = waited;
+        let as_builtin = match (&t.builtin, &self.opts.builtin_program) {
+            (Some(_), Some(p)) if !self.builtin_failed[i] => Some(p.clone()),
+            _ => None,
+        };
+        let mut cmd = match &as_builtin {
+            Some(program) => {
+                let mut c = Command::new(program);
+                c.arg("rc-builtin").arg(&t.name).arg(&t.action);
+                if self.opts.fault == Some(Fault::Builtin) {
+                    c.env(builtin::FAULT_ENV, "1");
+                }
+                c
+            }
+            None => fallback::command(&t.path, &t.name, &t.action),
+        };
+        cmd.env("RUNLEVEL", &self.plan.runlevel)
+            .env("PREVLEVEL", &self.opts.prevlevel);
+        let mut master = None;
+        // A script whose built-in failed needs the console if the script itself does
+        // (checkroot.sh's maintenance shell), even with others running.
+        let alone = t.interactive || (self.builtin_failed[i] && t.interactive_script);
+        if !alone {
+            if let Ok((m, s)) = sys::open_pty() {
+                if let (Ok(a), Ok(b)) = (s.try_clone(), s.try_clone()) {
+                    cmd.stdin(Stdio::from(a))
+                        .stdout(Stdio::from(b))
+                        .stderr(Stdio::from(s));
+                    master = Some(m);
+                }
+            }
+            // SAFETY note lives in sys::new_session; pre_exec runs it in the child.
+            new_session_on_exec(&mut cmd);
+        } else {
+            console_stdout(&mut cmd);
+        }
+        let start_ns = sys::boottime_ns();
+        let spawned = cmd.spawn();
+        drop(cmd); // closes our copies of the pty slave
+        let mut kv = self.task_kv(i);
+        kv.push((
+            "waited_for",
+            waited
+                .map(|p| self.plan.tasks[p].name.clone())
+                .unwrap_or_default(),
+        ));
+        if as_builtin.is_some() {
+            kv.push(("builtin", "1".into()));
+        }
+        match spawned {
+            Ok(child) => {
+                kv.push(("pid", child.id().to_string()));
+                self.log.event(start_ns, "rc_start", &kv);
+                let now = Instant::now();
+                self.running.push(Running {
+                    task: i,
+                    builtin: as_builtin.is_some(),
+                    alone,
+                    child,
+                    master,
+                    buf: Vec::new(),
+                    start_ns,
+                    started: now,
+                    last_flush: now,
+                });
+            }
+            Err(e) => {
+                self.log.event(start_ns, "rc_start", &kv);
+                let _ = writeln!(self.out, "{}: cannot start: {e}", t.name);
+                self.finish(i, None, Outcome::SpawnFailed, start_ns);
+            }
+        }
+    }
+
+    fn task_kv(&self, i: usize) -> Vec<(&'static str, String)> {
+        let t = &self.plan.tasks[i];
+        vec![
+            ("script", t.name.clone()),
+            ("action", t.action.clone()),
+            ("runlevel", self.plan.runlevel.clone()),
+            ("late", if t.late { "1" } else { "0" }.into()),
+        ]
+    }
+
+    fn finish(&mut self, i: usize, exit: Option<i32>, outcome: Outcome, start_ns: u64) {
+        let end_ns = sys::boottime_ns();
+        let mut kv = self.task_kv(i);
+        kv.extend(end_fields(exit, outcome));
+        self.log.event(end_ns, "rc_end", &kv);
+        self.results[i] = Some(TaskResult {
+            exit,
+            outcome,
+            start_ns,
+            end_ns,
+        });
+    }
+
+    fn print_lines(&mut self, name: &str, bytes: &[u8]) {
+        let text = String::from_utf8_lossy(bytes);
+        let mut s = String::new();
+        for line in text.split('\n') {
+            let line = line.trim_end_matches('\r');
+            if line.is_empty() {
+                continue;
+            }
+            s.push_str(name);
+            s.push_str(": ");
+            s.push_str(line);
+            s.push('\n');
+        }
+        if !s.is_empty() {
+            let _ = self.out.write_all(s.as_bytes());
+            let _ = self.out.flush();
+        }
+    }
+
+    fn reap(&mut self) {
+        let mut k = 0;
+        while k < self.running.len() {
+            let status = match self.running[k].child.try_wait() {
+                Ok(Some(st)) => Some(st),
+                Ok(None) => None,
+                Err(_) => None,
+            };
+            let Some(st) = status else {
+                k += 1;
+                continue;
+            };
+            let (r, _) = self.retire(k);
+            if r.builtin && st.code() != Some(0) {
+                // The built-in declined or failed (or crashed): the script does the work,
+                // and being idempotent, mends whatever the built-in left half done.
+                let mut kv = self.task_kv(r.task);
+                kv.push(("exit", st.code().map(|c| c.to_string()).unwrap_or_default()));
+                self.log.event(sys::boottime_ns(), "rc_builtin_failed", &kv);
+                self.builtin_failed[r.task] = true;
+                self.spawn(r.task);
+                continue;
+            }
+            let (exit, outcome) = match (st.code(), st.signal()) {
+                (Some(c), _) => (Some(c), Outcome::from_exit(c)),
+                _ => (None, Outcome::Signal),
+            };
+            let start_ns = r.start_ns;
+            self.finish(r.task, exit, outcome, start_ns);
+        }
+    }
+
+    /// Takes a script that ended (or is being given up on) out of the running set and prints
+    /// what is left of its output; returns it and its name.
+    fn retire(&mut self, k: usize) -> (Running, String) {
+        let mut r = self.running.swap_remove(k);
+        if let Some(m) = r.master.take() {
+            sys::read_available(m.as_raw_fd(), &mut r.buf);
+        }
+        let name = self.plan.tasks[r.task].name.clone();
+        let buf = std::mem::take(&mut r.buf);
+        self.print_lines(&name, &buf);
+        (r, name)
+    }
+
+    fn flush_long(&mut self) {
+        let after = self.cfg.flush_after;
+        for k in 0..self.running.len() {
+            let r = &mut self.running[k];
+            if r.last_flush.elapsed() < after {
+                continue;
+            }
+            r.last_flush = Instant::now();
+            let Some(cut) = r.buf.iter().rposition(|&b| b == b'\n') else {
+                continue;
+            };
+            let head: Vec<u8> = r.buf.drain(..=cut).collect();
+            let name = self.plan.tasks[r.task].name.clone();
+            self.print_lines(&name, &head);
+        }
+    }
+
+    fn timeouts(&mut self) {
+        let limit = self.cfg.timeout;
+        let mut k = 0;
+        while k < self.running.len() {
+            // An interactive script may be waiting for someone at the console (a passphrase,
+            // fsck's question): it is not timed out.
+            let interactive = self.plan.tasks[self.running[k].task].interactive;
+            if interactive || self.running[k].started.elapsed() < limit {
+                k += 1;
+                continue;
+            }
+            let (r, name) = self.retire(k);
+            let _ = writeln!(
+                self.out,
+                "{name}: timed out after {:.0} s; the boot goes on without it",
+                limit.as_secs_f64()
+            );
+            // Its own session, so its process group is the script and what it started.
+            sys::kill_group(r.child.id(), sys::SIGTERM);
+            let start_ns = r.start_ns;
+            self.finish(r.task, None, Outcome::TimedOut, start_ns);
+            self.orphans.push(Orphan {
+                pgid: r.child.id(),
+                child: Some(r.child),
+                termed: Instant::now(),
+            });
+        }
+        self.tend_orphans(false);
+    }
+
+    /// Reaps timed-out scripts and forgets a group once it is empty; a group still alive
+    /// [`KILL_DELAY`] after its SIGTERM (or at once when `kill_now`) gets SIGKILL and is
+    /// forgotten. The group, not only the script: what it started and left behind in its
+    /// session may ignore SIGTERM too.
+    fn tend_orphans(&mut self, kill_now: bool) {
+        self.orphans.retain_mut(|o| {
+            if let Some(c) = &mut o.child {
+                // Exited (reaped now) or not our child: either way its pid is done with.
+                if !matches!(c.try_wait(), Ok(None)) {
+                    o.child = None;
+                }
+            }
+            // A group id stays reserved while the group has members, so this cannot hit a
+            // stranger: with the leader reaped and the group empty, kill says ESRCH.
+            if !sys::group_alive(o.pgid) {
+                return false;
+            }
+            if kill_now || o.termed.elapsed() >= KILL_DELAY {
+                sys::kill_group(o.pgid, sys::SIGKILL);
+                if let Some(c) = &mut o.child {
+                    let _ = c.try_wait();
+                }
+                return false;
+            }
+            true
+        });
+    }
+
+    /// Waits (at most [`KILL_DELAY`]) until every timed-out group has ended or been
+    /// SIGKILLed: the runner never returns, nor forks its late child, with one alive.
+    fn settle_orphans(&mut self) {
+        loop {
+            self.tend_orphans(false);
+            if self.orphans.is_empty() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits until the machine is idle (per the configuration) or the maximum wait passed;
+    /// logs `rc_late` and returns the reason (`idle` or `max_wait`).
+    pub fn wait_idle(&mut self) -> &'static str {
+        let t0 = Instant::now();
+        let mut prev = ProcStat::read(&self.opts.proc_dir);
+        let reason = loop {
+            let left = self.cfg.late_max_wait.saturating_sub(t0.elapsed());
+            if left.is_zero() {
+                break "max_wait";
+            }
+            // One measurement never outlasts the maximum wait.
+            std::thread::sleep(self.cfg.idle_window.min(left));
+            let cur = ProcStat::read(&self.opts.proc_dir);
+            if was_idle(&prev, &cur, self.cfg) {
+                break "idle";
+            }
+            prev = cur;
+        };
+        let mut kv = self.rl_kv();
+        kv.push(("reason", reason.into()));
+        kv.push(("waited_ms", t0.elapsed().as_millis().to_string()));
+        self.log.event(sys::boottime_ns(), "rc_late", &kv);
+        reason
+    }
+
+    /// Logs the end of the run.
+    pub fn done(&mut self) {
+        self.settle_orphans();
+        let kv = self.rl_kv();
+        self.log.event(sys::boottime_ns(), "rc_done", &kv);
+    }
+
+    /// The fallback: waits for what runs (bounded by its timeout), then runs every task not
+    /// yet started, one at a time with the console, in plan priority order (dependencies
+    /// first where known).
+    pub fn serial_rest(&mut self, late: Option<bool>) {
+        while !self.running.is_empty() {
+            let mut r = self.running.swap_remove(0);
+            let interactive = self.plan.tasks[r.task].interactive;
+            let deadline = (!interactive).then(|| r.started + self.cfg.timeout);
+            // Keep draining its pty: a script blocked on a full pty would never end.
+            let (child, master, buf) = (&mut r.child, &r.master, &mut r.buf);
+            let (exit, outcome) =
+                fallback::wait_foreground(child, deadline, !interactive, &mut || {
+                    if let Some(m) = master {
+                        sys::read_available(m.as_raw_fd(), buf);
+                    }
+                });
+            let start = r.start_ns;
+            let task = r.task;
+            self.running.push(r);
+            let last = self.running.len() - 1;
+            self.retire(last);
+            self.finish(task, exit, outcome, start);
+        }
+        let mut order: Vec<usize> = (0..self.plan.tasks.len())
+            .filter(|&i| !self.started[i] && late.is_none_or(|l| self.plan.tasks[i].late == l))
+            .collect();
+        order.sort_by_key(|&i| (std::cmp::Reverse(self.prio[i]), i));
+        // Dependencies first: repeatedly take the first whose predecessors are done.
+        while !order.is_empty() {
+            let pos = order.iter().position(|&i| self.pred_done(i)).unwrap_or(0);
+            let i = order.remove(pos);
+            self.started[i] = true;
+            let t = &self.plan.tasks[i];
+            let interactive = t.interactive;
+            let mut cmd = fallback::command(&t.path, &t.name, &t.action);
+            cmd.env("RUNLEVEL", &self.plan.runlevel)
+                .env("PREVLEVEL", &self.opts.prevlevel);
+            console_stdout(&mut cmd);
+            if !interactive {
+                new_session_on_exec(&mut cmd);
+            }
+            let start_ns = sys::boottime_ns();
+            let mut kv = self.task_kv(i);
+            kv.push(("waited_for", String::new()));
+            let (exit, outcome) = match cmd.spawn() {
+                Ok(mut child) => {
+                    kv.push(("pid", child.id().to_string()));
+                    self.log.event(start_ns, "rc_start", &kv);
+                    let deadline = (!interactive).then(|| Instant::now() + self.cfg.timeout);
+                    fallback::wait_foreground(&mut child, deadline, !interactive, &mut || {})
+                }
+                Err(e) => {
+                    self.log.event(start_ns, "rc_start", &kv);
+                    let _ = writeln!(self.out, "{}: cannot start: {e}", self.plan.tasks[i].name);
+                    (None, Outcome::SpawnFailed)
+                }
+            };
+            if outcome == Outcome::TimedOut {
+                let _ = writeln!(
+                    self.out,
+                    "{}: timed out after {:.0} s; the boot goes on without it",
+                    self.plan.tasks[i].name,
+                    self.cfg.timeout.as_secs_f64()
+                );
+            }
+            self.finish(i, exit, outcome, start_ns);
+        }
+    }
+
+    /// startpar's answer for `/lib/init/rc` (`eval "$(startpar ...)"`): the failed,
+    /// not-installed and not-configured scripts of the tasks that ended so far.
+    pub fn startpar_summary(&self) -> String {
+        startpar_answer(self.results.iter().enumerate().filter_map(|(i, r)| {
+            r.as_ref()
+                .map(|r| (self.plan.tasks[i].name.as_str(), r.outcome.name()))
+        }))
+    }
+
+    /// Feeds the measured durations into `d`.
+    pub fn learn(&self, d: &mut Durations) {
+        for (i, r) in self.results.iter().enumerate() {
+            let Some(r) = r else { continue };
+            if r.outcome == Outcome::SpawnFailed {
+                continue;
+            }
+            let t = &self.plan.tasks[i];
+            let ms = r.end_ns.saturating_sub(r.start_ns) / 1_000_000;
+            d.record(&t.name, &t.action, ms);
+        }
+    }
+}
+
+impl Drop for Runner<'_> {
+    /// However the runner ends (a panic unwinding included), no timed-out group outlives it.
+    fn drop(&mut self) {
+        self.tend_orphans(true);
+    }
+}
+
+/// The text of a panic's payload (`panic!` with a message gives a `String` or a `&str`).
+pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "a panic".into())
+}
+
+/// startpar's answer from (script, outcome name) pairs: `failed_service='...'`,
+/// `skipped_service_not_installed='...'`, `skipped_service_not_configured='...'`.
+pub fn startpar_answer<'s>(ended: impl Iterator<Item = (&'s str, &'s str)>) -> String {
+    let mut failed = Vec::new();
+    let mut ni = Vec::new();
+    let mut nc = Vec::new();
+    for (name, outcome) in ended {
+        match outcome {
+            "ok" => {}
+            "not_installed" => ni.push(name),
+            "not_configured" => nc.push(name),
+            _ => failed.push(name),
+        }
+    }
+    let q = |v: &[&str]| v.join(" ").replace('\'', "");
+    format!(
+        "failed_service='{}'\nskipped_service_not_installed='{}'\nskipped_service_not_configured='{}'\n",
+        q(&failed),
+        q(&ni),
+        q(&nc)
+    )
+}
+
+/// A script's stdout goes to the console (our stderr), never to our stdout: that is the
+/// pipe `/lib/init/rc` evaluates (`eval "$(startpar ...)"`).
+pub(crate) fn console_stdout(cmd: &mut Command) {
+    use std::os::fd::AsFd;
+    if let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() {
+        cmd.stdout(Stdio::from(fd));
+    }
+}
+
+/// The script leads a new session (its own process group, which a timeout can signal).
+pub(crate) fn new_session_on_exec(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure only calls setsid (async-signal-safe) between fork and exec.
+    unsafe {
+        cmd.pre_exec(sys::new_session);
+    }
+}
