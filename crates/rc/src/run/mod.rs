@@ -6,10 +6,10 @@
 //!   idle thresholds).
 //! - [`Plan`]: the tasks of one runlevel with their dependencies, which of them are late,
 //!   and their priorities (longest remaining path to the login, weighted by
-//!   [`Durations`]).
+//!   [`Durations`](crate::durations::Durations)).
 //! - [`Runner`]: runs a plan: each script on its own pty, output printed whole and prefixed
 //!   when it ends, interactive scripts alone on the console, per-script timeouts,
-//!   concurrency following `procs_running + procs_blocked`, spans to a [`SpanLog`].
+//!   concurrency following `procs_running + procs_blocked`, spans to a [`SpanLog`](crate::spans::SpanLog).
 //! - [`run_runlevel`]: the whole of `bootprint-boot rc`, under a guard: any failure, in any
 //!   phase, ends in [`crate::fallback`] (every script not yet started, serially in link
 //!   order), so the runlevel is always run.
