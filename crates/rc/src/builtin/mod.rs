@@ -344,22 +344,10 @@ pub fn recognise(root: &Path, name: &str, script: &Path, action: &str) -> Result
         }
     }
     if b == Builtin::CheckRoot {
-        let env = Env {
-            root: root.to_path_buf(),
-            proc_dir: root.join("proc"),
-            urandom: root.join("dev/urandom"),
-            fault: false,
-        };
-        checkroot::no_check_left(&env)?;
+        checkroot::no_check_left(&Env::under(root))?;
     }
     if b == Builtin::CheckFs {
-        let env = Env {
-            root: root.to_path_buf(),
-            proc_dir: root.join("proc"),
-            urandom: root.join("dev/urandom"),
-            fault: false,
-        };
-        checkroot::checkfs_nothing_to_check(&env)?;
+        checkroot::checkfs_nothing_to_check(&Env::under(root))?;
     }
     if matches!(b, Builtin::MountDevSubFs | Builtin::CheckRoot) {
         match read_small(&root.join("etc/default/devpts")) {
@@ -395,6 +383,16 @@ impl Env {
             proc_dir: PathBuf::from("/proc"),
             urandom: PathBuf::from("/dev/urandom"),
             fault: std::env::var_os(FAULT_ENV).is_some(),
+        }
+    }
+
+    /// A system under `root`, its proc file system at `root/proc`: what the runner plans on.
+    fn under(root: &Path) -> Env {
+        Env {
+            root: root.to_path_buf(),
+            proc_dir: root.join("proc"),
+            urandom: root.join("dev/urandom"),
+            fault: false,
         }
     }
 
@@ -455,8 +453,10 @@ fn unescape_octal(s: &str) -> String {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
+        // Up to \377 (the kernel writes \040, \011, \012, \134); more would not fit a byte.
         if b[i] == b'\\'
             && i + 3 < b.len()
+            && (b'0'..=b'3').contains(&b[i + 1])
             && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
         {
             out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
@@ -878,6 +878,8 @@ mod tests {
         assert_eq!(mount_points(info), vec!["/run", "/run/my dir"]);
         assert_eq!(unescape_octal("a\\134b"), "a\\b");
         assert_eq!(unescape_octal("tail\\04"), "tail\\04");
+        // Not a byte: kept as written, no overflow.
+        assert_eq!(unescape_octal("x\\777y"), "x\\777y");
     }
 
     #[test]
