@@ -79,6 +79,8 @@ bench: build
 	$(TESTBED) bench rc --desktop --runs 3
 	$(TESTBED) bench modules --runs 3
 	$(TESTBED) bench initramfs --runs 3
+	$(TESTBED) bench builtins --runs 3
+	$(TESTBED) bench whole --runs 3
 	$(TESTBED) faults --all
 	$(CARGO) run --release -p bootprint-readahead --example cold_workload
 	$(MAKE) fuzz-long

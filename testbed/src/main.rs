@@ -46,7 +46,9 @@ commands:
             benchmarks: record (recorder cost), profiles (fast/sd/hdd drives),
             rc (service start), readahead (aged image; all profiles unless --profile;
             --image DIR: another built image), modules (parallel module loader vs
-            serial modprobe in the guest, and boots with bootprint.modules=1)
+            serial modprobe in the guest, and boots with bootprint.modules=1),
+            whole (every lever on against systemd and Debian's default), builtins
+            (the sysvinit chain: scripts, fsck in the initramfs, built-ins, udev beside)
   smoke     real-boot smoke test: boot with --record, check the trace and the report
             [--no-cargo]
   faults    the fault matrix: real boots with one thing broken on purpose, each must reach
