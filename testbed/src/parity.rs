@@ -57,10 +57,11 @@ const COMPARED: &[&str] = &[
 /// The built-ins the runner has (rc::builtin), by script: each must have run on the test
 /// image, whose scripts and configuration are Debian's own (checkroot.sh's only once the
 /// initramfs has checked the root).
-const BUILTINS: [&str; 6] = [
+const BUILTINS: [&str; 7] = [
     "checkfs.sh",
     "checkroot.sh",
     "hostname.sh",
+    "mountall.sh",
     "mountdevsubfs.sh",
     "mountkernfs.sh",
     "urandom",

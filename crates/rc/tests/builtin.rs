@@ -470,3 +470,48 @@ fn udev_runs_beside_the_path_only_where_devtmpfs_is_enough() {
     assert_eq!(udev_in_plan(&root, &on), (true, true));
     fs::remove_dir_all(&root).unwrap();
 }
+
+/// mountall.sh's run_migrate: an old directory becomes a link to its /run place; a link
+/// pointing elsewhere is replaced; the right link is left alone.
+#[test]
+fn run_migrate_links_the_old_places_as_the_script_does() {
+    let root = std::env::temp_dir().join(format!("bp-migrate-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&root);
+    fs::create_dir_all(root.join("var/run")).unwrap();
+    fs::write(root.join("var/run/stale.pid"), "1").unwrap();
+    fs::create_dir_all(root.join("run/lock")).unwrap();
+    std::os::unix::fs::symlink("../run/lock", root.join("var/lock")).unwrap();
+    std::os::unix::fs::symlink("/dev/shm", root.join("run/shm")).unwrap();
+    let env = Env {
+        root: root.clone(),
+        proc_dir: PathBuf::from("/proc"),
+        urandom: PathBuf::from("/dev/urandom"),
+        fault: false,
+    };
+    for (old, run) in [
+        ("/var/run", "/run"),
+        ("/var/lock", "/run/lock"),
+        ("/run/shm", "/dev/shm"),
+    ] {
+        builtin::mountall::run_migrate(&env, old, run).unwrap();
+        assert_eq!(
+            fs::read_link(root.join(&old[1..])).unwrap(),
+            Path::new(run),
+            "{old}"
+        );
+    }
+    // The mountall built-in is recognised on Debian's files and default configuration.
+    assert_eq!(
+        recognise(&fixture(), Builtin::MountAll),
+        Ok(Builtin::MountAll)
+    );
+    let copy = copy_fixture("mountall");
+    fs::write(copy.join("etc/fstab"), "/dev/vda / ext4 ro 0 1\n").unwrap();
+    assert!(recognise(&copy, Builtin::MountAll)
+        .unwrap_err()
+        .contains("read-only"));
+    fs::write(copy.join("etc/fstab"), "tmpfs /tmp tmpfs defaults 0 0\n").unwrap();
+    assert!(recognise(&copy, Builtin::MountAll).is_err());
+    fs::remove_dir_all(&copy).unwrap();
+    fs::remove_dir_all(&root).unwrap();
+}

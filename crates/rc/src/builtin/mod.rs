@@ -23,6 +23,7 @@
 //! Only the `start` action is built in.
 
 pub mod checkroot;
+pub mod mountall;
 pub mod sha256;
 
 use std::ffi::CString;
@@ -53,6 +54,8 @@ pub enum Builtin {
     CheckRoot,
     /// `checkfs.sh` with nothing left to check ([`checkroot::checkfs_nothing_to_check`]).
     CheckFs,
+    /// `mountall.sh` ([`mountall`]).
+    MountAll,
 }
 
 /// Files every built-in script sources, with their Debian 12 SHA-256 (initscripts 3.06-4,
@@ -98,13 +101,14 @@ const HOOKS_DIR: &str = "lib/lsb/init-functions.d";
 
 impl Builtin {
     /// Every built-in.
-    pub const ALL: [Builtin; 6] = [
+    pub const ALL: [Builtin; 7] = [
         Builtin::MountKernFs,
         Builtin::MountDevSubFs,
         Builtin::Urandom,
         Builtin::Hostname,
         Builtin::CheckRoot,
         Builtin::CheckFs,
+        Builtin::MountAll,
     ];
 
     /// The script it stands for (its name in /etc/init.d).
@@ -116,6 +120,7 @@ impl Builtin {
             Builtin::Hostname => "hostname.sh",
             Builtin::CheckRoot => "checkroot.sh",
             Builtin::CheckFs => "checkfs.sh",
+            Builtin::MountAll => "mountall.sh",
         }
     }
 
@@ -139,6 +144,7 @@ impl Builtin {
                 "82bf5e8198851fdeb754402e7e92633f9e1af80985470ca9c5ba36cd8ab0393a"
             }
             Builtin::CheckFs => "ddd0e61899f1708d833e30aaf3b156ca098ae19294fb52a76e0a4eb2b5affb73",
+            Builtin::MountAll => "78f5776229dc2460f5c6353c22a9def2bed145cf1edd41cd970fbee4b4661679",
         }
     }
 
@@ -146,9 +152,10 @@ impl Builtin {
     pub fn known_files(self) -> Vec<(&'static str, &'static str)> {
         let mut v = COMMON.to_vec();
         match self {
-            Builtin::MountKernFs | Builtin::MountDevSubFs | Builtin::CheckRoot => {
-                v.extend_from_slice(MOUNT_LIBS)
-            }
+            Builtin::MountKernFs
+            | Builtin::MountDevSubFs
+            | Builtin::CheckRoot
+            | Builtin::MountAll => v.extend_from_slice(MOUNT_LIBS),
             // It sources mount-functions.sh, not tmpfs.sh.
             Builtin::CheckFs => v.push(MOUNT_LIBS[1]),
             _ => {}
@@ -191,6 +198,7 @@ impl Builtin {
                 "/dev/shm",
                 "/dev/pts",
             ],
+            Builtin::MountAll => &["/run", "/run/lock", "/run/shm", "/dev/shm", "/tmp"],
             Builtin::Urandom | Builtin::Hostname | Builtin::CheckFs => &[],
         }
     }
@@ -321,7 +329,7 @@ pub fn recognise(root: &Path, name: &str, script: &Path, action: &str) -> Result
     sets_nothing(root, "etc/default/rcS")?;
     if matches!(
         b,
-        Builtin::MountKernFs | Builtin::MountDevSubFs | Builtin::CheckRoot
+        Builtin::MountKernFs | Builtin::MountDevSubFs | Builtin::CheckRoot | Builtin::MountAll
     ) {
         sets_nothing(root, "etc/default/tmpfs")?;
         if root.join("etc/fstab.d").exists() {
@@ -348,6 +356,9 @@ pub fn recognise(root: &Path, name: &str, script: &Path, action: &str) -> Result
     }
     if b == Builtin::CheckFs {
         checkroot::checkfs_nothing_to_check(&Env::under(root))?;
+    }
+    if b == Builtin::MountAll {
+        mountall::plain_enough(&Env::under(root))?;
     }
     if matches!(b, Builtin::MountDevSubFs | Builtin::CheckRoot) {
         match read_small(&root.join("etc/default/devpts")) {
@@ -415,6 +426,7 @@ pub fn run(b: Builtin, env: &Env) -> Result<(), String> {
         Builtin::Hostname => hostname(env, &mut steps),
         Builtin::CheckRoot => checkroot::run(env, &mut steps),
         Builtin::CheckFs => checkroot::checkfs(env, &mut steps),
+        Builtin::MountAll => mountall::run(env, &mut steps),
     }?;
     // The end counts as a step: under the fault switch, a built-in of one step fails too.
     steps.step()
@@ -702,13 +714,7 @@ fn mountdevsubfs(env: &Env, steps: &mut Steps) -> Result<(), String> {
     touch(&shm.join(".tmpfs"))?;
     // run_migrate /run/shm /dev/shm: /run/shm becomes a link to /dev/shm.
     steps.step()?;
-    let want = Path::new("/dev/shm");
-    let points_right = fs::read_link(&run_shm).map(|t| t == want).unwrap_or(false);
-    if !points_right {
-        let _ = fs::remove_file(&run_shm);
-        std::os::unix::fs::symlink(want, &run_shm)
-            .map_err(|e| format!("ln -fs /dev/shm {}: {e}", run_shm.display()))?;
-    }
+    mountall::run_migrate(env, "/run/shm", "/dev/shm")?;
     // /dev/pts.
     ensure_dir_755(&env.at("/dev/pts"))?;
     domount(
