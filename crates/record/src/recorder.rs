@@ -131,6 +131,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     let mut login_ns = None;
     let mut waited_for_services = false;
     let mut greeter_seen = false;
+    let mut cmdline_retry = CmdlineRetry::default();
     let mut root_writable = false;
     let mut next_root_check = t_start;
     let mut late = 0u64;
@@ -221,12 +222,22 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         lap(1, &mut parts);
         table.sample(rescan, &mut records);
         lap(2, &mut parts);
+        for pid in cmdline_retry.due() {
+            let argv = paths.proc.cmdline(pid);
+            if !argv.is_empty() {
+                store.push_cmdline(pid, &paths.proc.exe(pid), &argv);
+                cmdline_retry.done(pid);
+            }
+        }
         for &i in table.fresh() {
             let r = &records[i];
             // New process, or its comm changed (it exec'd): read its command line.
             let argv = paths.proc.cmdline(r.pid);
             let exe = paths.proc.exe(r.pid);
             store.push_cmdline(r.pid, &exe, &argv);
+            if argv.is_empty() && r.ppid != 2 && r.pid != 2 {
+                cmdline_retry.add(r.pid);
+            }
             let started_ns = r.starttime * 1_000_000_000 / clk_tck;
             if login_ns.is_none() && config.login_names.contains(&r.comm) {
                 login_ns = Some(started_ns);
@@ -383,6 +394,40 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     )
 }
 
+/// Processes whose command line read empty though they are no kernel threads: caught in
+/// the middle of an exec (the kernel sets the new name before the new arguments; under
+/// emulation the window is wide), they are read again at the next few samples. A later
+/// `cmdline2.log` entry for a pid replaces the earlier one. Seen in `make test`: `sleep 4`
+/// recorded as `sleep` with no arguments, and `bootprint advise` could not name it.
+#[derive(Debug, Default)]
+struct CmdlineRetry {
+    /// (pid, samples left).
+    pending: Vec<(u32, u8)>,
+}
+
+impl CmdlineRetry {
+    /// Samples a process is read again at most.
+    const TRIES: u8 = 5;
+
+    fn add(&mut self, pid: u32) {
+        self.pending.retain(|&(p, _)| p != pid);
+        self.pending.push((pid, Self::TRIES));
+    }
+
+    /// The pids to read again this sample (each counts one try; out of tries, dropped).
+    fn due(&mut self) -> Vec<u32> {
+        self.pending.retain(|&(_, left)| left > 0);
+        for (_, left) in &mut self.pending {
+            *left -= 1;
+        }
+        self.pending.iter().map(|&(p, _)| p).collect()
+    }
+
+    fn done(&mut self, pid: u32) {
+        self.pending.retain(|&(p, _)| p != pid);
+    }
+}
+
 fn milestone(t_ns: u64, name: &str, pid: u32, comm: &str) -> Event {
     Event::new(t_ns, "milestone")
         .with("name", name)
@@ -537,6 +582,24 @@ fn services_pending(rc_log: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_empty_command_line_is_read_again_a_few_times() {
+        let mut r = CmdlineRetry::default();
+        r.add(891);
+        r.add(892);
+        assert_eq!(r.due(), vec![891, 892]);
+        r.done(891);
+        for _ in 1..CmdlineRetry::TRIES {
+            assert_eq!(r.due(), vec![892]);
+        }
+        assert!(r.due().is_empty(), "out of tries");
+        // A pid exec'ing again starts over.
+        r.add(7);
+        r.add(7);
+        assert_eq!(r.due(), vec![7]);
+    }
+
     use super::*;
     use std::os::unix::fs::MetadataExt;
 
