@@ -70,29 +70,6 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-fn unescape(s: &str) -> PathBuf {
-    use std::os::unix::ffi::OsStringExt;
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        // Three octal digits make a byte only up to \377 (the kernel writes \040, \011,
-        // \012, \134); a larger one would overflow it and stays as written.
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && (b'0'..=b'3').contains(&b[i + 1])
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    PathBuf::from(std::ffi::OsString::from_vec(out))
-}
-
 /// Parses the text of `/proc/PID/mountinfo` (`file` names it in errors).
 pub fn parse_mountinfo(text: &str, file: &str) -> Result<Vec<Mount>, ParseError> {
     let mut out = Vec::new();
@@ -121,7 +98,7 @@ pub fn parse_mountinfo(text: &str, file: &str) -> Result<Vec<Mount>, ParseError>
         out.push(Mount {
             major,
             minor,
-            mount_point: unescape(f[4]),
+            mount_point: sample::procfs::unescape_mount_field(f[4]),
             fstype: f[sep + 1].to_string(),
             source: f[sep + 2].to_string(),
         });

@@ -112,6 +112,33 @@ impl CachedFile {
     }
 }
 
+/// A field of `/proc/PID/mountinfo` (a mount point, a root) as the kernel escapes it:
+/// `\NNN` octal for a space, tab, newline or backslash. Three octal digits make a byte only
+/// up to `\377`; a larger one would overflow it and stays as written. Not UTF-8 safe to
+/// assume, so the result is a path of bytes.
+pub fn unescape_mount_field(s: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        // Three octal digits make a byte only up to \377 (the kernel writes \040, \011,
+        // \012, \134); a larger one would overflow it and stays as written.
+        if b[i] == b'\\'
+            && i + 3 < b.len()
+            && (b'0'..=b'3').contains(&b[i + 1])
+            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
+        {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    PathBuf::from(std::ffi::OsString::from_vec(out))
+}
+
 /// Splits a NUL-separated `/proc/PID/cmdline` into arguments, each escaped
 /// ([`trace::writer::escape_bytes`]: bytes that are not UTF-8 and control characters).
 pub fn split_cmdline(raw: &[u8]) -> Vec<String> {
@@ -484,7 +511,20 @@ fn trim_newline(b: &[u8]) -> &[u8] {
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
+
+    #[test]
+    fn mount_fields_are_unescaped_up_to_a_byte() {
+        assert_eq!(unescape_mount_field("a\\134b"), PathBuf::from("a\\b"));
+        assert_eq!(
+            unescape_mount_field("/my\\040dir"),
+            PathBuf::from("/my dir")
+        );
+        assert_eq!(unescape_mount_field("tail\\04"), PathBuf::from("tail\\04"));
+        // Not a byte: kept as written, no overflow.
+        assert_eq!(unescape_mount_field("x\\777y"), PathBuf::from("x\\777y"));
+    }
     use std::os::unix::ffi::OsStrExt;
 
     /// The getdents64 listing finds exactly the numeric names, again after a change, on a

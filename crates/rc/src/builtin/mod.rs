@@ -175,47 +175,32 @@ impl Builtin {
     }
 
     /// The mount points whose `/etc/fstab` entry would change what the script does.
-    fn fstab_points(self) -> &'static [&'static str] {
+    fn fstab_points(self) -> Vec<&'static str> {
+        const KERNFS: [&str; 7] = [
+            "/run",
+            "/run/lock",
+            "/run/shm",
+            "/sys",
+            "/sys/kernel/security",
+            "/sys/fs/pstore",
+            "/sys/firmware/efi/efivars",
+        ];
+        const DEVSUBFS: [&str; 3] = ["/dev/shm", "/run/shm", "/dev/pts"];
         match self {
-            Builtin::MountKernFs => &[
-                "/run",
-                "/run/lock",
-                "/run/shm",
-                "/sys",
-                "/sys/kernel/security",
-                "/sys/fs/pstore",
-                "/sys/firmware/efi/efivars",
-            ],
-            Builtin::MountDevSubFs => &["/dev/shm", "/run/shm", "/dev/pts"],
-            Builtin::CheckRoot => &[
-                "/run",
-                "/run/lock",
-                "/run/shm",
-                "/sys",
-                "/sys/kernel/security",
-                "/sys/fs/pstore",
-                "/sys/firmware/efi/efivars",
-                "/dev/shm",
-                "/dev/pts",
-            ],
-            Builtin::MountAll => &["/run", "/run/lock", "/run/shm", "/dev/shm", "/tmp"],
-            Builtin::Urandom | Builtin::Hostname | Builtin::CheckFs => &[],
+            Builtin::MountKernFs => KERNFS.to_vec(),
+            Builtin::MountDevSubFs => DEVSUBFS.to_vec(),
+            // It runs both again with `reload`.
+            Builtin::CheckRoot => [KERNFS.as_slice(), &DEVSUBFS].concat(),
+            Builtin::MountAll => vec!["/run", "/run/lock", "/run/shm", "/dev/shm", "/tmp"],
+            Builtin::Urandom | Builtin::Hostname | Builtin::CheckFs => Vec::new(),
         }
     }
 }
 
-/// Reads a regular file (not a FIFO or device: never blocks), at most 1 MiB.
+/// Reads a regular file (not a FIFO or device: never blocks) of at most 1 MiB
+/// (`sample::sys::read_regular`; a larger one is an error, and the script runs).
 fn read_small(path: &Path) -> io::Result<Vec<u8>> {
-    let f = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
-    if !f.metadata()?.is_file() {
-        return Err(io::Error::other("not a regular file"));
-    }
-    let mut buf = Vec::new();
-    f.take(1 << 20).read_to_end(&mut buf)?;
-    Ok(buf)
+    sample::sys::read_regular(path, 1 << 20)
 }
 
 /// Whether a shell configuration file sets nothing: absent, or only blank lines and
@@ -452,33 +437,12 @@ impl Steps {
 }
 
 /// The mount points in `mountinfo` text (field 5, octal escapes undone).
-fn mount_points(mountinfo: &str) -> Vec<String> {
+fn mount_points(mountinfo: &str) -> Vec<PathBuf> {
     mountinfo
         .lines()
         .filter_map(|l| l.split(' ').nth(4))
-        .map(unescape_octal)
+        .map(sample::procfs::unescape_mount_field)
         .collect()
-}
-
-fn unescape_octal(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        // Up to \377 (the kernel writes \040, \011, \012, \134); more would not fit a byte.
-        if b[i] == b'\\'
-            && i + 3 < b.len()
-            && (b'0'..=b'3').contains(&b[i + 1])
-            && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c))
-        {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `mountpoint -q`: whether `path` (resolved) is a mount point now.
@@ -489,7 +453,6 @@ fn is_mount_point(env: &Env, path: &Path) -> Result<bool, String> {
     let Ok(real) = fs::canonicalize(path) else {
         return Ok(false);
     };
-    let real = real.to_string_lossy().into_owned();
     Ok(mount_points(&String::from_utf8_lossy(&info)).contains(&real))
 }
 
@@ -881,11 +844,10 @@ mod tests {
     fn mountinfo_points_with_escapes() {
         let info = "22 1 0:21 / /run rw,nosuid - tmpfs tmpfs rw\n\
                     30 22 0:25 / /run/my\\040dir rw - tmpfs tmpfs rw\n";
-        assert_eq!(mount_points(info), vec!["/run", "/run/my dir"]);
-        assert_eq!(unescape_octal("a\\134b"), "a\\b");
-        assert_eq!(unescape_octal("tail\\04"), "tail\\04");
-        // Not a byte: kept as written, no overflow.
-        assert_eq!(unescape_octal("x\\777y"), "x\\777y");
+        assert_eq!(
+            mount_points(info),
+            vec![PathBuf::from("/run"), PathBuf::from("/run/my dir")]
+        );
     }
 
     #[test]
