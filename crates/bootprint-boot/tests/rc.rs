@@ -186,3 +186,217 @@ fn the_runner_exits_non_zero_only_when_it_did_not_run_the_runlevel() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "{out:?}");
 }
+
+/// An LSB script started by `rc_dir` (`rcS.d`, `rc2.d`) with link number `seq`.
+fn script_in(root: &Path, rc_dir: &str, seq: u8, name: &str, extra: &str, body: &str) {
+    let text = format!(
+        "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}### END INIT INFO\n[ \"$1\" = start ] || exit 0\n{body}\n"
+    );
+    let p = root.join("etc/init.d").join(name);
+    fs::write(&p, text).unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    symlink(
+        format!("../init.d/{name}"),
+        root.join(format!("etc/{rc_dir}/S{seq:02}{name}")),
+    )
+    .unwrap();
+}
+
+/// One graph for the boot: runlevel S with `base` (on the login path: the logger needs it)
+/// and `slowdev` then `devuser` beside the path; runlevel 2 with `logger` (the login path)
+/// and `needsdev`, a late service that needs `devuser`. Marks go to `marks`.
+fn one_graph_root(tag: &str, cmdline: &str) -> std::path::PathBuf {
+    let root = std::env::temp_dir().join(format!("bootprint-boot-1g-{tag}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&root);
+    for d in [
+        "etc/init.d",
+        "etc/rcS.d",
+        "etc/rc2.d",
+        "etc/bootprint",
+        "proc",
+    ] {
+        fs::create_dir_all(root.join(d)).unwrap();
+    }
+    fs::write(root.join("etc/insserv.conf"), "$syslog logger\n").unwrap();
+    fs::write(
+        root.join("etc/inittab"),
+        "id:2:initdefault:\nsi::sysinit:/etc/init.d/rcS\n",
+    )
+    .unwrap();
+    fs::write(root.join("proc/cmdline"), format!("{cmdline}\n")).unwrap();
+    fs::write(
+        root.join("etc/bootprint/rc.conf"),
+        "finish-in-s =\nlate-max-wait = 0.2\nidle-window = 0.1\n",
+    )
+    .unwrap();
+    let marks = root.join("marks").display().to_string();
+    script_in(
+        &root,
+        "rcS.d",
+        1,
+        "base",
+        "",
+        &format!("echo base >> {marks}"),
+    );
+    script_in(
+        &root,
+        "rcS.d",
+        2,
+        "slowdev",
+        "# Required-Start: base\n",
+        &format!("sleep 3; echo slowdev >> {marks}"),
+    );
+    script_in(
+        &root,
+        "rcS.d",
+        3,
+        "devuser",
+        "# Required-Start: slowdev\n",
+        &format!("echo devuser >> {marks}"),
+    );
+    script_in(
+        &root,
+        "rc2.d",
+        1,
+        "logger",
+        "# Required-Start: base\n",
+        &format!("echo logger >> {marks}"),
+    );
+    script_in(
+        &root,
+        "rc2.d",
+        2,
+        "needsdev",
+        "# Required-Start: devuser\n",
+        &format!("echo needsdev >> {marks}"),
+    );
+    root
+}
+
+/// `bootprint-boot rc --startpar` for `runlevel` (`-M boot` for S) on `root`.
+fn startpar_rl(root: &Path, runlevel: &str) -> std::process::Output {
+    let mode = if runlevel == "S" { "boot" } else { "start" };
+    Command::new(env!("CARGO_BIN_EXE_bootprint-boot"))
+        .args(["rc", "--startpar", "-M", mode, "-P", "N", "-R", runlevel])
+        .arg("--root")
+        .arg(root)
+        .arg("--proc")
+        .arg(root.join("proc"))
+        .stderr(
+            fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(root.join("console"))
+                .unwrap(),
+        )
+        .output()
+        .unwrap()
+}
+
+/// Waits (at most 30 s) until `marks` holds `n` lines; returns them.
+fn marks_when(root: &Path, n: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let m: Vec<String> = fs::read_to_string(root.join("marks"))
+            .unwrap_or_default()
+            .lines()
+            .map(String::from)
+            .collect();
+        if m.len() >= n || Instant::now() > deadline {
+            return m;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// rcS returns once the S part of the login path is done (not after `slowdev`'s 3 s);
+/// runlevel 2's path runs while S's rest goes on; its late service waits for the S script
+/// it needs; S's worker ends the span log's runlevel S.
+#[test]
+fn runlevel_s_returns_at_its_part_of_the_path_and_the_rest_goes_on_beside() {
+    let root = one_graph_root("ok", "quiet");
+    let s = startpar_rl(&root, "S");
+    let marks_at_return = fs::read_to_string(root.join("marks")).unwrap_or_default();
+    let console = || fs::read_to_string(root.join("console")).unwrap_or_default();
+    assert!(s.status.success(), "{s:?}\n{}", console());
+    assert!(
+        String::from_utf8_lossy(&s.stdout).contains("failed_service=''"),
+        "{s:?}"
+    );
+    assert_eq!(
+        marks_at_return, "base\n",
+        "rcS waited for what is beside the path"
+    );
+    let two = startpar_rl(&root, "2");
+    assert!(two.status.success(), "{two:?}\n{}", console());
+    let m = marks_when(&root, 5);
+    assert_eq!(m.len(), 5, "{m:?}\n{}", console());
+    let at = |n: &str| {
+        m.iter()
+            .position(|x| x == n)
+            .unwrap_or_else(|| panic!("{n}: {m:?}"))
+    };
+    assert_eq!(at("base"), 0, "{m:?}");
+    assert!(
+        at("logger") < at("slowdev"),
+        "the login path waited for S's rest: {m:?}"
+    );
+    assert!(
+        at("slowdev") < at("devuser") && at("devuser") < at("needsdev"),
+        "{m:?}"
+    );
+    let log = root.join("run/bootprint/rc.log");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let text = loop {
+        let t = fs::read_to_string(&log).unwrap();
+        if t.matches(" rc_done ").count() >= 2 || Instant::now() > deadline {
+            break t;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(text.contains(" rc_handoff runlevel=S "), "{text}");
+    assert!(text.contains(" rc_done runlevel=S "), "{text}");
+    assert!(
+        text.contains("script=slowdev action=start runlevel=S late=0 beside=1"),
+        "{text}"
+    );
+    let _ = fs::remove_dir_all(&root);
+}
+
+/// The worker dies before rcS may return (`worker`): the parent runs what it had not
+/// started. It dies right after (`beside`): runlevel 2's runner runs S's scripts not
+/// started before its own that need them. Either way every script runs once.
+#[test]
+fn a_lost_worker_of_runlevel_s_still_runs_every_script() {
+    for fault in ["worker", "beside"] {
+        let root = one_graph_root(fault, &format!("bootprint.rc.fault={fault}"));
+        let console = || fs::read_to_string(root.join("console")).unwrap_or_default();
+        let s = startpar_rl(&root, "S");
+        assert!(s.status.success(), "{fault}: {s:?}\n{}", console());
+        assert!(
+            String::from_utf8_lossy(&s.stdout).contains("failed_service="),
+            "{fault}: {s:?}"
+        );
+        let two = startpar_rl(&root, "2");
+        assert!(two.status.success(), "{fault}: {two:?}\n{}", console());
+        let mut m = marks_when(&root, 5);
+        assert!(console().contains("aborting"), "{fault}: {}", console());
+        // Nothing runs twice: a moment for a stray second run to show.
+        std::thread::sleep(Duration::from_millis(2500));
+        m = marks_when(&root, m.len());
+        let mut sorted = m.clone();
+        sorted.sort();
+        assert_eq!(
+            sorted,
+            ["base", "devuser", "logger", "needsdev", "slowdev"],
+            "{fault}: {m:?}\n{}",
+            console()
+        );
+        let at = |n: &str| m.iter().position(|x| x == n).unwrap();
+        assert!(
+            at("slowdev") < at("devuser") && at("devuser") < at("needsdev"),
+            "{fault}: {m:?}"
+        );
+        let _ = fs::remove_dir_all(&root);
+    }
+}

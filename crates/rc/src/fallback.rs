@@ -46,6 +46,12 @@ pub enum Fault {
     Abort,
     /// `builtin`: every built-in fails after its first step; the runner runs the script.
     Builtin,
+    /// `worker`: runlevel S's worker (one graph, docs/rc.md) aborts once its path is done,
+    /// before it lets rcS return: the waiting parent runs what it had not started.
+    Worker,
+    /// `beside`: runlevel S's worker aborts right after rcS returned, with scripts beside
+    /// the path left: the runner of the next runlevel runs those not started.
+    Beside,
 }
 
 /// The kernel command line word that forces a fault.
@@ -53,7 +59,7 @@ pub const FAULT_PARAM: &str = "bootprint.rc.fault";
 
 impl Fault {
     /// Every fault.
-    pub const ALL: [Fault; 7] = [
+    pub const ALL: [Fault; 9] = [
         Fault::Config,
         Fault::Load,
         Fault::Plan,
@@ -61,6 +67,8 @@ impl Fault {
         Fault::Panic,
         Fault::Abort,
         Fault::Builtin,
+        Fault::Worker,
+        Fault::Beside,
     ];
 
     /// The value on the command line.
@@ -73,6 +81,8 @@ impl Fault {
             Fault::Panic => "panic",
             Fault::Abort => "abort",
             Fault::Builtin => "builtin",
+            Fault::Worker => "worker",
+            Fault::Beside => "beside",
         }
     }
 
@@ -91,7 +101,7 @@ impl Fault {
         match Fault::ALL.into_iter().find(|f| f.name() == value) {
             Some(f) => Ok(Some(f)),
             None => Err(format!(
-                "{prefix}{value}: expected config, load, plan, run, panic, abort or builtin; ignored"
+                "{prefix}{value}: expected config, load, plan, run, panic, abort, builtin, worker or beside; ignored"
             )),
         }
     }
@@ -405,7 +415,7 @@ mod tests {
         let e = Fault::from_cmdline("bootprint.rc.fault=bogus").unwrap_err();
         assert_eq!(
             e,
-            "bootprint.rc.fault=bogus: expected config, load, plan, run, panic, abort or builtin; ignored"
+            "bootprint.rc.fault=bogus: expected config, load, plan, run, panic, abort, builtin, worker or beside; ignored"
         );
         // Another parameter that merely starts alike is not this one.
         assert_eq!(Fault::from_cmdline("bootprint.rc.faultx=load"), Ok(None));

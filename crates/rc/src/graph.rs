@@ -147,6 +147,10 @@ pub struct Graph {
     pub cycles: Vec<CycleBreak>,
     /// Missing dependencies and cycles, with file and line.
     pub diagnostics: Vec<Diagnostic>,
+    /// For runlevels 0..6: (node, script) for each script runlevel `S` starts that a node
+    /// names in `Required-Start` or `Should-Start` (directly or through a facility). The
+    /// graph takes them as done; a runner that lets S end early must wait for them.
+    pub boot_needs: Vec<(usize, usize)>,
     preds: Vec<Vec<usize>>,
     succs: Vec<Vec<usize>>,
 }
@@ -156,6 +160,7 @@ struct Builder<'a> {
     rl: Runlevel,
     node_of: BTreeMap<usize, usize>,
     boot: BTreeSet<usize>,
+    boot_needs: BTreeSet<(usize, usize)>,
     edges: BTreeMap<(usize, usize), Vec<Origin>>,
     /// Every (from, to, origin) added: a set, so a header naming 200k dependencies is not
     /// checked against every earlier origin of its edge (that was quadratic).
@@ -287,8 +292,13 @@ impl Builder<'_> {
                 match self.node_of.get(&other).copied() {
                     Some(n) if kw == Keyword::StartBefore => self.add(me, n, origin),
                     Some(n) => self.add(n, me, origin),
+                    None if self.boot.contains(&other) => {
+                        if kw != Keyword::StartBefore {
+                            self.boot_needs.insert((me, other));
+                        }
+                    }
                     None => {
-                        if !t.optional && !self.boot.contains(&other) {
+                        if !t.optional {
                             self.diags.push(Diagnostic::new(&file, Some(field.line), format!(
                                 "{} names {} ({}), which runlevel {} does not start{}: dependency ignored",
                                 kw.name(), t.name, self.sys.scripts[other].name, self.rl.label(),
@@ -342,6 +352,7 @@ impl System {
                 .map(|(i, n)| (n.script, i))
                 .collect(),
             boot,
+            boot_needs: BTreeSet::new(),
             edges: BTreeMap::new(),
             seen: HashSet::new(),
             diags: Vec::new(),
@@ -459,6 +470,7 @@ impl System {
             edges,
             cycles: Vec::new(),
             diagnostics: b.diags,
+            boot_needs: b.boot_needs.into_iter().collect(),
             preds: Vec::new(),
             succs: Vec::new(),
         };

@@ -19,6 +19,8 @@
 //!   mountdevsubfs.sh, urandom, hostname.sh), only where the script and its configuration
 //!   are Debian's own; the script runs whenever a built-in declines or fails.
 //! - [`udev`]: when udev may run beside the path to the login instead of alone before it.
+//! - [`boot`]: one graph for the boot: the runlevel after S, and runlevel S's progress as
+//!   its span log shows it to the runners that wait for its scripts.
 //! - [`login`]: the login target learned from the system (`login = auto`): the network
 //!   only when logins need it, syslog only when it logs them, each part with its reason.
 //! - [`fallback`]: the last resort (every script of the runlevel serially in link order,
@@ -42,6 +44,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod boot;
 pub mod builtin;
 pub mod conf;
 pub mod durations;

@@ -103,6 +103,11 @@ impl SpanLog {
         }
     }
 
+    /// Whether events reach a file (opened, no write error so far).
+    pub fn is_writing(&self) -> bool {
+        self.file.is_some() && self.error.is_none()
+    }
+
     /// The scripts this process logged an `rc_start` for.
     pub fn started(&self) -> &BTreeSet<String> {
         &self.started

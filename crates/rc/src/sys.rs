@@ -129,9 +129,8 @@ pub const SIGTERM: i32 = libc::SIGTERM;
 /// See [`SIGTERM`].
 pub const SIGKILL: i32 = libc::SIGKILL;
 
-/// Forks; in the child, starts a new session and points stdin/stdout at /dev/null (so a
-/// parent reading our stdout, like `eval "$(startpar ...)"`, sees EOF when the parent
-/// exits). Returns true in the child, false in the parent.
+/// Forks; in the child, [`detach_from_caller`]. Returns true in the child, false in the
+/// parent.
 pub fn fork_detached() -> io::Result<bool> {
     // SAFETY: the runner is single-threaded when it forks (it uses no threads), so the child
     // may run ordinary Rust code.
@@ -142,11 +141,21 @@ pub fn fork_detached() -> io::Result<bool> {
     if pid > 0 {
         return Ok(false);
     }
+    detach_from_caller();
+    Ok(true)
+}
+
+/// Starts a new session and points stdin/stdout at /dev/null, so a parent reading our
+/// stdout, like `eval "$(startpar ...)"`, sees EOF once the process it started has exited,
+/// and the console's hangup when rcS's shell exits does not reach us. Stderr (the console)
+/// is kept.
+pub fn detach_from_caller() {
     // SAFETY: setsid, open and dup2 on our own descriptors; the path is a valid C string.
     unsafe {
         libc::setsid();
-        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
         if null >= 0 {
+            // dup2 clears O_CLOEXEC on the copies: the scripts inherit /dev/null.
             libc::dup2(null, 0);
             libc::dup2(null, 1);
             if null > 2 {
@@ -154,7 +163,88 @@ pub fn fork_detached() -> io::Result<bool> {
             }
         }
     }
-    Ok(true)
+}
+
+/// The worker's side of [`fork_worker`]: [`Handoff::release`] lets the waiting parent exit.
+#[derive(Debug)]
+pub struct Handoff {
+    fd: OwnedFd,
+}
+
+impl Handoff {
+    /// Detaches from the caller ([`detach_from_caller`]), then tells the parent it may exit:
+    /// call it once whatever the caller must read (startpar's answer) is written.
+    pub fn release(self) {
+        detach_from_caller();
+        // SAFETY: a one-byte write from a valid buffer to our own pipe; a failure (the
+        // parent gone) changes nothing for us.
+        unsafe {
+            libc::write(self.fd.as_raw_fd(), b"1".as_ptr().cast(), 1);
+        }
+    }
+}
+
+/// What [`fork_worker`] returns in each process.
+#[derive(Debug)]
+pub enum Forked {
+    /// In the worker, which goes on with the work.
+    Worker(Handoff),
+    /// In the parent, once the worker released it (`true`) or ended without doing so
+    /// (`false`: it died, and the parent must see to the work itself).
+    Parent {
+        /// The worker called [`Handoff::release`].
+        released: bool,
+        /// The worker's pid.
+        worker: u32,
+    },
+}
+
+/// Forks a worker that can outlive this process: the parent blocks until the worker
+/// releases it or ends. A pipe, not a signal or a poll: the worker's end is closed by the
+/// kernel however the worker ends, so the wait is bounded by the worker's life, and the
+/// write end is close-on-exec, so no script the worker starts holds it open.
+pub fn fork_worker() -> io::Result<Forked> {
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe2 writes two descriptors into the array we pass.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just made by pipe2 and are owned here alone.
+    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: the runner is single-threaded when it forks (it uses no threads), so the child
+    // may run ordinary Rust code.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        drop(rd);
+        return Ok(Forked::Worker(Handoff { fd: wr }));
+    }
+    drop(wr);
+    let mut b = [0u8; 1];
+    let released = loop {
+        // SAFETY: a read of at most one byte into a valid buffer.
+        let n = unsafe { libc::read(rd.as_raw_fd(), b.as_mut_ptr().cast(), 1) };
+        if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            continue;
+        }
+        break n == 1;
+    };
+    Ok(Forked::Parent {
+        released,
+        worker: pid as u32,
+    })
+}
+
+/// Whether process `pid` exists (a zombie counts).
+pub fn process_alive(pid: u32) -> bool {
+    if pid == 0 || pid > i32::MAX as u32 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks; it takes no pointers.
+    let r = unsafe { libc::kill(pid as i32, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 /// Number of online CPUs (at least 1).
@@ -162,4 +252,10 @@ pub fn cpu_count() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
+}
+
+/// A regular file's text (a FIFO or device is an error, never a block; at most 4 MiB), for
+/// files read on the boot path: `/etc/inittab`, the span log.
+pub fn read_small(path: &std::path::Path) -> io::Result<String> {
+    sample::sys::read_regular(path, 4 << 20).map(|b| String::from_utf8_lossy(&b).into_owned())
 }

@@ -23,6 +23,111 @@ pub const UDEV_SHA256: &str = "1b945f67c50a32331ad6f9ba49eac8205fe0866fa850dc1fc
 /// The script that no longer waits for udev.
 pub const FREED: &str = "mountdevsubfs.sh";
 
+/// SHA-256 of Debian 12's `/etc/init.d/bootmisc.sh` (initscripts 3.06-4).
+pub const BOOTMISC_SHA256: &str =
+    "717cf2aad18a2cc132f70b87e8cb5e6fc10700c2169a48aba25ac1de9adf81a8";
+/// SHA-256 of Debian 12's `/etc/init.d/procps` (procps 4.0.2).
+pub const PROCPS_SHA256: &str = "82ceae8662bf1ce590db859943aa6150b1747ae1229dd680df858ef93f156083";
+
+/// Where `sysctl --system` (procps 4) reads its settings.
+const SYSCTL_DIRS: &[&str] = &[
+    "etc/sysctl.d",
+    "run/sysctl.d",
+    "usr/local/lib/sysctl.d",
+    "usr/lib/sysctl.d",
+    "lib/sysctl.d",
+];
+
+/// The first setting in `text` that names a network interface (`net.ipv4.conf.eth0.x`,
+/// `net/ipv6/neigh/ens3/x`) or a pattern over them (`net.ipv4.conf.*.rp_filter`):
+/// `all`, `default` and `lo` name none udev brings up or renames. Returns (line, key).
+fn interface_setting(text: &str) -> Option<(usize, String)> {
+    for (n, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') || l.starts_with(';') {
+            continue;
+        }
+        let key = l
+            .split('=')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_start_matches('-');
+        let parts: Vec<&str> = key.split(['.', '/']).collect();
+        let per_interface = parts.len() >= 4
+            && parts[0] == "net"
+            && matches!(parts[1], "ipv4" | "ipv6")
+            && matches!(parts[2], "conf" | "neigh")
+            && !matches!(parts[3], "all" | "default" | "lo");
+        if per_interface || (parts.first() == Some(&"net") && key.contains(['*', '?', '['])) {
+            return Some((n + 1, key.to_string()));
+        }
+    }
+    None
+}
+
+/// Why procps must wait for udev on the system at `root`: a setting naming a network
+/// interface (Err names the file and line). procps's `Should-Start: udev` is for those:
+/// `sysctl --system` sets them only on interfaces that exist, under the names they have.
+fn procps_needs_no_device(root: &Path) -> Result<(), String> {
+    let mut files = vec![root.join("etc/sysctl.conf")];
+    for d in SYSCTL_DIRS {
+        let mut v: Vec<_> = std::fs::read_dir(root.join(d))
+            .map(|r| r.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        v.retain(|p| p.extension().is_some_and(|x| x == "conf"));
+        v.sort();
+        files.extend(v);
+    }
+    for f in files {
+        let text = match sample::sys::read_regular(&f, 1 << 20) {
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("{}: {e}", f.display())),
+        };
+        if let Some((line, key)) = interface_setting(&text) {
+            let shown = f.strip_prefix(root).unwrap_or(&f);
+            return Err(format!(
+                "/{}:{line}: {key} names a network interface: procps waits for udev",
+                shown.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Scripts of runlevel S that, where [`off_path`] holds, no longer wait for udev either,
+/// each only when it is Debian 12's own: `bootmisc.sh` writes /run/nologin, removes
+/// bootclean's flag files and truncates utmp, no device (its `Should-Start: udev` is older
+/// than that); `procps` runs `sysctl --system`, which waits for udev only for settings
+/// that name a network interface, so only when none does. Returns the freed scripts and,
+/// for each kept in place, why.
+pub fn also_freed(root: &Path) -> (Vec<&'static str>, Vec<String>) {
+    let mut freed = Vec::new();
+    let mut kept = Vec::new();
+    let same = |name: &str, want: &str| -> Result<(), String> {
+        let rel = format!("etc/init.d/{name}");
+        let data = sample::sys::read_regular(&root.join(&rel), 1 << 20)
+            .map_err(|e| format!("/{rel}: {e}"))?;
+        if sha256::hex(&data) == want {
+            Ok(())
+        } else {
+            Err(format!(
+                "/{rel} is not Debian 12's: it still waits for udev"
+            ))
+        }
+    };
+    match same("bootmisc.sh", BOOTMISC_SHA256) {
+        Ok(()) => freed.push("bootmisc.sh"),
+        Err(e) => kept.push(e),
+    }
+    match same("procps", PROCPS_SHA256).and_then(|()| procps_needs_no_device(root)) {
+        Ok(()) => freed.push("procps"),
+        Err(e) => kept.push(e),
+    }
+    (freed, kept)
+}
+
 /// File system types no block device backs.
 const VIRTUAL: &[&str] = &[
     "proc",
@@ -147,6 +252,26 @@ pub fn off_path(root: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sysctl_settings_that_name_an_interface() {
+        let none = "# c\nkernel.pid_max = 4194304\nfs.protected_fifos = 1\n\
+                    net.ipv4.conf.all.rp_filter=1\nnet.ipv6.conf.default.x = 0\n\
+                    net/ipv4/conf/lo/y = 1\nnet.core.somaxconn = 1024\n";
+        assert_eq!(interface_setting(none), None);
+        assert_eq!(
+            interface_setting("a = 1\nnet.ipv4.conf.eth0.rp_filter = 1\n"),
+            Some((2, "net.ipv4.conf.eth0.rp_filter".into()))
+        );
+        assert_eq!(
+            interface_setting("-net.ipv4.conf.*.rp_filter = 2\n"),
+            Some((1, "net.ipv4.conf.*.rp_filter".into()))
+        );
+        assert_eq!(
+            interface_setting("net/ipv6/neigh/ens3/retrans_time_ms=1\n"),
+            Some((1, "net/ipv6/neigh/ens3/retrans_time_ms".into()))
+        );
+    }
 
     #[test]
     fn kernel_names_and_links() {

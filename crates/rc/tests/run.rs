@@ -368,7 +368,7 @@ fn the_binary_answers_like_startpar_and_learns() {
     let plan = String::from_utf8(out).unwrap();
     assert!(plan.contains("runlevel 2 start: 2 tasks, 1 late"), "{plan}");
     assert!(
-        plan.contains("  late      500 ms  prio     500  late1"),
+        plan.contains("  late       500 ms  prio     500  late1"),
         "{plan}"
     );
     assert!(!req.spans.exists() && !root.0.join("var").exists());

@@ -45,6 +45,13 @@ pub struct Config {
     /// `udev-off-path`: let udev run beside the path to the login where [`crate::udev`]
     /// finds it safe (`yes`, the default), or alone before it as Debian does (`no`).
     pub udev_off_path: bool,
+    /// `one-graph`: plan runlevel S with the runlevel after it and let rcS return once the
+    /// S part of the path to the login (and `finish-in-s`) is done; the rest of S goes on
+    /// beside runlevel 2 (`yes`, the default), or run S whole first (`no`).
+    pub one_graph: bool,
+    /// `finish-in-s`: scripts (or `$facilities`) of runlevel S that must end before rcS
+    /// returns although the login path does not name them (docs/rc.md says why each).
+    pub finish_in_s: Vec<String>,
 }
 
 /// The display managers Debian packages with an init script (`display-managers`).
@@ -89,6 +96,15 @@ impl Default for Config {
             display_manager_needs: ["elogind", "consolekit"].map(String::from).to_vec(),
             builtins: true,
             udev_off_path: true,
+            one_graph: true,
+            // bootmisc.sh: /run/nologin before rmnologin removes it, utmp truncated before
+            // init writes the runlevel record; urandom: the seed before daemons and logins
+            // read random numbers; procps: sysctl settings, kmod: /etc/modules, apparmor:
+            // profiles, all before a daemon or a login that relies on them (systemd
+            // orders their units before sysinit.target, so before any getty).
+            finish_in_s: ["bootmisc", "urandom", "procps", "kmod", "apparmor"]
+                .map(String::from)
+                .to_vec(),
         }
     }
 }
@@ -126,6 +142,9 @@ impl Config {
             match k {
                 "login" => c.login = v.split_whitespace().map(String::from).collect(),
                 "late" => c.late = v.split_whitespace().map(String::from).collect(),
+                "finish-in-s" => {
+                    c.finish_in_s = v.split_whitespace().map(String::from).collect()
+                }
                 "display-managers" => {
                     c.display_managers = v.split_whitespace().map(String::from).collect()
                 }
@@ -151,13 +170,13 @@ impl Config {
                     },
                     None => bad("a number >= 0"),
                 },
-                "builtins" | "udev-off-path" => match v {
+                "builtins" | "udev-off-path" | "one-graph" => match v {
                     "yes" | "1" | "true" | "no" | "0" | "false" => {
                         let on = matches!(v, "yes" | "1" | "true");
-                        if k == "builtins" {
-                            c.builtins = on
-                        } else {
-                            c.udev_off_path = on
+                        match k {
+                            "builtins" => c.builtins = on,
+                            "udev-off-path" => c.udev_off_path = on,
+                            _ => c.one_graph = on,
                         }
                     }
                     _ => bad("yes or no"),
@@ -169,7 +188,7 @@ impl Config {
                 _ => diags.push(Diagnostic::new(
                     file,
                     Some(i + 1),
-                    format!("unknown key {k:?}: expected login, late, display-managers, display-manager-needs, timeout, flush, load-per-cpu, max-parallel, idle-busy, idle-iowait, idle-window, late-max-wait, builtins or udev-off-path"),
+                    format!("unknown key {k:?}: expected login, late, display-managers, display-manager-needs, timeout, flush, load-per-cpu, max-parallel, idle-busy, idle-iowait, idle-window, late-max-wait, builtins, udev-off-path, one-graph or finish-in-s"),
                 )),
             }
         }
@@ -190,7 +209,8 @@ impl Config {
 }
 
 /// `KEY=0|1` (or `no|yes`) on a kernel command line, the last one winning:
-/// `bootprint.rc.builtins` and `bootprint.rc.udev-off-path` override rc.conf for one boot
+/// `bootprint.rc.builtins`, `bootprint.rc.udev-off-path` and `bootprint.rc.one-graph`
+/// override rc.conf for one boot
 /// (the A/B benchmarks switch them this way).
 pub fn cmdline_switch(cmdline: &str, key: &str) -> Option<bool> {
     let prefix = format!("{key}=");

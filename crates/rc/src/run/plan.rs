@@ -28,8 +28,14 @@ pub struct Task {
     pub interactive_script: bool,
     /// Started after the login target, once idle.
     pub late: bool,
+    /// Runlevel S, planned with the next runlevel: off the path to the login, so it
+    /// starts at once but rcS returns without waiting for it ([`Plan::start_boot`]).
+    pub beside: bool,
     /// Tasks that must end first.
     pub preds: Vec<usize>,
+    /// Scripts of runlevel S that must have ended first: S may have returned before them
+    /// ([`crate::boot::BootState`]).
+    pub boot_preds: Vec<String>,
     /// Expected duration (ms) from earlier boots.
     pub weight_ms: u64,
     /// `weight_ms` was learned on earlier boots (not the default).
@@ -248,6 +254,77 @@ pub fn login_target(sys: &System, cfg: &Config) -> Vec<String> {
     out
 }
 
+/// The path to the login of a runlevel other than S: the login target's scripts that `g`
+/// starts, the interactive ones, and everything they need ($all aside), minus the
+/// configured late services nothing on the path needs. Everything when `g` starts none of
+/// the target. Also returns the diagnostics about `late`.
+fn login_path(sys: &System, g: &crate::graph::Graph, cfg: &Config) -> (Vec<bool>, Vec<Diagnostic>) {
+    let n = g.nodes.len();
+    let mut diagnostics = Vec::new();
+    let mut want = BTreeSet::new();
+    for t in &login_target(sys, cfg) {
+        resolve(sys, t, &mut want, 0);
+    }
+    let mut dms = BTreeSet::new();
+    for t in &cfg.display_managers {
+        resolve(sys, t, &mut dms, 0);
+    }
+    if (0..n).any(|i| dms.contains(&g.nodes[i].script)) {
+        for t in &cfg.display_manager_needs {
+            resolve(sys, t, &mut want, 0);
+        }
+    }
+    // Interactive scripts too: a late one would run in the detached child, whose
+    // stdin is /dev/null, after the gettys have taken the console.
+    let targets: Vec<usize> = (0..n)
+        .filter(|&i| want.contains(&g.nodes[i].script) || g.nodes[i].interactive)
+        .collect();
+    let mut path = vec![true; n];
+    if !targets.is_empty() {
+        let mut needs: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for e in g.active_edges().filter(|e| e.kind() != EdgeKind::All) {
+            needs[e.to].push(e.from);
+        }
+        path = vec![false; n];
+        let mut stack = targets;
+        while let Some(x) = stack.pop() {
+            if path[x] {
+                continue;
+            }
+            path[x] = true;
+            stack.extend(&needs[x]);
+        }
+    }
+    // Configured late services leave the path, unless something on it needs them.
+    for name in &cfg.late {
+        if let Some(i) = g.node(name) {
+            let needed = g
+                .active_edges()
+                .any(|e| e.from == i && path[e.to] && e.to != i && e.kind() != EdgeKind::All);
+            if needed && path[i] {
+                diagnostics.push(Diagnostic::new(
+                    Path::new(DEFAULT_CONFIG),
+                    None,
+                    format!(
+                        "late service {name} is needed on the path to the login: started early"
+                    ),
+                ));
+            } else if g.nodes[i].interactive && path[i] {
+                diagnostics.push(Diagnostic::new(
+                    Path::new(DEFAULT_CONFIG),
+                    None,
+                    format!(
+                        "late service {name} is interactive (it needs the console): started early"
+                    ),
+                ));
+            } else {
+                path[i] = false;
+            }
+        }
+    }
+    (path, diagnostics)
+}
+
 impl Plan {
     /// The start plan of `rl`. `previous`: the runlevel the system comes from (scripts it
     /// started already run and are skipped, as startpar does); None at boot.
@@ -258,6 +335,26 @@ impl Plan {
         durations: &Durations,
         previous: Option<Runlevel>,
     ) -> Plan {
+        Plan::start_inner(sys, rl, cfg, durations, previous, None)
+    }
+
+    /// The start plan of runlevel S planned with `next`, the runlevel init enters after
+    /// it (one graph for the boot, docs/rc.md): the S scripts `next`'s path to the login
+    /// needs, those of `finish-in-s` and the interactive ones, with all they need, are the
+    /// path; every other S script is [`Task::beside`] it: it starts at once but rcS need not
+    /// wait for it.
+    pub fn start_boot(sys: &System, cfg: &Config, durations: &Durations, next: Runlevel) -> Plan {
+        Plan::start_inner(sys, Runlevel::S, cfg, durations, None, Some(next))
+    }
+
+    fn start_inner(
+        sys: &System,
+        rl: Runlevel,
+        cfg: &Config,
+        durations: &Durations,
+        previous: Option<Runlevel>,
+        next: Option<Runlevel>,
+    ) -> Plan {
         let g = sys.graph(rl);
         let n = g.nodes.len();
         let mut diagnostics = g.diagnostics.clone();
@@ -265,69 +362,7 @@ impl Plan {
             Some(p) if p != rl && rl != Runlevel::S => sys.enabled(p).into_iter().collect(),
             _ => BTreeSet::new(),
         };
-        // The login target and everything it needs ($all edges aside: a `$all` script on
-        // the path waits for the path, not for late services).
-        let mut path = vec![true; n];
-        if rl != Runlevel::S {
-            let mut want = BTreeSet::new();
-            for t in &login_target(sys, cfg) {
-                resolve(sys, t, &mut want, 0);
-            }
-            let mut dms = BTreeSet::new();
-            for t in &cfg.display_managers {
-                resolve(sys, t, &mut dms, 0);
-            }
-            if (0..n).any(|i| dms.contains(&g.nodes[i].script)) {
-                for t in &cfg.display_manager_needs {
-                    resolve(sys, t, &mut want, 0);
-                }
-            }
-            // Interactive scripts too: a late one would run in the detached child, whose
-            // stdin is /dev/null, after the gettys have taken the console.
-            let targets: Vec<usize> = (0..n)
-                .filter(|&i| want.contains(&g.nodes[i].script) || g.nodes[i].interactive)
-                .collect();
-            if !targets.is_empty() {
-                // What each node needs, $all aside; indexed once, so the walk is linear.
-                let mut needs: Vec<Vec<usize>> = vec![Vec::new(); n];
-                for e in g.active_edges().filter(|e| e.kind() != EdgeKind::All) {
-                    needs[e.to].push(e.from);
-                }
-                path = vec![false; n];
-                let mut stack = targets;
-                while let Some(x) = stack.pop() {
-                    if path[x] {
-                        continue;
-                    }
-                    path[x] = true;
-                    stack.extend(&needs[x]);
-                }
-            }
-            // Configured late services leave the path, unless something on it needs them.
-            for name in &cfg.late {
-                if let Some(i) = g.node(name) {
-                    let needed = g.active_edges().any(|e| {
-                        e.from == i && path[e.to] && e.to != i && e.kind() != EdgeKind::All
-                    });
-                    if needed && path[i] {
-                        diagnostics.push(Diagnostic::new(
-                            Path::new(DEFAULT_CONFIG),
-                            None,
-                            format!("late service {name} is needed on the path to the login: started early"),
-                        ));
-                    } else if g.nodes[i].interactive && path[i] {
-                        diagnostics.push(Diagnostic::new(
-                            Path::new(DEFAULT_CONFIG),
-                            None,
-                            format!("late service {name} is interactive (it needs the console): started early"),
-                        ));
-                    } else {
-                        path[i] = false;
-                    }
-                }
-            }
-        }
-        // udev beside the path (crate::udev): not alone, and mountdevsubfs.sh not after it.
+        // udev beside the path (crate::udev): not alone, and the scripts it frees not after it.
         let udev_beside = if rl == Runlevel::S && cfg.udev_off_path {
             match crate::udev::off_path(&sys.root) {
                 Ok(()) => g
@@ -347,13 +382,78 @@ impl Plan {
         } else {
             None
         };
-        let freed = g.node(crate::udev::FREED);
+        let mut freed: BTreeSet<usize> = BTreeSet::new();
+        if udev_beside.is_some() {
+            freed.extend(g.node(crate::udev::FREED));
+            // The others matter only where S may end before udev does.
+            if next.is_some() {
+                let (more, kept) = crate::udev::also_freed(&sys.root);
+                freed.extend(more.iter().filter_map(|m| g.node(m)));
+                for why in kept {
+                    diagnostics.push(Diagnostic::new(Path::new("etc/init.d/udev"), None, why));
+                }
+            }
+        }
+        let udev_edge = |e: &crate::graph::Edge| {
+            udev_beside == Some(e.from) && freed.contains(&e.to) && e.kind() == EdgeKind::Should
+        };
+        // What each node needs, $all aside; indexed once, so a walk is linear.
+        let mut needs: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for e in g
+            .active_edges()
+            .filter(|e| e.kind() != EdgeKind::All && !udev_edge(e))
+        {
+            needs[e.to].push(e.from);
+        }
+        let closure = |targets: Vec<usize>| {
+            let mut path = vec![false; n];
+            let mut stack = targets;
+            while let Some(x) = stack.pop() {
+                if !path[x] {
+                    path[x] = true;
+                    stack.extend(&needs[x]);
+                }
+            }
+            path
+        };
+        // The login target and everything it needs ($all edges aside: a `$all` script on
+        // the path waits for the path, not for late services).
+        let mut path = vec![true; n];
+        if rl != Runlevel::S {
+            let (p, d) = login_path(sys, &g, cfg);
+            path = p;
+            diagnostics.extend(d);
+        } else if let Some(next) = next {
+            // One graph: what the next runlevel's path needs from S, what must finish in S,
+            // and the interactive scripts (the console is S's until rcS returns).
+            let g2 = sys.graph(next);
+            let (path2, _) = login_path(sys, &g2, cfg);
+            let mut want: BTreeSet<usize> = BTreeSet::new();
+            for &(node, script) in &g2.boot_needs {
+                if path2[node] {
+                    want.insert(script);
+                }
+            }
+            if (0..g2.nodes.len()).any(|i| path2[i] && g2.nodes[i].all) {
+                want.extend(sys.enabled(Runlevel::S)); // `$all` on the path: all of S
+            }
+            for t in &cfg.finish_in_s {
+                resolve(sys, t, &mut want, 0);
+            }
+            let targets = (0..n)
+                .filter(|&i| {
+                    want.contains(&g.nodes[i].script)
+                        || (g.nodes[i].interactive && udev_beside != Some(i))
+                })
+                .collect();
+            path = closure(targets);
+        }
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
         for e in g.active_edges() {
             if !path[e.from] && path[e.to] {
-                continue; // only a $all edge can get here: the path does not wait for late ones
+                continue; // a $all edge or a freed udev edge: the path does not wait for it
             }
-            if udev_beside == Some(e.from) && freed == Some(e.to) && e.kind() == EdgeKind::Should {
+            if udev_edge(e) {
                 continue;
             }
             if skip.contains(&g.nodes[e.from].script) {
@@ -361,6 +461,26 @@ impl Plan {
             }
             preds[e.to].push(e.from);
         }
+        // Runlevel S's scripts each task names (all of them for `$all`): a runner after an
+        // S that ended early waits for those still running.
+        let s_names = |i: usize| -> Vec<String> {
+            if rl == Runlevel::S {
+                return Vec::new();
+            }
+            let scripts: BTreeSet<usize> = if g.nodes[i].all {
+                sys.enabled(Runlevel::S).into_iter().collect()
+            } else {
+                g.boot_needs
+                    .iter()
+                    .filter(|(node, _)| *node == i)
+                    .map(|&(_, s)| s)
+                    .collect()
+            };
+            scripts
+                .into_iter()
+                .map(|s| sys.scripts[s].name.clone())
+                .collect()
+        };
         let keep: Vec<usize> = (0..n)
             .filter(|&i| !skip.contains(&g.nodes[i].script))
             .collect();
@@ -387,11 +507,13 @@ impl Plan {
                     // built-in never does (checkroot.sh's only once its root is checked).
                     interactive: node.interactive && udev_beside != Some(i) && builtin.is_none(),
                     interactive_script: node.interactive,
-                    late: !path[i],
+                    late: rl != Runlevel::S && !path[i],
+                    beside: rl == Runlevel::S && !path[i],
                     preds: preds[i]
                         .iter()
                         .filter_map(|p| new_id.get(p).copied())
                         .collect(),
+                    boot_preds: s_names(i),
                     weight_ms: durations.get(&node.name, &action),
                     learned: durations
                         .map
@@ -482,7 +604,9 @@ impl Plan {
                 interactive: sys.is_interactive(s),
                 interactive_script: sys.is_interactive(s),
                 late: false,
+                beside: false,
                 preds: preds[t].iter().copied().collect(),
+                boot_preds: Vec::new(),
                 weight_ms: durations.get(&sys.scripts[s].name, &action),
                 learned: durations
                     .map
@@ -529,7 +653,7 @@ impl Plan {
             on[x] = true;
             let mut best = 0;
             for &y in &succs[x] {
-                if tasks[y].late == tasks[x].late {
+                if (tasks[y].late, tasks[y].beside) == (tasks[x].late, tasks[x].beside) {
                     best = best.max(cp(y, tasks, succs, memo, on));
                 }
             }
@@ -552,13 +676,22 @@ impl Plan {
     pub fn describe(&self) -> String {
         let prio = self.priorities();
         let mut order: Vec<usize> = (0..self.tasks.len()).collect();
-        order.sort_by_key(|&i| (self.tasks[i].late, std::cmp::Reverse(prio[i]), i));
+        order.sort_by_key(|&i| {
+            let t = &self.tasks[i];
+            (t.late, t.beside, std::cmp::Reverse(prio[i]), i)
+        });
+        let beside = self.tasks.iter().filter(|t| t.beside).count();
         let mut s = format!(
-            "runlevel {} {}: {} tasks, {} late\n",
+            "runlevel {} {}: {} tasks, {} late{}\n",
             self.runlevel,
             self.action,
             self.tasks.len(),
-            self.tasks.iter().filter(|t| t.late).count()
+            self.tasks.iter().filter(|t| t.late).count(),
+            if beside > 0 {
+                format!(", {beside} beside the path (rcS returns without them)")
+            } else {
+                String::new()
+            }
         );
         for i in order {
             let t = &self.tasks[i];
@@ -568,8 +701,14 @@ impl Plan {
                 .map(|&p| self.tasks[p].name.as_str())
                 .collect();
             s.push_str(&format!(
-                "  {:<5} {:>7} ms  prio {:>7}  {}{}{}{}\n",
-                if t.late { "late" } else { "path" },
+                "  {:<6} {:>7} ms  prio {:>7}  {}{}{}{}\n",
+                if t.late {
+                    "late"
+                } else if t.beside {
+                    "beside"
+                } else {
+                    "path"
+                },
                 t.weight_ms,
                 prio[i],
                 t.name,
@@ -585,6 +724,9 @@ impl Plan {
                     format!("  after {}", after.join(" "))
                 }
             ));
+            if !t.boot_preds.is_empty() && !t.late {
+                s.push_str(&format!("          and S's {}\n", t.boot_preds.join(" ")));
+            }
         }
         for d in &self.diagnostics {
             s.push_str(&format!("  note: {d}\n"));

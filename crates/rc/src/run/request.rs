@@ -121,6 +121,12 @@ struct Progress {
     answered: bool,
     /// The configured per-script timeout, once read.
     timeout: Duration,
+    /// In runlevel S's worker ([`sys::fork_worker`]): the parent waiting until it may
+    /// return; released once startpar's answer is printed, by the fallback too.
+    handoff: Option<sys::Handoff>,
+    /// In the parent of a worker that ended before releasing it: the span log, not this
+    /// process, says which scripts were started.
+    worker_lost: bool,
 }
 
 /// Runs a runlevel as [`Request`] says: plan, login path in parallel, the startpar answer,
@@ -152,6 +158,8 @@ pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
         phase: "config",
         answered: false,
         timeout: Config::default().timeout,
+        handoff: None,
+        worker_lost: false,
     };
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         run_guarded(req, fault, &mut log, out, &mut progress)
@@ -162,10 +170,12 @@ pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
         Err(p) => format!("panic: {}", panic_message(p.as_ref())),
     };
     // The last resort must not die either: if it does, the wrapper runs Debian's startpar.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         run_fallback(req, &why, &mut log, out, &progress)
     }))
-    .unwrap_or(EXIT_NOT_RUN)
+    .unwrap_or(EXIT_NOT_RUN);
+    release_after_fallback(&mut progress);
+    code
 }
 
 /// Everything [`run_runlevel`] does when nothing fails. An error is the message for the
@@ -189,6 +199,9 @@ fn run_guarded(
     if let Some(on) = cmdline_switch(&cmdline, "bootprint.rc.udev-off-path") {
         cfg.udev_off_path = on;
     }
+    if let Some(on) = cmdline_switch(&cmdline, "bootprint.rc.one-graph") {
+        cfg.one_graph = on;
+    }
     for d in &cdiags {
         let _ = writeln!(out, "bootprint rc: {d}");
     }
@@ -211,6 +224,19 @@ fn run_guarded(
     }
     let plan = if req.action == "stop" {
         Plan::stop(&sys, req.runlevel, &durations, req.previous)
+    } else if req.runlevel == Runlevel::S && cfg.one_graph {
+        match crate::boot::next_runlevel(&req.root, &cmdline) {
+            Ok(next) => Plan::start_boot(&sys, &cfg, &durations, next),
+            Err(why) => {
+                let mut p = Plan::start(&sys, req.runlevel, &cfg, &durations, req.previous);
+                p.diagnostics.push(crate::Diagnostic::new(
+                    std::path::Path::new("etc/inittab"),
+                    None,
+                    why,
+                ));
+                p
+            }
+        }
     } else {
         Plan::start(&sys, req.runlevel, &cfg, &durations, req.previous)
     };
@@ -223,16 +249,51 @@ fn run_guarded(
         let _ = writeln!(out, "bootprint rc: {d}");
     }
     progress.phase = "run";
+    // Runlevel S with scripts beside the path: a worker runs the runlevel (its scripts are
+    // its children, so it can see them end), and this process returns to rcS once the
+    // worker says the path is done. No log to tell the next runlevel what is still
+    // running, or no fork: S runs whole here.
+    if plan.tasks.iter().any(|t| t.beside) && req.detach && log.is_writing() {
+        match sys::fork_worker() {
+            Ok(sys::Forked::Parent { released: true, .. }) => return Ok(0),
+            Ok(sys::Forked::Parent {
+                released: false,
+                worker,
+            }) => {
+                progress.worker_lost = true;
+                return Err(format!(
+                    "its worker (pid {worker}) ended before the path to the login was done"
+                ));
+            }
+            Ok(sys::Forked::Worker(h)) => progress.handoff = Some(h),
+            Err(_) => {}
+        }
+    }
     let opts = Options {
         proc_dir: req.proc_dir.clone(),
         builtin_program: req.builtin_program.clone(),
         prevlevel: req.previous.map_or("N".into(), |p| p.label()),
         fault,
+        // A runlevel after S waits for the S scripts it needs that may still run.
+        boot_log: (req.runlevel != Runlevel::S && req.action == "start").then(|| req.spans.clone()),
+        root: req.root.clone(),
         ..Options::default()
     };
     let mut runner = Runner::new(&plan, &cfg, opts, log, out);
     runner.begin();
-    runner.run_phase(false);
+    if progress.handoff.is_some() {
+        runner.run_path();
+        if fault == Some(Fault::Worker) {
+            let _ = writeln!(
+                runner.out(),
+                "bootprint rc: {}: aborting",
+                Fault::Worker.message()
+            );
+            std::process::abort();
+        }
+    } else {
+        runner.run_phase(false);
+    }
     progress.phase = "answer";
     if fault == Some(Fault::Panic) {
         panic!("{}", Fault::Panic.message());
@@ -243,6 +304,25 @@ fn run_guarded(
         let _ = o.flush();
     }
     progress.answered = true;
+    if let Some(h) = progress.handoff.take() {
+        let kv = vec![
+            ("runlevel", plan.runlevel.clone()),
+            ("action", plan.action.clone()),
+            ("pid", std::process::id().to_string()),
+        ];
+        runner.log_event("rc_handoff", &kv);
+        h.release();
+        if fault == Some(Fault::Beside) {
+            let _ = writeln!(
+                runner.out(),
+                "bootprint rc: {}: aborting",
+                Fault::Beside.message()
+            );
+            std::process::abort();
+        }
+        progress.phase = "beside";
+        runner.run_beside();
+    }
     if runner.has_late() {
         progress.phase = "late";
         if req.detach {
@@ -253,6 +333,7 @@ fn run_guarded(
             }
         }
         runner.wait_idle();
+        runner.wait_boot_done();
         runner.run_phase(true);
     }
     runner.done();
@@ -305,9 +386,16 @@ fn run_fallback(
             return EXIT_NOT_RUN;
         }
     };
+    // A lost worker's starts are in the span log, not in this process.
+    let lost_worker_started = progress
+        .worker_lost
+        .then(|| crate::boot::BootState::read(&req.spans))
+        .flatten()
+        .map(|s| s.started)
+        .unwrap_or_default();
     let todo: Vec<fallback::Link> = links
         .into_iter()
-        .filter(|l| !log.started().contains(&l.name))
+        .filter(|l| !log.started().contains(&l.name) && !lost_worker_started.contains(&l.name))
         .collect();
     let names: Vec<&str> = todo.iter().map(|l| l.name.as_str()).collect();
     if req.dry_run {
@@ -365,6 +453,14 @@ fn run_fallback(
     }
     keep_span_log(req);
     0
+}
+
+/// A worker whose run failed still releases its parent once its fallback is done
+/// (`progress` lent mutably only for that).
+fn release_after_fallback(progress: &mut Progress) {
+    if let Some(h) = progress.handoff.take() {
+        h.release();
+    }
 }
 
 /// The fields of an `rc_end` line after the script's own: `exit`, `outcome`, `timed_out`.

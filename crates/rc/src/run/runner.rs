@@ -14,6 +14,7 @@ use crate::durations::Durations;
 use crate::fallback::{self, Fault};
 use crate::spans::SpanLog;
 use crate::sys;
+use crate::system::Runlevel;
 
 /// How a script ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +88,11 @@ pub struct Options {
     /// The program that runs built-ins (`bootprint-boot`, as `PROGRAM rc-builtin SCRIPT
     /// ACTION`); None: every task runs as its script.
     pub builtin_program: Option<PathBuf>,
+    /// The span log runlevel S's runner writes, read to wait for the S scripts a task
+    /// needs ([`Task::boot_preds`]) while S goes on beside this runlevel; None: no waiting.
+    pub boot_log: Option<PathBuf>,
+    /// The system's root: where S's scripts are, should its worker be lost.
+    pub root: PathBuf,
 }
 
 impl Default for Options {
@@ -97,6 +103,8 @@ impl Default for Options {
             prevlevel: "N".into(),
             fault: None,
             builtin_program: None,
+            boot_log: None,
+            root: PathBuf::from("/"),
         }
     }
 }
@@ -136,6 +144,24 @@ pub struct Runner<'a> {
     orphans: Vec<Orphan>,
     /// [`Fault::Run`] has fired (once per runner).
     fault_fired: bool,
+    /// Runlevel S as its span log shows it, while a task waits for S scripts.
+    boot: BootWatch,
+}
+
+/// How long a task waits for runlevel S's scripts past the per-script timeout before it is
+/// let go anyway (S's worker alive but stuck): every wait has a bound.
+pub const BOOT_WAIT_SLACK: Duration = Duration::from_secs(15);
+
+/// What a runner after an early-ending S knows of it.
+#[derive(Default)]
+struct BootWatch {
+    state: Option<crate::boot::BootState>,
+    read_at: Option<Instant>,
+    /// When a task first waited for S.
+    since: Option<Instant>,
+    /// No more waiting: S is done, its log unreadable, its lost worker's scripts run, or
+    /// the wait outlasted its bound.
+    over: bool,
 }
 
 /// How long a timed-out script's process group has between SIGTERM and SIGKILL.
@@ -173,6 +199,7 @@ impl<'a> Runner<'a> {
             builtin_failed: vec![false; n],
             orphans: Vec::new(),
             fault_fired: false,
+            boot: BootWatch::default(),
         }
     }
 
@@ -195,6 +222,16 @@ impl<'a> Runner<'a> {
         self.log.event(sys::boottime_ns(), "rc_begin", &kv);
     }
 
+    /// Where script output goes (the console).
+    pub fn out(&mut self) -> &mut dyn Write {
+        self.out
+    }
+
+    /// Logs one event now.
+    pub fn log_event(&mut self, kind: &str, kv: &[(&str, String)]) {
+        self.log.event(sys::boottime_ns(), kind, kv);
+    }
+
     /// Whether there are late tasks.
     pub fn has_late(&self) -> bool {
         self.plan.tasks.iter().any(|t| t.late)
@@ -203,7 +240,36 @@ impl<'a> Runner<'a> {
     /// Runs every task whose `late` flag equals `late`, in parallel; returns when they have
     /// all ended (or timed out). On an internal failure, runs the rest serially.
     pub fn run_phase(&mut self, late: bool) {
-        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.phase(late)));
+        self.guarded_phase(late, false);
+        if !late {
+            let kv = self.rl_kv();
+            self.log.event(sys::boottime_ns(), "rc_reached", &kv);
+        }
+    }
+
+    /// Runs the tasks that are not late until those on the path are done (logged as
+    /// `rc_reached`); tasks [`Task::beside`] the path may still run: [`Runner::run_beside`]
+    /// sees them to their end.
+    pub fn run_path(&mut self) {
+        self.guarded_phase(false, true);
+        let kv = self.rl_kv();
+        self.log.event(sys::boottime_ns(), "rc_reached", &kv);
+    }
+
+    /// After [`Runner::run_path`]: runs the tasks beside the path to their end.
+    pub fn run_beside(&mut self) {
+        self.guarded_phase(false, false);
+    }
+
+    /// Whether some task is beside the path.
+    pub fn has_beside(&self) -> bool {
+        self.plan.tasks.iter().any(|t| t.beside)
+    }
+
+    fn guarded_phase(&mut self, late: bool, until_path: bool) {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.phase(late, until_path)
+        }));
         if let Err(p) = r {
             let msg = panic_message(p.as_ref());
             let _ = writeln!(
@@ -218,9 +284,134 @@ impl<'a> Runner<'a> {
             self.serial_rest(Some(late));
             self.settle_orphans();
         }
-        if !late {
-            let kv = self.rl_kv();
-            self.log.event(sys::boottime_ns(), "rc_reached", &kv);
+    }
+
+    /// Whether runlevel S's scripts that task `t` needs have ended (or the wait is over).
+    fn boot_ready(&self, t: usize) -> bool {
+        let need = &self.plan.tasks[t].boot_preds;
+        if need.is_empty() || self.boot.over {
+            return true;
+        }
+        match &self.boot.state {
+            None => false, // not read yet: refresh_boot reads it first
+            Some(s) => need.iter().all(|n| s.has_ended(n)),
+        }
+    }
+
+    /// Re-reads runlevel S's state (at most every 50 ms) while `waiting` tasks wait for it;
+    /// ends the wait when S is done, has no log, its worker was lost (its scripts not
+    /// started yet are run here first, serially) or the wait outlasted its bound.
+    fn refresh_boot(&mut self, waiting: bool) {
+        if self.boot.over || !waiting {
+            return;
+        }
+        let Some(log) = self.opts.boot_log.clone() else {
+            self.boot.over = true;
+            return;
+        };
+        let now = Instant::now();
+        let since = *self.boot.since.get_or_insert(now);
+        if self
+            .boot
+            .read_at
+            .is_some_and(|t| now.duration_since(t) < Duration::from_millis(50))
+        {
+            return;
+        }
+        self.boot.read_at = Some(now);
+        let Some(state) = crate::boot::BootState::read(&log) else {
+            self.boot.over = true;
+            return;
+        };
+        let lost = state.worker_lost();
+        let done = state.done;
+        self.boot.state = Some(state);
+        if done {
+            self.boot.over = true;
+        } else if lost {
+            self.boot.over = true;
+            self.rescue_boot();
+        } else if now.duration_since(since) > self.cfg.timeout + BOOT_WAIT_SLACK {
+            self.boot.over = true;
+            let _ = writeln!(
+                self.out,
+                "bootprint rc: runlevel {}: runlevel S not done after {:.0} s: going on without it",
+                self.plan.runlevel,
+                now.duration_since(since).as_secs_f64()
+            );
+            let mut kv = self.rl_kv();
+            kv.push(("reason", "max_wait".into()));
+            self.log.event(sys::boottime_ns(), "rc_boot_wait", &kv);
+        }
+    }
+
+    /// S's worker is gone with scripts not started: they run here, serially in link
+    /// order, before anything that may need them (the fallback's rule: every script runs).
+    fn rescue_boot(&mut self) {
+        let started = self
+            .boot
+            .state
+            .as_ref()
+            .map(|s| s.started.clone())
+            .unwrap_or_default();
+        let root = self.opts.root.clone();
+        let todo: Vec<fallback::Link> = fallback::links(&root, Runlevel::S, "start", None)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|l| !started.contains(&l.name))
+            .collect();
+        let names: Vec<&str> = todo.iter().map(|l| l.name.as_str()).collect();
+        let _ = writeln!(
+            self.out,
+            "bootprint rc: runlevel S's runner is gone before S was done: running serially in link order: {}",
+            names.join(" ")
+        );
+        let kv = |extra: &[(&'static str, String)]| {
+            let mut v = vec![
+                ("runlevel", "S".to_string()),
+                ("action", "start".to_string()),
+            ];
+            v.extend_from_slice(extra);
+            v
+        };
+        self.log.event(
+            sys::boottime_ns(),
+            "rc_fallback",
+            &kv(&[("reason", "worker".into()), ("error", "worker lost".into())]),
+        );
+        self.log.event(
+            sys::boottime_ns(),
+            "rc_begin",
+            &kv(&[
+                ("tasks", todo.len().to_string()),
+                ("late", "0".into()),
+                ("learned", "0".into()),
+            ]),
+        );
+        let how = fallback::Serial {
+            root: &root,
+            runlevel: Runlevel::S,
+            action: "start",
+            prevlevel: "N",
+            timeout: self.cfg.timeout,
+        };
+        fallback::run_links(&todo, &how, self.log, self.out);
+        self.log.event(sys::boottime_ns(), "rc_reached", &kv(&[]));
+        self.log.event(sys::boottime_ns(), "rc_done", &kv(&[]));
+    }
+
+    /// Waits (bounded as a task's wait is) until all of runlevel S has ended: late
+    /// services start only after the whole of S, as they would after Debian's rcS.
+    pub fn wait_boot_done(&mut self) {
+        if self.opts.boot_log.is_none() {
+            return;
+        }
+        loop {
+            self.refresh_boot(true);
+            if self.boot.over {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -231,27 +422,50 @@ impl<'a> Runner<'a> {
             .all(|&p| self.results[p].is_some())
     }
 
-    fn phase(&mut self, late: bool) {
+    /// Whether a task of `mine` is ready but for runlevel S's scripts.
+    fn boot_waits(&self, mine: &[usize]) -> bool {
+        mine.iter()
+            .any(|&i| !self.started[i] && self.pred_done(i) && !self.boot_ready(i))
+    }
+
+    /// `until_path`: return once the tasks not [`Task::beside`] the path have ended.
+    fn phase(&mut self, late: bool, until_path: bool) {
         let mine: Vec<usize> = (0..self.plan.tasks.len())
             .filter(|&i| self.plan.tasks[i].late == late)
             .collect();
         loop {
             self.reap();
-            if mine.iter().all(|&i| self.results[i].is_some()) {
+            let ended = |i: &usize| self.results[*i].is_some();
+            if mine
+                .iter()
+                .filter(|&&i| !(until_path && self.plan.tasks[i].beside))
+                .all(ended)
+            {
                 break;
             }
+            let waiting = self.boot_waits(&mine);
+            self.refresh_boot(waiting);
             // Start what is ready, best first, while the load allows.
             let interactive_running = self.running.iter().any(|r| r.alone);
             if !interactive_running {
                 let mut ready: Vec<usize> = mine
                     .iter()
                     .copied()
-                    .filter(|&i| !self.started[i] && self.pred_done(i))
+                    .filter(|&i| !self.started[i] && self.pred_done(i) && self.boot_ready(i))
                     .collect();
-                ready.sort_by_key(|&i| (std::cmp::Reverse(self.prio[i]), i));
-                if ready.is_empty() && self.running.is_empty() {
-                    // Nothing ready, nothing running, work left: a dependency that can
-                    // never end (a cycle in a stop plan). Release the best waiting task.
+                // The path first; beside it, what rcS need not wait for.
+                ready.sort_by_key(|&i| {
+                    (
+                        self.plan.tasks[i].beside,
+                        std::cmp::Reverse(self.prio[i]),
+                        i,
+                    )
+                });
+                // Nothing ready, nothing running, work left, and not waiting for runlevel
+                // S (that wait has its own bound).
+                if ready.is_empty() && self.running.is_empty() && !self.boot_waits(&mine) {
+                    // A dependency that can never end (a cycle in a stop plan): release the
+                    // best waiting task.
                     if let Some(&i) = mine
                         .iter()
                         .filter(|&&i| !self.started[i])
@@ -387,12 +601,16 @@ impl<'a> Runner<'a> {
 
     fn task_kv(&self, i: usize) -> Vec<(&'static str, String)> {
         let t = &self.plan.tasks[i];
-        vec![
+        let mut kv = vec![
             ("script", t.name.clone()),
             ("action", t.action.clone()),
             ("runlevel", self.plan.runlevel.clone()),
             ("late", if t.late { "1" } else { "0" }.into()),
-        ]
+        ];
+        if t.beside {
+            kv.push(("beside", "1".into()));
+        }
+        kv
     }
 
     fn finish(&mut self, i: usize, exit: Option<i32>, outcome: Outcome, start_ns: u64) {
