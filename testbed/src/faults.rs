@@ -472,6 +472,31 @@ fn cases() -> Vec<Case> {
             },
         },
         Case {
+            name: "rc-worker-lost",
+            what: "runlevel S's worker (one graph) killed by SIGABRT before rcS may return \
+                   (bootprint.rc.fault=worker): rcS runs what it had not started",
+            cheap: false,
+            base: Base::Image,
+            ours: false,
+            append:
+                "bootprint.rc=1 bootprint.rc.fault=worker init=/usr/lib/bootprint/bootprint-boot",
+            edit: |e| e.init_script("bp-witness", "echo witness ran", "$remote_fs"),
+            hook: None,
+            trace: Expect::Trace,
+            check: |r| {
+                if !r.output.contains("BPWITNESS=yes") {
+                    Err("the witness script of runlevel 2 did not run".into())
+                } else if !r
+                    .output
+                    .contains("ended before the path to the login was done")
+                {
+                    Err("no console line saying the worker was lost".into())
+                } else {
+                    Ok("the worker was lost; rcS ran the rest and runlevel 2 ran".into())
+                }
+            },
+        },
+        Case {
             name: "rc-aborts",
             what: "bootprint's runner killed by SIGABRT at once (bootprint.rc.fault=abort): the \
                    startpar wrapper falls back to Debian's startpar",

@@ -36,6 +36,10 @@ stat -c '%n %a %U %G' /run/lock /dev/shm /dev/pts /run/sendsigs.omit.d /var/lib/
 for l in /dev/fd /dev/stdin /dev/stdout /dev/stderr /run/shm; do echo "$l -> $(readlink $l)"; done
 echo "== fsck"
 test -e /run/initramfs/fsck-root && echo "root checked in the initramfs"
+echo "== utmp"
+who -l | awk '{print $1, $2}' | sort
+echo "== one-graph"
+[ -e /run/bootprint/rc.log ] && awk '/ rc_begin runlevel=2 /{b=$1} / rc_end script=udev .*runlevel=S/{u=$1} / rc_start script=udev .*runlevel=S.*beside=1/{ub=1} / rc_handoff runlevel=S /{h=1} / rc_fallback runlevel=S .*reason=worker/{w=1} END{ if (h) print "rcS returned early"; if (ub) print "udev beside the path"; if (b && u > b) print "udev ended after runlevel 2 began"; if (w) print "runlevel 2 ran the lost worker'"'"'s scripts" }' /run/bootprint/rc.log
 echo "== builtins"
 [ -e /run/bootprint/rc.log ] && sed -n 's/.* rc_start script=\([^ ]*\) .*builtin=1.*/ran \1/p; s/.* rc_builtin_failed script=\([^ ]*\) .*/failed \1/p' /run/bootprint/rc.log | sort
 echo "== end"
@@ -52,6 +56,7 @@ const COMPARED: &[&str] = &[
     "run",
     "mount-options",
     "modes",
+    "utmp",
 ];
 
 /// The built-ins the runner has (rc::builtin), by script: each must have run on the test
@@ -107,6 +112,16 @@ fn parity(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
         section(&s, "fsck").is_some_and(|set| set.len() == 1),
         "sysvinit + bootprint: the initramfs checked the root (fsck-root flag), so checkroot.sh did not",
     );
+    one_graph(c, "sysvinit + bootprint", &ours_out, false);
+    // runlevel S's worker lost right after rcS returned (bootprint.rc.fault=beside):
+    // runlevel 2's runner runs S's scripts it had not started.
+    let label = "sysvinit + bootprint, S's worker lost";
+    let lost = boot(
+        &format!("{SYSV_LEVERS} bootprint.rc.fault=beside"),
+        Some(&ours),
+    )?;
+    same_sections(c, label, &lost, &stock, COMPARED, &[]);
+    one_graph(c, label, &lost, true);
     // Every built-in failing half-way (bootprint.rc.fault=builtin): the scripts mend it.
     let label = "sysvinit + bootprint, built-ins failing";
     let faulty = boot(
@@ -135,6 +150,35 @@ fn parity(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
         &format!("{label}: no fsck-root flag, so checkroot.sh checked the root"),
     );
     Ok(())
+}
+
+/// Checks that rcS returned at the S part of the login path with udev beside it, as one
+/// graph for the boot plans on the test image, and (`lost`) that runlevel 2's runner ran the lost worker's scripts.
+fn one_graph(c: &mut Checks, label: &str, out: &str, lost: bool) {
+    let s = sections(out);
+    let has =
+        |line: &str| section(&s, "one-graph").is_some_and(|set| set.iter().any(|l| l == line));
+    c.check(
+        has("rcS returned early") && has("udev beside the path"),
+        &format!(
+            "{label}: rcS returned at the S part of the login path (rc_handoff), udev beside it"
+        ),
+    );
+    // When udev ended is a matter of timing, not of the plan: shown, not checked.
+    println!(
+        "      {label}: udev ended {} runlevel 2 began",
+        if has("udev ended after runlevel 2 began") {
+            "after"
+        } else {
+            "before"
+        }
+    );
+    if lost {
+        c.check(
+            has("runlevel 2 ran the lost worker's scripts"),
+            &format!("{label}: runlevel 2's runner ran what the lost worker had not started"),
+        );
+    }
 }
 
 /// Checks that the `builtins` section lists `what` (`ran` or `failed`) for exactly `want`.

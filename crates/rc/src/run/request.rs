@@ -114,7 +114,8 @@ pub const EXIT_NOT_RUN: i32 = 1;
 
 /// How far the runner got: what its fallback needs when it fails.
 struct Progress {
-    /// The phase under way: `config`, `load`, `plan`, `run`, `answer`, `late`, `save`.
+    /// The phase under way: `config`, `load`, `plan`, `run`, `worker` (runlevel S's
+    /// worker was lost before it released this process), `answer`, `beside`, `late`, `save`.
     /// It is the `reason` of `rc_fallback` when the runner fails in it.
     phase: &'static str,
     /// startpar's answer was printed (or stdout is no longer the caller's pipe).
@@ -261,6 +262,7 @@ fn run_guarded(
                 worker,
             }) => {
                 progress.worker_lost = true;
+                progress.phase = "worker";
                 return Err(format!(
                     "its worker (pid {worker}) ended before the path to the login was done"
                 ));
