@@ -39,7 +39,7 @@ test -e /run/initramfs/fsck-root && echo "root checked in the initramfs"
 echo "== utmp"
 who -l | awk '{print $1, $2}' | sort
 echo "== one-graph"
-[ -e /run/bootprint/rc.log ] && awk '/ rc_begin runlevel=2 /{b=$1} / rc_end script=udev .*runlevel=S/{u=$1} / rc_start script=udev .*runlevel=S.*beside=1/{ub=1} / rc_handoff runlevel=S /{h=1} / rc_fallback runlevel=S .*reason=worker/{w=1} END{ if (h) print "rcS returned early"; if (ub) print "udev beside the path"; if (b && u > b) print "udev ended after runlevel 2 began"; if (w) print "runlevel 2 ran the lost worker'"'"'s scripts" }' /run/bootprint/rc.log
+[ -e /run/bootprint/rc.log ] && awk '/ rc_begin runlevel=2 /{b=$1} / rc_end script=udev .*runlevel=S/{u=$1} / rc_start script=udev .*runlevel=S.*beside=1/{ub=1} / rc_handoff runlevel=S /{h=1} / rc_fallback runlevel=S .*reason=worker/{w=1} END{ if (h) print "rcS returned early"; if (ub) print "udev beside the path"; if (b && u > b) print "udev ended after runlevel 2 began"; if (!u) print "udev end not logged"; if (w) print "runlevel 2 ran the lost worker'"'"'s scripts" }' /run/bootprint/rc.log
 echo "== builtins"
 [ -e /run/bootprint/rc.log ] && sed -n 's/.* rc_start script=\([^ ]*\) .*builtin=1.*/ran \1/p; s/.* rc_builtin_failed script=\([^ ]*\) .*/failed \1/p' /run/bootprint/rc.log | sort
 echo "== end"
