@@ -224,6 +224,8 @@ pub struct Span {
     pub outcome: String,
     /// Started after the login target was reached.
     pub late: bool,
+    /// Runlevel S, one graph: beside the path to the login (rcS did not wait for it).
+    pub beside: bool,
     /// The script whose end made this one ready (empty: ready from the start).
     pub waited_for: String,
     /// The runner's built-in did the work (a built-in that declined is not a span: the
@@ -271,6 +273,7 @@ impl Services {
                         exit: None,
                         outcome: "running".into(),
                         late: get(e, "late") == "1",
+                        beside: get(e, "beside") == "1",
                         waited_for: get(e, "waited_for"),
                         builtin: get(e, "builtin") == "1",
                     });
@@ -320,7 +323,7 @@ impl Services {
         let Some(&(ref rl, at)) = self.reached.last() else {
             return vec![];
         };
-        let in_rl = |s: &&Span| !s.late && s.end_ns.is_some_and(|e| e <= at);
+        let in_rl = |s: &&Span| !s.late && !s.beside && s.end_ns.is_some_and(|e| e <= at);
         let mut cur = self
             .spans
             .iter()
@@ -338,7 +341,7 @@ impl Services {
                 // before rc2); go on from the last script there to end before it started.
                 self.spans
                     .iter()
-                    .filter(|p| p.runlevel != s.runlevel && !p.late)
+                    .filter(|p| p.runlevel != s.runlevel && !p.late && !p.beside)
                     .filter(|p| p.end_ns.is_some_and(|e| e <= s.start_ns))
                     .max_by_key(|p| p.end_ns)
             } else {
@@ -405,7 +408,13 @@ pub fn render_text(v: &Services) -> String {
                 x.action,
                 x.outcome,
                 x.script,
-                if x.builtin { " (built-in)" } else { "" }
+                if x.builtin {
+                    " (built-in)"
+                } else if x.beside {
+                    " (beside the path)"
+                } else {
+                    ""
+                }
             );
         }
     }
@@ -489,6 +498,29 @@ mod tests {
         assert_eq!(v.spans[4].outcome, "running");
         assert!(v.spans[4].late);
         assert_eq!(v.late_start, vec![("2".into(), 9000, "idle".into())]);
+    }
+
+    /// One graph: udev, beside the path in S, ends after mountall but before runlevel 2's
+    /// first script; the chain still goes back to mountall, which `a` waited for.
+    #[test]
+    fn the_chain_skips_what_was_beside_the_path() {
+        let log = LOG.replace(
+            "100 rc_begin runlevel=2 action=start\n",
+            "20 rc_start script=udev action=start runlevel=S late=0 beside=1 waited_for=\n\
+             95 rc_reached runlevel=S\n100 rc_begin runlevel=2 action=start\n\
+             900 rc_end script=udev action=start runlevel=S late=0 beside=1 exit=0 outcome=ok timed_out=0\n",
+        );
+        let (ev, _) = parse(&log, Path::new("rc.log"));
+        let v = Services::from_events(&ev);
+        let udev = v.spans.iter().find(|s| s.script == "udev").unwrap();
+        assert!(udev.beside && !udev.late);
+        let chain: Vec<&str> = v
+            .critical_chain()
+            .iter()
+            .map(|s| s.script.as_str())
+            .collect();
+        assert_eq!(chain, ["mountall", "a", "b"]);
+        assert!(render_text(&v).contains("udev (beside the path)"));
     }
 
     #[test]
