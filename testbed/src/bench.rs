@@ -207,16 +207,18 @@ pub fn whole(
 /// `bench builtins`: what cutting the sysvinit chain is worth (issue 15, part 2): the
 /// scripts and checkroot.sh's own root check (`bootprint.rc.builtins=0
 /// bootprint.initramfs.fsck=0`, the baseline), the root checked in the initramfs, and the
-/// runner's built-ins on top, then udev beside the path (rc::udev); every other sysvinit
-/// lever on in all, each variant seasoned by a boot of its own.
+/// runner's built-ins on top, then udev beside the path (rc::udev), then one graph for the
+/// boot (rc::boot: rcS returns before udev ends); every other sysvinit lever on in all, each
+/// variant seasoned by a boot of its own.
 pub fn builtins(profile: Profile, ours: PathBuf) -> Benchmark {
     let levers = "bootprint.rc=1 bootprint.modules=1 bootprint.readahead=1";
+    let whole_s = "bootprint.rc.one-graph=0";
     Benchmark {
         name: "builtins",
         about: "runlevel S as before (Debian's scripts, the root checked by checkroot.sh: \
                 udev alone: the baseline), with the root checked in bootprint's initramfs, \
-                with the runner's built-ins too, and with udev beside the path too (each \
-                step adds one); every sysvinit lever on (bootprint's initramfs, runner, \
+                with the runner's built-ins too, with udev beside the path too, and with \
+                one graph for S and 2 too (each step adds one); every sysvinit lever on (bootprint's initramfs, runner, \
                 module loader, readahead)",
         seasoned_by: None,
         season_each: true,
@@ -225,15 +227,21 @@ pub fn builtins(profile: Profile, ours: PathBuf) -> Benchmark {
                 "scripts",
                 format!(
                     "{levers} bootprint.rc.builtins=0 bootprint.initramfs.fsck=0 \
-                     bootprint.rc.udev-off-path=0"
+                     bootprint.rc.udev-off-path=0 {whole_s}"
                 ),
             ),
             (
                 "fsck",
-                format!("{levers} bootprint.rc.builtins=0 bootprint.rc.udev-off-path=0"),
+                format!(
+                    "{levers} bootprint.rc.builtins=0 bootprint.rc.udev-off-path=0 {whole_s}"
+                ),
             ),
-            ("builtins", format!("{levers} bootprint.rc.udev-off-path=0")),
-            ("udev", levers.to_string()),
+            (
+                "builtins",
+                format!("{levers} bootprint.rc.udev-off-path=0 {whole_s}"),
+            ),
+            ("udev", format!("{levers} {whole_s}")),
+            ("one-graph", levers.to_string()),
         ]
         .into_iter()
         .map(|(name, append)| {

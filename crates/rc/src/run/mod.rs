@@ -6,13 +6,15 @@
 //!   idle thresholds).
 //! - [`Plan`]: the tasks of one runlevel with their dependencies, which of them are late,
 //!   and their priorities (longest remaining path to the login, weighted by
-//!   [`Durations`](crate::durations::Durations)).
+//!   [`Durations`](crate::durations::Durations)); runlevel S planned with the runlevel
+//!   after it ([`Plan::start_boot`]: what is beside the login path may end after rcS).
 //! - [`Runner`]: runs a plan: each script on its own pty, output printed whole and prefixed
 //!   when it ends, interactive scripts alone on the console, per-script timeouts,
 //!   concurrency following `procs_running + procs_blocked`, spans to a [`SpanLog`](crate::spans::SpanLog).
 //! - [`run_runlevel`]: the whole of `bootprint-boot rc`, under a guard: any failure, in any
 //!   phase, ends in [`crate::fallback`] (every script not yet started, serially in link
-//!   order), so the runlevel is always run.
+//!   order), so the runlevel is always run; for runlevel S with scripts beside the path, a
+//!   worker runs it and lets rcS return once the path is done.
 //!
 //! One file each: `config.rs`, `plan.rs`, `load.rs` ([`ProcStat`], the load and idle
 //! rules), `runner.rs`, `request.rs` ([`Request`], [`run_runlevel`]).
