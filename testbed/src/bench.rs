@@ -792,7 +792,7 @@ fn host_facts() -> Value {
     json!({ "cpu": cpu, "ncpus": ncpus, "accel": "tcg" })
 }
 
-fn write_result(
+pub fn write_result(
     dir: &Path,
     name: &str,
     profile: Option<Profile>,

@@ -21,6 +21,7 @@ mod serial;
 mod smoke;
 mod soak;
 mod util;
+mod verdict;
 
 use std::process::ExitCode;
 
@@ -48,7 +49,8 @@ commands:
             --image DIR: another built image), modules (parallel module loader vs
             serial modprobe in the guest, and boots with bootprint.modules=1),
             whole (every lever on against systemd and Debian's default), builtins
-            (the sysvinit chain: scripts, fsck in the initramfs, built-ins, udev beside)
+            (the sysvinit chain: scripts, fsck in the initramfs, built-ins, udev beside,
+            one graph for S and 2)
   smoke     real-boot smoke test: boot with --record, check the trace and the report
             [--no-cargo]
   faults    the fault matrix: real boots with one thing broken on purpose, each must reach
@@ -66,6 +68,9 @@ commands:
   parity    Debian's own sysvinit boot against one with every sysvinit lever of bootprint
             (its initramfs, runner, module loader, readahead): the machine after boot done
             must be the same [--no-cargo]
+  verdict   a lever judging itself: boot again and again from the disk the last boot left,
+            every sysvinit lever on, and show what the module loader and readahead did on
+            each boot and what they concluded [--boots N (default 11)] [--no-cargo]
   initramfs bootprint's initramfs: build it in the guest, boot with it to login, and a
             wrong root= must stop cleanly [--no-cargo] (bench initramfs: against
             Debian's initramfs-tools, dracut host-only and tiny-initramfs)
@@ -241,6 +246,17 @@ fn run(args: &[String]) -> Result<(), Error> {
             let cargo = !opts.flag("--no-cargo");
             opts.finish()?;
             late_test::run(&paths, cargo)
+        }
+        "verdict" => {
+            let boots = match opts.value("--boots")? {
+                Some(v) => v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    Error::Usage(format!("--boots: expected a positive integer, got {v:?}"))
+                })?,
+                None => 11,
+            };
+            let cargo = !opts.flag("--no-cargo");
+            opts.finish()?;
+            verdict::run(&paths, boots, cargo)
         }
         other => Err(Error::Usage(format!("unknown command {other:?}"))),
     }

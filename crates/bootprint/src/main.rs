@@ -8,6 +8,7 @@ mod diff;
 mod export;
 mod initramfs;
 mod kernel;
+mod lever;
 mod modules;
 mod rc;
 mod readahead;
@@ -28,6 +29,7 @@ Verbs:
   kernel TRACE|DMESG [--json] [--svg FILE]
                                        the kernel's share: phases, initcalls, findings
   modules plan [--root DIR] [--json]   the modules this machine's boot would load, in order
+  modules status|on|off [--root DIR]   the module loader's switch, history and own verdict
   initramfs build|plan|install [--out FILE] [--root DEV]
                                        a host-only initramfs whose /init is bootprint-boot
   rc graph [--root DIR] [--runlevel N] [--json|--dot]

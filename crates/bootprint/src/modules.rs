@@ -12,6 +12,9 @@ use crate::Outcome;
 
 const HELP: &str = "\
 usage: bootprint modules plan [--root DIR] [--kernel RELEASE] [--state FILE] [--json]
+       bootprint modules load ...       (at boot: see `bootprint modules load --help`)
+       bootprint modules status|on|off [--root DIR] [--json]
+                                        the loader's switch, history and own verdict
 
 Shows the modules the boot would load in parallel: every device modalias under sysfs and
 every module in /etc/modules and modules-load.d, resolved through libkmod with modprobe.d
@@ -90,6 +93,11 @@ fn parse(args: &[OsString]) -> Result<Option<Args>, String> {
 pub fn run(args: &[OsString]) -> Outcome {
     if args.first().is_some_and(|a| a == "load") {
         return load(&args[1..]);
+    }
+    for verb in ["status", "on", "off"] {
+        if args.first().is_some_and(|a| a == verb) {
+            return crate::lever::run(verb, &args[1..]);
+        }
     }
     let args = match parse(args) {
         Ok(Some(a)) => a,

@@ -16,6 +16,11 @@
 //!
 //! `verdict off <unix seconds> <reason...>` when it switched itself off. A `boot` line is
 //! `unix seconds`, kind, seconds to the text login and to boot done (`-`: not seen).
+//!
+//! Every lever that judges itself keeps this history ([`Lever`]): readahead
+//! ([`READAHEAD`], the kind `replay`) and the module loader ([`MODULES`],
+//! `/var/lib/bootprint/modules.state`, the kind `load`); only the word for "the lever ran"
+//! and the header differ.
 
 use std::fmt;
 use std::io;
@@ -30,32 +35,67 @@ pub const MIN_EACH: usize = 3;
 /// The most recent boots of each kind that are judged.
 pub const WINDOW: usize = 5;
 
-/// What readahead did on one boot.
+/// A lever that judges itself by its history: the words of its state file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lever {
+    /// Its name (`readahead`, `modules`), in the file's first line.
+    pub name: &'static str,
+    /// The kind of a boot on which it ran (`replay`, `load`).
+    pub on: &'static str,
+    /// How the verdict's sentence names it running (`replay`, `the loader`).
+    pub running: &'static str,
+    /// Where it is documented.
+    pub doc: &'static str,
+}
+
+/// Readahead: a boot replays the pack, learns one, or boots without it to compare.
+pub const READAHEAD: Lever = Lever {
+    name: "readahead",
+    on: "replay",
+    running: "replay",
+    doc: "docs/readahead.md",
+};
+
+/// The module loader (`bootprint.modules=1`): a boot runs it, or leaves coldplug to udev
+/// alone to compare.
+pub const MODULES: Lever = Lever {
+    name: "modules",
+    on: "load",
+    running: "the loader",
+    doc: "docs/modules.md",
+};
+
+/// What the lever did on one boot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BootKind {
-    /// No valid pack: learned one.
+    /// Readahead: no valid pack, learned one.
     Learn,
-    /// Replayed the pack.
+    /// The lever ran (readahead replayed its pack; the module loader loaded).
     Replay,
-    /// Had a valid pack but did not replay it, to compare.
+    /// It could have run but did not, to compare.
     Control,
 }
 
 impl BootKind {
-    /// The word in the state file and the trace.
+    /// Readahead's word in the state file and the trace.
     pub fn word(self) -> &'static str {
+        self.word_for(&READAHEAD)
+    }
+
+    /// The word in `lever`'s state file.
+    pub fn word_for(self, lever: &Lever) -> &'static str {
         match self {
             BootKind::Learn => "learn",
-            BootKind::Replay => "replay",
+            BootKind::Replay => lever.on,
             BootKind::Control => "control",
         }
     }
 
-    fn parse(w: &str) -> Option<BootKind> {
+    fn parse(w: &str, lever: &Lever) -> Option<BootKind> {
         match w {
             "learn" => Some(BootKind::Learn),
-            "replay" => Some(BootKind::Replay),
             "control" => Some(BootKind::Control),
+            w if w == lever.on => Some(BootKind::Replay),
             _ => None,
         }
     }
@@ -148,10 +188,16 @@ impl Judgement {
 
     /// The sentence the trace and `bootprint readahead status` show.
     pub fn describe(&self) -> String {
+        self.describe_for(&READAHEAD)
+    }
+
+    /// [`Judgement::describe`] for `lever`.
+    pub fn describe_for(&self, lever: &Lever) -> String {
         let mut s = String::new();
         if let (Some((r, nr)), Some((c, nc))) = (self.replay, self.control) {
             s = format!(
-                "median time to login with replay {r:.3} s ({nr} boots), without {c:.3} s ({nc} boots)"
+                "median time to login with {} {r:.3} s ({nr} boots), without {c:.3} s ({nc} boots)",
+                lever.running
             );
         }
         if !self.ready() {
@@ -159,8 +205,9 @@ impl Judgement {
                 s.push_str("; ");
             }
             s.push_str(&format!(
-                "not judged yet: {} replay and {} comparison boots with a login time, {MIN_EACH} of each needed",
+                "not judged yet: {} {} and {} comparison boots with a login time, {MIN_EACH} of each needed",
                 self.replay.map_or(0, |x| x.1),
+                lever.on,
                 self.control.map_or(0, |x| x.1)
             ));
         }
@@ -182,8 +229,13 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 }
 
 impl State {
-    /// Parses the state file's text; `file` names it in errors.
+    /// Parses readahead's state file's text; `file` names it in errors.
     pub fn parse(text: &str, file: &str) -> Result<State, StateError> {
+        State::parse_for(text, file, &READAHEAD)
+    }
+
+    /// Parses `lever`'s state file's text; `file` names it in errors.
+    pub fn parse_for(text: &str, file: &str, lever: &Lever) -> Result<State, StateError> {
         let mut st = State::default();
         let mut seen_version = false;
         for (i, raw) in text.lines().enumerate() {
@@ -221,12 +273,19 @@ impl State {
                     }
                 }
                 Some("boot") => {
-                    let bad = "`boot <unix seconds> learn|replay|control <login s|-> <done s|->`";
+                    let bad = format!(
+                        "`boot <unix seconds> learn|{}|control <login s|-> <done s|->`",
+                        lever.on
+                    );
+                    let bad = bad.as_str();
                     let unix_s = w
                         .next()
                         .and_then(|s| s.parse().ok())
                         .ok_or_else(|| err(bad))?;
-                    let kind = w.next().and_then(BootKind::parse).ok_or_else(|| err(bad))?;
+                    let kind = w
+                        .next()
+                        .and_then(|k| BootKind::parse(k, lever))
+                        .ok_or_else(|| err(bad))?;
                     let mut secs = || -> Result<Option<f64>, StateError> {
                         match w.next() {
                             Some("-") => Ok(None),
@@ -263,9 +322,17 @@ impl State {
         Ok(st)
     }
 
-    /// The file's text.
+    /// Readahead's file's text.
     pub fn to_text(&self) -> String {
-        let mut s = String::from("# bootprint readahead state (docs/readahead.md)\nversion 1\n");
+        self.to_text_for(&READAHEAD)
+    }
+
+    /// `lever`'s file's text.
+    pub fn to_text_for(&self, lever: &Lever) -> String {
+        let mut s = format!(
+            "# bootprint {} state ({})\nversion 1\n",
+            lever.name, lever.doc
+        );
         match &self.verdict {
             Verdict::Auto => s.push_str("verdict auto\n"),
             Verdict::Off { unix_s, reason } => {
@@ -277,7 +344,7 @@ impl State {
             s.push_str(&format!(
                 "boot {} {} {} {}\n",
                 b.unix_s,
-                b.kind.word(),
+                b.kind.word_for(lever),
                 secs(b.login_s),
                 secs(b.done_s)
             ));
@@ -285,12 +352,17 @@ impl State {
         s
     }
 
-    /// Reads the state file; a missing file is the empty state. Only a regular file of at
-    /// most [`MAX_STATE_BYTES`] is read.
+    /// Reads readahead's state file; a missing file is the empty state. Only a regular file
+    /// of at most [`MAX_STATE_BYTES`] is read.
     pub fn load(path: &Path) -> Result<State, StateError> {
+        State::load_for(path, &READAHEAD)
+    }
+
+    /// [`State::load`] for `lever`'s state file.
+    pub fn load_for(path: &Path, lever: &Lever) -> Result<State, StateError> {
         // Read at boot by PID 1: a FIFO must not block it, a huge file must not be loaded.
         match sample::sys::read_regular_text(path, MAX_STATE_BYTES) {
-            Ok(text) => State::parse(&text, &path.display().to_string()),
+            Ok(text) => State::parse_for(&text, &path.display().to_string(), lever),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(State::default()),
             Err(e) => Err(StateError {
                 file: path.display().to_string(),
@@ -300,9 +372,14 @@ impl State {
         }
     }
 
-    /// Writes the state file atomically (temporary file, fsync, rename), mode 0644.
+    /// Writes readahead's state file atomically (temporary file, fsync, rename), mode 0644.
     pub fn save(&self, path: &Path) -> io::Result<()> {
-        crate::sys::write_atomic(path, self.to_text().as_bytes())
+        self.save_for(path, &READAHEAD)
+    }
+
+    /// [`State::save`] for `lever`'s state file.
+    pub fn save_for(&self, path: &Path, lever: &Lever) -> io::Result<()> {
+        crate::sys::write_atomic(path, self.to_text_for(lever).as_bytes())
     }
 
     /// Adds a boot, dropping the oldest beyond [`HISTORY_MAX`].
@@ -407,6 +484,36 @@ mod tests {
             }
         );
         assert_eq!(back.to_text(), text);
+    }
+
+    /// The module loader's history: `load` where readahead says `replay`; neither reads
+    /// the other's word.
+    #[test]
+    fn another_lever_has_its_own_words() {
+        let mut st = State::default();
+        st.push(rec(BootKind::Replay, 9.1));
+        st.push(rec(BootKind::Control, 8.7));
+        let text = st.to_text_for(&MODULES);
+        assert!(
+            text.starts_with("# bootprint modules state (docs/modules.md)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(" load 9.100 ") && !text.contains("replay"),
+            "{text}"
+        );
+        assert_eq!(
+            State::parse_for(&text, "m", &MODULES).unwrap().boots,
+            st.boots
+        );
+        let e = State::parse(&text, "m").unwrap_err();
+        assert!(e.expected.contains("learn|replay|control"), "{e}");
+        let j = st.judge();
+        assert!(
+            j.describe_for(&MODULES).contains("1 load and 1 comparison"),
+            "{}",
+            j.describe_for(&MODULES)
+        );
     }
 
     #[test]

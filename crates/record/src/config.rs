@@ -58,6 +58,11 @@ pub struct Config {
     /// Parallel module loading before init (`bootprint.modules=`). Off by default until the
     /// test bed shows where it helps.
     pub modules: bool,
+    /// Where the module loader keeps its history and its own on/off verdict.
+    pub modules_state: PathBuf,
+    /// Every this many boots with the loader, one boots without it (udev's coldplug alone)
+    /// to compare (0: never, and no verdict).
+    pub modules_compare_every: u32,
     /// `bootprint.rc=`: the init scripts are started by `bootprint-boot rc` instead of
     /// startpar. Read by the startpar wrapper (docs/rc.md); recorded here so the parameter is
     /// known and lands in the trace's configuration, not reported as a typo.
@@ -112,6 +117,8 @@ impl Default for Config {
             readahead_io_class: "idle".into(),
             readahead_order: "auto".into(),
             modules: false,
+            modules_state: PathBuf::from("/var/lib/bootprint/modules.state"),
+            modules_compare_every: 5,
             rc: false,
             late: false,
             late_units: Vec::new(),
@@ -296,6 +303,10 @@ impl Config {
                 }
                 self.fault = f
             }
+            "modules_state" => self.modules_state = PathBuf::from(want_str(value)?),
+            "modules_compare_every" => {
+                self.modules_compare_every = want_num(value, 0.0, 1000.0)? as u32
+            }
             "readahead_pack" => self.readahead_pack = PathBuf::from(want_str(value)?),
             "readahead_state" => self.readahead_state = PathBuf::from(want_str(value)?),
             "readahead_max_age_days" => {
@@ -324,7 +335,8 @@ impl Config {
             _ => {
                 return Err(format!(
                     "one of init, record, hz, idle_cpu, idle_disk, settle_s, timeout_s, \
-                     log_dir, login_names, greeter_names, all, modules, rc, late, late_units, never_late, prometheus_dir, readahead, readahead_pack, \
+                     log_dir, login_names, greeter_names, all, modules, modules_state, \
+                     modules_compare_every, rc, late, late_units, never_late, prometheus_dir, readahead, readahead_pack, \
                      readahead_state, readahead_max_age_days, readahead_stale_share, \
                      readahead_missed_share, readahead_compare_every, readahead_budget_mb, \
                      readahead_io_class, readahead_order; found {key:?}"

@@ -40,18 +40,22 @@ pub fn boot(args: Vec<OsString>) -> ! {
     let readahead = panic::catch_unwind(AssertUnwindSafe(|| crate::readahead::prepare(&config)))
         .unwrap_or_default();
     // Then the module loader, so the slow modules start settling at once.
-    let modules = if config.modules {
-        match panic::catch_unwind(|| crate::modload::start(crate::modload::LOADER)) {
-            Ok(Ok(loader)) => Some(loader),
-            Ok(Err(e)) => {
-                warnings.push(format!("modules: cannot start the loader: {e}"));
-                None
-            }
-            Err(_) => None,
-        }
-    } else {
-        None
+    // One lever at a time leaves its usual way: while readahead learns or compares, the
+    // loader runs and that boot is not its to judge.
+    let readahead_compares = match &readahead {
+        crate::readahead::Plan::Learn(_) => Some("readahead learned on this boot"),
+        crate::readahead::Plan::Control => Some("readahead compared on this boot"),
+        _ => None,
     };
+    let modules = panic::catch_unwind(AssertUnwindSafe(|| {
+        crate::modload::prepare(
+            &config,
+            crate::modload::LOADER,
+            &mut warnings,
+            readahead_compares,
+        )
+    }))
+    .unwrap_or(crate::modload::Boot::Off);
     // The init that will run: the configured one, or the first of the fallbacks that
     // exists (a typo in bootprint.init=, a removed program), said in the trace.
     let init = first_existing_init(&config.init);
@@ -86,7 +90,7 @@ fn run_recorder_child(
     init_exec: Option<(u64, String)>,
     warnings: Vec<String>,
     readahead: crate::readahead::Plan,
-    modules: Option<crate::modload::Loader>,
+    modules: crate::modload::Boot,
 ) -> ! {
     sys::setsid();
     become_background();

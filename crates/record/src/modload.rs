@@ -5,13 +5,25 @@
 //! times into the durations state file (waiting for a writable root), `modules_learned`; the
 //! recorder puts those events into the trace at boot done. udev's own coldplug still runs: a
 //! module it finds loaded counts as done for both.
+//!
+//! Like readahead, the loader proves itself on each machine ([`prepare`], [`Boot::finish`]):
+//! its first boot learns (the modules' durations), then every `modules_compare_every`th boot
+//! (alternately until there are three of each) it does not run, leaving coldplug to udev
+//! alone; its history of both kinds of boot
+//! (`/var/lib/bootprint/modules.state`, the format of `readahead::state` with `load` for a
+//! boot with the loader) decides, and where the loader does not make the login come sooner
+//! it switches itself off (`modules_off by=itself`) until `bootprint modules on`.
 
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use readahead::state::{BootKind, State, Verdict, MODULES};
 use trace::Event;
+
+use crate::config::Config;
+use crate::readahead::{record_history, Judge, Milestones};
 
 /// The program that loads (the CLI; it has the libkmod binding).
 pub const LOADER: &str = "/usr/bin/bootprint";
@@ -88,6 +100,129 @@ impl Loader {
     }
 }
 
+/// What the module loader does on this boot, from its switch and its own history.
+#[derive(Debug, Default)]
+pub enum Boot {
+    /// Its switch is off.
+    #[default]
+    Off,
+    /// It switched itself off on an earlier boot: why.
+    SwitchedOff(String),
+    /// It does not run, so this boot compares (udev's coldplug alone).
+    Control,
+    /// It runs; `learn`: for the first time (no module durations learned yet, so its plan
+    /// is not yet the one it will use: like readahead's learning boot, not judged).
+    Load {
+        /// The running loader.
+        loader: Loader,
+        /// The first boot with the loader.
+        learn: bool,
+        /// Why this boot stays out of the history: another lever (readahead) learned or
+        /// compared on it, so its figures say nothing about the loader.
+        aside: Option<String>,
+    },
+}
+
+impl Boot {
+    /// A comparison boot: the loader does not run.
+    pub fn is_control(&self) -> bool {
+        matches!(self, Boot::Control)
+    }
+}
+
+/// Decides from the switch and the loader's history, and starts the loader when it runs
+/// (`program`: [`LOADER`]). A loader that cannot start is a warning for the trace.
+/// `others_compare`: another lever (readahead) learns or compares on this boot; one lever
+/// at a time leaves its usual way, so the loader then runs and the boot is not judged.
+pub fn prepare(
+    config: &Config,
+    program: &str,
+    warnings: &mut Vec<String>,
+    others_compare: Option<&str>,
+) -> Boot {
+    if !config.modules {
+        return Boot::Off;
+    }
+    // An unreadable state is treated as empty; it is rewritten at boot done.
+    let state = State::load_for(&config.modules_state, &MODULES).unwrap_or_default();
+    if let Verdict::Off { reason, .. } = state.verdict {
+        return Boot::SwitchedOff(reason);
+    }
+    let learn = !state
+        .boots
+        .iter()
+        .any(|b| matches!(b.kind, BootKind::Learn | BootKind::Replay));
+    if !learn
+        && others_compare.is_none()
+        && state.next_kind(config.modules_compare_every) == BootKind::Control
+    {
+        return Boot::Control;
+    }
+    match start(program) {
+        Ok(loader) => Boot::Load {
+            loader,
+            learn,
+            aside: others_compare.map(String::from),
+        },
+        Err(e) => {
+            warnings.push(format!("modules: cannot start the loader: {e}"));
+            Boot::Off
+        }
+    }
+}
+
+impl Boot {
+    /// At boot done (the recorder): the loader's events, then this boot in its history and
+    /// its verdict (`readahead::record_history`).
+    pub fn finish(self, events: &mut Vec<Event>, config: &Config, seen: Milestones) {
+        let now = sample::sys::boottime_ns();
+        let kind = match self {
+            Boot::Off => return,
+            Boot::SwitchedOff(reason) => {
+                events.push(
+                    Event::new(now, "modules_off")
+                        .with("by", "verdict")
+                        .with("reason", reason),
+                );
+                return;
+            }
+            Boot::Control => {
+                events.push(Event::new(now, "modules_control"));
+                BootKind::Control
+            }
+            Boot::Load {
+                loader,
+                learn,
+                aside,
+            } => {
+                events.extend(loader.events(Duration::from_secs(10)));
+                let kind = if learn {
+                    BootKind::Learn
+                } else {
+                    BootKind::Replay
+                };
+                // A learning boot is not judged anyway: it is recorded, aside or not.
+                if let Some(why) = aside.filter(|_| !learn) {
+                    events.push(
+                        Event::new(now, "modules_history")
+                            .with("kind", kind.word_for(&MODULES))
+                            .with("counted", 0)
+                            .with("why", why),
+                    );
+                    return;
+                }
+                kind
+            }
+        };
+        let judge = Judge {
+            lever: &MODULES,
+            path: &config.modules_state,
+            compare_every: config.modules_compare_every,
+        };
+        record_history(events, &judge, kind, seen);
+    }
+}
+
 fn warning(what: String) -> Event {
     Event::new(sample::sys::boottime_ns(), "warning").with("what", what)
 }
@@ -130,6 +265,145 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(5));
         assert!(events.iter().any(|e| e.kind == "warning"), "{events:?}");
         assert!(start("/nonexistent/loader").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The loader proves itself: boots alternate with and without it until there are three
+    /// of each; where the login comes no sooner with it, it switches itself off, says why
+    /// in the trace, and the next boot does not run it.
+    #[test]
+    fn the_loader_judges_itself_and_switches_itself_off() {
+        let dir = std::env::temp_dir().join(format!("bp-modverdict-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake = dir.join("fake-loader");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh
+echo '1 module name=a end_ns=2 worker=1 outcome=loaded detail='\n",
+        )
+        .unwrap();
+        Command::new("chmod")
+            .arg("755")
+            .arg(&fake)
+            .status()
+            .unwrap();
+        let config = Config {
+            modules: true,
+            modules_state: dir.join("modules.state"),
+            ..Config::default()
+        };
+        let mut warnings = Vec::new();
+        let mut kinds = Vec::new();
+        for _ in 0..7 {
+            let boot = prepare(&config, fake.to_str().unwrap(), &mut warnings, None);
+            let (kind, login_s) = match &boot {
+                Boot::Load { learn: true, .. } => ("learn", 12.0),
+                Boot::Load { .. } => ("load", 10.0),
+                Boot::Control => ("control", 9.0),
+                other => panic!("{other:?}"),
+            };
+            kinds.push(kind);
+            let mut events = Vec::new();
+            let seen = Milestones {
+                login_ns: Some((login_s * 1e9) as u64),
+                done_ns: None,
+            };
+            boot.finish(&mut events, &config, seen);
+            if kind != "control" {
+                assert!(events.iter().any(|e| e.kind == "module"), "{events:?}");
+            } else {
+                assert!(
+                    events.iter().any(|e| e.kind == "modules_control"),
+                    "{events:?}"
+                );
+            }
+            if kinds.len() == 7 {
+                let off = events
+                    .iter()
+                    .find(|e| e.kind == "modules_off")
+                    .expect("verdict");
+                assert_eq!(off.get("by"), Some("itself"));
+                assert!(
+                    off.get("reason").unwrap().contains("the loader 10.000 s"),
+                    "{off:?}"
+                );
+            }
+        }
+        assert_eq!(
+            kinds,
+            ["learn", "load", "control", "load", "control", "load", "control"]
+        );
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let text = std::fs::read_to_string(&config.modules_state).unwrap();
+        assert!(
+            text.contains("verdict off ") && text.contains(" load 10.000 "),
+            "{text}"
+        );
+        assert!(text.contains(" learn 12.000 "), "{text}");
+        match prepare(&config, fake.to_str().unwrap(), &mut warnings, None) {
+            Boot::SwitchedOff(reason) => assert!(reason.contains("does not make boots faster")),
+            other => panic!("{other:?}"),
+        }
+        // Faster with the loader: it stays on.
+        std::fs::remove_file(&config.modules_state).unwrap();
+        for i in 0..7 {
+            let boot = prepare(&config, fake.to_str().unwrap(), &mut warnings, None);
+            let login_s = if matches!(boot, Boot::Load { .. }) {
+                8.0
+            } else {
+                9.0
+            };
+            let mut events = Vec::new();
+            let seen = Milestones {
+                login_ns: Some((login_s * 1e9) as u64),
+                done_ns: None,
+            };
+            boot.finish(&mut events, &config, seen);
+            assert!(
+                !events.iter().any(|e| e.kind == "modules_off"),
+                "boot {i}: {events:?}"
+            );
+        }
+        assert!(matches!(
+            prepare(&config, fake.to_str().unwrap(), &mut warnings, None),
+            Boot::Load { learn: false, .. }
+        ));
+        // The switch off: nothing runs, nothing is recorded.
+        // Readahead compares on this boot: the loader runs, and the boot is not judged.
+        let n = std::fs::read_to_string(&config.modules_state)
+            .unwrap()
+            .lines()
+            .count();
+        let boot = prepare(
+            &config,
+            fake.to_str().unwrap(),
+            &mut warnings,
+            Some("readahead compared"),
+        );
+        let mut events = Vec::new();
+        let seen = Milestones {
+            login_ns: Some(1),
+            done_ns: None,
+        };
+        boot.finish(&mut events, &config, seen);
+        let h = events.iter().find(|e| e.kind == "modules_history").unwrap();
+        assert_eq!(h.get("counted"), Some("0"));
+        assert_eq!(
+            std::fs::read_to_string(&config.modules_state)
+                .unwrap()
+                .lines()
+                .count(),
+            n
+        );
+        let off = Config {
+            modules: false,
+            ..config.clone()
+        };
+        assert!(matches!(
+            prepare(&off, fake.to_str().unwrap(), &mut warnings, None),
+            Boot::Off
+        ));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

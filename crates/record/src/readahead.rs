@@ -15,7 +15,7 @@ use readahead::pack::Pack;
 use readahead::replay::{
     self, RelearnLimits, ReplayChild, ReplayOptions, ReplayOutcome, ReplayStats,
 };
-use readahead::state::{BootKind, BootRecord, State, Verdict};
+use readahead::state::{BootKind, BootRecord, Lever, State, Verdict, READAHEAD};
 use readahead::system;
 use sample::sys::boottime_ns;
 use trace::Event;
@@ -530,9 +530,17 @@ pub struct Milestones {
 pub struct Session {
     plan: Plan,
     learner: Option<LearnThread>,
+    /// Why this boot stays out of the history: another lever compared on it.
+    aside: Option<String>,
 }
 
 impl Session {
+    /// Another lever did not run on this boot, to compare (the module loader): its figures
+    /// say nothing about replay, so it stays out of readahead's history.
+    pub fn set_aside(&mut self, why: &str) {
+        self.aside = Some(why.to_string());
+    }
+
     /// Starts learning if the plan says so; notes the plan in the trace.
     pub fn start(plan: Plan, events: &mut Vec<Event>) -> Session {
         let now = boottime_ns();
@@ -562,7 +570,11 @@ impl Session {
             }
             Plan::Control => events.push(Event::new(now, "readahead_control")),
         }
-        Session { plan, learner }
+        Session {
+            plan,
+            learner,
+            aside: None,
+        }
     }
 
     /// At boot done: pack what was learned, or record the replay and its hit rate; decide
@@ -613,8 +625,20 @@ impl Session {
         if let Plan::Replay(r) = self.plan {
             finish_replay(r, events, config, kernel_release);
         }
-        if let Some(kind) = kind {
-            record_history(events, config, kind, seen);
+        if let (Some(kind), Some(why)) = (kind, &self.aside) {
+            events.push(
+                Event::new(now, "readahead_history")
+                    .with("kind", kind.word())
+                    .with("counted", 0)
+                    .with("why", why),
+            );
+        } else if let Some(kind) = kind {
+            let judge = Judge {
+                lever: &READAHEAD,
+                path: &config.readahead_state,
+                compare_every: config.readahead_compare_every,
+            };
+            record_history(events, &judge, kind, seen);
         }
     }
 }
@@ -689,16 +713,26 @@ fn finish_replay(r: Replaying, events: &mut Vec<Event>, config: &Config, kernel_
     }
 }
 
-/// Adds this boot to the history; when replay has been judged not to make boots faster,
-/// switches readahead off (until `bootprint readahead on`).
-fn record_history(events: &mut Vec<Event>, config: &Config, kind: BootKind, seen: Milestones) {
-    let path = &config.readahead_state;
-    let mut state = match State::load(path) {
+/// A lever that keeps a history and judges itself (readahead, the module loader).
+pub(crate) struct Judge<'a> {
+    pub lever: &'a Lever,
+    /// Its state file.
+    pub path: &'a std::path::Path,
+    /// Every this many boots one compares (0: never, so no verdict either).
+    pub compare_every: u32,
+}
+
+/// Adds this boot to the lever's history; when the lever has been judged not to make
+/// boots faster, switches it off (until `bootprint readahead on` / `bootprint modules on`),
+/// with a `<lever>_off by=itself` event.
+pub(crate) fn record_history(events: &mut Vec<Event>, j: &Judge, kind: BootKind, seen: Milestones) {
+    let name = j.lever.name;
+    let mut state = match State::load_for(j.path, j.lever) {
         Ok(s) => s,
         Err(e) => {
             events.push(warning(
                 boottime_ns(),
-                format!("readahead: {e}; starting a new history"),
+                format!("{name}: {e}; starting a new history"),
             ));
             State::default()
         }
@@ -711,13 +745,20 @@ fn record_history(events: &mut Vec<Event>, config: &Config, kind: BootKind, seen
         done_s: secs(seen.done_ns),
     });
     let judged = state.judge();
-    if state.verdict == Verdict::Auto && config.readahead_compare_every > 0 && judged.not_faster() {
+    events.push(
+        Event::new(boottime_ns(), &format!("{name}_history"))
+            .with("kind", kind.word_for(j.lever))
+            .with("boots", state.boots.len())
+            .with("judged", judged.describe_for(j.lever)),
+    );
+    if state.verdict == Verdict::Auto && j.compare_every > 0 && judged.not_faster() {
         let reason = format!(
-            "replay does not make boots faster here: {}",
-            judged.describe()
+            "{} does not make boots faster here: {}",
+            j.lever.running,
+            judged.describe_for(j.lever)
         );
         events.push(
-            Event::new(boottime_ns(), "readahead_off")
+            Event::new(boottime_ns(), &format!("{name}_off"))
                 .with("by", "itself")
                 .with("reason", &reason),
         );
@@ -726,10 +767,10 @@ fn record_history(events: &mut Vec<Event>, config: &Config, kind: BootKind, seen
             reason,
         };
     }
-    if let Err(e) = state.save(path) {
+    if let Err(e) = state.save_for(j.path, j.lever) {
         events.push(warning(
             boottime_ns(),
-            format!("readahead: cannot write {}: {e}", path.display()),
+            format!("{name}: cannot write {}: {e}", j.path.display()),
         ));
     }
 }

@@ -76,7 +76,7 @@ pub struct Start {
     /// What readahead does this boot (decided before init was exec'd).
     pub readahead: crate::readahead::Plan,
     /// The module loader started before init, if any.
-    pub modules: Option<crate::modload::Loader>,
+    pub modules: crate::modload::Boot,
 }
 
 /// Records until boot is done and writes the trace; returns its directory.
@@ -103,7 +103,10 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
             .push(Event::new(t_start, "warning").with("what", w));
     }
 
-    let readahead = crate::readahead::Session::start(start.readahead, &mut store.events);
+    let mut readahead = crate::readahead::Session::start(start.readahead, &mut store.events);
+    if start.modules.is_control() {
+        readahead.set_aside("the module loader compared on this boot");
+    }
     let mut watch = match ExecWatch::open(&paths.exec_root) {
         Ok(w) => Some(w),
         Err(e) => {
@@ -324,11 +327,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         .unwrap_or_default();
     let seen = crate::readahead::Milestones { login_ns, done_ns };
     readahead.finish(&mut store.events, config, &release, seen);
-    if let Some(loader) = start.modules {
-        store
-            .events
-            .extend(loader.events(std::time::Duration::from_secs(10)));
-    }
+    start.modules.finish(&mut store.events, config, seen);
 
     store.dmesg = kmsg::read_all(&paths.kmsg);
     store.extra_files = sysinfo::firmware_files(&paths.sys);

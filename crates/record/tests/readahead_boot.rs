@@ -144,7 +144,8 @@ fn plans_from_config_pack_and_state() {
         [
             "readahead_replay_start",
             "readahead_replay",
-            "readahead_hit"
+            "readahead_hit",
+            "readahead_history"
         ],
         "{events:?}"
     );
@@ -171,8 +172,10 @@ fn plans_from_config_pack_and_state() {
     save(&c, &[rec(BootKind::Learn, 30.0)]);
     let mut events = vec![];
     Session::start(prepare(&c), &mut events).finish(&mut events, &c, "other-kernel", seen);
-    let relearn = events.last().unwrap();
-    assert_eq!(relearn.kind, "readahead_relearn");
+    let relearn = events
+        .iter()
+        .find(|e| e.kind == "readahead_relearn")
+        .unwrap();
     assert_eq!(
         relearn.fields[0],
         ("reason".to_string(), "kernel".to_string())
@@ -213,7 +216,10 @@ fn switches_itself_off_when_replay_is_not_faster() {
         done_ns: None,
     };
     session.finish(&mut events, &c, "any", seen);
-    assert_eq!(kinds(&events), ["readahead_control", "readahead_off"]);
+    assert_eq!(
+        kinds(&events),
+        ["readahead_control", "readahead_history", "readahead_off"]
+    );
     let st = State::load(&c.readahead_state).unwrap();
     assert_eq!(st.boots.len(), history.len() + 1);
     assert_eq!(st.boots.last().unwrap().kind, BootKind::Control);
@@ -236,7 +242,7 @@ fn switches_itself_off_when_replay_is_not_faster() {
     save(&c, &faster);
     let mut events = vec![];
     Session::start(Plan::Control, &mut events).finish(&mut events, &c, "any", seen);
-    assert_eq!(kinds(&events), ["readahead_control"]);
+    assert_eq!(kinds(&events), ["readahead_control", "readahead_history"]);
     assert_eq!(
         State::load(&c.readahead_state).unwrap().verdict,
         Verdict::Auto
@@ -246,9 +252,24 @@ fn switches_itself_off_when_replay_is_not_faster() {
     fs::write(&c.readahead_state, "version 1\nboot x\n").unwrap();
     let mut events = vec![];
     Session::start(Plan::Control, &mut events).finish(&mut events, &c, "any", seen);
-    assert_eq!(kinds(&events), ["readahead_control", "warning"]);
+    assert_eq!(
+        kinds(&events),
+        ["readahead_control", "warning", "readahead_history"]
+    );
     let what = &events[1].fields[0].1;
     assert!(what.contains("readahead.state:2: expected"), "{what}");
+    assert_eq!(State::load(&c.readahead_state).unwrap().boots.len(), 1);
+
+    // The module loader compared on this boot: readahead's figures are set aside.
+    let mut events = vec![];
+    let mut session = Session::start(Plan::Control, &mut events);
+    session.set_aside("the module loader compared on this boot");
+    session.finish(&mut events, &c, "any", seen);
+    let h = events
+        .iter()
+        .find(|e| e.kind == "readahead_history")
+        .unwrap();
+    assert_eq!(h.get("counted"), Some("0"));
     assert_eq!(State::load(&c.readahead_state).unwrap().boots.len(), 1);
     fs::remove_dir_all(&d).unwrap();
 }

@@ -1,0 +1,164 @@
+//! `bootprint modules status|on|off`: the module loader's switch, its history of boots with
+//! and without it, and its own verdict (docs/modules.md, "Proving itself"). Readahead's
+//! equivalent is `bootprint readahead status|on|off`, which also shows its pack.
+
+use std::path::{Path, PathBuf};
+
+use readahead::state::{BootKind, State, Verdict, MODULES};
+use record::config::{self, Config, CONFIG_FILE};
+use serde_json::json;
+
+use crate::Outcome;
+
+const USAGE: &str = "\
+usage: bootprint modules status [--root DIR] [--json]
+                                   the switch, the history and the verdict
+       bootprint modules on|off [--root DIR]
+                                   switch the loader on or off in bootprint.toml
+                                   (`on` also clears a verdict it gave itself, and its history)";
+
+/// Runs `bootprint modules status|on|off ARGS`.
+pub fn run(verb: &str, args: &[std::ffi::OsString]) -> Outcome {
+    let mut root = PathBuf::from("/");
+    let mut as_json = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match crate::args::lossy(a).as_ref() {
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Outcome::Ok;
+            }
+            "--json" if verb == "status" => as_json = true,
+            "--root" => match it.next() {
+                Some(d) => root = PathBuf::from(d),
+                None => {
+                    return Outcome::Usage(format!("modules {verb}: --root needs a DIR\n{USAGE}"))
+                }
+            },
+            other => {
+                return Outcome::Usage(format!("modules {verb}: unknown option {other:?}\n{USAGE}"))
+            }
+        }
+    }
+    let r = load(&root).and_then(|(config_file, config)| match verb {
+        "status" => status(&root, &config_file, &config, as_json),
+        _ => switch(&root, &config_file, &config, verb == "on"),
+    });
+    match r {
+        Ok(()) => Outcome::Ok,
+        Err(e) => Outcome::Failed(e),
+    }
+}
+
+fn under(root: &Path, p: &Path) -> PathBuf {
+    root.join(p.strip_prefix("/").unwrap_or(p))
+}
+
+/// bootprint.toml under `root` (and, for the running system, the kernel command line).
+fn load(root: &Path) -> Result<(PathBuf, Config), String> {
+    let file = under(root, Path::new(CONFIG_FILE));
+    let mut config = Config::default();
+    match std::fs::read_to_string(&file) {
+        Ok(text) => config
+            .apply_toml(&text, &file.display().to_string())
+            .map_err(|e| e.to_string())?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+    }
+    if root == Path::new("/") {
+        let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+        let _ = config.apply_cmdline(&cmdline);
+    }
+    Ok((file, config))
+}
+
+fn status(root: &Path, file: &Path, config: &Config, as_json: bool) -> Result<(), String> {
+    let path = under(root, &config.modules_state);
+    let state = State::load_for(&path, &MODULES).map_err(|e| e.to_string())?;
+    let judged = state.judge();
+    let next = match (&state.verdict, config.modules) {
+        (_, false) => "off (the switch)",
+        (Verdict::Off { .. }, true) => "off (its own verdict)",
+        (Verdict::Auto, true) => match state.next_kind(config.modules_compare_every) {
+            BootKind::Control => "without the loader, to compare",
+            _ => "with the loader",
+        },
+    };
+    if as_json {
+        let v = json!({
+            "enabled": config.modules,
+            "config_file": file.display().to_string(),
+            "state_file": path.display().to_string(),
+            "verdict": match &state.verdict {
+                Verdict::Auto => json!({"state": "auto"}),
+                Verdict::Off { unix_s, reason } => json!({"state": "off", "unix_s": unix_s, "reason": reason}),
+            },
+            "judgement": judged.describe_for(&MODULES),
+            "ratio": judged.ratio(),
+            "next_boot": next,
+            "boots": state.boots.iter().map(|b| json!({
+                "unix_s": b.unix_s, "kind": b.kind.word_for(&MODULES),
+                "login_s": b.login_s, "done_s": b.done_s,
+            })).collect::<Vec<_>>(),
+        });
+        println!("{v:#}");
+        return Ok(());
+    }
+    println!(
+        "module loader: {} ({})",
+        if config.modules { "on" } else { "off" },
+        file.display()
+    );
+    match &state.verdict {
+        Verdict::Auto => println!("verdict: auto (it judges itself)"),
+        Verdict::Off { reason, .. } => println!("verdict: off by itself: {reason}"),
+    }
+    println!("judgement: {}", judged.describe_for(&MODULES));
+    println!("next boot: {next}");
+    println!("history ({}):", path.display());
+    let secs = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
+    for b in &state.boots {
+        println!(
+            "  {:>12}  {:<8} login {:>8} s  done {:>8} s",
+            b.unix_s,
+            b.kind.word_for(&MODULES),
+            secs(b.login_s),
+            secs(b.done_s)
+        );
+    }
+    Ok(())
+}
+
+fn switch(root: &Path, file: &Path, config: &Config, on: bool) -> Result<(), String> {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
+    };
+    let new = config::set_in_toml(
+        &text,
+        &file.display().to_string(),
+        "record",
+        "modules",
+        if on { "true" } else { "false" },
+    )
+    .map_err(|e| format!("{e}; nothing changed"))?;
+    readahead::sys::write_atomic(file, new.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    println!(
+        "module loader {} in {}",
+        if on { "on" } else { "off" },
+        file.display()
+    );
+    if on {
+        let path = under(root, &config.modules_state);
+        let state = State::load_for(&path, &MODULES).unwrap_or_default();
+        if let Verdict::Off { reason, .. } = &state.verdict {
+            println!("cleared its own verdict ({reason}) and its history: it judges itself anew");
+            State::default()
+                .save_for(&path, &MODULES)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
