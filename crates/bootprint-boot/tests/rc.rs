@@ -360,6 +360,21 @@ fn runlevel_s_returns_at_its_part_of_the_path_and_the_rest_goes_on_beside() {
         text.contains("script=slowdev action=start runlevel=S late=0 beside=1"),
         "{text}"
     );
+    // Both runners learned, neither wrote over the other: S's worker saved while runlevel
+    // 2 ran, and runlevel 2's late child saved after it.
+    let durations = root.join("var/lib/bootprint/rc-durations");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let names = ["base ", "slowdev ", "devuser ", "logger ", "needsdev "];
+    let learned = loop {
+        let t = fs::read_to_string(&durations).unwrap_or_default();
+        if names.iter().all(|n| t.contains(n)) || Instant::now() > deadline {
+            break t;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    for n in names {
+        assert!(learned.contains(n), "{n}not learned:\n{learned}");
+    }
     let _ = fs::remove_dir_all(&root);
 }
 

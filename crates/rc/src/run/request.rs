@@ -213,7 +213,7 @@ fn run_guarded(
     let dpath = req
         .root
         .join(req.durations.strip_prefix("/").unwrap_or(&req.durations));
-    let (mut durations, _) = Durations::load(&dpath);
+    let (durations, _) = Durations::load(&dpath);
     progress.phase = "load";
     if fault == Some(Fault::Load) {
         return Err(Fault::Load.message());
@@ -340,6 +340,9 @@ fn run_guarded(
     }
     runner.done();
     progress.phase = "save";
+    // Read again first: another runner saved since this one planned (runlevel S's worker
+    // ends while runlevel 2 runs), and its figures must not be written over.
+    let (mut durations, _) = Durations::load(&dpath);
     runner.learn(&mut durations);
     drop(runner);
     let _ = durations.save(&dpath);
