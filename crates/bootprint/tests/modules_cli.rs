@@ -53,16 +53,27 @@ fn status_shows_the_verdict_and_on_clears_it() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("cleared its own verdict"), "{}", text(&o));
     let toml = fs::read_to_string(root.join("etc/bootprint/bootprint.toml")).unwrap();
-    assert!(toml.contains("[record]") && toml.contains("modules = true"), "{toml}");
+    assert!(
+        toml.contains("[record]") && toml.contains("modules = true"),
+        "{toml}"
+    );
     let back = State::load_for(&state_file, &MODULES).unwrap();
     assert_eq!(back.verdict, Verdict::Auto);
     assert!(back.boots.is_empty());
     let o = bootprint(&["modules", "status", "--root", r]);
-    assert!(text(&o).contains("next boot: with the loader"), "{}", text(&o));
+    assert!(
+        text(&o).contains("next boot: with the loader"),
+        "{}",
+        text(&o)
+    );
     // A state file that does not parse is an error naming the file and line.
     fs::write(&state_file, "version 1\nboot 1 replay 1.0 -\n").unwrap();
     let o = bootprint(&["modules", "status", "--root", r]);
     assert!(!o.status.success());
-    assert!(text(&o).contains("modules.state:2: expected"), "{}", text(&o));
+    assert!(
+        text(&o).contains("modules.state:2: expected"),
+        "{}",
+        text(&o)
+    );
     let _ = fs::remove_dir_all(&root);
 }

@@ -181,7 +181,7 @@ impl Boot {
             Boot::SwitchedOff(reason) => {
                 events.push(
                     Event::new(now, "modules_off")
-                        .with("by", "verdict")
+                        .with("by", "itself")
                         .with("reason", reason),
                 );
                 return;
