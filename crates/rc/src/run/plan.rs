@@ -254,6 +254,35 @@ pub fn login_target(sys: &System, cfg: &Config) -> Vec<String> {
     out
 }
 
+/// What each node of `g` needs (its predecessors), `$all` edges and those `skip` says aside;
+/// indexed once, so a walk is linear.
+fn needs_of(
+    g: &crate::graph::Graph,
+    skip: impl Fn(&crate::graph::Edge) -> bool,
+) -> Vec<Vec<usize>> {
+    let mut needs: Vec<Vec<usize>> = vec![Vec::new(); g.nodes.len()];
+    for e in g
+        .active_edges()
+        .filter(|e| e.kind() != EdgeKind::All && !skip(e))
+    {
+        needs[e.to].push(e.from);
+    }
+    needs
+}
+
+/// The nodes `targets` and everything they need, transitively.
+fn reach(needs: &[Vec<usize>], targets: Vec<usize>) -> Vec<bool> {
+    let mut path = vec![false; needs.len()];
+    let mut stack = targets;
+    while let Some(x) = stack.pop() {
+        if !path[x] {
+            path[x] = true;
+            stack.extend(&needs[x]);
+        }
+    }
+    path
+}
+
 /// The path to the login of a runlevel other than S: the login target's scripts that `g`
 /// starts, the interactive ones, and everything they need ($all aside), minus the
 /// configured late services nothing on the path needs. Everything when `g` starts none of
@@ -281,19 +310,7 @@ fn login_path(sys: &System, g: &crate::graph::Graph, cfg: &Config) -> (Vec<bool>
         .collect();
     let mut path = vec![true; n];
     if !targets.is_empty() {
-        let mut needs: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for e in g.active_edges().filter(|e| e.kind() != EdgeKind::All) {
-            needs[e.to].push(e.from);
-        }
-        path = vec![false; n];
-        let mut stack = targets;
-        while let Some(x) = stack.pop() {
-            if path[x] {
-                continue;
-            }
-            path[x] = true;
-            stack.extend(&needs[x]);
-        }
+        path = reach(&needs_of(g, |_| false), targets);
     }
     // Configured late services leave the path, unless something on it needs them.
     for name in &cfg.late {
@@ -397,25 +414,6 @@ impl Plan {
         let udev_edge = |e: &crate::graph::Edge| {
             udev_beside == Some(e.from) && freed.contains(&e.to) && e.kind() == EdgeKind::Should
         };
-        // What each node needs, $all aside; indexed once, so a walk is linear.
-        let mut needs: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for e in g
-            .active_edges()
-            .filter(|e| e.kind() != EdgeKind::All && !udev_edge(e))
-        {
-            needs[e.to].push(e.from);
-        }
-        let closure = |targets: Vec<usize>| {
-            let mut path = vec![false; n];
-            let mut stack = targets;
-            while let Some(x) = stack.pop() {
-                if !path[x] {
-                    path[x] = true;
-                    stack.extend(&needs[x]);
-                }
-            }
-            path
-        };
         // The login target and everything it needs ($all edges aside: a `$all` script on
         // the path waits for the path, not for late services).
         let mut path = vec![true; n];
@@ -446,7 +444,7 @@ impl Plan {
                         || (g.nodes[i].interactive && udev_beside != Some(i))
                 })
                 .collect();
-            path = closure(targets);
+            path = reach(&needs_of(&g, udev_edge), targets);
         }
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
         for e in g.active_edges() {
