@@ -9,17 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn script(root: &Path, name: &str, extra: &str, body: &str) {
-    let text = format!(
-        "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}### END INIT INFO\n[ \"$1\" = start ] || exit 0\n{body}\n"
-    );
-    let p = root.join("etc/init.d").join(name);
-    fs::write(&p, text).unwrap();
-    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
-    symlink(
-        format!("../init.d/{name}"),
-        root.join(format!("etc/rc2.d/S01{name}")),
-    )
-    .unwrap();
+    script_in(root, "rc2.d", 1, name, extra, body);
 }
 
 #[test]

@@ -129,7 +129,9 @@ fn status(root: &Path, file: &Path, config: &Config, as_json: bool) -> Result<()
     Ok(())
 }
 
-fn switch(root: &Path, file: &Path, config: &Config, on: bool) -> Result<(), String> {
+/// Sets `key` under `[section]` of bootprint.toml (`file`) to `on`, the rest of the file
+/// kept; a file that does not parse is left unchanged. `bootprint readahead on|off` too.
+pub(crate) fn set_switch(file: &Path, section: &str, key: &str, on: bool) -> Result<(), String> {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -138,13 +140,17 @@ fn switch(root: &Path, file: &Path, config: &Config, on: bool) -> Result<(), Str
     let new = config::set_in_toml(
         &text,
         &file.display().to_string(),
-        "record",
-        "modules",
+        section,
+        key,
         if on { "true" } else { "false" },
     )
     .map_err(|e| format!("{e}; nothing changed"))?;
     readahead::sys::write_atomic(file, new.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        .map_err(|e| format!("cannot write {}: {e}", file.display()))
+}
+
+fn switch(root: &Path, file: &Path, config: &Config, on: bool) -> Result<(), String> {
+    set_switch(file, "record", "modules", on)?;
     println!(
         "module loader {} in {}",
         if on { "on" } else { "off" },

@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use readahead::pack::Pack;
 use readahead::replay::{self, RelearnLimits, ReplayOutcome};
 use readahead::state::{BootKind, State, Verdict};
-use record::config::{self, Config, CONFIG_FILE};
+use record::config::{Config, CONFIG_FILE};
 use serde_json::json;
 
 use crate::Outcome;
@@ -386,21 +386,7 @@ fn relearn(sys: &System) -> Result<(), String> {
 
 fn switch(sys: &System, on: bool) -> Result<(), String> {
     let file = &sys.config_file;
-    let text = match std::fs::read_to_string(file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
-    };
-    let new = config::set_in_toml(
-        &text,
-        &file.display().to_string(),
-        "readahead",
-        "enabled",
-        if on { "true" } else { "false" },
-    )
-    .map_err(|e| format!("{e}; nothing changed"))?;
-    readahead::sys::write_atomic(file, new.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    crate::lever::set_switch(file, "readahead", "enabled", on)?;
     println!(
         "readahead {} in {}",
         if on { "on" } else { "off" },

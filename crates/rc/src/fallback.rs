@@ -317,6 +317,43 @@ pub struct Serial<'a> {
     pub timeout: Duration,
 }
 
+/// [`run_links`] as a serial run of its own in the span log: `rc_fallback` (`why`: the
+/// reason and the error) first, which ends what an earlier `rc_begin` opened, then
+/// `rc_begin` .. `rc_reached`, `rc_done` around the scripts (the recorder waits for it).
+pub fn run_links_spanned(
+    todo: &[Link],
+    how: &Serial,
+    why: (&str, &str),
+    log: &mut SpanLog,
+    out: &mut dyn Write,
+) {
+    let kv = |extra: &[(&'static str, String)]| {
+        let mut v = vec![
+            ("runlevel", how.runlevel.label()),
+            ("action", how.action.to_string()),
+        ];
+        v.extend_from_slice(extra);
+        v
+    };
+    log.event(
+        sys::boottime_ns(),
+        "rc_fallback",
+        &kv(&[("reason", why.0.into()), ("error", why.1.into())]),
+    );
+    log.event(
+        sys::boottime_ns(),
+        "rc_begin",
+        &kv(&[
+            ("tasks", todo.len().to_string()),
+            ("late", "0".into()),
+            ("learned", "0".into()),
+        ]),
+    );
+    run_links(todo, how, log, out);
+    log.event(sys::boottime_ns(), "rc_reached", &kv(&[]));
+    log.event(sys::boottime_ns(), "rc_done", &kv(&[]));
+}
+
 /// Runs `todo` one at a time in link order with `how.action`, each with the console
 /// (stdout on the console, never our stdout: that is the pipe `/lib/init/rc` evaluates). A
 /// script not interactive gets its own session and `how.timeout`; an interactive one keeps

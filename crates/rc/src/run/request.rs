@@ -147,8 +147,7 @@ pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
         let _ = writeln!(out, "bootprint rc: {d}");
     }
     if fault == Some(Fault::Abort) {
-        let _ = writeln!(out, "bootprint rc: {}: aborting", Fault::Abort.message());
-        std::process::abort();
+        abort_for(Fault::Abort, out);
     }
     let mut log = if req.dry_run {
         SpanLog::none()
@@ -286,12 +285,7 @@ fn run_guarded(
     if progress.handoff.is_some() {
         runner.run_path();
         if fault == Some(Fault::Worker) {
-            let _ = writeln!(
-                runner.out(),
-                "bootprint rc: {}: aborting",
-                Fault::Worker.message()
-            );
-            std::process::abort();
+            abort_for(Fault::Worker, runner.out());
         }
     } else {
         runner.run_phase(false);
@@ -315,12 +309,7 @@ fn run_guarded(
         runner.log_event("rc_handoff", &kv);
         h.release();
         if fault == Some(Fault::Beside) {
-            let _ = writeln!(
-                runner.out(),
-                "bootprint rc: {}: aborting",
-                Fault::Beside.message()
-            );
-            std::process::abort();
+            abort_for(Fault::Beside, runner.out());
         }
         progress.phase = "beside";
         runner.run_beside();
@@ -348,6 +337,13 @@ fn run_guarded(
     let _ = durations.save(&dpath);
     keep_span_log(req);
     Ok(0)
+}
+
+/// A fault that kills the runner the way a crash would (`bootprint.rc.fault=`): says so on
+/// the console, then SIGABRT.
+fn abort_for(fault: Fault, out: &mut dyn Write) -> ! {
+    let _ = writeln!(out, "bootprint rc: {}: aborting", fault.message());
+    std::process::abort();
 }
 
 /// Copies the span log to `rc-last.log` (replaced whole), so it outlives /run.
@@ -418,27 +414,6 @@ fn run_fallback(
         req.action,
         names.join(" ")
     );
-    let kv = |extra: &[(&'static str, String)]| {
-        let mut v = vec![("runlevel", rl.clone()), ("action", req.action.clone())];
-        v.extend_from_slice(extra);
-        v
-    };
-    // rc_fallback first: it ends what an earlier rc_begin opened; the fallback's own
-    // rc_begin .. rc_done then spans the serial run (the recorder waits for it).
-    log.event(
-        sys::boottime_ns(),
-        "rc_fallback",
-        &kv(&[("reason", progress.phase.into()), ("error", why.into())]),
-    );
-    log.event(
-        sys::boottime_ns(),
-        "rc_begin",
-        &kv(&[
-            ("tasks", todo.len().to_string()),
-            ("late", "0".into()),
-            ("learned", "0".into()),
-        ]),
-    );
     let prevlevel = req.previous.map_or("N".into(), |p| p.label());
     let how = fallback::Serial {
         root: &req.root,
@@ -447,9 +422,7 @@ fn run_fallback(
         prevlevel: &prevlevel,
         timeout: progress.timeout,
     };
-    fallback::run_links(&todo, &how, log, out);
-    log.event(sys::boottime_ns(), "rc_reached", &kv(&[]));
-    log.event(sys::boottime_ns(), "rc_done", &kv(&[]));
+    fallback::run_links_spanned(&todo, &how, (progress.phase, why), log, out);
     if req.startpar && !progress.answered {
         let answer = startpar_answer(log.ended().iter().map(|(n, o)| (n.as_str(), o.as_str())));
         let mut o = std::io::stdout();

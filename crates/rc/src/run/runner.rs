@@ -366,28 +366,6 @@ impl<'a> Runner<'a> {
             "bootprint rc: runlevel S's runner is gone before S was done: running serially in link order: {}",
             names.join(" ")
         );
-        let kv = |extra: &[(&'static str, String)]| {
-            let mut v = vec![
-                ("runlevel", "S".to_string()),
-                ("action", "start".to_string()),
-            ];
-            v.extend_from_slice(extra);
-            v
-        };
-        self.log.event(
-            sys::boottime_ns(),
-            "rc_fallback",
-            &kv(&[("reason", "worker".into()), ("error", "worker lost".into())]),
-        );
-        self.log.event(
-            sys::boottime_ns(),
-            "rc_begin",
-            &kv(&[
-                ("tasks", todo.len().to_string()),
-                ("late", "0".into()),
-                ("learned", "0".into()),
-            ]),
-        );
         let how = fallback::Serial {
             root: &root,
             runlevel: Runlevel::S,
@@ -395,9 +373,7 @@ impl<'a> Runner<'a> {
             prevlevel: "N",
             timeout: self.cfg.timeout,
         };
-        fallback::run_links(&todo, &how, self.log, self.out);
-        self.log.event(sys::boottime_ns(), "rc_reached", &kv(&[]));
-        self.log.event(sys::boottime_ns(), "rc_done", &kv(&[]));
+        fallback::run_links_spanned(&todo, &how, ("worker", "worker lost"), self.log, self.out);
     }
 
     /// Waits (bounded as a task's wait is) until all of runlevel S has ended: late
