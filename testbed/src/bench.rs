@@ -288,6 +288,34 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
                 ],
             })
         }
+        // What the recorder costs by how it takes exec events and whether it times its own
+        // parts (issue 15 part 6): the recorder as it was (fanotify, parts timed) first,
+        // on systemd, every boot recorded; the figures are recorder_stats'.
+        "recorder-cost" => Ok(Benchmark {
+            name: "recorder-cost",
+            about: "the recorder's own CPU: fanotify exec events with its parts timed (as it \
+                    was) against the process events connector, with and without the timing",
+            seasoned_by: None,
+            season_each: false,
+            variants: [
+                ("fanotify-timed", "bootprint.exec_events=fanotify bootprint.cost_detail=1"),
+                ("connector-timed", "bootprint.cost_detail=1"),
+                ("connector", ""),
+            ]
+            .into_iter()
+            .map(|(name, extra)| {
+                let mut o = BootOpts::new(profile);
+                o.append = format!("bootprint.init=/lib/systemd/systemd {extra}");
+                o.record = true;
+                Variant {
+                    name,
+                    opts: o,
+                    extra: whole_figures,
+                    image: None,
+                }
+            })
+            .collect(),
+        }),
         // The drive profiles against each other (`--profile` is ignored: it is the variable).
         "profiles" => Ok(Benchmark {
             seasoned_by: None,
@@ -339,7 +367,7 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
             .collect(),
         }),
         _ => Err(Error::Usage(format!(
-            "unknown benchmark {name:?}: known: record, profiles, rc, whole, builtins"
+            "unknown benchmark {name:?}: known: record, recorder-cost, profiles, rc, whole, builtins"
         ))),
     }
 }

@@ -79,13 +79,24 @@ fn records_this_machine_and_marks_the_login() {
     let cmdlines = fs::read(trace.join("cmdline2.log")).unwrap();
     let needle = format!("{getty_pid}\n:");
     assert!(String::from_utf8_lossy(&cmdlines).contains(&needle));
-    // fanotify needs root: then the exec itself is an event.
+    // The process events connector (or fanotify) needs root: then the exec itself is an
+    // event, stamped by the kernel between the getty's start (its fork, to the clock tick)
+    // and a moment later.
     if unsafe_is_root() {
+        assert_eq!(stats.get("exec_source"), Some("connector"), "{stats:?}");
+        let exec = events
+            .iter()
+            .find(|e| e.kind == "exec" && e.get("pid") == Some(getty_pid.to_string().as_str()))
+            .expect("no exec event for the getty");
         assert!(
-            events
-                .iter()
-                .any(|e| e.kind == "exec" && e.get("path").is_some_and(|p| p.ends_with("/getty"))),
-            "no exec event for the getty"
+            exec.get("path").is_some_and(|p| p.ends_with("/getty")),
+            "{exec:?}"
+        );
+        assert!(
+            exec.t_ns + 10_000_000 >= login.t_ns && exec.t_ns < login.t_ns + 500_000_000,
+            "exec at {} ns, the getty started at {} ns",
+            exec.t_ns,
+            login.t_ns
         );
     }
     fs::remove_dir_all(&dir).unwrap();

@@ -77,6 +77,12 @@ pub struct Config {
     /// node_exporter's textfile-collector directory: when it exists, the boot's figures are
     /// exported there at boot done (`bootprint export --prometheus`); `""` never exports.
     pub prometheus_dir: PathBuf,
+    /// Where exec events come from (`bootprint.exec_events=`): `connector` (the kernel's
+    /// process events; falls back to fanotify), `fanotify` or `off` ([`crate::execs`]).
+    pub exec_events: String,
+    /// `bootprint.cost_detail=`: the recorder times each part of its loop (`parts_ms` in
+    /// `recorder_stats`); off by default, the clock reads cost system calls of their own.
+    pub cost_detail: bool,
     /// `bootprint.fault=`: a fault to inject, for the test bed's fault matrix only
     /// ([`crate::fault`]); empty: none.
     pub fault: String,
@@ -124,6 +130,8 @@ impl Default for Config {
             late_units: Vec::new(),
             never_late: Vec::new(),
             prometheus_dir: PathBuf::from("/var/lib/prometheus/node-exporter"),
+            exec_events: "connector".into(),
+            cost_detail: false,
             fault: String::new(),
         }
     }
@@ -290,6 +298,17 @@ impl Config {
                 self.late = on;
             }
             "late" => self.late = want_bool(value)?,
+            "exec_events" => {
+                let source = want_str(value)?;
+                if !crate::execs::SOURCES.contains(&source.as_str()) {
+                    return Err(format!(
+                        "one of {}, found {source:?}",
+                        crate::execs::SOURCES.join(", ")
+                    ));
+                }
+                self.exec_events = source
+            }
+            "cost_detail" => self.cost_detail = want_bool(value)?,
             "late_units" => self.late_units = want_list(value)?,
             "never_late" => self.never_late = want_list(value)?,
             "prometheus_dir" => self.prometheus_dir = PathBuf::from(want_str(value)?),
@@ -335,7 +354,7 @@ impl Config {
             _ => {
                 return Err(format!(
                     "one of init, record, hz, idle_cpu, idle_disk, settle_s, timeout_s, \
-                     log_dir, login_names, greeter_names, all, modules, modules_state, \
+                     log_dir, login_names, greeter_names, exec_events, cost_detail, all, modules, modules_state, \
                      modules_compare_every, rc, late, late_units, never_late, prometheus_dir, readahead, readahead_pack, \
                      readahead_state, readahead_max_age_days, readahead_stale_share, \
                      readahead_missed_share, readahead_compare_every, readahead_budget_mb, \

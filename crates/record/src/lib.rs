@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod done;
+pub mod execs;
 pub mod export;
 pub mod fault;
 pub mod handoff;

@@ -6,13 +6,13 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use sample::execwatch::{Exec, ExecWatch};
 use sample::procfs::{self, CachedFile, ProcFs, ProcessTable};
 use sample::sys::{self, boottime_ns};
 use trace::Event;
 
 use crate::config::Config;
 use crate::done::{DoneDetector, Thresholds};
+use crate::execs::ExecSource;
 use crate::store::{Access, Store};
 use crate::{kmsg, sysinfo};
 use sample::knob::KnobGuard;
@@ -107,16 +107,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     if start.modules.is_control() {
         readahead.set_aside("the module loader compared on this boot");
     }
-    let mut watch = match ExecWatch::open(&paths.exec_root) {
-        Ok(w) => Some(w),
-        Err(e) => {
-            store.events.push(
-                Event::new(t_start, "warning")
-                    .with("what", format!("no exec events: fanotify: {e}")),
-            );
-            None
-        }
-    };
+    let mut watch = ExecSource::open(&config.exec_events, &paths.exec_root, t_start, &mut store);
     // Per-task I/O delay needs delay accounting, off by default since Linux 5.14.
     let _delayacct = KnobGuard::set(&paths.delayacct, "1");
 
@@ -129,7 +120,6 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     });
     let mut table = ProcessTable::new(paths.proc.clone());
     let mut records = Vec::new();
-    let mut execs: Vec<Exec> = Vec::new();
     let mut prev_forks = None;
     let mut login_ns = None;
     let mut waited_for_services = false;
@@ -152,53 +142,47 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     let mut exec_quiet_until = 0u64;
     let setup_cpu_s = sys::own_usage().0;
     // CPU time by part of the loop (exec events, system files, process table, new
-    // processes, the rest), for recorder_stats: where the recorder's cost goes.
+    // processes, the rest), for recorder_stats: where the recorder's cost goes. Only with
+    // `cost_detail`: the clock reads are system calls, a cost of their own.
     let mut parts = [0u64; 5];
-    let mut mark = sample::sys::thread_cpu_ns();
+    let mut mark = if config.cost_detail {
+        sample::sys::thread_cpu_ns()
+    } else {
+        0
+    };
     let mut lap = |part: usize, parts: &mut [u64; 5]| {
+        if !config.cost_detail {
+            return;
+        }
         let t = sample::sys::thread_cpu_ns();
         parts[part] += t.saturating_sub(mark);
         mark = t;
     };
+    table.time_listing = config.cost_detail;
     let done = loop {
         lap(4, &mut parts);
         // Sleep until the deadline, taking exec events as they arrive, but waking for them
         // at most once per EXEC_COALESCE_NS: a boot of shell scripts execs thousands of
         // times, and a wake-up per exec was the recorder's largest cost after the process
-        // table (docs/recorder.md, "Cost"). An exec is stamped when it is taken, so at most
-        // that late; the process's own start time (to the clock tick) is in its samples.
-        loop {
+        // table (docs/recorder.md, "Cost").
+        let now = loop {
             let now = boottime_ns();
             if now >= next {
-                break;
+                break now;
             }
-            let watch_fd = watch
-                .as_ref()
-                .filter(|_| now >= exec_quiet_until)
-                .map(|w| w.raw_fd());
-            let until = if watch.is_some() && watch_fd.is_none() {
+            let watch_fd = watch.raw_fd().filter(|_| now >= exec_quiet_until);
+            let until = if watch.raw_fd().is_some() && watch_fd.is_none() {
                 next.min(exec_quiet_until)
             } else {
                 next
             };
             let wait_ms = (until - now).div_ceil(1_000_000) as i32;
-            let ready = sys::poll_readable(watch_fd, wait_ms).unwrap_or(false);
-            if ready {
-                exec_quiet_until = boottime_ns() + EXEC_COALESCE_NS;
-                if let Some(w) = watch.as_mut() {
-                    let _ = w.drain(&mut execs);
-                    let t = boottime_ns();
-                    for e in execs.drain(..) {
-                        store.events.push(
-                            Event::new(t, "exec")
-                                .with("pid", e.pid)
-                                .with("path", e.path),
-                        );
-                    }
-                }
+            if sys::poll_readable(watch_fd, wait_ms).unwrap_or(false) {
+                let taken = boottime_ns();
+                exec_quiet_until = taken + EXEC_COALESCE_NS;
+                watch.drain(taken, &paths.proc, &mut store.events);
             }
-        }
-        let now = boottime_ns();
+        };
         if now - next > period {
             // Starved (the boot had the CPU): skip the missed deadlines instead of bursting.
             late += 1;
@@ -316,6 +300,8 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         .any(|(k, v)| k == "reason" && v == "idle"))
     .then_some(done.t_ns);
     store.events.push(done);
+    watch.drain(boottime_ns(), &paths.proc, &mut store.events);
+    let (exec_source, exec_overflows) = (watch.name(), watch.overflows());
     drop(watch);
     // The header holds the kernel release readahead's relearn check needs.
     store.header = sysinfo::header(&paths.proc, config.hz, clk_tck, page_size);
@@ -352,30 +338,28 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     } else {
         0.0
     };
-    store.events.push(
-        Event::new(boottime_ns(), "recorder_stats")
-            .with("samples", store.ps_sample_count())
-            .with("hz", config.hz)
-            .with("boot_cpu_s", format!("{boot_cpu_s:.3}"))
-            .with("share_pct", format!("{share_pct:.2}"))
-            .with("setup_cpu_s", format!("{setup_cpu_s:.3}"))
-            .with("at_done_cpu_s", format!("{loop_cpu_s:.3}"))
-            .with(
-                "parts_ms",
-                parts
-                    .iter()
-                    .map(|ns| (ns / 1_000_000).to_string())
-                    .collect::<Vec<_>>()
-                    .join(","),
-            )
-            .with("late_samples", late)
-            .with("cpu_s", format!("{cpu_s:.3}"))
-            .with("maxrss_kb", maxrss_kb)
-            .with("ps_lines", store.ps_line_count())
-            .with("stat_reads", table.reads)
-            .with("list_ms", table.list_ns / 1_000_000)
-            .with("store_bytes", store.memory_bytes()),
-    );
+    let mut stats = Event::new(boottime_ns(), "recorder_stats")
+        .with("samples", store.ps_sample_count())
+        .with("hz", config.hz)
+        .with("boot_cpu_s", format!("{boot_cpu_s:.3}"))
+        .with("share_pct", format!("{share_pct:.2}"))
+        .with("setup_cpu_s", format!("{setup_cpu_s:.3}"))
+        .with("at_done_cpu_s", format!("{loop_cpu_s:.3}"))
+        .with("late_samples", late)
+        .with("cpu_s", format!("{cpu_s:.3}"))
+        .with("maxrss_kb", maxrss_kb)
+        .with("ps_lines", store.ps_line_count())
+        .with("stat_reads", table.reads)
+        .with("store_bytes", store.memory_bytes())
+        .with("exec_source", exec_source)
+        .with("exec_overflows", exec_overflows);
+    if config.cost_detail {
+        let ms = parts.map(|ns| (ns / 1_000_000).to_string());
+        stats = stats
+            .with("parts_ms", ms.join(","))
+            .with("list_ms", table.list_ns / 1_000_000);
+    }
+    store.events.push(stats);
     if let Ok(log) = std::fs::read(&paths.late_log) {
         store.extra_files.push(("late.log".into(), log));
     }

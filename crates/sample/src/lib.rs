@@ -1,5 +1,6 @@
 //! Sampling for the bootprint recorder: the /proc files a sample is made of, every
-//! process's `/proc/PID/stat` read cheaply at the recorder's rate, and exec events from fanotify.
+//! process's `/proc/PID/stat` read cheaply at the recorder's rate, and exec events from the
+//! kernel's process events connector or fanotify.
 //!
 //! This crate reads the running kernel; it decides nothing about when to sample or when boot
 //! is done (that is the recorder's, in `record`) and formats nothing on disk (that is
@@ -9,5 +10,6 @@
 
 pub mod execwatch;
 pub mod knob;
+pub mod procevents;
 pub mod procfs;
 pub mod sys;

@@ -345,8 +345,10 @@ pub struct ProcessTable {
     dirents: Vec<u8>,
     /// Reads of /proc/PID/stat done so far (for the recorder's statistics).
     pub reads: u64,
-    /// CPU time spent listing /proc (ns).
+    /// CPU time spent listing /proc (ns), when `time_listing`.
     pub list_ns: u64,
+    /// Whether to time the listing (two clock reads, system calls, per listing).
+    pub time_listing: bool,
 }
 
 impl ProcessTable {
@@ -363,6 +365,7 @@ impl ProcessTable {
             dirents: vec![0; 32 * 1024],
             reads: 0,
             list_ns: 0,
+            time_listing: false,
         }
     }
 
@@ -375,9 +378,15 @@ impl ProcessTable {
         out.clear();
         self.fresh.clear();
         self.tick += 1;
-        let t0 = sys::thread_cpu_ns();
+        let t0 = if self.time_listing && rescan {
+            sys::thread_cpu_ns()
+        } else {
+            0
+        };
         let listed = if rescan { self.list().ok() } else { None };
-        self.list_ns += sys::thread_cpu_ns().saturating_sub(t0);
+        if self.time_listing && rescan {
+            self.list_ns += sys::thread_cpu_ns().saturating_sub(t0);
+        }
         let mut pids = match listed {
             Some(listed) => listed,
             None => self.tracked.iter().map(|(pid, _)| *pid).collect(),

@@ -259,6 +259,141 @@ pub fn fanotify_read(fd: &OwnedFd, out: &mut Vec<RawFanEvent>) -> io::Result<()>
     }
 }
 
+/// A netlink socket of the kernel connector (`NETLINK_CONNECTOR`), bound to multicast
+/// `group`, non-blocking, with a receive buffer of `rcvbuf` bytes where allowed (the forced
+/// size needs CAP_NET_ADMIN; otherwise the normal limit applies).
+pub fn connector_socket(group: u32, rcvbuf: usize) -> io::Result<OwnedFd> {
+    const NETLINK_CONNECTOR: libc::c_int = 11;
+    // SAFETY: plain syscall with constant arguments.
+    let fd = check(unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            NETLINK_CONNECTOR,
+        )
+    })?;
+    // SAFETY: `fd` was just returned by the kernel and nobody else owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let size = rcvbuf.min(i32::MAX as usize) as libc::c_int;
+    for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+        // SAFETY: `size` is a c_int that outlives the call; its length is passed.
+        let rc = unsafe {
+            libc::setsockopt(
+                fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if rc == 0 {
+            break;
+        }
+    }
+    // SAFETY: zeroed sockaddr_nl is valid; family and groups set below.
+    let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+    addr.nl_groups = group;
+    // SAFETY: `addr` is a valid sockaddr_nl for its length.
+    check(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (&addr as *const libc::sockaddr_nl).cast(),
+            std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+        )
+    })?;
+    Ok(fd)
+}
+
+/// Sends one datagram to the kernel (netlink port 0).
+pub fn netlink_send(fd: &OwnedFd, msg: &[u8]) -> io::Result<()> {
+    // SAFETY: zeroed sockaddr_nl is the kernel's address.
+    let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
+    addr.nl_family = libc::AF_NETLINK as libc::sa_family_t;
+    // SAFETY: `msg` and `addr` are valid for their lengths.
+    let n = unsafe {
+        libc::sendto(
+            fd.as_raw_fd(),
+            msg.as_ptr().cast(),
+            msg.len(),
+            0,
+            (&addr as *const libc::sockaddr_nl).cast(),
+            std::mem::size_of::<libc::sockaddr_nl>() as libc::socklen_t,
+        )
+    };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// recvmmsg(2), non-blocking: receives up to `bufs.len()` datagrams in one system call, each
+/// into its buffer, and sets `lens` to their lengths. Returns how many arrived (0: none
+/// queued). ENOBUFS (the socket's buffer overflowed and datagrams were dropped) is returned
+/// as an error so the caller can count the loss and read on.
+pub fn recv_batch(
+    fd: &OwnedFd,
+    bufs: &mut [[u8; 256]],
+    lens: &mut Vec<usize>,
+) -> io::Result<usize> {
+    lens.clear();
+    let mut iovs: Vec<libc::iovec> = bufs
+        .iter_mut()
+        .map(|b| libc::iovec {
+            iov_base: b.as_mut_ptr().cast(),
+            iov_len: b.len(),
+        })
+        .collect();
+    let mut msgs: Vec<libc::mmsghdr> = iovs
+        .iter_mut()
+        .map(|iov| {
+            // SAFETY: zeroed msghdr is valid; the iovec pointer is set below.
+            let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            h.msg_hdr.msg_iov = iov;
+            h.msg_hdr.msg_iovlen = 1;
+            h
+        })
+        .collect();
+    loop {
+        // SAFETY: every mmsghdr points at one iovec over a live buffer of its length.
+        let n = unsafe {
+            libc::recvmmsg(
+                fd.as_raw_fd(),
+                msgs.as_mut_ptr(),
+                msgs.len() as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock => Ok(0),
+                io::ErrorKind::Interrupted => continue,
+                _ => Err(e),
+            };
+        }
+        let n = n as usize;
+        lens.extend(msgs[..n].iter().map(|m| m.msg_len as usize));
+        return Ok(n);
+    }
+}
+
+/// CLOCK_BOOTTIME minus CLOCK_MONOTONIC, ns: how long the machine was suspended so far (0
+/// during a boot). Converts the kernel's monotonic event stamps to the recorder's clock.
+pub fn suspended_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
+        return 0;
+    }
+    let mono = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+    boottime_ns().saturating_sub(mono)
+}
+
 /// Own CPU time (user + system) in seconds and peak resident size in KiB.
 pub fn own_usage() -> (f64, u64) {
     // SAFETY: zeroed rusage is a valid out-parameter.
