@@ -288,19 +288,25 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
                 ],
             })
         }
-        // What the recorder costs by how it takes exec events and whether it times its own
-        // parts (issue 15 part 6): the recorder as it was (fanotify, parts timed) first,
-        // on systemd, every boot recorded; the figures are recorder_stats'.
+        // What the recorder costs (issue 15 part 6), on systemd, every boot recorded; the
+        // figures are recorder_stats'. First the recorder as it was before 2026-11-26's
+        // changes (10 Hz, fanotify exec events with a wake-up for them, /proc listed at
+        // every fork, its parts timed), then today's at that rate, then at its default rate
+        // with and without its parts timed.
         "recorder-cost" => Ok(Benchmark {
             name: "recorder-cost",
-            about: "the recorder's own CPU: fanotify exec events with its parts timed (as it \
-                    was) against the process events connector, with and without the timing",
+            about: "the recorder's own CPU: as it was (10 Hz, fanotify, parts timed) against \
+                    the process events connector at 10 Hz and at the default rate",
             seasoned_by: None,
             season_each: false,
             variants: [
-                ("fanotify-timed", "bootprint.exec_events=fanotify bootprint.cost_detail=1"),
-                ("connector-timed", "bootprint.cost_detail=1"),
-                ("connector", ""),
+                (
+                    "as-was-10hz",
+                    "bootprint.hz=10 bootprint.exec_events=fanotify bootprint.cost_detail=1",
+                ),
+                ("now-10hz", "bootprint.hz=10"),
+                ("now-timed", "bootprint.cost_detail=1"),
+                ("now", ""),
             ]
             .into_iter()
             .map(|(name, extra)| {
@@ -499,8 +505,23 @@ pub fn table(summary: &[(String, Figures, Option<f64>)], runs: &[usize]) -> Stri
     s
 }
 
+/// The guest kernel's stall report in a run's serial log, if any ([`serial::kernel_stall`]).
+fn stall_of(r: &BootResult) -> Option<String> {
+    let log = std::fs::read(&r.serial_log).ok()?;
+    crate::serial::kernel_stall(&String::from_utf8_lossy(&log))
+}
+
 fn one_run(paths: &Paths, img: &image::Image, v: &Variant) -> Run {
     match qemu::boot(paths, img, &v.opts) {
+        Ok(r) if stall_of(&r).is_some() => {
+            let stall = stall_of(&r).unwrap_or_default();
+            let mut detail = r.to_json();
+            detail["error"] = json!(format!("the guest kernel stalled: {stall}"));
+            Run {
+                figures: Figures::new(),
+                detail,
+            }
+        }
         Ok(r) => {
             let mut figures = Figures::new();
             figures.insert("host_login_s".into(), Some(round3(r.host_login_s)));

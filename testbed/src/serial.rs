@@ -202,6 +202,22 @@ fn clean_line(raw: &[u8]) -> String {
     out
 }
 
+/// The guest kernel's first report of a stalled CPU or task in a serial log, if any: a soft
+/// lockup (a CPU in the kernel for 20 s and more), an RCU stall or a task blocked for minutes.
+/// A boot with one is not a measurement of anything bootprint did: `bench` counts it as a
+/// failed run, naming the line (seen 2026-11-26: PID 1 stuck 220 s in a copy-on-write fault
+/// under TCG, docs/testbed.md "Kernel stalls").
+pub fn kernel_stall(log: &str) -> Option<String> {
+    const MARKS: [&str; 3] = [
+        "soft lockup - CPU#",
+        "detected stalls on CPUs",
+        "blocked for more than",
+    ];
+    log.lines()
+        .find(|l| MARKS.iter().any(|m| l.contains(m)))
+        .map(|l| l.trim().to_string())
+}
+
 /// The kernel timestamp `[   12.345678]` a console line starts with, in seconds.
 pub fn kernel_timestamp(line: &str) -> Option<f64> {
     let rest = line
@@ -369,5 +385,17 @@ mod tests {
     fn clean_lines() {
         assert_eq!(clean_line(b"login: \r"), "login: ");
         assert_eq!(clean_line(b"\x1b[0m ok"), "\\x1b[0m ok");
+    }
+
+    #[test]
+    fn kernel_stalls_are_found_by_their_reports() {
+        let ok = "  4.69 | [    0.000000] Linux version 6.1.0\n 12.1 | login:\n";
+        assert_eq!(kernel_stall(ok), None);
+        let stalled = format!(
+            "{ok} 41.19 | [   36.805689] watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [systemd:1]\n"
+        );
+        assert!(kernel_stall(&stalled).is_some_and(|l| l.contains("CPU#0 stuck for 23s")));
+        let rcu = "[ 24.7] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:";
+        assert!(kernel_stall(rcu).is_some());
     }
 }

@@ -93,7 +93,7 @@ impl Default for Config {
         Config {
             init: PathBuf::from("/sbin/init"),
             record: true,
-            hz: 10,
+            hz: 5,
             idle_cpu: 0.25,
             idle_disk: 0.10,
             settle_s: 3.0,

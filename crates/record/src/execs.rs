@@ -16,11 +16,23 @@ use crate::store::Store;
 /// The values `exec_events` takes, best first.
 pub const SOURCES: [&str; 3] = ["connector", "fanotify", "off"];
 
+/// The process events connector and what its events said since they were last taken.
+pub struct Connector {
+    events: ProcEvents,
+    /// CLOCK_BOOTTIME minus CLOCK_MONOTONIC (the kernel's stamps are monotonic).
+    suspended_ns: u64,
+    buf: Vec<ProcEvent>,
+    /// Processes forked and ended since [`ExecSource::take_lifecycle`].
+    born: Vec<u32>,
+    gone: Vec<u32>,
+    /// Whether events were lost since then (the socket's buffer overflowed).
+    lost: bool,
+}
+
 /// An open source of exec events.
 pub enum ExecSource {
-    /// The process events connector, and CLOCK_BOOTTIME minus CLOCK_MONOTONIC (its stamps
-    /// are monotonic).
-    Connector(ProcEvents, u64, Vec<ProcEvent>),
+    /// The process events connector.
+    Connector(Connector),
     /// fanotify on the root file system.
     Fanotify(ExecWatch, Vec<Exec>),
     /// No exec events.
@@ -34,8 +46,16 @@ impl ExecSource {
         let from = SOURCES.iter().position(|s| *s == wanted).unwrap_or(0);
         for source in &SOURCES[from..] {
             let opened = match *source {
-                "connector" => ProcEvents::open()
-                    .map(|p| ExecSource::Connector(p, sys::suspended_ns(), Vec::new())),
+                "connector" => ProcEvents::open().map(|events| {
+                    ExecSource::Connector(Connector {
+                        events,
+                        suspended_ns: sys::suspended_ns(),
+                        buf: Vec::new(),
+                        born: Vec::new(),
+                        gone: Vec::new(),
+                        lost: false,
+                    })
+                }),
                 "fanotify" => ExecWatch::open(root).map(|w| ExecSource::Fanotify(w, Vec::new())),
                 _ => Ok(ExecSource::Off),
             };
@@ -59,19 +79,22 @@ impl ExecSource {
         }
     }
 
-    /// The descriptor to poll, if any.
-    pub fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+    /// The descriptor the recorder wakes for between samples, if any: fanotify's only. Its
+    /// events carry no time (they are stamped when taken), so they are taken as they come;
+    /// the connector's carry the kernel's stamp and wait in the socket for the next sample,
+    /// which saves the recorder two wake-ups in three in a busy boot (docs/recorder.md,
+    /// "Cost"). The price: a process that exec'd and ended between two samples has no path.
+    pub fn wake_fd(&self) -> Option<std::os::fd::RawFd> {
         match self {
-            ExecSource::Connector(p, ..) => Some(p.raw_fd()),
             ExecSource::Fanotify(w, _) => Some(w.raw_fd()),
-            ExecSource::Off => None,
+            ExecSource::Connector(_) | ExecSource::Off => None,
         }
     }
 
     /// Times events were lost to a full queue.
     pub fn overflows(&self) -> u64 {
         match self {
-            ExecSource::Connector(p, ..) => p.overflows,
+            ExecSource::Connector(c) => c.events.overflows,
             ExecSource::Fanotify(w, _) => w.overflows,
             ExecSource::Off => 0,
         }
@@ -81,19 +104,31 @@ impl ExecSource {
     /// fanotify's, which carry no time; the connector's carry the kernel's.
     pub fn drain(&mut self, taken: u64, proc: &ProcFs, events: &mut Vec<Event>) {
         match self {
-            ExecSource::Connector(p, suspended, buf) => {
-                let _ = p.drain(buf);
-                for ev in buf.drain(..) {
-                    if let ProcEvent::Exec { t_ns, tgid } = ev {
-                        // The program's path while the process still runs it; a process
-                        // that already ended (or exec'd again) keeps its pid and time only.
-                        let path = proc.exe(tgid);
-                        let e = Event::new(t_ns + *suspended, "exec").with("pid", tgid);
-                        events.push(if path.is_empty() {
-                            e
-                        } else {
-                            e.with("path", path)
-                        });
+            ExecSource::Connector(c) => {
+                let before = c.events.overflows;
+                if c.events.drain(&mut c.buf).is_err() || c.events.overflows != before {
+                    c.lost = true;
+                }
+                for ev in c.buf.drain(..) {
+                    match ev {
+                        ProcEvent::Exec { t_ns, tgid } => {
+                            // The program's path while the process still runs it; a process
+                            // that already ended (or exec'd again) keeps its pid and time.
+                            let path = proc.exe(tgid);
+                            let e = Event::new(t_ns + c.suspended_ns, "exec").with("pid", tgid);
+                            events.push(if path.is_empty() {
+                                e
+                            } else {
+                                e.with("path", path)
+                            });
+                        }
+                        ProcEvent::Fork {
+                            child_pid,
+                            child_tgid,
+                            ..
+                        } if child_pid == child_tgid => c.born.push(child_tgid),
+                        ProcEvent::Exit { pid, tgid, .. } if pid == tgid => c.gone.push(tgid),
+                        _ => {} // threads
                     }
                 }
             }
@@ -109,5 +144,20 @@ impl ExecSource {
             }
             ExecSource::Off => {}
         }
+    }
+
+    /// Puts in `born` and `gone` the processes forked and ended since the last call, and
+    /// says whether they are complete: only the connector sees them, and only when nothing
+    /// was lost since the last call; otherwise the caller lists /proc instead. Call
+    /// [`ExecSource::drain`] just before.
+    pub fn take_lifecycle(&mut self, born: &mut Vec<u32>, gone: &mut Vec<u32>) -> bool {
+        born.clear();
+        gone.clear();
+        let ExecSource::Connector(c) = self else {
+            return false;
+        };
+        std::mem::swap(born, &mut c.born);
+        std::mem::swap(gone, &mut c.gone);
+        !std::mem::take(&mut c.lost)
     }
 }

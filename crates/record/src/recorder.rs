@@ -6,7 +6,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use sample::procfs::{self, CachedFile, ProcFs, ProcessTable};
+use sample::procfs::{self, CachedFile, Listing, ProcFs, ProcessTable};
 use sample::sys::{self, boottime_ns};
 use trace::Event;
 
@@ -19,6 +19,8 @@ use sample::knob::KnobGuard;
 
 /// Exec events are taken at most this often (ns), besides at every sample.
 const EXEC_COALESCE_NS: u64 = 50_000_000;
+/// With the connector's process events, /proc is still listed at one sample in this many.
+const RESCAN_EVERY: u64 = 50;
 
 /// Where the recorder looks and writes; every path a parameter so tests use their own.
 #[derive(Debug, Clone)]
@@ -119,6 +121,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         settle_ns: (config.settle_s * 1e9) as u64,
     });
     let mut table = ProcessTable::new(paths.proc.clone());
+    let (mut born, mut gone) = (Vec::new(), Vec::new());
     let mut records = Vec::new();
     let mut prev_forks = None;
     let mut login_ns = None;
@@ -161,17 +164,17 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     table.time_listing = config.cost_detail;
     let done = loop {
         lap(4, &mut parts);
-        // Sleep until the deadline, taking exec events as they arrive, but waking for them
-        // at most once per EXEC_COALESCE_NS: a boot of shell scripts execs thousands of
-        // times, and a wake-up per exec was the recorder's largest cost after the process
-        // table (docs/recorder.md, "Cost").
+        // Sleep until the deadline. fanotify's exec events are taken as they arrive, but at
+        // most once per EXEC_COALESCE_NS: a boot of shell scripts execs thousands of times,
+        // and a wake-up per exec was the recorder's largest cost after the process table
+        // (docs/recorder.md, "Cost"). The connector's wait for the sample.
         let now = loop {
             let now = boottime_ns();
             if now >= next {
                 break now;
             }
-            let watch_fd = watch.raw_fd().filter(|_| now >= exec_quiet_until);
-            let until = if watch.raw_fd().is_some() && watch_fd.is_none() {
+            let watch_fd = watch.wake_fd().filter(|_| now >= exec_quiet_until);
+            let until = if watch.wake_fd().is_some() && watch_fd.is_none() {
                 next.min(exec_quiet_until)
             } else {
                 next
@@ -204,10 +207,29 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
             meminfo.as_deref(),
         );
         let forks = procfs::forks(stat);
-        let rescan = forks.is_none() || forks != prev_forks;
+        let forked = forks.is_none() || forks != prev_forks;
         prev_forks = forks;
         lap(1, &mut parts);
-        table.sample(rescan, &mut records);
+        // With the connector, its fork and exit events say which processes came and went:
+        // no listing of /proc. Listed anyway at the first sample (what ran before the
+        // recorder), after lost events, and every RESCAN_EVERY samples (a pid reused between
+        // two samples would otherwise be missed).
+        if matches!(watch, ExecSource::Connector(_)) {
+            watch.drain(now, &paths.proc, &mut store.events);
+        }
+        let complete = watch.take_lifecycle(&mut born, &mut gone);
+        let listing = if complete && sample_no % RESCAN_EVERY != 1 {
+            Listing::Events {
+                born: &born,
+                gone: &gone,
+            }
+        } else if forked {
+            Listing::Rescan
+        } else {
+            Listing::Known
+        };
+        lap(0, &mut parts);
+        table.sample(listing, &mut records);
         lap(2, &mut parts);
         for pid in cmdline_retry.due() {
             let argv = paths.proc.cmdline(pid);

@@ -317,6 +317,24 @@ const QUIET_EVERY: u64 = 5;
 /// sample (docs/recorder.md, "Cost").
 const QUIET_EVERY_KTHREAD: u64 = 25;
 
+/// How a sample knows which processes there are.
+#[derive(Debug, Clone, Copy)]
+pub enum Listing<'a> {
+    /// The processes of the last sample (nothing was forked since: `/proc/stat`'s fork
+    /// counter did not move).
+    Known,
+    /// List /proc first: new processes join and vanished ones leave at once.
+    Rescan,
+    /// The kernel's process events since the last sample, complete (none lost): `born`
+    /// join unless also `gone`; `gone` are read a last time and leave. No listing.
+    Events {
+        /// Processes forked since the last sample.
+        born: &'a [u32],
+        /// Processes ended since the last sample.
+        gone: &'a [u32],
+    },
+}
+
 struct Tracked {
     fd: Option<OwnedFd>,
     last: PsRecord,
@@ -369,15 +387,16 @@ impl ProcessTable {
         }
     }
 
-    /// Samples every process, in pid order. With `rescan`, lists /proc first (needed only
-    /// when the fork counter moved): new processes join and vanished ones leave at once.
-    /// Without it, a process that exited leaves when its next read fails. Afterwards
-    /// [`ProcessTable::fresh`] holds the indices in `out` of the processes seen for the first
-    /// time or changed by an exec (another `comm`) or a reused pid (another start time).
-    pub fn sample(&mut self, rescan: bool, out: &mut Vec<PsRecord>) {
+    /// Samples every process, in pid order; `listing` says how the set of processes is
+    /// known (see [`Listing`]). A process that exited and is not named gone leaves when its
+    /// next read fails. Afterwards [`ProcessTable::fresh`] holds the indices in `out` of the
+    /// processes seen for the first time or changed by an exec (another `comm`) or a reused
+    /// pid (another start time).
+    pub fn sample(&mut self, listing: Listing, out: &mut Vec<PsRecord>) {
         out.clear();
         self.fresh.clear();
         self.tick += 1;
+        let rescan = matches!(listing, Listing::Rescan);
         let t0 = if self.time_listing && rescan {
             sys::thread_cpu_ns()
         } else {
@@ -387,11 +406,20 @@ impl ProcessTable {
         if self.time_listing && rescan {
             self.list_ns += sys::thread_cpu_ns().saturating_sub(t0);
         }
-        let mut pids = match listed {
-            Some(listed) => listed,
-            None => self.tracked.iter().map(|(pid, _)| *pid).collect(),
+        let mut gone: &[u32] = &[];
+        let mut pids: Vec<u32> = match (listed, listing) {
+            (Some(listed), _) => listed,
+            (None, Listing::Events { born, gone: ended }) => {
+                gone = ended;
+                let mut pids: Vec<u32> = self.tracked.iter().map(|(pid, _)| *pid).collect();
+                // A process born and gone between two samples is never read.
+                pids.extend(born.iter().filter(|p| !ended.contains(p)));
+                pids
+            }
+            (None, _) => self.tracked.iter().map(|(pid, _)| *pid).collect(),
         };
         pids.sort_unstable();
+        pids.dedup();
         // Both lists are sorted by pid: a merge, no hashing, no map rebuilt per sample.
         let mut old = std::mem::take(&mut self.tracked).into_iter().peekable();
         let mut next = Vec::with_capacity(pids.len());
@@ -405,7 +433,9 @@ impl ProcessTable {
                 } else {
                     QUIET_EVERY
                 };
-                e.quiet >= QUIET_AFTER && !(self.tick + pid as u64).is_multiple_of(every)
+                e.quiet >= QUIET_AFTER
+                    && !(self.tick + pid as u64).is_multiple_of(every)
+                    && !gone.contains(&pid)
             });
             if skip {
                 let e = entry.take().expect("checked above");
@@ -438,6 +468,11 @@ impl ProcessTable {
             cached_fds += fd.is_some() as usize;
             if fresh {
                 self.fresh.push(out.len());
+            }
+            if gone.contains(&pid) {
+                // Read one last time (a zombie still shows its final times), then it leaves.
+                out.push(rec);
+                continue;
             }
             out.push(rec.clone());
             next.push((
@@ -611,7 +646,7 @@ mod tests {
         .unwrap();
         let mut table = ProcessTable::new(ProcFs::new(&dir));
         let mut out = Vec::new();
-        table.sample(true, &mut out);
+        table.sample(Listing::Rescan, &mut out);
         assert_eq!(out.len(), 1, "the process is sampled");
         assert_eq!(out[0].comm, "\\xe9vil\\x0a");
         let proc = ProcFs::new(&dir);
@@ -700,9 +735,9 @@ mod tests {
         }
         let mut table = ProcessTable::new(ProcFs::new(&dir));
         let mut out = Vec::new();
-        table.sample(true, &mut out);
+        table.sample(Listing::Rescan, &mut out);
         assert_eq!(table.fresh(), [0, 1], "every process is fresh at first");
-        table.sample(true, &mut out);
+        table.sample(Listing::Rescan, &mut out);
         assert!(table.fresh().is_empty(), "and then no longer");
         // An exec changes the name: fresh again (its command line is read again).
         fs::write(
@@ -710,15 +745,15 @@ mod tests {
             "20 (sh) S 1 0 0 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 5 0 0\n",
         )
         .unwrap();
-        table.sample(false, &mut out);
+        table.sample(Listing::Known, &mut out);
         assert_eq!(table.fresh(), [1]);
         for _ in 0..QUIET_AFTER {
-            table.sample(false, &mut out);
+            table.sample(Listing::Known, &mut out);
         }
         let before = table.reads;
         let n = 100u64;
         for _ in 0..n {
-            table.sample(false, &mut out);
+            table.sample(Listing::Known, &mut out);
             assert_eq!(out.len(), 2, "a skipped process is still in every sample");
         }
         let reads = table.reads - before;
@@ -727,6 +762,72 @@ mod tests {
             reads <= want + 2,
             "{reads} reads in {n} samples, expected about {want}"
         );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// With the kernel's process events, born processes join without a listing, one born
+    /// and gone between samples is never read, and a gone one is read a last time.
+    #[test]
+    fn table_follows_process_events_without_listing() {
+        let dir = std::env::temp_dir().join(format!("bp-events-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let stat = |pid: u32, comm: &str| {
+            fs::create_dir_all(dir.join(pid.to_string())).unwrap();
+            fs::write(
+                dir.join(format!("{pid}/stat")),
+                format!("{pid} ({comm}) S 1 1 1 0 -1 0 0 0 0 0 5 6 0 0 20 0 1 0 {pid} 0 3\n"),
+            )
+            .unwrap();
+        };
+        stat(1, "init");
+        stat(22, "getty");
+        let mut table = ProcessTable::new(ProcFs::new(&dir));
+        let mut out = Vec::new();
+        let pids = |out: &[PsRecord]| out.iter().map(|r| r.pid).collect::<Vec<_>>();
+        table.sample(Listing::Rescan, &mut out);
+        assert_eq!(pids(&out), vec![1, 22]);
+        // 33 is on disk but not yet announced: an event-driven sample does not list.
+        stat(33, "sh");
+        table.sample(
+            Listing::Events {
+                born: &[],
+                gone: &[],
+            },
+            &mut out,
+        );
+        assert_eq!(pids(&out), vec![1, 22]);
+        table.sample(
+            Listing::Events {
+                born: &[33],
+                gone: &[],
+            },
+            &mut out,
+        );
+        assert_eq!(pids(&out), vec![1, 22, 33]);
+        assert_eq!(table.fresh(), &[2]);
+        stat(44, "sed");
+        let before = table.reads;
+        table.sample(
+            Listing::Events {
+                born: &[44],
+                gone: &[44, 22],
+            },
+            &mut out,
+        );
+        assert_eq!(
+            pids(&out),
+            vec![1, 22, 33],
+            "44 never read, 22 read a last time"
+        );
+        assert_eq!(table.reads - before, 3);
+        table.sample(
+            Listing::Events {
+                born: &[],
+                gone: &[],
+            },
+            &mut out,
+        );
+        assert_eq!(pids(&out), vec![1, 33], "22 left");
         fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -750,7 +851,7 @@ mod tests {
         fs::write(dir.join("22/cmdline"), b"/sbin/getty\0-L\0ttyS0\0").unwrap();
         let mut table = ProcessTable::new(ProcFs::new(&dir));
         let mut out = Vec::new();
-        table.sample(true, &mut out);
+        table.sample(Listing::Rescan, &mut out);
         assert_eq!(out.iter().map(|r| r.pid).collect::<Vec<_>>(), vec![1, 22]);
         assert_eq!(out[1].comm, "getty");
         assert_eq!(
@@ -758,13 +859,13 @@ mod tests {
             vec!["/sbin/getty", "-L", "ttyS0"]
         );
         // Without a rescan the cached descriptors are read again.
-        table.sample(false, &mut out);
+        table.sample(Listing::Known, &mut out);
         assert_eq!(out.len(), 2);
 
         // A quiet process is read less often, but a change is seen within QUIET_EVERY samples.
         let reads_before = table.reads;
         for _ in 0..20 {
-            table.sample(false, &mut out);
+            table.sample(Listing::Known, &mut out);
             assert_eq!(out.len(), 2);
         }
         let reads = table.reads - reads_before;
@@ -779,7 +880,7 @@ mod tests {
         .unwrap();
         let mut seen_at = None;
         for i in 0..QUIET_EVERY {
-            table.sample(false, &mut out);
+            table.sample(Listing::Known, &mut out);
             if out[1].state == 'R' {
                 seen_at = Some(i);
                 break;
@@ -791,13 +892,13 @@ mod tests {
         );
         // A process that vanished leaves at the next rescan.
         fs::remove_dir_all(dir.join("22")).unwrap();
-        table.sample(true, &mut out);
+        table.sample(Listing::Rescan, &mut out);
         assert_eq!(out.iter().map(|r| r.pid).collect::<Vec<_>>(), vec![1]);
         fs::remove_dir_all(&dir).unwrap();
 
         // The real /proc: this test process must be there, with its own pid.
         let mut real = ProcessTable::new(ProcFs::default());
-        real.sample(true, &mut out);
+        real.sample(Listing::Rescan, &mut out);
         let me = std::process::id();
         assert!(out.iter().any(|r| r.pid == me), "own pid {me} not sampled");
         assert!(out.iter().any(|r| r.pid == 1));
