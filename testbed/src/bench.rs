@@ -290,13 +290,12 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
         }
         // What the recorder costs (issue 15 part 6), on systemd, every boot recorded; the
         // figures are recorder_stats'. First the recorder as it was before 2026-11-26's
-        // changes (10 Hz, fanotify exec events with a wake-up for them, /proc listed at
-        // every fork, its parts timed), then today's at that rate, then at its default rate
-        // with and without its parts timed.
+        // changes (10 Hz, fanotify exec events, /proc listed at every fork, its parts
+        // timed), then today's at that rate, then at its default rate.
         "recorder-cost" => Ok(Benchmark {
             name: "recorder-cost",
             about: "the recorder's own CPU: as it was (10 Hz, fanotify, parts timed) against \
-                    the process events connector at 10 Hz and at the default rate",
+                    today's at 10 Hz and at the default rate",
             seasoned_by: None,
             season_each: false,
             variants: [
@@ -305,7 +304,6 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
                     "bootprint.hz=10 bootprint.exec_events=fanotify bootprint.cost_detail=1",
                 ),
                 ("now-10hz", "bootprint.hz=10"),
-                ("now-timed", "bootprint.cost_detail=1"),
                 ("now", ""),
             ]
             .into_iter()

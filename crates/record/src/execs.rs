@@ -79,15 +79,17 @@ impl ExecSource {
         }
     }
 
-    /// The descriptor the recorder wakes for between samples, if any: fanotify's only. Its
-    /// events carry no time (they are stamped when taken), so they are taken as they come;
-    /// the connector's carry the kernel's stamp and wait in the socket for the next sample,
-    /// which saves the recorder two wake-ups in three in a busy boot (docs/recorder.md,
-    /// "Cost"). The price: a process that exec'd and ended between two samples has no path.
+    /// The descriptor the recorder wakes for between samples (at most every 50 ms), if any.
+    /// fanotify's events carry no time, so they are stamped when taken; the connector's
+    /// carry the kernel's stamp, and are taken early only so that the path of a short-lived
+    /// process can still be read (waiting for the sample lost it for about half of a
+    /// systemd boot's execs at 5 Hz, while the wake-ups did not show in the recorder's
+    /// cost: docs/recorder.md, "Cost").
     pub fn wake_fd(&self) -> Option<std::os::fd::RawFd> {
         match self {
             ExecSource::Fanotify(w, _) => Some(w.raw_fd()),
-            ExecSource::Connector(_) | ExecSource::Off => None,
+            ExecSource::Connector(c) => Some(c.events.raw_fd()),
+            ExecSource::Off => None,
         }
     }
 
@@ -109,12 +111,15 @@ impl ExecSource {
                 if c.events.drain(&mut c.buf).is_err() || c.events.overflows != before {
                     c.lost = true;
                 }
-                for ev in c.buf.drain(..) {
+                let final_exec = last_execs(&c.buf);
+                for (ev, resolvable) in c.buf.drain(..).zip(final_exec) {
                     match ev {
                         ProcEvent::Exec { t_ns, tgid } => {
-                            // The program's path while the process still runs it; a process
-                            // that already ended (or exec'd again) keeps its pid and time.
-                            let path = proc.exe(tgid);
+                            let path = if resolvable {
+                                proc.exe(tgid)
+                            } else {
+                                String::new()
+                            };
                             let e = Event::new(t_ns + c.suspended_ns, "exec").with("pid", tgid);
                             events.push(if path.is_empty() {
                                 e
@@ -159,5 +164,49 @@ impl ExecSource {
         std::mem::swap(born, &mut c.born);
         std::mem::swap(gone, &mut c.gone);
         !std::mem::take(&mut c.lost)
+    }
+}
+
+/// For each event, whether it is an exec whose path can be read at the end of the batch:
+/// the process's last exec in it, with no exit of the process after it. The path is read
+/// from /proc/PID/exe, so an earlier exec would get the later program's path, and an ended
+/// process none.
+fn last_execs(batch: &[ProcEvent]) -> Vec<bool> {
+    let mut later: Vec<u32> = Vec::new();
+    let mut out = vec![false; batch.len()];
+    for (i, ev) in batch.iter().enumerate().rev() {
+        let tgid = match *ev {
+            ProcEvent::Exec { tgid, .. } => tgid,
+            ProcEvent::Exit { pid, tgid, .. } if pid == tgid => tgid,
+            _ => continue,
+        };
+        if !later.contains(&tgid) {
+            out[i] = matches!(ev, ProcEvent::Exec { .. });
+            later.push(tgid);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_process_last_exec_before_its_end_is_resolved() {
+        let exec = |tgid| ProcEvent::Exec { t_ns: 1, tgid };
+        let exit = |pid, tgid| ProcEvent::Exit { t_ns: 2, pid, tgid };
+        let batch = [
+            exec(10),     // sh, then exec'd again: not its path
+            exec(11),     // ended below: none
+            exit(12, 10), // a thread of 10 ended: 10 goes on
+            exec(10),     // 10's last: read
+            exit(11, 11),
+            exec(13), // runs on: read
+        ];
+        assert_eq!(
+            last_execs(&batch),
+            vec![false, false, false, true, false, true]
+        );
     }
 }

@@ -164,10 +164,10 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     table.time_listing = config.cost_detail;
     let done = loop {
         lap(4, &mut parts);
-        // Sleep until the deadline. fanotify's exec events are taken as they arrive, but at
-        // most once per EXEC_COALESCE_NS: a boot of shell scripts execs thousands of times,
-        // and a wake-up per exec was the recorder's largest cost after the process table
-        // (docs/recorder.md, "Cost"). The connector's wait for the sample.
+        // Sleep until the deadline, taking exec events as they arrive, but at most once per
+        // EXEC_COALESCE_NS: a boot of shell scripts execs thousands of times, and a wake-up
+        // per exec was the recorder's largest cost after the process table
+        // (docs/recorder.md, "Cost").
         let now = loop {
             let now = boottime_ns();
             if now >= next {
