@@ -157,6 +157,27 @@ fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<Option<PathBuf>> 
         prometheus_written(d, text_login, c);
     }
     let events = std::fs::read_to_string(trace.join("events.log")).unwrap_or_default();
+    // Exec events come from the kernel's process events connector, with the program's path
+    // while the process runs (the planted service's `sleep` runs for seconds).
+    let from_connector = events
+        .lines()
+        .any(|l| l.contains(" recorder_stats ") && l.contains(" exec_source=connector"));
+    let sleep_exec = events
+        .lines()
+        .any(|l| l.contains(" exec ") && l.trim_end().ends_with("/sleep"));
+    c.check(
+        from_connector && sleep_exec,
+        &format!(
+            "exec events came from the process events connector ({from_connector}) and name \
+             the planted service's sleep ({sleep_exec})"
+        ),
+    );
+    let serial = std::fs::read(&boot.serial_log).unwrap_or_default();
+    let stall = crate::serial::kernel_stall(&String::from_utf8_lossy(&serial));
+    c.check(
+        stall.is_none(),
+        &format!("the guest kernel reported no stall ({stall:?})"),
+    );
     let learned = event_field(&events, "readahead_learn", "entries");
     c.check(
         learned.is_some_and(|n| n > 10.0) && !events.contains(" readahead_learn error="),
