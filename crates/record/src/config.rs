@@ -80,6 +80,12 @@ pub struct Config {
     /// Where exec events come from (`bootprint.exec_events=`): `connector` (the kernel's
     /// process events; falls back to fanotify), `fanotify` or `off` ([`crate::execs`]).
     pub exec_events: String,
+    /// `bootprint.delayacct=`: switch the kernel's delay accounting on while recording
+    /// (`kernel.task_delayacct`, for each process's time blocked on I/O). Off by default:
+    /// the switch is a static key, and flipping it patches the running kernel's code while
+    /// init forks; two boots of the test bed stalled in that window (docs/recorder.md,
+    /// "What it samples"). The kernel parameter `delayacct` turns it on at boot instead.
+    pub delayacct: bool,
     /// `bootprint.cost_detail=`: the recorder times each part of its loop (`parts_ms` in
     /// `recorder_stats`); off by default, the clock reads cost system calls of their own.
     pub cost_detail: bool,
@@ -131,6 +137,7 @@ impl Default for Config {
             never_late: Vec::new(),
             prometheus_dir: PathBuf::from("/var/lib/prometheus/node-exporter"),
             exec_events: "connector".into(),
+            delayacct: false,
             cost_detail: false,
             fault: String::new(),
         }
@@ -309,6 +316,7 @@ impl Config {
                 self.exec_events = source
             }
             "cost_detail" => self.cost_detail = want_bool(value)?,
+            "delayacct" => self.delayacct = want_bool(value)?,
             "late_units" => self.late_units = want_list(value)?,
             "never_late" => self.never_late = want_list(value)?,
             "prometheus_dir" => self.prometheus_dir = PathBuf::from(want_str(value)?),
@@ -354,7 +362,7 @@ impl Config {
             _ => {
                 return Err(format!(
                     "one of init, record, hz, idle_cpu, idle_disk, settle_s, timeout_s, \
-                     log_dir, login_names, greeter_names, exec_events, cost_detail, all, modules, modules_state, \
+                     log_dir, login_names, greeter_names, exec_events, cost_detail, delayacct, all, modules, modules_state, \
                      modules_compare_every, rc, late, late_units, never_late, prometheus_dir, readahead, readahead_pack, \
                      readahead_state, readahead_max_age_days, readahead_stale_share, \
                      readahead_missed_share, readahead_compare_every, readahead_budget_mb, \

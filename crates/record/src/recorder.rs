@@ -110,8 +110,13 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         readahead.set_aside("the module loader compared on this boot");
     }
     let mut watch = ExecSource::open(&config.exec_events, &paths.exec_root, t_start, &mut store);
-    // Per-task I/O delay needs delay accounting, off by default since Linux 5.14.
-    let _delayacct = KnobGuard::set(&paths.delayacct, "1");
+    // Per-task I/O delay needs delay accounting, off by default since Linux 5.14. Switched
+    // on here only when asked: the switch patches the kernel's code (a static key) while
+    // init forks, and that window is where the test bed's boots stalled (docs/recorder.md).
+    let _delayacct = config
+        .delayacct
+        .then(|| KnobGuard::set(&paths.delayacct, "1"));
+    let delayacct_on = fs::read_to_string(&paths.delayacct).is_ok_and(|v| v.trim() == "1");
 
     let period = (1_000_000_000 / config.hz.max(1) as u64).max(1);
     let timeout_ns = (config.timeout_s * 1e9) as u64;
@@ -373,6 +378,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         .with("ps_lines", store.ps_line_count())
         .with("stat_reads", table.reads)
         .with("store_bytes", store.memory_bytes())
+        .with("delayacct", u8::from(delayacct_on))
         .with("exec_source", exec_source)
         .with("exec_overflows", exec_overflows);
     if config.cost_detail {
