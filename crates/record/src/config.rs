@@ -305,31 +305,13 @@ impl Config {
                 self.late = on;
             }
             "late" => self.late = want_bool(value)?,
-            "exec_events" => {
-                let source = want_str(value)?;
-                if !crate::execs::SOURCES.contains(&source.as_str()) {
-                    return Err(format!(
-                        "one of {}, found {source:?}",
-                        crate::execs::SOURCES.join(", ")
-                    ));
-                }
-                self.exec_events = source
-            }
+            "exec_events" => self.exec_events = want_one_of(value, &crate::execs::SOURCES)?,
             "cost_detail" => self.cost_detail = want_bool(value)?,
             "delayacct" => self.delayacct = want_bool(value)?,
             "late_units" => self.late_units = want_list(value)?,
             "never_late" => self.never_late = want_list(value)?,
             "prometheus_dir" => self.prometheus_dir = PathBuf::from(want_str(value)?),
-            "fault" => {
-                let f = want_str(value)?;
-                if !crate::fault::POINTS.contains(&f.as_str()) {
-                    return Err(format!(
-                        "one of {}, found {f:?}",
-                        crate::fault::POINTS.join(", ")
-                    ));
-                }
-                self.fault = f
-            }
+            "fault" => self.fault = want_one_of(value, &crate::fault::POINTS)?,
             "modules_state" => self.modules_state = PathBuf::from(want_str(value)?),
             "modules_compare_every" => {
                 self.modules_compare_every = want_num(value, 0.0, 1000.0)? as u32
@@ -434,6 +416,15 @@ fn want_str(v: Value) -> Result<String, String> {
         Value::Str(s) => Ok(s),
         other => Err(format!("a string, found {other:?}")),
     }
+}
+
+/// A string that is one of `allowed`.
+fn want_one_of(v: Value, allowed: &[&str]) -> Result<String, String> {
+    let s = want_str(v)?;
+    if !allowed.contains(&s.as_str()) {
+        return Err(format!("one of {}, found {s:?}", allowed.join(", ")));
+    }
+    Ok(s)
 }
 
 fn want_bool(v: Value) -> Result<bool, String> {
