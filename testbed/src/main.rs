@@ -20,6 +20,7 @@ mod rabench;
 mod serial;
 mod smoke;
 mod soak;
+mod stall_repro;
 mod util;
 mod verdict;
 
@@ -59,9 +60,16 @@ commands:
   soak      boot one boot-path configuration many times in a row and count the boots that
             never reach the real init (or the login): CONFIG [--boots N] [--hold]
             [--until init|login] [--fresh-copy: each boot from a fresh fsynced disk
-            copy, as the tests boot, instead of snapshot=on] [--no-cargo]; a hang is diagnosed (registers, SysRq)
-            before QEMU stops; --hold leaves the first hung guest running. CONFIG `list`
-            lists the configurations
+            copy, as the tests boot, instead of snapshot=on] [--append ARGS: more kernel
+            arguments, e.g. bootprint.delayacct=1] [--no-cargo]; a hang is diagnosed
+            (registers, SysRq) before QEMU stops, a boot whose kernel reported a stall on
+            the way counts as failed; --hold leaves the first hung guest running. CONFIG
+            `list` lists the configurations
+  stall-repro
+            the guest-kernel stall behind issue 14's hangs, on demand: flip
+            kernel.task_delayacct for [--seconds N (default 120)] while two processes
+            take copy-on-write faults; stops at the guest's first stall report [--no-flip:
+            the control, the same load reading the switch] [--no-cargo]
   late      systemd late units (docs/systemd.md): a learning boot, a boot that defers what
             it learned, systemd's own boot and one with a bad state file; the machine after
             boot done must be the same in all [--no-cargo]
@@ -222,6 +230,7 @@ fn run(args: &[String]) -> Result<(), Error> {
             };
             let hold = opts.flag("--hold");
             let fresh_copy = opts.flag("--fresh-copy");
+            let append = opts.value("--append")?.unwrap_or_default();
             let cargo = !opts.flag("--no-cargo");
             opts.finish()?;
             let o = soak::SoakOpts {
@@ -229,8 +238,21 @@ fn run(args: &[String]) -> Result<(), Error> {
                 hold,
                 until,
                 fresh_copy,
+                append,
             };
             soak::run(&paths, &cfg, &o, cargo)
+        }
+        "stall-repro" => {
+            let flip = !opts.flag("--no-flip");
+            let seconds = match opts.value("--seconds")? {
+                Some(v) => v.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    Error::Usage(format!("--seconds: expected a positive integer, got {v:?}"))
+                })?,
+                None => 120,
+            };
+            let cargo = !opts.flag("--no-cargo");
+            opts.finish()?;
+            stall_repro::run(&paths, &stall_repro::ReproOpts { flip, seconds }, cargo)
         }
         "smoke" => {
             let cargo = !opts.flag("--no-cargo");

@@ -98,6 +98,10 @@ pub struct BootOpts {
     /// ext4 rw mount writes its superblock) waits ~1.5 s for the host to write back the
     /// copy (measured in docs/initramfs.md).
     pub sync_disk: bool,
+    /// While the guest script runs, a stall report from the guest kernel (soft lockup, RCU
+    /// stall) ends the boot at once (QEMU killed, `BootResult::kernel_stall` set) instead of
+    /// waiting out the script's limit: for scripts that may wedge the guest on purpose.
+    pub stop_on_stall: bool,
 }
 
 impl BootOpts {
@@ -112,6 +116,7 @@ impl BootOpts {
             guest_script: None,
             initrd: None,
             sync_disk: false,
+            stop_on_stall: false,
         }
     }
 
@@ -135,6 +140,7 @@ impl BootOpts {
             },
             initrd: a.value("--initrd")?.map(PathBuf::from),
             sync_disk: a.flag("--sync-disk"),
+            stop_on_stall: false,
         })
     }
 
@@ -169,6 +175,8 @@ pub struct BootResult {
     pub disk_copy_s: f64,
     /// What `BootOpts::guest_script` printed (carriage returns removed).
     pub guest_output: Option<String>,
+    /// With `BootOpts::stop_on_stall`: the guest kernel's stall report that ended the boot.
+    pub kernel_stall: Option<String>,
 }
 
 impl BootResult {
@@ -498,6 +506,7 @@ fn boot_disk(
         }
     }
     let mut guest_output = None;
+    let mut kernel_stall = None;
     if let Some(script) = &opts.guest_script {
         // Sent base64-encoded in short lines (the tty's line limit; no shell quoting), run
         // from a file, its output between markers split with "" like the ones above.
@@ -514,24 +523,42 @@ fn boot_disk(
              echo BP\"\"OUT=end\n",
         )?;
         let (_, begin) = expect(&con, &["BPOUT=begin"], pos, 60, "the guest script's start")?;
-        let (_, end) = expect(
+        let mut marks = vec!["BPOUT=end"];
+        if opts.stop_on_stall {
+            marks.extend(crate::serial::STALL_MARKS);
+        }
+        let (i, end) = expect(
             &con,
-            &["BPOUT=end"],
+            &marks,
             begin,
             GUEST_SCRIPT_TIMEOUT_S,
             "the guest script's end",
         )?;
-        let text = con.text(begin, end - "BPOUT=end".len());
-        let text = text.replace('\r', "");
-        // Beside the serial log, for `boot --guest-script FILE`.
-        let _ = fs::write(run.join("guest.out"), &text);
-        guest_output = Some(text);
+        if i > 0 {
+            // Let the report's backtrace arrive, then stop the wedged guest.
+            std::thread::sleep(Duration::from_secs(3));
+            let text = con.text(begin, usize::MAX).replace('\r', "");
+            let _ = fs::write(run.join("guest.out"), &text);
+            kernel_stall = crate::serial::kernel_stall(&text);
+            guest_output = Some(text);
+        } else {
+            let text = con.text(begin, end - "BPOUT=end".len());
+            let text = text.replace('\r', "");
+            // Beside the serial log, for `boot --guest-script FILE`.
+            let _ = fs::write(run.join("guest.out"), &text);
+            guest_output = Some(text);
+        }
         pos = end;
     }
     let _ = pos;
-    con.send("sync; poweroff -f\n")?;
     let t = Instant::now();
     let mut qemu_exit = "clean";
+    if kernel_stall.is_some() {
+        let _ = qemu.0.kill();
+        qemu_exit = "killed (kernel stall)";
+    } else {
+        con.send("sync; poweroff -f\n")?;
+    }
     loop {
         match qemu.0.try_wait() {
             Ok(Some(_)) => break,
@@ -582,6 +609,7 @@ fn boot_disk(
         qemu_exit,
         disk_copy_s,
         guest_output,
+        kernel_stall,
     })
 }
 

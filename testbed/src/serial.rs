@@ -202,19 +202,22 @@ fn clean_line(raw: &[u8]) -> String {
     out
 }
 
+/// What the kernel's watchdogs print when a CPU or task is stuck: the soft-lockup detector,
+/// RCU's stall detector, the hung-task detector.
+pub const STALL_MARKS: [&str; 3] = [
+    "soft lockup - CPU#",
+    "detected stalls on CPUs",
+    "blocked for more than",
+];
+
 /// The guest kernel's first report of a stalled CPU or task in a serial log, if any: a soft
 /// lockup (a CPU in the kernel for 20 s and more), an RCU stall or a task blocked for minutes.
 /// A boot with one is not a measurement of anything bootprint did: `bench` counts it as a
 /// failed run, naming the line (seen 2026-11-26: PID 1 stuck 220 s in a copy-on-write fault
 /// under TCG, docs/testbed.md "Kernel stalls").
 pub fn kernel_stall(log: &str) -> Option<String> {
-    const MARKS: [&str; 3] = [
-        "soft lockup - CPU#",
-        "detected stalls on CPUs",
-        "blocked for more than",
-    ];
     log.lines()
-        .find(|l| MARKS.iter().any(|m| l.contains(m)))
+        .find(|l| STALL_MARKS.iter().any(|m| l.contains(m)))
         .map(|l| l.trim().to_string())
 }
 

@@ -172,6 +172,15 @@ fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<Option<PathBuf>> 
              the planted service's sleep ({sleep_exec})"
         ),
     );
+    // The recorder leaves the kernel's code alone unless asked: flipping the delay-accounting
+    // static key while init forks is what wedged the test bed's guests (`stall-repro`).
+    let delayacct_left_off = events
+        .lines()
+        .any(|l| l.contains(" recorder_stats ") && l.contains(" delayacct=0"));
+    c.check(
+        delayacct_left_off,
+        "the recorder left kernel.task_delayacct off (recorder_stats delayacct=0)",
+    );
     let serial = std::fs::read(&boot.serial_log).unwrap_or_default();
     let stall = crate::serial::kernel_stall(&String::from_utf8_lossy(&serial));
     c.check(

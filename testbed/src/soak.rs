@@ -207,6 +207,10 @@ pub enum Outcome {
     Panic(String),
     /// QEMU exited (the guest rebooted or powered off) before the mark.
     Exited(String),
+    /// Arrived after this many seconds, but the guest kernel reported a stall on the way
+    /// (soft lockup, RCU stall, hung task: the line given). A stall that ends is the same
+    /// defect as a hang that does not, caught sooner, so it counts as a failure.
+    Stalled(f64, String),
 }
 
 /// What `soak` options say.
@@ -221,6 +225,9 @@ pub struct SoakOpts {
     /// instead of QEMU's `snapshot=on` overlay over one copy: slower, but the guest's I/O
     /// then takes the same path as in the tests.
     pub fresh_copy: bool,
+    /// Kernel arguments after the configuration's (`--append`), for the seasoning boot too:
+    /// to soak a configuration with one more switch (e.g. `bootprint.delayacct=1`).
+    pub append: String,
 }
 
 /// `bootprint-testbed soak CONFIG`: `opts.boots` boots, then a summary; an error when any
@@ -233,8 +240,10 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
         Initramfs::Debian => img.initrd.clone(),
         Initramfs::Ours => crate::initramfs_test::ensure_ours(paths, &img)?,
     };
-    let disk = soak_disk(paths, &img, cfg, &initrd, &run)?;
-    let cmdline = format!("{BASE_APPEND} {}", cfg.append).trim().to_string();
+    let disk = soak_disk(paths, &img, cfg, &opts.append, &initrd, &run)?;
+    let cmdline = format!("{BASE_APPEND} {} {}", cfg.append, opts.append.trim())
+        .trim()
+        .to_string();
     eprintln!(
         "soak {}: {} boots of {} (until `{}`), run directory {}",
         cfg.name,
@@ -277,6 +286,12 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
             Outcome::Hung(d) => format!("HUNG (diagnosis {})", d.display()),
             Outcome::Panic(l) => format!("KERNEL PANIC: {l}"),
             Outcome::Exited(l) => format!("QEMU EXITED: {l}"),
+            Outcome::Stalled(s, l) => {
+                format!(
+                    "`{}` after {s:.1} s, but the kernel STALLED: {l}",
+                    until.mark()
+                )
+            }
         };
         eprintln!("soak {} {i}/{}: {line}", cfg.name, opts.boots);
         let stop = opts.hold && !matches!(o, Outcome::Arrived(_));
@@ -295,25 +310,23 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
         .collect();
     let failed = outcomes.len() - times.len();
     let max = times.iter().copied().fold(0.0, f64::max);
+    let count = |f: fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
     let summary = format!(
-        "soak {}: {} boots, {} reached `{}`, {} hung, {} panicked, {} exited; time to it \
-         median {:.1} s, max {max:.1} s; {:.0} s in all",
+        "soak {}{}: {} boots, {} reached `{}` with no stall, {} hung, {} stalled, {} panicked, \
+         {} exited; time to it median {:.1} s, max {max:.1} s; {:.0} s in all",
         cfg.name,
+        if opts.append.trim().is_empty() {
+            String::new()
+        } else {
+            format!(" + `{}`", opts.append.trim())
+        },
         outcomes.len(),
         times.len(),
         until.mark(),
-        outcomes
-            .iter()
-            .filter(|o| matches!(o, Outcome::Hung(_)))
-            .count(),
-        outcomes
-            .iter()
-            .filter(|o| matches!(o, Outcome::Panic(_)))
-            .count(),
-        outcomes
-            .iter()
-            .filter(|o| matches!(o, Outcome::Exited(_)))
-            .count(),
+        count(|o| matches!(o, Outcome::Hung(_))),
+        count(|o| matches!(o, Outcome::Stalled(..))),
+        count(|o| matches!(o, Outcome::Panic(_))),
+        count(|o| matches!(o, Outcome::Exited(_))),
         median(&times).unwrap_or(0.0),
         started.elapsed().as_secs_f64()
     );
@@ -322,6 +335,7 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
         "config": cfg.name,
         "what": cfg.what,
         "cmdline": cmdline,
+        "append": opts.append.trim(),
         "initramfs": format!("{:?}", cfg.initramfs).to_lowercase(),
         "seasoned": cfg.seasoned,
         "until": until.mark(),
@@ -336,6 +350,7 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
             Outcome::Hung(d) => Some(json!({"boot": i + 1, "outcome": "hung", "diagnosis": crate::util::shown_path(d)})),
             Outcome::Panic(l) => Some(json!({"boot": i + 1, "outcome": "kernel panic", "line": l})),
             Outcome::Exited(l) => Some(json!({"boot": i + 1, "outcome": "qemu exited", "line": l})),
+            Outcome::Stalled(s, l) => Some(json!({"boot": i + 1, "outcome": "kernel stall", "line": l, "arrived_s": qemu::round3(*s)})),
         }).collect::<Vec<_>>(),
         "commit": commit,
         "date": crate::util::today(),
@@ -344,7 +359,12 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
     let results = paths.repo.join("testbed/results");
     let _ = fs::create_dir_all(&results);
     // One file per run: a second run the same day gets -2, -3...
-    let stem = format!("{}-soak-{}", crate::util::today(), cfg.name);
+    let stem = format!(
+        "{}-soak-{}{}",
+        crate::util::today(),
+        cfg.name,
+        append_tag(&opts.append)
+    );
     let file = (1..1000)
         .map(|i| match i {
             1 => results.join(format!("{stem}.json")),
@@ -371,6 +391,7 @@ fn soak_disk(
     paths: &Paths,
     img: &Image,
     cfg: &SoakConfig,
+    extra: &str,
     initrd: &Path,
     run: &Path,
 ) -> Result<PathBuf> {
@@ -396,6 +417,7 @@ fn soak_disk(
     let levers: Vec<&str> = cfg
         .append
         .split_whitespace()
+        .chain(extra.split_whitespace())
         .filter(|a| !a.starts_with("init="))
         .collect();
     opts.append = if levers.contains(&"bootprint.readahead=1") {
@@ -410,6 +432,23 @@ fn soak_disk(
         .ok_or_else(|| Error::fail("the seasoning boot's disk was not kept"))?;
     fs::rename(&kept, &disk).map_err(|e| io_err("cannot move", &kept, e))?;
     Ok(disk)
+}
+
+/// The results file's suffix for `--append`: its words, each character that is not a letter
+/// or digit a `-` (`bootprint.delayacct=1` gives `+bootprint-delayacct-1`).
+fn append_tag(append: &str) -> String {
+    if append.trim().is_empty() {
+        return String::new();
+    }
+    let words: Vec<String> = append
+        .split_whitespace()
+        .map(|w| {
+            w.chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect()
+        })
+        .collect();
+    format!("+{}", words.join("+"))
 }
 
 /// One boot to `until`'s mark; a hang is diagnosed before QEMU is stopped.
@@ -437,7 +476,10 @@ fn soak_boot(
     let (mut child, con, start) = qemu::spawn_with_console(&mut cmd, &serial_log)?;
     let seen = con.wait_for(&[until.mark(), "Kernel panic"], 0, until.limit(), start);
     let outcome = match seen {
-        Seen::Match(0, _, t) => Outcome::Arrived(t),
+        Seen::Match(0, _, t) => match crate::serial::kernel_stall(&con.text(0, usize::MAX)) {
+            None => Outcome::Arrived(t),
+            Some(line) => Outcome::Stalled(t, line),
+        },
         Seen::Match(_, _, _) => {
             // Let the panic's lines arrive.
             std::thread::sleep(Duration::from_secs(2));
@@ -751,6 +793,16 @@ mod tests {
         }
         let e = config("nope").unwrap_err().to_string();
         assert!(e.contains("initramfs-readahead"), "{e}");
+    }
+
+    #[test]
+    fn appended_arguments_name_the_results_file() {
+        assert_eq!(append_tag(""), "");
+        assert_eq!(append_tag("  "), "");
+        assert_eq!(
+            append_tag(" bootprint.delayacct=1  quiet "),
+            "+bootprint-delayacct-1+quiet"
+        );
     }
 
     #[test]

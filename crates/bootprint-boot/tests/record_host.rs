@@ -17,6 +17,8 @@ fn temp_dir(name: &str) -> PathBuf {
 fn records_this_machine_and_marks_the_login() {
     let dir = temp_dir("record-host");
     let out = dir.join("traces");
+    let delayacct = || fs::read_to_string("/proc/sys/kernel/task_delayacct").ok();
+    let delayacct_before = delayacct();
     let recorder = Command::new(env!("CARGO_BIN_EXE_bootprint-boot"))
         .args(["record", "--seconds", "3", "--hz", "50", "--out"])
         .arg(&out)
@@ -69,6 +71,12 @@ fn records_this_machine_and_marks_the_login() {
     let done = events.iter().find(|e| e.kind == "boot_done").unwrap();
     assert_eq!(done.get("reason"), Some("limit"));
     let stats = events.iter().find(|e| e.kind == "recorder_stats").unwrap();
+    // Without `delayacct = true` the recorder leaves the kernel's delay accounting as it
+    // found it (flipping its static key while processes fork wedged test-bed guests).
+    if let Some(before) = &delayacct_before {
+        assert_eq!(stats.get("delayacct"), Some(before.trim()));
+        assert_eq!(delayacct().as_deref(), Some(before.as_str()));
+    }
     let samples: f64 = stats.get("samples").unwrap().parse().unwrap();
     // 3 s at 50 Hz: about 150 samples; a loaded test machine may starve a few.
     assert!((100.0..=160.0).contains(&samples), "{samples} samples");

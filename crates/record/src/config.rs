@@ -83,7 +83,7 @@ pub struct Config {
     /// `bootprint.delayacct=`: switch the kernel's delay accounting on while recording
     /// (`kernel.task_delayacct`, for each process's time blocked on I/O). Off by default:
     /// the switch is a static key, and flipping it patches the running kernel's code while
-    /// init forks; two boots of the test bed stalled in that window (docs/recorder.md,
+    /// init forks, which wedges QEMU's TCG (`bootprint-testbed stall-repro`; docs/recorder.md,
     /// "What it samples"). The kernel parameter `delayacct` turns it on at boot instead.
     pub delayacct: bool,
     /// `bootprint.cost_detail=`: the recorder times each part of its loop (`parts_ms` in

@@ -31,8 +31,8 @@ pub struct Paths {
     pub kmsg: PathBuf,
     /// A path on the file system to watch for execs (the root).
     pub exec_root: PathBuf,
-    /// The delay-accounting switch, turned on while recording (per-task I/O wait) and put
-    /// back afterwards.
+    /// The delay-accounting switch: read for `recorder_stats`, and with `delayacct = true`
+    /// turned on while recording (per-task I/O wait) and put back afterwards.
     pub delayacct: PathBuf,
     /// Where to write if `log_dir` cannot be written.
     pub fallback_dir: PathBuf,
@@ -112,7 +112,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     let mut watch = ExecSource::open(&config.exec_events, &paths.exec_root, t_start, &mut store);
     // Per-task I/O delay needs delay accounting, off by default since Linux 5.14. Switched
     // on here only when asked: the switch patches the kernel's code (a static key) while
-    // init forks, and that window is where the test bed's boots stalled (docs/recorder.md).
+    // init forks, which wedges QEMU's TCG for good (docs/testbed.md "Kernel stalls").
     let _delayacct = config
         .delayacct
         .then(|| KnobGuard::set(&paths.delayacct, "1"));
