@@ -5,10 +5,10 @@
 //! ([`json`]), the bootchart-style SVG ([`chart`] lays it out, [`svg`] draws it), the
 //! self-contained HTML report ([`html`]), the findings of `advise` as text ([`advice`]), two
 //! boots side by side ([`diff`]), and the exports: Chrome trace-event JSON for Perfetto
-//! ([`perfetto`]) and the Prometheus textfile ([`prometheus`], whose `text(&BootModel)` the
-//! recorder can call at boot done). Every renderer takes what `analyze` computed and writes
-//! to any `io::Write`; none of them computes boot figures (that is `analyze`) or reads traces
-//! (that is `trace`).
+//! ([`perfetto`]) and the Prometheus textfile ([`prometheus`]; at boot done the recorder runs
+//! `bootprint export --prometheus`, which calls it: the boot path does not link `render`).
+//! Every renderer takes what `analyze` computed and writes to any `io::Write`; none of them
+//! computes boot figures (that is `analyze`) or reads traces (that is `trace`).
 #![deny(missing_docs)]
 
 pub mod advice;
