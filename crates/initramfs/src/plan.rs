@@ -36,6 +36,57 @@ pub fn normalize(name: &str) -> String {
     name.replace('-', "_")
 }
 
+/// An alias as libkmod compares it: `-` read as `_`, except inside `[...]` (a glob's
+/// character class); applied to modules.alias's patterns and to what is looked up alike.
+pub fn alias_normalize(alias: &str) -> String {
+    let mut out = String::with_capacity(alias.len());
+    let mut in_class = false;
+    for c in alias.chars() {
+        match c {
+            '[' => in_class = true,
+            ']' => in_class = false,
+            '-' if !in_class => {
+                out.push('_');
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The configuration files in the order libkmod reads them: modules.softdep and every
+/// `*.conf` of `modprobe_dirs`, sorted by file name across directories; of two files with
+/// the same name, the one in the earlier directory.
+fn config_files(modules_dir: &Path, modprobe_dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut files: Vec<(std::ffi::OsString, PathBuf)> = Vec::new();
+    let mut add = |path: PathBuf| {
+        let Some(name) = path.file_name().map(|n| n.to_os_string()) else {
+            return;
+        };
+        if !files.iter().any(|(n, _)| *n == name) {
+            files.push((name, path));
+        }
+    };
+    let softdep = modules_dir.join("modules.softdep");
+    if softdep.is_file() {
+        add(softdep);
+    }
+    for dir in modprobe_dirs {
+        let Ok(rd) = fs::read_dir(dir) else { continue };
+        let mut confs: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "conf"))
+            .collect();
+        confs.sort();
+        confs.into_iter().for_each(&mut add);
+    }
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    files.into_iter().map(|(_, p)| p).collect()
+}
+
 /// The module name of a `.ko` path (`kernel/fs/ext4/ext4.ko.xz` -> `ext4`).
 pub fn name_of_path(path: &str) -> String {
     let file = path.rsplit('/').next().unwrap_or(path);
@@ -154,9 +205,9 @@ impl ModIndex {
             }
             let w: Vec<&str> = line.split_whitespace().collect();
             match w.as_slice() {
-                ["alias", pattern, module] => {
-                    self.aliases.push((pattern.to_string(), normalize(module)))
-                }
+                ["alias", pattern, module] => self
+                    .aliases
+                    .push((alias_normalize(pattern), normalize(module))),
                 _ => {
                     return Err(Error::at(
                         file,
@@ -176,20 +227,24 @@ impl ModIndex {
     }
 
     /// Parses `softdep` and `options` lines of modules.softdep or a modprobe.d file; other
-    /// lines (`alias`, `blacklist`, `install`) are not the initramfs's business.
+    /// lines (`alias`, `blacklist`, `install`) are not the initramfs's business. As libkmod
+    /// (and so the module loader and modprobe) reads them: a module's first `softdep` line
+    /// is its only one, and only names after `pre:` or `post:` count.
     pub fn parse_modprobe_conf(&mut self, text: &str) {
         for line in text.lines() {
             let w: Vec<&str> = line.split_whitespace().collect();
             match w.as_slice() {
                 ["softdep", module, rest @ ..] => {
-                    let names = rest
-                        .iter()
-                        .filter(|x| !x.ends_with(':'))
-                        .map(|x| x.to_string());
-                    self.softdeps
-                        .entry(normalize(module))
-                        .or_default()
-                        .extend(names);
+                    let mut counted = false;
+                    let mut names = Vec::new();
+                    for x in rest {
+                        match *x {
+                            "pre:" | "post:" => counted = true,
+                            name if counted => names.push(name.to_string()),
+                            _ => {}
+                        }
+                    }
+                    self.softdeps.entry(normalize(module)).or_insert(names);
                 }
                 ["options", module, rest @ ..] if !rest.is_empty() => {
                     let o = self.options.entry(normalize(module)).or_default();
@@ -204,7 +259,7 @@ impl ModIndex {
     }
 
     /// Reads the index of `modules_dir` (`/lib/modules/RELEASE`) and the `options` and
-    /// `softdep` lines of the `*.conf` files in `modprobe_dirs`.
+    /// `softdep` lines of modules.softdep and of the `*.conf` files in `modprobe_dirs`.
     pub fn read(modules_dir: &Path, modprobe_dirs: &[PathBuf]) -> Result<ModIndex, Error> {
         let mut ix = ModIndex::default();
         let read = |name: &str| {
@@ -213,20 +268,10 @@ impl ModIndex {
         };
         ix.parse_dep(&read("modules.dep")?, &modules_dir.join("modules.dep"))?;
         ix.parse_alias(&read("modules.alias")?, &modules_dir.join("modules.alias"))?;
-        // Both are optional: a kernel may have no builtin list or no soft dependencies.
+        // Optional: a kernel may have no builtin list.
         ix.parse_builtin(&read("modules.builtin").unwrap_or_default());
-        ix.parse_modprobe_conf(&read("modules.softdep").unwrap_or_default());
-        for dir in modprobe_dirs {
-            let Ok(rd) = fs::read_dir(dir) else { continue };
-            let mut files: Vec<PathBuf> = rd
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "conf"))
-                .collect();
-            files.sort();
-            for f in files {
-                ix.parse_modprobe_conf(&fs::read_to_string(&f).unwrap_or_default());
-            }
+        for f in config_files(modules_dir, modprobe_dirs) {
+            ix.parse_modprobe_conf(&fs::read_to_string(&f).unwrap_or_default());
         }
         Ok(ix)
     }
@@ -234,15 +279,20 @@ impl ModIndex {
     /// The modules a name or alias stands for: the module itself when one has that name,
     /// else every module with a matching alias (as modprobe resolves it), deduplicated.
     pub fn resolve(&self, name_or_alias: &str) -> Vec<String> {
+        // libkmod's order: a module of that name, else the aliases, else a builtin module.
         let n = normalize(name_or_alias);
-        if self.deps.contains_key(&n) || self.builtin.contains(&n) {
+        if self.deps.contains_key(&n) {
             return vec![n];
         }
+        let alias = alias_normalize(name_or_alias);
         let mut out: Vec<String> = Vec::new();
         for (pattern, module) in &self.aliases {
-            if glob_match(pattern, name_or_alias) && !out.contains(module) {
+            if glob_match(pattern, &alias) && !out.contains(module) {
                 out.push(module.clone());
             }
+        }
+        if out.is_empty() && self.builtin.contains(&n) {
+            out.push(n);
         }
         out
     }
@@ -650,6 +700,74 @@ mod tests {
         assert!(!glob_match("a", "ab"));
         assert!(glob_match("x*y*z", "xaaybbz"));
         assert!(!glob_match("x*y*z", "xaaybb"));
+    }
+
+    #[test]
+    fn modules_resolve_as_libkmod_resolves_them() {
+        let mut ix = ModIndex::default();
+        let f = Path::new("modules.dep");
+        ix.parse_dep(
+            "kernel/crypto/crc32_generic.ko:\nkernel/drivers/gpio/gpio-keys-polled.ko:\n\
+             kernel/fs/f2fs/f2fs.ko:\nkernel/fs/btrfs/btrfs.ko:\n",
+            f,
+        )
+        .unwrap();
+        ix.parse_alias(
+            "alias crc32 crc32_generic\nalias platform:gpio-keys-polled gpio_keys_polled\n",
+            f,
+        )
+        .unwrap();
+        ix.parse_builtin("kernel/lib/crc32.ko\n");
+        // An alias beats a builtin module of the same name (libkmod's lookup order).
+        assert_eq!(ix.resolve("crc32"), ["crc32_generic"]);
+        // `-` and `_` are one in aliases, on both sides.
+        assert_eq!(
+            ix.resolve("platform:gpio_keys_polled"),
+            ["gpio_keys_polled"]
+        );
+        assert_eq!(alias_normalize("pci:v-[a-z]x-y"), "pci:v_[a-z]x_y");
+        // A module's first softdep line is its only one; names before pre:/post: are not
+        // dependencies.
+        ix.parse_modprobe_conf(
+            "softdep btrfs pre: blake2b-256\nsoftdep btrfs pre: sha256\nsoftdep f2fs crc32\n",
+        );
+        assert_eq!(ix.softdeps["btrfs"], ["blake2b-256"]);
+        assert!(ix.softdeps["f2fs"].is_empty());
+    }
+
+    #[test]
+    fn configuration_files_are_read_in_libkmod_order() {
+        let dir = std::env::temp_dir().join(format!("bp-ir-conf-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let (modules, etc, lib) = (dir.join("mod"), dir.join("etc"), dir.join("lib"));
+        for d in [&modules, &etc, &lib] {
+            fs::create_dir_all(d).unwrap();
+        }
+        fs::write(
+            modules.join("modules.softdep"),
+            "softdep a pre: from-softdep\n",
+        )
+        .unwrap();
+        fs::write(etc.join("zz.conf"), "softdep b pre: from-etc-zz\n").unwrap();
+        fs::write(lib.join("zz.conf"), "softdep b pre: from-lib-zz\n").unwrap();
+        fs::write(lib.join("aa.conf"), "softdep a pre: from-lib-aa\n").unwrap();
+        fs::write(lib.join("note.txt"), "softdep b pre: not-a-conf\n").unwrap();
+        let order = config_files(&modules, &[etc.clone(), lib.clone()]);
+        // By file name across directories; etc's zz.conf hides lib's.
+        assert_eq!(
+            order,
+            [
+                lib.join("aa.conf"),
+                modules.join("modules.softdep"),
+                etc.join("zz.conf")
+            ]
+        );
+        fs::write(modules.join("modules.dep"), "").unwrap();
+        fs::write(modules.join("modules.alias"), "").unwrap();
+        let ix = ModIndex::read(&modules, &[etc, lib]).unwrap();
+        assert_eq!(ix.softdeps["a"], ["from-lib-aa"]);
+        assert_eq!(ix.softdeps["b"], ["from-etc-zz"]);
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
