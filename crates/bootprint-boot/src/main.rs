@@ -55,6 +55,16 @@ fn main() -> ExitCode {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
+    // `VERB --help` asks for the usage as the bare `--help` does: not a usage error. (The
+    // runner's startpar form never passes it: startpar has no such option.)
+    let verb_help = matches!(
+        words.first().map(String::as_str),
+        Some("record" | "rc" | "late-start")
+    ) && words[1..].iter().any(|w| w == "--help" || w == "-h");
+    if verb_help {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     match words.first().map(String::as_str) {
         Some("record") => record_now(&words[1..]),
         Some("rc") => rc_verb(&words[1..]),
@@ -187,10 +197,6 @@ fn record_now(args: &[String]) -> ExitCode {
                 Some(v) if (1..=1000).contains(&v) => config.hz = v,
                 _ => return usage_error("--hz needs a number from 1 to 1000"),
             },
-            "--help" | "-h" => {
-                println!("{USAGE}");
-                return ExitCode::SUCCESS;
-            }
             other => return usage_error(&format!("unknown option {other:?}")),
         }
     }

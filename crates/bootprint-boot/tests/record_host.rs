@@ -120,6 +120,26 @@ fn unsafe_is_root() -> bool {
 }
 
 #[test]
+fn help_after_a_verb_prints_the_usage_and_exits_0() {
+    for args in [
+        &["rc", "--help"][..],
+        &["rc", "2", "-h"],
+        &["record", "--help"],
+        &["late-start", "--help"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_bootprint-boot"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("bootprint-boot rc RUNLEVEL"),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
 fn usage_errors_exit_2() {
     let out = Command::new(env!("CARGO_BIN_EXE_bootprint-boot"))
         .arg("bogus")
