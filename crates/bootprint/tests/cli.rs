@@ -23,16 +23,44 @@ fn usage_errors_exit_2_and_help_exits_0() {
     assert_eq!(run(&[]).status.code(), Some(2));
     assert_eq!(run(&["frobnicate"]).status.code(), Some(2));
     assert_eq!(run(&["report"]).status.code(), Some(2));
+    // The error names the option and shows the verb's usage (clap's wording).
     let o = run(&["report", "--bogus", "x"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("unknown option \"--bogus\""));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("unexpected argument '--bogus'") && err.contains("Usage: bootprint report"),
+        "{err}"
+    );
     assert_eq!(run(&["report", "a", "b"]).status.code(), Some(2));
     let o = run(&["--help"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(text(&o.stdout).contains("report TRACE"));
     let o = run(&["report", "--help"]);
     assert_eq!(o.status.code(), Some(0));
-    assert!(text(&o.stdout).contains("--svg FILE"));
+    assert!(text(&o.stdout).contains("--svg <FILE>"));
+}
+
+#[test]
+fn a_bad_flag_prints_that_verbs_usage() {
+    for verb in [
+        &["report"][..],
+        &["modules", "load"],
+        &["rc", "services"],
+        &["readahead", "show"],
+        &["initramfs", "install"],
+    ] {
+        let mut args = verb.to_vec();
+        args.push("--badflag");
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{verb:?}");
+        let err = text(&o.stderr);
+        assert!(
+            err.contains("'--badflag'")
+                && err.contains(&format!("Usage: bootprint {}", verb.join(" "))),
+            "{verb:?}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{verb:?}");
+    }
 }
 
 #[test]
