@@ -1,6 +1,6 @@
-//! The command line of `bootprint`, defined once with clap's derive API: parsing, `--help`
-//! and the usage in error messages all come from the types below, so they cannot drift
-//! apart.
+//! The command line of `bootprint`, defined once with clap's derive API: parsing, `--help`,
+//! the usage in error messages, the man pages (`bootprint man`) and the shell completions
+//! (`bootprint completions`) all come from the types below, so they cannot drift apart.
 //!
 //! A path is bytes, not text: path arguments are `PathBuf` and taken as the OS gives them.
 //! A value that must be text (a runlevel, a kernel release, a number) goes through [`text`],
@@ -87,6 +87,12 @@ pub enum Verb {
     /// system's files (an image, a test tree).
     #[command(subcommand)]
     Readahead(Readahead),
+    /// Print the shell completions of bootprint to stdout
+    ///
+    /// For example `bootprint completions bash > /usr/share/bash-completion/completions/bootprint`.
+    Completions(Completions),
+    /// Write the man pages (bootprint.1, bootprint-report.1, ...) into DIR
+    Man(Man),
 }
 
 #[derive(Debug, Args)]
@@ -479,8 +485,23 @@ pub struct ReadaheadSwitch {
     pub pack: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct Completions {
+    /// The shell
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct Man {
+    /// The directory to write into (it must exist)
+    #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub dir: PathBuf,
+}
+
 /// The whole command: the derive's, with the list of every command line (verbs and sub-verbs,
-/// with their options) added to the top-level help. Parse and help use this.
+/// with their options) added to the top-level help. Parse, help, man pages and completions
+/// all use this.
 pub fn command() -> Command {
     let cmd = Cli::command();
     let mut lines = String::from("Command lines (`bootprint VERB --help`: a verb's options):\n");

@@ -4,11 +4,13 @@
 
 mod advise;
 mod cli;
+mod completions;
 mod diff;
 mod export;
 mod initramfs;
 mod kernel;
 mod lever;
+mod man;
 mod modules;
 mod rc;
 mod readahead;
@@ -46,6 +48,8 @@ fn main() -> ExitCode {
         Verb::Modules(a) => modules::run(a),
         Verb::Rc(a) => rc::run(a),
         Verb::Readahead(a) => readahead::run(a),
+        Verb::Completions(a) => completions::run(a),
+        Verb::Man(a) => man::run(a),
     };
     match outcome {
         Outcome::Ok => ExitCode::SUCCESS,

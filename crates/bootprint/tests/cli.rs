@@ -64,6 +64,40 @@ fn a_bad_flag_prints_that_verbs_usage() {
 }
 
 #[test]
+fn man_pages_and_completions() {
+    let dir = std::env::temp_dir().join(format!("bootprint-man-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = run(&["man", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    for page in [
+        "bootprint.1",
+        "bootprint-report.1",
+        "bootprint-rc.1",
+        "bootprint-rc-services.1",
+        "bootprint-modules-load.1",
+        "bootprint-man.1",
+    ] {
+        let roff = std::fs::read_to_string(dir.join(page)).unwrap_or_default();
+        assert!(roff.starts_with(".ie"), "{page}: {roff}");
+    }
+    assert!(!dir.join("bootprint-help.1").exists());
+    let report = std::fs::read_to_string(dir.join("bootprint-report.1")).unwrap();
+    assert!(report.contains("perfetto"), "{report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(run(&["man", "/nonexistent/dir"]).status.code(), Some(1));
+    for shell in ["bash", "zsh", "fish"] {
+        let o = run(&["completions", shell]);
+        assert_eq!(o.status.code(), Some(0), "{shell}");
+        let script = text(&o.stdout);
+        for word in ["readahead", "relearn", "perfetto", "runlevel", "learn-wait"] {
+            assert!(script.contains(word), "{shell}: no {word}");
+        }
+    }
+    assert_eq!(run(&["completions", "tcsh"]).status.code(), Some(2));
+}
+
+#[test]
 fn failures_exit_1_naming_the_problem() {
     let o = run(&["report", "/nonexistent/trace"]);
     assert_eq!(o.status.code(), Some(1));

@@ -51,6 +51,8 @@ const LEAVES: &[&str] = &[
     "readahead relearn",
     "readahead on",
     "readahead off",
+    "completions",
+    "man",
 ];
 
 fn leaf_paths() -> Vec<String> {
