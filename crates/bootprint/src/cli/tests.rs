@@ -379,3 +379,267 @@ fn arguments_that_are_not_utf8() {
         "{text}"
     );
 }
+
+/// Every `bootprint ...` command line README.md and docs/*.md name parses: synopses are
+/// expanded (each `a|b` alternative, optional parts left out and put in) and placeholders
+/// filled. A mention that leaves out a required argument (`bootprint rc services`) counts as
+/// naming the verb; a wrong option, value or sub-verb fails.
+#[test]
+fn documented_command_lines_parse() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut files = vec![root.join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    let verbs: Vec<String> = command()
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for line in command_lines(&text) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if words.len() < 2 || !verbs.iter().any(|v| v == words[1]) {
+                continue; // a log line (`bootprint initramfs: ...`), not a command
+            }
+            for variant in expand(&line) {
+                let args = fill(&variant);
+                checked += 1;
+                match parse_from(&args) {
+                    Ok(_) => {}
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            ErrorKind::DisplayHelp
+                                | ErrorKind::MissingRequiredArgument
+                                | ErrorKind::MissingSubcommand
+                                | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                        ) => {}
+                    Err(e) => failures.push(format!(
+                        "{}: `{line}` as {args:?}:\n{}",
+                        file.strip_prefix(&root).unwrap_or(file).display(),
+                        e.render()
+                    )),
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // The docs name well over a hundred variants; far fewer means the extraction broke.
+    assert!(checked > 100, "only {checked} command lines found");
+}
+
+/// The command lines in markdown: lines of code blocks (fenced, or indented four spaces)
+/// starting with `bootprint `, with their continuation lines (starting with `[`), and code
+/// spans in paragraphs (which may wrap) starting with `bootprint ` or `.../bootprint `.
+/// Annotations after them (`(docs/advise.md)`) are cut off.
+fn command_lines(markdown: &str) -> Vec<String> {
+    let starts = |s: &str| {
+        s.split_whitespace()
+            .next()
+            .is_some_and(|w| w == "bootprint" || w.ends_with("/bootprint"))
+            && s.contains(' ')
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut fenced = false;
+    let mut paragraph: Vec<&str> = Vec::new();
+    let mut continuing = false;
+    let spans = |paragraph: &mut Vec<&str>, out: &mut Vec<String>| {
+        let joined = paragraph.join(" ");
+        paragraph.clear();
+        for span in joined.split('`').skip(1).step_by(2) {
+            if starts(span.trim()) {
+                out.push(span.trim().to_string());
+            }
+        }
+    };
+    for line in markdown.lines() {
+        let t = line.trim();
+        if t.starts_with("```") {
+            spans(&mut paragraph, &mut out);
+            fenced = !fenced;
+            continuing = false;
+            continue;
+        }
+        if fenced || line.starts_with("    ") {
+            if starts(t) {
+                out.push(t.to_string());
+                continuing = true;
+            } else if continuing && t.starts_with('[') {
+                let last = out.last_mut().unwrap();
+                last.push(' ');
+                last.push_str(t);
+            } else {
+                continuing = false;
+            }
+            continue;
+        }
+        continuing = false;
+        if t.is_empty() {
+            spans(&mut paragraph, &mut out);
+        } else {
+            paragraph.push(t);
+        }
+    }
+    spans(&mut paragraph, &mut out);
+    out.into_iter()
+        .map(|l| {
+            l.split_whitespace()
+                .take_while(|w| !w.starts_with('('))
+                .filter(|w| *w != "...")
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+/// A synopsis piece: a word with its `a|b` alternatives, or an optional `[...]` group with
+/// its ` | `-separated alternatives.
+#[derive(Debug)]
+enum Piece {
+    Word(Vec<String>),
+    Optional(Vec<Vec<Piece>>),
+}
+
+/// The command lines a synopsis stands for: for each k, the k-th alternative everywhere (the
+/// last where there are fewer), once without the optional parts and once with them all.
+fn expand(synopsis: &str) -> Vec<String> {
+    let mut tokens = Vec::new();
+    for chunk in synopsis.split_whitespace() {
+        let inner = chunk.trim_start_matches('[');
+        tokens.extend(std::iter::repeat_n(
+            "[".to_string(),
+            chunk.len() - inner.len(),
+        ));
+        let word = inner.trim_end_matches(']');
+        if !word.is_empty() {
+            tokens.push(word.to_string());
+        }
+        tokens.extend(std::iter::repeat_n(
+            "]".to_string(),
+            inner.len() - word.len(),
+        ));
+    }
+    let mut it = tokens.into_iter();
+    let alternatives = group(&mut it);
+    let most = widest(&alternatives);
+    let mut out = Vec::new();
+    for k in 0..most {
+        for with in [false, true] {
+            let mut words = Vec::new();
+            let seq = &alternatives[k.min(alternatives.len() - 1)];
+            pick(seq, k, with, &mut words);
+            let line = words.join(" ");
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+    }
+    out
+}
+
+/// Pieces up to the closing `]` (or the end), split at ` | `.
+fn group(it: &mut impl Iterator<Item = String>) -> Vec<Vec<Piece>> {
+    let mut alternatives = vec![Vec::new()];
+    while let Some(t) = it.next() {
+        match t.as_str() {
+            "]" => break,
+            "[" => alternatives
+                .last_mut()
+                .unwrap()
+                .push(Piece::Optional(group(it))),
+            "|" => alternatives.push(Vec::new()),
+            w => alternatives
+                .last_mut()
+                .unwrap()
+                .push(Piece::Word(w.split('|').map(String::from).collect())),
+        }
+    }
+    alternatives
+}
+
+fn widest(alternatives: &[Vec<Piece>]) -> usize {
+    let inner = alternatives
+        .iter()
+        .flatten()
+        .map(|p| match p {
+            Piece::Word(w) => w.len(),
+            Piece::Optional(a) => widest(a),
+        })
+        .max()
+        .unwrap_or(1);
+    inner.max(alternatives.len())
+}
+
+fn pick(seq: &[Piece], k: usize, with_optional: bool, out: &mut Vec<String>) {
+    for p in seq {
+        match p {
+            Piece::Word(w) => out.push(w[k.min(w.len() - 1)].clone()),
+            Piece::Optional(a) if with_optional => {
+                pick(&a[k.min(a.len() - 1)], k, with_optional, out)
+            }
+            Piece::Optional(_) => {}
+        }
+    }
+}
+
+/// The words of a command line with placeholders (`TRACE`, `N`, `--root=DIR`, `<FILE>`)
+/// replaced by values their options take, the program's path by `bootprint`, and a value
+/// added after an option named without one (`bootprint report --html`).
+fn fill(line: &str) -> Vec<String> {
+    let value = |w: &str| -> String {
+        let w = w.trim_start_matches('<').trim_end_matches('>');
+        let placeholder = !w.is_empty()
+            && w.chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+        if !placeholder {
+            return w.to_string();
+        }
+        match w {
+            "N" => "2",
+            "S" | "SECONDS" => "5",
+            "RELEASE" => "6.1.0",
+            "NAMES" | "SET" => "evdev",
+            "SHELL" => "bash",
+            "METHOD" => "gzip",
+            _ => "x",
+        }
+        .to_string()
+    };
+    let mut out: Vec<String> = vec!["bootprint".into()];
+    for w in line.split_whitespace().skip(1) {
+        match w.split_once('=') {
+            Some((flag, v)) if flag.starts_with("--") => out.push(format!("{flag}={}", value(v))),
+            _ => out.push(value(w)),
+        }
+    }
+    // An option that takes a value, named last or before another option without its value.
+    let mut cmd = command();
+    cmd.build();
+    let mut filled = Vec::new();
+    let mut sub = &cmd;
+    for (i, w) in out.iter().enumerate() {
+        filled.push(w.clone());
+        if let Some(s) = sub.find_subcommand(w) {
+            sub = s;
+            continue;
+        }
+        let Some(long) = w.strip_prefix("--") else {
+            continue;
+        };
+        let takes = sub
+            .get_arguments()
+            .any(|a| a.get_long() == Some(long) && a.get_action().takes_values());
+        let next = out.get(i + 1);
+        if takes && next.is_none_or(|n| n.starts_with("--")) {
+            filled.push("x".into());
+        }
+    }
+    filled
+}
