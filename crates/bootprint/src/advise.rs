@@ -5,35 +5,9 @@ use std::io::Write;
 
 use crate::Outcome;
 
-const HELP: &str = "\
-usage: bootprint advise TRACE [--json]
-
-Findings from a recorded boot, largest estimated gain first: network waits before the login,
-storms of one program, sleeps and udev settle waits, services that could start after the
-login, CPU-and-disk idle gaps, disk-bound stretches readahead would cover, and the kernel's
-own findings (from the trace's dmesg). Each finding names its evidence (process, pid, time
-span, samples), the estimated gain and how it was estimated, and the fix.
-
-TRACE       a bootprint trace directory or a bootchart2 bootchart.tgz
---json      print one JSON object {trace, findings: [...]} (keys: docs/advise.md)
--h, --help  this help
-";
-
 /// Runs the verb.
-pub fn run(args: &[std::ffi::OsString]) -> Outcome {
-    let args =
-        match crate::args::parse_input(args, "TRACE", "a TRACE (directory or .tgz) is required") {
-            Ok(Some(a)) if a.svg.is_none() => a,
-            Ok(Some(_)) => {
-                return Outcome::Usage("advise: --svg is not an option of advise".into())
-            }
-            Ok(None) => {
-                print!("{HELP}");
-                return Outcome::Ok;
-            }
-            Err(e) => return Outcome::Usage(format!("advise: {e}")),
-        };
-    let trace = match trace::Trace::open(&args.input) {
+pub fn run(args: &crate::cli::Advise) -> Outcome {
+    let trace = match trace::Trace::open(&args.trace) {
         Ok(t) => t,
         Err(e) => return Outcome::Failed(e.to_string()),
     };

@@ -1,23 +1,8 @@
 //! `bootprint diff A B [--json] [--svg FILE]`: two recorded boots side by side.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use crate::Outcome;
-
-const HELP: &str = "\
-usage: bootprint diff A B [--json] [--svg FILE]
-
-Compares two recorded boots: milestones and phase lengths, the services whose run time changed
-most, the programs that changed most (runs, CPU, lifetime summed by name) and the programs that
-appeared in B or disappeared from it.
-
-A, B        trace directories or bootchart2 bootchart.tgz files (A is the reference)
---json      print one JSON object {a, b, milestones, phases, services, changed, appeared,
-            disappeared} (keys: docs/report.md)
---svg FILE  also write an SVG with both boots on one time axis
--h, --help  this help
-";
 
 fn open(path: &std::path::Path) -> Result<(String, analyze::BootModel), String> {
     let t = trace::Trace::open(path).map_err(|e| e.to_string())?;
@@ -26,41 +11,13 @@ fn open(path: &std::path::Path) -> Result<(String, analyze::BootModel), String> 
 }
 
 /// Runs the verb.
-pub fn run(args: &[std::ffi::OsString]) -> Outcome {
-    let mut inputs = Vec::new();
-    let mut json = false;
-    let mut svg = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match crate::args::split_flag(a) {
-            (f, None) if f == "-h" || f == "--help" => {
-                print!("{HELP}");
-                return Outcome::Ok;
-            }
-            (f, None) if f == "--json" => json = true,
-            (f, None) if f == "--svg" => match it.next() {
-                Some(f) => svg = Some(PathBuf::from(f)),
-                None => return Outcome::Usage("diff: --svg needs a FILE".into()),
-            },
-            (f, Some(v)) if f == "--svg" => svg = Some(PathBuf::from(v)),
-            (s, _) if s.starts_with('-') => {
-                return Outcome::Usage(format!("diff: unknown option {:?}", crate::args::lossy(a)))
-            }
-            _ => inputs.push(PathBuf::from(a)),
-        }
-    }
-    if inputs.len() != 2 {
-        return Outcome::Usage(format!(
-            "diff: two traces A and B are required, found {}",
-            inputs.len()
-        ));
-    }
-    let (a, b) = match (open(&inputs[0]), open(&inputs[1])) {
+pub fn run(args: &crate::cli::Diff) -> Outcome {
+    let (a, b) = match (open(&args.a), open(&args.b)) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => return Outcome::Failed(e),
     };
     let diff = analyze::diff::diff(&a.1, &b.1);
-    if let Some(path) = &svg {
+    if let Some(path) = &args.svg {
         let written = std::fs::File::create(path).and_then(|f| {
             let mut w = std::io::BufWriter::new(f);
             render::diff::write_svg(
@@ -76,7 +33,7 @@ pub fn run(args: &[std::ffi::OsString]) -> Outcome {
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let written = if json {
+    let written = if args.json {
         let mut v = serde_json::to_value(&diff).unwrap_or_default();
         if let Some(o) = v.as_object_mut() {
             o.insert("a".into(), a.0.clone().into());

@@ -1,164 +1,70 @@
 //! `bootprint initramfs build|plan|install`: a host-only initramfs whose /init is
 //! bootprint-boot (the work is in the initramfs crate; docs/initramfs.md).
 
-use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use ::initramfs::build::{self, Options, RootChoice};
-use ::initramfs::compress::Method;
 
+use crate::cli;
 use crate::Outcome;
 
-const HELP: &str = "\
-usage: bootprint initramfs build [--out FILE] [--root-from-running | --root DEV]
-                                 [--kernel RELEASE] [--compression auto|none|gzip|xz|zstd|lz4]
-                                 [--init PATH] [--workers N]
-       bootprint initramfs plan [--root-from-running | --root DEV] [--kernel RELEASE]
-       bootprint initramfs install [--image FILE] [--kernel RELEASE] [--dry-run] [--once]
-
-build    writes a host-only initramfs: bootprint-boot as /init with its shared libraries,
-         the modules that reach the root file system (from sysfs and modules.dep, so no
-         libkmod at boot) and a plan file; compression chosen by measurement among what the
-         kernel unpacks (CONFIG_RD_*) and this host produces. The measurements go to
-         FILE.txt beside the image.
-plan     prints the plan only: root, file system, modules in dependency order.
-install  adds an extra GRUB boot entry with the image beside the distribution's
-         (/etc/grub.d/42_bootprint, then update-grub); the default entry is not changed.
-         --once boots the new entry at the next boot only (grub-reboot); --dry-run prints
-         the snippet.
-
---out FILE           default /boot/bootprint-initrd.img-RELEASE
---root-from-running  the root of the running system (the default)
---root DEV           a root device (/dev/vda1, /dev/disk/by-uuid/...)
---kernel RELEASE     default: the running kernel's
---init PATH          the program to make /init (default /usr/lib/bootprint/bootprint-boot)
---workers N          module-loading workers at boot (default: one per CPU)
--h, --help           this help
-
-Roots on LVM, dm-crypt, md RAID or the network are refused with the reason.
-";
-
-#[derive(Debug, Default)]
-struct Args {
-    verb: String,
-    out: Option<PathBuf>,
-    root: Option<String>,
-    kernel: Option<String>,
-    compression: Option<Method>,
-    init: Option<PathBuf>,
-    workers: Option<usize>,
-    image: Option<PathBuf>,
-    dry_run: bool,
-    once: bool,
-}
-
-fn parse(args: &[OsString]) -> Result<Option<Args>, String> {
-    let mut it = args.iter();
-    let verb = it.next().map(|a| crate::args::lossy(a));
-    let verb = match verb.as_deref() {
-        Some("-h" | "--help") => return Ok(None),
-        Some(v @ ("build" | "plan" | "install")) => v.to_string(),
-        Some(other) => {
-            return Err(format!(
-                "unknown subcommand {other:?}: expected build, plan or install"
-            ))
-        }
-        None => return Err("a subcommand is required: build, plan or install".into()),
-    };
-    let mut a = Args {
-        verb,
-        ..Args::default()
-    };
-    while let Some(w) = it.next() {
-        let w = crate::args::lossy(w);
-        let mut value = |what: &str| it.next().ok_or_else(|| format!("{w} needs {what}"));
-        // A value that must be text (a device, a release), or a usage error naming it.
-        let text = |v: &OsString| crate::args::text(v, &w).map(String::from);
-        match w.as_ref() {
-            "-h" | "--help" => return Ok(None),
-            "--out" if a.verb == "build" => a.out = Some(PathBuf::from(value("a FILE")?)),
-            "--root-from-running" if a.verb != "install" => a.root = None,
-            "--root" if a.verb != "install" => a.root = Some(text(value("a DEV")?)?),
-            "--kernel" => a.kernel = Some(text(value("a RELEASE")?)?),
-            "--init" if a.verb == "build" => a.init = Some(PathBuf::from(value("a PATH")?)),
-            "--compression" if a.verb == "build" => {
-                let v = text(value("auto, none, gzip, xz, zstd or lz4")?)?;
-                a.compression = match v.as_str() {
-                    "auto" => None,
-                    s => Some(Method::parse(s).ok_or_else(|| {
-                        format!("--compression {s:?}: expected auto, none, gzip, xz, zstd or lz4")
-                    })?),
-                };
-            }
-            "--workers" if a.verb != "install" => {
-                let v = text(value("a number from 1 to 64")?)?;
-                a.workers = match v.parse::<usize>() {
-                    Ok(n) if (1..=64).contains(&n) => Some(n),
-                    _ => return Err(format!("--workers {v:?}: expected a number from 1 to 64")),
-                };
-            }
-            "--image" if a.verb == "install" => a.image = Some(PathBuf::from(value("a FILE")?)),
-            "--dry-run" if a.verb == "install" => a.dry_run = true,
-            "--once" if a.verb == "install" => a.once = true,
-            other => return Err(format!("initramfs {}: unknown option {other:?}", a.verb)),
-        }
-    }
-    Ok(Some(a))
-}
-
 /// Runs `bootprint initramfs ...`.
-pub fn run(args: &[OsString]) -> Outcome {
-    let a = match parse(args) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            print!("{HELP}");
-            return Outcome::Ok;
-        }
-        Err(e) => return Outcome::Usage(e),
+pub fn run(cmd: &cli::Initramfs) -> Outcome {
+    let kernel = match cmd {
+        cli::Initramfs::Build(a) => &a.target.kernel,
+        cli::Initramfs::Plan(a) => &a.target.kernel,
+        cli::Initramfs::Install(a) => &a.kernel,
     };
-    let release = match &a.kernel {
+    let release = match kernel {
         Some(k) => k.clone(),
         None => match build::running_release(Path::new("/proc")) {
             Ok(r) => r,
             Err(e) => return Outcome::Failed(e.to_string()),
         },
     };
-    let mut o = Options::new(
-        a.out
-            .clone()
-            .unwrap_or_else(|| build::default_out(&release)),
-    );
-    o.kernel = Some(release.clone());
-    o.root = match &a.root {
+    match cmd {
+        cli::Initramfs::Plan(a) => {
+            let o = options(&release, None, &a.target);
+            match build::make_plan(&o) {
+                Ok(p) => {
+                    print!("{}", p.to_text());
+                    for n in &p.notes {
+                        println!("# note: {n}");
+                    }
+                    Outcome::Ok
+                }
+                Err(e) => Outcome::Failed(format!("initramfs plan: {e}")),
+            }
+        }
+        cli::Initramfs::Build(a) => {
+            let mut o = options(&release, a.out.clone(), &a.target);
+            o.compression = a.compression.and_then(|c| c.0);
+            if let Some(i) = &a.init {
+                o.init = i.clone();
+            }
+            match build::build(&o) {
+                Ok(r) => {
+                    print!("{}", r.text(&o.out));
+                    Outcome::Ok
+                }
+                Err(e) => Outcome::Failed(format!("initramfs build: {e}")),
+            }
+        }
+        cli::Initramfs::Install(a) => install(a, &release),
+    }
+}
+
+/// The build options `build` and `plan` share.
+fn options(release: &str, out: Option<PathBuf>, t: &cli::InitramfsTarget) -> Options {
+    let mut o = Options::new(out.unwrap_or_else(|| build::default_out(release)));
+    o.kernel = Some(release.to_string());
+    o.root = match &t.root {
         Some(d) => RootChoice::Dev(d.clone()),
         None => RootChoice::Running,
     };
-    o.compression = a.compression;
-    o.workers = a.workers;
-    if let Some(i) = &a.init {
-        o.init = i.clone();
-    }
-    match a.verb.as_str() {
-        "plan" => match build::make_plan(&o) {
-            Ok(p) => {
-                print!("{}", p.to_text());
-                for n in &p.notes {
-                    println!("# note: {n}");
-                }
-                Outcome::Ok
-            }
-            Err(e) => Outcome::Failed(format!("initramfs plan: {e}")),
-        },
-        "build" => match build::build(&o) {
-            Ok(r) => {
-                print!("{}", r.text(&o.out));
-                Outcome::Ok
-            }
-            Err(e) => Outcome::Failed(format!("initramfs build: {e}")),
-        },
-        _ => install(&a, &release),
-    }
+    o.workers = t.workers;
+    o
 }
 
 /// The mount holding `path` (the longest mount point that is a prefix): (major, minor, mount
@@ -176,7 +82,7 @@ fn mount_of(mountinfo: &str, path: &str) -> Option<(u32, u32, String)> {
         .max_by_key(|(_, _, mp)| mp.len())
 }
 
-fn install(a: &Args, release: &str) -> Outcome {
+fn install(a: &cli::InitramfsInstall, release: &str) -> Outcome {
     let image = a
         .image
         .clone()
@@ -259,50 +165,6 @@ fn install(a: &Args, release: &str) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn words(s: &str) -> Vec<OsString> {
-        s.split_whitespace().map(OsString::from).collect()
-    }
-
-    #[test]
-    fn arguments() {
-        let a = parse(&words(
-            "build --out /tmp/x --root /dev/vda --compression zstd --kernel 6.1",
-        ))
-        .unwrap()
-        .unwrap();
-        assert_eq!(a.out, Some(PathBuf::from("/tmp/x")));
-        assert_eq!(a.root.as_deref(), Some("/dev/vda"));
-        assert_eq!(a.compression, Some(Method::Zstd));
-        assert_eq!(a.kernel.as_deref(), Some("6.1"));
-        let a = parse(&words(
-            "build --root /dev/vda --root-from-running --compression auto",
-        ))
-        .unwrap()
-        .unwrap();
-        assert_eq!(a.root, None);
-        assert_eq!(a.compression, None);
-        assert!(parse(&words("build --compression lzma"))
-            .unwrap_err()
-            .contains("expected auto"));
-        assert!(parse(&words("install --out x"))
-            .unwrap_err()
-            .contains("unknown option"));
-        assert_eq!(
-            parse(&words("build --workers 1")).unwrap().unwrap().workers,
-            Some(1)
-        );
-        assert!(parse(&words("build --workers 0"))
-            .unwrap_err()
-            .contains("expected a number from 1 to 64"));
-        assert!(parse(&words("burn"))
-            .unwrap_err()
-            .contains("expected build, plan or install"));
-        assert!(parse(&words("build --out"))
-            .unwrap_err()
-            .contains("--out needs a FILE"));
-        assert!(parse(&words("--help")).unwrap().is_none());
-    }
 
     #[test]
     fn boot_mount() {

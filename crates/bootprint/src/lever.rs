@@ -10,40 +10,18 @@ use serde_json::json;
 
 use crate::Outcome;
 
-const USAGE: &str = "\
-usage: bootprint modules status [--root DIR] [--json]
-                                   the switch, the history and the verdict
-       bootprint modules on|off [--root DIR]
-                                   switch the loader on or off in bootprint.toml
-                                   (`on` also clears a verdict it gave itself, and its history)";
-
-/// Runs `bootprint modules status|on|off ARGS`.
-pub fn run(verb: &str, args: &[std::ffi::OsString]) -> Outcome {
-    let mut root = PathBuf::from("/");
-    let mut as_json = false;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match crate::args::lossy(a).as_ref() {
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return Outcome::Ok;
-            }
-            "--json" if verb == "status" => as_json = true,
-            "--root" => match it.next() {
-                Some(d) => root = PathBuf::from(d),
-                None => {
-                    return Outcome::Usage(format!("modules {verb}: --root needs a DIR\n{USAGE}"))
-                }
-            },
-            other => {
-                return Outcome::Usage(format!("modules {verb}: unknown option {other:?}\n{USAGE}"))
-            }
-        }
+/// `bootprint modules status`.
+pub fn status(root: &Path, as_json: bool) -> Outcome {
+    let r = load(root).and_then(|(file, config)| print_status(root, &file, &config, as_json));
+    match r {
+        Ok(()) => Outcome::Ok,
+        Err(e) => Outcome::Failed(e),
     }
-    let r = load(&root).and_then(|(config_file, config)| match verb {
-        "status" => status(&root, &config_file, &config, as_json),
-        _ => switch(&root, &config_file, &config, verb == "on"),
-    });
+}
+
+/// `bootprint modules on|off`.
+pub fn switch(root: &Path, on: bool) -> Outcome {
+    let r = load(root).and_then(|(file, config)| flip(root, &file, &config, on));
     match r {
         Ok(()) => Outcome::Ok,
         Err(e) => Outcome::Failed(e),
@@ -72,7 +50,7 @@ fn load(root: &Path) -> Result<(PathBuf, Config), String> {
     Ok((file, config))
 }
 
-fn status(root: &Path, file: &Path, config: &Config, as_json: bool) -> Result<(), String> {
+fn print_status(root: &Path, file: &Path, config: &Config, as_json: bool) -> Result<(), String> {
     let path = under(root, &config.modules_state);
     let state = State::load_for(&path, &MODULES).map_err(|e| e.to_string())?;
     let judged = state.judge();
@@ -149,7 +127,7 @@ pub(crate) fn set_switch(file: &Path, section: &str, key: &str, on: bool) -> Res
         .map_err(|e| format!("cannot write {}: {e}", file.display()))
 }
 
-fn switch(root: &Path, file: &Path, config: &Config, on: bool) -> Result<(), String> {
+fn flip(root: &Path, file: &Path, config: &Config, on: bool) -> Result<(), String> {
     set_switch(file, "record", "modules", on)?;
     println!(
         "module loader {} in {}",

@@ -1,14 +1,16 @@
-//! `bootprint`: the command line for everything after boot. This file only parses the verb,
-//! dispatches to one file per verb and turns the outcome into an exit code:
-//! 0 ok, 1 failure, 2 usage.
+//! `bootprint`: the command line for everything after boot. This file only parses the
+//! command line (defined once in `cli`), dispatches to one file per verb and turns the
+//! outcome into an exit code: 0 ok, 1 failure, 2 usage (clap's, for a wrong command line).
 
 mod advise;
-mod args;
+mod cli;
+mod completions;
 mod diff;
 mod export;
 mod initramfs;
 mod kernel;
 mod lever;
+mod man;
 mod modules;
 mod rc;
 mod readahead;
@@ -16,29 +18,7 @@ mod report;
 
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-usage: bootprint <verb> [options]
-
-Verbs:
-  report TRACE [--json] [--svg FILE] [--config FILE] [--html FILE] [--perfetto FILE]
-                                       where the time of a recorded boot went, against
-                                       the phase budgets
-  advise TRACE [--json]                what to change, with evidence and estimated gain
-  diff A B [--json] [--svg FILE]       two recorded boots side by side
-  export --prometheus DIR TRACE        the boot's times for node_exporter's textfile collector
-  kernel TRACE|DMESG [--json] [--svg FILE]
-                                       the kernel's share: phases, initcalls, findings
-  modules plan [--root DIR] [--json]   the modules this machine's boot would load, in order
-  modules status|on|off [--root DIR]   the module loader's switch, history and own verdict
-  initramfs build|plan|install [--out FILE] [--root DEV]
-                                       a host-only initramfs whose /init is bootprint-boot
-  rc graph [--root DIR] [--runlevel N] [--json|--dot]
-                                       start graph and order of the init scripts
-  readahead status|show|relearn|on|off [--root DIR] [--json]
-                                       readahead's pack, history and verdict; its switch
-
-Run `bootprint <verb> --help` for a verb's options.
-";
+use cli::Verb;
 
 /// What a verb can end in.
 pub enum Outcome {
@@ -46,8 +26,6 @@ pub enum Outcome {
     Ok,
     /// The work failed; the message says why.
     Failed(String),
-    /// The command line was wrong; the message says how.
-    Usage(String),
 }
 
 fn main() -> ExitCode {
@@ -57,40 +35,27 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    // A path is bytes, not text: arguments stay as the OS gave them (verbs look at option
-    // names as text, and say so when a value that must be text is not).
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let verb = args.first().map(|a| a.to_string_lossy());
-    let outcome = match verb.as_deref() {
-        None => Outcome::Usage("a verb is required".into()),
-        Some("-h" | "--help" | "help") => {
-            print!("{USAGE}");
-            Outcome::Ok
-        }
-        Some("-V" | "--version") => {
-            println!("bootprint {}", env!("CARGO_PKG_VERSION"));
-            Outcome::Ok
-        }
-        Some("report") => report::run(&args[1..]),
-        Some("advise") => advise::run(&args[1..]),
-        Some("diff") => diff::run(&args[1..]),
-        Some("export") => export::run(&args[1..]),
-        Some("kernel") => kernel::run(&args[1..]),
-        Some("initramfs") => initramfs::run(&args[1..]),
-        Some("modules") => modules::run(&args[1..]),
-        Some("rc") => rc::run(&args[1..]),
-        Some("readahead") => readahead::run(&args[1..]),
-        Some(other) => Outcome::Usage(format!("unknown verb {other:?}")),
+    // Help and version print and exit 0; a wrong command line prints the error with the
+    // verb's usage and exits 2.
+    let cli = cli::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
+    let outcome = match &cli.verb {
+        Verb::Report(a) => report::run(a),
+        Verb::Advise(a) => advise::run(a),
+        Verb::Diff(a) => diff::run(a),
+        Verb::Export(a) => export::run(a),
+        Verb::Kernel(a) => kernel::run(a),
+        Verb::Initramfs(a) => initramfs::run(a),
+        Verb::Modules(a) => modules::run(a),
+        Verb::Rc(a) => rc::run(a),
+        Verb::Readahead(a) => readahead::run(a),
+        Verb::Completions(a) => completions::run(a),
+        Verb::Man(a) => man::run(a),
     };
     match outcome {
         Outcome::Ok => ExitCode::SUCCESS,
         Outcome::Failed(msg) => {
             eprintln!("bootprint: {msg}");
             ExitCode::from(1)
-        }
-        Outcome::Usage(msg) => {
-            eprintln!("bootprint: {msg}\n\n{USAGE}");
-            ExitCode::from(2)
         }
     }
 }

@@ -1,149 +1,62 @@
 //! `bootprint rc graph [--root DIR] [--runlevel N] [--json|--dot]`: the start graph of the
 //! init scripts of a system and the order bootprint would start them in, every edge with
-//! the header line it came from. Reading and planning live in the `rc` crate.
+//! the header line it came from; `rc services TRACE`: how bootprint's runner started the
+//! services of a recorded boot; `rc login`: the login target the system needs. Reading and
+//! planning live in the `rc` crate.
 
 use std::collections::BTreeSet;
-use std::ffi::{OsStr, OsString};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rc::graph::{Edge, EdgeKind, Graph, Origin};
 use rc::system::{Runlevel, System};
 use rc::Diagnostic;
 use serde_json::{json, Value};
 
+use crate::cli;
 use crate::Outcome;
 
-const HELP: &str = "\
-usage: bootprint rc graph [--root DIR] [--runlevel N] [--json | --dot]
-       bootprint rc services TRACE [--json]
-       bootprint rc login [--root DIR] [--json]
-
-Shows the start graph of the LSB init scripts of a system and the order bootprint would
-start them in: for each script, what it starts after and the header line (file:line) each
-dependency came from, like insserv's .depend files but explained. Cycles are reported with
-their path and the edge dropped to break them; problems in headers are listed with file and
-line.
-
---root DIR     the system's root directory (default /): reads DIR/etc/init.d,
-               DIR/etc/insserv.conf, DIR/etc/insserv.conf.d and DIR/etc/rc?.d
---runlevel N   S (boot) or 0-6 (default: S, then 2)
---json         one JSON object (keys: docs/rc.md)
---dot          a Graphviz digraph (dashed red: an edge dropped to break a cycle)
--h, --help     this help
-
-`rc services TRACE` shows how bootprint's runner started the services of a recorded boot:
-TRACE is a trace directory (its rc.log) or an rc.log file. Spans (late services apart),
-blame (longest first) and the critical chain to the login.
-
-`rc login` shows the login target this system needs (what `login = auto` in
-/etc/bootprint/rc.conf uses): each part kept or left out, and why (docs/rc.md).
-";
-
-#[derive(PartialEq)]
-enum Format {
-    Text,
-    Json,
-    Dot,
+/// Runs `bootprint rc ...`.
+pub fn run(cmd: &cli::RcVerb) -> Outcome {
+    match &cmd.sub {
+        Some(cli::Rc::Graph(a)) => graph(a),
+        Some(cli::Rc::Services(a)) => services(a),
+        Some(cli::Rc::Login(a)) => login(a),
+        // `bootprint rc` alone shows rc's help, as it did before clap.
+        None => match cli::parse_from(["bootprint", "rc", "--help"]) {
+            Err(e) => {
+                let _ = e.print();
+                Outcome::Ok
+            }
+            Ok(_) => Outcome::Ok,
+        },
+    }
 }
 
-struct Args {
-    root: PathBuf,
-    runlevels: Vec<Runlevel>,
-    format: Format,
-}
-
-fn parse(args: &[OsString]) -> Result<Option<Args>, String> {
-    let mut it = args.iter();
-    match it.next().map(|a| crate::args::lossy(a)).as_deref() {
-        Some("-h" | "--help") | None => return Ok(None),
-        Some("graph") => {}
-        Some(other) => {
-            return Err(format!(
-                "unknown rc command {other:?}: expected graph, services or login"
-            ))
-        }
-    }
-    let mut root = PathBuf::from(rc::system::DEFAULT_ROOT);
-    let mut runlevel = None;
-    let mut format = Format::Text;
-    while let Some(a) = it.next() {
-        let (flag, inline) = crate::args::split_flag(a);
-        let mut value = |name: &str| -> Result<&OsStr, String> {
-            match inline {
-                Some(v) => Ok(v),
-                None => it
-                    .next()
-                    .map(OsString::as_os_str)
-                    .ok_or(format!("{name} needs a value")),
-            }
-        };
-        match flag.as_ref() {
-            "-h" | "--help" => return Ok(None),
-            "--root" => root = PathBuf::from(value("--root DIR")?),
-            "--runlevel" => {
-                let v = crate::args::text(value("--runlevel N")?, "--runlevel")?;
-                runlevel =
-                    Some(Runlevel::parse(v).ok_or(format!("--runlevel {v:?}: expected S or 0-6"))?);
-            }
-            "--json" | "--dot" => {
-                if format != Format::Text {
-                    return Err("--json and --dot exclude each other".into());
-                }
-                format = if flag == "--json" {
-                    Format::Json
-                } else {
-                    Format::Dot
-                };
-            }
-            _ => return Err(format!("unknown option {:?}", crate::args::lossy(a))),
-        }
-    }
-    let runlevels = match runlevel {
+/// `bootprint rc graph`.
+fn graph(args: &cli::RcGraph) -> Outcome {
+    let runlevels = match args.runlevel {
         Some(r) => vec![r],
         None => vec![Runlevel::S, Runlevel::Num(2)],
-    };
-    Ok(Some(Args {
-        root,
-        runlevels,
-        format,
-    }))
-}
-
-/// Runs the verb.
-pub fn run(args: &[OsString]) -> Outcome {
-    if args.first().is_some_and(|a| a == "services") {
-        return services(&args[1..]);
-    }
-    if args.first().is_some_and(|a| a == "login") {
-        return login(&args[1..]);
-    }
-    let args = match parse(args) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            print!("{HELP}");
-            return Outcome::Ok;
-        }
-        Err(e) => return Outcome::Usage(format!("rc: {e}")),
     };
     let sys = match System::load(&args.root) {
         Ok(s) => s,
         Err(e) => return Outcome::Failed(format!("rc graph: {e}")),
     };
-    let graphs: Vec<Graph> = args.runlevels.iter().map(|&r| sys.graph(r)).collect();
+    let graphs: Vec<Graph> = runlevels.iter().map(|&r| sys.graph(r)).collect();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let written = match args.format {
-        Format::Text => write_text(&sys, &graphs, &mut out),
-        Format::Json => serde_json::to_writer_pretty(&mut out, &to_json(&sys, &graphs))
+    let written = if args.json {
+        serde_json::to_writer_pretty(&mut out, &to_json(&sys, &graphs))
             .map_err(std::io::Error::from)
-            .and_then(|_| writeln!(out)),
-        Format::Dot => {
-            for d in all_diagnostics(&sys, &graphs) {
-                eprintln!("bootprint: rc graph: {d}");
-            }
-            write_dot(&graphs, &mut out)
+            .and_then(|_| writeln!(out))
+    } else if args.dot {
+        for d in all_diagnostics(&sys, &graphs) {
+            eprintln!("bootprint: rc graph: {d}");
         }
+        write_dot(&graphs, &mut out)
+    } else {
+        write_text(&sys, &graphs, &mut out)
     };
     match written.and_then(|_| out.flush()) {
         Ok(()) => Outcome::Ok,
@@ -388,34 +301,13 @@ fn write_dot(graphs: &[Graph], out: &mut impl Write) -> std::io::Result<()> {
     writeln!(out, "}}")
 }
 
-const SERVICES_HELP: &str = "usage: bootprint rc services TRACE [--json]\n";
-
 /// `rc services TRACE [--json]`: the services view of a recorded boot.
-fn services(args: &[OsString]) -> Outcome {
-    let mut json = false;
-    let mut trace = None;
-    for a in args {
-        let s = crate::args::lossy(a);
-        match s.as_ref() {
-            "--json" => json = true,
-            "-h" | "--help" => {
-                print!("{SERVICES_HELP}");
-                return Outcome::Ok;
-            }
-            _ if s.starts_with('-') => {
-                return Outcome::Usage(format!("rc services: unknown option {s:?}"))
-            }
-            _ if trace.is_none() => trace = Some(PathBuf::from(a)),
-            _ => return Outcome::Usage("rc services: expected one TRACE".into()),
-        }
-    }
-    let Some(trace) = trace else {
-        return Outcome::Usage(format!("rc services: expected TRACE\n{SERVICES_HELP}"));
-    };
+fn services(args: &cli::RcServices) -> Outcome {
+    let trace = &args.trace;
     let file = if trace.is_dir() {
         trace.join("rc.log")
     } else {
-        trace
+        trace.clone()
     };
     let (view, diags) = match rc::spans::load(&file) {
         Ok(v) => v,
@@ -431,7 +323,7 @@ fn services(args: &[OsString]) -> Outcome {
     for d in &diags {
         eprintln!("bootprint: rc services: {d}");
     }
-    if !json {
+    if !args.json {
         print!("{}", rc::spans::render_text(&view));
         return Outcome::Ok;
     }
@@ -463,32 +355,16 @@ pub fn services_json(view: &rc::spans::Services) -> Value {
 }
 
 /// `rc login [--root DIR] [--json]`: the learned login target with its reasons.
-fn login(args: &[OsString]) -> Outcome {
-    let mut root = PathBuf::from(rc::system::DEFAULT_ROOT);
-    let mut json = false;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match crate::args::lossy(a).as_ref() {
-            "--json" => json = true,
-            "--root" => match it.next() {
-                Some(d) => root = PathBuf::from(d),
-                None => return Outcome::Usage("rc login: --root needs a DIR".into()),
-            },
-            "-h" | "--help" => {
-                print!("{HELP}");
-                return Outcome::Ok;
-            }
-            other => return Outcome::Usage(format!("rc login: unknown option {other:?}")),
-        }
-    }
+fn login(args: &cli::RcLogin) -> Outcome {
+    let root = &args.root;
     if !root.is_dir() {
         return Outcome::Failed(format!(
             "rc login: {} is not a directory: expected the root of a system",
             root.display()
         ));
     }
-    let needs = rc::login::learn(&root);
-    if json {
+    let needs = rc::login::learn(root);
+    if args.json {
         let v: Vec<Value> = needs
             .iter()
             .map(|n| json!({"name": n.name, "kept": n.kept, "why": n.why}))
@@ -514,22 +390,11 @@ fn login(args: &[OsString]) -> Outcome {
 mod tests {
     use super::*;
 
-    fn args(v: &[&str]) -> Vec<OsString> {
-        crate::args::os(v)
-    }
-
-    #[test]
-    fn parses_flags() {
-        let a = parse(&args(&["graph", "--root", "/x", "--runlevel=S", "--dot"]))
-            .unwrap()
-            .unwrap();
-        assert_eq!(a.root, PathBuf::from("/x"));
-        assert_eq!(a.runlevels, vec![Runlevel::S]);
-        assert!(a.format == Format::Dot);
-        let a = parse(&args(&["graph"])).unwrap().unwrap();
-        assert_eq!(a.runlevels, vec![Runlevel::S, Runlevel::Num(2)]);
-        assert!(parse(&args(&["graph", "--help"])).unwrap().is_none());
-        assert!(parse(&args(&[])).unwrap().is_none());
+    fn services_of(trace: &Path, json: bool) -> Outcome {
+        services(&cli::RcServices {
+            trace: trace.to_path_buf(),
+            json,
+        })
     }
 
     fn fixture() -> System {
@@ -581,21 +446,11 @@ mod tests {
     }
 
     #[test]
-    fn usage_errors_say_what_was_expected() {
-        let e = |v: &[&str]| parse(&args(v)).err().unwrap();
-        assert!(e(&["graph", "--runlevel", "7"]).contains("expected S or 0-6"));
-        assert!(e(&["graph", "--json", "--dot"]).contains("exclude"));
-        assert!(e(&["graph", "--root"]).contains("needs a value"));
-        assert!(e(&["frob"]).contains("expected graph"));
-        assert!(e(&["graph", "--frob"]).contains("unknown option"));
-    }
-
-    #[test]
     fn services_reads_a_trace_dir_or_file_and_names_what_is_missing() {
         let dir =
             std::env::temp_dir().join(format!("bootprint-rc-services-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let missing = services(&args(&[dir.to_str().unwrap()]));
+        let missing = services_of(&dir, false);
         assert!(
             matches!(&missing, Outcome::Failed(m) if m.contains("rc.log does not exist")),
             "no rc.log in the trace is a failure naming the file"
@@ -607,18 +462,10 @@ mod tests {
              2000 rc_reached runlevel=2 action=start\n",
         )
         .unwrap();
+        assert!(matches!(services_of(&dir, false), Outcome::Ok));
         assert!(matches!(
-            services(&args(&[dir.to_str().unwrap()])),
+            services_of(&dir.join("rc.log"), true),
             Outcome::Ok
-        ));
-        assert!(matches!(
-            services(&args(&[dir.join("rc.log").to_str().unwrap(), "--json"])),
-            Outcome::Ok
-        ));
-        assert!(matches!(services(&args(&[])), Outcome::Usage(_)));
-        assert!(matches!(
-            services(&args(&["x", "--bogus"])),
-            Outcome::Usage(_)
         ));
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -12,72 +12,26 @@ use readahead::state::{BootKind, State, Verdict};
 use record::config::{Config, CONFIG_FILE};
 use serde_json::json;
 
+use crate::cli;
 use crate::Outcome;
 
-const USAGE: &str = "\
-usage: bootprint readahead status [--root DIR] [--json]
-                                   the switch, the pack, the history and the verdict
-       bootprint readahead show [--root DIR] [--pack FILE] [--json]
-                                   every file in the pack and its ranges
-       bootprint readahead relearn [--root DIR]
-                                   remove the pack: the next boot learns a new one
-       bootprint readahead on|off [--root DIR]
-                                   switch readahead on or off in bootprint.toml
-                                   (`on` also clears a verdict it gave itself, and its history)";
-
-struct Opts {
-    root: PathBuf,
-    json: bool,
-    pack: Option<PathBuf>,
-}
-
-fn parse(args: &[std::ffi::OsString]) -> Result<Option<Opts>, String> {
-    let mut o = Opts {
-        root: PathBuf::from("/"),
-        json: false,
-        pack: None,
-    };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        match crate::args::lossy(a).as_ref() {
-            "-h" | "--help" => return Ok(None),
-            "--json" => o.json = true,
-            "--root" => o.root = PathBuf::from(it.next().ok_or("--root needs a DIR")?),
-            "--pack" => o.pack = Some(PathBuf::from(it.next().ok_or("--pack needs a FILE")?)),
-            other => return Err(format!("unknown option {other:?}")),
-        }
-    }
-    Ok(Some(o))
-}
-
 /// Runs `bootprint readahead ...`.
-pub fn run(args: &[std::ffi::OsString]) -> Outcome {
-    let Some(verb) = args.first().map(|a| crate::args::lossy(a)) else {
-        return Outcome::Usage(format!("readahead needs a verb\n{USAGE}"));
+pub fn run(cmd: &cli::Readahead) -> Outcome {
+    let root = match cmd {
+        cli::Readahead::Status(a) => &a.root,
+        cli::Readahead::Show(a) => &a.root,
+        cli::Readahead::Relearn(a) | cli::Readahead::On(a) | cli::Readahead::Off(a) => &a.root,
     };
-    if verb == "-h" || verb == "--help" {
-        println!("{USAGE}");
-        return Outcome::Ok;
-    }
-    let opts = match parse(&args[1..]) {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            println!("{USAGE}");
-            return Outcome::Ok;
-        }
-        Err(e) => return Outcome::Usage(format!("readahead {verb}: {e}\n{USAGE}")),
-    };
-    let sys = match System::load(&opts.root) {
+    let sys = match System::load(root) {
         Ok(s) => s,
         Err(e) => return Outcome::Failed(e),
     };
-    let result = match verb.as_ref() {
-        "status" => status(&sys, opts.json),
-        "show" => show(&sys, opts.pack.as_deref(), opts.json),
-        "relearn" => relearn(&sys),
-        "on" => switch(&sys, true),
-        "off" => switch(&sys, false),
-        other => return Outcome::Usage(format!("unknown readahead verb {other:?}\n{USAGE}")),
+    let result = match cmd {
+        cli::Readahead::Status(a) => status(&sys, a.json),
+        cli::Readahead::Show(a) => show(&sys, a.pack.as_deref(), a.json),
+        cli::Readahead::Relearn(_) => relearn(&sys),
+        cli::Readahead::On(_) => switch(&sys, true),
+        cli::Readahead::Off(_) => switch(&sys, false),
     };
     match result {
         Ok(()) => Outcome::Ok,

@@ -1,94 +1,13 @@
-//! `bootprint report TRACE [--json] [--svg FILE] [--config FILE]`: read a trace, build the
-//! boot model once, judge it against the phase budgets, render it as text or JSON, and
-//! optionally as an SVG chart.
+//! `bootprint report TRACE [--json] [--svg FILE] [--config FILE] [--html FILE] [--perfetto
+//! FILE]`: read a trace, build the boot model once, judge it against the phase budgets,
+//! render it as text or JSON, and optionally as an SVG chart, an HTML page, Perfetto JSON.
 
-use std::ffi::OsString;
 use std::io::Write;
-use std::path::PathBuf;
 
 use crate::Outcome;
 
-const HELP: &str = "\
-usage: bootprint report TRACE [--json] [--svg FILE] [--config FILE] [--html FILE]
-                        [--perfetto FILE]
-
-Shows where the time of a recorded boot went: kernel, init, login and boot-done times, each
-phase against its budget (and what overran it), when CPU and disk went idle and what ran
-after the login until then, idle and iowait fractions, and the processes that used the most
-CPU or waited most on I/O.
-
-TRACE          a bootprint trace directory (e.g. /var/log/bootprint/latest) or a bootchart2
-               bootchart.tgz
---json         print one JSON object instead of the text report (keys: docs/report.md)
---svg FILE     also write a bootchart-style SVG chart to FILE
---config FILE  read the phase budgets ([budget]) from FILE instead of
-               /etc/bootprint/bootprint.toml (a missing default file means the defaults)
---html FILE    also write one self-contained HTML report (chart zoomable along time,
-               tables, findings; nothing fetched from the network) to FILE
---perfetto FILE
-               also write the boot as Chrome trace-event JSON (ui.perfetto.dev,
-               chrome://tracing): processes, services, initcalls, CPU and disk counters
--h, --help     this help
-";
-
-/// The report's options.
-struct Args {
-    input: PathBuf,
-    json: bool,
-    svg: Option<PathBuf>,
-    config: Option<PathBuf>,
-    html: Option<PathBuf>,
-    perfetto: Option<PathBuf>,
-}
-
-fn parse(args: &[OsString]) -> Result<Option<Args>, String> {
-    let mut rest = Vec::new();
-    let mut config = None;
-    let mut html = None;
-    let mut perfetto = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let (flag, inline) = crate::args::split_flag(a);
-        let mut value = |flag: &str| -> Result<PathBuf, String> {
-            if let Some(v) = inline {
-                return Ok(PathBuf::from(v));
-            }
-            it.next()
-                .map(PathBuf::from)
-                .ok_or_else(|| format!("{flag} needs a FILE"))
-        };
-        match flag.as_ref() {
-            "--config" => config = Some(value("--config")?),
-            "--html" => html = Some(value("--html")?),
-            "--perfetto" => perfetto = Some(value("--perfetto")?),
-            _ => rest.push(a.clone()),
-        }
-    }
-    let Some(base) =
-        crate::args::parse_input(&rest, "TRACE", "a TRACE (directory or .tgz) is required")?
-    else {
-        return Ok(None);
-    };
-    Ok(Some(Args {
-        input: base.input,
-        json: base.json,
-        svg: base.svg,
-        config,
-        html,
-        perfetto,
-    }))
-}
-
 /// Runs the verb.
-pub fn run(args: &[OsString]) -> Outcome {
-    let args = match parse(args) {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            print!("{HELP}");
-            return Outcome::Ok;
-        }
-        Err(e) => return Outcome::Usage(format!("report: {e}")),
-    };
+pub fn run(args: &crate::cli::Report) -> Outcome {
     let (budgets, budget_source) = match &args.config {
         Some(path) => match std::fs::read_to_string(path) {
             Ok(text) => {
@@ -108,7 +27,7 @@ pub fn run(args: &[OsString]) -> Outcome {
             (b, source)
         }
     };
-    let trace = match trace::Trace::open(&args.input) {
+    let trace = match trace::Trace::open(&args.trace) {
         Ok(t) => t,
         Err(e) => return Outcome::Failed(e.to_string()),
     };
@@ -132,7 +51,7 @@ pub fn run(args: &[OsString]) -> Outcome {
     // The kernel's share, from the trace's kernel log (see `bootprint kernel`).
     let kernel = kernel_of(&trace);
     // The services view, when bootprint's runner started the init scripts.
-    let services = services_of(&args.input);
+    let services = services_of(&args.trace);
     if let Some(path) = &args.perfetto {
         let written = write_file(path, |w| {
             render::perfetto::write(w, &model, &trace.origin, kernel.as_ref())

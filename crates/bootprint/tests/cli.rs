@@ -23,16 +23,78 @@ fn usage_errors_exit_2_and_help_exits_0() {
     assert_eq!(run(&[]).status.code(), Some(2));
     assert_eq!(run(&["frobnicate"]).status.code(), Some(2));
     assert_eq!(run(&["report"]).status.code(), Some(2));
+    // The error names the option and shows the verb's usage (clap's wording).
     let o = run(&["report", "--bogus", "x"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("unknown option \"--bogus\""));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("unexpected argument '--bogus'") && err.contains("Usage: bootprint report"),
+        "{err}"
+    );
     assert_eq!(run(&["report", "a", "b"]).status.code(), Some(2));
     let o = run(&["--help"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(text(&o.stdout).contains("report TRACE"));
     let o = run(&["report", "--help"]);
     assert_eq!(o.status.code(), Some(0));
-    assert!(text(&o.stdout).contains("--svg FILE"));
+    assert!(text(&o.stdout).contains("--svg <FILE>"));
+}
+
+#[test]
+fn a_bad_flag_prints_that_verbs_usage() {
+    for verb in [
+        &["report"][..],
+        &["modules", "load"],
+        &["rc", "services"],
+        &["readahead", "show"],
+        &["initramfs", "install"],
+    ] {
+        let mut args = verb.to_vec();
+        args.push("--badflag");
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{verb:?}");
+        let err = text(&o.stderr);
+        assert!(
+            err.contains("'--badflag'")
+                && err.contains(&format!("Usage: bootprint {}", verb.join(" "))),
+            "{verb:?}: {err}"
+        );
+        assert!(o.stdout.is_empty(), "{verb:?}");
+    }
+}
+
+#[test]
+fn man_pages_and_completions() {
+    let dir = std::env::temp_dir().join(format!("bootprint-man-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = run(&["man", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    for page in [
+        "bootprint.1",
+        "bootprint-report.1",
+        "bootprint-rc.1",
+        "bootprint-rc-services.1",
+        "bootprint-modules-load.1",
+        "bootprint-man.1",
+    ] {
+        let roff = std::fs::read_to_string(dir.join(page)).unwrap_or_default();
+        assert!(roff.starts_with(".ie"), "{page}: {roff}");
+    }
+    assert!(!dir.join("bootprint-help.1").exists());
+    let report = std::fs::read_to_string(dir.join("bootprint-report.1")).unwrap();
+    assert!(report.contains("perfetto"), "{report}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(run(&["man", "/nonexistent/dir"]).status.code(), Some(1));
+    for shell in ["bash", "zsh", "fish"] {
+        let o = run(&["completions", shell]);
+        assert_eq!(o.status.code(), Some(0), "{shell}");
+        let script = text(&o.stdout);
+        for word in ["readahead", "relearn", "perfetto", "runlevel", "learn-wait"] {
+            assert!(script.contains(word), "{shell}: no {word}");
+        }
+    }
+    assert_eq!(run(&["completions", "tcsh"]).status.code(), Some(2));
 }
 
 #[test]

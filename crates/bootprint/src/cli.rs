@@ -1,0 +1,653 @@
+//! The command line of `bootprint`, defined once with clap's derive API: parsing, `--help`,
+//! the usage in error messages, the man pages (`bootprint man`) and the shell completions
+//! (`bootprint completions`) all come from the types below, so they cannot drift apart.
+//!
+//! A path is bytes, not text: path arguments are `PathBuf` and taken as the OS gives them.
+//! A value that must be text (a runlevel, a kernel release, a number) goes through [`text`],
+//! which names the argument and the value when it is not UTF-8.
+
+use std::ffi::OsStr;
+use std::path::PathBuf;
+
+use clap::builder::{
+    PossibleValue, PossibleValuesParser, RangedU64ValueParser, StringValueParser, StyledStr,
+    TypedValueParser,
+};
+use clap::error::{ContextKind, ContextValue, ErrorKind};
+use clap::{Arg, Args, Command, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+/// bootprint: the command line for everything after boot
+///
+/// Reads the traces bootprint-boot records (or bootchart2's bootchart.tgz) and says where
+/// the time of a boot went and what to change; shows and switches the boot levers
+/// (readahead, the module loader, the init script runner, the initramfs).
+#[derive(Debug, Parser)]
+#[command(name = "bootprint", version, max_term_width = 100)]
+// As before clap: an option given twice is not an error, the last one wins.
+#[command(args_override_self = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub verb: Verb,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Verb {
+    /// Where the time of a recorded boot went, against the phase budgets
+    ///
+    /// Shows where the time of a recorded boot went: kernel, init, login and boot-done times,
+    /// each phase against its budget (and what overran it), when CPU and disk went idle and
+    /// what ran after the login until then, idle and iowait fractions, and the processes that
+    /// used the most CPU or waited most on I/O.
+    Report(Report),
+    /// What to change, with evidence and estimated gain
+    ///
+    /// Findings from a recorded boot, largest estimated gain first: network waits before the
+    /// login, storms of one program, sleeps and udev settle waits, services that could start
+    /// after the login, CPU-and-disk idle gaps, disk-bound stretches readahead would cover, and
+    /// the kernel's own findings (from the trace's dmesg). Each finding names its evidence
+    /// (process, pid, time span, samples), the estimated gain and how it was estimated, and
+    /// the fix.
+    Advise(Advise),
+    /// Two recorded boots side by side
+    ///
+    /// Compares two recorded boots: milestones and phase lengths, the services whose run time
+    /// changed most, the programs that changed most (runs, CPU, lifetime summed by name) and
+    /// the programs that appeared in B or disappeared from it.
+    Diff(Diff),
+    /// The boot's times for node_exporter's textfile collector
+    ///
+    /// Writes the boot's milestone and phase times (with their budgets), the idle and iowait
+    /// shares and, when the boot replayed a readahead pack, its hit rate, in Prometheus' text
+    /// format to DIR/bootprint.prom (through a temporary file and a rename), for
+    /// node_exporter's textfile collector (--collector.textfile.directory=DIR). Metric names:
+    /// docs/report.md.
+    Export(Export),
+    /// The kernel's share: phases, initcalls, findings
+    ///
+    /// Shows what happened before init ran: how long the kernel took to its first program and
+    /// how long the initramfs ran, the slowest initcalls and module inits with their share of
+    /// the time and the thread that ran them, the slowest driver probes, and findings (what to
+    /// change, the log lines that show it, and the expected gain). Initcalls need a boot with
+    /// initcall_debug.
+    Kernel(Kernel),
+    /// The modules this machine's boot would load, the parallel loader and its switch
+    #[command(subcommand)]
+    Modules(Modules),
+    /// A host-only initramfs whose /init is bootprint-boot
+    ///
+    /// Roots on LVM, dm-crypt, md RAID or the network are refused with the reason
+    /// (docs/initramfs.md).
+    #[command(subcommand)]
+    Initramfs(Initramfs),
+    /// The init scripts: start graph and order, the services of a boot, the login target
+    Rc(RcVerb),
+    /// Readahead's pack, history and verdict; its switch
+    ///
+    /// Paths come from the same configuration the boot path reads; --root DIR looks at another
+    /// system's files (an image, a test tree).
+    #[command(subcommand)]
+    Readahead(Readahead),
+    /// Print the shell completions of bootprint to stdout
+    ///
+    /// For example `bootprint completions bash > /usr/share/bash-completion/completions/bootprint`.
+    Completions(Completions),
+    /// Write the man pages (bootprint.1, bootprint-report.1, ...) into DIR
+    Man(Man),
+}
+
+#[derive(Debug, Args)]
+pub struct Report {
+    /// A bootprint trace directory (e.g. /var/log/bootprint/latest) or a bootchart2
+    /// bootchart.tgz
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+    /// Print one JSON object instead of the text report (keys: docs/report.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a bootchart-style SVG chart to FILE
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+    /// Read the phase budgets ([budget]) from FILE instead of /etc/bootprint/bootprint.toml (a
+    /// missing default file means the defaults)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Also write one self-contained HTML report (chart zoomable along time, tables, findings;
+    /// nothing fetched from the network) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Also write the boot as Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing):
+    /// processes, services, initcalls, CPU and disk counters
+    #[arg(long, value_name = "FILE")]
+    pub perfetto: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct Advise {
+    /// A bootprint trace directory or a bootchart2 bootchart.tgz
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+    /// Print one JSON object {trace, findings: [...]} (keys: docs/advise.md)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct Diff {
+    /// The reference boot: a trace directory or a bootchart2 bootchart.tgz
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The boot compared with A: a trace directory or a bootchart2 bootchart.tgz
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+    /// Print one JSON object {a, b, milestones, phases, services, changed, appeared,
+    /// disappeared} (keys: docs/report.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Also write an SVG with both boots on one time axis
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct Export {
+    /// The collector's directory
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub prometheus: PathBuf,
+    /// A bootprint trace directory or a bootchart2 bootchart.tgz
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+    /// Read the phase budgets from FILE (default /etc/bootprint/bootprint.toml)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct Kernel {
+    /// A bootprint trace directory (its dmesg file is read), or a kernel log: `dmesg` output
+    /// (also -r, -x) or a serial console capture
+    #[arg(value_name = "TRACE|DMESG")]
+    pub input: PathBuf,
+    /// Print one JSON object instead of the text report (keys: docs/kernel.md)
+    #[arg(long)]
+    pub json: bool,
+    /// Also write an SVG timeline of the initcalls, one row per thread, to FILE
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+#[command(disable_help_subcommand = true)]
+pub enum Modules {
+    /// The modules the boot would load in parallel, in order; nothing is loaded
+    ///
+    /// Every device modalias under sysfs and every module in /etc/modules and
+    /// modules-load.d, resolved through libkmod with modprobe.d (aliases, blacklist, options,
+    /// softdeps), builtin and already-loaded modules left out, in the order one worker would
+    /// load them (the slowest chains first).
+    Plan(ModulesPlan),
+    /// Load the planned modules for real, in parallel (what the boot runs); needs root
+    ///
+    /// Loads the modules `plan` shows with N worker threads in dependency order, and prints
+    /// one `events.log` line per module (kind `module`: name, end_ns, worker, outcome, detail),
+    /// after a `modules_plan` line (planned, the modules loaded before, skipped). The boot path
+    /// runs this early in boot (`bootprint.modules=1`) and puts the lines into the trace. Then
+    /// each module's measured load time is folded into the durations state file, so the next
+    /// plan puts the slow ones first (`modules_learned` line); at boot the root is still
+    /// read-only, so this waits until it is writable.
+    Load(ModulesLoad),
+    /// The loader's switch, its history and its own verdict
+    Status(ModulesStatus),
+    /// Switch the loader on in bootprint.toml (also clears a verdict it gave itself, and its
+    /// history)
+    On(ModulesSwitch),
+    /// Switch the loader off in bootprint.toml
+    Off(ModulesSwitch),
+}
+
+#[derive(Debug, Args)]
+pub struct ModulesPlan {
+    /// The system's root: DIR/sys/devices, DIR/etc, DIR/proc/modules, DIR/lib/modules/RELEASE
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+    /// The kernel release under DIR/lib/modules (default: the running kernel's, or the only
+    /// one there)
+    #[arg(long, value_name = "RELEASE", value_parser = text(StringValueParser::new()))]
+    pub kernel: Option<String>,
+    /// Learned durations (default DIR/var/lib/bootprint/modules.durations)
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// Print one JSON object instead of text (keys: docs/modules.md)
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ModulesLoad {
+    /// Worker threads, 1 to 64 (default: CPUs + 1, at most 4)
+    #[arg(long, value_name = "N", value_parser = text(RangedU64ValueParser::<usize>::new().range(1..=64)))]
+    pub workers: Option<usize>,
+    /// Load these modules or aliases (comma-separated; may be repeated) and what they need,
+    /// instead of what sysfs and the module lists ask for (the bench)
+    #[arg(long, value_name = "NAMES", value_parser = text(module_names))]
+    pub only: Vec<Names>,
+    /// Learned durations (default /var/lib/bootprint/modules.durations)
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
+    /// Do not write the durations
+    #[arg(long)]
+    pub no_learn: bool,
+    /// How long to wait for a writable state file, up to 3600
+    #[arg(long, value_name = "SECONDS", default_value_t = 120,
+          value_parser = text(RangedU64ValueParser::<u64>::new().range(0..=3600)))]
+    pub learn_wait: u64,
+}
+
+/// Module names from one `--only` (a comma-separated list, blanks and empty items dropped).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Names(pub Vec<String>);
+
+fn module_names(s: &str) -> Result<Names, String> {
+    let names: Vec<String> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(String::from)
+        .collect();
+    if names.is_empty() {
+        return Err("at least one module name is needed".into());
+    }
+    Ok(Names(names))
+}
+
+#[derive(Debug, Args)]
+pub struct ModulesStatus {
+    /// The system's root: its bootprint.toml and state files are read
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+    /// Print one JSON object instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ModulesSwitch {
+    /// The system's root: DIR/etc/bootprint/bootprint.toml is changed
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+#[command(disable_help_subcommand = true)]
+pub enum Initramfs {
+    /// Write a host-only initramfs
+    ///
+    /// bootprint-boot as /init with its shared libraries, the modules that reach the root file
+    /// system (from sysfs and modules.dep, so no libkmod at boot) and a plan file; compression
+    /// chosen by measurement among what the kernel unpacks (CONFIG_RD_*) and this host
+    /// produces. The measurements go to FILE.txt beside the image.
+    Build(InitramfsBuild),
+    /// Print the plan only: root, file system, modules in dependency order
+    Plan(InitramfsPlan),
+    /// Add an extra GRUB boot entry with the image beside the distribution's
+    ///
+    /// Writes /etc/grub.d/42_bootprint, then runs update-grub; the default entry is not
+    /// changed.
+    Install(InitramfsInstall),
+}
+
+/// Which root the initramfs mounts, and for which kernel (build and plan).
+#[derive(Debug, Args)]
+pub struct InitramfsTarget {
+    /// The root of the running system (the default)
+    #[arg(long, overrides_with = "root")]
+    pub root_from_running: bool,
+    /// A root device (/dev/vda1, /dev/disk/by-uuid/...)
+    #[arg(long, value_name = "DEV", overrides_with = "root_from_running",
+          value_parser = text(StringValueParser::new()))]
+    pub root: Option<String>,
+    /// The kernel release (default: the running kernel's)
+    #[arg(long, value_name = "RELEASE", value_parser = text(StringValueParser::new()))]
+    pub kernel: Option<String>,
+    /// Module-loading workers at boot, 1 to 64 (default: one per CPU)
+    #[arg(long, value_name = "N", value_parser = text(RangedU64ValueParser::<usize>::new().range(1..=64)))]
+    pub workers: Option<usize>,
+}
+
+#[derive(Debug, Args)]
+pub struct InitramfsBuild {
+    /// The image to write (default /boot/bootprint-initrd.img-RELEASE)
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub target: InitramfsTarget,
+    /// The compression; auto measures which is cheapest at boot
+    #[arg(long, value_name = "METHOD", value_parser = text(compression()))]
+    pub compression: Option<Compression>,
+    /// The program to make /init (default /usr/lib/bootprint/bootprint-boot)
+    #[arg(long, value_name = "PATH")]
+    pub init: Option<PathBuf>,
+}
+
+/// `--compression`: a method, or None for auto (chosen by measurement).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Compression(pub Option<initramfs::compress::Method>);
+
+fn compression() -> impl TypedValueParser<Value = Compression> {
+    let names = std::iter::once("auto").chain(initramfs::compress::ALL.iter().map(|m| m.name()));
+    PossibleValuesParser::new(names.map(PossibleValue::new))
+        .map(|s| Compression(initramfs::compress::Method::parse(&s)))
+}
+
+#[derive(Debug, Args)]
+pub struct InitramfsPlan {
+    #[command(flatten)]
+    pub target: InitramfsTarget,
+}
+
+#[derive(Debug, Args)]
+pub struct InitramfsInstall {
+    /// The image (default /boot/bootprint-initrd.img-RELEASE)
+    #[arg(long, value_name = "FILE")]
+    pub image: Option<PathBuf>,
+    /// The kernel release (default: the running kernel's)
+    #[arg(long, value_name = "RELEASE", value_parser = text(StringValueParser::new()))]
+    pub kernel: Option<String>,
+    /// Print the GRUB snippet instead of installing it
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Boot the new entry at the next boot only (grub-reboot; needs GRUB_DEFAULT=saved)
+    #[arg(long)]
+    pub once: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RcVerb {
+    // Optional: `bootprint rc` alone showed its help (exit 0) before clap, and still does.
+    #[command(subcommand)]
+    pub sub: Option<Rc>,
+}
+
+#[derive(Debug, Subcommand)]
+#[command(disable_help_subcommand = true)]
+pub enum Rc {
+    /// The start graph of the LSB init scripts and the order bootprint would start them in
+    ///
+    /// For each script, what it starts after and the header line (file:line) each dependency
+    /// came from, like insserv's .depend files but explained. Cycles are reported with their
+    /// path and the edge dropped to break them; problems in headers are listed with file and
+    /// line.
+    Graph(RcGraph),
+    /// How bootprint's runner started the services of a recorded boot
+    ///
+    /// Spans (late services apart), blame (longest first) and the critical chain to the
+    /// login.
+    Services(RcServices),
+    /// The login target this system needs (what `login = auto` in /etc/bootprint/rc.conf
+    /// uses)
+    ///
+    /// Each part kept or left out, and why (docs/rc.md).
+    Login(RcLogin),
+}
+
+#[derive(Debug, Args)]
+pub struct RcGraph {
+    /// The system's root directory: reads DIR/etc/init.d, DIR/etc/insserv.conf,
+    /// DIR/etc/insserv.conf.d and DIR/etc/rc?.d
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+    /// S (boot) or 0-6 (default: S, then 2)
+    #[arg(long, value_name = "N", value_parser = text(runlevel))]
+    pub runlevel: Option<rc::system::Runlevel>,
+    /// One JSON object (keys: docs/rc.md)
+    #[arg(long, conflicts_with = "dot")]
+    pub json: bool,
+    /// A Graphviz digraph (dashed red: an edge dropped to break a cycle)
+    #[arg(long)]
+    pub dot: bool,
+}
+
+fn runlevel(s: &str) -> Result<rc::system::Runlevel, String> {
+    rc::system::Runlevel::parse(s).ok_or_else(|| "expected S or 0-6".into())
+}
+
+#[derive(Debug, Args)]
+pub struct RcServices {
+    /// A trace directory (its rc.log) or an rc.log file
+    #[arg(value_name = "TRACE")]
+    pub trace: PathBuf,
+    /// One JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RcLogin {
+    /// The system's root directory
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+    /// One JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+#[command(disable_help_subcommand = true)]
+pub enum Readahead {
+    /// The switch, the pack, the history and the verdict
+    Status(ReadaheadStatus),
+    /// Every file in the pack and its ranges
+    Show(ReadaheadShow),
+    /// Remove the pack: the next boot learns a new one
+    Relearn(ReadaheadSwitch),
+    /// Switch readahead on in bootprint.toml (also clears a verdict it gave itself, and its
+    /// history)
+    On(ReadaheadSwitch),
+    /// Switch readahead off in bootprint.toml
+    Off(ReadaheadSwitch),
+}
+
+#[derive(Debug, Args)]
+pub struct ReadaheadStatus {
+    /// The system's root: its bootprint.toml, pack and state files are read
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+    /// One JSON object
+    #[arg(long)]
+    pub json: bool,
+    // Every readahead verb took --json and --pack before clap; where they mean nothing they
+    // are still accepted (so old command lines keep working), but not shown.
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub pack: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReadaheadShow {
+    /// The system's root: its bootprint.toml names the pack
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+    /// The pack to show instead of the configured one
+    #[arg(long, value_name = "FILE")]
+    pub pack: Option<PathBuf>,
+    /// One JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReadaheadSwitch {
+    /// The system's root: DIR/etc/bootprint/bootprint.toml and the state files under DIR
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+    // See ReadaheadStatus::pack.
+    #[arg(long, hide = true)]
+    pub json: bool,
+    #[arg(long, value_name = "FILE", hide = true)]
+    pub pack: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct Completions {
+    /// The shell
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct Man {
+    /// The directory to write into (it must exist)
+    #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub dir: PathBuf,
+}
+
+/// The whole command: the derive's, with the list of every command line (verbs and sub-verbs,
+/// with their options) added to the top-level help. Parse, help, man pages and completions
+/// all use this.
+pub fn command() -> Command {
+    let cmd = Cli::command();
+    let mut lines = String::from("Command lines (`bootprint VERB --help`: a verb's options):\n");
+    for (path, sub) in leaves(&cmd, Vec::new()) {
+        lines.push_str(&synopsis(&path, sub));
+    }
+    cmd.after_help(lines)
+}
+
+/// Parses a command line (the program name first).
+pub fn parse_from<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let mut cmd = command();
+    let matches = cmd.try_get_matches_from_mut(args)?;
+    Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
+}
+
+/// Every command that takes no sub-verb, with the verbs leading to it (`["rc", "graph"]`),
+/// in definition order; clap's own `help` left out.
+pub fn leaves(cmd: &Command, path: Vec<String>) -> Vec<(Vec<String>, &Command)> {
+    let subs: Vec<&Command> = cmd
+        .get_subcommands()
+        .filter(|s| s.get_name() != "help")
+        .collect();
+    if subs.is_empty() {
+        return vec![(path, cmd)];
+    }
+    let mut out = Vec::new();
+    for s in subs {
+        let mut p = path.clone();
+        p.push(s.get_name().to_string());
+        out.extend(leaves(s, p));
+    }
+    out
+}
+
+/// `  bootprint rc graph [--root DIR] [--runlevel N] [--json] [--dot]`, wrapped under its
+/// verbs at 100 columns, in the order the docs write them: required options, positionals,
+/// the rest; hidden options left out.
+fn synopsis(path: &[String], cmd: &Command) -> String {
+    let args: Vec<&Arg> = cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && !matches!(a.get_id().as_str(), "help" | "version"))
+        .collect();
+    let value = |a: &Arg| a.get_value_names().map_or("VALUE".into(), |v| v.join(" "));
+    let option = |a: &Arg| {
+        let mut w = format!("--{}", a.get_long().unwrap_or_default());
+        if a.get_action().takes_values() {
+            w = format!("{w} {}", value(a));
+        }
+        w
+    };
+    let mut words: Vec<String> = Vec::new();
+    for a in &args {
+        if !a.is_positional() && a.is_required_set() {
+            words.push(option(a));
+        }
+    }
+    for a in &args {
+        if a.is_positional() {
+            words.push(if a.is_required_set() {
+                value(a)
+            } else {
+                format!("[{}]", value(a))
+            });
+        }
+    }
+    for a in &args {
+        if !a.is_positional() && !a.is_required_set() {
+            let repeats = matches!(a.get_action(), clap::ArgAction::Append);
+            words.push(format!(
+                "[{}]{}",
+                option(a),
+                if repeats { "..." } else { "" }
+            ));
+        }
+    }
+    let head = format!("  bootprint {}", path.join(" "));
+    let mut out = head.clone();
+    let mut width = out.len();
+    for w in words {
+        if width + 1 + w.len() > 100 {
+            out.push('\n');
+            out.push_str(&" ".repeat(head.len()));
+            width = head.len();
+        }
+        out.push(' ');
+        out.push_str(&w);
+        width += 1 + w.len();
+    }
+    out.push('\n');
+    out
+}
+
+/// A value parser for a value that must be text: bytes that are not UTF-8 are an error naming
+/// the argument and the value (clap's own parsers only say that some argument was not UTF-8),
+/// and any error carries the verb's usage.
+fn text<P: TypedValueParser>(inner: P) -> Text<P> {
+    Text(inner)
+}
+
+#[derive(Clone)]
+struct Text<P>(P);
+
+impl<P: TypedValueParser> TypedValueParser for Text<P> {
+    type Value = P::Value;
+
+    fn parse_ref(
+        &self,
+        cmd: &Command,
+        arg: Option<&Arg>,
+        value: &OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        let usage = || ContextValue::StyledStr(cmd.clone().render_usage());
+        if value.to_str().is_some() {
+            // clap's value errors leave the usage out; a wrong value shows it like a wrong
+            // option does.
+            return self.0.parse_ref(cmd, arg, value).map_err(|mut e| {
+                if e.get(ContextKind::Usage).is_none() {
+                    e.insert(ContextKind::Usage, usage());
+                }
+                e
+            });
+        }
+        let mut e = clap::Error::new(ErrorKind::InvalidValue).with_cmd(cmd);
+        let name = arg.map_or_else(String::new, ToString::to_string);
+        e.insert(ContextKind::InvalidArg, ContextValue::String(name));
+        e.insert(
+            ContextKind::InvalidValue,
+            ContextValue::String(value.to_string_lossy().into_owned()),
+        );
+        e.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![StyledStr::from("the value must be text (UTF-8)")]),
+        );
+        e.insert(ContextKind::Usage, usage());
+        Err(e)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        self.0.possible_values()
+    }
+}
+
+#[cfg(test)]
+mod tests;
