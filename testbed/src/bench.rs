@@ -850,12 +850,7 @@ pub fn write_result(
         None | Some(Profile::Fast) => format!("{}-{name}", today()),
         Some(p) => format!("{}-{name}-{}", today(), p.name()),
     };
-    let mut path = dir.join(format!("{base}.json"));
-    let mut i = 2;
-    while path.exists() {
-        path = dir.join(format!("{base}-{i}.json"));
-        i += 1;
-    }
+    let path = crate::util::unused_results_path(dir, &base);
     let text = serde_json::to_string_pretty(doc).unwrap_or_default() + "\n";
     fs::write(&path, text).map_err(|e| io_err("cannot write", &path, e))?;
     Ok(path)

@@ -358,20 +358,13 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
     let _ = fs::write(run.join("result.json"), format!("{result:#}\n"));
     let results = paths.repo.join("testbed/results");
     let _ = fs::create_dir_all(&results);
-    // One file per run: a second run the same day gets -2, -3...
     let stem = format!(
         "{}-soak-{}{}",
         crate::util::today(),
         cfg.name,
         append_tag(&opts.append)
     );
-    let file = (1..1000)
-        .map(|i| match i {
-            1 => results.join(format!("{stem}.json")),
-            i => results.join(format!("{stem}-{i}.json")),
-        })
-        .find(|f| !f.exists())
-        .unwrap_or_else(|| results.join(format!("{stem}.json")));
+    let file = crate::util::unused_results_path(&results, &stem);
     let _ = fs::write(&file, format!("{result:#}\n"));
     eprintln!("soak: result in {}", file.display());
     if failed > 0 {

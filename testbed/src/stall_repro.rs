@@ -170,13 +170,7 @@ pub fn run(paths: &Paths, o: &ReproOpts, cargo: bool) -> Result<()> {
         crate::util::today(),
         if o.flip { "" } else { "-no-flip" }
     );
-    let file = (1..1000)
-        .map(|i| match i {
-            1 => results.join(format!("{stem}.json")),
-            i => results.join(format!("{stem}-{i}.json")),
-        })
-        .find(|f| !f.exists())
-        .unwrap_or_else(|| results.join(format!("{stem}.json")));
+    let file = crate::util::unused_results_path(&results, &stem);
     let mut result = result;
     // The serial log is the evidence (the stall's backtraces): kept beside the result.
     let log = file.with_extension("serial.log");

@@ -340,6 +340,18 @@ impl Lock {
     }
 }
 
+/// A results file that does not exist yet: `DIR/STEM.json`, else `STEM-2.json`, `-3`...
+/// (one file per run: a second run the same day does not overwrite the first).
+pub fn unused_results_path(dir: &Path, stem: &str) -> PathBuf {
+    let mut path = dir.join(format!("{stem}.json"));
+    let mut i = 2;
+    while path.exists() {
+        path = dir.join(format!("{stem}-{i}.json"));
+        i += 1;
+    }
+    path
+}
+
 pub fn median(values: &[f64]) -> Option<f64> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
@@ -416,6 +428,18 @@ mod tests {
     use super::*;
 
     /// Results files are committed: a path inside the repository is shown relative to it.
+    #[test]
+    fn results_paths_do_not_overwrite() {
+        let dir = std::env::temp_dir().join(format!("bp-tb-results-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        assert_eq!(unused_results_path(&dir, "x"), dir.join("x.json"));
+        fs::write(dir.join("x.json"), "").unwrap();
+        fs::write(dir.join("x-2.json"), "").unwrap();
+        assert_eq!(unused_results_path(&dir, "x"), dir.join("x-3.json"));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn shown_path_is_relative_to_the_repository() {
         let repo = find_repo().expect("tests run inside the workspace");
