@@ -153,12 +153,7 @@ fn run(args: &[String]) -> Result<(), Error> {
             let name = opts
                 .positional()
                 .ok_or_else(|| Error::Usage("bench needs a NAME".into()))?;
-            let runs = match opts.value("--runs")? {
-                Some(v) => v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
-                    Error::Usage(format!("--runs: expected a positive integer, got {v:?}"))
-                })?,
-                None => 3,
-            };
+            let runs = opts.positive("--runs")?.unwrap_or(3);
             let given_profile = match opts.value("--profile")? {
                 Some(p) => Some(qemu::Profile::parse(&p)?),
                 None => None,
@@ -212,12 +207,7 @@ fn run(args: &[String]) -> Result<(), Error> {
                 return Ok(());
             }
             let cfg = soak::config(&name)?;
-            let boots = match opts.value("--boots")? {
-                Some(v) => v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
-                    Error::Usage(format!("--boots: expected a positive integer, got {v:?}"))
-                })?,
-                None => 30,
-            };
+            let boots = opts.positive("--boots")?.unwrap_or(30);
             let until = match opts.value("--until")?.as_deref() {
                 None => None,
                 Some("init") => Some(soak::Until::Init),
@@ -244,12 +234,7 @@ fn run(args: &[String]) -> Result<(), Error> {
         }
         "stall-repro" => {
             let flip = !opts.flag("--no-flip");
-            let seconds = match opts.value("--seconds")? {
-                Some(v) => v.parse::<u64>().ok().filter(|n| *n > 0).ok_or_else(|| {
-                    Error::Usage(format!("--seconds: expected a positive integer, got {v:?}"))
-                })?,
-                None => 120,
-            };
+            let seconds = opts.positive("--seconds")?.unwrap_or(120) as u64;
             let cargo = !opts.flag("--no-cargo");
             opts.finish()?;
             stall_repro::run(&paths, &stall_repro::ReproOpts { flip, seconds }, cargo)
@@ -270,12 +255,7 @@ fn run(args: &[String]) -> Result<(), Error> {
             late_test::run(&paths, cargo)
         }
         "verdict" => {
-            let boots = match opts.value("--boots")? {
-                Some(v) => v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
-                    Error::Usage(format!("--boots: expected a positive integer, got {v:?}"))
-                })?,
-                None => 11,
-            };
+            let boots = opts.positive("--boots")?.unwrap_or(11);
             let cargo = !opts.flag("--no-cargo");
             opts.finish()?;
             verdict::run(&paths, boots, cargo)

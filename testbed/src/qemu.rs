@@ -534,20 +534,18 @@ fn boot_disk(
             GUEST_SCRIPT_TIMEOUT_S,
             "the guest script's end",
         )?;
-        if i > 0 {
-            // Let the report's backtrace arrive, then stop the wedged guest.
+        let text = if i > 0 {
+            // Let the report's backtrace arrive, then stop the wedged guest (below).
             std::thread::sleep(Duration::from_secs(3));
             let text = con.text(begin, usize::MAX).replace('\r', "");
-            let _ = fs::write(run.join("guest.out"), &text);
             kernel_stall = crate::serial::kernel_stall(&text);
-            guest_output = Some(text);
+            text
         } else {
-            let text = con.text(begin, end - "BPOUT=end".len());
-            let text = text.replace('\r', "");
-            // Beside the serial log, for `boot --guest-script FILE`.
-            let _ = fs::write(run.join("guest.out"), &text);
-            guest_output = Some(text);
-        }
+            con.text(begin, end - "BPOUT=end".len()).replace('\r', "")
+        };
+        // Beside the serial log, for `boot --guest-script FILE`.
+        let _ = fs::write(run.join("guest.out"), &text);
+        guest_output = Some(text);
         pos = end;
     }
     let _ = pos;

@@ -174,12 +174,12 @@ fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<Option<PathBuf>> 
     );
     // The recorder leaves the kernel's code alone unless asked: flipping the delay-accounting
     // static key while init forks is what wedged the test bed's guests (`stall-repro`).
-    let delayacct_left_off = events
-        .lines()
-        .any(|l| l.contains(" recorder_stats ") && l.contains(" delayacct=0"));
+    let delayacct = event_field(&events, "recorder_stats", "delayacct");
     c.check(
-        delayacct_left_off,
-        "the recorder left kernel.task_delayacct off (recorder_stats delayacct=0)",
+        delayacct == Some(0.0),
+        &format!(
+            "the recorder left kernel.task_delayacct off (recorder_stats delayacct={delayacct:?})"
+        ),
     );
     let serial = std::fs::read(&boot.serial_log).unwrap_or_default();
     let stall = crate::serial::kernel_stall(&String::from_utf8_lossy(&serial));

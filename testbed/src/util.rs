@@ -52,6 +52,17 @@ impl Args {
         before != self.rest.len()
     }
 
+    /// `name`'s value as a positive integer, if given; anything else is a usage error.
+    pub fn positive(&mut self, name: &str) -> Result<Option<usize>> {
+        self.value(name)?
+            .map(|v| {
+                v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    Error::Usage(format!("{name}: expected a positive integer, got {v:?}"))
+                })
+            })
+            .transpose()
+    }
+
     /// `--name VALUE` or `--name=VALUE`.
     pub fn value(&mut self, name: &str) -> Result<Option<String>> {
         let prefix = format!("{name}=");
@@ -428,6 +439,22 @@ mod tests {
     use super::*;
 
     /// Results files are committed: a path inside the repository is shown relative to it.
+    #[test]
+    fn positive_integers_are_checked() {
+        let args: Vec<String> = ["--boots", "5", "--runs=0", "--n", "x"]
+            .map(String::from)
+            .into();
+        let mut a = Args::new(&args);
+        assert_eq!(a.positive("--boots").unwrap(), Some(5));
+        assert_eq!(a.positive("--missing").unwrap(), None);
+        let e = a.positive("--runs").unwrap_err().to_string();
+        assert!(
+            e.contains("--runs: expected a positive integer, got \"0\""),
+            "{e}"
+        );
+        assert!(a.positive("--n").is_err());
+    }
+
     #[test]
     fn results_paths_do_not_overwrite() {
         let dir = std::env::temp_dir().join(format!("bp-tb-results-{}", std::process::id()));
