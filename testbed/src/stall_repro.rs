@@ -111,12 +111,11 @@ pub fn run(paths: &Paths, o: &ReproOpts, cargo: bool) -> Result<()> {
     let r = qemu::boot(paths, &img, &b)?;
     let out = r.guest_output.clone().unwrap_or_default();
     let p = progress(&out);
-    if p.load_start.is_none() {
+    let Some(load_start) = p.load_start else {
         return Err(Error::fail(format!(
             "the guest script did not start its load; its output:\n{out}"
         )));
-    }
-    let load_start = p.load_start.unwrap_or(0.0);
+    };
     let (rounds_seen, at) = p.last_round.unwrap_or((0, load_start));
     // The watchdogs report a while after the CPU stopped (RCU: 21 s, soft lockup: 20-44 s).
     let reported_after = r
@@ -146,7 +145,7 @@ pub fn run(paths: &Paths, o: &ReproOpts, cargo: bool) -> Result<()> {
         .ok()
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .and_then(|s| s.lines().next().map(str::to_string));
-    let result = json!({
+    let mut result = json!({
         "what": if o.flip {
             "kernel.task_delayacct written 1 then 0 each round while two processes take copy-on-write faults"
         } else {
@@ -171,7 +170,6 @@ pub fn run(paths: &Paths, o: &ReproOpts, cargo: bool) -> Result<()> {
         if o.flip { "" } else { "-no-flip" }
     );
     let file = crate::util::unused_results_path(&results, &stem);
-    let mut result = result;
     // The serial log is the evidence (the stall's backtraces): kept beside the result.
     let log = file.with_extension("serial.log");
     if fs::copy(&r.serial_log, &log).is_ok() {
