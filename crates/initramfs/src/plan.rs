@@ -60,31 +60,24 @@ pub fn alias_normalize(alias: &str) -> String {
 /// `*.conf` of `modprobe_dirs`, sorted by file name across directories; of two files with
 /// the same name, the one in the earlier directory.
 fn config_files(modules_dir: &Path, modprobe_dirs: &[PathBuf]) -> Vec<PathBuf> {
-    let mut files: Vec<(std::ffi::OsString, PathBuf)> = Vec::new();
-    let mut add = |path: PathBuf| {
-        let Some(name) = path.file_name().map(|n| n.to_os_string()) else {
-            return;
-        };
-        if !files.iter().any(|(n, _)| *n == name) {
-            files.push((name, path));
-        }
-    };
+    // By file name; the first directory's file of a name wins.
+    let mut files: BTreeMap<std::ffi::OsString, PathBuf> = BTreeMap::new();
     let softdep = modules_dir.join("modules.softdep");
     if softdep.is_file() {
-        add(softdep);
+        files.insert("modules.softdep".into(), softdep);
     }
     for dir in modprobe_dirs {
         let Ok(rd) = fs::read_dir(dir) else { continue };
-        let mut confs: Vec<PathBuf> = rd
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "conf"))
-            .collect();
-        confs.sort();
-        confs.into_iter().for_each(&mut add);
+        for path in rd.flatten().map(|e| e.path()) {
+            if let (Some(name), true) = (
+                path.file_name(),
+                path.extension().is_some_and(|x| x == "conf"),
+            ) {
+                files.entry(name.to_os_string()).or_insert(path);
+            }
+        }
     }
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    files.into_iter().map(|(_, p)| p).collect()
+    files.into_values().collect()
 }
 
 /// The module name of a `.ko` path (`kernel/fs/ext4/ext4.ko.xz` -> `ext4`).
