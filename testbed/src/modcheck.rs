@@ -46,6 +46,10 @@ pub enum Rule {
     BlockedByNoDevice(String),
     /// Loaded by this userspace program by name, not asked for by any modalias.
     Userspace(&'static str),
+    /// The loader was told it was already loaded (EEXIST: present in the kernel, as
+    /// another load, udev's, was under way or failing) and left it; absent from both, so
+    /// that load failed as it does without the loader (seen once: `pcc_cpufreq`, ENODEV).
+    OtherLoad,
 }
 
 impl fmt::Display for Rule {
@@ -58,6 +62,10 @@ impl fmt::Display for Rule {
                 write!(f, "not tried: needs {by}, which failed with ENODEV")
             }
             Rule::Userspace(who) => write!(f, "loaded by name by {who}, not by a modalias"),
+            Rule::OtherLoad => write!(
+                f,
+                "left to another load under way (already_loaded), which failed: absent from both"
+            ),
         }
     }
 }
@@ -195,6 +203,8 @@ pub fn compare(a_proc: &BTreeSet<String>, b_proc: &BTreeSet<String>, b: &LoaderR
             Some(l) if l.outcome == "loaded" || l.outcome == "already_loaded" => {
                 if in_a && in_b {
                     c.explained.insert(m.clone(), Rule::Same);
+                } else if l.outcome == "already_loaded" && !in_a && !in_b {
+                    c.explained.insert(m.clone(), Rule::OtherLoad);
                 } else if !in_a {
                     fail(format!(
                         "the loader loaded it ({}) but udev did not in A",
@@ -310,6 +320,20 @@ mod tests {
             .map(|(n, l)| (n.clone(), l.clone()))
             .unwrap();
         a.remove(&name);
+        let c = compare(&a, &b, &run);
+        assert!(
+            c.unexplained[0].contains("udev did not in A"),
+            "{:?}",
+            c.unexplained
+        );
+        // One the loader found already loading (EEXIST: udev's load under way, which then
+        // failed): absent from both, as without the loader. Present in B only fails.
+        let mut b_without = b.clone();
+        b_without.remove(&name);
+        run.planned.get_mut(&name).unwrap().outcome = "already_loaded".into();
+        let c = compare(&a, &b_without, &run);
+        assert!(c.unexplained.is_empty(), "{:?}", c.unexplained);
+        assert_eq!(c.explained[&name], Rule::OtherLoad);
         let c = compare(&a, &b, &run);
         assert!(
             c.unexplained[0].contains("udev did not in A"),
