@@ -28,9 +28,11 @@ pub mod budget;
 pub mod build;
 pub mod diff;
 pub mod model;
+pub mod report;
 pub mod services;
 pub mod settle;
 pub mod usage;
 
 pub use build::{analyze, analyze_with, AnalyzeError, Options};
 pub use model::*;
+pub use report::Report;

@@ -1,8 +1,15 @@
-//! Services as the trace shows them: an init script's run (`/etc/init.d/NAME` or an
-//! `/etc/rc?.d/` link) is one service span, from the script's process start to its exit. A
-//! sysvinit boot has no service events, so the spans come from the process tree: the
-//! outermost process running the script (its forks, which keep the command line, belong to
-//! it).
+//! Services: the init scripts of a boot and when each ran. Two sources, one module:
+//!
+//! - [`ServicesView`]: when bootprint's runner started the scripts, its span log (`rc.log`,
+//!   read by [`trace::rclog`]) says exactly when each started and ended, what it waited for,
+//!   whether it was late; with blame and the critical chain to the login
+//!   (`bootprint rc services`, the report's services section).
+//! - [`services`]: any sysvinit boot, from the process tree: an init script's run
+//!   (`/etc/init.d/NAME` or an `/etc/rc?.d/` link) is one service span, from the script's
+//!   process start to its exit; the outermost process running the script (its forks, which
+//!   keep the command line, belong to it). The advice rules and the diff use these.
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -104,6 +111,163 @@ pub fn service_of<'a>(m: &BootModel, services: &'a [Service], index: usize) -> O
     None
 }
 
+/// One script run, from the runner's span log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    /// Script name.
+    pub script: String,
+    /// start, stop.
+    pub action: String,
+    /// The runlevel it ran for.
+    pub runlevel: String,
+    /// Start, CLOCK_BOOTTIME ns.
+    pub start_ns: u64,
+    /// End (None: the log ends before it did).
+    pub end_ns: Option<u64>,
+    /// Exit status (None: killed by a signal, timed out or never ended).
+    pub exit: Option<i32>,
+    /// ok, failed, not_installed, not_configured, timed_out, signal, spawn_failed, running.
+    pub outcome: String,
+    /// Started after the login target was reached.
+    pub late: bool,
+    /// Runlevel S, one graph: beside the path to the login (rcS did not wait for it).
+    pub beside: bool,
+    /// The script whose end made this one ready (empty: ready from the start).
+    pub waited_for: String,
+    /// The runner's built-in did the work (a built-in that declined is not a span: the
+    /// script that ran after it is).
+    pub builtin: bool,
+}
+
+impl Span {
+    /// Wall time in ns (0 while unfinished).
+    pub fn duration_ns(&self) -> u64 {
+        self.end_ns.map_or(0, |e| e.saturating_sub(self.start_ns))
+    }
+}
+
+/// The services view of one boot that bootprint's runner started.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServicesView {
+    /// Every script run, by start time.
+    pub spans: Vec<Span>,
+    /// When each runlevel's path to the login was done (`rc_reached`): (runlevel, ns).
+    pub reached: Vec<(String, u64)>,
+    /// When late services were let go: (runlevel, ns, reason `idle`/`max_wait`).
+    pub late_start: Vec<(String, u64, String)>,
+    /// Runners that fell back to serial: (runlevel, reason).
+    pub fallbacks: Vec<(String, String)>,
+}
+
+impl ServicesView {
+    /// Builds the view from the span log's events ([`trace::rclog::parse`]).
+    pub fn from_events(events: &[trace::Event]) -> ServicesView {
+        let mut v = ServicesView::default();
+        let mut open: BTreeMap<(String, String, String), usize> = BTreeMap::new();
+        let get = |e: &trace::Event, k: &str| e.get(k).unwrap_or_default().to_string();
+        for e in events {
+            let key = (get(e, "runlevel"), get(e, "action"), get(e, "script"));
+            match e.kind.as_str() {
+                "rc_start" => {
+                    open.insert(key, v.spans.len());
+                    v.spans.push(Span {
+                        script: get(e, "script"),
+                        action: get(e, "action"),
+                        runlevel: get(e, "runlevel"),
+                        start_ns: e.t_ns,
+                        end_ns: None,
+                        exit: None,
+                        outcome: "running".into(),
+                        late: get(e, "late") == "1",
+                        beside: get(e, "beside") == "1",
+                        waited_for: get(e, "waited_for"),
+                        builtin: get(e, "builtin") == "1",
+                    });
+                }
+                "rc_end" => {
+                    if let Some(i) = open.remove(&key) {
+                        let s = &mut v.spans[i];
+                        s.end_ns = Some(e.t_ns);
+                        s.exit = e.get("exit").and_then(|x| x.parse().ok());
+                        s.outcome = get(e, "outcome");
+                    }
+                }
+                "rc_builtin_failed" => {
+                    // The script runs next (its own rc_start): drop the built-in's try.
+                    if let Some(i) = open.remove(&key) {
+                        v.spans.remove(i);
+                        for x in open.values_mut() {
+                            if *x > i {
+                                *x -= 1;
+                            }
+                        }
+                    }
+                }
+                "rc_reached" => v.reached.push((get(e, "runlevel"), e.t_ns)),
+                "rc_late" => v
+                    .late_start
+                    .push((get(e, "runlevel"), e.t_ns, get(e, "reason"))),
+                "rc_fallback" => v.fallbacks.push((get(e, "runlevel"), get(e, "reason"))),
+                _ => {}
+            }
+        }
+        v.spans.sort_by_key(|s| s.start_ns);
+        v
+    }
+
+    /// The view of a span log's text; bad lines are returned as problems naming `file`.
+    pub fn from_text(text: &str, file: &str) -> (ServicesView, Vec<trace::rclog::Problem>) {
+        let (events, problems) = trace::rclog::parse(text, file);
+        (ServicesView::from_events(&events), problems)
+    }
+
+    /// Spans by wall time, longest first (like `systemd-analyze blame`).
+    pub fn blame(&self) -> Vec<&Span> {
+        let mut b: Vec<&Span> = self.spans.iter().collect();
+        b.sort_by_key(|s| (std::cmp::Reverse(s.duration_ns()), s.start_ns));
+        b
+    }
+
+    /// The chain of scripts that held up the login: from the last script (not late) to end
+    /// before the last `rc_reached`, back through `waited_for` (the dependency whose end
+    /// made each one ready). First element is the earliest.
+    pub fn critical_chain(&self) -> Vec<&Span> {
+        let Some(&(ref rl, at)) = self.reached.last() else {
+            return vec![];
+        };
+        let in_rl = |s: &&Span| !s.late && !s.beside && s.end_ns.is_some_and(|e| e <= at);
+        let mut cur = self
+            .spans
+            .iter()
+            .filter(|s| &s.runlevel == rl)
+            .filter(in_rl)
+            .max_by_key(|s| s.end_ns);
+        let mut chain = Vec::new();
+        while let Some(s) = cur {
+            if chain.len() > self.spans.len() {
+                break; // a malformed log with a waited_for loop
+            }
+            chain.push(s);
+            cur = if s.waited_for.is_empty() {
+                // Ready at once in its runlevel: it waited for the runlevel before (rcS
+                // before rc2); go on from the last script there to end before it started.
+                self.spans
+                    .iter()
+                    .filter(|p| p.runlevel != s.runlevel && !p.late && !p.beside)
+                    .filter(|p| p.end_ns.is_some_and(|e| e <= s.start_ns))
+                    .max_by_key(|p| p.end_ns)
+            } else {
+                self.spans
+                    .iter()
+                    .filter(|p| p.script == s.waited_for && p.start_ns <= s.start_ns)
+                    .max_by_key(|p| p.start_ns)
+            };
+        }
+        chain.reverse();
+        chain
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +284,57 @@ mod tests {
         );
         assert_eq!(script_of("/bin/sh /etc/init.d/rc 2"), None);
         assert_eq!(script_of("sed -e s/x/y/"), None);
+    }
+
+    const LOG: &str = "# bootprint rc 1
+10 rc_start script=mountall action=start runlevel=S late=0 waited_for=
+90 rc_end script=mountall action=start runlevel=S late=0 exit=0 outcome=ok timed_out=0
+100 rc_begin runlevel=2 action=start
+1000 rc_start script=a action=start runlevel=2 late=0 waited_for=
+1500 rc_start script=c action=start runlevel=2 late=0 waited_for=
+2000 rc_end script=a action=start runlevel=2 late=0 exit=0 outcome=ok timed_out=0
+2100 rc_start script=b action=start runlevel=2 late=0 waited_for=a
+2600 rc_end script=c action=start runlevel=2 late=0 exit=1 outcome=failed timed_out=0
+5000 rc_end script=b action=start runlevel=2 late=0 exit=0 outcome=ok timed_out=0
+5000 rc_reached runlevel=2
+9000 rc_late runlevel=2 reason=idle
+9100 rc_start script=z%20z action=start runlevel=2 late=1 waited_for=
+";
+
+    fn chain(v: &ServicesView) -> Vec<&str> {
+        v.critical_chain()
+            .iter()
+            .map(|s| s.script.as_str())
+            .collect()
+    }
+
+    #[test]
+    fn view_blame_chain() {
+        let (v, problems) = ServicesView::from_text(LOG, "rc.log");
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(v.spans.len(), 5);
+        let names: Vec<&str> = v.blame().iter().map(|s| s.script.as_str()).collect();
+        assert_eq!(names, ["b", "c", "a", "mountall", "z z"]);
+        assert_eq!(chain(&v), ["mountall", "a", "b"]);
+        assert_eq!(v.spans[2].outcome, "failed");
+        assert_eq!(v.spans[4].outcome, "running");
+        assert!(v.spans[4].late);
+        assert_eq!(v.late_start, vec![("2".into(), 9000, "idle".into())]);
+    }
+
+    /// One graph: udev, beside the path in S, ends after mountall but before runlevel 2's
+    /// first script; the chain still goes back to mountall, which `a` waited for.
+    #[test]
+    fn the_chain_skips_what_was_beside_the_path() {
+        let log = LOG.replace(
+            "100 rc_begin runlevel=2 action=start\n",
+            "20 rc_start script=udev action=start runlevel=S late=0 beside=1 waited_for=\n\
+             95 rc_reached runlevel=S\n100 rc_begin runlevel=2 action=start\n\
+             900 rc_end script=udev action=start runlevel=S late=0 beside=1 exit=0 outcome=ok timed_out=0\n",
+        );
+        let (v, _) = ServicesView::from_text(&log, "rc.log");
+        let udev = v.spans.iter().find(|s| s.script == "udev").unwrap();
+        assert!(udev.beside && !udev.late);
+        assert_eq!(chain(&v), ["mountall", "a", "b"]);
     }
 }

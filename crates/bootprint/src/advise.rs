@@ -1,37 +1,22 @@
 //! `bootprint advise TRACE [--json]`: what to change in a recorded boot, each finding with its
 //! evidence, estimated gain and fix (rules: `analyze::advise`, docs/advise.md).
 
-use std::io::Write;
-
+use crate::output::{print, report, write_json};
 use crate::Outcome;
 
 /// Runs the verb.
 pub fn run(args: &crate::cli::Advise) -> Outcome {
-    let trace = match trace::Trace::open(&args.trace) {
-        Ok(t) => t,
-        Err(e) => return Outcome::Failed(e.to_string()),
+    // The findings do not depend on the budgets: no config file is read.
+    let defaults = (analyze::budget::Budgets::default(), "defaults".to_string());
+    let r = match report(&args.trace, &defaults, "advise") {
+        Ok(r) => r,
+        Err(e) => return Outcome::Failed(e),
     };
-    let model = match analyze::analyze(&trace) {
-        Ok(m) => m,
-        Err(e) => return Outcome::Failed(format!("{}: {e}", trace.origin)),
-    };
-    let kernel = crate::report::kernel_of(&trace);
-    let findings = analyze::advise::advise(&model, kernel.as_ref());
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let written = if args.json {
-        serde_json::to_writer_pretty(
-            &mut out,
-            &serde_json::json!({"trace": trace.origin, "findings": findings}),
-        )
-        .map_err(std::io::Error::from)
-        .and_then(|_| writeln!(out))
-    } else {
-        render::advice::write_text(&mut out, &trace.origin, &findings)
-    };
-    match written.and_then(|_| out.flush()) {
-        Ok(()) => Outcome::Ok,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Outcome::Ok,
-        Err(e) => Outcome::Failed(format!("writing the advice: {e}")),
-    }
+    print("the advice", |out| {
+        if args.json {
+            write_json(out, &render::advice::json(&r))
+        } else {
+            render::advice::report(out, &r)
+        }
+    })
 }

@@ -12,6 +12,7 @@ mod kernel;
 mod lever;
 mod man;
 mod modules;
+mod output;
 mod rc;
 mod readahead;
 mod report;

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::Path;
 
+use analyze::services::ServicesView;
 use rc::graph::{Edge, EdgeKind, Graph, Origin};
 use rc::system::{Runlevel, System};
 use rc::Diagnostic;
@@ -305,53 +306,32 @@ fn write_dot(graphs: &[Graph], out: &mut impl Write) -> std::io::Result<()> {
 fn services(args: &cli::RcServices) -> Outcome {
     let trace = &args.trace;
     let file = if trace.is_dir() {
-        trace.join("rc.log")
+        trace.join(trace::rclog::FILE_NAME)
     } else {
         trace.clone()
     };
-    let (view, diags) = match rc::spans::load(&file) {
-        Ok(v) => v,
-        Err(e) if e.source.kind() == std::io::ErrorKind::NotFound => {
+    let text = match std::fs::read_to_string(&file) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Outcome::Failed(format!(
                 "rc services: {} does not exist: the boot did not use bootprint's runner \
                  (bootprint.rc=1), or its span log was not copied into the trace",
                 file.display()
             ))
         }
-        Err(e) => return Outcome::Failed(format!("rc services: {e}")),
+        Err(e) => return Outcome::Failed(format!("rc services: {}: {e}", file.display())),
     };
-    for d in &diags {
-        eprintln!("bootprint: rc services: {d}");
+    let (view, problems) = ServicesView::from_text(&text, &file.display().to_string());
+    for p in &problems {
+        eprintln!("bootprint: rc services: {p}");
     }
     if !args.json {
-        print!("{}", rc::spans::render_text(&view));
+        print!("{}", render::services::text(&view));
         return Outcome::Ok;
     }
-    let v = services_json(&view);
+    let v = render::services::json(&view);
     println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
     Outcome::Ok
-}
-
-/// The services view as JSON (`rc services --json`, and `services` in `report --json`).
-pub fn services_json(view: &rc::spans::Services) -> Value {
-    let span = |s: &rc::spans::Span| {
-        json!({
-            "script": s.script, "action": s.action, "runlevel": s.runlevel,
-            "start_s": s.start_ns as f64 / 1e9,
-            "end_s": s.end_ns.map(|e| e as f64 / 1e9),
-            "duration_s": s.duration_ns() as f64 / 1e9,
-            "exit": s.exit, "outcome": s.outcome, "late": s.late,
-            "waited_for": s.waited_for,
-        })
-    };
-    json!({
-        "spans": view.spans.iter().map(span).collect::<Vec<_>>(),
-        "blame": view.blame().iter().map(|s| s.script.clone()).collect::<Vec<_>>(),
-        "critical_chain": view.critical_chain().iter().map(|s| s.script.clone()).collect::<Vec<_>>(),
-        "reached": view.reached.iter().map(|(rl, ns)| json!({"runlevel": rl, "at_s": *ns as f64 / 1e9})).collect::<Vec<_>>(),
-        "late_start": view.late_start.iter().map(|(rl, ns, why)| json!({"runlevel": rl, "at_s": *ns as f64 / 1e9, "reason": why})).collect::<Vec<_>>(),
-        "fallbacks": view.fallbacks.iter().map(|(rl, why)| json!({"runlevel": rl, "reason": why})).collect::<Vec<_>>(),
-    })
 }
 
 /// `rc login [--root DIR] [--json]`: the learned login target with its reasons.

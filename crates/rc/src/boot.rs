@@ -11,7 +11,6 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use crate::spans;
 use crate::system::Runlevel;
 
 /// The runlevel init enters once runlevel S is done, when S may end early; Err says why
@@ -86,13 +85,13 @@ impl BootState {
 
     /// [`BootState::read`] on the log's text.
     pub fn parse(text: &str, log: &Path) -> Option<BootState> {
-        let (events, _) = spans::parse(text, log);
+        let (events, _) = trace::rclog::parse(text, &log.display().to_string());
         let mut state: Option<BootState> = None;
         for e in &events {
-            if e.kv.get("runlevel").map(String::as_str) != Some("S") {
+            if e.get("runlevel") != Some("S") {
                 continue;
             }
-            let script = e.kv.get("script").cloned();
+            let script = e.get("script").map(String::from);
             match e.kind.as_str() {
                 // A fallback's own rc_begin follows its rc_fallback: what was started
                 // before it still counts as started.
@@ -112,7 +111,7 @@ impl BootState {
                 }
                 "rc_handoff" => {
                     if let Some(s) = state.as_mut() {
-                        s.worker = e.kv.get("pid").and_then(|p| p.parse().ok());
+                        s.worker = e.get("pid").and_then(|p| p.parse().ok());
                     }
                 }
                 "rc_done" => {

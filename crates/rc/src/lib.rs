@@ -28,7 +28,8 @@
 //! - [`durations`]: what earlier boots taught (`/var/lib/bootprint/rc-durations`).
 //! - [`state`]: state files written whole or not at all (temp file, fsync, rename).
 //! - [`spans`]: the runner's span log (`/run/bootprint/rc.log`, `rc.log` in a trace), its
-//!   parser and the services view (spans, blame, critical chain to the login).
+//!   writer (the format and reader are `trace::rclog`; the services view built from it is
+//!   `analyze::services`).
 //!
 //! Not here: recording the boot (the `record` crate copies the span log into the trace),
 //! argument parsing (`bootprint-boot rc`, `bootprint rc`), rendering beyond plain text.

@@ -41,13 +41,18 @@ fn fuzz_rc_proc_stat_huge_counters() {
 }
 
 /// fuzz target rc_spans (the 1 M-input run): a `%` followed by a character of several bytes
-/// in a span log's value made `decode` slice the text inside that character (a panic in
-/// release builds too: `bootprint rc services` on a hostile rc.log).
+/// in a span log's value made the decoder slice the text inside that character (a panic in
+/// release builds too: `bootprint rc services` on a hostile rc.log). The span log now shares
+/// events.log's decoder, which reports such a value as a bad line.
 #[test]
 fn fuzz_rc_spans_escape_before_a_multibyte_character() {
-    assert_eq!(rc::spans::decode("%é"), "%é");
-    assert_eq!(rc::spans::decode("a%\u{10ffff}%41"), "a%\u{10ffff}A");
-    assert_eq!(rc::spans::decode("%4"), "%4");
+    for value in ["%é", "a%\u{10ffff}%41", "%4"] {
+        let text = format!("# bootprint rc 1\n1 rc_start script={value}\n2 rc_done\n");
+        let (events, problems) = trace::rclog::parse(&text, "rc.log");
+        assert_eq!(events.len(), 1, "{value:?}");
+        assert_eq!(problems.len(), 1, "{value:?}");
+        assert_eq!(problems[0].line, 2);
+    }
 }
 
 /// fuzz target rc_proc_stat (the 1 M-input run): `procs_running` and `procs_blocked` near

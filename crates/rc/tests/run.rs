@@ -6,10 +6,12 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use analyze::services::{ServicesView as Services, Span};
 use rc::durations::Durations;
 use rc::run::{Config, Options, Plan, Runner};
-use rc::spans::{self, Services, SpanLog};
+use rc::spans::SpanLog;
 use rc::system::{Runlevel, System};
+use trace::rclog;
 
 struct Root(PathBuf);
 
@@ -74,7 +76,7 @@ fn run(
     root: &Root,
     cfg: &Config,
     durations: &Durations,
-) -> (Services, String, Vec<rc::spans::Event>, String) {
+) -> (Services, String, Vec<trace::Event>, String) {
     let sys = System::load(&root.0).unwrap();
     let plan = Plan::start(&sys, Runlevel::Num(2), cfg, durations, None);
     let log_path = root.0.join("run/rc.log");
@@ -93,7 +95,7 @@ fn run(
         runner.done();
     }
     let text = fs::read_to_string(&log_path).unwrap();
-    let (events, diags) = spans::parse(&text, &log_path);
+    let (events, diags) = rclog::parse(&text, &log_path.display().to_string());
     assert!(diags.is_empty(), "{diags:?}");
     (
         Services::from_events(&events),
@@ -103,7 +105,7 @@ fn run(
     )
 }
 
-fn span<'a>(v: &'a Services, name: &str) -> &'a rc::spans::Span {
+fn span<'a>(v: &'a Services, name: &str) -> &'a Span {
     v.spans
         .iter()
         .find(|s| s.script == name)
@@ -177,12 +179,15 @@ fn graph_order_late_output_timeouts_and_exit_codes() {
     assert!(summary.contains("skipped_service_not_configured='notconf'"));
 
     // Late services: web (learned) and mail (configured) start after the login path.
-    let reached = events.iter().find(|e| e.kind == "rc_reached").unwrap().ns;
+    let reached = events.iter().find(|e| e.kind == "rc_reached").unwrap().t_ns;
     let late_ev = events.iter().find(|e| e.kind == "rc_late").unwrap();
     for name in ["web", "mail"] {
         let s = span(&v, name);
         assert!(s.late, "{name} should be late");
-        assert!(s.start_ns >= late_ev.ns && late_ev.ns >= reached, "{name}");
+        assert!(
+            s.start_ns >= late_ev.t_ns && late_ev.t_ns >= reached,
+            "{name}"
+        );
         assert_eq!(s.outcome, "ok");
     }
     for name in ["base", "logger", "hang", "fail"] {
@@ -378,7 +383,7 @@ fn the_binary_answers_like_startpar_and_learns() {
     let (d, diags) = Durations::load(&root.0.join("var/lib/bootprint/rc-durations"));
     assert!(diags.is_empty());
     assert_eq!(d.map.len(), 2, "{d:?}");
-    let (v, _) = spans::load(&req.spans).unwrap();
+    let (v, _) = Services::from_text(&fs::read_to_string(&req.spans).unwrap(), "rc.log");
     let kept = fs::read_to_string(root.0.join("var/lib/bootprint/rc-last.log")).unwrap();
     assert!(kept.contains(" rc_done "), "{kept}");
     assert!(
@@ -832,7 +837,7 @@ fn a_builtin_that_declines_or_fails_hands_its_task_to_the_script() {
         };
         assert_eq!(lines, want, "program: {program_exit}");
         let text = fs::read_to_string(&log_path).unwrap();
-        let (events, _) = spans::parse(&text, &log_path);
+        let (events, _) = rclog::parse(&text, "rc.log");
         let failed = events
             .iter()
             .filter(|e| e.kind == "rc_builtin_failed")
@@ -880,7 +885,7 @@ fn a_script_planned_not_alone_runs_beside_the_others() {
         r.run_phase(false);
         r.done();
     }
-    let (events, _) = spans::parse(&fs::read_to_string(&log_path).unwrap(), &log_path);
+    let (events, _) = rclog::parse(&fs::read_to_string(&log_path).unwrap(), "rc.log");
     let v = Services::from_events(&events);
     let (a, b) = (span(&v, "udev"), span(&v, "other"));
     assert!(

@@ -1,8 +1,19 @@
-//! The findings of `analyze::advise` as text (the JSON is their serde form).
+//! The findings of `analyze::advise` (`bootprint advise`) as text and JSON (their serde form).
 
 use std::io::{self, Write};
 
 use analyze::advise::Finding;
+use analyze::report::Report;
+
+/// The report's findings for people ([`write_text`]).
+pub fn report(out: &mut impl Write, r: &Report) -> io::Result<()> {
+    write_text(out, &r.origin, &r.findings)
+}
+
+/// The report's findings as JSON: `{"trace": ..., "findings": [...]}`.
+pub fn json(r: &Report) -> serde_json::Value {
+    serde_json::json!({"trace": r.origin, "findings": r.findings})
+}
 
 /// Writes the findings for people: title, gain, evidence lines, fix.
 pub fn write_text(out: &mut impl Write, origin: &str, findings: &[Finding]) -> io::Result<()> {

@@ -54,6 +54,16 @@ fn programs(out: &mut impl Write, title: &str, list: &[ProgramDiff]) -> io::Resu
     Ok(())
 }
 
+/// The diff as JSON: its serde form with the two traces' names as `a` and `b`.
+pub fn json(diff: &Diff, a: &str, b: &str) -> serde_json::Value {
+    let mut v = serde_json::to_value(diff).unwrap_or_default();
+    if let Some(o) = v.as_object_mut() {
+        o.insert("a".into(), a.into());
+        o.insert("b".into(), b.into());
+    }
+    v
+}
+
 /// Writes the comparison for people.
 pub fn write_text(out: &mut impl Write, a: &str, b: &str, diff: &Diff) -> io::Result<()> {
     writeln!(out, "bootprint diff\n  A: {a}\n  B: {b}\n")?;

@@ -6,29 +6,11 @@
 
 use std::io::{self, Write};
 
-use analyze::advise::Finding;
-use analyze::budget::Phase;
-use analyze::settle::Settle;
+use analyze::report::Report;
 use analyze::BootModel;
 use serde_json::json;
 
 use crate::svg::escape_xml as esc;
-
-/// What the HTML report shows.
-pub struct Input<'a> {
-    /// The boot.
-    pub model: &'a BootModel,
-    /// Where the trace came from.
-    pub origin: &'a str,
-    /// Phases against budgets.
-    pub phases: &'a [Phase],
-    /// Where the budgets came from.
-    pub budget_source: &'a str,
-    /// The boot-done view.
-    pub settle: &'a Settle,
-    /// The findings of `analyze::advise`.
-    pub findings: &'a [Finding],
-}
 
 /// At most this many process rows go into the zoomable chart (the heaviest, in tree order).
 pub const MAX_ROWS: usize = 400;
@@ -236,13 +218,46 @@ pub fn script_json(v: &serde_json::Value) -> String {
     out
 }
 
+/// The kernel's share: its phases and its costliest initcalls (details: `bootprint kernel`).
+fn write_kernel(out: &mut impl Write, k: &kernel::Report) -> io::Result<()> {
+    let secs = |v: Option<u64>| opt(v.map(|u| u as f64 / 1e6));
+    writeln!(
+        out,
+        "<h2>Kernel</h2><p>From the trace's kernel log: to the first program {} s, in the initramfs {} s, to the real init {} s.</p>",
+        secs(k.boot.phases.kernel_us),
+        secs(k.boot.phases.initramfs_us),
+        secs(k.boot.phases.to_real_init_us)
+    )?;
+    let slowest = crate::json::slowest_initcalls(k);
+    if !slowest.is_empty() {
+        writeln!(
+            out,
+            "<table><tr><th>seconds</th><th class=l>initcall</th><th class=l>module</th></tr>"
+        )?;
+        for c in slowest {
+            writeln!(
+                out,
+                "<tr><td>{:.3}</td><td class=l>{}</td><td class=l>{}</td></tr>",
+                c.cost_us() as f64 / 1e6,
+                esc(&c.func),
+                esc(c.module.as_deref().unwrap_or("built-in"))
+            )?;
+        }
+        writeln!(out, "</table>")?;
+    }
+    Ok(())
+}
+
 fn opt(v: Option<f64>) -> String {
     v.map_or("-".into(), |x| format!("{x:.2}"))
 }
 
-/// Writes the HTML report. `svg` is the static bootchart (from `svg::render_svg`), inlined.
-pub fn write(out: &mut impl Write, inp: &Input, svg: &str) -> io::Result<()> {
-    let m = inp.model;
+/// Writes the HTML report, the static bootchart SVG inlined.
+pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
+    let mut svg = Vec::new();
+    crate::svg::report(&mut svg, inp)?;
+    let svg = String::from_utf8_lossy(&svg);
+    let m = &inp.model;
     let title = format!("bootprint report: {}", inp.origin);
     writeln!(
         out,
@@ -283,9 +298,9 @@ pub fn write(out: &mut impl Write, inp: &Input, svg: &str) -> io::Result<()> {
     writeln!(
         out,
         "<h2>Phases against their budgets</h2><p>Budgets: {}</p><table><tr><th class=l>phase</th><th>from s</th><th>to s</th><th>took s</th><th>budget s</th><th>over s</th><th class=l>heaviest inside (CPU s / blocked s)</th></tr>",
-        esc(inp.budget_source)
+        esc(&inp.budget_source)
     )?;
-    for p in inp.phases {
+    for p in &inp.phases {
         let blame: Vec<String> = p
             .blame
             .iter()
@@ -315,7 +330,7 @@ pub fn write(out: &mut impl Write, inp: &Input, svg: &str) -> io::Result<()> {
     }
     writeln!(out, "</table>")?;
 
-    let st = inp.settle;
+    let st = &inp.settle;
     if !st.idle_found {
         writeln!(
             out,
@@ -373,7 +388,7 @@ pub fn write(out: &mut impl Write, inp: &Input, svg: &str) -> io::Result<()> {
     if inp.findings.is_empty() {
         writeln!(out, "<p>No rule found evidence of a known cost.</p>")?;
     }
-    for f in inp.findings {
+    for f in &inp.findings {
         writeln!(
             out,
             "<div class=finding><b>[{}] {}</b> ({})",
@@ -400,6 +415,13 @@ pub fn write(out: &mut impl Write, inp: &Input, svg: &str) -> io::Result<()> {
             esc(&f.gain_basis),
             esc(&f.fix)
         )?;
+    }
+
+    if let Some(k) = &inp.kernel {
+        write_kernel(out, k)?;
+    }
+    if let Some(v) = &inp.services {
+        crate::services::write_html(out, v)?;
     }
 
     for (title, list, cpu) in [

@@ -3,6 +3,7 @@
 
 use std::io;
 
+use analyze::report::Report;
 use analyze::{BlockedSource, BootModel, Milestone, Process, TraceKind};
 use serde_json::{json, Map, Value};
 
@@ -92,6 +93,60 @@ pub fn to_value(m: &BootModel, origin: &str) -> Value {
         "readahead": m.readahead,
         "recorder": m.recorder,
         "started_after_first_sample": m.started_after_first_sample,
+    })
+}
+
+/// The whole report as one JSON value: the boot model's keys ([`to_value`]), then `kernel`,
+/// `budgets`, `settle` and `services` (null when the trace has no kernel log or no span log).
+pub fn report(r: &Report) -> Value {
+    let mut value = to_value(&r.model, &r.origin);
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert(
+            "kernel".into(),
+            r.kernel.as_ref().map_or(Value::Null, kernel_summary),
+        );
+        obj.insert(
+            "budgets".into(),
+            crate::judge::budgets_json(&r.phases, &r.budget_source),
+        );
+        obj.insert("settle".into(), crate::judge::settle_json(&r.settle));
+        obj.insert(
+            "services".into(),
+            r.services
+                .as_ref()
+                .map_or(Value::Null, crate::services::json),
+        );
+    }
+    value
+}
+
+/// The kernel's initcalls that cost the most, costliest first (at most five).
+pub fn slowest_initcalls(k: &kernel::Report) -> Vec<&kernel::Initcall> {
+    let mut slow: Vec<&kernel::Initcall> = k.boot.initcalls.iter().collect();
+    slow.sort_by_key(|c| std::cmp::Reverse(c.cost_us()));
+    slow.truncate(5);
+    slow
+}
+
+/// The kernel figures the main report carries: phases, the slowest initcalls, the findings
+/// (the whole kernel report: `bootprint kernel --json`).
+fn kernel_summary(k: &kernel::Report) -> Value {
+    let us = |v: Option<u64>| v.map(|u| u as f64 / 1e6);
+    json!({
+        "kernel_s": us(k.boot.phases.kernel_us),
+        "initramfs_s": us(k.boot.phases.initramfs_us),
+        "to_real_init_s": us(k.boot.phases.to_real_init_us),
+        "initcalls": k.boot.initcalls.len(),
+        "slowest_initcalls": slowest_initcalls(k).iter().map(|c| json!({
+            "func": c.func,
+            "module": c.module,
+            "duration_s": c.cost_us() as f64 / 1e6,
+        })).collect::<Vec<_>>(),
+        "findings": k.findings.iter().map(|f| json!({
+            "id": f.id,
+            "title": f.title,
+            "gain_s": us(f.gain_us),
+        })).collect::<Vec<_>>(),
     })
 }
 

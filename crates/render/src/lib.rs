@@ -1,14 +1,17 @@
-//! Renders a boot model.
+//! Renders a boot.
 //!
-//! `render` owns the output formats of `bootprint report` and its sibling verbs: plain text
-//! ([`text`], with [`judge`] for the budget and boot-done sections), one JSON object
-//! ([`json`]), the bootchart-style SVG ([`chart`] lays it out, [`svg`] draws it), the
-//! self-contained HTML report ([`html`]), the findings of `advise` as text ([`advice`]), two
-//! boots side by side ([`diff`]), and the exports: Chrome trace-event JSON for Perfetto
-//! ([`perfetto`]) and the Prometheus textfile ([`prometheus`]; at boot done the recorder runs
-//! `bootprint export --prometheus`, which calls it: the boot path does not link `render`).
-//! Every renderer takes what `analyze` computed and writes to any `io::Write`; none of them
-//! computes boot figures (that is `analyze`) or reads traces (that is `trace`).
+//! `render` owns the output formats of `bootprint report` and its sibling verbs. The report
+//! is computed once, as an `analyze::Report`, and every format is a sibling function over it:
+//! [`text::report`] (with [`judge`] for the budget and boot-done sections), [`json::report`],
+//! [`svg::report`] (the bootchart-style SVG: [`chart`] lays it out, [`svg`] draws it),
+//! [`html::report`] (one self-contained page), [`perfetto::report`] (Chrome trace-event JSON),
+//! [`prometheus::report`] (the textfile for node_exporter; at boot done the recorder runs
+//! `bootprint export --prometheus`, which calls it: the boot path does not link `render`) and
+//! [`advice::report`] (the findings of `advise`). Beside them: the runner's services view
+//! ([`services`]) and two boots side by side ([`diff`]).
+//! Every renderer takes what `analyze` computed and writes to any `io::Write` (or returns
+//! the value); none of them computes boot figures (that is `analyze`) or reads traces (that
+//! is `trace`).
 #![deny(missing_docs)]
 
 pub mod advice;
@@ -19,5 +22,6 @@ pub mod json;
 pub mod judge;
 pub mod perfetto;
 pub mod prometheus;
+pub mod services;
 pub mod svg;
 pub mod text;

@@ -121,6 +121,11 @@ pub fn events(m: &BootModel, kernel: Option<&kernel::Report>) -> Vec<Value> {
     ev
 }
 
+/// Writes the report's boot and its kernel's initcalls as Perfetto JSON ([`write`]).
+pub fn report(out: &mut impl Write, r: &analyze::report::Report) -> io::Result<()> {
+    write(out, &r.model, &r.origin, r.kernel.as_ref())
+}
+
 /// Writes `{"traceEvents": [...], "displayTimeUnit": "ms", "otherData": {...}}`.
 pub fn write(
     out: &mut impl Write,

@@ -35,6 +35,15 @@ pub fn text(m: &BootModel) -> String {
 
 /// [`text`] with the given budgets.
 pub fn text_with(m: &BootModel, budgets: &analyze::budget::Budgets) -> String {
+    text_of(m, &analyze::budget::phases(m, budgets))
+}
+
+/// [`text`] of a whole report (its phases, against the budgets it was judged by).
+pub fn report(r: &analyze::report::Report) -> String {
+    text_of(&r.model, &r.phases)
+}
+
+fn text_of(m: &BootModel, phases: &[analyze::budget::Phase]) -> String {
     let mut s = String::new();
     let ms = &m.milestones;
     let _ = writeln!(
@@ -57,7 +66,6 @@ pub fn text_with(m: &BootModel, budgets: &analyze::budget::Budgets) -> String {
             );
         }
     }
-    let phases = analyze::budget::phases(m, budgets);
     let phase = |p: &analyze::budget::Phase| {
         serde_json::to_value(p.id)
             .ok()
@@ -69,7 +77,7 @@ pub fn text_with(m: &BootModel, budgets: &analyze::budget::Budgets) -> String {
         "# HELP bootprint_phase_seconds Length of a boot phase, seconds."
     );
     let _ = writeln!(s, "# TYPE bootprint_phase_seconds gauge");
-    for p in &phases {
+    for p in phases {
         let _ = writeln!(
             s,
             "bootprint_phase_seconds{{phase=\"{}\"}} {}",
@@ -82,7 +90,7 @@ pub fn text_with(m: &BootModel, budgets: &analyze::budget::Budgets) -> String {
         "# HELP bootprint_phase_budget_seconds Time budget of a boot phase, seconds."
     );
     let _ = writeln!(s, "# TYPE bootprint_phase_budget_seconds gauge");
-    for p in &phases {
+    for p in phases {
         let _ = writeln!(
             s,
             "bootprint_phase_budget_seconds{{phase=\"{}\"}} {}",

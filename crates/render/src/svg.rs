@@ -47,6 +47,11 @@ const GRAPH_H: f64 = 80.0;
 const ROW_H: f64 = 13.0;
 const LABEL_LEVEL_H: f64 = 14.0;
 
+/// Writes the report's boot as a standalone SVG bootchart.
+pub fn report(out: &mut impl io::Write, r: &analyze::report::Report) -> io::Result<()> {
+    render_svg(&ChartData::from_model(&r.model), out)
+}
+
 /// Writes `data` as a standalone SVG bootchart.
 pub fn render_svg(data: &ChartData, out: &mut impl io::Write) -> io::Result<()> {
     let layout = layout_rows(data, &RowPolicy::default());

@@ -1,7 +1,9 @@
-//! `bootprint report`: a short readable report: milestones, idle time, top lists.
+//! `bootprint report`: a short readable report: milestones, idle time, top lists, then the
+//! phases against their budgets, the boot-done view, the kernel's share and the services.
 
 use std::io::{self, Write};
 
+use analyze::report::Report;
 use analyze::{BlockedSource, BootModel, Milestone};
 
 /// How many processes each top list shows.
@@ -18,7 +20,51 @@ fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
-/// Writes the text report.
+/// Writes the whole text report.
+pub fn report(out: &mut impl Write, r: &Report) -> io::Result<()> {
+    write(&r.model, &r.origin, out)?;
+    writeln!(out)?;
+    crate::judge::write_budgets(out, &r.phases, &r.budget_source)?;
+    writeln!(out)?;
+    crate::judge::write_settle(out, &r.settle)?;
+    if let Some(k) = &r.kernel {
+        write_kernel(out, k)?;
+    }
+    if let Some(v) = &r.services {
+        write!(
+            out,
+            "\nServices (bootprint rc; details: bootprint rc services TRACE):\n{}",
+            crate::services::text(v)
+        )?;
+    }
+    Ok(())
+}
+
+/// The kernel's share in a few lines (details: `bootprint kernel`).
+fn write_kernel(out: &mut impl Write, k: &kernel::Report) -> io::Result<()> {
+    let secs = |v: Option<u64>| v.map_or("-".to_string(), |u| format!("{:.2} s", u as f64 / 1e6));
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Kernel (from the trace's dmesg; details: bootprint kernel TRACE):"
+    )?;
+    writeln!(
+        out,
+        "  to the first program {}, in initramfs {}, to the real init {}",
+        secs(k.boot.phases.kernel_us),
+        secs(k.boot.phases.initramfs_us),
+        secs(k.boot.phases.to_real_init_us)
+    )?;
+    for f in k.findings.iter().take(5) {
+        let gain = f.gain_us.map_or(String::new(), |g| {
+            format!(" (gain ~{:.2} s)", g as f64 / 1e6)
+        });
+        writeln!(out, "  finding {}: {}{gain}", f.id, f.title)?;
+    }
+    Ok(())
+}
+
+/// Writes the boot model's part of the text report: milestones, idle time, top lists.
 pub fn write(m: &BootModel, origin: &str, out: &mut impl Write) -> io::Result<()> {
     let s = &m.system;
     writeln!(out, "bootprint report: {origin}")?;

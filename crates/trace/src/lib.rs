@@ -1,7 +1,8 @@
 //! The bootprint trace: what a recorded boot leaves on disk, and the types to read and write it.
 //!
 //! A trace is a directory of bootchart2-compatible sample logs plus bootprint's own
-//! `events.log` (see `docs/trace-format.md`). This crate owns the format only: parsing takes
+//! `events.log` and, when bootprint's runner started the init scripts, its span log `rc.log`
+//! ([`rclog`]) (see `docs/trace-format.md`). This crate owns the format only: parsing takes
 //! text, writing takes values; it decides nothing about when to sample or what a boot means
 //! (that belongs to `sample` and `analyze`). It also holds [`conf`], the one parser of
 //! `bootprint.toml`'s syntax, shared by the boot path and the report.
@@ -9,6 +10,7 @@
 
 pub mod conf;
 pub mod events;
+pub mod rclog;
 pub mod writer;
 
 pub use events::{Event, EventParseError};

@@ -16,7 +16,7 @@ use crate::events::{self, Event};
 use crate::writer::PsRecord;
 
 /// Files of a trace that the reader knows; the rest of a directory or archive is skipped.
-pub const KNOWN_FILES: [&str; 8] = [
+pub const KNOWN_FILES: [&str; 9] = [
     "header",
     "proc_stat.log",
     "proc_diskstats.log",
@@ -25,6 +25,7 @@ pub const KNOWN_FILES: [&str; 8] = [
     "cmdline2.log",
     "dmesg",
     events::FILE_NAME,
+    crate::rclog::FILE_NAME,
 ];
 
 /// Why a trace could not be opened or read.
@@ -280,6 +281,9 @@ pub struct Trace {
     pub dmesg: Option<String>,
     /// `events.log`, if present.
     pub events: Option<Vec<Event>>,
+    /// `rc.log`, the runner's span log, as text, if present (parsed by its reader,
+    /// [`crate::rclog::parse`], which reports bad lines rather than failing the trace).
+    pub rc_log: Option<String>,
 }
 
 impl Trace {
@@ -323,6 +327,7 @@ impl Trace {
             cmdlines,
             dmesg: raw.take_text("dmesg"),
             events,
+            rc_log: raw.take_text(crate::rclog::FILE_NAME),
         })
     }
 

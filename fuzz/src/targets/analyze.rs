@@ -21,7 +21,7 @@ pub fn targets() -> Vec<Target> {
             name: "analyze_trace",
             about: "analyze::analyze of a parsed trace, then budget phases, settle, services, advise, diff, the bootchart2 process tree",
             run: |d| {
-                let _ = model_of(d);
+                let _ = report_of(d);
             },
             seeds: trace_container_seeds,
             tokens: TRACE_TOKENS,
@@ -56,15 +56,11 @@ pub fn targets() -> Vec<Target> {
 }
 
 /// What `bootprint report` computes from a trace, up to the renderings.
-fn model_of(d: &[u8]) -> Option<(Trace, analyze::BootModel)> {
+fn report_of(d: &[u8]) -> Option<analyze::Report> {
     let trace = Trace::parse(raw_trace(d)).ok()?;
-    let model = analyze::analyze(&trace).ok()?;
-    let phases = analyze::budget::phases(&model, &Budgets::default());
-    let _ = analyze::budget::worst(&phases);
-    let _ = analyze::settle::settle(&model);
-    let kernel = kernel_of(&trace);
-    let _ = analyze::advise::advise(&model, kernel.as_ref());
-    let _ = analyze::diff::diff(&model, &model);
+    let report = analyze::Report::build(&trace, &Budgets::default(), "defaults").ok()?;
+    let _ = analyze::budget::worst(&report.phases);
+    let _ = analyze::diff::diff(&report.model, &report.model);
     if let Ok(log) = trace.ps_log() {
         let stats = analyze::bootchart::ps_stats(&log);
         let mut tree = analyze::bootchart::ProcessTree::build(&stats);
@@ -75,47 +71,20 @@ fn model_of(d: &[u8]) -> Option<(Trace, analyze::BootModel)> {
         tree.merge_runs();
         let _ = tree.flatten();
     }
-    Some((trace, model))
-}
-
-/// As `bootprint report` makes the kernel report of a trace.
-fn kernel_of(trace: &Trace) -> Option<kernel::Report> {
-    trace
-        .dmesg
-        .as_deref()
-        .map(|t| kernel::Report::from_text("dmesg", t))
-        .filter(|k| k.boot.counts.kernel_lines > 0)
+    Some(report)
 }
 
 fn run_render(d: &[u8]) {
-    let Some((trace, model)) = model_of(d) else {
+    let Some(r) = report_of(d) else {
         return;
     };
-    let budgets = Budgets::default();
-    let phases = analyze::budget::phases(&model, &budgets);
-    let settle = analyze::settle::settle(&model);
-    let kernel = kernel_of(&trace);
-    let findings = analyze::advise::advise(&model, kernel.as_ref());
-    let _ = render::text::write(&model, "fuzz", &mut sink());
-    let _ = render::judge::write_budgets(&mut sink(), &phases, "defaults");
-    let _ = render::judge::write_settle(&mut sink(), &settle);
-    let _ = render::json::write(&model, "fuzz", &mut sink());
-    let _ = render::advice::write_text(&mut sink(), "fuzz", &findings);
-    let _ = render::prometheus::text_with(&model, &budgets);
-    let _ = render::perfetto::write(&mut sink(), &model, "fuzz", kernel.as_ref());
-    let data = render::chart::ChartData::from_model(&model);
-    let mut svg = Vec::new();
-    let _ = render::svg::render_svg(&data, &mut svg);
-    let input = render::html::Input {
-        model: &model,
-        origin: "fuzz",
-        phases: &phases,
-        budget_source: "defaults",
-        settle: &settle,
-        findings: &findings,
-    };
-    let _ = render::html::write(&mut sink(), &input, &String::from_utf8_lossy(&svg));
-    let diff = analyze::diff::diff(&model, &model);
+    let _ = render::text::report(&mut sink(), &r);
+    let _ = render::json::report(&r);
+    let _ = render::advice::report(&mut sink(), &r);
+    let _ = render::prometheus::report(&r);
+    let _ = render::perfetto::report(&mut sink(), &r);
+    let _ = render::html::report(&mut sink(), &r);
+    let diff = analyze::diff::diff(&r.model, &r.model);
     let _ = render::diff::write_text(&mut sink(), "a", "b", &diff);
 }
 

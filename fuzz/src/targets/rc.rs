@@ -84,14 +84,14 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "rc_spans",
-            about: "rc::spans::parse (rc.log span log), Services::from_events, blame, critical chain, render_text",
+            about: "trace::rclog::parse (rc.log span log), ServicesView::from_events, blame, critical chain, its text and JSON",
             run: |d| {
                 if let Some(t) = strict(d) {
-                    let (events, _) = rc::spans::parse(t, Path::new("rc.log"));
-                    let s = rc::spans::Services::from_events(&events);
+                    let (s, _) = analyze::services::ServicesView::from_text(t, "rc.log");
                     let _ = s.blame();
                     let _ = s.critical_chain();
-                    let _ = rc::spans::render_text(&s);
+                    let _ = render::services::text(&s);
+                    let _ = render::services::json(&s);
                 }
             },
             seeds: || seeds::lit(&[RC_LOG]),

@@ -1,0 +1,218 @@
+//! The services view of a boot bootprint's runner started (`analyze::services::ServicesView`):
+//! as text (`bootprint rc services`, the text report's services section), as JSON (`rc
+//! services --json`, `services` in `report --json`) and as an HTML section.
+
+use std::io::{self, Write};
+
+use analyze::services::{ServicesView, Span};
+use serde_json::{json, Value};
+
+use crate::svg::escape_xml as esc;
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// The services view as text: every span (start, duration, outcome, late apart), the
+/// blame list and the critical chain to the login. `bootprint rc services` prints it; the
+/// text report embeds it.
+pub fn text(v: &ServicesView) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    if v.spans.is_empty() {
+        s.push_str("no rc spans (the boot did not use bootprint's runner)\n");
+        return s;
+    }
+    for (title, late) in [
+        ("services on the path to the login", false),
+        ("late services", true),
+    ] {
+        let list: Vec<&Span> = v.spans.iter().filter(|x| x.late == late).collect();
+        if list.is_empty() {
+            continue;
+        }
+        let _ = writeln!(s, "{title}:");
+        let _ = writeln!(
+            s,
+            "  {:>8} {:>8}  {:<3} {:<7} {:<15} script",
+            "start_s", "took_s", "rl", "action", "outcome"
+        );
+        for x in list {
+            let took = match x.end_ns {
+                Some(_) => format!("{:.3}", secs(x.duration_ns())),
+                None => "-".into(),
+            };
+            let _ = writeln!(
+                s,
+                "  {:>8.3} {:>8}  {:<3} {:<7} {:<15} {}{}",
+                secs(x.start_ns),
+                took,
+                x.runlevel,
+                x.action,
+                x.outcome,
+                x.script,
+                if x.builtin {
+                    " (built-in)"
+                } else if x.beside {
+                    " (beside the path)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    for (rl, ns) in &v.reached {
+        let _ = writeln!(
+            s,
+            "runlevel {rl}: path to the login done at {:.3} s",
+            secs(*ns)
+        );
+    }
+    for (rl, ns, why) in &v.late_start {
+        let _ = writeln!(
+            s,
+            "runlevel {rl}: late services let go at {:.3} s ({why})",
+            secs(*ns)
+        );
+    }
+    for (rl, why) in &v.fallbacks {
+        let _ = writeln!(s, "runlevel {rl}: fell back to serial ({why})");
+    }
+    let _ = writeln!(s, "blame:");
+    for x in v.blame().iter().take(15) {
+        let _ = writeln!(
+            s,
+            "  {:>8.3} s  {}{}",
+            secs(x.duration_ns()),
+            x.script,
+            if x.late { " (late)" } else { "" }
+        );
+    }
+    let chain = v.critical_chain();
+    if !chain.is_empty() {
+        let _ = writeln!(s, "critical chain to the login:");
+        for x in chain {
+            let _ = writeln!(
+                s,
+                "  {} @{:.3} s +{:.3} s",
+                x.script,
+                secs(x.start_ns),
+                secs(x.duration_ns())
+            );
+        }
+    }
+    s
+}
+
+/// The view as JSON. Key names are a contract (docs/rc.md); add keys, never rename them.
+pub fn json(view: &ServicesView) -> Value {
+    let span = |s: &Span| {
+        json!({
+            "script": s.script, "action": s.action, "runlevel": s.runlevel,
+            "start_s": secs(s.start_ns),
+            "end_s": s.end_ns.map(secs),
+            "duration_s": secs(s.duration_ns()),
+            "exit": s.exit, "outcome": s.outcome, "late": s.late,
+            "waited_for": s.waited_for,
+        })
+    };
+    let names = |list: Vec<&Span>| list.iter().map(|s| s.script.clone()).collect::<Vec<_>>();
+    json!({
+        "spans": view.spans.iter().map(span).collect::<Vec<_>>(),
+        "blame": names(view.blame()),
+        "critical_chain": names(view.critical_chain()),
+        "reached": view.reached.iter().map(|(rl, ns)| json!({"runlevel": rl, "at_s": secs(*ns)})).collect::<Vec<_>>(),
+        "late_start": view.late_start.iter().map(|(rl, ns, why)| json!({"runlevel": rl, "at_s": secs(*ns), "reason": why})).collect::<Vec<_>>(),
+        "fallbacks": view.fallbacks.iter().map(|(rl, why)| json!({"runlevel": rl, "reason": why})).collect::<Vec<_>>(),
+    })
+}
+
+/// The view as a section of the HTML report: the spans on the path to the login and the
+/// late ones, the critical chain.
+pub fn write_html(out: &mut impl Write, v: &ServicesView) -> io::Result<()> {
+    writeln!(
+        out,
+        "<h2>Services (bootprint rc)</h2><table><tr><th>start s</th><th>took s</th><th class=l>runlevel</th><th class=l>action</th><th class=l>outcome</th><th class=l>script</th></tr>"
+    )?;
+    for x in &v.spans {
+        let took = x
+            .end_ns
+            .map_or("-".into(), |_| format!("{:.3}", secs(x.duration_ns())));
+        let note = if x.late {
+            " (late)"
+        } else if x.builtin {
+            " (built-in)"
+        } else if x.beside {
+            " (beside the path)"
+        } else {
+            ""
+        };
+        writeln!(
+            out,
+            "<tr{}><td>{:.3}</td><td>{took}</td><td class=l>{}</td><td class=l>{}</td><td class=l>{}</td><td class=l>{}{note}</td></tr>",
+            if x.outcome == "ok" || x.outcome == "running" { "" } else { " class=over" },
+            secs(x.start_ns),
+            esc(&x.runlevel),
+            esc(&x.action),
+            esc(&x.outcome),
+            esc(&x.script),
+        )?;
+    }
+    writeln!(out, "</table>")?;
+    let chain: Vec<String> = v
+        .critical_chain()
+        .iter()
+        .map(|x| {
+            format!(
+                "{} @{:.3} s +{:.3} s",
+                esc(&x.script),
+                secs(x.start_ns),
+                secs(x.duration_ns())
+            )
+        })
+        .collect();
+    if !chain.is_empty() {
+        writeln!(
+            out,
+            "<p>Critical chain to the login: {}</p>",
+            chain.join(" &rarr; ")
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOG: &str = "# bootprint rc 1
+10 rc_start script=mountall action=start runlevel=S late=0 waited_for=
+20 rc_start script=udev action=start runlevel=S late=0 beside=1 waited_for=
+90 rc_end script=mountall action=start runlevel=S late=0 exit=0 outcome=ok timed_out=0
+95 rc_reached runlevel=S
+900 rc_end script=udev action=start runlevel=S late=0 beside=1 exit=0 outcome=ok timed_out=0
+1000 rc_start script=a<b action=start runlevel=2 late=0 waited_for=
+2000 rc_end script=a<b action=start runlevel=2 late=0 exit=1 outcome=failed timed_out=0
+2000 rc_reached runlevel=2
+";
+
+    #[test]
+    fn every_format_shows_the_spans_and_the_chain() {
+        let (v, problems) = ServicesView::from_text(LOG, "rc.log");
+        assert!(problems.is_empty(), "{problems:?}");
+        let t = text(&v);
+        assert!(t.contains("udev (beside the path)"), "{t}");
+        assert!(
+            t.contains("critical chain to the login:\n  mountall @0.000 s +0.000 s\n  a<b"),
+            "{t}"
+        );
+        let j = json(&v);
+        assert_eq!(j["critical_chain"], json!(["mountall", "a<b"]));
+        assert_eq!(j["spans"][2]["outcome"], "failed");
+        let mut h = Vec::new();
+        write_html(&mut h, &v).unwrap();
+        let h = String::from_utf8(h).unwrap();
+        assert!(h.contains("<tr class=over>") && h.contains("a&lt;b"), "{h}");
+        assert!(h.contains("Critical chain to the login: mountall"), "{h}");
+    }
+}
