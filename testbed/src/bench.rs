@@ -184,23 +184,35 @@ pub fn whole(
         variants: variants
             .into_iter()
             .map(|(name, append, initrd)| {
-                let mut o = BootOpts::new(profile);
-                o.append = append;
-                o.record = true;
-                o.sync_disk = true;
-                o.initrd = initrd;
-                let image = name
+                let mut v = recorded(name, profile, append, whole_figures);
+                v.opts.sync_disk = true;
+                v.opts.initrd = initrd;
+                v.image = name
                     .starts_with("systemd")
                     .then(|| systemd_image.clone())
                     .flatten();
-                Variant {
-                    name,
-                    opts: o,
-                    extra: whole_figures,
-                    image,
-                }
+                v
             })
             .collect(),
+    }
+}
+
+/// A variant whose boots are recorded (`init=bootprint-boot`), with `append` after the base
+/// kernel arguments; `extra` reads its figures.
+fn recorded(
+    name: &'static str,
+    profile: Profile,
+    append: String,
+    extra: fn(&BootResult) -> Figures,
+) -> Variant {
+    let mut opts = BootOpts::new(profile);
+    opts.append = append;
+    opts.record = true;
+    Variant {
+        name,
+        opts,
+        extra,
+        image: None,
     }
 }
 
@@ -245,17 +257,10 @@ pub fn builtins(profile: Profile, ours: PathBuf) -> Benchmark {
         ]
         .into_iter()
         .map(|(name, append)| {
-            let mut o = BootOpts::new(profile);
-            o.append = append;
-            o.record = true;
-            o.sync_disk = true;
-            o.initrd = Some(ours.clone());
-            Variant {
-                name,
-                opts: o,
-                extra: whole_figures,
-                image: None,
-            }
+            let mut v = recorded(name, profile, append, whole_figures);
+            v.opts.sync_disk = true;
+            v.opts.initrd = Some(ours.clone());
+            v
         })
         .collect(),
     }
@@ -264,30 +269,21 @@ pub fn builtins(profile: Profile, ours: PathBuf) -> Benchmark {
 /// The known benchmarks.
 pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
     match name {
-        "record" => {
-            let mut rec = BootOpts::new(profile);
-            rec.record = true;
-            Ok(Benchmark {
-                name: "record",
-                about: "cost of recording a boot: no recorder against init=bootprint-boot",
-                seasoned_by: None,
-                season_each: false,
-                variants: vec![
-                    Variant {
-                        name: "baseline",
-                        opts: BootOpts::new(profile),
-                        extra: no_extra,
-                        image: None,
-                    },
-                    Variant {
-                        name: "record",
-                        opts: rec,
-                        extra: recorder_figures,
-                        image: None,
-                    },
-                ],
-            })
-        }
+        "record" => Ok(Benchmark {
+            name: "record",
+            about: "cost of recording a boot: no recorder against init=bootprint-boot",
+            seasoned_by: None,
+            season_each: false,
+            variants: vec![
+                Variant {
+                    name: "baseline",
+                    opts: BootOpts::new(profile),
+                    extra: no_extra,
+                    image: None,
+                },
+                recorded("record", profile, String::new(), recorder_figures),
+            ],
+        }),
         // What the recorder costs (issue 15 part 6), on systemd, every boot recorded; the
         // figures are recorder_stats'. First the recorder as it was before 2026-11-26's
         // changes (10 Hz, fanotify exec events, /proc listed at every fork, its parts
@@ -308,15 +304,8 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
             ]
             .into_iter()
             .map(|(name, extra)| {
-                let mut o = BootOpts::new(profile);
-                o.append = format!("bootprint.init=/lib/systemd/systemd {extra}");
-                o.record = true;
-                Variant {
-                    name,
-                    opts: o,
-                    extra: whole_figures,
-                    image: None,
-                }
+                let append = format!("bootprint.init=/lib/systemd/systemd {extra}");
+                recorded(name, profile, append, whole_figures)
             })
             .collect(),
         }),
@@ -357,17 +346,7 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
                 ("systemd", "bootprint.init=/lib/systemd/systemd"),
             ]
             .into_iter()
-            .map(|(name, append)| {
-                let mut o = BootOpts::new(profile);
-                o.append = append.to_string();
-                o.record = true;
-                Variant {
-                    name,
-                    opts: o,
-                    extra: rc_figures,
-                    image: None,
-                }
-            })
+            .map(|(name, append)| recorded(name, profile, append.to_string(), rc_figures))
             .collect(),
         }),
         _ => Err(Error::Usage(format!(
