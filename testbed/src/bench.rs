@@ -266,7 +266,54 @@ pub fn builtins(profile: Profile, ours: PathBuf) -> Benchmark {
     }
 }
 
-/// The known benchmarks.
+/// Every benchmark `bench NAME` runs, with what it measures: the command line's choices and
+/// their help. [`benchmark`] builds record, recorder-cost, profiles and rc; [`run`] whole and
+/// builtins; main.rs sends readahead, modules and initramfs to their own modules.
+pub const BENCHMARKS: &[(&str, &str)] = &[
+    (
+        "record",
+        "the recorder's cost: boots without it against boots with init=bootprint-boot",
+    ),
+    (
+        "recorder-cost",
+        "the recorder's own CPU on systemd: as it was (10 Hz, fanotify) against today's",
+    ),
+    (
+        "profiles",
+        "the drive profiles against each other (--profile is the variable, so ignored)",
+    ),
+    (
+        "rc",
+        "service start: startpar, serial, bootprint's runner, systemd (--desktop: on the \
+         desktop image, to the graphical login too)",
+    ),
+    (
+        "readahead",
+        "no readahead, learning and replaying boots on the aged image, every drive profile \
+         unless --profile (--image DIR: another built image)",
+    ),
+    (
+        "modules",
+        "the parallel module loader against serial modprobe in the guest, and boots with \
+         bootprint.modules=1",
+    ),
+    (
+        "whole",
+        "every lever on against systemd and Debian's default (--desktop: on the desktop images)",
+    ),
+    (
+        "builtins",
+        "the sysvinit chain: scripts, fsck in the initramfs, built-ins, udev beside, one \
+         graph for S and 2",
+    ),
+    (
+        "initramfs",
+        "bootprint's initramfs against Debian's initramfs-tools, dracut host-only and \
+         tiny-initramfs",
+    ),
+];
+
+/// The benchmarks of [`BENCHMARKS`] that are lists of variants, by name.
 pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
     match name {
         "record" => Ok(Benchmark {
@@ -350,7 +397,12 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
             .collect(),
         }),
         _ => Err(Error::Usage(format!(
-            "unknown benchmark {name:?}: known: record, recorder-cost, profiles, rc, whole, builtins"
+            "unknown benchmark {name:?}: known: {}",
+            BENCHMARKS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     }
 }
@@ -952,6 +1004,19 @@ mod tests {
             recorder_stats("# bootprint events 1\n1 recorder_start pid=1\n"),
             None
         );
+    }
+
+    /// Each benchmark the command line offers is run by someone: `benchmark`, `run` or
+    /// main.rs.
+    #[test]
+    fn the_command_lines_benchmarks_exist() {
+        for (name, _) in BENCHMARKS {
+            let elsewhere = ["whole", "builtins", "readahead", "modules", "initramfs"];
+            assert!(
+                elsewhere.contains(name) || benchmark(name, Profile::Fast).is_ok(),
+                "{name}"
+            );
+        }
     }
 
     #[test]
