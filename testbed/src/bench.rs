@@ -184,23 +184,35 @@ pub fn whole(
         variants: variants
             .into_iter()
             .map(|(name, append, initrd)| {
-                let mut o = BootOpts::new(profile);
-                o.append = append;
-                o.record = true;
-                o.sync_disk = true;
-                o.initrd = initrd;
-                let image = name
+                let mut v = recorded(name, profile, append, whole_figures);
+                v.opts.sync_disk = true;
+                v.opts.initrd = initrd;
+                v.image = name
                     .starts_with("systemd")
                     .then(|| systemd_image.clone())
                     .flatten();
-                Variant {
-                    name,
-                    opts: o,
-                    extra: whole_figures,
-                    image,
-                }
+                v
             })
             .collect(),
+    }
+}
+
+/// A variant whose boots are recorded (`init=bootprint-boot`), with `append` after the base
+/// kernel arguments; `extra` reads its figures.
+fn recorded(
+    name: &'static str,
+    profile: Profile,
+    append: String,
+    extra: fn(&BootResult) -> Figures,
+) -> Variant {
+    let mut opts = BootOpts::new(profile);
+    opts.append = append;
+    opts.record = true;
+    Variant {
+        name,
+        opts,
+        extra,
+        image: None,
     }
 }
 
@@ -245,49 +257,80 @@ pub fn builtins(profile: Profile, ours: PathBuf) -> Benchmark {
         ]
         .into_iter()
         .map(|(name, append)| {
-            let mut o = BootOpts::new(profile);
-            o.append = append;
-            o.record = true;
-            o.sync_disk = true;
-            o.initrd = Some(ours.clone());
-            Variant {
-                name,
-                opts: o,
-                extra: whole_figures,
-                image: None,
-            }
+            let mut v = recorded(name, profile, append, whole_figures);
+            v.opts.sync_disk = true;
+            v.opts.initrd = Some(ours.clone());
+            v
         })
         .collect(),
     }
 }
 
-/// The known benchmarks.
+/// Every benchmark `bench NAME` runs, with what it measures: the command line's choices and
+/// their help. [`benchmark`] builds record, recorder-cost, profiles and rc; [`run`] whole and
+/// builtins; main.rs sends readahead, modules and initramfs to their own modules.
+pub const BENCHMARKS: &[(&str, &str)] = &[
+    (
+        "record",
+        "the recorder's cost: boots without it against boots with init=bootprint-boot",
+    ),
+    (
+        "recorder-cost",
+        "the recorder's own CPU on systemd: as it was (10 Hz, fanotify) against today's",
+    ),
+    (
+        "profiles",
+        "the drive profiles against each other (--profile is the variable, so ignored)",
+    ),
+    (
+        "rc",
+        "service start: startpar, serial, bootprint's runner, systemd (--desktop: on the \
+         desktop image, to the graphical login too)",
+    ),
+    (
+        "readahead",
+        "no readahead, learning and replaying boots on the aged image, every drive profile \
+         unless --profile (--image DIR: another built image)",
+    ),
+    (
+        "modules",
+        "the parallel module loader against serial modprobe in the guest, and boots with \
+         bootprint.modules=1",
+    ),
+    (
+        "whole",
+        "every lever on against systemd and Debian's default (--desktop: on the desktop images)",
+    ),
+    (
+        "builtins",
+        "the sysvinit chain: scripts, fsck in the initramfs, built-ins, udev beside, one \
+         graph for S and 2",
+    ),
+    (
+        "initramfs",
+        "bootprint's initramfs against Debian's initramfs-tools, dracut host-only and \
+         tiny-initramfs",
+    ),
+];
+
+/// The benchmarks of [`BENCHMARKS`] that are lists of variants, by name.
 pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
     match name {
-        "record" => {
-            let mut rec = BootOpts::new(profile);
-            rec.record = true;
-            Ok(Benchmark {
-                name: "record",
-                about: "cost of recording a boot: no recorder against init=bootprint-boot",
-                seasoned_by: None,
-                season_each: false,
-                variants: vec![
-                    Variant {
-                        name: "baseline",
-                        opts: BootOpts::new(profile),
-                        extra: no_extra,
-                        image: None,
-                    },
-                    Variant {
-                        name: "record",
-                        opts: rec,
-                        extra: recorder_figures,
-                        image: None,
-                    },
-                ],
-            })
-        }
+        "record" => Ok(Benchmark {
+            name: "record",
+            about: "cost of recording a boot: no recorder against init=bootprint-boot",
+            seasoned_by: None,
+            season_each: false,
+            variants: vec![
+                Variant {
+                    name: "baseline",
+                    opts: BootOpts::new(profile),
+                    extra: no_extra,
+                    image: None,
+                },
+                recorded("record", profile, String::new(), recorder_figures),
+            ],
+        }),
         // What the recorder costs (issue 15 part 6), on systemd, every boot recorded; the
         // figures are recorder_stats'. First the recorder as it was before 2026-11-26's
         // changes (10 Hz, fanotify exec events, /proc listed at every fork, its parts
@@ -308,15 +351,8 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
             ]
             .into_iter()
             .map(|(name, extra)| {
-                let mut o = BootOpts::new(profile);
-                o.append = format!("bootprint.init=/lib/systemd/systemd {extra}");
-                o.record = true;
-                Variant {
-                    name,
-                    opts: o,
-                    extra: whole_figures,
-                    image: None,
-                }
+                let append = format!("bootprint.init=/lib/systemd/systemd {extra}");
+                recorded(name, profile, append, whole_figures)
             })
             .collect(),
         }),
@@ -357,21 +393,16 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
                 ("systemd", "bootprint.init=/lib/systemd/systemd"),
             ]
             .into_iter()
-            .map(|(name, append)| {
-                let mut o = BootOpts::new(profile);
-                o.append = append.to_string();
-                o.record = true;
-                Variant {
-                    name,
-                    opts: o,
-                    extra: rc_figures,
-                    image: None,
-                }
-            })
+            .map(|(name, append)| recorded(name, profile, append.to_string(), rc_figures))
             .collect(),
         }),
         _ => Err(Error::Usage(format!(
-            "unknown benchmark {name:?}: known: record, recorder-cost, profiles, rc, whole, builtins"
+            "unknown benchmark {name:?}: known: {}",
+            BENCHMARKS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
         ))),
     }
 }
@@ -973,6 +1004,19 @@ mod tests {
             recorder_stats("# bootprint events 1\n1 recorder_start pid=1\n"),
             None
         );
+    }
+
+    /// Each benchmark the command line offers is run by someone: `benchmark`, `run` or
+    /// main.rs.
+    #[test]
+    fn the_command_lines_benchmarks_exist() {
+        for (name, _) in BENCHMARKS {
+            let elsewhere = ["whole", "builtins", "readahead", "modules", "initramfs"];
+            assert!(
+                elsewhere.contains(name) || benchmark(name, Profile::Fast).is_ok(),
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The pass/fail list of a real-boot test (`late`, `parity`): each check printed as `ok` or
-//! `FAIL` with what it saw, a count at the end, and the test failing when any check did.
+//! The pass/fail list of a real-boot test (`smoke`, `late`, `parity`): each check printed as
+//! `ok` or `FAIL` with what it saw, a count at the end, and the test failing when any check
+//! did.
 
 use crate::util::{Error, Result};
 

@@ -96,6 +96,11 @@ fn nothing(_: &Edits) -> Result<()> {
     Ok(())
 }
 
+/// Every case's name and what it breaks, for the command line's `--case`.
+pub fn names() -> Vec<(&'static str, &'static str)> {
+    cases().iter().map(|c| (c.name, c.what)).collect()
+}
+
 fn cases() -> Vec<Case> {
     vec![
         Case {

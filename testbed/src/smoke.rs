@@ -6,6 +6,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::checks::{self, Checks};
 use crate::image;
 use crate::qemu::{self, BootOpts, Profile};
 use crate::rabench::event_field;
@@ -21,55 +22,29 @@ pub const PLANT_SLEEP_S: u32 = 4;
 /// The trace files every recorded boot must have.
 pub const TRACE_FILES: &[&str] = &["header", "proc_stat.log", "proc_ps.log", "events.log"];
 
-struct Checks {
-    passed: usize,
-    failed: usize,
-    /// The first boot's trace (the module check compares the third boot with it).
-    first_trace: Option<PathBuf>,
-}
-
-impl Checks {
-    fn check(&mut self, ok: bool, what: &str) -> bool {
-        if ok {
-            self.passed += 1;
-            println!("ok    {what}");
-        } else {
-            self.failed += 1;
-            println!("FAIL  {what}");
-        }
-        ok
-    }
-}
-
 pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
-    let mut c = Checks {
-        passed: 0,
-        failed: 0,
-        first_trace: None,
-    };
-    let result = smoke(paths, cargo, &mut c)
-        .and_then(|disk| {
-            let r = kernel_log(paths, &mut c, disk.as_deref());
-            if let Some(d) = disk {
-                let _ = std::fs::remove_file(d);
-            }
-            r
-        })
-        .and_then(|()| rc_boot(paths, &mut c));
-    if let Err(e) = &result {
-        c.failed += 1;
-        println!("FAIL  {e}");
-    }
-    println!("{} passed, {} failed", c.passed, c.failed);
-    if c.failed > 0 {
-        return Err(Error::fail("smoke test failed"));
-    }
-    Ok(())
+    checks::run("smoke", |c| {
+        // The first boot's trace: the module check compares the third boot with it.
+        let mut first_trace = None;
+        let disk = smoke(paths, cargo, c, &mut first_trace)?;
+        let r = kernel_log(paths, c, disk.as_deref());
+        if let Some(d) = disk {
+            let _ = std::fs::remove_file(d);
+        }
+        r?;
+        rc_boot(paths, c, first_trace.as_deref())
+    })
 }
 
 /// The first boot: recorded, and learning a readahead pack (`bootprint.readahead=1`, no pack
-/// yet); its disk is kept so the second boot replays the pack. Returns that disk.
-fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<Option<PathBuf>> {
+/// yet); its disk is kept so the second boot replays the pack. Returns that disk; its trace
+/// goes to `first_trace`.
+fn smoke(
+    paths: &Paths,
+    cargo: bool,
+    c: &mut Checks,
+    first_trace: &mut Option<PathBuf>,
+) -> Result<Option<PathBuf>> {
     let img = image::ensure(paths, cargo)?;
     let mut opts = BootOpts::new(Profile::Fast);
     opts.record = true;
@@ -97,7 +72,7 @@ fn smoke(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<Option<PathBuf>> 
         return Ok(disk);
     };
     c.check(true, &format!("trace copied out to {}", trace.display()));
-    c.first_trace = Some(trace.clone());
+    *first_trace = Some(trace.clone());
     for f in TRACE_FILES {
         let p = trace.join(f);
         let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
@@ -381,7 +356,7 @@ fn run_cli(paths: &Paths, verb: &str, trace: &Path) -> Result<Value> {
 /// comes prefixed with the script's name, and once the recorder copies the runner's span
 /// log into the trace, that log has the login path reached and rsyslog's span, and the
 /// report shows the services view.
-fn rc_boot(paths: &Paths, c: &mut Checks) -> Result<()> {
+fn rc_boot(paths: &Paths, c: &mut Checks, first_trace: Option<&Path>) -> Result<()> {
     let img = image::Image::current(paths)?;
     let mut opts = BootOpts::new(Profile::Fast);
     opts.record = true;
@@ -391,7 +366,7 @@ fn rc_boot(paths: &Paths, c: &mut Checks) -> Result<()> {
     println!("boot: cmdline {}", boot.cmdline);
     println!("boot: host_login_s {:.3}", boot.host_login_s);
     c.check(true, "bootprint.rc=1 boot reached login:");
-    modules_match_udev(c, boot.trace_dir.as_deref());
+    modules_match_udev(c, first_trace, boot.trace_dir.as_deref());
     let serial = std::fs::read_to_string(&boot.serial_log).unwrap_or_default();
     c.check(
         serial.contains("| rsyslog: Starting"),
@@ -441,11 +416,11 @@ fn rc_boot(paths: &Paths, c: &mut Checks) -> Result<()> {
 }
 
 /// `bootprint.modules=1` (this boot, `trace`) loads the set udev's coldplug loaded in the
-/// first boot, every difference explained by a rule of `modcheck`; and the loader folded
+/// first boot (`first_trace`), every difference explained by a rule of `modcheck`; and the loader folded
 /// its measured load times into the durations state file.
-fn modules_match_udev(c: &mut Checks, trace: Option<&Path>) {
+fn modules_match_udev(c: &mut Checks, first_trace: Option<&Path>, trace: Option<&Path>) {
     let read = |d: Option<&Path>, f: &str| d.and_then(|d| std::fs::read_to_string(d.join(f)).ok());
-    let a = read(c.first_trace.as_deref(), "proc_modules");
+    let a = read(first_trace, "proc_modules");
     let (b, events) = (read(trace, "proc_modules"), read(trace, "events.log"));
     let (Some(a), Some(b), Some(events)) = (a, b, events) else {
         c.check(

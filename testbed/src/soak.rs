@@ -26,8 +26,8 @@ use crate::qemu::{self, BootOpts, Profile, BASE_APPEND};
 use crate::serial::{Console, Seen};
 use crate::util::{io_err, median, run_logged, Error, Paths, Result};
 
-/// Where a boot of a configuration is counted as arrived.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a boot of a configuration is counted as arrived (`--until`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Until {
     /// The real init (sysvinit) printed its first line.
     Init,
@@ -66,7 +66,7 @@ enum Initramfs {
 #[derive(Debug, Clone)]
 pub struct SoakConfig {
     pub name: &'static str,
-    what: &'static str,
+    pub what: &'static str,
     /// Kernel arguments after the base ones (`init=` included where bootprint-boot runs).
     append: &'static str,
     initramfs: Initramfs,

@@ -1,4 +1,4 @@
-//! Shared helpers: errors, a tiny argument reader, paths, logged commands, hashing, dates.
+//! Shared helpers: errors, paths, logged commands, hashing, dates.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
@@ -32,67 +32,6 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// Adds a path to an I/O error so every message names the file it is about.
 pub fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
     Error::fail(format!("{what} {}: {e}", path.display()))
-}
-
-/// Reads options in any order; `finish` rejects whatever is left over.
-pub struct Args {
-    rest: Vec<String>,
-}
-
-impl Args {
-    pub fn new(args: &[String]) -> Args {
-        Args {
-            rest: args.to_vec(),
-        }
-    }
-
-    pub fn flag(&mut self, name: &str) -> bool {
-        let before = self.rest.len();
-        self.rest.retain(|a| a != name);
-        before != self.rest.len()
-    }
-
-    /// `name`'s value as a positive integer, if given; anything else is a usage error.
-    pub fn positive(&mut self, name: &str) -> Result<Option<usize>> {
-        self.value(name)?
-            .map(|v| {
-                v.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| {
-                    Error::Usage(format!("{name}: expected a positive integer, got {v:?}"))
-                })
-            })
-            .transpose()
-    }
-
-    /// `--name VALUE` or `--name=VALUE`.
-    pub fn value(&mut self, name: &str) -> Result<Option<String>> {
-        let prefix = format!("{name}=");
-        if let Some(i) = self.rest.iter().position(|a| a == name) {
-            if i + 1 >= self.rest.len() {
-                return Err(Error::Usage(format!("{name} needs a value")));
-            }
-            let v = self.rest.remove(i + 1);
-            self.rest.remove(i);
-            return Ok(Some(v));
-        }
-        if let Some(i) = self.rest.iter().position(|a| a.starts_with(&prefix)) {
-            let a = self.rest.remove(i);
-            return Ok(Some(a[prefix.len()..].to_string()));
-        }
-        Ok(None)
-    }
-
-    /// The first argument that is not an option.
-    pub fn positional(&mut self) -> Option<String> {
-        let i = self.rest.iter().position(|a| !a.starts_with('-'))?;
-        Some(self.rest.remove(i))
-    }
-
-    pub fn finish(self) -> Result<()> {
-        match self.rest.first() {
-            None => Ok(()),
-            Some(a) => Err(Error::Usage(format!("unexpected argument {a:?}"))),
-        }
-    }
 }
 
 /// Where things live: the repository (for target/ and testbed/results) and the cache.
@@ -438,23 +377,6 @@ pub fn git_commit(repo: &Path) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// Results files are committed: a path inside the repository is shown relative to it.
-    #[test]
-    fn positive_integers_are_checked() {
-        let args: Vec<String> = ["--boots", "5", "--runs=0", "--n", "x"]
-            .map(String::from)
-            .into();
-        let mut a = Args::new(&args);
-        assert_eq!(a.positive("--boots").unwrap(), Some(5));
-        assert_eq!(a.positive("--missing").unwrap(), None);
-        let e = a.positive("--runs").unwrap_err().to_string();
-        assert!(
-            e.contains("--runs: expected a positive integer, got \"0\""),
-            "{e}"
-        );
-        assert!(a.positive("--n").is_err());
-    }
-
     #[test]
     fn results_paths_do_not_overwrite() {
         let dir = std::env::temp_dir().join(format!("bp-tb-results-{}", std::process::id()));
@@ -467,6 +389,7 @@ mod tests {
         fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// Results files are committed: a path inside the repository is shown relative to it.
     #[test]
     fn shown_path_is_relative_to_the_repository() {
         let repo = find_repo().expect("tests run inside the workspace");
@@ -500,24 +423,5 @@ mod tests {
         let mut h = Fnv::new();
         h.update(b"a");
         assert_eq!(h.hex(), "af63dc4c8601ec8c");
-    }
-
-    #[test]
-    fn args_reader() {
-        let v: Vec<String> = ["record", "--runs", "5", "--json", "--profile=sd"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let mut a = Args::new(&v);
-        assert!(a.flag("--json"));
-        assert_eq!(a.value("--runs").unwrap().as_deref(), Some("5"));
-        assert_eq!(a.value("--profile").unwrap().as_deref(), Some("sd"));
-        assert_eq!(a.positional().as_deref(), Some("record"));
-        assert!(a.finish().is_ok());
-        let v = vec!["--runs".to_string()];
-        assert!(matches!(
-            Args::new(&v).value("--runs"),
-            Err(Error::Usage(_))
-        ));
     }
 }
