@@ -17,15 +17,15 @@ pub fn run(args: &crate::cli::Kernel) -> Outcome {
         ));
     }
     if let Some(path) = &args.svg {
-        if let Err(e) = write_file(path, |w| ::kernel::svg::write(&report, w)) {
+        if let Err(e) = write_file(path, |w| render::kernel_svg::write(&report, w)) {
             return Outcome::Failed(e);
         }
     }
     print("the report", |out| {
         if args.json {
-            report.write_json(out)
+            render::json::kernel(&report, out)
         } else {
-            ::kernel::text::write(&report, out)
+            render::kernel_text::write(&report, out)
         }
     })
 }

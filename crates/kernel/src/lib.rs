@@ -3,12 +3,13 @@
 //! This crate reads a kernel log — a trace's `dmesg` file, `dmesg` output, or a serial console
 //! capture with user-space output mixed in — and tells how long the kernel took to its first
 //! program, how long the initramfs ran, which initcalls and module inits cost time and on
-//! which thread, and what to change ([`mod@findings`]). It renders that as text, JSON and a
-//! standalone SVG timeline with one row per thread, as the kernel's `bootgraph.pl` draws it.
+//! which thread, and what to change ([`mod@findings`]). Its renderings (text, JSON, a
+//! standalone SVG timeline with one row per thread, as the kernel's `bootgraph.pl` draws it)
+//! are `render`'s, beside the other formats.
 //!
-//! It owns dmesg parsing ([`dmesg`]), the kernel model ([`boot`]), the kernel findings and
-//! their renderings ([`text`], [`svg`]), and the pure parsers for firmware and loader times
-//! ([`firmware`]). It does not read user-space samples or build the whole-boot model (that is
+//! It owns dmesg parsing ([`dmesg`]), the kernel model ([`boot`]), the kernel findings, and
+//! the pure parsers for firmware and loader times ([`firmware`]). It does not read user-space
+//! samples or build the whole-boot model (that is
 //! `analyze`). Parsing is pure; the only I/O is [`read_path`] (a convenience for the CLI) and
 //! the firmware readers, which take the sysfs directory as a parameter.
 //!
@@ -28,8 +29,6 @@ pub mod boot;
 pub mod dmesg;
 pub mod findings;
 pub mod firmware;
-pub mod svg;
-pub mod text;
 
 use std::path::Path;
 
@@ -135,12 +134,6 @@ impl Report {
         } else {
             us as f64 / self.basis_us as f64
         }
-    }
-
-    /// Writes the report as one JSON object.
-    pub fn write_json(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-        serde_json::to_writer_pretty(&mut *out, self).map_err(std::io::Error::from)?;
-        writeln!(out)
     }
 }
 

@@ -150,6 +150,13 @@ fn kernel_summary(k: &kernel::Report) -> Value {
     })
 }
 
+/// Writes the kernel's report (`bootprint kernel --json`) as one JSON object, its serde
+/// form, and a newline.
+pub fn kernel(r: &kernel::Report, out: &mut impl io::Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, r)?;
+    writeln!(out)
+}
+
 /// Writes the report as one JSON object and a newline.
 pub fn write(m: &BootModel, origin: &str, out: &mut impl io::Write) -> io::Result<()> {
     serde_json::to_writer(&mut *out, &to_value(m, origin))?;

@@ -8,7 +8,8 @@
 //! [`prometheus::report`] (the textfile for node_exporter; at boot done the recorder runs
 //! `bootprint export --prometheus`, which calls it: the boot path does not link `render`) and
 //! [`advice::report`] (the findings of `advise`). Beside them: the runner's services view
-//! ([`services`]) and two boots side by side ([`diff`]).
+//! ([`services`]), two boots side by side ([`diff`]), and the kernel's own report
+//! (`bootprint kernel`: [`kernel_text`], [`kernel_svg`], [`json::kernel`]).
 //! Every renderer takes what `analyze` computed and writes to any `io::Write` (or returns
 //! the value); none of them computes boot figures (that is `analyze`) or reads traces (that
 //! is `trace`).
@@ -20,6 +21,8 @@ pub mod diff;
 pub mod html;
 pub mod json;
 pub mod judge;
+pub mod kernel_svg;
+pub mod kernel_text;
 pub mod perfetto;
 pub mod prometheus;
 pub mod services;

@@ -1,7 +1,7 @@
 //! Test support shared by bootprint's test suites (a dev-dependency only; nothing here is
 //! built into the programs).
 //!
-//! It owns one rule: a test that cannot run here (it needs root, a tool, a kernel feature)
+//! It owns one rule, and one check the chart tests share ([`check_xml`]). The rule: a test that cannot run here (it needs root, a tool, a kernel feature)
 //! says so and passes on a developer's machine, but **fails under `CI=true`**, where the
 //! machine runs as root with every tool installed, so a missing install step cannot hide
 //! behind a green run. Each skip is also appended to the file named by
@@ -77,4 +77,151 @@ pub fn have_tool_or_skip(tool: &str) -> bool {
         skip(&format!("no {tool} on this host"));
     }
     found
+}
+
+/// A small XML well-formedness check for the SVG and HTML tests: an XML declaration, one root
+/// element, tags nest and match, attribute
+/// values quoted and unique, `&` only in known entities, no `<` in text.
+pub fn check_xml(s: &str) -> Result<usize, String> {
+    fn entity_ok(rest: &str) -> bool {
+        let Some(end) = rest.find(';') else {
+            return false;
+        };
+        let e = &rest[1..end];
+        matches!(e, "amp" | "lt" | "gt" | "quot" | "apos")
+            || (e.starts_with("#x") && e.len() > 2 && e[2..].chars().all(|c| c.is_ascii_hexdigit()))
+            || (e.starts_with('#') && e.len() > 1 && e[1..].chars().all(|c| c.is_ascii_digit()))
+    }
+    fn text_ok(t: &str) -> Result<(), String> {
+        for (i, c) in t.char_indices() {
+            if c == '<' {
+                return Err(format!("'<' in text: {t:?}"));
+            }
+            if c == '&' && !entity_ok(&t[i..]) {
+                return Err(format!("bad entity in {t:?}"));
+            }
+            if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') {
+                return Err(format!("control character in {t:?}"));
+            }
+        }
+        Ok(())
+    }
+    let mut rest = s.strip_prefix("<?xml").ok_or("no XML declaration")?;
+    rest = &rest[rest.find("?>").ok_or("unclosed declaration")? + 2..];
+    let mut stack: Vec<String> = Vec::new();
+    let mut roots = 0;
+    let mut elements = 0;
+    loop {
+        let lt = match rest.find('<') {
+            Some(i) => i,
+            None => {
+                text_ok(rest)?;
+                if !rest.trim().is_empty() {
+                    return Err("text after the root".into());
+                }
+                break;
+            }
+        };
+        let text = &rest[..lt];
+        text_ok(text)?;
+        if stack.is_empty() && !text.trim().is_empty() {
+            return Err(format!("text outside the root: {text:?}"));
+        }
+        rest = &rest[lt..];
+        if let Some(r) = rest.strip_prefix("<!--") {
+            rest = &r[r.find("-->").ok_or("unclosed comment")? + 3..];
+            continue;
+        }
+        if let Some(r) = rest.strip_prefix("</") {
+            let gt = r.find('>').ok_or("unclosed end tag")?;
+            let name = r[..gt].trim();
+            match stack.pop() {
+                Some(open) if open == name => {}
+                other => return Err(format!("</{name}> closes {other:?}")),
+            }
+            rest = &r[gt + 1..];
+            continue;
+        }
+        let r = &rest[1..];
+        let name_end = r
+            .find(|c: char| c.is_whitespace() || c == '>' || c == '/')
+            .ok_or("unclosed tag")?;
+        let name = &r[..name_end];
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_alphanumeric() || "-_:.".contains(c))
+        {
+            return Err(format!("bad element name {name:?}"));
+        }
+        let mut a = &r[name_end..];
+        let mut seen: Vec<&str> = Vec::new();
+        let self_closing;
+        loop {
+            a = a.trim_start();
+            if let Some(x) = a.strip_prefix("/>") {
+                self_closing = true;
+                a = x;
+                break;
+            }
+            if let Some(x) = a.strip_prefix('>') {
+                self_closing = false;
+                a = x;
+                break;
+            }
+            let eq = a
+                .find('=')
+                .ok_or(format!("attribute without value in <{name}>"))?;
+            let an = a[..eq].trim();
+            if an.is_empty() || seen.contains(&an) {
+                return Err(format!("bad or repeated attribute {an:?} in <{name}>"));
+            }
+            seen.push(an);
+            let v = &a[eq + 1..];
+            let q = v.chars().next().ok_or("cut off")?;
+            if q != '"' && q != '\'' {
+                return Err(format!("unquoted attribute {an} in <{name}>"));
+            }
+            let close = v[1..].find(q).ok_or("unclosed attribute")?;
+            text_ok(&v[1..1 + close])?;
+            a = &v[close + 2..];
+        }
+        elements += 1;
+        if stack.is_empty() {
+            roots += 1;
+        }
+        if !self_closing {
+            stack.push(name.to_string());
+        }
+        rest = a;
+    }
+    if !stack.is_empty() {
+        return Err(format!("unclosed elements {stack:?}"));
+    }
+    if roots != 1 {
+        return Err(format!("{roots} root elements"));
+    }
+    Ok(elements)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checker_catches_bad_xml() {
+        assert!(check_xml("<?xml version=\"1.0\"?><a><b/></a>").is_ok());
+        for bad in [
+            "<?xml?><a><b></a>",
+            "<?xml?><a x=\"1\" x=\"2\"/>",
+            "<?xml?><a>&</a>",
+            "<?xml?><a>x</a><b/>",
+            "<?xml?><a x=1/>",
+            "<?xml?><a>",
+            "<?xml?><a>x < y</a>",
+            "<?xml?><a>&bogus;</a>",
+        ] {
+            assert!(check_xml(bad).is_err(), "{bad}");
+        }
+    }
 }

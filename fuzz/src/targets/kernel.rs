@@ -19,9 +19,9 @@ pub fn targets() -> Vec<Target> {
             run: |d| {
                 let r = kernel::Report::from_text("dmesg", &lossy(d));
                 let _ = r.share(1);
-                let _ = r.write_json(&mut sink());
-                let _ = kernel::text::write(&r, &mut sink());
-                let _ = kernel::svg::write(&r, &mut sink());
+                let _ = render::json::kernel(&r, &mut sink());
+                let _ = render::kernel_text::write(&r, &mut sink());
+                let _ = render::kernel_svg::write(&r, &mut sink());
             },
             seeds: || {
                 let mut v = seeds::files(&[

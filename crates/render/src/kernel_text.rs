@@ -1,9 +1,9 @@
-//! The report as text for a terminal.
+//! `bootprint kernel`: the kernel's share of the boot (`kernel::Report`) as text for a terminal.
 
 use std::io::{self, Write};
 
-use crate::boot::Mark;
-use crate::Report;
+use kernel::boot::Mark;
+use kernel::Report;
 
 /// How many rows the top lists show.
 pub const TOP: usize = 15;

@@ -1,11 +1,13 @@
-//! A standalone SVG timeline of the kernel's boot: the phases on top, then one row per thread
+//! `bootprint kernel --svg`: a standalone SVG timeline of the kernel's boot (`kernel::Report`): the phases on top, then one row per thread
 //! that ran initcalls (pid 1 is `kernel_init`; module inits run in the modprobe processes),
 //! so work done in parallel shows as parallel bars, as the kernel's `bootgraph.pl` draws it.
 //! Output is deterministic: the same report gives the same bytes.
 
 use std::io::{self, Write};
 
-use crate::Report;
+use kernel::Report;
+
+use crate::svg::escape_xml as escape;
 
 const WIDTH: f64 = 1200.0;
 const LEFT: f64 = 80.0;
@@ -15,27 +17,6 @@ const TOP: f64 = 70.0;
 /// Bars at least this share of the basis, or among the slowest [`LABELLED`], get a label.
 const LABEL_SHARE: f64 = 0.01;
 const LABELLED: usize = 12;
-
-/// Escapes text for XML content and attribute values (this chart's and the boot chart's,
-/// `render::svg`). Control characters, which XML 1.0 does not allow even escaped, become
-/// U+FFFD; tab and newline become references, so attribute values keep them too.
-pub fn escape(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&apos;"),
-            '\t' => o.push_str("&#9;"),
-            '\n' => o.push_str("&#10;"),
-            c if (c as u32) < 0x20 || c == '\u{fffe}' || c == '\u{ffff}' => o.push('\u{fffd}'),
-            c => o.push(c),
-        }
-    }
-    o
-}
 
 /// A tick step near a tenth of the span: 1, 2 or 5 times a power of ten, in microseconds.
 fn tick_step(span_us: u64) -> u64 {
