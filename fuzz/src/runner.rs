@@ -293,7 +293,7 @@ fn run_child(opts: &Options, exe: &Path, name: &str, from: u64, to: u64) -> Chil
     // input that never ends: no line while the child burned twice the limit in CPU time
     // (a loop), or no line for a minute's worth of limits at all (blocked).
     let limit = Duration::from_millis(opts.max_ms.max(50));
-    let tick = Duration::from_secs(1) / crate::sys::clk_tck() as u32;
+    let tick = Duration::from_secs(1) / sys::clk_tck() as u32;
     let child_cpu = |pid: u32| -> Option<Duration> {
         let raw = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
         let r = sample::procfs::parse_stat_line(&raw)?;
@@ -305,7 +305,7 @@ fn run_child(opts: &Options, exe: &Path, name: &str, from: u64, to: u64) -> Chil
     let mut cpu_mark: Option<Duration> = None;
     let mut chunk = [0u8; 4096];
     loop {
-        match crate::sys::wait_readable(fd, limit) {
+        match sys::poll_readable(fd, limit.as_millis().min(i32::MAX as u128) as i32) {
             Ok(true) => {}
             Ok(false) => {
                 let now = child_cpu(pid).unwrap_or_default();
@@ -470,9 +470,9 @@ pub fn child(args: &ChildArgs) -> i32 {
             return 1;
         }
         let input = g.input(i);
-        let t0 = crate::sys::thread_cpu_time();
+        let t0 = Duration::from_nanos(sys::thread_cpu_ns());
         let r = std::panic::catch_unwind(|| (target.run)(&input));
-        let took = crate::sys::thread_cpu_time().saturating_sub(t0);
+        let took = Duration::from_nanos(sys::thread_cpu_ns()).saturating_sub(t0);
         if r.is_err() {
             let msg = PANIC_MSG.with(|m| m.borrow().replace('\n', " "));
             let _ = writeln!(out, "p {i} {msg}");

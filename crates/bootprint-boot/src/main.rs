@@ -123,7 +123,7 @@ fn late_generator(dirs: &[std::ffi::OsString]) {
     if !config.late {
         return;
     }
-    let late = match sample::sys::read_regular_text(std::path::Path::new(STATE_FILE), 1 << 20)
+    let late = match sys::read_regular_text(std::path::Path::new(STATE_FILE), 1 << 20)
         .map_err(|e| e.to_string())
         .and_then(|t| {
             systemd::late::from_state(&t)

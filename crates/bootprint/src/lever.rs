@@ -123,7 +123,7 @@ pub(crate) fn set_switch(file: &Path, section: &str, key: &str, on: bool) -> Res
         if on { "true" } else { "false" },
     )
     .map_err(|e| format!("{e}; nothing changed"))?;
-    readahead::sys::write_atomic(file, new.as_bytes())
+    sys::write_atomic(file, new.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", file.display()))
 }
 

@@ -32,10 +32,7 @@ pub enum Outcome {
 fn main() -> ExitCode {
     // Rust ignores SIGPIPE, so `bootprint ... | head` would panic on the closed pipe; a
     // command-line tool should just stop, as cat does.
-    // SAFETY: setting a signal's disposition to the default has no preconditions.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
+    sys::default_signal(libc::SIGPIPE);
     // Help and version print and exit 0; a wrong command line prints the error with the
     // verb's usage and exits 2.
     let cli = cli::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());

@@ -507,12 +507,6 @@ mod tests {
 
     /// This thread's CPU time.
     fn cpu_time() -> std::time::Duration {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: ts is a valid, writable timespec; clock_gettime only writes it.
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-        std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+        std::time::Duration::from_nanos(sys::thread_cpu_ns())
     }
 }

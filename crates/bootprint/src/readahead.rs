@@ -164,7 +164,7 @@ fn status(sys: &System, as_json: bool) -> Result<(), String> {
     let judged = state.judge();
     let now = unix_now();
     let kernel = if sys.root == Path::new("/") {
-        readahead::sys::kernel_release()
+        sys::kernel_release().unwrap_or_default()
     } else {
         String::new()
     };

@@ -53,7 +53,7 @@ impl Steps {
     pub fn mark(&mut self, step: &str, detail: &str) {
         let line = format!(
             "{} {step} {}",
-            sys::boottime_ns(),
+            ::sys::boottime_ns(),
             detail.replace('\n', " ")
         );
         self.lines.push(line.trim_end().to_string());
@@ -95,7 +95,7 @@ pub type RootMounted = fn(&Path) -> String;
 
 /// Runs the initramfs's /init. Never returns.
 pub fn run(args: Vec<std::ffi::OsString>, root_mounted: RootMounted) -> ! {
-    let start = sys::boottime_ns();
+    let start = ::sys::boottime_ns();
     let mut steps = Steps::default();
     steps.mark("start", "");
     let mut onfail = OnFail::Reboot;
@@ -234,7 +234,7 @@ fn steps_to_exec(
     let readahead = std::panic::catch_unwind(|| root_mounted(Path::new(NEW_ROOT)))
         .unwrap_or_else(|_| "failed (a panic); booting without it".to_string());
     steps.mark("readahead", &readahead);
-    let elapsed_ms = (sys::boottime_ns() - start) / 1_000_000;
+    let elapsed_ms = (::sys::boottime_ns() - start) / 1_000_000;
     steps.mark(
         "switch-root",
         &format!("exec {init} after {elapsed_ms} ms in /init"),
@@ -346,7 +346,13 @@ fn mount_kernel_fs() -> Result<(), String> {
         ),
     ] {
         let _ = fs::create_dir_all(dir);
-        if let Err(e) = sys::mount(src, dir, fstype, flags, data) {
+        if let Err(e) = ::sys::mount(
+            src,
+            Path::new(dir),
+            non_empty(fstype),
+            flags,
+            non_empty(data),
+        ) {
             // Already mounted (a kernel with CONFIG_DEVTMPFS_MOUNT) is fine.
             if required && e.raw_os_error() != Some(libc::EBUSY) {
                 return Err(format!("cannot mount {fstype} on {dir}: {e}"));
@@ -696,7 +702,13 @@ fn mount_root(dev: &Path, cmd: &Cmdline, plan: &Plan, steps: &mut Steps) -> Resu
     let _ = fs::create_dir_all(NEW_ROOT);
     let mut errors = Vec::new();
     for t in &types {
-        match sys::mount(&dev.to_string_lossy(), NEW_ROOT, t, flags, &data) {
+        match ::sys::mount(
+            &dev.to_string_lossy(),
+            Path::new(NEW_ROOT),
+            non_empty(t),
+            flags,
+            non_empty(&data),
+        ) {
             Ok(()) => return Ok(t.clone()),
             Err(e) => errors.push(format!("{t}: {e}")),
         }
@@ -838,7 +850,7 @@ const TMPFS_MAGIC: i64 = 0x0102_1994;
 /// every file on it, which on a disk would be the system itself (util-linux's and
 /// busybox's switch_root refuse the same way).
 pub fn check_initramfs_root(root: &Path) -> Result<(), String> {
-    match sys::fs_type(root) {
+    match ::sys::statfs(root).map(|s| s.fs_type) {
         Ok(RAMFS_MAGIC) | Ok(TMPFS_MAGIC) => Ok(()),
         Ok(other) => Err(format!(
             "{} is not an initramfs (file system type {other:#x}, not ramfs or tmpfs): \
@@ -867,7 +879,7 @@ fn switch_root() -> Result<(), String> {
     }
     std::env::set_current_dir(NEW_ROOT).map_err(|e| format!("cannot chdir to {NEW_ROOT}: {e}"))?;
     sys::move_mount(".", "/").map_err(|e| format!("cannot move {NEW_ROOT} to /: {e}"))?;
-    sys::chroot(".").map_err(|e| format!("cannot chroot to the new root: {e}"))?;
+    std::os::unix::fs::chroot(".").map_err(|e| format!("cannot chroot to the new root: {e}"))?;
     std::env::set_current_dir("/").map_err(|e| format!("cannot chdir to /: {e}"))?;
     Ok(())
 }
@@ -890,6 +902,11 @@ fn remove_on_dev(p: &Path, dev: Option<u64>) {
     } else {
         let _ = fs::remove_file(p);
     }
+}
+
+/// An empty mount type or option string is passed as NULL, as mount(8) does.
+fn non_empty(s: &str) -> Option<&str> {
+    (!s.is_empty()).then_some(s)
 }
 
 fn kmsg(line: &str) {
@@ -924,7 +941,7 @@ pub fn fail(msg: &str, onfail: OnFail) -> ! {
         OnFail::Poweroff => libc::RB_POWER_OFF,
         OnFail::Halt => libc::RB_HALT_SYSTEM,
     };
-    let e = sys::reboot(cmd);
+    let e = ::sys::reboot(cmd);
     let _ = std::io::stderr()
         .write_all(format!("bootprint initramfs: reboot(2) failed: {e}; halted\n").as_bytes());
     loop {

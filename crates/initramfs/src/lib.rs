@@ -16,7 +16,8 @@
 //! partition-table probing, and the `/init` steps. It does not own: the CLI verb
 //! (`bootprint initramfs`, crates/bootprint), the dispatch in `bootprint-boot`, the recorder
 //! the real init may be (crates/record), nor the boot-entry setup beyond writing a GRUB
-//! snippet ([`install`]).
+//! snippet ([`install`]). System calls: those only /init makes in `sys.rs`, the shared ones
+//! (mount, fork, statfs, reboot...) from the `sys` crate.
 //!
 //! ```
 //! let c = initramfs::cmdline::Cmdline::parse("root=UUID=0a1b ro rootwait quiet").unwrap();
@@ -94,5 +95,5 @@ pub const PLAN_PATH: &str = "/bootprint/plan";
 
 /// Whether this process is the initramfs's `/init`: PID 1 with the plan file present.
 pub fn is_initramfs_init() -> bool {
-    sys::getpid() == 1 && Path::new(PLAN_PATH).is_file()
+    ::sys::getpid() == 1 && Path::new(PLAN_PATH).is_file()
 }

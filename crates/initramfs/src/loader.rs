@@ -11,6 +11,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -47,8 +48,8 @@ pub enum Waited {
 impl Loader {
     /// Forks the loader for `plan`'s modules under `root` (`/` at boot).
     pub fn start(plan: &Plan, root: &Path) -> std::io::Result<Loader> {
-        let (r, w) = sys::pipe()?;
-        match sys::fork()? {
+        let (r, w) = ::sys::pipe()?;
+        match ::sys::fork()? {
             0 => {
                 drop(r);
                 let w = Mutex::new(w);
@@ -64,7 +65,7 @@ impl Loader {
                     Ok(Err(e)) => say(&format!("err {e}")),
                     Err(_) => say("err the module loader failed (a panic)"),
                 }
-                sys::exit_now(0)
+                ::sys::exit_now(0)
             }
             pid => {
                 drop(w);
@@ -84,7 +85,7 @@ impl Loader {
             return;
         }
         let ms = wait.as_millis().min(i32::MAX as u128) as i32;
-        if !sys::poll_readable(&self.pipe, ms) {
+        if !::sys::poll_readable(self.pipe.as_raw_fd(), ms).unwrap_or(false) {
             return;
         }
         let mut buf = [0u8; 4096];
@@ -95,7 +96,7 @@ impl Loader {
         };
         if n == 0 {
             // The pipe closed without an answer: the loader died.
-            let status = sys::waitpid(self.pid);
+            let status = sys::wait_status(self.pid);
             self.progress.result = Some(Err(format!(
                 "the module loader ended without an answer ({status})"
             )));
@@ -120,7 +121,7 @@ impl Loader {
             _ => {}
         }
         if p.result.is_some() {
-            let _ = sys::waitpid(self.pid);
+            let _ = sys::wait_status(self.pid);
         }
     }
 

@@ -1,5 +1,6 @@
-//! The system calls the initramfs's /init makes, each behind a safe function; the only
-//! `unsafe` of the crate.
+//! The system calls only the initramfs's /init makes (finit_module, chroot, sync, mknod),
+//! each behind a safe function; the only `unsafe` of the crate. Those other crates make too
+//! (mount, fork, pipe, poll, waitpid, statfs, reboot, the clock) are the `sys` crate's.
 
 use std::ffi::CString;
 use std::io;
@@ -19,49 +20,9 @@ fn check(r: libc::c_int) -> io::Result<()> {
     }
 }
 
-/// This process's pid.
-pub fn getpid() -> i32 {
-    // SAFETY: no preconditions.
-    unsafe { libc::getpid() }
-}
-
-/// CLOCK_BOOTTIME in nanoseconds: the clock the trace uses.
-pub fn boottime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// mount(2). `fstype` and `data` may be empty.
-pub fn mount(
-    src: &str,
-    target: &str,
-    fstype: &str,
-    flags: libc::c_ulong,
-    data: &str,
-) -> io::Result<()> {
-    let (s, t, f, d) = (cstr(src)?, cstr(target)?, cstr(fstype)?, cstr(data)?);
-    let fp = if fstype.is_empty() {
-        std::ptr::null()
-    } else {
-        f.as_ptr()
-    };
-    let dp = if data.is_empty() {
-        std::ptr::null()
-    } else {
-        d.as_ptr() as *const libc::c_void
-    };
-    // SAFETY: valid NUL-terminated strings or null where the kernel allows it.
-    check(unsafe { libc::mount(s.as_ptr(), t.as_ptr(), fp, flags, dp) })
-}
-
 /// Moves the mount at `from` to `to` (`mount --move`).
 pub fn move_mount(from: &str, to: &str) -> io::Result<()> {
-    mount(from, to, "", libc::MS_MOVE, "")
+    ::sys::mount(from, Path::new(to), None, libc::MS_MOVE, None)
 }
 
 /// finit_module(2) of the file at `path` with `options`.
@@ -84,25 +45,10 @@ pub fn finit_module(path: &Path, options: &str) -> io::Result<()> {
     }
 }
 
-/// chroot(2).
-pub fn chroot(path: &str) -> io::Result<()> {
-    let p = cstr(path)?;
-    // SAFETY: a valid NUL-terminated path.
-    check(unsafe { libc::chroot(p.as_ptr()) })
-}
-
 /// sync(2).
 pub fn sync() {
     // SAFETY: no preconditions.
     unsafe { libc::sync() }
-}
-
-/// reboot(2) with `cmd` (`libc::RB_AUTOBOOT`, `RB_POWER_OFF`, `RB_HALT_SYSTEM`); returns
-/// only on failure.
-pub fn reboot(cmd: libc::c_int) -> io::Error {
-    // SAFETY: no memory is passed.
-    unsafe { libc::reboot(cmd) };
-    io::Error::last_os_error()
 }
 
 /// The device number (`st_dev`) of the file system holding `path`, without following a
@@ -127,80 +73,17 @@ pub fn mknod_block(path: &Path, major: u32, minor: u32) -> io::Result<()> {
     })
 }
 
-/// A pipe (read end, write end), both close-on-exec.
-pub fn pipe() -> io::Result<(std::fs::File, std::fs::File)> {
-    use std::os::fd::FromRawFd;
-    let mut fds = [0; 2];
-    // SAFETY: `fds` has room for the two descriptors.
-    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
-    // SAFETY: both descriptors are fresh and owned by nobody else.
-    Ok(unsafe {
-        (
-            std::fs::File::from_raw_fd(fds[0]),
-            std::fs::File::from_raw_fd(fds[1]),
-        )
-    })
-}
-
-/// fork(2): 0 in the child, the child's pid in the parent. The caller must be
-/// single-threaded (or call only async-signal-safe code in the child until it execs).
-pub fn fork() -> io::Result<i32> {
-    // SAFETY: /init is single-threaded where it forks; the child runs our own code.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(pid)
-    }
-}
-
-/// _exit(2): ends a forked child without running the parent's exit handlers.
-pub fn exit_now(code: i32) -> ! {
-    // SAFETY: _exit never returns and has no preconditions.
-    unsafe { libc::_exit(code) }
-}
-
-/// Waits up to `timeout_ms` for `file` to be readable or hung up.
-pub fn poll_readable(file: &std::fs::File, timeout_ms: i32) -> bool {
-    let mut pfd = libc::pollfd {
-        fd: file.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
+/// Waits for a child that has ended or is ending ([`sys::waitpid`](::sys::waitpid)); how
+/// it ended, in words.
+pub fn wait_status(pid: i32) -> String {
+    let Ok(status) = ::sys::waitpid(pid) else {
+        return "not waited for".into();
     };
-    // SAFETY: one valid pollfd.
-    let rc = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-    rc > 0 && pfd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0
-}
-
-/// waitpid(2) for a child that has ended or is ending; how it ended, in words.
-pub fn waitpid(pid: i32) -> String {
-    let mut status = 0;
-    loop {
-        // SAFETY: `status` is writable.
-        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
-        if rc >= 0 {
-            break;
-        }
-        if io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
-            return "not waited for".into();
-        }
-    }
     if libc::WIFSIGNALED(status) {
         format!("killed by signal {}", libc::WTERMSIG(status))
     } else {
         format!("exit status {}", libc::WEXITSTATUS(status))
     }
-}
-
-/// The file system type (`statfs` f_type magic) holding `path`.
-pub fn fs_type(path: &Path) -> io::Result<i64> {
-    let p = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: zeroed statfs is a valid out-parameter.
-    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid path and out-pointer.
-    check(unsafe { libc::statfs(p.as_ptr(), &mut st) })?;
-    Ok(st.f_type as i64)
 }
 
 /// Writes `text` to the console (where the user sees it at boot), else to stderr.

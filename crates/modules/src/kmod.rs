@@ -97,7 +97,7 @@ pub fn detect_release(root: &Path, running: &str) -> Result<String, Error> {
 
 /// The running kernel's release (`uname -r`).
 pub fn running_release() -> String {
-    crate::sys::uname_release().unwrap_or_default()
+    ::sys::kernel_release().unwrap_or_default()
 }
 
 /// An [`Index`] over libkmod: aliases, modules.dep, softdeps, options, blacklist, install
@@ -265,6 +265,6 @@ pub fn load_system(plan: &Plan, paths: &Paths, workers: usize) -> crate::load::L
         plan,
         workers,
         |_| KmodInserter::open(paths),
-        sample::sys::boottime_ns,
+        ::sys::boottime_ns,
     )
 }

@@ -5,7 +5,8 @@
 //! out), and loads it with several threads in dependency order, the modules that take long
 //! first so their waits overlap the rest of the boot ([`load`]).
 //!
-//! It owns: the libkmod binding (`ffi.rs`, `sys.rs`, the only `unsafe`), the plan, the ready
+//! It owns: the libkmod binding (`ffi.rs`, `sys.rs`, the only `unsafe`; the clock and
+//! `uname` are the `sys` crate's), the plan, the ready
 //! set, the loader and the durations state file. It does not own: when loading runs at boot
 //! and what is recorded in the trace (the boot path, `bootprint-boot`), nor the CLI verb
 //! (`bootprint modules`).
@@ -37,10 +38,10 @@ mod sys;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use ::sys::boottime_ns;
 pub use durations::Durations;
 pub use load::{load, Insert, Inserter, LoadReport, Outcome, Timing};
 pub use plan::{build, Index, Inputs, ModInfo, Plan, Planned, SkipReason};
-pub use sample::sys::boottime_ns;
 
 /// Where a request came from.
 #[derive(Debug, Clone, PartialEq, Eq)]

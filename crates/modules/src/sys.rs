@@ -1,5 +1,5 @@
-//! The one place with `unsafe`: a safe wrapper over the libkmod calls in `ffi.rs`, and the
-//! boot-time clock. libkmod is not thread-safe, so [`Ctx`] is neither `Send` nor `Sync` (its
+//! The one place with `unsafe`: a safe wrapper over the libkmod calls in `ffi.rs` (the clock
+//! and `uname` are the `sys` crate's). libkmod is not thread-safe, so [`Ctx`] is neither `Send` nor `Sync` (its
 //! raw pointer sees to that): each thread opens its own.
 
 use std::ffi::{CStr, CString};
@@ -249,17 +249,4 @@ impl Drop for Module<'_> {
             ffi::kmod_module_unref(self.ptr.as_ptr());
         }
     }
-}
-
-/// The running kernel's release (`uname -r`).
-pub fn uname_release() -> Option<String> {
-    // SAFETY: utsname is plain data; zeroed is a valid value and uname fills it.
-    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-    // SAFETY: `u` is a valid, writable utsname.
-    if unsafe { libc::uname(&mut u) } != 0 {
-        return None;
-    }
-    // SAFETY: uname NUL-terminates `release` within the array.
-    let r = unsafe { CStr::from_ptr(u.release.as_ptr()) };
-    Some(r.to_string_lossy().into_owned())
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use crate::conf::Conf;
 use crate::header::{self, Parsed};
-use crate::run::{console_stdout, new_session_on_exec, Outcome, KILL_DELAY};
+use crate::run::{console_stdout, Outcome, KILL_DELAY};
 use crate::spans::SpanLog;
 use crate::sys;
 use crate::system::Runlevel;
@@ -336,12 +336,12 @@ pub fn run_links_spanned(
         v
     };
     log.event(
-        sys::boottime_ns(),
+        ::sys::boottime_ns(),
         "rc_fallback",
         &kv(&[("reason", why.0.into()), ("error", why.1.into())]),
     );
     log.event(
-        sys::boottime_ns(),
+        ::sys::boottime_ns(),
         "rc_begin",
         &kv(&[
             ("tasks", todo.len().to_string()),
@@ -350,8 +350,8 @@ pub fn run_links_spanned(
         ]),
     );
     run_links(todo, how, log, out);
-    log.event(sys::boottime_ns(), "rc_reached", &kv(&[]));
-    log.event(sys::boottime_ns(), "rc_done", &kv(&[]));
+    log.event(::sys::boottime_ns(), "rc_reached", &kv(&[]));
+    log.event(::sys::boottime_ns(), "rc_done", &kv(&[]));
 }
 
 /// Runs `todo` one at a time in link order with `how.action`, each with the console
@@ -384,9 +384,9 @@ pub fn run_links(todo: &[Link], how: &Serial, log: &mut SpanLog, out: &mut dyn W
         cmd.env("RUNLEVEL", rl.label()).env("PREVLEVEL", prevlevel);
         console_stdout(&mut cmd);
         if !interactive {
-            new_session_on_exec(&mut cmd);
+            sys::new_session_on_exec(&mut cmd);
         }
-        let start_ns = sys::boottime_ns();
+        let start_ns = ::sys::boottime_ns();
         let (exit, outcome) = match cmd.spawn() {
             Ok(mut child) => {
                 log.event(
@@ -420,7 +420,7 @@ pub fn run_links(todo: &[Link], how: &Serial, log: &mut SpanLog, out: &mut dyn W
             }
         };
         log.event(
-            sys::boottime_ns(),
+            ::sys::boottime_ns(),
             "rc_end",
             &kv(crate::run::end_fields(exit, outcome).to_vec()),
         );

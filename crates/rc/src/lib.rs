@@ -33,6 +33,8 @@
 //!
 //! Not here: recording the boot (the `record` crate copies the span log into the trace),
 //! argument parsing (`bootprint-boot rc`, `bootprint rc`), rendering beyond plain text.
+//! System calls: those only rc makes (ptys, sessions, the built-ins') in `sys.rs`, the
+//! shared ones (clock, fork, kill, mount, statvfs) from the `sys` crate.
 //!
 //! ```no_run
 //! use std::path::Path;

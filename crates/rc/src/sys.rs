@@ -1,22 +1,11 @@
-//! The runner's system calls, each unsafe block with its SAFETY note: ptys, sessions,
-//! signals, the boot clock, and the fork that leaves late services behind.
+//! The system calls only rc makes, each unsafe block with its SAFETY note: ptys, the
+//! detach from startpar's caller, a script's new session at exec, the built-ins' `touch`,
+//! `umask` and `sethostname`; and, over the `sys` crate's (clock, fork, kill, setsid), the
+//! process groups and the fork that leaves late services behind.
 
-use std::io;
+use std::fs::File;
+use std::io::{self, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-
-/// `CLOCK_BOOTTIME` in nanoseconds (the clock of `events.log`).
-pub fn boottime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid, writable timespec; clock_gettime only writes it.
-    let r = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
-    if r != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 /// A new pty: (master, slave). The master is non-blocking; output post-processing is
 /// off on the slave so lines end in `\n`, not `\r\n`.
@@ -97,31 +86,36 @@ pub fn poll_read(fds: &[RawFd], ms: i32) {
     }
 }
 
-/// For `Command::pre_exec`: a new session, so the script and whatever it leaves running are
-/// one process group we can signal, and the runner's terminal signals do not reach them.
-/// The pty is deliberately not made the controlling terminal: a script's background
-/// children would get SIGHUP when the script exits.
-pub fn new_session() -> io::Result<()> {
-    // SAFETY: setsid is async-signal-safe and takes no pointers.
-    if unsafe { libc::setsid() } < 0 {
-        return Err(io::Error::last_os_error());
+/// The command, once forked, leads a new session before it execs: the script and whatever
+/// it leaves running are one process group we can signal, and the runner's terminal signals
+/// do not reach them. The pty is deliberately not made the controlling terminal: a
+/// script's background children would get SIGHUP when the script exits.
+pub fn new_session_on_exec(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure only calls setsid (async-signal-safe, no allocation) between fork
+    // and exec.
+    unsafe {
+        cmd.pre_exec(::sys::setsid);
     }
-    Ok(())
 }
 
 /// Sends `sig` to the process group `pgid`.
 pub fn kill_group(pgid: u32, sig: i32) {
-    // SAFETY: kill takes no pointers; a stale group only gives ESRCH.
-    unsafe {
-        libc::kill(-(pgid as i32), sig);
-    }
+    // A stale group only gives ESRCH.
+    let _ = ::sys::kill(-(pgid as i32), sig);
 }
 
 /// Whether the process group `pgid` has a member (a zombie counts until reaped).
 pub fn group_alive(pgid: u32) -> bool {
-    // SAFETY: kill with signal 0 only checks; it takes no pointers.
-    let r = unsafe { libc::kill(-(pgid as i32), 0) };
-    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    exists(-(pgid as i32))
+}
+
+/// kill with signal 0: the target exists (EPERM: it does, but is not ours to signal).
+fn exists(pid: i32) -> bool {
+    match ::sys::kill(pid, 0) {
+        Ok(()) => true,
+        Err(e) => e.raw_os_error() == Some(libc::EPERM),
+    }
 }
 
 /// SIGTERM and SIGKILL, for callers that do not want libc.
@@ -132,13 +126,9 @@ pub const SIGKILL: i32 = libc::SIGKILL;
 /// Forks; in the child, [`detach_from_caller`]. Returns true in the child, false in the
 /// parent.
 pub fn fork_detached() -> io::Result<bool> {
-    // SAFETY: the runner is single-threaded when it forks (it uses no threads), so the child
-    // may run ordinary Rust code.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    if pid > 0 {
+    // The runner is single-threaded when it forks (it uses no threads), so the child may run
+    // ordinary Rust code.
+    if ::sys::fork()? > 0 {
         return Ok(false);
     }
     detach_from_caller();
@@ -150,9 +140,9 @@ pub fn fork_detached() -> io::Result<bool> {
 /// and the console's hangup when rcS's shell exits does not reach us. Stderr (the console)
 /// is kept.
 pub fn detach_from_caller() {
-    // SAFETY: setsid, open and dup2 on our own descriptors; the path is a valid C string.
+    let _ = ::sys::setsid();
+    // SAFETY: open and dup2 on our own descriptors; the path is a valid C string.
     unsafe {
-        libc::setsid();
         let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
         if null >= 0 {
             // dup2 clears O_CLOEXEC on the copies: the scripts inherit /dev/null.
@@ -168,7 +158,7 @@ pub fn detach_from_caller() {
 /// The worker's side of [`fork_worker`]: [`Handoff::release`] lets the waiting parent exit.
 #[derive(Debug)]
 pub struct Handoff {
-    fd: OwnedFd,
+    fd: File,
 }
 
 impl Handoff {
@@ -176,11 +166,8 @@ impl Handoff {
     /// call it once whatever the caller must read (startpar's answer) is written.
     pub fn release(self) {
         detach_from_caller();
-        // SAFETY: a one-byte write from a valid buffer to our own pipe; a failure (the
-        // parent gone) changes nothing for us.
-        unsafe {
-            libc::write(self.fd.as_raw_fd(), b"1".as_ptr().cast(), 1);
-        }
+        // One byte to our own pipe; a failure (the parent gone) changes nothing for us.
+        let _ = (&self.fd).write(b"1");
     }
 }
 
@@ -204,19 +191,10 @@ pub enum Forked {
 /// kernel however the worker ends, so the wait is bounded by the worker's life, and the
 /// write end is close-on-exec, so no script the worker starts holds it open.
 pub fn fork_worker() -> io::Result<Forked> {
-    let mut fds = [0i32; 2];
-    // SAFETY: pipe2 writes two descriptors into the array we pass.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just made by pipe2 and are owned here alone.
-    let (rd, wr) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: the runner is single-threaded when it forks (it uses no threads), so the child
-    // may run ordinary Rust code.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let (rd, wr) = ::sys::pipe()?;
+    // The runner is single-threaded when it forks (it uses no threads), so the child may run
+    // ordinary Rust code.
+    let pid = ::sys::fork()?;
     if pid == 0 {
         drop(rd);
         return Ok(Forked::Worker(Handoff { fd: wr }));
@@ -224,12 +202,10 @@ pub fn fork_worker() -> io::Result<Forked> {
     drop(wr);
     let mut b = [0u8; 1];
     let released = loop {
-        // SAFETY: a read of at most one byte into a valid buffer.
-        let n = unsafe { libc::read(rd.as_raw_fd(), b.as_mut_ptr().cast(), 1) };
-        if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
-            continue;
+        match (&rd).read(&mut b) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            n => break matches!(n, Ok(1)),
         }
-        break n == 1;
     };
     Ok(Forked::Parent {
         released,
@@ -242,9 +218,7 @@ pub fn process_alive(pid: u32) -> bool {
     if pid == 0 || pid > i32::MAX as u32 {
         return false;
     }
-    // SAFETY: kill with signal 0 only checks; it takes no pointers.
-    let r = unsafe { libc::kill(pid as i32, 0) };
-    r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    exists(pid as i32)
 }
 
 /// Number of online CPUs (at least 1).
@@ -257,5 +231,29 @@ pub fn cpu_count() -> usize {
 /// A regular file's text (a FIFO or device is an error, never a block; at most 4 MiB), for
 /// files read on the boot path: `/etc/inittab`, the span log.
 pub fn read_small(path: &std::path::Path) -> io::Result<String> {
-    sample::sys::read_regular(path, 4 << 20).map(|b| String::from_utf8_lossy(&b).into_owned())
+    ::sys::read_regular(path, 4 << 20).map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+/// `touch`'s time update: sets both times of the open `file` to now (futimens(2)).
+pub fn touch_now(file: &File) -> io::Result<()> {
+    // SAFETY: a valid descriptor; a null times pointer means "now" for both.
+    if unsafe { libc::futimens(file.as_raw_fd(), std::ptr::null()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// umask(2): sets this process's file mode creation mask; returns the previous one.
+pub fn umask(mask: libc::mode_t) -> libc::mode_t {
+    // SAFETY: umask only changes this process's mask; it takes no pointers.
+    unsafe { libc::umask(mask) }
+}
+
+/// sethostname(2).
+pub fn sethostname(name: &str) -> io::Result<()> {
+    // SAFETY: a valid buffer of the given length (no NUL needed).
+    if unsafe { libc::sethostname(name.as_ptr() as *const libc::c_char, name.len()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }

@@ -80,7 +80,7 @@ fn procps_needs_no_device(root: &Path) -> Result<(), String> {
         files.extend(v);
     }
     for f in files {
-        let text = match sample::sys::read_regular(&f, 1 << 20) {
+        let text = match sys::read_regular(&f, 1 << 20) {
             Ok(b) => String::from_utf8_lossy(&b).into_owned(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(format!("{}: {e}", f.display())),
@@ -107,8 +107,8 @@ pub fn also_freed(root: &Path) -> (Vec<&'static str>, Vec<String>) {
     let mut kept = Vec::new();
     let same = |name: &str, want: &str| -> Result<(), String> {
         let rel = format!("etc/init.d/{name}");
-        let data = sample::sys::read_regular(&root.join(&rel), 1 << 20)
-            .map_err(|e| format!("/{rel}: {e}"))?;
+        let data =
+            sys::read_regular(&root.join(&rel), 1 << 20).map_err(|e| format!("/{rel}: {e}"))?;
         if sha256::hex(&data) == want {
             Ok(())
         } else {

@@ -94,7 +94,7 @@ fn main() {
         .get(2)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(format!("/var/tmp/bp-cold-{}", std::process::id())));
-    if sys::euid() != 0 {
+    if ::sys::euid() != 0 {
         eprintln!("cold_workload: needs root (fanotify filesystem marks)");
         std::process::exit(2);
     }

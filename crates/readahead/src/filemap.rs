@@ -260,30 +260,11 @@ impl Drop for FilemapTrace {
 }
 
 fn mount_tracefs(at: &Path) -> io::Result<()> {
-    let target = std::ffi::CString::new(at.as_os_str().as_encoded_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in path"))?;
-    // SAFETY: valid C strings; a null data pointer is allowed.
-    let rc = unsafe {
-        libc::mount(
-            c"tracefs".as_ptr(),
-            target.as_ptr(),
-            c"tracefs".as_ptr(),
-            0,
-            std::ptr::null(),
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    sys::mount("tracefs", at, Some("tracefs"), 0, None)
 }
 
 fn unmount(at: &Path) {
-    if let Ok(c) = std::ffi::CString::new(at.as_os_str().as_encoded_bytes()) {
-        // SAFETY: a valid C string.
-        unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
-    }
+    crate::sys::umount_detach(at);
 }
 
 /// Sum of `overrun:` over the instance's per-CPU stats.
@@ -306,7 +287,7 @@ fn overruns(instance: &Path) -> u64 {
 
 fn read_pipe(mut pipe: fs::File, stop: &AtomicBool) -> (PageMap, u64) {
     use std::os::fd::AsRawFd;
-    let page = crate::sys::page_size();
+    let page = sys::page_size();
     let mut map = PageMap::default();
     let mut events = 0u64;
     let mut buf = vec![0u8; 1 << 16];
@@ -340,7 +321,7 @@ fn read_pipe(mut pipe: fs::File, stop: &AtomicBool) -> (PageMap, u64) {
                 break;
             }
         }
-        let _ = sample::sys::poll_readable(Some(pipe.as_raw_fd()), 50);
+        let _ = sys::poll_readable(pipe.as_raw_fd(), 50);
     }
     (map, events)
 }

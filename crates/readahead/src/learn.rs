@@ -173,7 +173,7 @@ impl Learner {
 
     /// Waits up to `timeout_ms` for events and records every queued one.
     pub fn poll(&mut self, timeout_ms: i32) -> io::Result<()> {
-        if fan::poll_readable(Some(self.fan.as_raw_fd()), timeout_ms)? {
+        if ::sys::poll_readable(self.fan.as_raw_fd(), timeout_ms)? {
             self.drain()?;
         }
         Ok(())
@@ -313,7 +313,7 @@ pub struct BuildStats {
 /// Builds the pack from a finished learning session: mincore of every learned file (the
 /// pages the boot used), FIEMAP of the first range on rotating disks, order, budget.
 pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
-    let page = sys::page_size();
+    let page = ::sys::page_size();
     let mountinfo = opts.paths.proc.join("self/mountinfo");
     let mounts = std::fs::read_to_string(&mountinfo)
         .ok()
@@ -372,7 +372,7 @@ pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
     let pack = Pack {
         header: Header {
             created_unix_s,
-            kernel_release: sys::kernel_release(),
+            kernel_release: ::sys::kernel_release().unwrap_or_default(),
             root: system::root_id(&opts.paths, root),
             rotational,
             budget_bytes: budget,

@@ -17,8 +17,9 @@
 //! - [`state`]: the history of boot times with and without replay and readahead's own
 //!   verdict (it switches itself off where replay does not make boots faster).
 //! - [`plan`]: the pure rules (pages to ranges, order, budget); [`system`]: mountinfo,
-//!   sysfs and diskstats parsing (the `read_ahead_kb` guard is `sample::knob`); [`sys`]: every raw
-//!   system call.
+//!   sysfs and diskstats parsing (the `read_ahead_kb` guard is `sample::knob`); [`sys`]: the
+//!   raw system calls only readahead makes (fork, pipe, statfs and the other shared ones are
+//!   the `sys` crate's).
 //!
 //! This crate does not decide when to learn or replay, or write the trace: the boot path
 //! (`bootprint-boot`) calls it and records [`replay::ReplayStats`] as an event.

@@ -330,7 +330,7 @@ impl Pack {
 
     /// Writes the pack to `path` atomically (temporary file, fsync, rename), mode 0644.
     pub fn write_file(&self, path: &Path) -> Result<(), PackError> {
-        crate::sys::write_atomic(path, &self.encode()).map_err(|e| PackError {
+        sys::write_atomic(path, &self.encode()).map_err(|e| PackError {
             path: Some(path.to_path_buf()),
             offset: None,
             kind: PackErrorKind::Io(e),

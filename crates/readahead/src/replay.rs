@@ -332,7 +332,7 @@ pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
     let asked = AtomicU64::new(0);
     let work = || {
         if opts.idle_io {
-            let _ = sys::ioprio_idle();
+            let _ = ::sys::ioprio_idle();
         }
         let mut st = ReplayStats::default();
         loop {
@@ -493,7 +493,7 @@ impl ReplayChild {
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             let ms = left.as_millis().min(i32::MAX as u128) as i32;
-            match sample::sys::poll_readable(Some(self.report.as_raw_fd()), ms) {
+            match ::sys::poll_readable(self.report.as_raw_fd(), ms) {
                 Ok(true) => match self.report.read(&mut buf) {
                     Ok(0) => break,
                     Ok(n) if line.len() < 4096 => line.extend_from_slice(&buf[..n]),
@@ -502,7 +502,7 @@ impl ReplayChild {
                     Err(_) => break,
                 },
                 Ok(false) if left.is_zero() => {
-                    sys::kill(self.pid, libc::SIGKILL);
+                    let _ = ::sys::kill(self.pid, libc::SIGKILL);
                     // Not reaped: a process in uninterruptible sleep would block waitpid.
                     return None;
                 }
@@ -510,7 +510,7 @@ impl ReplayChild {
                 Err(_) => break,
             }
         }
-        let _ = sys::waitpid(self.pid);
+        let _ = ::sys::waitpid(self.pid);
         let text = String::from_utf8_lossy(&line);
         // An empty line would parse as all zeros: the child said nothing.
         (!text.trim().is_empty())
@@ -531,15 +531,15 @@ pub fn spawn_child(p: &Pack, opts: &ReplayOptions) -> io::Result<ReplayChild> {
 /// `work` is caught there and the child exits (without it, the panic would unwind into
 /// PID 1's code in the child, which would go on to exec init a second time).
 pub fn spawn_child_with(work: impl FnOnce() -> ReplayStats) -> io::Result<ReplayChild> {
-    let (r, mut w) = sys::pipe()?;
-    match sample::sys::fork()? {
+    let (r, mut w) = ::sys::pipe()?;
+    match ::sys::fork()? {
         0 => {
             drop(r);
             let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let st = work();
                 let _ = writeln!(w, "{}", st.to_line());
             }));
-            sample::sys::exit_now(if done.is_ok() { 0 } else { 1 });
+            ::sys::exit_now(if done.is_ok() { 0 } else { 1 });
         }
         pid => {
             drop(w);
@@ -574,7 +574,7 @@ impl HitRate {
 /// Measures the [`HitRate`] of `p` with mincore of each entry's ranges; entries that no
 /// longer match their file are left out.
 pub fn hit_rate(p: &Pack) -> HitRate {
-    let page = sys::page_size();
+    let page = ::sys::page_size();
     let mut h = HitRate::default();
     for e in &p.entries {
         let Ok(f) = check_entry(e) else { continue };

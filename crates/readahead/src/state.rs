@@ -361,7 +361,7 @@ impl State {
     /// [`State::load`] for `lever`'s state file.
     pub fn load_for(path: &Path, lever: &Lever) -> Result<State, StateError> {
         // Read at boot by PID 1: a FIFO must not block it, a huge file must not be loaded.
-        match sample::sys::read_regular_text(path, MAX_STATE_BYTES) {
+        match sys::read_regular_text(path, MAX_STATE_BYTES) {
             Ok(text) => State::parse_for(&text, &path.display().to_string(), lever),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(State::default()),
             Err(e) => Err(StateError {
@@ -379,7 +379,7 @@ impl State {
 
     /// [`State::save`] for `lever`'s state file.
     pub fn save_for(&self, path: &Path, lever: &Lever) -> io::Result<()> {
-        crate::sys::write_atomic(path, self.to_text_for(lever).as_bytes())
+        sys::write_atomic(path, self.to_text_for(lever).as_bytes())
     }
 
     /// Adds a boot, dropping the oldest beyond [`HISTORY_MAX`].

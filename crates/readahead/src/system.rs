@@ -261,7 +261,7 @@ pub fn ext_uuid(superblock: &[u8]) -> Option<String> {
 /// Unknown parts stay empty / 0.
 pub fn root_id(paths: &Paths, root: Option<&Mount>) -> RootId {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let fsid = crate::sys::statfs_fsid(&paths.root).unwrap_or(0);
+    let fsid = sys::statfs(&paths.root).map_or(0, |s| s.fsid);
     let mut uuid = String::new();
     if let Some(m) = root {
         let want = libc::makedev(m.major, m.minor);

@@ -22,7 +22,7 @@ const FILE_SIZE: u64 = 1 << 20;
 const READS: usize = 3000;
 
 fn root_or_skip() -> bool {
-    if sys::euid() != 0 {
+    if ::sys::euid() != 0 {
         testkit::skip("needs root for fanotify filesystem marks");
         return false;
     }
@@ -146,7 +146,7 @@ impl Drop for Pinned {
 /// `first_order`); returns the (file, page) pairs it touched and the mappings that keep
 /// those pages resident (drop them to let the pages go).
 fn workload(files: &[PathBuf], pin: bool) -> (BTreeSet<(usize, u64)>, Vec<Pinned>) {
-    let page = sys::page_size();
+    let page = ::sys::page_size();
     let pages = FILE_SIZE / page;
     // Opened at first use, so opens happen in first-access order too.
     let mut handles: Vec<Option<(File, Pinned)>> = files.iter().map(|_| None).collect();
@@ -218,7 +218,7 @@ fn learn_with_filemap_tracepoints_then_replay() {
 
 /// Whether the running kernel is at least `major.minor`.
 fn kernel_at_least(major: u32, minor: u32) -> bool {
-    let r = sys::kernel_release();
+    let r = ::sys::kernel_release().unwrap_or_default();
     let mut it = r.split(|c: char| !c.is_ascii_digit());
     let ma: u32 = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
     let mi: u32 = it.next().and_then(|x| x.parse().ok()).unwrap_or(0);
@@ -237,7 +237,7 @@ fn learn_then_replay(tracepoints: bool) {
         testkit::skip("the filemap tracepoints need Linux 6.10");
         return;
     }
-    let page = sys::page_size();
+    let page = ::sys::page_size();
     let (dir, files) = setup(if tracepoints { "filemap" } else { "learn" });
     let knob_before = real_read_ahead_kb();
 

@@ -197,7 +197,7 @@ fn untrusted_corrupt_and_foreign_packs_are_refused_with_a_reason() {
     let p = pack_of(vec![entry_for(&d.join("a"), &[(0, 4096)])], false);
     let path = d.join("readahead.pack");
     p.write_file(&path).unwrap();
-    let me = readahead::sys::euid();
+    let me = sys::euid();
 
     assert_eq!(replay::load(&path, &root(42), me).unwrap(), p);
 
@@ -259,7 +259,7 @@ fn a_huge_sparse_pack_is_refused_without_allocating_it() {
     let f = fs::File::create(&path).unwrap();
     f.set_len(1 << 40).unwrap(); // 1 TiB, all holes
     drop(f);
-    let me = readahead::sys::euid();
+    let me = sys::euid();
     let e = replay::load(&path, &root(42), me).unwrap_err();
     assert_eq!(e.reason(), "unsafe");
     assert!(e.to_string().contains("more than a pack may have"), "{e}");
@@ -279,7 +279,7 @@ fn a_panic_in_the_replay_child_ends_the_child_only() {
     if std::process::id() != parent {
         // Only a child that unwound out of spawn_child_with gets here.
         fs::write(&marker, "the child returned into its caller").unwrap();
-        sample::sys::exit_now(0);
+        sys::exit_now(0);
     }
     let child = started.expect("the parent does not panic").unwrap();
     assert_eq!(child.wait(Duration::from_secs(30)), None);
@@ -321,14 +321,14 @@ fn replay_child_reports_its_statistics() {
 #[test]
 fn replay_threads_run_at_idle_io_priority() {
     // The calling thread keeps its class; ioprio_idle changes only the thread calling it.
-    let before = readahead::sys::ioprio_get().unwrap();
+    let before = sys::ioprio_get().unwrap();
     std::thread::spawn(|| {
-        readahead::sys::ioprio_idle().unwrap();
-        assert_eq!(readahead::sys::ioprio_get().unwrap() >> 13, 3);
+        sys::ioprio_idle().unwrap();
+        assert_eq!(sys::ioprio_get().unwrap() >> 13, 3);
     })
     .join()
     .unwrap();
-    assert_eq!(readahead::sys::ioprio_get().unwrap(), before);
+    assert_eq!(sys::ioprio_get().unwrap(), before);
 }
 
 #[test]

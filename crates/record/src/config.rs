@@ -253,7 +253,7 @@ impl Config {
         let mut config = Config::default();
         let mut errors = Vec::new();
         // Not a plain read: a FIFO or a device put there must not block or feed PID 1.
-        let text = match sample::sys::read_regular_text(file, MAX_CONFIG_BYTES) {
+        let text = match sys::read_regular_text(file, MAX_CONFIG_BYTES) {
             Ok(text) => Some(text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => {

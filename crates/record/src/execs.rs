@@ -8,7 +8,7 @@ use std::path::Path;
 use sample::execwatch::{Exec, ExecWatch};
 use sample::procevents::{ProcEvent, ProcEvents};
 use sample::procfs::ProcFs;
-use sample::sys;
+use sample::sys::suspended_ns;
 use trace::Event;
 
 use crate::store::Store;
@@ -49,7 +49,7 @@ impl ExecSource {
                 "connector" => ProcEvents::open().map(|events| {
                     ExecSource::Connector(Connector {
                         events,
-                        suspended_ns: sys::suspended_ns(),
+                        suspended_ns: suspended_ns(),
                         buf: Vec::new(),
                         born: Vec::new(),
                         gone: Vec::new(),

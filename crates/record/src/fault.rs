@@ -29,5 +29,5 @@ pub fn at(point: &str) {
             format!("bootprint-boot: fault injection: cutting the power at {point}\n").as_bytes(),
         );
     }
-    crate::sys::power_off_now();
+    let _ = sys::reboot(libc::RB_POWER_OFF);
 }

@@ -8,11 +8,11 @@ use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sample::sys::{become_background, boottime_ns};
+use sample::sys::become_background;
+use sys::boottime_ns;
 
 use crate::config::{Config, CONFIG_FILE};
 use crate::recorder::{self, Paths, Start};
-use crate::sys::{self, Fork};
 
 /// Inits the kernel itself would try, in its order, after the configured one.
 const FALLBACK_INITS: [&str; 4] = ["/sbin/init", "/etc/init", "/bin/init", "/bin/sh"];
@@ -68,7 +68,7 @@ pub fn boot(args: Vec<OsString>) -> ! {
     }
     if config.record {
         let init_exec = Some((boottime_ns(), init.display().to_string()));
-        if let Fork::Child = sys::fork() {
+        if let Ok(0) = sys::fork() {
             run_recorder_child(&config, init_exec, warnings, readahead, modules);
         }
         // Parent, or fork failed: go on booting either way.
@@ -92,7 +92,7 @@ fn run_recorder_child(
     readahead: crate::readahead::Plan,
     modules: crate::modload::Boot,
 ) -> ! {
-    sys::setsid();
+    let _ = sys::setsid();
     become_background();
     let _ = std::env::set_current_dir("/");
     let start = Start {
@@ -113,7 +113,7 @@ fn run_recorder_child(
 /// The kernel command line; mounts /proc first when nothing did (booted without initramfs).
 fn kernel_cmdline() -> String {
     if !Path::new("/proc/self").exists() {
-        sys::mount_fs("proc", "/proc", "proc");
+        let _ = sys::mount("proc", Path::new("/proc"), Some("proc"), 0, None);
     }
     std::fs::read_to_string("/proc/cmdline").unwrap_or_default()
 }

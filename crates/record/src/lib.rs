@@ -4,7 +4,9 @@
 //! recorder and execs the real init, and on any failure execs the real init at once.
 //! [`recorder`] samples until boot is done ([`done`]) and writes the trace ([`store`]);
 //! [`readahead`] replays or learns the readahead pack around it.
-//! Sampling /proc belongs to `sample`; the on-disk format belongs to `trace`.
+//! Sampling /proc belongs to `sample`; the on-disk format belongs to `trace`; system calls
+//! to the `sys` crate (and [`sys`] here: fchdir and the termination signals, which only the
+//! hand-off and the recorder use).
 #![deny(missing_docs)]
 
 pub mod config;

@@ -37,7 +37,7 @@ pub struct Loader {
 
 /// Starts the loader, or says why it could not.
 pub fn start(program: &str) -> Result<Loader, String> {
-    let started_ns = sample::sys::boottime_ns();
+    let started_ns = sys::boottime_ns();
     Command::new(program)
         .args(["modules", "load"])
         .stdin(Stdio::null())
@@ -65,11 +65,8 @@ impl Loader {
             if left.is_zero() {
                 break false;
             }
-            let ready = sample::sys::poll_readable(
-                Some(pipe.as_raw_fd()),
-                left.as_millis().min(1000) as i32,
-            )
-            .unwrap_or(false);
+            let ready = sys::poll_readable(pipe.as_raw_fd(), left.as_millis().min(1000) as i32)
+                .unwrap_or(false);
             if !ready {
                 continue;
             }
@@ -175,7 +172,7 @@ impl Boot {
     /// At boot done (the recorder): the loader's events, then this boot in its history and
     /// its verdict (`readahead::record_history`).
     pub fn finish(self, events: &mut Vec<Event>, config: &Config, seen: Milestones) {
-        let now = sample::sys::boottime_ns();
+        let now = sys::boottime_ns();
         let kind = match self {
             Boot::Off => return,
             Boot::SwitchedOff(reason) => {
@@ -224,7 +221,7 @@ impl Boot {
 }
 
 fn warning(what: String) -> Event {
-    Event::new(sample::sys::boottime_ns(), "warning").with("what", what)
+    Event::new(sys::boottime_ns(), "warning").with("what", what)
 }
 
 #[cfg(test)]

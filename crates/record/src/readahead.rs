@@ -17,16 +17,50 @@ use readahead::replay::{
 };
 use readahead::state::{BootKind, BootRecord, Lever, State, Verdict, READAHEAD};
 use readahead::system;
-use sample::sys::boottime_ns;
+use sys::boottime_ns;
 use trace::Event;
 
 use crate::config::{Config, CONFIG_FILE};
+
+/// What the boot path's readahead reads and writes besides its configured files (the pack and
+/// the state file): the kernel's and the root's paths, where it meets the initramfs's
+/// process, and whose pack it trusts. [`Paths::system`] (the [`Default`]) is the running
+/// system's; tests point it at a fake tree.
+#[derive(Debug, Clone)]
+pub struct Paths {
+    /// `/proc` (`self/mountinfo`, `diskstats`, `cmdline`, `PID/stat`), `/sys`,
+    /// `/dev/disk/by-uuid` and the root whose file system a pack must have been learned on.
+    pub system: system::Paths,
+    /// Where the initramfs's readahead process and the recorder meet.
+    pub initramfs: InitramfsFiles,
+    /// The uid a pack must belong to: 0 (root) at boot.
+    pub pack_owner: u32,
+}
+
+impl Paths {
+    /// The running system's paths, and root's packs only.
+    pub fn system() -> Paths {
+        Paths {
+            system: system::Paths::default(),
+            initramfs: InitramfsFiles::default(),
+            pack_owner: 0,
+        }
+    }
+}
+
+impl Default for Paths {
+    fn default() -> Paths {
+        Paths::system()
+    }
+}
 
 /// A replay under way.
 #[derive(Debug)]
 pub struct Replaying {
     pack: Box<Pack>,
     source: Source,
+    /// The paths it was decided with (boot done reads the same `diskstats`).
+    paths: system::Paths,
     started_ns: u64,
     /// The root device and what had been read from it when the replay started, to tell at
     /// boot done how much the boot read that the pack lacked.
@@ -79,21 +113,25 @@ fn on_root(root: &Path, path: &Path) -> PathBuf {
 }
 
 /// The root file system's mount, for its identity and its device.
-fn root_mount() -> Option<system::Mount> {
-    let paths = system::Paths::default();
+fn root_mount(paths: &system::Paths) -> Option<system::Mount> {
     let mountinfo = std::fs::read_to_string(paths.proc.join("self/mountinfo")).unwrap_or_default();
     let mounts = system::parse_mountinfo(&mountinfo, "/proc/self/mountinfo").unwrap_or_default();
     system::root_mount(&mounts).cloned()
 }
 
 /// The pack, if it may be replayed on this root file system (`mount`).
-fn load_pack(config: &Config, mount: Option<&system::Mount>) -> Result<Pack, String> {
-    let ours = system::root_id(&system::Paths::default(), mount);
-    replay::load(&config.readahead_pack, &ours, 0).map_err(|e| e.reason().to_string())
+fn load_pack(
+    config: &Config,
+    paths: &Paths,
+    mount: Option<&system::Mount>,
+) -> Result<Pack, String> {
+    let ours = system::root_id(&paths.system, mount);
+    replay::load(&config.readahead_pack, &ours, paths.pack_owner)
+        .map_err(|e| e.reason().to_string())
 }
 
 /// Decides from the configuration, readahead's history and the pack on the root file system.
-fn decide(config: &Config) -> Decision {
+fn decide(config: &Config, paths: &Paths) -> Decision {
     if !config.readahead {
         return Decision::Off;
     }
@@ -102,8 +140,8 @@ fn decide(config: &Config) -> Decision {
     if let Verdict::Off { reason, .. } = state.verdict {
         return Decision::SwitchedOff(reason);
     }
-    let mount = root_mount();
-    let pack = match load_pack(config, mount.as_ref()) {
+    let mount = root_mount(&paths.system);
+    let pack = match load_pack(config, paths, mount.as_ref()) {
         Ok(p) => p,
         Err(reason) => return Decision::Learn(reason),
     };
@@ -114,8 +152,7 @@ fn decide(config: &Config) -> Decision {
     Decision::Replay {
         pack: Box::new(pack),
         root_dev,
-        read_at_start: root_dev
-            .and_then(|(ma, mi)| root_bytes_read(&system::Paths::default(), ma, mi)),
+        read_at_start: root_dev.and_then(|(ma, mi)| root_bytes_read(&paths.system, ma, mi)),
     }
 }
 
@@ -130,18 +167,18 @@ fn replay_options(config: &Config) -> ReplayOptions {
 /// boot without it for comparison. When the initramfs's /init already started the replay
 /// ([`start_in_initramfs`]), that replay is taken over instead.
 pub fn prepare(config: &Config) -> Plan {
-    prepare_from(config, &InitramfsFiles::default())
+    prepare_at(config, &Paths::system())
 }
 
-/// [`prepare`], with the initramfs's files where `files` says (tests).
-pub fn prepare_from(config: &Config, files: &InitramfsFiles) -> Plan {
+/// [`prepare`], with the system's paths where `paths` says (tests: a fake tree).
+pub fn prepare_at(config: &Config, paths: &Paths) -> Plan {
     if !config.readahead {
         return Plan::Off;
     }
-    if let Some(plan) = take_over_initramfs_replay(config, files) {
+    if let Some(plan) = take_over_initramfs_replay(config, paths) {
         return plan;
     }
-    match decide(config) {
+    match decide(config, paths) {
         Decision::Off => Plan::Off,
         Decision::SwitchedOff(r) => Plan::SwitchedOff(r),
         Decision::Learn(r) => Plan::Learn(r),
@@ -156,6 +193,7 @@ pub fn prepare_from(config: &Config, files: &InitramfsFiles) -> Plan {
                 Ok(child) => Plan::Replay(Replaying {
                     pack,
                     source: Source::Child(child),
+                    paths: paths.system.clone(),
                     started_ns,
                     root_dev,
                     read_at_start,
@@ -304,13 +342,13 @@ impl InitramfsReplay {
 /// roughly 5-12 ms. A process exec'd instead of forked would not survive: its dynamic loader
 /// opens libraries from the initramfs after /init has deleted them.
 pub fn start_in_initramfs(new_root: &Path) -> String {
-    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    let paths = Paths::system();
+    let cmdline = std::fs::read_to_string(paths.system.proc.join("cmdline")).unwrap_or_default();
     let (config, _errors) = Config::load(&on_root(new_root, Path::new(CONFIG_FILE)), &cmdline);
     if !config.readahead {
         return "off".into();
     }
-    let (said, moves_done) =
-        fork_initramfs_process(new_root, &InitramfsFiles::default(), || config);
+    let (said, moves_done) = fork_initramfs_process(new_root, &paths, || config);
     // Its write end closes when /init execs the real init (close-on-exec): only then, the
     // moves and the switch done, does the process go on.
     if let Some(m) = moves_done {
@@ -328,15 +366,16 @@ pub struct MovesDone {
 }
 
 /// Forks the initramfs's readahead process ([`initramfs_process`]) for the root mounted at
-/// `new_root`, writes its pid to `files.pid`, and returns what happened (for /init's step
+/// `new_root`, writes its pid to `paths.initramfs.pid`, and returns what happened (for /init's step
 /// log) and the [`MovesDone`] signal to give once the moves are done. The new root is opened
 /// before the fork and the process enters it by that descriptor: by the time it runs, /init
 /// may have moved the mount away from `new_root` already.
 pub fn fork_initramfs_process(
     new_root: &Path,
-    files: &InitramfsFiles,
+    paths: &Paths,
     config: impl FnOnce() -> Config,
 ) -> (String, Option<MovesDone>) {
+    let files = &paths.initramfs;
     let root = match std::fs::File::open(new_root) {
         Ok(f) => f,
         Err(e) => {
@@ -346,20 +385,20 @@ pub fn fork_initramfs_process(
             )
         }
     };
-    let (moves_read, moves_write) = match readahead::sys::pipe() {
+    let (moves_read, moves_write) = match sys::pipe() {
         Ok(p) => p,
         Err(e) => return (format!("not started: pipe: {e}"), None),
     };
-    match sample::sys::fork() {
+    match sys::fork() {
         Ok(0) => {
             drop(moves_write);
             // Forked from /init it would be called "init" in the bootchart; it is
             // bootprint-boot's replay, like the one the recorder starts.
-            readahead::sys::set_process_name("bootprint-boot");
+            sys::set_process_name("bootprint-boot");
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                initramfs_process(&root, moves_read, files, config)
+                initramfs_process(&root, moves_read, paths, config)
             }));
-            sample::sys::exit_now(0)
+            sys::exit_now(0)
         }
         Ok(pid) => {
             drop(moves_read);
@@ -371,8 +410,7 @@ pub fn fork_initramfs_process(
                     }),
                 ),
                 Err(e) => {
-                    // SAFETY: a plain signal to our own child.
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                    let _ = sys::kill(pid, libc::SIGKILL);
                     (
                         format!("not started: cannot write {}: {e}", files.pid.display()),
                         None,
@@ -389,14 +427,16 @@ const INITRAMFS_MOVES_WAIT_MS: i32 = 5_000;
 
 /// The initramfs's readahead process: enter the new root (`root`, a descriptor of its
 /// top directory), wait until `moves_done` reaches end of file (/init closed it: the
-/// moves are done), decide with the configuration `config` gives; when it is to replay,
-/// note it and replay. Only in a process of its own: it changes its root for good.
+/// moves are done), decide with the configuration `config` gives (and `paths`, as seen from
+/// the new root); when it is to replay, note it and replay. Only in a process of its own: it
+/// changes its root for good.
 pub fn initramfs_process(
     root: &std::fs::File,
     moves_done: std::fs::File,
-    files: &InitramfsFiles,
+    paths: &Paths,
     config: impl FnOnce() -> Config,
 ) {
+    let files = &paths.initramfs;
     // Its root becomes the new root's mount, which stays valid when /init moves that mount
     // onto `/`; from then on it sees what the real init will see.
     let entered = crate::sys::fchdir(root)
@@ -406,7 +446,7 @@ pub fn initramfs_process(
         return;
     }
     // No polling: one bounded wait for the end of the pipe.
-    match sample::sys::poll_readable(Some(moves_done.as_raw_fd()), INITRAMFS_MOVES_WAIT_MS) {
+    match sys::poll_readable(moves_done.as_raw_fd(), INITRAMFS_MOVES_WAIT_MS) {
         Ok(true) => {}
         _ => return,
     }
@@ -416,7 +456,7 @@ pub fn initramfs_process(
         pack,
         root_dev,
         read_at_start,
-    } = decide(&config)
+    } = decide(&config, paths)
     else {
         // Learn, compare, off: the recorder decides the same from the same files.
         return;
@@ -425,13 +465,13 @@ pub fn initramfs_process(
         return;
     };
     let note = InitramfsReplay {
-        pid: crate::sys::getpid(),
+        pid: sys::getpid(),
         started_ns: boottime_ns(),
         root_dev,
         read_at_start,
         report: files.report.clone(),
     };
-    if readahead::sys::write_atomic(&files.note, note.to_text().as_bytes()).is_err() {
+    if sys::write_atomic(&files.note, note.to_text().as_bytes()).is_err() {
         return;
     }
     let st = replay::replay(&pack, &replay_options(&config));
@@ -442,7 +482,8 @@ pub fn initramfs_process(
 /// The replay the initramfs started, when there is one and its pack loads here too (for the
 /// hit rate and the relearning rules at boot done). Waits (at most
 /// [`INITRAMFS_DECISION_WAIT_NS`]) for the initramfs's process to decide.
-fn take_over_initramfs_replay(config: &Config, files: &InitramfsFiles) -> Option<Plan> {
+fn take_over_initramfs_replay(config: &Config, paths: &Paths) -> Option<Plan> {
+    let files = &paths.initramfs;
     let pid: i32 = read_note(&files.pid).ok()?.trim().parse().ok()?;
     let until = boottime_ns() + INITRAMFS_DECISION_WAIT_NS;
     let text = loop {
@@ -451,23 +492,23 @@ fn take_over_initramfs_replay(config: &Config, files: &InitramfsFiles) -> Option
             break t;
         }
         // It decided not to replay (or died): decide here, from the same files.
-        if !process_alive(pid) {
+        if !process_alive(&paths.system.proc, pid) {
             return read_note(&files.note)
                 .ok()
-                .and_then(|t| take_over(config, &t, files));
+                .and_then(|t| take_over(config, &t, paths));
         }
         if boottime_ns() >= until {
             return None;
         }
         std::thread::sleep(std::time::Duration::from_millis(5));
     };
-    take_over(config, &text, files)
+    take_over(config, &text, paths)
 }
 
-fn take_over(config: &Config, note: &str, files: &InitramfsFiles) -> Option<Plan> {
+fn take_over(config: &Config, note: &str, paths: &Paths) -> Option<Plan> {
     // A damaged note: replay again from here rather than lose the replay.
-    let handoff = InitramfsReplay::parse(note, &files.note).ok()?;
-    let pack = match load_pack(config, root_mount().as_ref()) {
+    let handoff = InitramfsReplay::parse(note, &paths.initramfs.note).ok()?;
+    let pack = match load_pack(config, paths, root_mount(&paths.system).as_ref()) {
         Ok(p) => p,
         Err(reason) => return Some(Plan::Learn(reason)),
     };
@@ -477,6 +518,7 @@ fn take_over(config: &Config, note: &str, files: &InitramfsFiles) -> Option<Plan
             pid: handoff.pid,
             report: handoff.report,
         },
+        paths: paths.system.clone(),
         started_ns: handoff.started_ns,
         root_dev: handoff.root_dev,
         read_at_start: handoff.read_at_start,
@@ -486,14 +528,14 @@ fn take_over(config: &Config, note: &str, files: &InitramfsFiles) -> Option<Plan
 /// One of the small files the initramfs's process and the recorder leave each other in
 /// /run: a regular file of a few lines (nothing else is read, and nothing blocks).
 fn read_note(path: &Path) -> std::io::Result<String> {
-    sample::sys::read_regular_text(path, 64 * 1024)
+    sys::read_regular_text(path, 64 * 1024)
 }
 
 /// Waits for the initramfs's replay to write its figures: until the report holds a whole
 /// line, the process is gone, or `until_ns` (CLOCK_BOOTTIME).
-fn wait_for_report(report: &Path, pid: i32, until_ns: u64) -> Option<ReplayStats> {
+fn wait_for_report(proc: &Path, report: &Path, pid: i32, until_ns: u64) -> Option<ReplayStats> {
     loop {
-        let alive = process_alive(pid);
+        let alive = process_alive(proc, pid);
         if let Ok(text) = read_note(report) {
             if text.ends_with('\n') {
                 return ReplayStats::from_line(text.trim());
@@ -506,9 +548,9 @@ fn wait_for_report(report: &Path, pid: i32, until_ns: u64) -> Option<ReplayStats
     }
 }
 
-/// Whether `pid` runs (exists and is not a zombie).
-fn process_alive(pid: i32) -> bool {
-    std::fs::read(format!("/proc/{pid}/stat"))
+/// Whether `pid` runs (exists and is not a zombie), from `proc`.
+fn process_alive(proc: &Path, pid: i32) -> bool {
+    std::fs::read(proc.join(format!("{pid}/stat")))
         .is_ok_and(|raw| sample::procfs::parse_stat_line(&raw).is_some_and(|r| r.state != 'Z'))
 }
 
@@ -655,17 +697,20 @@ fn finish_replay(r: Replaying, events: &mut Vec<Event>, config: &Config, kernel_
         Source::Initramfs { pid, report } => {
             // Its time limit, counted from its start, and a little to write.
             let limit = ReplayOptions::default().time_limit.as_nanos() as u64;
-            wait_for_report(&report, pid, r.started_ns + limit + 5_000_000_000)
+            wait_for_report(
+                &r.paths.proc,
+                &report,
+                pid,
+                r.started_ns + limit + 5_000_000_000,
+            )
         }
     };
     // What the boot read from the root disk beyond what the replay asked for.
     let missed = match (r.root_dev, r.read_at_start) {
-        (Some((ma, mi)), Some(before)) => {
-            root_bytes_read(&system::Paths::default(), ma, mi).map(|after| {
-                let asked = stats.as_ref().map_or(0, |s| s.bytes_requested);
-                after.saturating_sub(before).saturating_sub(asked)
-            })
-        }
+        (Some((ma, mi)), Some(before)) => root_bytes_read(&r.paths, ma, mi).map(|after| {
+            let asked = stats.as_ref().map_or(0, |s| s.bytes_requested);
+            after.saturating_sub(before).saturating_sub(asked)
+        }),
         _ => None,
     };
     match &stats {

@@ -7,7 +7,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use sample::procfs::{self, CachedFile, Listing, ProcFs, ProcessTable};
-use sample::sys::{self, boottime_ns};
+use sys::boottime_ns;
 use trace::Event;
 
 use crate::config::Config;
@@ -87,7 +87,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     crate::sys::catch_termination();
     crate::fault::arm(&config.fault);
     let mut store = Store::default();
-    let (clk_tck, page_size) = sys::clk_tck_and_page_size();
+    let (clk_tck, page_size) = (sys::clk_tck(), sys::page_size());
     store.events.push(
         Event::new(t_start, "recorder_start")
             .with("pid", std::process::id())
@@ -148,13 +148,13 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     let mut next = t_start;
 
     let mut exec_quiet_until = 0u64;
-    let setup_cpu_s = sys::own_usage().0;
+    let setup_cpu_s = sample::sys::own_usage().0;
     // CPU time by part of the loop (exec events, system files, process table, new
     // processes, the rest), for recorder_stats: where the recorder's cost goes. Only with
     // `cost_detail`: the clock reads are system calls, a cost of their own.
     let mut parts = [0u64; 5];
     let mut mark = if config.cost_detail {
-        sample::sys::thread_cpu_ns()
+        sys::thread_cpu_ns()
     } else {
         0
     };
@@ -162,7 +162,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         if !config.cost_detail {
             return;
         }
-        let t = sample::sys::thread_cpu_ns();
+        let t = sys::thread_cpu_ns();
         parts[part] += t.saturating_sub(mark);
         mark = t;
     };
@@ -185,7 +185,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
                 next
             };
             let wait_ms = (until - now).div_ceil(1_000_000) as i32;
-            if sys::poll_readable(watch_fd, wait_ms).unwrap_or(false) {
+            if sample::sys::wait_readable(watch_fd, wait_ms).unwrap_or(false) {
                 let taken = boottime_ns();
                 exec_quiet_until = taken + EXEC_COALESCE_NS;
                 watch.drain(taken, &paths.proc, &mut store.events);
@@ -286,7 +286,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         }
         if !root_writable && now >= next_root_check {
             next_root_check = now + 1_000_000_000;
-            if sys::is_read_only(Path::new("/")) == Some(false) {
+            if sys::statvfs(Path::new("/")).ok().map(|s| s.read_only) == Some(false) {
                 root_writable = true;
                 store.events.push(Event::new(now, "root_writable"));
             }
@@ -320,7 +320,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
                 .with("settle_s", config.settle_s);
         }
     };
-    let loop_cpu_s = sys::own_usage().0;
+    let loop_cpu_s = sample::sys::own_usage().0;
     let done_ns = (done
         .fields
         .iter()
@@ -357,7 +357,7 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
     if let Ok(steps) = std::fs::read(paths.rc_log.with_file_name("initramfs.log")) {
         store.extra_files.push(("initramfs.log".into(), steps));
     }
-    let (cpu_s, maxrss_kb) = sys::own_usage();
+    let (cpu_s, maxrss_kb) = sample::sys::own_usage();
     // Its share of all the CPU time the boot used (docs/recorder.md, "Cost").
     let boot_cpu_s = boot_busy_ticks as f64 / clk_tck.max(1) as f64;
     let share_pct = if boot_cpu_s > 0.0 {
@@ -459,7 +459,11 @@ pub fn write_trace(
     access: Access,
 ) -> io::Result<PathBuf> {
     for _ in 0..120 {
-        if sys::is_read_only(existing_ancestor(log_dir)) != Some(true) {
+        if sys::statvfs(existing_ancestor(log_dir))
+            .ok()
+            .map(|s| s.read_only)
+            != Some(true)
+        {
             break;
         }
         std::thread::sleep(std::time::Duration::from_secs(1));

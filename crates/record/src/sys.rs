@@ -1,48 +1,6 @@
-//! Raw system calls of the hand-off; every `unsafe` block of this crate lives here.
-
-use std::ffi::CString;
-
-/// Result of [`fork`].
-pub enum Fork {
-    /// In the child.
-    Child,
-    /// In the parent, with the child's pid.
-    Parent(i32),
-    /// fork failed.
-    Failed,
-}
-
-/// fork(2) (see `sample::sys::fork`), as a [`Fork`].
-pub fn fork() -> Fork {
-    match sample::sys::fork() {
-        Ok(0) => Fork::Child,
-        Ok(pid) => Fork::Parent(pid),
-        Err(_) => Fork::Failed,
-    }
-}
-
-/// Detaches the child from PID 1's session so it never holds the console.
-pub fn setsid() {
-    // SAFETY: no preconditions; failure (already a leader) is harmless.
-    unsafe {
-        libc::setsid();
-    }
-}
-
-pub use sample::sys::exit_now;
-
-/// mount(2) of a pseudo file system with no data.
-pub fn mount_fs(source: &str, target: &str, fstype: &str) -> bool {
-    let (Ok(s), Ok(t), Ok(f)) = (
-        CString::new(source),
-        CString::new(target),
-        CString::new(fstype),
-    ) else {
-        return false;
-    };
-    // SAFETY: valid NUL-terminated strings; null data is allowed.
-    unsafe { libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), 0, std::ptr::null()) == 0 }
-}
+//! The system calls only the hand-off and the recorder make (fchdir, the termination
+//! signals); every `unsafe` block of this crate lives here. fork, mount, reboot and the
+//! others the boot path shares are the `sys` crate's.
 
 /// fchdir(2): makes the directory `dir` (an open descriptor) the working directory.
 pub fn fchdir(dir: &std::fs::File) -> std::io::Result<()> {
@@ -53,20 +11,6 @@ pub fn fchdir(dir: &std::fs::File) -> std::io::Result<()> {
     } else {
         Err(std::io::Error::last_os_error())
     }
-}
-
-/// reboot(2) with RB_POWER_OFF and no sync: what a power failure does (fault injection).
-pub fn power_off_now() {
-    // SAFETY: no memory is passed; it returns only on failure (not root).
-    unsafe {
-        libc::reboot(libc::RB_POWER_OFF);
-    }
-}
-
-/// This process's pid.
-pub fn getpid() -> i32 {
-    // SAFETY: no preconditions.
-    unsafe { libc::getpid() }
 }
 
 static TERMINATED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

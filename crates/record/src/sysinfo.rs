@@ -12,7 +12,7 @@ pub fn boot_id(proc: &ProcFs) -> String {
         .ok()
         .map(|b| String::from_utf8_lossy(&b).trim().to_string())
         .filter(|s| !s.is_empty() && !s.contains('/'))
-        .unwrap_or_else(|| format!("unknown-{}", sample::sys::boottime_ns()))
+        .unwrap_or_else(|| format!("unknown-{}", sys::boottime_ns()))
 }
 
 /// The header entries, bootchart2's keys first.

@@ -11,18 +11,26 @@ use readahead::state::{BootKind, BootRecord, State, Verdict};
 use readahead::system;
 use record::config::Config;
 use record::readahead::{
-    fork_initramfs_process, prepare, prepare_from, InitramfsFiles, InitramfsReplay, Milestones,
-    Plan, Session,
+    fork_initramfs_process, prepare, prepare_at, InitramfsFiles, InitramfsReplay, Milestones,
+    Paths, Plan, Session,
 };
 use trace::Event;
 
 /// What the initramfs's /init does (`start_in_initramfs`), with the real root at `/` here
 /// and the configuration `c`: fork the process that decides, notes and replays.
 fn start_like_init(files: &InitramfsFiles, c: &Config) -> String {
-    let (said, moves_done) = fork_initramfs_process(Path::new("/"), files, || c.clone());
+    let (said, moves_done) = fork_initramfs_process(Path::new("/"), &at(files), || c.clone());
     // No moves here: done at once.
     drop(moves_done);
     said
+}
+
+/// The system's paths, with the initramfs's files where `files` says.
+fn at(files: &InitramfsFiles) -> Paths {
+    Paths {
+        initramfs: files.clone(),
+        ..Paths::system()
+    }
 }
 
 fn tempdir(name: &str) -> PathBuf {
@@ -59,7 +67,7 @@ fn write_pack(d: &Path, c: &Config) {
                 .duration_since(std::time::UNIX_EPOCH)
                 .unwrap()
                 .as_secs(),
-            kernel_release: readahead::sys::kernel_release(),
+            kernel_release: sys::kernel_release().unwrap_or_default(),
             root: our_root(),
             rotational: false,
             budget_bytes: 1 << 20,
@@ -102,8 +110,7 @@ fn kinds(events: &[Event]) -> Vec<&str> {
 }
 
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    sys::euid() == 0
 }
 
 #[test]
@@ -136,7 +143,12 @@ fn plans_from_config_pack_and_state() {
         login_ns: Some(20_000_000_000),
         done_ns: Some(25_500_000_000),
     };
-    session.finish(&mut events, &c, &readahead::sys::kernel_release(), seen);
+    session.finish(
+        &mut events,
+        &c,
+        &sys::kernel_release().unwrap_or_default(),
+        seen,
+    );
     // A fresh pack, same kernel, nothing stale, nothing missed: kept (no readahead_relearn).
     let k = kinds(&events);
     assert_eq!(
@@ -295,7 +307,7 @@ fn a_replay_the_initramfs_started_is_taken_over() {
         note: d.join("note"),
         report: d.join("report"),
     };
-    let before_ns = sample::sys::boottime_ns();
+    let before_ns = sys::boottime_ns();
     let said = start_like_init(&files, &c);
     let pid: i32 = fs::read_to_string(&files.pid)
         .unwrap()
@@ -303,7 +315,7 @@ fn a_replay_the_initramfs_started_is_taken_over() {
         .parse()
         .unwrap();
     assert_eq!(said, format!("deciding in pid {pid}"));
-    let plan = prepare_from(&c, &files);
+    let plan = prepare_at(&c, &at(&files));
     assert!(matches!(plan, Plan::Replay(_)), "{plan:?}");
     let note =
         InitramfsReplay::parse(&fs::read_to_string(&files.note).unwrap(), &files.note).unwrap();
@@ -328,24 +340,34 @@ fn a_replay_the_initramfs_started_is_taken_over() {
         login_ns: Some(20_000_000_000),
         done_ns: None,
     };
-    session.finish(&mut events, &c, &readahead::sys::kernel_release(), seen);
+    session.finish(
+        &mut events,
+        &c,
+        &sys::kernel_release().unwrap_or_default(),
+        seen,
+    );
     let replay = events
         .iter()
         .find(|e| e.kind == "readahead_replay")
         .unwrap_or_else(|| panic!("no readahead_replay: {events:?}"));
     assert_eq!(replay.get("files"), Some("1"), "{replay:?}");
     assert_eq!(replay.get("bytes"), Some("65536"), "{replay:?}");
-    let _ = readahead::sys::waitpid(pid);
+    let _ = sys::waitpid(pid);
 
     // A damaged note: the recorder starts its own replay.
     save(&c, &[rec(BootKind::Learn, 30.0)]);
     fs::write(&files.note, "bootprint-initramfs-replay 1\npid x\n").unwrap();
-    match prepare_from(&c, &files) {
+    match prepare_at(&c, &at(&files)) {
         Plan::Replay(r) => {
             let mut events = vec![];
             let s = Session::start(Plan::Replay(r), &mut events);
             assert_eq!(events[0].get("from"), None);
-            s.finish(&mut events, &c, &readahead::sys::kernel_release(), seen);
+            s.finish(
+                &mut events,
+                &c,
+                &sys::kernel_release().unwrap_or_default(),
+                seen,
+            );
         }
         other => panic!("expected our own replay, got {other:?}"),
     }
@@ -373,14 +395,14 @@ fn without_a_pack_the_initramfs_process_leaves_learning_to_the_recorder() {
         .unwrap()
         .parse()
         .unwrap();
-    readahead::sys::waitpid(pid).unwrap();
+    sys::waitpid(pid).unwrap();
     assert!(!files.note.exists());
-    assert!(matches!(prepare_from(&c, &files), Plan::Off));
+    assert!(matches!(prepare_at(&c, &at(&files)), Plan::Off));
     c.readahead = true;
     let said = start_like_init(&files, &c);
     assert!(said.starts_with("deciding in pid "), "{said}");
     // The recorder waits for it to end and, finding no note, learns.
-    match prepare_from(&c, &files) {
+    match prepare_at(&c, &at(&files)) {
         Plan::Learn(why) => assert_eq!(why, "io"),
         other => panic!("expected to learn, got {other:?}"),
     }

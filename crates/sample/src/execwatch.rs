@@ -72,7 +72,7 @@ mod tests {
     /// Real fanotify on the machine running the tests: needs root (CAP_SYS_ADMIN).
     #[test]
     fn sees_a_real_exec_when_root() {
-        if unsafe { libc::geteuid() } != 0 {
+        if ::sys::euid() != 0 {
             testkit::skip("fanotify needs root");
             return;
         }
@@ -81,7 +81,7 @@ mod tests {
         assert!(child.success());
         let mut seen = Vec::new();
         for _ in 0..50 {
-            sys::poll_readable(Some(watch.raw_fd()), 20).unwrap();
+            ::sys::poll_readable(watch.raw_fd(), 20).unwrap();
             watch.drain(&mut seen).unwrap();
             if seen.iter().any(|e| e.path.ends_with("/true")) {
                 break;

@@ -5,7 +5,8 @@
 //! This crate reads the running kernel; it decides nothing about when to sample or when boot
 //! is done (that is the recorder's, in `record`) and formats nothing on disk (that is
 //! `trace`'s). Every path is a parameter ([`procfs::ProcFs`]) so tests use fake trees;
-//! raw system calls live in [`sys`].
+//! raw system calls only it makes live in [`sys`] (those other crates make too: the `sys`
+//! crate).
 #![deny(missing_docs)]
 
 pub mod execwatch;

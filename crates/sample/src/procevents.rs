@@ -240,7 +240,7 @@ mod tests {
     /// The real connector on the machine running the tests: needs root.
     #[test]
     fn sees_a_real_fork_exec_and_exit_when_root() {
-        if unsafe { libc::geteuid() } != 0 {
+        if ::sys::euid() != 0 {
             testkit::skip("the process events connector needs root");
             return;
         }
@@ -266,7 +266,7 @@ mod tests {
             fork && exec && exit
         };
         for _ in 0..50 {
-            sys::poll_readable(Some(events.raw_fd()), 20).unwrap();
+            ::sys::poll_readable(events.raw_fd(), 20).unwrap();
             events.drain(&mut seen).unwrap();
             if has_all(&seen) {
                 break;
@@ -283,7 +283,7 @@ mod tests {
                 _ => None,
             })
             .collect();
-        let mono_now = sys::boottime_ns() - sys::suspended_ns();
+        let mono_now = ::sys::boottime_ns() - sys::suspended_ns();
         assert!(
             stamps.iter().all(|&t| t > 0 && t <= mono_now),
             "exec stamps {stamps:?} not on the monotonic clock (now {mono_now})"

@@ -398,13 +398,13 @@ impl ProcessTable {
         self.tick += 1;
         let rescan = matches!(listing, Listing::Rescan);
         let t0 = if self.time_listing && rescan {
-            sys::thread_cpu_ns()
+            ::sys::thread_cpu_ns()
         } else {
             0
         };
         let listed = if rescan { self.list().ok() } else { None };
         if self.time_listing && rescan {
-            self.list_ns += sys::thread_cpu_ns().saturating_sub(t0);
+            self.list_ns += ::sys::thread_cpu_ns().saturating_sub(t0);
         }
         let mut gone: &[u32] = &[];
         let mut pids: Vec<u32> = match (listed, listing) {

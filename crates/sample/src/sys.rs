@@ -1,40 +1,11 @@
-//! The thin layer over raw system calls the sampler needs; every `unsafe` block of this
-//! crate lives here.
+//! The raw system calls only the sampler makes (`pread` of /proc, `getdents64`, fanotify,
+//! the process events connector, `getrusage`); every `unsafe` block of this crate lives here.
+//! Those other crates make too (clocks, fork, poll...) are the `sys` crate's.
 
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
-
-/// This thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) in nanoseconds: what the recorder
-/// spends per part of a sample.
-pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// `CLOCK_BOOTTIME` in nanoseconds: the clock behind `/proc/uptime`, counting suspend.
-pub fn boottime_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_BOOTTIME exists on every Linux
-    // the recorder supports (2.6.39+).
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 /// Reads from the start of `fd` into `buf` without moving a file offset (`pread`), so one
 /// open `/proc/PID/stat` can be read at every sample. Returns the number of bytes read.
@@ -137,29 +108,17 @@ fn cstring(path: &Path) -> io::Result<CString> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))
 }
 
-/// Waits up to `timeout_ms` for `fd` to become readable (or hung up). `Ok(true)` when it is.
-pub fn poll_readable(fd: Option<RawFd>, timeout_ms: i32) -> io::Result<bool> {
-    let Some(fd) = fd else {
-        std::thread::sleep(std::time::Duration::from_millis(timeout_ms.max(0) as u64));
-        return Ok(false);
-    };
-    let mut pfd = libc::pollfd {
-        fd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd.
-    let rc = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
-    if rc < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::Interrupted {
-            return Ok(false);
+/// Waits up to `timeout_ms` for `fd` to become readable (or hung up), as
+/// [`sys::poll_readable`](::sys::poll_readable) does; with no `fd` to watch, sleeps that
+/// long. `Ok(true)` when it is readable.
+pub fn wait_readable(fd: Option<RawFd>, timeout_ms: i32) -> io::Result<bool> {
+    match fd {
+        Some(fd) => ::sys::poll_readable(fd, timeout_ms),
+        None => {
+            std::thread::sleep(std::time::Duration::from_millis(timeout_ms.max(0) as u64));
+            Ok(false)
         }
-        return Err(e);
     }
-    // A hang-up or error counts too: the read that follows reports it (EOF on a closed pipe
-    // comes as POLLHUP without POLLIN).
-    Ok(rc > 0 && pfd.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0)
 }
 
 /// fanotify_init(2): a notification group, non-blocking, whose event fds are read-only.
@@ -382,16 +341,11 @@ pub fn recv_batch(
 /// CLOCK_BOOTTIME minus CLOCK_MONOTONIC, ns: how long the machine was suspended so far (0
 /// during a boot). Converts the kernel's monotonic event stamps to the recorder's clock.
 pub fn suspended_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec.
-    if unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) } != 0 {
+    let mono = ::sys::monotonic_ns();
+    if mono == 0 {
         return 0;
     }
-    let mono = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
-    boottime_ns().saturating_sub(mono)
+    ::sys::boottime_ns().saturating_sub(mono)
 }
 
 /// Own CPU time (user + system) in seconds and peak resident size in KiB.
@@ -406,105 +360,13 @@ pub fn own_usage() -> (f64, u64) {
     (secs(ru.ru_utime) + secs(ru.ru_stime), ru.ru_maxrss as u64)
 }
 
-/// `sysconf(_SC_CLK_TCK)` and the page size of this kernel.
-pub fn clk_tck_and_page_size() -> (u64, u64) {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let (tck, page) = unsafe {
-        (
-            libc::sysconf(libc::_SC_CLK_TCK),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    (
-        if tck > 0 { tck as u64 } else { 100 },
-        if page > 0 { page as u64 } else { 4096 },
-    )
-}
-
 /// Lowers this process's CPU and I/O priority so the recorder yields to the boot:
-/// nice 19 and the idle I/O class.
+/// nice 19 and the idle I/O class ([`sys::ioprio_idle`](::sys::ioprio_idle)). Failures
+/// only leave the priority as it is.
 pub fn become_background() {
-    const IOPRIO_WHO_PROCESS: libc::c_int = 1;
-    const IOPRIO_CLASS_IDLE: libc::c_int = 3;
-    const IOPRIO_CLASS_SHIFT: libc::c_int = 13;
-    // SAFETY: plain syscalls on our own process; failures only leave the priority as is.
+    // SAFETY: plain syscall on our own process; no pointers.
     unsafe {
         libc::setpriority(libc::PRIO_PROCESS, 0, 19);
-        libc::syscall(
-            libc::SYS_ioprio_set,
-            IOPRIO_WHO_PROCESS,
-            0,
-            IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT,
-        );
     }
-}
-
-/// Whether the file system holding `path` is mounted read-only (`None` if unknown).
-pub fn is_read_only(path: &Path) -> Option<bool> {
-    let c = cstring(path).ok()?;
-    // SAFETY: zeroed statvfs is a valid out-parameter.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: valid path and out-pointer.
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    Some(st.f_flag & libc::ST_RDONLY != 0)
-}
-
-/// fork(2): `Ok(0)` in the child, the child's pid in the parent. The caller must be
-/// single-threaded (the boot path is when it forks), so the child's copy of the address space
-/// holds no lock a vanished thread owned.
-pub fn fork() -> io::Result<i32> {
-    // SAFETY: see above; callers end their child with `exit_now` or an exec.
-    check(unsafe { libc::fork() })
-}
-
-/// Ends the process at once, without destructors or atexit handlers (a forked child must not
-/// run its parent's).
-pub fn exit_now(code: i32) -> ! {
-    // SAFETY: _exit never returns and has no preconditions.
-    unsafe { libc::_exit(code) }
-}
-
-/// Reads a file the boot path trusts only so far (configuration, state, notes): it must be a
-/// regular file (a FIFO or a device would block or have effects: it is opened non-blocking
-/// and checked before any read) of at most `max_bytes` (no allocation sized by what the file
-/// claims). Symlinks are followed; the target must be regular too.
-pub fn read_regular(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)?;
-    let md = f.metadata()?;
-    if !md.file_type().is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    let too_big = || {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("larger than {max_bytes} bytes"),
-        )
-    };
-    if md.len() > max_bytes {
-        return Err(too_big());
-    }
-    let mut bytes = Vec::new();
-    // The size can change under us: read at most one byte past the cap to tell.
-    f.take(max_bytes.saturating_add(1))
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(too_big());
-    }
-    Ok(bytes)
-}
-
-/// [`read_regular`] as UTF-8 text.
-pub fn read_regular_text(path: &Path, max_bytes: u64) -> io::Result<String> {
-    String::from_utf8(read_regular(path, max_bytes)?)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text"))
+    let _ = ::sys::ioprio_idle();
 }

@@ -29,7 +29,7 @@ pub struct Waiter<'a> {
 
 /// Appends one event line (`NS KIND key=value ...`) to the log; best effort.
 pub fn log_event(log: &Path, kind: &str, kv: &[(&str, String)]) {
-    let mut line = format!("{} {kind}", sample::sys::boottime_ns());
+    let mut line = format!("{} {kind}", sys::boottime_ns());
     for (k, v) in kv {
         line.push_str(&format!(" {k}={v}"));
     }

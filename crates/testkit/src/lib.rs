@@ -28,8 +28,7 @@ pub fn in_ci() -> bool {
 
 /// Whether the tests run as root.
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    sys::euid() == 0
 }
 
 /// Skips the calling test with a reason: prints it and records it, and under `CI=true`

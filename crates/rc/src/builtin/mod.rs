@@ -26,7 +26,6 @@ pub mod checkroot;
 pub mod mountall;
 pub mod sha256;
 
-use std::ffi::CString;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsExt};
@@ -198,9 +197,9 @@ impl Builtin {
 }
 
 /// Reads a regular file (not a FIFO or device: never blocks) of at most 1 MiB
-/// (`sample::sys::read_regular`; a larger one is an error, and the script runs).
+/// (`sys::read_regular`; a larger one is an error, and the script runs).
 fn read_small(path: &Path) -> io::Result<Vec<u8>> {
-    sample::sys::read_regular(path, 1 << 20)
+    sys::read_regular(path, 1 << 20)
 }
 
 /// Whether a shell configuration file sets nothing: absent, or only blank lines and
@@ -472,27 +471,9 @@ fn mount(
     flags: libc::c_ulong,
     data: &str,
 ) -> Result<(), String> {
-    let c = |s: &str| CString::new(s).map_err(|_| format!("{s:?} has a NUL byte"));
-    let (cs, ct, cf, cd) = (c(src)?, c(&target.to_string_lossy())?, c(fstype)?, c(data)?);
-    // SAFETY: every pointer is a NUL-terminated string that outlives the call.
-    let r = unsafe {
-        libc::mount(
-            cs.as_ptr(),
-            ct.as_ptr(),
-            cf.as_ptr(),
-            flags,
-            cd.as_ptr() as *const libc::c_void,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(format!(
-            "mount -t {fstype} {src} {}: {}",
-            target.display(),
-            io::Error::last_os_error()
-        ))
-    }
+    // A NUL byte in any of them is an error too ("holds a NUL byte").
+    sys::mount(src, target, Some(fstype), flags, Some(data))
+        .map_err(|e| format!("mount -t {fstype} {src} {}: {e}", target.display()))
 }
 
 /// `[ -d DIR ] || mkdir --mode=755 DIR` (the mode exactly, whatever the umask).
@@ -516,16 +497,7 @@ fn touch(file: &Path) -> Result<(), String> {
         .mode(0o666)
         .open(file)
         .map_err(|e| format!("touch {}: {e}", file.display()))?;
-    use std::os::fd::AsRawFd;
-    // SAFETY: a valid descriptor; a null times pointer means "now" for both.
-    if unsafe { libc::futimens(f.as_raw_fd(), std::ptr::null()) } != 0 {
-        return Err(format!(
-            "touch {}: {}",
-            file.display(),
-            io::Error::last_os_error()
-        ));
-    }
-    Ok(())
+    crate::sys::touch_now(&f).map_err(|e| format!("touch {}: {e}", file.display()))
 }
 
 /// `domount mount_noupdate TYPE ...` for a point with no fstab entry: nothing when it is
@@ -710,13 +682,12 @@ fn trylinks(env: &Env) -> Result<(), String> {
 
 /// `date +%s.%N` and a newline.
 fn date_line() -> String {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid out pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    format!("{}.{:09}\n", ts.tv_sec, ts.tv_nsec)
+    // SystemTime::now is clock_gettime(CLOCK_REALTIME); a clock before 1970 gives 0, as the
+    // zeroed timespec of a failed call did.
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!("{}.{:09}\n", t.as_secs(), t.subsec_nanos())
 }
 
 fn urandom(env: &Env, steps: &mut Steps) -> Result<(), String> {
@@ -759,8 +730,7 @@ fn urandom(env: &Env, steps: &mut Steps) -> Result<(), String> {
     let read = fs::File::open(&env.urandom).and_then(|mut f| f.read(&mut fresh));
     if let Ok(n) = read {
         fresh.truncate(n);
-        // SAFETY: umask only changes this process's mask; it exits right after.
-        let old = unsafe { libc::umask(0o077) };
+        let old = crate::sys::umask(0o077);
         let _ = fs::OpenOptions::new()
             .write(true)
             .create(true)
@@ -768,8 +738,7 @@ fn urandom(env: &Env, steps: &mut Steps) -> Result<(), String> {
             .mode(0o666)
             .open(&saved)
             .and_then(|mut f| f.write_all(&fresh));
-        // SAFETY: as above.
-        unsafe { libc::umask(old) };
+        crate::sys::umask(old);
     }
     Ok(())
 }
@@ -805,14 +774,7 @@ fn hostname(env: &Env, steps: &mut Steps) -> Result<(), String> {
     let text = read_small(&file).map_err(|e| format!("/etc/hostname: {e}"))?;
     let name = hostname_from(&text)?;
     steps.step()?;
-    // SAFETY: a valid buffer of the given length.
-    if unsafe { libc::sethostname(name.as_ptr() as *const libc::c_char, name.len()) } != 0 {
-        return Err(format!(
-            "sethostname {name}: {}",
-            io::Error::last_os_error()
-        ));
-    }
-    Ok(())
+    crate::sys::sethostname(&name).map_err(|e| format!("sethostname {name}: {e}"))
 }
 
 #[cfg(test)]

@@ -137,13 +137,8 @@ pub fn plain_enough(env: &Env) -> Result<(), String> {
 
 /// Free space on /tmp in KiB, as `df -kP /tmp` gives it ("Available").
 fn tmp_free_kib(env: &Env) -> Option<u64> {
-    let c = std::ffi::CString::new(env.at("/tmp").to_string_lossy().as_bytes()).ok()?;
-    // SAFETY: a zeroed statvfs is a valid out value; c is NUL-terminated.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
-        return None;
-    }
-    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64) / 1024)
+    let st = sys::statvfs(&env.at("/tmp")).ok()?;
+    Some(st.avail_bytes / 1024)
 }
 
 /// The built-in: mountall.sh's `start`.

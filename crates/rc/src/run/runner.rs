@@ -219,7 +219,7 @@ impl<'a> Runner<'a> {
         // How many priorities rest on durations from earlier boots rather than the default.
         let learned = self.plan.tasks.iter().filter(|t| t.learned).count();
         kv.push(("learned", learned.to_string()));
-        self.log.event(sys::boottime_ns(), "rc_begin", &kv);
+        self.log.event(::sys::boottime_ns(), "rc_begin", &kv);
     }
 
     /// Where script output goes (the console).
@@ -229,7 +229,7 @@ impl<'a> Runner<'a> {
 
     /// Logs one event now.
     pub fn log_event(&mut self, kind: &str, kv: &[(&str, String)]) {
-        self.log.event(sys::boottime_ns(), kind, kv);
+        self.log.event(::sys::boottime_ns(), kind, kv);
     }
 
     /// Whether there are late tasks.
@@ -243,7 +243,7 @@ impl<'a> Runner<'a> {
         self.guarded_phase(late, false);
         if !late {
             let kv = self.rl_kv();
-            self.log.event(sys::boottime_ns(), "rc_reached", &kv);
+            self.log.event(::sys::boottime_ns(), "rc_reached", &kv);
         }
     }
 
@@ -253,7 +253,7 @@ impl<'a> Runner<'a> {
     pub fn run_path(&mut self) {
         self.guarded_phase(false, true);
         let kv = self.rl_kv();
-        self.log.event(sys::boottime_ns(), "rc_reached", &kv);
+        self.log.event(::sys::boottime_ns(), "rc_reached", &kv);
     }
 
     /// After [`Runner::run_path`]: runs the tasks beside the path to their end.
@@ -280,7 +280,7 @@ impl<'a> Runner<'a> {
             let mut kv = self.rl_kv();
             kv.push(("reason", "run".into()));
             kv.push(("error", msg));
-            self.log.event(sys::boottime_ns(), "rc_fallback", &kv);
+            self.log.event(::sys::boottime_ns(), "rc_fallback", &kv);
             self.serial_rest(Some(late));
             self.settle_orphans();
         }
@@ -341,7 +341,7 @@ impl<'a> Runner<'a> {
             );
             let mut kv = self.rl_kv();
             kv.push(("reason", "max_wait".into()));
-            self.log.event(sys::boottime_ns(), "rc_boot_wait", &kv);
+            self.log.event(::sys::boottime_ns(), "rc_boot_wait", &kv);
         }
     }
 
@@ -532,12 +532,11 @@ impl<'a> Runner<'a> {
                     master = Some(m);
                 }
             }
-            // SAFETY note lives in sys::new_session; pre_exec runs it in the child.
-            new_session_on_exec(&mut cmd);
+            sys::new_session_on_exec(&mut cmd);
         } else {
             console_stdout(&mut cmd);
         }
-        let start_ns = sys::boottime_ns();
+        let start_ns = ::sys::boottime_ns();
         let spawned = cmd.spawn();
         drop(cmd); // closes our copies of the pty slave
         let mut kv = self.task_kv(i);
@@ -590,7 +589,7 @@ impl<'a> Runner<'a> {
     }
 
     fn finish(&mut self, i: usize, exit: Option<i32>, outcome: Outcome, start_ns: u64) {
-        let end_ns = sys::boottime_ns();
+        let end_ns = ::sys::boottime_ns();
         let mut kv = self.task_kv(i);
         kv.extend(end_fields(exit, outcome));
         self.log.event(end_ns, "rc_end", &kv);
@@ -639,7 +638,8 @@ impl<'a> Runner<'a> {
                 // and being idempotent, mends whatever the built-in left half done.
                 let mut kv = self.task_kv(r.task);
                 kv.push(("exit", st.code().map(|c| c.to_string()).unwrap_or_default()));
-                self.log.event(sys::boottime_ns(), "rc_builtin_failed", &kv);
+                self.log
+                    .event(::sys::boottime_ns(), "rc_builtin_failed", &kv);
                 self.builtin_failed[r.task] = true;
                 self.spawn(r.task);
                 continue;
@@ -774,7 +774,7 @@ impl<'a> Runner<'a> {
         let mut kv = self.rl_kv();
         kv.push(("reason", reason.into()));
         kv.push(("waited_ms", t0.elapsed().as_millis().to_string()));
-        self.log.event(sys::boottime_ns(), "rc_late", &kv);
+        self.log.event(::sys::boottime_ns(), "rc_late", &kv);
         reason
     }
 
@@ -782,7 +782,7 @@ impl<'a> Runner<'a> {
     pub fn done(&mut self) {
         self.settle_orphans();
         let kv = self.rl_kv();
-        self.log.event(sys::boottime_ns(), "rc_done", &kv);
+        self.log.event(::sys::boottime_ns(), "rc_done", &kv);
     }
 
     /// The fallback: waits for what runs (bounded by its timeout), then runs every task not
@@ -824,9 +824,9 @@ impl<'a> Runner<'a> {
                 .env("PREVLEVEL", &self.opts.prevlevel);
             console_stdout(&mut cmd);
             if !interactive {
-                new_session_on_exec(&mut cmd);
+                sys::new_session_on_exec(&mut cmd);
             }
-            let start_ns = sys::boottime_ns();
+            let start_ns = ::sys::boottime_ns();
             let mut kv = self.task_kv(i);
             kv.push(("waited_for", String::new()));
             let (exit, outcome) = match cmd.spawn() {
@@ -921,14 +921,5 @@ pub(crate) fn console_stdout(cmd: &mut Command) {
     use std::os::fd::AsFd;
     if let Ok(fd) = std::io::stderr().as_fd().try_clone_to_owned() {
         cmd.stdout(Stdio::from(fd));
-    }
-}
-
-/// The script leads a new session (its own process group, which a timeout can signal).
-pub(crate) fn new_session_on_exec(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: the closure only calls setsid (async-signal-safe) between fork and exec.
-    unsafe {
-        cmd.pre_exec(sys::new_session);
     }
 }

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use sample::sys::{read_regular, read_regular_text};
+use sys::{read_regular, read_regular_text};
 
 fn tempdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("bp-rr-{name}-{}", std::process::id()));
