@@ -128,6 +128,28 @@ fn read_dir_sorted(dir: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
 }
 
 impl System {
+    /// The system's diagnostics and then those of `graphs`, each said once (the same
+    /// missing dependency shows in several runlevels).
+    pub fn diagnostics_with<'a>(
+        &'a self,
+        graphs: &'a [crate::graph::Graph],
+    ) -> Vec<&'a Diagnostic> {
+        let mut v: Vec<&Diagnostic> = self.diagnostics.iter().collect();
+        // A set, not `Vec::contains`: a header with 200k missing names made this quadratic.
+        let mut seen: std::collections::BTreeSet<(&Path, Option<usize>, &str)> = v
+            .iter()
+            .map(|d| (d.file.as_path(), d.line, d.message.as_str()))
+            .collect();
+        for g in graphs {
+            for d in &g.diagnostics {
+                if seen.insert((d.file.as_path(), d.line, d.message.as_str())) {
+                    v.push(d);
+                }
+            }
+        }
+        v
+    }
+
     /// Reads a system from `root`. Only a missing or unreadable `etc/init.d` is an error;
     /// everything else becomes a diagnostic.
     pub fn load(root: &Path) -> Result<System, Error> {

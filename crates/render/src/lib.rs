@@ -9,7 +9,8 @@
 //! `bootprint export --prometheus`, which calls it: the boot path does not link `render`) and
 //! [`advice::report`] (the findings of `advise`). Beside them: the runner's services view
 //! ([`services`]), two boots side by side ([`diff`]), and the kernel's own report
-//! (`bootprint kernel`: [`kernel_text`], [`kernel_svg`], [`json::kernel`]).
+//! (`bootprint kernel`: [`kernel_text`], [`kernel_svg`], [`json::kernel`]) and the init
+//! scripts' start graph (`bootprint rc graph`: [`rc_graph`], text, JSON, DOT).
 //! Every renderer takes what `analyze` computed and writes to any `io::Write` (or returns
 //! the value); none of them computes boot figures (that is `analyze`) or reads traces (that
 //! is `trace`).
@@ -25,6 +26,7 @@ pub mod kernel_svg;
 pub mod kernel_text;
 pub mod perfetto;
 pub mod prometheus;
+pub mod rc_graph;
 pub mod services;
 pub mod svg;
 pub mod text;
