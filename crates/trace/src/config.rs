@@ -90,20 +90,20 @@ impl Section {
     pub fn about(self) -> &'static str {
         match self {
             Section::Record => {
-                "the boot path (also written `[boot]`, or before the first section); each key \
+                "The boot path (also written `[boot]`, or before the first section); each key \
                  is also `bootprint.<key>=` on the kernel command line (docs/recorder.md)"
             }
             Section::Readahead => {
-                "readahead (docs/readahead.md); on the kernel command line and in `[record]` \
+                "Readahead (docs/readahead.md); on the kernel command line and in `[record]` \
                  as `readahead_<key>` (`readahead` for `enabled`)"
             }
             Section::Systemd => {
-                "late units on systemd (docs/systemd.md); also `bootprint.<key>=` on the \
+                "Late units on systemd (docs/systemd.md); also `bootprint.<key>=` on the \
                  kernel command line"
             }
-            Section::Budget => "the report's phase budgets, seconds (docs/report.md)",
+            Section::Budget => "The report's phase budgets, seconds (docs/report.md)",
             Section::Rc => {
-                "the init-script runner (docs/rc.md), what /etc/bootprint/rc.conf held: \
+                "The init-script runner (docs/rc.md), what /etc/bootprint/rc.conf held: \
                  same keys (`-` or `_`), same meaning"
             }
         }
