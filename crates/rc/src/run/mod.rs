@@ -175,7 +175,10 @@ mod tests {
                 && shown[0].contains("bootprint.toml"),
             "{shown:?}"
         );
-        assert!(shown[1].contains("rc.conf:3: expected one of login"), "{shown:?}");
+        assert!(
+            shown[1].contains("rc.conf:3: expected one of login"),
+            "{shown:?}"
+        );
         // No bootprint.toml at all: the same.
         std::fs::remove_file(d.join("bootprint.toml")).unwrap();
         let (c2, diags) = Config::load(&d.join("bootprint.toml"), &d.join("rc.conf"));
@@ -201,7 +204,10 @@ mod tests {
         assert_eq!(c.late_max_wait, Duration::from_millis(2500));
         assert_eq!(c.timeout, Config::default().timeout, "nothing of rc.conf");
         assert_eq!(diags.len(), 1, "{diags:?}");
-        assert!(diags[0].to_string().contains("rc.conf: ignored"), "{diags:?}");
+        assert!(
+            diags[0].to_string().contains("rc.conf: ignored"),
+            "{diags:?}"
+        );
         // An empty [rc] still wins.
         std::fs::write(d.join("bootprint.toml"), "[rc]\n").unwrap();
         let (c, _) = Config::load(&d.join("bootprint.toml"), &d.join("rc.conf"));
