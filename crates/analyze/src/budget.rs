@@ -37,41 +37,26 @@ impl Default for Budgets {
     }
 }
 
-/// Default place of the configuration file holding `[budget]`.
-pub const CONFIG_FILE: &str = "/etc/bootprint/bootprint.toml";
+/// Default place of the configuration file holding `[budget]` (defined once, in
+/// `trace::config`).
+pub use trace::config::CONFIG_FILE;
 
 impl Budgets {
-    /// Defaults overridden by the `[budget]` section of a `bootprint.toml` text. Unknown keys
-    /// and values that are not non-negative numbers are errors naming the file and line.
+    /// Defaults overridden by the `[budget]` section of a `bootprint.toml` text, read through
+    /// the file's schema (`trace::config`): the whole file is checked, so an unknown key or a
+    /// value of the wrong type in any section is an error naming the file and line.
     pub fn from_toml(text: &str, source: &str) -> Result<Budgets, trace::conf::ConfError> {
         let mut b = Budgets::default();
-        for e in trace::conf::read_section(text, source, "budget")? {
-            let err = |expected: String| trace::conf::ConfError {
-                source: source.to_string(),
-                line: e.line,
-                expected,
-            };
-            let v = match e.value {
-                trace::conf::Value::Num(n) if n >= 0.0 && n.is_finite() => n,
-                ref other => {
-                    return Err(err(format!(
-                        "a number of seconds (0 or more) for {}, found {other:?}",
-                        e.key
-                    )))
-                }
-            };
-            match e.key.as_str() {
-                "kernel_s" | "kernel" => b.kernel_s = v,
-                "early_s" | "early" => b.early_s = v,
-                "text_login_s" | "text_login" => b.text_login_s = v,
-                "graphical_login_s" | "graphical_login" => b.graphical_login_s = v,
-                "done_s" | "done" | "desktop_s" | "desktop" => b.done_s = v,
-                other => {
-                    return Err(err(format!(
-                        "one of kernel_s, early_s, text_login_s, graphical_login_s, done_s; \
-                         found {other:?}"
-                    )))
-                }
+        for s in trace::config::parse_section(text, source, trace::config::Section::Budget)? {
+            let v = s.value.num();
+            match s.key.name {
+                "kernel_s" => b.kernel_s = v,
+                "early_s" => b.early_s = v,
+                "text_login_s" => b.text_login_s = v,
+                "graphical_login_s" => b.graphical_login_s = v,
+                "done_s" => b.done_s = v,
+                // A [budget] key of the table with no field here: the test below catches it.
+                _ => {}
             }
         }
         Ok(b)
@@ -277,6 +262,22 @@ mod tests {
         );
         let e = Budgets::from_toml("[budget]\nkernel_s = \"1\"\n", "b.toml").unwrap_err();
         assert!(e.expected.contains("kernel_s"), "{e}");
+        // The whole file is checked: a typo in another section is an error here too.
+        let e =
+            Budgets::from_toml("[record]\nhx = 5\n[budget]\nkernel_s = 2\n", "b.toml").unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+    }
+
+    /// Every `[budget]` key of the schema's table sets its field: the table's default gives
+    /// the default, another value changes it.
+    #[test]
+    fn every_budget_key_of_the_schema_sets_its_field() {
+        for k in trace::config::keys(trace::config::Section::Budget) {
+            let b = Budgets::from_toml(&format!("[budget]\n{} = {}\n", k.name, k.default), "t");
+            assert_eq!(b, Ok(Budgets::default()), "{}", k.name);
+            let b = Budgets::from_toml(&format!("[budget]\n{} = 42\n", k.name), "t").unwrap();
+            assert_ne!(b, Budgets::default(), "{}", k.name);
+        }
     }
 
     #[test]

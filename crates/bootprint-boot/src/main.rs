@@ -159,7 +159,10 @@ fn late_generator(dirs: &[std::ffi::OsString]) {
 /// `late-start`: the waiter behind bootprint-late.service (systemd::waiter).
 fn late_start() -> ExitCode {
     use systemd::generator::{GO_FLAG, LATE_LOG, TARGET};
-    let (cfg, _) = rc::run::Config::load(std::path::Path::new(rc::run::DEFAULT_CONFIG));
+    let (cfg, _) = rc::run::Config::load(
+        std::path::Path::new(rc::run::DEFAULT_CONFIG),
+        std::path::Path::new(rc::run::DEPRECATED_RC_CONF),
+    );
     let mut start = std::process::Command::new("systemctl");
     start.args(["start", TARGET]);
     let code = systemd::waiter::Waiter {

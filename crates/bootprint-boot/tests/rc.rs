@@ -214,9 +214,10 @@ fn one_graph_root(tag: &str, cmdline: &str) -> std::path::PathBuf {
     )
     .unwrap();
     fs::write(root.join("proc/cmdline"), format!("{cmdline}\n")).unwrap();
+    // The runner's settings in [rc] of bootprint.toml (rc.conf is deprecated).
     fs::write(
-        root.join("etc/bootprint/rc.conf"),
-        "finish-in-s =\nlate-max-wait = 0.2\nidle-window = 0.1\n",
+        root.join("etc/bootprint/bootprint.toml"),
+        "[rc]\nfinish-in-s = []\nlate_max_wait = 0.2\nidle-window = 0.1\n",
     )
     .unwrap();
     let marks = root.join("marks").display().to_string();

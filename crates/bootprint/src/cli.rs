@@ -382,7 +382,7 @@ pub enum Rc {
     /// Spans (late services apart), blame (longest first) and the critical chain to the
     /// login.
     Services(RcServices),
-    /// The login target this system needs (what `login = auto` in /etc/bootprint/rc.conf
+    /// The login target this system needs (what `login = ["auto"]` in [rc] of bootprint.toml
     /// uses)
     ///
     /// Each part kept or left out, and why (docs/rc.md).

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use readahead::state::{BootKind, State, Verdict, MODULES};
-use record::config::{self, Config, CONFIG_FILE};
+use record::config::{Config, CONFIG_FILE};
 use serde_json::json;
 
 use crate::Outcome;
@@ -108,21 +108,16 @@ fn print_status(root: &Path, file: &Path, config: &Config, as_json: bool) -> Res
 }
 
 /// Sets `key` under `[section]` of bootprint.toml (`file`) to `on`, the rest of the file
-/// kept; a file that does not parse is left unchanged. `bootprint readahead on|off` too.
+/// kept byte for byte ([`crate::config_edit`]); a file that does not parse is left
+/// unchanged. `bootprint readahead on|off` too.
 pub(crate) fn set_switch(file: &Path, section: &str, key: &str, on: bool) -> Result<(), String> {
     let text = match std::fs::read_to_string(file) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(format!("cannot read {}: {e}", file.display())),
     };
-    let new = config::set_in_toml(
-        &text,
-        &file.display().to_string(),
-        section,
-        key,
-        if on { "true" } else { "false" },
-    )
-    .map_err(|e| format!("{e}; nothing changed"))?;
+    let new = crate::config_edit::set_bool(&text, &file.display().to_string(), section, key, on)
+        .map_err(|e| format!("{e}; nothing changed"))?;
     sys::write_atomic(file, new.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", file.display()))
 }

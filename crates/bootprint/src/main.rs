@@ -5,6 +5,7 @@
 mod advise;
 mod cli;
 mod completions;
+mod config_edit;
 mod diff;
 mod export;
 mod initramfs;

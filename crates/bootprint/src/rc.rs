@@ -113,7 +113,7 @@ fn login(args: &cli::RcLogin) -> Outcome {
         return Outcome::Ok;
     }
     println!(
-        "login target of {} (`login = auto` in rc.conf):",
+        "login target of {} (`login = [\"auto\"]` in [rc] of bootprint.toml):",
         root.display()
     );
     for n in &needs {

@@ -1,5 +1,5 @@
-//! The login target learned from the system (`login = auto` in rc.conf): what a login on
-//! this machine needs before the getty or the display manager may start, each part with
+//! The login target learned from the system (`login = ["auto"]` in `[rc]` of
+//! bootprint.toml): what a login on this machine needs before the getty or the display manager may start, each part with
 //! the file and line that put it there, or why it was left out. The Mandriva seed took a
 //! second off by not waiting for the network before the display manager unless logins
 //! need it; the rules:

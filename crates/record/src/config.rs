@@ -1,10 +1,11 @@
 //! The boot path's settings: defaults, then `/etc/bootprint/bootprint.toml`, then the kernel
 //! command line (`bootprint.*=`), the last one winning.
 //!
-//! The file is read with the small TOML subset parser in `trace::conf` (sections,
-//! `key = value` with integers, floats, booleans, strings and arrays of strings, `#` comments)
-//! so the boot path needs no TOML crate. Errors name the file, the line and what was expected; at boot a bad file is
-//! reported in the trace and the defaults are used.
+//! The file is read through its schema, `trace::config` (one table of every section and key,
+//! on the small TOML subset parser in `trace::conf`, so the boot path needs no TOML crate);
+//! this module only sets its fields from the checked values of the boot path's keys
+//! (`[record]`, `[readahead]`, `[systemd]`). Errors name the file, the line and what was
+//! expected; at boot a bad file is reported in the trace and the defaults are used.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -144,11 +145,8 @@ impl Default for Config {
     }
 }
 
-/// Default location of the configuration file.
-pub const CONFIG_FILE: &str = "/etc/bootprint/bootprint.toml";
-
-/// The largest configuration file read; a real one is a few KiB.
-pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+/// Where the configuration file is (defined once, in `trace::config`).
+pub use trace::config::{CONFIG_FILE, MAX_CONFIG_BYTES};
 
 /// A configuration error: where, and what was expected.
 #[derive(Debug, Clone, PartialEq)]
@@ -177,45 +175,32 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-// The file's syntax is parsed by `trace::conf` (shared with the report's `[budget]`).
-use trace::conf::Value;
+use trace::config::{Key, Typed};
 
-impl Config {
-    /// Applies a `bootprint.toml` text. `source` names the file in errors.
-    pub fn apply_toml(&mut self, text: &str, source: &str) -> Result<(), ConfigError> {
-        let entries = trace::conf::entries(text, source).map_err(|e| ConfigError {
+impl From<trace::conf::ConfError> for ConfigError {
+    fn from(e: trace::conf::ConfError) -> ConfigError {
+        ConfigError {
             source: e.source,
             line: e.line,
             expected: e.expected,
-        })?;
-        for e in entries {
-            let err = |expected: String| ConfigError {
-                source: source.to_string(),
-                line: e.line,
-                expected,
-            };
-            let (section, key, value) = (e.section.as_str(), e.key.as_str(), e.value.clone());
-            // Sections other than [record]/[boot] belong to other parts; unknown keys in
-            // ours are errors so a typo does not silently do nothing.
-            if section == "readahead" {
-                let key = match key {
-                    "enabled" => "readahead".to_string(),
-                    other if other.starts_with("readahead") => other.to_string(),
-                    other => format!("readahead_{other}"),
-                };
-                self.set(&key, value).map_err(err)?;
-            } else if section == "systemd" {
-                // Only systemd's own keys: `[systemd] hz = 5` must not set the recorder's rate.
-                if !["late", "late_units", "never_late"].contains(&key) {
-                    return Err(err(format!(
-                        "one of late, late_units, never_late in [systemd]; found {key:?}"
-                    )));
-                }
-                self.set(key, value).map_err(err)?;
-            } else if ["record", "boot", ""].contains(&section) {
-                self.set(key, value).map_err(err)?;
+        }
+    }
+}
+
+impl Config {
+    /// Applies a `bootprint.toml` text. `source` names the file in errors. The text is
+    /// checked whole against the schema (`trace::config`): an unknown section or key, or a
+    /// value of the wrong type anywhere in the file, is an error and nothing is applied.
+    /// The keys of `[budget]` and `[rc]` belong to the report and the runner.
+    pub fn apply_toml(&mut self, text: &str, source: &str) -> Result<(), ConfigError> {
+        let settings = trace::config::parse(text, source)?;
+        let mut next = self.clone();
+        for s in &settings {
+            if s.key.flat.is_some() {
+                next.set(s.key, &s.value);
             }
         }
+        *self = next;
         Ok(())
     }
 
@@ -228,20 +213,20 @@ impl Config {
                 continue;
             };
             let (key, raw) = param.split_once('=').unwrap_or((param, "1"));
-            let value = match raw.parse::<f64>() {
-                Ok(n) => Value::Num(n),
-                Err(_) => match raw {
-                    "on" | "yes" | "true" => Value::Bool(true),
-                    "off" | "no" | "false" => Value::Bool(false),
-                    s => Value::Str(s.to_string()),
-                },
+            let checked = match trace::config::lookup_flat(key) {
+                Some(k) => trace::config::from_raw(k, raw).map(|v| (k, v)),
+                None => Err(format!(
+                    "one of {}; found {key:?}",
+                    trace::config::flat_names().join(", ")
+                )),
             };
-            if let Err(expected) = self.set(key, value) {
-                errors.push(ConfigError {
+            match checked {
+                Ok((k, v)) => self.set(k, &v),
+                Err(expected) => errors.push(ConfigError {
                     source: "kernel command line".into(),
                     line: 0,
                     expected: format!("{expected} (in {word:?})"),
-                });
+                }),
             }
         }
         errors
@@ -279,174 +264,55 @@ impl Config {
         (config, errors)
     }
 
-    fn set(&mut self, key: &str, value: Value) -> Result<(), String> {
-        let key = key.replace('-', "_");
-        match key.as_str() {
-            "init" => self.init = PathBuf::from(want_str(value)?),
-            "record" => self.record = want_bool(value)?,
-            "hz" => self.hz = want_num(value, 1.0, 1000.0)? as u32,
-            "idle_cpu" => self.idle_cpu = want_num(value, 0.0, 1.0)?,
-            "idle_disk" => self.idle_disk = want_num(value, 0.0, 1.0)?,
-            "settle" | "settle_s" => self.settle_s = want_num(value, 0.0, 600.0)?,
-            "timeout" | "timeout_s" => self.timeout_s = want_num(value, 1.0, 3600.0)?,
-            "log_dir" => self.log_dir = PathBuf::from(want_str(value)?),
-            "login_names" => self.login_names = want_list(value)?,
-            "greeter_names" => self.greeter_names = want_list(value)?,
-            "readahead" => self.readahead = want_bool(value)?,
-            "modules" => self.modules = want_bool(value)?,
-            "rc" => self.rc = want_bool(value)?,
+    /// Sets the field of a boot-path key (one with a flat name) to a value the schema
+    /// checked; other keys are not the boot path's and change nothing.
+    fn set(&mut self, key: &Key, v: &Typed) {
+        let path = || PathBuf::from(v.text());
+        match key.flat.unwrap_or("") {
+            "init" => self.init = path(),
+            "record" => self.record = v.bool(),
+            "hz" => self.hz = v.int(),
+            "idle_cpu" => self.idle_cpu = v.num(),
+            "idle_disk" => self.idle_disk = v.num(),
+            "settle_s" => self.settle_s = v.num(),
+            "timeout_s" => self.timeout_s = v.num(),
+            "log_dir" => self.log_dir = path(),
+            "login_names" => self.login_names = v.list(),
+            "greeter_names" => self.greeter_names = v.list(),
+            "readahead" => self.readahead = v.bool(),
+            "modules" => self.modules = v.bool(),
+            "rc" => self.rc = v.bool(),
             // One switch for every lever the boot path has (bootprint's initramfs is a boot
             // entry, not a switch); a later key turns one back off.
             "all" => {
-                let on = want_bool(value)?;
+                let on = v.bool();
                 self.readahead = on;
                 self.modules = on;
                 self.rc = on;
                 self.late = on;
             }
-            "late" => self.late = want_bool(value)?,
-            "exec_events" => self.exec_events = want_one_of(value, &crate::execs::SOURCES)?,
-            "cost_detail" => self.cost_detail = want_bool(value)?,
-            "delayacct" => self.delayacct = want_bool(value)?,
-            "late_units" => self.late_units = want_list(value)?,
-            "never_late" => self.never_late = want_list(value)?,
-            "prometheus_dir" => self.prometheus_dir = PathBuf::from(want_str(value)?),
-            "fault" => self.fault = want_one_of(value, &crate::fault::POINTS)?,
-            "modules_state" => self.modules_state = PathBuf::from(want_str(value)?),
-            "modules_compare_every" => {
-                self.modules_compare_every = want_num(value, 0.0, 1000.0)? as u32
-            }
-            "readahead_pack" => self.readahead_pack = PathBuf::from(want_str(value)?),
-            "readahead_state" => self.readahead_state = PathBuf::from(want_str(value)?),
-            "readahead_max_age_days" => {
-                self.readahead_max_age_days = want_num(value, 0.0, 36500.0)?
-            }
-            "readahead_stale_share" => self.readahead_stale_share = want_num(value, 0.0, 1.0)?,
-            "readahead_missed_share" => self.readahead_missed_share = want_num(value, 0.0, 100.0)?,
-            "readahead_compare_every" => {
-                self.readahead_compare_every = want_num(value, 0.0, 1000.0)? as u32
-            }
-            "readahead_budget_mb" => self.readahead_budget_mb = want_num(value, 0.0, 65536.0)?,
-            "readahead_io_class" => {
-                let class = want_str(value)?;
-                if class != "idle" && class != "best-effort" {
-                    return Err(format!("idle or best-effort, found {class:?}"));
-                }
-                self.readahead_io_class = class
-            }
-            "readahead_order" => {
-                let order = want_str(value)?;
-                if !["auto", "disk", "access"].contains(&order.as_str()) {
-                    return Err(format!("auto, disk or access, found {order:?}"));
-                }
-                self.readahead_order = order
-            }
-            _ => {
-                return Err(format!(
-                    "one of init, record, hz, idle_cpu, idle_disk, settle_s, timeout_s, \
-                     log_dir, login_names, greeter_names, exec_events, cost_detail, delayacct, all, modules, modules_state, \
-                     modules_compare_every, rc, late, late_units, never_late, prometheus_dir, readahead, readahead_pack, \
-                     readahead_state, readahead_max_age_days, readahead_stale_share, \
-                     readahead_missed_share, readahead_compare_every, readahead_budget_mb, \
-                     readahead_io_class, readahead_order; found {key:?}"
-                ))
-            }
+            "late" => self.late = v.bool(),
+            "exec_events" => self.exec_events = v.text().to_string(),
+            "cost_detail" => self.cost_detail = v.bool(),
+            "delayacct" => self.delayacct = v.bool(),
+            "late_units" => self.late_units = v.list(),
+            "never_late" => self.never_late = v.list(),
+            "prometheus_dir" => self.prometheus_dir = path(),
+            "fault" => self.fault = v.text().to_string(),
+            "modules_state" => self.modules_state = path(),
+            "modules_compare_every" => self.modules_compare_every = v.int(),
+            "readahead_pack" => self.readahead_pack = path(),
+            "readahead_state" => self.readahead_state = path(),
+            "readahead_max_age_days" => self.readahead_max_age_days = v.num(),
+            "readahead_stale_share" => self.readahead_stale_share = v.num(),
+            "readahead_missed_share" => self.readahead_missed_share = v.num(),
+            "readahead_compare_every" => self.readahead_compare_every = v.int(),
+            "readahead_budget_mb" => self.readahead_budget_mb = v.num(),
+            "readahead_io_class" => self.readahead_io_class = v.text().to_string(),
+            "readahead_order" => self.readahead_order = v.text().to_string(),
+            // A key of the table with no field here: the schema test below catches it.
+            _ => {}
         }
-        Ok(())
-    }
-}
-
-/// `text` (a `bootprint.toml`) with `key = value` set in `[section]`, for a boolean or
-/// number `value` (`true`, `5`): the key's line is replaced in place (a trailing comment
-/// kept), else the line is added after the section's last entry, else the section is
-/// appended. Every other byte is kept. A text that does not parse is an error and nothing
-/// is changed.
-pub fn set_in_toml(
-    text: &str,
-    source: &str,
-    section: &str,
-    key: &str,
-    value: &str,
-) -> Result<String, ConfigError> {
-    let entries = trace::conf::entries(text, source).map_err(|e| ConfigError {
-        source: e.source,
-        line: e.line,
-        expected: e.expected,
-    })?;
-    let norm = |k: &str| k.replace('-', "_");
-    let mut lines: Vec<String> = text.lines().map(String::from).collect();
-    let ours = entries.iter().filter(|e| e.section == section);
-    if let Some(e) = ours.clone().find(|e| norm(&e.key) == norm(key)) {
-        let raw = &lines[e.line - 1];
-        // Only booleans and numbers are replaced here, so a '#' after them starts a comment.
-        let comment = match e.value {
-            Value::Bool(_) | Value::Num(_) => raw.find('#').map(|c| raw[c..].to_string()),
-            _ => None,
-        };
-        lines[e.line - 1] = match comment {
-            Some(c) => format!("{key} = {value} {c}"),
-            None => format!("{key} = {value}"),
-        };
-    } else if let Some(last) = ours.clone().next_back() {
-        lines.insert(last.line, format!("{key} = {value}"));
-    } else {
-        let header = lines.iter().position(|l| {
-            l.trim()
-                .strip_prefix('[')
-                .and_then(|l| l.split(']').next())
-                .map(str::trim)
-                == Some(section)
-        });
-        match header {
-            Some(h) => lines.insert(h + 1, format!("{key} = {value}")),
-            None => {
-                if lines.last().is_some_and(|l| !l.trim().is_empty()) {
-                    lines.push(String::new());
-                }
-                lines.push(format!("[{section}]"));
-                lines.push(format!("{key} = {value}"));
-            }
-        }
-    }
-    Ok(lines.join("\n") + "\n")
-}
-
-fn want_str(v: Value) -> Result<String, String> {
-    match v {
-        Value::Str(s) => Ok(s),
-        other => Err(format!("a string, found {other:?}")),
-    }
-}
-
-/// A string that is one of `allowed`.
-fn want_one_of(v: Value, allowed: &[&str]) -> Result<String, String> {
-    let s = want_str(v)?;
-    if !allowed.contains(&s.as_str()) {
-        return Err(format!("one of {}, found {s:?}", allowed.join(", ")));
-    }
-    Ok(s)
-}
-
-fn want_bool(v: Value) -> Result<bool, String> {
-    match v {
-        Value::Bool(b) => Ok(b),
-        Value::Num(n) if n == 0.0 || n == 1.0 => Ok(n == 1.0),
-        other => Err(format!("true/false or 0/1, found {other:?}")),
-    }
-}
-
-fn want_num(v: Value, min: f64, max: f64) -> Result<f64, String> {
-    match v {
-        Value::Num(n) if (min..=max).contains(&n) => Ok(n),
-        other => Err(format!("a number from {min} to {max}, found {other:?}")),
-    }
-}
-
-fn want_list(v: Value) -> Result<Vec<String>, String> {
-    match v {
-        Value::List(l) => Ok(l),
-        Value::Str(s) => Ok(s.split(',').map(String::from).collect()),
-        other => Err(format!("a list of strings, found {other:?}")),
     }
 }
 
@@ -458,7 +324,7 @@ mod tests {
     fn file_then_cmdline_last_wins() {
         let mut c = Config::default();
         c.apply_toml(
-            "# comment\n[record]\nhz = 25\nsettle_s = 5.5 # trailing\nlogin_names = [\"getty\", \"my-login\"]\n[readahead]\nenabled = true\n[rc]\nanything = 1\n",
+            "# comment\n[record]\nhz = 25\nsettle_s = 5.5 # trailing\nlogin_names = [\"getty\", \"my-login\"]\n[readahead]\nenabled = true\n[rc]\ntimeout = 1\n[budget]\nkernel_s = 3\n",
             "test.toml",
         )
         .unwrap();
@@ -568,59 +434,6 @@ mod tests {
     }
 
     #[test]
-    fn set_in_toml_replaces_adds_or_appends() {
-        let text = "# mine\n[record]\nhz = 25\n\n[readahead]\nenabled = false # was on\npack = \"/x\"\n\n[rc]\nlate = 1\n";
-        let on = set_in_toml(text, "t", "readahead", "enabled", "true").unwrap();
-        assert_eq!(
-            on,
-            "# mine\n[record]\nhz = 25\n\n[readahead]\nenabled = true # was on\npack = \"/x\"\n\n[rc]\nlate = 1\n"
-        );
-        let mut c = Config::default();
-        c.apply_toml(&on, "t").unwrap();
-        assert!(c.readahead);
-        let added = set_in_toml(
-            "[readahead]\npack = \"/x\"\n\n[rc]\n",
-            "t",
-            "readahead",
-            "enabled",
-            "true",
-        )
-        .unwrap();
-        assert_eq!(
-            added,
-            "[readahead]\npack = \"/x\"\nenabled = true\n\n[rc]\n"
-        );
-        assert_eq!(
-            set_in_toml("[record]\nhz = 5", "t", "readahead", "enabled", "false").unwrap(),
-            "[record]\nhz = 5\n\n[readahead]\nenabled = false\n"
-        );
-        assert_eq!(
-            set_in_toml("", "t", "readahead", "enabled", "true").unwrap(),
-            "[readahead]\nenabled = true\n"
-        );
-        assert_eq!(
-            set_in_toml(
-                "[readahead]\n# nothing yet\n",
-                "t",
-                "readahead",
-                "enabled",
-                "true"
-            )
-            .unwrap(),
-            "[readahead]\nenabled = true\n# nothing yet\n"
-        );
-        let e = set_in_toml(
-            "[readahead]\nenabled = maybe\n",
-            "/etc/b.toml",
-            "readahead",
-            "enabled",
-            "true",
-        )
-        .unwrap_err();
-        assert_eq!((e.source.as_str(), e.line), ("/etc/b.toml", 2));
-    }
-
-    #[test]
     fn readahead_keys_from_file_and_cmdline() {
         let mut c = Config::default();
         c.apply_toml(
@@ -638,7 +451,9 @@ mod tests {
         );
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(
-            errors[0].expected.contains("auto, disk or access"),
+            errors[0]
+                .expected
+                .contains("\"auto\", \"disk\", \"access\""),
             "{}",
             errors[0]
         );
@@ -646,7 +461,7 @@ mod tests {
         assert_eq!(c.readahead_budget_mb, 64.0);
         assert!(c.rc);
         let e = c.apply_toml("[readahead]\nfoo = 1\n", "f").unwrap_err();
-        assert!(e.expected.contains("readahead_foo"), "{e}");
+        assert!(e.expected.contains("in [readahead]; found \"foo\""), "{e}");
     }
 
     #[test]
@@ -670,6 +485,45 @@ mod tests {
         let e = c.apply_toml("[systemd]\nhz = 5\n", "b.toml").unwrap_err();
         assert!(e.expected.contains("in [systemd]"), "{e}");
         assert_eq!(c.hz, Config::default().hz);
+    }
+
+    /// Every boot-path key of the schema's table sets a field here: its default as written
+    /// in the table gives the field's default, and another value changes it.
+    #[test]
+    fn every_boot_path_key_of_the_schema_sets_its_field() {
+        for k in trace::config::KEYS.iter().filter(|k| k.flat.is_some()) {
+            let text = format!("[{}]\n{} = {}\n", k.section.name(), k.name, k.default);
+            let mut c = Config::default();
+            c.apply_toml(&text, "t").unwrap();
+            if k.name != "all" {
+                assert_eq!(c, Config::default(), "{}: the table's default", k.name);
+            }
+            let other = match k.ty {
+                trace::config::Type::Bool if k.default == "true" => "false".to_string(),
+                trace::config::Type::Bool => "true".to_string(),
+                trace::config::Type::Int { min, .. } => (min + 2).to_string(),
+                trace::config::Type::Num { min, max } => ((min + max) / 3.0).to_string(),
+                trace::config::Type::Secs { max } => (max / 3.0).to_string(),
+                trace::config::Type::OneOf(w) => format!(
+                    "{:?}",
+                    w.iter().find(|w| format!("{w:?}") != k.default).unwrap()
+                ),
+                trace::config::Type::List => "[\"x\"]".to_string(),
+                _ => "\"/elsewhere\"".to_string(),
+            };
+            let text = format!("[{}]\n{} = {other}\n", k.section.name(), k.name);
+            let mut c = Config::default();
+            c.apply_toml(&text, "t").unwrap_or_else(|e| panic!("{e}"));
+            assert_ne!(c, Config::default(), "{} = {other} set nothing", k.name);
+            // And the kernel command line, by its flat name.
+            let raw = other.trim_matches(|c| c == '"' || c == '[' || c == ']');
+            let mut d = Config::default();
+            let errors = d.apply_cmdline(&format!("bootprint.{}={raw}", k.flat.unwrap()));
+            assert!(errors.is_empty(), "{errors:?}");
+            assert_eq!(c, d, "{} from the command line", k.name);
+        }
+        assert_eq!(trace::config::EXEC_SOURCES, crate::execs::SOURCES);
+        assert_eq!(trace::config::FAULTS[1..], crate::fault::POINTS);
     }
 
     #[test]

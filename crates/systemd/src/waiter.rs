@@ -1,6 +1,6 @@
 //! `bootprint-boot late-start`, run as `bootprint-late.service`: waits until the machine is
 //! idle (the same rule and limits as the LSB runner's late services, from
-//! `/etc/bootprint/rc.conf`), creates the go flag and starts `bootprint-late.target`. Its
+//! `[rc]` of `/etc/bootprint/bootprint.toml`), creates the go flag and starts `bootprint-late.target`. Its
 //! span log (`/run/bootprint/late.log`) tells the recorder that late units are still
 //! starting, so boot done waits for them as it waits for the runner's.
 

@@ -1,8 +1,9 @@
 //! The TOML subset of `/etc/bootprint/bootprint.toml`: `[section]` lines, `key = value` with
 //! integers, floats, booleans, `"strings"` and one-line `["arrays", "of strings"]`, `#`
-//! comments. The boot path (`record`) and the report (`analyze`, for `[budget]`) both read it
-//! here, so there is one parser and neither needs a TOML crate. Parsing takes text; reading
-//! the file is the caller's business.
+//! comments. This is the syntax only; what the sections and keys mean, their types and
+//! defaults, is the schema in [`crate::config`], through which the boot path (`record`), the
+//! runner (`rc`) and the report (`analyze`) all read the file, so there is one parser and none
+//! needs a TOML crate. Parsing takes text; reading the file is the caller's business.
 
 use std::fmt;
 

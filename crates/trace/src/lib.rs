@@ -5,10 +5,12 @@
 //! ([`rclog`]) (see `docs/trace-format.md`). This crate owns the format only: parsing takes
 //! text, writing takes values; it decides nothing about when to sample or what a boot means
 //! (that belongs to `sample` and `analyze`). It also holds [`conf`], the one parser of
-//! `bootprint.toml`'s syntax, shared by the boot path and the report.
+//! `bootprint.toml`'s syntax, and [`config`], the file's schema (its path, every section and
+//! key with type, default and meaning), shared by the boot path, the runner and the report.
 #![deny(missing_docs)]
 
 pub mod conf;
+pub mod config;
 pub mod events;
 pub mod rclog;
 pub mod writer;

@@ -57,7 +57,7 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "rc_conf",
-            about: "rc::run::Config::parse (/etc/bootprint/rc.conf)",
+            about: "rc::run::Config::parse (the deprecated /etc/bootprint/rc.conf)",
             run: |d| {
                 if let Some(t) = strict(d) {
                     let _ = run::Config::parse(t, Path::new("rc.conf"));

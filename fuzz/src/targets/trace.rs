@@ -95,11 +95,13 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "trace_conf",
-            about: "trace::conf::entries (the bootprint.toml syntax)",
+            about: "trace::conf::entries and trace::config::parse (bootprint.toml's syntax and schema)",
             run: |d| {
                 if let Some(t) = strict(d) {
                     let _ = trace::conf::entries(t, "bootprint.toml");
                     let _ = trace::conf::read_section(t, "bootprint.toml", "budget");
+                    let _ = trace::config::parse(t, "bootprint.toml");
+                    let _ = trace::config::parse_rc_conf(t, "rc.conf");
                 }
             },
             seeds: conf_seeds,

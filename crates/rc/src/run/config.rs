@@ -1,12 +1,18 @@
-//! `/etc/bootprint/rc.conf` ([`Config`]) and the kernel command line's switches.
+//! The runner's settings ([`Config`]): `[rc]` of `/etc/bootprint/bootprint.toml`, or, for
+//! one more release, the deprecated `/etc/bootprint/rc.conf`; and the kernel command line's
+//! switches. Both files are read through the schema in `trace::config`, whose table lists
+//! the keys (docs/configuration.md).
 
 use std::path::Path;
 use std::time::Duration;
 
+use trace::config::{Section, Setting};
+
 use crate::Diagnostic;
 
-/// What the runner does, from `/etc/bootprint/rc.conf` (`key = value` lines, `#` comments;
-/// lists are blank-separated). Every key is optional; docs/rc.md lists them.
+/// What the runner does, from `[rc]` of `bootprint.toml` (or the deprecated `rc.conf`).
+/// Every key is optional; docs/configuration.md lists them with their defaults. Each field
+/// names its key as rc.conf wrote it (`-` and `_` are the same in a key).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// `login`: scripts or `$facilities` the login prompt needs (the login target); `auto`
@@ -109,102 +115,102 @@ impl Default for Config {
     }
 }
 
+fn diagnostic(e: trace::conf::ConfError, file: &Path) -> Diagnostic {
+    Diagnostic::new(file, Some(e.line), format!("expected {}", e.expected))
+}
+
 impl Config {
-    /// Parses the configuration text; unknown keys and bad values are diagnostics naming
-    /// `file` and the line, and leave the default.
-    pub fn parse(text: &str, file: &Path) -> (Config, Vec<Diagnostic>) {
-        let mut c = Config::default();
-        let mut diags = Vec::new();
-        for (i, raw) in text.lines().enumerate() {
-            let line = raw.split('#').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            let Some((k, v)) = line.split_once('=') else {
-                diags.push(Diagnostic::new(
-                    file,
-                    Some(i + 1),
-                    format!("expected `key = value`, found {line:?}"),
-                ));
-                continue;
-            };
-            let (k, v) = (k.trim(), v.trim());
-            let secs = |v: &str| v.parse::<f64>().ok().filter(|s| *s >= 0.0 && s.is_finite());
-            // Too big for a Duration (1e300) is a bad value, not a panic at boot.
-            let dur = |v: &str| secs(v).and_then(|s| Duration::try_from_secs_f64(s).ok());
-            let mut bad = |what: &str| {
-                diags.push(Diagnostic::new(
-                    file,
-                    Some(i + 1),
-                    format!("{k}: expected {what}, found {v:?}"),
-                ))
-            };
-            match k {
-                "login" => c.login = v.split_whitespace().map(String::from).collect(),
-                "late" => c.late = v.split_whitespace().map(String::from).collect(),
-                "finish-in-s" => {
-                    c.finish_in_s = v.split_whitespace().map(String::from).collect()
-                }
-                "display-managers" => {
-                    c.display_managers = v.split_whitespace().map(String::from).collect()
-                }
-                "display-manager-needs" => {
-                    c.display_manager_needs = v.split_whitespace().map(String::from).collect()
-                }
-                "timeout" | "flush" | "idle-window" | "late-max-wait" => match dur(v) {
-                    Some(d) => {
-                        match k {
-                            "timeout" => c.timeout = d,
-                            "flush" => c.flush_after = d,
-                            "idle-window" => c.idle_window = d,
-                            _ => c.late_max_wait = d,
-                        }
-                    }
-                    None => bad("seconds (a number >= 0)"),
-                },
-                "load-per-cpu" | "idle-busy" | "idle-iowait" => match secs(v) {
-                    Some(x) => match k {
-                        "load-per-cpu" => c.load_per_cpu = x,
-                        "idle-busy" => c.idle_busy_pct = x,
-                        _ => c.idle_iowait_pct = x,
-                    },
-                    None => bad("a number >= 0"),
-                },
-                "builtins" | "udev-off-path" | "one-graph" => match v {
-                    "yes" | "1" | "true" | "no" | "0" | "false" => {
-                        let on = matches!(v, "yes" | "1" | "true");
-                        match k {
-                            "builtins" => c.builtins = on,
-                            "udev-off-path" => c.udev_off_path = on,
-                            _ => c.one_graph = on,
-                        }
-                    }
-                    _ => bad("yes or no"),
-                },
-                "max-parallel" => match v.parse() {
-                    Ok(n) => c.max_parallel = n,
-                    Err(_) => bad("a whole number"),
-                },
-                _ => diags.push(Diagnostic::new(
-                    file,
-                    Some(i + 1),
-                    format!("unknown key {k:?}: expected login, late, display-managers, display-manager-needs, timeout, flush, load-per-cpu, max-parallel, idle-busy, idle-iowait, idle-window, late-max-wait, builtins, udev-off-path, one-graph or finish-in-s"),
-                )),
+    /// Sets the fields of the `[rc]` settings among `settings` (values the schema checked).
+    pub fn apply(&mut self, settings: &[Setting]) {
+        let secs = |s: &Setting| Duration::from_secs_f64(s.value.num());
+        for s in settings.iter().filter(|s| s.key.section == Section::Rc) {
+            match s.key.name {
+                "login" => self.login = s.value.list(),
+                "late" => self.late = s.value.list(),
+                "display_managers" => self.display_managers = s.value.list(),
+                "display_manager_needs" => self.display_manager_needs = s.value.list(),
+                "timeout" => self.timeout = secs(s),
+                "flush" => self.flush_after = secs(s),
+                "load_per_cpu" => self.load_per_cpu = s.value.num(),
+                "max_parallel" => self.max_parallel = s.value.int() as usize,
+                "idle_busy" => self.idle_busy_pct = s.value.num(),
+                "idle_iowait" => self.idle_iowait_pct = s.value.num(),
+                "idle_window" => self.idle_window = secs(s),
+                "late_max_wait" => self.late_max_wait = secs(s),
+                "builtins" => self.builtins = s.value.bool(),
+                "udev_off_path" => self.udev_off_path = s.value.bool(),
+                "one_graph" => self.one_graph = s.value.bool(),
+                "finish_in_s" => self.finish_in_s = s.value.list(),
+                // An [rc] key of the table with no field here: the schema test catches it.
+                _ => {}
             }
         }
-        (c, diags)
     }
 
-    /// Reads the file; a missing file gives the defaults.
-    pub fn load(path: &Path) -> (Config, Vec<Diagnostic>) {
-        match std::fs::read_to_string(path) {
-            Ok(t) => Config::parse(&t, path),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Config::default(), vec![]),
-            Err(e) => (
-                Config::default(),
-                vec![Diagnostic::new(path, None, format!("cannot read: {e}"))],
-            ),
+    /// Parses a deprecated `rc.conf` text (`key = value` lines, `#` comments, lists
+    /// blank-separated, `yes`/`no`): unknown keys and bad values are diagnostics naming
+    /// `file` and the line, and leave the default.
+    pub fn parse(text: &str, file: &Path) -> (Config, Vec<Diagnostic>) {
+        let (settings, errors) = trace::config::parse_rc_conf(text, &file.display().to_string());
+        let mut c = Config::default();
+        c.apply(&settings);
+        (c, errors.into_iter().map(|e| diagnostic(e, file)).collect())
+    }
+
+    /// The runner's settings on a system: the defaults, then `[rc]` of `config_file`
+    /// (`bootprint.toml`). When that file has no `[rc]` section, the deprecated `rc_conf`
+    /// is read instead, if it exists, with a warning to move it; when it has one, `rc_conf`
+    /// is ignored (with a warning too). A `bootprint.toml` that does not parse is a
+    /// diagnostic naming its line and counts as one without `[rc]`. Missing files are fine.
+    pub fn load(config_file: &Path, rc_conf: &Path) -> (Config, Vec<Diagnostic>) {
+        let mut c = Config::default();
+        let mut diags = Vec::new();
+        let mut has_rc = false;
+        match std::fs::read_to_string(config_file) {
+            Ok(text) => {
+                match trace::config::parse_section(
+                    &text,
+                    &config_file.display().to_string(),
+                    Section::Rc,
+                ) {
+                    Ok(settings) => {
+                        has_rc = trace::config::has_section(&text, Section::Rc);
+                        c.apply(&settings);
+                    }
+                    Err(e) => diags.push(diagnostic(e, config_file)),
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => diags.push(Diagnostic::new(
+                config_file,
+                None,
+                format!("cannot read: {e}"),
+            )),
         }
+        let (toml_name, rc_name) = (
+            config_file.display().to_string(),
+            rc_conf.display().to_string(),
+        );
+        match std::fs::read_to_string(rc_conf) {
+            Ok(_) if has_rc => diags.push(Diagnostic::new(
+                rc_conf,
+                None,
+                trace::config::rc_conf_deprecation(&rc_name, &toml_name, false),
+            )),
+            Ok(text) => {
+                let (settings, errors) = trace::config::parse_rc_conf(&text, &rc_name);
+                diags.push(Diagnostic::new(
+                    rc_conf,
+                    None,
+                    trace::config::rc_conf_deprecation(&rc_name, &toml_name, true),
+                ));
+                diags.extend(errors.into_iter().map(|e| diagnostic(e, rc_conf)));
+                c.apply(&settings);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => diags.push(Diagnostic::new(rc_conf, None, format!("cannot read: {e}"))),
+        }
+        (c, diags)
     }
 }
 

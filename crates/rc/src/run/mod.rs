@@ -2,8 +2,9 @@
 //! login first, late services once the machine is idle. docs/rc.md describes the policy;
 //! this module is its implementation.
 //!
-//! - [`Config`]: `/etc/bootprint/rc.conf` (login target, late services, timeouts, load and
-//!   idle thresholds).
+//! - [`Config`]: `[rc]` of `/etc/bootprint/bootprint.toml`, or the deprecated
+//!   `/etc/bootprint/rc.conf` (login target, late services, timeouts, load and idle
+//!   thresholds).
 //! - [`Plan`]: the tasks of one runlevel with their dependencies, which of them are late,
 //!   and their priorities (longest remaining path to the login, weighted by
 //!   [`Durations`](crate::durations::Durations)); runlevel S planned with the runlevel
@@ -34,8 +35,11 @@ pub use runner::*;
 /// Where the span log is copied at the end of each runlevel.
 pub const KEEP_PATH: &str = "/var/lib/bootprint/rc-last.log";
 
-/// Where the runner's configuration lives.
-pub const DEFAULT_CONFIG: &str = "/etc/bootprint/rc.conf";
+/// Where the runner's configuration lives: `[rc]` of bootprint.toml (`trace::config`).
+pub use trace::config::CONFIG_FILE as DEFAULT_CONFIG;
+
+/// The runner's own file before `[rc]` existed: still read for one release, deprecated.
+pub use trace::config::RC_CONF_FILE as DEPRECATED_RC_CONF;
 
 #[cfg(test)]
 mod tests {
@@ -103,9 +107,119 @@ mod tests {
         assert_eq!(c.late_max_wait, Duration::from_millis(2500));
         assert_eq!(d.len(), 2);
         assert_eq!(d[0].line, Some(8));
-        assert!(d[0].message.contains("unknown key \"bogus\""));
+        assert!(d[0].message.contains("in [rc]; found \"bogus\""), "{d:?}");
         assert_eq!(d[1].line, Some(9));
-        assert!(d[1].message.contains("expected seconds"));
+        assert!(
+            d[1].message.contains("expected a number of seconds"),
+            "{d:?}"
+        );
+    }
+
+    /// Every `[rc]` key of the schema's table sets its field: the table's default gives the
+    /// field's default, another value changes it; rc.conf's spelling of each key works too.
+    #[test]
+    fn every_rc_key_of_the_schema_sets_its_field() {
+        use trace::config::{keys, parse, Section, Type};
+        for k in keys(Section::Rc) {
+            let mut c = Config::default();
+            c.apply(&parse(&format!("[rc]\n{} = {}\n", k.name, k.default), "t").unwrap());
+            assert_eq!(c, Config::default(), "{}: the table's default", k.name);
+            let (toml, raw) = match k.ty {
+                Type::Bool if k.default == "true" => ("false", "no"),
+                Type::Bool => ("true", "yes"),
+                Type::List => ("[\"x\", \"y\"]", "x y"),
+                _ => ("7", "7"),
+            };
+            let mut c = Config::default();
+            c.apply(&parse(&format!("[rc]\n{} = {toml}\n", k.name), "t").unwrap());
+            assert_ne!(c, Config::default(), "{} = {toml} set nothing", k.name);
+            let (d, diags) = Config::parse(
+                &format!("{} = {raw}\n", k.name.replace('_', "-")),
+                Path::new("rc.conf"),
+            );
+            assert!(diags.is_empty(), "{diags:?}");
+            assert_eq!(c, d, "{} in rc.conf", k.name);
+        }
+    }
+
+    fn conf_root(name: &str, toml: Option<&str>, rc_conf: Option<&str>) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("bp-rc-conf-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        if let Some(t) = toml {
+            std::fs::write(d.join("bootprint.toml"), t).unwrap();
+        }
+        if let Some(t) = rc_conf {
+            std::fs::write(d.join("rc.conf"), t).unwrap();
+        }
+        d
+    }
+
+    /// rc.conf without `[rc]` in bootprint.toml: read as before, with a deprecation warning
+    /// naming both files; its bad lines are still diagnostics of their own.
+    #[test]
+    fn rc_conf_is_still_read_with_a_deprecation_warning() {
+        let d = conf_root(
+            "fallback",
+            Some("[record]\nrc = true\n"),
+            Some("late = exim4 cups\ntimeout = 30\nbogus = 1\n"),
+        );
+        let (c, diags) = Config::load(&d.join("bootprint.toml"), &d.join("rc.conf"));
+        assert_eq!(c.late, ["exim4", "cups"]);
+        assert_eq!(c.timeout, Duration::from_secs(30));
+        let shown: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
+        assert_eq!(shown.len(), 2, "{shown:?}");
+        assert!(
+            shown[0].contains("rc.conf: deprecated")
+                && shown[0].contains("[rc] section of")
+                && shown[0].contains("bootprint.toml"),
+            "{shown:?}"
+        );
+        assert!(
+            shown[1].contains("rc.conf:3: expected one of login"),
+            "{shown:?}"
+        );
+        // No bootprint.toml at all: the same.
+        std::fs::remove_file(d.join("bootprint.toml")).unwrap();
+        let (c2, diags) = Config::load(&d.join("bootprint.toml"), &d.join("rc.conf"));
+        assert_eq!((c2, diags.len()), (c, 2));
+        // Neither file: the defaults, nothing to say.
+        std::fs::remove_file(d.join("rc.conf")).unwrap();
+        let (c, diags) = Config::load(&d.join("bootprint.toml"), &d.join("rc.conf"));
+        assert_eq!((c, diags), (Config::default(), vec![]));
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// Both files: `[rc]` of bootprint.toml wins whole (rc.conf is not read, not merged key
+    /// by key), and a warning says rc.conf is ignored.
+    #[test]
+    fn rc_section_wins_over_rc_conf() {
+        let d = conf_root(
+            "both",
+            Some("# mine\n[rc]\nlate = [\"cups\"]\nlate-max-wait = 2.5\n"),
+            Some("late = exim4\ntimeout = 30\n"),
+        );
+        let (c, diags) = Config::load(&d.join("bootprint.toml"), &d.join("rc.conf"));
+        assert_eq!(c.late, ["cups"]);
+        assert_eq!(c.late_max_wait, Duration::from_millis(2500));
+        assert_eq!(c.timeout, Config::default().timeout, "nothing of rc.conf");
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert!(
+            diags[0].to_string().contains("rc.conf: ignored"),
+            "{diags:?}"
+        );
+        // An empty [rc] still wins.
+        std::fs::write(d.join("bootprint.toml"), "[rc]\n").unwrap();
+        let (c, _) = Config::load(&d.join("bootprint.toml"), &d.join("rc.conf"));
+        assert_eq!(c, Config::default());
+        // A bootprint.toml that does not parse: its error, then rc.conf as without [rc].
+        std::fs::write(d.join("bootprint.toml"), "[rc]\ntimeout = soon\n").unwrap();
+        let (c, diags) = Config::load(&d.join("bootprint.toml"), &d.join("rc.conf"));
+        assert_eq!(c.late, ["exim4"]);
+        let shown: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
+        assert!(shown[0].contains("bootprint.toml:2: expected"), "{shown:?}");
+        assert!(shown[1].contains("deprecated"), "{shown:?}");
+        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
@@ -171,7 +285,11 @@ mod tests {
         assert_eq!(c.idle_window, Config::default().idle_window);
         assert_eq!(d.len(), 2, "{d:?}");
         assert_eq!(d[0].line, Some(1));
-        assert!(d[0].message.contains("timeout: expected seconds"), "{d:?}");
+        assert!(
+            d[0].message
+                .contains("expected a number of seconds from 0 to 1000000000 for timeout"),
+            "{d:?}"
+        );
     }
 
     /// The idle wait is bounded by `late-max-wait` even when one idle measurement

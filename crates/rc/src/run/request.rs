@@ -23,8 +23,10 @@ pub struct Request {
     pub spans: PathBuf,
     /// The learned durations.
     pub durations: PathBuf,
-    /// The configuration.
+    /// The configuration file (`[rc]` of bootprint.toml); under `root`.
     pub config: PathBuf,
+    /// The deprecated rc.conf, read when `config` has no `[rc]`; under `root`.
+    pub rc_conf: PathBuf,
     /// Where the span log is copied when a runlevel is done (so it outlives /run on a
     /// system without the recorder); under `root`.
     pub keep: PathBuf,
@@ -54,6 +56,7 @@ impl Request {
             spans: PathBuf::from(crate::spans::DEFAULT_PATH),
             durations: PathBuf::from(crate::durations::DEFAULT_PATH),
             config: PathBuf::from(DEFAULT_CONFIG),
+            rc_conf: PathBuf::from(DEPRECATED_RC_CONF),
             keep: PathBuf::from(KEEP_PATH),
             runlevel,
             previous: None,
@@ -188,10 +191,8 @@ fn run_guarded(
     progress: &mut Progress,
 ) -> Result<i32, String> {
     progress.phase = "config";
-    let (mut cfg, cdiags) = Config::load(
-        &req.root
-            .join(req.config.strip_prefix("/").unwrap_or(&req.config)),
-    );
+    let under = |p: &std::path::Path| req.root.join(p.strip_prefix("/").unwrap_or(p));
+    let (mut cfg, cdiags) = Config::load(&under(&req.config), &under(&req.rc_conf));
     let cmdline = std::fs::read_to_string(req.proc_dir.join("cmdline")).unwrap_or_default();
     if let Some(on) = cmdline_switch(&cmdline, "bootprint.rc.builtins") {
         cfg.builtins = on;
