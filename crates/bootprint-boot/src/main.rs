@@ -1,6 +1,7 @@
 //! `bootprint-boot`: the boot path. As PID 1 (`init=/usr/lib/bootprint/bootprint-boot`) it
 //! forks the recorder and execs the real init; otherwise it takes a verb. Logic lives in the
-//! `record` crate; this file parses arguments and dispatches.
+//! `record`, `rc`, `initramfs` and `systemd` crates; this file dispatches, with the command
+//! line defined once in [`args`] (its table gives the parser and the usage text).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,33 +9,7 @@ use std::process::ExitCode;
 use record::recorder::{self, Paths, Start};
 use record::Config;
 
-const USAGE: &str = "\
-usage: bootprint-boot                      (as PID 1, from init=: record and exec the real init)
-       bootprint-boot record [--out DIR] [--seconds S] [--hz N]
-                                           record this running system for S seconds (default 10)
-                                           into DIR/<boot id>/ (default /var/log/bootprint)
-       bootprint-boot rc RUNLEVEL [--action start|stop] [--previous P] [--root DIR]
-                         [--proc DIR] [--spans FILE] [--no-detach] [--dry-run]
-                                           start (stop for 0, 6) the LSB scripts of RUNLEVEL in
-                                           parallel, the path to the login first (docs/rc.md);
-                                           exit 0 once every script was run (in parallel or,
-                                           on any failure, serially in link order), else not 0
-       bootprint-boot rc --startpar -M boot|start|stop -P PREV -R RUNLEVEL [startpar options]
-                                           the same, called as Debian's startpar
-       bootprint-boot rc --enabled [--cmdline FILE] [--config FILE]
-                                           exit 0 when the configuration turns the runner on
-                                           (bootprint.rc=1, bootprint.all=1, rc or all in
-                                           bootprint.toml), 1 otherwise
-       bootprint-boot rc-builtin SCRIPT ACTION
-                                           (run by the runner) do what Debian's SCRIPT does, if
-                                           the script and its configuration are Debian's own;
-                                           exit 254 when the script must run instead
-       bootprint-boot late-start           (as bootprint-late.service on systemd) wait until the
-                                           machine is idle, then start bootprint-late.target
-       bootprint-late-generator DIR [DIR DIR]
-                                           (a link to this binary in systemd's generator
-                                           directory) defer the learned late units
-       bootprint-boot --help | --version";
+mod args;
 
 fn main() -> ExitCode {
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -62,7 +37,7 @@ fn main() -> ExitCode {
         Some("record" | "rc" | "late-start")
     ) && words[1..].iter().any(|w| w == "--help" || w == "-h");
     if verb_help {
-        println!("{USAGE}");
+        println!("{}", args::usage());
         return ExitCode::SUCCESS;
     }
     match words.first().map(String::as_str) {
@@ -75,7 +50,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some("--help") | Some("-h") | Some("help") => {
-            println!("{USAGE}");
+            println!("{}", args::usage());
             ExitCode::SUCCESS
         }
         _ => usage_error("expected a verb"),
@@ -86,21 +61,18 @@ fn main() -> ExitCode {
 /// (the file, then the kernel command line: `bootprint.rc=1`, `bootprint.all=1`, `rc` or
 /// `all` in bootprint.toml) turns the runner on, 1 otherwise. The startpar wrapper asks this
 /// instead of reading the command line itself, so every way of turning it on works.
-fn rc_enabled(args: &[String]) -> ExitCode {
-    let mut cmdline_file = PathBuf::from("/proc/cmdline");
-    let mut config_file = PathBuf::from(record::config::CONFIG_FILE);
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let target = match flag.as_str() {
-            "--cmdline" => &mut cmdline_file,
-            "--config" => &mut config_file,
-            other => return usage_error(&format!("rc --enabled: unknown option {other:?}")),
-        };
-        match it.next() {
-            Some(v) => *target = PathBuf::from(v),
-            None => return usage_error(&format!("{flag} needs a FILE")),
-        }
-    }
+fn rc_enabled(words: &[String]) -> ExitCode {
+    let given = match args::parse(&args::RC_ENABLED, words) {
+        Ok(g) if g.operands.is_empty() => g,
+        Ok(g) => return usage_error(&format!("rc --enabled: unexpected {:?}", g.operands[0])),
+        Err(e) => return usage_error(&e),
+    };
+    let cmdline_file = PathBuf::from(given.value("--cmdline").unwrap_or("/proc/cmdline"));
+    let config_file = PathBuf::from(
+        given
+            .value("--config")
+            .unwrap_or(record::config::CONFIG_FILE),
+    );
     let cmdline = std::fs::read_to_string(&cmdline_file).unwrap_or_default();
     let (config, _) = Config::load(&config_file, &cmdline);
     if config.rc {
@@ -177,31 +149,29 @@ fn late_start() -> ExitCode {
 }
 
 fn usage_error(msg: &str) -> ExitCode {
-    eprintln!("bootprint-boot: {msg}\n{USAGE}");
+    eprintln!("bootprint-boot: {msg}\n{}", args::usage());
     ExitCode::from(2)
 }
 
-fn record_now(args: &[String]) -> ExitCode {
+fn record_now(words: &[String]) -> ExitCode {
+    let given = match args::parse(&args::RECORD, words) {
+        Ok(g) if g.operands.is_empty() => g,
+        Ok(g) => return usage_error(&format!("record: unexpected {:?}", g.operands[0])),
+        Err(e) => return usage_error(&e),
+    };
     let mut config = Config::default();
-    let mut seconds = 10.0;
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().cloned();
-        match flag.as_str() {
-            "--out" => match value() {
-                Some(v) => config.log_dir = PathBuf::from(v),
-                None => return usage_error("--out needs a directory"),
-            },
-            "--seconds" => match value().and_then(|v| v.parse::<f64>().ok()) {
-                Some(v) if v > 0.0 => seconds = v,
-                _ => return usage_error("--seconds needs a positive number"),
-            },
-            "--hz" => match value().and_then(|v| v.parse::<u32>().ok()) {
-                Some(v) if (1..=1000).contains(&v) => config.hz = v,
-                _ => return usage_error("--hz needs a number from 1 to 1000"),
-            },
-            other => return usage_error(&format!("unknown option {other:?}")),
-        }
+    if let Some(dir) = given.value("--out") {
+        config.log_dir = PathBuf::from(dir);
+    }
+    let seconds = match given.value("--seconds").map(str::parse::<f64>) {
+        None => 10.0,
+        Some(Ok(v)) if v > 0.0 => v,
+        Some(_) => return usage_error("--seconds needs a positive number"),
+    };
+    match given.value("--hz").map(str::parse::<u32>) {
+        None => {}
+        Some(Ok(v)) if (1..=1000).contains(&v) => config.hz = v,
+        Some(_) => return usage_error("--hz needs a number from 1 to 1000"),
     }
     // Outside boot the uptime limit means nothing: only the run length stops it.
     config.timeout_s = f64::MAX / 2e9;
@@ -250,61 +220,62 @@ fn rc_builtin(args: &[String]) -> ExitCode {
 }
 
 /// `rc`: parses the arguments into an `rc::run::Request`; the runner lives in the rc crate.
-fn rc_verb(args: &[String]) -> ExitCode {
-    if args.first().map(String::as_str) == Some("--enabled") {
-        return rc_enabled(&args[1..]);
+fn rc_verb(words: &[String]) -> ExitCode {
+    if words.first().map(String::as_str) == Some("--enabled") {
+        return rc_enabled(&words[1..]);
     }
-    let mut req = if args.first().map(String::as_str) == Some("--startpar") {
-        match rc::run::Request::from_startpar(&args[1..]) {
-            Ok(mut r) => {
-                // Not startpar options: let tests point the startpar form at a fake root
-                // and a fake /proc (its cmdline holds the fault switch).
-                for (flag, field) in [("--root", &mut r.root), ("--proc", &mut r.proc_dir)] {
-                    if let Some(i) = args.iter().position(|a| a == flag) {
-                        match args.get(i + 1) {
-                            Some(d) => *field = PathBuf::from(d),
-                            None => return usage_error(&format!("{flag} needs a directory")),
-                        }
-                    }
-                }
-                r
-            }
+    let mut req = if words.first().map(String::as_str) == Some("--startpar") {
+        let mut r = match rc::run::Request::from_startpar(&words[1..]) {
+            Ok(r) => r,
             Err(e) => return usage_error(&e),
+        };
+        // Not startpar options: let tests point the startpar form at a fake root and a
+        // fake /proc (its cmdline holds the fault switch). Everything else is startpar's.
+        for (i, flag) in words.iter().enumerate() {
+            let Some(f) = args::RC_STARTPAR.flags.iter().find(|f| f.name == flag) else {
+                continue;
+            };
+            let Some(dir) = words.get(i + 1) else {
+                return usage_error(&format!("{} needs a directory", f.name));
+            };
+            match f.name {
+                "--root" => r.root = PathBuf::from(dir),
+                _ => r.proc_dir = PathBuf::from(dir),
+            }
         }
+        r
     } else {
-        let Some(rl) = args.first().and_then(|a| rc::system::Runlevel::parse(a)) else {
+        let given = match args::parse(&args::RC, words) {
+            Ok(g) => g,
+            Err(e) => return usage_error(&e),
+        };
+        let rl = match given.operands[..] {
+            [rl] => rc::system::Runlevel::parse(rl),
+            _ => None,
+        };
+        let Some(rl) = rl else {
             return usage_error("rc needs a runlevel: S or 0-6");
         };
         let mut req = rc::run::Request::new(rl);
-        let mut it = args[1..].iter();
-        while let Some(a) = it.next() {
-            let mut value = || it.next().cloned();
-            match a.as_str() {
-                "--action" => match value().as_deref() {
-                    Some(v @ ("start" | "stop")) => req.action = v.to_string(),
-                    _ => return usage_error("--action needs start or stop"),
-                },
-                "--previous" => match value().as_deref().map(rc::system::Runlevel::parse) {
-                    Some(p) => req.previous = p,
-                    None => return usage_error("--previous needs a runlevel or N"),
-                },
-                "--root" => match value() {
-                    Some(v) => req.root = PathBuf::from(v),
-                    None => return usage_error("--root needs a directory"),
-                },
-                "--proc" => match value() {
-                    Some(v) => req.proc_dir = PathBuf::from(v),
-                    None => return usage_error("--proc needs a directory"),
-                },
-                "--spans" => match value() {
-                    Some(v) => req.spans = PathBuf::from(v),
-                    None => return usage_error("--spans needs a file"),
-                },
-                "--no-detach" => req.detach = false,
-                "--dry-run" => req.dry_run = true,
-                other => return usage_error(&format!("rc: unknown option {other:?}")),
+        match given.value("--action") {
+            None => {}
+            Some(v @ ("start" | "stop")) => req.action = v.to_string(),
+            Some(_) => return usage_error("--action needs start or stop"),
+        }
+        if let Some(p) = given.value("--previous") {
+            req.previous = rc::system::Runlevel::parse(p);
+        }
+        for (flag, field) in [
+            ("--root", &mut req.root),
+            ("--proc", &mut req.proc_dir),
+            ("--spans", &mut req.spans),
+        ] {
+            if let Some(v) = given.value(flag) {
+                *field = PathBuf::from(v);
             }
         }
+        req.detach = !given.has("--no-detach");
+        req.dry_run = given.has("--dry-run");
         req
     };
     if req.root != std::path::Path::new("/") && req.spans.starts_with("/run") {
