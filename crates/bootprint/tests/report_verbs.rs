@@ -234,6 +234,10 @@ fn html_report_renders_in_headless_chromium() {
         assert!(!page.contains(bad), "the page fetches something: {bad}");
     }
     assert!(page.contains("Phases against their budgets") && page.contains("[settle]"));
+    // What the text report has, the page has too (one Report, every format over it).
+    for section in ["<p>CPU from ", "<h2>Kernel</h2>", "<h2>Notes</h2>"] {
+        assert!(page.contains(section), "no {section} in the page");
+    }
     let (log, shot, dom) = render(browser, &html, &d);
     assert!(
         !log.contains("Uncaught") && !log.contains("ERROR:CONSOLE"),

@@ -277,6 +277,33 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
         s.sample_interval_s
     )?;
 
+    if let Some(r) = &m.recorder {
+        let share = match (r.share_pct, r.boot_cpu_s) {
+            (Some(p), Some(b)) => format!(", {p:.1} % of the {b:.2} s the boot used"),
+            _ => String::new(),
+        };
+        writeln!(out, "<p>Recorder: {:.2} s of CPU{share}</p>", r.cpu_s)?;
+    }
+    let c = &m.cpu_totals;
+    writeln!(
+        out,
+        "<p>CPU from {:.2} s to {:.2} s (all {} CPUs): idle {:.1}%, iowait {:.1}%, user {:.1}%, system {:.1}%</p>",
+        c.from_s,
+        c.to_s,
+        s.ncpus,
+        c.idle_fraction * 100.0,
+        c.iowait_fraction * 100.0,
+        c.user_fraction * 100.0,
+        c.sys_fraction * 100.0
+    )?;
+    if !m.notes.is_empty() {
+        writeln!(out, "<h2>Notes</h2><ul>")?;
+        for n in &m.notes {
+            writeln!(out, "<li>{}</li>", esc(n))?;
+        }
+        writeln!(out, "</ul>")?;
+    }
+
     writeln!(out, "<h2>Milestones</h2><table><tr><th class=l>milestone</th><th>seconds</th><th class=l>how</th></tr>")?;
     let ms = &m.milestones;
     for (name, v) in [
