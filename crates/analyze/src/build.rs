@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 use trace::bootchart::{CpuTimes, DiskBlock};
+use trace::writer::PsRecord;
 use trace::Trace;
 
 use crate::model::*;
@@ -468,8 +469,6 @@ fn memory_series(trace: &Trace) -> Vec<MemSample> {
         .collect()
 }
 
-/// The processes, how blocked time was measured, and the times of the first and last
-/// `proc_ps.log` blocks.
 /// The processes, how blocked time was measured, the first and last block times, and how
 /// many processes started (by their `starttime`) after the first block that saw them.
 type ProcessScan = (Vec<Process>, BlockedSource, (f64, f64), usize);
@@ -480,144 +479,17 @@ fn processes(
     system: &SystemInfo,
     notes: &mut Vec<String>,
 ) -> Result<ProcessScan, AnalyzeError> {
-    struct Acc {
-        p: Process,
-        starttime: u64,
-        ticks: u64,
-        blkio: u64,
-        blocked_s: f64,
-        d_samples: u32,
-        last_block: usize,
-    }
-    let hz = system.clk_tck as f64;
-    // pid -> index into accs of the process now holding it.
-    let mut current = PidIndex::default();
-    let mut accs: Vec<Acc> = Vec::new();
-    let mut any_blkio = false;
-    // Processes whose delayacct_blkio_ticks grew faster than time passed (seen on a 6.18
-    // kernel: a task in D state reporting its start time); such jumps are clamped.
-    let mut impossible_blkio = 0usize;
-    let mut prev_t: Option<f64> = None;
-    let mut first_t: Option<f64> = None;
-    let mut bi = 0usize;
-    let mut started_late = 0usize;
-    let nblocks = trace.for_each_ps_block(|t_cs, records| {
-        let t = cs(t_cs);
-        first_t.get_or_insert(t);
-        let dt = prev_t.map(|p| t - p);
-        for r in records {
-            any_blkio |= r.blkio_ticks > 0;
-            // Saturating: the counters are whatever the log holds.
-            let ticks = r.utime.saturating_add(r.stime);
-            let existing = current
-                .get(r.pid)
-                .filter(|&i| accs[i].starttime == r.starttime);
-            match existing {
-                Some(i) => {
-                    let a = &mut accs[i];
-                    let cpu = match dt {
-                        Some(dt) if dt > 0.0 => ticks.saturating_sub(a.ticks) as f64 / hz / dt,
-                        _ => 0.0,
-                    };
-                    a.p.samples.push(ProcSample {
-                        t_s: t,
-                        cpu,
-                        state: r.state,
-                    });
-                    if a.p.name != r.comm {
-                        a.p.name.clone_from(&r.comm);
-                    }
-                    a.ticks = ticks;
-                    // The leader's blocked time cannot grow faster than the clock.
-                    let grew = r.blkio_ticks.saturating_sub(a.blkio) as f64 / hz;
-                    let limit = dt.unwrap_or(0.0).max(0.0) + 1.0 / hz;
-                    if grew > limit {
-                        impossible_blkio += 1;
-                    }
-                    a.blocked_s += grew.min(limit);
-                    a.blkio = r.blkio_ticks;
-                    a.last_block = bi;
-                    a.p.end_s = t;
-                    a.d_samples += u32::from(r.state == 'D');
-                }
-                None => {
-                    // A process cannot start after the first sample that saw it, but where
-                    // the sample clock and the kernel's start times disagree (old bootchart
-                    // collectors) its starttime says so: the sighting is its start, as
-                    // bootchart2 takes it (docs/report.md).
-                    let mut start_s = r.starttime as f64 / hz;
-                    if start_s > t + 1e-9 {
-                        started_late += 1;
-                        start_s = t;
-                    }
-                    // Seen for the first time: its CPU share is only known if it started
-                    // within the interval.
-                    let cpu = match (prev_t, dt) {
-                        (Some(p), Some(dt)) if start_s > p && dt > 0.0 => ticks as f64 / hz / dt,
-                        _ => 0.0,
-                    };
-                    accs.push(Acc {
-                        p: Process {
-                            pid: r.pid,
-                            ppid: r.ppid,
-                            name: r.comm.clone(),
-                            start_s,
-                            end_s: t,
-                            kernel_thread: r.pid == 2 || r.ppid == 2,
-                            samples: vec![ProcSample {
-                                t_s: t,
-                                cpu,
-                                state: r.state,
-                            }],
-                            ..Process::default()
-                        },
-                        starttime: r.starttime,
-                        ticks,
-                        blkio: r.blkio_ticks,
-                        blocked_s: {
-                            let b = r.blkio_ticks as f64 / hz;
-                            let limit = (t - start_s).max(0.0) + 1.0 / hz;
-                            if b > limit {
-                                impossible_blkio += 1;
-                            }
-                            b.min(limit)
-                        },
-                        d_samples: u32::from(r.state == 'D'),
-                        last_block: bi,
-                    });
-                    current.set(r.pid, accs.len() - 1);
-                }
-            }
-        }
-        prev_t = Some(t);
-        bi += 1;
-    })?;
-    let (Some(first_t), Some(last_t)) = (first_t, prev_t) else {
+    let mut scan = PsScan::new(system.clk_tck as f64);
+    let nblocks = trace.for_each_ps_block(|t_cs, records| scan.block(cs(t_cs), records))?;
+    let (Some(first_t), Some(last_t)) = (scan.first_t, scan.prev_t) else {
         return Err(AnalyzeError {
             file: "proc_ps.log".into(),
             line: None,
             expected: "at least 1 sample block".into(),
         });
     };
-    if started_late > 0 {
-        notes.push(format!(
-            "clocks disagree: {started_late} process{} started after {} first sampled; start \
-             taken as first sighting",
-            if started_late == 1 { "" } else { "es" },
-            if started_late == 1 {
-                "it was"
-            } else {
-                "they were"
-            },
-        ));
-    }
-    if impossible_blkio > 0 {
-        notes.push(format!(
-            "delayacct_blkio_ticks grew faster than the clock {impossible_blkio} times (a \
-             kernel reporting quirk); each such jump was cut to the time that passed"
-        ));
-    }
-    let source = if any_blkio {
+    scan.note_quirks(notes);
+    let source = if scan.any_blkio {
         BlockedSource::DelayAcct
     } else {
         notes.push(
@@ -627,34 +499,224 @@ fn processes(
         );
         BlockedSource::DStateSamples
     };
-    let cmdlines: HashMap<u32, &trace::bootchart::CmdlineEntry> = trace
-        .cmdlines
-        .iter()
-        .flatten()
-        .map(|c| (c.pid, c))
-        .collect();
-    let procs = accs
-        .into_iter()
-        .map(|a| {
-            let mut p = a.p;
-            p.alive_at_end = a.last_block + 1 == nblocks;
-            p.cpu_s = a.ticks as f64 / hz;
-            p.blocked_s = match source {
-                BlockedSource::DelayAcct => a.blocked_s,
-                BlockedSource::DStateSamples => a.d_samples as f64 * system.sample_interval_s,
-            };
-            if let Some(c) = cmdlines.get(&p.pid) {
-                if !c.exe.is_empty() {
-                    p.exe = Some(c.exe.clone());
-                }
-                if !c.args.is_empty() {
-                    p.cmdline = Some(c.args.join(" "));
-                }
-            }
-            p
-        })
-        .collect();
+    let started_late = scan.started_late;
+    let procs = scan.finish(trace, system, source, nblocks);
     Ok((procs, source, (first_t, last_t), started_late))
+}
+
+/// A process as `proc_ps.log` has shown it so far, and the counters its figures come from.
+struct Acc {
+    p: Process,
+    /// With the pid, what tells this process from another that reused its pid.
+    starttime: u64,
+    /// utime + stime at its last sample.
+    ticks: u64,
+    /// delayacct_blkio_ticks at its last sample.
+    blkio: u64,
+    /// Time blocked so far, impossible growth cut.
+    blocked_s: f64,
+    /// Samples in state D.
+    d_samples: u32,
+    /// The last block that saw it.
+    last_block: usize,
+}
+
+/// One pass over `proc_ps.log`, block by block.
+struct PsScan {
+    /// Clock ticks per second.
+    hz: f64,
+    /// pid -> index into accs of the process now holding it.
+    current: PidIndex,
+    accs: Vec<Acc>,
+    /// Whether any delayacct_blkio_ticks was not zero (delay accounting was on).
+    any_blkio: bool,
+    /// Processes whose delayacct_blkio_ticks grew faster than time passed (seen on a 6.18
+    /// kernel: a task in D state reporting its start time); such jumps are clamped.
+    impossible_blkio: usize,
+    /// Times of the first and the latest block.
+    first_t: Option<f64>,
+    prev_t: Option<f64>,
+    /// The index of the block being read.
+    block: usize,
+    /// Processes that started after the first block that saw them.
+    started_late: usize,
+}
+
+impl PsScan {
+    fn new(hz: f64) -> PsScan {
+        PsScan {
+            hz,
+            current: PidIndex::default(),
+            accs: Vec::new(),
+            any_blkio: false,
+            impossible_blkio: 0,
+            first_t: None,
+            prev_t: None,
+            block: 0,
+            started_late: 0,
+        }
+    }
+
+    /// The block at `t` seconds.
+    fn block(&mut self, t: f64, records: &[PsRecord]) {
+        self.first_t.get_or_insert(t);
+        let dt = self.prev_t.map(|p| t - p);
+        for r in records {
+            self.any_blkio |= r.blkio_ticks > 0;
+            // Saturating: the counters are whatever the log holds.
+            let ticks = r.utime.saturating_add(r.stime);
+            let existing = self
+                .current
+                .get(r.pid)
+                .filter(|&i| self.accs[i].starttime == r.starttime);
+            match existing {
+                Some(i) => self.seen_again(i, r, ticks, t, dt),
+                None => self.seen_first(r, ticks, t, dt),
+            }
+        }
+        self.prev_t = Some(t);
+        self.block += 1;
+    }
+
+    /// Process `i` in the block at `t`, `dt` seconds after the block before.
+    fn seen_again(&mut self, i: usize, r: &PsRecord, ticks: u64, t: f64, dt: Option<f64>) {
+        let hz = self.hz;
+        let a = &mut self.accs[i];
+        let cpu = match dt {
+            Some(dt) if dt > 0.0 => ticks.saturating_sub(a.ticks) as f64 / hz / dt,
+            _ => 0.0,
+        };
+        a.p.samples.push(ProcSample {
+            t_s: t,
+            cpu,
+            state: r.state,
+        });
+        if a.p.name != r.comm {
+            a.p.name.clone_from(&r.comm);
+        }
+        a.ticks = ticks;
+        // The leader's blocked time cannot grow faster than the clock.
+        let grew = r.blkio_ticks.saturating_sub(a.blkio) as f64 / hz;
+        let limit = dt.unwrap_or(0.0).max(0.0) + 1.0 / hz;
+        if grew > limit {
+            self.impossible_blkio += 1;
+        }
+        a.blocked_s += grew.min(limit);
+        a.blkio = r.blkio_ticks;
+        a.last_block = self.block;
+        a.p.end_s = t;
+        a.d_samples += u32::from(r.state == 'D');
+    }
+
+    /// A process seen for the first time, in the block at `t`.
+    fn seen_first(&mut self, r: &PsRecord, ticks: u64, t: f64, dt: Option<f64>) {
+        let hz = self.hz;
+        // A process cannot start after the first sample that saw it, but where the sample
+        // clock and the kernel's start times disagree (old bootchart collectors) its
+        // starttime says so: the sighting is its start, as bootchart2 takes it
+        // (docs/report.md).
+        let mut start_s = r.starttime as f64 / hz;
+        if start_s > t + 1e-9 {
+            self.started_late += 1;
+            start_s = t;
+        }
+        // Its CPU share is only known if it started within the interval.
+        let cpu = match (self.prev_t, dt) {
+            (Some(p), Some(dt)) if start_s > p && dt > 0.0 => ticks as f64 / hz / dt,
+            _ => 0.0,
+        };
+        let blocked_s = r.blkio_ticks as f64 / hz;
+        let limit = (t - start_s).max(0.0) + 1.0 / hz;
+        if blocked_s > limit {
+            self.impossible_blkio += 1;
+        }
+        self.accs.push(Acc {
+            p: Process {
+                pid: r.pid,
+                ppid: r.ppid,
+                name: r.comm.clone(),
+                start_s,
+                end_s: t,
+                kernel_thread: r.pid == 2 || r.ppid == 2,
+                samples: vec![ProcSample {
+                    t_s: t,
+                    cpu,
+                    state: r.state,
+                }],
+                ..Process::default()
+            },
+            starttime: r.starttime,
+            ticks,
+            blkio: r.blkio_ticks,
+            blocked_s: blocked_s.min(limit),
+            d_samples: u32::from(r.state == 'D'),
+            last_block: self.block,
+        });
+        self.current.set(r.pid, self.accs.len() - 1);
+    }
+
+    /// Says in the notes where the log's clocks or counters could not be taken as they are.
+    fn note_quirks(&self, notes: &mut Vec<String>) {
+        let started_late = self.started_late;
+        if started_late > 0 {
+            notes.push(format!(
+                "clocks disagree: {started_late} process{} started after {} first sampled; \
+                 start taken as first sighting",
+                if started_late == 1 { "" } else { "es" },
+                if started_late == 1 {
+                    "it was"
+                } else {
+                    "they were"
+                },
+            ));
+        }
+        let impossible_blkio = self.impossible_blkio;
+        if impossible_blkio > 0 {
+            notes.push(format!(
+                "delayacct_blkio_ticks grew faster than the clock {impossible_blkio} times (a \
+                 kernel reporting quirk); each such jump was cut to the time that passed"
+            ));
+        }
+    }
+
+    /// The processes with their totals (blocked time from `source`) and command lines;
+    /// `nblocks`: how many blocks the log had.
+    fn finish(
+        self,
+        trace: &Trace,
+        system: &SystemInfo,
+        source: BlockedSource,
+        nblocks: usize,
+    ) -> Vec<Process> {
+        let hz = self.hz;
+        let cmdlines: HashMap<u32, &trace::bootchart::CmdlineEntry> = trace
+            .cmdlines
+            .iter()
+            .flatten()
+            .map(|c| (c.pid, c))
+            .collect();
+        self.accs
+            .into_iter()
+            .map(|a| {
+                let mut p = a.p;
+                p.alive_at_end = a.last_block + 1 == nblocks;
+                p.cpu_s = a.ticks as f64 / hz;
+                p.blocked_s = match source {
+                    BlockedSource::DelayAcct => a.blocked_s,
+                    BlockedSource::DStateSamples => a.d_samples as f64 * system.sample_interval_s,
+                };
+                if let Some(c) = cmdlines.get(&p.pid) {
+                    if !c.exe.is_empty() {
+                        p.exe = Some(c.exe.clone());
+                    }
+                    if !c.args.is_empty() {
+                        p.cmdline = Some(c.args.join(" "));
+                    }
+                }
+                p
+            })
+            .collect()
+    }
 }
 
 /// pid -> index, looked up once per `proc_ps.log` line: a Vec for the pids a boot mostly
@@ -1027,6 +1089,27 @@ mod tests {
 
     /// Defect 3: pid reuse can make two processes each other's parent; the model's parent
     /// links must still end at a root, or every walk up the tree loops.
+    #[test]
+    fn a_reused_pid_is_a_new_process_and_cpu_comes_from_counter_growth() {
+        let rec = |starttime: u64, utime: u64| trace::writer::PsRecord {
+            utime,
+            ..ps(10, 1, "sh", starttime)
+        };
+        let mut scan = PsScan::new(100.0);
+        scan.block(1.0, &[rec(50, 10)]);
+        scan.block(2.0, &[rec(50, 60)]);
+        // pid 10 again, started at 2.5 s: within the last interval, so its 20 ticks count.
+        scan.block(3.0, &[rec(250, 20)]);
+        assert_eq!(scan.accs.len(), 2);
+        let (old, new) = (&scan.accs[0], &scan.accs[1]);
+        let cpu = |a: &Acc| a.p.samples.iter().map(|s| s.cpu).collect::<Vec<_>>();
+        assert_eq!(cpu(old), vec![0.0, 0.5]);
+        assert_eq!((old.p.start_s, old.p.end_s, old.last_block), (0.5, 2.0, 1));
+        assert_eq!(cpu(new), vec![0.2]);
+        assert_eq!((new.p.start_s, new.last_block), (2.5, 2));
+        assert_eq!((scan.first_t, scan.prev_t), (Some(1.0), Some(3.0)));
+    }
+
     #[test]
     fn defect3_parent_cycle_is_cut_in_the_model() {
         let recs = vec![

@@ -2,6 +2,7 @@
 //! `calling`/`returned` lines, one thread per pid), driver probes, and the facts the findings
 //! need (command line, memory size, initramfs unpack, usb-storage settle).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde::Serialize;
@@ -306,196 +307,253 @@ impl KernelBoot {
 
 /// Analyses a parsed log. Never fails; what it cannot read is counted.
 pub fn analyze(log: &Log) -> KernelBoot {
-    let mut kb = KernelBoot {
-        bad: log.bad.iter().take(50).cloned().collect(),
-        ..Default::default()
-    };
-    kb.counts.bad_lines = log.bad.len();
-    let mut open: HashMap<(String, Option<String>), Vec<usize>> = HashMap::new();
-    let mut level: Option<String> = None;
-    let mut last_ts: u64 = 0;
-    let mut skip_next = false;
-    let mut prev: Option<Mark> = None;
-
-    for (i, line) in log.lines.iter().enumerate() {
-        if std::mem::take(&mut skip_next) {
-            continue;
-        }
+    let mut scan = Scan::new(log);
+    let mut lines = log.lines.iter().enumerate();
+    while let Some((i, line)) = lines.next() {
         let Some(ts) = line.ts_us else {
-            kb.counts.console_lines += 1;
-            console_landmark(&mut kb, line, last_ts);
+            scan.kb.counts.console_lines += 1;
+            console_landmark(&mut scan.kb, line, scan.last_ts);
             continue;
         };
-        kb.counts.kernel_lines += 1;
-        last_ts = last_ts.max(ts);
-        let mut text = std::borrow::Cow::Borrowed(line.text.as_str());
         // A kernel line cut by console output: its rest is the next, untimed, line.
-        if needs_mending(&text) {
-            if let Some(next) = log.lines.get(i + 1).filter(|n| n.ts_us.is_none()) {
-                let joined = format!("{}{}", text, next.text);
-                if !needs_mending(&joined) {
-                    text = joined.into();
-                    skip_next = true;
-                    kb.counts.mended_lines += 1;
-                }
+        let text = match mended(line, log.lines.get(i + 1)) {
+            Some(joined) => {
+                lines.next();
+                scan.kb.counts.mended_lines += 1;
+                Cow::Owned(joined)
             }
-        }
-        if kb.landmarks.run_init.is_none() {
-            // `[    7.339389] ` and the newline.
-            let n = text.len() + 16;
-            kb.counts.kernel_bytes_to_init += n;
-            if text.starts_with("calling ")
-                || text.starts_with("initcall ")
-                || text.starts_with("probe of ")
-            {
-                kb.counts.initcall_debug_bytes_to_init += n;
-            } else {
-                kb.counts.bytes_to_init_by_level[usize::from(line.level.unwrap_or(6).min(7))] += n;
-            }
-        }
-        let mark = |t: &str| Mark {
-            us: ts,
-            approximate: false,
-            lineno: line.lineno,
-            text: t.to_string(),
+            None => Cow::Borrowed(line.text.as_str()),
         };
-        if kb.landmarks.run_init.is_none() {
-            if let Some(p) = prev.as_ref().filter(|p| ts >= p.us.saturating_add(200_000)) {
-                kb.gaps.push(Gap {
-                    us: ts - p.us,
-                    before: p.clone(),
-                    after: mark(&text),
-                });
-            }
-            // A secondary CPU's early lines can go back in time; keep the latest.
-            match &prev {
-                Some(p) if ts < p.us => {}
-                _ => prev = Some(mark(&text)),
-            }
+        scan.kernel_line(line, ts, &text);
+    }
+    scan.finish()
+}
+
+/// The state of one pass over the log.
+struct Scan {
+    kb: KernelBoot,
+    /// Initcalls called and not yet returned, by (symbol, module): indices into
+    /// `kb.initcalls`, the latest last.
+    open: HashMap<(String, Option<String>), Vec<usize>>,
+    /// The initcall level pid 1 is in (`entering initcall level: `).
+    level: Option<String>,
+    /// The latest kernel time so far.
+    last_ts: u64,
+    /// The latest kernel line before the first program, for the gaps.
+    prev: Option<Mark>,
+}
+
+impl Scan {
+    fn new(log: &Log) -> Scan {
+        let mut kb = KernelBoot {
+            bad: log.bad.iter().take(50).cloned().collect(),
+            ..Default::default()
+        };
+        kb.counts.bad_lines = log.bad.len();
+        Scan {
+            kb,
+            open: HashMap::new(),
+            level: None,
+            last_ts: 0,
+            prev: None,
+        }
+    }
+
+    /// One kernel line (`text`: mended when it was cut), timestamped `ts`.
+    fn kernel_line(&mut self, line: &Line, ts: u64, text: &str) {
+        self.kb.counts.kernel_lines += 1;
+        self.last_ts = self.last_ts.max(ts);
+        if self.kb.landmarks.run_init.is_none() {
+            self.before_first_program(line, ts, text);
         }
         if let Some(rest) = text.strip_prefix("calling ") {
-            match parse_calling(rest) {
-                Some((symbol, module, pid)) => {
-                    let (func, cookie) = split_symbol(&symbol);
-                    let idx = kb.initcalls.len();
-                    open.entry((symbol.clone(), module.clone()))
-                        .or_default()
-                        .push(idx);
-                    kb.initcalls.push(Initcall {
-                        func,
-                        symbol,
-                        module,
-                        pid: Some(pid),
-                        async_cookie: cookie,
-                        level: if pid == 1 { level.clone() } else { None },
-                        start_us: Some(ts),
-                        end_us: None,
-                        duration_us: None,
-                        ret: None,
-                        overlapped: false,
-                        call_line: Some(line.lineno),
-                        return_line: None,
-                    });
-                }
-                None => bad(
-                    &mut kb,
-                    line,
-                    "expected `calling  FUNC+0xOFF/0xLEN [MODULE] @ PID`",
-                ),
-            }
-            continue;
+            self.calling(line, ts, rest);
+        } else if let Some(rest) = text.strip_prefix("initcall ") {
+            self.returned(line, ts, rest);
+        } else if let Some(rest) = text.strip_prefix("probe of ") {
+            self.probe(line, ts, rest);
+        } else if let Some(name) = text.strip_prefix("entering initcall level: ") {
+            self.level = Some(name.trim().to_string());
+        } else {
+            kernel_landmark(&mut self.kb, text, mark(line, ts, text));
         }
-        if let Some(rest) = text.strip_prefix("initcall ") {
-            if rest.ends_with("blacklisted") {
-                continue;
-            }
-            match parse_returned(rest) {
-                Some((symbol, module, ret, dur)) => {
-                    let key = (symbol.clone(), module.clone());
-                    let found = open.get_mut(&key).and_then(|v| v.pop());
-                    match found {
-                        Some(idx) => {
-                            let ic = &mut kb.initcalls[idx];
-                            ic.end_us = Some(ts);
-                            ic.duration_us = Some(dur);
-                            ic.ret = ret;
-                            ic.return_line = Some(line.lineno);
-                        }
-                        None => {
-                            kb.counts.unpaired_returns += 1;
-                            let (func, cookie) = split_symbol(&symbol);
-                            let pid = match line.caller {
-                                Some(Caller::Thread(p)) => Some(p),
-                                _ => None,
-                            };
-                            kb.initcalls.push(Initcall {
-                                func,
-                                symbol,
-                                module,
-                                pid,
-                                async_cookie: cookie,
-                                level: None,
-                                start_us: None,
-                                end_us: Some(ts),
-                                duration_us: Some(dur),
-                                ret,
-                                overlapped: false,
-                                call_line: None,
-                                return_line: Some(line.lineno),
-                            });
-                        }
-                    }
-                }
-                None => bad(
-                    &mut kb,
-                    line,
-                    "expected `initcall FUNC+0xOFF/0xLEN [MODULE] returned R after N usecs`",
-                ),
-            }
-            continue;
-        }
-        if let Some(rest) = text.strip_prefix("probe of ") {
-            match parse_probe(rest) {
-                Some((device, ret, dur)) => {
-                    let caller_pid = match line.caller {
-                        Some(Caller::Thread(p)) => Some(p),
-                        _ => None,
-                    };
-                    let initcall = enclosing(&kb.initcalls, &open, caller_pid);
-                    let pid = caller_pid.or_else(|| initcall.and_then(|i| kb.initcalls[i].pid));
-                    kb.probes.push(Probe {
-                        device,
-                        ret,
-                        duration_us: dur,
-                        end_us: ts,
-                        lineno: line.lineno,
-                        initcall,
-                        pid,
-                    });
-                }
-                None => bad(
-                    &mut kb,
-                    line,
-                    "expected `probe of DEVICE returned R after N usecs`",
-                ),
-            }
-            continue;
-        }
-        if let Some(name) = text.strip_prefix("entering initcall level: ") {
-            level = Some(name.trim().to_string());
-            continue;
-        }
-        kernel_landmark(&mut kb, &text, mark(&text));
     }
-    kb.gaps
-        .sort_by_key(|g| (std::cmp::Reverse(g.us), g.before.lineno));
-    kb.gaps.truncate(5);
-    kb.counts.unfinished_initcalls = kb.initcalls.iter().filter(|i| i.end_us.is_none()).count();
-    kb.last_us = last_ts;
-    kb.phases = phases(&kb.landmarks);
-    mark_overlaps(&mut kb.initcalls);
-    kb.threads = threads(&kb.initcalls, last_ts);
-    kb
+
+    /// Until the kernel runs its first program: what the console printed (bytes by kind
+    /// and level), and the silences between lines.
+    fn before_first_program(&mut self, line: &Line, ts: u64, text: &str) {
+        let counts = &mut self.kb.counts;
+        // `[    7.339389] ` and the newline.
+        let n = text.len() + 16;
+        counts.kernel_bytes_to_init += n;
+        if text.starts_with("calling ")
+            || text.starts_with("initcall ")
+            || text.starts_with("probe of ")
+        {
+            counts.initcall_debug_bytes_to_init += n;
+        } else {
+            counts.bytes_to_init_by_level[usize::from(line.level.unwrap_or(6).min(7))] += n;
+        }
+        if let Some(p) = self
+            .prev
+            .as_ref()
+            .filter(|p| ts >= p.us.saturating_add(200_000))
+        {
+            self.kb.gaps.push(Gap {
+                us: ts - p.us,
+                before: p.clone(),
+                after: mark(line, ts, text),
+            });
+        }
+        // A secondary CPU's early lines can go back in time; keep the latest.
+        match &self.prev {
+            Some(p) if ts < p.us => {}
+            _ => self.prev = Some(mark(line, ts, text)),
+        }
+    }
+
+    /// `calling  FUNC+0xOFF/0xLEN [MODULE] @ PID`: an initcall begins.
+    fn calling(&mut self, line: &Line, ts: u64, rest: &str) {
+        let Some((symbol, module, pid)) = parse_calling(rest) else {
+            bad(
+                &mut self.kb,
+                line,
+                "expected `calling  FUNC+0xOFF/0xLEN [MODULE] @ PID`",
+            );
+            return;
+        };
+        let (func, cookie) = split_symbol(&symbol);
+        let idx = self.kb.initcalls.len();
+        self.open
+            .entry((symbol.clone(), module.clone()))
+            .or_default()
+            .push(idx);
+        self.kb.initcalls.push(Initcall {
+            func,
+            symbol,
+            module,
+            pid: Some(pid),
+            async_cookie: cookie,
+            level: if pid == 1 { self.level.clone() } else { None },
+            start_us: Some(ts),
+            end_us: None,
+            duration_us: None,
+            ret: None,
+            overlapped: false,
+            call_line: Some(line.lineno),
+            return_line: None,
+        });
+    }
+
+    /// `initcall FUNC+0xOFF/0xLEN [MODULE] returned R after N usecs`: the latest open call
+    /// of it ends; with none open (the log starts late, a line was lost), it stands alone.
+    fn returned(&mut self, line: &Line, ts: u64, rest: &str) {
+        if rest.ends_with("blacklisted") {
+            return;
+        }
+        let Some((symbol, module, ret, dur)) = parse_returned(rest) else {
+            bad(
+                &mut self.kb,
+                line,
+                "expected `initcall FUNC+0xOFF/0xLEN [MODULE] returned R after N usecs`",
+            );
+            return;
+        };
+        let key = (symbol.clone(), module.clone());
+        if let Some(idx) = self.open.get_mut(&key).and_then(|v| v.pop()) {
+            let ic = &mut self.kb.initcalls[idx];
+            ic.end_us = Some(ts);
+            ic.duration_us = Some(dur);
+            ic.ret = ret;
+            ic.return_line = Some(line.lineno);
+            return;
+        }
+        self.kb.counts.unpaired_returns += 1;
+        let (func, cookie) = split_symbol(&symbol);
+        self.kb.initcalls.push(Initcall {
+            func,
+            symbol,
+            module,
+            pid: thread_of(line),
+            async_cookie: cookie,
+            level: None,
+            start_us: None,
+            end_us: Some(ts),
+            duration_us: Some(dur),
+            ret,
+            overlapped: false,
+            call_line: None,
+            return_line: Some(line.lineno),
+        });
+    }
+
+    /// `probe of DEVICE returned R after N usecs`, in the initcall open on its thread.
+    fn probe(&mut self, line: &Line, ts: u64, rest: &str) {
+        let Some((device, ret, dur)) = parse_probe(rest) else {
+            bad(
+                &mut self.kb,
+                line,
+                "expected `probe of DEVICE returned R after N usecs`",
+            );
+            return;
+        };
+        let caller_pid = thread_of(line);
+        let initcall = enclosing(&self.kb.initcalls, &self.open, caller_pid);
+        let pid = caller_pid.or_else(|| initcall.and_then(|i| self.kb.initcalls[i].pid));
+        self.kb.probes.push(Probe {
+            device,
+            ret,
+            duration_us: dur,
+            end_us: ts,
+            lineno: line.lineno,
+            initcall,
+            pid,
+        });
+    }
+
+    /// What needs the whole log: the longest gaps, the phases, overlapping initcalls and
+    /// the threads that ran them.
+    fn finish(self) -> KernelBoot {
+        let mut kb = self.kb;
+        kb.gaps
+            .sort_by_key(|g| (std::cmp::Reverse(g.us), g.before.lineno));
+        kb.gaps.truncate(5);
+        kb.counts.unfinished_initcalls = kb.initcalls.iter().filter(|i| i.end_us.is_none()).count();
+        kb.last_us = self.last_ts;
+        kb.phases = phases(&kb.landmarks);
+        mark_overlaps(&mut kb.initcalls);
+        kb.threads = threads(&kb.initcalls, self.last_ts);
+        kb
+    }
+}
+
+/// `line` joined with `next` when it is a kernel line cut by console output and `next`, an
+/// untimed line, completes it.
+fn mended(line: &Line, next: Option<&Line>) -> Option<String> {
+    if !needs_mending(&line.text) {
+        return None;
+    }
+    let next = next.filter(|n| n.ts_us.is_none())?;
+    let joined = format!("{}{}", line.text, next.text);
+    (!needs_mending(&joined)).then_some(joined)
+}
+
+/// The evidence of a kernel line, at `ts`.
+fn mark(line: &Line, ts: u64, text: &str) -> Mark {
+    Mark {
+        us: ts,
+        approximate: false,
+        lineno: line.lineno,
+        text: text.to_string(),
+    }
+}
+
+/// The thread a line names as its caller (`[    T1]`), if any.
+fn thread_of(line: &Line) -> Option<u32> {
+    match line.caller {
+        Some(Caller::Thread(p)) => Some(p),
+        _ => None,
+    }
 }
 
 fn bad(kb: &mut KernelBoot, line: &Line, reason: &str) {
@@ -875,6 +933,63 @@ ter 5183 usecs
         assert_eq!(kb.initcalls.len(), 1);
         assert_eq!(kb.initcalls[0].duration_us, Some(5183));
         assert_eq!(kb.counts.console_lines, 0);
+    }
+
+    #[test]
+    fn a_cut_line_is_mended_only_by_an_untimed_line_that_completes_it() {
+        let log = parse(
+            "\
+[    9.0] calling  floppy_module_init+0x0/0xed9 [flo
+[    9.1] ppy] @ 118
+[    9.2] calling  floppy_module_init+0x0/0xed9 [flo
+eth0: link up
+",
+        );
+        let l = &log.lines;
+        assert_eq!(mended(&l[0], Some(&l[1])), None, "the next line has a time");
+        assert_eq!(mended(&l[2], Some(&l[3])), None, "it does not complete it");
+        assert_eq!(mended(&l[2], None), None);
+        let rest = Line {
+            text: "ppy] @ 118".into(),
+            ts_us: None,
+            ..l[3].clone()
+        };
+        assert_eq!(
+            mended(&l[2], Some(&rest)).as_deref(),
+            Some("calling  floppy_module_init+0x0/0xed9 [floppy] @ 118")
+        );
+        let kb = analyze(&log);
+        assert_eq!(kb.counts.mended_lines, 0);
+        assert_eq!(kb.counts.console_lines, 1);
+    }
+
+    #[test]
+    fn bytes_and_silences_are_counted_until_the_first_program() {
+        let kb = run("\
+<6>[    0.100000] Linux version 6.1.0
+<7>[    0.200000] calling  a_init+0x0/0x1 @ 1
+<4>[    0.900000] slow thing
+<6>[    1.000000] Run /init as init process
+<6>[    3.000000] after init
+");
+        // `[    0.100000] ` and the newline around each text: 16 bytes.
+        let n = |text: &str| text.len() + 16;
+        assert_eq!(
+            kb.counts.initcall_debug_bytes_to_init,
+            n("calling  a_init+0x0/0x1 @ 1")
+        );
+        assert_eq!(kb.counts.bytes_to_init_by_level[4], n("slow thing"));
+        assert_eq!(
+            kb.counts.bytes_to_init_by_level[6],
+            n("Linux version 6.1.0") + n("Run /init as init process")
+        );
+        // The silence after the first program is not the kernel's.
+        let gaps: Vec<(u64, usize, usize)> = kb
+            .gaps
+            .iter()
+            .map(|g| (g.us, g.before.lineno, g.after.lineno))
+            .collect();
+        assert_eq!(gaps, vec![(700_000, 2, 3)]);
     }
 
     #[test]

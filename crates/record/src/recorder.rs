@@ -1,6 +1,10 @@
 //! The recording loop: sample at the configured rate on absolute deadlines (so the rate does
 //! not drift), take exec events as they come, mark milestones, stop when boot is done or at
 //! the time limit, then write the trace.
+//!
+//! [`run`] is the loop. A `Recorder` keeps what lives from one sample to the next and has a
+//! method per step of a sample, which `run` calls in order; `Recorder::finish` assembles and
+//! writes the trace.
 
 use std::fs;
 use std::io;
@@ -8,11 +12,13 @@ use std::path::{Path, PathBuf};
 
 use sample::procfs::{self, CachedFile, Listing, ProcFs, ProcessTable};
 use sys::boottime_ns;
+use trace::writer::PsRecord;
 use trace::Event;
 
 use crate::config::Config;
 use crate::done::{DoneDetector, Thresholds};
 use crate::execs::ExecSource;
+use crate::readahead::Milestones;
 use crate::store::{Access, Store};
 use crate::{kmsg, sysinfo};
 use sample::knob::KnobGuard;
@@ -21,6 +27,9 @@ use sample::knob::KnobGuard;
 const EXEC_COALESCE_NS: u64 = 50_000_000;
 /// With the connector's process events, /proc is still listed at one sample in this many.
 const RESCAN_EVERY: u64 = 50;
+/// /proc/meminfo is read at one sample in this many: memory moves slowly and the file is
+/// costly to produce.
+const MEMINFO_EVERY: u64 = 5;
 
 /// Where the recorder looks and writes; every path a parameter so tests use their own.
 #[derive(Debug, Clone)]
@@ -83,326 +92,640 @@ pub struct Start {
 
 /// Records until boot is done and writes the trace; returns its directory.
 pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> {
-    let t_start = boottime_ns();
-    crate::sys::catch_termination();
-    crate::fault::arm(&config.fault);
-    let mut store = Store::default();
-    let (clk_tck, page_size) = (sys::clk_tck(), sys::page_size());
-    store.events.push(
-        Event::new(t_start, "recorder_start")
-            .with("pid", std::process::id())
-            .with("hz", config.hz)
-            .with("version", env!("CARGO_PKG_VERSION")),
-    );
-    if let Some((t, path)) = &start.init_exec {
-        store
-            .events
-            .push(Event::new(*t, "init_exec").with("path", path));
-    }
-    for w in &start.warnings {
-        store
-            .events
-            .push(Event::new(t_start, "warning").with("what", w));
-    }
-
-    let mut readahead = crate::readahead::Session::start(start.readahead, &mut store.events);
-    if start.modules.is_control() {
-        readahead.set_aside("the module loader compared on this boot");
-    }
-    let mut watch = ExecSource::open(&config.exec_events, &paths.exec_root, t_start, &mut store);
-    // Per-task I/O delay needs delay accounting, off by default since Linux 5.14. Switched
-    // on here only when asked: the switch patches the kernel's code (a static key) while
-    // init forks, which wedges QEMU's TCG for good (docs/testbed.md "Kernel stalls").
-    let _delayacct = config
-        .delayacct
-        .then(|| KnobGuard::set(&paths.delayacct, "1"));
-    let delayacct_on = fs::read_to_string(&paths.delayacct).is_ok_and(|v| v.trim() == "1");
-
-    let period = (1_000_000_000 / config.hz.max(1) as u64).max(1);
-    let timeout_ns = (config.timeout_s * 1e9) as u64;
-    let mut detector = DoneDetector::new(Thresholds {
-        cpu: config.idle_cpu,
-        disk: config.idle_disk,
-        settle_ns: (config.settle_s * 1e9) as u64,
-    });
-    let mut table = ProcessTable::new(paths.proc.clone());
-    let (mut born, mut gone) = (Vec::new(), Vec::new());
-    let mut records = Vec::new();
-    let mut prev_forks = None;
-    let mut login_ns = None;
-    let mut waited_for_services = false;
-    let mut greeter_seen = false;
-    let mut cmdline_retry = CmdlineRetry::default();
-    let mut root_writable = false;
-    let mut next_root_check = t_start;
-    let mut late = 0u64;
-    let mut sample_no = 0u64;
-    // All CPUs' busy time at the last sample (clock ticks): the boot's CPU, for the
-    // recorder's share of it.
-    let mut boot_busy_ticks = 0u64;
-    let mut stat_file = CachedFile::new(paths.proc.path("stat"));
-    let mut diskstats_file = CachedFile::new(paths.proc.path("diskstats"));
-    let mut meminfo_file = CachedFile::new(paths.proc.path("meminfo"));
-    let own_pid = std::process::id();
-    store.observer_pid = Some(own_pid);
-    let mut next = t_start;
-
-    let mut exec_quiet_until = 0u64;
-    let setup_cpu_s = sample::sys::own_usage().0;
-    // CPU time by part of the loop (exec events, system files, process table, new
-    // processes, the rest), for recorder_stats: where the recorder's cost goes. Only with
-    // `cost_detail`: the clock reads are system calls, a cost of their own.
-    let mut parts = [0u64; 5];
-    let mut mark = if config.cost_detail {
-        sys::thread_cpu_ns()
-    } else {
-        0
-    };
-    let mut lap = |part: usize, parts: &mut [u64; 5]| {
-        if !config.cost_detail {
-            return;
-        }
-        let t = sys::thread_cpu_ns();
-        parts[part] += t.saturating_sub(mark);
-        mark = t;
-    };
-    table.time_listing = config.cost_detail;
+    let (mut recorder, levers) = Recorder::start(config, paths, start);
+    // Kept apart from the recorder: the steps below borrow what was read from them.
+    let mut files = SystemFiles::new(&paths.proc);
     let done = loop {
-        lap(4, &mut parts);
-        // Sleep until the deadline, taking exec events as they arrive, but at most once per
-        // EXEC_COALESCE_NS: a boot of shell scripts execs thousands of times, and a wake-up
-        // per exec was the recorder's largest cost after the process table
-        // (docs/recorder.md, "Cost").
+        let now = recorder.wait_for_sample();
+        let system = files.read(recorder.meminfo_due());
+        let forked = recorder.store_system(now, &system);
+        recorder.sample_processes(now, forked);
+        recorder.read_new_processes();
+        recorder.store_processes(now);
+        recorder.feed_done_detector(now, &system);
+        recorder.note_root_writable(now);
+        if let Some(done) = recorder.boot_done(now) {
+            break done;
+        }
+    };
+    recorder.finish(done, levers)
+}
+
+/// The system-wide /proc files read at every sample, each kept open.
+struct SystemFiles {
+    stat: CachedFile,
+    diskstats: CachedFile,
+    meminfo: CachedFile,
+}
+
+/// One sample's system-wide files as read.
+struct SystemSample<'a> {
+    stat: &'a [u8],
+    diskstats: &'a [u8],
+    /// Only at the samples it is due.
+    meminfo: Option<&'a [u8]>,
+}
+
+impl SystemFiles {
+    fn new(proc: &ProcFs) -> SystemFiles {
+        SystemFiles {
+            stat: CachedFile::new(proc.path("stat")),
+            diskstats: CachedFile::new(proc.path("diskstats")),
+            meminfo: CachedFile::new(proc.path("meminfo")),
+        }
+    }
+
+    /// Reads /proc/stat, /proc/diskstats and, with `meminfo`, /proc/meminfo, in that order.
+    fn read(&mut self, meminfo: bool) -> SystemSample<'_> {
+        SystemSample {
+            stat: self.stat.read(),
+            diskstats: self.diskstats.read(),
+            meminfo: meminfo.then(|| self.meminfo.read()),
+        }
+    }
+}
+
+/// The levers started before the recorder (readahead, the module loader). They run on their
+/// own while it samples; at boot done they are told what the boot reached, for their history
+/// and verdict.
+struct Levers {
+    readahead: crate::readahead::Session,
+    modules: crate::modload::Boot,
+}
+
+impl Levers {
+    /// Hands them the milestones; their events go into `store`, whose header must be filled
+    /// (readahead's relearn check needs the kernel release).
+    fn finish(self, store: &mut Store, config: &Config, seen: Milestones) {
+        let release = store
+            .header
+            .iter()
+            .find(|(k, _)| k == "bootprint.kernel_release")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        self.readahead
+            .finish(&mut store.events, config, &release, seen);
+        self.modules.finish(&mut store.events, config, seen);
+    }
+}
+
+/// What the recording keeps from one sample to the next.
+struct Recorder<'a> {
+    config: &'a Config,
+    paths: &'a Paths,
+    /// Everything recorded so far.
+    store: Store,
+    /// Clock ticks per second (process start times) and page size (the header).
+    clk_tck: u64,
+    page_size: u64,
+    /// The recorder's own pid: its CPU time is not the boot's.
+    own_pid: u32,
+    /// Where exec events come from (and, from the connector, forks and exits).
+    exec_source: ExecSource,
+    /// Exec events wait until this time (ns) to be taken: see [`EXEC_COALESCE_NS`].
+    exec_quiet_until_ns: u64,
+    /// Time between samples (ns).
+    period_ns: u64,
+    /// When the next sample is due (ns, CLOCK_BOOTTIME).
+    next_sample_ns: u64,
+    /// Samples begun so far, the current one included.
+    samples: u64,
+    /// Samples that came late because the boot had the CPU (missed deadlines skipped).
+    late_samples: u64,
+    /// /proc/stat's fork counter at the last sample: unchanged, nothing was forked.
+    forks: Option<u64>,
+    /// Processes forked and ended since the last sample, from the connector (buffers kept).
+    born: Vec<u32>,
+    gone: Vec<u32>,
+    /// Every process's /proc/PID/stat, kept open between samples.
+    table: ProcessTable,
+    /// The processes of the current sample.
+    processes: Vec<PsRecord>,
+    /// Processes whose command line read empty, read again at the next samples.
+    cmdline_retry: CmdlineRetry,
+    /// The login milestones seen so far.
+    logins: Logins,
+    /// When recording stops, and why.
+    done: DoneCheck,
+    /// All CPUs' busy time at the last sample (clock ticks): the boot's CPU, for the
+    /// recorder's share of it.
+    boot_busy_ticks: u64,
+    /// Whether the root file system has been seen writable (an event says when).
+    root_writable: bool,
+    /// When to look again while it is not.
+    next_root_check_ns: u64,
+    /// Whether delay accounting was on, for `recorder_stats`.
+    delayacct_on: bool,
+    /// The recorder's own CPU time, for `recorder_stats`.
+    cost: LoopCost,
+    /// Delay accounting switched on for the recording. Last, so that it is put back after
+    /// everything else, once the trace is written.
+    _delayacct: Option<KnobGuard>,
+}
+
+impl<'a> Recorder<'a> {
+    /// Notes the start in a new store, starts readahead's part, opens the exec source and
+    /// switches delay accounting on when asked. What the boot path started before (readahead,
+    /// the module loader) comes back apart: the loop does not touch it.
+    fn start(config: &'a Config, paths: &'a Paths, start: Start) -> (Recorder<'a>, Levers) {
+        let t_start = boottime_ns();
+        crate::sys::catch_termination();
+        crate::fault::arm(&config.fault);
+        let mut store = Store::default();
+        let (clk_tck, page_size) = (sys::clk_tck(), sys::page_size());
+        store.events.push(
+            Event::new(t_start, "recorder_start")
+                .with("pid", std::process::id())
+                .with("hz", config.hz)
+                .with("version", env!("CARGO_PKG_VERSION")),
+        );
+        if let Some((t, path)) = &start.init_exec {
+            store
+                .events
+                .push(Event::new(*t, "init_exec").with("path", path));
+        }
+        for w in &start.warnings {
+            store
+                .events
+                .push(Event::new(t_start, "warning").with("what", w));
+        }
+
+        let mut readahead = crate::readahead::Session::start(start.readahead, &mut store.events);
+        if start.modules.is_control() {
+            readahead.set_aside("the module loader compared on this boot");
+        }
+        let exec_source =
+            ExecSource::open(&config.exec_events, &paths.exec_root, t_start, &mut store);
+        // Per-task I/O delay needs delay accounting, off by default since Linux 5.14. Switched
+        // on here only when asked: the switch patches the kernel's code (a static key) while
+        // init forks, which wedges QEMU's TCG for good (docs/testbed.md "Kernel stalls").
+        let delayacct = config
+            .delayacct
+            .then(|| KnobGuard::set(&paths.delayacct, "1"));
+        let delayacct_on = fs::read_to_string(&paths.delayacct).is_ok_and(|v| v.trim() == "1");
+
+        let period_ns = (1_000_000_000 / config.hz.max(1) as u64).max(1);
+        let done = DoneCheck::new(config, t_start, start.stop_after_ns);
+        let mut table = ProcessTable::new(paths.proc.clone());
+        table.time_listing = config.cost_detail;
+        let own_pid = std::process::id();
+        store.observer_pid = Some(own_pid);
+        let cost = LoopCost::start(config.cost_detail);
+        let recorder = Recorder {
+            config,
+            paths,
+            store,
+            clk_tck,
+            page_size,
+            own_pid,
+            exec_source,
+            exec_quiet_until_ns: 0,
+            period_ns,
+            next_sample_ns: t_start,
+            samples: 0,
+            late_samples: 0,
+            forks: None,
+            born: Vec::new(),
+            gone: Vec::new(),
+            table,
+            processes: Vec::new(),
+            cmdline_retry: CmdlineRetry::default(),
+            logins: Logins::default(),
+            done,
+            boot_busy_ticks: 0,
+            root_writable: false,
+            next_root_check_ns: t_start,
+            delayacct_on,
+            cost,
+            _delayacct: delayacct,
+        };
+        let levers = Levers {
+            readahead,
+            modules: start.modules,
+        };
+        (recorder, levers)
+    }
+
+    /// Sleeps until the next sample's deadline and returns the time (ns). Exec events are
+    /// taken as they arrive, but at most once per [`EXEC_COALESCE_NS`]: a boot of shell
+    /// scripts execs thousands of times, and a wake-up per exec was the recorder's largest
+    /// cost after the process table (docs/recorder.md, "Cost").
+    fn wait_for_sample(&mut self) -> u64 {
+        // The last sample's steps after its new processes.
+        self.cost.lap(Part::Rest);
         let now = loop {
             let now = boottime_ns();
-            if now >= next {
+            if now >= self.next_sample_ns {
                 break now;
             }
-            let watch_fd = watch.wake_fd().filter(|_| now >= exec_quiet_until);
-            let until = if watch.wake_fd().is_some() && watch_fd.is_none() {
-                next.min(exec_quiet_until)
+            let watch_fd = self
+                .exec_source
+                .wake_fd()
+                .filter(|_| now >= self.exec_quiet_until_ns);
+            let until = if self.exec_source.wake_fd().is_some() && watch_fd.is_none() {
+                self.next_sample_ns.min(self.exec_quiet_until_ns)
             } else {
-                next
+                self.next_sample_ns
             };
             let wait_ms = (until - now).div_ceil(1_000_000) as i32;
             if sample::sys::wait_readable(watch_fd, wait_ms).unwrap_or(false) {
                 let taken = boottime_ns();
-                exec_quiet_until = taken + EXEC_COALESCE_NS;
-                watch.drain(taken, &paths.proc, &mut store.events);
+                self.exec_quiet_until_ns = taken + EXEC_COALESCE_NS;
+                self.exec_source
+                    .drain(taken, &self.paths.proc, &mut self.store.events);
             }
         };
-        if now - next > period {
+        if now - self.next_sample_ns > self.period_ns {
             // Starved (the boot had the CPU): skip the missed deadlines instead of bursting.
-            late += 1;
-            next = now;
+            self.late_samples += 1;
+            self.next_sample_ns = now;
         }
-        next += period;
+        self.next_sample_ns += self.period_ns;
+        self.samples += 1;
+        self.cost.lap(Part::ExecEvents);
+        now
+    }
 
-        lap(0, &mut parts);
-        let cs = now / 10_000_000;
-        let stat = stat_file.read();
-        let diskstats = diskstats_file.read();
-        // Memory moves slowly and /proc/meminfo is costly to produce: every fifth sample.
-        sample_no += 1;
-        let meminfo = (sample_no % 5 == 1).then(|| procfs::filter_meminfo(meminfo_file.read()));
-        store.push_system(
-            cs,
-            &procfs::filter_stat(stat),
-            &procfs::filter_diskstats(diskstats),
+    /// Whether this sample reads /proc/meminfo (the first, then one in [`MEMINFO_EVERY`]).
+    fn meminfo_due(&self) -> bool {
+        self.samples % MEMINFO_EVERY == 1
+    }
+
+    /// Stores the system-wide files; says whether processes may have been forked since the
+    /// last sample (the fork counter moved, or cannot be read).
+    fn store_system(&mut self, now: u64, system: &SystemSample) -> bool {
+        let meminfo = system.meminfo.map(procfs::filter_meminfo);
+        self.store.push_system(
+            uptime_cs(now),
+            &procfs::filter_stat(system.stat),
+            &procfs::filter_diskstats(system.diskstats),
             meminfo.as_deref(),
         );
-        let forks = procfs::forks(stat);
-        let forked = forks.is_none() || forks != prev_forks;
-        prev_forks = forks;
-        lap(1, &mut parts);
-        // With the connector, its fork and exit events say which processes came and went:
-        // no listing of /proc. Listed anyway at the first sample (what ran before the
-        // recorder), after lost events, and every RESCAN_EVERY samples (a pid reused between
-        // two samples would otherwise be missed).
-        if matches!(watch, ExecSource::Connector(_)) {
-            watch.drain(now, &paths.proc, &mut store.events);
+        let forks = procfs::forks(system.stat);
+        let forked = forks.is_none() || forks != self.forks;
+        self.forks = forks;
+        self.cost.lap(Part::SystemFiles);
+        forked
+    }
+
+    /// Reads every process's /proc/PID/stat. With the connector, its fork and exit events
+    /// say which processes came and went: no listing of /proc. Listed anyway at the first
+    /// sample (what ran before the recorder), after lost events, and every [`RESCAN_EVERY`]
+    /// samples (a pid reused between two samples would otherwise be missed).
+    fn sample_processes(&mut self, now: u64, forked: bool) {
+        if matches!(self.exec_source, ExecSource::Connector(_)) {
+            self.exec_source
+                .drain(now, &self.paths.proc, &mut self.store.events);
         }
-        let complete = watch.take_lifecycle(&mut born, &mut gone);
-        let listing = if complete && sample_no % RESCAN_EVERY != 1 {
+        let complete = self
+            .exec_source
+            .take_lifecycle(&mut self.born, &mut self.gone);
+        let listing = if complete && self.samples % RESCAN_EVERY != 1 {
             Listing::Events {
-                born: &born,
-                gone: &gone,
+                born: &self.born,
+                gone: &self.gone,
             }
         } else if forked {
             Listing::Rescan
         } else {
             Listing::Known
         };
-        lap(0, &mut parts);
-        table.sample(listing, &mut records);
-        lap(2, &mut parts);
-        for pid in cmdline_retry.due() {
-            let argv = paths.proc.cmdline(pid);
-            if !argv.is_empty() {
-                store.push_cmdline(pid, &paths.proc.exe(pid), &argv);
-                cmdline_retry.done(pid);
-            }
-        }
-        for &i in table.fresh() {
-            let r = &records[i];
-            // New process, or its comm changed (it exec'd): read its command line.
-            let argv = paths.proc.cmdline(r.pid);
-            let exe = paths.proc.exe(r.pid);
-            store.push_cmdline(r.pid, &exe, &argv);
-            if argv.is_empty() && r.ppid != 2 && r.pid != 2 {
-                cmdline_retry.add(r.pid);
-            }
-            let started_ns = r.starttime * 1_000_000_000 / clk_tck;
-            if login_ns.is_none() && config.login_names.contains(&r.comm) {
-                login_ns = Some(started_ns);
-                store
-                    .events
-                    .push(milestone(started_ns, "text_login", r.pid, &r.comm));
-            }
-            if !greeter_seen && config.greeter_names.contains(&r.comm) {
-                greeter_seen = true;
-                store
-                    .events
-                    .push(milestone(started_ns, "graphical_login", r.pid, &r.comm));
-            }
-        }
-        lap(3, &mut parts);
-        store.push_processes(cs, &records);
+        self.cost.lap(Part::ExecEvents);
+        self.table.sample(listing, &mut self.processes);
+        self.cost.lap(Part::ProcessTable);
+    }
 
-        if let Some((busy, _idle, _iowait, total)) = procfs::cpu_totals(stat) {
-            boot_busy_ticks = busy;
-            // The observer's own CPU time is not the boot's: without this, the recorder
-            // alone can keep an emulated machine "busy".
-            let own = records
-                .iter()
-                .find(|r| r.pid == own_pid)
-                .map_or(0, |r| r.utime + r.stime);
-            detector.feed(
-                now,
-                busy.saturating_sub(own),
-                total,
-                &procfs::disk_io_ms(diskstats),
-            );
-        }
-        if !root_writable && now >= next_root_check {
-            next_root_check = now + 1_000_000_000;
-            if sys::statvfs(Path::new("/")).ok().map(|s| s.read_only) == Some(false) {
-                root_writable = true;
-                store.events.push(Event::new(now, "root_writable"));
+    /// Reads the command line of each new process (and again of those that read empty), and
+    /// notes the login milestones they mark.
+    fn read_new_processes(&mut self) {
+        let proc = &self.paths.proc;
+        for pid in self.cmdline_retry.due() {
+            let argv = proc.cmdline(pid);
+            if !argv.is_empty() {
+                self.store.push_cmdline(pid, &proc.exe(pid), &argv);
+                self.cmdline_retry.done(pid);
             }
         }
-        if detector.done_at(now, login_ns).is_some()
-            && (services_pending(&paths.rc_log) || late_units_pending(&paths.late_log))
-        {
-            detector.not_before(now);
-            waited_for_services = true;
+        for &i in self.table.fresh() {
+            let r = &self.processes[i];
+            // New process, or its comm changed (it exec'd): read its command line.
+            let argv = proc.cmdline(r.pid);
+            let exe = proc.exe(r.pid);
+            self.store.push_cmdline(r.pid, &exe, &argv);
+            if argv.is_empty() && r.ppid != 2 && r.pid != 2 {
+                self.cmdline_retry.add(r.pid);
+            }
+            let started_ns = r.starttime * 1_000_000_000 / self.clk_tck;
+            self.logins
+                .note(self.config, r, started_ns, &mut self.store.events);
         }
-        if let Some(at) = detector.done_at(now, login_ns) {
-            let done = Event::new(at, "boot_done")
-                .with("reason", "idle")
-                .with("settle_s", config.settle_s);
-            break if waited_for_services {
+        self.cost.lap(Part::NewProcesses);
+    }
+
+    /// Stores the processes of this sample.
+    fn store_processes(&mut self, now: u64) {
+        self.store.push_processes(uptime_cs(now), &self.processes);
+    }
+
+    /// Feeds the done detector the boot's CPU and disk time.
+    fn feed_done_detector(&mut self, now: u64, system: &SystemSample) {
+        let Some((busy, _idle, _iowait, total)) = procfs::cpu_totals(system.stat) else {
+            return;
+        };
+        self.boot_busy_ticks = busy;
+        // The observer's own CPU time is not the boot's: without this, the recorder
+        // alone can keep an emulated machine "busy".
+        let own = self
+            .processes
+            .iter()
+            .find(|r| r.pid == self.own_pid)
+            .map_or(0, |r| r.utime + r.stime);
+        self.done.detector.feed(
+            now,
+            busy.saturating_sub(own),
+            total,
+            &procfs::disk_io_ms(system.diskstats),
+        );
+    }
+
+    /// Notes when the root file system becomes writable (looked at once a second).
+    fn note_root_writable(&mut self, now: u64) {
+        if !self.root_writable && now >= self.next_root_check_ns {
+            self.next_root_check_ns = now + 1_000_000_000;
+            if sys::statvfs(Path::new("/")).ok().map(|s| s.read_only) == Some(false) {
+                self.root_writable = true;
+                self.store.events.push(Event::new(now, "root_writable"));
+            }
+        }
+    }
+
+    /// The `boot_done` event if recording stops at `now`. Idle counters do not end the boot
+    /// while bootprint's runner or systemd's late units still have services to start.
+    fn boot_done(&mut self, now: u64) -> Option<Event> {
+        let paths = self.paths;
+        self.done.check(now, self.logins.text_ns, || {
+            services_pending(&paths.rc_log) || late_units_pending(&paths.late_log)
+        })
+    }
+
+    /// At boot done: the last exec events, the header, the levers' verdicts, the files the
+    /// boot left elsewhere and the recorder's own statistics go into the store, which is then
+    /// written as the trace.
+    fn finish(mut self, done: Event, levers: Levers) -> io::Result<PathBuf> {
+        let loop_cpu_s = sample::sys::own_usage().0;
+        let done_ns = (done
+            .fields
+            .iter()
+            .any(|(k, v)| k == "reason" && v == "idle"))
+        .then_some(done.t_ns);
+        self.store.events.push(done);
+        let exec_source = self.close_exec_source();
+        // The header holds the kernel release readahead's relearn check needs.
+        self.store.header = sysinfo::header(
+            &self.paths.proc,
+            self.config.hz,
+            self.clk_tck,
+            self.page_size,
+        );
+        let seen = Milestones {
+            login_ns: self.logins.text_ns,
+            done_ns,
+        };
+        levers.finish(&mut self.store, self.config, seen);
+        self.copy_boot_files();
+        let stats = self.stats(loop_cpu_s, exec_source);
+        self.store.events.push(stats);
+        if let Ok(log) = std::fs::read(&self.paths.late_log) {
+            self.store.extra_files.push(("late.log".into(), log));
+        }
+        if self.config.late {
+            learn_late_units(self.config, self.paths, &mut self.store);
+        }
+        let boot_id = sysinfo::boot_id(&self.paths.proc);
+        let access = Access::from_group_file(&self.paths.etc_group);
+        write_trace(
+            &self.store,
+            &self.config.log_dir,
+            &self.paths.fallback_dir,
+            &boot_id,
+            access,
+        )
+    }
+
+    /// Takes the exec events still queued and closes their source. Returns its name and how
+    /// many times it lost events, for `recorder_stats`.
+    fn close_exec_source(&mut self) -> (&'static str, u64) {
+        self.exec_source
+            .drain(boottime_ns(), &self.paths.proc, &mut self.store.events);
+        let said = (self.exec_source.name(), self.exec_source.overflows());
+        self.exec_source = ExecSource::Off;
+        said
+    }
+
+    /// Copies into the trace what the boot left elsewhere: the kernel log, firmware times,
+    /// the modules loaded, the runner's and the initramfs's logs.
+    fn copy_boot_files(&mut self) {
+        let (paths, store) = (self.paths, &mut self.store);
+        store.dmesg = kmsg::read_all(&paths.kmsg);
+        store.extra_files = sysinfo::firmware_files(&paths.sys);
+        // The modules live at boot done: what udev's coldplug (and our loader) left loaded.
+        if let Ok(modules) = paths.proc.read("modules") {
+            store.extra_files.push(("proc_modules".into(), modules));
+        }
+        // The runner's spans so far (its late-service child may still be appending; the copy
+        // in /var/lib/bootprint/rc-last.log is complete once it ends).
+        if let Ok(spans) = std::fs::read(&paths.rc_log) {
+            store.extra_files.push(("rc.log".into(), spans));
+        }
+        // bootprint's initramfs leaves its steps' times beside it (docs/initramfs.md).
+        if let Ok(steps) = std::fs::read(paths.rc_log.with_file_name("initramfs.log")) {
+            store.extra_files.push(("initramfs.log".into(), steps));
+        }
+    }
+
+    /// The `recorder_stats` event: what the recording cost and what it held. `loop_cpu_s`:
+    /// the CPU time used when boot was done; `(exec_source, exec_overflows)`: from
+    /// [`Recorder::close_exec_source`].
+    fn stats(&self, loop_cpu_s: f64, (exec_source, exec_overflows): (&str, u64)) -> Event {
+        let (cpu_s, maxrss_kb) = sample::sys::own_usage();
+        // Its share of all the CPU time the boot used (docs/recorder.md, "Cost").
+        let boot_cpu_s = self.boot_busy_ticks as f64 / self.clk_tck.max(1) as f64;
+        let share_pct = if boot_cpu_s > 0.0 {
+            100.0 * cpu_s / boot_cpu_s
+        } else {
+            0.0
+        };
+        let setup_cpu_s = self.cost.setup_cpu_s;
+        let mut stats = Event::new(boottime_ns(), "recorder_stats")
+            .with("samples", self.store.ps_sample_count())
+            .with("hz", self.config.hz)
+            .with("boot_cpu_s", format!("{boot_cpu_s:.3}"))
+            .with("share_pct", format!("{share_pct:.2}"))
+            .with("setup_cpu_s", format!("{setup_cpu_s:.3}"))
+            .with("at_done_cpu_s", format!("{loop_cpu_s:.3}"))
+            .with("late_samples", self.late_samples)
+            .with("cpu_s", format!("{cpu_s:.3}"))
+            .with("maxrss_kb", maxrss_kb)
+            .with("ps_lines", self.store.ps_line_count())
+            .with("stat_reads", self.table.reads)
+            .with("store_bytes", self.store.memory_bytes())
+            .with("delayacct", u8::from(self.delayacct_on))
+            .with("exec_source", exec_source)
+            .with("exec_overflows", exec_overflows);
+        if self.config.cost_detail {
+            let ms = self.cost.parts.map(|ns| (ns / 1_000_000).to_string());
+            stats = stats
+                .with("parts_ms", ms.join(","))
+                .with("list_ms", self.table.list_ns / 1_000_000);
+        }
+        stats
+    }
+}
+
+/// A sample's time in the bootchart2 logs: centiseconds of uptime.
+fn uptime_cs(now_ns: u64) -> u64 {
+    now_ns / 10_000_000
+}
+
+/// The parts of a sample whose CPU time `cost_detail` reports, in `parts_ms`'s order.
+#[derive(Debug, Clone, Copy)]
+enum Part {
+    ExecEvents,
+    SystemFiles,
+    ProcessTable,
+    NewProcesses,
+    Rest,
+}
+
+/// The recorder's own CPU time: before its loop, and with `cost_detail` by part of a sample,
+/// for `recorder_stats`: where the recorder's cost goes. Only with `cost_detail` by part: the
+/// clock reads are system calls, a cost of their own.
+struct LoopCost {
+    /// CPU time (s) used before the loop began.
+    setup_cpu_s: f64,
+    detail: bool,
+    /// Thread CPU time (ns) by [`Part`].
+    parts: [u64; 5],
+    /// The thread CPU clock at the last lap.
+    mark: u64,
+}
+
+impl LoopCost {
+    fn start(detail: bool) -> LoopCost {
+        let setup_cpu_s = sample::sys::own_usage().0;
+        let mark = if detail { sys::thread_cpu_ns() } else { 0 };
+        LoopCost {
+            setup_cpu_s,
+            detail,
+            parts: [0; 5],
+            mark,
+        }
+    }
+
+    /// Charges the CPU time since the last lap to `part`.
+    fn lap(&mut self, part: Part) {
+        if !self.detail {
+            return;
+        }
+        let t = sys::thread_cpu_ns();
+        self.parts[part as usize] += t.saturating_sub(self.mark);
+        self.mark = t;
+    }
+}
+
+/// The login milestones: the first process with one of `login_names` marks the text login,
+/// the first with one of `greeter_names` the graphical one, each at the process's start.
+#[derive(Debug, Default)]
+struct Logins {
+    /// When the text login's process started (ns): boot done is not before it.
+    text_ns: Option<u64>,
+    /// Whether the graphical login's process has been seen.
+    greeter_seen: bool,
+}
+
+impl Logins {
+    /// Notes the milestones that the new process `r`, started at `started_ns`, marks.
+    fn note(&mut self, config: &Config, r: &PsRecord, started_ns: u64, events: &mut Vec<Event>) {
+        if self.text_ns.is_none() && config.login_names.contains(&r.comm) {
+            self.text_ns = Some(started_ns);
+            events.push(milestone(started_ns, "text_login", r.pid, &r.comm));
+        }
+        if !self.greeter_seen && config.greeter_names.contains(&r.comm) {
+            self.greeter_seen = true;
+            events.push(milestone(started_ns, "graphical_login", r.pid, &r.comm));
+        }
+    }
+}
+
+/// When recording stops, as its `boot_done` event: boot done (CPU and disk idle for the
+/// settle period after the login, with no services left to start), a termination signal, the
+/// uptime limit (`timeout_s`) or, outside boot, the run's length.
+struct DoneCheck {
+    detector: DoneDetector,
+    /// Boot done was put off because services were still starting; the event says so.
+    waited_for_services: bool,
+    /// The settle period (s), for the event.
+    settle_s: f64,
+    /// The uptime limit (ns).
+    timeout_ns: u64,
+    /// When recording began (ns) and how long it may last.
+    started_ns: u64,
+    stop_after_ns: Option<u64>,
+}
+
+impl DoneCheck {
+    fn new(config: &Config, started_ns: u64, stop_after_ns: Option<u64>) -> DoneCheck {
+        DoneCheck {
+            detector: DoneDetector::new(Thresholds {
+                cpu: config.idle_cpu,
+                disk: config.idle_disk,
+                settle_ns: (config.settle_s * 1e9) as u64,
+            }),
+            waited_for_services: false,
+            settle_s: config.settle_s,
+            timeout_ns: (config.timeout_s * 1e9) as u64,
+            started_ns,
+            stop_after_ns,
+        }
+    }
+
+    /// The `boot_done` event if recording stops at `now`, the text login having started at
+    /// `login_ns`. `services_pending` is asked only once the counters say idle; while it says
+    /// yes, idle time before `now` does not count.
+    fn check(
+        &mut self,
+        now: u64,
+        login_ns: Option<u64>,
+        services_pending: impl FnOnce() -> bool,
+    ) -> Option<Event> {
+        if self.detector.done_at(now, login_ns).is_some() && services_pending() {
+            self.detector.not_before(now);
+            self.waited_for_services = true;
+        }
+        if let Some(at) = self.detector.done_at(now, login_ns) {
+            let done = self.event(at, "idle");
+            return Some(if self.waited_for_services {
                 done.with("waited_for", "services")
             } else {
                 done
-            };
+            });
         }
         if crate::sys::terminated() {
-            break Event::new(now, "boot_done")
-                .with("reason", "terminated")
-                .with("settle_s", config.settle_s);
+            return Some(self.event(now, "terminated"));
         }
-        let over_time = now >= timeout_ns;
-        let over_run = start.stop_after_ns.is_some_and(|d| now - t_start >= d);
-        if over_time || over_run {
-            break Event::new(now, "boot_done")
-                .with("reason", if over_time { "timeout" } else { "limit" })
-                .with("settle_s", config.settle_s);
-        }
-    };
-    let loop_cpu_s = sample::sys::own_usage().0;
-    let done_ns = (done
-        .fields
-        .iter()
-        .any(|(k, v)| k == "reason" && v == "idle"))
-    .then_some(done.t_ns);
-    store.events.push(done);
-    watch.drain(boottime_ns(), &paths.proc, &mut store.events);
-    let (exec_source, exec_overflows) = (watch.name(), watch.overflows());
-    drop(watch);
-    // The header holds the kernel release readahead's relearn check needs.
-    store.header = sysinfo::header(&paths.proc, config.hz, clk_tck, page_size);
-    let release = store
-        .header
-        .iter()
-        .find(|(k, _)| k == "bootprint.kernel_release")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_default();
-    let seen = crate::readahead::Milestones { login_ns, done_ns };
-    readahead.finish(&mut store.events, config, &release, seen);
-    start.modules.finish(&mut store.events, config, seen);
+        let over_time = now >= self.timeout_ns;
+        let over_run = self
+            .stop_after_ns
+            .is_some_and(|d| now - self.started_ns >= d);
+        (over_time || over_run)
+            .then(|| self.event(now, if over_time { "timeout" } else { "limit" }))
+    }
 
-    store.dmesg = kmsg::read_all(&paths.kmsg);
-    store.extra_files = sysinfo::firmware_files(&paths.sys);
-    // The modules live at boot done: what udev's coldplug (and our loader) left loaded.
-    if let Ok(modules) = paths.proc.read("modules") {
-        store.extra_files.push(("proc_modules".into(), modules));
+    fn event(&self, t_ns: u64, reason: &str) -> Event {
+        Event::new(t_ns, "boot_done")
+            .with("reason", reason)
+            .with("settle_s", self.settle_s)
     }
-    // The runner's spans so far (its late-service child may still be appending; the copy
-    // in /var/lib/bootprint/rc-last.log is complete once it ends).
-    if let Ok(spans) = std::fs::read(&paths.rc_log) {
-        store.extra_files.push(("rc.log".into(), spans));
-    }
-    // bootprint's initramfs leaves its steps' times beside it (docs/initramfs.md).
-    if let Ok(steps) = std::fs::read(paths.rc_log.with_file_name("initramfs.log")) {
-        store.extra_files.push(("initramfs.log".into(), steps));
-    }
-    let (cpu_s, maxrss_kb) = sample::sys::own_usage();
-    // Its share of all the CPU time the boot used (docs/recorder.md, "Cost").
-    let boot_cpu_s = boot_busy_ticks as f64 / clk_tck.max(1) as f64;
-    let share_pct = if boot_cpu_s > 0.0 {
-        100.0 * cpu_s / boot_cpu_s
-    } else {
-        0.0
-    };
-    let mut stats = Event::new(boottime_ns(), "recorder_stats")
-        .with("samples", store.ps_sample_count())
-        .with("hz", config.hz)
-        .with("boot_cpu_s", format!("{boot_cpu_s:.3}"))
-        .with("share_pct", format!("{share_pct:.2}"))
-        .with("setup_cpu_s", format!("{setup_cpu_s:.3}"))
-        .with("at_done_cpu_s", format!("{loop_cpu_s:.3}"))
-        .with("late_samples", late)
-        .with("cpu_s", format!("{cpu_s:.3}"))
-        .with("maxrss_kb", maxrss_kb)
-        .with("ps_lines", store.ps_line_count())
-        .with("stat_reads", table.reads)
-        .with("store_bytes", store.memory_bytes())
-        .with("delayacct", u8::from(delayacct_on))
-        .with("exec_source", exec_source)
-        .with("exec_overflows", exec_overflows);
-    if config.cost_detail {
-        let ms = parts.map(|ns| (ns / 1_000_000).to_string());
-        stats = stats
-            .with("parts_ms", ms.join(","))
-            .with("list_ms", table.list_ns / 1_000_000);
-    }
-    store.events.push(stats);
-    if let Ok(log) = std::fs::read(&paths.late_log) {
-        store.extra_files.push(("late.log".into(), log));
-    }
-    if config.late {
-        learn_late_units(config, paths, &mut store);
-    }
-    let boot_id = sysinfo::boot_id(&paths.proc);
-    let access = Access::from_group_file(&paths.etc_group);
-    write_trace(
-        &store,
-        &config.log_dir,
-        &paths.fallback_dir,
-        &boot_id,
-        access,
-    )
 }
 
 /// Processes whose command line read empty though they are no kernel threads: caught in
@@ -617,6 +940,122 @@ mod tests {
 
     use super::*;
     use std::os::unix::fs::MetadataExt;
+
+    const S: u64 = 1_000_000_000;
+
+    /// A check with the default thresholds (CPU 25%, disk 10%, settle 3 s, limit 240 s).
+    fn done_check(stop_after_ns: Option<u64>) -> DoneCheck {
+        DoneCheck::new(&Config::default(), S, stop_after_ns)
+    }
+
+    /// Feeds `check` one sample a second from `from` to `to` seconds: `busy` jiffies of 100
+    /// per second, the disk idle.
+    fn feed(check: &mut DoneCheck, from: u64, to: u64, busy: u64) {
+        for s in from..=to {
+            let disks = [("vda".to_string(), 0)];
+            check.detector.feed(s * S, s * busy, s * 100, &disks);
+        }
+    }
+
+    #[test]
+    fn boot_done_waits_for_the_login_and_for_services_still_starting() {
+        let mut check = done_check(None);
+        feed(&mut check, 0, 6, 1);
+        assert!(check.check(6 * S, None, || false).is_none(), "no login yet");
+        // The login at 2 s; idle since, but the runner has services to start at 6 s.
+        assert!(check.check(6 * S, Some(2 * S), || true).is_none());
+        feed(&mut check, 7, 8, 1);
+        assert!(
+            check.check(8 * S, Some(2 * S), || false).is_none(),
+            "the settle period counts from 6 s"
+        );
+        feed(&mut check, 9, 9, 1);
+        let done = check.check(9 * S, Some(2 * S), || false).unwrap();
+        assert_eq!(
+            done.to_line(),
+            "6000000000 boot_done reason=idle settle_s=3 waited_for=services"
+        );
+    }
+
+    #[test]
+    fn services_are_asked_about_only_once_the_counters_say_idle() {
+        let mut check = done_check(None);
+        feed(&mut check, 0, 6, 50);
+        let asked = std::cell::Cell::new(0);
+        let pending = || {
+            asked.set(asked.get() + 1);
+            true
+        };
+        assert!(check.check(6 * S, Some(0), pending).is_none());
+        assert_eq!(asked.get(), 0, "busy: the runner's log is not read");
+        let mut check = done_check(None);
+        feed(&mut check, 0, 6, 1);
+        assert!(check.check(6 * S, Some(0), pending).is_none());
+        assert_eq!(asked.get(), 1);
+        let mut check = done_check(None);
+        feed(&mut check, 0, 6, 1);
+        let done = check.check(6 * S, Some(0), || false).unwrap();
+        assert_eq!(done.to_line(), "0 boot_done reason=idle settle_s=3");
+    }
+
+    #[test]
+    fn recording_stops_at_the_uptime_limit_or_after_the_run_length() {
+        // Busy throughout: only a limit ends it.
+        let mut check = done_check(None);
+        feed(&mut check, 0, 5, 50);
+        assert!(check.check(239 * S, Some(0), || false).is_none());
+        let done = check.check(240 * S, Some(0), || false).unwrap();
+        assert_eq!(
+            done.to_line(),
+            "240000000000 boot_done reason=timeout settle_s=3"
+        );
+        // Started at 1 s, for 3 s.
+        let mut check = done_check(Some(3 * S));
+        feed(&mut check, 0, 5, 50);
+        assert!(check.check(3 * S, None, || false).is_none());
+        let done = check.check(4 * S, None, || false).unwrap();
+        assert_eq!(
+            done.to_line(),
+            "4000000000 boot_done reason=limit settle_s=3"
+        );
+    }
+
+    #[test]
+    fn the_first_login_and_the_first_greeter_are_milestones() {
+        let config = Config::default();
+        let mut logins = Logins::default();
+        let mut events = Vec::new();
+        let process = |pid, comm: &str| PsRecord {
+            pid,
+            comm: comm.into(),
+            ..PsRecord::default()
+        };
+        logins.note(&config, &process(200, "sshd"), 5, &mut events);
+        logins.note(&config, &process(300, "agetty"), 12 * S, &mut events);
+        logins.note(&config, &process(301, "agetty"), 13 * S, &mut events);
+        logins.note(
+            &config,
+            &process(400, "lightdm-greeter"),
+            20 * S,
+            &mut events,
+        );
+        logins.note(
+            &config,
+            &process(401, "lightdm-greeter"),
+            21 * S,
+            &mut events,
+        );
+        assert_eq!(logins.text_ns, Some(12 * S));
+        let lines: Vec<String> = events.iter().map(Event::to_line).collect();
+        assert_eq!(
+            lines,
+            vec![
+                "12000000000 milestone name=text_login pid=300 comm=agetty source=process_start",
+                "20000000000 milestone name=graphical_login pid=400 comm=lightdm-greeter \
+                 source=process_start",
+            ]
+        );
+    }
 
     /// Every directory and file under `dir` (itself included) with its mode and group.
     fn modes(dir: &Path) -> Vec<(PathBuf, bool, u32, u32)> {

@@ -184,122 +184,7 @@ impl ChartData {
     /// The chart of an analysed boot. The chart shows the model as it is; it adds no
     /// analysis of its own.
     pub fn from_model(m: &analyze::BootModel) -> ChartData {
-        let sys = &m.system;
-        let title = match (&sys.title, &sys.release) {
-            (Some(t), _) if !t.trim().is_empty() => t.clone(),
-            (_, Some(r)) if !r.trim().is_empty() => format!("Boot of {r}"),
-            _ => "bootprint boot chart".to_string(),
-        };
-        let mut info = Vec::new();
-        if let Some(u) = &sys.uname {
-            info.push(("kernel".to_string(), u.clone()));
-        }
-        let mut cpu_line = sys.cpu_model.clone().unwrap_or_default();
-        if sys.ncpus > 0 {
-            cpu_line = format!("{cpu_line} ({} CPUs)", sys.ncpus)
-                .trim()
-                .to_string();
-        }
-        if let Some(hz) = sys.hz {
-            cpu_line = format!("{cpu_line}; sampled at {hz} Hz")
-                .trim_start_matches("; ")
-                .to_string();
-        }
-        if !cpu_line.is_empty() {
-            info.push(("cpu".to_string(), cpu_line));
-        }
-        if let Some(o) = &sys.kernel_options {
-            info.push(("command line".to_string(), truncate_chars(o, 160)));
-        }
-        // The notes say what the figures cannot be trusted for; a few, not a wall of text.
-        for note in m.notes.iter().take(3) {
-            info.push(("note".to_string(), truncate_chars(note, 160)));
-        }
-
-        let cpu = m
-            .cpu
-            .iter()
-            .map(|s| CpuSample {
-                start: s.t_s - s.dt_s,
-                end: s.t_s,
-                user: s.user,
-                sys: s.sys,
-                iowait: s.iowait,
-            })
-            .collect();
-        let disk = m
-            .disk
-            .iter()
-            .map(|s| DiskSample {
-                start: s.t_s - s.dt_s,
-                end: s.t_s,
-                read_bps: s.read_bps,
-                write_bps: s.write_bps,
-                util: s.util,
-            })
-            .collect();
-        let period = if sys.sample_interval_s > 0.0 {
-            sys.sample_interval_s
-        } else {
-            0.02
-        };
-        let processes = m
-            .processes
-            .iter()
-            .map(|p| {
-                // A sample closes the interval since the previous one; the first covers at
-                // most one period back, and never before the process started.
-                let mut prev: Option<f64> = None;
-                let samples = p
-                    .samples
-                    .iter()
-                    .map(|s| {
-                        let start = prev.unwrap_or((s.t_s - period).max(p.start_s.min(s.t_s)));
-                        prev = Some(s.t_s);
-                        ProcSample {
-                            start,
-                            end: s.t_s,
-                            state: match s.state {
-                                'R' => ProcState::Running,
-                                'D' => ProcState::Blocked,
-                                _ => ProcState::Sleeping,
-                            },
-                            cpu: s.cpu,
-                        }
-                    })
-                    .collect();
-                ChartProcess {
-                    pid: p.pid,
-                    ppid: p.ppid,
-                    name: p.name.clone(),
-                    cmdline: p.cmdline.clone(),
-                    start: p.start_s,
-                    end: p.end_s.max(p.start_s),
-                    samples,
-                }
-            })
-            .collect();
-
-        let ms = &m.milestones;
-        let mut milestones = Vec::new();
-        for (name, ms) in [
-            ("kernel", &ms.kernel),
-            ("init_exec", &ms.init_exec),
-            ("text_login", &ms.text_login),
-            ("graphical_login", &ms.graphical_login),
-        ] {
-            if let Some(x) = ms {
-                milestones.push(Milestone {
-                    name: name.to_string(),
-                    time: x.t_s,
-                });
-            }
-        }
-        milestones.push(Milestone {
-            name: "boot_done".to_string(),
-            time: ms.boot_done.t_s,
-        });
-
+        let mut info = info_lines(m);
         // A boot recorded from the start begins at the kernel's start. A recording that began
         // long after (a late start, a test on a running host) begins at its first sample, or
         // the chart would be mostly empty time.
@@ -315,17 +200,156 @@ impl ChartData {
         } else {
             0.0
         };
+        let period = if m.system.sample_interval_s > 0.0 {
+            m.system.sample_interval_s
+        } else {
+            0.02
+        };
         ChartData {
-            title,
+            title: title(&m.system),
             info,
             start,
-            end: m.last_sample_s.max(ms.boot_done.t_s),
-            cpu,
-            disk,
-            processes,
-            milestones,
+            end: m.last_sample_s.max(m.milestones.boot_done.t_s),
+            cpu: m.cpu.iter().map(CpuSample::from_model).collect(),
+            disk: m.disk.iter().map(DiskSample::from_model).collect(),
+            processes: m
+                .processes
+                .iter()
+                .map(|p| ChartProcess::from_model(p, period))
+                .collect(),
+            milestones: milestones(&m.milestones),
         }
     }
+}
+
+/// The interval a model sample closes: the `dt_s` seconds up to its `t_s`.
+fn closed_interval(t_s: f64, dt_s: f64) -> (Secs, Secs) {
+    (t_s - dt_s, t_s)
+}
+
+impl CpuSample {
+    fn from_model(s: &analyze::CpuSample) -> CpuSample {
+        let (start, end) = closed_interval(s.t_s, s.dt_s);
+        CpuSample {
+            start,
+            end,
+            user: s.user,
+            sys: s.sys,
+            iowait: s.iowait,
+        }
+    }
+}
+
+impl DiskSample {
+    fn from_model(s: &analyze::DiskSample) -> DiskSample {
+        let (start, end) = closed_interval(s.t_s, s.dt_s);
+        DiskSample {
+            start,
+            end,
+            read_bps: s.read_bps,
+            write_bps: s.write_bps,
+            util: s.util,
+        }
+    }
+}
+
+/// The chart's title: the configured one, else the release's, else a default.
+fn title(sys: &analyze::SystemInfo) -> String {
+    match (&sys.title, &sys.release) {
+        (Some(t), _) if !t.trim().is_empty() => t.clone(),
+        (_, Some(r)) if !r.trim().is_empty() => format!("Boot of {r}"),
+        _ => "bootprint boot chart".to_string(),
+    }
+}
+
+/// The header lines: kernel, CPU and sampling rate, command line, and the first notes.
+fn info_lines(m: &analyze::BootModel) -> Vec<(String, String)> {
+    let sys = &m.system;
+    let mut info = Vec::new();
+    if let Some(u) = &sys.uname {
+        info.push(("kernel".to_string(), u.clone()));
+    }
+    let mut cpu_line = sys.cpu_model.clone().unwrap_or_default();
+    if sys.ncpus > 0 {
+        cpu_line = format!("{cpu_line} ({} CPUs)", sys.ncpus)
+            .trim()
+            .to_string();
+    }
+    if let Some(hz) = sys.hz {
+        cpu_line = format!("{cpu_line}; sampled at {hz} Hz")
+            .trim_start_matches("; ")
+            .to_string();
+    }
+    if !cpu_line.is_empty() {
+        info.push(("cpu".to_string(), cpu_line));
+    }
+    if let Some(o) = &sys.kernel_options {
+        info.push(("command line".to_string(), truncate_chars(o, 160)));
+    }
+    // The notes say what the figures cannot be trusted for; a few, not a wall of text.
+    for note in m.notes.iter().take(3) {
+        info.push(("note".to_string(), truncate_chars(note, 160)));
+    }
+    info
+}
+
+impl ChartProcess {
+    /// A model process, its samples as intervals of about `period` seconds.
+    fn from_model(p: &analyze::Process, period: Secs) -> ChartProcess {
+        // A sample closes the interval since the previous one; the first covers at most one
+        // period back, and never before the process started.
+        let mut prev: Option<f64> = None;
+        let samples = p
+            .samples
+            .iter()
+            .map(|s| {
+                let start = prev.unwrap_or((s.t_s - period).max(p.start_s.min(s.t_s)));
+                prev = Some(s.t_s);
+                ProcSample {
+                    start,
+                    end: s.t_s,
+                    state: match s.state {
+                        'R' => ProcState::Running,
+                        'D' => ProcState::Blocked,
+                        _ => ProcState::Sleeping,
+                    },
+                    cpu: s.cpu,
+                }
+            })
+            .collect();
+        ChartProcess {
+            pid: p.pid,
+            ppid: p.ppid,
+            name: p.name.clone(),
+            cmdline: p.cmdline.clone(),
+            start: p.start_s,
+            end: p.end_s.max(p.start_s),
+            samples,
+        }
+    }
+}
+
+/// The milestones the model has, in boot order; boot done always.
+fn milestones(ms: &analyze::Milestones) -> Vec<Milestone> {
+    let mut milestones = Vec::new();
+    for (name, ms) in [
+        ("kernel", &ms.kernel),
+        ("init_exec", &ms.init_exec),
+        ("text_login", &ms.text_login),
+        ("graphical_login", &ms.graphical_login),
+    ] {
+        if let Some(x) = ms {
+            milestones.push(Milestone {
+                name: name.to_string(),
+                time: x.t_s,
+            });
+        }
+    }
+    milestones.push(Milestone {
+        name: "boot_done".to_string(),
+        time: ms.boot_done.t_s,
+    });
+    milestones
 }
 
 /// A recording whose first sample is later than this (seconds after kernel start) did not
@@ -423,81 +447,127 @@ struct Stat {
     idle: bool,
 }
 
+impl Stat {
+    fn of(p: &ChartProcess) -> Stat {
+        let mut cpu_s = 0.0;
+        let mut blocked_s = 0.0;
+        for s in &p.samples {
+            let d = finite_or(s.end - s.start, 0.0).max(0.0);
+            cpu_s += d * finite_or(s.cpu, 0.0).clamp(0.0, 1.0);
+            if s.state == ProcState::Blocked {
+                blocked_s += d;
+            }
+        }
+        Stat {
+            life: finite_or(p.end - p.start, 0.0),
+            activity: cpu_s + blocked_s,
+            idle: cpu_s == 0.0 && blocked_s == 0.0,
+        }
+    }
+}
+
+/// The processes as a forest, by index into `ChartData::processes`.
+struct Forest {
+    /// Tree order needs a total order on processes: by start, then pid, then position.
+    order: Vec<usize>,
+    /// Each process's place in `order`.
+    rank: Vec<usize>,
+    parent: Vec<Option<usize>>,
+    /// Each process's children, in `order`.
+    children: Vec<Vec<usize>>,
+}
+
+impl Forest {
+    fn of(procs: &[ChartProcess]) -> Forest {
+        let n = procs.len();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|&a, &b| {
+            let (pa, pb) = (&procs[a], &procs[b]);
+            finite_or(pa.start, 0.0)
+                .total_cmp(&finite_or(pb.start, 0.0))
+                .then(pa.pid.cmp(&pb.pid))
+                .then(a.cmp(&b))
+        });
+        let mut rank = vec![0usize; n];
+        for (r, &i) in order.iter().enumerate() {
+            rank[i] = r;
+        }
+
+        // Parent: the latest process with that pid that started before the child (pids can be
+        // reused). Requiring an earlier rank keeps the graph a forest even on bad input.
+        let mut by_pid: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for &i in &order {
+            by_pid.entry(procs[i].pid).or_default().push(i);
+        }
+        let parent: Vec<Option<usize>> = (0..n)
+            .map(|i| {
+                let cands = by_pid.get(&procs[i].ppid)?;
+                cands
+                    .iter()
+                    .rev()
+                    .copied()
+                    .find(|&c| c != i && rank[c] < rank[i])
+            })
+            .collect();
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &i in &order {
+            if let Some(p) = parent[i] {
+                children[p].push(i);
+            }
+        }
+        Forest {
+            order,
+            rank,
+            parent,
+            children,
+        }
+    }
+
+    /// The first root: its row always stays, and takes in the roots the cap folds.
+    fn sink(&self) -> Option<usize> {
+        self.order.first().copied()
+    }
+}
+
 /// Applies the row policy (module docs) to `data.processes`. Deterministic: ties are broken
 /// by start time, then pid, then input position.
 pub fn layout_rows(data: &ChartData, policy: &RowPolicy) -> RowLayout {
     let procs = &data.processes;
-    let n = procs.len();
-    // Tree order needs a total order on processes: by start, then pid, then position.
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|&a, &b| {
-        let (pa, pb) = (&procs[a], &procs[b]);
-        finite_or(pa.start, 0.0)
-            .total_cmp(&finite_or(pb.start, 0.0))
-            .then(pa.pid.cmp(&pb.pid))
-            .then(a.cmp(&b))
-    });
-    let mut rank = vec![0usize; n];
-    for (r, &i) in order.iter().enumerate() {
-        rank[i] = r;
-    }
-
-    // Parent: the latest process with that pid that started before the child (pids can be
-    // reused). Requiring an earlier rank keeps the graph a forest even on bad input.
-    let mut by_pid: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-    for &i in &order {
-        by_pid.entry(procs[i].pid).or_default().push(i);
-    }
-    let mut parent: Vec<Option<usize>> = (0..n)
-        .map(|i| {
-            let cands = by_pid.get(&procs[i].ppid)?;
-            cands
-                .iter()
-                .rev()
-                .copied()
-                .find(|&c| c != i && rank[c] < rank[i])
-        })
-        .collect();
-    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for &i in &order {
-        if let Some(p) = parent[i] {
-            children[p].push(i);
-        }
-    }
-
-    let period = data.sample_period();
-    let min_life = f64::from(policy.min_samples) * period * 1.001;
-    let stats: Vec<Stat> = procs
-        .iter()
-        .map(|p| {
-            let mut cpu_s = 0.0;
-            let mut blocked_s = 0.0;
-            for s in &p.samples {
-                let d = finite_or(s.end - s.start, 0.0).max(0.0);
-                cpu_s += d * finite_or(s.cpu, 0.0).clamp(0.0, 1.0);
-                if s.state == ProcState::Blocked {
-                    blocked_s += d;
-                }
-            }
-            Stat {
-                life: finite_or(p.end - p.start, 0.0),
-                activity: cpu_s + blocked_s,
-                idle: cpu_s == 0.0 && blocked_s == 0.0,
-            }
-        })
-        .collect();
-
+    let mut forest = Forest::of(procs);
+    let stats: Vec<Stat> = procs.iter().map(Stat::of).collect();
     let mut c = Collapsed {
-        processes: n,
+        processes: procs.len(),
         ..Collapsed::default()
     };
+    let min_life = f64::from(policy.min_samples) * data.sample_period() * 1.001;
+    let mut shown = fold_short_and_idle(&forest, &stats, min_life, &mut c);
+    let mut merged_into = merge_same_names(&mut forest, procs, &mut shown, &mut c);
+    fold_over_cap(
+        &forest,
+        &stats,
+        policy.max_rows,
+        &mut shown,
+        &mut merged_into,
+        &mut c,
+    );
+    let rows = build_rows(&forest, &shown, &merged_into);
+    c.rows = rows.len();
+    RowLayout { rows, collapsed: c }
+}
 
-    // Steps 1 and 2, bottom-up: children come after parents in `order`.
-    let mut shown = vec![false; n];
-    for &i in order.iter().rev() {
-        let has_shown_child = children[i].iter().any(|&ch| shown[ch]);
+/// Steps 1 and 2, bottom-up (children come after parents in `order`): which processes keep
+/// a row.
+fn fold_short_and_idle(
+    forest: &Forest,
+    stats: &[Stat],
+    min_life: f64,
+    c: &mut Collapsed,
+) -> Vec<bool> {
+    let mut shown = vec![false; stats.len()];
+    for &i in forest.order.iter().rev() {
+        let has_shown_child = forest.children[i].iter().any(|&ch| shown[ch]);
         let short = stats[i].life <= min_life;
-        shown[i] = parent[i].is_none() || has_shown_child || !(short || stats[i].idle);
+        shown[i] = forest.parent[i].is_none() || has_shown_child || !(short || stats[i].idle);
         if !shown[i] {
             if short {
                 c.short_lived += 1;
@@ -506,12 +576,27 @@ pub fn layout_rows(data: &ChartData, policy: &RowPolicy) -> RowLayout {
             }
         }
     }
+    shown
+}
 
-    // Step 3: same-name siblings share the first one's row, and their children become that
-    // row's children, so a udevd worker and its modprobe, repeated 40 times, are two rows.
-    // Top-down, so the gathered children are merged in turn.
-    let mut merged_into: Vec<Option<usize>> = vec![None; n];
-    for &p in &order {
+/// Step 3: same-name siblings share the first one's row, and their children become that
+/// row's children, so a udevd worker and its modprobe, repeated 40 times, are two rows.
+/// Top-down, so the gathered children are merged in turn. Returns the row each merged
+/// process went to.
+fn merge_same_names(
+    forest: &mut Forest,
+    procs: &[ChartProcess],
+    shown: &mut [bool],
+    c: &mut Collapsed,
+) -> Vec<Option<usize>> {
+    let Forest {
+        order,
+        rank,
+        parent,
+        children,
+    } = forest;
+    let mut merged_into: Vec<Option<usize>> = vec![None; procs.len()];
+    for &p in order.iter() {
         if !shown[p] {
             continue;
         }
@@ -538,20 +623,31 @@ pub fn layout_rows(data: &ChartData, policy: &RowPolicy) -> RowLayout {
             }
         }
     }
+    merged_into
+}
 
-    // Step 4: fold the least active leaves until the cap holds. Batches keep this
-    // near-linear even for tens of thousands of processes.
+/// Step 4: fold the least active leaves until at most `max_rows` rows remain. Batches keep
+/// this near-linear even for tens of thousands of processes.
+fn fold_over_cap(
+    forest: &Forest,
+    stats: &[Stat],
+    max_rows: usize,
+    shown: &mut [bool],
+    merged_into: &mut [Option<usize>],
+    c: &mut Collapsed,
+) {
+    let (order, rank, children) = (&forest.order, &forest.rank, &forest.children);
     let mut rows_now = shown.iter().filter(|&&s| s).count();
-    let mut extra_activity = vec![0.0; n];
-    for i in 0..n {
-        if let Some(first) = merged_into[i] {
+    let mut extra_activity = vec![0.0; stats.len()];
+    for (i, merged) in merged_into.iter().enumerate() {
+        if let Some(first) = *merged {
             extra_activity[first] += stats[i].activity;
         }
     }
     // Even roots are folded if need be (bad or partial traces can have thousands), into the
     // first root's row, which always stays.
-    let sink = order.first().copied();
-    while rows_now > policy.max_rows.max(1) {
+    let sink = forest.sink();
+    while rows_now > max_rows.max(1) {
         let mut leaves: Vec<usize> = order
             .iter()
             .copied()
@@ -565,7 +661,7 @@ pub fn layout_rows(data: &ChartData, policy: &RowPolicy) -> RowLayout {
                 .total_cmp(&(stats[b].activity + extra_activity[b]))
                 .then(rank[b].cmp(&rank[a]))
         });
-        let excess = rows_now - policy.max_rows.max(1);
+        let excess = rows_now - max_rows.max(1);
         for &i in leaves.iter().take(excess) {
             shown[i] = false;
             c.over_cap += 1;
@@ -582,13 +678,16 @@ pub fn layout_rows(data: &ChartData, policy: &RowPolicy) -> RowLayout {
             }
         }
     }
+}
 
-    // Build rows in tree order (depth-first, children by start).
-    let mut row_of: Vec<Option<usize>> = vec![None; n];
+/// The rows of the shown processes in tree order (depth-first, children by start); then
+/// every hidden process draws on the row of its merge target or nearest shown ancestor.
+fn build_rows(forest: &Forest, shown: &[bool], merged_into: &[Option<usize>]) -> Vec<Row> {
+    let mut row_of: Vec<Option<usize>> = vec![None; shown.len()];
     let mut rows: Vec<Row> = Vec::new();
     let mut stack: Vec<(usize, usize, Option<usize>)> = Vec::new();
-    for &root in order.iter().rev() {
-        if parent[root].is_none() {
+    for &root in forest.order.iter().rev() {
+        if forest.parent[root].is_none() {
             stack.push((root, 0, None));
         }
     }
@@ -608,20 +707,19 @@ pub fn layout_rows(data: &ChartData, policy: &RowPolicy) -> RowLayout {
             next_parent_row = Some(rows.len() - 1);
             next_depth = depth + 1;
         }
-        for &ch in children[i].iter().rev() {
+        for &ch in forest.children[i].iter().rev() {
             stack.push((ch, next_depth, next_parent_row));
         }
     }
-    // Every hidden process draws on the row of its merge target or nearest shown ancestor.
-    for &i in &order {
+    for &i in &forest.order {
         if shown[i] {
             continue;
         }
         let target = match merged_into[i] {
             Some(first) => row_of[first],
-            None => match parent[i] {
+            None => match forest.parent[i] {
                 Some(p) => row_of[p],
-                None => sink.and_then(|r| row_of[r]),
+                None => forest.sink().and_then(|r| row_of[r]),
             },
         };
         row_of[i] = target;
@@ -634,8 +732,7 @@ pub fn layout_rows(data: &ChartData, policy: &RowPolicy) -> RowLayout {
             }
         }
     }
-    c.rows = rows.len();
-    RowLayout { rows, collapsed: c }
+    rows
 }
 
 #[cfg(test)]
@@ -772,6 +869,50 @@ mod tests {
         assert_eq!(kept, vec!["p15", "p16", "p17", "p18", "p19"]);
         assert_eq!(l.collapsed.over_cap, 15);
         assert_eq!(l.rows[0].folded, 15);
+    }
+
+    #[test]
+    fn a_reused_pid_is_the_parent_only_of_processes_started_after_it() {
+        let procs = vec![
+            proc(1, 0, "init", 0.0, 10.0, 0.1),
+            proc(10, 1, "sh", 1.0, 2.0, 0.1),
+            proc(11, 10, "sed", 1.5, 1.8, 0.1),
+            proc(10, 1, "udevd", 4.0, 10.0, 0.1), // pid 10 again
+            proc(12, 10, "worker", 5.0, 6.0, 0.1),
+        ];
+        let forest = Forest::of(&procs);
+        assert_eq!(forest.order, vec![0, 1, 2, 3, 4]);
+        assert_eq!(
+            forest.parent,
+            vec![None, Some(0), Some(1), Some(0), Some(3)]
+        );
+        assert_eq!(forest.children[0], vec![1, 3]);
+        assert_eq!(forest.sink(), Some(0));
+    }
+
+    #[test]
+    fn siblings_merged_into_a_row_the_cap_folds_go_with_it() {
+        // Three rows of one "worker" each (2 merged in) and one busy "db": capped at 2 rows,
+        // the worker row goes, and its merged siblings count as over the cap.
+        let mut ps = vec![proc(1, 0, "init", 0.0, 10.0, 0.1)];
+        for k in 0..3u32 {
+            let s = 1.0 + f64::from(k);
+            ps.push(proc(10 + k, 1, "worker", s, s + 0.8, 0.01));
+        }
+        ps.push(proc(20, 1, "db", 1.0, 9.0, 0.9));
+        let data = ChartData {
+            processes: ps,
+            ..ChartData::default()
+        };
+        let policy = RowPolicy {
+            min_samples: 2,
+            max_rows: 2,
+        };
+        let l = layout_rows(&data, &policy);
+        assert_eq!(names(&data, &l), vec!["init", " db"]);
+        assert_eq!(l.collapsed.same_name, 0);
+        assert_eq!(l.collapsed.over_cap, 3);
+        assert_eq!(l.rows[0].folded, 3);
     }
 
     #[test]
