@@ -10,10 +10,12 @@
 //! [`advice::report`] (the findings of `advise`). Beside them: the runner's services view
 //! ([`services`]), two boots side by side ([`diff`]), and the kernel's own report
 //! (`bootprint kernel`: [`kernel_text`], [`kernel_svg`], [`json::kernel`]) and the init
-//! scripts' start graph (`bootprint rc graph`: [`rc_graph`], text, JSON, DOT).
-//! Every renderer takes what `analyze` computed and writes to any `io::Write` (or returns
-//! the value); none of them computes boot figures (that is `analyze`) or reads traces (that
-//! is `trace`).
+//! scripts' start graph (`bootprint rc graph`: [`rc_graph`], text, JSON, DOT). The levers'
+//! views render what their crates hold: the module loader's plan (`bootprint modules plan`:
+//! [`modules_plan`]).
+//! Every renderer takes what `analyze` (or the crate that owns the data: `rc`, `modules`)
+//! computed and writes to any `io::Write` (or returns the value); none of them computes boot
+//! figures (that is `analyze`) or reads traces (that is `trace`), files or the clock.
 #![deny(missing_docs)]
 
 pub mod advice;
@@ -24,6 +26,7 @@ pub mod json;
 pub mod judge;
 pub mod kernel_svg;
 pub mod kernel_text;
+pub mod modules_plan;
 pub mod perfetto;
 pub mod prometheus;
 pub mod rc_graph;
