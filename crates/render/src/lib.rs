@@ -12,10 +12,10 @@
 //! (`bootprint kernel`: [`kernel_text`], [`kernel_svg`], [`json::kernel`]) and the init
 //! scripts' start graph (`bootprint rc graph`: [`rc_graph`], text, JSON, DOT). The levers'
 //! views render what their crates hold: the module loader's plan (`bootprint modules plan`:
-//! [`modules_plan`]).
-//! Every renderer takes what `analyze` (or the crate that owns the data: `rc`, `modules`)
+//! [`modules_plan`]), its status ([`modules_status`]).
+//! Every renderer takes what `analyze` (or the crate that owns the data: `rc`, `modules`, `readahead`, `record`)
 //! computed and writes to any `io::Write` (or returns the value); none of them computes boot
-//! figures (that is `analyze`) or reads traces (that is `trace`), files or the clock.
+//! figures (that is `analyze`), decides what a lever does next (that is `record`), or reads traces (that is `trace`), files or the clock.
 #![deny(missing_docs)]
 
 pub mod advice;
@@ -27,6 +27,7 @@ pub mod judge;
 pub mod kernel_svg;
 pub mod kernel_text;
 pub mod modules_plan;
+pub mod modules_status;
 pub mod perfetto;
 pub mod prometheus;
 pub mod rc_graph;
