@@ -12,7 +12,8 @@
 //! (`bootprint kernel`: [`kernel_text`], [`kernel_svg`], [`json::kernel`]) and the init
 //! scripts' start graph (`bootprint rc graph`: [`rc_graph`], text, JSON, DOT). The levers'
 //! views render what their crates hold: the module loader's plan (`bootprint modules plan`:
-//! [`modules_plan`]), its status ([`modules_status`]).
+//! [`modules_plan`]), its status ([`modules_status`]), readahead's status
+//! ([`readahead_status`]) and its pack ([`readahead_pack`]).
 //! Every renderer takes what `analyze` (or the crate that owns the data: `rc`, `modules`, `readahead`, `record`)
 //! computed and writes to any `io::Write` (or returns the value); none of them computes boot
 //! figures (that is `analyze`), decides what a lever does next (that is `record`), or reads traces (that is `trace`), files or the clock.
@@ -31,6 +32,8 @@ pub mod modules_status;
 pub mod perfetto;
 pub mod prometheus;
 pub mod rc_graph;
+pub mod readahead_pack;
+pub mod readahead_status;
 pub mod services;
 pub mod svg;
 pub mod text;
