@@ -12,17 +12,20 @@
 //! (`bootprint kernel`: [`kernel_text`], [`kernel_svg`], [`json::kernel`]) and the init
 //! scripts' start graph (`bootprint rc graph`: [`rc_graph`], text, JSON, DOT). The levers'
 //! views render what their crates hold: the module loader's plan (`bootprint modules plan`:
-//! [`modules_plan`]), its status ([`modules_status`]), readahead's status
-//! ([`readahead_status`]) and its pack ([`readahead_pack`]).
-//! Every renderer takes what `analyze` (or the crate that owns the data: `rc`, `modules`, `readahead`, `record`)
-//! computed and writes to any `io::Write` (or returns the value); none of them computes boot
-//! figures (that is `analyze`), decides what a lever does next (that is `record`), or reads traces (that is `trace`), files or the clock.
+//! [`modules_plan`]) and its status ([`modules_status`]), readahead's status
+//! ([`readahead_status`]) and its pack ([`readahead_pack`]); and the host-only initramfs's
+//! plan ([`initramfs_plan`]).
+//! Every renderer takes what `analyze` (or the crate that owns the data: `rc`, `modules`,
+//! `readahead`, `record`) computed and writes to any `io::Write` (or returns the value);
+//! none of them computes boot figures (that is `analyze`), decides what a lever does next
+//! (that is `record`), or reads traces (that is `trace`), files or the clock.
 #![deny(missing_docs)]
 
 pub mod advice;
 pub mod chart;
 pub mod diff;
 pub mod html;
+pub mod initramfs_plan;
 pub mod json;
 pub mod judge;
 pub mod kernel_svg;
