@@ -1,12 +1,14 @@
 //! `bootprint initramfs build|plan|install`: a host-only initramfs whose /init is
 //! bootprint-boot (the work is in the initramfs crate; docs/initramfs.md).
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use ::initramfs::build::{self, Options, RootChoice};
+use render::initramfs_plan;
 
 use crate::cli;
+use crate::output::print;
 use crate::Outcome;
 
 /// Runs `bootprint initramfs ...`.
@@ -27,13 +29,7 @@ pub fn run(cmd: &cli::Initramfs) -> Outcome {
         cli::Initramfs::Plan(a) => {
             let o = options(&release, None, &a.target);
             match build::make_plan(&o) {
-                Ok(p) => {
-                    print!("{}", p.to_text());
-                    for n in &p.notes {
-                        println!("# note: {n}");
-                    }
-                    Outcome::Ok
-                }
+                Ok(p) => print("the plan", |out| initramfs_plan::text(out, &p)),
                 Err(e) => Outcome::Failed(format!("initramfs plan: {e}")),
             }
         }
@@ -44,10 +40,8 @@ pub fn run(cmd: &cli::Initramfs) -> Outcome {
                 o.init = i.clone();
             }
             match build::build(&o) {
-                Ok(r) => {
-                    print!("{}", r.text(&o.out));
-                    Outcome::Ok
-                }
+                // The report's text is the build's own (it is also written beside the image).
+                Ok(r) => print("the report", |out| out.write_all(r.text(&o.out).as_bytes())),
                 Err(e) => Outcome::Failed(format!("initramfs build: {e}")),
             }
         }

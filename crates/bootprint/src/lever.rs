@@ -4,19 +4,40 @@
 
 use std::path::{Path, PathBuf};
 
-use readahead::state::{BootKind, State, Verdict, MODULES};
+use readahead::state::{State, Verdict, MODULES};
 use record::config::{Config, CONFIG_FILE};
-use serde_json::json;
+use record::modload;
+use render::modules_status;
 
+use crate::output::{print, write_json};
 use crate::Outcome;
 
 /// `bootprint modules status`.
 pub fn status(root: &Path, as_json: bool) -> Outcome {
-    let r = load(root).and_then(|(file, config)| print_status(root, &file, &config, as_json));
-    match r {
-        Ok(()) => Outcome::Ok,
-        Err(e) => Outcome::Failed(e),
-    }
+    let (file, config) = match load(root) {
+        Ok(c) => c,
+        Err(e) => return Outcome::Failed(e),
+    };
+    let state_file = under(root, &config.modules_state);
+    let state = match State::load_for(&state_file, &MODULES) {
+        Ok(s) => s,
+        Err(e) => return Outcome::Failed(e.to_string()),
+    };
+    let status = modules_status::Status {
+        enabled: config.modules,
+        config_file: &file,
+        state_file: &state_file,
+        state: &state,
+        judgement: &state.judge(),
+        next_boot: modload::next_boot(&config, &state),
+    };
+    print("the status", |out| {
+        if as_json {
+            write_json(out, &modules_status::json(&status))
+        } else {
+            modules_status::text(out, &status)
+        }
+    })
 }
 
 /// `bootprint modules on|off`.
@@ -48,63 +69,6 @@ fn load(root: &Path) -> Result<(PathBuf, Config), String> {
         let _ = config.apply_cmdline(&cmdline);
     }
     Ok((file, config))
-}
-
-fn print_status(root: &Path, file: &Path, config: &Config, as_json: bool) -> Result<(), String> {
-    let path = under(root, &config.modules_state);
-    let state = State::load_for(&path, &MODULES).map_err(|e| e.to_string())?;
-    let judged = state.judge();
-    let next = match (&state.verdict, config.modules) {
-        (_, false) => "off (the switch)",
-        (Verdict::Off { .. }, true) => "off (its own verdict)",
-        (Verdict::Auto, true) => match state.next_kind(config.modules_compare_every) {
-            BootKind::Control => "without the loader, to compare",
-            _ => "with the loader",
-        },
-    };
-    if as_json {
-        let v = json!({
-            "enabled": config.modules,
-            "config_file": file.display().to_string(),
-            "state_file": path.display().to_string(),
-            "verdict": match &state.verdict {
-                Verdict::Auto => json!({"state": "auto"}),
-                Verdict::Off { unix_s, reason } => json!({"state": "off", "unix_s": unix_s, "reason": reason}),
-            },
-            "judgement": judged.describe_for(&MODULES),
-            "ratio": judged.ratio(),
-            "next_boot": next,
-            "boots": state.boots.iter().map(|b| json!({
-                "unix_s": b.unix_s, "kind": b.kind.word_for(&MODULES),
-                "login_s": b.login_s, "done_s": b.done_s,
-            })).collect::<Vec<_>>(),
-        });
-        println!("{v:#}");
-        return Ok(());
-    }
-    println!(
-        "module loader: {} ({})",
-        if config.modules { "on" } else { "off" },
-        file.display()
-    );
-    match &state.verdict {
-        Verdict::Auto => println!("verdict: auto (it judges itself)"),
-        Verdict::Off { reason, .. } => println!("verdict: off by itself: {reason}"),
-    }
-    println!("judgement: {}", judged.describe_for(&MODULES));
-    println!("next boot: {next}");
-    println!("history ({}):", path.display());
-    let secs = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
-    for b in &state.boots {
-        println!(
-            "  {:>12}  {:<8} login {:>8} s  done {:>8} s",
-            b.unix_s,
-            b.kind.word_for(&MODULES),
-            secs(b.login_s),
-            secs(b.done_s)
-        );
-    }
-    Ok(())
 }
 
 /// Sets `key` under `[section]` of bootprint.toml (`file`) to `on`, the rest of the file

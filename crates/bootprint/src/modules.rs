@@ -6,9 +6,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use ::modules::kmod::{self, Paths};
-use ::modules::plan::{EdgeKind, Plan, SkipReason};
+use render::modules_plan;
 
 use crate::cli;
+use crate::output::{print, write_json};
 use crate::Outcome;
 
 /// Runs `bootprint modules ...`.
@@ -42,133 +43,13 @@ fn plan(args: &cli::ModulesPlan) -> Outcome {
     for w in &plan.warnings {
         eprintln!("bootprint: modules: warning: {w}");
     }
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let written = if args.json {
-        write_json(&plan, &paths, &mut out)
-    } else {
-        write_text(&plan, &paths, &mut out)
-    };
-    match written.and_then(|_| out.flush()) {
-        Ok(()) => Outcome::Ok,
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Outcome::Ok,
-        Err(e) => Outcome::Failed(format!("writing the plan: {e}")),
-    }
-}
-
-fn write_json(plan: &Plan, paths: &Paths, out: &mut impl Write) -> std::io::Result<()> {
-    let order: Vec<&str> = plan
-        .order()
-        .into_iter()
-        .map(|i| plan.modules[i].name.as_str())
-        .collect();
-    let v = serde_json::json!({
-        "root": paths.root,
-        "kernel": paths.release,
-        "order": order,
-        "plan": plan,
-    });
-    serde_json::to_writer_pretty(&mut *out, &v)?;
-    writeln!(out)
-}
-
-fn ms(us: u64) -> String {
-    format!("{:.1}", us as f64 / 1000.0)
-}
-
-/// Shortens a long `wanted by` (CPU modaliases list every feature) to its start and the
-/// file in parentheses.
-fn short(w: &str) -> String {
-    const KEEP: usize = 60;
-    if w.chars().count() <= 100 {
-        return w.to_string();
-    }
-    let head: String = w.chars().take(KEEP).collect();
-    match w.rfind(" (") {
-        Some(p) if p >= KEEP => format!("{head}...{}", &w[p..]),
-        _ => format!("{head}..."),
-    }
-}
-
-fn write_text(plan: &Plan, paths: &Paths, out: &mut impl Write) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "module plan for {} (kernel {}): {} to load, {} skipped, {} modaliases without a module",
-        paths.root.display(),
-        paths.release,
-        plan.modules.len(),
-        plan.skipped.len(),
-        plan.unmatched.len()
-    )?;
-    writeln!(out)?;
-    writeln!(
-        out,
-        "{:>4}  {:<24} {:>9} {:>9}  waits for / wanted by",
-        "#", "module", "exp ms", "prio ms"
-    )?;
-    for (n, i) in plan.order().into_iter().enumerate() {
-        let m = &plan.modules[i];
-        // `~name` marks a soft dependency: the module loads even if that one fails.
-        let after: Vec<String> = m
-            .after
-            .iter()
-            .map(|e| {
-                let name = &plan.modules[e.module].name;
-                if e.kind == EdgeKind::Dep {
-                    name.clone()
-                } else {
-                    format!("~{name}")
-                }
-            })
-            .collect();
-        let why = if after.is_empty() {
-            m.wanted_by
-                .iter()
-                .map(|w| short(w))
-                .collect::<Vec<_>>()
-                .join("; ")
+    print("the plan", |out| {
+        if args.json {
+            write_json(out, &modules_plan::json(&plan, &paths))
         } else {
-            format!("after {}", after.join(" "))
-        };
-        writeln!(
-            out,
-            "{:>4}  {:<24} {:>9} {:>9}  {why}",
-            n + 1,
-            m.name,
-            ms(m.expected_us),
-            ms(m.priority_us)
-        )?;
-        if !m.options.is_empty() {
-            writeln!(out, "{:>4}  {:<24} options: {}", "", "", m.options)?;
+            modules_plan::text(out, &plan, &paths)
         }
-    }
-    if !plan.skipped.is_empty() {
-        writeln!(out, "\nskipped:")?;
-        for s in &plan.skipped {
-            let reason = match &s.reason {
-                SkipReason::Builtin => "builtin".to_string(),
-                SkipReason::Loaded => "already loaded".to_string(),
-                SkipReason::Blacklisted => "blacklisted".to_string(),
-                SkipReason::InstallCommand(c) => format!("install command ({c}): left to modprobe"),
-                SkipReason::NotFound => "no such module".to_string(),
-            };
-            let by = short(&s.wanted_by);
-            writeln!(out, "  {:<24} {reason}; wanted by {by}", s.name)?;
-        }
-    }
-    if !plan.dropped.is_empty() {
-        writeln!(out, "\nsoftdeps dropped to break a cycle:")?;
-        for d in &plan.dropped {
-            writeln!(out, "  {} after {}", d.module, d.after)?;
-        }
-    }
-    if !plan.unmatched.is_empty() {
-        writeln!(out, "\nmodaliases no module matches:")?;
-        for a in &plan.unmatched {
-            writeln!(out, "  {a}")?;
-        }
-    }
-    Ok(())
+    })
 }
 
 /// `bootprint modules load`: what the boot path runs in a child before init starts.

@@ -8,11 +8,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use readahead::pack::Pack;
 use readahead::replay::{self, RelearnLimits, ReplayOutcome};
-use readahead::state::{BootKind, State, Verdict};
+use readahead::state::{State, Verdict};
 use record::config::{Config, CONFIG_FILE};
-use serde_json::json;
+use render::readahead_pack;
+use render::readahead_status::{self, PackFound};
 
 use crate::cli;
+use crate::output::{print, write_json};
 use crate::Outcome;
 
 /// Runs `bootprint readahead ...`.
@@ -26,16 +28,12 @@ pub fn run(cmd: &cli::Readahead) -> Outcome {
         Ok(s) => s,
         Err(e) => return Outcome::Failed(e),
     };
-    let result = match cmd {
+    match cmd {
         cli::Readahead::Status(a) => status(&sys, a.json),
         cli::Readahead::Show(a) => show(&sys, a.pack.as_deref(), a.json),
-        cli::Readahead::Relearn(_) => relearn(&sys),
-        cli::Readahead::On(_) => switch(&sys, true),
-        cli::Readahead::Off(_) => switch(&sys, false),
-    };
-    match result {
-        Ok(()) => Outcome::Ok,
-        Err(e) => Outcome::Failed(e),
+        cli::Readahead::Relearn(_) => relearn(&sys).into(),
+        cli::Readahead::On(_) => switch(&sys, true).into(),
+        cli::Readahead::Off(_) => switch(&sys, false).into(),
     }
 }
 
@@ -101,51 +99,6 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// `2026-11-22 12:34 UTC` from seconds since the epoch (civil-from-days, proleptic Gregorian).
-fn utc(unix_s: u64) -> String {
-    let days = (unix_s / 86400) as i64;
-    let secs = unix_s % 86400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        secs / 3600,
-        (secs % 3600) / 60
-    )
-}
-
-fn mb(bytes: u64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
-}
-
-fn secs(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{v:.2} s"))
-}
-
-/// What the next boot will do, as the boot path decides it.
-fn next_boot(sys: &System, state: &State, pack: &Result<Pack, String>) -> String {
-    if !sys.config.readahead {
-        return "nothing: readahead is off".into();
-    }
-    if let Verdict::Off { .. } = state.verdict {
-        return "nothing: readahead switched itself off (`bootprint readahead on` to retry)".into();
-    }
-    match pack {
-        Err(_) => "learn a pack".into(),
-        Ok(_) => match state.next_kind(sys.config.readahead_compare_every) {
-            BootKind::Control => "boot without replay, to compare".into(),
-            _ => "replay the pack".into(),
-        },
-    }
-}
-
 fn load_pack(path: &Path) -> Result<Pack, String> {
     match Pack::read_file(path) {
         Ok(p) => Ok(p),
@@ -153,15 +106,15 @@ fn load_pack(path: &Path) -> Result<Pack, String> {
     }
 }
 
-fn status(sys: &System, as_json: bool) -> Result<(), String> {
-    let state = sys.state()?;
-    let pack_path = sys.pack_path();
-    let pack = if pack_path.exists() {
-        load_pack(&pack_path)
-    } else {
-        Err("none".into())
+/// `bootprint readahead status`.
+fn status(sys: &System, as_json: bool) -> Outcome {
+    let state = match sys.state() {
+        Ok(s) => s,
+        Err(e) => return Outcome::Failed(e),
     };
-    let judged = state.judge();
+    let pack_path = sys.pack_path();
+    let pack = pack_path.exists().then(|| load_pack(&pack_path));
+    let valid = pack.as_ref().and_then(|p| p.as_ref().ok());
     let now = unix_now();
     let kernel = if sys.root == Path::new("/") {
         sys::kernel_release().unwrap_or_default()
@@ -170,7 +123,7 @@ fn status(sys: &System, as_json: bool) -> Result<(), String> {
     };
     // What a replay boot would conclude about this pack now (age and kernel only: staleness
     // and misses are only known from a replay).
-    let relearn = pack.as_ref().ok().and_then(|p| {
+    let relearn = valid.and_then(|p| {
         let limits = RelearnLimits {
             max_age_s: (sys.config.readahead_max_age_days * 86400.0) as u64,
             ..RelearnLimits::default()
@@ -186,135 +139,45 @@ fn status(sys: &System, as_json: bool) -> Result<(), String> {
         };
         replay::relearn_reason(p, &seen, &limits)
     });
-    let next = next_boot(sys, &state, &pack);
-    if as_json {
-        let v = json!({
-            "enabled": sys.config.readahead,
-            "config_file": sys.config_file.display().to_string(),
-            "kernel_cmdline": sys.cmdline_switch,
-            "verdict": match &state.verdict {
-                Verdict::Auto => json!({"state": "auto"}),
-                Verdict::Off { unix_s, reason } => json!({"state": "off", "since_unix_s": unix_s, "reason": reason}),
-            },
-            "pack": {
-                "path": pack_path.display().to_string(),
-                "valid": pack.is_ok(),
-                "error": pack.as_ref().err(),
-                "files": pack.as_ref().ok().map(|p| p.entries.len()),
-                "bytes": pack.as_ref().ok().map(Pack::bytes),
-                "ranges": pack.as_ref().ok().map(|p| p.entries.iter().map(|e| e.ranges.len()).sum::<usize>()),
-                "budget_bytes": pack.as_ref().ok().map(|p| p.header.budget_bytes),
-                "created_unix_s": pack.as_ref().ok().map(|p| p.header.created_unix_s),
-                "kernel_release": pack.as_ref().ok().map(|p| p.header.kernel_release.clone()),
-                "rotational": pack.as_ref().ok().map(|p| p.header.rotational),
-                "relearn_reason": relearn,
-            },
-            "history": state.boots.iter().map(|b| json!({
-                "unix_s": b.unix_s, "kind": b.kind.word(), "login_s": b.login_s, "done_s": b.done_s,
-            })).collect::<Vec<_>>(),
-            "judgement": {
-                "replay_median_login_s": judged.replay.map(|x| x.0),
-                "replay_boots": judged.replay.map_or(0, |x| x.1),
-                "control_median_login_s": judged.control.map(|x| x.0),
-                "control_boots": judged.control.map_or(0, |x| x.1),
-                "ratio": judged.ratio(),
-                "summary": judged.describe(),
-            },
-            "next_boot": next,
-        });
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-        return Ok(());
-    }
-    let switch = if sys.config.readahead { "on" } else { "off" };
-    print!("readahead: {switch} (in {}", sys.config_file.display());
-    match &sys.cmdline_switch {
-        Some(w) => println!("; kernel command line {w})"),
-        None => println!(")"),
-    }
-    match &state.verdict {
-        Verdict::Auto => println!("verdict:   judging itself (auto)"),
-        Verdict::Off { unix_s, reason } => {
-            println!("verdict:   switched itself off {}: {reason}", utc(*unix_s))
+    let status = readahead_status::Status {
+        enabled: sys.config.readahead,
+        config_file: &sys.config_file,
+        cmdline_switch: sys.cmdline_switch.as_deref(),
+        state: &state,
+        judgement: &state.judge(),
+        pack_path: &pack_path,
+        pack: match &pack {
+            None => PackFound::None,
+            Some(Ok(p)) => PackFound::Valid(p),
+            Some(Err(e)) => PackFound::Unusable(e),
+        },
+        relearn,
+        next_boot: record::readahead::next_boot(&sys.config, &state, valid.is_some()),
+        now_unix_s: now,
+    };
+    print("the status", |out| {
+        if as_json {
+            write_json(out, &readahead_status::json(&status))
+        } else {
+            readahead_status::text(out, &status)
         }
-    }
-    println!("pack:      {}", pack_path.display());
-    match &pack {
-        Ok(p) => {
-            let ranges: usize = p.entries.iter().map(|e| e.ranges.len()).sum();
-            let age_days = now.saturating_sub(p.header.created_unix_s) as f64 / 86400.0;
-            println!(
-                "           {} files, {} in {ranges} ranges (budget {}), {} order",
-                p.entries.len(),
-                mb(p.bytes()),
-                mb(p.header.budget_bytes),
-                if p.header.rotational {
-                    "disk (rotating device)"
-                } else {
-                    "first-access"
-                }
-            );
-            println!(
-                "           learned {} ({age_days:.1} days ago) on kernel {}",
-                utc(p.header.created_unix_s),
-                p.header.kernel_release
-            );
-            if let Some(r) = relearn {
-                println!("           the next replay boot learns it again: {r}");
-            }
-        }
-        Err(e) if e == "none" => println!("           none yet"),
-        Err(e) => println!("           unusable: {e}"),
-    }
-    println!(
-        "history:   {} boots (learn, replay, without replay to compare)",
-        state.boots.len()
-    );
-    for b in state.boots.iter().rev().take(10).rev() {
-        println!(
-            "           {}  {:<8} login {:>9}  done {:>9}",
-            utc(b.unix_s),
-            b.kind.word(),
-            secs(b.login_s),
-            secs(b.done_s)
-        );
-    }
-    println!("judgement: {}", judged.describe());
-    if let Some(r) = judged.ratio() {
-        println!("           replay / without = {r:.3}");
-    }
-    println!("next boot: {next}");
-    Ok(())
+    })
 }
 
-fn show(sys: &System, pack: Option<&Path>, as_json: bool) -> Result<(), String> {
+/// `bootprint readahead show`.
+fn show(sys: &System, pack: Option<&Path>, as_json: bool) -> Outcome {
     let path = pack.map_or_else(|| sys.pack_path(), Path::to_path_buf);
-    let p = load_pack(&path)?;
-    if as_json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&p.to_json()).unwrap_or_default()
-        );
-        return Ok(());
-    }
-    println!(
-        "{}: {} files, {}, learned {} on kernel {}",
-        path.display(),
-        p.entries.len(),
-        mb(p.bytes()),
-        utc(p.header.created_unix_s),
-        p.header.kernel_release
-    );
-    println!("{:>5} {:>10} {:>7}  path", "#", "bytes", "ranges");
-    for (i, e) in p.entries.iter().enumerate() {
-        println!(
-            "{:>5} {:>10} {:>7}  {}",
-            i + 1,
-            e.bytes(),
-            e.ranges.len(),
-            e.path.display()
-        );
-    }
-    Ok(())
+    let p = match load_pack(&path) {
+        Ok(p) => p,
+        Err(e) => return Outcome::Failed(e),
+    };
+    print("the pack", |out| {
+        if as_json {
+            write_json(out, &p.to_json())
+        } else {
+            readahead_pack::text(out, &path, &p)
+        }
+    })
 }
 
 fn relearn(sys: &System) -> Result<(), String> {
@@ -366,13 +229,6 @@ fn switch(sys: &System, on: bool) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utc_dates() {
-        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
-        assert_eq!(utc(951_782_400), "2000-02-29 00:00 UTC");
-        assert_eq!(utc(1_795_350_000), "2026-11-22 12:20 UTC");
-    }
 
     #[test]
     fn paths_under_a_root() {

@@ -127,6 +127,36 @@ impl Boot {
     }
 }
 
+/// What the next boot does with the module loader (`bootprint modules status` shows it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextBoot {
+    /// The switch is off.
+    Off,
+    /// The loader switched itself off (its verdict, in its state file).
+    SwitchedOff,
+    /// It does not run, to compare.
+    Control,
+    /// It runs.
+    Load,
+}
+
+/// [`NextBoot`] from the switch and the loader's state: the rule of [`prepare`] when no
+/// other lever learns or compares on the same boot.
+pub fn next_boot(config: &Config, state: &State) -> NextBoot {
+    if !config.modules {
+        return NextBoot::Off;
+    }
+    if let Verdict::Off { .. } = state.verdict {
+        return NextBoot::SwitchedOff;
+    }
+    // `prepare` also loads on a first boot (`learn`); `next_kind` never compares before a
+    // boot with the loader either.
+    match state.next_kind(config.modules_compare_every) {
+        BootKind::Control => NextBoot::Control,
+        _ => NextBoot::Load,
+    }
+}
+
 /// Decides from the switch and the loader's history, and starts the loader when it runs
 /// (`program`: [`LOADER`]). A loader that cannot start is a warning for the trace.
 /// `others_compare`: another lever (readahead) learns or compares on this boot; one lever

@@ -130,6 +130,39 @@ fn load_pack(
         .map_err(|e| e.reason().to_string())
 }
 
+/// What the next boot does with readahead (`bootprint readahead status` shows it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextBoot {
+    /// The switch is off.
+    Off,
+    /// Readahead switched itself off (its verdict, in its state file).
+    SwitchedOff,
+    /// No usable pack: it learns one.
+    Learn,
+    /// It boots without replay, to compare.
+    Control,
+    /// It replays the pack.
+    Replay,
+}
+
+/// [`NextBoot`] from the switch, readahead's state and whether there is a usable pack: the
+/// rule the boot path follows ([`prepare`]), in the same order.
+pub fn next_boot(config: &Config, state: &State, has_pack: bool) -> NextBoot {
+    if !config.readahead {
+        return NextBoot::Off;
+    }
+    if let Verdict::Off { .. } = state.verdict {
+        return NextBoot::SwitchedOff;
+    }
+    if !has_pack {
+        return NextBoot::Learn;
+    }
+    match state.next_kind(config.readahead_compare_every) {
+        BootKind::Control => NextBoot::Control,
+        _ => NextBoot::Replay,
+    }
+}
+
 /// Decides from the configuration, readahead's history and the pack on the root file system.
 fn decide(config: &Config, paths: &Paths) -> Decision {
     if !config.readahead {
@@ -828,4 +861,72 @@ fn unix_now() -> u64 {
 
 fn warning(t: u64, what: String) -> Event {
     Event::new(t, "warning").with("what", what)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn history(kinds: &[BootKind]) -> State {
+        State {
+            boots: kinds
+                .iter()
+                .map(|&kind| BootRecord {
+                    unix_s: 1,
+                    kind,
+                    login_s: Some(10.0),
+                    done_s: None,
+                })
+                .collect(),
+            ..State::default()
+        }
+    }
+
+    #[test]
+    fn next_boot_follows_switch_verdict_pack_and_history() {
+        let mut config = Config {
+            readahead: true,
+            readahead_compare_every: 2,
+            ..Config::default()
+        };
+        let replayed = history(&[BootKind::Learn, BootKind::Replay]);
+        assert_eq!(next_boot(&config, &replayed, true), NextBoot::Control);
+        assert_eq!(next_boot(&config, &replayed, false), NextBoot::Learn);
+        assert_eq!(next_boot(&config, &history(&[]), true), NextBoot::Replay);
+        let off = State {
+            verdict: Verdict::Off {
+                unix_s: 1,
+                reason: "not faster".into(),
+            },
+            ..replayed.clone()
+        };
+        assert_eq!(next_boot(&config, &off, true), NextBoot::SwitchedOff);
+        config.readahead = false;
+        assert_eq!(next_boot(&config, &off, true), NextBoot::Off);
+    }
+
+    #[test]
+    fn the_loaders_next_boot() {
+        use crate::modload::{next_boot, NextBoot};
+        let mut config = Config {
+            modules: true,
+            modules_compare_every: 2,
+            ..Config::default()
+        };
+        assert_eq!(next_boot(&config, &history(&[])), NextBoot::Load);
+        let loaded = history(&[BootKind::Replay]);
+        assert_eq!(next_boot(&config, &loaded), NextBoot::Control);
+        config.modules_compare_every = 0;
+        assert_eq!(next_boot(&config, &loaded), NextBoot::Load);
+        let off = State {
+            verdict: Verdict::Off {
+                unix_s: 1,
+                reason: "not faster".into(),
+            },
+            ..loaded
+        };
+        assert_eq!(next_boot(&config, &off), NextBoot::SwitchedOff);
+        config.modules = false;
+        assert_eq!(next_boot(&config, &off), NextBoot::Off);
+    }
 }

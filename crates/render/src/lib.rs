@@ -10,23 +10,33 @@
 //! [`advice::report`] (the findings of `advise`). Beside them: the runner's services view
 //! ([`services`]), two boots side by side ([`diff`]), and the kernel's own report
 //! (`bootprint kernel`: [`kernel_text`], [`kernel_svg`], [`json::kernel`]) and the init
-//! scripts' start graph (`bootprint rc graph`: [`rc_graph`], text, JSON, DOT).
-//! Every renderer takes what `analyze` computed and writes to any `io::Write` (or returns
-//! the value); none of them computes boot figures (that is `analyze`) or reads traces (that
-//! is `trace`).
+//! scripts' start graph (`bootprint rc graph`: [`rc_graph`], text, JSON, DOT). The levers'
+//! views render what their crates hold: the module loader's plan (`bootprint modules plan`:
+//! [`modules_plan`]) and its status ([`modules_status`]), readahead's status
+//! ([`readahead_status`]) and its pack ([`readahead_pack`]); and the host-only initramfs's
+//! plan ([`initramfs_plan`]).
+//! Every renderer takes what `analyze` (or the crate that owns the data: `rc`, `modules`,
+//! `readahead`, `record`) computed and writes to any `io::Write` (or returns the value);
+//! none of them computes boot figures (that is `analyze`), decides what a lever does next
+//! (that is `record`), or reads traces (that is `trace`), files or the clock.
 #![deny(missing_docs)]
 
 pub mod advice;
 pub mod chart;
 pub mod diff;
 pub mod html;
+pub mod initramfs_plan;
 pub mod json;
 pub mod judge;
 pub mod kernel_svg;
 pub mod kernel_text;
+pub mod modules_plan;
+pub mod modules_status;
 pub mod perfetto;
 pub mod prometheus;
 pub mod rc_graph;
+pub mod readahead_pack;
+pub mod readahead_status;
 pub mod services;
 pub mod svg;
 pub mod text;
