@@ -195,9 +195,9 @@ fn d_state_estimate_when_delay_accounting_is_off() {
 #[test]
 fn reads_a_gzipped_tar_like_a_directory() {
     let tmp = tempfile::tempdir().unwrap();
-    let path = tmp.path();
+    let path = tmp.path().join("bootchart.tgz");
     {
-        let f = std::fs::File::create(path).unwrap();
+        let f = std::fs::File::create(&path).unwrap();
         let gz = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
         let mut tar = tar::Builder::new(gz);
         for name in [
@@ -212,7 +212,7 @@ fn reads_a_gzipped_tar_like_a_directory() {
         }
         tar.into_inner().unwrap().finish().unwrap();
     }
-    let from_tgz = model_of(path);
+    let from_tgz = model_of(&path);
     let from_dir = model_of(&fixture());
     assert!(near(
         from_tgz.milestones.boot_done.t_s,
@@ -225,7 +225,6 @@ fn reads_a_gzipped_tar_like_a_directory() {
         from_tgz.milestones.kernel.as_ref().unwrap().source,
         "first sample"
     );
-    std::fs::remove_file(path).unwrap();
 }
 
 #[test]

@@ -400,9 +400,10 @@ fn debian_tree() -> tempfile::TempDir {
         .join("../../tests/fixtures/initscripts/debian-bookworm");
     let tmp = tempfile::tempdir().unwrap();
     let dst = tmp.path();
+    // `src/.`: the tree's contents into the (existing) temporary directory.
     let st = Command::new("cp")
         .arg("-a")
-        .arg(&src)
+        .arg(src.join("."))
         .arg(dst)
         .status()
         .unwrap();
