@@ -228,11 +228,18 @@ pub fn cpu_totals(stat: &[u8]) -> Option<(u64, u64, u64, u64)> {
 }
 
 /// The `processes` counter of `/proc/stat` (forks since boot).
+/// The line comes after `intr`, which holds a counter per interrupt (tens of kB on a large
+/// machine) and is read at every sample: a SIMD search for it, not a byte-by-byte split.
 pub fn forks(stat: &[u8]) -> Option<u64> {
-    let line = stat
-        .split(|&b| b == b'\n')
-        .find(|l| l.starts_with(b"processes "))?;
-    std::str::from_utf8(&line[10..]).ok()?.trim().parse().ok()
+    const KEY: &[u8] = b"processes ";
+    let start = if stat.starts_with(KEY) {
+        0
+    } else {
+        memchr::memmem::find(stat, b"\nprocesses ")? + 1
+    };
+    let line = &stat[start + KEY.len()..];
+    let line = &line[..memchr::memchr(b'\n', line).unwrap_or(line.len())];
+    std::str::from_utf8(line).ok()?.trim().parse().ok()
 }
 
 /// Milliseconds spent doing I/O (`io_ticks`) for each whole disk in `/proc/diskstats`.
@@ -659,6 +666,32 @@ mod tests {
         let mut buf = Vec::new();
         r.write_line(&mut buf).unwrap();
         assert_eq!(parse_stat_line(trim_newline(&buf)), Some(r));
+    }
+
+    #[test]
+    fn forks_at_the_ends_after_a_long_intr_line_or_absent() {
+        assert_eq!(forks(b""), None);
+        assert_eq!(forks(b"cpu  1 2 3 4\nctxt 9\n"), None);
+        assert_eq!(forks(b"processes 7"), Some(7), "first line, no newline");
+        assert_eq!(
+            forks(b"ctxt 9\nprocesses 8"),
+            Some(8),
+            "last line, no newline"
+        );
+        assert_eq!(forks(b"ctxt 9\nprocesses 8\n"), Some(8));
+        assert_eq!(forks(b"ctxt 9\nprocesses \n"), None, "no number");
+        assert_eq!(
+            forks(b"ctxt 9\nprocesses x\nprocesses 3\n"),
+            None,
+            "the first one"
+        );
+        assert_eq!(forks(b"xprocesses 5\nnot processes 6\n"), None, "mid-line");
+        let mut big = b"cpu  1 2 3 4\nintr".to_vec();
+        for i in 0..20_000 {
+            big.extend_from_slice(format!(" {i}").as_bytes());
+        }
+        big.extend_from_slice(b"\nctxt 9\nbtime 1\nprocesses 12345\nprocs_running 2\n");
+        assert_eq!(forks(&big), Some(12345));
     }
 
     #[test]
