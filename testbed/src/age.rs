@@ -347,8 +347,8 @@ mod tests {
     /// gives a new inode.
     #[test]
     fn rewrite_keeps_everything_but_the_blocks() {
-        let dir = std::env::temp_dir().join(format!("bp-age-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let f = dir.join("tool");
         fs::write(&f, b"#!/bin/sh\necho hi\n").unwrap();
         use std::os::unix::fs::PermissionsExt;
@@ -383,6 +383,5 @@ mod tests {
             };
             assert_eq!(&buf[..n as usize], b"x1");
         }
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

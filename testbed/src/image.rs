@@ -866,14 +866,14 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
             testkit::skip("no mke2fs (e2fsprogs) on this host");
             return;
         }
-        let dir = crate::util::TempDir::new("binaries");
-        let root = dir.0.join("root");
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("root");
         fs::create_dir_all(root.join("usr/lib")).unwrap();
         fs::create_dir_all(root.join("usr/bin")).unwrap();
         fs::write(root.join("usr/bin/bootprint"), "old").unwrap();
-        let img = Image::at(dir.0.join("img"));
+        let img = Image::at(dir.path().join("img"));
         fs::create_dir_all(&img.dir).unwrap();
-        let log = dir.0.join("log");
+        let log = dir.path().join("log");
         run_logged(
             Command::new("mke2fs")
                 .args(["-q", "-F", "-t", "ext4", "-d"])
@@ -883,8 +883,8 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
             &log,
         )
         .unwrap();
-        let boot = dir.0.join("bootprint-boot");
-        let cli = dir.0.join("bootprint");
+        let boot = dir.path().join("bootprint-boot");
+        let cli = dir.path().join("bootprint");
         fs::write(&boot, "#!/bin/sh\necho boot\n").unwrap();
         fs::write(&cli, "cli v1").unwrap();
         let bins = (boot.clone(), cli.clone());
@@ -901,7 +901,7 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
             update_binaries(&img, &bins).unwrap(),
             "changed CLI is replaced"
         );
-        let out = dir.0.join("out");
+        let out = dir.path().join("out");
         run_logged(
             Command::new("debugfs")
                 .arg("-R")
@@ -943,8 +943,8 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
     /// when bootprint's configuration has it off. The wrapper's paths are pointed at stubs.
     #[test]
     fn startpar_wrapper_falls_back_on_any_exit_but_0() {
-        let dir = crate::util::TempDir::new("startpar-wrapper");
-        let d = &dir.0;
+        let dir = tempfile::tempdir().unwrap();
+        let d = &dir.path();
         let stub = |name: &str, body: &str| {
             let p = d.join(name);
             fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();

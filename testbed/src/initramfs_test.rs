@@ -356,8 +356,8 @@ mod tests {
 
     #[test]
     fn init_ms_from_the_serial_log() {
-        let d = crate::util::TempDir::new("irtest");
-        let p = d.0.join("serial.log");
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("serial.log");
         fs::write(
             &p,
             "   9.1 | [    5.3] bootprint initramfs: root /dev/vda (/dev/vda) mounted, running /sbin/init after 412 ms\n",

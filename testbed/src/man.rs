@@ -39,13 +39,15 @@ fn write_pages(cmd: &clap::Command, dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::util::TempDir;
 
     #[test]
     fn a_page_for_the_program_and_each_verb() {
-        let dir = TempDir::new("man");
-        run(&cli::Man { dir: dir.0.clone() }).unwrap();
-        let mut pages: Vec<String> = std::fs::read_dir(&dir.0)
+        let dir = tempfile::tempdir().unwrap();
+        run(&cli::Man {
+            dir: dir.path().to_path_buf(),
+        })
+        .unwrap();
+        let mut pages: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
@@ -58,10 +60,10 @@ mod tests {
             .collect();
         want.sort();
         assert_eq!(pages, want);
-        let boot = std::fs::read_to_string(dir.0.join("bootprint-testbed-boot.1")).unwrap();
+        let boot = std::fs::read_to_string(dir.path().join("bootprint-testbed-boot.1")).unwrap();
         assert!(boot.contains("guest\\-script"), "{boot}");
         assert!(run(&cli::Man {
-            dir: dir.0.join("missing")
+            dir: dir.path().join("missing")
         })
         .is_err());
     }

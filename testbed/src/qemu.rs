@@ -777,9 +777,9 @@ mod tests {
             testkit::skip("no mke2fs (e2fsprogs) on this host");
             return;
         }
-        let dir = crate::util::TempDir::new("copytrace");
+        let dir = tempfile::tempdir().unwrap();
         let id = "3f2c1a5e-8d7b-4c1e-9f0a-1b2c3d4e5f60";
-        let root = dir.0.join("root");
+        let root = dir.path().join("root");
         let tdir = root.join("var/log/bootprint").join(id);
         fs::create_dir_all(&tdir).unwrap();
         fs::write(tdir.join("events.log"), "# bootprint events 1\n").unwrap();
@@ -789,8 +789,8 @@ mod tests {
             root.join("var/log/bootprint/latest"),
         )
         .unwrap();
-        let disk = dir.0.join("disk.raw");
-        let log = dir.0.join("log");
+        let disk = dir.path().join("disk.raw");
+        let log = dir.path().join("log");
         run_logged(
             Command::new("mke2fs")
                 .args(["-q", "-F", "-t", "ext4", "-d"])
@@ -801,23 +801,23 @@ mod tests {
         )
         .unwrap();
         // By boot id, and through the `latest` symlink when the boot id is unknown.
-        let out1 = dir.0.join("t1");
-        copy_trace(&disk, Some(id), &out1, &dir.0, &log).unwrap();
+        let out1 = dir.path().join("t1");
+        copy_trace(&disk, Some(id), &out1, dir.path(), &log).unwrap();
         assert_eq!(
             fs::read_to_string(out1.join("header")).unwrap(),
             "bootprint.format = 1\n"
         );
-        let out2 = dir.0.join("sub/t2");
-        copy_trace(&disk, None, &out2, &dir.0, &log).unwrap();
+        let out2 = dir.path().join("sub/t2");
+        copy_trace(&disk, None, &out2, dir.path(), &log).unwrap();
         assert!(out2.join("events.log").is_file());
         // An existing output is not overwritten; a missing trace is an error naming it.
-        let e = copy_trace(&disk, Some(id), &out1, &dir.0, &log).unwrap_err();
+        let e = copy_trace(&disk, Some(id), &out1, dir.path(), &log).unwrap_err();
         assert!(e.to_string().contains("exists already"), "{e}");
         let e = copy_trace(
             &disk,
             Some("00000000-0000-0000-0000-000000000000"),
-            &dir.0.join("t3"),
-            &dir.0,
+            &dir.path().join("t3"),
+            dir.path(),
             &log,
         )
         .unwrap_err();

@@ -227,18 +227,17 @@ mod tests {
 
     #[test]
     fn figures_from_a_written_trace() {
-        let dir = std::env::temp_dir().join(format!("bp-rabench-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         fs::write(
             dir.join("events.log"),
             "5000000000 milestone name=text_login pid=9 comm=getty\n2000000000 readahead_replay bytes=20000000 duration_ns=1000000000\n",
         )
         .unwrap();
-        let f = figures_from_trace(&dir);
+        let f = figures_from_trace(dir);
         assert_eq!(f["text_login_s"], Some(5.0));
         assert_eq!(f["replay_mb"], Some(20.0));
         assert_eq!(f["replay_mb_s"], Some(20.0));
         assert_eq!(f["read_mb"], None);
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

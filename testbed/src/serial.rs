@@ -332,8 +332,8 @@ mod tests {
     #[test]
     fn console_waits_sends_and_logs() {
         use std::process::{Command, Stdio};
-        let dir = crate::util::TempDir::new("console");
-        let log = dir.0.join("serial.log");
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("serial.log");
         // A stand-in for QEMU: a kernel line, a prompt without newline, then echo what it reads.
         let mut child = Command::new("sh")
             .arg("-c")

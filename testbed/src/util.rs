@@ -316,28 +316,6 @@ pub fn median(values: &[f64]) -> Option<f64> {
     })
 }
 
-/// A scratch directory for tests, removed when dropped.
-#[cfg(test)]
-pub struct TempDir(pub PathBuf);
-
-#[cfg(test)]
-impl TempDir {
-    pub fn new(name: &str) -> TempDir {
-        let p =
-            std::env::temp_dir().join(format!("bootprint-testbed-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&p);
-        fs::create_dir_all(&p).expect("create temp dir");
-        TempDir(p)
-    }
-}
-
-#[cfg(test)]
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Whether a host tool is on PATH (tests that need e2fsprogs skip without it).
 #[cfg(test)]
 pub fn have_tool(name: &str) -> bool {
@@ -379,14 +357,12 @@ mod tests {
 
     #[test]
     fn results_paths_do_not_overwrite() {
-        let dir = std::env::temp_dir().join(format!("bp-tb-results-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        assert_eq!(unused_results_path(&dir, "x"), dir.join("x.json"));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        assert_eq!(unused_results_path(dir, "x"), dir.join("x.json"));
         fs::write(dir.join("x.json"), "").unwrap();
         fs::write(dir.join("x-2.json"), "").unwrap();
-        assert_eq!(unused_results_path(&dir, "x"), dir.join("x-3.json"));
-        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(unused_results_path(dir, "x"), dir.join("x-3.json"));
     }
 
     /// Results files are committed: a path inside the repository is shown relative to it.

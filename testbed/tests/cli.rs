@@ -60,13 +60,12 @@ fn completions_and_man_pages() {
     let o = run(&["completions", "bash"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(text(&o.stdout).contains("bootprint__testbed,stall-repro)"));
-    let dir = std::env::temp_dir().join(format!("bootprint-testbed-man-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let o = run(&["man", dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let soak = std::fs::read_to_string(dir.join("bootprint-testbed-soak.1")).unwrap();
     assert!(soak.contains("fresh\\-copy"), "{soak}");
-    std::fs::remove_dir_all(&dir).unwrap();
     // A directory that is not there is a failure (1), not a usage error.
     let o = run(&["man", "/nonexistent/bootprint-testbed-man"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));

@@ -220,8 +220,8 @@ mod tests {
     /// `bootprint report` and the export the recorder runs at boot done fail outright.
     #[test]
     fn a_broken_system_configuration_gives_the_defaults_and_a_warning() {
-        let d = std::env::temp_dir().join(format!("bp-budget-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
         let f = d.join("bootprint.toml");
         std::fs::write(&f, "[record\nhz = = fast\n").unwrap();
         let (b, source, warning) = Budgets::load_system(&f);
@@ -238,7 +238,6 @@ mod tests {
         assert_eq!(source, f.display().to_string());
         let (_, source, warning) = Budgets::load_system(&d.join("absent.toml"));
         assert_eq!((source.as_str(), warning), ("defaults", None));
-        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]

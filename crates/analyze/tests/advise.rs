@@ -65,12 +65,13 @@ fn example_log_as_recorded() {
 #[test]
 fn planted_network_wait_before_the_getty() {
     // ifup (pid 9001, under init) asleep from 8.0 s to 12.0 s; the getty starts at 18.58 s.
-    let dir = planted("net", |name, t, lines| {
+    let dir_tmp = planted(|name, t, lines| {
         if name == "proc_ps.log" && (800..=1200).contains(&t) {
             lines.push(ps_line(9001, "ifup", 1, 800));
         }
     });
-    let (_, f) = findings_of(&dir);
+    let dir = dir_tmp.path();
+    let (_, f) = findings_of(dir);
     let net = with_id(&f, "network-wait");
     assert_eq!(net.len(), 1, "{f:#?}");
     let e = &net[0].evidence[0];
@@ -82,17 +83,17 @@ fn planted_network_wait_before_the_getty() {
     assert!(e.samples >= 15, "{e:?}");
     let gain = net[0].gain_s.unwrap();
     assert!(gain > 3.7 && gain < 4.3, "{gain}");
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn planted_sleep() {
-    let dir = planted("sleep", |name, t, lines| {
+    let dir_tmp = planted(|name, t, lines| {
         if name == "proc_ps.log" && (1620..=1820).contains(&t) {
             lines.push(ps_line(9002, "sleep", 1, 1620));
         }
     });
-    let (_, f) = findings_of(&dir);
+    let dir = dir_tmp.path();
+    let (_, f) = findings_of(dir);
     let s = with_id(&f, "sleep");
     let planted = s
         .iter()
@@ -106,14 +107,13 @@ fn planted_sleep() {
     assert!(planted.gain_s.unwrap() > 1.8);
     // The example's own sleeps under one second are found too, the short polls not.
     assert!(s.iter().all(|x| x.gain_s.unwrap() >= 0.5));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn planted_idle_gap() {
     // Everything from 16.01 s on happens 2 s later, and the CPUs were idle in between: the
     // blocks' times, the processes' start times and the idle counters move.
-    let dir = planted("gap", |name, t, lines| {
+    let dir_tmp = planted(|name, t, lines| {
         if t < 1601 {
             return;
         }
@@ -144,6 +144,7 @@ fn planted_idle_gap() {
             _ => {}
         }
     });
+    let dir = dir_tmp.path();
     // Shift the block times last (the edit above saw the original times).
     for name in ["proc_stat.log", "proc_diskstats.log", "proc_ps.log"] {
         let text = std::fs::read_to_string(dir.join(name)).unwrap();
@@ -167,7 +168,7 @@ fn planted_idle_gap() {
             .collect();
         std::fs::write(dir.join(name), out.join("\n\n")).unwrap();
     }
-    let (m, f) = findings_of(&dir);
+    let (m, f) = findings_of(dir);
     assert!((m.milestones.text_login.as_ref().unwrap().t_s - 20.58).abs() < 0.01);
     let gaps = with_id(&f, "idle-gap");
     let g = gaps
@@ -181,7 +182,6 @@ fn planted_idle_gap() {
     assert!(with_id(&f0, "idle-gap")
         .iter()
         .all(|x| x.gain_s.unwrap() < 1.0));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -236,9 +236,8 @@ fn disk_bound_after_a_readahead_replay_asks_for_a_new_pack() {
     let d = with_id(&plain, "disk-bound");
     assert_eq!(d.len(), 1);
     assert!(d[0].fix.starts_with("enable readahead"), "{}", d[0].fix);
-    let dir = std::env::temp_dir().join(format!("bootprint-advise-ra-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     for e in std::fs::read_dir(&src).unwrap() {
         let e = e.unwrap();
         std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
@@ -246,7 +245,7 @@ fn disk_bound_after_a_readahead_replay_asks_for_a_new_pack() {
     let mut ev = std::fs::read_to_string(dir.join("events.log")).unwrap();
     ev.push_str("14000000000 readahead_hit replayed=50000000 resident=20000000 ratio=0.400\n");
     std::fs::write(dir.join("events.log"), ev).unwrap();
-    let (m, f) = findings_of(&dir);
+    let (m, f) = findings_of(dir);
     assert_eq!(m.readahead.unwrap().replayed_bytes, 50_000_000);
     let d = with_id(&f, "disk-bound");
     assert!(
@@ -255,7 +254,6 @@ fn disk_bound_after_a_readahead_replay_asks_for_a_new_pack() {
         d[0].fix
     );
     assert!(d[0].fix.contains("bootprint readahead relearn"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Runs `f` on another thread and fails if it takes longer than a minute (a loop).

@@ -13,7 +13,7 @@ fn model(p: &std::path::Path) -> analyze::BootModel {
 
 #[test]
 fn planted_difference_is_found() {
-    let dir = planted("diff", |name, t, lines| {
+    let dir_tmp = planted(|name, t, lines| {
         if name == "proc_ps.log" {
             if (800..=1200).contains(&t) {
                 lines.push(ps_line(9001, "ifup", 1, 800));
@@ -21,8 +21,9 @@ fn planted_difference_is_found() {
             lines.retain(|l| !l.contains("(hald)"));
         }
     });
+    let dir = dir_tmp.path();
     let a = model(&example());
-    let b = model(&dir);
+    let b = model(dir);
     let d = diff(&a, &b);
     assert_eq!(d.appeared.len(), 1, "{:?}", d.appeared);
     let ifup = &d.appeared[0];
@@ -41,7 +42,6 @@ fn planted_difference_is_found() {
     for m in &d.milestones {
         assert!(m.delta_s.unwrap_or(0.0).abs() < 1e-9, "{m:?}");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

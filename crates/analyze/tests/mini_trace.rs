@@ -16,10 +16,9 @@ fn model_of(dir: &Path) -> BootModel {
 }
 
 /// A copy of the fixture without some files, in a fresh temporary directory.
-fn copy_without(tag: &str, drop: &[&str]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bootprint-mini-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+fn copy_without(drop: &[&str]) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     for entry in std::fs::read_dir(fixture()).unwrap() {
         let entry = entry.unwrap();
         let name = entry.file_name().into_string().unwrap();
@@ -27,7 +26,7 @@ fn copy_without(tag: &str, drop: &[&str]) -> PathBuf {
             std::fs::copy(entry.path(), dir.join(&name)).unwrap();
         }
     }
-    dir
+    tmp
 }
 
 fn near(a: f64, b: f64) -> bool {
@@ -146,8 +145,9 @@ fn processes_tree_and_top_lists() {
 
 #[test]
 fn fallbacks_without_events_and_dmesg() {
-    let dir = copy_without("noevents", &["events.log", "dmesg", "cmdline2.log"]);
-    let m = model_of(&dir);
+    let dir_tmp = copy_without(&["events.log", "dmesg", "cmdline2.log"]);
+    let dir = dir_tmp.path();
+    let m = model_of(dir);
     let ms = &m.milestones;
     // Kernel: the first sample; login: agetty's start; boot done: computed, and it agrees
     // with what the recorder wrote (idle from 14 s, held 3 s).
@@ -163,12 +163,12 @@ fn fallbacks_without_events_and_dmesg() {
     assert_eq!(ms.boot_done.source, "computed: idle after login");
     assert!(m.process(200).unwrap().cmdline.is_none());
     assert!(m.notes.iter().any(|n| n.contains("dmesg")));
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn d_state_estimate_when_delay_accounting_is_off() {
-    let dir = copy_without("nodelay", &["proc_ps.log"]);
+    let dir_tmp = copy_without(&["proc_ps.log"]);
+    let dir = dir_tmp.path();
     let text = std::fs::read_to_string(fixture().join("proc_ps.log")).unwrap();
     // Zero field 42 (delayacct_blkio_ticks) on every line.
     let zeroed: String = text
@@ -184,18 +184,18 @@ fn d_state_estimate_when_delay_accounting_is_off() {
         })
         .collect();
     std::fs::write(dir.join("proc_ps.log"), zeroed).unwrap();
-    let m = model_of(&dir);
+    let m = model_of(dir);
     assert_eq!(m.blocked_source, BlockedSource::DStateSamples);
     let udev = m.process(200).unwrap();
     let d = udev.samples.iter().filter(|s| s.state == 'D').count();
     assert!(d > 0);
     assert!(near(udev.blocked_s, d as f64 * 0.5));
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn reads_a_gzipped_tar_like_a_directory() {
-    let path = std::env::temp_dir().join(format!("bootprint-mini-{}.tgz", std::process::id()));
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("bootchart.tgz");
     {
         let f = std::fs::File::create(&path).unwrap();
         let gz = flate2::write::GzEncoder::new(f, flate2::Compression::fast());
@@ -225,13 +225,13 @@ fn reads_a_gzipped_tar_like_a_directory() {
         from_tgz.milestones.kernel.as_ref().unwrap().source,
         "first sample"
     );
-    std::fs::remove_file(path).unwrap();
 }
 
 #[test]
 fn errors_name_file_line_and_expectation() {
-    let dir = copy_without("bad", &["proc_ps.log", "proc_diskstats.log"]);
-    let err = Trace::open(&dir).unwrap_err().to_string();
+    let dir_tmp = copy_without(&["proc_ps.log", "proc_diskstats.log"]);
+    let dir = dir_tmp.path();
+    let err = Trace::open(dir).unwrap_err().to_string();
     assert!(
         err.contains("required file proc_diskstats.log is missing"),
         "{err}"
@@ -242,7 +242,7 @@ fn errors_name_file_line_and_expectation() {
     )
     .unwrap();
     std::fs::write(dir.join("proc_ps.log"), "500\n1 (init) S 0 0 0\n\n").unwrap();
-    let t = Trace::open(&dir).unwrap();
+    let t = Trace::open(dir).unwrap();
     let err = analyze(&t).unwrap_err().to_string();
     assert_eq!(
         err,
@@ -253,7 +253,6 @@ fn errors_name_file_line_and_expectation() {
         "# bootprint events 1\n12 milestone oops\n",
     )
     .unwrap();
-    let err = Trace::open(&dir).unwrap_err().to_string();
+    let err = Trace::open(dir).unwrap_err().to_string();
     assert!(err.starts_with("events.log:2: expected key=value"), "{err}");
-    std::fs::remove_dir_all(dir).unwrap();
 }

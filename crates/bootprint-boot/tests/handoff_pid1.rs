@@ -16,13 +16,6 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bp-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// Runs bootprint-boot as PID 1 of a fresh PID and mount namespace with `cmdline` as the
 /// kernel command line; returns the unshare exit status.
 fn boot_in_namespace(dir: &Path, cmdline: &str, args: &[&str]) -> std::process::ExitStatus {
@@ -77,9 +70,10 @@ fn pid1_execs_the_real_init_and_the_recorder_writes_a_trace() {
         testkit::skip("needs root for unshare");
         return;
     }
-    let dir = temp_dir("pid1");
+    let dir_tmp = tempfile::tempdir().unwrap();
+    let dir = dir_tmp.path();
     let log_dir = dir.join("log");
-    let init = fake_init(&dir, &log_dir);
+    let init = fake_init(dir, &log_dir);
     // The uptime of this machine is past any boot's time limit: the recorder stops after its
     // first samples, which is all this test needs.
     let cmdline = format!(
@@ -87,7 +81,7 @@ fn pid1_execs_the_real_init_and_the_recorder_writes_a_trace() {
         init.display(),
         log_dir.display()
     );
-    let status = boot_in_namespace(&dir, &cmdline, &["single", "-b"]);
+    let status = boot_in_namespace(dir, &cmdline, &["single", "-b"]);
     assert!(status.success(), "{status}");
     let marker = fs::read_to_string(dir.join("marker")).expect("the real init ran");
     assert_eq!(
@@ -117,7 +111,6 @@ fn pid1_execs_the_real_init_and_the_recorder_writes_a_trace() {
         !events.iter().any(|e| e.kind == "warning"),
         "no warning expected: {events:?}"
     );
-    fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -126,16 +119,17 @@ fn a_bad_setting_is_reported_and_the_boot_goes_on() {
         testkit::skip("needs root for unshare");
         return;
     }
-    let dir = temp_dir("pid1-bad");
+    let dir_tmp = tempfile::tempdir().unwrap();
+    let dir = dir_tmp.path();
     let log_dir = dir.join("log");
-    let init = fake_init(&dir, &log_dir);
+    let init = fake_init(dir, &log_dir);
     // hz=0 is out of range: that parameter alone is dropped, the rest apply.
     let cmdline = format!(
         "bootprint.hz=0 bootprint.init={} bootprint.log_dir={} bootprint.timeout=1",
         init.display(),
         log_dir.display()
     );
-    let status = boot_in_namespace(&dir, &cmdline, &[]);
+    let status = boot_in_namespace(dir, &cmdline, &[]);
     assert!(status.success(), "{status}");
     let marker = fs::read_to_string(dir.join("marker")).expect("the real init ran");
     assert!(marker.starts_with("pid=1 "), "{marker}");
@@ -157,5 +151,4 @@ fn a_bad_setting_is_reported_and_the_boot_goes_on() {
         Some(default_hz.as_str()),
         "the default rate is used"
     );
-    fs::remove_dir_all(&dir).unwrap();
 }

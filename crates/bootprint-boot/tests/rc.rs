@@ -14,8 +14,8 @@ fn script(root: &Path, name: &str, extra: &str, body: &str) {
 
 #[test]
 fn startpar_form_returns_at_the_login_path_and_late_services_follow() {
-    let root = std::env::temp_dir().join(format!("bootprint-boot-rc-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
     for d in ["etc/init.d", "etc/rc2.d", "etc/bootprint"] {
         fs::create_dir_all(root.join(d)).unwrap();
     }
@@ -25,17 +25,17 @@ fn startpar_form_returns_at_the_login_path_and_late_services_follow() {
         "late-max-wait = 0.2\nidle-window = 0.1\n",
     )
     .unwrap();
-    script(&root, "logger", "", "echo logger up");
-    script(&root, "bad", "# X-Start-Before: logger\n", "exit 1");
+    script(root, "logger", "", "echo logger up");
+    script(root, "bad", "# X-Start-Before: logger\n", "exit 1");
     // An interactive script has the console: its output must not land in the answer that
     // /lib/init/rc evaluates.
     script(
-        &root,
+        root,
         "ask",
         "# X-Interactive: true\n# X-Start-Before: logger\n",
         "echo \"Starting ask: (fsck)\"",
     );
-    script(&root, "lateweb", "", "sleep 3\necho lateweb up");
+    script(root, "lateweb", "", "sleep 3\necho lateweb up");
     let t0 = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_bootprint-boot"))
         .args([
@@ -51,7 +51,7 @@ fn startpar_form_returns_at_the_login_path_and_late_services_follow() {
             "start",
         ])
         .args(["-P", "N", "-R", "2", "--root"])
-        .arg(&root)
+        .arg(root)
         // The console: a file, as `$(...)` in /lib/init/rc only waits for stdout.
         .stderr(fs::File::create(root.join("console")).unwrap())
         .output()
@@ -89,27 +89,26 @@ fn startpar_form_returns_at_the_login_path_and_late_services_follow() {
     assert!(console.contains("logger: logger up\n"), "{console}");
     assert!(console.contains("lateweb: lateweb up\n"), "{console}");
     assert!(console.contains("Starting ask: (fsck)\n"), "{console}");
-    let _ = fs::remove_dir_all(&root);
 }
 
 /// A fake root with two scripts on the path (`bad` fails) and a fake /proc whose cmdline
 /// holds `cmdline`.
-fn fault_root(tag: &str, cmdline: &str) -> std::path::PathBuf {
-    let root = std::env::temp_dir().join(format!("bootprint-boot-rc-{tag}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
+fn fault_root(cmdline: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
     for d in ["etc/init.d", "etc/rc2.d", "proc"] {
         fs::create_dir_all(root.join(d)).unwrap();
     }
     fs::write(root.join("etc/insserv.conf"), "$syslog logger\n").unwrap();
     fs::write(root.join("proc/cmdline"), format!("{cmdline}\n")).unwrap();
-    script(&root, "logger", "", "echo logger up");
+    script(root, "logger", "", "echo logger up");
     script(
-        &root,
+        root,
         "bad",
         "# X-Start-Before: logger\n",
         "echo bad ran; exit 1",
     );
-    root
+    tmp
 }
 
 fn startpar(root: &Path) -> std::process::Output {
@@ -140,8 +139,9 @@ fn startpar(root: &Path) -> std::process::Output {
 #[test]
 fn startpar_form_with_a_fault_in_any_phase_runs_every_script_and_answers() {
     for fault in ["config", "load", "plan", "run", "panic"] {
-        let root = fault_root(fault, &format!("quiet bootprint.rc.fault={fault}"));
-        let out = startpar(&root);
+        let root_tmp = fault_root(&format!("quiet bootprint.rc.fault={fault}"));
+        let root = root_tmp.path();
+        let out = startpar(root);
         let console = fs::read_to_string(root.join("console")).unwrap();
         assert!(out.status.success(), "fault={fault}: {out:?}\n{console}");
         let stdout = String::from_utf8_lossy(&out.stdout);
@@ -155,7 +155,6 @@ fn startpar_form_with_a_fault_in_any_phase_runs_every_script_and_answers() {
             console.contains(&format!("bootprint.rc.fault={fault}")),
             "fault={fault}: {console}"
         );
-        let _ = fs::remove_dir_all(&root);
     }
 }
 
@@ -163,13 +162,13 @@ fn startpar_form_with_a_fault_in_any_phase_runs_every_script_and_answers() {
 /// exit 0): `abort` dies by SIGABRT having run nothing; a usage error exits 2.
 #[test]
 fn the_runner_exits_non_zero_only_when_it_did_not_run_the_runlevel() {
-    let root = fault_root("abort", "bootprint.rc.fault=abort");
-    let out = startpar(&root);
+    let root_tmp = fault_root("bootprint.rc.fault=abort");
+    let root = root_tmp.path();
+    let out = startpar(root);
     assert!(!out.status.success(), "{out:?}");
     assert!(!fs::read_to_string(root.join("console"))
         .unwrap()
         .contains("logger up"));
-    let _ = fs::remove_dir_all(&root);
     let out = Command::new(env!("CARGO_BIN_EXE_bootprint-boot"))
         .args(["rc", "--startpar", "-M", "start"])
         .output()
@@ -195,9 +194,9 @@ fn script_in(root: &Path, rc_dir: &str, seq: u8, name: &str, extra: &str, body: 
 /// One graph for the boot: runlevel S with `base` (on the login path: the logger needs it)
 /// and `slowdev` then `devuser` beside the path; runlevel 2 with `logger` (the login path)
 /// and `needsdev`, a late service that needs `devuser`. Marks go to `marks`.
-fn one_graph_root(tag: &str, cmdline: &str) -> std::path::PathBuf {
-    let root = std::env::temp_dir().join(format!("bootprint-boot-1g-{tag}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
+fn one_graph_root(cmdline: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
     for d in [
         "etc/init.d",
         "etc/rcS.d",
@@ -222,7 +221,7 @@ fn one_graph_root(tag: &str, cmdline: &str) -> std::path::PathBuf {
     .unwrap();
     let marks = root.join("marks").display().to_string();
     script_in(
-        &root,
+        root,
         "rcS.d",
         1,
         "base",
@@ -230,7 +229,7 @@ fn one_graph_root(tag: &str, cmdline: &str) -> std::path::PathBuf {
         &format!("echo base >> {marks}"),
     );
     script_in(
-        &root,
+        root,
         "rcS.d",
         2,
         "slowdev",
@@ -238,7 +237,7 @@ fn one_graph_root(tag: &str, cmdline: &str) -> std::path::PathBuf {
         &format!("sleep 3; echo slowdev >> {marks}"),
     );
     script_in(
-        &root,
+        root,
         "rcS.d",
         3,
         "devuser",
@@ -246,7 +245,7 @@ fn one_graph_root(tag: &str, cmdline: &str) -> std::path::PathBuf {
         &format!("echo devuser >> {marks}"),
     );
     script_in(
-        &root,
+        root,
         "rc2.d",
         1,
         "logger",
@@ -254,14 +253,14 @@ fn one_graph_root(tag: &str, cmdline: &str) -> std::path::PathBuf {
         &format!("echo logger >> {marks}"),
     );
     script_in(
-        &root,
+        root,
         "rc2.d",
         2,
         "needsdev",
         "# Required-Start: devuser\n",
         &format!("echo needsdev >> {marks}"),
     );
-    root
+    tmp
 }
 
 /// `bootprint-boot rc --startpar` for `runlevel` (`-M boot` for S) on `root`.
@@ -305,8 +304,9 @@ fn marks_when(root: &Path, n: usize) -> Vec<String> {
 /// it needs; S's worker ends the span log's runlevel S.
 #[test]
 fn runlevel_s_returns_at_its_part_of_the_path_and_the_rest_goes_on_beside() {
-    let root = one_graph_root("ok", "quiet");
-    let s = startpar_rl(&root, "S");
+    let root_tmp = one_graph_root("quiet");
+    let root = root_tmp.path();
+    let s = startpar_rl(root, "S");
     let marks_at_return = fs::read_to_string(root.join("marks")).unwrap_or_default();
     let console = || fs::read_to_string(root.join("console")).unwrap_or_default();
     assert!(s.status.success(), "{s:?}\n{}", console());
@@ -318,9 +318,9 @@ fn runlevel_s_returns_at_its_part_of_the_path_and_the_rest_goes_on_beside() {
         marks_at_return, "base\n",
         "rcS waited for what is beside the path"
     );
-    let two = startpar_rl(&root, "2");
+    let two = startpar_rl(root, "2");
     assert!(two.status.success(), "{two:?}\n{}", console());
-    let m = marks_when(&root, 5);
+    let m = marks_when(root, 5);
     assert_eq!(m.len(), 5, "{m:?}\n{}", console());
     let at = |n: &str| {
         m.iter()
@@ -366,7 +366,6 @@ fn runlevel_s_returns_at_its_part_of_the_path_and_the_rest_goes_on_beside() {
     for n in names {
         assert!(learned.contains(n), "{n}not learned:\n{learned}");
     }
-    let _ = fs::remove_dir_all(&root);
 }
 
 /// The worker dies before rcS may return (`worker`): the parent runs what it had not
@@ -375,21 +374,22 @@ fn runlevel_s_returns_at_its_part_of_the_path_and_the_rest_goes_on_beside() {
 #[test]
 fn a_lost_worker_of_runlevel_s_still_runs_every_script() {
     for fault in ["worker", "beside"] {
-        let root = one_graph_root(fault, &format!("bootprint.rc.fault={fault}"));
+        let root_tmp = one_graph_root(&format!("bootprint.rc.fault={fault}"));
+        let root = root_tmp.path();
         let console = || fs::read_to_string(root.join("console")).unwrap_or_default();
-        let s = startpar_rl(&root, "S");
+        let s = startpar_rl(root, "S");
         assert!(s.status.success(), "{fault}: {s:?}\n{}", console());
         assert!(
             String::from_utf8_lossy(&s.stdout).contains("failed_service="),
             "{fault}: {s:?}"
         );
-        let two = startpar_rl(&root, "2");
+        let two = startpar_rl(root, "2");
         assert!(two.status.success(), "{fault}: {two:?}\n{}", console());
-        let mut m = marks_when(&root, 5);
+        let mut m = marks_when(root, 5);
         assert!(console().contains("aborting"), "{fault}: {}", console());
         // Nothing runs twice: a moment for a stray second run to show.
         std::thread::sleep(Duration::from_millis(2500));
-        m = marks_when(&root, m.len());
+        m = marks_when(root, m.len());
         let mut sorted = m.clone();
         sorted.sort();
         assert_eq!(
@@ -403,6 +403,5 @@ fn a_lost_worker_of_runlevel_s_still_runs_every_script() {
             at("slowdev") < at("devuser") && at("devuser") < at("needsdev"),
             "{fault}: {m:?}"
         );
-        let _ = fs::remove_dir_all(&root);
     }
 }

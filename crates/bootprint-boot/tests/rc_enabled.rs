@@ -6,9 +6,8 @@ use std::process::Command;
 
 #[test]
 fn every_switch_of_the_runner_is_honoured() {
-    let dir = std::env::temp_dir().join(format!("bootprint-rc-enabled-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let cmdline = dir.join("cmdline");
     let config = dir.join("bootprint.toml");
     let ask = |line: &str, toml: Option<&str>| {
@@ -39,5 +38,4 @@ fn every_switch_of_the_runner_is_honoured() {
         Some(0),
         "a bad file is ignored, the command line still counts"
     );
-    fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,16 +6,10 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bp-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dir);
-    fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn records_this_machine_and_marks_the_login() {
-    let dir = temp_dir("record-host");
+    let dir_tmp = tempfile::tempdir().unwrap();
+    let dir = dir_tmp.path();
     let out = dir.join("traces");
     let delayacct = || fs::read_to_string("/proc/sys/kernel/task_delayacct").ok();
     let delayacct_before = delayacct();
@@ -107,7 +101,6 @@ fn records_this_machine_and_marks_the_login() {
             login.t_ns
         );
     }
-    fs::remove_dir_all(&dir).unwrap();
 }
 
 fn unsafe_is_root() -> bool {
@@ -156,7 +149,8 @@ fn usage_errors_exit_2() {
 
 #[test]
 fn sigterm_writes_what_was_recorded() {
-    let dir = temp_dir("record-term");
+    let dir_tmp = tempfile::tempdir().unwrap();
+    let dir = dir_tmp.path();
     let out = dir.join("traces");
     let recorder = Command::new(env!("CARGO_BIN_EXE_bootprint-boot"))
         .args(["record", "--seconds", "60", "--out"])
@@ -175,5 +169,4 @@ fn sigterm_writes_what_was_recorded() {
     assert!(output.status.success(), "{:?}", output.status);
     let events = fs::read_to_string(out.join("latest/events.log")).unwrap();
     assert!(events.contains(" boot_done reason=terminated "), "{events}");
-    fs::remove_dir_all(&dir).unwrap();
 }

@@ -136,10 +136,9 @@ mod tests {
 
     #[test]
     fn services_reads_a_trace_dir_or_file_and_names_what_is_missing() {
-        let dir =
-            std::env::temp_dir().join(format!("bootprint-rc-services-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let missing = services_of(&dir, false);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let missing = services_of(dir, false);
         assert!(
             matches!(&missing, Outcome::Failed(m) if m.contains("rc.log does not exist")),
             "no rc.log in the trace is a failure naming the file"
@@ -151,11 +150,10 @@ mod tests {
              2000 rc_reached runlevel=2 action=start\n",
         )
         .unwrap();
-        assert!(matches!(services_of(&dir, false), Outcome::Ok));
+        assert!(matches!(services_of(dir, false), Outcome::Ok));
         assert!(matches!(
             services_of(&dir.join("rc.log"), true),
             Outcome::Ok
         ));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -65,9 +65,8 @@ fn a_bad_flag_prints_that_verbs_usage() {
 
 #[test]
 fn man_pages_and_completions() {
-    let dir = std::env::temp_dir().join(format!("bootprint-man-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let o = run(&["man", dir.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     for page in [
@@ -84,7 +83,6 @@ fn man_pages_and_completions() {
     assert!(!dir.join("bootprint-help.1").exists());
     let report = std::fs::read_to_string(dir.join("bootprint-report.1")).unwrap();
     assert!(report.contains("perfetto"), "{report}");
-    std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(run(&["man", "/nonexistent/dir"]).status.code(), Some(1));
     for shell in ["bash", "zsh", "fish"] {
         let o = run(&["completions", shell]);
@@ -165,7 +163,8 @@ fn json_report_has_the_documented_keys() {
 #[test]
 fn bootchart2_log_and_svg() {
     let dir = fixtures().join("bootchart2-example1");
-    let svg = std::env::temp_dir().join(format!("bootprint-cli-{}.svg", std::process::id()));
+    let tmp = tempfile::tempdir().unwrap();
+    let svg = tmp.path().join("report.svg");
     let o = run(&[
         "report",
         dir.to_str().unwrap(),
@@ -180,7 +179,6 @@ fn bootchart2_log_and_svg() {
     assert_eq!(v["blocked_source"], "d_state_samples");
     let written = std::fs::read_to_string(&svg).unwrap();
     assert!(written.starts_with("<?xml") && written.contains("<svg"));
-    std::fs::remove_file(svg).unwrap();
 }
 
 #[test]

@@ -12,13 +12,6 @@ fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
 }
 
-fn tmp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bootprint-hardening-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// A copy of the mini trace in `dir` with `edit` applied to each `proc_ps.log` line.
 fn mini_with(dir: &Path, edit: impl Fn(&str) -> String) -> PathBuf {
     let trace = dir.join("trace");
@@ -72,8 +65,9 @@ fn run<S: AsRef<OsStr>>(args: &[S]) -> (Option<i32>, String, String) {
 /// the HTML report looped forever.
 #[test]
 fn defect3_parent_cycle_does_not_hang_advise_or_html() {
-    let d = tmp("cycle");
-    let trace = mini_with(&d, |l| {
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
+    let trace = mini_with(d, |l| {
         l.strip_prefix("200 (udevd) ")
             .map(|rest| {
                 let (state, rest) = rest.split_once(' ').unwrap();
@@ -101,15 +95,15 @@ fn defect3_parent_cycle_does_not_hang_advise_or_html() {
         assert_eq!(code, Some(0), "{args:?}: {err}");
     }
     assert!(std::fs::read_to_string(&html).unwrap().contains("udevd"));
-    std::fs::remove_dir_all(&d).unwrap();
 }
 
 /// Defect 4: a pid of 4294967295 in proc_ps.log aborted report and advise (a Vec indexed by
 /// pid asked for 32 GiB).
 #[test]
 fn defect4_largest_pid_does_not_abort_report_or_advise() {
-    let d = tmp("bigpid");
-    let trace = mini_with(&d, |l| match l.strip_prefix("50 (kworker") {
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
+    let trace = mini_with(d, |l| match l.strip_prefix("50 (kworker") {
         Some(rest) => format!("4294967295 (kworker{rest}"),
         None => l.to_string(),
     });
@@ -137,20 +131,20 @@ fn defect4_largest_pid_does_not_abort_report_or_advise() {
             assert!(out.contains("4294967295"), "{out}");
         }
     }
-    std::fs::remove_dir_all(&d).unwrap();
 }
 
 /// Defect 10: a process named `<!--<script>` disabled the HTML report's script (only `</`
 /// was escaped in the embedded data). No process name may change the page's structure.
 #[test]
 fn defect10_process_names_cannot_change_the_html_page() {
-    let d = tmp("html");
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
     let names = [
         ("200 (udevd)", "200 (<!--<script>)"),
         ("250 (modprobe)", "250 (</script>&amp;\u{2028}x\u{2029})"),
         ("300 (agetty)", "300 (]]><!-- -->)"),
     ];
-    let trace = mini_with(&d, |l| {
+    let trace = mini_with(d, |l| {
         for (from, to) in names {
             if let Some(rest) = l.strip_prefix(from) {
                 return format!("{to}{rest}");
@@ -193,7 +187,6 @@ fn defect10_process_names_cannot_change_the_html_page() {
         shown.contains(&"</script>&amp;\u{2028}x\u{2029}"),
         "{shown:?}"
     );
-    std::fs::remove_dir_all(&d).unwrap();
 }
 
 /// Defect 7: a path is bytes, not text; an argument that is not UTF-8 made the CLI panic.
@@ -203,7 +196,8 @@ fn defect10_process_names_cannot_change_the_html_page() {
 fn defect7_arguments_not_utf8_are_not_a_panic() {
     use std::os::unix::ffi::OsStrExt;
     let bad = OsStr::from_bytes(b"/nonexistent/tr\xffce");
-    let d = tmp("args");
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
     let dir = d.as_os_str();
     let o = OsStr::new;
     let cases: Vec<(Vec<&OsStr>, i32)> = vec![
@@ -247,7 +241,6 @@ fn defect7_arguments_not_utf8_are_not_a_panic() {
             "{args:?}: the argument is not named: {err}"
         );
     }
-    std::fs::remove_dir_all(&d).unwrap();
 }
 
 /// Defect 8: where a bootchart log's sample clock and the kernel's start times disagree, a
@@ -310,8 +303,9 @@ fn defect8_clock_skew_gives_no_negative_durations_and_is_reported() {
 /// (the boot-done view walked the span half a second at a time).
 #[test]
 fn defect4_huge_block_time_does_not_abort_or_hang() {
-    let d = tmp("bigtime");
-    let trace = mini_with(&d, |l| {
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
+    let trace = mini_with(d, |l| {
         if l == "2000" {
             "1000000000000000".to_string()
         } else {
@@ -335,5 +329,4 @@ fn defect4_huge_block_time_does_not_abort_or_hang() {
         assert_eq!(code, Some(0), "{args:?}: {err}");
     }
     assert!(std::fs::metadata(svg).unwrap().len() < 10_000_000);
-    std::fs::remove_dir_all(&d).unwrap();
 }

@@ -19,8 +19,8 @@ fn text(o: &Output) -> String {
 
 #[test]
 fn status_shows_the_verdict_and_on_clears_it() {
-    let root = std::env::temp_dir().join(format!("bp-mod-cli-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
     fs::create_dir_all(root.join("var/lib/bootprint")).unwrap();
     let state_file = root.join("var/lib/bootprint/modules.state");
     let mut st = State::default();
@@ -75,5 +75,4 @@ fn status_shows_the_verdict_and_on_clears_it() {
         "{}",
         text(&o)
     );
-    let _ = fs::remove_dir_all(&root);
 }

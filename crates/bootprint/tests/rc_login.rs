@@ -6,15 +6,15 @@ use std::process::Command;
 
 #[test]
 fn the_login_target_with_its_reasons() {
-    let root = std::env::temp_dir().join(format!("bootprint-rc-login-cli-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
     fs::create_dir_all(root.join("etc")).unwrap();
     fs::write(root.join("etc/nsswitch.conf"), "passwd: files sss\n").unwrap();
     fs::write(root.join("etc/rsyslog.conf"), "mail.* /var/log/mail.log\n").unwrap();
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_bootprint"))
             .args(["rc", "login", "--root"])
-            .arg(&root)
+            .arg(root)
             .args(args)
             .output()
             .unwrap()
@@ -43,5 +43,4 @@ fn the_login_target_with_its_reasons() {
         .unwrap();
     assert_eq!(missing.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("/no/such/root is not a directory"));
-    fs::remove_dir_all(&root).unwrap();
 }

@@ -2,18 +2,11 @@
 //! binary, real files.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use readahead::pack::{Entry, Header, Pack, Range, RootId};
 use readahead::state::{BootKind, BootRecord, State, Verdict};
-
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bp-ra-cli-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn bootprint(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bootprint"))
@@ -67,9 +60,10 @@ fn small_pack() -> Pack {
 
 #[test]
 fn status_on_off_relearn_show() {
-    let root = tempdir("all");
+    let root_tmp = tempfile::tempdir().unwrap();
+    let root = root_tmp.path();
     let r = root.to_str().unwrap();
-    let v = json_status(&root);
+    let v = json_status(root);
     assert_eq!(v["enabled"], false);
     assert_eq!(v["pack"]["valid"], false);
     assert_eq!(v["next_boot"], "nothing: readahead is off");
@@ -79,7 +73,7 @@ fn status_on_off_relearn_show() {
     assert!(o.status.success(), "{}", text(&o));
     let toml = fs::read_to_string(root.join("etc/bootprint/bootprint.toml")).unwrap();
     assert_eq!(toml, "[readahead]\nenabled = true\n");
-    assert_eq!(json_status(&root)["next_boot"], "learn a pack");
+    assert_eq!(json_status(root)["next_boot"], "learn a pack");
 
     // A pack and a history: status reads both.
     let lib = root.join("var/lib/bootprint");
@@ -100,7 +94,7 @@ fn status_on_off_relearn_show() {
         });
     }
     st.save(&lib.join("readahead.state")).unwrap();
-    let v = json_status(&root);
+    let v = json_status(root);
     assert_eq!(v["pack"]["valid"], true);
     assert_eq!(v["pack"]["files"], 1);
     assert_eq!(v["pack"]["bytes"], 8192);
@@ -131,7 +125,7 @@ fn status_on_off_relearn_show() {
         reason: "replay does not make boots faster here".into(),
     };
     st.save(&lib.join("readahead.state")).unwrap();
-    let v = json_status(&root);
+    let v = json_status(root);
     assert_eq!(v["verdict"]["state"], "off");
     assert!(v["next_boot"]
         .as_str()
@@ -139,7 +133,7 @@ fn status_on_off_relearn_show() {
         .starts_with("nothing: readahead switched itself off"));
     let o = bootprint(&["readahead", "on", "--root", r]);
     assert!(text(&o).contains("cleared its own verdict"), "{}", text(&o));
-    let v = json_status(&root);
+    let v = json_status(root);
     assert_eq!(v["verdict"]["state"], "auto");
     assert_eq!(v["history"].as_array().unwrap().len(), 0);
 
@@ -168,12 +162,12 @@ fn status_on_off_relearn_show() {
         "{}",
         text(&o)
     );
-    fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]
 fn bad_files_are_named_and_left_alone() {
-    let root = tempdir("bad");
+    let root_tmp = tempfile::tempdir().unwrap();
+    let root = root_tmp.path();
     let r = root.to_str().unwrap();
     let conf = root.join("etc/bootprint/bootprint.toml");
     fs::create_dir_all(conf.parent().unwrap()).unwrap();
@@ -204,7 +198,7 @@ fn bad_files_are_named_and_left_alone() {
     let mut bytes = small_pack().encode();
     bytes[40] ^= 0xff;
     fs::write(lib.join("readahead.pack"), bytes).unwrap();
-    let v = json_status(&root);
+    let v = json_status(root);
     assert_eq!(v["pack"]["valid"], false);
     assert!(
         v["pack"]["error"].as_str().unwrap().contains("checksum"),
@@ -213,5 +207,4 @@ fn bad_files_are_named_and_left_alone() {
     assert_eq!(v["next_boot"], "learn a pack");
     let o = bootprint(&["readahead", "bogus"]);
     assert_eq!(o.status.code(), Some(2));
-    fs::remove_dir_all(&root).unwrap();
 }

@@ -27,20 +27,14 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-fn tmp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bootprint-verbs-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
 #[test]
 fn budgets_from_config() {
-    let d = tmp("config");
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
     let conf = d.join("bootprint.toml");
     std::fs::write(
         &conf,
@@ -84,7 +78,6 @@ fn budgets_from_config() {
         run(&["report", s(&mini()), "--config"]).status.code(),
         Some(2)
     );
-    std::fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]
@@ -109,7 +102,8 @@ fn advise_text_and_json() {
 
 #[test]
 fn diff_text_json_svg() {
-    let d = tmp("diff");
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
     let b = root().join("crates/analyze/tests/data/testbed-sysvinit-2.tgz");
     let svg = d.join("d.svg");
     let o = run(&["diff", s(&b), s(&testbed()), "--svg", s(&svg)]);
@@ -127,13 +121,13 @@ fn diff_text_json_svg() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["services"][0]["name"], "bootlogs");
     assert_eq!(run(&["diff", s(&b)]).status.code(), Some(2));
-    std::fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]
 fn export_prometheus_and_perfetto() {
-    let d = tmp("export");
-    let o = run(&["export", "--prometheus", s(&d), s(&mini())]);
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
+    let o = run(&["export", "--prometheus", s(d), s(&mini())]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let prom = std::fs::read_to_string(d.join("bootprint.prom")).unwrap();
     assert!(
@@ -148,7 +142,6 @@ fn export_prometheus_and_perfetto() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&pf).unwrap()).unwrap();
     assert!(v["traceEvents"].as_array().unwrap().len() > 10);
-    std::fs::remove_dir_all(&d).unwrap();
 }
 
 fn chromium() -> Option<&'static str> {
@@ -224,7 +217,8 @@ fn html_report_renders_in_headless_chromium() {
         testkit::skip("chromium is not installed (scripts/install-deps.sh installs it)");
         return;
     };
-    let d = tmp("html");
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
     let html = d.join("report.html");
     let o = run(&["report", s(&testbed()), "--html", s(&html)]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
@@ -238,7 +232,7 @@ fn html_report_renders_in_headless_chromium() {
     for section in ["<p>CPU from ", "<h2>Kernel</h2>", "<h2>Notes</h2>"] {
         assert!(page.contains(section), "no {section} in the page");
     }
-    let (log, shot, dom) = render(browser, &html, &d);
+    let (log, shot, dom) = render(browser, &html, d);
     assert!(
         !log.contains("Uncaught") && !log.contains("ERROR:CONSOLE"),
         "{log}"
@@ -253,7 +247,7 @@ fn html_report_renders_in_headless_chromium() {
     assert!(png_variety(&shot) > 50, "the screenshot looks blank");
 
     // Zoomed along time through the URL: the chart shows 12 to 14 s.
-    let (log, shot, dom) = render_url(browser, &format!("file://{}#12-14", html.display()), &d);
+    let (log, shot, dom) = render_url(browser, &format!("file://{}#12-14", html.display()), d);
     assert!(!log.contains("Uncaught"), "{log}");
     assert!(
         dom.contains("<span id=\"span\">12.00 s to 14.00 s</span>"),
@@ -268,10 +262,9 @@ fn html_report_renders_in_headless_chromium() {
         page.replace("var LEFT=140", "var LEFT=140;undefinedFn()"),
     )
     .unwrap();
-    let (log, _, _) = render(browser, &broken, &d);
+    let (log, _, _) = render(browser, &broken, d);
     assert!(
         log.contains("Uncaught") || log.contains("ERROR:CONSOLE"),
         "{log}"
     );
-    std::fs::remove_dir_all(&d).unwrap();
 }

@@ -1029,9 +1029,9 @@ mod tests {
 
     #[test]
     fn finds_the_root_every_way() {
-        let dir = std::env::temp_dir().join(format!("bp-ir-find-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        let (sys, dev) = fixture(&dir);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let (sys, dev) = fixture(dir);
         let want = Some(dev.join("vdb1"));
         let f = |s: &str| find_root(&sys, &dev, &crate::cmdline::parse_root(s).unwrap());
         assert_eq!(f("LABEL=root"), want);
@@ -1060,7 +1060,6 @@ mod tests {
         .unwrap_err();
         assert!(e.contains("LABEL=nope did not appear within 0 s"), "{e}");
         assert!(e.contains("vdb vdb1"), "{e}");
-        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]

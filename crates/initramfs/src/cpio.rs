@@ -267,15 +267,14 @@ mod tests {
         let mut a = Archive::new();
         a.file("bootprint/plan", 0o644, b"hello\n");
         a.symlink("x", "bootprint/plan");
-        let dir = std::env::temp_dir().join(format!("bp-cpio-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         std::fs::write(dir.join("a.cpio"), a.finish()).unwrap();
         let out = std::process::Command::new("cpio")
             .args(["-it", "-F"])
             .arg(dir.join("a.cpio"))
             .output()
             .unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
         assert!(
             out.status.success(),
             "{}",

@@ -730,8 +730,8 @@ mod tests {
 
     #[test]
     fn configuration_files_are_read_in_libkmod_order() {
-        let dir = std::env::temp_dir().join(format!("bp-ir-conf-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let (modules, etc, lib) = (dir.join("mod"), dir.join("etc"), dir.join("lib"));
         for d in [&modules, &etc, &lib] {
             fs::create_dir_all(d).unwrap();
@@ -760,7 +760,6 @@ mod tests {
         let ix = ModIndex::read(&modules, &[etc, lib]).unwrap();
         assert_eq!(ix.softdeps["a"], ["from-lib-aa"]);
         assert_eq!(ix.softdeps["b"], ["from-etc-zz"]);
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -168,8 +168,8 @@ mod tests {
 
     #[test]
     fn real_ext4_image_when_mke2fs_is_present() {
-        let dir = std::env::temp_dir().join(format!("bp-probe-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let img = dir.join("fs.img");
         let st = std::process::Command::new("mke2fs")
             .args(["-q", "-F", "-t", "ext4", "-L", "bp-root", "-U"])
@@ -179,11 +179,9 @@ mod tests {
             .status();
         if !matches!(st, Ok(s) if s.success()) {
             testkit::skip("no mke2fs");
-            let _ = std::fs::remove_dir_all(&dir);
             return;
         }
         let bytes = std::fs::read(&img).unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
         let i = superblock(&bytes[..PROBE_BYTES]).unwrap();
         assert_eq!(i.uuid, "6f1e2d3c-4b5a-4968-8776-655443322110");
         assert_eq!(i.label, "bp-root");

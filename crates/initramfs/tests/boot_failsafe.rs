@@ -2,19 +2,12 @@
 //! missing `init=`, a root that is not an initramfs. Each test failed before its fix.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use initramfs::boot::{check_initramfs_root, find_init};
 use initramfs::loader::{Loader, Waited};
 use initramfs::plan::{Plan, Planned};
-
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bp-irfs-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn module(name: &str, path: &str, deps: &[&str]) -> Planned {
     Planned {
@@ -32,7 +25,8 @@ fn module(name: &str, path: &str, deps: &[&str]) -> Planned {
 /// limit and names the module still loading.
 #[test]
 fn a_module_that_never_loads_does_not_hold_the_wait() {
-    let d = tempdir("stuck");
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
     let fifo = d.join("lib/modules/x/stuck.ko");
     fs::create_dir_all(fifo.parent().unwrap()).unwrap();
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
@@ -42,7 +36,7 @@ fn a_module_that_never_loads_does_not_hold_the_wait() {
         modules: vec![module("stuck", "/lib/modules/x/stuck.ko", &[])],
         ..Plan::default()
     };
-    let mut loader = Loader::start(&plan, &d).unwrap();
+    let mut loader = Loader::start(&plan, d).unwrap();
     let t = Instant::now();
     assert_eq!(loader.failed(), None);
     let waited = loader.wait(Duration::from_millis(800));
@@ -50,7 +44,6 @@ fn a_module_that_never_loads_does_not_hold_the_wait() {
     assert_eq!(waited, Waited::Busy(vec!["stuck".to_string()]));
     // Unblock the stuck open so the loader process ends (then it fails: not a module).
     let _ = fs::OpenOptions::new().write(true).open(&fifo);
-    let _ = fs::remove_dir_all(&d);
 }
 
 /// The loader's answer comes through: a required module that fails is an error naming it,
@@ -79,36 +72,37 @@ fn the_loaders_answer_comes_back_from_its_process() {
 /// loop. Like initramfs-tools, it falls back to /sbin/init, /etc/init, /bin/init, /bin/sh.
 #[test]
 fn a_missing_init_falls_back_to_the_systems_own() {
-    let root = tempdir("init");
+    let root_tmp = tempfile::tempdir().unwrap();
+    let root = root_tmp.path();
     fs::create_dir_all(root.join("sbin")).unwrap();
     fs::create_dir_all(root.join("bin")).unwrap();
     fs::write(root.join("bin/sh"), "").unwrap();
     assert_eq!(
-        find_init(&root, Some("/usr/lib/bootprint/bootprint-boot")).unwrap(),
+        find_init(root, Some("/usr/lib/bootprint/bootprint-boot")).unwrap(),
         "/bin/sh"
     );
     fs::write(root.join("sbin/init"), "").unwrap();
     assert_eq!(
-        find_init(&root, Some("/usr/lib/bootprint/bootprint-boot")).unwrap(),
+        find_init(root, Some("/usr/lib/bootprint/bootprint-boot")).unwrap(),
         "/sbin/init"
     );
-    assert_eq!(find_init(&root, None).unwrap(), "/sbin/init");
+    assert_eq!(find_init(root, None).unwrap(), "/sbin/init");
     // A dangling absolute symlink is what the exec will resolve after the switch.
     std::os::unix::fs::symlink("/lib/systemd/systemd", root.join("bin/init")).unwrap();
-    assert_eq!(find_init(&root, Some("/bin/init")).unwrap(), "/bin/init");
-    let empty = tempdir("noinit");
-    let e = find_init(&empty, Some("/x")).unwrap_err();
+    assert_eq!(find_init(root, Some("/bin/init")).unwrap(), "/bin/init");
+    let empty_tmp = tempfile::tempdir().unwrap();
+    let empty = empty_tmp.path();
+    let e = find_init(empty, Some("/x")).unwrap_err();
     assert!(e.contains("neither /x nor any of /sbin/init"), "{e}");
-    let _ = fs::remove_dir_all(&root);
-    let _ = fs::remove_dir_all(&empty);
 }
 
 /// Defect 2: the switch deleted the old root's files without checking that `/` was an
 /// initramfs. On a disk file system it refuses.
 #[test]
 fn only_a_ramfs_or_tmpfs_root_is_switched_away_from() {
-    let d = tempdir("fstype");
-    let on_disk = check_initramfs_root(&d);
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
+    let on_disk = check_initramfs_root(d);
     // The temp directory is on a disk file system on the machines we test on; where it is
     // a tmpfs the check below covers the other side.
     let shm = Path::new("/dev/shm");
@@ -123,5 +117,4 @@ fn only_a_ramfs_or_tmpfs_root_is_switched_away_from() {
         let e = on_disk.unwrap_err();
         assert!(e.contains("is not an initramfs"), "{e}");
     }
-    let _ = fs::remove_dir_all(&d);
 }

@@ -3,17 +3,9 @@
 //! `grub-script-check` (grub-common, installed by scripts/install-deps.sh). The test bed
 //! boots QEMU's `-kernel` without GRUB, so this is where GRUB itself reads our entry.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use initramfs::install::snippet;
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bp-grub-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 /// `grub-script-check FILE`: Ok when GRUB parses it, Err with its message otherwise.
 fn grub_check(text: &str, dir: &std::path::Path) -> Result<(), String> {
@@ -39,7 +31,8 @@ fn the_snippet_prints_one_entry_grub_accepts() {
         );
         return;
     }
-    let d = tmp("snippet");
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
     // The test bed's command line, with what GRUB itself adds.
     let script = snippet(
         "6.1.0-50-amd64",
@@ -60,9 +53,8 @@ fn the_snippet_prints_one_entry_grub_accepts() {
     );
     assert!(entry.contains("--fs-uuid --set=root 0f1e2d3c-4b5a-4697-8877-665544332211"));
     assert!(!entry.contains("set default"), "never changes the default");
-    grub_check(&entry, &d).unwrap_or_else(|e| panic!("GRUB rejects our entry: {e}\n{entry}"));
+    grub_check(&entry, d).unwrap_or_else(|e| panic!("GRUB rejects our entry: {e}\n{entry}"));
     // The check can fail: the same entry without its closing brace is refused.
     let broken = entry.trim_end().trim_end_matches('}').to_string();
-    assert!(grub_check(&broken, &d).is_err(), "{broken}");
-    std::fs::remove_dir_all(&d).unwrap();
+    assert!(grub_check(&broken, d).is_err(), "{broken}");
 }

@@ -12,18 +12,17 @@ use initramfs::plan::{self, ModIndex, Plan};
 
 const REL: &str = "6.1.0-50-amd64";
 
-struct Tmp(PathBuf);
+/// Removed when dropped.
+struct Tmp(tempfile::TempDir);
 impl Tmp {
-    fn new(tag: &str) -> Tmp {
-        let p = std::env::temp_dir().join(format!("bp-ir-{tag}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&p);
-        fs::create_dir_all(&p).unwrap();
-        Tmp(p)
+    fn path(&self) -> &Path {
+        self.0.path()
     }
-}
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
+
+    fn new() -> Tmp {
+        let tmp = tempfile::tempdir().unwrap();
+        let _p = tmp.path();
+        Tmp(tmp)
     }
 }
 
@@ -85,8 +84,8 @@ fn names(p: &Plan) -> Vec<&str> {
 
 #[test]
 fn virtio_disk_with_ext4() {
-    let t = Tmp::new("virtio");
-    let sys = t.0.join("sys");
+    let t = Tmp::new();
+    let sys = t.path().join("sys");
     virtio_tree(&sys);
     let chain = plan::root_chain(&sys, "vda").unwrap();
     assert_eq!(chain.len(), 2, "{chain:?}");
@@ -147,8 +146,8 @@ fn virtio_disk_with_ext4() {
 
 #[test]
 fn a_soft_dependency_for_cpu_features_this_cpu_lacks_is_left_out() {
-    let t = Tmp::new("cpu");
-    let sys = t.0.join("sys");
+    let t = Tmp::new();
+    let sys = t.path().join("sys");
     virtio_tree(&sys);
     let chain = plan::root_chain(&sys, "vda").unwrap();
     // The test bed's guest (QEMU's qemu64 CPU): no SSE4.2 (feature 0094), so crc32c_intel
@@ -180,8 +179,8 @@ fn a_soft_dependency_for_cpu_features_this_cpu_lacks_is_left_out() {
 
 #[test]
 fn sata_partition_resolved_by_modalias_with_xfs() {
-    let t = Tmp::new("sata");
-    let sys = t.0.join("sys");
+    let t = Tmp::new();
+    let sys = t.path().join("sys");
     // No driver bound to the controller (as when the module is not loaded yet): its
     // modalias is resolved through modules.alias.
     let pci = sys.join("devices/pci0000:00/0000:00:1f.2");
@@ -227,8 +226,8 @@ fn sata_partition_resolved_by_modalias_with_xfs() {
 
 #[test]
 fn refuses_stacked_and_unknown_roots() {
-    let t = Tmp::new("refuse");
-    let sys = t.0.join("sys");
+    let t = Tmp::new();
+    let sys = t.path().join("sys");
     let e = plan::root_chain(&sys, "dm-0").unwrap_err();
     assert!(e.to_string().contains("device-mapper"), "{e}");
     let e = plan::root_chain(&sys, "md127").unwrap_err();
@@ -247,9 +246,9 @@ fn refuses_stacked_and_unknown_roots() {
 
 #[test]
 fn whole_build_from_a_fixture_system() {
-    let t = Tmp::new("build");
-    let root = t.0.join("root");
-    let sys = t.0.join("sys");
+    let t = Tmp::new();
+    let root = t.path().join("root");
+    let sys = t.path().join("sys");
     virtio_tree(&sys);
     // The system: the fixture index, fake .ko files, the kernel config, /init and its libs.
     let mdir = root.join("lib/modules").join(REL);
@@ -293,7 +292,7 @@ fn whole_build_from_a_fixture_system() {
         fs::create_dir_all(to.parent().unwrap()).unwrap();
         fs::copy(l, &to).unwrap();
     }
-    let proc_dir = t.0.join("proc");
+    let proc_dir = t.path().join("proc");
     fs::create_dir_all(proc_dir.join("self")).unwrap();
     fs::create_dir_all(proc_dir.join("sys/kernel")).unwrap();
     fs::write(proc_dir.join("sys/kernel/osrelease"), format!("{REL}\n")).unwrap();
@@ -302,7 +301,7 @@ fn whole_build_from_a_fixture_system() {
         "22 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n",
     )
     .unwrap();
-    let out = t.0.join("initrd.img");
+    let out = t.path().join("initrd.img");
     let mut o = Options::new(out.clone());
     o.root = RootChoice::Running;
     o.fsroot = root.clone();

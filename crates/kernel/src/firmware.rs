@@ -311,7 +311,8 @@ mod tests {
 
     #[test]
     fn readers_take_a_fake_sysfs() {
-        let root = std::env::temp_dir().join(format!("bootprint-fw-{}", std::process::id()));
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
         let fpdt = root.join("fpdt");
         let efi = root.join("efivars");
         std::fs::create_dir_all(&fpdt).unwrap();
@@ -345,6 +346,5 @@ mod tests {
         .unwrap();
         let t = read_loader_times(&efi).unwrap().unwrap();
         assert_eq!(t.loader_us(), 4000);
-        std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -108,15 +108,14 @@ fn trace_dmesg_without_initcall_debug() {
 
 #[test]
 fn trace_directory_reads_its_dmesg() {
-    let dir = std::env::temp_dir().join(format!("bootprint-kernel-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     std::fs::copy(
         fixture("debian12-6.1-qemu-quiet.trace.dmesg"),
         dir.join("dmesg"),
     )
     .unwrap();
-    let r = kernel::read_path(&dir).unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
+    let r = kernel::read_path(dir).unwrap();
     assert!(r.source.ends_with("/dmesg"));
     assert_eq!(r.boot.phases.kernel_us, Some(10_659_736));
     let err = kernel::read_path(&fixture("no-such-file")).unwrap_err();
@@ -191,8 +190,8 @@ fn every_cut_of_every_line_is_survived() {
 /// and the EFI loader variables are read from `firmware/`.
 #[test]
 fn firmware_times_come_from_the_trace_copy() {
-    let dir = std::env::temp_dir().join(format!("bp-kernel-fw-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let fpdt = dir.join("firmware/fpdt/boot");
     let efi = dir.join("firmware/efivars");
     std::fs::create_dir_all(&fpdt).unwrap();
@@ -230,7 +229,7 @@ fn firmware_times_come_from_the_trace_copy() {
     )
     .unwrap();
 
-    let r = kernel::read_path(&dir).unwrap();
+    let r = kernel::read_path(dir).unwrap();
     let f = r.firmware.fpdt.expect("FPDT read from the trace");
     assert_eq!(f.loader_load_ns, 2_000_000_000);
     assert_eq!(f.loader_ns(), 1_000_000_000);
@@ -240,9 +239,8 @@ fn firmware_times_come_from_the_trace_copy() {
 
     // A log file alone, or a trace without firmware/: nothing claimed.
     std::fs::remove_dir_all(dir.join("firmware")).unwrap();
-    let r = kernel::read_path(&dir).unwrap();
+    let r = kernel::read_path(dir).unwrap();
     assert!(r.firmware.fpdt.is_none() && r.firmware.loader.is_none());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Our own capture: the trace of a test-bed boot with initcall_debug, modules loaded by udev

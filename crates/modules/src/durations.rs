@@ -308,8 +308,8 @@ mod tests {
     #[test]
     fn save_learned_folds_into_the_file_on_disk() {
         use crate::load::{LoadReport, Outcome, Timing};
-        let dir = std::env::temp_dir().join(format!("bp-mod-save-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         // The directory does not exist yet: it is made.
         let path = dir.join("lib/bootprint/modules.durations");
         let report = |us: u64, outcome| LoadReport {
@@ -337,19 +337,17 @@ mod tests {
         let failed = report(1, Outcome::Failed("No such device".into()));
         assert_eq!(save_learned(&path, &failed, 1, pause).unwrap(), 0);
         assert_eq!(Durations::read(&path).unwrap().expected_us("kvm"), 5000);
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn write_then_read() {
-        let dir = std::env::temp_dir().join(format!("bp-mod-dur-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let path = dir.join("modules.durations");
         assert_eq!(Durations::read(&path).unwrap(), Durations::default());
         let mut d = Durations::default();
         d.learn("uas", 42);
         d.write(&path).unwrap();
         assert_eq!(Durations::read(&path).unwrap(), d);
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

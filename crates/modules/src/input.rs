@@ -225,8 +225,8 @@ mod tests {
 
     #[test]
     fn module_lists_survive_dangling_links_bad_files_and_aliases_of_etc_modules() {
-        let dir = std::env::temp_dir().join(format!("bp-mod-lists-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let load = dir.join("modules-load.d");
         fs::create_dir_all(&load).unwrap();
         let etc_modules = dir.join("modules");
@@ -249,7 +249,6 @@ mod tests {
         let names: Vec<_> = r.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, vec!["dm_mod", "loop"]);
         assert_eq!(r[0].source, Source::List(etc_modules.clone(), 1));
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

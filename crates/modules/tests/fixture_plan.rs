@@ -41,27 +41,25 @@ fn has_edge(plan: &Plan, module: &str, after: &str, kind: EdgeKind) -> bool {
 
 /// A temporary root sharing the fixture's sysfs, modules and lists, with its own modprobe.d
 /// and state: the fixture stays read-only.
-struct TempRoot(PathBuf);
+/// Removed when dropped.
+struct TempRoot(tempfile::TempDir);
 
 impl TempRoot {
-    fn new(tag: &str, modprobe_conf: &str) -> TempRoot {
-        let root = std::env::temp_dir().join(format!("bp-modules-{tag}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&root);
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    fn new(modprobe_conf: &str) -> TempRoot {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
         let fx = fixture_root();
         for d in ["sys", "lib", "proc", "usr"] {
-            fs::create_dir_all(&root).unwrap();
             std::os::unix::fs::symlink(fx.join(d), root.join(d)).unwrap();
         }
         fs::create_dir_all(root.join("etc/modprobe.d")).unwrap();
         fs::copy(fx.join("etc/modules"), root.join("etc/modules")).unwrap();
         fs::write(root.join("etc/modprobe.d/test.conf"), modprobe_conf).unwrap();
-        TempRoot(root)
-    }
-}
-
-impl Drop for TempRoot {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
+        TempRoot(tmp)
     }
 }
 
@@ -206,14 +204,14 @@ fn order_respects_every_edge_and_puts_the_usb_storage_chain_first() {
 
 #[test]
 fn learned_durations_reorder_the_plan() {
-    let t = TempRoot::new("durations", "");
-    fs::create_dir_all(t.0.join("var/lib/bootprint")).unwrap();
+    let t = TempRoot::new("");
+    fs::create_dir_all(t.path().join("var/lib/bootprint")).unwrap();
     fs::write(
-        t.0.join("var/lib/bootprint/modules.durations"),
+        t.path().join("var/lib/bootprint/modules.durations"),
         "bootprint-module-durations 1\nsnd_hda_intel 3000000\nusb_storage 2000\nuas 2000\n",
     )
     .unwrap();
-    let plan = plan_of(&t.0);
+    let plan = plan_of(t.path());
     let order = plan.order();
     let pos = |n: &str| {
         order
@@ -231,11 +229,9 @@ fn learned_durations_reorder_the_plan() {
 
 #[test]
 fn softdep_cycle_in_modprobe_d_is_broken() {
-    let t = TempRoot::new(
-        "cycle",
-        "softdep virtio_net pre: virtio_blk\nsoftdep virtio_blk pre: virtio_net\n",
-    );
-    let plan = plan_of(&t.0);
+    let t =
+        TempRoot::new("softdep virtio_net pre: virtio_blk\nsoftdep virtio_blk pre: virtio_net\n");
+    let plan = plan_of(t.path());
     assert_eq!(plan.dropped.len(), 1, "{:?}", plan.dropped);
     let d = &plan.dropped[0];
     assert_eq!(d.kind, EdgeKind::SoftPre);
@@ -251,11 +247,8 @@ fn softdep_cycle_in_modprobe_d_is_broken() {
 
 #[test]
 fn install_commands_and_blacklist_from_another_file() {
-    let t = TempRoot::new(
-        "install",
-        "install snd_hda_intel /bin/true\nblacklist uas\n",
-    );
-    let plan = plan_of(&t.0);
+    let t = TempRoot::new("install snd_hda_intel /bin/true\nblacklist uas\n");
+    let plan = plan_of(t.path());
     let skips = plan.skip_reasons();
     assert_eq!(
         skips.get("snd_hda_intel"),
@@ -269,13 +262,13 @@ fn install_commands_and_blacklist_from_another_file() {
 
 #[test]
 fn missing_index_is_a_clear_error() {
-    let root = std::env::temp_dir().join(format!("bp-modules-empty-{}", std::process::id()));
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
     fs::create_dir_all(root.join("lib/modules/9.9.9")).unwrap();
     fs::create_dir_all(root.join("sys/devices")).unwrap();
-    let e = kmod::plan_system(&Paths::new(&root, "9.9.9"))
+    let e = kmod::plan_system(&Paths::new(root, "9.9.9"))
         .unwrap_err()
         .to_string();
-    fs::remove_dir_all(&root).unwrap();
     assert!(
         e.contains("lib/modules/9.9.9") && e.contains("depmod"),
         "{e}"

@@ -120,16 +120,15 @@ fn full_tree_set_equals_modprobe_show_depends() {
     let release = kmod::detect_release(tree, "").unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/modules/root");
     // A root with the full tree's modules, the fixture's devices, nothing else.
-    let root = std::env::temp_dir().join(format!("bp-modules-cmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
     std::os::unix::fs::symlink(tree.join("lib"), root.join("lib")).unwrap();
     std::os::unix::fs::symlink(
         fixture.canonicalize().unwrap().join("sys"),
         root.join("sys"),
     )
     .unwrap();
-    let plan = kmod::plan_system(&Paths::new(&root, &release)).unwrap();
+    let plan = kmod::plan_system(&Paths::new(root, &release)).unwrap();
     let empty = root.join("no-config");
     std::fs::create_dir_all(&empty).unwrap();
 
@@ -154,7 +153,6 @@ fn full_tree_set_equals_modprobe_show_depends() {
             }
         }
     }
-    std::fs::remove_dir_all(&root).unwrap();
     let got: std::collections::BTreeSet<String> =
         plan.modules.iter().map(|m| m.name.clone()).collect();
     assert_eq!(got, want);

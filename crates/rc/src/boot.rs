@@ -141,40 +141,37 @@ impl BootState {
 mod tests {
     use super::*;
 
-    fn root_with(inittab: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "bp-rc-next-{}-{}",
-            std::process::id(),
-            inittab.len()
-        ));
+    fn root_with(inittab: &str) -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
         std::fs::create_dir_all(d.join("etc")).unwrap();
         std::fs::write(d.join("etc/inittab"), inittab).unwrap();
-        d
+        tmp
     }
 
     #[test]
     fn the_next_runlevel_from_inittab_and_the_command_line() {
-        let r = root_with("# x\nid:2:initdefault:\nsi::sysinit:/etc/init.d/rcS\n");
-        assert_eq!(next_runlevel(&r, "quiet ro"), Ok(Runlevel::Num(2)));
-        assert_eq!(next_runlevel(&r, "quiet 3"), Ok(Runlevel::Num(3)));
+        let r_tmp = root_with("# x\nid:2:initdefault:\nsi::sysinit:/etc/init.d/rcS\n");
+        let r = r_tmp.path();
+        assert_eq!(next_runlevel(r, "quiet ro"), Ok(Runlevel::Num(2)));
+        assert_eq!(next_runlevel(r, "quiet 3"), Ok(Runlevel::Num(3)));
         for w in ["single", "1", "S", "emergency", "-b"] {
-            let e = next_runlevel(&r, &format!("quiet {w}")).unwrap_err();
+            let e = next_runlevel(r, &format!("quiet {w}")).unwrap_err();
             assert!(e.contains("runs whole"), "{w}: {e}");
         }
-        let r1 = root_with("id:1:initdefault:\n");
-        let e = next_runlevel(&r1, "").unwrap_err();
+        let r1_tmp = root_with("id:1:initdefault:\n");
+        let r1 = r1_tmp.path();
+        let e = next_runlevel(r1, "").unwrap_err();
         assert!(e.contains("inittab:1: initdefault \"1\""), "{e}");
-        let none = root_with("si::sysinit:/etc/init.d/rcS\n# id:2:initdefault:\n");
-        assert!(next_runlevel(&none, "")
+        let none_tmp = root_with("si::sysinit:/etc/init.d/rcS\n# id:2:initdefault:\n");
+        let none = none_tmp.path();
+        assert!(next_runlevel(none, "")
             .unwrap_err()
             .contains("no initdefault"));
-        let missing = std::env::temp_dir().join("bp-rc-next-none");
+        let missing = none.join("no-such-root");
         assert!(next_runlevel(&missing, "")
             .unwrap_err()
             .contains("expected an initdefault line"));
-        for d in [r, r1, none] {
-            let _ = std::fs::remove_dir_all(d);
-        }
     }
 
     #[test]

@@ -148,21 +148,12 @@ mod tests {
         assert!(diags[0].message.contains("expected"));
     }
 
-    fn scratch(tag: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!(
-            "bootprint-rc-durations-{tag}-{}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     /// A temporary file planted (or left by a crash) as a symlink to another file: saving
     /// must not write through it, and the result is a whole regular file.
     #[test]
     fn save_never_writes_through_a_planted_temp_symlink() {
-        let d = scratch("symlink");
+        let d_tmp = tempfile::tempdir().unwrap();
+        let d = d_tmp.path();
         let path = d.join("rc-durations");
         let mut old = Durations::default();
         old.record("old", "start", 100);
@@ -180,14 +171,14 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
         assert!(std::fs::symlink_metadata(&path).unwrap().is_file());
         assert_eq!(Durations::load(&path).0, new);
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     /// A save that cannot complete (here: a directory where the temporary file goes, as a
     /// crash cannot leave but an unwritable directory acts alike) leaves the old file whole.
     #[test]
     fn a_failed_save_leaves_the_old_file_whole() {
-        let d = scratch("fail");
+        let d_tmp = tempfile::tempdir().unwrap();
+        let d = d_tmp.path();
         let path = d.join("rc-durations");
         let mut old = Durations::default();
         old.record("old", "start", 100);
@@ -200,6 +191,5 @@ mod tests {
         new.record("new", "start", 200);
         assert!(new.save(&path).is_err());
         assert_eq!(Durations::load(&path).0, old);
-        let _ = std::fs::remove_dir_all(&d);
     }
 }

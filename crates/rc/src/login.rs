@@ -260,17 +260,15 @@ pub fn target(needs: &[Need]) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn root(tag: &str, files: &[(&str, &str)]) -> std::path::PathBuf {
-        let d =
-            std::env::temp_dir().join(format!("bootprint-rc-login-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
+    fn root(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
         for (rel, text) in files {
             let p = d.join(rel);
             std::fs::create_dir_all(p.parent().unwrap()).unwrap();
             std::fs::write(p, text).unwrap();
         }
-        std::fs::create_dir_all(&d).unwrap();
-        d
+        tmp
     }
 
     fn kept(needs: &[Need], name: &str) -> (bool, String) {
@@ -281,8 +279,7 @@ mod tests {
     /// Debian's defaults: files for users, no remote mount, rsyslog logging auth.
     #[test]
     fn a_debian_default_needs_syslog_but_not_the_network() {
-        let r = root(
-            "debian",
+        let r_tmp = root(
             &[
                 ("etc/fstab", "# <file system> <mount point>\n/dev/vda / ext4 errors=remount-ro 0 1\n"),
                 ("etc/nsswitch.conf", "passwd:         files\ngroup:          files\nhosts:          files dns\n"),
@@ -290,7 +287,8 @@ mod tests {
                 ("etc/rsyslog.conf", "module(load=\"imuxsock\")\n$FileOwner root\n*.*;auth,authpriv.none\t-/var/log/syslog\nauth,authpriv.*\t\t\t/var/log/auth.log\n"),
             ],
         );
-        let needs = learn(&r);
+        let r = r_tmp.path();
+        let needs = learn(r);
         assert_eq!(
             target(&needs),
             ["$local_fs", "$time", "rmnologin", "$syslog"]
@@ -305,20 +303,18 @@ mod tests {
 
     #[test]
     fn network_logins_and_remote_homes_need_the_network() {
-        let r = root(
-            "ldap",
-            &[
-                (
-                    "etc/nsswitch.conf",
-                    "passwd: files ldap\nhosts: files dns\n",
-                ),
-                (
-                    "etc/rsyslog.conf",
-                    "*.*;auth,authpriv.none -/var/log/syslog\n",
-                ),
-            ],
-        );
-        let needs = learn(&r);
+        let r_tmp = root(&[
+            (
+                "etc/nsswitch.conf",
+                "passwd: files ldap\nhosts: files dns\n",
+            ),
+            (
+                "etc/rsyslog.conf",
+                "*.*;auth,authpriv.none -/var/log/syslog\n",
+            ),
+        ]);
+        let r = r_tmp.path();
+        let needs = learn(r);
         assert_eq!(
             kept(&needs, "$network"),
             (true, "/etc/nsswitch.conf:1: passwd from ldap".into())
@@ -328,25 +324,21 @@ mod tests {
             "auth excluded everywhere: {:?}",
             kept(&needs, "$syslog")
         );
-        let r = root(
-            "nfs",
-            &[("etc/fstab", "srv:/home /home nfs defaults 0 0\n")],
-        );
-        let needs = learn(&r);
+        let r_tmp = root(&[("etc/fstab", "srv:/home /home nfs defaults 0 0\n")]);
+        let r = r_tmp.path();
+        let needs = learn(r);
         assert_eq!(
             kept(&needs, "$remote_fs"),
             (true, "/etc/fstab:1: nfs at /home".into())
         );
         assert!(kept(&needs, "$network").0);
-        let r = root(
-            "sss",
-            &[(
-                "etc/pam.d/common-auth",
-                "auth sufficient pam_sss.so use_first_pass\n",
-            )],
-        );
+        let r_tmp = root(&[(
+            "etc/pam.d/common-auth",
+            "auth sufficient pam_sss.so use_first_pass\n",
+        )]);
+        let r = r_tmp.path();
         assert_eq!(
-            kept(&learn(&r), "$network"),
+            kept(&learn(r), "$network"),
             (true, "/etc/pam.d/common-auth:1: pam_sss.so".into())
         );
     }

@@ -66,22 +66,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 mod tests {
     use super::*;
 
-    fn dir(tag: &str) -> PathBuf {
-        let d =
-            std::env::temp_dir().join(format!("bootprint-rc-state-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     #[test]
     fn writes_whole_files_and_leaves_no_temporary() {
-        let d = dir("whole");
+        let d_tmp = tempfile::tempdir().unwrap();
+        let d = d_tmp.path();
         let p = d.join("sub/state");
         write_atomic(&p, b"one\n").unwrap();
         write_atomic(&p, b"two\n").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two\n");
         assert_eq!(std::fs::read_dir(d.join("sub")).unwrap().count(), 1);
-        let _ = std::fs::remove_dir_all(&d);
     }
 }

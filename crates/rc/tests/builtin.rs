@@ -14,9 +14,9 @@ fn fixture() -> PathBuf {
 }
 
 /// A scratch copy of the fixture (regular files and directories only).
-fn copy_fixture(tag: &str) -> PathBuf {
-    let dst = std::env::temp_dir().join(format!("bp-builtin-{tag}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dst);
+fn copy_fixture() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path();
     fn copy(from: &Path, to: &Path) {
         fs::create_dir_all(to).unwrap();
         for e in fs::read_dir(from).unwrap().flatten() {
@@ -28,8 +28,8 @@ fn copy_fixture(tag: &str) -> PathBuf {
             }
         }
     }
-    copy(&fixture(), &dst);
-    dst
+    copy(&fixture(), dst);
+    tmp
 }
 
 fn recognise(root: &Path, b: Builtin) -> Result<Builtin, String> {
@@ -56,106 +56,106 @@ fn debian_12s_own_scripts_are_recognised() {
 
 #[test]
 fn an_edited_script_or_library_runs_as_a_script() {
-    let root = copy_fixture("edited");
+    let root_tmp = copy_fixture();
+    let root = root_tmp.path();
     let script = root.join("etc/init.d/mountkernfs.sh");
     let mut text = fs::read(&script).unwrap();
     text.extend_from_slice(b"# local change\n");
     fs::write(&script, text).unwrap();
-    let e = recognise(&root, Builtin::MountKernFs).unwrap_err();
+    let e = recognise(root, Builtin::MountKernFs).unwrap_err();
     assert!(e.contains("not Debian 12's"), "{e}");
-    assert_eq!(recognise(&root, Builtin::Urandom), Ok(Builtin::Urandom));
+    assert_eq!(recognise(root, Builtin::Urandom), Ok(Builtin::Urandom));
     fs::copy(fixture().join("etc/init.d/mountkernfs.sh"), &script).unwrap();
     // A sourced library edited: every script that sources it declines.
     fs::write(root.join("lib/init/vars.sh"), "VERBOSE=yes\n").unwrap();
     for b in Builtin::ALL {
-        let e = recognise(&root, b).unwrap_err();
+        let e = recognise(root, b).unwrap_err();
         assert!(e.contains("vars.sh"), "{}: {e}", b.script());
     }
-    fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]
 fn configuration_other_than_the_default_runs_the_script() {
-    let root = copy_fixture("config");
+    let root_tmp = copy_fixture();
+    let root = root_tmp.path();
     // /etc/default/rcS setting anything (VERBOSE changes what every script prints).
     fs::write(root.join("etc/default/rcS"), "# comment\n\nVERBOSE=yes\n").unwrap();
-    let e = recognise(&root, Builtin::Hostname).unwrap_err();
+    let e = recognise(root, Builtin::Hostname).unwrap_err();
     assert!(e.contains("/etc/default/rcS:3"), "{e}");
     fs::write(root.join("etc/default/rcS"), "#VERBOSE=no\n").unwrap();
-    assert_eq!(recognise(&root, Builtin::Hostname), Ok(Builtin::Hostname));
+    assert_eq!(recognise(root, Builtin::Hostname), Ok(Builtin::Hostname));
     // A tmpfs size changes mountkernfs.sh's /run/lock and mountdevsubfs.sh's /dev/shm.
     fs::write(root.join("etc/default/tmpfs"), "SHM_SIZE=1G\n").unwrap();
-    assert!(recognise(&root, Builtin::MountDevSubFs).is_err());
-    assert!(recognise(&root, Builtin::MountKernFs).is_err());
-    assert_eq!(recognise(&root, Builtin::Urandom), Ok(Builtin::Urandom));
+    assert!(recognise(root, Builtin::MountDevSubFs).is_err());
+    assert!(recognise(root, Builtin::MountKernFs).is_err());
+    assert_eq!(recognise(root, Builtin::Urandom), Ok(Builtin::Urandom));
     fs::write(root.join("etc/default/tmpfs"), "").unwrap();
     // An fstab entry for a point one of them mounts: only that one declines.
     let fstab = root.join("etc/fstab");
     let mut t = fs::read_to_string(&fstab).unwrap();
     t.push_str("tmpfs /dev/shm tmpfs defaults,size=64m 0 0\n");
     fs::write(&fstab, &t).unwrap();
-    let e = recognise(&root, Builtin::MountDevSubFs).unwrap_err();
+    let e = recognise(root, Builtin::MountDevSubFs).unwrap_err();
     assert!(e.contains("/dev/shm"), "{e}");
     assert_eq!(
-        recognise(&root, Builtin::MountKernFs),
+        recognise(root, Builtin::MountKernFs),
         Ok(Builtin::MountKernFs)
     );
     // devpts settings the script would source as shell.
     fs::write(&fstab, "/dev/vda / ext4 defaults 0 1\n").unwrap();
     fs::write(root.join("etc/default/devpts"), "TTYGRP=$(id -g tty)\n").unwrap();
-    let e = recognise(&root, Builtin::MountDevSubFs).unwrap_err();
+    let e = recognise(root, Builtin::MountDevSubFs).unwrap_err();
     assert!(e.contains("/etc/default/devpts:1"), "{e}");
     fs::write(root.join("etc/default/devpts"), "TTYGRP=5\nTTYMODE=620\n").unwrap();
     assert_eq!(
-        recognise(&root, Builtin::MountDevSubFs),
+        recognise(root, Builtin::MountDevSubFs),
         Ok(Builtin::MountDevSubFs)
     );
     // An unknown init-functions hook; SELinux.
     fs::write(root.join("lib/lsb/init-functions.d/50-local"), "echo hi\n").unwrap();
-    let e = recognise(&root, Builtin::Urandom).unwrap_err();
+    let e = recognise(root, Builtin::Urandom).unwrap_err();
     assert!(e.contains("50-local"), "{e}");
     fs::remove_file(root.join("lib/lsb/init-functions.d/50-local")).unwrap();
     fs::create_dir_all(root.join("sbin")).unwrap();
     fs::write(root.join("sbin/restorecon"), "").unwrap();
-    assert!(recognise(&root, Builtin::MountKernFs).is_err());
-    assert_eq!(recognise(&root, Builtin::Urandom), Ok(Builtin::Urandom));
-    fs::remove_dir_all(&root).unwrap();
+    assert!(recognise(root, Builtin::MountKernFs).is_err());
+    assert_eq!(recognise(root, Builtin::Urandom), Ok(Builtin::Urandom));
 }
 
 /// checkroot.sh is a built-in only once nothing is left for the console: the root checked
 /// (the initramfs's flag), `fastboot`, or no check asked for in fstab.
 #[test]
 fn checkroot_is_built_in_only_once_the_root_is_checked() {
-    let root = copy_fixture("checkroot");
-    let e = recognise(&root, Builtin::CheckRoot).unwrap_err();
+    let root_tmp = copy_fixture();
+    let root = root_tmp.path();
+    let e = recognise(root, Builtin::CheckRoot).unwrap_err();
     assert!(e.contains("not checked yet"), "{e}");
     // Checked by the initramfs: then the device must be the one mounted on / (here the
     // fixture has no /dev/vda, so the script's own rootdev logic would run).
     fs::create_dir_all(root.join("run/initramfs")).unwrap();
     fs::write(root.join("run/initramfs/fsck-root"), "").unwrap();
-    let e = recognise(&root, Builtin::CheckRoot).unwrap_err();
+    let e = recognise(root, Builtin::CheckRoot).unwrap_err();
     assert!(e.contains("/dev/vda"), "{e}");
     fs::write(root.join("etc/fstab"), "/dev/vda / ext4 defaults 0 0\n").unwrap();
-    assert_eq!(recognise(&root, Builtin::CheckRoot), Ok(Builtin::CheckRoot));
+    assert_eq!(recognise(root, Builtin::CheckRoot), Ok(Builtin::CheckRoot));
     // checkfs.sh: nothing to check when no file system asks for it (or all are mounted).
-    assert_eq!(recognise(&root, Builtin::CheckFs), Ok(Builtin::CheckFs));
+    assert_eq!(recognise(root, Builtin::CheckFs), Ok(Builtin::CheckFs));
     fs::write(
         root.join("etc/fstab"),
         "/dev/vda / ext4 defaults 0 0\n/dev/vdb /home ext4 defaults 0 2\n",
     )
     .unwrap();
-    assert!(recognise(&root, Builtin::CheckFs).is_err());
+    assert!(recognise(root, Builtin::CheckFs).is_err());
     fs::write(root.join("etc/fstab"), "UUID=0a / ext4 defaults 0 0\n").unwrap();
-    assert!(recognise(&root, Builtin::CheckRoot)
+    assert!(recognise(root, Builtin::CheckRoot)
         .unwrap_err()
         .contains("findfs"));
     fs::write(root.join("etc/fstab"), "/dev/vda / ext4 defaults 0 0\n").unwrap();
     // It runs mountkernfs.sh and mountdevsubfs.sh again: those must be Debian's too.
     fs::write(root.join("etc/init.d/mountdevsubfs.sh"), "#!/bin/sh\n").unwrap();
-    assert!(recognise(&root, Builtin::CheckRoot)
+    assert!(recognise(root, Builtin::CheckRoot)
         .unwrap_err()
         .contains("mountdevsubfs.sh"));
-    fs::remove_dir_all(&root).unwrap();
 }
 
 /// Set by the outer test for the inner one, which runs in its own namespaces.
@@ -235,11 +235,11 @@ fn inner_builtins_in_namespace() {
     if std::env::var_os(INNER).is_none() {
         return;
     }
-    let root = std::env::temp_dir().join(format!("bp-builtin-ns-{}", std::process::id()));
-    fs::create_dir_all(&root).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
     // The scratch root as an initramfs leaves it: /run, /proc, /sys, /dev mounted.
-    sh_mount("tmpfs", &root, "tmpfs", "mode=755");
-    let root = fs::canonicalize(&root).unwrap();
+    sh_mount("tmpfs", root, "tmpfs", "mode=755");
+    let root = fs::canonicalize(root).unwrap();
     sh_mount(
         "tmpfs",
         &root.join("run"),
@@ -259,7 +259,7 @@ fn inner_builtins_in_namespace() {
     fs::write(root.join("etc/hostname"), "bp-builtin-test\n").unwrap();
     let proc_dir = root.join("proc");
     let env = Env {
-        root: root.clone(),
+        root: root.to_path_buf(),
         proc_dir: proc_dir.clone(),
         urandom: PathBuf::from("/dev/urandom"),
         fault: false,
@@ -383,10 +383,11 @@ fn inner_builtins_in_namespace() {
     assert_eq!(name.trim(), "bp-builtin-test");
 
     // /run not mounted yet: the script's job, so the built-in declines.
-    let bare = std::env::temp_dir().join(format!("bp-builtin-bare-{}", std::process::id()));
+    let tmp = tempfile::tempdir().unwrap();
+    let bare = tmp.path();
     fs::create_dir_all(bare.join("run")).unwrap();
     let bare_env = Env {
-        root: fs::canonicalize(&bare).unwrap(),
+        root: fs::canonicalize(bare).unwrap(),
         ..env.clone()
     };
     let e = builtin::run(Builtin::MountKernFs, &bare_env).unwrap_err();
@@ -394,19 +395,20 @@ fn inner_builtins_in_namespace() {
 }
 
 /// A copy of the Debian 12 fixture tree (scripts, insserv.conf, links) to plan runlevel S.
-fn debian_tree(tag: &str) -> PathBuf {
+fn debian_tree() -> tempfile::TempDir {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/fixtures/initscripts/debian-bookworm");
-    let dst = std::env::temp_dir().join(format!("bp-udev-{tag}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&dst);
+    let tmp = tempfile::tempdir().unwrap();
+    let dst = tmp.path();
+    // `src/.`: the tree's contents into the (existing) temporary directory.
     let st = Command::new("cp")
         .arg("-a")
-        .arg(&src)
-        .arg(&dst)
+        .arg(src.join("."))
+        .arg(dst)
         .status()
         .unwrap();
     assert!(st.success());
-    dst
+    tmp
 }
 
 /// (udev interactive, mountdevsubfs.sh waits for udev) in the runlevel S plan.
@@ -429,7 +431,8 @@ fn udev_in_plan(root: &Path, cfg: &rc::run::Config) -> (bool, bool) {
 
 #[test]
 fn udev_runs_beside_the_path_only_where_devtmpfs_is_enough() {
-    let root = debian_tree("beside");
+    let root_tmp = debian_tree();
+    let root = root_tmp.path();
     let on = rc::run::Config::default();
     let off = rc::run::Config {
         udev_off_path: false,
@@ -441,49 +444,48 @@ fn udev_runs_beside_the_path_only_where_devtmpfs_is_enough() {
         "/dev/vda / ext4 defaults 0 1\nproc /proc proc defaults 0 0\n",
     )
     .unwrap();
-    assert_eq!(rc::udev::off_path(&root), Ok(()));
-    assert_eq!(udev_in_plan(&root, &on), (false, false));
+    assert_eq!(rc::udev::off_path(root), Ok(()));
+    assert_eq!(udev_in_plan(root, &on), (false, false));
     // As Debian runs it: switched off, or wherever the path may need what udev makes.
-    assert_eq!(udev_in_plan(&root, &off), (true, true));
+    assert_eq!(udev_in_plan(root, &off), (true, true));
     fs::write(root.join("etc/fstab"), "UUID=0a1b / ext4 defaults 0 1\n").unwrap();
-    let e = rc::udev::off_path(&root).unwrap_err();
+    let e = rc::udev::off_path(root).unwrap_err();
     assert!(e.contains("/etc/fstab:1: UUID=0a1b"), "{e}");
-    assert_eq!(udev_in_plan(&root, &on), (true, true));
+    assert_eq!(udev_in_plan(root, &on), (true, true));
     fs::write(root.join("etc/fstab"), "/dev/sda1 / ext4 defaults 0 1\n").unwrap();
     fs::write(
         root.join("etc/crypttab"),
         "# none\nhome /dev/sda2 none luks\n",
     )
     .unwrap();
-    assert!(rc::udev::off_path(&root)
+    assert!(rc::udev::off_path(root)
         .unwrap_err()
         .contains("/etc/crypttab:2"));
-    assert_eq!(udev_in_plan(&root, &on), (true, true));
+    assert_eq!(udev_in_plan(root, &on), (true, true));
     fs::remove_file(root.join("etc/crypttab")).unwrap();
     let udev = root.join("etc/init.d/udev");
     let mut t = fs::read(&udev).unwrap();
     t.extend_from_slice(b"# edited\n");
     fs::write(&udev, t).unwrap();
-    assert!(rc::udev::off_path(&root)
+    assert!(rc::udev::off_path(root)
         .unwrap_err()
         .contains("not Debian 12's"));
-    assert_eq!(udev_in_plan(&root, &on), (true, true));
-    fs::remove_dir_all(&root).unwrap();
+    assert_eq!(udev_in_plan(root, &on), (true, true));
 }
 
 /// mountall.sh's run_migrate: an old directory becomes a link to its /run place; a link
 /// pointing elsewhere is replaced; the right link is left alone.
 #[test]
 fn run_migrate_links_the_old_places_as_the_script_does() {
-    let root = std::env::temp_dir().join(format!("bp-migrate-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&root);
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
     fs::create_dir_all(root.join("var/run")).unwrap();
     fs::write(root.join("var/run/stale.pid"), "1").unwrap();
     fs::create_dir_all(root.join("run/lock")).unwrap();
     std::os::unix::fs::symlink("../run/lock", root.join("var/lock")).unwrap();
     std::os::unix::fs::symlink("/dev/shm", root.join("run/shm")).unwrap();
     let env = Env {
-        root: root.clone(),
+        root: root.to_path_buf(),
         proc_dir: PathBuf::from("/proc"),
         urandom: PathBuf::from("/dev/urandom"),
         fault: false,
@@ -505,13 +507,12 @@ fn run_migrate_links_the_old_places_as_the_script_does() {
         recognise(&fixture(), Builtin::MountAll),
         Ok(Builtin::MountAll)
     );
-    let copy = copy_fixture("mountall");
+    let copy_tmp = copy_fixture();
+    let copy = copy_tmp.path();
     fs::write(copy.join("etc/fstab"), "/dev/vda / ext4 ro 0 1\n").unwrap();
-    assert!(recognise(&copy, Builtin::MountAll)
+    assert!(recognise(copy, Builtin::MountAll)
         .unwrap_err()
         .contains("read-only"));
     fs::write(copy.join("etc/fstab"), "tmpfs /tmp tmpfs defaults 0 0\n").unwrap();
-    assert!(recognise(&copy, Builtin::MountAll).is_err());
-    fs::remove_dir_all(&copy).unwrap();
-    fs::remove_dir_all(&root).unwrap();
+    assert!(recognise(copy, Builtin::MountAll).is_err());
 }

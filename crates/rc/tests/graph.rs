@@ -1,22 +1,26 @@
 //! The start graph on small fake roots built in a temporary directory.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use rc::graph::{EdgeKind, Graph, Scheduler, State};
 use rc::system::{Runlevel, System};
 
-struct Root(PathBuf);
+/// Removed when dropped.
+struct Root(tempfile::TempDir);
 
 impl Root {
-    fn new(tag: &str) -> Root {
-        let p =
-            std::env::temp_dir().join(format!("bootprint-rc-graph-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    fn new() -> Root {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path();
         std::fs::create_dir_all(p.join("etc/init.d")).unwrap();
-        Root(p)
+        Root(tmp)
     }
     fn write(&self, rel: &str, text: &str) -> &Self {
-        let p = self.0.join(rel);
+        let p = self.path().join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
         self
@@ -31,7 +35,7 @@ impl Root {
         self.write(&format!("etc/init.d/{name}"), &t)
     }
     fn link(&self, rl: &str, seq: u8, name: &str) -> &Self {
-        let dir = self.0.join(format!("etc/rc{rl}.d"));
+        let dir = self.path().join(format!("etc/rc{rl}.d"));
         std::fs::create_dir_all(&dir).unwrap();
         std::os::unix::fs::symlink(
             format!("../init.d/{name}"),
@@ -41,13 +45,7 @@ impl Root {
         self
     }
     fn graph(&self, rl: Runlevel) -> Graph {
-        System::load(&self.0).unwrap().graph(rl)
-    }
-}
-
-impl Drop for Root {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        System::load(self.path()).unwrap().graph(rl)
     }
 }
 
@@ -62,7 +60,7 @@ fn names(g: &Graph, ids: &[usize]) -> Vec<String> {
 
 #[test]
 fn required_edge_through_a_facility_remembers_both_lines() {
-    let r = Root::new("req");
+    let r = Root::new();
     r.write(
         "etc/insserv.conf",
         "# facilities\n$local_fs +mountall\n$remote_fs $local_fs +mountnfs\n",
@@ -92,7 +90,7 @@ fn required_edge_through_a_facility_remembers_both_lines() {
 
 #[test]
 fn should_start_only_when_enabled_and_required_missing_is_reported() {
-    let r = Root::new("should");
+    let r = Root::new();
     r.script("a", &["Required-Start:"])
         .script("b", &["Required-Start:"])
         .script("c", &["Required-Start: a", "Should-Start: b x"])
@@ -117,7 +115,7 @@ fn should_start_only_when_enabled_and_required_missing_is_reported() {
 
 #[test]
 fn required_by_the_boot_runlevel_is_satisfied() {
-    let r = Root::new("boot");
+    let r = Root::new();
     r.script("udev", &["Required-Start:"])
         .script("x", &["Required-Start: udev"])
         .link("S", 2, "udev")
@@ -131,7 +129,7 @@ fn required_by_the_boot_runlevel_is_satisfied() {
 
 #[test]
 fn start_before_is_a_reversed_edge() {
-    let r = Root::new("before");
+    let r = Root::new();
     r.script("late", &["Required-Start:"])
         .script(
             "early",
@@ -154,7 +152,7 @@ fn start_before_is_a_reversed_edge() {
 
 #[test]
 fn all_goes_last_except_before_its_own_dependents() {
-    let r = Root::new("all");
+    let r = Root::new();
     r.script("a", &["Required-Start:"])
         .script("b", &["Required-Start: a"])
         .script("rc.local", &["Required-Start: $all"])
@@ -180,7 +178,7 @@ fn all_goes_last_except_before_its_own_dependents() {
 
 #[test]
 fn cycle_is_reported_with_its_path_and_broken_at_the_weakest_edge() {
-    let r = Root::new("cycle");
+    let r = Root::new();
     r.script("a", &["Required-Start: c"])
         .script("b", &["Required-Start: a"])
         .script("c", &["Required-Start:", "Should-Start: b"])
@@ -220,7 +218,7 @@ fn cycle_is_reported_with_its_path_and_broken_at_the_weakest_edge() {
 
 #[test]
 fn all_required_cycle_breaks_first_edge_in_path_order() {
-    let r = Root::new("cycle2");
+    let r = Root::new();
     r.script("x", &["Required-Start: y"])
         .script("y", &["Required-Start: x"])
         .link("S", 1, "x")
@@ -234,7 +232,7 @@ fn all_required_cycle_breaks_first_edge_in_path_order() {
 
 #[test]
 fn script_without_header_follows_its_link_number() {
-    let r = Root::new("nohdr");
+    let r = Root::new();
     r.script("a", &["Required-Start:"])
         .script("b", &["Required-Start:"])
         .script("c", &["Required-Start:"])
@@ -252,7 +250,7 @@ fn script_without_header_follows_its_link_number() {
         );
     }
     assert!(edge(&g, "a", "old").is_none());
-    let sys = System::load(&r.0).unwrap();
+    let sys = System::load(r.path()).unwrap();
     assert!(sys
         .diagnostics
         .iter()
@@ -261,7 +259,7 @@ fn script_without_header_follows_its_link_number() {
 
 #[test]
 fn unknown_provider_and_facility_are_reported_with_line() {
-    let r = Root::new("unknown");
+    let r = Root::new();
     r.script("a", &["Required-Start: $nosuch nobody +maybe"])
         .link("S", 1, "a");
     let g = r.graph(Runlevel::S);
@@ -274,7 +272,7 @@ fn unknown_provider_and_facility_are_reported_with_line() {
 
 #[test]
 fn scheduler_runs_interactive_alone_and_by_priority() {
-    let r = Root::new("sched");
+    let r = Root::new();
     r.write("etc/insserv.conf", "<interactive> ask\n")
         .script("base", &["Required-Start:"])
         .script("long1", &["Required-Start: base"])
@@ -317,7 +315,7 @@ fn scheduler_runs_interactive_alone_and_by_priority() {
 
 #[test]
 fn levels_group_what_can_run_together() {
-    let r = Root::new("levels");
+    let r = Root::new();
     r.script("a", &["Required-Start:"])
         .script("b", &["Required-Start: a"])
         .script("c", &["Required-Start: a"])
@@ -347,7 +345,7 @@ fn levels_group_what_can_run_together() {
 
 #[test]
 fn system_problems_are_diagnostics_with_file_and_line() {
-    let r = Root::new("system");
+    let r = Root::new();
     r.script("a", &["Required-Start:"])
         .write(
             "etc/init.d/b",
@@ -358,7 +356,7 @@ fn system_problems_are_diagnostics_with_file_and_line() {
         .write("etc/init.d/README", "not a script")
         .link("2", 1, "a")
         .link("2", 2, "gone");
-    let sys = System::load(&r.0).unwrap();
+    let sys = System::load(r.path()).unwrap();
     let names: Vec<&str> = sys.scripts.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(
         names,
@@ -413,7 +411,7 @@ fn runlevel_names() {
 #[test]
 fn a_header_with_200k_dependencies_builds_in_near_linear_time() {
     const N: usize = 200_000;
-    let r = Root::new("huge");
+    let r = Root::new();
     let names: Vec<String> = (0..N).map(|i| format!("n{i}")).collect();
     let list = names.join(" ");
     // Each name twice: the repetition is one origin, not two.
@@ -426,7 +424,7 @@ fn a_header_with_200k_dependencies_builds_in_near_linear_time() {
     .link("2", 1, "prov")
     .link("2", 2, "user");
     let t0 = cpu_time();
-    let sys = System::load(&r.0).unwrap();
+    let sys = System::load(r.path()).unwrap();
     let g = sys.graph(Runlevel::Num(2));
     let took = cpu_time() - t0;
     eprintln!("graph of 200k dependencies: {took:?} of CPU");

@@ -277,9 +277,8 @@ fn find_insserv() -> Option<PathBuf> {
 /// Runs insserv on a copy of a fixture (without its links and .depend files) and checks
 /// our order against what it writes now.
 fn rerun_insserv(insserv: &Path, fixture: &Path, tag: &str) {
-    let tmp =
-        std::env::temp_dir().join(format!("bootprint-rc-insserv-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
+    let tmp_tmp = tempfile::tempdir().unwrap();
+    let tmp = tmp_tmp.path();
     let etc = tmp.join("etc");
     copy_tree(&fixture.join("etc/init.d"), &etc.join("init.d"));
     copy_tree(
@@ -318,7 +317,7 @@ fn rerun_insserv(insserv: &Path, fixture: &Path, tag: &str) {
         "insserv failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let sys = System::load(&tmp).unwrap();
+    let sys = System::load(tmp).unwrap();
     let boot = check(&sys, &initd.join(".depend.boot"), &[Runlevel::S]);
     let start = check(&sys, &initd.join(".depend.start"), &START);
     assert!(boot > 0 && start > 0, "{boot} {start}");
@@ -331,7 +330,6 @@ fn rerun_insserv(insserv: &Path, fixture: &Path, tag: &str) {
             eprintln!("note: {tag} {f} from this insserv differs from the checked-in one (another insserv version?)");
         }
     }
-    std::fs::remove_dir_all(&tmp).unwrap();
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use analyze::services::{ServicesView as Services, Span};
@@ -13,16 +13,17 @@ use rc::spans::SpanLog;
 use rc::system::{Runlevel, System};
 use trace::rclog;
 
-struct Root(PathBuf);
+/// Removed when dropped.
+struct Root(tempfile::TempDir);
 
 impl Root {
-    fn new(tag: &str) -> Root {
-        let p = std::env::temp_dir().join(format!(
-            "bootprint-rc-{tag}-{}-{:?}",
-            std::process::id(),
-            Instant::now()
-        ));
-        let p = PathBuf::from(p.to_string_lossy().replace([' ', '{', '}', ':', ','], ""));
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    fn new() -> Root {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path();
         fs::create_dir_all(p.join("etc/init.d")).unwrap();
         fs::create_dir_all(p.join("etc/rc2.d")).unwrap();
         fs::create_dir_all(p.join("run")).unwrap();
@@ -31,7 +32,7 @@ impl Root {
             "$syslog logger\n$remote_fs base\n",
         )
         .unwrap();
-        Root(p)
+        Root(tmp)
     }
 
     /// An LSB script: `deps` its Required-Start, `body` its start action.
@@ -39,24 +40,18 @@ impl Root {
         let text = format!(
             "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{header_extra}# Default-Start: 2\n# Default-Stop:\n### END INIT INFO\ncase \"$1\" in\nstart)\n{body}\n;;\nstop) echo stopping ;;\nesac\n"
         );
-        let path = self.0.join("etc/init.d").join(name);
+        let path = self.path().join("etc/init.d").join(name);
         fs::write(&path, text).unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
         symlink(
             format!("../init.d/{name}"),
-            self.0.join(format!("etc/rc2.d/S01{name}")),
+            self.path().join(format!("etc/rc2.d/S01{name}")),
         )
         .unwrap();
     }
 
     fn mark(&self) -> String {
-        self.0.join("marks").display().to_string()
-    }
-}
-
-impl Drop for Root {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
+        self.path().join("marks").display().to_string()
     }
 }
 
@@ -77,9 +72,9 @@ fn run(
     cfg: &Config,
     durations: &Durations,
 ) -> (Services, String, Vec<trace::Event>, String) {
-    let sys = System::load(&root.0).unwrap();
+    let sys = System::load(root.path()).unwrap();
     let plan = Plan::start(&sys, Runlevel::Num(2), cfg, durations, None);
-    let log_path = root.0.join("run/rc.log");
+    let log_path = root.path().join("run/rc.log");
     let mut log = SpanLog::open(&log_path);
     let mut out: Vec<u8> = Vec::new();
     let summary;
@@ -114,7 +109,7 @@ fn span<'a>(v: &'a Services, name: &str) -> &'a Span {
 
 #[test]
 fn graph_order_late_output_timeouts_and_exit_codes() {
-    let root = Root::new("main");
+    let root = Root::new();
     let m = root.mark();
     root.script(
         "base",
@@ -148,7 +143,7 @@ fn graph_order_late_output_timeouts_and_exit_codes() {
     let took = t0.elapsed();
 
     // Order respects the graph.
-    let marks = fs::read_to_string(root.0.join("marks")).unwrap();
+    let marks = fs::read_to_string(root.path().join("marks")).unwrap();
     assert!(marks.contains("logger after base"), "{marks}");
     let base = span(&v, "base");
     let logger = span(&v, "logger");
@@ -213,7 +208,7 @@ fn graph_order_late_output_timeouts_and_exit_codes() {
 
 #[test]
 fn priority_puts_the_longest_path_to_the_login_first() {
-    let root = Root::new("prio");
+    let root = Root::new();
     // Both ready at once; with one slot, the one on the heavier path must go first even
     // though the other sorts first by name.
     root.script("aside", "", "sleep 0.2");
@@ -240,13 +235,16 @@ fn priority_puts_the_longest_path_to_the_login_first() {
 
 impl Root {
     fn copy_of(other: &Root) -> Root {
-        let r = Root::new("copy");
-        for e in fs::read_dir(other.0.join("etc/init.d")).unwrap().flatten() {
+        let r = Root::new();
+        for e in fs::read_dir(other.path().join("etc/init.d"))
+            .unwrap()
+            .flatten()
+        {
             let name = e.file_name().to_string_lossy().into_owned();
-            fs::copy(e.path(), r.0.join("etc/init.d").join(&name)).unwrap();
+            fs::copy(e.path(), r.path().join("etc/init.d").join(&name)).unwrap();
             symlink(
                 format!("../init.d/{name}"),
-                r.0.join(format!("etc/rc2.d/S01{name}")),
+                r.path().join(format!("etc/rc2.d/S01{name}")),
             )
             .unwrap();
         }
@@ -256,7 +254,7 @@ impl Root {
 
 #[test]
 fn scripts_run_in_parallel_and_an_interactive_one_runs_alone() {
-    let root = Root::new("par");
+    let root = Root::new();
     for n in ["p1", "p2", "p3"] {
         root.script(n, "", "sleep 0.6");
     }
@@ -284,8 +282,8 @@ fn scripts_run_in_parallel_and_an_interactive_one_runs_alone() {
 
 #[test]
 fn stop_plan_follows_required_stop_in_reverse() {
-    let root = Root::new("stop");
-    fs::create_dir_all(root.0.join("etc/rc0.d")).unwrap();
+    let root = Root::new();
+    fs::create_dir_all(root.path().join("etc/rc0.d")).unwrap();
     let m = root.mark();
     for (name, extra) in [
         ("syslogd", ""),
@@ -295,16 +293,16 @@ fn stop_plan_follows_required_stop_in_reverse() {
         let text = format!(
             "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Stop: 0\n### END INIT INFO\n[ \"$1\" = stop ] && echo {name} >> {m}\nexit 0\n"
         );
-        let path = root.0.join("etc/init.d").join(name);
+        let path = root.path().join("etc/init.d").join(name);
         fs::write(&path, text).unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
         symlink(
             format!("../init.d/{name}"),
-            root.0.join(format!("etc/rc0.d/K01{name}")),
+            root.path().join(format!("etc/rc0.d/K01{name}")),
         )
         .unwrap();
     }
-    let sys = System::load(&root.0).unwrap();
+    let sys = System::load(root.path()).unwrap();
     let plan = Plan::stop(&sys, Runlevel::Num(0), &Durations::default(), None);
     let cfg = quick_config();
     let mut log = SpanLog::none();
@@ -312,7 +310,7 @@ fn stop_plan_follows_required_stop_in_reverse() {
     let mut r = Runner::new(&plan, &cfg, Options::default(), &mut log, &mut out);
     r.run_phase(false);
     drop(r);
-    let marks = fs::read_to_string(root.0.join("marks")).unwrap();
+    let marks = fs::read_to_string(root.path().join("marks")).unwrap();
     assert_eq!(marks, "web\napp\nsyslogd\n");
 }
 
@@ -320,13 +318,13 @@ fn stop_plan_follows_required_stop_in_reverse() {
 /// elogind joins the path to the login; without one it stays late.
 #[test]
 fn a_display_manager_brings_its_logind_onto_the_path() {
-    let root = Root::new("dm");
+    let root = Root::new();
     root.script("dbus", "", "true");
     root.script("elogind", "# Required-Start: dbus\n", "true");
     root.script("postgresql", "", "true");
     root.script("rmnologin", "", "true");
     let late_of = |root: &Root| {
-        let sys = System::load(&root.0).unwrap();
+        let sys = System::load(root.path()).unwrap();
         let cfg = Config {
             login: vec!["rmnologin".into(), "lightdm".into()],
             ..Config::default()
@@ -353,18 +351,18 @@ fn a_display_manager_brings_its_logind_onto_the_path() {
 #[test]
 fn the_binary_answers_like_startpar_and_learns() {
     // run_runlevel without detaching: the whole runlevel, durations saved under the root.
-    let root = Root::new("learn");
+    let root = Root::new();
     root.script("logger", "", "echo up");
     root.script("late1", "", "sleep 0.1");
-    fs::create_dir_all(root.0.join("etc/bootprint")).unwrap();
+    fs::create_dir_all(root.path().join("etc/bootprint")).unwrap();
     fs::write(
-        root.0.join("etc/bootprint/rc.conf"),
+        root.path().join("etc/bootprint/rc.conf"),
         "login = $syslog\nlate-max-wait = 0.3\nidle-window = 0.1\n",
     )
     .unwrap();
     let mut req = rc::run::Request::new(Runlevel::Num(2));
-    req.root = root.0.clone();
-    req.spans = root.0.join("run/bootprint/rc.log");
+    req.root = root.path().to_path_buf();
+    req.spans = root.path().join("run/bootprint/rc.log");
     req.detach = false;
     // A dry run prints the plan and runs nothing.
     req.dry_run = true;
@@ -376,15 +374,15 @@ fn the_binary_answers_like_startpar_and_learns() {
         plan.contains("  late       500 ms  prio     500  late1"),
         "{plan}"
     );
-    assert!(!req.spans.exists() && !root.0.join("var").exists());
+    assert!(!req.spans.exists() && !root.path().join("var").exists());
     req.dry_run = false;
     let mut out = Vec::new();
     assert_eq!(rc::run::run_runlevel(&req, &mut out), 0);
-    let (d, diags) = Durations::load(&root.0.join("var/lib/bootprint/rc-durations"));
+    let (d, diags) = Durations::load(&root.path().join("var/lib/bootprint/rc-durations"));
     assert!(diags.is_empty());
     assert_eq!(d.map.len(), 2, "{d:?}");
     let (v, _) = Services::from_text(&fs::read_to_string(&req.spans).unwrap(), "rc.log");
-    let kept = fs::read_to_string(root.0.join("var/lib/bootprint/rc-last.log")).unwrap();
+    let kept = fs::read_to_string(root.path().join("var/lib/bootprint/rc-last.log")).unwrap();
     assert!(kept.contains(" rc_done "), "{kept}");
     assert!(
         kept.contains(" learned=0"),
@@ -394,7 +392,7 @@ fn the_binary_answers_like_startpar_and_learns() {
     // The next run orders by what this one learned, and says so.
     let mut out = Vec::new();
     assert_eq!(rc::run::run_runlevel(&req, &mut out), 0);
-    let kept = fs::read_to_string(root.0.join("var/lib/bootprint/rc-last.log")).unwrap();
+    let kept = fs::read_to_string(root.path().join("var/lib/bootprint/rc-last.log")).unwrap();
     assert!(kept.contains(" learned=2"), "{kept}");
 }
 
@@ -403,17 +401,17 @@ fn the_binary_answers_like_startpar_and_learns() {
 /// span log was copied onto it with `fs::copy`, through the symlink.
 #[test]
 fn state_files_are_replaced_whole_never_written_through() {
-    let root = Root::new("keep");
+    let root = Root::new();
     root.script("logger", "", "echo up");
-    let state = root.0.join("var/lib/bootprint");
+    let state = root.path().join("var/lib/bootprint");
     fs::create_dir_all(&state).unwrap();
-    let victim = root.0.join("victim");
+    let victim = root.path().join("victim");
     fs::write(&victim, "precious\n").unwrap();
     symlink(&victim, state.join("rc-last.log")).unwrap();
     symlink(&victim, state.join("rc-durations.tmp")).unwrap();
     let mut req = rc::run::Request::new(Runlevel::Num(2));
-    req.root = root.0.clone();
-    req.spans = root.0.join("run/bootprint/rc.log");
+    req.root = root.path().to_path_buf();
+    req.spans = root.path().join("run/bootprint/rc.log");
     req.detach = false;
     assert_eq!(rc::run::run_runlevel(&req, &mut Vec::new()), 0);
     assert_eq!(fs::read_to_string(&victim).unwrap(), "precious\n");
@@ -456,8 +454,8 @@ fn alive_in_group(pgid: i32) -> Vec<String> {
 /// at once and the group lived on.
 #[test]
 fn a_timed_out_script_ignoring_sigterm_is_killed_before_the_runner_returns() {
-    let root = Root::new("term");
-    let pidfile = root.0.join("pid");
+    let root = Root::new();
+    let pidfile = root.path().join("pid");
     // `trap '' TERM` is inherited by the sleep: the whole group ignores SIGTERM.
     root.script(
         "stubborn",
@@ -497,23 +495,23 @@ fn a_timed_out_script_ignoring_sigterm_is_killed_before_the_runner_returns() {
 
 /// A root for the fallback tests: every script appends `<name> <action>` to `marks`, so a
 /// test sees what ran, how often and in which order. `links`: (runlevel dir, link name).
-fn fallback_root(tag: &str, scripts: &[(&str, &str)], links: &[(&str, &str)]) -> Root {
-    let root = Root::new(tag);
+fn fallback_root(scripts: &[(&str, &str)], links: &[(&str, &str)]) -> Root {
+    let root = Root::new();
     let m = root.mark();
     for (name, extra) in scripts {
         let text = format!(
             "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Start: 2\n# Default-Stop: 0\n### END INIT INFO\necho {name} \"$1\" >> {m}\nexit 0\n"
         );
-        let path = root.0.join("etc/init.d").join(name);
+        let path = root.path().join("etc/init.d").join(name);
         fs::write(&path, text).unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
     }
     for (dir, link) in links {
-        fs::create_dir_all(root.0.join("etc").join(dir)).unwrap();
+        fs::create_dir_all(root.path().join("etc").join(dir)).unwrap();
         let name = &link[3..];
         symlink(
             format!("../init.d/{name}"),
-            root.0.join("etc").join(dir).join(link),
+            root.path().join("etc").join(dir).join(link),
         )
         .unwrap();
     }
@@ -528,18 +526,18 @@ fn run_with_cmdline(
     previous: Option<Runlevel>,
     cmdline: &str,
 ) -> (i32, String, String, String) {
-    let proc_dir = root.0.join("proc");
+    let proc_dir = root.path().join("proc");
     fs::create_dir_all(&proc_dir).unwrap();
     fs::write(proc_dir.join("cmdline"), format!("{cmdline}\n")).unwrap();
     let mut req = rc::run::Request::new(rl);
-    req.root = root.0.clone();
+    req.root = root.path().to_path_buf();
     req.proc_dir = proc_dir;
-    req.spans = root.0.join("run/bootprint/rc.log");
+    req.spans = root.path().join("run/bootprint/rc.log");
     req.previous = previous;
     req.detach = false;
     let mut out = Vec::new();
     let code = rc::run::run_runlevel(&req, &mut out);
-    let marks = fs::read_to_string(root.0.join("marks")).unwrap_or_default();
+    let marks = fs::read_to_string(root.path().join("marks")).unwrap_or_default();
     let log = fs::read_to_string(&req.spans).unwrap_or_default();
     (code, String::from_utf8_lossy(&out).into_owned(), marks, log)
 }
@@ -568,9 +566,13 @@ fn sorted_lines(s: &str) -> Vec<&str> {
 /// the runlevel must still run.
 #[test]
 fn a_panic_while_reading_the_configuration_still_runs_every_script() {
-    let root = fallback_root("confpanic", &FALLBACK_SCRIPTS, &FALLBACK_LINKS);
-    fs::create_dir_all(root.0.join("etc/bootprint")).unwrap();
-    fs::write(root.0.join("etc/bootprint/rc.conf"), "timeout = 1e300\n").unwrap();
+    let root = fallback_root(&FALLBACK_SCRIPTS, &FALLBACK_LINKS);
+    fs::create_dir_all(root.path().join("etc/bootprint")).unwrap();
+    fs::write(
+        root.path().join("etc/bootprint/rc.conf"),
+        "timeout = 1e300\n",
+    )
+    .unwrap();
     let (code, out, marks, _) = run_with_cmdline(&root, Runlevel::Num(2), None, "quiet");
     assert_eq!(code, 0, "{out}");
     assert_eq!(
@@ -592,15 +594,11 @@ fn a_fault_in_any_phase_still_runs_every_script_once() {
         ("run", "run"),
         ("panic", "answer"),
     ] {
-        let root = fallback_root(
-            &format!("fault-{fault}"),
-            &FALLBACK_SCRIPTS,
-            &FALLBACK_LINKS,
-        );
-        fs::create_dir_all(root.0.join("etc/bootprint")).unwrap();
+        let root = fallback_root(&FALLBACK_SCRIPTS, &FALLBACK_LINKS);
+        fs::create_dir_all(root.path().join("etc/bootprint")).unwrap();
         // zlate is a late service: `panic` fires once the path is done, before it runs.
         fs::write(
-            root.0.join("etc/bootprint/rc.conf"),
+            root.path().join("etc/bootprint/rc.conf"),
             "login = web\nlate = zlate\nlate-max-wait = 0.2\nidle-window = 0.1\n",
         )
         .unwrap();
@@ -645,7 +643,7 @@ fn the_fallback_stops_in_k_link_order_and_skips_what_the_previous_runlevel_start
         ("rc3.d", "S02c"),
         ("rc3.d", "K01b"),
     ];
-    let root = fallback_root("fallback-stop", &scripts, &links);
+    let root = fallback_root(&scripts, &links);
     let (code, out, marks, _) = run_with_cmdline(
         &root,
         Runlevel::Num(0),
@@ -655,7 +653,7 @@ fn the_fallback_stops_in_k_link_order_and_skips_what_the_previous_runlevel_start
     assert_eq!(code, 0, "{out}");
     assert_eq!(marks, "c stop\na stop\nb stop\n", "{out}");
     // 2 -> 3: start c only (a runs already); with -M stop, stop b (2 started it).
-    let root = fallback_root("fallback-switch", &scripts, &links);
+    let root = fallback_root(&scripts, &links);
     let (code, out, marks, _) = run_with_cmdline(
         &root,
         Runlevel::Num(3),
@@ -663,20 +661,20 @@ fn the_fallback_stops_in_k_link_order_and_skips_what_the_previous_runlevel_start
         "bootprint.rc.fault=config",
     );
     assert_eq!((code, marks.as_str()), (0, "c start\n"), "{out}");
-    let root = fallback_root("fallback-switch-stop", &scripts, &links);
-    let proc_dir = root.0.join("proc");
+    let root = fallback_root(&scripts, &links);
+    let proc_dir = root.path().join("proc");
     fs::create_dir_all(&proc_dir).unwrap();
     fs::write(proc_dir.join("cmdline"), "bootprint.rc.fault=plan\n").unwrap();
     let mut req = rc::run::Request::new(Runlevel::Num(3));
-    req.root = root.0.clone();
+    req.root = root.path().to_path_buf();
     req.proc_dir = proc_dir;
-    req.spans = root.0.join("run/bootprint/rc.log");
+    req.spans = root.path().join("run/bootprint/rc.log");
     req.previous = Some(Runlevel::Num(2));
     req.action = "stop".into();
     req.detach = false;
     assert_eq!(rc::run::run_runlevel(&req, &mut Vec::new()), 0);
     assert_eq!(
-        fs::read_to_string(root.0.join("marks")).unwrap(),
+        fs::read_to_string(root.path().join("marks")).unwrap(),
         "b stop\n"
     );
 }
@@ -684,18 +682,18 @@ fn the_fallback_stops_in_k_link_order_and_skips_what_the_previous_runlevel_start
 /// A dry run that fails runs nothing: it says what the fallback would run.
 #[test]
 fn a_failed_dry_run_runs_nothing() {
-    let root = fallback_root("fallback-dry", &FALLBACK_SCRIPTS, &FALLBACK_LINKS);
-    let proc_dir = root.0.join("proc");
+    let root = fallback_root(&FALLBACK_SCRIPTS, &FALLBACK_LINKS);
+    let proc_dir = root.path().join("proc");
     fs::create_dir_all(&proc_dir).unwrap();
     fs::write(proc_dir.join("cmdline"), "bootprint.rc.fault=load\n").unwrap();
     let mut req = rc::run::Request::new(Runlevel::Num(2));
-    req.root = root.0.clone();
+    req.root = root.path().to_path_buf();
     req.proc_dir = proc_dir;
     req.dry_run = true;
     let mut out = Vec::new();
     assert_eq!(rc::run::run_runlevel(&req, &mut out), 1);
     let out = String::from_utf8(out).unwrap();
-    assert!(!root.0.join("marks").exists(), "{out}");
+    assert!(!root.path().join("marks").exists(), "{out}");
     assert!(
         out.contains("would run serially in link order: base logger web zlate"),
         "{out}"
@@ -707,7 +705,7 @@ fn a_failed_dry_run_runs_nothing() {
 /// what it needs joins the path with it. Before, one off the path to the login was late.
 #[test]
 fn an_interactive_script_is_never_late() {
-    let root = Root::new("interactive-late");
+    let root = Root::new();
     root.script("logger", "", "true");
     root.script("disk", "", "true");
     root.script(
@@ -716,7 +714,7 @@ fn an_interactive_script_is_never_late() {
         "true",
     );
     root.script("web", "", "true");
-    let sys = System::load(&root.0).unwrap();
+    let sys = System::load(root.path()).unwrap();
     let plan = Plan::start(
         &sys,
         Runlevel::Num(2),
@@ -738,8 +736,8 @@ fn an_interactive_script_is_never_late() {
 /// stops. Before, the cycle was only worked around at run time, silently.
 #[test]
 fn a_stop_cycle_is_broken_with_a_diagnostic_and_every_script_runs() {
-    let root = Root::new("stop-cycle");
-    fs::create_dir_all(root.0.join("etc/rc0.d")).unwrap();
+    let root = Root::new();
+    fs::create_dir_all(root.path().join("etc/rc0.d")).unwrap();
     let m = root.mark();
     for (name, extra) in [
         ("a", "# Required-Stop: b\n"),
@@ -749,16 +747,16 @@ fn a_stop_cycle_is_broken_with_a_diagnostic_and_every_script_runs() {
         let text = format!(
             "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Stop: 0\n### END INIT INFO\n[ \"$1\" = stop ] && echo {name} >> {m}\nexit 0\n"
         );
-        let path = root.0.join("etc/init.d").join(name);
+        let path = root.path().join("etc/init.d").join(name);
         fs::write(&path, text).unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
         symlink(
             format!("../init.d/{name}"),
-            root.0.join(format!("etc/rc0.d/K01{name}")),
+            root.path().join(format!("etc/rc0.d/K01{name}")),
         )
         .unwrap();
     }
-    let sys = System::load(&root.0).unwrap();
+    let sys = System::load(root.path()).unwrap();
     let plan = Plan::stop(&sys, Runlevel::Num(0), &Durations::default(), None);
     let shown: Vec<String> = plan.cycles.iter().map(|d| d.to_string()).collect();
     assert_eq!(
@@ -775,7 +773,7 @@ fn a_stop_cycle_is_broken_with_a_diagnostic_and_every_script_runs() {
     r.run_phase(false);
     drop(r);
     // c stops before a (c: Required-Stop a), a before b (the should-stop edge dropped).
-    let marks = fs::read_to_string(root.0.join("marks")).unwrap();
+    let marks = fs::read_to_string(root.path().join("marks")).unwrap();
     assert_eq!(marks, "c\na\nb\n");
 }
 
@@ -788,7 +786,7 @@ fn a_builtin_that_declines_or_fails_hands_its_task_to_the_script() {
         ("exit 254", true),
         ("kill -SEGV $$", true),
     ] {
-        let root = Root::new("builtin");
+        let root = Root::new();
         let mark = root.mark();
         root.script(
             "urandom",
@@ -800,14 +798,14 @@ fn a_builtin_that_declines_or_fails_hands_its_task_to_the_script() {
             "# Required-Start: urandom\n",
             &format!("echo logger >> {mark}"),
         );
-        let program = root.0.join("fake-builtin");
+        let program = root.path().join("fake-builtin");
         fs::write(
             &program,
             format!("#!/bin/sh\necho \"builtin $*\" >> {mark}\n{program_exit}\nexit 254\n"),
         )
         .unwrap();
         fs::set_permissions(&program, fs::Permissions::from_mode(0o755)).unwrap();
-        let sys = System::load(&root.0).unwrap();
+        let sys = System::load(root.path()).unwrap();
         let cfg = quick_config();
         let mut plan = Plan::start(&sys, Runlevel::Num(2), &cfg, &Durations::default(), None);
         for t in &mut plan.tasks {
@@ -815,7 +813,7 @@ fn a_builtin_that_declines_or_fails_hands_its_task_to_the_script() {
                 t.builtin = Some(rc::builtin::Builtin::Urandom);
             }
         }
-        let log_path = root.0.join("run/rc.log");
+        let log_path = root.path().join("run/rc.log");
         let mut log = SpanLog::open(&log_path);
         let mut out: Vec<u8> = Vec::new();
         let opts = Options {
@@ -861,13 +859,13 @@ fn a_builtin_that_declines_or_fails_hands_its_task_to_the_script() {
 /// built-in failed gets back the console it asks for.
 #[test]
 fn a_script_planned_not_alone_runs_beside_the_others() {
-    let root = Root::new("beside");
+    let root = Root::new();
     root.script("udev", "# X-Interactive: true\n", "sleep 1.5");
     // Ready only once udev runs: it must not wait for udev to end.
     root.script("first", "", "sleep 0.3");
     root.script("other", "# Required-Start: first\n", "sleep 0.5");
     root.script("logger", "# Required-Start: udev other\n", "true");
-    let sys = System::load(&root.0).unwrap();
+    let sys = System::load(root.path()).unwrap();
     let cfg = quick_config();
     let mut plan = Plan::start(&sys, Runlevel::Num(2), &cfg, &Durations::default(), None);
     for t in &mut plan.tasks {
@@ -876,7 +874,7 @@ fn a_script_planned_not_alone_runs_beside_the_others() {
             t.interactive = false; // what the planner does for udev beside the path
         }
     }
-    let log_path = root.0.join("run/rc.log");
+    let log_path = root.path().join("run/rc.log");
     let mut log = SpanLog::open(&log_path);
     let mut out: Vec<u8> = Vec::new();
     {

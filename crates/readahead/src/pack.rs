@@ -749,10 +749,10 @@ mod tests {
 
     #[test]
     fn file_round_trip() {
-        let dir = std::env::temp_dir().join(format!("bp-pack-{}", std::process::id()));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let path = dir.join("sub/readahead.pack");
         sample().write_file(&path).unwrap();
         assert_eq!(Pack::read_file(&path).unwrap(), sample());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -341,18 +341,18 @@ mod tests {
 
     #[test]
     fn queue_file_of_a_partition_is_its_disk_queue() {
-        let sys = std::env::temp_dir().join(format!("bp-sys-{}", std::process::id()));
+        let tmp = tempfile::tempdir().unwrap();
+        let sys = tmp.path();
         std::fs::create_dir_all(sys.join("dev/block/8:1")).unwrap();
         std::fs::write(sys.join("dev/block/8:1/partition"), "1\n").unwrap();
         assert_eq!(
-            queue_file(&sys, 8, 1, "read_ahead_kb"),
+            queue_file(sys, 8, 1, "read_ahead_kb"),
             sys.join("dev/block/8:1/../queue/read_ahead_kb")
         );
         assert_eq!(
-            queue_file(&sys, 8, 0, "rotational"),
+            queue_file(sys, 8, 0, "rotational"),
             sys.join("dev/block/8:0/queue/rotational")
         );
-        std::fs::remove_dir_all(&sys).unwrap();
     }
 
     #[test]

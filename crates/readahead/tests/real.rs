@@ -31,10 +31,9 @@ fn root_or_skip() -> bool {
 
 /// A directory of FILES files of FILE_SIZE bytes each, written, synced and dropped from the
 /// page cache.
-fn setup(name: &str) -> (PathBuf, Vec<PathBuf>) {
-    let d = std::env::temp_dir().join(format!("bp-ra-real-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
+fn setup() -> (tempfile::TempDir, Vec<PathBuf>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let mut files = Vec::new();
     for i in 0..FILES {
@@ -52,7 +51,7 @@ fn setup(name: &str) -> (PathBuf, Vec<PathBuf>) {
         files.push(p);
     }
     drop_cache(&files);
-    (d, files)
+    (tmp, files)
 }
 
 fn drop_cache(files: &[PathBuf]) {
@@ -238,7 +237,8 @@ fn learn_then_replay(tracepoints: bool) {
         return;
     }
     let page = ::sys::page_size();
-    let (dir, files) = setup(if tracepoints { "filemap" } else { "learn" });
+    let (dir_tmp, files) = setup();
+    let dir = dir_tmp.path();
     let knob_before = real_read_ahead_kb();
 
     for f in &files {
@@ -250,7 +250,7 @@ fn learn_then_replay(tracepoints: bool) {
 
     // Learn while the workload runs.
     let cfg = LearnConfig {
-        only_under: vec![dir.clone()],
+        only_under: vec![dir.to_path_buf()],
         tracefs: tracepoints.then(|| PathBuf::from(readahead::filemap::TRACEFS)),
         ..LearnConfig::default()
     };
@@ -407,8 +407,6 @@ fn learn_then_replay(tracepoints: bool) {
     );
     assert!(bp.bytes() <= 100_000 && bp.bytes() > 100_000 - page);
     assert_eq!(bp.entries[0].path, expect[0]);
-
-    fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -416,8 +414,8 @@ fn learner_lowers_and_restores_read_ahead_kb_of_a_fake_tree() {
     if !root_or_skip() {
         return;
     }
-    let d = std::env::temp_dir().join(format!("bp-ra-fake-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
     let (proc, sys_dir) = (d.join("proc"), d.join("sys"));
     fs::create_dir_all(proc.join("self")).unwrap();
     fs::create_dir_all(sys_dir.join("dev/block/8:1")).unwrap();
@@ -439,7 +437,7 @@ fn learner_lowers_and_restores_read_ahead_kb_of_a_fake_tree() {
         },
         read_ahead_kb: Some(16),
         // The fake root is not mounted: watch the real filesystem of the temp dir.
-        marks: Some(vec![d.clone()]),
+        marks: Some(vec![d.to_path_buf()]),
         // The knob is only lowered on the mincore path.
         tracefs: None,
         ..LearnConfig::default()
@@ -457,5 +455,4 @@ fn learner_lowers_and_restores_read_ahead_kb_of_a_fake_tree() {
         "4096",
         "not restored on drop"
     );
-    fs::remove_dir_all(&d).unwrap();
 }

@@ -3,18 +3,11 @@
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use readahead::pack::{Entry, Header, Pack, Range, RootId};
 use readahead::replay::{self, ReplayOptions, ReplayStats};
-
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bp-ra-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn entry_for(path: &Path, ranges: &[(u64, u64)]) -> Entry {
     let md = fs::metadata(path).unwrap();
@@ -54,7 +47,8 @@ fn pack_of(entries: Vec<Entry>, rotational: bool) -> Pack {
 
 #[test]
 fn stale_entries_are_skipped_and_counted() {
-    let d = tempdir("stale");
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
     let names = [
         "good1", "good2", "mtime", "size", "inode", "dir", "symlink", "gone",
     ];
@@ -102,12 +96,12 @@ fn stale_entries_are_skipped_and_counted() {
         assert_eq!(st.resident, st.bytes_requested, "{st:?}");
         assert!(st.settled_ns >= st.duration_ns, "{st:?}");
     }
-    fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]
 fn time_limit_stops_replay() {
-    let d = tempdir("limit");
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
     fs::write(d.join("a"), vec![1u8; 8192]).unwrap();
     let e = entry_for(&d.join("a"), &[(0, 4096)]);
     let p = pack_of(vec![e; 50], true);
@@ -121,7 +115,6 @@ fn time_limit_stops_replay() {
     assert!(st.timed_out);
     assert_eq!(st.bytes_requested, 0);
     assert_eq!(st.files_not_reached, 50);
-    fs::remove_dir_all(&d).unwrap();
 }
 
 /// Issue 14 (fault matrix, pack-hostile-entries): the time limit was checked between
@@ -130,7 +123,8 @@ fn time_limit_stops_replay() {
 /// asks for more than the machine can hold.
 #[test]
 fn one_huge_range_stops_at_the_time_limit_and_the_byte_cap() {
-    let d = tempdir("huge-range");
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
     let f = fs::File::create(d.join("sparse")).unwrap();
     f.set_len(1 << 40).unwrap(); // 1 TiB of holes
     drop(f);
@@ -159,7 +153,6 @@ fn one_huge_range_stops_at_the_time_limit_and_the_byte_cap() {
     assert!(st.capped && !st.timed_out, "{st:?}");
     assert!(st.bytes_requested <= 4 << 20, "{st:?}");
     assert!(ReplayStats::from_line(&st.to_line()).unwrap().capped);
-    fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]
@@ -192,7 +185,8 @@ fn stats_line_round_trips() {
 
 #[test]
 fn untrusted_corrupt_and_foreign_packs_are_refused_with_a_reason() {
-    let d = tempdir("load");
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
     fs::write(d.join("a"), vec![1u8; 8192]).unwrap();
     let p = pack_of(vec![entry_for(&d.join("a"), &[(0, 4096)])], false);
     let path = d.join("readahead.pack");
@@ -246,7 +240,6 @@ fn untrusted_corrupt_and_foreign_packs_are_refused_with_a_reason() {
         replay::load(&path, &root(42), me).unwrap_err().reason(),
         "io"
     );
-    fs::remove_dir_all(&d).unwrap();
 }
 
 /// Issue 14, defect 1: a pack whose size is huge (a sparse file, a corrupt size) made the
@@ -254,7 +247,8 @@ fn untrusted_corrupt_and_foreign_packs_are_refused_with_a_reason() {
 /// not a panic: catch_unwind cannot stop it). It is refused by size, with a reason.
 #[test]
 fn a_huge_sparse_pack_is_refused_without_allocating_it() {
-    let d = tempdir("huge");
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
     let path = d.join("readahead.pack");
     let f = fs::File::create(&path).unwrap();
     f.set_len(1 << 40).unwrap(); // 1 TiB, all holes
@@ -263,7 +257,6 @@ fn a_huge_sparse_pack_is_refused_without_allocating_it() {
     let e = replay::load(&path, &root(42), me).unwrap_err();
     assert_eq!(e.reason(), "unsafe");
     assert!(e.to_string().contains("more than a pack may have"), "{e}");
-    fs::remove_dir_all(&d).unwrap();
 }
 
 /// Issue 14: a panic in the replay child had no catch_unwind of its own: it unwound into
@@ -271,7 +264,8 @@ fn a_huge_sparse_pack_is_refused_without_allocating_it() {
 /// second time). The child must exit, report nothing, and never return to the caller.
 #[test]
 fn a_panic_in_the_replay_child_ends_the_child_only() {
-    let d = tempdir("panic");
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
     let marker = d.join("escaped");
     let parent = std::process::id();
     let started =
@@ -287,7 +281,6 @@ fn a_panic_in_the_replay_child_ends_the_child_only() {
         !marker.exists(),
         "the child escaped into the caller's frames"
     );
-    fs::remove_dir_all(&d).unwrap();
 }
 
 /// A child that never reports is not waited for beyond the limit (it is killed).
@@ -305,7 +298,8 @@ fn a_replay_child_that_never_reports_is_not_waited_for() {
 
 #[test]
 fn replay_child_reports_its_statistics() {
-    let d = tempdir("child");
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
     fs::write(d.join("a"), vec![1u8; 65536]).unwrap();
     let p = pack_of(vec![entry_for(&d.join("a"), &[(0, 65536)])], false);
     let child = replay::spawn_child(&p, &ReplayOptions::default()).unwrap();
@@ -315,7 +309,6 @@ fn replay_child_reports_its_statistics() {
         .expect("child reported nothing");
     assert_eq!(st.files_read, 1);
     assert_eq!(st.bytes_requested, 65536);
-    fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]

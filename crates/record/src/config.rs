@@ -374,15 +374,14 @@ mod tests {
 
     #[test]
     fn load_keeps_what_parsed_when_the_file_is_bad() {
-        let dir = std::env::temp_dir().join(format!("bp-config-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let file = dir.join("bootprint.toml");
         std::fs::write(&file, "[record]\nhz = 20\nsettle_s = x\n").unwrap();
         let (c, errors) = Config::load(&file, "bootprint.timeout=60");
         assert_eq!(errors.len(), 1);
         assert_eq!(c.hz, Config::default().hz, "a bad file is ignored whole");
         assert_eq!(c.timeout_s, 60.0);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -401,9 +400,8 @@ mod tests {
     /// on with the defaults and the command line.
     #[test]
     fn a_fifo_or_a_huge_file_as_the_configuration_does_not_block_or_load() {
-        let dir = std::env::temp_dir().join(format!("bp-config-fifo-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let fifo = dir.join("bootprint.toml");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: a valid NUL-terminated path.
@@ -430,7 +428,6 @@ mod tests {
         let (config, errors) = Config::load(&big, "");
         assert_eq!(config.hz, Config::default().hz);
         assert!(errors[0].to_string().contains("at most"), "{:?}", errors);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

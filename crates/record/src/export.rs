@@ -75,8 +75,8 @@ mod tests {
 
     #[test]
     fn runs_the_cli_and_logs_what_it_said() {
-        let d = std::env::temp_dir().join(format!("bp-export-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
         let (prom, trace) = (d.join("prom"), d.join("trace"));
         std::fs::create_dir_all(&trace).unwrap();
         // A stand-in for the CLI that records its arguments where the real one writes.
@@ -108,7 +108,6 @@ mod tests {
         assert!(std::fs::read_to_string(trace.join("export.log"))
             .unwrap()
             .contains("cannot run /nonexistent/bootprint"));
-        std::fs::remove_dir_all(&d).unwrap();
     }
 
     /// Defect 9: export.log, added to the trace after it is written, is as private as the
@@ -116,8 +115,8 @@ mod tests {
     #[test]
     fn defect9_export_log_has_the_traces_access() {
         use std::os::unix::fs::MetadataExt;
-        let d = std::env::temp_dir().join(format!("bp-export9-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
         let (prom, trace) = (d.join("prom"), d.join("trace"));
         std::fs::create_dir_all(&trace).unwrap();
         std::fs::create_dir_all(&prom).unwrap();
@@ -126,6 +125,5 @@ mod tests {
         let _ = prometheus("/nonexistent/bootprint", &prom, &trace);
         let m = std::fs::metadata(trace.join("export.log")).unwrap();
         assert_eq!((m.mode() & 0o7777, m.gid()), (0o640, 4));
-        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -261,8 +261,8 @@ mod tests {
     #[test]
     fn events_come_from_the_loader_output() {
         // A stand-in loader: prints two module events and a line that is not one.
-        let dir = std::env::temp_dir().join(format!("bp-modload-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let fake = dir.join("fake-loader");
         std::fs::write(
             &fake,
@@ -292,7 +292,6 @@ mod tests {
         assert!(t.elapsed() < Duration::from_secs(5));
         assert!(events.iter().any(|e| e.kind == "warning"), "{events:?}");
         assert!(start("/nonexistent/loader").is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     /// The loader proves itself: boots alternate with and without it until there are three
@@ -300,9 +299,8 @@ mod tests {
     /// in the trace, and the next boot does not run it.
     #[test]
     fn the_loader_judges_itself_and_switches_itself_off() {
-        let dir = std::env::temp_dir().join(format!("bp-modverdict-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let fake = dir.join("fake-loader");
         std::fs::write(
             &fake,
@@ -431,6 +429,5 @@ echo '1 module name=a end_ns=2 worker=1 outcome=loaded detail='\n",
             prepare(&off, fake.to_str().unwrap(), &mut warnings, None),
             Boot::Off
         ));
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -392,12 +392,11 @@ mod tests {
         s.push_processes(104, &[rec(1, "init", 5)]);
         assert_eq!(s.ps_records.len(), 3, "init stored once, 'a b' twice");
         assert_eq!(s.ps_line_count(), 5);
-        let dir = std::env::temp_dir().join(format!("bp-store-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         s.events
             .push(Event::new(5, "boot_done").with("reason", "idle"));
-        s.write_to(&dir, Access { gid: None }).unwrap();
+        s.write_to(dir, Access { gid: None }).unwrap();
         let ps = fs::read_to_string(dir.join("proc_ps.log")).unwrap();
         let blocks: Vec<&str> = ps.split("\n\n").filter(|b| !b.is_empty()).collect();
         assert_eq!(blocks.len(), 3);
@@ -406,7 +405,6 @@ mod tests {
         assert_eq!(blocks[2].lines().count(), 2);
         let ev = fs::read_to_string(dir.join("events.log")).unwrap();
         assert_eq!(ev, "# bootprint events 1\n5 boot_done reason=idle\n");
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     /// Defect 5: any local user names a process (prctl PR_SET_NAME, an exec path); a newline
@@ -420,11 +418,10 @@ mod tests {
         s.push_cmdline(66, "/tmp/a\n\nb", &["a\n\n7".into(), "-x".into()]);
         s.push_cmdline(1, "/sbin/init", &["init".into()]);
         s.header = vec![("bootprint.format".into(), "1".into())];
-        let dir = std::env::temp_dir().join(format!("bp-store3-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        s.write_to(&dir, Access { gid: None }).unwrap();
-        let t = trace::Trace::open(&dir).expect("the trace reads");
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        s.write_to(dir, Access { gid: None }).unwrap();
+        let t = trace::Trace::open(dir).expect("the trace reads");
         let log = t.ps_log().expect("proc_ps.log reads");
         assert_eq!(log.blocks.len(), 2);
         let pids: Vec<u32> = log.records.iter().map(|r| r.pid).collect();
@@ -434,7 +431,6 @@ mod tests {
         assert_eq!(c.iter().map(|c| c.pid).collect::<Vec<_>>(), vec![66, 1]);
         assert_eq!(c[0].exe, "/tmp/a\\x0a\\x0ab");
         assert_eq!(c[0].args, vec!["a\\x0a\\x0a7", "-x"]);
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -452,10 +448,9 @@ mod tests {
                 ],
             );
         }
-        let dir = std::env::temp_dir().join(format!("bp-store2-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        s.write_to(&dir, Access { gid: None }).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        s.write_to(dir, Access { gid: None }).unwrap();
         let ps = fs::read_to_string(dir.join("proc_ps.log")).unwrap();
         let times: Vec<u64> = ps
             .split("\n\n")
@@ -463,6 +458,5 @@ mod tests {
             .map(|b| b.lines().next().unwrap().parse().unwrap())
             .collect();
         assert_eq!(times, vec![0, 100, 150, 250, 299]);
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

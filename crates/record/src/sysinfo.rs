@@ -137,9 +137,9 @@ mod tests {
 
     #[test]
     fn firmware_files_are_copied_when_present() {
-        let sys = std::env::temp_dir().join(format!("bp-fw-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&sys);
-        assert!(firmware_files(&sys).is_empty());
+        let tmp = tempfile::tempdir().unwrap();
+        let sys = tmp.path();
+        assert!(firmware_files(sys).is_empty());
         fs::create_dir_all(sys.join("firmware/acpi/fpdt/boot")).unwrap();
         fs::create_dir_all(sys.join("firmware/efi/efivars")).unwrap();
         fs::write(
@@ -152,7 +152,7 @@ mod tests {
             [7, 0, 0, 0, b'1', 0, 0, 0],
         )
         .unwrap();
-        let files = firmware_files(&sys);
+        let files = firmware_files(sys);
         assert_eq!(files.len(), 2);
         assert_eq!(
             files[0],
@@ -165,7 +165,6 @@ mod tests {
             files[1].0,
             PathBuf::from("firmware/efivars").join(LOADER_VARS[0])
         );
-        fs::remove_dir_all(&sys).unwrap();
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use readahead::pack::{Entry, Header, Pack, Range, RootId};
 use readahead::state::{BootKind, BootRecord, State, Verdict};
@@ -31,13 +31,6 @@ fn at(files: &InitramfsFiles) -> Paths {
         initramfs: files.clone(),
         ..Paths::system()
     }
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bp-rec-ra-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
 }
 
 fn our_root() -> RootId {
@@ -119,8 +112,9 @@ fn plans_from_config_pack_and_state() {
         testkit::skip("needs root (a pack must be root's)");
         return;
     }
-    let d = tempdir("plan");
-    let mut c = config_in(&d);
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
+    let mut c = config_in(d);
     c.readahead = false;
     assert!(matches!(prepare(&c), Plan::Off));
     c.readahead = true;
@@ -128,7 +122,7 @@ fn plans_from_config_pack_and_state() {
         Plan::Learn(why) => assert_eq!(why, "io", "no pack yet"),
         other => panic!("expected to learn, got {other:?}"),
     }
-    write_pack(&d, &c);
+    write_pack(d, &c);
     if !our_root().matches(&our_root()) {
         testkit::skip("this root filesystem has no identity to match a pack (the rest)");
         return;
@@ -193,7 +187,7 @@ fn plans_from_config_pack_and_state() {
         ("reason".to_string(), "kernel".to_string())
     );
     assert!(!c.readahead_pack.exists());
-    write_pack(&d, &c);
+    write_pack(d, &c);
     // Switched off by itself: nothing.
     let mut st = State::load(&c.readahead_state).unwrap();
     st.verdict = Verdict::Off {
@@ -205,13 +199,13 @@ fn plans_from_config_pack_and_state() {
         Plan::SwitchedOff(r) => assert_eq!(r, "slower"),
         other => panic!("expected switched off, got {other:?}"),
     }
-    fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]
 fn switches_itself_off_when_replay_is_not_faster() {
-    let d = tempdir("verdict");
-    let c = config_in(&d);
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
+    let c = config_in(d);
     let history = [
         rec(BootKind::Learn, 40.0),
         rec(BootKind::Replay, 30.0),
@@ -283,7 +277,6 @@ fn switches_itself_off_when_replay_is_not_faster() {
         .unwrap();
     assert_eq!(h.get("counted"), Some("0"));
     assert_eq!(State::load(&c.readahead_state).unwrap().boots.len(), 1);
-    fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]
@@ -292,9 +285,10 @@ fn a_replay_the_initramfs_started_is_taken_over() {
         testkit::skip("needs root (a pack must be root's)");
         return;
     }
-    let d = tempdir("initramfs");
-    let c = config_in(&d);
-    write_pack(&d, &c);
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
+    let c = config_in(d);
+    write_pack(d, &c);
     if !our_root().matches(&our_root()) {
         testkit::skip("this root filesystem has no identity to match a pack");
         return;
@@ -371,7 +365,6 @@ fn a_replay_the_initramfs_started_is_taken_over() {
         }
         other => panic!("expected our own replay, got {other:?}"),
     }
-    fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]
@@ -380,8 +373,9 @@ fn without_a_pack_the_initramfs_process_leaves_learning_to_the_recorder() {
         testkit::skip("needs root (a pack must be root's)");
         return;
     }
-    let d = tempdir("initramfs-learn");
-    let mut c = config_in(&d);
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
+    let mut c = config_in(d);
     let files = InitramfsFiles {
         pid: d.join("pid"),
         note: d.join("note"),
@@ -407,7 +401,6 @@ fn without_a_pack_the_initramfs_process_leaves_learning_to_the_recorder() {
         other => panic!("expected to learn, got {other:?}"),
     }
     assert!(!files.note.exists());
-    fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]

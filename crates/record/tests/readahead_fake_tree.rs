@@ -23,13 +23,6 @@ const DEV: (u32, u32) = (8, 1);
 /// The initramfs's replaying process, as the fake /proc has it.
 const PID: i32 = 4242;
 
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bp-rec-fake-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// A fake tree in `d`: /proc with the root's mount and its read count, empty /sys and
 /// by-uuid, a root directory, the initramfs's files; packs are trusted from our own uid.
 fn fake_tree(d: &Path) -> Paths {
@@ -159,9 +152,10 @@ fn field<'a>(e: &'a Event, key: &str) -> &'a str {
 
 #[test]
 fn decides_from_the_fake_tree_and_refuses_a_pack_it_does_not_trust() {
-    let d = tempdir("decide");
-    let paths = fake_tree(&d);
-    let mut c = config_in(&d);
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
+    let paths = fake_tree(d);
+    let mut c = config_in(d);
     c.readahead = false;
     assert!(matches!(prepare_at(&c, &paths), Plan::Off));
     c.readahead = true;
@@ -169,7 +163,7 @@ fn decides_from_the_fake_tree_and_refuses_a_pack_it_does_not_trust() {
         Plan::Learn(why) => assert_eq!(why, "io", "no pack yet"),
         other => panic!("expected to learn, got {other:?}"),
     }
-    write_pack(&d, &c, &paths);
+    write_pack(d, &c, &paths);
     // Another owner's pack is refused, whatever it holds.
     let strict = Paths {
         pack_owner: sys::euid() + 1,
@@ -212,19 +206,19 @@ fn decides_from_the_fake_tree_and_refuses_a_pack_it_does_not_trust() {
         Plan::SwitchedOff(why) => assert_eq!(why, "slower"),
         other => panic!("expected switched off, got {other:?}"),
     }
-    fs::remove_dir_all(&d).unwrap();
 }
 
 #[test]
 fn takes_over_the_initramfs_replay_and_writes_its_outcome() {
-    let d = tempdir("takeover");
-    let paths = fake_tree(&d);
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
+    let paths = fake_tree(d);
     if sys::statfs(&paths.system.root).map_or(0, |s| s.fsid) == 0 {
         testkit::skip("the temp dir's file system has no fsid to match a pack by");
         return;
     }
-    let c = config_in(&d);
-    write_pack(&d, &c, &paths);
+    let c = config_in(d);
+    write_pack(d, &c, &paths);
     save(&c, &[BootKind::Learn]);
     // What the initramfs's process leaves: its pid (running, in the fake /proc) and its note.
     fake_process(&paths.system.proc, PID);
@@ -280,5 +274,4 @@ fn takes_over_the_initramfs_replay_and_writes_its_outcome() {
     let st = State::load(&c.readahead_state).unwrap();
     let last = st.boots.last().unwrap();
     assert_eq!((last.kind, last.login_s), (BootKind::Replay, Some(20.0)));
-    fs::remove_dir_all(&d).unwrap();
 }

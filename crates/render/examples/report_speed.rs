@@ -99,9 +99,14 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(5);
     let given = std::env::var_os("BOOTPRINT_BENCH_DIR").map(std::path::PathBuf::from);
-    let dir = given.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("bootprint-report-speed-{}", std::process::id()))
-    });
+    // Removed on drop unless the trace is kept below.
+    let scratch = tempfile::Builder::new()
+        .prefix("bootprint-report-speed-")
+        .tempdir()
+        .unwrap();
+    let dir = given
+        .clone()
+        .unwrap_or_else(|| scratch.path().to_path_buf());
     let (lines, size) = match &given {
         Some(d) if d.join("header").exists() => {
             let ps = std::fs::read(d.join("proc_ps.log")).unwrap();
@@ -136,8 +141,9 @@ fn main() {
     // BOOTPRINT_BENCH_KEEP keeps the trace for profiling (`perf record`, ...).
     if given.is_some() || std::env::var_os("BOOTPRINT_BENCH_KEEP").is_some() {
         println!("report_speed: trace kept in {}", dir.display());
-    } else {
-        std::fs::remove_dir_all(&dir).unwrap();
+        if given.is_none() {
+            let _ = scratch.keep();
+        }
     }
     println!(
         "report_speed: 10 min at 50 Hz, {procs} processes, {lines} proc_ps lines ({} MB), {runs} runs",

@@ -12,11 +12,10 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn mini_copy(tag: &str, extra_event: Option<&str>) -> PathBuf {
+fn mini_copy(extra_event: Option<&str>) -> tempfile::TempDir {
     let src = root().join("tests/fixtures/mini-trace");
-    let dir = std::env::temp_dir().join(format!("bootprint-exports-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     for e in std::fs::read_dir(&src).unwrap() {
         let e = e.unwrap();
         std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
@@ -27,13 +26,14 @@ fn mini_copy(tag: &str, extra_event: Option<&str>) -> PathBuf {
         ev.push('\n');
         std::fs::write(dir.join("events.log"), ev).unwrap();
     }
-    dir
+    tmp
 }
 
 #[test]
 fn perfetto_follows_the_trace_event_format() {
-    let dir = mini_copy("perfetto", None);
-    let t = trace::Trace::open(&dir).unwrap();
+    let dir_tmp = mini_copy(None);
+    let dir = dir_tmp.path();
+    let t = trace::Trace::open(dir).unwrap();
     let m = analyze::analyze(&t).unwrap();
     let dmesg = std::fs::read_to_string(
         root().join("tests/fixtures/dmesg/debian12-6.1-testbed-initcall_debug.trace.dmesg"),
@@ -114,7 +114,6 @@ fn perfetto_follows_the_trace_event_format() {
     assert!(events
         .iter()
         .any(|e| e["ph"] == "i" && e["name"] == "text login" && e["ts"].as_f64() == Some(12e6)));
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Checks the exposition format line by line; returns (metric, labels, value) samples.
@@ -161,11 +160,11 @@ fn parse_prom(text: &str) -> Vec<(String, String, f64)> {
 /// and the Prometheus export; an old trace without the share has the CPU seconds only.
 #[test]
 fn the_recorders_cost_is_reported() {
-    let dir = mini_copy(
-        "recorder",
+    let dir_tmp = mini_copy(
         Some("19500000000 recorder_stats samples=90 hz=10 boot_cpu_s=28.000 share_pct=2.50 cpu_s=0.700 maxrss_kb=2000"),
     );
-    let m = analyze::analyze(&trace::Trace::open(&dir).unwrap()).unwrap();
+    let dir = dir_tmp.path();
+    let m = analyze::analyze(&trace::Trace::open(dir).unwrap()).unwrap();
     let r = m.recorder.expect("recorder cost");
     assert_eq!(
         (r.cpu_s, r.boot_cpu_s, r.share_pct, r.hz),
@@ -185,22 +184,20 @@ fn the_recorders_cost_is_reported() {
         prom.contains("bootprint_recorder_cpu_share_ratio 0.025"),
         "{prom}"
     );
-    let old = mini_copy(
-        "recorder-old",
-        Some("19500000000 recorder_stats samples=90 cpu_s=0.700"),
-    );
-    let m = analyze::analyze(&trace::Trace::open(&old).unwrap()).unwrap();
+    let old_tmp = mini_copy(Some("19500000000 recorder_stats samples=90 cpu_s=0.700"));
+    let old = old_tmp.path();
+    let m = analyze::analyze(&trace::Trace::open(old).unwrap()).unwrap();
     assert_eq!(m.recorder.unwrap().share_pct, None);
     assert!(!render::prometheus::text(&m).contains("share_ratio"));
 }
 
 #[test]
 fn prometheus_textfile() {
-    let dir = mini_copy(
-        "prom",
-        Some("19000000000 readahead_hit replayed=1000000 resident=900000 ratio=0.900"),
-    );
-    let m = analyze::analyze(&trace::Trace::open(&dir).unwrap()).unwrap();
+    let dir_tmp = mini_copy(Some(
+        "19000000000 readahead_hit replayed=1000000 resident=900000 ratio=0.900",
+    ));
+    let dir = dir_tmp.path();
+    let m = analyze::analyze(&trace::Trace::open(dir).unwrap()).unwrap();
     let text = render::prometheus::text(&m);
     let samples = parse_prom(&text);
     let get = |name: &str, labels: &str| {
@@ -223,8 +220,9 @@ fn prometheus_textfile() {
     assert_eq!(get("bootprint_readahead_hit_ratio", ""), 0.9);
     assert_eq!(get("bootprint_readahead_replayed_bytes", ""), 1e6);
     // Without the event there is no readahead metric.
-    let plain = mini_copy("prom-plain", None);
-    let m2 = analyze::analyze(&trace::Trace::open(&plain).unwrap()).unwrap();
+    let plain_tmp = mini_copy(None);
+    let plain = plain_tmp.path();
+    let m2 = analyze::analyze(&trace::Trace::open(plain).unwrap()).unwrap();
     assert!(!render::prometheus::text(&m2).contains("readahead"));
 
     // Written atomically: only bootprint.prom is left, replacing an older one.
@@ -240,16 +238,14 @@ fn prometheus_textfile() {
         .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("bootprint.prom")]);
     assert!(render::prometheus::write_atomic(&dir.join("missing"), &text).is_err());
-    std::fs::remove_dir_all(&dir).unwrap();
-    std::fs::remove_dir_all(&plain).unwrap();
 }
 
 /// The temporary file is created new (O_CREAT|O_EXCL, which does not follow a symlink): a
 /// symlink planted at its name (the name is predictable: the pid) is not written through.
 #[test]
 fn prometheus_temporary_file_does_not_follow_a_planted_symlink() {
-    let dir = std::env::temp_dir().join(format!("bp-prom-link-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir_tmp = tempfile::tempdir().unwrap();
+    let dir = dir_tmp.path();
     let out = dir.join("collector");
     std::fs::create_dir_all(&out).unwrap();
     let victim = dir.join("victim");
@@ -267,5 +263,4 @@ fn prometheus_temporary_file_does_not_follow_a_planted_symlink() {
         std::fs::symlink_metadata(&tmp).is_err(),
         "no temporary file left"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -44,8 +44,8 @@ mod tests {
 
     #[test]
     fn restores_on_drop_even_when_unwinding() {
-        let dir = std::env::temp_dir().join(format!("bp-ra-knob-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let knob = dir.join("read_ahead_kb");
         fs::write(&knob, "8192\n").unwrap();
         {
@@ -65,6 +65,5 @@ mod tests {
         assert!(!KnobGuard::set(&knob, "8192").changed());
         assert!(!KnobGuard::set(&dir.join("missing/knob"), "1").changed());
         assert!(!dir.join("missing").exists());
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -486,8 +486,8 @@ mod tests {
 
     #[test]
     fn write_atomic_replaces_whole_and_creates_the_directory() {
-        let d = std::env::temp_dir().join(format!("bp-sys-wa-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
         let f = d.join("sub/state");
         write_atomic(&f, b"one").unwrap();
         write_atomic(&f, b"two").unwrap();
@@ -496,6 +496,5 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode & 0o022, 0, "{mode:o}");
-        std::fs::remove_dir_all(&d).unwrap();
     }
 }

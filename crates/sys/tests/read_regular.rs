@@ -2,21 +2,14 @@
 //! bounded size; anything else is refused at once, without blocking or a big allocation.
 
 use std::fs;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use sys::{read_regular, read_regular_text};
 
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("bp-rr-{name}-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn regular_files_symlinks_fifos_devices_and_huge_files() {
-    let d = tempdir("all");
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
     let file = d.join("state");
     fs::write(&file, "hello\n").unwrap();
     assert_eq!(read_regular(&file, 6).unwrap(), b"hello\n");
@@ -47,5 +40,4 @@ fn regular_files_symlinks_fifos_devices_and_huge_files() {
 
     fs::write(&file, [0xffu8, 0xfe]).unwrap();
     assert!(read_regular_text(&file, 100).is_err());
-    fs::remove_dir_all(&d).unwrap();
 }

@@ -124,14 +124,6 @@ pub fn pending(log: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn scratch(tag: &str) -> std::path::PathBuf {
-        let d =
-            std::env::temp_dir().join(format!("bootprint-systemd-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    }
-
     #[test]
     fn pending_from_begin_until_done() {
         assert!(!pending(""));
@@ -152,7 +144,8 @@ mod tests {
     /// once, the flag appears, the start command runs, and the log is complete.
     #[test]
     fn waits_raises_the_flag_and_starts() {
-        let dir = scratch("waiter");
+        let dir_tmp = tempfile::tempdir().unwrap();
+        let dir = dir_tmp.path();
         let proc_dir = dir.join("proc");
         std::fs::create_dir_all(&proc_dir).unwrap();
         std::fs::write(
@@ -198,7 +191,8 @@ mod tests {
 
     #[test]
     fn a_failing_start_is_logged_and_ends_the_wait() {
-        let dir = scratch("waiter-fail");
+        let dir_tmp = tempfile::tempdir().unwrap();
+        let dir = dir_tmp.path();
         let log = dir.join("late.log");
         let flag = dir.join("late-go");
         let cfg = Config {

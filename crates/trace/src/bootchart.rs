@@ -91,7 +91,7 @@ pub fn blocks<'a>(file: &str, text: &'a str) -> Result<Vec<Block<'a>>, ParseErro
             line += 1;
             continue;
         }
-        let eol = memchr(b'\n', &bytes[pos..]).map_or(bytes.len(), |i| pos + i);
+        let eol = memchr::memchr(b'\n', &bytes[pos..]).map_or(bytes.len(), |i| pos + i);
         let time_text = text[pos..eol].trim();
         let t_cs = time_text.parse::<u64>().map_err(|_| {
             ParseError::at(
@@ -146,10 +146,6 @@ pub fn blocks<'a>(file: &str, text: &'a str) -> Result<Vec<Block<'a>>, ParseErro
         });
     }
     Ok(out)
-}
-
-fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&b| b == needle)
 }
 
 /// `header`: `key = value` lines in file order. A line without `=` continues the previous
@@ -697,7 +693,7 @@ fn parse_ps_bytes(line: &[u8], ascii: bool, r: &mut PsRecord) -> Result<(), Stri
     // comm is at most 64 bytes (kernel workers' long names), so the closing `)` is the last
     // one in a short window; searching back from the end would cross all the fields.
     let head = &line[open + 2..line.len().min(open + 2 + 66)];
-    let close = last_byte(b')', head)
+    let close = memchr::memrchr(b')', head)
         .map(|c| open + 2 + c)
         .ok_or_else(|| "`)` closing the command".to_string())?;
     r.pid = parse_u64(trim(&line[..open], ascii))
@@ -843,25 +839,6 @@ fn blank_marks(w: u64) -> u64 {
 #[inline]
 fn is_blank(b: u8) -> bool {
     b == b' ' || b == b'\t' || b == b'\r'
-}
-
-/// The position of the last `needle` in `hay`, eight bytes at a time.
-fn last_byte(needle: u8, hay: &[u8]) -> Option<usize> {
-    let mut found = None;
-    let mut words = hay.chunks_exact(8);
-    let mut at = 0;
-    for word in words.by_ref() {
-        let marks = byte_marks(word_le(word), needle);
-        if marks != 0 {
-            found = Some(at + (63 - marks.leading_zeros() as usize) / 8);
-        }
-        at += 8;
-    }
-    let tail = words.remainder();
-    tail.iter()
-        .rposition(|&b| b == needle)
-        .map(|i| at + i)
-        .or(found)
 }
 
 /// Eight bytes as a little-endian word (byte `k` in bits `8k..8k+8`).
@@ -1306,6 +1283,33 @@ mod tests {
         let mut blocks = Vec::new();
         let end = read(&mut |t, r| blocks.push((t, r.to_vec()))).map_err(|e| e.to_string());
         (blocks, end)
+    }
+
+    /// The closing `)` is searched backwards in a 66-byte window after ` (`: a `)` at either
+    /// end of the window, just past it, several, or none, parse as the reference does.
+    #[test]
+    fn comm_close_paren_at_the_window_edges() {
+        let fields = "S 1 0 0 0 -1 4202752 593 6281 0 0 3 4 2 2 20 0 1 0 29 1208320 97";
+        let mut comms: Vec<String> = vec![String::new(), ")".into(), ") (".into(), "a)b)c".into()];
+        for n in 62..=68 {
+            comms.push("x".repeat(n));
+            comms.push(format!("{})", "x".repeat(n)));
+        }
+        for comm in &comms {
+            for line in [
+                format!("7 ({comm}) {fields}"),
+                format!("7 ({comm} {fields}"),
+                format!("7 ({comm})"),
+            ] {
+                let mut old = PsRecord::default();
+                let want = ps_reference::parse_ps_line_into(&line, &mut old);
+                let mut new = PsRecord::default();
+                assert_eq!(parse_ps_line_into(&line, &mut new), want, "{line:?}");
+                if want.is_ok() {
+                    assert_eq!(new, old, "{line:?}");
+                }
+            }
+        }
     }
 
     #[test]

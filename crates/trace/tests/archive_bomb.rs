@@ -6,9 +6,8 @@ use std::io::Write;
 
 #[test]
 fn an_archive_that_expands_past_the_cap_is_refused() {
-    let dir = std::env::temp_dir().join(format!("bp-bomb-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let path = dir.join("bootchart.tgz");
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
     gz.write_all(&vec![0u8; 4 << 20]).unwrap();
@@ -22,5 +21,4 @@ fn an_archive_that_expands_past_the_cap_is_refused() {
     // Under the cap it is read: zeros are an empty tar archive.
     let raw = trace::reader::RawTrace::from_archive_capped(&path, 8 << 20).unwrap();
     assert!(raw.files.is_empty());
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -20,10 +20,9 @@ pub fn testbed2() -> PathBuf {
 
 /// A copy of the example log in a fresh directory; `edit` rewrites proc_ps.log block by
 /// block (time in cs, the block's lines) and may rewrite the other logs' blocks too.
-pub fn planted(tag: &str, edit: impl Fn(&str, u64, &mut Vec<String>)) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bootprint-advise-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+pub fn planted(edit: impl Fn(&str, u64, &mut Vec<String>)) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     for name in [
         "header",
         "proc_stat.log",
@@ -51,7 +50,7 @@ pub fn planted(tag: &str, edit: impl Fn(&str, u64, &mut Vec<String>)) -> PathBuf
         }
         std::fs::write(dir.join(name), out).unwrap();
     }
-    dir
+    tmp
 }
 
 /// A `/proc/PID/stat` line for a planted process: the layout of init's line in the log, with

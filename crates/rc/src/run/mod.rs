@@ -142,28 +142,27 @@ mod tests {
         }
     }
 
-    fn conf_root(name: &str, toml: Option<&str>, rc_conf: Option<&str>) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("bp-rc-conf-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
+    fn conf_root(toml: Option<&str>, rc_conf: Option<&str>) -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
         if let Some(t) = toml {
             std::fs::write(d.join("bootprint.toml"), t).unwrap();
         }
         if let Some(t) = rc_conf {
             std::fs::write(d.join("rc.conf"), t).unwrap();
         }
-        d
+        tmp
     }
 
     /// rc.conf without `[rc]` in bootprint.toml: read as before, with a deprecation warning
     /// naming both files; its bad lines are still diagnostics of their own.
     #[test]
     fn rc_conf_is_still_read_with_a_deprecation_warning() {
-        let d = conf_root(
-            "fallback",
+        let d_tmp = conf_root(
             Some("[record]\nrc = true\n"),
             Some("late = exim4 cups\ntimeout = 30\nbogus = 1\n"),
         );
+        let d = d_tmp.path();
         let (c, diags) = Config::load(&d.join("bootprint.toml"), &d.join("rc.conf"));
         assert_eq!(c.late, ["exim4", "cups"]);
         assert_eq!(c.timeout, Duration::from_secs(30));
@@ -187,18 +186,17 @@ mod tests {
         std::fs::remove_file(d.join("rc.conf")).unwrap();
         let (c, diags) = Config::load(&d.join("bootprint.toml"), &d.join("rc.conf"));
         assert_eq!((c, diags), (Config::default(), vec![]));
-        std::fs::remove_dir_all(&d).unwrap();
     }
 
     /// Both files: `[rc]` of bootprint.toml wins whole (rc.conf is not read, not merged key
     /// by key), and a warning says rc.conf is ignored.
     #[test]
     fn rc_section_wins_over_rc_conf() {
-        let d = conf_root(
-            "both",
+        let d_tmp = conf_root(
             Some("# mine\n[rc]\nlate = [\"cups\"]\nlate-max-wait = 2.5\n"),
             Some("late = exim4\ntimeout = 30\n"),
         );
+        let d = d_tmp.path();
         let (c, diags) = Config::load(&d.join("bootprint.toml"), &d.join("rc.conf"));
         assert_eq!(c.late, ["cups"]);
         assert_eq!(c.late_max_wait, Duration::from_millis(2500));
@@ -219,7 +217,6 @@ mod tests {
         let shown: Vec<String> = diags.iter().map(|d| d.to_string()).collect();
         assert!(shown[0].contains("bootprint.toml:2: expected"), "{shown:?}");
         assert!(shown[1].contains("deprecated"), "{shown:?}");
-        std::fs::remove_dir_all(&d).unwrap();
     }
 
     #[test]
@@ -299,8 +296,8 @@ mod tests {
         // A /proc/stat that never changes is never idle (no ticks passed), so the wait can
         // only end at its maximum: the host's own /proc/stat made this pass or fail with
         // the host's load (an idle host ended the 200 ms measurement as "idle").
-        let proc_dir = std::env::temp_dir().join(format!("bp-rc-idle-wait-{}", std::process::id()));
-        std::fs::create_dir_all(&proc_dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let proc_dir = tmp.path();
         std::fs::write(
             proc_dir.join("stat"),
             "cpu  100 0 100 1000 0 0 0 0 0 0\nprocs_running 1\nprocs_blocked 0\n",
@@ -308,7 +305,7 @@ mod tests {
         .unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         let opts = Options {
-            proc_dir: proc_dir.clone(),
+            proc_dir: proc_dir.to_path_buf(),
             ..Options::default()
         };
         std::thread::spawn(move || {
@@ -330,7 +327,6 @@ mod tests {
             let _ = tx.send(r.wait_idle());
         });
         let reason = rx.recv_timeout(Duration::from_secs(10));
-        let _ = std::fs::remove_dir_all(&proc_dir);
         assert_eq!(reason, Ok("max_wait"));
     }
 }

@@ -674,7 +674,7 @@ impl<'a> Runner<'a> {
                 continue;
             }
             r.last_flush = Instant::now();
-            let Some(cut) = r.buf.iter().rposition(|&b| b == b'\n') else {
+            let Some(cut) = memchr::memrchr(b'\n', &r.buf) else {
                 continue;
             };
             let head: Vec<u8> = r.buf.drain(..=cut).collect();
