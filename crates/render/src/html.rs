@@ -278,11 +278,7 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
     )?;
 
     if let Some(r) = &m.recorder {
-        let share = match (r.share_pct, r.boot_cpu_s) {
-            (Some(p), Some(b)) => format!(", {p:.1} % of the {b:.2} s the boot used"),
-            _ => String::new(),
-        };
-        writeln!(out, "<p>Recorder: {:.2} s of CPU{share}</p>", r.cpu_s)?;
+        writeln!(out, "<p>Recorder: {}</p>", crate::text::recorder_cost(r))?;
     }
     let c = &m.cpu_totals;
     writeln!(

@@ -64,6 +64,15 @@ fn write_kernel(out: &mut impl Write, k: &kernel::Report) -> io::Result<()> {
     Ok(())
 }
 
+/// The recorder's own cost in words (the text and the HTML report say it alike).
+pub(crate) fn recorder_cost(r: &analyze::RecorderCost) -> String {
+    let share = match (r.share_pct, r.boot_cpu_s) {
+        (Some(p), Some(b)) => format!(", {p:.1} % of the {b:.2} s the boot used"),
+        _ => String::new(),
+    };
+    format!("{:.2} s of CPU{share}", r.cpu_s)
+}
+
 /// Writes the boot model's part of the text report: milestones, idle time, top lists.
 pub fn write(m: &BootModel, origin: &str, out: &mut impl Write) -> io::Result<()> {
     let s = &m.system;
@@ -87,11 +96,7 @@ pub fn write(m: &BootModel, origin: &str, out: &mut impl Write) -> io::Result<()
         m.first_sample_s, m.last_sample_s, s.sample_interval_s
     )?;
     if let Some(r) = &m.recorder {
-        let share = match (r.share_pct, r.boot_cpu_s) {
-            (Some(p), Some(b)) => format!(", {p:.1} % of the {b:.2} s the boot used"),
-            _ => String::new(),
-        };
-        writeln!(out, "Recorder: {:.2} s of CPU{share}", r.cpu_s)?;
+        writeln!(out, "Recorder: {}", recorder_cost(r))?;
     }
     writeln!(out)?;
     writeln!(out, "Milestones (seconds since the kernel started):")?;
