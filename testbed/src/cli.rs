@@ -96,9 +96,9 @@ pub enum Verb {
     /// tiny-initramfs.
     Initramfs(Build),
     /// Print the shell completions of bootprint-testbed to stdout
-    Completions(Completions),
+    Completions(cliutil::Completions),
     /// Write the man pages (bootprint-testbed.1, bootprint-testbed-boot.1, ...) into DIR
-    Man(Man),
+    Man(cliutil::Man),
 }
 
 /// `--no-cargo`, for every verb that installs the bootprint binaries into the image.
@@ -286,29 +286,13 @@ pub struct Verdict {
     pub build: Build,
 }
 
-#[derive(Debug, Args)]
-pub struct Completions {
-    /// The shell
-    #[arg(value_name = "SHELL", value_enum)]
-    pub shell: clap_complete::Shell,
-}
-
-#[derive(Debug, Args)]
-pub struct Man {
-    /// The directory to write into (it must exist)
-    #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
-    pub dir: PathBuf,
-}
-
 /// The whole command: the derive's, with every verb's command line added to the top-level
 /// help. Parsing, help and completions use this.
 pub fn command() -> Command {
     let cmd = Cli::command();
     let mut help =
         String::from("Command lines (`bootprint-testbed VERB --help`: a verb's options):\n");
-    for verb in cmd.get_subcommands() {
-        help.push_str(&synopsis(verb));
-    }
+    help.push_str(&cliutil::synopses("bootprint-testbed", &cmd));
     help.push('\n');
     help.push_str(ENVIRONMENT);
     cmd.after_help(help)
@@ -368,47 +352,6 @@ fn soak_list_alone(soak: &mut Command, m: &ArgMatches) -> Result<(), clap::Error
         )),
         None => Ok(()),
     }
-}
-
-/// `  bootprint-testbed boot [--profile PROFILE] [--append ARGS] ...`: a verb's command line,
-/// positionals first, wrapped at 100 columns under the verb.
-fn synopsis(verb: &Command) -> String {
-    let mut words: Vec<String> = Vec::new();
-    let args: Vec<&Arg> = verb
-        .get_arguments()
-        .filter(|a| !a.is_hide_set() && !matches!(a.get_id().as_str(), "help" | "version"))
-        .collect();
-    let value = |a: &Arg| a.get_value_names().map_or("VALUE".into(), |v| v.join(" "));
-    for a in args.iter().filter(|a| a.is_positional()) {
-        words.push(if a.is_required_set() {
-            value(a)
-        } else {
-            format!("[{}]", value(a))
-        });
-    }
-    for a in args.iter().filter(|a| !a.is_positional()) {
-        let long = a.get_long().unwrap_or_default();
-        words.push(if a.get_action().takes_values() {
-            format!("[--{long} {}]", value(a))
-        } else {
-            format!("[--{long}]")
-        });
-    }
-    let head = format!("  bootprint-testbed {}", verb.get_name());
-    let mut out = head.clone();
-    let mut width = out.len();
-    for w in words {
-        if width + 1 + w.len() > 100 {
-            out.push('\n');
-            out.push_str(&" ".repeat(head.len()));
-            width = head.len();
-        }
-        out.push(' ');
-        out.push_str(&w);
-        width += 1 + w.len();
-    }
-    out.push('\n');
-    out
 }
 
 /// A count that must be at least 1 (`--runs`, `--boots`, `--seconds`).

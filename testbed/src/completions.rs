@@ -6,7 +6,7 @@ use std::io::Write;
 use crate::cli;
 use crate::util::{Error, Result};
 
-pub fn run(args: &cli::Completions) -> Result<()> {
+pub fn run(args: &cliutil::Completions) -> Result<()> {
     let script = script(args.shell);
     let mut out = std::io::stdout().lock();
     match out.write_all(&script).and_then(|()| out.flush()) {
@@ -17,11 +17,8 @@ pub fn run(args: &cli::Completions) -> Result<()> {
     }
 }
 
-fn script(shell: clap_complete::Shell) -> Vec<u8> {
-    let mut cmd = cli::command();
-    let mut script = Vec::new();
-    clap_complete::generate(shell, &mut cmd, "bootprint-testbed", &mut script);
-    script
+fn script(shell: cliutil::Shell) -> Vec<u8> {
+    cliutil::completions(cli::command(), "bootprint-testbed", shell)
 }
 
 #[cfg(test)]
@@ -32,9 +29,9 @@ mod tests {
     #[test]
     fn scripts_name_the_verbs_and_choices() {
         for shell in [
-            clap_complete::Shell::Bash,
-            clap_complete::Shell::Zsh,
-            clap_complete::Shell::Fish,
+            cliutil::Shell::Bash,
+            cliutil::Shell::Zsh,
+            cliutil::Shell::Fish,
         ] {
             let s = String::from_utf8(script(shell)).unwrap();
             for want in ["stall-repro", "guest-script", "recorder-killed"] {

@@ -90,9 +90,9 @@ pub enum Verb {
     /// Print the shell completions of bootprint to stdout
     ///
     /// For example `bootprint completions bash > /usr/share/bash-completion/completions/bootprint`.
-    Completions(Completions),
+    Completions(cliutil::Completions),
     /// Write the man pages (bootprint.1, bootprint-report.1, ...) into DIR
-    Man(Man),
+    Man(cliutil::Man),
 }
 
 #[derive(Debug, Args)]
@@ -485,29 +485,13 @@ pub struct ReadaheadSwitch {
     pub pack: Option<PathBuf>,
 }
 
-#[derive(Debug, Args)]
-pub struct Completions {
-    /// The shell
-    #[arg(value_name = "SHELL")]
-    pub shell: clap_complete::Shell,
-}
-
-#[derive(Debug, Args)]
-pub struct Man {
-    /// The directory to write into (it must exist)
-    #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
-    pub dir: PathBuf,
-}
-
 /// The whole command: the derive's, with the list of every command line (verbs and sub-verbs,
 /// with their options) added to the top-level help. Parse, help, man pages and completions
 /// all use this.
 pub fn command() -> Command {
     let cmd = Cli::command();
     let mut lines = String::from("Command lines (`bootprint VERB --help`: a verb's options):\n");
-    for (path, sub) in leaves(&cmd, Vec::new()) {
-        lines.push_str(&synopsis(&path, sub));
-    }
+    lines.push_str(&cliutil::synopses("bootprint", &cmd));
     cmd.after_help(lines)
 }
 
@@ -520,83 +504,6 @@ where
     let mut cmd = command();
     let matches = cmd.try_get_matches_from_mut(args)?;
     Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut cmd))
-}
-
-/// Every command that takes no sub-verb, with the verbs leading to it (`["rc", "graph"]`),
-/// in definition order; clap's own `help` left out.
-pub fn leaves(cmd: &Command, path: Vec<String>) -> Vec<(Vec<String>, &Command)> {
-    let subs: Vec<&Command> = cmd
-        .get_subcommands()
-        .filter(|s| s.get_name() != "help")
-        .collect();
-    if subs.is_empty() {
-        return vec![(path, cmd)];
-    }
-    let mut out = Vec::new();
-    for s in subs {
-        let mut p = path.clone();
-        p.push(s.get_name().to_string());
-        out.extend(leaves(s, p));
-    }
-    out
-}
-
-/// `  bootprint rc graph [--root DIR] [--runlevel N] [--json] [--dot]`, wrapped under its
-/// verbs at 100 columns, in the order the docs write them: required options, positionals,
-/// the rest; hidden options left out.
-fn synopsis(path: &[String], cmd: &Command) -> String {
-    let args: Vec<&Arg> = cmd
-        .get_arguments()
-        .filter(|a| !a.is_hide_set() && !matches!(a.get_id().as_str(), "help" | "version"))
-        .collect();
-    let value = |a: &Arg| a.get_value_names().map_or("VALUE".into(), |v| v.join(" "));
-    let option = |a: &Arg| {
-        let mut w = format!("--{}", a.get_long().unwrap_or_default());
-        if a.get_action().takes_values() {
-            w = format!("{w} {}", value(a));
-        }
-        w
-    };
-    let mut words: Vec<String> = Vec::new();
-    for a in &args {
-        if !a.is_positional() && a.is_required_set() {
-            words.push(option(a));
-        }
-    }
-    for a in &args {
-        if a.is_positional() {
-            words.push(if a.is_required_set() {
-                value(a)
-            } else {
-                format!("[{}]", value(a))
-            });
-        }
-    }
-    for a in &args {
-        if !a.is_positional() && !a.is_required_set() {
-            let repeats = matches!(a.get_action(), clap::ArgAction::Append);
-            words.push(format!(
-                "[{}]{}",
-                option(a),
-                if repeats { "..." } else { "" }
-            ));
-        }
-    }
-    let head = format!("  bootprint {}", path.join(" "));
-    let mut out = head.clone();
-    let mut width = out.len();
-    for w in words {
-        if width + 1 + w.len() > 100 {
-            out.push('\n');
-            out.push_str(&" ".repeat(head.len()));
-            width = head.len();
-        }
-        out.push(' ');
-        out.push_str(&w);
-        width += 1 + w.len();
-    }
-    out.push('\n');
-    out
 }
 
 /// A value parser for a value that must be text: bytes that are not UTF-8 are an error naming

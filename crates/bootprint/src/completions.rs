@@ -6,10 +6,8 @@ use std::io::Write;
 use crate::Outcome;
 
 /// Runs the verb.
-pub fn run(args: &crate::cli::Completions) -> Outcome {
-    let mut cmd = crate::cli::command();
-    let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut cmd, "bootprint", &mut script);
+pub fn run(args: &cliutil::Completions) -> Outcome {
+    let script = cliutil::completions(crate::cli::command(), "bootprint", args.shell);
     let mut out = std::io::stdout().lock();
     match out.write_all(&script).and_then(|_| out.flush()) {
         Ok(()) => Outcome::Ok,

@@ -56,7 +56,7 @@ const LEAVES: &[&str] = &[
 ];
 
 fn leaf_paths() -> Vec<String> {
-    leaves(&command(), Vec::new())
+    cliutil::leaves(&command(), Vec::new())
         .into_iter()
         .map(|(path, _)| path.join(" "))
         .collect()
