@@ -176,10 +176,10 @@ mod tests {
 
     #[test]
     fn a_man_page_per_command_and_completions_name_the_verbs() {
-        let dir = std::env::temp_dir().join(format!("cliutil-man-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        write_man_pages(demo(), &dir, "demo 1").unwrap();
-        let mut pages: Vec<String> = std::fs::read_dir(&dir)
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        write_man_pages(demo(), dir, "demo 1").unwrap();
+        let mut pages: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
@@ -191,7 +191,6 @@ mod tests {
         assert!(write_man_pages(demo(), &dir.join("missing"), "demo 1")
             .unwrap_err()
             .contains("missing"));
-        std::fs::remove_dir_all(&dir).unwrap();
         let bash =
             String::from_utf8(completions(demo(), "demo", clap_complete::Shell::Bash)).unwrap();
         assert!(bash.contains("run") && bash.contains("--json"), "{bash}");
