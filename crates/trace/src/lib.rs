@@ -6,11 +6,13 @@
 //! text, writing takes values; it decides nothing about when to sample or what a boot means
 //! (that belongs to `sample` and `analyze`). It also holds [`conf`], the one parser of
 //! `bootprint.toml`'s syntax, and [`config`], the file's schema (its path, every section and
-//! key with type, default and meaning), shared by the boot path, the runner and the report.
+//! key with type, default and meaning), shared by the boot path, the runner and the report,
+//! and [`config_default`], the commented default file the Debian package installs.
 #![deny(missing_docs)]
 
 pub mod conf;
 pub mod config;
+pub mod config_default;
 pub mod events;
 pub mod rclog;
 pub mod writer;
