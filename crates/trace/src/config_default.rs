@@ -85,21 +85,17 @@ fn plain(s: &str) -> String {
 /// by `indent` more.
 fn comment(out: &mut String, indent: &str, text: &str) {
     let mut line = String::from("#");
-    let mut empty = true;
+    let mut words = 0;
     for word in text.split_whitespace() {
-        if !empty && line.len() + 1 + word.len() > WIDTH {
+        if words > 0 && line.len() + 1 + word.len() > WIDTH {
             out.push_str(&line);
             out.push('\n');
-            line = format!("# {indent}");
-            empty = true;
+            line = format!("#{indent}");
+            words = 0;
         }
-        if line.ends_with(' ') {
-            line.push_str(word);
-        } else {
-            line.push(' ');
-            line.push_str(word);
-        }
-        empty = false;
+        line.push(' ');
+        line.push_str(word);
+        words += 1;
     }
     out.push_str(&line);
     out.push('\n');
