@@ -7,7 +7,7 @@ TESTBED := target/release/bootprint-testbed
 BOOTPRINT := target/release/bootprint
 OUT ?= out
 
-.PHONY: all deps build demo test unit smoke bench soak lint clean fuzz-build fuzz-short fuzz-long
+.PHONY: all deps build demo test unit smoke bench soak lint clean fuzz-build fuzz-short fuzz-long deb deb-check
 
 all: build
 
@@ -25,9 +25,9 @@ demo: build
 	$(BOOTPRINT) report $(OUT)/demo-trace --svg $(OUT)/demo.svg
 	@echo "bootchart: $(abspath $(OUT)/demo.svg)"
 
-# Unit and integration tests, a short fuzz run of every parser, then one real boot in the
-# test bed.
-test: build unit fuzz-short smoke
+# Unit and integration tests, a short fuzz run of every parser, the Debian package's checks,
+# then one real boot in the test bed.
+test: build unit fuzz-short deb-check smoke
 
 # Debian's whole module tree (downloaded once into the test bed's cache) for the modules
 # crate's full-tree tests; a skipped test fails under CI=true (crates/testkit).
@@ -61,6 +61,20 @@ fuzz-short: fuzz-build
 # A million inputs per target (hours on two cores); FUZZ_SEED=N for other inputs.
 fuzz-long: fuzz-build
 	$(FUZZ) --inputs 1000000 --seed $(FUZZ_SEED) --max-ms 1000 --mem-mb 2048
+
+# The Debian package (docs/packaging.md): target/debian/bootprint_<version>_<arch>.deb, with
+# its .buildinfo and .changes, from the release binaries `build` made.
+DEB_VERSION = $(shell dpkg-parsechangelog -SVersion)
+DEB_ARCH = $(shell dpkg --print-architecture)
+DEB = target/debian/bootprint_$(DEB_VERSION)_$(DEB_ARCH).deb
+
+deb: build
+	./debian/build-deb.sh
+
+# lintian, the file list, modes and conffiles, and install, upgrade, remove and purge in a
+# scratch root (root only: the maintainer scripts run chrooted). About a minute.
+deb-check: deb
+	./debian/check-deb.sh $(DEB)
 
 smoke:
 	$(TESTBED) image
