@@ -908,3 +908,55 @@ pub fn kernel_removed(m: &Machine, kernel: &str) -> Result<Vec<String>, String> 
     }
     Ok(said)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_round_trip() {
+        let m = Manifest {
+            levers: [Lever::Record, Lever::Rc, Lever::Initramfs].into(),
+            default_entry: true,
+            changes: vec![
+                Change::CreatedDir("/var/lib/bootprint".into()),
+                Change::Diverted {
+                    path: STARTPAR.into(),
+                    to: STARTPAR_DISTRIB.into(),
+                },
+                Change::Created(STARTPAR.into()),
+                Change::Built {
+                    kernel: "6.1.0-9-amd64".into(),
+                    image: "/boot/bootprint-initrd.img-6.1.0-9-amd64".into(),
+                },
+                Change::Created(DROPIN.into()),
+            ],
+        };
+        let text = m.to_text();
+        assert!(text.contains("\nlever initramfs\ndefault initramfs\ncreated-dir /var/lib/bootprint\n"));
+        assert_eq!(Manifest::parse(&text, "x").unwrap(), m);
+    }
+
+    #[test]
+    fn manifest_errors_name_the_line_and_what_was_expected() {
+        let e = Manifest::parse("lever record\n\ncreated etc/x\n", "/m").unwrap_err();
+        assert!(e.starts_with("/m:3: expected `lever NAME`"), "{e}");
+        let e = Manifest::parse("lever warp\n", "/m").unwrap_err();
+        assert!(e.starts_with("/m:1: expected a lever (record,"), "{e}");
+    }
+
+    #[test]
+    fn dropin_carries_the_parameters_and_the_default_only_when_asked() {
+        let mut m = Manifest {
+            levers: [Lever::Record, Lever::Readahead, Lever::Late].into(),
+            ..Manifest::default()
+        };
+        let t = dropin_text(&m);
+        assert!(t.contains(
+            "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT init=/usr/lib/bootprint/bootprint-boot bootprint.readahead=1 bootprint.late=1\"\n"
+        ), "{t}");
+        assert!(!t.contains("GRUB_DEFAULT="), "{t}");
+        m.default_entry = true;
+        assert!(dropin_text(&m).ends_with("GRUB_DEFAULT=bootprint-initramfs\n"));
+    }
+}
