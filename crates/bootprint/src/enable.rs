@@ -139,7 +139,9 @@ pub fn status(a: &cli::Status) -> Outcome {
         changes: manifest.as_ref().map_or_else(Vec::new, |m| {
             m.to_text()
                 .lines()
-                .filter(|l| !l.starts_with('#') && !l.starts_with("lever ") && !l.starts_with("default "))
+                .filter(|l| {
+                    !l.starts_with('#') && !l.starts_with("lever ") && !l.starts_with("default ")
+                })
                 .map(String::from)
                 .collect()
         }),

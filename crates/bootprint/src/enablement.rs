@@ -158,10 +158,12 @@ impl Manifest {
                     kernel: k.to_string(),
                     image: img.to_string(),
                 }),
-                _ => return Err(bad(
-                    "`lever NAME`, `default initramfs`, `created-dir PATH`, `created PATH`, \
+                _ => {
+                    return Err(bad(
+                        "`lever NAME`, `default initramfs`, `created-dir PATH`, `created PATH`, \
                      `diverted PATH TO` or `built RELEASE IMAGE`",
-                )),
+                    ))
+                }
             }
         }
         Ok(m)
@@ -299,7 +301,8 @@ fn in_path(name: &str) -> bool {
     std::env::split_paths(&path)
         .chain(["/usr/sbin", "/sbin"].map(PathBuf::from))
         .any(|d| {
-            fs::metadata(d.join(name)).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            fs::metadata(d.join(name))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
 }
 
@@ -401,11 +404,19 @@ impl Machine {
         let wrapper = fs::read(self.path(WRAPPER)).ok();
         let current = fs::read(self.path(STARTPAR)).ok();
         if to == STARTPAR_DISTRIB && wrapper.is_some() && wrapper == current {
-            Ok(Some(if pkg == ":" { "a local diversion".into() } else { pkg }))
+            Ok(Some(if pkg == ":" {
+                "a local diversion".into()
+            } else {
+                pkg
+            }))
         } else {
             Err(format!(
                 "{STARTPAR} is already diverted to {to} by {}: bootprint will not divert it again",
-                if pkg == ":" { "a local diversion" } else { &pkg }
+                if pkg == ":" {
+                    "a local diversion"
+                } else {
+                    &pkg
+                }
             ))
         }
     }
@@ -849,7 +860,7 @@ pub fn disable(m: &Machine) -> Result<Vec<String>, String> {
             m.path(MANIFEST).display()
         ));
     }
-    for c in &files {
+    for c in files.iter().rev() {
         said.push(match c {
             Change::Created(p) => format!("removed {p}"),
             Change::Built { image, .. } => format!("removed {image}"),
@@ -857,12 +868,24 @@ pub fn disable(m: &Machine) -> Result<Vec<String>, String> {
             Change::CreatedDir(_) => continue,
         });
     }
+    // GRUB's menu still has the parameters until update-grub has run: should it fail, the
+    // manifest stays (with only its directories left to undo), so disable can be run again.
+    if let Err(e) = update_grub(m, &mut said) {
+        let rest = Manifest {
+            changes: dirs,
+            ..Manifest::default()
+        };
+        let _ = write_file(&m.path(MANIFEST), &rest.to_text(), 0o644);
+        return Err(format!(
+            "{e}: bootprint's changes are undone, but GRUB's menu still boots with its \
+             parameters; fix update-grub and run `bootprint disable` again"
+        ));
+    }
     remove(&m.path(MANIFEST))?;
     let (_, errors) = undo_all(m, &dirs);
     if !errors.is_empty() {
         return Err(errors.join("; "));
     }
-    update_grub(m, &mut said)?;
     Ok(said)
 }
 
@@ -933,7 +956,9 @@ mod tests {
             ],
         };
         let text = m.to_text();
-        assert!(text.contains("\nlever initramfs\ndefault initramfs\ncreated-dir /var/lib/bootprint\n"));
+        assert!(
+            text.contains("\nlever initramfs\ndefault initramfs\ncreated-dir /var/lib/bootprint\n")
+        );
         assert_eq!(Manifest::parse(&text, "x").unwrap(), m);
     }
 

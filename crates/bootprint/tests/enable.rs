@@ -49,9 +49,17 @@ impl Fake {
         fs::create_dir_all(&r).unwrap();
         fs::create_dir_all(r.join("usr/bin")).unwrap();
         symlink(BIN, r.join("usr/bin/bootprint")).unwrap();
-        write(&r.join("usr/lib/bootprint/bootprint-boot"), "#!/bin/sh\n", 0o755);
+        write(
+            &r.join("usr/lib/bootprint/bootprint-boot"),
+            "#!/bin/sh\n",
+            0o755,
+        );
         let wrapper = fs::read_to_string(packaging("startpar-wrapper")).unwrap();
-        write(&r.join("usr/lib/bootprint/startpar-wrapper"), &wrapper, 0o755);
+        write(
+            &r.join("usr/lib/bootprint/startpar-wrapper"),
+            &wrapper,
+            0o755,
+        );
         match init {
             Init::Sysvinit => {
                 write(&r.join("sbin/init"), "sysvinit\n", 0o755);
@@ -77,7 +85,10 @@ impl Fake {
         let d = f.doubles();
         write(
             &d.join("update-grub"),
-            &format!("#!/bin/sh\necho run >> {}\n", d.join("update-grub.log").display()),
+            &format!(
+                "#!/bin/sh\necho run >> {}\n",
+                d.join("update-grub.log").display()
+            ),
             0o755,
         );
         write(
@@ -103,7 +114,11 @@ impl Fake {
 
     fn add_kernel(&self, release: &str) {
         let r = self.root();
-        write(&r.join(format!("boot/vmlinuz-{release}")), "kernel\n", 0o644);
+        write(
+            &r.join(format!("boot/vmlinuz-{release}")),
+            "kernel\n",
+            0o644,
+        );
         fs::create_dir_all(r.join(format!("lib/modules/{release}"))).unwrap();
     }
 
@@ -114,7 +129,10 @@ impl Fake {
             .arg("--root")
             .arg(&root)
             .env("BOOTPRINT_UPDATE_GRUB", self.doubles().join("update-grub"))
-            .env("BOOTPRINT_INITRAMFS_BUILD", self.doubles().join("initramfs-build"))
+            .env(
+                "BOOTPRINT_INITRAMFS_BUILD",
+                self.doubles().join("initramfs-build"),
+            )
             .output()
             .unwrap()
     }
@@ -138,8 +156,7 @@ impl Fake {
     }
 
     fn update_grub_runs(&self) -> usize {
-        fs::read_to_string(self.doubles().join("update-grub.log"))
-            .map_or(0, |t| t.lines().count())
+        fs::read_to_string(self.doubles().join("update-grub.log")).map_or(0, |t| t.lines().count())
     }
 
     fn read(&self, p: &str) -> String {
@@ -153,7 +170,10 @@ impl Fake {
             .args(args)
             .env("BOOTPRINT_ROOT", self.root())
             .env("BOOTPRINT_UPDATE_GRUB", self.doubles().join("update-grub"))
-            .env("BOOTPRINT_INITRAMFS_BUILD", self.doubles().join("initramfs-build"));
+            .env(
+                "BOOTPRINT_INITRAMFS_BUILD",
+                self.doubles().join("initramfs-build"),
+            );
         for (k, v) in env {
             c.env(k, v);
         }
@@ -176,7 +196,10 @@ fn snapshot(root: &Path) -> BTreeMap<PathBuf, (u32, Vec<u8>)> {
             }
             let md = fs::symlink_metadata(&p).unwrap();
             let content = if md.file_type().is_symlink() {
-                fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes()
+                fs::read_link(&p)
+                    .unwrap()
+                    .into_os_string()
+                    .into_encoded_bytes()
             } else if md.is_dir() {
                 stack.push(p.clone());
                 Vec::new()
@@ -211,7 +234,10 @@ fn enable_all_then_disable_leaves_the_tree_as_it_was() {
         ),
         "{dropin}"
     );
-    assert!(dropin.contains("\nGRUB_DEFAULT=bootprint-initramfs\n"), "{dropin}");
+    assert!(
+        dropin.contains("\nGRUB_DEFAULT=bootprint-initramfs\n"),
+        "{dropin}"
+    );
     // The runner's hook: Debian's startpar moved aside by dpkg, the wrapper in its place.
     assert_eq!(f.read("bin/startpar.distrib"), "Debian's startpar\n");
     assert_eq!(
@@ -224,12 +250,25 @@ fn enable_all_then_disable_leaves_the_tree_as_it_was() {
         f.read("var/lib/dpkg/diversions"),
         "/bin/startpar\n/bin/startpar.distrib\nbootprint\n"
     );
-    assert_eq!(f.read(&format!("boot/bootprint-initrd.img-{KERNEL}")), "image\n");
+    assert_eq!(
+        f.read(&format!("boot/bootprint-initrd.img-{KERNEL}")),
+        "image\n"
+    );
     let manifest = f.read("var/lib/bootprint/enabled");
-    for l in ["lever record", "lever readahead", "lever modules", "lever rc", "lever initramfs", "default initramfs"] {
+    for l in [
+        "lever record",
+        "lever readahead",
+        "lever modules",
+        "lever rc",
+        "lever initramfs",
+        "default initramfs",
+    ] {
         assert!(manifest.lines().any(|x| x == l), "{l} in {manifest}");
     }
-    assert!(!manifest.contains("lever late"), "sysvinit: no late units: {manifest}");
+    assert!(
+        !manifest.contains("lever late"),
+        "sysvinit: no late units: {manifest}"
+    );
 
     // Twice is once.
     let after = snapshot(&f.root());
@@ -239,7 +278,10 @@ fn enable_all_then_disable_leaves_the_tree_as_it_was() {
     assert_eq!(f.update_grub_runs(), 1);
 
     let out = f.ok(&["disable"]);
-    assert!(out.contains("undid the diversion of /bin/startpar"), "{out}");
+    assert!(
+        out.contains("undid the diversion of /bin/startpar"),
+        "{out}"
+    );
     assert_eq!(f.update_grub_runs(), 2);
     assert_eq!(snapshot(&f.root()), before);
     // Again: nothing to do, exit 0, no update-grub.
@@ -250,14 +292,40 @@ fn enable_all_then_disable_leaves_the_tree_as_it_was() {
 }
 
 #[test]
+fn a_failed_update_grub_in_disable_can_be_retried() {
+    let f = Fake::new(Init::Systemd);
+    let before = snapshot(&f.root());
+    f.ok(&["enable", "--readahead"]);
+    let grub = f.doubles().join("update-grub");
+    let good = fs::read_to_string(&grub).unwrap();
+    write(&grub, "#!/bin/sh\nexit 1\n", 0o755);
+    let e = f.fails(&["disable"]);
+    assert!(
+        e.contains("GRUB's menu still boots with its parameters"),
+        "{e}"
+    );
+    assert!(!f.root().join("etc/default/grub.d/bootprint.cfg").exists());
+    write(&grub, &good, 0o755);
+    let out = f.ok(&["disable"]);
+    assert!(out.contains("update-grub: done"), "{out}");
+    assert_eq!(snapshot(&f.root()), before);
+}
+
+#[test]
 fn levers_add_up_and_disable_takes_them_all_back() {
     let f = Fake::new(Init::Systemd);
     let before = snapshot(&f.root());
     f.ok(&["enable", "--readahead"]);
     f.ok(&["enable", "--modules"]);
     let dropin = f.read("etc/default/grub.d/bootprint.cfg");
-    assert!(dropin.contains("bootprint.readahead=1 bootprint.modules=1\""), "{dropin}");
-    assert!(!dropin.contains("GRUB_DEFAULT"), "the default is untouched: {dropin}");
+    assert!(
+        dropin.contains("bootprint.readahead=1 bootprint.modules=1\""),
+        "{dropin}"
+    );
+    assert!(
+        !dropin.contains("GRUB_DEFAULT"),
+        "the default is untouched: {dropin}"
+    );
     assert_eq!(f.update_grub_runs(), 2);
     f.ok(&["disable"]);
     assert_eq!(snapshot(&f.root()), before);
@@ -301,11 +369,18 @@ fn levers_that_cannot_work_here_are_refused_and_nothing_changes() {
     let bin = f.root().join("usr/lib/bootprint/bootprint-boot");
     fs::remove_file(&bin).unwrap();
     let e = f.fails(&["enable", "--readahead"]);
-    assert!(e.contains("bootprint-boot is not an executable file"), "{e}");
+    assert!(
+        e.contains("bootprint-boot is not an executable file"),
+        "{e}"
+    );
     write(&bin, "#!/bin/sh\n", 0o755);
 
     // A drop-in bootprint did not write.
-    write(&f.root().join("etc/default/grub.d/bootprint.cfg"), "# mine\n", 0o644);
+    write(
+        &f.root().join("etc/default/grub.d/bootprint.cfg"),
+        "# mine\n",
+        0o644,
+    );
     let e = f.fails(&["enable", "--record"]);
     assert!(e.contains("bootprint did not write it"), "{e}");
     fs::remove_file(f.root().join("etc/default/grub.d/bootprint.cfg")).unwrap();
@@ -353,7 +428,14 @@ fn a_startpar_hook_already_in_place_is_left_alone() {
     let o = Command::new("dpkg-divert")
         .arg("--root")
         .arg(&r)
-        .args(["--local", "--rename", "--divert", "/bin/startpar.distrib", "--add", "/bin/startpar"])
+        .args([
+            "--local",
+            "--rename",
+            "--divert",
+            "/bin/startpar.distrib",
+            "--add",
+            "/bin/startpar",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -361,8 +443,15 @@ fn a_startpar_hook_already_in_place_is_left_alone() {
     fs::set_permissions(r.join("bin/startpar"), fs::Permissions::from_mode(0o755)).unwrap();
     let before = snapshot(&r);
     let out = f.ok(&["enable", "--rc"]);
-    assert!(out.contains("already the wrapper over /bin/startpar.distrib (a local diversion): left as it is"), "{out}");
-    assert!(f.read("etc/default/grub.d/bootprint.cfg").contains("bootprint.rc=1"));
+    assert!(
+        out.contains(
+            "already the wrapper over /bin/startpar.distrib (a local diversion): left as it is"
+        ),
+        "{out}"
+    );
+    assert!(f
+        .read("etc/default/grub.d/bootprint.cfg")
+        .contains("bootprint.rc=1"));
     f.ok(&["disable"]);
     assert_eq!(snapshot(&r), before);
 
@@ -374,7 +463,10 @@ fn a_startpar_hook_already_in_place_is_left_alone() {
         0o644,
     );
     let e = g.fails(&["enable", "--rc"]);
-    assert!(e.contains("already diverted to /bin/startpar.real by other"), "{e}");
+    assert!(
+        e.contains("already diverted to /bin/startpar.real by other"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -394,9 +486,16 @@ fn kernel_hooks_keep_the_images_current() {
     f.ok(&["enable", "--initramfs"]);
     assert_eq!(f.update_grub_runs(), 1);
     f.add_kernel("6.1.0-10-amd64");
-    let o = f.script("kernel-postinst", &["6.1.0-10-amd64", "/boot/vmlinuz-6.1.0-10-amd64"], &[]);
+    let o = f.script(
+        "kernel-postinst",
+        &["6.1.0-10-amd64", "/boot/vmlinuz-6.1.0-10-amd64"],
+        &[],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(f.read("boot/bootprint-initrd.img-6.1.0-10-amd64"), "image\n");
+    assert_eq!(
+        f.read("boot/bootprint-initrd.img-6.1.0-10-amd64"),
+        "image\n"
+    );
     assert!(f
         .read("var/lib/bootprint/enabled")
         .contains("built 6.1.0-10-amd64 /boot/bootprint-initrd.img-6.1.0-10-amd64\n"));
@@ -416,8 +515,13 @@ fn kernel_hooks_keep_the_images_current() {
     fs::remove_dir(f.root().join("lib/modules/6.1.0-10-amd64")).unwrap();
     let o = f.script("kernel-postrm", &["6.1.0-10-amd64"], &[]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(!f.root().join("boot/bootprint-initrd.img-6.1.0-10-amd64").exists());
-    assert!(!f.read("var/lib/bootprint/enabled").contains("6.1.0-10-amd64"));
+    assert!(!f
+        .root()
+        .join("boot/bootprint-initrd.img-6.1.0-10-amd64")
+        .exists());
+    assert!(!f
+        .read("var/lib/bootprint/enabled")
+        .contains("6.1.0-10-amd64"));
 
     fs::remove_file(f.root().join("boot/vmlinuz-6.1.0-11-amd64")).unwrap();
     fs::remove_dir(f.root().join("lib/modules/6.1.0-11-amd64")).unwrap();
@@ -442,7 +546,10 @@ fn scripts_do_nothing_once_bootprint_is_removed() {
     ] {
         let o = f.script(name, &args, &[]);
         assert!(o.status.success(), "{name}");
-        assert!(o.stdout.is_empty() && o.stderr.is_empty(), "{name} is silent");
+        assert!(
+            o.stdout.is_empty() && o.stderr.is_empty(),
+            "{name} is silent"
+        );
     }
     assert_eq!(snapshot(&f.root()), tree);
 }
@@ -499,24 +606,40 @@ fn grub_script_prints_an_entry_per_kernel_with_our_image() {
     let o = grub_script(&f);
     let cfg = String::from_utf8(o.stdout).unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let entries: Vec<&str> = cfg.lines().filter(|l| l.starts_with("menuentry ")).collect();
+    let entries: Vec<&str> = cfg
+        .lines()
+        .filter(|l| l.starts_with("menuentry "))
+        .collect();
     assert_eq!(entries.len(), 2, "{cfg}");
     // Newest first, and it alone has the fixed id GRUB_DEFAULT can name.
     assert!(entries[0].starts_with(
         "menuentry 'Debian GNU/Linux, with Linux 6.1.0-10-amd64, with bootprint'\\''s initramfs' \
          --class debian --class gnu-linux --class gnu --class os $menuentry_id_option 'bootprint-initramfs' {"
     ), "{cfg}");
-    assert!(entries[1].contains("'bootprint-initramfs-6.1.0-9-amd64'"), "{cfg}");
+    assert!(
+        entries[1].contains("'bootprint-initramfs-6.1.0-9-amd64'"),
+        "{cfg}"
+    );
     assert!(cfg.contains(
         "\tlinux\t/boot/vmlinuz-6.1.0-10-amd64 root=UUID=1234-abcd ro console=ttyS0 quiet init=/usr/lib/bootprint/bootprint-boot\n"
     ), "{cfg}");
-    assert!(cfg.contains("\tinitrd\t/boot/bootprint-initrd.img-6.1.0-10-amd64\n"), "{cfg}");
+    assert!(
+        cfg.contains("\tinitrd\t/boot/bootprint-initrd.img-6.1.0-10-amd64\n"),
+        "{cfg}"
+    );
     assert!(!cfg.contains("6.1.0-11"), "{cfg}");
     if have("grub-script-check") {
         let file = f.doubles().join("entries.cfg");
         fs::write(&file, &cfg).unwrap();
-        let o = Command::new("grub-script-check").arg(&file).output().unwrap();
-        assert!(o.status.success(), "{}\n{cfg}", String::from_utf8_lossy(&o.stderr));
+        let o = Command::new("grub-script-check")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}\n{cfg}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
 }
 
@@ -527,7 +650,15 @@ fn packaged_scripts_pass_shellcheck() {
     }
     let o = Command::new("shellcheck")
         .args(["-s", "sh"])
-        .args(["startpar-wrapper", "kernel-postinst", "kernel-postrm", "grub.d"].map(packaging))
+        .args(
+            [
+                "startpar-wrapper",
+                "kernel-postinst",
+                "kernel-postrm",
+                "grub.d",
+            ]
+            .map(packaging),
+        )
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
@@ -548,9 +679,18 @@ fn status_says_what_is_on_and_the_last_boots_times() {
     let out = f.ok(&["status"]);
     assert!(out.starts_with("enabled: record readahead ("), "{out}");
     assert!(out.contains("this boot: not known (another root)"), "{out}");
-    assert!(out.contains("  readahead  on   this boot: -    not judged yet"), "{out}");
-    assert!(out.contains("  modules    off  this boot: -    not judged yet"), "{out}");
-    assert!(out.contains("  created /etc/default/grub.d/bootprint.cfg\n"), "{out}");
+    assert!(
+        out.contains("  readahead  on   this boot: -    not judged yet"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  modules    off  this boot: -    not judged yet"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  created /etc/default/grub.d/bootprint.cfg\n"),
+        "{out}"
+    );
     assert!(out.contains("  kernel              4.200 s\n"), "{out}");
 
     let v: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
@@ -563,9 +703,16 @@ fn status_says_what_is_on_and_the_last_boots_times() {
     assert!(v["last_boot"]["boot_done_s"].as_f64().unwrap() > 4.2);
 
     // A broken manifest: the file, the line and what was expected.
-    write(&f.root().join("var/lib/bootprint/enabled"), "lever record\nlever turbo\n", 0o644);
+    write(
+        &f.root().join("var/lib/bootprint/enabled"),
+        "lever record\nlever turbo\n",
+        0o644,
+    );
     let e = f.fails(&["status"]);
-    assert!(e.contains("var/lib/bootprint/enabled:2: expected a lever"), "{e}");
+    assert!(
+        e.contains("var/lib/bootprint/enabled:2: expected a lever"),
+        "{e}"
+    );
 }
 
 #[test]
