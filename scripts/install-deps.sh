@@ -8,10 +8,11 @@ set -euo pipefail
 # our dependency graph with Debian's own tool.
 # chromium: the HTML report test renders the report in a real headless browser.
 # grub-common: grub-script-check reads the GRUB entry `bootprint initramfs install` writes.
+# shellcheck: the packaging scripts' test (crates/bootprint/tests/enable.rs) checks them.
 # cpio, xz-utils, zstd, lz4: the initramfs tests compare with the reference cpio reader and
 # measure every compressor.
 # dpkg-dev, debhelper, lintian: `make deb` and `make deb-check` (docs/packaging.md).
-packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ca-certificates gcc make pkg-config libkmod-dev insserv chromium grub-common cpio xz-utils zstd lz4 dpkg-dev debhelper lintian)
+packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ca-certificates gcc make pkg-config libkmod-dev insserv chromium grub-common cpio xz-utils zstd lz4 dpkg-dev debhelper lintian shellcheck)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -43,21 +43,7 @@ pub const SERVICE_PACKAGES: &[&str] = &[
 /// runner speaks startpar's command line and output, so /lib/init/rc stays unchanged.
 pub const STARTPAR_PATH: &str = "/bin/startpar";
 pub const STARTPAR_DIVERTED: &str = "/bin/startpar.distrib";
-pub const STARTPAR_WRAPPER: &str = "#!/bin/sh
-# bootprint: when bootprint's configuration turns its LSB runner on (bootprint.rc=1 or
-# bootprint.all=1 on the kernel command line, rc or all in /etc/bootprint/bootprint.toml:
-# `bootprint-boot rc --enabled` answers), the runner runs in place of startpar (same
-# arguments and output); otherwise Debian's startpar, unchanged.
-# The runner exits 0 only once every script of the runlevel was run (in parallel or, after
-# a failure of its own, serially in link order). Any other exit means it did not do its
-# job (1: nothing could be run, 2: usage, 101: a panic it did not catch, 126/127: not
-# executable, 128+N: killed by signal N): Debian's startpar runs the runlevel then. A
-# script started twice is harmless: LSB start and stop are idempotent.
-if [ -x /usr/lib/bootprint/bootprint-boot ] && /usr/lib/bootprint/bootprint-boot rc --enabled; then
-	/usr/lib/bootprint/bootprint-boot rc --startpar \"$@\" && exit 0
-fi
-exec /bin/startpar.distrib \"$@\"
-";
+pub const STARTPAR_WRAPPER: &str = include_str!("../../packaging/startpar-wrapper");
 /// A planted cost for `bootprint advise` to find in a real boot: an init script in runlevel
 /// 2 (so before the gettys, which init starts once `rc 2` is done) that does nothing unless
 /// `bootprint.plant=sleep:N` is on the kernel command line, and then sleeps N seconds.

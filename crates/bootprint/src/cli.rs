@@ -87,6 +87,21 @@ pub enum Verb {
     /// system's files (an image, a test tree).
     #[command(subcommand)]
     Readahead(Readahead),
+    /// Switch bootprint on for every boot: kernel parameters through GRUB, the levers' hooks
+    ///
+    /// Writes the kernel parameters of the levers asked for to /etc/default/grub.d/bootprint.cfg
+    /// and runs update-grub; --rc diverts startpar to the runner's wrapper, --initramfs builds
+    /// bootprint's initramfs for every kernel (kept current by the kernel hooks) as an extra
+    /// GRUB entry. Levers add up over runs; every change is listed in
+    /// /var/lib/bootprint/enabled, which `bootprint disable` undoes (docs/enable.md).
+    Enable(Enable),
+    /// Undo everything `bootprint enable` changed, exactly, and run update-grub
+    ///
+    /// Reads /var/lib/bootprint/enabled and undoes its changes newest first. With nothing
+    /// enabled it says so and exits 0 (the package's prerm runs it).
+    Disable(Disable),
+    /// What is enabled, what this boot had, each lever's verdict, the last boot's times
+    Status(Status),
     /// Print the shell completions of bootprint to stdout
     ///
     /// For example `bootprint completions bash > /usr/share/bash-completion/completions/bootprint`.
@@ -483,6 +498,66 @@ pub struct ReadaheadSwitch {
     pub json: bool,
     #[arg(long, value_name = "FILE", hide = true)]
     pub pack: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct Enable {
+    /// Record every boot: init=/usr/lib/bootprint/bootprint-boot (every other lever implies it)
+    #[arg(long)]
+    pub record: bool,
+    /// Readahead (bootprint.readahead=1)
+    #[arg(long)]
+    pub readahead: bool,
+    /// The parallel init script runner in place of startpar (bootprint.rc=1; sysvinit only):
+    /// diverts /bin/startpar to /bin/startpar.distrib with the wrapper in its place
+    #[arg(long)]
+    pub rc: bool,
+    /// Late units (bootprint.late=1; systemd only)
+    #[arg(long)]
+    pub late: bool,
+    /// The parallel module loader (bootprint.modules=1)
+    #[arg(long)]
+    pub modules: bool,
+    /// bootprint's initramfs for every installed kernel, an extra GRUB entry each, kept
+    /// current by the kernel hooks; the distribution's entry stays the default
+    #[arg(long)]
+    pub initramfs: bool,
+    /// Make the newest kernel's entry with bootprint's initramfs GRUB's default (implies
+    /// --initramfs)
+    #[arg(long)]
+    pub default: bool,
+    /// Every lever that can work here: record, readahead, modules, initramfs, and rc on
+    /// sysvinit or late on systemd (the others are named with the reason and left out)
+    #[arg(long)]
+    pub all: bool,
+    /// The system's root directory (update-grub and the initramfs build run in it with chroot)
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+    /// For /etc/kernel/postinst.d/zz-bootprint: build the image of kernel RELEASE when the
+    /// initramfs lever is on, else nothing
+    #[arg(long, value_name = "RELEASE", value_parser = text(StringValueParser::new()),
+          conflicts_with_all = ["record", "readahead", "rc", "late", "modules", "initramfs", "default", "all"])]
+    pub kernel_installed: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct Disable {
+    /// The system's root directory
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+    /// For /etc/kernel/postrm.d/zz-bootprint: remove only the image built for kernel RELEASE
+    #[arg(long, value_name = "RELEASE", value_parser = text(StringValueParser::new()))]
+    pub kernel_removed: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct Status {
+    /// The system's root directory (the running boot's /proc/cmdline is read only for /)
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+    /// Print one JSON object instead of text (keys: docs/enable.md)
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The whole command: the derive's, with the list of every command line (verbs and sub-verbs,

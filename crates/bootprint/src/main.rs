@@ -7,6 +7,8 @@ mod cli;
 mod completions;
 mod config_edit;
 mod diff;
+mod enable;
+mod enablement;
 mod export;
 mod initramfs;
 mod kernel;
@@ -47,6 +49,9 @@ fn main() -> ExitCode {
         Verb::Modules(a) => modules::run(a),
         Verb::Rc(a) => rc::run(a),
         Verb::Readahead(a) => readahead::run(a),
+        Verb::Enable(a) => enable::enable(a),
+        Verb::Disable(a) => enable::disable(a),
+        Verb::Status(a) => enable::status(a),
         Verb::Completions(a) => completions::run(a),
         Verb::Man(a) => man::run(a),
     };

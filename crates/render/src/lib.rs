@@ -24,6 +24,7 @@
 pub mod advice;
 pub mod chart;
 pub mod diff;
+pub mod enable_status;
 pub mod html;
 pub mod initramfs_plan;
 pub mod json;

@@ -51,6 +51,9 @@ const LEAVES: &[&str] = &[
     "readahead relearn",
     "readahead on",
     "readahead off",
+    "enable",
+    "disable",
+    "status",
     "completions",
     "man",
 ];
@@ -176,6 +179,11 @@ fn the_command_lines_bootprint_itself_runs() {
         "bootprint kernel --json /var/log/bootprint/1",
         "bootprint advise --json /var/log/bootprint/1",
         "bootprint initramfs build --out /boot/x.img",
+        // enable's build and the kernel hooks (packaging/kernel-postinst, kernel-postrm).
+        "bootprint initramfs build --kernel 6.1.0-9-amd64 --out /boot/bootprint-initrd.img-6.1.0-9-amd64",
+        "bootprint enable --root / --kernel-installed 6.1.0-9-amd64",
+        "bootprint disable --root / --kernel-removed 6.1.0-9-amd64",
+        "bootprint disable",
     ] {
         verb(line);
     }

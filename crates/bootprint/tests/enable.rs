@@ -1,0 +1,725 @@
+//! `bootprint enable`, `disable` and `status`, the real binary on a fake root: the tree after
+//! enable and disable is the tree before, byte for byte and mode for mode; enable and disable
+//! are idempotent; levers that cannot work are refused with nothing changed; a failure half
+//! way is undone. dpkg-divert is the real one (`--root`); update-grub and the initramfs build
+//! are test doubles (`BOOTPRINT_UPDATE_GRUB`, `BOOTPRINT_INITRAMFS_BUILD`), since neither can
+//! run on a fake tree. The packaged scripts (packaging/) run under `sh` against the same tree,
+//! the GRUB script's output goes through GRUB's own `grub-script-check`, and all four pass
+//! shellcheck.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const KERNEL: &str = "6.1.0-9-amd64";
+const BIN: &str = env!("CARGO_BIN_EXE_bootprint");
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn packaging(name: &str) -> PathBuf {
+    repo().join("packaging").join(name)
+}
+
+fn write(path: &Path, text: &str, mode: u32) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, text).unwrap();
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// A machine under a temporary directory, with the doubles beside it.
+struct Fake {
+    dir: tempfile::TempDir,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Init {
+    Sysvinit,
+    Systemd,
+}
+
+impl Fake {
+    fn new(init: Init) -> Fake {
+        let dir = tempfile::tempdir().unwrap();
+        let f = Fake { dir };
+        let r = f.root();
+        fs::create_dir_all(&r).unwrap();
+        fs::create_dir_all(r.join("usr/bin")).unwrap();
+        symlink(BIN, r.join("usr/bin/bootprint")).unwrap();
+        write(
+            &r.join("usr/lib/bootprint/bootprint-boot"),
+            "#!/bin/sh\n",
+            0o755,
+        );
+        let wrapper = fs::read_to_string(packaging("startpar-wrapper")).unwrap();
+        write(
+            &r.join("usr/lib/bootprint/startpar-wrapper"),
+            &wrapper,
+            0o755,
+        );
+        match init {
+            Init::Sysvinit => {
+                write(&r.join("sbin/init"), "sysvinit\n", 0o755);
+                write(&r.join("lib/init/rc"), "#!/bin/sh\n", 0o755);
+            }
+            Init::Systemd => {
+                fs::create_dir_all(r.join("sbin")).unwrap();
+                symlink("/lib/systemd/systemd", r.join("sbin/init")).unwrap();
+            }
+        }
+        write(&r.join("bin/startpar"), "Debian's startpar\n", 0o755);
+        write(&r.join("var/lib/dpkg/diversions"), "", 0o644);
+        write(&r.join("var/lib/dpkg/status"), "", 0o644);
+        fs::create_dir_all(r.join("var/lib/dpkg/info")).unwrap();
+        write(
+            &r.join("etc/default/grub"),
+            "GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\nGRUB_CMDLINE_LINUX=\"console=ttyS0\"\n",
+            0o644,
+        );
+        f.add_kernel(KERNEL);
+        // The doubles: update-grub notes each run; the build writes the image it is asked for
+        // (and fails when the file `fail-build` exists).
+        let d = f.doubles();
+        write(
+            &d.join("update-grub"),
+            &format!(
+                "#!/bin/sh\necho run >> {}\n",
+                d.join("update-grub.log").display()
+            ),
+            0o755,
+        );
+        write(
+            &d.join("initramfs-build"),
+            &format!(
+                "#!/bin/sh\n[ -e {} ] && {{ echo 'build refused: root on LVM' >&2; exit 1; }}\n\
+                 while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; shift; done\n\
+                 echo image > \"$BOOTPRINT_ROOT$out\"\n",
+                d.join("fail-build").display()
+            ),
+            0o755,
+        );
+        f
+    }
+
+    fn root(&self) -> PathBuf {
+        self.dir.path().join("root")
+    }
+
+    fn doubles(&self) -> PathBuf {
+        self.dir.path().join("doubles")
+    }
+
+    fn add_kernel(&self, release: &str) {
+        let r = self.root();
+        write(
+            &r.join(format!("boot/vmlinuz-{release}")),
+            "kernel\n",
+            0o644,
+        );
+        fs::create_dir_all(r.join(format!("lib/modules/{release}"))).unwrap();
+    }
+
+    fn bootprint(&self, args: &[&str]) -> Output {
+        let root = self.root();
+        Command::new(BIN)
+            .args(args)
+            .arg("--root")
+            .arg(&root)
+            .env("BOOTPRINT_UPDATE_GRUB", self.doubles().join("update-grub"))
+            .env(
+                "BOOTPRINT_INITRAMFS_BUILD",
+                self.doubles().join("initramfs-build"),
+            )
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let o = self.bootprint(args);
+        assert!(
+            o.status.success(),
+            "bootprint {args:?}: {}\n{}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8(o.stdout).unwrap()
+    }
+
+    /// Fails with exit 1; returns the message.
+    fn fails(&self, args: &[&str]) -> String {
+        let o = self.bootprint(args);
+        assert_eq!(o.status.code(), Some(1), "bootprint {args:?}");
+        String::from_utf8(o.stderr).unwrap()
+    }
+
+    fn update_grub_runs(&self) -> usize {
+        fs::read_to_string(self.doubles().join("update-grub.log")).map_or(0, |t| t.lines().count())
+    }
+
+    fn read(&self, p: &str) -> String {
+        fs::read_to_string(self.root().join(p)).unwrap()
+    }
+
+    /// Runs a packaged script under sh against the fake root.
+    fn script(&self, name: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut c = Command::new("sh");
+        c.arg(packaging(name))
+            .args(args)
+            .env("BOOTPRINT_ROOT", self.root())
+            .env("BOOTPRINT_UPDATE_GRUB", self.doubles().join("update-grub"))
+            .env(
+                "BOOTPRINT_INITRAMFS_BUILD",
+                self.doubles().join("initramfs-build"),
+            );
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    }
+}
+
+/// Every file, directory and link under `root`: kind, mode and content. dpkg's own backup of
+/// its diversions list (`diversions-old`, which dpkg-divert writes on each change) is left
+/// out: it is dpkg's, not a change bootprint makes.
+fn snapshot(root: &Path) -> BTreeMap<PathBuf, (u32, Vec<u8>)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            let rel = p.strip_prefix(root).unwrap().to_path_buf();
+            if rel == Path::new("var/lib/dpkg/diversions-old") {
+                continue;
+            }
+            let md = fs::symlink_metadata(&p).unwrap();
+            let content = if md.file_type().is_symlink() {
+                fs::read_link(&p)
+                    .unwrap()
+                    .into_os_string()
+                    .into_encoded_bytes()
+            } else if md.is_dir() {
+                stack.push(p.clone());
+                Vec::new()
+            } else {
+                fs::read(&p).unwrap()
+            };
+            out.insert(rel, (md.mode(), content));
+        }
+    }
+    out
+}
+
+fn have(tool: &str) -> bool {
+    testkit::have_tool_or_skip(tool)
+}
+
+#[test]
+fn enable_all_then_disable_leaves_the_tree_as_it_was() {
+    if !have("dpkg-divert") {
+        return;
+    }
+    let f = Fake::new(Init::Sysvinit);
+    let before = snapshot(&f.root());
+    let out = f.ok(&["enable", "--all", "--default"]);
+    assert!(out.contains("update-grub: done"), "{out}");
+    assert_eq!(f.update_grub_runs(), 1);
+    let dropin = f.read("etc/default/grub.d/bootprint.cfg");
+    assert!(
+        dropin.contains(
+            "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT init=/usr/lib/bootprint/bootprint-boot \
+             bootprint.readahead=1 bootprint.modules=1 bootprint.rc=1\"\n"
+        ),
+        "{dropin}"
+    );
+    assert!(
+        dropin.contains("\nGRUB_DEFAULT=bootprint-initramfs\n"),
+        "{dropin}"
+    );
+    // The runner's hook: Debian's startpar moved aside by dpkg, the wrapper in its place.
+    assert_eq!(f.read("bin/startpar.distrib"), "Debian's startpar\n");
+    assert_eq!(
+        f.read("bin/startpar"),
+        fs::read_to_string(packaging("startpar-wrapper")).unwrap()
+    );
+    let mode = fs::metadata(f.root().join("bin/startpar")).unwrap().mode();
+    assert_eq!(mode & 0o777, 0o755);
+    assert_eq!(
+        f.read("var/lib/dpkg/diversions"),
+        "/bin/startpar\n/bin/startpar.distrib\nbootprint\n"
+    );
+    assert_eq!(
+        f.read(&format!("boot/bootprint-initrd.img-{KERNEL}")),
+        "image\n"
+    );
+    let manifest = f.read("var/lib/bootprint/enabled");
+    for l in [
+        "lever record",
+        "lever readahead",
+        "lever modules",
+        "lever rc",
+        "lever initramfs",
+        "default initramfs",
+    ] {
+        assert!(manifest.lines().any(|x| x == l), "{l} in {manifest}");
+    }
+    assert!(
+        !manifest.contains("lever late"),
+        "sysvinit: no late units: {manifest}"
+    );
+
+    // Twice is once.
+    let after = snapshot(&f.root());
+    let out = f.ok(&["enable", "--all", "--default"]);
+    assert!(out.contains("nothing changed"), "{out}");
+    assert_eq!(snapshot(&f.root()), after);
+    assert_eq!(f.update_grub_runs(), 1);
+
+    let out = f.ok(&["disable"]);
+    assert!(
+        out.contains("undid the diversion of /bin/startpar"),
+        "{out}"
+    );
+    assert_eq!(f.update_grub_runs(), 2);
+    assert_eq!(snapshot(&f.root()), before);
+    // Again: nothing to do, exit 0, no update-grub.
+    let out = f.ok(&["disable"]);
+    assert!(out.contains("nothing to disable"), "{out}");
+    assert_eq!(f.update_grub_runs(), 2);
+    assert_eq!(snapshot(&f.root()), before);
+}
+
+#[test]
+fn a_failed_update_grub_in_disable_can_be_retried() {
+    let f = Fake::new(Init::Systemd);
+    let before = snapshot(&f.root());
+    f.ok(&["enable", "--readahead"]);
+    let grub = f.doubles().join("update-grub");
+    let good = fs::read_to_string(&grub).unwrap();
+    write(&grub, "#!/bin/sh\nexit 1\n", 0o755);
+    let e = f.fails(&["disable"]);
+    assert!(
+        e.contains("GRUB's menu still boots with its parameters"),
+        "{e}"
+    );
+    assert!(!f.root().join("etc/default/grub.d/bootprint.cfg").exists());
+    write(&grub, &good, 0o755);
+    let out = f.ok(&["disable"]);
+    assert!(out.contains("update-grub: done"), "{out}");
+    assert_eq!(snapshot(&f.root()), before);
+}
+
+#[test]
+fn levers_add_up_and_disable_takes_them_all_back() {
+    let f = Fake::new(Init::Systemd);
+    let before = snapshot(&f.root());
+    f.ok(&["enable", "--readahead"]);
+    f.ok(&["enable", "--modules"]);
+    let dropin = f.read("etc/default/grub.d/bootprint.cfg");
+    assert!(
+        dropin.contains("bootprint.readahead=1 bootprint.modules=1\""),
+        "{dropin}"
+    );
+    assert!(
+        !dropin.contains("GRUB_DEFAULT"),
+        "the default is untouched: {dropin}"
+    );
+    assert_eq!(f.update_grub_runs(), 2);
+    f.ok(&["disable"]);
+    assert_eq!(snapshot(&f.root()), before);
+}
+
+#[test]
+fn all_on_systemd_takes_late_units_instead_of_the_runner() {
+    let f = Fake::new(Init::Systemd);
+    let before = snapshot(&f.root());
+    let out = f.ok(&["enable", "--all"]);
+    assert!(out.contains("--all: rc left out: the init script runner replaces sysvinit's startpar, and this system boots systemd"), "{out}");
+    let dropin = f.read("etc/default/grub.d/bootprint.cfg");
+    assert!(dropin.contains("bootprint.late=1"), "{dropin}");
+    assert!(!dropin.contains("bootprint.rc"), "{dropin}");
+    assert_eq!(f.read("bin/startpar"), "Debian's startpar\n");
+    f.ok(&["disable"]);
+    assert_eq!(snapshot(&f.root()), before);
+}
+
+#[test]
+fn levers_that_cannot_work_here_are_refused_and_nothing_changes() {
+    let f = Fake::new(Init::Systemd);
+    let before = snapshot(&f.root());
+    let e = f.fails(&["enable", "--rc"]);
+    assert!(e.contains("--rc: the init script runner replaces sysvinit's startpar, and this system boots systemd (its lever is --late)"), "{e}");
+    assert!(e.contains("nothing changed"), "{e}");
+
+    let s = Fake::new(Init::Sysvinit);
+    let e = s.fails(&["enable", "--late"]);
+    assert!(e.contains("late units are a systemd lever"), "{e}");
+
+    // No kernel for the initramfs.
+    fs::remove_file(f.root().join(format!("boot/vmlinuz-{KERNEL}"))).unwrap();
+    let before_nokernel = snapshot(&f.root());
+    let e = f.fails(&["enable", "--initramfs"]);
+    assert!(e.contains("--initramfs: no kernel is installed"), "{e}");
+    assert_eq!(snapshot(&f.root()), before_nokernel);
+    fs::write(f.root().join(format!("boot/vmlinuz-{KERNEL}")), "kernel\n").unwrap();
+
+    // No bootprint-boot: init= would name a missing program.
+    let bin = f.root().join("usr/lib/bootprint/bootprint-boot");
+    fs::remove_file(&bin).unwrap();
+    let e = f.fails(&["enable", "--readahead"]);
+    assert!(
+        e.contains("bootprint-boot is not an executable file"),
+        "{e}"
+    );
+    write(&bin, "#!/bin/sh\n", 0o755);
+
+    // A drop-in bootprint did not write.
+    write(
+        &f.root().join("etc/default/grub.d/bootprint.cfg"),
+        "# mine\n",
+        0o644,
+    );
+    let e = f.fails(&["enable", "--record"]);
+    assert!(e.contains("bootprint did not write it"), "{e}");
+    fs::remove_file(f.root().join("etc/default/grub.d/bootprint.cfg")).unwrap();
+    fs::remove_dir(f.root().join("etc/default/grub.d")).unwrap();
+
+    // No GRUB: update-grub neither in the root nor given.
+    let o = Command::new(BIN)
+        .args(["enable", "--record", "--root"])
+        .arg(f.root())
+        .env_remove("BOOTPRINT_UPDATE_GRUB")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("update-grub is not installed"), "{e}");
+
+    assert_eq!(snapshot(&f.root()), before);
+    assert_eq!(f.update_grub_runs(), 0);
+}
+
+#[test]
+fn a_failed_build_undoes_what_the_run_had_done() {
+    if !have("dpkg-divert") {
+        return;
+    }
+    let f = Fake::new(Init::Sysvinit);
+    let before = snapshot(&f.root());
+    write(&f.doubles().join("fail-build"), "", 0o644);
+    let e = f.fails(&["enable", "--all"]);
+    assert!(e.contains("failed"), "{e}");
+    assert!(e.contains("what this run had changed is undone"), "{e}");
+    // The diversion made before the build is gone again, the manifest too.
+    assert_eq!(snapshot(&f.root()), before);
+    assert_eq!(f.update_grub_runs(), 0);
+}
+
+#[test]
+fn a_startpar_hook_already_in_place_is_left_alone() {
+    if !have("dpkg-divert") {
+        return;
+    }
+    // The test bed's image: a local diversion and the wrapper already there.
+    let f = Fake::new(Init::Sysvinit);
+    let r = f.root();
+    let o = Command::new("dpkg-divert")
+        .arg("--root")
+        .arg(&r)
+        .args([
+            "--local",
+            "--rename",
+            "--divert",
+            "/bin/startpar.distrib",
+            "--add",
+            "/bin/startpar",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    fs::copy(packaging("startpar-wrapper"), r.join("bin/startpar")).unwrap();
+    fs::set_permissions(r.join("bin/startpar"), fs::Permissions::from_mode(0o755)).unwrap();
+    let before = snapshot(&r);
+    let out = f.ok(&["enable", "--rc"]);
+    assert!(
+        out.contains(
+            "already the wrapper over /bin/startpar.distrib (a local diversion): left as it is"
+        ),
+        "{out}"
+    );
+    assert!(f
+        .read("etc/default/grub.d/bootprint.cfg")
+        .contains("bootprint.rc=1"));
+    f.ok(&["disable"]);
+    assert_eq!(snapshot(&r), before);
+
+    // Someone else's diversion to elsewhere: refused.
+    let g = Fake::new(Init::Sysvinit);
+    write(
+        &g.root().join("var/lib/dpkg/diversions"),
+        "/bin/startpar\n/bin/startpar.real\nother\n",
+        0o644,
+    );
+    let e = g.fails(&["enable", "--rc"]);
+    assert!(
+        e.contains("already diverted to /bin/startpar.real by other"),
+        "{e}"
+    );
+}
+
+#[test]
+fn kernel_hooks_keep_the_images_current() {
+    let f = Fake::new(Init::Systemd);
+    let before = snapshot(&f.root());
+    // Off: the hooks do nothing.
+    f.add_kernel("6.1.0-10-amd64");
+    let with_new = snapshot(&f.root());
+    let o = f.script("kernel-postinst", &["6.1.0-10-amd64"], &[]);
+    assert!(o.status.success() && o.stdout.is_empty() && o.stderr.is_empty());
+    assert_eq!(snapshot(&f.root()), with_new);
+    fs::remove_file(f.root().join("boot/vmlinuz-6.1.0-10-amd64")).unwrap();
+    fs::remove_dir(f.root().join("lib/modules/6.1.0-10-amd64")).unwrap();
+    assert_eq!(snapshot(&f.root()), before);
+
+    f.ok(&["enable", "--initramfs"]);
+    assert_eq!(f.update_grub_runs(), 1);
+    f.add_kernel("6.1.0-10-amd64");
+    let o = f.script(
+        "kernel-postinst",
+        &["6.1.0-10-amd64", "/boot/vmlinuz-6.1.0-10-amd64"],
+        &[],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        f.read("boot/bootprint-initrd.img-6.1.0-10-amd64"),
+        "image\n"
+    );
+    assert!(f
+        .read("var/lib/bootprint/enabled")
+        .contains("built 6.1.0-10-amd64 /boot/bootprint-initrd.img-6.1.0-10-amd64\n"));
+    // The hook leaves update-grub to Debian's zz-update-grub, which runs after it.
+    assert_eq!(f.update_grub_runs(), 1);
+
+    // A failed build does not fail the kernel's installation.
+    write(&f.doubles().join("fail-build"), "", 0o644);
+    f.add_kernel("6.1.0-11-amd64");
+    let o = f.script("kernel-postinst", &["6.1.0-11-amd64"], &[]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("was not built"));
+    fs::remove_file(f.doubles().join("fail-build")).unwrap();
+
+    // The kernel goes: its image too.
+    fs::remove_file(f.root().join("boot/vmlinuz-6.1.0-10-amd64")).unwrap();
+    fs::remove_dir(f.root().join("lib/modules/6.1.0-10-amd64")).unwrap();
+    let o = f.script("kernel-postrm", &["6.1.0-10-amd64"], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!f
+        .root()
+        .join("boot/bootprint-initrd.img-6.1.0-10-amd64")
+        .exists());
+    assert!(!f
+        .read("var/lib/bootprint/enabled")
+        .contains("6.1.0-10-amd64"));
+
+    fs::remove_file(f.root().join("boot/vmlinuz-6.1.0-11-amd64")).unwrap();
+    fs::remove_dir(f.root().join("lib/modules/6.1.0-11-amd64")).unwrap();
+    // 6.1.0-11's build failed half way: its manifest line makes disable remove whatever it
+    // left, so the tree is as before all the same.
+    f.ok(&["disable"]);
+    assert_eq!(snapshot(&f.root()), before);
+}
+
+#[test]
+fn scripts_do_nothing_once_bootprint_is_removed() {
+    let f = Fake::new(Init::Systemd);
+    f.ok(&["enable", "--initramfs", "--default"]);
+    // apt remove: the program goes, the conffiles and the state stay (prerm's disable failed
+    // or was skipped, the worst case).
+    fs::remove_file(f.root().join("usr/bin/bootprint")).unwrap();
+    let tree = snapshot(&f.root());
+    for (name, args) in [
+        ("kernel-postinst", vec!["6.1.0-10-amd64"]),
+        ("kernel-postrm", vec![KERNEL]),
+        ("grub.d", vec![]),
+    ] {
+        let o = f.script(name, &args, &[]);
+        assert!(o.status.success(), "{name}");
+        assert!(
+            o.stdout.is_empty() && o.stderr.is_empty(),
+            "{name} is silent"
+        );
+    }
+    assert_eq!(snapshot(&f.root()), tree);
+}
+
+/// The GRUB script run as grub-mkconfig runs it, with the drop-in sourced the way
+/// grub-mkconfig sources /etc/default/grub.d/*.cfg; grub-probe and grub-mkrelpath are
+/// doubles (there is no GRUB disk here).
+fn grub_script(f: &Fake) -> Output {
+    let d = f.doubles();
+    write(
+        &d.join("grub-probe"),
+        "#!/bin/sh\ncase \"$*\" in *partmap*) echo msdos;; *abstraction*) ;; *fs_uuid*) echo 1234-abcd;; \
+         *target=fs*) echo ext2;; *device*) echo /dev/vda1;; esac\n",
+        0o755,
+    );
+    write(&d.join("grub-mkrelpath"), "#!/bin/sh\necho \"$1\"\n", 0o755);
+    let r = f.root();
+    let sh = format!(
+        ". {grub}; for c in {r}/etc/default/grub.d/*.cfg; do [ -f \"$c\" ] && . \"$c\"; done; \
+         export GRUB_CMDLINE_LINUX GRUB_CMDLINE_LINUX_DEFAULT GRUB_DEFAULT; exec sh {script}",
+        grub = r.join("etc/default/grub").display(),
+        r = r.display(),
+        script = packaging("grub.d").display()
+    );
+    Command::new("sh")
+        .args(["-c", &sh])
+        .env("BOOTPRINT_ROOT", &r)
+        .env("grub_probe", d.join("grub-probe"))
+        .env("grub_mkrelpath", d.join("grub-mkrelpath"))
+        .env("GRUB_DISTRIBUTOR", "Debian")
+        .env("GRUB_DEVICE", "/dev/vda1")
+        .env("GRUB_DEVICE_BOOT", "/dev/vda1")
+        .env("GRUB_DEVICE_UUID", "1234-abcd")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn grub_script_prints_an_entry_per_kernel_with_our_image() {
+    if !Path::new("/usr/share/grub/grub-mkconfig_lib").exists() {
+        return testkit::skip("grub-common is not installed (grub-mkconfig_lib)");
+    }
+    let f = Fake::new(Init::Systemd);
+    // Off: nothing.
+    let o = grub_script(&f);
+    assert!(o.status.success() && o.stdout.is_empty());
+
+    f.add_kernel("6.1.0-10-amd64");
+    f.ok(&["enable", "--initramfs"]);
+    // A kernel without our image gets no entry of ours.
+    f.add_kernel("6.1.0-11-amd64");
+    // The root device by UUID, as 10_linux when /dev/disk/by-uuid has it.
+    write(&f.root().join("dev/disk/by-uuid/1234-abcd"), "", 0o644);
+    let o = grub_script(&f);
+    let cfg = String::from_utf8(o.stdout).unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let entries: Vec<&str> = cfg
+        .lines()
+        .filter(|l| l.starts_with("menuentry "))
+        .collect();
+    assert_eq!(entries.len(), 2, "{cfg}");
+    // Newest first, and it alone has the fixed id GRUB_DEFAULT can name.
+    assert!(entries[0].starts_with(
+        "menuentry 'Debian GNU/Linux, with Linux 6.1.0-10-amd64, with bootprint'\\''s initramfs' \
+         --class debian --class gnu-linux --class gnu --class os $menuentry_id_option 'bootprint-initramfs' {"
+    ), "{cfg}");
+    assert!(
+        entries[1].contains("'bootprint-initramfs-6.1.0-9-amd64'"),
+        "{cfg}"
+    );
+    assert!(cfg.contains(
+        "\tlinux\t/boot/vmlinuz-6.1.0-10-amd64 root=UUID=1234-abcd ro console=ttyS0 quiet init=/usr/lib/bootprint/bootprint-boot\n"
+    ), "{cfg}");
+    assert!(
+        cfg.contains("\tinitrd\t/boot/bootprint-initrd.img-6.1.0-10-amd64\n"),
+        "{cfg}"
+    );
+    assert!(!cfg.contains("6.1.0-11"), "{cfg}");
+    if have("grub-script-check") {
+        let file = f.doubles().join("entries.cfg");
+        fs::write(&file, &cfg).unwrap();
+        let o = Command::new("grub-script-check")
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}\n{cfg}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+#[test]
+fn packaged_scripts_pass_shellcheck() {
+    if !have("shellcheck") {
+        return;
+    }
+    let o = Command::new("shellcheck")
+        .args(["-s", "sh"])
+        .args(
+            [
+                "startpar-wrapper",
+                "kernel-postinst",
+                "kernel-postrm",
+                "grub.d",
+            ]
+            .map(packaging),
+        )
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+#[test]
+fn status_says_what_is_on_and_the_last_boots_times() {
+    let f = Fake::new(Init::Systemd);
+    let out = f.ok(&["status"]);
+    assert!(out.starts_with("enabled: nothing ("), "{out}");
+    assert!(out.contains("last boot: no trace at "), "{out}");
+
+    f.ok(&["enable", "--readahead"]);
+    // The last boot: the mini-trace fixture (tests/fixtures/README.md) as `latest`.
+    let log = f.root().join("var/log/bootprint");
+    fs::create_dir_all(&log).unwrap();
+    symlink(repo().join("tests/fixtures/mini-trace"), log.join("latest")).unwrap();
+    let out = f.ok(&["status"]);
+    assert!(out.starts_with("enabled: record readahead ("), "{out}");
+    assert!(out.contains("this boot: not known (another root)"), "{out}");
+    assert!(
+        out.contains("  readahead  on   this boot: -    not judged yet"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  modules    off  this boot: -    not judged yet"),
+        "{out}"
+    );
+    assert!(
+        out.contains("  created /etc/default/grub.d/bootprint.cfg\n"),
+        "{out}"
+    );
+    assert!(out.contains("  kernel              4.200 s\n"), "{out}");
+
+    let v: serde_json::Value = serde_json::from_str(&f.ok(&["status", "--json"])).unwrap();
+    assert_eq!(v["enabled"], true);
+    assert_eq!(v["levers"][1]["name"], "readahead");
+    assert_eq!(v["levers"][1]["enabled"], true);
+    assert_eq!(v["levers"][2]["enabled"], false);
+    assert_eq!(v["dropin"]["exists"], true);
+    assert_eq!(v["last_boot"]["kernel_s"], 4.2);
+    assert!(v["last_boot"]["boot_done_s"].as_f64().unwrap() > 4.2);
+
+    // A broken manifest: the file, the line and what was expected.
+    write(
+        &f.root().join("var/lib/bootprint/enabled"),
+        "lever record\nlever turbo\n",
+        0o644,
+    );
+    let e = f.fails(&["status"]);
+    assert!(
+        e.contains("var/lib/bootprint/enabled:2: expected a lever"),
+        "{e}"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let o = Command::new(BIN)
+        .args(["enable", "--all", "--kernel-installed", KERNEL])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
