@@ -29,6 +29,10 @@ pub struct Config {
     pub timeout_s: f64,
     /// Where traces go (`<dir>/<boot id>/`).
     pub log_dir: PathBuf,
+    /// At boot done, the oldest traces beyond this many are removed (0: no limit).
+    pub keep_traces: u32,
+    /// Then the oldest while the traces take more MiB than this (0: no limit).
+    pub keep_mb: f64,
     /// Process names whose start marks the text login.
     pub login_names: Vec<String>,
     /// Process names whose start marks the graphical login (a display manager's greeter).
@@ -106,6 +110,8 @@ impl Default for Config {
             settle_s: 3.0,
             timeout_s: 240.0,
             log_dir: PathBuf::from("/var/log/bootprint"),
+            keep_traces: 10,
+            keep_mb: 200.0,
             login_names: ["getty", "agetty", "mingetty", "mgetty", "fbgetty", "login"]
                 .map(String::from)
                 .to_vec(),
@@ -277,6 +283,8 @@ impl Config {
             "settle_s" => self.settle_s = v.num(),
             "timeout_s" => self.timeout_s = v.num(),
             "log_dir" => self.log_dir = path(),
+            "keep_traces" => self.keep_traces = v.int(),
+            "keep_mb" => self.keep_mb = v.num(),
             "login_names" => self.login_names = v.list(),
             "greeter_names" => self.greeter_names = v.list(),
             "readahead" => self.readahead = v.bool(),

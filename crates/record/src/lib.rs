@@ -19,6 +19,7 @@ pub mod kmsg;
 pub mod modload;
 pub mod readahead;
 pub mod recorder;
+pub mod retain;
 pub mod store;
 pub mod sys;
 pub mod sysinfo;
