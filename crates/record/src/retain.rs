@@ -184,7 +184,8 @@ pub fn scan(dir: &Path, this_boot: &str) -> io::Result<Scan> {
         }
         if let Some(id) = name.strip_prefix('.').and_then(|n| n.strip_suffix(".tmp")) {
             if is_boot_id(id) && id != this_boot {
-                scan.crashed.push((path.clone(), disk_bytes(&path, &meta, 0)));
+                scan.crashed
+                    .push((path.clone(), disk_bytes(&path, &meta, 0)));
             }
             continue;
         }
@@ -426,14 +427,24 @@ mod tests {
             trace(d, name, Some(seq), 1);
         }
         // The newest boot had no clock: its header says 1970. Order is by seq all the same.
-        let f = fs::File::options().write(true).open(d.join("b5/header")).unwrap();
+        let f = fs::File::options()
+            .write(true)
+            .open(d.join("b5/header"))
+            .unwrap();
         f.set_modified(SystemTime::UNIX_EPOCH).unwrap();
         // An old trace without seq (written before retention existed) is older than all.
         trace(d, "old", None, 1);
         set_latest(d, "b5");
         let s = scan(d, THIS_BOOT).unwrap();
         assert_eq!(names(&s), ["old", "b1", "b2", "b3", "b4", "b5"]);
-        let p = plan(&s, Limits { keep: 3, max_bytes: 0 }, None);
+        let p = plan(
+            &s,
+            Limits {
+                keep: 3,
+                max_bytes: 0,
+            },
+            None,
+        );
         assert_eq!(gone(&p), ["old", "b1", "b2"]);
         assert!(p.iter().all(|r| r.why == Why::Count));
         assert!(remove(&p).is_empty());
@@ -450,13 +461,35 @@ mod tests {
         let s = scan(d, THIS_BOOT).unwrap();
         let each = s.traces[0].bytes;
         assert!(each >= 100 * 1024, "{each}");
-        assert!(plan(&s, Limits { keep: 0, max_bytes: 0 }, None).is_empty());
+        assert!(plan(
+            &s,
+            Limits {
+                keep: 0,
+                max_bytes: 0
+            },
+            None
+        )
+        .is_empty());
         // Room for two and a half: the two oldest go, for size.
-        let p = plan(&s, Limits { keep: 0, max_bytes: each * 5 / 2 }, None);
+        let p = plan(
+            &s,
+            Limits {
+                keep: 0,
+                max_bytes: each * 5 / 2,
+            },
+            None,
+        );
         assert_eq!(gone(&p), ["b1", "b2"]);
         assert!(p.iter().all(|r| r.why == Why::Size));
         // Count first (one goes), then size (one more).
-        let p = plan(&s, Limits { keep: 3, max_bytes: each * 5 / 2 }, None);
+        let p = plan(
+            &s,
+            Limits {
+                keep: 3,
+                max_bytes: each * 5 / 2,
+            },
+            None,
+        );
         assert_eq!(
             p.iter().map(|r| r.why).collect::<Vec<_>>(),
             [Why::Count, Why::Size]
@@ -476,13 +509,30 @@ mod tests {
         pin(&d.join("b2"), true).unwrap();
         let s = scan(d, THIS_BOOT).unwrap();
         assert!(s.traces[0].latest && s.traces[1].pinned);
-        let p = plan(&s, Limits { keep: 1, max_bytes: 1 }, Some("b3"));
+        let p = plan(
+            &s,
+            Limits {
+                keep: 1,
+                max_bytes: 1,
+            },
+            Some("b3"),
+        );
         assert_eq!(gone(&p), ["b4", "b5"]);
         // Unpinned, b2 may go.
         pin(&d.join("b2"), false).unwrap();
         pin(&d.join("b2"), false).unwrap(); // twice is fine
         let s = scan(d, THIS_BOOT).unwrap();
-        assert_eq!(gone(&plan(&s, Limits { keep: 1, max_bytes: 0 }, None)), ["b2", "b3", "b4", "b5"]);
+        assert_eq!(
+            gone(&plan(
+                &s,
+                Limits {
+                    keep: 1,
+                    max_bytes: 0
+                },
+                None
+            )),
+            ["b2", "b3", "b4", "b5"]
+        );
     }
 
     #[test]
@@ -503,14 +553,24 @@ mod tests {
         fs::create_dir(d.join(".hidden")).unwrap();
         let s = scan(&d, THIS_BOOT).unwrap();
         assert_eq!(names(&s), ["b1", "b2"]);
-        let p = plan(&s, Limits { keep: 1, max_bytes: 0 }, None);
+        let p = plan(
+            &s,
+            Limits {
+                keep: 1,
+                max_bytes: 0,
+            },
+            None,
+        );
         assert_eq!(gone(&p), ["b1"]);
         assert!(remove(&p).is_empty());
         assert!(!t.exists());
         for kept in ["far-link", "b2", "notes.txt", "my-dir", ".hidden"] {
             assert!(fs::symlink_metadata(d.join(kept)).is_ok(), "{kept} removed");
         }
-        assert!(outside.join("far/header").exists(), "followed a symlink out");
+        assert!(
+            outside.join("far/header").exists(),
+            "followed a symlink out"
+        );
     }
 
     #[test]
@@ -527,8 +587,18 @@ mod tests {
         fs::create_dir(d.join(".backup.tmp")).unwrap();
         let s = scan(d, THIS_BOOT).unwrap();
         assert_eq!(s.crashed.len(), 1);
-        let p = plan(&s, Limits { keep: 10, max_bytes: 0 }, None);
-        assert_eq!((gone(&p), p[0].why), (vec![earlier.to_string()], Why::Crashed));
+        let p = plan(
+            &s,
+            Limits {
+                keep: 10,
+                max_bytes: 0,
+            },
+            None,
+        );
+        assert_eq!(
+            (gone(&p), p[0].why),
+            (vec![earlier.to_string()], Why::Crashed)
+        );
         assert!(remove(&p).is_empty());
         assert!(!half.exists() && mine.exists() && d.join(".backup.tmp").exists());
     }
@@ -561,13 +631,26 @@ mod tests {
         }
         let new = trace(d, THIS_BOOT, None, 1);
         set_latest(d, THIS_BOOT);
-        at_boot_done(&new, Limits { keep: 2, max_bytes: 0 }, THIS_BOOT);
+        at_boot_done(
+            &new,
+            Limits {
+                keep: 2,
+                max_bytes: 0,
+            },
+            THIS_BOOT,
+        );
         assert_eq!(read_seq(&new), Some(4));
         let s = scan(d, THIS_BOOT).unwrap();
         assert_eq!(names(&s), ["b3", THIS_BOOT]);
         let log = fs::read_to_string(new.join(LOG_FILE)).unwrap();
-        assert!(log.contains("removed b1 (count,") && log.contains("removed b2 (count,"), "{log}");
-        assert!(log.contains("kept 2 traces") && log.contains("seq 4"), "{log}");
+        assert!(
+            log.contains("removed b1 (count,") && log.contains("removed b2 (count,"),
+            "{log}"
+        );
+        assert!(
+            log.contains("kept 2 traces") && log.contains("seq 4"),
+            "{log}"
+        );
         // A log directory it cannot list: noted, nothing else happens.
         let lone = tmp.path().join("x");
         at_boot_done(&lone.join("t"), Limits::new(1, 1.0), THIS_BOOT);
