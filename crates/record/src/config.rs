@@ -380,6 +380,32 @@ mod tests {
         assert_eq!(c.settle_s, 7.0, "the good parameter applies");
     }
 
+    /// Retention's limits: a bad value names the file and the line, and the boot keeps the
+    /// defaults (10 traces, 200 MiB); a good one applies, from the file or the command line.
+    #[test]
+    fn retention_limits_bad_values_fall_back_to_the_defaults() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("bootprint.toml");
+        for (bad, expected) in [
+            ("keep_traces = -1", "a whole number from 0 to 100000"),
+            ("keep_traces = \"ten\"", "a whole number from 0 to 100000"),
+            ("keep_mb = 1e9", "a number from 0 to 10000000"),
+        ] {
+            std::fs::write(&file, format!("[record]\nhz = 7\n{bad}\n")).unwrap();
+            let (c, errors) = Config::load(&file, "");
+            let e = errors[0].to_string();
+            assert!(
+                e.starts_with(&format!("{}:3: expected", file.display())) && e.contains(expected),
+                "{bad}: {e}"
+            );
+            assert_eq!((c.keep_traces, c.keep_mb, c.hz), (10, 200.0, 5), "{bad}");
+        }
+        std::fs::write(&file, "[record]\nkeep_traces = 3\nkeep_mb = 0\n").unwrap();
+        let (c, errors) = Config::load(&file, "bootprint.keep_mb=50");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!((c.keep_traces, c.keep_mb), (3, 50.0));
+    }
+
     #[test]
     fn load_keeps_what_parsed_when_the_file_is_bad() {
         let tmp = tempfile::tempdir().unwrap();

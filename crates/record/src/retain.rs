@@ -250,8 +250,8 @@ fn disk_bytes(path: &Path, meta: &fs::Metadata, depth: u32) -> u64 {
 }
 
 /// What goes, oldest first: crashed writes, then the oldest traces while there are more than
-/// `keep`, then the oldest while the rest take more than `max_bytes`. `latest`'s target,
-/// pinned traces and `just_written` stay whatever the limits say.
+/// `keep`, then the oldest while the rest take more than `max_bytes`. Pinned traces stay and
+/// are not counted; `latest`'s target and `just_written` stay and are counted.
 pub fn plan(scan: &Scan, limits: Limits, just_written: Option<&str>) -> Vec<Removal> {
     let mut out: Vec<Removal> = scan
         .crashed
@@ -262,8 +262,10 @@ pub fn plan(scan: &Scan, limits: Limits, just_written: Option<&str>) -> Vec<Remo
             why: Why::Crashed,
         })
         .collect();
-    let protected = |t: &Kept| t.latest || t.pinned || Some(t.name.as_str()) == just_written;
-    let mut left: Vec<&Kept> = scan.traces.iter().collect();
+    // Pinned traces are the user's own choice: outside both limits, so pinning a few
+    // baselines does not shorten the history of recent boots.
+    let protected = |t: &Kept| t.latest || Some(t.name.as_str()) == just_written;
+    let mut left: Vec<&Kept> = scan.traces.iter().filter(|t| !t.pinned).collect();
     let mut drop_oldest = |left: &mut Vec<&Kept>, why: Why, over: &dyn Fn(&[&Kept]) -> bool| {
         while over(left) {
             let Some(i) = left.iter().position(|t| !protected(t)) else {
@@ -518,6 +520,16 @@ mod tests {
             Some("b3"),
         );
         assert_eq!(gone(&p), ["b4", "b5"]);
+        // A pinned trace is not counted: with room for four, nothing goes (five, one pinned).
+        assert!(plan(
+            &s,
+            Limits {
+                keep: 4,
+                max_bytes: 0
+            },
+            None
+        )
+        .is_empty());
         // Unpinned, b2 may go.
         pin(&d.join("b2"), false).unwrap();
         pin(&d.join("b2"), false).unwrap(); // twice is fine
