@@ -9,7 +9,8 @@
 //! after the login until then), [`advise`] (findings with evidence, gain and fix; the
 //! kernel's own findings come from the `kernel` crate), [`diff`] (two boots side by side),
 //! with [`services`] (init-script spans from the process tree) and [`usage`] (who used a time
-//! window) beneath them. It does not read files itself beyond what `trace::reader` does (and
+//! window) beneath them. [`summary`] is a boot in one line for the history of kept traces
+//! (`bootprint list`). It does not read files itself beyond what `trace::reader` does (and
 //! [`budget::Budgets::load`] for the budget file), never looks at the machine it runs on, and
 //! formats nothing (that is `render`).
 //!
@@ -31,6 +32,7 @@ pub mod model;
 pub mod report;
 pub mod services;
 pub mod settle;
+pub mod summary;
 pub mod usage;
 
 pub use build::{analyze, analyze_with, AnalyzeError, Options};

@@ -62,6 +62,25 @@ pub enum Verb {
     /// node_exporter's textfile collector (--collector.textfile.directory=DIR). Metric names:
     /// docs/report.md.
     Export(Export),
+    /// The kept boots, newest first: when, kernel, login and boot-done times, size
+    ///
+    /// One row per trace kept in the log directory (default: `log_dir` of
+    /// /etc/bootprint/bootprint.toml, /var/log/bootprint): its id (short), when it was written
+    /// (UTC), the kernel release, the text login, graphical login and boot-done times (seconds
+    /// since the kernel started), its size on disk, and whether it is `latest` or pinned.
+    List(List),
+    /// Pin a trace so pruning never removes it (--unpin: release it)
+    ///
+    /// ID is a boot id, a prefix only one kept trace has, or `latest`. The pin is a file
+    /// `pinned` in the trace directory, so it moves with the trace.
+    Keep(Keep),
+    /// Remove the oldest traces beyond the configured limits, as boot done does
+    ///
+    /// Keeps the newest `keep_traces` traces (default 10), then removes the oldest while they
+    /// take more than `keep_mb` MiB (default 200), never `latest`'s target or a pinned trace;
+    /// also removes temporary directories left by a write that crashed in an earlier boot.
+    /// Anything that is not a trace stays.
+    Prune(Prune),
     /// The kernel's share: phases, initcalls, findings
     ///
     /// Shows what happened before init ran: how long the kernel took to its first program and
@@ -134,6 +153,42 @@ pub struct Report {
     /// processes, services, initcalls, CPU and disk counters
     #[arg(long, value_name = "FILE")]
     pub perfetto: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct List {
+    /// The log directory (default: `log_dir` of the configuration, /var/log/bootprint)
+    #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub dir: Option<PathBuf>,
+    /// Print one JSON object {dir, traces: [...]} (keys: docs/recorder.md, "Retention")
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct Keep {
+    /// A boot id, a prefix of one, or `latest`
+    #[arg(value_name = "ID", value_parser = text(StringValueParser::new()))]
+    pub id: String,
+    /// Remove the pin instead
+    #[arg(long)]
+    pub unpin: bool,
+    /// The log directory (default: `log_dir` of the configuration)
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct Prune {
+    /// Say what would be removed, remove nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The log directory (default: `log_dir` of the configuration)
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    pub dir: Option<PathBuf>,
+    /// Read the limits from FILE instead of /etc/bootprint/bootprint.toml
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -11,11 +11,14 @@ mod enable;
 mod enablement;
 mod export;
 mod initramfs;
+mod keep;
 mod kernel;
 mod lever;
+mod list;
 mod man;
 mod modules;
 mod output;
+mod prune;
 mod rc;
 mod readahead;
 mod report;
@@ -44,6 +47,9 @@ fn main() -> ExitCode {
         Verb::Advise(a) => advise::run(a),
         Verb::Diff(a) => diff::run(a),
         Verb::Export(a) => export::run(a),
+        Verb::List(a) => list::run(a),
+        Verb::Keep(a) => keep::run(a),
+        Verb::Prune(a) => prune::run(a),
         Verb::Kernel(a) => kernel::run(a),
         Verb::Initramfs(a) => initramfs::run(a),
         Verb::Modules(a) => modules::run(a),

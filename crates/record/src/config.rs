@@ -29,6 +29,10 @@ pub struct Config {
     pub timeout_s: f64,
     /// Where traces go (`<dir>/<boot id>/`).
     pub log_dir: PathBuf,
+    /// At boot done, the oldest traces beyond this many are removed (0: no limit).
+    pub keep_traces: u32,
+    /// Then the oldest while the traces take more MiB than this (0: no limit).
+    pub keep_mb: f64,
     /// Process names whose start marks the text login.
     pub login_names: Vec<String>,
     /// Process names whose start marks the graphical login (a display manager's greeter).
@@ -106,6 +110,8 @@ impl Default for Config {
             settle_s: 3.0,
             timeout_s: 240.0,
             log_dir: PathBuf::from("/var/log/bootprint"),
+            keep_traces: 10,
+            keep_mb: 200.0,
             login_names: ["getty", "agetty", "mingetty", "mgetty", "fbgetty", "login"]
                 .map(String::from)
                 .to_vec(),
@@ -277,6 +283,8 @@ impl Config {
             "settle_s" => self.settle_s = v.num(),
             "timeout_s" => self.timeout_s = v.num(),
             "log_dir" => self.log_dir = path(),
+            "keep_traces" => self.keep_traces = v.int(),
+            "keep_mb" => self.keep_mb = v.num(),
             "login_names" => self.login_names = v.list(),
             "greeter_names" => self.greeter_names = v.list(),
             "readahead" => self.readahead = v.bool(),
@@ -370,6 +378,32 @@ mod tests {
             errors[0]
         );
         assert_eq!(c.settle_s, 7.0, "the good parameter applies");
+    }
+
+    /// Retention's limits: a bad value names the file and the line, and the boot keeps the
+    /// defaults (10 traces, 200 MiB); a good one applies, from the file or the command line.
+    #[test]
+    fn retention_limits_bad_values_fall_back_to_the_defaults() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("bootprint.toml");
+        for (bad, expected) in [
+            ("keep_traces = -1", "a whole number from 0 to 100000"),
+            ("keep_traces = \"ten\"", "a whole number from 0 to 100000"),
+            ("keep_mb = 1e9", "a number from 0 to 10000000"),
+        ] {
+            std::fs::write(&file, format!("[record]\nhz = 7\n{bad}\n")).unwrap();
+            let (c, errors) = Config::load(&file, "");
+            let e = errors[0].to_string();
+            assert!(
+                e.starts_with(&format!("{}:3: expected", file.display())) && e.contains(expected),
+                "{bad}: {e}"
+            );
+            assert_eq!((c.keep_traces, c.keep_mb, c.hz), (10, 200.0, 5), "{bad}");
+        }
+        std::fs::write(&file, "[record]\nkeep_traces = 3\nkeep_mb = 0\n").unwrap();
+        let (c, errors) = Config::load(&file, "bootprint.keep_mb=50");
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!((c.keep_traces, c.keep_mb), (3, 50.0));
     }
 
     #[test]

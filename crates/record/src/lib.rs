@@ -3,7 +3,8 @@
 //! [`handoff`] is what runs as PID 1 for a moment: it reads the configuration, forks the
 //! recorder and execs the real init, and on any failure execs the real init at once.
 //! [`recorder`] samples until boot is done ([`done`]) and writes the trace ([`store`]);
-//! [`readahead`] replays or learns the readahead pack around it.
+//! [`readahead`] replays or learns the readahead pack around it; [`retain`] then keeps the
+//! log directory within its limits (also `bootprint prune`).
 //! Sampling /proc belongs to `sample`; the on-disk format belongs to `trace`; system calls
 //! to the `sys` crate (and [`sys`] here: fchdir and the termination signals, which only the
 //! hand-off and the recorder use).
@@ -19,6 +20,7 @@ pub mod kmsg;
 pub mod modload;
 pub mod readahead;
 pub mod recorder;
+pub mod retain;
 pub mod store;
 pub mod sys;
 pub mod sysinfo;

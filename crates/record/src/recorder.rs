@@ -503,13 +503,18 @@ impl<'a> Recorder<'a> {
         }
         let boot_id = sysinfo::boot_id(&self.paths.proc);
         let access = Access::from_group_file(&self.paths.etc_group);
-        write_trace(
+        let dir = write_trace(
             &self.store,
             &self.config.log_dir,
             &self.paths.fallback_dir,
             &boot_id,
             access,
-        )
+        )?;
+        // With the trace and `latest` in place: the oldest traces go (docs/recorder.md,
+        // "Retention"); it fails open, into the trace's retention.log.
+        let limits = crate::retain::Limits::new(self.config.keep_traces, self.config.keep_mb);
+        crate::retain::at_boot_done(&dir, limits, &boot_id);
+        Ok(dir)
     }
 
     /// Takes the exec events still queued and closes their source. Returns its name and how

@@ -14,7 +14,8 @@
 //! views render what their crates hold: the module loader's plan (`bootprint modules plan`:
 //! [`modules_plan`]) and its status ([`modules_status`]), readahead's status
 //! ([`readahead_status`]) and its pack ([`readahead_pack`]); and the host-only initramfs's
-//! plan ([`initramfs_plan`]).
+//! plan ([`initramfs_plan`]). The history of kept traces and what a prune removes
+//! (`bootprint list`, `prune`: [`history`]).
 //! Every renderer takes what `analyze` (or the crate that owns the data: `rc`, `modules`,
 //! `readahead`, `record`) computed and writes to any `io::Write` (or returns the value);
 //! none of them computes boot figures (that is `analyze`), decides what a lever does next
@@ -25,6 +26,7 @@ pub mod advice;
 pub mod chart;
 pub mod diff;
 pub mod enable_status;
+pub mod history;
 pub mod html;
 pub mod initramfs_plan;
 pub mod json;

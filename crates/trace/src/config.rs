@@ -272,6 +272,8 @@ pub static KEYS: &[Key] = &[
         &["timeout"],
     ),
     boot("log_dir", Type::Path, "\"/var/log/bootprint\"", "where traces go (`<dir>/<boot id>/`)"),
+    boot("keep_traces", Type::Int { min: 0, max: 100_000 }, "10", "at boot done, the oldest traces in `log_dir` beyond this many are removed (0: no limit); `latest` and pinned ones stay"),
+    boot("keep_mb", Type::Num { min: 0.0, max: 1e7 }, "200", "then the oldest while the traces take more MiB than this (0: no limit)"),
     boot(
         "login_names",
         Type::List,

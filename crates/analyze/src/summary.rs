@@ -1,0 +1,117 @@
+//! A boot in one line, for the history of kept traces (`bootprint list`): the kernel
+//! release and the three milestone times.
+//!
+//! A trace the recorder finished has those times as events (`milestone` text_login and
+//! graphical_login, `boot_done`), which the full analysis takes as they are (`build`'s
+//! milestones), so [`Summary::from_events`] reads them from `header` and `events.log` alone:
+//! a list of 200 traces then parses 200 small files instead of 200 process logs. A trace
+//! without a `boot_done` event (a bootchart2 log, a recording cut short) goes through the
+//! whole model instead ([`Summary::from_model`]), whose figures are the report's.
+
+use serde::Serialize;
+use trace::Event;
+
+use crate::model::BootModel;
+
+/// One boot's line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// `uname -r` of the recorded boot.
+    pub kernel_release: Option<String>,
+    /// Text login prompt, seconds since the kernel started.
+    pub text_login_s: Option<f64>,
+    /// Graphical login greeter, seconds since the kernel started.
+    pub graphical_login_s: Option<f64>,
+    /// Boot done, seconds since the kernel started.
+    pub boot_done_s: Option<f64>,
+    /// Why recording stopped (`idle`, `limit`, `terminated`), from the event.
+    pub boot_done_reason: Option<String>,
+    /// Where the figures came from: `events` or `model`.
+    pub source: &'static str,
+}
+
+/// The kernel release a header names: `bootprint.kernel_release`, else the second word of
+/// bootchart2's `system.uname`.
+fn kernel_release(header: &[(String, String)]) -> Option<String> {
+    let get = |k: &str| {
+        header
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.as_str())
+    };
+    get("bootprint.kernel_release")
+        .map(str::to_string)
+        .or_else(|| {
+            get("system.uname")?
+                .split_whitespace()
+                .nth(1)
+                .map(String::from)
+        })
+        .filter(|s| !s.is_empty())
+}
+
+impl Summary {
+    /// From the header and the events, when the events have a `boot_done` (else None: the
+    /// model is needed).
+    pub fn from_events(header: &[(String, String)], events: &[Event]) -> Option<Summary> {
+        let done = events.iter().find(|e| e.kind == "boot_done")?;
+        let milestone = |name: &str| {
+            events
+                .iter()
+                .find(|e| e.kind == "milestone" && e.get("name") == Some(name))
+                .map(Event::t_s)
+        };
+        Some(Summary {
+            kernel_release: kernel_release(header),
+            text_login_s: milestone("text_login"),
+            graphical_login_s: milestone("graphical_login"),
+            boot_done_s: Some(done.t_s()),
+            boot_done_reason: done.get("reason").map(String::from),
+            source: "events",
+        })
+    }
+
+    /// From the whole model (the report's figures).
+    pub fn from_model(header: &[(String, String)], model: &BootModel) -> Summary {
+        let ms = &model.milestones;
+        Summary {
+            kernel_release: kernel_release(header),
+            text_login_s: ms.text_login.as_ref().map(|m| m.t_s),
+            graphical_login_s: ms.graphical_login.as_ref().map(|m| m.t_s),
+            boot_done_s: Some(ms.boot_done.t_s),
+            boot_done_reason: None,
+            source: "model",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_give_the_milestones_and_no_boot_done_asks_for_the_model() {
+        let header = vec![(
+            "system.uname".to_string(),
+            "Linux 2.6.27-10-generic #1 i686".to_string(),
+        )];
+        let mut events = vec![
+            Event::new(12_000_000_000, "milestone").with("name", "text_login"),
+            Event::new(13_000_000_000, "milestone").with("name", "text_login"),
+        ];
+        assert_eq!(Summary::from_events(&header, &events), None);
+        events.push(Event::new(14_500_000_000, "boot_done").with("reason", "idle"));
+        let s = Summary::from_events(&header, &events).unwrap();
+        assert_eq!(s.kernel_release.as_deref(), Some("2.6.27-10-generic"));
+        assert_eq!((s.text_login_s, s.graphical_login_s), (Some(12.0), None));
+        assert_eq!(
+            (s.boot_done_s, s.boot_done_reason.as_deref()),
+            (Some(14.5), Some("idle"))
+        );
+        let header = vec![(
+            "bootprint.kernel_release".to_string(),
+            "6.1.0-test".to_string(),
+        )];
+        assert_eq!(kernel_release(&header).as_deref(), Some("6.1.0-test"));
+    }
+}

@@ -1,0 +1,74 @@
+//! `bootprint list [--json] [DIR]`: the kept traces, newest first (`record::retain::scan`),
+//! each summed up in one line (`analyze::summary`: from `events.log` when the recorder
+//! finished it, else from the whole model), rendered by `render::history`.
+
+use std::path::{Path, PathBuf};
+
+use analyze::summary::Summary;
+use render::history::Row;
+
+use crate::output::{print, write_json};
+use crate::Outcome;
+
+/// The log directory: as given, else `log_dir` of the system's configuration (a problem in
+/// that file is a warning; the boot path would use the default then too).
+pub fn log_dir(given: Option<&Path>) -> PathBuf {
+    if let Some(d) = given {
+        return d.to_path_buf();
+    }
+    let (config, errors) = record::Config::load(Path::new(record::config::CONFIG_FILE), "");
+    for e in errors {
+        eprintln!("bootprint: warning: {e}");
+    }
+    config.log_dir
+}
+
+/// The running boot's id (its temporary directory is no crashed write).
+pub fn this_boot() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// One trace's line: `header` and `events.log` when they have a `boot_done`, else the model.
+fn summary(dir: &Path) -> Result<Summary, String> {
+    let read = |name: &str| match std::fs::read_to_string(dir.join(name)) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(format!("{name}: {e}")),
+    };
+    let header = trace::bootchart::parse_header(&read("header")?.unwrap_or_default());
+    if let Some(text) = read("events.log")? {
+        let events = trace::events::parse(&text).map_err(|e| format!("events.log: {e}"))?;
+        if let Some(s) = Summary::from_events(&header, &events) {
+            return Ok(s);
+        }
+    }
+    let trace = trace::Trace::open(dir).map_err(|e| e.to_string())?;
+    let model = analyze::analyze(&trace).map_err(|e| e.to_string())?;
+    Ok(Summary::from_model(&trace.header, &model))
+}
+
+/// Runs the verb.
+pub fn run(args: &crate::cli::List) -> Outcome {
+    let dir = log_dir(args.dir.as_deref());
+    let scan = match record::retain::scan(&dir, &this_boot()) {
+        Ok(s) => s,
+        Err(e) => return Outcome::Failed(format!("{}: {e}", dir.display())),
+    };
+    let rows: Vec<Row> = scan
+        .traces
+        .into_iter()
+        .map(|kept| Row {
+            summary: summary(&kept.path),
+            kept,
+        })
+        .collect();
+    print("the list", |out| {
+        if args.json {
+            write_json(out, &render::history::json(&dir, &rows))
+        } else {
+            render::history::text(out, &dir, &rows)
+        }
+    })
+}
