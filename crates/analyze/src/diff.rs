@@ -159,7 +159,7 @@ pub const LIST_N: usize = 15;
 pub fn diff(a: &BootModel, b: &BootModel) -> Diff {
     let (ma, mb) = (&a.milestones, &b.milestones);
     let t = |m: &Option<crate::Milestone>| m.as_ref().map(|x| x.t_s);
-    let milestones = vec![
+    let mut milestones = vec![
         pair("kernel", t(&ma.kernel), t(&mb.kernel)),
         pair("init_exec", t(&ma.init_exec), t(&mb.init_exec)),
         pair("text_login", t(&ma.text_login), t(&mb.text_login)),
@@ -170,6 +170,25 @@ pub fn diff(a: &BootModel, b: &BootModel) -> Diff {
         ),
         pair("boot_done", Some(ma.boot_done.t_s), Some(mb.boot_done.t_s)),
     ];
+    // The platform's own (Android's zygote, launcher, ...), by name, before boot done.
+    let mut names: Vec<&str> = Vec::new();
+    for p in ma.platform.iter().chain(&mb.platform) {
+        if !names.contains(&p.name.as_str()) {
+            names.push(&p.name);
+        }
+    }
+    let platform_t = |list: &[crate::PlatformMilestone], name: &str| {
+        list.iter().find(|p| p.name == name).map(|p| p.t_s)
+    };
+    let done = milestones.pop();
+    for name in names {
+        milestones.push(pair(
+            name,
+            platform_t(&ma.platform, name),
+            platform_t(&mb.platform, name),
+        ));
+    }
+    milestones.extend(done);
     let pa = budget::phases(a, &Budgets::default());
     let pb = budget::phases(b, &Budgets::default());
     let len =

@@ -691,10 +691,14 @@ fn parse_ps_bytes(line: &[u8], ascii: bool, r: &mut PsRecord) -> Result<(), Stri
         .map(|p| p - 1)
         .ok_or_else(|| "`PID (comm) ...`: no ` (` after the pid".to_string())?;
     // comm is at most 64 bytes (kernel workers' long names), so the closing `)` is the last
-    // one in a short window; searching back from the end would cross all the fields.
+    // one in a short window; searching back from the end would cross all the fields. Android's
+    // init puts the whole `argv[0]` there instead (docs/trace-format.md), which can be longer:
+    // only when the window has no `)` is the last one on the line taken, as Android's writer
+    // finds it.
     let head = &line[open + 2..line.len().min(open + 2 + 66)];
     let close = memchr::memrchr(b')', head)
         .map(|c| open + 2 + c)
+        .or_else(|| memchr::memrchr(b')', &line[open + 2..]).map(|c| open + 2 + c))
         .ok_or_else(|| "`)` closing the command".to_string())?;
     r.pid = parse_u64(trim(&line[..open], ascii))
         .and_then(|p| u32::try_from(p).ok())
