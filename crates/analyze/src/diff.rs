@@ -116,7 +116,13 @@ pub fn program_key(comm: &str) -> &str {
 /// `mountdevsubfs.sh` as `mountdevsubfs.s`: names are matched on their first 12 bytes.
 const MATCH_LEN: usize = 12;
 
-fn match_key(name: &str) -> String {
+/// On Android the names are whole `argv[0]`s, not cut `comm`s (docs/trace-format.md): a path
+/// is matched by its last part, and nothing is cut (the first 12 bytes of every
+/// `/system/bin/...` would be one program).
+fn match_key(name: &str, platform: crate::Platform) -> String {
+    if platform == crate::Platform::Android {
+        return name.rsplit('/').next().unwrap_or(name).to_string();
+    }
     let k = program_key(name);
     let mut end = k.len().min(MATCH_LEN);
     while !k.is_char_boundary(end) {
@@ -133,7 +139,7 @@ fn programs(m: &BootModel, names: &mut BTreeMap<String, String>) -> BTreeMap<Str
         if p.kernel_thread || p.start_s > end || RECORDER_NAMES.contains(&p.name.as_str()) {
             continue;
         }
-        let key = match_key(&p.name);
+        let key = match_key(&p.name, m.platform);
         let shown = program_key(&p.name);
         let slot = names.entry(key.clone()).or_default();
         if shown.len() > slot.len() {
