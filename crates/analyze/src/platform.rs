@@ -23,9 +23,17 @@ pub const ZYGOTE_NAMES: [&str; 2] = ["zygote64", "zygote"];
 pub const HOME_APP_NAMES: [&str; 1] = ["com.miui.home"];
 
 /// The platform and the rule that recognised it: the header first (Android's init writes
-/// its own `version` and `title`), else the processes (a zygote and `system_server` both
-/// ran: a log from another Android collector), else Linux.
+/// its own `version` and `title`), else the processes (a zygote started by pid 1 and
+/// `system_server` both ran: a log from another Android collector), else Linux. A bootprint
+/// trace (`bootprint.format`) is Linux whatever runs in it, and so is a zygote under another
+/// parent: an Android container (Waydroid) on a Linux desktop runs both too.
 pub fn detect(trace: &Trace, procs: &[Process]) -> (Platform, String) {
+    if trace.header_value("bootprint.format").is_some() {
+        return (
+            Platform::Linux,
+            "a bootprint trace (bootprint.format)".into(),
+        );
+    }
     if let Some(v) = trace
         .header_value("version")
         .filter(|v| v.starts_with(ANDROID_VERSION_PREFIX))
@@ -38,12 +46,16 @@ pub fn detect(trace: &Trace, procs: &[Process]) -> (Platform, String) {
     {
         return (Platform::Android, format!("header: title = {t}"));
     }
-    let zygote = first_started(procs, |n| ZYGOTE_NAMES.contains(&n));
+    let zygote =
+        first_started(procs, |n| ZYGOTE_NAMES.contains(&n)).filter(|&z| procs[z].ppid == 1);
     let server = first_started(procs, |n| n == "system_server");
     if let (Some(z), Some(s)) = (zygote, server) {
         return (
             Platform::Android,
-            format!("processes {} and {} ran", procs[z].name, procs[s].name),
+            format!(
+                "processes {} (under pid 1) and {} ran",
+                procs[z].name, procs[s].name
+            ),
         );
     }
     (

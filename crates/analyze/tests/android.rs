@@ -88,8 +88,19 @@ fn without_the_header_the_processes_say_android() {
     }
     let m = analyze::analyze(&t).unwrap();
     assert_eq!(m.platform, Platform::Android);
-    assert_eq!(m.platform_rule, "processes zygote64 and system_server ran");
+    assert_eq!(
+        m.platform_rule,
+        "processes zygote64 (under pid 1) and system_server ran"
+    );
     assert!(m.milestones.graphical_login.is_some());
+
+    // A bootprint trace stays Linux: an Android container may run a zygote on a desktop.
+    t.header.push(("bootprint.format".into(), "1".into()));
+    let m = analyze::analyze(&t).unwrap();
+    assert_eq!(m.platform, Platform::Linux);
+    assert_eq!(m.platform_rule, "a bootprint trace (bootprint.format)");
+    assert!(m.milestones.platform.is_empty());
+    assert_eq!(m.milestones.graphical_login, None);
 }
 
 #[test]
