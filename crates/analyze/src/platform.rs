@@ -89,6 +89,9 @@ pub fn is_launcher(name: &str) -> bool {
             .any(|part| part.to_ascii_lowercase().contains("launcher"))
 }
 
+/// A rule over a process's base name.
+type NameRule = fn(&str) -> bool;
+
 /// What the Android rules found.
 #[derive(Debug, Default)]
 pub struct AndroidMilestones {
@@ -123,7 +126,7 @@ pub fn android(procs: &[Process], notes: &mut Vec<String>) -> AndroidMilestones 
             ),
         });
 
-    let rules: [(&str, &str, fn(&str) -> bool); 4] = [
+    let rules: [(&str, &str, NameRule); 4] = [
         ("surfaceflinger", "surfaceflinger started", |n| {
             n == "surfaceflinger"
         }),
