@@ -125,7 +125,15 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
     .flatten()
     .fold(f64::NEG_INFINITY, f64::max);
 
-    let milestones = milestones(trace, &processes, first_sample_s, last_sample_s, &mut notes);
+    let (platform, platform_rule) = crate::platform::detect(trace, &processes);
+    let milestones = milestones(
+        trace,
+        &processes,
+        platform,
+        first_sample_s,
+        last_sample_s,
+        &mut notes,
+    );
     let mut top_cpu: Vec<usize> = (0..processes.len())
         .filter(|&i| processes[i].cpu_s > 0.0)
         .collect();
@@ -148,6 +156,8 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
     let mut model = BootModel {
         system,
         source,
+        platform,
+        platform_rule,
         first_sample_s,
         last_sample_s,
         milestones,
@@ -168,6 +178,17 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
         let login = model.milestones.login().is_some();
         model.milestones.boot_done = match computed_boot_done(&model, opts) {
             Some(m) => m,
+            None if model.platform == Platform::Android => {
+                model.notes.push(
+                    "Android: CPU and disk never stayed idle after the boot animation: boot \
+                     done taken as the last sample (sys.boot_completed)"
+                        .into(),
+                );
+                Milestone {
+                    t_s: last_sample_s,
+                    source: crate::platform::ANDROID_LAST_SAMPLE.into(),
+                }
+            }
             None => {
                 model.notes.push(if login {
                     "CPU and disk never stayed idle after the login: boot done taken as the \
@@ -886,6 +907,7 @@ const PENDING: &str = "pending";
 fn milestones(
     trace: &Trace,
     procs: &[Process],
+    platform: Platform,
     first_s: f64,
     last_s: f64,
     notes: &mut Vec<String>,
@@ -897,9 +919,16 @@ fn milestones(
             .find(|e| e.kind == kind && (name.is_none() || e.get("name") == name))
     };
     let ms = |t_s: f64, source: String| Milestone { t_s, source };
+    let android = match platform {
+        Platform::Android => Some(crate::platform::android(procs, notes)),
+        Platform::Linux => None,
+    };
 
     let kernel = match trace.dmesg.as_deref().and_then(kernel_done_from_dmesg) {
         Some(t) => Some(ms(t, "dmesg".into())),
+        None if android.as_ref().is_some_and(|a| a.kernel.is_some()) => {
+            android.as_ref().and_then(|a| a.kernel.clone())
+        }
         None => {
             notes.push(
                 "no `Run ... as init process` line in dmesg: kernel time taken as the first \
@@ -922,9 +951,11 @@ fn milestones(
         Some(e) => Some(ms(e.t_s(), "event".into())),
         None => first_named(&LOGIN_NAMES),
     };
-    let graphical_login = match event("milestone", Some("graphical_login")) {
-        Some(e) => Some(ms(e.t_s(), "event".into())),
-        None => first_named(&GREETER_NAMES),
+    let graphical_login = match (event("milestone", Some("graphical_login")), &android) {
+        (Some(e), _) => Some(ms(e.t_s(), "event".into())),
+        // On a phone the boot animation's exit is when its user can use it.
+        (None, Some(a)) => a.animation_exit.clone(),
+        (None, None) => first_named(&GREETER_NAMES),
     };
 
     // Without an event, boot done is computed once the model exists (`settle`).
@@ -941,6 +972,7 @@ fn milestones(
         text_login,
         graphical_login,
         boot_done,
+        platform: android.map(|a| a.platform).unwrap_or_default(),
     }
 }
 

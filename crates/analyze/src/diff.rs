@@ -116,7 +116,13 @@ pub fn program_key(comm: &str) -> &str {
 /// `mountdevsubfs.sh` as `mountdevsubfs.s`: names are matched on their first 12 bytes.
 const MATCH_LEN: usize = 12;
 
-fn match_key(name: &str) -> String {
+/// On Android the names are whole `argv[0]`s, not cut `comm`s (docs/trace-format.md): a path
+/// is matched by its last part, and nothing is cut (the first 12 bytes of every
+/// `/system/bin/...` would be one program).
+fn match_key(name: &str, platform: crate::Platform) -> String {
+    if platform == crate::Platform::Android {
+        return name.rsplit('/').next().unwrap_or(name).to_string();
+    }
     let k = program_key(name);
     let mut end = k.len().min(MATCH_LEN);
     while !k.is_char_boundary(end) {
@@ -133,7 +139,7 @@ fn programs(m: &BootModel, names: &mut BTreeMap<String, String>) -> BTreeMap<Str
         if p.kernel_thread || p.start_s > end || RECORDER_NAMES.contains(&p.name.as_str()) {
             continue;
         }
-        let key = match_key(&p.name);
+        let key = match_key(&p.name, m.platform);
         let shown = program_key(&p.name);
         let slot = names.entry(key.clone()).or_default();
         if shown.len() > slot.len() {
@@ -159,7 +165,7 @@ pub const LIST_N: usize = 15;
 pub fn diff(a: &BootModel, b: &BootModel) -> Diff {
     let (ma, mb) = (&a.milestones, &b.milestones);
     let t = |m: &Option<crate::Milestone>| m.as_ref().map(|x| x.t_s);
-    let milestones = vec![
+    let mut milestones = vec![
         pair("kernel", t(&ma.kernel), t(&mb.kernel)),
         pair("init_exec", t(&ma.init_exec), t(&mb.init_exec)),
         pair("text_login", t(&ma.text_login), t(&mb.text_login)),
@@ -170,6 +176,25 @@ pub fn diff(a: &BootModel, b: &BootModel) -> Diff {
         ),
         pair("boot_done", Some(ma.boot_done.t_s), Some(mb.boot_done.t_s)),
     ];
+    // The platform's own (Android's zygote, launcher, ...), by name, before boot done.
+    let mut names: Vec<&str> = Vec::new();
+    for p in ma.platform.iter().chain(&mb.platform) {
+        if !names.contains(&p.name.as_str()) {
+            names.push(&p.name);
+        }
+    }
+    let platform_t = |list: &[crate::PlatformMilestone], name: &str| {
+        list.iter().find(|p| p.name == name).map(|p| p.t_s)
+    };
+    let done = milestones.pop();
+    for name in names {
+        milestones.push(pair(
+            name,
+            platform_t(&ma.platform, name),
+            platform_t(&mb.platform, name),
+        ));
+    }
+    milestones.extend(done);
     let pa = budget::phases(a, &Budgets::default());
     let pb = budget::phases(b, &Budgets::default());
     let len =

@@ -2,7 +2,8 @@
 //!
 //! `analyze` owns the meaning of a recorded boot: it turns the parsed trace files (from
 //! `trace`) into one [`BootModel`]: milestones (kernel, init exec, text and graphical login,
-//! boot done), CPU and disk time series, the idle fraction, the process list and the top lists.
+//! boot done, and the platform's own: Android's in [`platform`]), CPU and disk time series,
+//! the idle fraction, the process list and the top lists.
 //! [`bootchart`] rebuilds bootchart2's own figures and process tree, for compatibility checks.
 //! The judgement over that model is here too: [`budget`] (phases against their time budgets,
 //! from `[budget]` of `bootprint.toml`), [`settle`] (when CPU and disk went idle and what ran
@@ -29,6 +30,7 @@ pub mod budget;
 pub mod build;
 pub mod diff;
 pub mod model;
+pub mod platform;
 pub mod report;
 pub mod services;
 pub mod settle;

@@ -12,6 +12,10 @@ pub struct BootModel {
     pub system: SystemInfo,
     /// What kind of trace this came from.
     pub source: TraceKind,
+    /// What kind of system was recorded; it decides which rules find the milestones.
+    pub platform: Platform,
+    /// How the platform was recognised, e.g. `header: version = Android init 0.8`.
+    pub platform_rule: String,
     /// Time of the first sample block (any log), seconds.
     pub first_sample_s: f64,
     /// Time of the last sample block (any log), seconds.
@@ -82,6 +86,28 @@ pub enum TraceKind {
     Bootchart2,
 }
 
+/// The kind of system a trace was recorded on (docs/report.md, "Platforms and their
+/// milestones").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Platform {
+    /// A Linux distribution with a getty or a display manager (Debian, Yocto, ...).
+    #[default]
+    Linux,
+    /// Android: init, zygote, system_server, the boot animation and the launcher.
+    Android,
+}
+
+impl Platform {
+    /// The name used in JSON and the text report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Platform::Linux => "linux",
+            Platform::Android => "android",
+        }
+    }
+}
+
 /// Facts about the recorded system.
 #[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct SystemInfo {
@@ -115,6 +141,19 @@ pub struct Milestone {
     pub source: String,
 }
 
+/// A milestone only some platforms have (Android's `zygote`, `system_server`, ...).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlatformMilestone {
+    /// Its key, e.g. `zygote`, `launcher` (JSON, SVG ids).
+    pub name: String,
+    /// What it means in words, e.g. `zygote started`.
+    pub label: String,
+    /// Seconds since the kernel started.
+    pub t_s: f64,
+    /// The rule that found it, e.g. `process zygote64 (pid 360) started`.
+    pub source: String,
+}
+
 /// The boot milestones. `None` when the trace does not show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Milestones {
@@ -129,6 +168,8 @@ pub struct Milestones {
     /// Boot done: CPU and disk idle after the login (always set; at worst the last sample).
     /// See also [`crate::build::computed_boot_done`].
     pub boot_done: Milestone,
+    /// The platform's own milestones, in time order (empty on [`Platform::Linux`]).
+    pub platform: Vec<PlatformMilestone>,
 }
 
 /// CPU time over the boot as fractions of all CPU time (all CPUs) from the first sample to

@@ -198,3 +198,50 @@ fn report_carries_the_kernel_share_from_the_trace_dmesg() {
         text(&o.stdout)
     );
 }
+
+/// Android's bootchart.tgz (tests/fixtures/android-phone): the report names the platform and
+/// the rule behind each Android milestone, in text and JSON.
+#[test]
+fn an_android_bootchart_gets_its_milestones() {
+    let tgz = fixtures().join("android-phone/bootchart.tgz");
+    let o = run(&["report", tgz.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    for want in [
+        "Platform: android (header: version = Android init 0.8)",
+        "  zygote started             6.62 s   (process zygote64 (pid 440) started)",
+        "  launcher running          15.22 s   (process com.android.launcher3 (pid 700) started)",
+        "  graphical login           16.40 s   (boot animation exited: process \
+         /system/bin/bootanimation (pid 470) last seen at 16.40 s)",
+        "  boot done                 19.00 s   (last sample: Android's init stops bootcharting \
+         at sys.boot_completed=1)",
+    ] {
+        assert!(out.contains(want), "{want:?} not in\n{out}");
+    }
+    let o = run(&["report", tgz.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["platform"], "android");
+    assert_eq!(v["platform_rule"], "header: version = Android init 0.8");
+    assert_eq!(v["graphical_login_s"], 16.4);
+    let names: Vec<&str> = v["platform_milestones"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "surfaceflinger",
+            "zygote",
+            "boot_animation",
+            "system_server",
+            "launcher"
+        ]
+    );
+    assert_eq!(
+        v["platform_milestones"][3]["source"],
+        "process system_server (pid 520) started"
+    );
+}

@@ -329,7 +329,8 @@ impl ChartProcess {
     }
 }
 
-/// The milestones the model has, in boot order; boot done always.
+/// The milestones the model has, in boot order (the platform's among them by time); boot
+/// done always, last.
 fn milestones(ms: &analyze::Milestones) -> Vec<Milestone> {
     let mut milestones = Vec::new();
     for (name, ms) in [
@@ -344,6 +345,16 @@ fn milestones(ms: &analyze::Milestones) -> Vec<Milestone> {
                 time: x.t_s,
             });
         }
+    }
+    if !ms.platform.is_empty() {
+        for p in &ms.platform {
+            milestones.push(Milestone {
+                name: p.name.clone(),
+                time: p.t_s,
+            });
+        }
+        // Only then: Linux charts keep the order they always had.
+        milestones.sort_by(|a, b| a.time.total_cmp(&b.time));
     }
     milestones.push(Milestone {
         name: "boot_done".to_string(),
@@ -959,6 +970,8 @@ mod tests {
                 ..SystemInfo::default()
             },
             source: TraceKind::Bootprint,
+            platform: analyze::Platform::Linux,
+            platform_rule: String::new(),
             first_sample_s: 2.0,
             last_sample_s: 9.0,
             milestones: Milestones {
@@ -967,6 +980,7 @@ mod tests {
                 text_login: Some(ms(7.5)),
                 graphical_login: None,
                 boot_done: ms(8.0),
+                platform: Vec::new(),
             },
             cpu_totals: CpuTotals::default(),
             cpu: vec![analyze::CpuSample {

@@ -130,6 +130,9 @@ pub fn chart_data(m: &BootModel) -> serde_json::Value {
             marks.push(json!([name, r3(v.t_s)]));
         }
     }
+    for p in &ms.platform {
+        marks.push(json!([p.label, r3(p.t_s)]));
+    }
     marks.push(json!(["boot done", r3(ms.boot_done.t_s)]));
     json!({
         "end": r3(m.last_sample_s.max(ms.boot_done.t_s)),
@@ -314,6 +317,15 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
             "<tr><td class=l>{name}</td><td>{}</td><td class=l>{}</td></tr>",
             opt(v.map(|x| x.t_s)),
             esc(v.map_or("", |x| x.source.as_str()))
+        )?;
+    }
+    for p in &ms.platform {
+        writeln!(
+            out,
+            "<tr><td class=l>{}</td><td>{}</td><td class=l>{}</td></tr>",
+            esc(&p.label),
+            opt(Some(p.t_s)),
+            esc(&p.source)
         )?;
     }
     writeln!(out, "</table>")?;

@@ -58,6 +58,8 @@ pub fn to_value(m: &BootModel, origin: &str) -> Value {
     json!({
         "trace": origin,
         "format": match m.source { TraceKind::Bootprint => "bootprint", TraceKind::Bootchart2 => "bootchart2" },
+        "platform": m.platform.name(),
+        "platform_rule": m.platform_rule,
         "system": m.system,
         "first_sample_s": m.first_sample_s,
         "last_sample_s": m.last_sample_s,
@@ -70,6 +72,7 @@ pub fn to_value(m: &BootModel, origin: &str) -> Value {
         "graphical_login_source": opt_src(&ms.graphical_login),
         "boot_done_s": ms.boot_done.t_s,
         "boot_done_source": ms.boot_done.source,
+        "platform_milestones": ms.platform,
         "boot_done_computed_s": analyze::build::computed_boot_done(m, &analyze::Options::default())
             .map(|c| c.t_s),
         "idle_fraction": m.cpu_totals.idle_fraction,

@@ -118,6 +118,12 @@ pub fn events(m: &BootModel, kernel: Option<&kernel::Report>) -> Vec<Value> {
             );
         }
     }
+    for p in &ms.platform {
+        ev.push(
+            json!({"name": p.label, "cat": "milestone", "ph": "i", "s": "g", "ts": us(p.t_s),
+                       "pid": COUNTERS_PID, "tid": 0}),
+        );
+    }
     ev
 }
 

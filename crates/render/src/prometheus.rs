@@ -66,6 +66,14 @@ fn text_of(m: &BootModel, phases: &[analyze::budget::Phase]) -> String {
             );
         }
     }
+    for p in &ms.platform {
+        let _ = writeln!(
+            s,
+            "bootprint_milestone_seconds{{milestone=\"{}\"}} {}",
+            p.name,
+            num(p.t_s)
+        );
+    }
     let phase = |p: &analyze::budget::Phase| {
         serde_json::to_value(p.id)
             .ok()

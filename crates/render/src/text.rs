@@ -98,13 +98,26 @@ pub fn write(m: &BootModel, origin: &str, out: &mut impl Write) -> io::Result<()
     if let Some(r) = &m.recorder {
         writeln!(out, "Recorder: {}", recorder_cost(r))?;
     }
+    // Linux is the default and says nothing new: its reports stay as they were.
+    if m.platform != analyze::Platform::Linux {
+        writeln!(out, "Platform: {} ({})", m.platform.name(), m.platform_rule)?;
+    }
     writeln!(out)?;
     writeln!(out, "Milestones (seconds since the kernel started):")?;
     let ms = &m.milestones;
     line(out, "kernel (init starts)", ms.kernel.as_ref())?;
     line(out, "real init exec'd", ms.init_exec.as_ref())?;
     line(out, "text login", ms.text_login.as_ref())?;
+    // The platform's own milestones go in by time around the graphical login.
+    let at = ms.graphical_login.as_ref().map_or(f64::INFINITY, |g| g.t_s);
+    let (before, after): (Vec<_>, Vec<_>) = ms.platform.iter().partition(|p| p.t_s <= at);
+    for p in before {
+        writeln!(out, "  {:<22}{:>9.2} s   ({})", p.label, p.t_s, p.source)?;
+    }
     line(out, "graphical login", ms.graphical_login.as_ref())?;
+    for p in after {
+        writeln!(out, "  {:<22}{:>9.2} s   ({})", p.label, p.t_s, p.source)?;
+    }
     line(out, "boot done", Some(&ms.boot_done))?;
     // When an event gave boot done, show what the samples say too if it differs: a recorder
     // that timed out, or one whose idea of idle differs from the analysis.

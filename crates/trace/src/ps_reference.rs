@@ -89,10 +89,17 @@ pub(crate) fn parse_ps_line_into(line: &str, r: &mut PsRecord) -> Result<(), Str
     // comm is at most 64 bytes (kernel workers' long names), so the closing `)` is near the
     // start; searching back from the end would cross all the fields.
     let head = &line.as_bytes()[..line.len().min(open + 2 + 66)];
+    // Android's longer names: the last `)` on the line when the window has none.
     let close = head
         .iter()
         .rposition(|&b| b == b')')
         .filter(|&c| c > open)
+        .or_else(|| {
+            line.as_bytes()
+                .iter()
+                .rposition(|&b| b == b')')
+                .filter(|&c| c > open)
+        })
         .ok_or_else(|| "`)` closing the command".to_string())?;
     r.pid = parse_u64(line[..open].trim().as_bytes())
         .and_then(|p| u32::try_from(p).ok())

@@ -31,8 +31,8 @@ pub fn strict(data: &[u8]) -> Option<&str> {
 /// A trace's files, `(name, contents)`.
 pub type TraceFiles = Vec<(String, Vec<u8>)>;
 
-/// The trace fixtures, each as its files: the hand-made mini trace, bootchart2's example
-/// and two test-bed traces (their `.tgz` unpacked; every file cut to [`TRACE_SEED`]).
+/// The trace fixtures, each as its files: the hand-made mini trace, bootchart2's example,
+/// the hand-written Android log and two test-bed traces (their `.tgz` unpacked; every file cut to [`TRACE_SEED`]).
 pub fn trace_fixtures() -> &'static [TraceFiles] {
     static CELL: OnceLock<Vec<TraceFiles>> = OnceLock::new();
     CELL.get_or_init(|| {
@@ -40,6 +40,7 @@ pub fn trace_fixtures() -> &'static [TraceFiles] {
         for dir in [
             "tests/fixtures/mini-trace",
             "tests/fixtures/bootchart2-example1",
+            "tests/fixtures/android-phone",
         ] {
             let files: TraceFiles = ::trace::reader::KNOWN_FILES
                 .iter()
