@@ -201,6 +201,10 @@ fn cache_key(flavor: Flavor) -> String {
         h.update(p.as_bytes());
         h.update(b"\0");
     }
+    if flavor == Flavor::Text {
+        h.update(EXTRA_DEBS.as_bytes());
+        h.update(b"\0");
+    }
     // The text key is the same as before flavours existed: its cached image stays valid.
     for p in flavor.packages() {
         h.update(p.as_bytes());
@@ -542,6 +546,9 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
             &mut chroot(&root, &["update-rc.d", "bootprint-plant", "defaults"]),
             &log,
         )?;
+        if flavor == Flavor::Text {
+            download_extra_debs(&root, &work.join(EXTRA_DEBS_DIR), &log)?;
+        }
         run_logged(&mut chroot(&root, &["apt-get", "clean"]), &log)?;
         let mut pw = chroot(
             &root,
@@ -580,6 +587,95 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
     fs::rename(&work, &img.dir).map_err(|e| io_err("cannot rename into place", &img.dir, e))?;
     let _ = paths;
     Ok(())
+}
+
+/// What the package test's GRUB disk (`grub_disk.rs`) installs that the text image does
+/// not: GRUB for BIOS and the kernel ABI before the image's (the disk boots that one, and
+/// the test upgrades it to the image's). Downloaded as .debs into the image directory, not
+/// into its root file system, so the text image boots as before.
+const EXTRA_DEBS: &str = "grub-pc; the previous kernel ABI and the current one, as .debs";
+/// The directory of the image that holds them.
+pub const EXTRA_DEBS_DIR: &str = "extra-debs";
+
+/// Downloads [`EXTRA_DEBS`] with the chroot's apt (so exactly what this root lacks) into
+/// `dest` on the host.
+fn download_extra_debs(root: &Path, dest: &Path, log: &Path) -> Result<()> {
+    let installed = kernel_release(&root.join("boot"))?;
+    let listing = output_logged(
+        &mut chroot(
+            root,
+            &[
+                "apt-cache",
+                "search",
+                "--names-only",
+                "^linux-image-[0-9.]+-[0-9]+-amd64$",
+            ],
+        ),
+        log,
+    )?;
+    let previous =
+        previous_kernel(&listing, &installed).ok_or_else(|| {
+            Error::fail(format!(
+            "no kernel ABI before {installed} in the mirror's {SUITE} (apt-cache search found: {})",
+            listing.lines().filter_map(|l| l.split(' ').next()).collect::<Vec<_>>().join(", ")
+        ))
+        })?;
+    eprintln!("image: downloading grub-pc, linux-image-{previous} and linux-image-{installed} for the package test");
+    let inside = "/var/cache/bootprint-extra-debs";
+    let script = format!(
+        "set -e; rm -rf {inside}; mkdir -p {inside}/partial; \
+         apt-get install --download-only -y --no-install-recommends \
+           -o Dir::Cache::archives={inside}/ grub-pc linux-image-{previous}; \
+         cd {inside}; apt-get download linux-image-{installed}; rm -rf partial lock"
+    );
+    run_logged(&mut chroot(root, &["sh", "-c", &script]), log)?;
+    let src = root.join(inside.trim_start_matches('/'));
+    let _ = fs::remove_dir_all(dest);
+    fs::create_dir_all(dest).map_err(|e| io_err("cannot create", dest, e))?;
+    for e in fs::read_dir(&src).map_err(|e| io_err("cannot list", &src, e))? {
+        let e = e.map_err(|e| io_err("cannot list", &src, e))?;
+        let to = dest.join(e.file_name());
+        fs::copy(e.path(), &to).map_err(|err| io_err("cannot copy", &e.path(), err))?;
+    }
+    fs::remove_dir_all(&src).map_err(|e| io_err("cannot remove", &src, e))?;
+    Ok(())
+}
+
+/// The release of the one kernel in `boot` (`vmlinuz-RELEASE`).
+pub fn kernel_release(boot: &Path) -> Result<String> {
+    let mut found: Vec<String> = fs::read_dir(boot)
+        .map_err(|e| io_err("cannot list", boot, e))?
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_prefix("vmlinuz-"))
+                .map(str::to_string)
+        })
+        .collect();
+    found.sort();
+    found
+        .pop()
+        .ok_or_else(|| Error::fail(format!("no vmlinuz-* in {}", boot.display())))
+}
+
+/// From `apt-cache search` lines (`linux-image-6.1.0-47-amd64 - Linux 6.1 ...`), the release
+/// with the highest ABI number below `installed`'s (`6.1.0-50-amd64`), of the same upstream
+/// series.
+pub fn previous_kernel(listing: &str, installed: &str) -> Option<String> {
+    fn split(release: &str) -> Option<(&str, u32)> {
+        let base = release.strip_suffix("-amd64")?;
+        let (series, abi) = base.rsplit_once('-')?;
+        Some((series, abi.parse().ok()?))
+    }
+    let (series, abi) = split(installed)?;
+    listing
+        .lines()
+        .filter_map(|l| l.split(' ').next()?.strip_prefix("linux-image-"))
+        .filter_map(|r| split(r).map(|(s, a)| (r, s, a)))
+        .filter(|&(_, s, a)| s == series && a < abi)
+        .max_by_key(|&(_, _, a)| a)
+        .map(|(r, _, _)| r.to_string())
 }
 
 /// Guest configuration: serial getty, fstab, hostname, a note of what built the image.
@@ -923,6 +1019,24 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
         )
         .unwrap();
         assert!(stat.contains("Mode:  0755"), "{stat}");
+    }
+
+    #[test]
+    fn previous_kernel_is_the_abi_below() {
+        let listing = "linux-image-6.1.0-47-amd64 - Linux 6.1 for 64-bit PCs (signed)
+linux-image-6.1.0-50-amd64 - Linux 6.1 for 64-bit PCs (signed)
+linux-image-6.1.0-48-amd64 - Linux 6.1 for 64-bit PCs (signed)
+linux-image-6.12.100+deb12-amd64 - Linux 6.12 for 64-bit PCs (signed)
+linux-image-6.1.0-51-amd64 - Linux 6.1 for 64-bit PCs (signed)
+linux-image-amd64 - Linux for 64-bit PCs (meta-package)
+";
+        assert_eq!(
+            previous_kernel(listing, "6.1.0-50-amd64").as_deref(),
+            Some("6.1.0-48-amd64")
+        );
+        assert_eq!(previous_kernel(listing, "6.1.0-47-amd64"), None);
+        assert_eq!(previous_kernel(listing, "6.12.100+deb12-amd64"), None);
+        assert_eq!(previous_kernel("", "6.1.0-50-amd64"), None);
     }
 
     #[test]
