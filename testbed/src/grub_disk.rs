@@ -201,19 +201,23 @@ fn derive(
         .len();
     let grown_mb = root_bytes / (1 << 20) + GROW_MB;
     // resize2fs wants a freshly checked file system; 1 = errors fixed, also fine.
+    let e2fsck_log = dir.join("e2fsck.log");
+    let out = fs::File::create(&e2fsck_log).map_err(|e| io_err("cannot create", &e2fsck_log, e))?;
+    let err = out
+        .try_clone()
+        .map_err(|e| io_err("cannot open", &e2fsck_log, e))?;
     let status = Command::new("e2fsck")
         .args(["-f", "-y"])
         .arg(&root)
-        .stdout(
-            fs::File::create(dir.join("e2fsck.log"))
-                .map_err(|e| io_err("cannot create", &log, e))?,
-        )
+        .stdout(out)
+        .stderr(err)
         .status()
         .map_err(|e| Error::fail(format!("cannot run e2fsck: {e}")))?;
     if !matches!(status.code(), Some(0) | Some(1)) {
         return Err(Error::fail(format!(
-            "e2fsck -f {} failed ({status})",
-            root.display()
+            "e2fsck -f {} failed ({status}); see {}",
+            root.display(),
+            e2fsck_log.display()
         )));
     }
     run_logged(
