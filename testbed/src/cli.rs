@@ -95,6 +95,12 @@ pub enum Verb {
     /// `bench initramfs` measures it against Debian's initramfs-tools, dracut host-only and
     /// tiny-initramfs.
     Initramfs(Build),
+    /// The Debian package on a machine GRUB boots: install, enable, kernel upgrade, disable,
+    /// purge
+    ///
+    /// Five boots through the firmware and GRUB from the image's own disk (derived once and
+    /// cached: grub-pc, the kernel ABI before the image's); see docs/testbed.md.
+    Package(Package),
     /// Print the shell completions of bootprint-testbed to stdout
     Completions(cliutil::Completions),
     /// Write the man pages (bootprint-testbed.1, bootprint-testbed-boot.1, ...) into DIR
@@ -114,6 +120,16 @@ impl Build {
     pub fn cargo(&self) -> bool {
         !self.no_cargo
     }
+}
+
+/// `package`'s arguments.
+#[derive(Debug, Args)]
+pub struct Package {
+    /// The .deb to test (`make deb` builds it)
+    #[arg(long, value_name = "FILE")]
+    pub deb: PathBuf,
+    #[command(flatten)]
+    pub build: Build,
 }
 
 /// Which image: `--desktop` or `--desktop-systemd`, else the text one.

@@ -12,6 +12,7 @@ mod cli;
 mod completions;
 mod deps;
 mod faults;
+mod grub_disk;
 mod image;
 mod initramfs_test;
 mod irbench;
@@ -19,6 +20,7 @@ mod late_test;
 mod man;
 mod modbench;
 mod modcheck;
+mod package_test;
 mod parity;
 mod qemu;
 mod rabench;
@@ -140,6 +142,7 @@ fn run(verb: Verb) -> Result<(), Error> {
         Verb::Smoke(a) => smoke::run(&paths, a.cargo()),
         Verb::Parity(a) => parity::run(&paths, a.cargo()),
         Verb::Late(a) => late_test::run(&paths, a.cargo()),
+        Verb::Package(a) => package_test::run(&paths, &a.deb, a.build.cargo()),
         Verb::Verdict(a) => verdict::run(&paths, a.boots, a.build.cargo()),
         Verb::Completions(_) | Verb::Man(_) => Ok(()), // done above
     }

@@ -92,6 +92,16 @@ pub struct BootOpts {
     /// stall) ends the boot at once (QEMU killed, `BootResult::kernel_stall` set) instead of
     /// waiting out the script's limit: for scripts that may wedge the guest on purpose.
     pub stop_on_stall: bool,
+    /// Boot as a PC does: the firmware (SeaBIOS) loads the boot loader from the disk, which
+    /// picks the kernel, initramfs and command line (the package test's GRUB disk); no
+    /// `-kernel`, and `append`, `record`, `initrd`, `root` do not apply.
+    pub firmware: bool,
+    /// The root device on the command line instead of `/dev/vda` (`/dev/vda1` on a disk
+    /// with a partition table).
+    pub root: Option<String>,
+    /// Where the root file system starts on the disk, in bytes (the trace is copied out from
+    /// there): 0 for the image's bare file system, 1 MiB on the GRUB disk.
+    pub fs_offset: u64,
 }
 
 impl BootOpts {
@@ -107,6 +117,9 @@ impl BootOpts {
             initrd: None,
             sync_disk: false,
             stop_on_stall: false,
+            firmware: false,
+            root: None,
+            fs_offset: 0,
         }
     }
 
@@ -126,12 +139,18 @@ impl BootOpts {
             initrd: a.initrd.clone(),
             sync_disk: a.sync_disk,
             stop_on_stall: false,
+            firmware: false,
+            root: None,
+            fs_offset: 0,
         })
     }
 
     /// The whole kernel command line.
     pub fn cmdline(&self) -> String {
-        let mut s = BASE_APPEND.to_string();
+        let mut s = match &self.root {
+            Some(dev) => BASE_APPEND.replace("root=/dev/vda ", &format!("root={dev} ")),
+            None => BASE_APPEND.to_string(),
+        };
         if !self.append.trim().is_empty() {
             s.push(' ');
             s.push_str(self.append.trim());
@@ -276,6 +295,19 @@ pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
 /// QEMU as the test bed runs it: TCG, 2 vCPUs, 1 GiB, no display, the serial console on
 /// stdio, the image's kernel with `initrd` and `cmdline`; the caller adds the drive.
 pub fn qemu_command(img: &Image, initrd: &Path, cmdline: &str) -> Command {
+    let mut cmd = firmware_command(img);
+    cmd.arg("-kernel")
+        .arg(&img.kernel)
+        .arg("-initrd")
+        .arg(initrd)
+        .arg("-append")
+        .arg(cmdline);
+    cmd
+}
+
+/// QEMU without a kernel: the firmware (SeaBIOS) boots from the disk the caller adds, as a
+/// PC does (`BootOpts::firmware`); [`qemu_command`] adds the image's kernel.
+pub fn firmware_command(img: &Image) -> Command {
     let mut cmd = Command::new("qemu-system-x86_64");
     cmd.args(["-accel", "tcg", "-smp", "2", "-m", "1024"])
         .args([
@@ -287,19 +319,13 @@ pub fn qemu_command(img: &Image, initrd: &Path, cmdline: &str) -> Command {
             "none",
         ])
         .args(["-serial", "stdio"])
-        .arg("-kernel")
-        .arg(&img.kernel)
-        .arg("-initrd")
-        .arg(initrd)
         // A desktop image's Xorg needs a display: QEMU's standard VGA (the guest's bochs
         // DRM driver); `-display none` keeps it headless on the host.
         .args(if img.desktop {
             &["-device", "VGA"][..]
         } else {
             &[][..]
-        })
-        .arg("-append")
-        .arg(cmdline);
+        });
     cmd
 }
 
@@ -346,7 +372,11 @@ fn boot_disk(
     let qemu_log = run.join("qemu.log");
     let qemu_err =
         fs::File::create(&qemu_log).map_err(|e| io_err("cannot create", &qemu_log, e))?;
-    let mut cmd = qemu_command(img, opts.initrd.as_ref().unwrap_or(&img.initrd), &cmdline);
+    let mut cmd = if opts.firmware {
+        firmware_command(img)
+    } else {
+        qemu_command(img, opts.initrd.as_ref().unwrap_or(&img.initrd), &cmdline)
+    };
     cmd.arg("-drive").arg(format!(
         "file={},format=raw,if=virtio{}",
         disk.display(),
@@ -571,7 +601,11 @@ fn boot_disk(
             }
         };
         let host_log = run.join("host.log");
-        match copy_trace(disk, boot_id.as_deref(), &out, run, &host_log) {
+        let fs = FsImage {
+            file: disk,
+            offset: opts.fs_offset,
+        };
+        match copy_trace(&fs, boot_id.as_deref(), &out, run, &host_log) {
             Ok(()) => trace_dir = Some(out),
             Err(e) if !trace_ready => {
                 eprintln!("boot: no trace to copy out: {e}");
@@ -619,9 +653,26 @@ fn is_boot_id(s: &str) -> bool {
     s.len() == 36 && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
 }
 
+/// An ext4 file system in a file, from `offset` on: e2fsprogs' unix I/O manager takes the
+/// offset as `FILE?offset=N` (debugfs, e2fsck).
+struct FsImage<'a> {
+    file: &'a Path,
+    offset: u64,
+}
+
+impl FsImage<'_> {
+    fn spec(&self) -> std::ffi::OsString {
+        let mut s = self.file.as_os_str().to_owned();
+        if self.offset > 0 {
+            s.push(format!("?offset={}", self.offset));
+        }
+        s
+    }
+}
+
 /// Copies `/var/log/bootprint/<boot id>` (or what `latest` points at) out of the disk image.
 fn copy_trace(
-    disk: &Path,
+    fs_image: &FsImage,
     boot_id: Option<&str>,
     out: &Path,
     run: &Path,
@@ -639,7 +690,7 @@ fn copy_trace(
         .map_err(|e| io_err("cannot open log", log, e))?;
     let status = Command::new("e2fsck")
         .args(["-p", "-E", "journal_only"])
-        .arg(disk)
+        .arg(fs_image.spec())
         .stdin(Stdio::null())
         .stdout(logf)
         .stderr(logf2)
@@ -649,7 +700,7 @@ fn copy_trace(
     if !matches!(status.code(), Some(0) | Some(1)) {
         return Err(Error::fail(format!(
             "`e2fsck -p -E journal_only {}` failed ({status}); log {}:\n{}",
-            disk.display(),
+            fs_image.file.display(),
             log.display(),
             tail(log, 10)
         )));
@@ -661,7 +712,7 @@ fn copy_trace(
                 Command::new("debugfs")
                     .arg("-R")
                     .arg(format!("stat {TRACE_ROOT}/latest"))
-                    .arg(disk),
+                    .arg(fs_image.spec()),
                 log,
             )?;
             symlink_target(&stat)
@@ -676,7 +727,7 @@ fn copy_trace(
                 .ok_or_else(|| {
                     Error::fail(format!(
                         "no {TRACE_ROOT}/latest symlink in {}",
-                        disk.display()
+                        fs_image.file.display()
                     ))
                 })?
         }
@@ -688,14 +739,14 @@ fn copy_trace(
         Command::new("debugfs")
             .arg("-R")
             .arg(format!("rdump {TRACE_ROOT}/{name} {}", tmp.display()))
-            .arg(disk),
+            .arg(fs_image.spec()),
         log,
     )?;
     let got = tmp.join(&name);
     if !got.join("events.log").is_file() && !got.join("header").is_file() {
         return Err(Error::fail(format!(
             "{TRACE_ROOT}/{name} not found in {} (debugfs log {})",
-            disk.display(),
+            fs_image.file.display(),
             log.display()
         )));
     }
@@ -749,6 +800,11 @@ mod tests {
             o.cmdline(),
             format!("{BASE_APPEND} loglevel=5 init=/usr/lib/bootprint/bootprint-boot")
         );
+        // A partitioned disk's root.
+        let mut o = BootOpts::new(Profile::Fast);
+        o.root = Some("/dev/vda1".into());
+        assert!(o.cmdline().contains(" root=/dev/vda1 "), "{}", o.cmdline());
+        assert!(!o.cmdline().contains("root=/dev/vda "), "{}", o.cmdline());
     }
 
     #[test]
@@ -800,6 +856,10 @@ mod tests {
             &log,
         )
         .unwrap();
+        let disk = FsImage {
+            file: &disk,
+            offset: 0,
+        };
         // By boot id, and through the `latest` symlink when the boot id is unknown.
         let out1 = dir.path().join("t1");
         copy_trace(&disk, Some(id), &out1, dir.path(), &log).unwrap();
@@ -810,6 +870,23 @@ mod tests {
         let out2 = dir.path().join("sub/t2");
         copy_trace(&disk, None, &out2, dir.path(), &log).unwrap();
         assert!(out2.join("events.log").is_file());
+        // The same file system 1 MiB into a disk, as on the GRUB disk.
+        let shifted = dir.path().join("shifted.raw");
+        run_logged(
+            Command::new("dd")
+                .arg(format!("if={}", disk.file.display()))
+                .arg(format!("of={}", shifted.display()))
+                .args(["bs=1M", "seek=1", "status=none"]),
+            &log,
+        )
+        .unwrap();
+        let out4 = dir.path().join("t4");
+        let shifted = FsImage {
+            file: &shifted,
+            offset: 1 << 20,
+        };
+        copy_trace(&shifted, Some(id), &out4, dir.path(), &log).unwrap();
+        assert!(out4.join("header").is_file());
         // An existing output is not overwritten; a missing trace is an error naming it.
         let e = copy_trace(&disk, Some(id), &out1, dir.path(), &log).unwrap_err();
         assert!(e.to_string().contains("exists already"), "{e}");

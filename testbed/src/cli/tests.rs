@@ -45,6 +45,7 @@ const VERBS: &[&str] = &[
     "parity",
     "verdict",
     "initramfs",
+    "package",
     "completions",
     "man",
 ];
@@ -64,6 +65,7 @@ fn minimal(verb: &str) -> String {
         "soak" => "bootprint-testbed soak plain".into(),
         "completions" => "bootprint-testbed completions bash".into(),
         "man" => "bootprint-testbed man /tmp".into(),
+        "package" => "bootprint-testbed package --deb x.deb".into(),
         v => format!("bootprint-testbed {v}"),
     }
 }

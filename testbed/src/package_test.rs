@@ -1,0 +1,442 @@
+//! `package`: bootprint installed as a user installs it, on a machine GRUB boots from its own
+//! disk (grub_disk.rs; docs/testbed.md, "The package test"). Five boots through the
+//! firmware and GRUB, each from the disk the one before left:
+//!
+//! 1. stock: `dpkg -i` the .deb (the next boot's files must not change), `bootprint enable
+//!    --all`;
+//! 2. bootprint on: the recorder's trace of this boot (copied out, read by the host's
+//!    `bootprint report`), `bootprint status`, then the kernel upgrade: `dpkg -i` the image's
+//!    kernel ABI, after which bootprint's initramfs must exist for it and GRUB must offer it;
+//! 3. the new kernel with bootprint: its trace; then `bootprint disable`: nothing of bootprint
+//!    left in what decides the next boot;
+//! 4. stock again (no trace of this boot), then `enable --all` and `apt-get purge bootprint`:
+//!    the package's files, state and traces gone, the boot files as after `disable`;
+//! 5. stock: the machine boots as before bootprint.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::checks::{self, Checks};
+use crate::grub_disk::{self, GrubDisk};
+use crate::image;
+use crate::late_test::{section, sections};
+use crate::qemu::{self, BootOpts, BootResult, Profile};
+use crate::util::{io_err, run_logged, Error, Paths, Result};
+
+/// Where the .deb goes in the guest.
+const GUEST_DEB: &str = "/root/bootprint-testbed/bootprint.deb";
+/// The kernel command-line word that says bootprint's recorder runs.
+const INIT_WORD: &str = "init=/usr/lib/bootprint/bootprint-boot";
+
+/// Shell functions the guest scripts share. `snap` prints what decides the next boot (GRUB's
+/// configuration and its inputs, /boot, the diversions, the init, the startpar the rc script
+/// runs), one sorted line each.
+const PRELUDE: &str = r#"d=/root/bootprint-testbed
+snap() {
+  {
+    md5sum /boot/grub/grub.cfg /etc/default/grub
+    for f in /etc/default/grub.d/* /etc/grub.d/* /boot/* /etc/kernel/*.d/* /etc/initramfs-tools/conf.d/*; do
+      [ -e "$f" ] && echo "file $f"
+    done
+    dpkg-divert --list | sed 's/^/divert /'
+    echo "init $(readlink -f /sbin/init)"
+    ls -l /bin/startpar* 2>&1 | awk '{print "startpar", $1, $NF}'
+  } | sort
+}
+section() { echo "== $1"; }
+"#;
+
+pub fn run(paths: &Paths, deb: &Path, cargo: bool) -> Result<()> {
+    checks::run("package", |c| package(paths, deb, cargo, c))
+}
+
+fn package(paths: &Paths, deb: &Path, cargo: bool, c: &mut Checks) -> Result<()> {
+    if !deb.is_file() {
+        return Err(Error::fail(format!(
+            "{}: no such .deb (build it with `make deb`)",
+            deb.display()
+        )));
+    }
+    let img = image::ensure(paths, cargo)?;
+    let grub = grub_disk::ensure(paths, &img)?;
+    let (old, new) = (&grub.old_release, &grub.new_release);
+    println!(
+        "package: {} on the GRUB disk (linux-image-{old}, upgraded to {new} in boot 2)",
+        deb.display()
+    );
+    let disk = with_deb(paths, &grub, deb)?;
+
+    // 1. Stock; install; enable.
+    let r1 = boot(
+        paths,
+        &img,
+        &disk,
+        false,
+        r#"section cmdline; cat /proc/cmdline
+section before; snap
+dpkg -i /root/bootprint-testbed/bootprint.deb > /tmp/dpkg.log 2>&1; rc=$?
+section install; echo "rc=$rc"; tail -n 20 /tmp/dpkg.log
+section after-install; snap
+bootprint enable --all > /tmp/enable.log 2>&1; rc=$?
+section enable; echo "rc=$rc"; cat /tmp/enable.log
+section grub-cmdline; grep -o 'init=[^ ]*' /boot/grub/grub.cfg | sort -u
+"#,
+    )?;
+    let s1 = sections(&out(&r1));
+    let cmdline = lines(&s1, "cmdline");
+    c.check(
+        !cmdline.iter().any(|l| l.contains("bootprint")),
+        &format!("boot 1 is stock: {}", cmdline.join(" ")),
+    );
+    c.check(
+        rc0(&s1, "install"),
+        &format!("dpkg -i the .deb: {}", lines(&s1, "install").join(" | ")),
+    );
+    same(
+        c,
+        "installing the package changes nothing about the next boot",
+        &s1,
+        "before",
+        &s1,
+        "after-install",
+    );
+    c.check(
+        rc0(&s1, "enable"),
+        &format!(
+            "bootprint enable --all: {}",
+            lines(&s1, "enable").join(" | ")
+        ),
+    );
+    c.check(
+        lines(&s1, "grub-cmdline").iter().any(|l| l == INIT_WORD),
+        &format!(
+            "update-grub put {INIT_WORD} into grub.cfg: {:?}",
+            lines(&s1, "grub-cmdline")
+        ),
+    );
+
+    // 2. bootprint on; the kernel upgrade.
+    let r2 = boot(
+        paths,
+        &img,
+        r1.kept_disk().as_deref().unwrap_or(&disk),
+        true,
+        &format!(
+            r#"section cmdline; cat /proc/cmdline
+section release; uname -r
+section status; bootprint status > /tmp/status.log 2>&1; echo "rc=$?"; cat /tmp/status.log
+dpkg -i $d/debs/linux-image-{new}_*.deb > /tmp/kernel.log 2>&1; rc=$?
+section kernel; echo "rc=$rc"; tail -n 20 /tmp/kernel.log
+section boot-files; ls /boot
+section grub-entries; grep -E '^[[:space:]]*(menuentry|linux|initrd)' /boot/grub/grub.cfg | sed 's/^[[:space:]]*//'
+"#
+        ),
+    )?;
+    let s2 = sections(&out(&r2));
+    c.check(
+        lines(&s2, "cmdline").iter().any(|l| l.contains(INIT_WORD)),
+        &format!("boot 2 runs bootprint: {}", lines(&s2, "cmdline").join(" ")),
+    );
+    check_trace(c, paths, "boot 2", &r2, old);
+    c.check(
+        rc0(&s2, "status"),
+        &format!("bootprint status: {}", lines(&s2, "status").join(" | ")),
+    );
+    c.check(
+        rc0(&s2, "kernel"),
+        &format!(
+            "dpkg -i linux-image-{new}: {}",
+            lines(&s2, "kernel").join(" | ")
+        ),
+    );
+    let ours: Vec<String> = lines(&s2, "boot-files")
+        .into_iter()
+        .filter(|f| f.contains("bootprint") && f.contains(new.as_str()))
+        .collect();
+    c.check(
+        !ours.is_empty(),
+        &format!(
+            "bootprint's initramfs followed the kernel upgrade: {:?} in /boot ({})",
+            ours,
+            lines(&s2, "boot-files").join(" ")
+        ),
+    );
+    let entries = lines(&s2, "grub-entries");
+    c.check(
+        ours.iter().any(|f| {
+            entries
+                .iter()
+                .any(|e| e.starts_with("initrd") && e.contains(f.as_str()))
+        }),
+        &format!(
+            "GRUB offers {new} with bootprint's initramfs ({} entry lines)",
+            entries.len()
+        ),
+    );
+
+    // 3. The new kernel with bootprint; disable.
+    let r3 = boot(
+        paths,
+        &img,
+        r2.kept_disk().as_deref().unwrap_or(&disk),
+        true,
+        r#"section cmdline; cat /proc/cmdline
+section release; uname -r
+bootprint disable > /tmp/disable.log 2>&1; rc=$?
+section disable; echo "rc=$rc"; cat /tmp/disable.log
+section after-disable; snap
+section grub-bootprint; grep -c bootprint /boot/grub/grub.cfg
+"#,
+    )?;
+    let s3 = sections(&out(&r3));
+    c.check(
+        lines(&s3, "release").first() == Some(new),
+        &format!("boot 3 runs the new kernel: {:?}", lines(&s3, "release")),
+    );
+    check_trace(c, paths, "boot 3", &r3, new);
+    c.check(
+        rc0(&s3, "disable"),
+        &format!("bootprint disable: {}", lines(&s3, "disable").join(" | ")),
+    );
+    c.check(
+        lines(&s3, "grub-bootprint").first().map(String::as_str) == Some("0"),
+        &format!(
+            "no `bootprint` left in grub.cfg after disable: {:?}",
+            lines(&s3, "grub-bootprint")
+        ),
+    );
+    // What disable must not leave: a diversion of startpar, a file named for bootprint that
+    // the package does not own (a drop-in, an initramfs image).
+    let left: Vec<String> = lines(&s3, "after-disable")
+        .into_iter()
+        .filter(|l| {
+            (l.starts_with("divert") && l.contains("startpar"))
+                || (l.contains("bootprint") && !package_file(l))
+        })
+        .collect();
+    c.check(
+        left.is_empty(),
+        &format!("disable left nothing of bootprint in the boot files: {left:?}"),
+    );
+
+    // 4. Stock; enable again, then purge.
+    let r4 = boot(
+        paths,
+        &img,
+        r3.kept_disk().as_deref().unwrap_or(&disk),
+        false,
+        r#"section cmdline; cat /proc/cmdline
+section id; cat /proc/sys/kernel/random/boot_id
+section traces; ls /var/log/bootprint
+bootprint enable --all > /tmp/enable.log 2>&1; rc=$?
+section enable; echo "rc=$rc"
+DEBIAN_FRONTEND=noninteractive apt-get purge -y bootprint > /tmp/purge.log 2>&1; rc=$?
+section purge; echo "rc=$rc"; tail -n 20 /tmp/purge.log
+section after-purge; snap
+section left; ls -d /var/log/bootprint /var/lib/bootprint /etc/bootprint /usr/lib/bootprint /usr/bin/bootprint 2>/dev/null
+section grub-bootprint; grep -c bootprint /boot/grub/grub.cfg
+"#,
+    )?;
+    let s4 = sections(&out(&r4));
+    c.check(
+        !lines(&s4, "cmdline")
+            .iter()
+            .any(|l| l.contains("bootprint")),
+        &format!("boot 4 is stock: {}", lines(&s4, "cmdline").join(" ")),
+    );
+    let id4 = lines(&s4, "id").first().cloned().unwrap_or_default();
+    c.check(
+        !id4.is_empty() && !lines(&s4, "traces").iter().any(|t| *t == id4),
+        &format!("no trace of the stock boot {id4}"),
+    );
+    c.check(
+        rc0(&s4, "enable") && rc0(&s4, "purge"),
+        &format!(
+            "enable --all, then apt-get purge bootprint: {}",
+            lines(&s4, "purge").join(" | ")
+        ),
+    );
+    c.check(
+        lines(&s4, "left").is_empty(),
+        &format!(
+            "purge removed the package, its state and traces: {:?}",
+            lines(&s4, "left")
+        ),
+    );
+    same(
+        c,
+        "after purge the boot files are as after disable",
+        &s3,
+        "after-disable",
+        &s4,
+        "after-purge",
+    );
+
+    // 5. Stock, as before bootprint.
+    let r5 = boot(
+        paths,
+        &img,
+        r4.kept_disk().as_deref().unwrap_or(&disk),
+        false,
+        "section cmdline; cat /proc/cmdline\nsection release; uname -r\n",
+    )?;
+    let s5 = sections(&out(&r5));
+    c.check(
+        !lines(&s5, "cmdline")
+            .iter()
+            .any(|l| l.contains("bootprint"))
+            && lines(&s5, "release").first() == Some(new),
+        &format!(
+            "boot 5 reached the login, stock, on {}: {}",
+            lines(&s5, "release").join(""),
+            lines(&s5, "cmdline").join(" ")
+        ),
+    );
+    for r in [r1, r2, r3, r4] {
+        if let Some(d) = r.kept_disk() {
+            let _ = std::fs::remove_file(d);
+        }
+    }
+    let _ = std::fs::remove_file(&disk);
+    Ok(())
+}
+
+/// A copy of the GRUB disk with the .deb in it (written with debugfs at the partition's
+/// offset).
+fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
+    let run = crate::util::fresh_dir(&paths.cache.join("runs"))?;
+    let disk = run.join("package-disk.raw");
+    let log = run.join("host.log");
+    run_logged(
+        Command::new("cp")
+            .arg("--sparse=always")
+            .arg(&grub.disk)
+            .arg(&disk),
+        &log,
+    )?;
+    let mut spec = disk.as_os_str().to_owned();
+    spec.push(format!("?offset={}", grub_disk::FS_OFFSET));
+    let deb = deb
+        .canonicalize()
+        .map_err(|e| io_err("cannot resolve", deb, e))?;
+    run_logged(
+        Command::new("debugfs")
+            .arg("-w")
+            .arg("-R")
+            .arg(format!("write {} {GUEST_DEB}", deb.display()))
+            .arg(&spec),
+        &log,
+    )?;
+    Ok(disk)
+}
+
+fn boot(
+    paths: &Paths,
+    img: &image::Image,
+    disk: &Path,
+    record: bool,
+    script: &str,
+) -> Result<BootResult> {
+    let mut o = BootOpts::new(Profile::Fast);
+    o.firmware = true;
+    o.fs_offset = grub_disk::FS_OFFSET;
+    o.record = record;
+    o.keep_disk = true;
+    o.disk_from = Some(disk.to_path_buf());
+    o.guest_script = Some(format!("{PRELUDE}{script}"));
+    let r = qemu::boot(paths, img, &o)?;
+    println!(
+        "boot: login after {:.2} s, serial log {}",
+        r.host_login_s,
+        r.serial_log.display()
+    );
+    Ok(r)
+}
+
+fn out(r: &BootResult) -> String {
+    r.guest_output.clone().unwrap_or_default()
+}
+
+/// Whether a section holds the line `rc=0` (the exit status the script printed).
+fn rc0(s: &[(String, BTreeSet<String>)], name: &str) -> bool {
+    section(s, name).is_some_and(|set| set.contains("rc=0"))
+}
+
+/// The lines of a section, in order of the sorted set.
+fn lines(s: &[(String, BTreeSet<String>)], name: &str) -> Vec<String> {
+    section(s, name)
+        .map(|set| set.iter().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// A file the package itself installs (present until the purge, harmless to the boot while
+/// disabled: each is a no-op unless `enable` turned its lever on).
+fn package_file(line: &str) -> bool {
+    [
+        "file /etc/grub.d/42_bootprint",
+        "file /etc/kernel/postinst.d/zz-bootprint",
+        "file /etc/kernel/postrm.d/zz-bootprint",
+    ]
+    .contains(&line)
+}
+
+/// Checks that two `snap` sections are equal, naming the lines that differ.
+fn same(
+    c: &mut Checks,
+    what: &str,
+    a: &[(String, BTreeSet<String>)],
+    a_name: &str,
+    b: &[(String, BTreeSet<String>)],
+    b_name: &str,
+) {
+    let (x, y) = (section(a, a_name), section(b, b_name));
+    let empty = BTreeSet::new();
+    let (x, y) = (x.unwrap_or(&empty), y.unwrap_or(&empty));
+    let strip = |s: &BTreeSet<String>| -> BTreeSet<String> {
+        s.iter().filter(|l| !package_file(l)).cloned().collect()
+    };
+    let (x, y) = (strip(x), strip(y));
+    let only_a: Vec<&String> = x.difference(&y).collect();
+    let only_b: Vec<&String> = y.difference(&x).collect();
+    c.check(
+        !x.is_empty() && only_a.is_empty() && only_b.is_empty(),
+        &format!(
+            "{what} ({} lines; only before: {only_a:?}; only after: {only_b:?})",
+            x.len()
+        ),
+    );
+}
+
+/// The boot's trace was copied out, and the host's `bootprint report` reads it: a text
+/// login, on kernel `release`.
+fn check_trace(c: &mut Checks, paths: &Paths, label: &str, r: &BootResult, release: &str) {
+    let Some(dir) = &r.trace_dir else {
+        c.check(
+            false,
+            &format!("{label}: the recorder's trace of this boot"),
+        );
+        return;
+    };
+    let bin = paths.repo.join("target/release/bootprint");
+    let json = Command::new(&bin)
+        .arg("report")
+        .arg("--json")
+        .arg(dir)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok());
+    let login = json.as_ref().and_then(|j| j["text_login_s"].as_f64());
+    let uname = json
+        .as_ref()
+        .and_then(|j| j["system"]["uname"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    c.check(
+        login.is_some() && uname.contains(release),
+        &format!(
+            "{label}: trace {} read by `bootprint report`: text login {login:?} s, {uname}",
+            dir.display()
+        ),
+    );
+}
