@@ -7,7 +7,7 @@ TESTBED := target/release/bootprint-testbed
 BOOTPRINT := target/release/bootprint
 OUT ?= out
 
-.PHONY: all deps build demo test unit smoke bench soak lint clean fuzz-build fuzz-short fuzz-long deb deb-check
+.PHONY: all deps build demo test unit smoke bench soak lint clean fuzz-build fuzz-short fuzz-long deb deb-check package-test
 
 all: build
 
@@ -75,6 +75,13 @@ deb: build
 # scratch root (root only: the maintainer scripts run chrooted). About a minute.
 deb-check: deb
 	./debian/check-deb.sh $(DEB)
+
+# The package on a machine GRUB boots from its own disk: install, enable, a kernel upgrade,
+# disable, purge, five boots (docs/testbed.md, `package`). Not part of `make test` (its
+# 40 minutes); CI runs it after.
+package-test: deb
+	$(TESTBED) image
+	$(TESTBED) package --deb $(DEB) --no-cargo
 
 smoke:
 	$(TESTBED) image
