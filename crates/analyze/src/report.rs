@@ -23,7 +23,8 @@ pub struct Report {
     pub settle: Settle,
     /// The kernel's share, from the trace's kernel log (None: no kernel lines in it).
     pub kernel: Option<kernel::Report>,
-    /// The runner's services view (None: the boot did not use bootprint's runner).
+    /// The services view: the runner's (`rc.log`), or on a systemd boot systemd's units
+    /// (`systemd-units.log`); None when the trace has neither.
     pub services: Option<ServicesView>,
     /// What to change, each with its evidence and gain (user space and kernel).
     pub findings: Vec<Finding>,
@@ -47,6 +48,15 @@ impl Report {
             let (view, problems) = ServicesView::from_text(text, &file);
             warnings.extend(problems.iter().map(ToString::to_string));
             view
+        });
+        // A boot has one service manager: the runner under sysvinit, else systemd.
+        let services = services.or_else(|| {
+            let text = trace.systemd_units.as_deref()?;
+            let file = format!("{}/{}", trace.origin, trace::units::FILE_NAME);
+            let (units, problems) = trace::units::parse(text, &file);
+            warnings.extend(problems.iter().map(ToString::to_string));
+            warnings.extend(units.notes.iter().map(|n| format!("{file}: {n}")));
+            Some(ServicesView::from_units(&units))
         });
         Ok(Report {
             origin: trace.origin.clone(),

@@ -17,6 +17,7 @@ mod output;
 mod rc;
 mod readahead;
 mod report;
+mod services;
 
 use std::process::ExitCode;
 
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
         Verb::Kernel(a) => kernel::run(a),
         Verb::Initramfs(a) => initramfs::run(a),
         Verb::Modules(a) => modules::run(a),
+        Verb::Services(a) => services::run(a),
         Verb::Rc(a) => rc::run(a),
         Verb::Readahead(a) => readahead::run(a),
         Verb::Completions(a) => completions::run(a),
