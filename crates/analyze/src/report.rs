@@ -42,28 +42,18 @@ impl Report {
     ) -> Result<Report, AnalyzeError> {
         let model = analyze(trace)?;
         let kernel = kernel_of(trace);
-        let mut warnings = Vec::new();
-        let services = trace.rc_log.as_deref().map(|text| {
-            let file = format!("{}/{}", trace.origin, trace::rclog::FILE_NAME);
-            let (view, problems) = ServicesView::from_text(text, &file);
-            warnings.extend(problems.iter().map(ToString::to_string));
-            view
-        });
-        // A boot has one service manager: the runner under sysvinit, else systemd.
-        let services = services.or_else(|| {
-            let text = trace.systemd_units.as_deref()?;
-            let file = format!("{}/{}", trace.origin, trace::units::FILE_NAME);
-            let (units, problems) = trace::units::parse(text, &file);
-            warnings.extend(problems.iter().map(ToString::to_string));
-            warnings.extend(units.notes.iter().map(|n| format!("{file}: {n}")));
-            Some(ServicesView::from_units(&units))
-        });
+        let (services, warnings) = crate::services::view_of(trace);
+        let mut findings = advise(&model, kernel.as_ref());
+        if let Some(v) = &services {
+            findings.extend(crate::advise::late_units(v, model.system.ncpus));
+            crate::advise::sort(&mut findings);
+        }
         Ok(Report {
             origin: trace.origin.clone(),
             phases: phases(&model, budgets),
             budget_source: budget_source.to_string(),
             settle: settle(&model),
-            findings: advise(&model, kernel.as_ref()),
+            findings,
             kernel,
             services,
             warnings,

@@ -170,6 +170,8 @@ pub struct ServicesView {
     pub login_unit: Option<String>,
     /// systemd: the units in the `failed` state (with a span or not).
     pub failed_units: Vec<String>,
+    /// systemd: the units a socket, path or timer starts (`TriggeredBy=`): on demand.
+    pub on_demand: Vec<String>,
     /// Every script run, by start time.
     pub spans: Vec<Span>,
     /// When each runlevel's path to the login was done (`rc_reached`): (runlevel, ns).
@@ -314,6 +316,12 @@ impl ServicesView {
                 builtin: false,
             });
         }
+        v.on_demand = u
+            .units
+            .iter()
+            .filter(|x| !x.dep("TriggeredBy").is_empty())
+            .map(|x| x.id.clone())
+            .collect();
         v.failed_units = u
             .units
             .iter()
@@ -425,6 +433,27 @@ impl ServicesView {
         }
         out
     }
+}
+
+/// The services view of a trace: the runner's (`rc.log`) or else systemd's units
+/// (`systemd-units.log`), a boot having one service manager; with the problems of its file
+/// (bad lines, the recorder's notes), each naming the file.
+pub fn view_of(trace: &trace::Trace) -> (Option<ServicesView>, Vec<String>) {
+    let mut warnings = Vec::new();
+    if let Some(text) = trace.rc_log.as_deref() {
+        let file = format!("{}/{}", trace.origin, trace::rclog::FILE_NAME);
+        let (view, problems) = ServicesView::from_text(text, &file);
+        warnings.extend(problems.iter().map(ToString::to_string));
+        return (Some(view), warnings);
+    }
+    let Some(text) = trace.systemd_units.as_deref() else {
+        return (None, warnings);
+    };
+    let file = format!("{}/{}", trace.origin, trace::units::FILE_NAME);
+    let (units, problems) = trace::units::parse(text, &file);
+    warnings.extend(problems.iter().map(ToString::to_string));
+    warnings.extend(units.notes.iter().map(|n| format!("{file}: {n}")));
+    (Some(ServicesView::from_units(&units)), warnings)
 }
 
 /// Whether a unit starts a login: a getty of any kind, or the display manager.
