@@ -31,6 +31,7 @@ pub mod model;
 pub mod report;
 pub mod services;
 pub mod settle;
+pub mod systemd_analyze;
 pub mod usage;
 
 pub use build::{analyze, analyze_with, AnalyzeError, Options};

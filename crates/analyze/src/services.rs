@@ -172,6 +172,9 @@ pub struct ServicesView {
     pub failed_units: Vec<String>,
     /// systemd: the units a socket, path or timer starts (`TriggeredBy=`): on demand.
     pub on_demand: Vec<String>,
+    /// systemd: when the manager started (`UserspaceTimestamp`), ns in the trace's time
+    /// base; `systemd-analyze` gives its times from there.
+    pub userspace_ns: u64,
     /// Every script run, by start time.
     pub spans: Vec<Span>,
     /// When each runlevel's path to the login was done (`rc_reached`): (runlevel, ns).
@@ -254,6 +257,7 @@ impl ServicesView {
     pub fn from_units(u: &trace::units::Units) -> ServicesView {
         let mut v = ServicesView {
             source: Source::Systemd,
+            userspace_ns: u.boottime_ns(u.userspace_us),
             ..ServicesView::default()
         };
         let started: BTreeMap<&str, &trace::units::Unit> = u

@@ -872,7 +872,7 @@ fn ask_systemd(config: &Config, paths: &Paths, store: &mut Store) {
         .map(Path::new)
         .find(|p| p.exists())
         .unwrap_or(Path::new("systemctl"));
-    let asked = systemd::learn::query(systemctl, std::time::Duration::from_secs(20));
+    let asked = systemd::learn::query(systemctl, systemd::learn::QUERY_LIMIT);
     // Both clocks read back to back: their difference is the time spent suspended, which
     // CLOCK_MONOTONIC leaves out (docs/trace-format.md, systemd-units.log).
     let offset = boottime_ns().saturating_sub(sys::monotonic_ns());

@@ -307,4 +307,36 @@ mod tests {
         assert!(h.contains("<tr class=over>") && h.contains("a&lt;b"), "{h}");
         assert!(h.contains("Critical chain to the login: mountall"), "{h}");
     }
+
+    #[test]
+    fn systemd_units_show_as_units() {
+        let units = "# bootprint systemd units 1\nmanager userspace_us=1000000 finish_us=0\n\
+unit id=a.service activating_us=2000000 active_us=2500000\n\
+unit id=b.service active=failed result=exit-code activating_us=2100000 active_us=0 inactive_us=2200000\n\
+unit id=getty@tty1.service activating_us=3000000 active_us=3000000 After=a.service,b.service\n";
+        let (v, problems) = ServicesView::from_units_text(units, "systemd-units.log");
+        assert!(problems.is_empty(), "{problems:?}");
+        let t = text(&v);
+        assert!(
+            t.contains("login unit: getty@tty1.service active at 3.000 s"),
+            "{t}"
+        );
+        assert!(t.contains("failed units: b.service"), "{t}");
+        assert!(
+            t.contains("critical chain to getty@tty1.service (as systemd-analyze critical-chain):\n  a.service @2.000 s +0.500 s\n  getty@tty1.service"),
+            "{t}"
+        );
+        let j = json(&v);
+        assert_eq!(j["source"], "systemd");
+        assert_eq!(j["blame"], json!(["a.service", "b.service"]));
+        assert_eq!(
+            j["critical_chain"],
+            json!(["a.service", "getty@tty1.service"])
+        );
+        let mut h = Vec::new();
+        write_html(&mut h, &v).unwrap();
+        assert!(String::from_utf8(h)
+            .unwrap()
+            .contains("Services (systemd units)"));
+    }
 }
