@@ -8,8 +8,9 @@
 //! from `[budget]` of `bootprint.toml`), [`settle`] (when CPU and disk went idle and what ran
 //! after the login until then), [`advise`] (findings with evidence, gain and fix; the
 //! kernel's own findings come from the `kernel` crate), [`diff`] (two boots side by side),
-//! with [`services`] (init-script spans from the process tree) and [`usage`] (who used a time
-//! window) beneath them. It does not read files itself beyond what `trace::reader` does (and
+//! with [`services`] (init-script spans from the process tree; the services views of the
+//! runner's `rc.log` and of systemd's units) and [`usage`] (who used a time window) beneath
+//! them; [`systemd_analyze`] reads `systemd-analyze`'s output back to check the units' view. It does not read files itself beyond what `trace::reader` does (and
 //! [`budget::Budgets::load`] for the budget file), never looks at the machine it runs on, and
 //! formats nothing (that is `render`).
 //!
