@@ -985,6 +985,47 @@ fn services_pending(rc_log: &Path) -> bool {
 mod tests {
 
     #[test]
+    fn the_units_file_keeps_the_graph_or_says_why_not() {
+        let mut cron = systemd::show::Unit {
+            id: "cron.service".into(),
+            active_state: "active".into(),
+            ..Default::default()
+        };
+        cron.times.activating_us = 2_000_000;
+        cron.times.active_us = 2_000_100;
+        cron.deps
+            .insert("After".into(), vec!["basic.target".into()]);
+        cron.deps.insert("Names".into(), vec!["not-a-dep".into()]);
+        let g = systemd::learn::Graph {
+            units: vec![cron],
+            userspace_us: 1_000_000,
+            finish_us: 9_000_000,
+        };
+        let f = units_file(Ok(&g), 5);
+        assert_eq!(f.boottime_minus_monotonic_ns, Some(5));
+        assert_eq!((f.userspace_us, f.finish_us), (1_000_000, 9_000_000));
+        assert_eq!(f.units[0].dep("After"), ["basic.target"]);
+        assert_eq!(
+            f.units[0].deps.len(),
+            1,
+            "only the dependency lists the file keeps"
+        );
+        assert_eq!(f.boottime_ns(f.units[0].active_us), 2_000_100_005);
+        let err = "`systemctl show` did not finish within 90s".to_string();
+        let f = units_file(Err(&err), 0);
+        assert!(f.units.is_empty());
+        assert_eq!(
+            f.notes,
+            ["systemd units not read: `systemctl show` did not finish within 90s"]
+        );
+        let text = trace::units::write(&f);
+        assert!(
+            text.contains("note what=systemd%20units%20not%20read"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn an_empty_command_line_is_read_again_a_few_times() {
         let mut r = CmdlineRetry::default();
         r.add(891);
