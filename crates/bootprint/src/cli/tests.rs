@@ -43,6 +43,7 @@ const LEAVES: &[&str] = &[
     "initramfs build",
     "initramfs plan",
     "initramfs install",
+    "services",
     "rc graph",
     "rc services",
     "rc login",
