@@ -40,6 +40,78 @@ cat /run/bootprint/late.log 2>/dev/null
 echo "== end"
 "#;
 
+/// Run after [`STATE_SCRIPT`] in the stock boot only: systemd's own reading of the boot, to
+/// check bootprint's reading of the trace's `systemd-units.log` against
+/// ([`check_units`]). Each output between `=== NAME` and `=== end NAME` lines, as printed.
+const ANALYZE_SCRIPT: &str = r#"echo "=== blame"
+systemd-analyze blame --no-pager
+echo "=== end blame"
+login=$(systemctl show --property=Id,ActiveEnterTimestampMonotonic 'getty@*' 'serial-getty@*' \
+  'console-getty.service' display-manager.service 2>/dev/null \
+  | awk -F= '/^Id=/{id=$2} /^ActiveEnterTimestampMonotonic=/{if ($2>0) print $2, id}' \
+  | sort -n | head -1 | cut -d' ' -f2)
+echo "=== login $login"
+echo "=== critical-chain"
+systemd-analyze critical-chain --no-pager "$login"
+echo "=== end critical-chain"
+"#;
+
+/// How many of `systemd-analyze blame`'s first units must be bootprint's first too.
+const BLAME_TOP: usize = 5;
+
+/// How far bootprint's times may be from systemd-analyze's (a fraction).
+const TOLERANCE: f64 = 0.10;
+
+/// The text between `=== NAME` and `=== end NAME` in the guest's output.
+fn block<'a>(out: &'a str, name: &str) -> Option<&'a str> {
+    let start = out.find(&format!("=== {name}\n"))? + name.len() + 5;
+    let len = out[start..].find(&format!("=== end {name}\n"))?;
+    Some(&out[start..start + len])
+}
+
+/// bootprint's reading of the stock boot's `systemd-units.log` against `systemd-analyze`
+/// run in the same guest after the trace was written: blame's first [`BLAME_TOP`] units the
+/// same, the critical chain to the login unit the same, times within [`TOLERANCE`].
+fn check_units(c: &mut Checks, r: &BootResult) {
+    let out = r.guest_output.clone().unwrap_or_default();
+    let trace = r
+        .trace_dir
+        .as_deref()
+        .ok_or_else(|| "no trace".to_string())
+        .and_then(|d| trace::Trace::open(d).map_err(|e| e.to_string()));
+    let view = match trace {
+        Ok(t) => analyze::services::view_of(&t).0,
+        Err(e) => {
+            c.check(false, &format!("boot 3: its trace opens ({e})"));
+            return;
+        }
+    };
+    let Some(view) = view.filter(|v| v.source == analyze::services::Source::Systemd) else {
+        c.check(false, "boot 3: the trace holds systemd-units.log");
+        return;
+    };
+    let login = out
+        .lines()
+        .find_map(|l| l.strip_prefix("=== login "))
+        .unwrap_or_default();
+    c.check(
+        view.login_unit.as_deref() == Some(login),
+        &format!(
+            "boot 3: bootprint's login unit {:?} is the first to become active ({login:?})",
+            view.login_unit
+        ),
+    );
+    use analyze::systemd_analyze::{check_blame, check_chain};
+    let blame = block(&out, "blame").unwrap_or_default();
+    let chain = block(&out, "critical-chain").unwrap_or_default();
+    for k in check_blame(&view, blame, BLAME_TOP, TOLERANCE)
+        .into_iter()
+        .chain(check_chain(&view, chain, TOLERANCE))
+    {
+        c.check(k.ok, &format!("boot 3: {}", k.what));
+    }
+}
+
 /// The sections compared between a boot and the reference.
 const COMPARED: &[&str] = &[
     "units",
@@ -63,13 +135,17 @@ fn boot(
     append: &str,
     disk: Option<&Path>,
     keep: bool,
+    extra_script: &str,
 ) -> Result<BootResult> {
     let mut o = BootOpts::new(Profile::Fast);
     o.record = true;
     o.append = append.to_string();
     o.keep_disk = keep;
     o.disk_from = disk.map(Path::to_path_buf);
-    o.guest_script = Some(format!("#!/bin/sh\n{}{STATE_SCRIPT}", checks::COMMON_STATE));
+    o.guest_script = Some(format!(
+        "#!/bin/sh\n{}{STATE_SCRIPT}{extra_script}",
+        checks::COMMON_STATE
+    ));
     let r = qemu::boot(paths, img, &o)?;
     println!(
         "boot: {append}: login after {:.2} s, serial log {}",
@@ -162,6 +238,7 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
         &format!("{SYSTEMD} bootprint.late=1"),
         None,
         true,
+        "",
     )?;
     let disk = first
         .kept_disk()
@@ -191,9 +268,10 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
         &format!("{SYSTEMD} bootprint.late=1"),
         Some(&disk),
         false,
+        "",
     );
-    // 3. The reference.
-    let stock = boot(paths, &img, SYSTEMD, Some(&disk), false);
+    // 3. The reference, where systemd-analyze also reads the boot.
+    let stock = boot(paths, &img, SYSTEMD, Some(&disk), false, ANALYZE_SCRIPT);
     // 4. A bad state file.
     let bad_disk = with_bad_state(&disk);
     let _ = fs::remove_file(&disk);
@@ -205,6 +283,7 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
         &format!("{SYSTEMD} bootprint.late=1"),
         Some(&bad_disk),
         false,
+        "",
     );
     let _ = fs::remove_file(&bad_disk);
     let bad = bad?;
@@ -247,6 +326,7 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
         "boot 3: with the switch off the generator wrote nothing",
     );
     same_state(c, "boot 2 (late units)", &d_out, &s_out);
+    check_units(c, &stock);
 
     let b_late = sections(&b_out);
     let b_log = section(&b_late, "late.log").cloned().unwrap_or_default();

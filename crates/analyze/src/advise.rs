@@ -143,13 +143,109 @@ pub fn advise(m: &BootModel, kernel: Option<&kernel::Report>) -> Vec<Finding> {
         kernel_findings(k, &mut out);
     }
     out.retain(|f| !f.evidence.is_empty());
+    sort(&mut out);
+    out
+}
+
+/// Largest gain first, findings without an estimate last (a stable sort: ties keep order).
+pub fn sort(out: &mut [Finding]) {
     out.sort_by(|a, b| match (a.gain_s, b.gain_s) {
         (Some(x), Some(y)) => y.total_cmp(&x),
         (Some(_), None) => std::cmp::Ordering::Less,
         (None, Some(_)) => std::cmp::Ordering::Greater,
         (None, None) => std::cmp::Ordering::Equal,
     });
-    out
+}
+
+/// The name a unit is matched against [`limits::LATE_SERVICES`] by: without `.service` and
+/// without an instance (`postgresql@15-main.service` is `postgresql`).
+fn unit_base(id: &str) -> &str {
+    let stem = id.strip_suffix(".service").unwrap_or(id);
+    stem.split('@').next().unwrap_or(stem)
+}
+
+/// `late-unit`: on a systemd boot, services no login needs (the names of `late-service`)
+/// that systemd started before the login unit became active, not on the login's critical
+/// chain and not started on demand (a socket, path or timer starts those anyway). systemd
+/// does not say how much of a unit's activation was CPU or I/O, so the gain is its
+/// activation time before the login spread over the CPUs: an upper bound.
+pub fn late_units(v: &crate::services::ServicesView, ncpus: u32) -> Vec<Finding> {
+    use crate::services::Source;
+    let login = match (v.source, v.reached.last()) {
+        (Source::Systemd, Some((_, at))) => *at,
+        _ => return vec![],
+    };
+    let chain: Vec<&str> = v
+        .critical_chain()
+        .iter()
+        .map(|s| s.script.as_str())
+        .collect();
+    let mut ev = Vec::new();
+    let mut names = Vec::new();
+    let mut cost = 0.0;
+    for s in &v.spans {
+        let base = unit_base(&s.script);
+        if !s.script.ends_with(".service")
+            || s.start_ns >= login
+            || !limits::LATE_SERVICES.contains(&base)
+            || chain.contains(&s.script.as_str())
+            || v.on_demand.contains(&s.script)
+        {
+            continue;
+        }
+        let to = s.end_ns.unwrap_or(login).min(login);
+        let took = to.saturating_sub(s.start_ns) as f64 / 1e9;
+        if took < limits::LATE_MIN_S {
+            continue;
+        }
+        cost += took;
+        names.push(s.script.clone());
+        ev.push(Evidence {
+            pid: None,
+            what: format!("unit {}", s.script),
+            from_s: s.start_ns as f64 / 1e9,
+            to_s: to as f64 / 1e9,
+            samples: 0,
+            detail: format!(
+                "activating for {took:.2} s before the login at {:.2} s (systemd's own \
+                 timestamps, systemd-units.log)",
+                login as f64 / 1e9
+            ),
+        });
+    }
+    if ev.is_empty() {
+        return vec![];
+    }
+    let n = f64::from(ncpus.max(1));
+    let first = names[0].clone();
+    vec![Finding {
+        id: "late-unit".into(),
+        title: format!(
+            "systemd started {} before the login though no login needs {}",
+            names.join(", "),
+            if names.len() == 1 { "it" } else { "them" }
+        ),
+        evidence: ev,
+        gain_s: Some(cost / n),
+        gain_basis: format!(
+            "their activation time before the login ({cost:.2} s) spread over {n} CPUs: at \
+             most what the login's path would get back (systemd does not say how much of it \
+             was CPU or I/O)"
+        ),
+        fix: format!(
+            "start them once the machine is idle after the login: turn on bootprint's late \
+             units (`bootprint.late=1` on the kernel command line, or `late = true` in \
+             [systemd] of /etc/bootprint/bootprint.toml; it learns at boot done which units \
+             can wait and defers them with a drop-in `UNIT.d/50-bootprint-late.conf`, \
+             docs/systemd.md). By hand, for each: `systemctl disable {first}`, then \
+             `systemctl edit --force --full {}.timer` with `[Timer]` `OnBootSec=30s` and \
+             `[Install]` `WantedBy=timers.target`, and `systemctl enable {}.timer` (an \
+             ordering drop-in such as `After=getty.target` would hold the gettys back: they \
+             wait for an empty job queue)",
+            first.trim_end_matches(".service"),
+            first.trim_end_matches(".service")
+        ),
+    }]
 }
 
 fn samples_in(m: &BootModel, index: usize, from: f64, to: f64) -> usize {

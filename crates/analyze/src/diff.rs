@@ -163,6 +163,17 @@ pub const LIST_N: usize = 15;
 
 /// Compares boot `a` with boot `b`.
 pub fn diff(a: &BootModel, b: &BootModel) -> Diff {
+    diff_with(a, b, None, None)
+}
+
+/// [`diff`], the services of a boot taken from its services view when it has one (the
+/// runner's spans, or systemd's units by unit name) rather than from its process tree.
+pub fn diff_with(
+    a: &BootModel,
+    b: &BootModel,
+    va: Option<&services::ServicesView>,
+    vb: Option<&services::ServicesView>,
+) -> Diff {
     let (ma, mb) = (&a.milestones, &b.milestones);
     let t = |m: &Option<crate::Milestone>| m.as_ref().map(|x| x.t_s);
     let mut milestones = vec![
@@ -211,15 +222,22 @@ pub fn diff(a: &BootModel, b: &BootModel) -> Diff {
     .map(|id| pair(id.label(), len(&pa, id), len(&pb, id)))
     .collect();
 
-    let first_runs = |m: &BootModel| {
+    let first_runs = |m: &BootModel, v: Option<&services::ServicesView>| {
         let mut out: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+        if let Some(v) = v.filter(|v| !v.spans.is_empty()) {
+            for s in &v.spans {
+                out.entry(s.script.clone())
+                    .or_insert((s.start_ns as f64 / 1e9, s.duration_ns() as f64 / 1e9));
+            }
+            return out;
+        }
         for s in services::services(m) {
             out.entry(s.name)
                 .or_insert((s.start_s, (s.end_s - s.start_s).max(0.0)));
         }
         out
     };
-    let (sa, sb) = (first_runs(a), first_runs(b));
+    let (sa, sb) = (first_runs(a, va), first_runs(b, vb));
     let mut names: Vec<&String> = sa.keys().chain(sb.keys()).collect();
     names.sort();
     names.dedup();

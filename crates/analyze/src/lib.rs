@@ -9,9 +9,11 @@
 //! from `[budget]` of `bootprint.toml`), [`settle`] (when CPU and disk went idle and what ran
 //! after the login until then), [`advise`] (findings with evidence, gain and fix; the
 //! kernel's own findings come from the `kernel` crate), [`diff`] (two boots side by side),
-//! with [`services`] (init-script spans from the process tree) and [`usage`] (who used a time
-//! window) beneath them. [`summary`] is a boot in one line for the history of kept traces
-//! (`bootprint list`). It does not read files itself beyond what `trace::reader` does (and
+//! with [`services`] (init-script spans from the process tree; the services views of the
+//! runner's `rc.log` and of systemd's units) and [`usage`] (who used a time window) beneath
+//! them; [`systemd_analyze`] reads `systemd-analyze`'s output back to check the units' view.
+//! [`summary`] is a boot in one line for the history of kept traces (`bootprint list`). It
+//! does not read files itself beyond what `trace::reader` does (and
 //! [`budget::Budgets::load`] for the budget file), never looks at the machine it runs on, and
 //! formats nothing (that is `render`).
 //!
@@ -35,6 +37,7 @@ pub mod report;
 pub mod services;
 pub mod settle;
 pub mod summary;
+pub mod systemd_analyze;
 pub mod usage;
 
 pub use build::{analyze, analyze_with, AnalyzeError, Options};

@@ -23,7 +23,8 @@ pub struct Report {
     pub settle: Settle,
     /// The kernel's share, from the trace's kernel log (None: no kernel lines in it).
     pub kernel: Option<kernel::Report>,
-    /// The runner's services view (None: the boot did not use bootprint's runner).
+    /// The services view: the runner's (`rc.log`), or on a systemd boot systemd's units
+    /// (`systemd-units.log`); None when the trace has neither.
     pub services: Option<ServicesView>,
     /// What to change, each with its evidence and gain (user space and kernel).
     pub findings: Vec<Finding>,
@@ -41,19 +42,18 @@ impl Report {
     ) -> Result<Report, AnalyzeError> {
         let model = analyze(trace)?;
         let kernel = kernel_of(trace);
-        let mut warnings = Vec::new();
-        let services = trace.rc_log.as_deref().map(|text| {
-            let file = format!("{}/{}", trace.origin, trace::rclog::FILE_NAME);
-            let (view, problems) = ServicesView::from_text(text, &file);
-            warnings.extend(problems.iter().map(ToString::to_string));
-            view
-        });
+        let (services, warnings) = crate::services::view_of(trace);
+        let mut findings = advise(&model, kernel.as_ref());
+        if let Some(v) = &services {
+            findings.extend(crate::advise::late_units(v, model.system.ncpus));
+            crate::advise::sort(&mut findings);
+        }
         Ok(Report {
             origin: trace.origin.clone(),
             phases: phases(&model, budgets),
             budget_source: budget_source.to_string(),
             settle: settle(&model),
-            findings: advise(&model, kernel.as_ref()),
+            findings,
             kernel,
             services,
             warnings,

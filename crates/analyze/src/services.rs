@@ -1,9 +1,13 @@
-//! Services: the init scripts of a boot and when each ran. Two sources, one module:
+//! Services: the init scripts (or systemd units) of a boot and when each ran. Three
+//! sources, one module:
 //!
 //! - [`ServicesView`]: when bootprint's runner started the scripts, its span log (`rc.log`,
 //!   read by [`trace::rclog`]) says exactly when each started and ended, what it waited for,
 //!   whether it was late; with blame and the critical chain to the login
-//!   (`bootprint rc services`, the report's services section).
+//!   (`bootprint services`, the report's services section).
+//! - [`ServicesView::from_units`]: on a systemd boot, the same view of systemd's own unit
+//!   timing (`systemd-units.log`, read by [`trace::units`]), by `systemd-analyze`'s rules
+//!   (docs/systemd.md, "Units in the report").
 //! - [`services`]: any sysvinit boot, from the process tree: an init script's run
 //!   (`/etc/init.d/NAME` or an `/etc/rc?.d/` link) is one service span, from the script's
 //!   process start to its exit; the outermost process running the script (its forks, which
@@ -146,9 +150,31 @@ impl Span {
     }
 }
 
-/// The services view of one boot that bootprint's runner started.
+/// Where a services view came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Source {
+    /// bootprint's runner's span log, `rc.log`.
+    #[default]
+    Runner,
+    /// systemd's unit timing, `systemd-units.log`.
+    Systemd,
+}
+
+/// The services view of one boot: the scripts bootprint's runner started, or systemd's units.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ServicesView {
+    /// Where it came from; the runner's views have runlevels, systemd's have units.
+    pub source: Source,
+    /// systemd: the login unit the critical chain goes to (the first getty or display
+    /// manager to become active).
+    pub login_unit: Option<String>,
+    /// systemd: the units in the `failed` state (with a span or not).
+    pub failed_units: Vec<String>,
+    /// systemd: the units a socket, path or timer starts (`TriggeredBy=`): on demand.
+    pub on_demand: Vec<String>,
+    /// systemd: when the manager started (`UserspaceTimestamp`), ns in the trace's time
+    /// base; `systemd-analyze` gives its times from there.
+    pub userspace_ns: u64,
     /// Every script run, by start time.
     pub spans: Vec<Span>,
     /// When each runlevel's path to the login was done (`rc_reached`): (runlevel, ns).
@@ -221,9 +247,111 @@ impl ServicesView {
         (ServicesView::from_events(&events), problems)
     }
 
-    /// Spans by wall time, longest first (like `systemd-analyze blame`).
+    /// systemd's view of a boot from its unit timing ([`trace::units`]), by
+    /// `systemd-analyze`'s rules (systemd 252, src/analyze/analyze-time-data.c and
+    /// analyze-critical-chain.c): a unit with no `InactiveExitTimestamp` (it never started
+    /// activating) has no span; a span runs from activating to active, or to inactive when it
+    /// never became active (a failed or finished oneshot); a unit waited for the `After=`
+    /// dependency that became active last, among those active before the manager finished
+    /// starting (`FinishTimestamp`). Spans are in the trace's time base (CLOCK_BOOTTIME).
+    pub fn from_units(u: &trace::units::Units) -> ServicesView {
+        let mut v = ServicesView {
+            source: Source::Systemd,
+            userspace_ns: u.boottime_ns(u.userspace_us),
+            ..ServicesView::default()
+        };
+        let started: BTreeMap<&str, &trace::units::Unit> = u
+            .units
+            .iter()
+            .filter(|x| x.activating_us > 0)
+            .map(|x| (x.id.as_str(), x))
+            .collect();
+        // The chain's rule ignores units active only after the manager finished starting.
+        let in_range = |x: &trace::units::Unit| {
+            x.active_us > 0 && (u.finish_us == 0 || x.active_us <= u.finish_us)
+        };
+        let login = started
+            .values()
+            .filter(|x| login_unit_name(&x.id) && x.active_us > 0)
+            .min_by_key(|x| x.active_us);
+        v.login_unit = login.map(|x| x.id.clone());
+        if let Some(l) = login {
+            v.reached
+                .push(("systemd".into(), u.boottime_ns(l.active_us)));
+        }
+        for x in started.values() {
+            let end_us = if x.active_us >= x.activating_us {
+                Some(x.active_us)
+            } else if x.inactive_us >= x.activating_us {
+                Some(x.inactive_us)
+            } else {
+                None // still activating
+            };
+            let failed = x.active_state == "failed" || !matches!(x.result.as_str(), "" | "success");
+            let outcome = if failed {
+                "failed"
+            } else if end_us.is_none() {
+                "running"
+            } else {
+                "ok"
+            };
+            let waited_for = x
+                .dep("After")
+                .iter()
+                .filter_map(|d| started.get(d.as_str()))
+                .filter(|d| in_range(d))
+                .fold(None::<&trace::units::Unit>, |best, d| match best {
+                    Some(b) if b.active_us >= d.active_us => Some(b),
+                    _ => Some(d),
+                })
+                .map(|d| d.id.clone())
+                .unwrap_or_default();
+            v.spans.push(Span {
+                script: x.id.clone(),
+                action: "start".into(),
+                runlevel: String::new(),
+                start_ns: u.boottime_ns(x.activating_us),
+                end_ns: end_us.map(|e| u.boottime_ns(e)),
+                exit: None,
+                outcome: outcome.into(),
+                late: login.is_some_and(|l| x.activating_us > l.active_us),
+                beside: false,
+                waited_for,
+                builtin: false,
+            });
+        }
+        v.on_demand = u
+            .units
+            .iter()
+            .filter(|x| !x.dep("TriggeredBy").is_empty())
+            .map(|x| x.id.clone())
+            .collect();
+        v.failed_units = u
+            .units
+            .iter()
+            .filter(|x| x.active_state == "failed")
+            .map(|x| x.id.clone())
+            .collect();
+        v.spans
+            .sort_by(|a, b| (a.start_ns, &a.script).cmp(&(b.start_ns, &b.script)));
+        v
+    }
+
+    /// The view of a `systemd-units.log`'s text; bad lines are returned as problems naming
+    /// `file`.
+    pub fn from_units_text(text: &str, file: &str) -> (ServicesView, Vec<trace::rclog::Problem>) {
+        let (units, problems) = trace::units::parse(text, file);
+        (ServicesView::from_units(&units), problems)
+    }
+
+    /// Spans by wall time, longest first (like `systemd-analyze blame`, which leaves out
+    /// units that took no time: targets, most mounts, devices).
     pub fn blame(&self) -> Vec<&Span> {
-        let mut b: Vec<&Span> = self.spans.iter().collect();
+        let mut b: Vec<&Span> = self
+            .spans
+            .iter()
+            .filter(|s| self.source == Source::Runner || s.duration_ns() > 0)
+            .collect();
         b.sort_by_key(|s| (std::cmp::Reverse(s.duration_ns()), s.start_ns));
         b
     }
@@ -232,6 +360,9 @@ impl ServicesView {
     /// before the last `rc_reached`, back through `waited_for` (the dependency whose end
     /// made each one ready). First element is the earliest.
     pub fn critical_chain(&self) -> Vec<&Span> {
+        if self.source == Source::Systemd {
+            return self.unit_chain();
+        }
         let Some(&(ref rl, at)) = self.reached.last() else {
             return vec![];
         };
@@ -266,6 +397,80 @@ impl ServicesView {
         chain.reverse();
         chain
     }
+}
+
+impl ServicesView {
+    /// systemd's critical chain to the login unit: from it, back through the `After=`
+    /// dependency that became active last ([`Span::waited_for`]), as `systemd-analyze
+    /// critical-chain UNIT` prints it (first element the earliest).
+    fn unit_chain(&self) -> Vec<&Span> {
+        let by_name: BTreeMap<&str, &Span> =
+            self.spans.iter().map(|s| (s.script.as_str(), s)).collect();
+        let mut chain: Vec<&Span> = Vec::new();
+        let mut cur = self
+            .login_unit
+            .as_deref()
+            .and_then(|l| by_name.get(l).copied());
+        while let Some(s) = cur {
+            if chain.iter().any(|c| c.script == s.script) {
+                break; // an ordering cycle: systemd-analyze prints "..." there
+            }
+            chain.push(s);
+            cur = by_name.get(s.waited_for.as_str()).copied();
+        }
+        chain.reverse();
+        chain
+    }
+
+    /// The failed spans, or (systemd) the units in the failed state.
+    pub fn failed(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .spans
+            .iter()
+            .filter(|s| !matches!(s.outcome.as_str(), "ok" | "running"))
+            .map(|s| s.script.clone())
+            .collect();
+        for u in &self.failed_units {
+            if !out.contains(u) {
+                out.push(u.clone());
+            }
+        }
+        out
+    }
+}
+
+/// The services view of a trace: the runner's (`rc.log`) or else systemd's units
+/// (`systemd-units.log`), a boot having one service manager; with the problems of its file
+/// (bad lines, the recorder's notes), each naming the file.
+pub fn view_of(trace: &trace::Trace) -> (Option<ServicesView>, Vec<String>) {
+    let mut warnings = Vec::new();
+    if let Some(text) = trace.rc_log.as_deref() {
+        let file = format!("{}/{}", trace.origin, trace::rclog::FILE_NAME);
+        let (view, problems) = ServicesView::from_text(text, &file);
+        warnings.extend(problems.iter().map(ToString::to_string));
+        return (Some(view), warnings);
+    }
+    let Some(text) = trace.systemd_units.as_deref() else {
+        return (None, warnings);
+    };
+    let file = format!("{}/{}", trace.origin, trace::units::FILE_NAME);
+    let (units, problems) = trace::units::parse(text, &file);
+    warnings.extend(problems.iter().map(ToString::to_string));
+    warnings.extend(units.notes.iter().map(|n| format!("{file}: {n}")));
+    (Some(ServicesView::from_units(&units)), warnings)
+}
+
+/// Whether a unit starts a login: a getty of any kind, or the display manager.
+pub fn login_unit_name(id: &str) -> bool {
+    id.starts_with("getty@")
+        || id.starts_with("serial-getty@")
+        || id.starts_with("console-getty.")
+        || id.starts_with("container-getty@")
+        || id == "display-manager.service"
+        || matches!(
+            id,
+            "lightdm.service" | "gdm.service" | "gdm3.service" | "sddm.service" | "xdm.service"
+        )
 }
 
 #[cfg(test)]

@@ -98,6 +98,14 @@ pub enum Verb {
     /// (docs/initramfs.md).
     #[command(subcommand)]
     Initramfs(Initramfs),
+    /// The services of a recorded boot: spans, blame, critical chain to the login
+    ///
+    /// The scripts bootprint's runner started (the trace's rc.log) or, on a systemd boot, the
+    /// units as systemd timed them (the trace's systemd-units.log): when each started and how
+    /// long it took, failed ones, blame (longest first, as systemd-analyze blame) and the
+    /// critical chain to the login (as systemd-analyze critical-chain for units).
+    /// `bootprint rc services` is the same.
+    Services(RcServices),
     /// The init scripts: start graph and order, the services of a boot, the login target
     Rc(RcVerb),
     /// Readahead's pack, history and verdict; its switch
@@ -447,10 +455,10 @@ pub enum Rc {
     /// path and the edge dropped to break them; problems in headers are listed with file and
     /// line.
     Graph(RcGraph),
-    /// How bootprint's runner started the services of a recorded boot
+    /// The services of a recorded boot (the same as `bootprint services`)
     ///
     /// Spans (late services apart), blame (longest first) and the critical chain to the
-    /// login.
+    /// login, from the runner's rc.log or systemd's units (systemd-units.log).
     Services(RcServices),
     /// The login target this system needs (what `login = ["auto"]` in [rc] of bootprint.toml
     /// uses)
@@ -482,7 +490,7 @@ fn runlevel(s: &str) -> Result<rc::system::Runlevel, String> {
 
 #[derive(Debug, Args)]
 pub struct RcServices {
-    /// A trace directory (its rc.log) or an rc.log file
+    /// A trace directory (its rc.log, else its systemd-units.log) or one of those files
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
     /// One JSON object

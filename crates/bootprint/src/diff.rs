@@ -3,10 +3,21 @@
 use crate::output::{print, write_file, write_json};
 use crate::Outcome;
 
-fn open(path: &std::path::Path) -> Result<(String, analyze::BootModel), String> {
+type Opened = (
+    String,
+    analyze::BootModel,
+    Option<analyze::services::ServicesView>,
+);
+
+/// A trace's model and services view (the runner's, or systemd's units).
+fn open(path: &std::path::Path) -> Result<Opened, String> {
     let t = trace::Trace::open(path).map_err(|e| e.to_string())?;
     let m = analyze::analyze(&t).map_err(|e| format!("{}: {e}", t.origin))?;
-    Ok((t.origin, m))
+    let (view, warnings) = analyze::services::view_of(&t);
+    for w in warnings {
+        eprintln!("bootprint: diff: {w}");
+    }
+    Ok((t.origin, m, view))
 }
 
 /// Runs the verb.
@@ -15,7 +26,7 @@ pub fn run(args: &crate::cli::Diff) -> Outcome {
         (Ok(a), Ok(b)) => (a, b),
         (Err(e), _) | (_, Err(e)) => return Outcome::Failed(e),
     };
-    let diff = analyze::diff::diff(&a.1, &b.1);
+    let diff = analyze::diff::diff_with(&a.1, &b.1, a.2.as_ref(), b.2.as_ref());
     if let Some(path) = &args.svg {
         let (name_a, name_b) = (format!("A: {}", a.0), format!("B: {}", b.0));
         let written = write_file(path, |w| {

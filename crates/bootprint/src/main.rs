@@ -22,6 +22,7 @@ mod prune;
 mod rc;
 mod readahead;
 mod report;
+mod services;
 
 use std::process::ExitCode;
 
@@ -53,6 +54,7 @@ fn main() -> ExitCode {
         Verb::Kernel(a) => kernel::run(a),
         Verb::Initramfs(a) => initramfs::run(a),
         Verb::Modules(a) => modules::run(a),
+        Verb::Services(a) => services::run(a),
         Verb::Rc(a) => rc::run(a),
         Verb::Readahead(a) => readahead::run(a),
         Verb::Enable(a) => enable::enable(a),

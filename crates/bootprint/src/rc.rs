@@ -1,10 +1,9 @@
 //! `bootprint rc graph [--root DIR] [--runlevel N] [--json|--dot]`: the start graph of the
 //! init scripts of a system and the order bootprint would start them in, every edge with
-//! the header line it came from; `rc services TRACE`: how bootprint's runner started the
-//! services of a recorded boot; `rc login`: the login target the system needs. Reading and
+//! the header line it came from; `rc services TRACE`: the services of a recorded boot (the
+//! same as `bootprint services`); `rc login`: the login target the system needs. Reading and
 //! planning live in the `rc` crate.
 
-use analyze::services::ServicesView;
 use rc::graph::Graph;
 use rc::system::{Runlevel, System};
 use render::rc_graph;
@@ -59,36 +58,9 @@ fn graph(args: &cli::RcGraph) -> Outcome {
     })
 }
 
-/// `rc services TRACE [--json]`: the services view of a recorded boot.
+/// `rc services TRACE [--json]`: the same as `bootprint services` (crate::services).
 fn services(args: &cli::RcServices) -> Outcome {
-    let trace = &args.trace;
-    let file = if trace.is_dir() {
-        trace.join(trace::rclog::FILE_NAME)
-    } else {
-        trace.clone()
-    };
-    let text = match std::fs::read_to_string(&file) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Outcome::Failed(format!(
-                "rc services: {} does not exist: the boot did not use bootprint's runner \
-                 (bootprint.rc=1), or its span log was not copied into the trace",
-                file.display()
-            ))
-        }
-        Err(e) => return Outcome::Failed(format!("rc services: {}: {e}", file.display())),
-    };
-    let (view, problems) = ServicesView::from_text(&text, &file.display().to_string());
-    for p in &problems {
-        eprintln!("bootprint: rc services: {p}");
-    }
-    if !args.json {
-        print!("{}", render::services::text(&view));
-        return Outcome::Ok;
-    }
-    let v = render::services::json(&view);
-    println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
-    Outcome::Ok
+    crate::services::run(args)
 }
 
 /// `rc login [--root DIR] [--json]`: the learned login target with its reasons.
@@ -140,7 +112,7 @@ mod tests {
         let dir = tmp.path();
         let missing = services_of(dir, false);
         assert!(
-            matches!(&missing, Outcome::Failed(m) if m.contains("rc.log does not exist")),
+            matches!(&missing, Outcome::Failed(m) if m.contains("rc.log nor")),
             "no rc.log in the trace is a failure naming the file"
         );
         std::fs::write(

@@ -46,6 +46,7 @@ fn a_bad_flag_prints_that_verbs_usage() {
         &["report"][..],
         &["modules", "load"],
         &["rc", "services"],
+        &["services"],
         &["readahead", "show"],
         &["initramfs", "install"],
     ] {

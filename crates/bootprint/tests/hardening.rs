@@ -210,6 +210,7 @@ fn defect7_arguments_not_utf8_are_not_a_panic() {
         (vec![o("kernel"), bad], 1),
         (vec![o("export"), o("--prometheus"), dir, bad], 1),
         (vec![o("rc"), o("services"), bad], 1),
+        (vec![o("services"), bad], 1),
         (vec![o("rc"), o("graph"), o("--root"), bad], 1),
         (vec![o("rc"), o("graph"), o("--runlevel"), bad], 2),
         (vec![o("modules"), o("plan"), o("--root"), bad], 1),

@@ -498,9 +498,7 @@ impl<'a> Recorder<'a> {
         if let Ok(log) = std::fs::read(&self.paths.late_log) {
             self.store.extra_files.push(("late.log".into(), log));
         }
-        if self.config.late {
-            learn_late_units(self.config, self.paths, &mut self.store);
-        }
+        ask_systemd(self.config, self.paths, &mut self.store);
         let boot_id = sysinfo::boot_id(&self.paths.proc);
         let access = Access::from_group_file(&self.paths.etc_group);
         let dir = write_trace(
@@ -860,49 +858,114 @@ fn late_units_pending(late_log: &Path) -> bool {
             .unwrap_or(false)
 }
 
-/// On systemd (PID 1's name says so), asks the manager which units can start late next boot
-/// and keeps the answer (`systemd::learn`); the choice, with the reason for each unit kept
-/// early, goes into the trace as `systemd-late.txt`. Runs after boot done, so it costs the
-/// boot nothing; a failure is a warning in the trace and leaves the last state as it was.
-fn learn_late_units(config: &Config, paths: &Paths, store: &mut Store) {
+/// On systemd (PID 1's name says so), asks the manager once for every loaded unit
+/// (`systemd::learn::query`): their timing and dependencies go into the trace as
+/// `systemd-units.log` (`trace::units`), and when the late switch is on, the units that can
+/// start late next boot are chosen from the same answer and kept (`systemd::late`; the
+/// choice, with the reason for each unit kept early, goes into the trace as
+/// `systemd-late.txt`). Runs after boot done, so it costs the boot nothing; any failure (no
+/// systemctl, a timeout, garbage) is a note in the file and a warning event, and the trace
+/// is written all the same, the last late state left as it was.
+fn ask_systemd(config: &Config, paths: &Paths, store: &mut Store) {
     let pid1 = paths.proc.read("1/comm").unwrap_or_default();
     if String::from_utf8_lossy(&pid1).trim() != "systemd" {
         return;
     }
     let t0 = boottime_ns();
-    let pins = systemd::late::Pins {
-        late: config.late_units.clone(),
-        never_late: config.never_late.clone(),
-    };
     let systemctl = ["/usr/bin/systemctl", "/bin/systemctl"]
         .into_iter()
         .map(Path::new)
         .find(|p| p.exists())
         .unwrap_or(Path::new("systemctl"));
-    match systemd::learn::learn(systemctl, &pins) {
-        Ok(choice) => {
-            let text = systemd::late::to_state(&choice);
-            let saved = rc::state::write_atomic(&paths.late_state, text.as_bytes());
-            let mut e = Event::new(boottime_ns(), "late_learned")
-                .with("late", choice.late.len())
-                .with("kept", choice.kept.len())
-                .with("ms", (boottime_ns().saturating_sub(t0)) / 1_000_000);
-            if let Err(err) = saved {
-                e = e.with(
-                    "error",
-                    format!("{}: {err}", paths.late_state.display()).replace(' ', "_"),
-                );
-            }
-            store.events.push(e);
-            store
-                .extra_files
-                .push(("systemd-late.txt".into(), text.into_bytes()));
+    let asked = systemd::learn::query(systemctl, systemd::learn::QUERY_LIMIT);
+    // Both clocks read back to back: their difference is the time spent suspended, which
+    // CLOCK_MONOTONIC leaves out (docs/trace-format.md, systemd-units.log).
+    let offset = boottime_ns().saturating_sub(sys::monotonic_ns());
+    let units = units_file(asked.as_ref(), offset);
+    store.events.push(
+        Event::new(boottime_ns(), "systemd_units")
+            .with("units", units.units.len())
+            .with("ms", (boottime_ns().saturating_sub(t0)) / 1_000_000),
+    );
+    store.extra_files.push((
+        trace::units::FILE_NAME.into(),
+        trace::units::write(&units).into_bytes(),
+    ));
+    let graph = match asked {
+        Ok(g) => g,
+        Err(err) => {
+            store.events.push(
+                Event::new(boottime_ns(), "warning")
+                    .with("what", format!("systemd units not read: {err}")),
+            );
+            return;
         }
-        Err(err) => store.events.push(
-            Event::new(boottime_ns(), "warning")
-                .with("what", format!("systemd late units not learned: {err}")),
-        ),
+    };
+    if !config.late {
+        return;
     }
+    let pins = systemd::late::Pins {
+        late: config.late_units.clone(),
+        never_late: config.never_late.clone(),
+    };
+    let choice = systemd::late::choose(&graph.units, &pins);
+    let text = systemd::late::to_state(&choice);
+    let saved = rc::state::write_atomic(&paths.late_state, text.as_bytes());
+    let mut e = Event::new(boottime_ns(), "late_learned")
+        .with("late", choice.late.len())
+        .with("kept", choice.kept.len())
+        .with("ms", (boottime_ns().saturating_sub(t0)) / 1_000_000);
+    if let Err(err) = saved {
+        e = e.with(
+            "error",
+            format!("{}: {err}", paths.late_state.display()).replace(' ', "_"),
+        );
+    }
+    store.events.push(e);
+    store
+        .extra_files
+        .push(("systemd-late.txt".into(), text.into_bytes()));
+}
+
+/// The trace's `systemd-units.log` of what the manager said (or why it said nothing);
+/// `offset_ns` is CLOCK_BOOTTIME minus CLOCK_MONOTONIC.
+fn units_file(
+    asked: Result<&systemd::learn::Graph, &String>,
+    offset_ns: u64,
+) -> trace::units::Units {
+    let mut out = trace::units::Units {
+        boottime_minus_monotonic_ns: Some(offset_ns),
+        ..Default::default()
+    };
+    match asked {
+        Ok(g) => {
+            out.userspace_us = g.userspace_us;
+            out.finish_us = g.finish_us;
+            out.units = g
+                .units
+                .iter()
+                .map(|u| trace::units::Unit {
+                    id: u.id.clone(),
+                    service_type: u.service_type.clone(),
+                    load_state: u.load_state.clone(),
+                    active_state: u.active_state.clone(),
+                    sub_state: u.sub_state.clone(),
+                    result: u.result.clone(),
+                    activating_us: u.times.activating_us,
+                    active_us: u.times.active_us,
+                    deactivating_us: u.times.deactivating_us,
+                    inactive_us: u.times.inactive_us,
+                    deps: trace::units::DEPS
+                        .iter()
+                        .filter(|d| !u.dep(d).is_empty())
+                        .map(|d| (d.to_string(), u.dep(d).to_vec()))
+                        .collect(),
+                })
+                .collect();
+        }
+        Err(err) => out.notes.push(format!("systemd units not read: {err}")),
+    }
+    out
 }
 
 /// Whether bootprint's service runner still has services to start ([`done::services_pending`]
@@ -925,6 +988,47 @@ fn services_pending(rc_log: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_units_file_keeps_the_graph_or_says_why_not() {
+        let mut cron = systemd::show::Unit {
+            id: "cron.service".into(),
+            active_state: "active".into(),
+            ..Default::default()
+        };
+        cron.times.activating_us = 2_000_000;
+        cron.times.active_us = 2_000_100;
+        cron.deps
+            .insert("After".into(), vec!["basic.target".into()]);
+        cron.deps.insert("Names".into(), vec!["not-a-dep".into()]);
+        let g = systemd::learn::Graph {
+            units: vec![cron],
+            userspace_us: 1_000_000,
+            finish_us: 9_000_000,
+        };
+        let f = units_file(Ok(&g), 5);
+        assert_eq!(f.boottime_minus_monotonic_ns, Some(5));
+        assert_eq!((f.userspace_us, f.finish_us), (1_000_000, 9_000_000));
+        assert_eq!(f.units[0].dep("After"), ["basic.target"]);
+        assert_eq!(
+            f.units[0].deps.len(),
+            1,
+            "only the dependency lists the file keeps"
+        );
+        assert_eq!(f.boottime_ns(f.units[0].active_us), 2_000_100_005);
+        let err = "`systemctl show` did not finish within 90s".to_string();
+        let f = units_file(Err(&err), 0);
+        assert!(f.units.is_empty());
+        assert_eq!(
+            f.notes,
+            ["systemd units not read: `systemctl show` did not finish within 90s"]
+        );
+        let text = trace::units::write(&f);
+        assert!(
+            text.contains("note what=systemd%20units%20not%20read"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn an_empty_command_line_is_read_again_a_few_times() {

@@ -31,9 +31,13 @@ pub fn report(out: &mut impl Write, r: &Report) -> io::Result<()> {
         write_kernel(out, k)?;
     }
     if let Some(v) = &r.services {
+        let source = match v.source {
+            analyze::services::Source::Runner => "bootprint rc",
+            analyze::services::Source::Systemd => "systemd units",
+        };
         write!(
             out,
-            "\nServices (bootprint rc; details: bootprint rc services TRACE):\n{}",
+            "\nServices ({source}; details: bootprint services TRACE):\n{}",
             crate::services::text(v)
         )?;
     }

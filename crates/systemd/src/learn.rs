@@ -1,6 +1,8 @@
-//! Asks the running manager for its graph and chooses the late units: `systemctl
-//! list-units --all` for every loaded unit (a oneshot that already ran is inactive, and
-//! `systemctl show '*'` would leave it out), then `systemctl show` of those.
+//! Asks the running manager for its graph: `systemctl list-units --all` for every loaded
+//! unit (a oneshot that already ran is inactive, and `systemctl show '*'` would leave it
+//! out), then `systemctl show` of those, then the manager's own boot timestamps. The one
+//! place bootprint asks systemctl: the recorder keeps the answer in the trace (the units'
+//! timing) and chooses the late units from the same answer.
 
 use std::io::Read;
 use std::path::Path;
@@ -27,12 +29,20 @@ pub fn unit_names(list: &str) -> Vec<String> {
 
 /// Runs a command with a deadline; its standard output, or why not.
 pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<String, String> {
+    // The program and its first argument name it: `systemctl show` has hundreds of unit
+    // names after that, too many for a message.
+    let name = std::iter::once(cmd.get_program())
+        .chain(cmd.get_args().take(1))
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let name = format!("`{name}`");
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("cannot run {cmd:?}: {e}"))?;
+        .map_err(|e| format!("cannot run {name}: {e}"))?;
     let mut out = child.stdout.take().expect("piped above");
     // Read on a thread: a full pipe would otherwise keep the child from exiting.
     let reader = std::thread::spawn(move || {
@@ -48,21 +58,61 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<String, Strin
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("{cmd:?} did not finish within {limit:?}"));
+                return Err(format!("{name} did not finish within {limit:?}"));
             }
-            Err(e) => return Err(format!("waiting for {cmd:?}: {e}")),
+            Err(e) => return Err(format!("waiting for {name}: {e}")),
         }
     };
     let bytes = reader.join().unwrap_or_default();
     if !status.success() {
-        return Err(format!("{cmd:?} failed: {status}"));
+        return Err(format!("{name} failed: {status}"));
     }
-    String::from_utf8(bytes).map_err(|_| format!("{cmd:?} printed something not UTF-8"))
+    String::from_utf8(bytes).map_err(|_| format!("{name} printed something not UTF-8"))
 }
 
-/// Asks `systemctl` (the binary at `systemctl`) and chooses.
-pub fn learn(systemctl: &Path, pins: &Pins) -> Result<Choice, String> {
-    let limit = Duration::from_secs(20);
+/// What the manager said: every loaded unit, and its own boot timestamps.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Graph {
+    /// Every loaded unit, with its dependencies and state-change times.
+    pub units: Vec<show::Unit>,
+    /// `UserspaceTimestampMonotonic`: when the manager started (CLOCK_MONOTONIC µs).
+    pub userspace_us: u64,
+    /// `FinishTimestampMonotonic`: when the manager's initial transaction was done (0: not
+    /// yet); `systemd-analyze critical-chain` ignores units activated after it.
+    pub finish_us: u64,
+}
+
+/// The manager's `UserspaceTimestampMonotonic` and `FinishTimestampMonotonic` from
+/// `systemctl show --property=...` without a unit (`Key=Value` lines; absent ones are 0).
+pub fn manager_times(text: &str) -> Result<(u64, u64), String> {
+    let (mut userspace, mut finish) = (0, 0);
+    for (i, line) in text.lines().enumerate() {
+        let Some((k, v)) = line.split_once('=') else {
+            continue;
+        };
+        let slot = match k {
+            "UserspaceTimestampMonotonic" => &mut userspace,
+            "FinishTimestampMonotonic" => &mut finish,
+            _ => continue,
+        };
+        *slot = v.trim().parse().map_err(|_| {
+            format!(
+                "systemctl show (manager), line {}: expected microseconds, found {v:?}",
+                i + 1
+            )
+        })?;
+    }
+    Ok((userspace, finish))
+}
+
+/// How long each systemctl call may take. `systemctl show` of some 200 units is a D-Bus
+/// round trip per unit: 21 s were not enough in a test-bed guest under software emulation
+/// on a loaded host. It runs after boot done, so waiting costs the boot nothing.
+pub const QUERY_LIMIT: Duration = Duration::from_secs(90);
+
+/// Asks `systemctl` (the binary at `systemctl`) for every loaded unit and the manager's
+/// boot timestamps; each call has a deadline of `limit`.
+pub fn query(systemctl: &Path, limit: Duration) -> Result<Graph, String> {
     let list = output_within(
         Command::new(systemctl).args([
             "list-units",
@@ -91,7 +141,25 @@ pub fn learn(systemctl: &Path, pins: &Pins) -> Result<Choice, String> {
             e.line, e.found
         )
     })?;
-    Ok(choose(&units, pins))
+    let manager = output_within(
+        Command::new(systemctl).args([
+            "show",
+            "--property=UserspaceTimestampMonotonic,FinishTimestampMonotonic",
+        ]),
+        limit,
+    )?;
+    let (userspace_us, finish_us) = manager_times(&manager)?;
+    Ok(Graph {
+        units,
+        userspace_us,
+        finish_us,
+    })
+}
+
+/// Asks `systemctl` and chooses.
+pub fn learn(systemctl: &Path, pins: &Pins) -> Result<Choice, String> {
+    let graph = query(systemctl, QUERY_LIMIT)?;
+    Ok(choose(&graph.units, pins))
 }
 
 #[cfg(test)]
@@ -110,10 +178,20 @@ avahi-daemon.socket loaded active running Avahi\n";
     }
 
     #[test]
+    fn manager_times_read_and_refuse_garbage() {
+        let text = "UserspaceTimestampMonotonic=1504223\nFinishTimestampMonotonic=9912000\n";
+        assert_eq!(manager_times(text), Ok((1504223, 9912000)));
+        assert_eq!(manager_times("FinishTimestampMonotonic=0\n"), Ok((0, 0)));
+        let e = manager_times("UserspaceTimestampMonotonic=x\n").unwrap_err();
+        assert!(e.contains("line 1: expected microseconds"), "{e}");
+    }
+
+    #[test]
     fn a_command_that_outlives_its_deadline_is_killed() {
         let t0 = Instant::now();
         let r = output_within(Command::new("sleep").arg("10"), Duration::from_millis(100));
-        assert!(r.unwrap_err().contains("did not finish"));
+        let e = r.unwrap_err();
+        assert_eq!(e, "`sleep 10` did not finish within 100ms");
         assert!(t0.elapsed() < Duration::from_secs(5));
         assert_eq!(
             output_within(Command::new("echo").arg("hi"), Duration::from_secs(5)).unwrap(),

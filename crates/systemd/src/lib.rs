@@ -5,8 +5,9 @@
 //! - [`show`]: the manager's unit graph, as `systemctl show` prints it.
 //! - [`late`]: which units can wait (not on the path to a login, not socket-activated,
 //!   nothing early waits for them), with the reason for each one kept; the state file.
-//! - [`learn`]: asks the running manager (`systemctl`) and chooses; run by the recorder at
-//!   boot done, so the next boot uses what this one saw.
+//! - [`learn`]: asks the running manager (`systemctl`), the one place that does: every
+//!   unit's graph and timing, which the recorder keeps in the trace at boot done, and the
+//!   late units chosen from it, so the next boot uses what this one saw.
 //! - [`generator`]: the systemd generator that defers the learned units (a condition drop-in
 //!   each, a target that wants them, a service that starts it once idle).
 //! - [`waiter`]: that service (`bootprint-boot late-start`).

@@ -5,9 +5,13 @@
 
 use std::collections::BTreeMap;
 
-/// The properties [`parse`] reads (the `--property=` list to ask for).
-pub const PROPERTIES: &str = "Id,Names,LoadState,ActiveState,Type,DefaultDependencies,\
-Wants,Requires,Requisite,BindsTo,After,Before,WantedBy,RequiredBy,BoundBy,TriggeredBy";
+/// The properties [`parse`] reads (the `--property=` list to ask for): the graph the late
+/// units are chosen from, and the four state-change times `systemd-analyze blame` and
+/// `critical-chain` read (systemd's src/analyze/analyze-time-data.c).
+pub const PROPERTIES: &str = "Id,Names,LoadState,ActiveState,SubState,Result,Type,\
+DefaultDependencies,Wants,Requires,Requisite,BindsTo,After,Before,WantedBy,RequiredBy,BoundBy,\
+TriggeredBy,InactiveExitTimestampMonotonic,ActiveEnterTimestampMonotonic,\
+ActiveExitTimestampMonotonic,InactiveEnterTimestampMonotonic";
 
 /// One loaded unit.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,12 +24,32 @@ pub struct Unit {
     pub load_state: String,
     /// `active`, `inactive`, `failed`, ...
     pub active_state: String,
+    /// `running`, `exited`, `dead`, ...
+    pub sub_state: String,
+    /// A service's `Result=` (`success`, `exit-code`, `timeout`, ...); empty for others.
+    pub result: String,
     /// A service's `Type=` (`simple`, `forking`, `oneshot`, ...); empty for other units.
     pub service_type: String,
     /// `DefaultDependencies=`.
     pub default_dependencies: bool,
     /// Dependency lists by property name (`Wants`, `After`, `Before`, `WantedBy`, ...).
     pub deps: BTreeMap<String, Vec<String>>,
+    /// The last state changes, CLOCK_MONOTONIC µs (0: never): left inactive (started
+    /// activating), entered active, left active, entered inactive.
+    pub times: Times,
+}
+
+/// A unit's last state changes, as `*TimestampMonotonic` (CLOCK_MONOTONIC µs, 0 never).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Times {
+    /// `InactiveExitTimestampMonotonic`: it began activating.
+    pub activating_us: u64,
+    /// `ActiveEnterTimestampMonotonic`: it became active.
+    pub active_us: u64,
+    /// `ActiveExitTimestampMonotonic`: it began deactivating.
+    pub deactivating_us: u64,
+    /// `InactiveEnterTimestampMonotonic`: it became inactive (or failed).
+    pub inactive_us: u64,
 }
 
 impl Unit {
@@ -63,6 +87,14 @@ const DEP_PROPERTIES: [&str; 11] = [
     "Names",
 ];
 
+/// A `*TimestampMonotonic` value: µs as a decimal number.
+fn us(i: usize, value: &str) -> Result<u64, ParseError> {
+    value.parse().map_err(|_| ParseError {
+        line: i + 1,
+        found: format!("{value:.80} (expected microseconds, a whole number)"),
+    })
+}
+
 /// Parses the whole output. A block without `Id=` is skipped (systemctl prints none such);
 /// a line that is not `Key=Value` is an error naming its line.
 pub fn parse(text: &str) -> Result<Vec<Unit>, ParseError> {
@@ -92,7 +124,13 @@ pub fn parse(text: &str) -> Result<Vec<Unit>, ParseError> {
             "Id" => cur.id = value.to_string(),
             "LoadState" => cur.load_state = value.to_string(),
             "ActiveState" => cur.active_state = value.to_string(),
+            "SubState" => cur.sub_state = value.to_string(),
+            "Result" => cur.result = value.to_string(),
             "Type" => cur.service_type = value.to_string(),
+            "InactiveExitTimestampMonotonic" => cur.times.activating_us = us(i, value)?,
+            "ActiveEnterTimestampMonotonic" => cur.times.active_us = us(i, value)?,
+            "ActiveExitTimestampMonotonic" => cur.times.deactivating_us = us(i, value)?,
+            "InactiveEnterTimestampMonotonic" => cur.times.inactive_us = us(i, value)?,
             "DefaultDependencies" => cur.default_dependencies = value == "yes",
             k if DEP_PROPERTIES.contains(&k) => {
                 // systemctl quotes a name with a backslash escape in it.
@@ -133,6 +171,23 @@ WantedBy=multi-user.target\nTriggeredBy=\n\nId=multi-user.target\nWants=cron.ser
         assert!(cron.dep("TriggeredBy").is_empty());
         assert!(cron.dep("Requires").is_empty());
         assert_eq!(units[1].dep("Wants"), ["cron.service"]);
+    }
+
+    #[test]
+    fn timestamps_are_read_and_a_bad_one_names_its_line() {
+        let text = "Id=cron.service\nSubState=running\nResult=success\n\
+InactiveExitTimestampMonotonic=1200\nActiveEnterTimestampMonotonic=3400\n\
+ActiveExitTimestampMonotonic=0\nInactiveEnterTimestampMonotonic=0\n";
+        let u = &parse(text).unwrap()[0];
+        assert_eq!(
+            (u.sub_state.as_str(), u.result.as_str()),
+            ("running", "success")
+        );
+        assert_eq!((u.times.activating_us, u.times.active_us), (1200, 3400));
+        assert_eq!(u.times.inactive_us, 0);
+        let e = parse("Id=a.service\nActiveEnterTimestampMonotonic=soon\n").unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.found.contains("expected microseconds"), "{e:?}");
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! A trace is a directory of bootchart2-compatible sample logs plus bootprint's own
 //! `events.log` and, when bootprint's runner started the init scripts, its span log `rc.log`
-//! ([`rclog`]) (see `docs/trace-format.md`). This crate owns the format only: parsing takes
+//! ([`rclog`]); on a systemd boot, systemd's own unit timing `systemd-units.log` ([`units`])
+//! (see `docs/trace-format.md`). This crate owns the format only: parsing takes
 //! text, writing takes values; it decides nothing about when to sample or what a boot means
 //! (that belongs to `sample` and `analyze`). It also holds [`conf`], the one parser of
 //! `bootprint.toml`'s syntax, and [`config`], the file's schema (its path, every section and
@@ -15,6 +16,7 @@ pub mod config;
 pub mod config_default;
 pub mod events;
 pub mod rclog;
+pub mod units;
 pub mod writer;
 
 pub use events::{Event, EventParseError};

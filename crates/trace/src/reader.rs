@@ -3,7 +3,8 @@
 //! a directory's `proc_ps.log` stays on disk and is streamed ([`Trace::for_each_ps_block`]).
 //!
 //! Required files: `header`, `proc_stat.log`, `proc_diskstats.log`, `proc_ps.log`. Optional:
-//! `proc_meminfo.log`, `cmdline2.log`, `dmesg`, `events.log`. Anything else is ignored.
+//! `proc_meminfo.log`, `cmdline2.log`, `dmesg`, `events.log`, `rc.log`, `systemd-units.log`.
+//! Anything else is ignored.
 
 use std::fmt;
 use std::io;
@@ -16,7 +17,7 @@ use crate::events::{self, Event};
 use crate::writer::PsRecord;
 
 /// Files of a trace that the reader knows; the rest of a directory or archive is skipped.
-pub const KNOWN_FILES: [&str; 9] = [
+pub const KNOWN_FILES: [&str; 10] = [
     "header",
     "proc_stat.log",
     "proc_diskstats.log",
@@ -26,6 +27,7 @@ pub const KNOWN_FILES: [&str; 9] = [
     "dmesg",
     events::FILE_NAME,
     crate::rclog::FILE_NAME,
+    crate::units::FILE_NAME,
 ];
 
 /// Why a trace could not be opened or read.
@@ -284,6 +286,9 @@ pub struct Trace {
     /// `rc.log`, the runner's span log, as text, if present (parsed by its reader,
     /// [`crate::rclog::parse`], which reports bad lines rather than failing the trace).
     pub rc_log: Option<String>,
+    /// `systemd-units.log`, systemd's unit timing, as text, if present (parsed by its
+    /// reader, [`crate::units::parse`], which reports bad lines rather than failing).
+    pub systemd_units: Option<String>,
 }
 
 impl Trace {
@@ -328,6 +333,7 @@ impl Trace {
             dmesg: raw.take_text("dmesg"),
             events,
             rc_log: raw.take_text(crate::rclog::FILE_NAME),
+            systemd_units: raw.take_text(crate::units::FILE_NAME),
         })
     }
 

@@ -14,6 +14,16 @@ use super::trace::{raw_trace, CONF_TOKENS};
 use super::{strict, trace_container_seeds, trace_fixtures, TRACE_TOKENS};
 use crate::{seeds, Target};
 
+/// A small `systemd-units.log`: a chain to the getty through an ordering cycle.
+const SYSTEMD_UNITS: &str = "# bootprint systemd units 1
+clock boottime_minus_monotonic_ns=0
+manager userspace_us=100 finish_us=9000
+unit id=a.service type=oneshot active=inactive result=success activating_us=200 active_us=0 inactive_us=900 After=b.service
+unit id=b.service active=failed result=exit-code activating_us=300 active_us=400 After=a.service
+unit id=ssh.service active=active activating_us=300 active_us=5000 After=a.service,b.service
+unit id=getty@tty1.service active=active activating_us=1000 active_us=1001 After=ssh.service,b.service
+";
+
 /// The targets of this file.
 pub fn targets() -> Vec<Target> {
     vec![
@@ -26,6 +36,47 @@ pub fn targets() -> Vec<Target> {
             seeds: trace_container_seeds,
             tokens: TRACE_TOKENS,
             structured: Some(hostile_trace),
+        },
+        Target {
+            name: "systemd_units",
+            about: "trace::units::parse (systemd-units.log), ServicesView::from_units, blame, critical chain, failed, the late-unit advice, its text and JSON",
+            run: |d| {
+                if let Some(t) = strict(d) {
+                    let (units, _) = trace::units::parse(t, "systemd-units.log");
+                    let _ = trace::units::write(&units);
+                    let v = analyze::services::ServicesView::from_units(&units);
+                    let _ = v.blame();
+                    let _ = v.critical_chain();
+                    let _ = v.failed();
+                    let _ = analyze::advise::late_units(&v, 2);
+                    let _ = render::services::text(&v);
+                    let _ = render::services::json(&v);
+                }
+            },
+            seeds: || {
+                let mut s = seeds::files(&["tests/fixtures/systemd-units/systemd-units.log"]);
+                s.extend(seeds::lit(&[SYSTEMD_UNITS]));
+                s
+            },
+            tokens: &[
+                "# bootprint systemd units 1",
+                "clock boottime_minus_monotonic_ns=",
+                "manager userspace_us=1 finish_us=",
+                "unit id=",
+                "a.service",
+                "getty@tty1.service",
+                " activating_us=",
+                " active_us=",
+                " inactive_us=",
+                " active=failed",
+                " result=exit-code",
+                " After=",
+                " TriggeredBy=",
+                "note what=",
+                ",",
+                "%20",
+            ],
+            structured: None,
         },
         Target {
             name: "analyze_budget",

@@ -46,6 +46,7 @@ const LEAVES: &[&str] = &[
     "initramfs build",
     "initramfs plan",
     "initramfs install",
+    "services",
     "rc graph",
     "rc services",
     "rc login",
