@@ -78,7 +78,7 @@ deb-check: deb
 
 # The package on a machine GRUB boots from its own disk: install, enable, a kernel upgrade,
 # disable, purge, five boots (docs/testbed.md, `package`). Not part of `make test` (its
-# 40 minutes); CI runs it after.
+# 40 minutes).
 package-test: deb
 	$(TESTBED) image
 	$(TESTBED) package --deb $(DEB) --no-cargo
