@@ -45,7 +45,6 @@ const LEAVES: &[&str] = &[
     "modules off",
     "initramfs build",
     "initramfs plan",
-    "initramfs install",
     "rc graph",
     "rc services",
     "rc login",
@@ -324,9 +323,10 @@ fn initramfs_options() {
         kind("bootprint initramfs build --compression lzma"),
         ErrorKind::InvalidValue
     );
+    // `install` is gone: `bootprint enable --initramfs` makes the GRUB entry (docs/enable.md).
     assert_eq!(
-        kind("bootprint initramfs install --out x"),
-        ErrorKind::UnknownArgument
+        kind("bootprint initramfs install"),
+        ErrorKind::InvalidSubcommand
     );
     assert_eq!(
         kind("bootprint initramfs plan --out x"),
@@ -340,10 +340,6 @@ fn initramfs_options() {
         kind("bootprint initramfs burn"),
         ErrorKind::InvalidSubcommand
     );
-    assert!(matches!(
-        verb("bootprint initramfs install --image i --kernel 6.1 --dry-run --once"),
-        Verb::Initramfs(Initramfs::Install(i)) if i.dry_run && i.once && i.image.is_some()
-    ));
 }
 
 #[test]
