@@ -47,7 +47,7 @@ fn a_bad_flag_prints_that_verbs_usage() {
         &["modules", "load"],
         &["rc", "services"],
         &["readahead", "show"],
-        &["initramfs", "install"],
+        &["initramfs", "build"],
     ] {
         let mut args = verb.to_vec();
         args.push("--badflag");
