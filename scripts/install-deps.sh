@@ -7,7 +7,8 @@ set -euo pipefail
 # libkmod-dev + pkg-config: the modules crate links libkmod; insserv: the rc tests compare
 # our dependency graph with Debian's own tool.
 # chromium: the HTML report test renders the report in a real headless browser.
-# grub-common: grub-script-check reads the GRUB entry `bootprint initramfs install` writes.
+# grub-common: grub-script-check reads the GRUB entries packaging/grub.d prints, and that
+# script sources grub-common's grub-mkconfig_lib (crates/bootprint/tests/enable.rs).
 # shellcheck: the packaging scripts' test (crates/bootprint/tests/enable.rs) checks them.
 # cpio, xz-utils, zstd, lz4: the initramfs tests compare with the reference cpio reader and
 # measure every compressor.

@@ -366,11 +366,6 @@ pub enum Initramfs {
     Build(InitramfsBuild),
     /// Print the plan only: root, file system, modules in dependency order
     Plan(InitramfsPlan),
-    /// Add an extra GRUB boot entry with the image beside the distribution's
-    ///
-    /// Writes /etc/grub.d/42_bootprint, then runs update-grub; the default entry is not
-    /// changed.
-    Install(InitramfsInstall),
 }
 
 /// Which root the initramfs mounts, and for which kernel (build and plan).
@@ -420,22 +415,6 @@ fn compression() -> impl TypedValueParser<Value = Compression> {
 pub struct InitramfsPlan {
     #[command(flatten)]
     pub target: InitramfsTarget,
-}
-
-#[derive(Debug, Args)]
-pub struct InitramfsInstall {
-    /// The image (default /boot/bootprint-initrd.img-RELEASE)
-    #[arg(long, value_name = "FILE")]
-    pub image: Option<PathBuf>,
-    /// The kernel release (default: the running kernel's)
-    #[arg(long, value_name = "RELEASE", value_parser = text(StringValueParser::new()))]
-    pub kernel: Option<String>,
-    /// Print the GRUB snippet instead of installing it
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Boot the new entry at the next boot only (grub-reboot; needs GRUB_DEFAULT=saved)
-    #[arg(long)]
-    pub once: bool,
 }
 
 #[derive(Debug, Args)]

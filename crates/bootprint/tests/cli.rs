@@ -48,7 +48,7 @@ fn a_bad_flag_prints_that_verbs_usage() {
         &["rc", "services"],
         &["services"],
         &["readahead", "show"],
-        &["initramfs", "install"],
+        &["initramfs", "build"],
     ] {
         let mut args = verb.to_vec();
         args.push("--badflag");

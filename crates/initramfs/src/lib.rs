@@ -15,8 +15,8 @@
 //! the cpio writer, compression choice, the ELF reader for `DT_NEEDED`, superblock and
 //! partition-table probing, and the `/init` steps. It does not own: the CLI verb
 //! (`bootprint initramfs`, crates/bootprint), the dispatch in `bootprint-boot`, the recorder
-//! the real init may be (crates/record), nor the boot-entry setup beyond writing a GRUB
-//! snippet ([`install`]). System calls: those only /init makes in `sys.rs`, the shared ones
+//! the real init may be (crates/record), nor the boot entry (`bootprint enable --initramfs`,
+//! crates/bootprint, and the GRUB script packaging/grub.d). System calls: those only /init makes in `sys.rs`, the shared ones
 //! (mount, fork, statfs, reboot...) from the `sys` crate.
 //!
 //! ```
@@ -33,7 +33,6 @@ pub mod cmdline;
 pub mod compress;
 pub mod cpio;
 pub mod elf;
-pub mod install;
 pub mod loader;
 pub mod plan;
 pub mod probe;

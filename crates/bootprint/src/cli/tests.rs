@@ -45,7 +45,6 @@ const LEAVES: &[&str] = &[
     "modules off",
     "initramfs build",
     "initramfs plan",
-    "initramfs install",
     "services",
     "rc graph",
     "rc services",
@@ -325,9 +324,10 @@ fn initramfs_options() {
         kind("bootprint initramfs build --compression lzma"),
         ErrorKind::InvalidValue
     );
+    // `install` is gone: `bootprint enable --initramfs` makes the GRUB entry (docs/enable.md).
     assert_eq!(
-        kind("bootprint initramfs install --out x"),
-        ErrorKind::UnknownArgument
+        kind("bootprint initramfs install"),
+        ErrorKind::InvalidSubcommand
     );
     assert_eq!(
         kind("bootprint initramfs plan --out x"),
@@ -341,10 +341,6 @@ fn initramfs_options() {
         kind("bootprint initramfs burn"),
         ErrorKind::InvalidSubcommand
     );
-    assert!(matches!(
-        verb("bootprint initramfs install --image i --kernel 6.1 --dry-run --once"),
-        Verb::Initramfs(Initramfs::Install(i)) if i.dry_run && i.once && i.image.is_some()
-    ));
 }
 
 #[test]
