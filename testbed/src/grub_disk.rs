@@ -4,12 +4,14 @@
 //! kernel to the image's ABI, disable and purge as a user would (docs/testbed.md, "The
 //! package test").
 //!
-//! The text image build makes its root file system (`image::GRUB_ROOTFS`: GRUB and the
-//! older kernel installed in a chroot, bootprint's hand-installed parts gone); this module
-//! puts it behind an MBR partition table and boots it once with the image's kernel
-//! (`root=/dev/vda1`) to run [`SETUP_SCRIPT`]: Debian's own grub-install and update-grub,
-//! on the disk. A second boot, through the firmware and GRUB, must run the older kernel
-//! before the disk is kept (cached as `grub-<key>/disk.raw`).
+//! Derived from the text image when the test first needs it, and cached (`grub-<key>/`):
+//! a copy of the image's root file system, grown, is loop-mounted on the host and changed in
+//! a chroot at the host's speed ([`ROOT_SCRIPT`]: dpkg and mkinitramfs take many minutes
+//! under emulation), put behind an MBR partition table, and booted once with the image's
+//! kernel (`root=/dev/vda1`) to run [`SETUP_SCRIPT`]: Debian's own grub-install and
+//! update-grub, which need the disk. A second boot, through the firmware and GRUB, must run
+//! the older kernel before the disk is kept. Only `package` pays for this: `make test`
+//! never builds it.
 
 use std::fs;
 use std::io::{Seek, SeekFrom, Write};
@@ -18,7 +20,7 @@ use std::process::Command;
 
 use crate::image::{self, Image};
 use crate::qemu::{self, BootOpts, Profile};
-use crate::util::{io_err, run_logged, Error, Fnv, Lock, Paths, Result};
+use crate::util::{io_err, output_logged, run_logged, Error, Fnv, Lock, Paths, Result};
 
 /// Bumped when the derivation changes in a way the hashed texts below do not show.
 const DISK_VERSION: &str = "bootprint-testbed grub disk 1";
@@ -27,6 +29,50 @@ const DISK_VERSION: &str = "bootprint-testbed grub disk 1";
 const PART_START_SECTOR: u64 = 2048;
 /// Where the root file system starts on the disk, in bytes.
 pub const FS_OFFSET: u64 = PART_START_SECTOR * 512;
+/// Room for the upgrade: a second kernel, its initramfs and bootprint's, the traces.
+const GROW_MB: u64 = 1024;
+/// Where the upgrade's kernel .deb waits in the guest.
+pub const GUEST_DEBS: &str = "/root/bootprint-testbed/debs";
+/// The GRUB disk's fstab: the root is the first partition.
+const FSTAB: &str = "/dev/vda1 / ext4 defaults 0 1\nproc /proc proc defaults 0 0\n";
+/// GRUB on the serial console, no menu delay, no other systems; Debian's kernel options.
+const GRUB_DEFAULTS: &str =
+    "# The bootprint test bed's GRUB: the serial console, no menu delay, no other systems.
+GRUB_DEFAULT=0
+GRUB_TIMEOUT=0
+GRUB_RECORDFAIL_TIMEOUT=0
+GRUB_DISTRIBUTOR=`lsb_release -i -s 2> /dev/null || echo Debian`
+GRUB_CMDLINE_LINUX_DEFAULT=\"quiet loglevel=6\"
+GRUB_CMDLINE_LINUX=\"console=ttyS0 sysrq_always_enabled\"
+GRUB_TERMINAL=serial
+GRUB_SERIAL_COMMAND=\"serial --unit=0 --speed=115200\"
+GRUB_DISABLE_OS_PROBER=true
+";
+/// initramfs-tools for the modules this machine needs (as on a machine set up by hand):
+/// the upgrade's mkinitramfs in the guest takes far less than with `MODULES=most`.
+const INITRAMFS_CONF: &str = "MODULES=dep\n";
+/// In the chroot: what the test bed put in by hand goes (the bootprint binaries, the late
+/// generator's link, the startpar wrapper and its diversion); GRUB (its install devices left
+/// empty: grub-install runs in the guest, on the disk) and the previous kernel come in; the
+/// image's kernel goes, its .deb kept for the upgrade.
+const ROOT_SCRIPT: &str = "set -e
+export DEBIAN_FRONTEND=noninteractive
+rm -rf /usr/lib/bootprint /usr/bin/bootprint /var/log/bootprint /var/lib/bootprint /etc/bootprint
+rm -f /usr/lib/systemd/system-generators/bootprint-late-generator
+if dpkg-divert --list /bin/startpar | grep -q .; then
+  rm -f /bin/startpar
+  dpkg-divert --local --rename --remove /bin/startpar
+fi
+printf '%s\\n' 'grub-pc grub-pc/install_devices multiselect' \\
+  'grub-pc grub-pc/install_devices_empty boolean true' | debconf-set-selections
+apt-get update
+apt-get install -y --no-install-recommends grub-pc linux-image-$OLD
+apt-get purge -y linux-image-amd64 linux-image-$NEW
+mkdir -p $DEBS
+cd $DEBS
+apt-get download linux-image-$NEW
+apt-get clean
+";
 /// grub-install on the disk (and remembered, so a grub-pc upgrade installs there too),
 /// then grub.cfg from Debian's scripts.
 const SETUP_SCRIPT: &str = r#"set -e
@@ -42,25 +88,16 @@ pub struct GrubDisk {
     pub disk: PathBuf,
     /// The kernel release the disk boots (`6.1.0-47-amd64`).
     pub old_release: String,
-    /// The release of the kernel .deb left in [`image::GRUB_ROOT_DEBS`] for the upgrade.
+    /// The release of the kernel .deb left in [`GUEST_DEBS`] for the upgrade.
     pub new_release: String,
 }
 
 /// The cached GRUB disk of `img` (the text image), derived first if missing.
 pub fn ensure(paths: &Paths, img: &Image) -> Result<GrubDisk> {
-    let rootfs = img.dir.join(image::GRUB_ROOTFS);
-    if !rootfs.is_file() {
-        return Err(Error::fail(format!(
-            "{} is missing: the text image was built before the package test existed; \
-             remove {} and run `bootprint-testbed image`",
-            rootfs.display(),
-            img.dir.display()
-        )));
-    }
     let dir = paths.cache.join(format!("grub-{}", key(img)));
     let _lock = Lock::acquire(&dir.with_extension("lock"))?;
     if !dir.join("ok").is_file() {
-        derive(paths, img, &rootfs, &dir)?;
+        derive(paths, img, &dir)?;
     }
     let releases =
         fs::read_to_string(dir.join("ok")).map_err(|e| io_err("cannot read", &dir, e))?;
@@ -77,19 +114,24 @@ pub fn ensure(paths: &Paths, img: &Image) -> Result<GrubDisk> {
     })
 }
 
-/// The cache key: the image directory (itself a hash of the image's inputs, the GRUB root's
-/// too) and the derivation.
+/// The cache key: the image directory (itself a hash of the image's inputs) and the
+/// derivation.
 fn key(img: &Image) -> String {
     let mut h = Fnv::new();
     for part in [
         DISK_VERSION,
         &img.dir.file_name().unwrap_or_default().to_string_lossy(),
+        FSTAB,
+        GRUB_DEFAULTS,
+        INITRAMFS_CONF,
+        ROOT_SCRIPT,
         SETUP_SCRIPT,
     ] {
         h.update(part.as_bytes());
         h.update(b"\0");
     }
     h.update(&PART_START_SECTOR.to_le_bytes());
+    h.update(&GROW_MB.to_le_bytes());
     h.hex()
 }
 
@@ -104,19 +146,32 @@ fn parse_releases(text: &str) -> Option<(String, String)> {
     Some((field("old")?, field("new")?))
 }
 
-fn derive(paths: &Paths, img: &Image, rootfs: &Path, dir: &Path) -> Result<()> {
+fn derive(paths: &Paths, img: &Image, dir: &Path) -> Result<()> {
     let _ = fs::remove_dir_all(dir);
     fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, e))?;
+    let log = dir.join("derive.log");
     eprintln!(
-        "grub disk: deriving from {} in {}",
-        rootfs.display(),
-        dir.display()
+        "grub disk: deriving from {} in {} (log {})",
+        img.rootfs.display(),
+        dir.display(),
+        log.display()
     );
-    let work = dir.join("disk.tmp");
+    let root = dir.join("root.ext4");
     {
         let _img_lock = Lock::acquire(&img.lock_path())?;
-        write_disk(&work, rootfs)?;
+        run_logged(
+            Command::new("cp")
+                .arg("--sparse=always")
+                .arg(&img.rootfs)
+                .arg(&root),
+            &log,
+        )?;
     }
+    grow(&root, &log)?;
+    make_root(&root, dir, &log)?;
+    let work = dir.join("disk.tmp");
+    write_disk(&work, &root)?;
+    fs::remove_file(&root).map_err(|e| io_err("cannot remove", &root, e))?;
 
     eprintln!(
         "grub disk: setup boot (the image's kernel, root=/dev/vda1): grub-install, update-grub"
@@ -165,6 +220,118 @@ fn derive(paths: &Paths, img: &Image, rootfs: &Path, dir: &Path) -> Result<()> {
     .map_err(|e| io_err("cannot write", dir, e))?;
     eprintln!("grub disk: ready, {}", disk.display());
     Ok(())
+}
+
+/// Grows the file system image `root` by [`GROW_MB`] (resize2fs wants it checked first).
+fn grow(root: &Path, log: &Path) -> Result<()> {
+    let bytes = fs::metadata(root)
+        .map_err(|e| io_err("cannot stat", root, e))?
+        .len();
+    // e2fsck: 0 clean, 1 errors fixed; both fine.
+    let status = Command::new("e2fsck")
+        .args(["-f", "-y"])
+        .arg(root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|e| Error::fail(format!("cannot run e2fsck: {e}")))?;
+    if !matches!(status.code(), Some(0) | Some(1)) {
+        return Err(Error::fail(format!(
+            "`e2fsck -f -y {}` failed ({status})",
+            root.display()
+        )));
+    }
+    run_logged(
+        Command::new("resize2fs")
+            .arg(root)
+            .arg(format!("{}M", bytes / (1 << 20) + GROW_MB)),
+        log,
+    )
+}
+
+/// Loop-mounts `root` under `dir` and makes it the GRUB disk's root: [`ROOT_SCRIPT`] in a
+/// chroot (the mirror from the root's own apt sources, as the image build used), then the
+/// fstab, GRUB's defaults, initramfs-tools' setting and the releases file.
+fn make_root(root: &Path, dir: &Path, log: &Path) -> Result<()> {
+    let mnt = dir.join("mnt");
+    fs::create_dir_all(&mnt).map_err(|e| io_err("cannot create", &mnt, e))?;
+    run_logged(
+        Command::new("mount")
+            .args(["-o", "loop"])
+            .arg(root)
+            .arg(&mnt),
+        log,
+    )?;
+    let _mounted = Unmount(mnt.clone());
+    let installed = image::kernel_release(&mnt.join("boot"))?;
+    let policy = mnt.join("usr/sbin/policy-rc.d");
+    image::write(&policy, "#!/bin/sh\nexit 101\n")?;
+    image::set_mode(&policy, 0o755)?;
+    let proc_dir = mnt.join("proc");
+    run_logged(
+        Command::new("mount")
+            .args(["-t", "proc", "proc"])
+            .arg(&proc_dir),
+        log,
+    )?;
+    let proc_mount = image::ProcMount(proc_dir);
+    run_logged(&mut image::chroot(&mnt, &["apt-get", "update"]), log)?;
+    let listing = output_logged(
+        &mut image::chroot(
+            &mnt,
+            &[
+                "apt-cache",
+                "search",
+                "--names-only",
+                "^linux-image-[0-9.]+-[0-9]+-amd64$",
+            ],
+        ),
+        log,
+    )?;
+    let previous = image::previous_kernel(&listing, &installed).ok_or_else(|| {
+        Error::fail(format!(
+            "no kernel ABI before {installed} in the mirror (apt-cache search found: {})",
+            listing
+                .lines()
+                .filter_map(|l| l.split(' ').next())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    })?;
+    eprintln!(
+        "grub disk: in a chroot: grub-pc, linux-image-{previous} in, linux-image-{installed} out (its .deb kept for the upgrade)"
+    );
+    let mut cmd = image::chroot(&mnt, &["sh", "-c", ROOT_SCRIPT]);
+    cmd.env("OLD", &previous)
+        .env("NEW", &installed)
+        .env("DEBS", GUEST_DEBS);
+    run_logged(&mut cmd, log)?;
+    drop(proc_mount);
+    fs::remove_file(&policy).map_err(|e| io_err("cannot remove", &policy, e))?;
+    image::write(&mnt.join("etc/fstab"), FSTAB)?;
+    image::write(&mnt.join("etc/default/grub"), GRUB_DEFAULTS)?;
+    image::write(
+        &mnt.join("etc/initramfs-tools/conf.d/bootprint-testbed"),
+        INITRAMFS_CONF,
+    )?;
+    image::write(
+        &mnt.join("root/bootprint-testbed/releases"),
+        &format!("old {previous}\nnew {installed}\n"),
+    )?;
+    Ok(())
+}
+
+/// Unmounts a mount point when dropped (lazily if it is busy), so an error half-way leaves
+/// no loop device behind.
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let ok = Command::new("umount").arg(&self.0).status();
+        if !matches!(ok, Ok(s) if s.success()) {
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
 }
 
 /// Writes `disk`: an MBR partition table with one bootable Linux partition at

@@ -187,17 +187,6 @@ fn cache_key(flavor: Flavor) -> String {
         h.update(p.as_bytes());
         h.update(b"\0");
     }
-    if flavor == Flavor::Text {
-        for part in [
-            GRUB_FSTAB,
-            GRUB_DEFAULTS,
-            GRUB_INITRAMFS_CONF,
-            GRUB_ROOT_SCRIPT,
-        ] {
-            h.update(part.as_bytes());
-            h.update(b"\0");
-        }
-    }
     // The text key is the same as before flavours existed: its cached image stays valid.
     for p in flavor.packages() {
         h.update(p.as_bytes());
@@ -394,7 +383,7 @@ pub fn update_binaries(img: &Image, bins: &(PathBuf, PathBuf)) -> Result<bool> {
 }
 
 /// Unmounts /proc in the chroot when dropped, so a failed apt-get does not leave it mounted.
-struct ProcMount(PathBuf);
+pub(crate) struct ProcMount(pub(crate) PathBuf);
 
 impl Drop for ProcMount {
     fn drop(&mut self) {
@@ -408,11 +397,11 @@ impl Drop for ProcMount {
     }
 }
 
-fn write(path: &Path, text: &str) -> Result<()> {
+pub(crate) fn write(path: &Path, text: &str) -> Result<()> {
     fs::write(path, text).map_err(|e| io_err("cannot write", path, e))
 }
 
-fn chroot(root: &Path, args: &[&str]) -> Command {
+pub(crate) fn chroot(root: &Path, args: &[&str]) -> Command {
     let mut c = Command::new("chroot");
     c.arg(root)
         .args(args)
@@ -559,10 +548,6 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
     copy_one(&boot, "vmlinuz-", &work.join("vmlinuz"))?;
     copy_one(&boot, "initrd.img-", &work.join("initrd.img"))?;
 
-    if flavor == Flavor::Text {
-        build_grub_root(&root, &work, &log)?;
-    }
-
     let content_mb = du_mb(&root, &log)?;
     let size_mb = (content_mb + SLACK_MB).max(MIN_MB);
     eprintln!("image: mke2fs -d ({content_mb} MB of files in a {size_mb} MB ext4 image)");
@@ -580,123 +565,6 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
     }
     fs::rename(&work, &img.dir).map_err(|e| io_err("cannot rename into place", &img.dir, e))?;
     let _ = paths;
-    Ok(())
-}
-
-/// The package test's root file system (`grub_disk.rs`): the text image's root as a machine
-/// without bootprint has it, with GRUB for BIOS and the kernel ABI before the image's (the
-/// test upgrades it to the image's, whose .deb waits in [`GRUB_ROOT_DEBS`]). Built here,
-/// in a chroot at the host's speed, since dpkg and mkinitramfs take many minutes under
-/// emulation; `grub-install` and `update-grub` need the disk, so they run in the guest.
-pub const GRUB_ROOTFS: &str = "grub-rootfs.ext4";
-/// Where the upgrade's kernel .deb waits in it.
-pub const GRUB_ROOT_DEBS: &str = "/root/bootprint-testbed/debs";
-/// The GRUB disk's fstab: the root is the first partition.
-const GRUB_FSTAB: &str = "/dev/vda1 / ext4 defaults 0 1\nproc /proc proc defaults 0 0\n";
-/// GRUB on the serial console, no menu delay, no other systems; Debian's kernel options.
-const GRUB_DEFAULTS: &str =
-    "# The bootprint test bed's GRUB: the serial console, no menu delay, no other systems.
-GRUB_DEFAULT=0
-GRUB_TIMEOUT=0
-GRUB_RECORDFAIL_TIMEOUT=0
-GRUB_DISTRIBUTOR=`lsb_release -i -s 2> /dev/null || echo Debian`
-GRUB_CMDLINE_LINUX_DEFAULT=\"quiet loglevel=6\"
-GRUB_CMDLINE_LINUX=\"console=ttyS0 sysrq_always_enabled\"
-GRUB_TERMINAL=serial
-GRUB_SERIAL_COMMAND=\"serial --unit=0 --speed=115200\"
-GRUB_DISABLE_OS_PROBER=true
-";
-/// initramfs-tools for the modules this machine needs (as on a machine set up by hand):
-/// the upgrade's mkinitramfs in the guest takes far less than with `MODULES=most`.
-const GRUB_INITRAMFS_CONF: &str = "MODULES=dep\n";
-/// In the GRUB root's chroot: what the test bed put in by hand for the runner hook goes;
-/// GRUB (its install devices left empty: grub-install runs in the guest, on the disk) and
-/// the previous kernel come in; the image's kernel goes, its .deb kept for the upgrade.
-const GRUB_ROOT_SCRIPT: &str = "set -e
-export DEBIAN_FRONTEND=noninteractive
-rm -f /bin/startpar
-dpkg-divert --local --rename --remove /bin/startpar
-printf '%s\\n' 'grub-pc grub-pc/install_devices multiselect' \\
-  'grub-pc grub-pc/install_devices_empty boolean true' | debconf-set-selections
-apt-get install -y --no-install-recommends grub-pc linux-image-$OLD
-apt-get purge -y linux-image-amd64 linux-image-$NEW
-mkdir -p $DEBS
-cd $DEBS
-apt-get download linux-image-$NEW
-apt-get clean
-";
-
-/// Builds [`GRUB_ROOTFS`] in `work` from a copy of the finished text root `root`.
-fn build_grub_root(root: &Path, work: &Path, log: &Path) -> Result<()> {
-    let installed = kernel_release(&root.join("boot"))?;
-    let listing = output_logged(
-        &mut chroot(
-            root,
-            &[
-                "apt-cache",
-                "search",
-                "--names-only",
-                "^linux-image-[0-9.]+-[0-9]+-amd64$",
-            ],
-        ),
-        log,
-    )?;
-    let previous = previous_kernel(&listing, &installed).ok_or_else(|| {
-        Error::fail(format!(
-            "no kernel ABI before {installed} in the mirror's {SUITE} (apt-cache search found: {})",
-            listing
-                .lines()
-                .filter_map(|l| l.split(' ').next())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))
-    })?;
-    eprintln!("image: the package test's root: grub-pc, linux-image-{previous} (upgraded to {installed} by the test)");
-    let grub = work.join("grub-root");
-    let _ = fs::remove_dir_all(&grub);
-    run_logged(Command::new("cp").arg("-a").arg(root).arg(&grub), log)?;
-    let policy = grub.join("usr/sbin/policy-rc.d");
-    write(&policy, "#!/bin/sh\nexit 101\n")?;
-    set_mode(&policy, 0o755)?;
-    {
-        let proc_dir = grub.join("proc");
-        run_logged(
-            Command::new("mount")
-                .args(["-t", "proc", "proc"])
-                .arg(&proc_dir),
-            log,
-        )?;
-        let _guard = ProcMount(proc_dir);
-        let mut cmd = chroot(&grub, &["sh", "-c", GRUB_ROOT_SCRIPT]);
-        cmd.env("OLD", &previous)
-            .env("NEW", &installed)
-            .env("DEBS", GRUB_ROOT_DEBS);
-        run_logged(&mut cmd, log)?;
-    }
-    fs::remove_file(&policy).map_err(|e| io_err("cannot remove", &policy, e))?;
-    write(&grub.join("etc/fstab"), GRUB_FSTAB)?;
-    write(&grub.join("etc/default/grub"), GRUB_DEFAULTS)?;
-    write(
-        &grub.join("etc/initramfs-tools/conf.d/bootprint-testbed"),
-        GRUB_INITRAMFS_CONF,
-    )?;
-    write(
-        &grub.join("root/bootprint-testbed/releases"),
-        &format!("old {previous}\nnew {installed}\n"),
-    )?;
-    // Room for the upgrade: a second kernel, its initramfs and bootprint's, the traces.
-    let content_mb = du_mb(&grub, log)?;
-    let size_mb = content_mb + 1024;
-    eprintln!("image: mke2fs -d ({content_mb} MB of files in a {size_mb} MB ext4 image for the GRUB disk)");
-    run_logged(
-        Command::new("mke2fs")
-            .args(["-q", "-F", "-t", "ext4", "-L", "bootprint-root", "-d"])
-            .arg(&grub)
-            .arg(work.join(GRUB_ROOTFS))
-            .arg(format!("{size_mb}M")),
-        log,
-    )?;
-    fs::remove_dir_all(&grub).map_err(|e| io_err("cannot remove", &grub, e))?;
     Ok(())
 }
 
@@ -778,7 +646,7 @@ fn configure(root: &Path, flavor: Flavor) -> Result<()> {
     Ok(())
 }
 
-fn set_mode(path: &Path, mode: u32) -> Result<()> {
+pub(crate) fn set_mode(path: &Path, mode: u32) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(path, fs::Permissions::from_mode(mode))
         .map_err(|e| io_err("cannot chmod", path, e))
