@@ -247,7 +247,7 @@ section grub-bootprint; grep -c bootprint /boot/grub/grub.cfg
     );
     let id4 = lines(&s4, "id").first().cloned().unwrap_or_default();
     c.check(
-        !id4.is_empty() && !lines(&s4, "traces").iter().any(|t| *t == id4),
+        !id4.is_empty() && !lines(&s4, "traces").contains(&id4),
         &format!("no trace of the stock boot {id4}"),
     );
     c.check(
