@@ -320,6 +320,22 @@ fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
     let deb = deb
         .canonicalize()
         .map_err(|e| io_err("cannot resolve", deb, e))?;
+    // The disk's last boot ended with `poweroff -f`: metadata still in the journal would be
+    // replayed by the guest over what debugfs writes (seen: the .deb came out garbled).
+    // Replay it first; e2fsck exits 1 when it did.
+    let status = Command::new("e2fsck")
+        .args(["-p", "-E", "journal_only"])
+        .arg(&spec)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .map_err(|e| Error::fail(format!("cannot run e2fsck: {e}")))?;
+    if !matches!(status.code(), Some(0) | Some(1)) {
+        return Err(Error::fail(format!(
+            "`e2fsck -p -E journal_only` of {} failed ({status})",
+            disk.display()
+        )));
+    }
     run_logged(
         Command::new("debugfs")
             .arg("-w")
