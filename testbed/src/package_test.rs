@@ -14,6 +14,7 @@
 //! 5. stock: the machine boots as before bootprint.
 
 use std::collections::BTreeSet;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -315,25 +316,25 @@ fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
             .arg(&disk),
         &log,
     )?;
-    let mut spec = disk.as_os_str().to_owned();
-    spec.push(format!("?offset={}", grub_disk::FS_OFFSET));
     let deb = deb
         .canonicalize()
         .map_err(|e| io_err("cannot resolve", deb, e))?;
     // The disk's last boot ended with `poweroff -f`: metadata still in the journal would be
-    // replayed by the guest over what debugfs writes (seen: the .deb came out garbled).
-    // Replay it first; e2fsck exits 1 when it did.
+    // replayed by the guest over what debugfs writes. So: the file system out, its journal
+    // replayed (e2fsck exits 1 when it did), the .deb written, the file system back.
+    let fs = run.join("fs.ext4");
+    qemu::extract_fs(&disk, grub_disk::FS_OFFSET, &fs, &log)?;
     let status = Command::new("e2fsck")
         .args(["-p", "-E", "journal_only"])
-        .arg(&spec)
+        .arg(&fs)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
         .map_err(|e| Error::fail(format!("cannot run e2fsck: {e}")))?;
     if !matches!(status.code(), Some(0) | Some(1)) {
         return Err(Error::fail(format!(
-            "`e2fsck -p -E journal_only` of {} failed ({status})",
-            disk.display()
+            "`e2fsck -p -E journal_only {}` failed ({status})",
+            fs.display()
         )));
     }
     run_logged(
@@ -341,9 +342,11 @@ fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
             .arg("-w")
             .arg("-R")
             .arg(format!("write {} {GUEST_DEB}", deb.display()))
-            .arg(&spec),
+            .arg(&fs),
         &log,
     )?;
+    qemu::write_back_fs(&fs, &disk, grub_disk::FS_OFFSET, &log)?;
+    fs::remove_file(&fs).map_err(|e| io_err("cannot remove", &fs, e))?;
     Ok(disk)
 }
 

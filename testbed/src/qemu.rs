@@ -601,11 +601,24 @@ fn boot_disk(
             }
         };
         let host_log = run.join("host.log");
-        let fs = FsImage {
-            file: disk,
-            offset: opts.fs_offset,
+        // On a partitioned disk the file system is copied out first: e2fsck cannot replay a
+        // journal through e2fsprogs' `FILE?offset=N` (it reopens the file without the offset).
+        let fs = if opts.fs_offset > 0 {
+            let fs = run.join("fs.ext4");
+            extract_fs(disk, opts.fs_offset, &fs, &host_log)?;
+            fs
+        } else {
+            disk.to_path_buf()
         };
-        match copy_trace(&fs, boot_id.as_deref(), &out, run, &host_log) {
+        let fs = FsImage {
+            file: &fs,
+            offset: 0,
+        };
+        let copied = copy_trace(&fs, boot_id.as_deref(), &out, run, &host_log);
+        if opts.fs_offset > 0 {
+            let _ = fs::remove_file(fs.file);
+        }
+        match copied {
             Ok(()) => trace_dir = Some(out),
             Err(e) if !trace_ready => {
                 eprintln!("boot: no trace to copy out: {e}");
@@ -653,8 +666,36 @@ fn is_boot_id(s: &str) -> bool {
     s.len() == 36 && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
 }
 
+/// Copies the file system that starts `offset` bytes into `disk` to the file `dest`
+/// (sparse), and [`write_back_fs`] puts it back: e2fsck replays a journal only on a whole
+/// file (through `FILE?offset=N` it reopens the file without the offset and fails, exit 12).
+pub fn extract_fs(disk: &Path, offset: u64, dest: &Path, log: &Path) -> Result<()> {
+    let _ = fs::remove_file(dest);
+    run_logged(
+        Command::new("dd")
+            .arg(format!("if={}", disk.display()))
+            .arg(format!("of={}", dest.display()))
+            .args(["bs=1M", "conv=sparse", "status=none", "iflag=skip_bytes"])
+            .arg(format!("skip={offset}")),
+        log,
+    )
+}
+
+/// Writes the file system `src` back into `disk` at `offset` (every block: a sparse write
+/// would leave stale data where `src` has zeros).
+pub fn write_back_fs(src: &Path, disk: &Path, offset: u64, log: &Path) -> Result<()> {
+    run_logged(
+        Command::new("dd")
+            .arg(format!("if={}", src.display()))
+            .arg(format!("of={}", disk.display()))
+            .args(["bs=1M", "conv=notrunc", "status=none", "oflag=seek_bytes"])
+            .arg(format!("seek={offset}")),
+        log,
+    )
+}
+
 /// An ext4 file system in a file, from `offset` on: e2fsprogs' unix I/O manager takes the
-/// offset as `FILE?offset=N` (debugfs, e2fsck).
+/// offset as `FILE?offset=N` (debugfs; not e2fsck's journal replay, see [`extract_fs`]).
 struct FsImage<'a> {
     file: &'a Path,
     offset: u64,
@@ -887,6 +928,22 @@ mod tests {
         };
         copy_trace(&shifted, Some(id), &out4, dir.path(), &log).unwrap();
         assert!(out4.join("header").is_file());
+        // Out of the disk and back: the same bytes.
+        let extracted = dir.path().join("extracted.ext4");
+        extract_fs(shifted.file, 1 << 20, &extracted, &log).unwrap();
+        assert_eq!(fs::read(&extracted).unwrap(), fs::read(disk.file).unwrap());
+        let back = dir.path().join("back.raw");
+        fs::write(&back, vec![0xa5u8; 3 << 20]).unwrap();
+        write_back_fs(&extracted, &back, 1 << 20, &log).unwrap();
+        let back = fs::read(&back).unwrap();
+        assert!(
+            back[..1 << 20].iter().all(|&b| b == 0xa5),
+            "the bytes before the offset stay"
+        );
+        assert_eq!(
+            &back[1 << 20..(1 << 20) + (8 << 20)],
+            &fs::read(disk.file).unwrap()[..]
+        );
         // An existing output is not overwritten; a missing trace is an error naming it.
         let e = copy_trace(&disk, Some(id), &out1, dir.path(), &log).unwrap_err();
         assert!(e.to_string().contains("exists already"), "{e}");
