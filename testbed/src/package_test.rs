@@ -34,6 +34,9 @@ const INIT_WORD: &str = "init=/usr/lib/bootprint/bootprint-boot";
 /// configuration and its inputs, /boot, the diversions, the init, the startpar the rc script
 /// runs), one sorted line each.
 const PRELUDE: &str = r#"d=/root/bootprint-testbed
+# The kernel's messages would land between the script's lines on the serial console (seen:
+# a device-mapper line inside a snapshot): only emergencies from here on.
+dmesg -n 1
 snap() {
   {
     md5sum /boot/grub/grub.cfg /etc/default/grub
