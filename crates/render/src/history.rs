@@ -9,6 +9,8 @@ use analyze::summary::Summary;
 use record::retain::{Kept, Removal};
 use serde_json::{json, Value};
 
+use crate::utc::minutes as utc;
+
 /// One kept trace with its line of figures (or why there is none).
 #[derive(Debug, Clone)]
 pub struct Row {
@@ -20,26 +22,6 @@ pub struct Row {
 
 /// Characters of the boot id shown in the text table (as `git log --oneline`'s short ids).
 const SHORT_ID: usize = 8;
-
-/// `YYYY-MM-DD HH:MM` (UTC) of a Unix time: days to a civil date by the usual era
-/// arithmetic (H. Hinnant's `civil_from_days`, public domain description).
-fn utc(secs: i64) -> String {
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
-        rem / 3600,
-        rem % 3600 / 60
-    )
-}
 
 fn unix(k: &Kept) -> Option<i64> {
     let t = k.written?;

@@ -43,3 +43,4 @@ pub mod readahead_status;
 pub mod services;
 pub mod svg;
 pub mod text;
+pub mod utc;

@@ -47,23 +47,11 @@ pub struct Status<'a> {
     pub now_unix_s: u64,
 }
 
-/// `2026-11-22 12:34 UTC` from seconds since the epoch (civil-from-days, proleptic Gregorian).
+/// `2026-11-22 12:34 UTC` from seconds since the epoch.
 pub fn utc(unix_s: u64) -> String {
-    let days = (unix_s / 86400) as i64;
-    let secs = unix_s % 86400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
     format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        secs / 3600,
-        (secs % 3600) / 60
+        "{} UTC",
+        crate::utc::minutes(i64::try_from(unix_s).unwrap_or(i64::MAX))
     )
 }
 
