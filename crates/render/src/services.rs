@@ -43,10 +43,7 @@ pub fn text(v: &ServicesView) -> String {
             "start_s", "took_s", "rl", "action", "outcome"
         );
         for x in list {
-            let took = match x.end_ns {
-                Some(_) => format!("{:.3}", secs(x.duration_ns())),
-                None => "-".into(),
-            };
+            let took = took(x);
             let _ = writeln!(
                 s,
                 "  {:>8.3} {:>8}  {:<3} {:<7} {:<15} {}{}",
@@ -83,29 +80,13 @@ pub fn text(v: &ServicesView) -> String {
     for (rl, why) in &v.fallbacks {
         let _ = writeln!(s, "runlevel {rl}: fell back to serial ({why})");
     }
-    let _ = writeln!(s, "blame:");
-    for x in v.blame().iter().take(15) {
-        let _ = writeln!(
-            s,
-            "  {:>8.3} s  {}{}",
-            secs(x.duration_ns()),
-            x.script,
-            if x.late { " (late)" } else { "" }
-        );
-    }
-    let chain = v.critical_chain();
-    if !chain.is_empty() {
-        let _ = writeln!(s, "critical chain to the login:");
-        for x in chain {
-            let _ = writeln!(
-                s,
-                "  {} @{:.3} s +{:.3} s",
-                x.script,
-                secs(x.start_ns),
-                secs(x.duration_ns())
-            );
-        }
-    }
+    blame_and_chain(
+        &mut s,
+        v,
+        "blame:",
+        " (late)",
+        "critical chain to the login:",
+    );
     s
 }
 
@@ -136,10 +117,7 @@ fn units_text(s: &mut String, v: &ServicesView) {
             "start_s", "took_s", "outcome"
         );
         for x in list {
-            let took = match x.end_ns {
-                Some(_) => format!("{:.3}", secs(x.duration_ns())),
-                None => "-".into(),
-            };
+            let took = took(x);
             let _ = writeln!(
                 s,
                 "  {:>8.3} {:>8}  {:<8} {}",
@@ -159,22 +137,46 @@ fn units_text(s: &mut String, v: &ServicesView) {
     if !failed.is_empty() {
         let _ = writeln!(s, "failed units: {}", failed.join(" "));
     }
-    let _ = writeln!(s, "blame (as systemd-analyze blame):");
+    blame_and_chain(
+        s,
+        v,
+        "blame (as systemd-analyze blame):",
+        " (after the login)",
+        &format!("critical chain to {login} (as systemd-analyze critical-chain):"),
+    );
+}
+
+/// The time a span took, `-` while it had not ended.
+fn took(x: &Span) -> String {
+    match x.end_ns {
+        Some(_) => format!("{:.3}", secs(x.duration_ns())),
+        None => "-".into(),
+    }
+}
+
+/// The 15 costliest spans (`late_note` after a late one), then the critical chain, under
+/// the given titles: the runner's view and systemd's units name them differently.
+fn blame_and_chain(
+    s: &mut String,
+    v: &ServicesView,
+    blame_title: &str,
+    late_note: &str,
+    chain_title: &str,
+) {
+    use std::fmt::Write as _;
+    let _ = writeln!(s, "{blame_title}");
     for x in v.blame().iter().take(15) {
         let _ = writeln!(
             s,
             "  {:>8.3} s  {}{}",
             secs(x.duration_ns()),
             x.script,
-            if x.late { " (after the login)" } else { "" }
+            if x.late { late_note } else { "" }
         );
     }
     let chain = v.critical_chain();
     if !chain.is_empty() {
-        let _ = writeln!(
-            s,
-            "critical chain to {login} (as systemd-analyze critical-chain):"
-        );
+        let _ = writeln!(s, "{chain_title}");
         for x in chain {
             let _ = writeln!(
                 s,
