@@ -227,20 +227,7 @@ fn grow(root: &Path, log: &Path) -> Result<()> {
     let bytes = fs::metadata(root)
         .map_err(|e| io_err("cannot stat", root, e))?
         .len();
-    // e2fsck: 0 clean, 1 errors fixed; both fine.
-    let status = Command::new("e2fsck")
-        .args(["-f", "-y"])
-        .arg(root)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .map_err(|e| Error::fail(format!("cannot run e2fsck: {e}")))?;
-    if !matches!(status.code(), Some(0) | Some(1)) {
-        return Err(Error::fail(format!(
-            "`e2fsck -f -y {}` failed ({status})",
-            root.display()
-        )));
-    }
+    qemu::e2fsck(&["-f", "-y"], root, log)?;
     run_logged(
         Command::new("resize2fs")
             .arg(root)
@@ -267,14 +254,7 @@ fn make_root(root: &Path, dir: &Path, log: &Path) -> Result<()> {
     let policy = mnt.join("usr/sbin/policy-rc.d");
     image::write(&policy, "#!/bin/sh\nexit 101\n")?;
     image::set_mode(&policy, 0o755)?;
-    let proc_dir = mnt.join("proc");
-    run_logged(
-        Command::new("mount")
-            .args(["-t", "proc", "proc"])
-            .arg(&proc_dir),
-        log,
-    )?;
-    let proc_mount = image::ProcMount(proc_dir);
+    let proc_mount = image::ProcMount::mount(&mnt.join("proc"), log)?;
     run_logged(&mut image::chroot(&mnt, &["apt-get", "update"]), log)?;
     let listing = output_logged(
         &mut image::chroot(

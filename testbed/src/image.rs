@@ -383,7 +383,18 @@ pub fn update_binaries(img: &Image, bins: &(PathBuf, PathBuf)) -> Result<bool> {
 }
 
 /// Unmounts /proc in the chroot when dropped, so a failed apt-get does not leave it mounted.
-pub(crate) struct ProcMount(pub(crate) PathBuf);
+pub(crate) struct ProcMount(PathBuf);
+
+impl ProcMount {
+    /// Mounts /proc at `dir` (a chroot's), unmounted when the guard drops, also on error.
+    pub(crate) fn mount(dir: &Path, log: &Path) -> Result<ProcMount> {
+        run_logged(
+            Command::new("mount").args(["-t", "proc", "proc"]).arg(dir),
+            log,
+        )?;
+        Ok(ProcMount(dir.to_path_buf()))
+    }
+}
 
 impl Drop for ProcMount {
     fn drop(&mut self) {
@@ -447,14 +458,7 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
     write(&policy, "#!/bin/sh\nexit 101\n")?;
     set_mode(&policy, 0o755)?;
     {
-        let proc_dir = root.join("proc");
-        run_logged(
-            Command::new("mount")
-                .args(["-t", "proc", "proc"])
-                .arg(&proc_dir),
-            &log,
-        )?;
-        let _guard = ProcMount(proc_dir);
+        let _guard = ProcMount::mount(&root.join("proc"), &log)?;
         eprintln!("image: installing {KERNEL_PACKAGE} in the chroot");
         run_logged(&mut chroot(&root, &["apt-get", "update"]), &log)?;
         run_logged(

@@ -59,13 +59,7 @@ pub fn ensure_ours(paths: &Paths, img: &Image) -> Result<PathBuf> {
             .as_ref()
             .ok_or_else(|| Error::fail("the guest's disk was not kept"))?;
         let log = dir.join("debugfs.log");
-        // Replays the journal (exit 1 means it did); debugfs does not read the journal.
-        let _ = run_logged(
-            Command::new("e2fsck")
-                .args(["-p", "-E", "journal_only"])
-                .arg(disk),
-            &log,
-        );
+        let _ = qemu::replay_journal(disk, &log);
         let tmp = dir.join("initrd.img.tmp");
         run_logged(
             Command::new("debugfs")

@@ -192,12 +192,7 @@ fn generate(paths: &Paths, img: &Image, dir: &Path) -> Result<String> {
     let out = res.guest_output.clone().unwrap_or_default();
     let _ = fs::write(dir.join("guest.out"), &out);
     if let Some(kept) = res.kept_disk() {
-        let _ = run_logged(
-            Command::new("e2fsck")
-                .args(["-p", "-E", "journal_only"])
-                .arg(&kept),
-            &log,
-        );
+        let _ = crate::qemu::replay_journal(&kept, &log);
         for (guest, host) in [
             ("/boot/bp-dracut.img", "dracut.img"),
             ("/boot/bp-tiny.img", "tiny.img"),

@@ -324,22 +324,10 @@ fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
         .map_err(|e| io_err("cannot resolve", deb, e))?;
     // The disk's last boot ended with `poweroff -f`: metadata still in the journal would be
     // replayed by the guest over what debugfs writes. So: the file system out, its journal
-    // replayed (e2fsck exits 1 when it did), the .deb written, the file system back.
+    // replayed, the .deb written, the file system back.
     let fs = run.join("fs.ext4");
     qemu::extract_fs(&disk, grub_disk::FS_OFFSET, &fs, &log)?;
-    let status = Command::new("e2fsck")
-        .args(["-p", "-E", "journal_only"])
-        .arg(&fs)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .map_err(|e| Error::fail(format!("cannot run e2fsck: {e}")))?;
-    if !matches!(status.code(), Some(0) | Some(1)) {
-        return Err(Error::fail(format!(
-            "`e2fsck -p -E journal_only {}` failed ({status})",
-            fs.display()
-        )));
-    }
+    qemu::replay_journal(&fs, &log)?;
     run_logged(
         Command::new("debugfs")
             .arg("-w")

@@ -610,13 +610,9 @@ fn boot_disk(
         } else {
             disk.to_path_buf()
         };
-        let fs = FsImage {
-            file: &fs,
-            offset: 0,
-        };
         let copied = copy_trace(&fs, boot_id.as_deref(), &out, run, &host_log);
         if opts.fs_offset > 0 {
-            let _ = fs::remove_file(fs.file);
+            let _ = fs::remove_file(&fs);
         }
         match copied {
             Ok(()) => trace_dir = Some(out),
@@ -694,33 +690,17 @@ pub fn write_back_fs(src: &Path, disk: &Path, offset: u64, log: &Path) -> Result
     )
 }
 
-/// An ext4 file system in a file, from `offset` on: e2fsprogs' unix I/O manager takes the
-/// offset as `FILE?offset=N` (debugfs; not e2fsck's journal replay, see [`extract_fs`]).
-struct FsImage<'a> {
-    file: &'a Path,
-    offset: u64,
+/// Replays the journal of the ext4 image `fs` (whole file, see [`extract_fs`]), e2fsck's
+/// output appended to `log`: every test-bed boot ends with `poweroff -f` after a sync, so
+/// its last metadata may be only in the journal, which debugfs does not read, and which the
+/// next boot would replay over what debugfs wrote.
+pub fn replay_journal(fs: &Path, log: &Path) -> Result<()> {
+    e2fsck(&["-p", "-E", "journal_only"], fs, log)
 }
 
-impl FsImage<'_> {
-    fn spec(&self) -> std::ffi::OsString {
-        let mut s = self.file.as_os_str().to_owned();
-        if self.offset > 0 {
-            s.push(format!("?offset={}", self.offset));
-        }
-        s
-    }
-}
-
-/// Copies `/var/log/bootprint/<boot id>` (or what `latest` points at) out of the disk image.
-fn copy_trace(
-    fs_image: &FsImage,
-    boot_id: Option<&str>,
-    out: &Path,
-    run: &Path,
-    log: &Path,
-) -> Result<()> {
-    // The guest powered off with `poweroff -f` after a sync: its last metadata may be only in
-    // the ext4 journal, which debugfs does not read, so replay the journal into the copy first.
+/// `e2fsck ARGS FS`, output appended to `log`; exit 0 (clean) and 1 (errors corrected, such
+/// as a replayed journal) are both success.
+pub fn e2fsck(args: &[&str], fs: &Path, log: &Path) -> Result<()> {
     let logf = fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -730,22 +710,34 @@ fn copy_trace(
         .try_clone()
         .map_err(|e| io_err("cannot open log", log, e))?;
     let status = Command::new("e2fsck")
-        .args(["-p", "-E", "journal_only"])
-        .arg(fs_image.spec())
+        .args(args)
+        .arg(fs)
         .stdin(Stdio::null())
         .stdout(logf)
         .stderr(logf2)
         .status()
         .map_err(|e| Error::fail(format!("cannot run e2fsck: {e}")))?;
-    // 0 clean, 1 errors corrected (the replay): both fine.
     if !matches!(status.code(), Some(0) | Some(1)) {
         return Err(Error::fail(format!(
-            "`e2fsck -p -E journal_only {}` failed ({status}); log {}:\n{}",
-            fs_image.file.display(),
+            "`e2fsck {} {}` failed ({status}); log {}:\n{}",
+            args.join(" "),
+            fs.display(),
             log.display(),
             tail(log, 10)
         )));
     }
+    Ok(())
+}
+
+/// Copies `/var/log/bootprint/<boot id>` (or what `latest` points at) out of the disk image.
+fn copy_trace(
+    fs_image: &Path,
+    boot_id: Option<&str>,
+    out: &Path,
+    run: &Path,
+    log: &Path,
+) -> Result<()> {
+    replay_journal(fs_image, log)?;
     let name = match boot_id {
         Some(id) => id.to_string(),
         None => {
@@ -753,7 +745,7 @@ fn copy_trace(
                 Command::new("debugfs")
                     .arg("-R")
                     .arg(format!("stat {TRACE_ROOT}/latest"))
-                    .arg(fs_image.spec()),
+                    .arg(fs_image),
                 log,
             )?;
             symlink_target(&stat)
@@ -768,7 +760,7 @@ fn copy_trace(
                 .ok_or_else(|| {
                     Error::fail(format!(
                         "no {TRACE_ROOT}/latest symlink in {}",
-                        fs_image.file.display()
+                        fs_image.display()
                     ))
                 })?
         }
@@ -780,14 +772,14 @@ fn copy_trace(
         Command::new("debugfs")
             .arg("-R")
             .arg(format!("rdump {TRACE_ROOT}/{name} {}", tmp.display()))
-            .arg(fs_image.spec()),
+            .arg(fs_image),
         log,
     )?;
     let got = tmp.join(&name);
     if !got.join("events.log").is_file() && !got.join("header").is_file() {
         return Err(Error::fail(format!(
             "{TRACE_ROOT}/{name} not found in {} (debugfs log {})",
-            fs_image.file.display(),
+            fs_image.display(),
             log.display()
         )));
     }
@@ -897,10 +889,6 @@ mod tests {
             &log,
         )
         .unwrap();
-        let disk = FsImage {
-            file: &disk,
-            offset: 0,
-        };
         // By boot id, and through the `latest` symlink when the boot id is unknown.
         let out1 = dir.path().join("t1");
         copy_trace(&disk, Some(id), &out1, dir.path(), &log).unwrap();
@@ -915,23 +903,19 @@ mod tests {
         let shifted = dir.path().join("shifted.raw");
         run_logged(
             Command::new("dd")
-                .arg(format!("if={}", disk.file.display()))
+                .arg(format!("if={}", disk.display()))
                 .arg(format!("of={}", shifted.display()))
                 .args(["bs=1M", "seek=1", "status=none"]),
             &log,
         )
         .unwrap();
-        let out4 = dir.path().join("t4");
-        let shifted = FsImage {
-            file: &shifted,
-            offset: 1 << 20,
-        };
-        copy_trace(&shifted, Some(id), &out4, dir.path(), &log).unwrap();
-        assert!(out4.join("header").is_file());
-        // Out of the disk and back: the same bytes.
+        // Out of the disk (the same bytes, a trace to copy) and back.
         let extracted = dir.path().join("extracted.ext4");
-        extract_fs(shifted.file, 1 << 20, &extracted, &log).unwrap();
-        assert_eq!(fs::read(&extracted).unwrap(), fs::read(disk.file).unwrap());
+        extract_fs(&shifted, 1 << 20, &extracted, &log).unwrap();
+        assert_eq!(fs::read(&extracted).unwrap(), fs::read(&disk).unwrap());
+        let out4 = dir.path().join("t4");
+        copy_trace(&extracted, Some(id), &out4, dir.path(), &log).unwrap();
+        assert!(out4.join("header").is_file());
         let back = dir.path().join("back.raw");
         fs::write(&back, vec![0xa5u8; 3 << 20]).unwrap();
         write_back_fs(&extracted, &back, 1 << 20, &log).unwrap();
@@ -942,7 +926,7 @@ mod tests {
         );
         assert_eq!(
             &back[1 << 20..(1 << 20) + (8 << 20)],
-            &fs::read(disk.file).unwrap()[..]
+            &fs::read(&disk).unwrap()[..]
         );
         // An existing output is not overwritten; a missing trace is an error naming it.
         let e = copy_trace(&disk, Some(id), &out1, dir.path(), &log).unwrap_err();
