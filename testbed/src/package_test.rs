@@ -132,7 +132,7 @@ section release; uname -r
 section status; bootprint status > /tmp/status.log 2>&1; echo "rc=$?"; cat /tmp/status.log
 dpkg -i $d/debs/linux-image-{new}_*.deb > /tmp/kernel.log 2>&1; rc=$?
 section kernel; echo "rc=$rc"; tail -n 20 /tmp/kernel.log
-section boot-files; ls /boot
+section boot-files; ls -1 /boot
 section grub-entries; grep -E '^[[:space:]]*(menuentry|linux|initrd)' /boot/grub/grub.cfg | sed 's/^[[:space:]]*//'
 "#
         ),
