@@ -29,8 +29,6 @@ pub const STARTPAR_DISTRIB: &str = "/bin/startpar.distrib";
 /// The GRUB menu entry id of the newest kernel with bootprint's initramfs
 /// (packaging/grub.d); `--default` points GRUB_DEFAULT at it.
 pub const ENTRY_ID: &str = "bootprint-initramfs";
-/// dpkg's list of diversions: three lines each (path, diverted to, package or `:` for local).
-const DIVERSIONS: &str = "/var/lib/dpkg/diversions";
 /// The package name diversions are made for.
 const PACKAGE: &str = "bootprint";
 
@@ -380,15 +378,24 @@ impl Machine {
         v
     }
 
-    /// The diversion of `path` in dpkg's database: (diverted to, package; `:` is local).
+    /// The diversion of `path`: (diverted to, package; `LOCAL` for a local diversion), asked
+    /// of dpkg-divert (`--listpackage`, `--truename`), not read from dpkg's database, whose
+    /// format is dpkg's own. No dpkg-divert (not a Debian system): no diversions.
     pub fn diversion(&self, path: &str) -> Result<Option<(String, String)>, String> {
-        let file = self.path(DIVERSIONS);
-        let text = read_opt(&file)?.unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        Ok(lines
-            .chunks(3)
-            .find(|c| c.len() == 3 && c[0] == path)
-            .map(|c| (c[1].to_string(), c[2].to_string())))
+        let Some(pkg) = output(
+            &self.tools.dpkg_divert,
+            &["--listpackage", path],
+            &self.root,
+        )?
+        else {
+            return Ok(None);
+        };
+        if pkg.is_empty() {
+            return Ok(None);
+        }
+        let to =
+            output(&self.tools.dpkg_divert, &["--truename", path], &self.root)?.unwrap_or_default();
+        Ok(Some((to, pkg)))
     }
 
     /// Whether /bin/startpar is already the wrapper over Debian's startpar, diverted by
@@ -404,7 +411,7 @@ impl Machine {
         let wrapper = fs::read(self.path(WRAPPER)).ok();
         let current = fs::read(self.path(STARTPAR)).ok();
         if to == STARTPAR_DISTRIB && wrapper.is_some() && wrapper == current {
-            Ok(Some(if pkg == ":" {
+            Ok(Some(if pkg == "LOCAL" {
                 "a local diversion".into()
             } else {
                 pkg
@@ -412,7 +419,7 @@ impl Machine {
         } else {
             Err(format!(
                 "{STARTPAR} is already diverted to {to} by {}: bootprint will not divert it again",
-                if pkg == ":" {
+                if pkg == "LOCAL" {
                     "a local diversion"
                 } else {
                     &pkg
@@ -511,10 +518,46 @@ fn run(argv: &[OsString], extra: &[&str], root: &Path) -> Result<(), String> {
     }
 }
 
+/// Runs `argv extra` and returns its first line of output, trimmed; `None` when the program
+/// is not there at all.
+fn output(argv: &[OsString], extra: &[&str], root: &Path) -> Result<Option<String>, String> {
+    let shown = || {
+        argv.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .chain(extra.iter().map(|s| s.to_string()))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let out = match Command::new(&argv[0])
+        .args(&argv[1..])
+        .args(extra)
+        .env("BOOTPRINT_ROOT", root)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot run `{}`: {e}", shown())),
+    };
+    if !out.status.success() {
+        return Err(format!("`{}` failed ({})", shown(), out.status));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(Some(text.lines().next().unwrap_or("").trim().to_string()))
+}
+
 fn write_file(path: &Path, text: &str, mode: u32) -> Result<(), String> {
     sys::write_atomic(path, text.as_bytes())
         .and_then(|_| fs::set_permissions(path, fs::Permissions::from_mode(mode)))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// Removes an initramfs image and the summary the build writes beside it (`IMAGE.txt`).
+fn remove_image(image: &Path) -> Result<(), String> {
+    remove(image)?;
+    let mut txt = image.as_os_str().to_owned();
+    txt.push(".txt");
+    remove(Path::new(&txt))
 }
 
 fn remove(path: &Path) -> Result<(), String> {
@@ -573,7 +616,7 @@ impl Journal<'_> {
 fn undo(m: &Machine, c: &Change) -> Result<(), String> {
     match c {
         Change::Created(p) => remove(&m.path(p)),
-        Change::Built { image, .. } => remove(&m.path(image)),
+        Change::Built { image, .. } => remove_image(&m.path(image)),
         Change::CreatedDir(d) => {
             let p = m.path(d);
             match fs::remove_dir(&p) {
@@ -915,7 +958,7 @@ pub fn kernel_removed(m: &Machine, kernel: &str) -> Result<Vec<String>, String> 
     let mut err = None;
     manifest.changes.retain(|c| match c {
         Change::Built { kernel: k, image } if k == kernel => {
-            match remove(&m.path(image)) {
+            match remove_image(&m.path(image)) {
                 Ok(()) => said.push(format!("initramfs: removed {image}")),
                 Err(e) => err = Some(e),
             }

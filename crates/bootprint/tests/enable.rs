@@ -81,7 +81,7 @@ impl Fake {
         );
         f.add_kernel(KERNEL);
         // The doubles: update-grub notes each run; the build writes the image it is asked for
-        // (and fails when the file `fail-build` exists).
+        // and its summary beside it, as the real one does (and fails when the file `fail-build` exists).
         let d = f.doubles();
         write(
             &d.join("update-grub"),
@@ -96,7 +96,8 @@ impl Fake {
             &format!(
                 "#!/bin/sh\n[ -e {} ] && {{ echo 'build refused: root on LVM' >&2; exit 1; }}\n\
                  while [ $# -gt 0 ]; do [ \"$1\" = --out ] && out=$2; shift; done\n\
-                 echo image > \"$BOOTPRINT_ROOT$out\"\n",
+                 echo image > \"$BOOTPRINT_ROOT$out\"\n\
+                 echo summary > \"$BOOTPRINT_ROOT$out.txt\"\n",
                 d.join("fail-build").display()
             ),
             0o755,
