@@ -18,7 +18,8 @@ pub const FILE_NAME: &str = "rc.log";
 /// First line of the file; the number is the format version.
 pub const MAGIC: &str = "# bootprint rc 1";
 
-/// A line of `rc.log` that could not be read.
+/// A line of `rc.log` (or of another line-per-record file, `systemd-units.log`) that could
+/// not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
     /// The file, as the caller named it.
@@ -52,6 +53,23 @@ pub fn line(ns: u64, kind: &str, fields: &[(&str, String)]) -> String {
 /// with a [`Problem`] naming `file` and the line, so a log cut short still gives its events.
 pub fn parse(text: &str, file: &str) -> (Vec<Event>, Vec<Problem>) {
     let mut events = Vec::new();
+    let problems = parse_records(text, file, MAGIC, |line| {
+        events.push(parse_line(line)?);
+        Ok(())
+    });
+    (events, problems)
+}
+
+/// The reading rule the trace's line-per-record files share: the first line must be `magic`
+/// (else the parse ends there); blank lines and `#` comments are skipped; every other line
+/// goes to `record`, and each line it refuses becomes a [`Problem`] naming `file`, the line
+/// and what `record` expected.
+pub(crate) fn parse_records(
+    text: &str,
+    file: &str,
+    magic: &str,
+    mut record: impl FnMut(&str) -> Result<(), String>,
+) -> Vec<Problem> {
     let mut problems = Vec::new();
     let problem = |line: usize, message: String| Problem {
         file: file.to_string(),
@@ -60,21 +78,21 @@ pub fn parse(text: &str, file: &str) -> (Vec<Event>, Vec<Problem>) {
     };
     for (i, line) in text.lines().enumerate() {
         if i == 0 {
-            if line.trim() != MAGIC {
-                problems.push(problem(1, format!("expected {MAGIC:?}, found {line:?}")));
-                return (events, problems);
+            if line.trim() != magic {
+                let found: String = line.chars().take(80).collect();
+                problems.push(problem(1, format!("expected {magic:?}, found {found:?}")));
+                return problems;
             }
             continue;
         }
         if line.trim().is_empty() || line.starts_with('#') {
             continue;
         }
-        match parse_line(line) {
-            Ok(e) => events.push(e),
-            Err(expected) => problems.push(problem(i + 1, expected)),
+        if let Err(expected) = record(line) {
+            problems.push(problem(i + 1, expected));
         }
     }
-    (events, problems)
+    problems
 }
 
 fn parse_line(line: &str) -> Result<Event, String> {

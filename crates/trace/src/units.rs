@@ -23,7 +23,7 @@
 use std::collections::BTreeMap;
 
 use crate::events::{decode, encode};
-use crate::rclog::Problem;
+use crate::rclog::{parse_records, Problem};
 
 /// Name of the file inside a trace directory.
 pub const FILE_NAME: &str = "systemd-units.log";
@@ -151,28 +151,7 @@ pub fn write(u: &Units) -> String {
 /// with a [`Problem`] naming `file` and the line.
 pub fn parse(text: &str, file: &str) -> (Units, Vec<Problem>) {
     let mut out = Units::default();
-    let mut problems = Vec::new();
-    let problem = |line: usize, message: String| Problem {
-        file: file.to_string(),
-        line,
-        message,
-    };
-    for (i, line) in text.lines().enumerate() {
-        if i == 0 {
-            if line.trim() != MAGIC {
-                let found: String = line.chars().take(80).collect();
-                problems.push(problem(1, format!("expected {MAGIC:?}, found {found:?}")));
-                return (out, problems);
-            }
-            continue;
-        }
-        if line.trim().is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if let Err(expected) = parse_line(line, &mut out) {
-            problems.push(problem(i + 1, expected));
-        }
-    }
+    let problems = parse_records(text, file, MAGIC, |line| parse_line(line, &mut out));
     (out, problems)
 }
 
