@@ -7,7 +7,7 @@ TESTBED := target/release/bootprint-testbed
 BOOTPRINT := target/release/bootprint
 OUT ?= out
 
-.PHONY: all deps build demo test unit smoke bench soak lint clean fuzz-build fuzz-short fuzz-long deb deb-check package-test
+.PHONY: all deps build demo test unit smoke bench soak lint clean fuzz-build fuzz-short fuzz-long deb deb-check package-test desktop-test
 
 all: build
 
@@ -82,6 +82,12 @@ deb-check: deb
 package-test: deb
 	$(TESTBED) image
 	$(TESTBED) package --deb $(DEB) --no-cargo
+
+# The desktop images' Xfce session, by autologin and by the greeter (docs/testbed.md,
+# `desktop`). Not part of `make test`.
+desktop-test: build
+	$(TESTBED) desktop --no-cargo
+	$(TESTBED) desktop --systemd --no-cargo
 
 smoke:
 	$(TESTBED) image

@@ -101,6 +101,12 @@ pub enum Verb {
     /// Five boots through the firmware and GRUB from the image's own disk (derived once and
     /// cached: grub-pc, the kernel ABI before the image's); see docs/testbed.md.
     Package(Package),
+    /// The desktop image's Xfce session comes up, by autologin and by the password typed
+    /// into the greeter
+    ///
+    /// Two boots of the desktop image (`--systemd`: desktop-systemd); each checks that the
+    /// test user's session runs every program it starts (docs/testbed.md, `desktop`).
+    Desktop(Desktop),
     /// Print the shell completions of bootprint-testbed to stdout
     Completions(cliutil::Completions),
     /// Write the man pages (bootprint-testbed.1, bootprint-testbed-boot.1, ...) into DIR
@@ -128,6 +134,19 @@ pub struct Package {
     /// The .deb to test (`make deb` builds it)
     #[arg(long, value_name = "FILE")]
     pub deb: PathBuf,
+    #[command(flatten)]
+    pub build: Build,
+}
+
+/// `desktop`'s arguments.
+#[derive(Debug, Args)]
+pub struct Desktop {
+    /// The desktop-systemd image instead of the sysvinit one
+    #[arg(long)]
+    pub systemd: bool,
+    /// Seconds (N) the greeter login waits at the greeter before typing, as a person does
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub greeter_wait: u32,
     #[command(flatten)]
     pub build: Build,
 }

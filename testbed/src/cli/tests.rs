@@ -46,6 +46,7 @@ const VERBS: &[&str] = &[
     "verdict",
     "initramfs",
     "package",
+    "desktop",
     "completions",
     "man",
 ];

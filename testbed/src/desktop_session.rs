@@ -1,0 +1,180 @@
+//! The desktop images' session (issue 18): Xfce, a test user whose session starts real
+//! programs, and two ways to log in chosen on the kernel command line, so the third boot
+//! time (graphical login to a working desktop) and preload can be measured.
+//!
+//! Xfce because it is a complete, light desktop Debian packages whole (session manager,
+//! window manager, panel, desktop, file manager, terminal) and runs on Xorg's modesetting
+//! driver without 3D; GNOME's shell needs GL, which software rendering under emulation
+//! makes minutes slow. The session starts Xfce's default programs (xfwm4, xfce4-panel,
+//! xfdesktop, Thunar's daemon), a terminal and Firefox ESR (the heavy program, some 300 MB
+//! installed, whose start is what preload has most to win on).
+//!
+//! The login, by `bootprint.testbed.login=` on the kernel command line (the init script
+//! [`LOGIN_SCRIPT`], which runs before LightDM, reads it):
+//! - `auto`: LightDM's autologin of the test user, no greeter wait;
+//! - `greeter:N`: the greeter comes up; N seconds later, as a person would, [`TYPE_SCRIPT`]
+//!   types the user name and the password into it with xdotool (the XTEST extension);
+//! - absent: the greeter waits, as the desktop images always did (`bench rc --desktop`).
+
+use std::fs;
+use std::path::Path;
+
+use crate::image::{chroot, set_mode, write};
+use crate::util::{io_err, run_logged, Result};
+
+/// Added to both desktop images' packages (`--no-install-recommends`).
+pub const PACKAGES: &[&str] = &[
+    "xfce4-session",
+    "xfwm4",
+    "xfce4-panel",
+    "xfdesktop4",
+    "xfce4-settings",
+    "xfconf",
+    "thunar",
+    "xfce4-terminal",
+    // The session bus Xfce needs, started by Debian's Xsession.d on both inits.
+    "dbus-x11",
+    "firefox-esr",
+    "xdotool",
+];
+
+/// The test user and its password (the greeter login types both).
+pub const USER: &str = "tester";
+pub const PASSWORD: &str = "bootprint";
+
+/// The kernel command-line word that picks the login (see the module's doc).
+pub const LOGIN_WORD: &str = "bootprint.testbed.login";
+
+const LOGIN_PATH: &str = "/etc/init.d/bootprint-testbed-login";
+/// Runs before LightDM (`X-Start-Before`; systemd's sysv generator orders it the same).
+pub const LOGIN_SCRIPT: &str = "#!/bin/sh
+### BEGIN INIT INFO
+# Provides:          bootprint-testbed-login
+# Required-Start:    $local_fs
+# Required-Stop:
+# X-Start-Before:    lightdm
+# Default-Start:     2 3 4 5
+# Default-Stop:
+# Short-Description: bootprint test bed: how the test user logs in
+# Description:       bootprint.testbed.login=auto: LightDM logs the test user in;
+#                    bootprint.testbed.login=greeter:N: the password is typed into the
+#                    greeter N seconds after it is up; absent: the greeter waits.
+### END INIT INFO
+[ \"$1\" = start ] || exit 0
+conf=/etc/lightdm/lightdm.conf.d/60-bootprint-testbed-login.conf
+rm -f \"$conf\"
+for w in $(cat /proc/cmdline); do
+	case \"$w\" in
+	bootprint.testbed.login=auto)
+		printf '[Seat:*]\\nautologin-user=tester\\nautologin-user-timeout=0\\n' > \"$conf\" ;;
+	bootprint.testbed.login=greeter:*)
+		setsid /usr/local/sbin/bootprint-testbed-type-password \"${w#bootprint.testbed.login=greeter:}\" \\
+			</dev/null >/var/log/bootprint-testbed-login.log 2>&1 &
+		;;
+	esac
+done
+exit 0
+";
+
+const TYPE_PATH: &str = "/usr/local/sbin/bootprint-testbed-type-password";
+/// Waits for the greeter, waits `$1` seconds more, types the user name and the password.
+/// The greeter hides the user list (`greeter-hide-users`), so it asks for the name first.
+pub const TYPE_SCRIPT: &str = "#!/bin/sh
+# bootprint test bed: a person at LightDM's greeter. $1: seconds to wait once it is up.
+i=0
+until pgrep -f lightdm-gtk-greeter >/dev/null; do
+	sleep 0.5; i=$((i + 1))
+	[ $i -lt 1200 ] || { echo 'no greeter after 600 s'; exit 1; }
+done
+echo \"greeter up; typing in $1 s\"
+sleep \"$1\"
+export DISPLAY=:0 XAUTHORITY=/var/run/lightdm/root/:0
+xdotool type --delay 150 tester && xdotool key Return && sleep 2 &&
+	xdotool type --delay 150 bootprint && xdotool key Return && echo typed
+";
+
+/// LightDM: the Xfce session, the greeter asking for a name (what TYPE_SCRIPT types into).
+const LIGHTDM_CONF: &str = "[Seat:*]
+user-session=xfce
+greeter-hide-users=true
+";
+
+/// The session's own programs beyond Xfce's default ones: XDG autostart entries.
+const AUTOSTART: &[(&str, &str)] = &[
+    ("bootprint-testbed-terminal", "xfce4-terminal"),
+    ("bootprint-testbed-browser", "firefox-esr about:blank"),
+];
+
+/// The test user, its session's files and the login scripts, in the image's chroot.
+pub fn install(root: &Path, log: &Path) -> Result<()> {
+    run_logged(
+        &mut chroot(
+            root,
+            &[
+                "sh",
+                "-c",
+                &format!("useradd -m -s /bin/bash {USER} && echo {USER}:{PASSWORD} | chpasswd"),
+            ],
+        ),
+        log,
+    )?;
+    let home = root.join("home").join(USER);
+    // Xfce's panel asks on a first login whether to use the default panel or an empty one,
+    // a dialog that would hold the session: the default, in place already.
+    let panel = home.join(".config/xfce4/xfconf/xfce-perchannel-xml/xfce4-panel.xml");
+    let default = root.join("etc/xdg/xfce4/panel/default.xml");
+    mkdir(panel.parent().expect("a parent"))?;
+    fs::copy(&default, &panel).map_err(|e| io_err("cannot copy", &default, e))?;
+    let autostart = home.join(".config/autostart");
+    mkdir(&autostart)?;
+    for (name, exec) in AUTOSTART {
+        write(
+            &autostart.join(format!("{name}.desktop")),
+            &format!(
+                "[Desktop Entry]\nType=Application\nName={name}\nExec={exec}\n\
+                 X-GNOME-Autostart-enabled=true\n"
+            ),
+        )?;
+    }
+    run_logged(
+        &mut chroot(
+            root,
+            &[
+                "chown",
+                "-R",
+                &format!("{USER}:{USER}"),
+                &format!("/home/{USER}"),
+            ],
+        ),
+        log,
+    )?;
+    let confd = root.join("etc/lightdm/lightdm.conf.d");
+    mkdir(&confd)?;
+    write(&confd.join("50-bootprint-testbed.conf"), LIGHTDM_CONF)?;
+    for (path, text) in [(LOGIN_PATH, LOGIN_SCRIPT), (TYPE_PATH, TYPE_SCRIPT)] {
+        let p = root.join(path.trim_start_matches('/'));
+        write(&p, text)?;
+        set_mode(&p, 0o755)?;
+    }
+    run_logged(
+        &mut chroot(
+            root,
+            &["update-rc.d", "bootprint-testbed-login", "defaults"],
+        ),
+        log,
+    )
+}
+
+/// Everything above that goes into the image, for its cache key.
+pub fn key_parts() -> Vec<&'static str> {
+    let mut v = vec![USER, PASSWORD, LOGIN_SCRIPT, TYPE_SCRIPT, LIGHTDM_CONF];
+    for (name, exec) in AUTOSTART {
+        v.push(name);
+        v.push(exec);
+    }
+    v
+}
+
+fn mkdir(d: &Path) -> Result<()> {
+    fs::create_dir_all(d).map_err(|e| io_err("cannot create", d, e))
+}

@@ -1,0 +1,136 @@
+//! `bootprint-testbed desktop`: the desktop image's session comes up, both ways a user logs
+//! in (issue 18, part 1): LightDM's autologin, and the password typed into the greeter
+//! after a wait. Each boot checks, in the guest, that the test user's session runs every
+//! program it should (`desktop_session`), and how long after the kernel's start each began.
+
+use crate::checks::{self, Checks};
+use crate::desktop_session::{LOGIN_WORD, USER};
+use crate::image::{self, Flavor};
+use crate::qemu::{self, BootOpts, Profile};
+use crate::util::{Paths, Result};
+
+/// The session's programs, by the name the kernel gives the process (`comm`).
+const PROGRAMS: &[&str] = &[
+    "xfce4-session",
+    "xfwm4",
+    "xfce4-panel",
+    "xfdesktop",
+    "Thunar",
+    "xfce4-terminal",
+    "firefox-esr",
+];
+
+/// How long the guest waits for the whole session, from the serial login (seconds).
+const SESSION_LIMIT_S: u64 = 900;
+
+pub fn run(paths: &Paths, systemd: bool, greeter_wait_s: u32, cargo: bool) -> Result<()> {
+    checks::run("desktop", |c| {
+        desktop(paths, systemd, greeter_wait_s, cargo, c)
+    })
+}
+
+fn desktop(
+    paths: &Paths,
+    systemd: bool,
+    greeter_wait_s: u32,
+    cargo: bool,
+    c: &mut Checks,
+) -> Result<()> {
+    let flavor = if systemd {
+        Flavor::DesktopSystemd
+    } else {
+        Flavor::Desktop
+    };
+    let img = image::ensure_flavor(paths, cargo, flavor)?;
+    for login in ["auto".to_string(), format!("greeter:{greeter_wait_s}")] {
+        let mut o = BootOpts::new(Profile::Fast);
+        o.append = format!("{LOGIN_WORD}={login}");
+        o.guest_script = Some(guest_script());
+        let r = qemu::boot(paths, &img, &o)?;
+        let out = r.guest_output.clone().unwrap_or_default();
+        let running: Vec<&str> = PROGRAMS
+            .iter()
+            .copied()
+            .filter(|p| out.lines().any(|l| l == format!("running {p}")))
+            .collect();
+        let missing: Vec<&str> = PROGRAMS
+            .iter()
+            .copied()
+            .filter(|p| !running.contains(p))
+            .collect();
+        c.check(
+            missing.is_empty(),
+            &format!(
+                "{} image, login {login}: the session runs {} (missing: {missing:?}); serial log {}",
+                flavor.name(),
+                running.join(" "),
+                r.serial_log.display()
+            ),
+        );
+        if login.starts_with("greeter") {
+            c.check(
+                out.lines().any(|l| l == "typed"),
+                &format!(
+                    "login {login}: the user name and password were typed into the greeter: {:?}",
+                    section(&out, "login-log")
+                ),
+            );
+        }
+        for l in section(&out, "started") {
+            println!("      {l}");
+        }
+    }
+    Ok(())
+}
+
+/// Waits until every program runs as the test user (or the limit), then says which run and
+/// when each started (seconds since the kernel's start, from /proc/PID/stat's start time).
+fn guest_script() -> String {
+    let programs = PROGRAMS.join(" ");
+    format!(
+        r#"end=$(( $(cut -d. -f1 /proc/uptime) + {SESSION_LIMIT_S} ))
+while :; do
+  missing=
+  for p in {programs}; do pgrep -u {USER} -x "$p" >/dev/null || missing="$missing $p"; done
+  [ -z "$missing" ] && break
+  [ "$(cut -d. -f1 /proc/uptime)" -ge "$end" ] && break
+  sleep 2
+done
+for p in {programs}; do
+  if pgrep -u {USER} -x "$p" >/dev/null; then echo "running $p"; else echo "missing $p"; fi
+done
+echo "== started"
+hz=$(getconf CLK_TCK)
+for p in {programs}; do
+  pid=$(pgrep -o -u {USER} -x "$p") || continue
+  t=$(cut -d')' -f2 /proc/$pid/stat | cut -d' ' -f21)
+  echo "$p $(( t / hz )).$(( t % hz * 100 / hz )) s"
+done
+echo "== login-log"
+cat /var/log/bootprint-testbed-login.log 2>/dev/null
+echo "== end"
+"#
+    )
+}
+
+/// The lines after `== NAME` up to the next `== ` line.
+fn section<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
+    out.lines()
+        .skip_while(|l| *l != format!("== {name}"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("== "))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_split_at_their_headers() {
+        let out = "running x\n== started\nx 1.00 s\ny 2.00 s\n== login-log\ntyped\n== end\n";
+        assert_eq!(section(out, "started"), ["x 1.00 s", "y 2.00 s"]);
+        assert_eq!(section(out, "login-log"), ["typed"]);
+        assert!(section(out, "absent").is_empty());
+    }
+}
