@@ -22,6 +22,9 @@ const PROGRAMS: &[&str] = &[
 
 /// How long the guest waits for the whole session, from the serial login (seconds).
 const SESSION_LIMIT_S: u64 = 900;
+/// The recording's limit on these boots (`bootprint.timeout_s`), and the test bed's wait for
+/// the trace after the login, s.
+const RECORD_LIMIT_S: u64 = 900;
 
 pub fn run(paths: &Paths, systemd: bool, greeter_wait_s: u32, cargo: bool) -> Result<()> {
     checks::run("desktop", |c| {
@@ -44,9 +47,36 @@ fn desktop(
     let img = image::ensure_flavor(paths, cargo, flavor)?;
     for login in ["auto".to_string(), format!("greeter:{greeter_wait_s}")] {
         let mut o = BootOpts::new(Profile::Fast);
-        o.append = format!("{LOGIN_WORD}={login}");
+        // The boot's own limit (240 s of uptime) would end the recording before a session
+        // under emulation is ready.
+        o.append = format!("{LOGIN_WORD}={login} bootprint.timeout_s={RECORD_LIMIT_S}");
+        o.record = true;
+        o.trace_wait_s = RECORD_LIMIT_S;
         o.guest_script = Some(guest_script());
         let r = qemu::boot(paths, &img, &o)?;
+        let events = r
+            .trace_dir
+            .as_ref()
+            .and_then(|d| std::fs::read_to_string(d.join("events.log")).ok())
+            .unwrap_or_default();
+        let said = |pattern: &str| {
+            events
+                .lines()
+                .find(|l| l.contains(pattern))
+                .map(str::to_string)
+        };
+        let session = said(" milestone name=session_start ");
+        let ready = said(" desktop_ready ");
+        c.check(
+            session.is_some() && ready.as_deref().is_some_and(|l| l.contains("reason=idle")),
+            &format!(
+                "login {login}: the trace has the session's start and its desktop ready: \
+                 {session:?}, {ready:?} ({})",
+                r.trace_dir
+                    .as_ref()
+                    .map_or("no trace".into(), |d| d.display().to_string())
+            ),
+        );
         let out = r.guest_output.clone().unwrap_or_default();
         let running: Vec<&str> = PROGRAMS
             .iter()

@@ -102,6 +102,9 @@ pub struct BootOpts {
     /// Where the root file system starts on the disk, in bytes (the trace is copied out from
     /// there): 0 for the image's bare file system, 1 MiB on the GRUB disk.
     pub fs_offset: u64,
+    /// How long to wait after the login for the recorder's trace, s (a desktop's session is
+    /// recorded to its desktop ready).
+    pub trace_wait_s: u64,
 }
 
 impl BootOpts {
@@ -120,6 +123,7 @@ impl BootOpts {
             firmware: false,
             root: None,
             fs_offset: 0,
+            trace_wait_s: TRACE_TIMEOUT_S,
         }
     }
 
@@ -142,6 +146,7 @@ impl BootOpts {
             firmware: false,
             root: None,
             fs_offset: 0,
+            trace_wait_s: TRACE_TIMEOUT_S,
         })
     }
 
@@ -367,7 +372,12 @@ fn boot_disk(
     disk: &Path,
     disk_copy_s: f64,
 ) -> Result<BootResult> {
-    let cmdline = opts.cmdline();
+    let mut cmdline = opts.cmdline();
+    // On a desktop image no one logs in unless the login word says so; the recorder would
+    // go on `session_wait_s` after boot done for a session, and the trace wait with it.
+    if img.desktop && opts.record && !cmdline.contains(crate::desktop_session::LOGIN_WORD) {
+        cmdline.push_str(" bootprint.session_wait_s=0");
+    }
     let serial_log = run.join("serial.log");
     let qemu_log = run.join("qemu.log");
     let qemu_err =
@@ -486,7 +496,10 @@ fn boot_disk(
         let id = boot_id
             .clone()
             .ok_or_else(|| fail(&con, "could not read the guest's boot id"))?;
-        eprintln!("boot: waiting (up to {TRACE_TIMEOUT_S} s) for the recorder's trace");
+        eprintln!(
+            "boot: waiting (up to {} s) for the recorder's trace",
+            opts.trace_wait_s
+        );
         // Poll with shell builtins only (`read -t` on a FIFO nobody writes to sleeps without
         // a fork), so the wait adds no processes to the trace and keeps the guest idle for
         // the recorder's boot-done detection.
@@ -496,19 +509,22 @@ fn boot_disk(
         con.send(&format!(
             "i=0; while [ ! -e $f ] && [ $i -lt {} ]; do read -t 2 -u 3; i=$((i+1)); done; \
              [ -e $f ] && echo BP\"\"TRACE=yes || echo BP\"\"TRACE=no\n",
-            TRACE_TIMEOUT_S / 2
+            opts.trace_wait_s / 2
         ))?;
         let (i, end) = expect(
             &con,
             &["BPTRACE=yes", "BPTRACE=no"],
             pos,
-            TRACE_TIMEOUT_S + 60,
+            opts.trace_wait_s + 60,
             "the recorder's trace",
         )?;
         trace_ready = i == 0;
         pos = end;
         if !trace_ready {
-            eprintln!("boot: warning: no {TRACE_ROOT}/{id}/events.log after {TRACE_TIMEOUT_S} s");
+            eprintln!(
+                "boot: warning: no {TRACE_ROOT}/{id}/events.log after {} s",
+                opts.trace_wait_s
+            );
         } else {
             // The recorder goes on after the trace (the Prometheus export): let it finish
             // (at most 30 s) before the power goes.

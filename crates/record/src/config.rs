@@ -37,6 +37,13 @@ pub struct Config {
     pub login_names: Vec<String>,
     /// Process names whose start marks the graphical login (a display manager's greeter).
     pub greeter_names: Vec<String>,
+    /// Process names whose start marks a user's desktop session (its session manager).
+    pub session_names: Vec<String>,
+    /// After boot done, with a greeter seen: how long to go on recording for a session to
+    /// start (0: stop at boot done), s.
+    pub session_wait_s: f64,
+    /// Once a session started: recording stops at desktop ready or this long after, s.
+    pub desktop_timeout_s: f64,
     /// Readahead (`bootprint.readahead=`): replay the pack at boot, or learn one when there is
     /// no valid pack. Off by default until the test-bed benchmark shows where it helps.
     pub readahead: bool,
@@ -125,6 +132,21 @@ impl Default for Config {
             ]
             .map(String::from)
             .to_vec(),
+            // Comm names, cut at 15 characters as the kernel keeps them.
+            session_names: [
+                "xfce4-session",
+                "gnome-session-b",
+                "startplasma-x11",
+                "startplasma-way",
+                "mate-session",
+                "cinnamon-sessio",
+                "lxqt-session",
+                "lxsession",
+            ]
+            .map(String::from)
+            .to_vec(),
+            session_wait_s: 120.0,
+            desktop_timeout_s: 300.0,
             readahead: false,
             readahead_pack: PathBuf::from("/var/lib/bootprint/readahead.pack"),
             readahead_state: PathBuf::from("/var/lib/bootprint/readahead.state"),
@@ -287,6 +309,9 @@ impl Config {
             "keep_mb" => self.keep_mb = v.num(),
             "login_names" => self.login_names = v.list(),
             "greeter_names" => self.greeter_names = v.list(),
+            "session_names" => self.session_names = v.list(),
+            "session_wait_s" => self.session_wait_s = v.num(),
+            "desktop_timeout_s" => self.desktop_timeout_s = v.num(),
             "readahead" => self.readahead = v.bool(),
             "modules" => self.modules = v.bool(),
             "rc" => self.rc = v.bool(),

@@ -90,12 +90,14 @@ pub struct Start {
     pub modules: crate::modload::Boot,
 }
 
-/// Records until boot is done and writes the trace; returns its directory.
+/// Records until boot is done (on a machine with a greeter, until a user's desktop is ready
+/// after it: [`End`]) and writes the trace; returns its directory.
 pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> {
     let (mut recorder, levers) = Recorder::start(config, paths, start);
+    let mut levers = Some(levers);
     // Kept apart from the recorder: the steps below borrow what was read from them.
     let mut files = SystemFiles::new(&paths.proc);
-    let done = loop {
+    let end = loop {
         let now = recorder.wait_for_sample();
         let system = files.read(recorder.meminfo_due());
         let forked = recorder.store_system(now, &system);
@@ -104,11 +106,32 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         recorder.store_processes(now);
         recorder.feed_done_detector(now, &system);
         recorder.note_root_writable(now);
-        if let Some(done) = recorder.boot_done(now) {
-            break done;
+        if let Some(end) = recorder.end(now) {
+            break end;
+        }
+        // Boot done with a session still to come: the levers' part of the boot is over
+        // (readahead stops learning there, not at the end of the session).
+        if let (Some(done), true) = (recorder.boot_done_before_desktop(), levers.is_some()) {
+            recorder.levers_at_boot_done(levers.take().expect("checked"), &done);
         }
     };
-    recorder.finish(done, levers)
+    recorder.finish(end, levers)
+}
+
+/// Why recording stopped: the `boot_done` event and, on a machine with a greeter, the
+/// `desktop_ready` event that ended the recording of the user's session after it.
+struct End {
+    boot_done: Event,
+    desktop: Option<Event>,
+}
+
+/// What the recorder is waiting for.
+enum Phase {
+    /// Boot done.
+    Boot,
+    /// Boot was done (this event, at this time) with a greeter up: now a user's session and
+    /// its desktop ready (docs/recorder.md, "Desktop ready").
+    Desktop { boot_done: Event, since_ns: u64 },
 }
 
 /// The system-wide /proc files read at every sample, each kept open.
@@ -207,6 +230,8 @@ struct Recorder<'a> {
     logins: Logins,
     /// When recording stops, and why.
     done: DoneCheck,
+    /// Boot done, or after it a user's session.
+    phase: Phase,
     /// All CPUs' busy time at the last sample (clock ticks): the boot's CPU, for the
     /// recorder's share of it.
     boot_busy_ticks: u64,
@@ -292,6 +317,7 @@ impl<'a> Recorder<'a> {
             cmdline_retry: CmdlineRetry::default(),
             logins: Logins::default(),
             done,
+            phase: Phase::Boot,
             boot_busy_ticks: 0,
             root_writable: false,
             next_root_check_ns: t_start,
@@ -468,18 +494,72 @@ impl<'a> Recorder<'a> {
         })
     }
 
-    /// At boot done: the last exec events, the header, the levers' verdicts, the files the
-    /// boot left elsewhere and the recorder's own statistics go into the store, which is then
-    /// written as the trace.
-    fn finish(mut self, done: Event, levers: Levers) -> io::Result<PathBuf> {
-        let loop_cpu_s = sample::sys::own_usage().0;
-        let done_ns = (done
+    /// How recording ends at `now`, if it does: at boot done; or, when a greeter is up then
+    /// and `session_wait_s` is not 0, once a user's session has started and its desktop is
+    /// ready (CPU and disk idle for the settle period after the last process the session
+    /// started), or no session came within `session_wait_s`, or the desktop was not ready
+    /// within `desktop_timeout_s` of the session's start.
+    fn end(&mut self, now: u64) -> Option<End> {
+        if let Phase::Boot = self.phase {
+            let boot_done = self.boot_done(now)?;
+            let idle = boot_done
+                .fields
+                .iter()
+                .any(|(k, v)| k == "reason" && v == "idle");
+            if !(idle && self.logins.greeter_seen && self.config.session_wait_s > 0.0) {
+                return Some(End {
+                    boot_done,
+                    desktop: None,
+                });
+            }
+            self.phase = Phase::Desktop {
+                boot_done,
+                since_ns: now,
+            };
+        }
+        let Phase::Desktop { since_ns, .. } = self.phase else {
+            return None;
+        };
+        let desktop = self.desktop_ready(now, since_ns)?;
+        let Phase::Desktop { boot_done, .. } = std::mem::replace(&mut self.phase, Phase::Boot)
+        else {
+            unreachable!("the phase was Desktop just above");
+        };
+        Some(End {
+            boot_done,
+            desktop: Some(desktop),
+        })
+    }
+
+    /// The `desktop_ready` event if recording of the session stops at `now` (boot done at
+    /// `boot_done_ns`).
+    fn desktop_ready(&self, now: u64, boot_done_ns: u64) -> Option<Event> {
+        if crate::sys::terminated() {
+            return Some(desktop_event(now, "terminated", self.config.settle_s));
+        }
+        desktop_ready(
+            self.config,
+            &self.done.detector,
+            self.logins.session.as_ref(),
+            now,
+            boot_done_ns,
+        )
+    }
+
+    /// The `boot_done` event while the recorder goes on for a user's session.
+    fn boot_done_before_desktop(&self) -> Option<Event> {
+        match &self.phase {
+            Phase::Desktop { boot_done, .. } => Some(boot_done.clone()),
+            Phase::Boot => None,
+        }
+    }
+
+    /// Hands the levers (readahead, the module loader) the milestones, at boot done.
+    fn levers_at_boot_done(&mut self, levers: Levers, boot_done: &Event) {
+        let idle = boot_done
             .fields
             .iter()
-            .any(|(k, v)| k == "reason" && v == "idle"))
-        .then_some(done.t_ns);
-        self.store.events.push(done);
-        let exec_source = self.close_exec_source();
+            .any(|(k, v)| k == "reason" && v == "idle");
         // The header holds the kernel release readahead's relearn check needs.
         self.store.header = sysinfo::header(
             &self.paths.proc,
@@ -489,9 +569,22 @@ impl<'a> Recorder<'a> {
         );
         let seen = Milestones {
             login_ns: self.logins.text_ns,
-            done_ns,
+            done_ns: idle.then_some(boot_done.t_ns),
         };
         levers.finish(&mut self.store, self.config, seen);
+    }
+
+    /// When recording ends: the levers' verdicts (unless given at boot done already), the last
+    /// exec events, the files the boot left elsewhere and the recorder's own statistics go
+    /// into the store, which is then written as the trace.
+    fn finish(mut self, end: End, levers: Option<Levers>) -> io::Result<PathBuf> {
+        let loop_cpu_s = sample::sys::own_usage().0;
+        if let Some(levers) = levers {
+            self.levers_at_boot_done(levers, &end.boot_done);
+        }
+        self.store.events.push(end.boot_done);
+        self.store.events.extend(end.desktop);
+        let exec_source = self.close_exec_source();
         self.copy_boot_files();
         let stats = self.stats(loop_cpu_s, exec_source);
         self.store.events.push(stats);
@@ -644,6 +737,20 @@ struct Logins {
     text_ns: Option<u64>,
     /// Whether the graphical login's process has been seen.
     greeter_seen: bool,
+    /// A user's desktop session, once its session manager started.
+    session: Option<Session>,
+}
+
+/// A user's desktop session: its session manager and the processes it started.
+#[derive(Debug)]
+struct Session {
+    pid: u32,
+    /// When the session manager started (ns).
+    start_ns: u64,
+    /// The session manager and every process seen starting under it.
+    pids: std::collections::HashSet<u32>,
+    /// When the last of them started (ns): desktop ready is not before it.
+    last_start_ns: u64,
 }
 
 impl Logins {
@@ -657,7 +764,56 @@ impl Logins {
             self.greeter_seen = true;
             events.push(milestone(started_ns, "graphical_login", r.pid, &r.comm));
         }
+        match &mut self.session {
+            None if self.greeter_seen && config.session_names.contains(&r.comm) => {
+                self.session = Some(Session {
+                    pid: r.pid,
+                    start_ns: started_ns,
+                    pids: [r.pid].into(),
+                    last_start_ns: started_ns,
+                });
+                events.push(milestone(started_ns, "session_start", r.pid, &r.comm));
+            }
+            // A new process under the session (or one of its processes that exec'd).
+            Some(s) if s.pids.contains(&r.ppid) || s.pids.contains(&r.pid) => {
+                s.pids.insert(r.pid);
+                s.last_start_ns = s.last_start_ns.max(started_ns);
+            }
+            _ => {}
+        }
     }
+}
+
+/// The `desktop_ready` event if the recording of a user's session stops at `now`, boot done
+/// having been at `boot_done_ns`: idle after the last process the session started (`idle`),
+/// no session within `session_wait_s` (`no_session`), or not idle within
+/// `desktop_timeout_s` of the session's start (`timeout`).
+fn desktop_ready(
+    config: &Config,
+    detector: &DoneDetector,
+    session: Option<&Session>,
+    now: u64,
+    boot_done_ns: u64,
+) -> Option<Event> {
+    let s_to_ns = |s: f64| (s * 1e9) as u64;
+    let event = |t: u64, reason: &str| desktop_event(t, reason, config.settle_s);
+    let Some(session) = session else {
+        let waited = now.saturating_sub(boot_done_ns);
+        return (waited >= s_to_ns(config.session_wait_s)).then(|| {
+            event(now, "no_session").with("waited_s", format!("{:.1}", waited as f64 / 1e9))
+        });
+    };
+    if let Some(at) = detector.done_at(now, Some(session.last_start_ns)) {
+        return Some(event(at, "idle").with("session_pid", session.pid));
+    }
+    (now.saturating_sub(session.start_ns) >= s_to_ns(config.desktop_timeout_s))
+        .then(|| event(now, "timeout").with("session_pid", session.pid))
+}
+
+fn desktop_event(t_ns: u64, reason: &str, settle_s: f64) -> Event {
+    Event::new(t_ns, "desktop_ready")
+        .with("reason", reason)
+        .with("settle_s", settle_s)
 }
 
 /// When recording stops, as its `boot_done` event: boot done (CPU and disk idle for the
@@ -1163,6 +1319,121 @@ mod tests {
                 "20000000000 milestone name=graphical_login pid=400 comm=lightdm-greeter \
                  source=process_start",
             ]
+        );
+    }
+
+    fn process(pid: u32, ppid: u32, comm: &str) -> PsRecord {
+        PsRecord {
+            pid,
+            ppid,
+            comm: comm.into(),
+            ..PsRecord::default()
+        }
+    }
+
+    #[test]
+    fn a_session_manager_after_the_greeter_starts_the_session_and_its_processes_join_it() {
+        let config = Config::default();
+        let mut events = Vec::new();
+        // No greeter: a session manager started some other way is no desktop login.
+        let mut without = Logins::default();
+        without.note(
+            &config,
+            &process(500, 1, "xfce4-session"),
+            30 * S,
+            &mut events,
+        );
+        assert!(without.session.is_none() && events.is_empty());
+
+        let mut logins = Logins::default();
+        logins.note(
+            &config,
+            &process(400, 1, "lightdm-gtk-gre"),
+            20 * S,
+            &mut events,
+        );
+        logins.note(
+            &config,
+            &process(500, 450, "xfce4-session"),
+            30 * S,
+            &mut events,
+        );
+        logins.note(&config, &process(501, 500, "xfwm4"), 32 * S, &mut events);
+        logins.note(&config, &process(600, 1, "cron"), 40 * S, &mut events);
+        logins.note(
+            &config,
+            &process(502, 501, "firefox-esr"),
+            35 * S,
+            &mut events,
+        );
+        // A second session manager outside it is neither a second session nor part of it.
+        logins.note(
+            &config,
+            &process(700, 1, "xfce4-session"),
+            36 * S,
+            &mut events,
+        );
+        let s = logins.session.as_ref().unwrap();
+        assert_eq!((s.pid, s.start_ns, s.last_start_ns), (500, 30 * S, 35 * S));
+        assert!(s.pids.contains(&502) && !s.pids.contains(&600));
+        let lines: Vec<String> = events.iter().map(Event::to_line).collect();
+        assert_eq!(
+            lines[1],
+            "30000000000 milestone name=session_start pid=500 comm=xfce4-session \
+             source=process_start"
+        );
+        assert_eq!(lines.len(), 2, "{lines:?}");
+    }
+
+    /// A detector fed one sample a second from 0 to `to` s: the CPU 90 % busy before `idle_from`
+    /// s, idle after.
+    fn detector(to: u64, idle_from: u64) -> DoneDetector {
+        let mut d = DoneCheck::new(&Config::default(), 0, None).detector;
+        let mut busy = 0;
+        for t in 0..=to {
+            if t <= idle_from {
+                busy += 90;
+            }
+            d.feed(t * S, busy, t * 100, &[("vda".to_string(), 0)]);
+        }
+        d
+    }
+
+    #[test]
+    fn desktop_ready_is_the_idle_after_the_last_process_the_session_started() {
+        let config = Config::default();
+        let session = Session {
+            pid: 500,
+            start_ns: 30 * S,
+            pids: [500].into(),
+            last_start_ns: 35 * S,
+        };
+        let ready = |now: u64, idle_from: u64, session: Option<&Session>| {
+            desktop_ready(&config, &detector(now, idle_from), session, now * S, 25 * S)
+                .map(|e| e.to_line())
+        };
+        // Idle from 40 s: ready at 40 s once the 3 s settle period has passed.
+        assert_eq!(ready(42, 40, Some(&session)), None);
+        assert_eq!(
+            ready(43, 40, Some(&session)).as_deref(),
+            Some("40000000000 desktop_ready reason=idle settle_s=3 session_pid=500")
+        );
+        // Idle since 20 s, before the session's last process: counted from that one.
+        assert_eq!(
+            ready(38, 20, Some(&session)).as_deref(),
+            Some("35000000000 desktop_ready reason=idle settle_s=3 session_pid=500")
+        );
+        // Never idle: the session's limit (300 s after its start).
+        assert_eq!(ready(329, 400, Some(&session)), None);
+        assert_eq!(
+            ready(330, 400, Some(&session)).as_deref(),
+            Some("330000000000 desktop_ready reason=timeout settle_s=3 session_pid=500")
+        );
+        // No session: 120 s after boot done (25 s), recording stops.
+        assert_eq!(ready(144, 0, None), None);
+        assert_eq!(
+            ready(145, 0, None).as_deref(),
+            Some("145000000000 desktop_ready reason=no_session settle_s=3 waited_s=120.0")
         );
     }
 
