@@ -187,6 +187,11 @@ fn show(sys: &System, pack: Option<&Path>, as_json: bool) -> Outcome {
 fn relocate(sys: &System, a: &cli::ReadaheadRelocate) -> Outcome {
     use std::io::Write;
     let path = a.pack.clone().unwrap_or_else(|| sys.pack_path());
+    // The files it names are opened read-write by root: the pack must be as trusted as the
+    // one the boot path replays (root's, not writable by others).
+    if let Err(e) = trusted(&path) {
+        return Outcome::Failed(e);
+    }
     let p = match load_pack(&path) {
         Ok(p) => p,
         Err(e) => return Outcome::Failed(e),
@@ -217,6 +222,29 @@ fn relocate(sys: &System, a: &cli::ReadaheadRelocate) -> Outcome {
             readahead_relocate::summary(out, &report)
         }
     })
+}
+
+/// A file owned by the caller (root, when relocating for real) that group and others
+/// cannot write.
+fn trusted(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let md = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if md.uid() != sys::euid() {
+        return Err(format!(
+            "{}: owned by uid {}, not by this user (uid {}): refused",
+            path.display(),
+            md.uid(),
+            sys::euid()
+        ));
+    }
+    if md.mode() & 0o022 != 0 {
+        return Err(format!(
+            "{}: mode {:o} lets group or others write it: refused",
+            path.display(),
+            md.mode() & 0o7777
+        ));
+    }
+    Ok(())
 }
 
 fn relearn(sys: &System) -> Result<(), String> {

@@ -259,3 +259,27 @@ fn tmpfs_is_refused_by_name() {
         "{err}"
     );
 }
+
+/// The files a pack names are opened read-write: a pack others can write is refused, as the
+/// boot path refuses it.
+#[test]
+fn a_pack_others_can_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let f = t.path().join("x");
+    fs::write(&f, vec![1u8; 8192]).unwrap();
+    let pack = t.path().join("p.pack");
+    pack_file(std::slice::from_ref(&f), &pack);
+    fs::set_permissions(&pack, fs::Permissions::from_mode(0o666)).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_bootprint"))
+        .args(["readahead", "relocate", "--dry-run", "--pack"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("mode 666 lets group or others write it: refused"),
+        "{err}"
+    );
+}

@@ -490,9 +490,14 @@ fn move_file(e: &Entry, pl: &Planned, donor: &File, base: u64) -> Outcome {
         return Outcome::Skipped("changed during the run".into());
     }
     let bs = rw.metadata().map_or(4096, |m| m.blksize()).max(1);
+    // The ioctl cuts a move at the file's last block and refuses one that starts past it
+    // (a range rounded out to a page can end beyond it when blocks are smaller).
+    let eof = e.size.div_ceil(bs);
     let mut at = base;
     for r in &pl.moves {
-        let (mut orig, mut donor_at, mut left) = (r.offset / bs, at / bs, r.len / bs);
+        let orig = r.offset / bs;
+        let (mut orig, mut donor_at, mut left) =
+            (orig, at / bs, (r.len / bs).min(eof.saturating_sub(orig)));
         while left > 0 {
             match sys::move_extents(&rw, donor, orig, donor_at, left) {
                 Ok(0) => break,
@@ -504,12 +509,13 @@ fn move_file(e: &Entry, pl: &Planned, donor: &File, base: u64) -> Outcome {
                 Err(err) => {
                     let why = match err.raw_os_error() {
                         Some(libc::EOPNOTSUPP) => {
-                            "not movable (no extents, inline data, or a feature the ioctl \
-                             does not support)"
+                            "not movable (no extents, inline data, a quota file, or a \
+                             feature the ioctl does not support)"
                                 .to_string()
                         }
                         Some(libc::EPERM) => "immutable or append-only".to_string(),
-                        Some(libc::EBUSY) => "busy (a swap file, or pages in use)".to_string(),
+                        Some(libc::ETXTBSY) => "a swap file".to_string(),
+                        Some(libc::EBUSY) => "busy (its pages in use); try again".to_string(),
                         _ => format!("the move failed: {err}"),
                     };
                     return Outcome::Skipped(why);
