@@ -501,6 +501,10 @@ pub enum Readahead {
     On(ReadaheadSwitch),
     /// Switch readahead off in bootprint.toml
     Off(ReadaheadSwitch),
+    /// Move the pack's files into one contiguous region of their ext4 filesystem, in replay
+    /// order (rotating disks and SD/MMC cards; at idle I/O priority; each file's move is
+    /// atomic)
+    Relocate(ReadaheadRelocate),
 }
 
 #[derive(Debug, Args)]
@@ -525,6 +529,26 @@ pub struct ReadaheadShow {
     /// The pack to show instead of the configured one
     #[arg(long, value_name = "FILE")]
     pub pack: Option<PathBuf>,
+    /// One JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReadaheadRelocate {
+    /// The system's root: its bootprint.toml names the pack
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+    /// The pack to relocate instead of the configured one
+    #[arg(long, value_name = "FILE")]
+    pub pack: Option<PathBuf>,
+    /// Show what would move (each file's extents now, the requests replay needs before and
+    /// after); move nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Relocate on a device that neither rotates nor is an SD/MMC card
+    #[arg(long)]
+    pub force_media: bool,
     /// One JSON object
     #[arg(long)]
     pub json: bool,

@@ -1,6 +1,6 @@
-//! `bootprint readahead status|show|relearn|on|off`: what readahead knows about this machine
-//! (its switch, its pack, its history of boots with and without replay, its own verdict), and
-//! the admin's levers. Paths come from the same configuration the boot path reads; `--root
+//! `bootprint readahead status|show|relearn|on|off|relocate`: what readahead knows about this
+//! machine (its switch, its pack, its history of boots with and without replay, its own
+//! verdict), and the admin's levers (`relocate`: `readahead::relocate`). Paths come from the same configuration the boot path reads; `--root
 //! DIR` looks at another system's files (an image, a test tree).
 
 use std::path::{Path, PathBuf};
@@ -10,8 +10,8 @@ use readahead::pack::Pack;
 use readahead::replay::{self, RelearnLimits, ReplayOutcome};
 use readahead::state::{State, Verdict};
 use record::config::{Config, CONFIG_FILE};
-use render::readahead_pack;
 use render::readahead_status::{self, PackFound};
+use render::{readahead_pack, readahead_relocate};
 
 use crate::cli;
 use crate::output::{print, write_json};
@@ -23,6 +23,7 @@ pub fn run(cmd: &cli::Readahead) -> Outcome {
         cli::Readahead::Status(a) => &a.root,
         cli::Readahead::Show(a) => &a.root,
         cli::Readahead::Relearn(a) | cli::Readahead::On(a) | cli::Readahead::Off(a) => &a.root,
+        cli::Readahead::Relocate(a) => &a.root,
     };
     let sys = match System::load(root) {
         Ok(s) => s,
@@ -34,6 +35,7 @@ pub fn run(cmd: &cli::Readahead) -> Outcome {
         cli::Readahead::Relearn(_) => relearn(&sys).into(),
         cli::Readahead::On(_) => switch(&sys, true).into(),
         cli::Readahead::Off(_) => switch(&sys, false).into(),
+        cli::Readahead::Relocate(a) => relocate(&sys, a),
     }
 }
 
@@ -178,6 +180,71 @@ fn show(sys: &System, pack: Option<&Path>, as_json: bool) -> Outcome {
             readahead_pack::text(out, &path, &p)
         }
     })
+}
+
+/// `bootprint readahead relocate`: one line per file as it is done (so a long run shows
+/// its progress), then the summary; or one JSON object at the end.
+fn relocate(sys: &System, a: &cli::ReadaheadRelocate) -> Outcome {
+    use std::io::Write;
+    let path = a.pack.clone().unwrap_or_else(|| sys.pack_path());
+    // The files it names are opened read-write by root: the pack must be as trusted as the
+    // one the boot path replays (root's, not writable by others).
+    if let Err(e) = trusted(&path) {
+        return Outcome::Failed(e);
+    }
+    let p = match load_pack(&path) {
+        Ok(p) => p,
+        Err(e) => return Outcome::Failed(e),
+    };
+    let opts = readahead::relocate::Options {
+        dry_run: a.dry_run,
+        force_media: a.force_media,
+        ..Default::default()
+    };
+    let n = p.entries.len();
+    let mut i = 0;
+    let mut progress = |f: &readahead::relocate::FileReport| {
+        i += 1;
+        if !a.json {
+            let mut out = std::io::stdout().lock();
+            let _ = readahead_relocate::progress_line(&mut out, i, n, f);
+            let _ = out.flush();
+        }
+    };
+    let report = match readahead::relocate::relocate(&p, &opts, &mut progress) {
+        Ok(r) => r,
+        Err(e) => return Outcome::Failed(format!("{}: {e}", path.display())),
+    };
+    print("the relocation", |out| {
+        if a.json {
+            write_json(out, &readahead_relocate::json(&report))
+        } else {
+            readahead_relocate::summary(out, &report)
+        }
+    })
+}
+
+/// A file owned by the caller (root, when relocating for real) that group and others
+/// cannot write.
+fn trusted(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let md = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if md.uid() != sys::euid() {
+        return Err(format!(
+            "{}: owned by uid {}, not by this user (uid {}): refused",
+            path.display(),
+            md.uid(),
+            sys::euid()
+        ));
+    }
+    if md.mode() & 0o022 != 0 {
+        return Err(format!(
+            "{}: mode {:o} lets group or others write it: refused",
+            path.display(),
+            md.mode() & 0o7777
+        ));
+    }
+    Ok(())
 }
 
 fn relearn(sys: &System) -> Result<(), String> {

@@ -14,6 +14,8 @@
 //!   [`replay::replay`] reads the ranges with readahead(2) at idle I/O priority within a time
 //!   limit and returns statistics for the trace; [`replay::hit_rate`] says how much of it
 //!   was used.
+//! - [`relocate`]: after boot (`bootprint readahead relocate`), moves the pack's files'
+//!   blocks on ext4 into one contiguous region in replay order (EXT4_IOC_MOVE_EXT).
 //! - [`state`]: the history of boot times with and without replay and readahead's own
 //!   verdict (it switches itself off where replay does not make boots faster).
 //! - [`plan`]: the pure rules (pages to ranges, order, budget); [`system`]: mountinfo,
@@ -45,6 +47,7 @@ pub mod filemap;
 pub mod learn;
 pub mod pack;
 pub mod plan;
+pub mod relocate;
 pub mod replay;
 pub mod state;
 pub mod sys;

@@ -6,13 +6,13 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::learn::open_checked;
 use crate::pack::{self, Entry, Pack, PackError, PackErrorKind, RootId};
-use crate::sys;
+use crate::{plan, sys, system};
 
 /// How to replay.
 #[derive(Debug, Clone)]
@@ -32,6 +32,11 @@ pub struct ReplayOptions {
     /// anything (a 64 GiB sparse file reads as holes that fill the page cache with zeros):
     /// by default half the machine's memory.
     pub max_bytes: u64,
+    /// Ranges of a file closer than this many bytes are read as one ([`plan::MERGE_GAP`]).
+    pub merge_gap: u64,
+    /// Where the devices' `queue/read_ahead_kb` and `queue/max_sectors_kb` are read (each
+    /// file is read in pieces of its device's [`system::device_request_bytes`]).
+    pub sys: PathBuf,
 }
 
 impl Default for ReplayOptions {
@@ -42,6 +47,8 @@ impl Default for ReplayOptions {
             idle_io: true,
             wait_settled: true,
             max_bytes: sys::total_ram_bytes() / 2,
+            merge_gap: plan::MERGE_GAP,
+            sys: PathBuf::from("/sys"),
         }
     }
 }
@@ -80,6 +87,15 @@ pub struct ReplayStats {
     pub resident: u64,
     /// Whether the byte cap ([`ReplayOptions::max_bytes`]) cut the replay short.
     pub capped: bool,
+    /// readahead(2) calls made (ranges merged across small gaps, in request-sized pieces).
+    pub requests: u64,
+    /// The calls the same ranges took before (each range alone, in 128 KiB pieces).
+    pub requests_unmerged: u64,
+    /// Bytes read in the gaps between merged ranges (not in `bytes_requested`).
+    pub gap_bytes: u64,
+    /// The largest request size used (bytes; the devices' `max(read_ahead_kb,
+    /// max_sectors_kb)`).
+    pub request_bytes: u64,
 }
 
 impl ReplayStats {
@@ -101,6 +117,10 @@ impl ReplayStats {
             ("settled_ns", self.settled_ns.to_string()),
             ("resident", self.resident.to_string()),
             ("capped", u8::from(self.capped).to_string()),
+            ("requests", self.requests.to_string()),
+            ("requests_unmerged", self.requests_unmerged.to_string()),
+            ("gap_bytes", self.gap_bytes.to_string()),
+            ("request_bytes", self.request_bytes.to_string()),
         ]
     }
 
@@ -136,6 +156,10 @@ impl ReplayStats {
                 "settled_ns" => s.settled_ns = n,
                 "resident" => s.resident = n,
                 "capped" => s.capped = n != 0,
+                "requests" => s.requests = n,
+                "requests_unmerged" => s.requests_unmerged = n,
+                "gap_bytes" => s.gap_bytes = n,
+                "request_bytes" => s.request_bytes = n,
                 _ => {}
             }
         }
@@ -154,6 +178,10 @@ impl ReplayStats {
         self.files_not_reached += o.files_not_reached;
         self.timed_out |= o.timed_out;
         self.capped |= o.capped;
+        self.requests += o.requests;
+        self.requests_unmerged += o.requests_unmerged;
+        self.gap_bytes += o.gap_bytes;
+        self.request_bytes = self.request_bytes.max(o.request_bytes);
     }
 }
 
@@ -254,8 +282,24 @@ pub fn check_entry(e: &Entry) -> Result<File, Skip> {
     Ok(f)
 }
 
-/// Largest piece asked of readahead(2) at once.
-const CHUNK: u64 = 128 * 1024;
+/// The piece every range was read in before request-sized replay (the kernel's default
+/// `read_ahead_kb`); only counted now, for [`ReplayStats::requests_unmerged`].
+const OLD_CHUNK: u64 = 128 * 1024;
+
+/// Request sizes by device number, looked up once per device per thread.
+#[derive(Default)]
+struct RequestSizes(Vec<(u64, u64)>);
+
+impl RequestSizes {
+    fn of(&mut self, sys_dir: &Path, dev: u64) -> u64 {
+        if let Some(&(_, n)) = self.0.iter().find(|(d, _)| *d == dev) {
+            return n;
+        }
+        let n = system::device_request_bytes(sys_dir, libc::major(dev), libc::minor(dev));
+        self.0.push((dev, n));
+        n
+    }
+}
 
 /// Reads one entry's ranges; false when the replay must stop (the time limit, or the byte
 /// cap: `asked` counts every thread's bytes against `max_bytes`).
@@ -263,9 +307,11 @@ fn read_entry(
     e: &Entry,
     deadline: Instant,
     asked: &AtomicU64,
-    max_bytes: u64,
+    opts: &ReplayOptions,
+    sizes: &mut RequestSizes,
     st: &mut ReplayStats,
 ) -> bool {
+    let max_bytes = opts.max_bytes;
     let f = match check_entry(e) {
         Ok(f) => f,
         Err(s) => {
@@ -278,18 +324,27 @@ fn read_entry(
             return true;
         }
     };
-    for r in &e.ranges {
+    // The kernel cuts one readahead(2) call to the larger of the device's largest request
+    // and the file's readahead window, silently: ask in pieces of exactly that.
+    let chunk = f
+        .metadata()
+        .map_or(system::DEFAULT_REQUEST, |md| sizes.of(&opts.sys, md.dev()));
+    st.request_bytes = st.request_bytes.max(chunk);
+    st.requests_unmerged += e
+        .ranges
+        .iter()
+        .map(|r| plan::pieces(r, OLD_CHUNK))
+        .sum::<u64>();
+    for m in plan::merge_gaps(&e.ranges, opts.merge_gap) {
+        let r = m.range;
         if Instant::now() >= deadline {
             st.timed_out = true;
             st.files_read += 1;
             return false;
         }
-        // The kernel cuts one readahead(2) call to the larger of the device's optimal I/O
-        // size and the file's readahead window (128 KiB by default), silently: ask in
-        // pieces no larger than that.
         let mut off = r.offset;
         while off < r.end() {
-            let len = CHUNK.min(r.end() - off);
+            let len = chunk.min(r.end() - off);
             // Checked per piece, not per range: one range can be gigabytes.
             if Instant::now() >= deadline {
                 st.timed_out = true;
@@ -303,6 +358,7 @@ fn read_entry(
                 st.files_read += 1;
                 return false;
             }
+            st.requests += 1;
             if sys::readahead(&f, off, len).is_err() {
                 st.files_skipped += 1;
                 st.skipped_error += 1;
@@ -310,8 +366,9 @@ fn read_entry(
             }
             off += len;
         }
-        st.ranges += 1;
-        st.bytes_requested += r.len;
+        st.ranges += m.parts;
+        st.bytes_requested += m.used;
+        st.gap_bytes += r.len - m.used;
     }
     st.files_read += 1;
     true
@@ -335,6 +392,7 @@ pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
             let _ = ::sys::ioprio_idle();
         }
         let mut st = ReplayStats::default();
+        let mut sizes = RequestSizes::default();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(e) = p.entries.get(i) else { break };
@@ -342,7 +400,7 @@ pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
                 st.timed_out = true;
                 break;
             }
-            if !read_entry(e, deadline, &asked, opts.max_bytes, &mut st) {
+            if !read_entry(e, deadline, &asked, opts, &mut sizes, &mut st) {
                 break;
             }
         }

@@ -1,5 +1,6 @@
 //! The raw system calls only readahead makes (mincore, readahead, posix_fadvise, FIEMAP,
-//! sysinfo, umount2); every `unsafe` block of this crate lives here. Those other crates make
+//! sysinfo, umount2, and relocation's fallocate, fdatasync and EXT4_IOC_MOVE_EXT); every
+//! `unsafe` block of this crate lives here. Those other crates make
 //! too (fork, pipe, waitpid, ioprio_set, statfs, uname...) are the `sys` crate's.
 
 use std::ffi::CString;
@@ -126,6 +127,158 @@ pub fn fiemap_physical(file: &File, offset: u64) -> Option<u64> {
     }
     // The extent may begin before `offset`: point at the byte itself.
     Some(e.physical + offset.saturating_sub(e.logical))
+}
+
+/// One extent of a file, from FIEMAP: `length` bytes at file offset `logical` lie at byte
+/// `physical` of the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extent {
+    /// File offset in bytes.
+    pub logical: u64,
+    /// Device offset in bytes.
+    pub physical: u64,
+    /// Length in bytes.
+    pub length: u64,
+    /// `FIEMAP_EXTENT_*` flags (0x800: unwritten, 0x1: last).
+    pub flags: u32,
+}
+
+/// FS_IOC_FIEMAP over `[start, start + len)` of `file`, every extent (asked 64 at a time),
+/// with FIEMAP_FLAG_SYNC so data not yet allocated (delayed allocation) is written first and
+/// the map is where the data really is. Err: the filesystem has no map (tmpfs, NFS).
+pub fn fiemap(file: &File, start: u64, len: u64) -> io::Result<Vec<Extent>> {
+    #[repr(C)]
+    #[derive(Default, Clone, Copy)]
+    struct RawExtent {
+        logical: u64,
+        physical: u64,
+        length: u64,
+        reserved64: [u64; 2],
+        flags: u32,
+        reserved: [u32; 3],
+    }
+    const N: usize = 64;
+    #[repr(C)]
+    struct Fiemap {
+        start: u64,
+        length: u64,
+        flags: u32,
+        mapped_extents: u32,
+        extent_count: u32,
+        reserved: u32,
+        extents: [RawExtent; N],
+    }
+    const FS_IOC_FIEMAP: libc::c_ulong = 0xC020_660B;
+    const FIEMAP_FLAG_SYNC: u32 = 0x1;
+    const FIEMAP_EXTENT_LAST: u32 = 0x1;
+    let end = start.saturating_add(len);
+    let mut out = Vec::new();
+    let mut pos = start;
+    while pos < end {
+        let mut m = Fiemap {
+            start: pos,
+            length: end - pos,
+            flags: FIEMAP_FLAG_SYNC,
+            mapped_extents: 0,
+            extent_count: N as u32,
+            reserved: 0,
+            extents: [RawExtent::default(); N],
+        };
+        // SAFETY: `m` is a fiemap header followed by room for exactly `extent_count` (N)
+        // extents, as the ioctl requires; the kernel writes only within it.
+        let rc =
+            unsafe { libc::ioctl(file.as_raw_fd(), FS_IOC_FIEMAP as _, &mut m as *mut Fiemap) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let got = (m.mapped_extents as usize).min(N);
+        if got == 0 {
+            break;
+        }
+        let mut last = false;
+        for e in &m.extents[..got] {
+            out.push(Extent {
+                logical: e.logical,
+                physical: e.physical,
+                length: e.length,
+                flags: e.flags,
+            });
+            last |= e.flags & FIEMAP_EXTENT_LAST != 0;
+        }
+        let e = m.extents[got - 1];
+        let next = e.logical.saturating_add(e.length);
+        if last || next <= pos {
+            break;
+        }
+        pos = next;
+    }
+    Ok(out)
+}
+
+/// fallocate(2) mode 0: allocates `len` bytes of `file` from offset 0 (unwritten extents,
+/// read as zeros) and sets its size.
+pub fn fallocate(file: &File, len: u64) -> io::Result<()> {
+    // SAFETY: no pointers; the fd is open.
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as libc::off_t) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// fdatasync(2): the file's data (and what is needed to read it back) is on the device.
+pub fn fdatasync(file: &File) -> io::Result<()> {
+    // SAFETY: no pointers; the fd is open.
+    if unsafe { libc::fdatasync(file.as_raw_fd()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// EXT4_IOC_MOVE_EXT: swaps `len` blocks of `orig` at block `orig_start` with the blocks of
+/// `donor` at `donor_start` (same ext4 filesystem; `orig` open read-write, `donor`
+/// writable); the data of `orig` is unchanged, only where it lies. Returns the blocks
+/// moved. The struct is the kernel's `struct move_extent` (fs/ext4/ext4.h: reserved,
+/// donor_fd, orig_start, donor_start, len, moved_len; all in blocks), the ioctl
+/// `_IOWR('f', 15, struct move_extent)`.
+pub fn move_extents(
+    orig: &File,
+    donor: &File,
+    orig_start: u64,
+    donor_start: u64,
+    len: u64,
+) -> io::Result<u64> {
+    #[repr(C)]
+    struct MoveExtent {
+        reserved: u32,
+        donor_fd: u32,
+        orig_start: u64,
+        donor_start: u64,
+        len: u64,
+        moved_len: u64,
+    }
+    const EXT4_IOC_MOVE_EXT: libc::c_ulong = 0xC028_660F;
+    let mut me = MoveExtent {
+        reserved: 0,
+        donor_fd: donor.as_raw_fd() as u32,
+        orig_start,
+        donor_start,
+        len,
+        moved_len: 0,
+    };
+    // SAFETY: `me` is a `struct move_extent` (40 bytes, the size encoded in the request
+    // number) that the kernel reads and writes `moved_len` of; both fds are open.
+    let rc = unsafe {
+        libc::ioctl(
+            orig.as_raw_fd(),
+            EXT4_IOC_MOVE_EXT as _,
+            &mut me as *mut MoveExtent,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(me.moved_len)
 }
 
 /// The machine's memory in bytes (sysinfo(2)); 0 when unknown.

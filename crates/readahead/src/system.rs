@@ -184,6 +184,37 @@ pub fn queue_file(sys: &Path, major: u32, minor: u32, file: &str) -> PathBuf {
     }
 }
 
+/// The request size used when the device's is unknown (no sysfs, a device without a queue
+/// such as a btrfs volume's anonymous number): the kernel's default `read_ahead_kb`.
+pub const DEFAULT_REQUEST: u64 = 128 * 1024;
+
+/// The largest piece one readahead(2) call reads on the device, from the texts of its
+/// `queue/read_ahead_kb` and `queue/max_sectors_kb`: the kernel cuts a call to the larger
+/// of the file's readahead window and the device's largest request (mm/readahead.c,
+/// `force_page_cache_ra`: `max(bdi->io_pages, ra->ra_pages)`). [`DEFAULT_REQUEST`] when
+/// neither is readable; never below one page's 4 KiB.
+pub fn request_bytes(read_ahead_kb: Option<&str>, max_sectors_kb: Option<&str>) -> u64 {
+    let kb = |t: Option<&str>| t.and_then(|t| t.trim().parse::<u64>().ok());
+    match (kb(read_ahead_kb), kb(max_sectors_kb)) {
+        (None, None) => DEFAULT_REQUEST,
+        (a, b) => a
+            .unwrap_or(0)
+            .max(b.unwrap_or(0))
+            .saturating_mul(1024)
+            .max(4096),
+    }
+}
+
+/// [`request_bytes`] of device `major:minor` read from sysfs under `sys` (a partition's
+/// from its disk's queue).
+pub fn device_request_bytes(sys: &Path, major: u32, minor: u32) -> u64 {
+    let read = |f: &str| std::fs::read_to_string(queue_file(sys, major, minor, f)).ok();
+    request_bytes(
+        read("read_ahead_kb").as_deref(),
+        read("max_sectors_kb").as_deref(),
+    )
+}
+
 /// Whether the device rotates, from the text of `queue/rotational` (`None` when unreadable).
 pub fn parse_rotational(text: &str) -> Option<bool> {
     match text.trim() {
@@ -406,5 +437,32 @@ mod tests {
         assert_eq!(bytes_read(ds, 8, 0), Some(2048 * 512));
         assert_eq!(bytes_read(ds, 8, 1), None);
         assert_eq!(bytes_read("8 0 sda x\n", 8, 0), None);
+    }
+
+    #[test]
+    fn request_size_is_the_larger_of_the_two_knobs() {
+        assert_eq!(request_bytes(Some("128\n"), Some("1280\n")), 1280 * 1024);
+        assert_eq!(request_bytes(Some("8192\n"), Some("4096\n")), 8192 * 1024);
+        assert_eq!(request_bytes(None, Some("512")), 512 * 1024);
+        assert_eq!(request_bytes(None, None), DEFAULT_REQUEST);
+        assert_eq!(request_bytes(Some("x"), Some("")), DEFAULT_REQUEST);
+        // read_ahead_kb 0 (readahead off) and a tiny max_sectors_kb still read a page.
+        assert_eq!(request_bytes(Some("0"), Some("1")), 4096);
+    }
+
+    #[test]
+    fn request_size_of_a_partition_comes_from_its_disk() {
+        let t = tempfile::tempdir().unwrap();
+        let disk = t.path().join("devices/vda");
+        std::fs::create_dir_all(disk.join("queue")).unwrap();
+        std::fs::create_dir_all(disk.join("vda1")).unwrap();
+        std::fs::write(disk.join("vda1/partition"), "1\n").unwrap();
+        std::fs::write(disk.join("queue/read_ahead_kb"), "128\n").unwrap();
+        std::fs::write(disk.join("queue/max_sectors_kb"), "1280\n").unwrap();
+        std::fs::create_dir_all(t.path().join("dev/block")).unwrap();
+        std::os::unix::fs::symlink(disk.join("vda1"), t.path().join("dev/block/254:1")).unwrap();
+        assert_eq!(device_request_bytes(t.path(), 254, 1), 1280 * 1024);
+        // No such device: the default.
+        assert_eq!(device_request_bytes(t.path(), 0, 42), DEFAULT_REQUEST);
     }
 }

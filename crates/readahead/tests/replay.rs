@@ -173,6 +173,10 @@ fn stats_line_round_trips() {
         settled_ns: 999999999,
         resident: 123400000,
         capped: true,
+        requests: 21,
+        requests_unmerged: 80,
+        gap_bytes: 65536,
+        request_bytes: 1310720,
     };
     let line = st.to_line();
     assert!(
@@ -181,6 +185,70 @@ fn stats_line_round_trips() {
     );
     assert_eq!(ReplayStats::from_line(&line), Some(st));
     assert_eq!(ReplayStats::from_line("bytes=x"), None);
+}
+
+/// A line written before request-sized replay (no `requests`, `gap_bytes`...) still reads,
+/// the new fields zero.
+#[test]
+fn stats_line_without_the_request_fields_reads() {
+    let line = "bytes=4096 ranges=1 files=1 skipped=0 skipped_missing=0 skipped_not_regular=0 \
+                skipped_changed=0 skipped_error=0 not_reached=0 duration_ns=5 timed_out=0 \
+                threads=1 settled_ns=6 resident=4096 capped=0";
+    let st = ReplayStats::from_line(line).unwrap();
+    assert_eq!((st.bytes_requested, st.settled_ns), (4096, 6));
+    assert_eq!((st.requests, st.requests_unmerged, st.gap_bytes), (0, 0, 0));
+}
+
+/// Request-sized replay for real on this host: a file's ranges a few pages apart are read
+/// as one run in pieces of its device's request size; afterwards every page of every range
+/// (and of the gaps between them) is in the page cache (mincore), and the figures count
+/// fewer readahead(2) calls than one per range.
+#[test]
+fn merged_ranges_are_replayed_into_the_page_cache() {
+    use readahead::{plan, sys, system};
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = d_tmp.path();
+    let path = d.join("data");
+    let mut data = vec![0u8; 4 << 20];
+    for (i, b) in data.iter_mut().enumerate() {
+        *b = (i * 7 % 251) as u8;
+    }
+    fs::write(&path, &data).unwrap();
+    let f = fs::File::open(&path).unwrap();
+    f.sync_all().unwrap();
+    sys::fadvise_dontneed(&f, 0, 0).unwrap();
+    assert!(
+        sys::mincore(&f, 4 << 20).unwrap().iter().all(|r| !r),
+        "the page cache was not emptied of the file"
+    );
+    // 64 ranges of 16 KiB with 16 KiB gaps (all merge), then one range 1 MiB further on.
+    let mut ranges: Vec<(u64, u64)> = (0..64).map(|i| (i * 32768, 16384)).collect();
+    ranges.push((3 << 20, 8192));
+    let p = pack_of(vec![entry_for(&path, &ranges)], true);
+    let st = replay::replay(&p, &ReplayOptions::default());
+    let md = f.metadata().unwrap();
+    let request = system::device_request_bytes(
+        Path::new("/sys"),
+        libc::major(md.dev()),
+        libc::minor(md.dev()),
+    );
+    assert_eq!(st.request_bytes, request, "{st:?}");
+    assert_eq!(st.ranges, 65, "{st:?}");
+    assert_eq!(st.bytes_requested, 64 * 16384 + 8192);
+    assert_eq!(st.gap_bytes, 63 * 16384, "{st:?}");
+    // The merged run is 2 MiB - 16 KiB long; the lone range is one piece.
+    let run: u64 = 63 * 32768 + 16384;
+    assert_eq!(st.requests, run.div_ceil(request) + 1, "{st:?}");
+    assert_eq!(st.requests_unmerged, 65, "{st:?}");
+    assert!(st.requests < st.requests_unmerged);
+    assert_eq!(plan::MERGE_GAP, ReplayOptions::default().merge_gap);
+    let resident = sys::mincore(&f, 4 << 20).unwrap();
+    let page = ::sys::page_size();
+    for (off, len) in ranges.iter().copied().chain([(0, run)]) {
+        for pg in off / page..(off + len).div_ceil(page) {
+            assert!(resident[pg as usize], "page {pg} not cached: {st:?}");
+        }
+    }
 }
 
 #[test]

@@ -13,7 +13,8 @@
 //! scripts' start graph (`bootprint rc graph`: [`rc_graph`], text, JSON, DOT). The levers'
 //! views render what their crates hold: the module loader's plan (`bootprint modules plan`:
 //! [`modules_plan`]) and its status ([`modules_status`]), readahead's status
-//! ([`readahead_status`]) and its pack ([`readahead_pack`]); and the host-only initramfs's
+//! ([`readahead_status`]), its pack ([`readahead_pack`]) and its relocation
+//! ([`readahead_relocate`]); and the host-only initramfs's
 //! plan ([`initramfs_plan`]). The history of kept traces and what a prune removes
 //! (`bootprint list`, `prune`: [`history`]).
 //! Every renderer takes what `analyze` (or the crate that owns the data: `rc`, `modules`,
@@ -39,6 +40,7 @@ pub mod perfetto;
 pub mod prometheus;
 pub mod rc_graph;
 pub mod readahead_pack;
+pub mod readahead_relocate;
 pub mod readahead_status;
 pub mod services;
 pub mod svg;

@@ -342,6 +342,8 @@ pub struct VfsStat {
     pub read_only: bool,
     /// Bytes free to unprivileged users (`f_bavail * f_frsize`), as `df` reports them.
     pub avail_bytes: u64,
+    /// The file system's size in bytes (`f_blocks * f_frsize`).
+    pub total_bytes: u64,
 }
 
 /// statvfs(3) of the file system holding `path`.
@@ -356,6 +358,7 @@ pub fn statvfs(path: &Path) -> io::Result<VfsStat> {
     Ok(VfsStat {
         read_only: st.f_flag & libc::ST_RDONLY != 0,
         avail_bytes: (st.f_bavail as u64).saturating_mul(st.f_frsize as u64),
+        total_bytes: (st.f_blocks as u64).saturating_mul(st.f_frsize as u64),
     })
 }
 

@@ -54,6 +54,7 @@ const LEAVES: &[&str] = &[
     "readahead relearn",
     "readahead on",
     "readahead off",
+    "readahead relocate",
     "enable",
     "disable",
     "status",
@@ -354,6 +355,21 @@ fn readahead_verbs_still_take_every_option_they_took() {
         panic!()
     };
     assert_eq!((s.root, s.pack), (PathBuf::from("/"), Some("p".into())));
+}
+
+#[test]
+fn readahead_relocate_options() {
+    let Verb::Readahead(Readahead::Relocate(r)) =
+        verb("bootprint readahead relocate --dry-run --force-media --pack p")
+    else {
+        panic!()
+    };
+    assert!(r.dry_run && r.force_media && !r.json);
+    assert_eq!(r.pack, Some("p".into()));
+    assert_eq!(
+        kind("bootprint readahead relocate --force"),
+        ErrorKind::UnknownArgument
+    );
 }
 
 /// A path is bytes: kept as it is, inline or not; a value that must be text names itself.

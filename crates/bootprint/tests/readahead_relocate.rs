@@ -1,0 +1,285 @@
+//! `bootprint readahead relocate` for real: the binary on a loop-mounted ext4 image
+//! (testkit's `Ext4Image`, root only). A run killed with SIGKILL part-way leaves every file
+//! whole and the filesystem clean (e2fsck -fn); a dry run moves nothing; tmpfs is refused
+//! by name.
+
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use readahead::pack::{Entry, Header, Pack, Range, RootId};
+use readahead::sys;
+use testkit::ext4::Ext4Image;
+
+const PIECE: usize = 16 * 1024;
+
+/// `n` files of `size` bytes written round-robin a piece at a time, each piece fsync'ed, so
+/// their blocks interleave.
+fn interleaved_files(dir: &Path, n: usize, size: usize) -> Vec<PathBuf> {
+    let paths: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("f{i:03}"))).collect();
+    let mut files: Vec<File> = paths.iter().map(|p| File::create(p).unwrap()).collect();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..size / PIECE {
+        for f in &mut files {
+            let mut buf = vec![0u8; PIECE];
+            for b in buf.chunks_mut(8) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                b.copy_from_slice(&x.to_le_bytes()[..b.len()]);
+            }
+            f.write_all(&buf).unwrap();
+            f.sync_all().unwrap();
+        }
+    }
+    paths
+}
+
+fn checksum(p: &Path) -> u64 {
+    fs::read(p)
+        .unwrap()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        })
+}
+
+fn pack_file(paths: &[PathBuf], at: &Path) {
+    let entries = paths
+        .iter()
+        .map(|p| {
+            let md = fs::metadata(p).unwrap();
+            Entry {
+                path: p.clone(),
+                dev: md.dev(),
+                ino: md.ino(),
+                size: md.size(),
+                mtime_s: md.mtime(),
+                mtime_ns: md.mtime_nsec() as u32,
+                ranges: vec![Range {
+                    offset: 0,
+                    len: md.size(),
+                }],
+            }
+        })
+        .collect();
+    Pack {
+        header: Header {
+            created_unix_s: 1,
+            kernel_release: "test".into(),
+            root: RootId::default(),
+            rotational: true,
+            budget_bytes: 1 << 30,
+        },
+        entries,
+    }
+    .write_file(at)
+    .unwrap();
+}
+
+fn extents(p: &Path) -> usize {
+    let f = File::open(p).unwrap();
+    sys::fiemap(&f, 0, f.metadata().unwrap().len())
+        .unwrap()
+        .len()
+}
+
+#[test]
+fn a_relocation_killed_part_way_leaves_every_file_whole() {
+    let Some(mut img) = Ext4Image::new(256) else {
+        return;
+    };
+    let paths = interleaved_files(img.path(), 40, 1 << 20);
+    let sums: Vec<u64> = paths.iter().map(|p| checksum(p)).collect();
+    let before: Vec<usize> = paths.iter().map(|p| extents(p)).collect();
+    assert!(
+        before.iter().all(|&n| n > 1),
+        "the set-up did not fragment the files: {before:?}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let pack = tmp.path().join("readahead.pack");
+    pack_file(&paths, &pack);
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_bootprint"))
+        .args(["readahead", "relocate", "--force-media", "--pack"])
+        .arg(&pack)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill it once it has reported five files done: it is then moving the sixth (or
+    // between files).
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    while seen.len() < 5 {
+        match lines.next() {
+            Some(Ok(l)) => seen.push(l),
+            _ => break,
+        }
+    }
+    ::sys::kill(child.id() as i32, libc::SIGKILL).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(seen.len(), 5, "it ended before five files: {seen:?}");
+    assert!(seen.iter().all(|l| l.contains("moved")), "{seen:?}");
+    assert!(!status.success(), "it finished before the kill: {status:?}");
+
+    // Clean, whole, and part of the work done.
+    let out = img.fsck();
+    assert!(out.is_ok(), "e2fsck after the kill: {out:?}");
+    img.mount();
+    for (i, p) in paths.iter().enumerate() {
+        assert_eq!(checksum(p), sums[i], "{} changed", p.display());
+    }
+    let after: Vec<usize> = paths.iter().map(|p| extents(p)).collect();
+    assert!(
+        after[..5].iter().all(|&n| n == 1),
+        "the first five were reported moved: {after:?}"
+    );
+    assert!(
+        after[10..].iter().zip(&before[10..]).all(|(a, b)| a == b),
+        "files after the kill moved: {after:?} (before {before:?})"
+    );
+    // The donor had no name: nothing but the files and lost+found is left.
+    let names: Vec<String> = fs::read_dir(img.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names.len(), 41, "{names:?}");
+
+    // Run again to the end: every file in one extent, the data unchanged.
+    let o = Command::new(env!("CARGO_BIN_EXE_bootprint"))
+        .args(["readahead", "relocate", "--force-media", "--pack"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(text.contains("moved 40 files"), "{text}");
+    img.unmount();
+    img.mount();
+    for (i, p) in paths.iter().enumerate() {
+        assert_eq!(checksum(p), sums[i], "{} changed", p.display());
+        assert_eq!(extents(p), 1, "{}", p.display());
+    }
+    let out = img.fsck();
+    assert!(out.is_ok(), "e2fsck: {out:?}");
+}
+
+#[test]
+fn a_dry_run_lists_the_files_and_moves_nothing() {
+    let Some(img) = Ext4Image::new(64) else {
+        return;
+    };
+    let paths = interleaved_files(img.path(), 6, 256 * 1024);
+    let before: Vec<usize> = paths.iter().map(|p| extents(p)).collect();
+    let tmp = tempfile::tempdir().unwrap();
+    let pack = tmp.path().join("readahead.pack");
+    pack_file(&paths, &pack);
+    let o = Command::new(env!("CARGO_BIN_EXE_bootprint"))
+        .args([
+            "readahead",
+            "relocate",
+            "--dry-run",
+            "--force-media",
+            "--pack",
+        ])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    for (i, p) in paths.iter().enumerate() {
+        let line = format!(
+            "[{}/6] 0.3 MB in {} extents: would move  {}",
+            i + 1,
+            before[i],
+            p.display()
+        );
+        assert!(text.contains(&line), "no {line:?} in\n{text}");
+    }
+    assert!(
+        text.contains("dry run: would move 6 files (1.6 MB)"),
+        "{text}"
+    );
+    let after: Vec<usize> = paths.iter().map(|p| extents(p)).collect();
+    assert_eq!(after, before);
+
+    let o = Command::new(env!("CARGO_BIN_EXE_bootprint"))
+        .args([
+            "readahead",
+            "relocate",
+            "--dry-run",
+            "--force-media",
+            "--json",
+            "--pack",
+        ])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["dry_run"], true);
+    assert_eq!(v["files"].as_array().unwrap().len(), 6);
+    assert!(
+        v["requests_after"].as_u64() < v["requests_before"].as_u64(),
+        "{v}"
+    );
+}
+
+#[test]
+fn tmpfs_is_refused_by_name() {
+    let shm = Path::new("/dev/shm");
+    if ::sys::statfs(shm).map(|s| s.fs_type).ok() != Some(0x0102_1994) {
+        testkit::skip("no tmpfs at /dev/shm");
+        return;
+    }
+    let t = tempfile::tempdir_in(shm).unwrap();
+    let f = t.path().join("x");
+    fs::write(&f, vec![1u8; 8192]).unwrap();
+    let pack = t.path().join("p.pack");
+    pack_file(std::slice::from_ref(&f), &pack);
+    let o = Command::new(env!("CARGO_BIN_EXE_bootprint"))
+        .args(["readahead", "relocate", "--pack"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("{} is on tmpfs, not ext4", f.display())),
+        "{err}"
+    );
+}
+
+/// The files a pack names are opened read-write: a pack others can write is refused, as the
+/// boot path refuses it.
+#[test]
+fn a_pack_others_can_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let f = t.path().join("x");
+    fs::write(&f, vec![1u8; 8192]).unwrap();
+    let pack = t.path().join("p.pack");
+    pack_file(std::slice::from_ref(&f), &pack);
+    fs::set_permissions(&pack, fs::Permissions::from_mode(0o666)).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_bootprint"))
+        .args(["readahead", "relocate", "--dry-run", "--pack"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("mode 666 lets group or others write it: refused"),
+        "{err}"
+    );
+}

@@ -1,0 +1,720 @@
+//! Relocation: moves the blocks of a pack's files into one contiguous region of their ext4
+//! filesystem, in pack (replay) order, so that replay reads one sequential run instead of
+//! seeking between scattered pieces. Not on the boot path: `bootprint readahead relocate`
+//! runs it (a user, or later an idle hook).
+//!
+//! How (docs/readahead.md, "Relocation"): one donor file, opened with O_TMPFILE (it has no
+//! name, so a relocation killed at any point leaves nothing behind: the kernel frees it),
+//! is given the region with fallocate(2); then, file by file in pack order, ext4's
+//! EXT4_IOC_MOVE_EXT swaps the file's blocks with the next piece of the donor's. The ioctl
+//! moves data, never changes it, and swaps each piece in one journalled step, so every
+//! file is whole at every moment. The old blocks go with the donor when it is closed.
+//!
+//! Rules: ext4 only (statfs magic, and the mount's type); never read-only, never when less
+//! than [`MIN_FREE_SHARE`] of the filesystem would stay free; only on rotating disks and
+//! SD/MMC cards unless forced; at idle I/O priority; a file that changed since the pack was
+//! learned (inode, size, mtime) or during the run is skipped.
+
+use std::fs::File;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::pack::{Entry, Pack, Range};
+use crate::replay::{self, Skip};
+use crate::{plan, sys, system};
+
+/// Relocation refuses a filesystem on which less than this share of its size would stay
+/// free with the region allocated: ext4's allocator finds long free runs only with room to
+/// spare, and a relocation must not be what fills a disk.
+pub const MIN_FREE_SHARE: f64 = 0.10;
+
+/// Files up to this size are moved whole (their layout only improves); a larger file moves
+/// only the pack's ranges of it (merged as replay merges them), so a big file the boot
+/// reads little of does not fill the region.
+pub const WHOLE_FILE_MAX: u64 = 16 << 20;
+
+const EXT4_SUPER_MAGIC: i64 = 0xEF53;
+
+/// How to relocate.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Say what would be moved, move nothing.
+    pub dry_run: bool,
+    /// Relocate on devices that neither rotate nor are SD/MMC cards.
+    pub force_media: bool,
+    /// `/sys` (the device's `queue/rotational`, request size and name).
+    pub sys: PathBuf,
+    /// `/proc/self/mountinfo` (the filesystem's type and mount point).
+    pub mountinfo: PathBuf,
+    /// Replay's merge gap ([`plan::MERGE_GAP`]), for the request counts.
+    pub merge_gap: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            dry_run: false,
+            force_media: false,
+            sys: "/sys".into(),
+            mountinfo: "/proc/self/mountinfo".into(),
+            merge_gap: plan::MERGE_GAP,
+        }
+    }
+}
+
+/// The kind of device a filesystem lives on, as far as relocation cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Media {
+    /// `queue/rotational` is 1.
+    Rotating,
+    /// An `mmcblk` device: an SD card or eMMC (they report 0, yet count requests).
+    SdMmc,
+    /// Anything else (SSD, NVMe, virtual disks that say they do not rotate).
+    SolidState,
+    /// No sysfs entry for the device.
+    Unknown,
+}
+
+impl Media {
+    /// A word for the text view.
+    pub fn name(self) -> &'static str {
+        match self {
+            Media::Rotating => "rotating",
+            Media::SdMmc => "SD/MMC",
+            Media::SolidState => "solid state",
+            Media::Unknown => "unknown",
+        }
+    }
+}
+
+/// Why relocation refuses to run at all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The pack has no file that can be relocated.
+    NothingToMove,
+    /// The files are on a filesystem that is not ext4.
+    NotExt4 {
+        /// A file of the pack on it.
+        file: PathBuf,
+        /// Its type (from mountinfo), or its statfs magic in hex.
+        fs: String,
+    },
+    /// The filesystem is mounted read-only.
+    ReadOnly {
+        /// Its mount point.
+        mount: PathBuf,
+    },
+    /// Too little free space.
+    NearlyFull {
+        /// Its mount point.
+        mount: PathBuf,
+        /// Bytes free.
+        free: u64,
+        /// Bytes the region needs.
+        need: u64,
+        /// The filesystem's size.
+        size: u64,
+    },
+    /// The device is solid state (or unknown) and `force_media` is off.
+    Media {
+        /// The device's name (`sda`, `vda`, `loop3`...) or number.
+        device: String,
+        /// What it is.
+        media: Media,
+    },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::NothingToMove => write!(
+                f,
+                "no file of the pack can be relocated (all changed, gone or empty)"
+            ),
+            Refusal::NotExt4 { file, fs } => write!(
+                f,
+                "{} is on {fs}, not ext4: relocation needs ext4's move-extent ioctl \
+                 (EXT4_IOC_MOVE_EXT)",
+                file.display()
+            ),
+            Refusal::ReadOnly { mount } => write!(
+                f,
+                "the filesystem at {} is mounted read-only: relocation writes",
+                mount.display()
+            ),
+            Refusal::NearlyFull {
+                mount,
+                free,
+                need,
+                size,
+            } => write!(
+                f,
+                "the filesystem at {} is nearly full: {free} bytes free, the region needs \
+                 {need}, and at least {:.0} % of its {size} bytes must stay free",
+                mount.display(),
+                MIN_FREE_SHARE * 100.0
+            ),
+            Refusal::Media { device, media } => write!(
+                f,
+                "device {device} is {}: relocation only helps where seeks or requests are \
+                 dear (rotating disks, SD/MMC cards); --force-media to relocate anyway",
+                media.name()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// What became of one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Would be moved (a dry run).
+    Planned,
+    /// Moved: its extent count now.
+    Moved {
+        /// FIEMAP extents of the file after the move.
+        extents_after: u64,
+    },
+    /// Not moved, and why.
+    Skipped(String),
+}
+
+/// One file of the pack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileReport {
+    /// Its path.
+    pub path: PathBuf,
+    /// Bytes it moves into the region (block-rounded).
+    pub bytes: u64,
+    /// FIEMAP extents of the whole file before (0 when not measured).
+    pub extents_before: u64,
+    /// What happened.
+    pub outcome: Outcome,
+}
+
+/// What a relocation did or would do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// A dry run.
+    pub dry_run: bool,
+    /// The filesystem's mount point.
+    pub mount: PathBuf,
+    /// Its device's name.
+    pub device: String,
+    /// Its kind.
+    pub media: Media,
+    /// The device's request size (replay's pieces).
+    pub request_bytes: u64,
+    /// Every entry of the pack, in pack order.
+    pub files: Vec<FileReport>,
+    /// Bytes of the region (the sum of the files' `bytes`).
+    pub region_bytes: u64,
+    /// Device requests replay needs for the pack's ranges as the files lie now.
+    pub requests_before: u64,
+    /// ... after relocation: expected (a dry run, or before moving) or measured (after).
+    pub requests_after: u64,
+    /// The physical runs the donor's region came in (0: not allocated, a dry run).
+    pub region_runs: u64,
+}
+
+/// A file planned for the move.
+struct Planned {
+    idx: usize,
+    file: File,
+    /// The file's ranges to move (block-aligned, ascending, within the file's blocks).
+    moves: Vec<Range>,
+    /// The pack's ranges merged as replay reads them.
+    reads: Vec<Range>,
+}
+
+/// Relocates the files of `p` (see the module's rules). `progress` is called once per
+/// entry as it is done, in pack order. Err: a [`Refusal`] (nothing was moved).
+pub fn relocate(
+    p: &Pack,
+    opts: &Options,
+    progress: &mut dyn FnMut(&FileReport),
+) -> Result<Report, Refusal> {
+    let mut files: Vec<FileReport> = p
+        .entries
+        .iter()
+        .map(|e| FileReport {
+            path: e.path.clone(),
+            bytes: 0,
+            extents_before: 0,
+            outcome: Outcome::Planned,
+        })
+        .collect();
+    // Every file must be as learned; the first one's filesystem is the one relocated (a
+    // pack is learned on one root; files elsewhere are skipped).
+    let mut planned: Vec<Planned> = Vec::new();
+    let mut dev: Option<u64> = None;
+    for (i, e) in p.entries.iter().enumerate() {
+        let f = match replay::check_entry(e) {
+            Ok(f) => f,
+            Err(s) => {
+                files[i].outcome = Outcome::Skipped(skip_reason(s).into());
+                continue;
+            }
+        };
+        let Ok(md) = f.metadata() else {
+            files[i].outcome = Outcome::Skipped("cannot stat".into());
+            continue;
+        };
+        if e.size == 0 || e.ranges.is_empty() {
+            files[i].outcome = Outcome::Skipped("empty".into());
+            continue;
+        }
+        match dev {
+            None => dev = Some(md.dev()),
+            Some(d) if d != md.dev() => {
+                files[i].outcome = Outcome::Skipped("on another filesystem".into());
+                continue;
+            }
+            Some(_) => {}
+        }
+        planned.push(Planned {
+            idx: i,
+            file: f,
+            moves: Vec::new(),
+            reads: Vec::new(),
+        });
+    }
+    let (Some(dev), Some(first)) = (dev, planned.first()) else {
+        return Err(Refusal::NothingToMove);
+    };
+    let first_path = p.entries[first.idx].path.clone();
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let mounts = std::fs::read_to_string(&opts.mountinfo)
+        .ok()
+        .and_then(|t| system::parse_mountinfo(&t, &opts.mountinfo.display().to_string()).ok())
+        .unwrap_or_default();
+    let mount = mounts
+        .iter()
+        .rev()
+        .find(|m| m.major == major && m.minor == minor);
+    let magic = ::sys::statfs(&first_path).map_or(0, |s| s.fs_type);
+    let fstype = mount.map(|m| m.fstype.clone());
+    if magic != EXT4_SUPER_MAGIC || fstype.as_deref().is_some_and(|t| t != "ext4") {
+        return Err(Refusal::NotExt4 {
+            file: first_path,
+            fs: fstype.unwrap_or_else(|| format!("a filesystem of magic {magic:#x}")),
+        });
+    }
+    let mount_point = mount.map_or_else(
+        || first_path.parent().unwrap_or(Path::new("/")).to_path_buf(),
+        |m| m.mount_point.clone(),
+    );
+    let vfs = ::sys::statvfs(&first_path).map_err(|_| Refusal::NotExt4 {
+        file: first_path.clone(),
+        fs: "a filesystem statvfs cannot read".into(),
+    })?;
+    if vfs.read_only {
+        return Err(Refusal::ReadOnly { mount: mount_point });
+    }
+    let (device, media) = media_of(&opts.sys, major, minor);
+    if !opts.force_media && !matches!(media, Media::Rotating | Media::SdMmc) {
+        return Err(Refusal::Media { device, media });
+    }
+    let request = system::device_request_bytes(&opts.sys, major, minor);
+
+    // The plan: what each file moves, where its pieces lie now, where they would lie.
+    let page = ::sys::page_size();
+    let mut runs_before = Vec::new();
+    let mut runs_after = Vec::new();
+    let mut region = 0u64;
+    for pl in &mut planned {
+        let e = &p.entries[pl.idx];
+        let md = pl.file.metadata().ok();
+        // Block and page: the ioctl wants the two offsets congruent within a page, so the
+        // region is laid out in whole pages (and blocks).
+        let unit = md.map_or(4096, |m| m.blksize()).max(page);
+        let end = e.size.div_ceil(unit) * unit;
+        pl.reads = plan::merge_gaps(&e.ranges, opts.merge_gap)
+            .into_iter()
+            .map(|m| m.range)
+            .collect();
+        pl.moves = if e.size <= WHOLE_FILE_MAX {
+            vec![Range {
+                offset: 0,
+                len: end,
+            }]
+        } else {
+            align(&pl.reads, unit, end)
+        };
+        let extents = sys::fiemap(&pl.file, 0, e.size).unwrap_or_default();
+        files[pl.idx].extents_before = extents.len() as u64;
+        files[pl.idx].bytes = pl.moves.iter().map(|r| r.len).sum();
+        for r in &pl.reads {
+            runs_before.extend(physical_runs(&extents, r));
+            runs_after.push((region + new_offset(&pl.moves, r.offset), r.len));
+        }
+        region += files[pl.idx].bytes;
+    }
+    let need = region;
+    if (vfs.avail_bytes.saturating_sub(need) as f64) < MIN_FREE_SHARE * vfs.total_bytes as f64 {
+        return Err(Refusal::NearlyFull {
+            mount: mount_point,
+            free: vfs.avail_bytes,
+            need,
+            size: vfs.total_bytes,
+        });
+    }
+    let mut report = Report {
+        dry_run: opts.dry_run,
+        mount: mount_point.clone(),
+        device,
+        media,
+        request_bytes: request,
+        files: Vec::new(),
+        region_bytes: region,
+        requests_before: plan::device_requests(&runs_before, request),
+        requests_after: plan::device_requests(&runs_after, request),
+        region_runs: 0,
+    };
+    if opts.dry_run {
+        for f in &files {
+            progress(f);
+        }
+        report.files = files;
+        return Ok(report);
+    }
+
+    let _ = ::sys::ioprio_idle();
+    // The donor: no name, so nothing is left behind whatever happens; on the filesystem of
+    // the files (the ioctl works within one filesystem).
+    let dir = p.entries[planned[0].idx]
+        .path
+        .parent()
+        .unwrap_or(&mount_point)
+        .to_path_buf();
+    let donor = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .mode(0o600)
+        .open(&dir);
+    let donor = match donor.and_then(|d| sys::fallocate(&d, region).map(|()| d)) {
+        Ok(d) => d,
+        Err(e) => {
+            // No region, nothing moved: every file says why.
+            for pl in &planned {
+                files[pl.idx].outcome = Outcome::Skipped(format!("no region: {e}"));
+            }
+            for f in &files {
+                progress(f);
+            }
+            report.files = files;
+            report.requests_after = report.requests_before;
+            return Ok(report);
+        }
+    };
+    let donor_map = sys::fiemap(&donor, 0, region).unwrap_or_default();
+    report.region_runs = plan::device_requests(&extent_runs(&donor_map), u64::MAX).max(1);
+
+    let mut cursor = 0u64;
+    let mut next = 0usize;
+    let mut runs_after = Vec::new();
+    for pl in &planned {
+        // Entries before this one that were not planned are reported as they come.
+        while next < pl.idx {
+            progress(&files[next]);
+            next += 1;
+        }
+        let e = &p.entries[pl.idx];
+        let base = cursor;
+        cursor += files[pl.idx].bytes;
+        let outcome = move_file(e, pl, &donor, base);
+        if let Outcome::Moved { .. } = outcome {
+            let map = sys::fiemap(&pl.file, 0, e.size).unwrap_or_default();
+            files[pl.idx].outcome = Outcome::Moved {
+                extents_after: map.len() as u64,
+            };
+            for r in &pl.reads {
+                runs_after.extend(physical_runs(&map, r));
+            }
+        } else {
+            files[pl.idx].outcome = outcome;
+            let map = sys::fiemap(&pl.file, 0, e.size).unwrap_or_default();
+            for r in &pl.reads {
+                runs_after.extend(physical_runs(&map, r));
+            }
+        }
+        progress(&files[pl.idx]);
+        next = pl.idx + 1;
+    }
+    while next < files.len() {
+        progress(&files[next]);
+        next += 1;
+    }
+    report.requests_after = plan::device_requests(&runs_after, request);
+    report.files = files;
+    Ok(report)
+}
+
+fn skip_reason(s: Skip) -> &'static str {
+    match s {
+        Skip::Missing => "gone",
+        Skip::NotRegular => "not a regular file",
+        Skip::Changed => "changed since the pack was learned",
+    }
+}
+
+/// Moves one file's pieces into the donor at byte `base` of the region.
+fn move_file(e: &Entry, pl: &Planned, donor: &File, base: u64) -> Outcome {
+    // The ioctl wants the file open for reading and writing. A running program cannot be
+    // (ETXTBSY): it is skipped, as e4rat's users relocate before such programs start.
+    let rw = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&e.path);
+    let rw = match rw {
+        Ok(f) => f,
+        Err(err) if err.raw_os_error() == Some(libc::ETXTBSY) => {
+            return Outcome::Skipped("a running program (ETXTBSY)".into())
+        }
+        Err(err) => return Outcome::Skipped(format!("cannot open read-write: {err}")),
+    };
+    // The same file as planned, unchanged since the pack was learned: checked on the
+    // descriptor the ioctl uses, just before it.
+    let same = |f: &File| {
+        f.metadata().is_ok_and(|md| {
+            md.ino() == e.ino
+                && md.size() == e.size
+                && md.mtime() == e.mtime_s
+                && md.mtime_nsec() as u32 == e.mtime_ns
+        })
+    };
+    if !same(&rw) || pl.file.metadata().map(|m| m.ino()).ok() != Some(e.ino) {
+        return Outcome::Skipped("changed during the run".into());
+    }
+    let bs = rw.metadata().map_or(4096, |m| m.blksize()).max(1);
+    // The ioctl cuts a move at the file's last block and refuses one that starts past it
+    // (a range rounded out to a page can end beyond it when blocks are smaller).
+    let eof = e.size.div_ceil(bs);
+    let mut at = base;
+    for r in &pl.moves {
+        let orig = r.offset / bs;
+        let (mut orig, mut donor_at, mut left) =
+            (orig, at / bs, (r.len / bs).min(eof.saturating_sub(orig)));
+        while left > 0 {
+            match sys::move_extents(&rw, donor, orig, donor_at, left) {
+                Ok(0) => break,
+                Ok(n) => {
+                    orig += n;
+                    donor_at += n;
+                    left = left.saturating_sub(n);
+                }
+                Err(err) => {
+                    let why = match err.raw_os_error() {
+                        Some(libc::EOPNOTSUPP) => {
+                            "not movable (no extents, inline data, a quota file, or a \
+                             feature the ioctl does not support)"
+                                .to_string()
+                        }
+                        Some(libc::EPERM) => "immutable or append-only".to_string(),
+                        Some(libc::ETXTBSY) => "a swap file".to_string(),
+                        Some(libc::EBUSY) => "busy (its pages in use); try again".to_string(),
+                        _ => format!("the move failed: {err}"),
+                    };
+                    return Outcome::Skipped(why);
+                }
+            }
+        }
+        at += r.len;
+    }
+    // On the device before the next file: done means done even after a power cut.
+    let _ = sys::fdatasync(&rw);
+    if !same(&rw) {
+        // The ioctl kept its data whole; it was written meanwhile and is reported so.
+        return Outcome::Skipped("changed during the run (its data is whole)".into());
+    }
+    Outcome::Moved { extents_after: 0 }
+}
+
+/// Ranges rounded out to `unit` and cut at `end`, overlapping ones joined.
+fn align(ranges: &[Range], unit: u64, end: u64) -> Vec<Range> {
+    let mut out: Vec<Range> = Vec::new();
+    for r in ranges {
+        let s = r.offset / unit * unit;
+        let e = r.end().div_ceil(unit).saturating_mul(unit).min(end);
+        if e <= s {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if s <= last.end() => last.len = e.max(last.end()) - last.offset,
+            _ => out.push(Range {
+                offset: s,
+                len: e - s,
+            }),
+        }
+    }
+    out
+}
+
+/// Where file offset `off` lands in the file's share of the region: its moves laid end to
+/// end.
+fn new_offset(moves: &[Range], off: u64) -> u64 {
+    let mut before = 0;
+    for m in moves {
+        if off < m.end() {
+            return before + off.saturating_sub(m.offset);
+        }
+        before += m.len;
+    }
+    before
+}
+
+/// The physical pieces (device byte, length) of file range `r`, from the file's extents;
+/// holes are left out.
+fn physical_runs(extents: &[sys::Extent], r: &Range) -> Vec<(u64, u64)> {
+    extents
+        .iter()
+        .filter_map(|x| {
+            let s = x.logical.max(r.offset);
+            let e = (x.logical + x.length).min(r.end());
+            (s < e).then(|| (x.physical + (s - x.logical), e - s))
+        })
+        .collect()
+}
+
+fn extent_runs(extents: &[sys::Extent]) -> Vec<(u64, u64)> {
+    extents.iter().map(|x| (x.physical, x.length)).collect()
+}
+
+/// The device's name and kind: the disk's (a partition's parent's) name from sysfs,
+/// `mmcblk*` is an SD/MMC card, else `queue/rotational` says.
+pub fn media_of(sys_dir: &Path, major: u32, minor: u32) -> (String, Media) {
+    let dev = sys_dir.join(format!("dev/block/{major}:{minor}"));
+    let Ok(real) = std::fs::canonicalize(&dev) else {
+        return (format!("{major}:{minor}"), Media::Unknown);
+    };
+    let disk = if real.join("partition").exists() {
+        real.parent().map(Path::to_path_buf).unwrap_or(real.clone())
+    } else {
+        real.clone()
+    };
+    let name = disk.file_name().map_or_else(
+        || format!("{major}:{minor}"),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let media = if name.starts_with("mmcblk") {
+        Media::SdMmc
+    } else {
+        match std::fs::read_to_string(disk.join("queue/rotational"))
+            .ok()
+            .and_then(|t| system::parse_rotational(&t))
+        {
+            Some(true) => Media::Rotating,
+            Some(false) => Media::SolidState,
+            None => Media::Unknown,
+        }
+    };
+    (name, media)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(offset: u64, len: u64) -> Range {
+        Range { offset, len }
+    }
+
+    #[test]
+    fn ranges_round_out_to_blocks_and_join() {
+        // 100..5000 and 6000..9000 in 4 KiB units: 0..8192 and 4096..12288 join.
+        assert_eq!(
+            align(&[r(100, 4900), r(6000, 3000)], 4096, 1 << 20),
+            vec![r(0, 12288)]
+        );
+        // Cut at the file's end (rounded up to a block by the caller).
+        assert_eq!(align(&[r(8192, 100_000)], 4096, 16384), vec![r(8192, 8192)]);
+        assert_eq!(
+            align(&[r(0, 4096), r(65536, 4096)], 4096, 1 << 20),
+            vec![r(0, 4096), r(65536, 4096)]
+        );
+    }
+
+    #[test]
+    fn offsets_in_the_region() {
+        let moves = [r(0, 8192), r(65536, 4096), r(131072, 8192)];
+        assert_eq!(new_offset(&moves, 4096), 4096);
+        assert_eq!(new_offset(&moves, 65536), 8192);
+        assert_eq!(new_offset(&moves, 131072 + 4096), 8192 + 4096 + 4096);
+    }
+
+    #[test]
+    fn physical_pieces_of_a_range() {
+        let x = |logical, physical, length| sys::Extent {
+            logical,
+            physical,
+            length,
+            flags: 0,
+        };
+        let map = [
+            x(0, 1 << 20, 8192),
+            x(8192, 5 << 20, 8192),
+            x(32768, 9 << 20, 4096),
+        ];
+        // 4096..20480 crosses the first two extents and ends in a hole.
+        assert_eq!(
+            physical_runs(&map, &r(4096, 16384)),
+            vec![((1 << 20) + 4096, 4096), (5 << 20, 8192)]
+        );
+        assert!(physical_runs(&map, &r(20480, 4096)).is_empty());
+    }
+
+    #[test]
+    fn media_from_a_fake_sysfs() {
+        let t = tempfile::tempdir().unwrap();
+        let mk = |name: &str, rot: &str, num: &str| {
+            let disk = t.path().join("devices").join(name);
+            std::fs::create_dir_all(disk.join("queue")).unwrap();
+            std::fs::write(disk.join("queue/rotational"), rot).unwrap();
+            let part = disk.join(format!("{name}p1"));
+            std::fs::create_dir_all(&part).unwrap();
+            std::fs::write(part.join("partition"), "1\n").unwrap();
+            std::fs::create_dir_all(t.path().join("dev/block")).unwrap();
+            std::os::unix::fs::symlink(&part, t.path().join("dev/block").join(num)).unwrap();
+        };
+        mk("sda", "1\n", "8:1");
+        mk("mmcblk0", "0\n", "179:1");
+        mk("nvme0n1", "0\n", "259:1");
+        assert_eq!(media_of(t.path(), 8, 1), ("sda".into(), Media::Rotating));
+        assert_eq!(media_of(t.path(), 179, 1), ("mmcblk0".into(), Media::SdMmc));
+        assert_eq!(
+            media_of(t.path(), 259, 1),
+            ("nvme0n1".into(), Media::SolidState)
+        );
+        assert_eq!(media_of(t.path(), 1, 1), ("1:1".into(), Media::Unknown));
+    }
+
+    #[test]
+    fn refusals_name_the_problem() {
+        let m = Refusal::NotExt4 {
+            file: "/dev/shm/x".into(),
+            fs: "tmpfs".into(),
+        }
+        .to_string();
+        assert!(m.contains("/dev/shm/x is on tmpfs, not ext4"), "{m}");
+        let m = Refusal::NearlyFull {
+            mount: "/".into(),
+            free: 1,
+            need: 2,
+            size: 100,
+        }
+        .to_string();
+        assert!(m.contains("10 %"), "{m}");
+        let m = Refusal::Media {
+            device: "nvme0n1".into(),
+            media: Media::SolidState,
+        }
+        .to_string();
+        assert!(
+            m.contains("nvme0n1 is solid state") && m.contains("--force-media"),
+            "{m}"
+        );
+    }
+}

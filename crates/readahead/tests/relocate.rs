@@ -1,0 +1,257 @@
+//! Relocation for real on this host: an ext4 image loop-mounted under the temporary
+//! directory (testkit's `Ext4Image`, root only), files written interleaved so their blocks
+//! interleave, a pack naming them, and EXT4_IOC_MOVE_EXT moving them. Checked with FIEMAP
+//! (fewer extents, one run in pack order), checksums after a fresh mount (the data came back
+//! from the image), and e2fsck.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use readahead::pack::{Entry, Header, Pack, Range, RootId};
+use readahead::relocate::{self, Options, Outcome, Refusal};
+use readahead::{replay, sys};
+use testkit::ext4::Ext4Image;
+
+const PIECE: usize = 16 * 1024;
+
+/// `n` files of `size` bytes written round-robin `PIECE` bytes at a time, each piece
+/// fsync'ed, so the allocator places the files' pieces in between each other's.
+fn interleaved_files(dir: &Path, n: usize, size: usize) -> Vec<PathBuf> {
+    let paths: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("file{i:02}"))).collect();
+    let mut files: Vec<File> = paths.iter().map(|p| File::create(p).unwrap()).collect();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for _ in 0..size / PIECE {
+        for f in &mut files {
+            let mut buf = vec![0u8; PIECE];
+            for b in buf.chunks_mut(8) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                b.copy_from_slice(&x.to_le_bytes()[..b.len()]);
+            }
+            f.write_all(&buf).unwrap();
+            f.sync_all().unwrap();
+        }
+    }
+    paths
+}
+
+/// FNV-1a of the file's bytes.
+fn checksum(p: &Path) -> u64 {
+    fs::read(p)
+        .unwrap()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        })
+}
+
+fn entry(p: &Path, ranges: &[(u64, u64)]) -> Entry {
+    let md = fs::metadata(p).unwrap();
+    Entry {
+        path: p.to_path_buf(),
+        dev: md.dev(),
+        ino: md.ino(),
+        size: md.size(),
+        mtime_s: md.mtime(),
+        mtime_ns: md.mtime_nsec() as u32,
+        ranges: ranges
+            .iter()
+            .map(|&(offset, len)| Range { offset, len })
+            .collect(),
+    }
+}
+
+fn pack(entries: Vec<Entry>) -> Pack {
+    Pack {
+        header: Header {
+            created_unix_s: 1,
+            kernel_release: "test".into(),
+            root: RootId::default(),
+            rotational: true,
+            budget_bytes: 1 << 30,
+        },
+        entries,
+    }
+}
+
+fn extents(p: &Path) -> Vec<sys::Extent> {
+    let f = File::open(p).unwrap();
+    sys::fiemap(&f, 0, f.metadata().unwrap().len()).unwrap()
+}
+
+fn forced() -> Options {
+    // A loop device says what its backing file's disk says: force, to test the mechanism.
+    Options {
+        force_media: true,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn relocation_lays_the_files_out_in_pack_order_and_keeps_their_data() {
+    let Some(mut img) = Ext4Image::new(96) else {
+        return;
+    };
+    let paths = interleaved_files(img.path(), 12, 512 * 1024);
+    // Pack order: not the order written (every third file first), and one file only half
+    // used (it still moves whole: it is under WHOLE_FILE_MAX).
+    let mut order: Vec<usize> = (0..12).filter(|i| i % 3 == 0).collect();
+    order.extend((0..12).filter(|i| i % 3 != 0));
+    let entries: Vec<Entry> = order
+        .iter()
+        .map(|&i| {
+            if i == 4 {
+                entry(&paths[i], &[(0, 128 * 1024), (256 * 1024, 64 * 1024)])
+            } else {
+                entry(&paths[i], &[(0, 512 * 1024)])
+            }
+        })
+        .collect();
+    let p = pack(entries);
+    let sums: Vec<u64> = paths.iter().map(|p| checksum(p)).collect();
+    let before: Vec<usize> = paths.iter().map(|p| extents(p).len()).collect();
+    let total_before: usize = before.iter().sum();
+    assert!(
+        total_before >= 2 * paths.len(),
+        "the set-up did not fragment the files: {before:?}"
+    );
+
+    // A dry run says what it would do and moves nothing.
+    let mut seen = 0;
+    let dry = relocate::relocate(
+        &p,
+        &Options {
+            dry_run: true,
+            ..forced()
+        },
+        &mut |_| seen += 1,
+    )
+    .unwrap();
+    assert_eq!(seen, 12);
+    assert!(
+        dry.files.iter().all(|f| f.outcome == Outcome::Planned),
+        "{dry:?}"
+    );
+    assert_eq!(dry.region_bytes, 12 * 512 * 1024);
+    assert!(dry.requests_after < dry.requests_before, "{dry:?}");
+    assert_eq!(
+        dry.files
+            .iter()
+            .map(|f| f.extents_before as usize)
+            .sum::<usize>(),
+        total_before
+    );
+    let now: Vec<usize> = paths.iter().map(|p| extents(p).len()).collect();
+    assert_eq!(now, before, "a dry run moved something");
+
+    let r = relocate::relocate(&p, &forced(), &mut |_| {}).unwrap();
+    eprintln!(
+        "extents before {before:?}; requests {} -> {}; region {} bytes in {} runs",
+        r.requests_before, r.requests_after, r.region_bytes, r.region_runs
+    );
+    for f in &r.files {
+        assert!(matches!(f.outcome, Outcome::Moved { .. }), "{f:?}");
+    }
+    assert!(r.requests_after < r.requests_before, "{r:?}");
+    // One run (or the few the allocator gave the region) through the files in pack order.
+    let mut runs = 0;
+    let mut end = None;
+    for &i in &order {
+        let x = extents(&paths[i]);
+        assert!(
+            x.len() <= before[i].max(1) && x.len() < total_before,
+            "file {i}: {} extents, {} before",
+            x.len(),
+            before[i]
+        );
+        for e in x {
+            if end != Some(e.physical) {
+                runs += 1;
+            }
+            end = Some(e.physical + e.length);
+        }
+    }
+    assert!(
+        runs as u64 <= r.region_runs.max(1),
+        "{runs} runs in pack order, the region came in {}",
+        r.region_runs
+    );
+    assert!(runs <= 3, "{runs} runs: not contiguous ({r:?})");
+    eprintln!("after: {runs} runs through the files in pack order");
+
+    // The data is the data, read back from the image after a fresh mount; the pack still
+    // matches every file (inode, size, mtime unchanged); the filesystem is clean.
+    img.unmount();
+    img.mount();
+    for (i, path) in paths.iter().enumerate() {
+        assert_eq!(checksum(path), sums[i], "{} changed", path.display());
+    }
+    for e in &p.entries {
+        assert!(
+            replay::check_entry(e).is_ok(),
+            "{} no longer matches",
+            e.path.display()
+        );
+    }
+    let out = img.fsck();
+    assert!(out.is_ok(), "e2fsck: {out:?}");
+}
+
+#[test]
+fn refuses_tmpfs_and_read_only_filesystems_by_name() {
+    // tmpfs: /dev/shm where there is one, else a tmpfs mounted for the test.
+    let shm = Path::new("/dev/shm");
+    if ::sys::statfs(shm).map(|s| s.fs_type).ok() != Some(0x0102_1994) {
+        testkit::skip("no tmpfs at /dev/shm");
+        return;
+    }
+    let t = tempfile::tempdir_in(shm).unwrap();
+    let f = t.path().join("x");
+    fs::write(&f, vec![1u8; 8192]).unwrap();
+    let e = relocate::relocate(&pack(vec![entry(&f, &[(0, 8192)])]), &forced(), &mut |_| {})
+        .unwrap_err();
+    assert!(
+        matches!(&e, Refusal::NotExt4 { fs, .. } if fs == "tmpfs"),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{} is on tmpfs, not ext4", f.display())),
+        "{e}"
+    );
+
+    let Some(mut img) = Ext4Image::new(32) else {
+        return;
+    };
+    let f = img.path().join("y");
+    fs::write(&f, vec![2u8; 65536]).unwrap();
+    let p = pack(vec![entry(&f, &[(0, 65536)])]);
+    img.unmount();
+    img.mount_with("ro");
+    let e = relocate::relocate(&p, &forced(), &mut |_| {}).unwrap_err();
+    assert_eq!(
+        e,
+        Refusal::ReadOnly {
+            mount: img.path().to_path_buf()
+        }
+    );
+    assert!(e.to_string().contains("mounted read-only"), "{e}");
+}
+
+#[test]
+fn refuses_a_nearly_full_filesystem() {
+    let Some(img) = Ext4Image::new(32) else {
+        return;
+    };
+    let f = img.path().join("big");
+    // 15 MiB of a 32 MiB filesystem: moving it (whole: under WHOLE_FILE_MAX) needs as much
+    // again, and the rest would be below 10 % of the filesystem.
+    fs::write(&f, vec![3u8; 15 << 20]).unwrap();
+    let p = pack(vec![entry(&f, &[(0, 1 << 20)])]);
+    let e = relocate::relocate(&p, &forced(), &mut |_| {}).unwrap_err();
+    assert!(matches!(e, Refusal::NearlyFull { .. }), "{e:?}");
+    assert!(e.to_string().contains("nearly full"), "{e}");
+}

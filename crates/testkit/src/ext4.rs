@@ -1,0 +1,132 @@
+//! A small ext4 filesystem for tests: an image file under the system's temporary directory,
+//! made with mkfs.ext4 and loop-mounted (root only). The guard unmounts it and removes the
+//! image whatever the test does, panics included.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// A mounted ext4 image; unmounted and removed on drop.
+#[derive(Debug)]
+pub struct Ext4Image {
+    dir: PathBuf,
+    image: PathBuf,
+    mnt: PathBuf,
+    mounted: bool,
+}
+
+fn run(cmd: &str, args: &[&str]) -> Result<String, String> {
+    let o = Command::new(cmd)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{cmd}: {e}"))?;
+    let text =
+        String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr);
+    if o.status.success() {
+        Ok(text)
+    } else {
+        Err(format!("{cmd} {}: {}: {text}", args.join(" "), o.status))
+    }
+}
+
+impl Ext4Image {
+    /// Makes and mounts an image of `size_mb` MiB with 4 KiB blocks; `None` (and a skip, see
+    /// [`crate::skip`]) when not root or a tool is missing.
+    #[track_caller]
+    pub fn new(size_mb: u64) -> Option<Ext4Image> {
+        if !crate::is_root() {
+            crate::skip("needs root to loop-mount an ext4 image");
+            return None;
+        }
+        for tool in ["mkfs.ext4", "e2fsck", "mount", "umount"] {
+            if !crate::have_tool_or_skip(tool) {
+                return None;
+            }
+        }
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "bootprint-ext4-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(dir.join("mnt")).expect("temporary directory");
+        let mut img = Ext4Image {
+            image: dir.join("fs.img"),
+            mnt: dir.join("mnt"),
+            dir,
+            mounted: false,
+        };
+        let f = std::fs::File::create(&img.image).expect("image file");
+        f.set_len(size_mb << 20).expect("image size");
+        drop(f);
+        let image = img.image.to_str().expect("UTF-8 path").to_string();
+        run(
+            "mkfs.ext4",
+            &["-q", "-F", "-b", "4096", "-E", "nodiscard", &image],
+        )
+        .expect("mkfs.ext4");
+        img.mount();
+        Some(img)
+    }
+
+    /// Where it is mounted.
+    pub fn path(&self) -> &Path {
+        &self.mnt
+    }
+
+    /// The image file.
+    pub fn image(&self) -> &Path {
+        &self.image
+    }
+
+    /// Mounts it (again) with `options` (`-o`), e.g. `ro`.
+    pub fn mount_with(&mut self, options: &str) {
+        run(
+            "mount",
+            &[
+                "-t",
+                "ext4",
+                "-o",
+                &format!("loop,{options}"),
+                self.image.to_str().expect("UTF-8 path"),
+                self.mnt.to_str().expect("UTF-8 path"),
+            ],
+        )
+        .expect("mount");
+        self.mounted = true;
+    }
+
+    /// Mounts it (again) read-write: a fresh mount also starts with an empty page cache for
+    /// its files, so what is read comes from the image.
+    pub fn mount(&mut self) {
+        self.mount_with("rw");
+    }
+
+    /// Unmounts it (it stays unmounted until [`Ext4Image::mount`]).
+    pub fn unmount(&mut self) {
+        if self.mounted {
+            run("umount", &[self.mnt.to_str().expect("UTF-8 path")]).expect("umount");
+            self.mounted = false;
+        }
+    }
+
+    /// `e2fsck -fn` of the unmounted image: Ok(its output) when it reports the filesystem
+    /// clean, Err(its output) otherwise.
+    pub fn fsck(&mut self) -> Result<String, String> {
+        self.unmount();
+        run("e2fsck", &["-fn", self.image.to_str().expect("UTF-8 path")])
+    }
+}
+
+impl Drop for Ext4Image {
+    fn drop(&mut self) {
+        if self.mounted {
+            let mnt = self.mnt.to_str().unwrap_or_default().to_string();
+            if run("umount", &[&mnt]).is_err() {
+                // Still busy (a child of a failed test): detach it, the loop device follows.
+                let _ = run("umount", &["-l", &mnt]);
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
