@@ -13,11 +13,12 @@
 //! scripts' start graph (`bootprint rc graph`: [`rc_graph`], text, JSON, DOT). The levers'
 //! views render what their crates hold: the module loader's plan (`bootprint modules plan`:
 //! [`modules_plan`]) and its status ([`modules_status`]), readahead's status
-//! ([`readahead_status`]) and its pack ([`readahead_pack`]); and the host-only initramfs's
+//! ([`readahead_status`]) and its pack ([`readahead_pack`]), preload's status and model
+//! ([`preload_status`]); and the host-only initramfs's
 //! plan ([`initramfs_plan`]). The history of kept traces and what a prune removes
 //! (`bootprint list`, `prune`: [`history`]).
 //! Every renderer takes what `analyze` (or the crate that owns the data: `rc`, `modules`,
-//! `readahead`, `record`) computed and writes to any `io::Write` (or returns the value);
+//! `readahead`, `preload`, `record`) computed and writes to any `io::Write` (or returns the value);
 //! none of them computes boot figures (that is `analyze`), decides what a lever does next
 //! (that is `record`), or reads traces (that is `trace`), files or the clock.
 #![deny(missing_docs)]
@@ -36,6 +37,7 @@ pub mod kernel_text;
 pub mod modules_plan;
 pub mod modules_status;
 pub mod perfetto;
+pub mod preload_status;
 pub mod prometheus;
 pub mod rc_graph;
 pub mod readahead_pack;
