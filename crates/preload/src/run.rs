@@ -257,6 +257,17 @@ pub fn learn_window(
     Ok((learned, summary))
 }
 
+/// Creates preload's directory mode 0700 (and makes an existing one so): the model names the
+/// files the user's session read, home directory included, which other users must not list.
+fn private_dir(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+}
+
 /// The greeter's stage: decide this login and prefetch on a `prefetch` login; the decision
 /// is left in `pending` for [`session`].
 pub fn greeter(config: &Config, opts: &RunOptions) -> io::Result<RunReport> {
@@ -271,6 +282,7 @@ pub fn greeter(config: &Config, opts: &RunOptions) -> io::Result<RunReport> {
     let Some(kind) = next.kind() else {
         return Ok(report);
     };
+    private_dir(&config.dir)?;
     sys::write_atomic(
         &config.pending_path(),
         format!("{} {}\n", kind.word_for(&PRELOAD), unix_now()).as_bytes(),
@@ -330,6 +342,7 @@ pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Resu
         (n, None) => n.kind().unwrap_or(BootKind::Learn),
     };
     report.kind = Some(kind);
+    private_dir(&config.dir)?;
     let mut lcfg = opts.learn.clone();
     lcfg.ignore_pids.push(std::process::id() as i32);
     let (learned, mut summary, prefetched) = std::thread::scope(|s| {

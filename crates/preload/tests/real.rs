@@ -210,6 +210,12 @@ fn learn_two_logins_then_prefetch_within_the_budget(tracepoints: bool) {
     let kinds: Vec<BootKind> = st.boots.iter().map(|b| b.kind).collect();
     assert_eq!(kinds, [BootKind::Learn, BootKind::Replay]);
     assert!(!cfg.pending_path().exists());
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        fs::metadata(&state_dir).unwrap().permissions().mode() & 0o777,
+        0o700,
+        "the model names the user's files: its directory is private"
+    );
 
     // The greeter's prefetch (compare_every 0: always prefetch): every page of the model is
     // cached again; f7, never read by a session, is not.

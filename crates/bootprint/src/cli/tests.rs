@@ -54,6 +54,13 @@ const LEAVES: &[&str] = &[
     "readahead relearn",
     "readahead on",
     "readahead off",
+    "preload status",
+    "preload show",
+    "preload relearn",
+    "preload on",
+    "preload off",
+    "preload run",
+    "preload desktop-time",
     "enable",
     "disable",
     "status",
@@ -354,6 +361,41 @@ fn readahead_verbs_still_take_every_option_they_took() {
         panic!()
     };
     assert_eq!((s.root, s.pack), (PathBuf::from("/"), Some("p".into())));
+}
+
+#[test]
+fn preload_verbs() {
+    for v in [
+        "status --json",
+        "show --model m --json",
+        "relearn",
+        "on",
+        "off",
+    ] {
+        verb(&format!("bootprint preload {v} --root /r"));
+    }
+    let Verb::Preload(Preload::Run(r)) = verb("bootprint preload run --prefetch --time-limit 2.5")
+    else {
+        panic!()
+    };
+    assert!(r.prefetch && !r.learn);
+    assert_eq!(r.time_limit, Some(2.5));
+    let Verb::Preload(Preload::DesktopTime(d)) = verb("bootprint preload desktop-time 4.25") else {
+        panic!()
+    };
+    assert_eq!(d.seconds, 4.25);
+    assert_eq!(
+        kind("bootprint preload run --prefetch --learn"),
+        ErrorKind::ArgumentConflict
+    );
+    assert_eq!(
+        kind("bootprint preload desktop-time -3"),
+        ErrorKind::UnknownArgument
+    );
+    assert_eq!(
+        kind("bootprint preload desktop-time inf"),
+        ErrorKind::ValueValidation
+    );
 }
 
 /// A path is bytes: kept as it is, inline or not; a value that must be text names itself.
