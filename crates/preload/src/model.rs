@@ -201,8 +201,10 @@ impl Model {
                     let ranges = parse_ranges(ranges).ok_or_else(|| {
                         err("ranges `<offset>+<length>,...`, ascending, disjoint, not empty")
                     })?;
-                    if !path.starts_with('/') {
-                        return Err(err("an absolute path at the end of a `file` line"));
+                    if !path.starts_with('/') || path.contains('\r') {
+                        return Err(err(
+                            "an absolute path (without a carriage return) at the end of a `file` line",
+                        ));
                     }
                     m.files.push(ModelFile {
                         weight,
@@ -288,7 +290,10 @@ impl Model {
 
     /// Bytes of all ranges.
     pub fn bytes(&self) -> u64 {
-        self.files.iter().map(|f| f.entry.bytes()).sum()
+        // Saturating: a model's lengths are whatever its file holds.
+        self.files
+            .iter()
+            .fold(0u64, |a, f| a.saturating_add(f.entry.bytes()))
     }
 
     /// Learns one login: every weight times the decay, plus 1 for each file in `read` (whose
@@ -579,6 +584,11 @@ mod tests {
             ("version 1\nfile 1 2 3 4 5.000000000 0+0 /a\n", 2, "ranges"),
             (
                 "version 1\nfile 1 2 3 4 5.000000000 0+4 a\n",
+                2,
+                "an absolute path",
+            ),
+            (
+                "version 1\nfile 1 2 3 4 5.000000000 0+4 /a\rb\n",
                 2,
                 "an absolute path",
             ),
