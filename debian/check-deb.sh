@@ -63,6 +63,8 @@ mkdir -p "$work/man"
 - -rwxr-xr-x root/root /usr/bin/bootprint
 - -rwxr-xr-x root/root /usr/lib/bootprint/bootprint-boot
 - -rwxr-xr-x root/root /usr/lib/bootprint/startpar-wrapper
+- -rwxr-xr-x root/root /usr/lib/bootprint/preload-hook
+- -rw-r--r-- root/root /usr/share/lightdm/lightdm.conf.d/60-bootprint-preload.conf
 - -rw-r--r-- root/root /usr/share/bash-completion/completions/bootprint
 - -rw-r--r-- root/root /usr/share/zsh/vendor-completions/_bootprint
 - -rw-r--r-- root/root /usr/share/fish/vendor_completions.d/bootprint.fish

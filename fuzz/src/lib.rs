@@ -61,6 +61,7 @@ pub fn all() -> Vec<Target> {
     v.extend(targets::rc::targets());
     v.extend(targets::record::targets());
     v.extend(targets::readahead::targets());
+    v.extend(targets::preload::targets());
     v.extend(targets::modules::targets());
     v.extend(targets::initramfs::targets());
     v.extend(targets::kernel::targets());

@@ -114,6 +114,14 @@ pub enum Verb {
     /// system's files (an image, a test tree).
     #[command(subcommand)]
     Readahead(Readahead),
+    /// Preload of the desktop session: its model, history and verdict; its switch; its run
+    ///
+    /// Preload learns which files the desktop session's start reads, keeps a model across
+    /// logins in which what is no longer used fades, and prefetches it at idle I/O priority
+    /// while the greeter waits and as the session starts (docs/preload.md). Paths come from
+    /// the [preload] section of bootprint.toml; --root DIR looks at another system's files.
+    #[command(subcommand)]
+    Preload(Preload),
     /// Switch bootprint on for every boot: kernel parameters through GRUB, the levers' hooks
     ///
     /// Writes the kernel parameters of the levers asked for to /etc/default/grub.d/bootprint.cfg
@@ -564,6 +572,101 @@ pub struct ReadaheadSwitch {
     pub json: bool,
     #[arg(long, value_name = "FILE", hide = true)]
     pub pack: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+#[command(disable_help_subcommand = true)]
+pub enum Preload {
+    /// The switch, the model, the history of logins and the verdict
+    Status(PreloadStatus),
+    /// Every file in the model: weight, bytes, ranges, and where the budget ends
+    Show(PreloadShow),
+    /// Remove the model: the next login learns a new one
+    Relearn(PreloadSwitch),
+    /// Switch preload on in bootprint.toml (also clears a verdict it gave itself, and its
+    /// history)
+    On(PreloadSwitch),
+    /// Switch preload off in bootprint.toml
+    Off(PreloadSwitch),
+    /// One login: prefetch the model, learn the session, update the model (run as root)
+    ///
+    /// Without a flag (the session's start): takes what the greeter's run decided (or
+    /// decides: learn without a model; else prefetch, or every compare_every-th login go
+    /// without, to compare), prefetches on a prefetch login while it learns what the
+    /// session reads until it opens no new file for quiet_s (at most window_s), then updates
+    /// the model and adds the login to the history. --prefetch (while the greeter waits):
+    /// decides and prefetches only. Does nothing when preload is off or switched itself off.
+    Run(PreloadRun),
+    /// Give the latest login its desktop time and judge the history
+    ///
+    /// SECONDS is the time from the login to the desktop being ready, as the caller measured
+    /// it. With three logins of each kind timed, preload switches itself off when the
+    /// median with prefetch is not shorter than without.
+    DesktopTime(PreloadDesktopTime),
+}
+
+#[derive(Debug, Args)]
+pub struct PreloadStatus {
+    /// The system's root: its bootprint.toml, model and state files are read
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+    /// One JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PreloadShow {
+    /// The system's root: its bootprint.toml names the model's directory
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+    /// The model to show instead of the configured one
+    #[arg(long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
+    /// One JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PreloadSwitch {
+    /// The system's root: DIR/etc/bootprint/bootprint.toml and the state files under DIR
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct PreloadRun {
+    /// The greeter's stage: decide this login and prefetch; learn nothing
+    #[arg(long, conflicts_with = "learn")]
+    pub prefetch: bool,
+    /// Learn only: no prefetch this login (it counts as a learning login)
+    #[arg(long)]
+    pub learn: bool,
+    /// Learn at most this long (default: window_s of [preload])
+    #[arg(long, value_name = "SECONDS", value_parser = text(seconds))]
+    pub time_limit: Option<f64>,
+    /// What it did as one JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PreloadDesktopTime {
+    /// Seconds from the login to the desktop being ready
+    #[arg(value_name = "SECONDS", value_parser = text(seconds))]
+    pub seconds: f64,
+    /// The system's root: its bootprint.toml and state file
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+}
+
+/// Seconds: a finite number, 0 or more.
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!("expected seconds (a number, 0 or more), not `{s}`")),
+    }
 }
 
 #[derive(Debug, Args)]

@@ -18,6 +18,7 @@ mod list;
 mod man;
 mod modules;
 mod output;
+mod preload;
 mod prune;
 mod rc;
 mod readahead;
@@ -57,6 +58,7 @@ fn main() -> ExitCode {
         Verb::Services(a) => services::run(a),
         Verb::Rc(a) => rc::run(a),
         Verb::Readahead(a) => readahead::run(a),
+        Verb::Preload(a) => preload::run(a),
         Verb::Enable(a) => enable::enable(a),
         Verb::Disable(a) => enable::disable(a),
         Verb::Status(a) => enable::status(a),

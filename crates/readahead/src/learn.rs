@@ -43,6 +43,9 @@ pub struct LearnConfig {
     pub marks: Option<Vec<PathBuf>>,
     /// Where tracefs is (or is mounted) for the filemap tracepoints; `None`: use mincore.
     pub tracefs: Option<PathBuf>,
+    /// Events caused by these processes are not recorded: preload prefetches while it
+    /// learns, and its own opens must not teach it that the session used a file.
+    pub ignore_pids: Vec<i32>,
 }
 
 impl Default for LearnConfig {
@@ -53,6 +56,7 @@ impl Default for LearnConfig {
             read_ahead_kb: Some(16),
             marks: None,
             tracefs: Some(PathBuf::from(crate::filemap::TRACEFS)),
+            ignore_pids: Vec::new(),
         }
     }
 }
@@ -104,6 +108,7 @@ pub struct Learner {
     proc_fd: PathBuf,
     only_under: Vec<PathBuf>,
     buf: Vec<fan::RawFanEvent>,
+    ignore_pids: Vec<i32>,
     filemap: Option<FilemapTrace>,
     _knob: Option<KnobGuard>,
 }
@@ -166,6 +171,7 @@ impl Learner {
             proc_fd: cfg.paths.proc.join("self/fd"),
             only_under: cfg.only_under.clone(),
             buf: Vec::new(),
+            ignore_pids: cfg.ignore_pids.clone(),
             filemap,
             _knob: knob,
         })
@@ -187,6 +193,9 @@ impl Learner {
             self.learned.events += 1;
             if ev.mask & libc::FAN_Q_OVERFLOW != 0 {
                 self.learned.overflowed = true;
+            }
+            if self.ignore_pids.contains(&ev.pid) {
+                continue;
             }
             if let Some(fd) = ev.file {
                 self.record(&File::from(fd));

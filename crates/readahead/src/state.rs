@@ -46,6 +46,11 @@ pub struct Lever {
     pub running: &'static str,
     /// Where it is documented.
     pub doc: &'static str,
+    /// What one record is (`boot`; preload's: `login`): the word starting a record's line
+    /// and, with an `s`, how the verdict's sentence counts them.
+    pub record: &'static str,
+    /// The milestone whose time is judged (`login`; preload's: `desktop`).
+    pub what: &'static str,
 }
 
 /// Readahead: a boot replays the pack, learns one, or boots without it to compare.
@@ -54,6 +59,8 @@ pub const READAHEAD: Lever = Lever {
     on: "replay",
     running: "replay",
     doc: "docs/readahead.md",
+    record: "boot",
+    what: "login",
 };
 
 /// The module loader (`bootprint.modules=1`): a boot runs it, or leaves coldplug to udev
@@ -63,6 +70,8 @@ pub const MODULES: Lever = Lever {
     on: "load",
     running: "the loader",
     doc: "docs/modules.md",
+    record: "boot",
+    what: "login",
 };
 
 /// What the lever did on one boot.
@@ -195,8 +204,9 @@ impl Judgement {
     pub fn describe_for(&self, lever: &Lever) -> String {
         let mut s = String::new();
         if let (Some((r, nr)), Some((c, nc))) = (self.replay, self.control) {
+            let (what, n) = (lever.what, lever.record);
             s = format!(
-                "median time to login with {} {r:.3} s ({nr} boots), without {c:.3} s ({nc} boots)",
+                "median time to {what} with {} {r:.3} s ({nr} {n}s), without {c:.3} s ({nc} {n}s)",
                 lever.running
             );
         }
@@ -205,10 +215,12 @@ impl Judgement {
                 s.push_str("; ");
             }
             s.push_str(&format!(
-                "not judged yet: {} {} and {} comparison boots with a login time, {MIN_EACH} of each needed",
+                "not judged yet: {} {} and {} comparison {}s with a {} time, {MIN_EACH} of each needed",
                 self.replay.map_or(0, |x| x.1),
                 lever.on,
-                self.control.map_or(0, |x| x.1)
+                self.control.map_or(0, |x| x.1),
+                lever.record,
+                lever.what,
             ));
         }
         s
@@ -272,10 +284,10 @@ impl State {
                         _ => return Err(err("`verdict auto` or `verdict off ...`")),
                     }
                 }
-                Some("boot") => {
+                Some(word) if word == lever.record => {
                     let bad = format!(
-                        "`boot <unix seconds> learn|{}|control <login s|-> <done s|->`",
-                        lever.on
+                        "`{} <unix seconds> learn|{}|control <{} s|-> <done s|->`",
+                        lever.record, lever.on, lever.what
                     );
                     let bad = bad.as_str();
                     let unix_s = w
@@ -306,9 +318,10 @@ impl State {
                     });
                 }
                 _ => {
-                    return Err(err(
-                        "`version`, `verdict` or `boot` at the start of the line",
-                    ))
+                    return Err(err(&format!(
+                        "`version`, `verdict` or `{}` at the start of the line",
+                        lever.record
+                    )))
                 }
             }
         }
@@ -342,7 +355,8 @@ impl State {
         let secs = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
         for b in &self.boots {
             s.push_str(&format!(
-                "boot {} {} {} {}\n",
+                "{} {} {} {} {}\n",
+                lever.record,
                 b.unix_s,
                 b.kind.word_for(lever),
                 secs(b.login_s),
@@ -418,6 +432,35 @@ impl State {
         } else {
             BootKind::Replay
         }
+    }
+
+    /// Adds a record and judges the history again: when the lever has been judged not to make
+    /// its records faster (and it compares at all: `compare_every` > 0), switches it off and
+    /// returns the reason. The rule every self-judging lever follows (the recorder's for
+    /// readahead and the module loader, preload's for itself).
+    pub fn push_and_judge(
+        &mut self,
+        rec: BootRecord,
+        lever: &Lever,
+        compare_every: u32,
+        now_unix_s: u64,
+    ) -> Option<String> {
+        self.push(rec);
+        let judged = self.judge();
+        if self.verdict != Verdict::Auto || compare_every == 0 || !judged.not_faster() {
+            return None;
+        }
+        let reason = format!(
+            "{} does not make {}s faster here: {}",
+            lever.running,
+            lever.record,
+            judged.describe_for(lever)
+        );
+        self.verdict = Verdict::Off {
+            unix_s: now_unix_s,
+            reason: reason.clone(),
+        };
+        Some(reason)
     }
 
     /// Replay boots against comparison boots: medians of the last [`WINDOW`] of each that

@@ -816,12 +816,17 @@ pub(crate) fn record_history(events: &mut Vec<Event>, j: &Judge, kind: BootKind,
         }
     };
     let secs = |ns: Option<u64>| ns.map(|n| (n as f64 / 1e6).round() / 1e3);
-    state.push(BootRecord {
-        unix_s: unix_now(),
-        kind,
-        login_s: secs(seen.login_ns),
-        done_s: secs(seen.done_ns),
-    });
+    let switched_off = state.push_and_judge(
+        BootRecord {
+            unix_s: unix_now(),
+            kind,
+            login_s: secs(seen.login_ns),
+            done_s: secs(seen.done_ns),
+        },
+        j.lever,
+        j.compare_every,
+        unix_now(),
+    );
     let judged = state.judge();
     events.push(
         Event::new(boottime_ns(), &format!("{name}_history"))
@@ -829,21 +834,12 @@ pub(crate) fn record_history(events: &mut Vec<Event>, j: &Judge, kind: BootKind,
             .with("boots", state.boots.len())
             .with("judged", judged.describe_for(j.lever)),
     );
-    if state.verdict == Verdict::Auto && j.compare_every > 0 && judged.not_faster() {
-        let reason = format!(
-            "{} does not make boots faster here: {}",
-            j.lever.running,
-            judged.describe_for(j.lever)
-        );
+    if let Some(reason) = switched_off {
         events.push(
             Event::new(boottime_ns(), &format!("{name}_off"))
                 .with("by", "itself")
                 .with("reason", &reason),
         );
-        state.verdict = Verdict::Off {
-            unix_s: unix_now(),
-            reason,
-        };
     }
     if let Err(e) = state.save_for(j.path, j.lever) {
         events.push(warning(

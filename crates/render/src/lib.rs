@@ -14,11 +14,12 @@
 //! views render what their crates hold: the module loader's plan (`bootprint modules plan`:
 //! [`modules_plan`]) and its status ([`modules_status`]), readahead's status
 //! ([`readahead_status`]), its pack ([`readahead_pack`]) and its relocation
-//! ([`readahead_relocate`]); and the host-only initramfs's
+//! ([`readahead_relocate`]), preload's status and model ([`preload_status`]); and the
+//! host-only initramfs's
 //! plan ([`initramfs_plan`]). The history of kept traces and what a prune removes
 //! (`bootprint list`, `prune`: [`history`]).
 //! Every renderer takes what `analyze` (or the crate that owns the data: `rc`, `modules`,
-//! `readahead`, `record`) computed and writes to any `io::Write` (or returns the value);
+//! `readahead`, `preload`, `record`) computed and writes to any `io::Write` (or returns the value);
 //! none of them computes boot figures (that is `analyze`), decides what a lever does next
 //! (that is `record`), or reads traces (that is `trace`), files or the clock.
 #![deny(missing_docs)]
@@ -37,6 +38,7 @@ pub mod kernel_text;
 pub mod modules_plan;
 pub mod modules_status;
 pub mod perfetto;
+pub mod preload_status;
 pub mod prometheus;
 pub mod rc_graph;
 pub mod readahead_pack;

@@ -51,16 +51,19 @@ pub enum Section {
     Budget,
     /// `[rc]`: the init-script runner (`docs/rc.md`); what `rc.conf` held.
     Rc,
+    /// `[preload]`: the desktop session's preload (`docs/preload.md`).
+    Preload,
 }
 
 impl Section {
     /// Every section, in the order the docs list them.
-    pub const ALL: [Section; 5] = [
+    pub const ALL: [Section; 6] = [
         Section::Record,
         Section::Readahead,
         Section::Systemd,
         Section::Budget,
         Section::Rc,
+        Section::Preload,
     ];
 
     /// The section's name as written in `[name]`.
@@ -71,6 +74,7 @@ impl Section {
             Section::Systemd => "systemd",
             Section::Budget => "budget",
             Section::Rc => "rc",
+            Section::Preload => "preload",
         }
     }
 
@@ -82,6 +86,7 @@ impl Section {
             "systemd" => Some(Section::Systemd),
             "budget" => Some(Section::Budget),
             "rc" => Some(Section::Rc),
+            "preload" => Some(Section::Preload),
             _ => None,
         }
     }
@@ -105,6 +110,10 @@ impl Section {
             Section::Rc => {
                 "The init-script runner (docs/rc.md), what /etc/bootprint/rc.conf held: \
                  same keys (`-` or `_`), same meaning"
+            }
+            Section::Preload => {
+                "Preload of the desktop session's files at login (docs/preload.md); read by \
+                 `bootprint preload`, not by the boot path"
             }
         }
     }
@@ -253,7 +262,7 @@ pub const EXEC_SOURCES: [&str; 3] = ["connector", "fanotify", "off"];
 /// Faults the test bed can inject (`fault`; `""`: none); `record::fault::POINTS` and `""`.
 pub const FAULTS: [&str; 2] = ["", "poweroff-in-trace"];
 
-use Section::{Budget, Rc, Readahead, Systemd};
+use Section::{Budget, Preload, Rc, Readahead, Systemd};
 
 /// Every key of the file, section by section.
 pub static KEYS: &[Key] = &[
@@ -360,6 +369,17 @@ pub static KEYS: &[Key] = &[
         "[\"bootmisc\", \"urandom\", \"procps\", \"kmod\", \"apparmor\"]",
         "scripts or `$facilities` of runlevel S that must end before rcS returns",
     ),
+    // [preload]
+    key(Preload, "enabled", Type::Bool, "false", "learn the desktop session's files at each login and prefetch them at the next"),
+    key(Preload, "dir", Type::Path, "\"/var/lib/bootprint/preload\"", "the model (`model`), the history and verdict (`state`)"),
+    key(Preload, "budget_mb", Type::Num { min: 0.0, max: 65536.0 }, "256", "most MiB prefetched per login"),
+    key(Preload, "mem_share", SHARE, "0.25", "and at most this share of MemAvailable"),
+    key(Preload, "decay", Type::Num { min: 0.0, max: 0.99 }, "0.5", "each login multiplies every file's weight by this, then adds 1 to the files it read"),
+    key(Preload, "drop_below", Type::Num { min: 0.0, max: 100.0 }, "0.3", "a file whose weight falls below this leaves the model"),
+    key(Preload, "window_s", Type::Num { min: 1.0, max: 3600.0 }, "60", "learning a login stops this many seconds after it started at the latest"),
+    key(Preload, "quiet_s", Type::Num { min: 0.5, max: 600.0 }, "5", "or once the session opened no new file for this long"),
+    key(Preload, "compare_every", COUNT, "5", "every this many logins with prefetch, one without (0: never, and no verdict)"),
+    key(Preload, "io_class", Type::OneOf(&["idle", "best-effort"]), "\"idle\"", "the prefetch's I/O class"),
 ];
 
 /// A value of a key's type.

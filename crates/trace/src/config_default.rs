@@ -109,9 +109,27 @@ mod tests {
     #[test]
     fn every_key_once_and_no_comment_line_too_long() {
         let text = commented_default();
+        // Two sections may share a key's name (`enabled`): count within its section.
+        let section_text = |s: Section| {
+            let hash = if s == Section::Rc { "#" } else { "" };
+            let start = text.find(&format!("\n{hash}[{}]\n", s.name())).unwrap();
+            let rest = &text[start + 1..];
+            let end = rest[1..]
+                .find("\n[")
+                .into_iter()
+                .chain(rest[1..].find("\n#["))
+                .min()
+                .map_or(rest.len(), |e| e + 1);
+            &rest[..end]
+        };
         for k in KEYS {
             let line = format!("\n#{} = {}\n", k.name, k.default);
-            assert_eq!(text.matches(&line).count(), 1, "{}", k.name);
+            assert_eq!(
+                section_text(k.section).matches(&line).count(),
+                1,
+                "{}",
+                k.name
+            );
         }
         // Only the comments are wrapped; a key line with a long default list is one line.
         for l in text.lines().filter(|l| l.starts_with("# ")) {

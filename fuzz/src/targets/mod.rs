@@ -5,6 +5,7 @@ pub mod analyze;
 pub mod initramfs;
 pub mod kernel;
 pub mod modules;
+pub mod preload;
 pub mod rc;
 pub mod readahead;
 pub mod record;

@@ -55,6 +55,13 @@ const LEAVES: &[&str] = &[
     "readahead on",
     "readahead off",
     "readahead relocate",
+    "preload status",
+    "preload show",
+    "preload relearn",
+    "preload on",
+    "preload off",
+    "preload run",
+    "preload desktop-time",
     "enable",
     "disable",
     "status",
@@ -369,6 +376,41 @@ fn readahead_relocate_options() {
     assert_eq!(
         kind("bootprint readahead relocate --force"),
         ErrorKind::UnknownArgument
+    );
+}
+
+#[test]
+fn preload_verbs() {
+    for v in [
+        "status --json",
+        "show --model m --json",
+        "relearn",
+        "on",
+        "off",
+    ] {
+        verb(&format!("bootprint preload {v} --root /r"));
+    }
+    let Verb::Preload(Preload::Run(r)) = verb("bootprint preload run --prefetch --time-limit 2.5")
+    else {
+        panic!()
+    };
+    assert!(r.prefetch && !r.learn);
+    assert_eq!(r.time_limit, Some(2.5));
+    let Verb::Preload(Preload::DesktopTime(d)) = verb("bootprint preload desktop-time 4.25") else {
+        panic!()
+    };
+    assert_eq!(d.seconds, 4.25);
+    assert_eq!(
+        kind("bootprint preload run --prefetch --learn"),
+        ErrorKind::ArgumentConflict
+    );
+    assert_eq!(
+        kind("bootprint preload desktop-time -3"),
+        ErrorKind::UnknownArgument
+    );
+    assert_eq!(
+        kind("bootprint preload desktop-time inf"),
+        ErrorKind::ValueValidation
     );
 }
 
