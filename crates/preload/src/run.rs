@@ -216,6 +216,8 @@ pub fn prefetch(
             wait_settled,
             // The list is already cut at the budget; this is the replay's own guard.
             max_bytes: budget,
+            // Merged across small gaps, in the device's request size, as readahead replays.
+            ..ReplayOptions::default()
         },
     )
 }
