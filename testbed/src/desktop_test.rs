@@ -47,9 +47,13 @@ fn desktop(
     let img = image::ensure_flavor(paths, cargo, flavor)?;
     for login in ["auto".to_string(), format!("greeter:{greeter_wait_s}")] {
         let mut o = BootOpts::new(Profile::Fast);
-        // The boot's own limit (240 s of uptime) would end the recording before a session
-        // under emulation is ready.
-        o.append = format!("{LOGIN_WORD}={login} bootprint.timeout_s={RECORD_LIMIT_S}");
+        // The boot's own limit (240 s of uptime) and the session's (300 s) would end the
+        // recording before a session under emulation is ready (Firefox's first start alone
+        // kept the guest busy for minutes).
+        o.append = format!(
+            "{LOGIN_WORD}={login} bootprint.timeout_s={RECORD_LIMIT_S} \
+             bootprint.desktop_timeout_s={RECORD_LIMIT_S}"
+        );
         o.record = true;
         o.trace_wait_s = RECORD_LIMIT_S;
         o.guest_script = Some(guest_script());

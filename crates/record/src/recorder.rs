@@ -495,7 +495,7 @@ impl<'a> Recorder<'a> {
     }
 
     /// How recording ends at `now`, if it does: at boot done; or, when a greeter is up then
-    /// and `session_wait_s` is not 0, once a user's session has started and its desktop is
+    /// or a session has started (autologin) and `session_wait_s` is not 0, once a user's session has started and its desktop is
     /// ready (CPU and disk idle for the settle period after the last process the session
     /// started), or no session came within `session_wait_s`, or the desktop was not ready
     /// within `desktop_timeout_s` of the session's start.
@@ -506,7 +506,8 @@ impl<'a> Recorder<'a> {
                 .fields
                 .iter()
                 .any(|(k, v)| k == "reason" && v == "idle");
-            if !(idle && self.logins.greeter_seen && self.config.session_wait_s > 0.0) {
+            let desktop = self.logins.greeter_seen || self.logins.session.is_some();
+            if !(idle && desktop && self.config.session_wait_s > 0.0) {
                 return Some(End {
                     boot_done,
                     desktop: None,
@@ -765,7 +766,8 @@ impl Logins {
             events.push(milestone(started_ns, "graphical_login", r.pid, &r.comm));
         }
         match &mut self.session {
-            None if self.greeter_seen && config.session_names.contains(&r.comm) => {
+            // With autologin there is no greeter: the session manager alone says it.
+            None if config.session_names.contains(&r.comm) => {
                 self.session = Some(Session {
                     pid: r.pid,
                     start_ns: started_ns,
@@ -1332,18 +1334,19 @@ mod tests {
     }
 
     #[test]
-    fn a_session_manager_after_the_greeter_starts_the_session_and_its_processes_join_it() {
+    fn a_session_manager_starts_the_session_and_its_processes_join_it() {
         let config = Config::default();
         let mut events = Vec::new();
-        // No greeter: a session manager started some other way is no desktop login.
-        let mut without = Logins::default();
-        without.note(
+        // LightDM's autologin starts no greeter: the session manager alone starts a session.
+        let mut autologin = Logins::default();
+        autologin.note(
             &config,
             &process(500, 1, "xfce4-session"),
             30 * S,
             &mut events,
         );
-        assert!(without.session.is_none() && events.is_empty());
+        assert_eq!(autologin.session.as_ref().map(|s| s.pid), Some(500));
+        events.clear();
 
         let mut logins = Logins::default();
         logins.note(
