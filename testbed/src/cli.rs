@@ -147,6 +147,9 @@ pub struct Desktop {
     /// Seconds (N) the greeter login waits at the greeter before typing, as a person does
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub greeter_wait: u32,
+    /// Only this login (both by default)
+    #[arg(long, value_parser = ["auto", "greeter"])]
+    pub login: Option<String>,
     #[command(flatten)]
     pub build: Build,
 }

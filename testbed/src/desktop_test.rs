@@ -26,9 +26,15 @@ const SESSION_LIMIT_S: u64 = 900;
 /// the trace after the login, s.
 const RECORD_LIMIT_S: u64 = 900;
 
-pub fn run(paths: &Paths, systemd: bool, greeter_wait_s: u32, cargo: bool) -> Result<()> {
+pub fn run(
+    paths: &Paths,
+    systemd: bool,
+    greeter_wait_s: u32,
+    only: Option<&str>,
+    cargo: bool,
+) -> Result<()> {
     checks::run("desktop", |c| {
-        desktop(paths, systemd, greeter_wait_s, cargo, c)
+        desktop(paths, systemd, greeter_wait_s, only, cargo, c)
     })
 }
 
@@ -36,6 +42,7 @@ fn desktop(
     paths: &Paths,
     systemd: bool,
     greeter_wait_s: u32,
+    only: Option<&str>,
     cargo: bool,
     c: &mut Checks,
 ) -> Result<()> {
@@ -45,7 +52,11 @@ fn desktop(
         Flavor::Desktop
     };
     let img = image::ensure_flavor(paths, cargo, flavor)?;
-    for login in ["auto".to_string(), format!("greeter:{greeter_wait_s}")] {
+    let logins = ["auto".to_string(), format!("greeter:{greeter_wait_s}")];
+    for login in logins
+        .into_iter()
+        .filter(|l| only.is_none_or(|o| l.starts_with(o)))
+    {
         let mut o = BootOpts::new(Profile::Fast);
         // The boot's own limit (240 s of uptime) and the session's (300 s) would end the
         // recording before a session under emulation is ready (Firefox's first start alone

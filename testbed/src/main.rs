@@ -145,7 +145,13 @@ fn run(verb: Verb) -> Result<(), Error> {
         Verb::Parity(a) => parity::run(&paths, a.cargo()),
         Verb::Late(a) => late_test::run(&paths, a.cargo()),
         Verb::Package(a) => package_test::run(&paths, &a.deb, a.build.cargo()),
-        Verb::Desktop(a) => desktop_test::run(&paths, a.systemd, a.greeter_wait, a.build.cargo()),
+        Verb::Desktop(a) => desktop_test::run(
+            &paths,
+            a.systemd,
+            a.greeter_wait,
+            a.login.as_deref(),
+            a.build.cargo(),
+        ),
         Verb::Verdict(a) => verdict::run(&paths, a.boots, a.build.cargo()),
         Verb::Completions(_) | Verb::Man(_) => Ok(()), // done above
     }
