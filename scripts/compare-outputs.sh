@@ -16,7 +16,7 @@ run() {
   echo "$tag $*" >> "$OUT/commands.txt"
   "$BIN" "$@" > "$OUT/$tag.out" 2> "$OUT/$tag.err"; echo $? > "$OUT/$tag.rc"
 }
-TRACES="tests/fixtures/mini-trace tests/fixtures/bootchart2-example1 tests/fixtures/bootchart2-clock-skew crates/analyze/tests/data/testbed-serial.tgz crates/analyze/tests/data/testbed-startpar.tgz crates/analyze/tests/data/testbed-sysvinit-2.tgz crates/analyze/tests/data/testbed-sysvinit.tgz"
+TRACES="tests/fixtures/mini-trace tests/fixtures/bootchart2-example1 tests/fixtures/bootchart2-clock-skew crates/analyze/tests/data/testbed-serial.tgz crates/analyze/tests/data/testbed-startpar.tgz crates/analyze/tests/data/testbed-sysvinit-2.tgz crates/analyze/tests/data/testbed-sysvinit.tgz tests/fixtures/desktop-trace"
 i=0
 for t in $TRACES; do
   i=$((i+1))
@@ -77,4 +77,6 @@ run diff /nonexistent/a tests/fixtures/mini-trace
 run kernel tests/fixtures/README.md
 run rc services /nonexistent
 run rc login --root /no/such/root
+# a desktop boot (session start, desktop ready) against one without a session
+run diff tests/fixtures/desktop-trace tests/fixtures/mini-trace --json --svg "$OUT/d3.svg"
 rm -rf "$DEST"; mv "$OUT" "$DEST"

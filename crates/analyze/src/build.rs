@@ -126,7 +126,7 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
     .fold(f64::NEG_INFINITY, f64::max);
 
     let (platform, platform_rule) = crate::platform::detect(trace, &processes);
-    let milestones = milestones(
+    let (milestones, session_pid) = milestones(
         trace,
         &processes,
         platform,
@@ -204,6 +204,26 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
             }
         };
     }
+    mark_session(
+        &mut model.processes,
+        session_pid,
+        model.milestones.session_start.as_ref(),
+    );
+    if model
+        .milestones
+        .desktop_ready
+        .as_ref()
+        .is_some_and(|m| m.source == PENDING)
+    {
+        model.milestones.desktop_ready = computed_desktop_ready(&model, opts);
+        if model.milestones.desktop_ready.is_none() {
+            model.notes.push(
+                "CPU and disk never stayed idle after the last process the desktop session \
+                 started: no desktop ready"
+                    .into(),
+            );
+        }
+    }
     model.cpu_totals = cpu_totals(&trace.stat, first_sample_s, model.milestones.boot_done.t_s);
     Ok(model)
 }
@@ -219,6 +239,36 @@ pub const RECORDER_NAMES: [&str; 3] = ["bootprint-boot", "bootchart-colle", "boo
 /// recorder's rule, so it is also a check on a `boot_done` event.
 pub fn computed_boot_done(model: &BootModel, opts: &Options) -> Option<Milestone> {
     let from = model.milestones.login()?.t_s;
+    idle_after(model, opts, from).map(|t| Milestone {
+        t_s: t,
+        source: "computed: idle after login".into(),
+    })
+}
+
+/// Desktop ready as computed from the samples: boot done's rule ([`computed_boot_done`])
+/// applied to the session, counted from no earlier than the start of the last process the
+/// session started (the session manager or one of its descendants, `Process::session`).
+/// `None` without a session or when it never settles. The recorder's rule, so it is also a
+/// check on a `desktop_ready` event.
+pub fn computed_desktop_ready(model: &BootModel, opts: &Options) -> Option<Milestone> {
+    let start = model.milestones.session_start.as_ref()?.t_s;
+    let last = model
+        .processes
+        .iter()
+        .filter(|p| p.session)
+        .max_by(|a, b| a.start_s.total_cmp(&b.start_s))?;
+    idle_after(model, opts, last.start_s.max(start)).map(|t| Milestone {
+        t_s: t,
+        source: format!(
+            "computed: idle after the session's last process {} ({})",
+            last.name, last.pid
+        ),
+    })
+}
+
+/// The start of the first settle window from `from` on, with the recorders' own CPU use
+/// taken out of the busy share.
+fn idle_after(model: &BootModel, opts: &Options, from: f64) -> Option<f64> {
     let ncpus = f64::from(model.system.ncpus.max(1));
     let recorders: Vec<&Process> = model
         .processes
@@ -242,10 +292,32 @@ pub fn computed_boot_done(model: &BootModel, opts: &Options) -> Option<Milestone
             (c.user + c.sys - own / ncpus).max(0.0)
         })
         .collect();
-    settle_point(&model.cpu, &busy, &model.disk, opts, from).map(|t| Milestone {
-        t_s: t,
-        source: "computed: idle after login".into(),
-    })
+    settle_point(&model.cpu, &busy, &model.disk, opts, from)
+}
+
+/// Marks the session manager (pid `root`, the one started nearest the `session_start` time,
+/// as pids are reused) and its descendants as the desktop session. Tree order puts every
+/// parent before its children, so one pass finds them all.
+fn mark_session(procs: &mut [Process], root: Option<u32>, start: Option<&Milestone>) {
+    let (Some(root), Some(start)) = (root, start) else {
+        return;
+    };
+    let Some(r) = (0..procs.len())
+        .filter(|&i| procs[i].pid == root)
+        .min_by(|&a, &b| {
+            let d = |i: usize| (procs[i].start_s - start.t_s).abs();
+            d(a).total_cmp(&d(b))
+        })
+    else {
+        return;
+    };
+    procs[r].session = true;
+    for i in r + 1..procs.len() {
+        if procs[i].depth <= procs[r].depth {
+            break;
+        }
+        procs[i].session = procs[i].parent.is_some_and(|p| procs[p].session);
+    }
 }
 
 /// The last `readahead_hit` event: `replayed`, `resident`, `ratio` (computed from the byte
@@ -911,7 +983,7 @@ fn milestones(
     first_s: f64,
     last_s: f64,
     notes: &mut Vec<String>,
-) -> Milestones {
+) -> (Milestones, Option<u32>) {
     let events = trace.events.as_deref().unwrap_or(&[]);
     let event = |kind: &str, name: Option<&str>| {
         events
@@ -958,6 +1030,51 @@ fn milestones(
         (None, None) => first_named(&GREETER_NAMES),
     };
 
+    // The session: its manager after the greeter (a session with no greeter, `startx` from a
+    // console, is not one; docs/recorder.md "Desktop ready").
+    let (session_start, session_pid) = match event("milestone", Some("session_start")) {
+        Some(e) => (
+            Some(ms(e.t_s(), "event".into())),
+            e.get("pid").and_then(|p| p.parse().ok()),
+        ),
+        None => match &graphical_login {
+            Some(g) if android.is_none() => procs
+                .iter()
+                .filter(|p| {
+                    p.start_s >= g.t_s && trace::config::SESSION_NAMES.contains(&p.name.as_str())
+                })
+                .min_by(|a, b| a.start_s.total_cmp(&b.start_s))
+                .map_or((None, None), |p| {
+                    let source = format!("process {} ({}) after the greeter", p.name, p.pid);
+                    (Some(ms(p.start_s, source)), Some(p.pid))
+                }),
+            _ => (None, None),
+        },
+    };
+    let desktop_ready = match event("desktop_ready", None) {
+        Some(e) => match e.get("reason").unwrap_or("unknown") {
+            "idle" => Some(ms(e.t_s(), "event (idle)".into())),
+            reason => {
+                notes.push(match reason {
+                    "no_session" => format!(
+                        "no desktop session started within {} s of boot done: no desktop ready",
+                        e.get("waited_s").unwrap_or("?")
+                    ),
+                    "timeout" => "the desktop was not idle within the recorder's limit \
+                                  (desktop_timeout_s) of the session's start: no desktop ready"
+                        .into(),
+                    "terminated" => "the recording was stopped (SIGTERM) before the desktop was \
+                                     idle: no desktop ready"
+                        .into(),
+                    other => format!("desktop_ready event with reason `{other}`: no desktop ready"),
+                });
+                None
+            }
+        },
+        // Without an event, computed once the model exists, like boot done.
+        None => session_start.as_ref().map(|_| ms(last_s, PENDING.into())),
+    };
+
     // Without an event, boot done is computed once the model exists (`settle`).
     let boot_done = match event("boot_done", None) {
         Some(e) => ms(
@@ -966,14 +1083,17 @@ fn milestones(
         ),
         None => ms(last_s, PENDING.into()),
     };
-    Milestones {
+    let milestones = Milestones {
         kernel,
         init_exec,
         text_login,
         graphical_login,
         boot_done,
+        session_start,
+        desktop_ready,
         platform: android.map(|a| a.platform).unwrap_or_default(),
-    }
+    };
+    (milestones, session_pid)
 }
 
 /// Length of the pieces the settle window is judged in, seconds. At 50 Hz one interval holds

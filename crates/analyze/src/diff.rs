@@ -82,7 +82,8 @@ pub struct ServiceDiff {
 /// The comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Diff {
-    /// Milestones (kernel, init_exec, text_login, graphical_login, boot_done).
+    /// Milestones (kernel, init_exec, text_login, graphical_login, the platform's, boot_done,
+    /// then session_start and desktop_ready when either boot has them).
     pub milestones: Vec<Pair>,
     /// Phase lengths (see `budget::phases`).
     pub phases: Vec<Pair>,
@@ -206,6 +207,15 @@ pub fn diff_with(
         ));
     }
     milestones.extend(done);
+    // The desktop's, after boot done, only when a session was recorded in either boot.
+    for (name, fa, fb) in [
+        ("session_start", t(&ma.session_start), t(&mb.session_start)),
+        ("desktop_ready", t(&ma.desktop_ready), t(&mb.desktop_ready)),
+    ] {
+        if fa.is_some() || fb.is_some() {
+            milestones.push(pair(name, fa, fb));
+        }
+    }
     let pa = budget::phases(a, &Budgets::default());
     let pb = budget::phases(b, &Budgets::default());
     let len =
@@ -216,6 +226,7 @@ pub fn diff_with(
         PhaseId::TextLogin,
         PhaseId::GraphicalLogin,
         PhaseId::Done,
+        PhaseId::Desktop,
     ]
     .into_iter()
     .filter(|&id| len(&pa, id).is_some() || len(&pb, id).is_some())

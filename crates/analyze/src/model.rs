@@ -168,6 +168,14 @@ pub struct Milestones {
     /// Boot done: CPU and disk idle after the login (always set; at worst the last sample).
     /// See also [`crate::build::computed_boot_done`].
     pub boot_done: Milestone,
+    /// A user's desktop session started: its session manager (`xfce4-session`, ...) after the
+    /// greeter (`session_start` event, else the first process named in
+    /// `trace::config::SESSION_NAMES` started after the graphical login).
+    pub session_start: Option<Milestone>,
+    /// The desktop is ready: CPU and disk idle after the last process the session started
+    /// (`desktop_ready` event with `reason=idle`, else computed by boot done's settle rule).
+    /// `None` without a session or when it never settled; a note then says why.
+    pub desktop_ready: Option<Milestone>,
     /// The platform's own milestones, in time order (empty on [`Platform::Linux`]).
     pub platform: Vec<PlatformMilestone>,
 }
@@ -267,6 +275,9 @@ pub struct Process {
     pub parent: Option<usize>,
     /// Depth in the tree (0 for roots).
     pub depth: u32,
+    /// Whether it belongs to the user's desktop session: the session manager that marks
+    /// `session_start` and its descendants (by parent pid).
+    pub session: bool,
     /// Per-sample activity, in time order, one per block it was seen in. The first sample's
     /// CPU figure is 0 unless the process started within that sample's interval.
     pub samples: Vec<ProcSample>,
@@ -298,6 +309,12 @@ impl Milestones {
     /// The login milestone boot done is counted from: text login, else graphical login.
     pub fn login(&self) -> Option<&Milestone> {
         self.text_login.as_ref().or(self.graphical_login.as_ref())
+    }
+
+    /// The desktop start time, `desktop_ready - session_start`, seconds, when both are known
+    /// (the third boot time: from logging in to a desktop in use).
+    pub fn desktop_start_s(&self) -> Option<f64> {
+        Some(self.desktop_ready.as_ref()?.t_s - self.session_start.as_ref()?.t_s)
     }
 }
 

@@ -1,5 +1,6 @@
 //! A boot in one line, for the history of kept traces (`bootprint list`): the kernel
-//! release and the three milestone times.
+//! release and the milestone times (text login, graphical login, boot done, and on a
+//! desktop the session's start and desktop ready).
 //!
 //! A trace the recorder finished has those times as events (`milestone` text_login and
 //! graphical_login, `boot_done`), which the full analysis takes as they are (`build`'s
@@ -26,6 +27,11 @@ pub struct Summary {
     pub boot_done_s: Option<f64>,
     /// Why recording stopped (`idle`, `limit`, `terminated`), from the event.
     pub boot_done_reason: Option<String>,
+    /// A user's desktop session started (`session_start`), seconds since the kernel started.
+    pub session_start_s: Option<f64>,
+    /// Desktop ready (a `desktop_ready` event with `reason=idle`), seconds since the kernel
+    /// started.
+    pub desktop_ready_s: Option<f64>,
     /// Where the figures came from: `events` or `model`.
     pub source: &'static str,
 }
@@ -51,6 +57,11 @@ fn kernel_release(header: &[(String, String)]) -> Option<String> {
 }
 
 impl Summary {
+    /// The desktop start time, `desktop_ready_s - session_start_s`, when both are known.
+    pub fn desktop_start_s(&self) -> Option<f64> {
+        Some(self.desktop_ready_s? - self.session_start_s?)
+    }
+
     /// From the header and the events, when the events have a `boot_done` (else None: the
     /// model is needed).
     pub fn from_events(header: &[(String, String)], events: &[Event]) -> Option<Summary> {
@@ -67,6 +78,11 @@ impl Summary {
             graphical_login_s: milestone("graphical_login"),
             boot_done_s: Some(done.t_s()),
             boot_done_reason: done.get("reason").map(String::from),
+            session_start_s: milestone("session_start"),
+            desktop_ready_s: events
+                .iter()
+                .find(|e| e.kind == "desktop_ready" && e.get("reason") == Some("idle"))
+                .map(Event::t_s),
             source: "events",
         })
     }
@@ -80,6 +96,8 @@ impl Summary {
             graphical_login_s: ms.graphical_login.as_ref().map(|m| m.t_s),
             boot_done_s: Some(ms.boot_done.t_s),
             boot_done_reason: None,
+            session_start_s: ms.session_start.as_ref().map(|m| m.t_s),
+            desktop_ready_s: ms.desktop_ready.as_ref().map(|m| m.t_s),
             source: "model",
         }
     }

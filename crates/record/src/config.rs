@@ -133,18 +133,7 @@ impl Default for Config {
             .map(String::from)
             .to_vec(),
             // Comm names, cut at 15 characters as the kernel keeps them.
-            session_names: [
-                "xfce4-session",
-                "gnome-session-b",
-                "startplasma-x11",
-                "startplasma-way",
-                "mate-session",
-                "cinnamon-sessio",
-                "lxqt-session",
-                "lxsession",
-            ]
-            .map(String::from)
-            .to_vec(),
+            session_names: trace::config::SESSION_NAMES.map(String::from).to_vec(),
             session_wait_s: 120.0,
             desktop_timeout_s: 300.0,
             readahead: false,

@@ -115,6 +115,8 @@ pub struct ChartProcess {
     pub end: Secs,
     /// Per-interval states, in time order.
     pub samples: Vec<ProcSample>,
+    /// Whether it belongs to the user's desktop session (drawn in its own colour, labelled).
+    pub session: bool,
 }
 
 /// A boot milestone.
@@ -325,6 +327,7 @@ impl ChartProcess {
             start: p.start_s,
             end: p.end_s.max(p.start_s),
             samples,
+            session: p.session,
         }
     }
 }
@@ -360,6 +363,18 @@ fn milestones(ms: &analyze::Milestones) -> Vec<Milestone> {
         name: "boot_done".to_string(),
         time: ms.boot_done.t_s,
     });
+    // The desktop's, after boot done.
+    for (name, x) in [
+        ("session_start", &ms.session_start),
+        ("desktop_ready", &ms.desktop_ready),
+    ] {
+        if let Some(x) = x {
+            milestones.push(Milestone {
+                name: name.to_string(),
+                time: x.t_s,
+            });
+        }
+    }
     milestones
 }
 
@@ -770,6 +785,7 @@ mod tests {
             start,
             end,
             samples,
+            session: false,
         }
     }
 
@@ -979,6 +995,8 @@ mod tests {
                 init_exec: None,
                 text_login: Some(ms(7.5)),
                 graphical_login: None,
+                session_start: None,
+                desktop_ready: None,
                 boot_done: ms(8.0),
                 platform: Vec::new(),
             },

@@ -240,6 +240,8 @@ pub fn write_svg(
                 ms.graphical_login.as_ref().map(|v| v.t_s),
             ),
             ("done", Some(ms.boot_done.t_s)),
+            ("session", ms.session_start.as_ref().map(|v| v.t_s)),
+            ("desktop", ms.desktop_ready.as_ref().map(|v| v.t_s)),
         ] {
             if let Some(t) = t {
                 let _ = writeln!(

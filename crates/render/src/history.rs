@@ -57,19 +57,21 @@ pub fn text(out: &mut impl Write, dir: &Path, rows: &[Row]) -> io::Result<()> {
         "TEXT LOGIN".into(),
         "GRAPHICAL".into(),
         "BOOT DONE".into(),
+        "DESKTOP".into(),
         "SIZE".into(),
         String::new(),
     ]];
     for r in rows.iter().rev() {
         let k = &r.kept;
-        let (release, text_login, graphical, done) = match &r.summary {
+        let (release, text_login, graphical, done, desktop) = match &r.summary {
             Ok(s) => (
                 s.kernel_release.clone().unwrap_or("-".into()),
                 secs(s.text_login_s),
                 secs(s.graphical_login_s),
                 secs(s.boot_done_s),
+                secs(s.desktop_ready_s),
             ),
-            Err(_) => ("?".into(), "?".into(), "?".into(), "?".into()),
+            Err(_) => ("?".into(), "?".into(), "?".into(), "?".into(), "?".into()),
         };
         let mut marks: Vec<String> = Vec::new();
         if k.latest {
@@ -88,11 +90,12 @@ pub fn text(out: &mut impl Write, dir: &Path, rows: &[Row]) -> io::Result<()> {
             text_login,
             graphical,
             done,
+            desktop,
             size(k.bytes),
             marks.join(", "),
         ]);
     }
-    let widths: Vec<usize> = (0..8)
+    let widths: Vec<usize> = (0..9)
         .map(|c| {
             table
                 .iter()
@@ -106,7 +109,7 @@ pub fn text(out: &mut impl Write, dir: &Path, rows: &[Row]) -> io::Result<()> {
         for (c, cell) in row.iter().enumerate() {
             let pad = widths[c] - cell.chars().count();
             // Text left, figures right.
-            if (3..=6).contains(&c) {
+            if (3..=7).contains(&c) {
                 line.push_str(&" ".repeat(pad));
                 line.push_str(cell);
             } else {
@@ -150,6 +153,9 @@ pub fn json(dir: &Path, rows: &[Row]) -> Value {
                     v["graphical_login_s"] = json!(s.graphical_login_s);
                     v["boot_done_s"] = json!(s.boot_done_s);
                     v["boot_done_reason"] = json!(s.boot_done_reason);
+                    v["session_start_s"] = json!(s.session_start_s);
+                    v["desktop_ready_s"] = json!(s.desktop_ready_s);
+                    v["desktop_start_s"] = json!(s.desktop_start_s());
                     v["figures_from"] = json!(s.source);
                 }
                 Err(e) => v["error"] = json!(e),
@@ -225,6 +231,8 @@ mod tests {
             graphical_login_s: None,
             boot_done_s: Some(14.0),
             boot_done_reason: Some("idle".into()),
+            session_start_s: Some(20.0),
+            desktop_ready_s: Some(26.5),
             source: "events",
         };
         let rows = vec![
@@ -252,7 +260,9 @@ mod tests {
             "{t}"
         );
         assert!(
-            lines[2].contains("12.0 s") && lines[2].ends_with("300 KiB  pinned"),
+            lines[2].contains("12.0 s")
+                && lines[2].contains("14.0 s     26.5 s")
+                && lines[2].ends_with("300 KiB  pinned"),
             "{t}"
         );
         assert_eq!(
@@ -265,6 +275,8 @@ mod tests {
         assert_eq!(j["traces"][0]["error"], "events.log:3: bad line");
         assert_eq!(j["traces"][1]["text_login_s"], 12.04);
         assert_eq!(j["traces"][1]["pinned"], true);
+        assert_eq!(j["traces"][1]["desktop_ready_s"], 26.5);
+        assert_eq!(j["traces"][1]["desktop_start_s"], 6.5);
         let mut out = Vec::new();
         text(&mut out, Path::new("/l"), &[]).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "no traces in /l\n");

@@ -134,6 +134,14 @@ pub fn chart_data(m: &BootModel) -> serde_json::Value {
         marks.push(json!([p.label, r3(p.t_s)]));
     }
     marks.push(json!(["boot done", r3(ms.boot_done.t_s)]));
+    for (name, v) in [
+        ("session start", &ms.session_start),
+        ("desktop ready", &ms.desktop_ready),
+    ] {
+        if let Some(v) = v {
+            marks.push(json!([name, r3(v.t_s)]));
+        }
+    }
     json!({
         "end": r3(m.last_sample_s.max(ms.boot_done.t_s)),
         "cpu": cpu,
@@ -326,6 +334,25 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
             esc(&p.label),
             opt(Some(p.t_s)),
             esc(&p.source)
+        )?;
+    }
+    // The third boot time, only where a session was recorded.
+    if ms.session_start.is_some() || ms.desktop_ready.is_some() {
+        for (name, v) in [
+            ("session start", ms.session_start.as_ref()),
+            ("desktop ready", ms.desktop_ready.as_ref()),
+        ] {
+            writeln!(
+                out,
+                "<tr><td class=l>{name}</td><td>{}</td><td class=l>{}</td></tr>",
+                opt(v.map(|x| x.t_s)),
+                esc(v.map_or("", |x| x.source.as_str()))
+            )?;
+        }
+        writeln!(
+            out,
+            "<tr><td class=l>desktop start</td><td>{}</td><td class=l>desktop ready - session start</td></tr>",
+            opt(ms.desktop_start_s())
         )?;
     }
     writeln!(out, "</table>")?;

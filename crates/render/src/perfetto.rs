@@ -110,6 +110,8 @@ pub fn events(m: &BootModel, kernel: Option<&kernel::Report>) -> Vec<Value> {
             ms.graphical_login.as_ref().map(|x| x.t_s),
         ),
         ("boot done", Some(ms.boot_done.t_s)),
+        ("session start", ms.session_start.as_ref().map(|x| x.t_s)),
+        ("desktop ready", ms.desktop_ready.as_ref().map(|x| x.t_s)),
     ] {
         if let Some(t) = t {
             ev.push(

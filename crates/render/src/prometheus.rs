@@ -57,6 +57,8 @@ fn text_of(m: &BootModel, phases: &[analyze::budget::Phase]) -> String {
         ("text_login", ms.text_login.as_ref()),
         ("graphical_login", ms.graphical_login.as_ref()),
         ("boot_done", Some(&ms.boot_done)),
+        ("session_start", ms.session_start.as_ref()),
+        ("desktop_ready", ms.desktop_ready.as_ref()),
     ] {
         if let Some(v) = v {
             let _ = writeln!(

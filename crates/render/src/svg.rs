@@ -23,6 +23,9 @@ const IO_COLOR: &str = "#c27a7a";
 const READ_COLOR: &str = "#33b533";
 const WRITE_COLOR: &str = "#d9822b";
 const SLEEP_COLOR: &str = "#f0f0f0";
+/// Bar fill of a row of the user's desktop session (its manager and descendants), which a
+/// desktop boot's chart tells apart from the boot's own processes.
+const SESSION_COLOR: &str = "#d6e6fa";
 const BORDER_COLOR: &str = "#b5b5b5";
 const TICK_COLOR: &str = "#ebebeb";
 const TICK_BOLD_COLOR: &str = "#d0d0d0";
@@ -603,15 +606,21 @@ impl<'a> Chart<'a> {
         let row = &self.layout.rows[r];
         let procs = &self.data.processes;
         let owner = &procs[row.owner];
-        let _ = writeln!(self.out, "<g class=\"row\">");
+        let class = if owner.session { "row session" } else { "row" };
+        let _ = writeln!(self.out, "<g class=\"{class}\">");
         let bar_y = n(y + 1.0);
         let bar_h = n(ROW_H - 2.0);
         for &b in &row.bars {
             let p = &procs[b];
             let (x0, x1) = (self.x(p.start), self.x(p.end));
+            let fill = if p.session {
+                SESSION_COLOR
+            } else {
+                SLEEP_COLOR
+            };
             let _ = writeln!(
                 self.out,
-                "<rect x=\"{}\" y=\"{bar_y}\" width=\"{}\" height=\"{bar_h}\" fill=\"{SLEEP_COLOR}\" stroke=\"{BORDER_COLOR}\" stroke-width=\"0.5\"/>",
+                "<rect x=\"{}\" y=\"{bar_y}\" width=\"{}\" height=\"{bar_h}\" fill=\"{fill}\" stroke=\"{BORDER_COLOR}\" stroke-width=\"0.5\"/>",
                 n(x0),
                 n((x1 - x0).max(1.0))
             );
@@ -668,6 +677,9 @@ impl<'a> Chart<'a> {
         if row.folded > 0 {
             let _ = write!(label, " +{}", row.folded);
         }
+        if owner.session {
+            label.push_str(" \u{b7} session");
+        }
         // Inside the bar if it fits, else after its end, else before its start: the label
         // stays beside its bar and off other rows' time.
         let x0 = self.x(owner.start);
@@ -697,6 +709,9 @@ impl<'a> Chart<'a> {
         }
         if row.folded > 0 {
             let _ = write!(tip, ", with {} folded child processes", row.folded);
+        }
+        if owner.session {
+            tip.push_str(", the user's desktop session");
         }
         if let Some(cmd) = owner.cmdline.as_deref().filter(|c| !c.is_empty()) {
             let _ = write!(tip, "\n{}", truncate_chars(cmd, 200));
@@ -863,6 +878,7 @@ mod tests {
                 start: s,
                 end: e,
                 samples,
+                session: false,
             });
             pid
         };
@@ -1019,6 +1035,7 @@ mod tests {
                 start: s,
                 end: 30.0,
                 samples: samples(&mut rng, s, 30.0, 0.1, 0.3),
+                session: false,
             });
         }
         let svg = render(&data);

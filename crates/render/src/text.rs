@@ -139,6 +139,18 @@ pub fn write(m: &BootModel, origin: &str, out: &mut impl Write) -> io::Result<()
             _ => {}
         }
     }
+    // The third boot time, after boot done: only where a session was recorded.
+    if ms.session_start.is_some() || ms.desktop_ready.is_some() {
+        line(out, "session start", ms.session_start.as_ref())?;
+        match (&ms.desktop_ready, ms.desktop_start_s()) {
+            (Some(d), Some(took)) => writeln!(
+                out,
+                "  {:<22}{:>9.2} s   ({}; desktop start {took:.2} s)",
+                "desktop ready", d.t_s, d.source
+            )?,
+            (d, _) => line(out, "desktop ready", d.as_ref())?,
+        }
+    }
     writeln!(out)?;
     let c = &m.cpu_totals;
     writeln!(

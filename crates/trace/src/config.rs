@@ -38,6 +38,20 @@ pub const RC_CONF_FILE: &str = "/etc/bootprint/rc.conf";
 /// The largest configuration file read; a real one is a few KiB.
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
+/// Process names (`comm`, cut at 15 bytes as the kernel keeps them) of desktop session
+/// managers: one started after the greeter marks a user's session (`session_start`). The
+/// recorder's default `session_names` and the report's rule for traces without the event.
+pub const SESSION_NAMES: [&str; 8] = [
+    "xfce4-session",
+    "gnome-session-b",
+    "startplasma-x11",
+    "startplasma-way",
+    "mate-session",
+    "cinnamon-sessio",
+    "lxqt-session",
+    "lxsession",
+];
+
 /// A section of the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Section {
@@ -333,7 +347,8 @@ pub static KEYS: &[Key] = &[
     aka(key(Budget, "early_s", SECS, "1", "first program to the real init: initramfs and root mount"), &["early"]),
     aka(key(Budget, "text_login_s", SECS, "1", "real init to the text login prompt"), &["text_login"]),
     aka(key(Budget, "graphical_login_s", SECS, "1", "the previous milestone to the graphical login greeter"), &["graphical_login"]),
-    aka(key(Budget, "done_s", SECS, "2", "login to boot done, CPU and disk idle"), &["done", "desktop_s", "desktop"]),
+    aka(key(Budget, "done_s", SECS, "2", "login to boot done, CPU and disk idle"), &["done"]),
+    aka(key(Budget, "desktop_s", SECS, "2", "the user's session start to desktop ready: the desktop start time (the five-second boot's desktop budget)"), &["desktop"]),
     // [rc]
     key(
         Rc,
@@ -712,6 +727,18 @@ pub fn markdown() -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_session_names_default_is_the_shared_list() {
+        let k = super::KEYS
+            .iter()
+            .find(|k| k.name == "session_names")
+            .unwrap();
+        let want = format!(
+            "[{}]",
+            super::SESSION_NAMES.map(|n| format!("\"{n}\"")).join(", ")
+        );
+        assert_eq!(k.default, want);
+    }
     use super::*;
 
     #[test]
