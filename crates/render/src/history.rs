@@ -261,7 +261,7 @@ mod tests {
         );
         assert!(
             lines[2].contains("12.0 s")
-                && lines[2].contains("14.0 s     26.5 s")
+                && lines[2].contains("14.0 s   26.5 s")
                 && lines[2].ends_with("300 KiB  pinned"),
             "{t}"
         );
