@@ -1030,26 +1030,32 @@ fn milestones(
         (None, None) => first_named(&GREETER_NAMES),
     };
 
-    // The session: its manager after the greeter (a session with no greeter, `startx` from a
-    // console, is not one; docs/recorder.md "Desktop ready").
+    // The session: its manager, after the greeter when there is one (an autologin starts no
+    // greeter; docs/recorder.md "Desktop ready").
     let (session_start, session_pid) = match event("milestone", Some("session_start")) {
         Some(e) => (
             Some(ms(e.t_s(), "event".into())),
             e.get("pid").and_then(|p| p.parse().ok()),
         ),
-        None => match &graphical_login {
-            Some(g) if android.is_none() => procs
+        None if android.is_none() => {
+            let after = graphical_login
+                .as_ref()
+                .map_or(f64::NEG_INFINITY, |g| g.t_s);
+            procs
                 .iter()
                 .filter(|p| {
-                    p.start_s >= g.t_s && trace::config::SESSION_NAMES.contains(&p.name.as_str())
+                    p.start_s >= after && trace::config::SESSION_NAMES.contains(&p.name.as_str())
                 })
                 .min_by(|a, b| a.start_s.total_cmp(&b.start_s))
                 .map_or((None, None), |p| {
-                    let source = format!("process {} ({}) after the greeter", p.name, p.pid);
+                    let source = match &graphical_login {
+                        Some(_) => format!("process {} ({}) after the greeter", p.name, p.pid),
+                        None => format!("process {} ({})", p.name, p.pid),
+                    };
                     (Some(ms(p.start_s, source)), Some(p.pid))
-                }),
-            _ => (None, None),
-        },
+                })
+        }
+        None => (None, None),
     };
     let desktop_ready = match event("desktop_ready", None) {
         Some(e) => match e.get("reason").unwrap_or("unknown") {

@@ -92,9 +92,9 @@ fn without_the_events_both_are_computed_and_agree() {
 }
 
 #[test]
-fn a_session_manager_before_the_greeter_is_no_session() {
-    // Without the greeter's event or process, there is no graphical login: a session manager
-    // then (startx from a console) is not a desktop session.
+fn without_a_greeter_the_session_manager_alone_starts_the_session() {
+    // Without the greeter's event or process (LightDM's autologin starts none), the session
+    // manager still marks the session's start, as the recorder does.
     let tmp = copy_with_events(|ev| {
         ev.lines()
             .filter(|l| !l.contains("milestone") && !l.contains("desktop_ready"))
@@ -110,9 +110,11 @@ fn a_session_manager_before_the_greeter_is_no_session() {
     .unwrap();
     let m = model_of(tmp.path());
     assert_eq!(m.milestones.graphical_login, None);
-    assert_eq!(m.milestones.session_start, None);
-    assert_eq!(m.milestones.desktop_ready, None);
-    assert!(session_pids(&m).is_empty());
+    let s = m.milestones.session_start.as_ref().unwrap();
+    assert!(near(s.t_s, 20.0), "{s:?}");
+    assert_eq!(s.source, "process xfce4-session (500)");
+    assert!(near(m.milestones.desktop_ready.as_ref().unwrap().t_s, 26.0));
+    assert!(session_pids(&m).contains(&500));
 }
 
 #[test]
