@@ -4,47 +4,14 @@
 //! by name.
 
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use readahead::pack::{Entry, Header, Pack, Range, RootId};
 use readahead::sys;
-use testkit::ext4::Ext4Image;
-
-const PIECE: usize = 16 * 1024;
-
-/// `n` files of `size` bytes written round-robin a piece at a time, each piece fsync'ed, so
-/// their blocks interleave.
-fn interleaved_files(dir: &Path, n: usize, size: usize) -> Vec<PathBuf> {
-    let paths: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("f{i:03}"))).collect();
-    let mut files: Vec<File> = paths.iter().map(|p| File::create(p).unwrap()).collect();
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    for _ in 0..size / PIECE {
-        for f in &mut files {
-            let mut buf = vec![0u8; PIECE];
-            for b in buf.chunks_mut(8) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                b.copy_from_slice(&x.to_le_bytes()[..b.len()]);
-            }
-            f.write_all(&buf).unwrap();
-            f.sync_all().unwrap();
-        }
-    }
-    paths
-}
-
-fn checksum(p: &Path) -> u64 {
-    fs::read(p)
-        .unwrap()
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-        })
-}
+use testkit::ext4::{checksum, interleaved_files, Ext4Image};
 
 fn pack_file(paths: &[PathBuf], at: &Path) {
     let entries = paths

@@ -5,48 +5,13 @@
 //! from the image), and e2fsck.
 
 use std::fs::{self, File};
-use std::io::Write;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use readahead::pack::{Entry, Header, Pack, Range, RootId};
 use readahead::relocate::{self, Options, Outcome, Refusal};
 use readahead::{replay, sys};
-use testkit::ext4::Ext4Image;
-
-const PIECE: usize = 16 * 1024;
-
-/// `n` files of `size` bytes written round-robin `PIECE` bytes at a time, each piece
-/// fsync'ed, so the allocator places the files' pieces in between each other's.
-fn interleaved_files(dir: &Path, n: usize, size: usize) -> Vec<PathBuf> {
-    let paths: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("file{i:02}"))).collect();
-    let mut files: Vec<File> = paths.iter().map(|p| File::create(p).unwrap()).collect();
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    for _ in 0..size / PIECE {
-        for f in &mut files {
-            let mut buf = vec![0u8; PIECE];
-            for b in buf.chunks_mut(8) {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                b.copy_from_slice(&x.to_le_bytes()[..b.len()]);
-            }
-            f.write_all(&buf).unwrap();
-            f.sync_all().unwrap();
-        }
-    }
-    paths
-}
-
-/// FNV-1a of the file's bytes.
-fn checksum(p: &Path) -> u64 {
-    fs::read(p)
-        .unwrap()
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-        })
-}
+use testkit::ext4::{checksum, interleaved_files, Ext4Image};
 
 fn entry(p: &Path, ranges: &[(u64, u64)]) -> Entry {
     let md = fs::metadata(p).unwrap();

@@ -130,3 +130,43 @@ impl Drop for Ext4Image {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
+
+/// Size of each write of [`interleaved_files`].
+const PIECE: usize = 16 * 1024;
+
+/// `n` files of `size` bytes of pseudo-random data in `dir`, written round-robin 16 KiB at a
+/// time, each piece fsync'ed, so the allocator places the files' pieces in between each
+/// other's: fragmented files for relocation tests.
+pub fn interleaved_files(dir: &Path, n: usize, size: usize) -> Vec<PathBuf> {
+    use std::io::Write;
+    let paths: Vec<PathBuf> = (0..n).map(|i| dir.join(format!("f{i:03}"))).collect();
+    let mut files: Vec<std::fs::File> = paths
+        .iter()
+        .map(|p| std::fs::File::create(p).unwrap())
+        .collect();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..size / PIECE {
+        for f in &mut files {
+            let mut buf = vec![0u8; PIECE];
+            for b in buf.chunks_mut(8) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                b.copy_from_slice(&x.to_le_bytes()[..b.len()]);
+            }
+            f.write_all(&buf).unwrap();
+            f.sync_all().unwrap();
+        }
+    }
+    paths
+}
+
+/// FNV-1a of the file's bytes: whether a file's content changed.
+pub fn checksum(p: &Path) -> u64 {
+    std::fs::read(p)
+        .unwrap()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        })
+}
