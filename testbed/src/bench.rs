@@ -311,6 +311,11 @@ pub const BENCHMARKS: &[(&str, &str)] = &[
         "bootprint's initramfs against Debian's initramfs-tools, dracut host-only and \
          tiny-initramfs",
     ),
+    (
+        "desktop",
+        "the desktop start on the aged desktop image without preload, learning and \
+         prefetching; autologin and the greeter login unless --login",
+    ),
 ];
 
 /// The benchmarks of [`BENCHMARKS`] that are lists of variants, by name.
@@ -463,7 +468,12 @@ pub fn summarize(variants: &[(String, Vec<Figures>)]) -> Vec<(String, Figures, O
 /// Every guest milestone's median over the baseline's, one row per variant (the primary
 /// ratio in [`table`] is the host's time to `login:`).
 pub fn ratio_table(summary: &[(String, Figures, Option<f64>)]) -> String {
-    const MILESTONES: [&str; 3] = ["text_login_s", "graphical_login_s", "boot_done_s"];
+    const MILESTONES: [&str; 4] = [
+        "text_login_s",
+        "graphical_login_s",
+        "boot_done_s",
+        "desktop_start_s",
+    ];
     let Some((base_name, base, _)) = summary.first() else {
         return String::new();
     };
@@ -1011,7 +1021,14 @@ mod tests {
     #[test]
     fn the_command_lines_benchmarks_exist() {
         for (name, _) in BENCHMARKS {
-            let elsewhere = ["whole", "builtins", "readahead", "modules", "initramfs"];
+            let elsewhere = [
+                "whole",
+                "builtins",
+                "readahead",
+                "modules",
+                "initramfs",
+                "desktop",
+            ];
             assert!(
                 elsewhere.contains(name) || benchmark(name, Profile::Fast).is_ok(),
                 "{name}"

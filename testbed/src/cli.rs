@@ -254,6 +254,9 @@ pub struct Bench {
     /// readahead: on another built image (a directory in the cache)
     #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
     pub image: Option<PathBuf>,
+    /// desktop: only this login (both by default)
+    #[arg(long, value_parser = ["auto", "greeter"])]
+    pub login: Option<String>,
     #[command(flatten)]
     pub flavor: FlavorArgs,
 }

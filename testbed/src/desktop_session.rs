@@ -13,7 +13,7 @@
 //! [`LOGIN_SCRIPT`], which runs before LightDM, reads it):
 //! - `auto`: LightDM's autologin of the test user, no greeter wait;
 //! - `greeter:N`: the greeter comes up; N seconds later, as a person would, [`TYPE_SCRIPT`]
-//!   types the user name and the password into it with xdotool (the XTEST extension);
+//!   types the password into it with xdotool (the XTEST extension);
 //! - absent: the greeter waits, as the desktop images always did (`bench rc --desktop`).
 
 use std::fs;
@@ -44,6 +44,11 @@ pub const PASSWORD: &str = "bootprint";
 
 /// The kernel command-line word that picks the login (see the module's doc).
 pub const LOGIN_WORD: &str = "bootprint.testbed.login";
+/// The kernel parameter that sets preload up for this boot, read by [`LOGIN_SCRIPT`] before
+/// LightDM starts: `off` (bootprint.toml without preload), `learn` (preload on, its model and
+/// history removed: this login learns) or `prefetch` (preload on, the model kept, never a
+/// login without prefetch to compare: `compare_every = 0`). Absent: bootprint.toml as it is.
+pub const PRELOAD_WORD: &str = "bootprint.testbed.preload";
 
 const LOGIN_PATH: &str = "/etc/init.d/bootprint-testbed-login";
 /// Runs before LightDM (`X-Start-Before`; systemd's sysv generator orders it the same).
@@ -59,6 +64,7 @@ pub const LOGIN_SCRIPT: &str = "#!/bin/sh
 # Description:       bootprint.testbed.login=auto: LightDM logs the test user in;
 #                    bootprint.testbed.login=greeter:N: the password is typed into the
 #                    greeter N seconds after it is up; absent: the greeter waits.
+#                    bootprint.testbed.preload=off|learn|prefetch: preload's settings.
 ### END INIT INFO
 [ \"$1\" = start ] || exit 0
 conf=/etc/lightdm/lightdm.conf.d/60-bootprint-testbed-login.conf
@@ -71,32 +77,54 @@ for w in $(cat /proc/cmdline); do
 		setsid /usr/local/sbin/bootprint-testbed-type-password \"${w#bootprint.testbed.login=greeter:}\" \\
 			</dev/null >/var/log/bootprint-testbed-login.log 2>&1 &
 		;;
+	bootprint.testbed.preload=off)
+		mkdir -p /etc/bootprint
+		printf '[preload]\\nenabled = false\\n' > /etc/bootprint/bootprint.toml ;;
+	bootprint.testbed.preload=learn)
+		mkdir -p /etc/bootprint
+		rm -rf /var/lib/bootprint/preload
+		printf '[preload]\\nenabled = true\\ncompare_every = 0\\n' > /etc/bootprint/bootprint.toml ;;
+	bootprint.testbed.preload=prefetch)
+		mkdir -p /etc/bootprint
+		printf '[preload]\\nenabled = true\\ncompare_every = 0\\n' > /etc/bootprint/bootprint.toml ;;
 	esac
 done
 exit 0
 ";
 
 const TYPE_PATH: &str = "/usr/local/sbin/bootprint-testbed-type-password";
-/// Waits for the greeter, waits `$1` seconds more, types the user name and the password.
-/// The greeter hides the user list (`greeter-hide-users`), so it asks for the name first.
-pub const TYPE_SCRIPT: &str = "#!/bin/sh
-# bootprint test bed: a person at LightDM's greeter. $1: seconds to wait once it is up.
-i=0
-until pgrep -f lightdm-gtk-greeter >/dev/null; do
-	sleep 0.5; i=$((i + 1))
-	[ $i -lt 1200 ] || { echo 'no greeter after 600 s'; exit 1; }
-done
-echo \"greeter up; typing in $1 s\"
-sleep \"$1\"
+/// Waits for the greeter's window to show, waits `$1` seconds more, types the password and
+/// Return, as a person does. The greeter lists the users (one: the test user, selected) and
+/// asks for the password at once. Until the session manager starts, it types again after a
+/// minute (at most three times): under emulation the greeter can show before its password
+/// field takes keys, and a person whose first try went nowhere types again too.
+pub const TYPE_SCRIPT: &str = r#"#!/bin/sh
+# bootprint test bed: a person at LightDM's greeter. $1: seconds to wait once it shows.
 export DISPLAY=:0 XAUTHORITY=/var/run/lightdm/root/:0
-xdotool type --delay 150 tester && xdotool key Return && sleep 2 &&
-	xdotool type --delay 150 bootprint && xdotool key Return && echo typed
-";
+i=0
+until xdotool search --onlyvisible --class lightdm-gtk-greeter >/dev/null 2>&1; do
+	sleep 0.5; i=$((i + 1))
+	[ $i -lt 1200 ] || { echo 'no greeter window after 600 s'; exit 1; }
+done
+echo "greeter shown; typing in $1 s"
+sleep "$1"
+for try in 1 2 3; do
+	xdotool type --delay 150 bootprint && xdotool key Return && echo "typed ($try)"
+	i=0
+	while [ $i -lt 120 ]; do
+		pgrep -u tester -x xfce4-session >/dev/null && { echo 'session started'; exit 0; }
+		sleep 0.5; i=$((i + 1))
+	done
+done
+echo 'no session after three tries'
+exit 1
+"#;
 
-/// LightDM: the Xfce session, the greeter asking for a name (what TYPE_SCRIPT types into).
+/// LightDM: the Xfce session; the greeter lists the users, so it asks for the test user's
+/// password at once (what TYPE_SCRIPT types into).
 const LIGHTDM_CONF: &str = "[Seat:*]
 user-session=xfce
-greeter-hide-users=true
+greeter-hide-users=false
 ";
 
 /// The session's own programs beyond Xfce's default ones: XDG autostart entries.

@@ -4,7 +4,7 @@
 //! program it should (`desktop_session`), and how long after the kernel's start each began.
 
 use crate::checks::{self, Checks};
-use crate::desktop_session::{LOGIN_WORD, USER};
+use crate::desktop_session::{LOGIN_WORD, PRELOAD_WORD, USER};
 use crate::image::{self, Flavor};
 use crate::qemu::{self, BootOpts, Profile};
 use crate::util::{Paths, Result};
@@ -22,9 +22,11 @@ const PROGRAMS: &[&str] = &[
 
 /// How long the guest waits for the whole session, from the serial login (seconds).
 const SESSION_LIMIT_S: u64 = 900;
+/// How long the guest then waits for preload's session stage to end (seconds).
+const PRELOAD_LIMIT_S: u64 = 240;
 /// The recording's limit on these boots (`bootprint.timeout_s`), and the test bed's wait for
 /// the trace after the login, s.
-const RECORD_LIMIT_S: u64 = 900;
+pub const RECORD_LIMIT_S: u64 = 900;
 
 pub fn run(
     paths: &Paths,
@@ -62,7 +64,7 @@ fn desktop(
         // recording before a session under emulation is ready (Firefox's first start alone
         // kept the guest busy for minutes).
         o.append = format!(
-            "{LOGIN_WORD}={login} bootprint.timeout_s={RECORD_LIMIT_S} \
+            "{LOGIN_WORD}={login} {PRELOAD_WORD}=learn bootprint.timeout_s={RECORD_LIMIT_S} \
              bootprint.desktop_timeout_s={RECORD_LIMIT_S}"
         );
         o.record = true;
@@ -113,14 +115,34 @@ fn desktop(
             ),
         );
         if login.starts_with("greeter") {
+            let typed = section(&out, "login-log");
             c.check(
-                out.lines().any(|l| l == "typed"),
-                &format!(
-                    "login {login}: the user name and password were typed into the greeter: {:?}",
-                    section(&out, "login-log")
-                ),
+                typed.iter().any(|l| l.starts_with("typed (")) && typed.contains(&"session started"),
+                &format!("login {login}: the password typed into the greeter started the session: {typed:?}"),
             );
         }
+        // Preload, on in these boots by the test bed's word: LightDM's hook ran it at the
+        // session's start, it learned the session into a model, and the recorder gave the
+        // login its desktop time.
+        let preload = said(" preload_login ");
+        c.check(
+            preload
+                .as_deref()
+                .is_some_and(|l| l.contains("result=recorded")),
+            &format!("login {login}: the recorder gave preload the desktop time: {preload:?}"),
+        );
+        let status = section(&out, "preload-status");
+        // The model's line: "N files, X MB, from N logins, last TIME".
+        let learned = status
+            .iter()
+            .any(|l| l.contains(" files, ") && l.contains(" logins, last "));
+        c.check(
+            learned,
+            &format!(
+                "login {login}: preload learned the session into a model: status {status:?}, log {:?}",
+                section(&out, "preload-log")
+            ),
+        );
         for l in section(&out, "started") {
             println!("      {l}");
         }
@@ -130,7 +152,7 @@ fn desktop(
 
 /// Waits until every program runs as the test user (or the limit), then says which run and
 /// when each started (seconds since the kernel's start, from /proc/PID/stat's start time).
-fn guest_script() -> String {
+pub fn guest_script() -> String {
     let programs = PROGRAMS.join(" ");
     format!(
         r#"end=$(( $(cut -d. -f1 /proc/uptime) + {SESSION_LIMIT_S} ))
@@ -153,13 +175,22 @@ for p in {programs}; do
 done
 echo "== login-log"
 cat /var/log/bootprint-testbed-login.log 2>/dev/null
+# preload's session stage learns for up to a minute after the session's start: wait for it
+# (and so for its model) before the disk is kept or the test reads its state.
+i=0
+while pgrep -f 'bootprint preload run' >/dev/null && [ $i -lt {PRELOAD_LIMIT_S} ]; do sleep 2; i=$((i+2)); done
+echo "== preload-log"
+cat /run/bootprint-preload.log 2>/dev/null
+echo "== preload-status"
+bootprint preload status 2>&1
+sync
 echo "== end"
 "#
     )
 }
 
 /// The lines after `== NAME` up to the next `== ` line.
-fn section<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
+pub fn section<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
     out.lines()
         .skip_while(|l| *l != format!("== {name}"))
         .skip(1)

@@ -296,8 +296,18 @@ pub fn ensure_flavor(paths: &Paths, cargo: bool, flavor: Flavor) -> Result<Image
     Ok(img)
 }
 
-/// The freshly built host binaries to install: (boot-path binary, CLI).
-pub fn host_binaries(paths: &Paths, cargo: bool) -> Result<(PathBuf, PathBuf)> {
+/// A file of bootprint's that the test bed puts into an image where the package puts it.
+#[derive(Clone, Debug)]
+pub struct GuestFile {
+    pub src: PathBuf,
+    pub dest: &'static str,
+    pub mode: u32,
+}
+
+/// What the test bed installs into every image and replaces when it changes: the freshly
+/// built binaries (boot-path binary, CLI) and preload's LightDM hook (`packaging/`, installed
+/// as debian/rules installs it; on a text image nothing reads it).
+pub fn host_binaries(paths: &Paths, cargo: bool) -> Result<Vec<GuestFile>> {
     if cargo {
         let log = paths.logs().join("cargo.log");
         run_logged(
@@ -313,43 +323,68 @@ pub fn host_binaries(paths: &Paths, cargo: bool) -> Result<(PathBuf, PathBuf)> {
         )?;
     }
     let rel = paths.repo.join("target/release");
-    let boot = rel.join("bootprint-boot");
-    let cli = rel.join("bootprint");
-    for b in [&boot, &cli] {
-        if !b.is_file() {
+    let pkg = paths.repo.join("packaging");
+    let files = vec![
+        GuestFile {
+            src: rel.join("bootprint-boot"),
+            dest: GUEST_BOOT_BIN,
+            mode: 0o755,
+        },
+        GuestFile {
+            src: rel.join("bootprint"),
+            dest: GUEST_CLI_BIN,
+            mode: 0o755,
+        },
+        GuestFile {
+            src: pkg.join("preload-hook"),
+            dest: "/usr/lib/bootprint/preload-hook",
+            mode: 0o755,
+        },
+        GuestFile {
+            src: pkg.join("preload-lightdm.conf"),
+            dest: "/usr/share/lightdm/lightdm.conf.d/60-bootprint-preload.conf",
+            mode: 0o644,
+        },
+    ];
+    for f in &files[..2] {
+        if !f.src.is_file() {
             return Err(Error::fail(format!(
                 "{} is missing: build it with `cargo build --release -p bootprint-boot -p bootprint`",
-                b.display()
+                f.src.display()
             )));
         }
     }
-    Ok((boot, cli))
+    Ok(files)
 }
 
-/// Replaces the binaries in the image when their hash differs from what was installed last.
+/// Replaces the files in the image when their hash differs from what was installed last.
 /// Returns whether anything was written.
-pub fn update_binaries(img: &Image, bins: &(PathBuf, PathBuf)) -> Result<bool> {
+pub fn update_binaries(img: &Image, files: &[GuestFile]) -> Result<bool> {
     // One stamp per root filesystem file: an image directory can hold an aged copy too.
     let stamp_path = img.rootfs.with_extension("binaries");
-    let want = format!(
-        "{} {}\n{} {}\n",
-        GUEST_BOOT_BIN,
-        hash_file(&bins.0)?,
-        GUEST_CLI_BIN,
-        hash_file(&bins.1)?
-    );
+    let mut want = String::new();
+    for f in files {
+        want.push_str(&format!("{} {}\n", f.dest, hash_file(&f.src)?));
+    }
     if fs::read_to_string(&stamp_path).ok().as_deref() == Some(want.as_str()) {
         return Ok(false);
     }
     let log = img.dir.join("debugfs.log");
     let mut script = String::new();
-    // mkdir fails harmlessly when the directory exists; rm fails harmlessly on a first install.
-    script.push_str("mkdir /usr/lib/bootprint\n");
-    for (src, dest) in [(&bins.0, GUEST_BOOT_BIN), (&bins.1, GUEST_CLI_BIN)] {
-        let (dir, name) = dest.rsplit_once('/').unwrap_or(("/", dest));
+    for f in files {
+        let (dir, name) = f.dest.rsplit_once('/').unwrap_or(("/", f.dest));
+        // Each missing directory on the way (mkdir fails harmlessly when it exists; rm fails
+        // harmlessly on a first install).
+        let mut at = String::new();
+        for part in dir.split('/').filter(|p| !p.is_empty()) {
+            at.push('/');
+            at.push_str(part);
+            script.push_str(&format!("mkdir {at}\n"));
+        }
         script.push_str(&format!(
-            "cd {dir}\nrm {name}\nwrite {} {name}\nsif {name} mode 0100755\nsif {name} uid 0\nsif {name} gid 0\ncd /\n",
-            src.display()
+            "cd {dir}\nrm {name}\nwrite {} {name}\nsif {name} mode 0100{:o}\nsif {name} uid 0\nsif {name} gid 0\ncd /\n",
+            f.src.display(),
+            f.mode
         ));
     }
     // The systemd late-unit generator is the boot binary under another name (docs/systemd.md).
@@ -367,22 +402,23 @@ pub fn update_binaries(img: &Image, bins: &(PathBuf, PathBuf)) -> Result<bool> {
         &log,
     )?;
     // debugfs keeps going after a failed command, so check the result by reading it back.
-    for (src, dest) in [(&bins.0, GUEST_BOOT_BIN), (&bins.1, GUEST_CLI_BIN)] {
+    for f in files {
         let back = img.dir.join("readback.tmp");
         let _ = fs::remove_file(&back);
         run_logged(
             Command::new("debugfs")
                 .arg("-R")
-                .arg(format!("dump {dest} {}", back.display()))
+                .arg(format!("dump {} {}", f.dest, back.display()))
                 .arg(&img.rootfs),
             &log,
         )?;
-        let ok = back.is_file() && hash_file(&back)? == hash_file(src)?;
+        let ok = back.is_file() && hash_file(&back)? == hash_file(&f.src)?;
         let _ = fs::remove_file(&back);
         if !ok {
             return Err(Error::fail(format!(
-                "installing {} as {dest} in {} did not take; debugfs log {}:\n{}",
-                src.display(),
+                "installing {} as {} in {} did not take; debugfs log {}:\n{}",
+                f.src.display(),
+                f.dest,
                 img.rootfs.display(),
                 log.display(),
                 crate::util::tail(&log, 20)
@@ -933,7 +969,18 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
         let cli = dir.path().join("bootprint");
         fs::write(&boot, "#!/bin/sh\necho boot\n").unwrap();
         fs::write(&cli, "cli v1").unwrap();
-        let bins = (boot.clone(), cli.clone());
+        let hook = dir.path().join("preload-hook");
+        fs::write(&hook, "#!/bin/sh\n").unwrap();
+        let file = |src: &Path, dest, mode| GuestFile {
+            src: src.to_path_buf(),
+            dest,
+            mode,
+        };
+        let bins = vec![
+            file(&boot, GUEST_BOOT_BIN, 0o755),
+            file(&cli, GUEST_CLI_BIN, 0o755),
+            file(&hook, "/usr/share/lightdm/lightdm.conf.d/hook.conf", 0o644),
+        ];
         assert!(
             update_binaries(&img, &bins).unwrap(),
             "first install writes"
@@ -969,6 +1016,16 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
         )
         .unwrap();
         assert!(stat.contains("Mode:  0755"), "{stat}");
+        // A file in directories the image did not have, with its own mode.
+        let stat = output_logged(
+            Command::new("debugfs")
+                .arg("-R")
+                .arg("stat /usr/share/lightdm/lightdm.conf.d/hook.conf")
+                .arg(&img.rootfs),
+            &log,
+        )
+        .unwrap();
+        assert!(stat.contains("Mode:  0644"), "{stat}");
     }
 
     #[test]

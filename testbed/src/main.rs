@@ -11,6 +11,7 @@ mod checks;
 mod cli;
 mod completions;
 mod deps;
+mod desktop_bench;
 mod desktop_session;
 mod desktop_test;
 mod faults;
@@ -91,6 +92,15 @@ fn run(verb: Verb) -> Result<(), Error> {
             let (runs, cargo) = (a.runs, a.build.cargo());
             match a.name.as_str() {
                 "initramfs" => irbench::run(&paths, runs, cargo),
+                "desktop" => desktop_bench::run(
+                    &paths,
+                    runs,
+                    a.profile.unwrap_or(qemu::Profile::Fast),
+                    a.login.as_deref(),
+                    8,
+                    a.json,
+                    cargo,
+                ),
                 // --runs: whole boots of each kind; in-guest rounds at least 5.
                 "modules" => modbench::run(&paths, runs, runs.max(5), cargo),
                 "readahead" => {

@@ -322,10 +322,11 @@ fn take_pending(config: &Config) -> Option<BootKind> {
     (unix_now().saturating_sub(at) <= PENDING_MAX_AGE_S).then_some(kind)
 }
 
-/// The session's stage: this login's kind (the greeter's, or decided now), a prefetch on a
-/// `prefetch` login beside learning, the model updated and saved, the login added to the
-/// history without a desktop time (see [`desktop_time`]). `learn_only`: no prefetch, and
-/// the login counts as `learn`.
+/// The session's stage: this login's kind (the greeter's, or decided now) added to the
+/// history at once, without a desktop time (the recorder gives it at `desktop_ready`, which
+/// may come before the learning window ends: [`desktop_time`]); a prefetch on a `prefetch`
+/// login beside learning; the model updated and saved. `learn_only`: no prefetch, and the
+/// login counts as `learn`.
 pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Result<RunReport> {
     let mut state = load_state(config)?;
     let model = load_model(config)?;
@@ -345,6 +346,13 @@ pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Resu
     };
     report.kind = Some(kind);
     private_dir(&config.dir)?;
+    state.push(BootRecord {
+        unix_s: unix_now(),
+        kind,
+        login_s: None,
+        done_s: None,
+    });
+    state.save_for(&config.state_path(), &PRELOAD)?;
     let mut lcfg = opts.learn.clone();
     lcfg.ignore_pids.push(std::process::id() as i32);
     let (learned, mut summary, prefetched) = std::thread::scope(|s| {
@@ -383,13 +391,6 @@ pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Resu
     report.model_files = m.files.len();
     report.model_bytes = m.bytes();
     report.learned = Some(summary);
-    state.push(BootRecord {
-        unix_s: unix_now(),
-        kind,
-        login_s: None,
-        done_s: None,
-    });
-    state.save_for(&config.state_path(), &PRELOAD)?;
     Ok(report)
 }
 

@@ -56,6 +56,9 @@ pub struct Paths {
     pub late_state: PathBuf,
     /// The group file: the trace is readable by group `adm` when it lists one.
     pub etc_group: PathBuf,
+    /// bootprint.toml, for preload's settings: at `desktop_ready` the recorder gives preload
+    /// the login's desktop time (`preload::run::desktop_time`).
+    pub config_file: PathBuf,
 }
 
 impl Default for Paths {
@@ -71,6 +74,7 @@ impl Default for Paths {
             late_log: PathBuf::from(systemd::generator::LATE_LOG),
             late_state: PathBuf::from(systemd::generator::STATE_FILE),
             etc_group: PathBuf::from("/etc/group"),
+            config_file: PathBuf::from(crate::config::CONFIG_FILE),
         }
     }
 }
@@ -584,6 +588,14 @@ impl<'a> Recorder<'a> {
             self.levers_at_boot_done(levers, &end.boot_done);
         }
         self.store.events.push(end.boot_done);
+        if let Some(desktop) = &end.desktop {
+            let session_start = self.logins.session.as_ref().map(|s| s.start_ns);
+            self.store.events.extend(preload_desktop_time(
+                &self.paths.config_file,
+                desktop,
+                session_start,
+            ));
+        }
         self.store.events.extend(end.desktop);
         let exec_source = self.close_exec_source();
         self.copy_boot_files();
@@ -810,6 +822,33 @@ fn desktop_ready(
     }
     (now.saturating_sub(session.start_ns) >= s_to_ns(config.desktop_timeout_s))
         .then(|| event(now, "timeout").with("session_pid", session.pid))
+}
+
+/// Gives preload (when it is enabled) this login's desktop time, from the session's start to
+/// `desktop` when the desktop became ready by the idle rule: preload's A/B history is judged
+/// on it (docs/preload.md, "Proving itself"). The `preload_login` event says what came of
+/// it; none when preload is off or the desktop was not found ready. A login after this
+/// boot's recording gets no time (nothing measures it).
+fn preload_desktop_time(
+    config_file: &Path,
+    desktop: &Event,
+    session_start_ns: Option<u64>,
+) -> Option<Event> {
+    let start = session_start_ns?;
+    if desktop.get("reason") != Some("idle") {
+        return None;
+    }
+    let config = preload::config::Config::load(config_file).ok()?;
+    if !config.enabled {
+        return None;
+    }
+    let secs = desktop.t_ns.saturating_sub(start) as f64 / 1e9;
+    let event = Event::new(desktop.t_ns, "preload_login").with("desktop_s", format!("{secs:.3}"));
+    Some(match preload::run::desktop_time(&config, secs) {
+        Ok(None) => event.with("result", "recorded"),
+        Ok(Some(why)) => event.with("result", "switched_off").with("why", why),
+        Err(e) => event.with("result", "error").with("error", e),
+    })
 }
 
 fn desktop_event(t_ns: u64, reason: &str, settle_s: f64) -> Event {
@@ -1438,6 +1477,47 @@ mod tests {
             ready(145, 0, None).as_deref(),
             Some("145000000000 desktop_ready reason=no_session settle_s=3 waited_s=120.0")
         );
+    }
+
+    #[test]
+    fn preload_gets_the_desktop_time_of_a_login_it_recorded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let conf = tmp.path().join("bootprint.toml");
+        let dir = tmp.path().join("preload");
+        std::fs::create_dir(&dir).unwrap();
+        let state = dir.join("state");
+        std::fs::write(
+            &state,
+            "# bootprint preload state (docs/preload.md)\nversion 1\nverdict auto\n\
+             login 1795000000 learn - -\n",
+        )
+        .unwrap();
+        let ready =
+            |reason: &str| Event::new(41_500_000_000, "desktop_ready").with("reason", reason);
+        let give = |reason: &str, start: Option<u64>| {
+            preload_desktop_time(&conf, &ready(reason), start).map(|e| e.to_line())
+        };
+        // Preload off (no configuration file: the default): nothing given, the state as it was.
+        assert_eq!(give("idle", Some(30 * S)), None);
+        std::fs::write(
+            &conf,
+            format!("[preload]\nenabled = true\ndir = \"{}\"\n", dir.display()),
+        )
+        .unwrap();
+        // Not found ready, or no session: no time.
+        assert_eq!(give("timeout", Some(30 * S)), None);
+        assert_eq!(give("idle", None), None);
+        assert!(!std::fs::read_to_string(&state).unwrap().contains("11.500"));
+        assert_eq!(
+            give("idle", Some(30 * S)).as_deref(),
+            Some("41500000000 preload_login desktop_s=11.500 result=recorded")
+        );
+        assert!(std::fs::read_to_string(&state)
+            .unwrap()
+            .contains("login 1795000000 learn 11.500 -"));
+        // The login has its time: a second one is an error, said in the event.
+        let again = give("idle", Some(30 * S)).unwrap();
+        assert!(again.contains("result=error"), "{again}");
     }
 
     /// Every directory and file under `dir` (itself included) with its mode and group.

@@ -1,0 +1,154 @@
+//! `bootprint-testbed bench desktop`: the third boot time, from the session's start to the
+//! desktop being ready, without preload, with preload learning and with preload prefetching
+//! (issue 18, part 4), on the aged desktop image, per login kind (LightDM's autologin; the
+//! password typed after a wait at the greeter, the idle time preload prefetches in).
+
+use crate::age;
+use crate::bench::{self, event_seconds, trace_file, Benchmark, Figures, Variant};
+use crate::desktop_session::{LOGIN_WORD, PRELOAD_WORD};
+use crate::desktop_test::{guest_script, section, RECORD_LIMIT_S};
+use crate::image::{self, Flavor};
+use crate::qemu::{BootOpts, BootResult, Profile};
+use crate::util::{Error, Paths, Result};
+
+/// The benchmark of one login kind (`auto` or `greeter:N`) on `profile`. The warm-up boot
+/// is the learning variant's and keeps its disk: every measured boot starts from a machine
+/// that has had one session (Firefox's profile made, preload's model learned), and the
+/// variants differ only in the test bed's preload word.
+pub fn benchmark(profile: Profile, login: &str) -> Benchmark {
+    let variant = |name: &'static str, preload: &str| {
+        let mut o = BootOpts::new(profile);
+        o.record = true;
+        o.trace_wait_s = RECORD_LIMIT_S;
+        o.append = format!(
+            "{LOGIN_WORD}={login} {PRELOAD_WORD}={preload} bootprint.timeout_s={RECORD_LIMIT_S} \
+             bootprint.desktop_timeout_s={RECORD_LIMIT_S}"
+        );
+        o.guest_script = Some(guest_script());
+        Variant {
+            name,
+            opts: o,
+            extra: desktop_figures,
+            image: None,
+        }
+    };
+    Benchmark {
+        name: if login == "auto" {
+            "desktop-auto"
+        } else {
+            "desktop-greeter"
+        },
+        about: "the desktop start (session start to desktop ready) on the aged desktop image: \
+                preload off, learning (no model), prefetching (the warm-up boot's model)",
+        variants: vec![
+            variant("none", "off"),
+            variant("learn", "learn"),
+            variant("prefetch", "prefetch"),
+        ],
+        seasoned_by: Some(1),
+        season_each: false,
+    }
+}
+
+/// Runs the benchmark for each login kind (both unless `only`), on `profile`.
+pub fn run(
+    paths: &Paths,
+    runs: usize,
+    profile: Profile,
+    only: Option<&str>,
+    greeter_wait_s: u32,
+    as_json: bool,
+    cargo: bool,
+) -> Result<()> {
+    let img = image::ensure_flavor(paths, cargo, Flavor::Desktop)?;
+    let aged = age::aged(paths, &img, cargo)?;
+    let mut failed = vec![];
+    for login in ["auto".to_string(), format!("greeter:{greeter_wait_s}")]
+        .into_iter()
+        .filter(|l| only.is_none_or(|o| l.starts_with(o)))
+    {
+        let b = benchmark(profile, &login);
+        if let Err(e) = bench::run_built(paths, &aged, &b, runs, profile, as_json) {
+            eprintln!("bench {}: {e}", b.name);
+            failed.push(b.name);
+        }
+        let limit = if profile == Profile::Fast { 1.02 } else { 0.8 };
+        println!(
+            "{} ({}): goal: prefetch desktop_start_s at most {limit}x of none{}",
+            b.name,
+            profile.name(),
+            if login == "auto" {
+                " (autologin: never slower)"
+            } else {
+                ""
+            }
+        );
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::fail(format!(
+            "bench {}: boots failed",
+            failed.join(", ")
+        )))
+    }
+}
+
+/// The session's figures from the trace (guest seconds) and what preload did, from the hook's
+/// log the guest script printed: `desktop_start_s` only when the desktop was found ready by
+/// the idle rule.
+fn desktop_figures(r: &BootResult) -> Figures {
+    let events = trace_file(r, "events.log").unwrap_or_default();
+    let out = r.guest_output.clone().unwrap_or_default();
+    figures(&events, &out)
+}
+
+fn figures(events: &str, guest_output: &str) -> Figures {
+    let mut f = bench::milestone_figures(events);
+    let start = event_seconds(events, "milestone", Some("name=session_start"));
+    let ready = event_seconds(events, "desktop_ready", Some("reason=idle"));
+    f.insert("session_start_s".into(), start);
+    f.insert("desktop_ready_s".into(), ready);
+    f.insert(
+        "desktop_start_s".into(),
+        start
+            .zip(ready)
+            .map(|(s, r)| ((r - s) * 1000.0).round() / 1000.0),
+    );
+    // "prefetch: 12.3 MB from 40 files in 1.20 s; ..." once per stage that prefetched.
+    let prefetched: Vec<f64> = section(guest_output, "preload-log")
+        .iter()
+        .filter_map(|l| l.strip_prefix("prefetch: "))
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect();
+    f.insert("prefetch_mb".into(), Some(prefetched.iter().sum::<f64>()));
+    f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_from_the_trace_and_the_hook_log() {
+        let events = "# bootprint events 1\n\
+            30000000000 milestone name=graphical_login pid=9 comm=lightdm-gtk-gre\n\
+            41000000000 milestone name=session_start pid=500 comm=xfce4-session\n\
+            45000000000 boot_done reason=idle\n\
+            52500000000 desktop_ready reason=idle settle_s=3 session_pid=500\n";
+        let out = "== preload-log\nlogin:    prefetch (budget 150.0 MB)\n\
+            prefetch: 80.5 MB from 300 files in 9.10 s; skipped 0\n\
+            login:    prefetch (budget 150.0 MB)\n\
+            prefetch: 2.5 MB from 300 files in 0.40 s; skipped 0\n== preload-status\n";
+        let f = figures(events, out);
+        assert_eq!(f["session_start_s"], Some(41.0));
+        assert_eq!(f["desktop_ready_s"], Some(52.5));
+        assert_eq!(f["desktop_start_s"], Some(11.5));
+        assert_eq!(f["graphical_login_s"], Some(30.0));
+        assert_eq!(f["prefetch_mb"], Some(83.0));
+        // Not found ready (a timeout): no desktop start.
+        let timeout = events.replace("reason=idle settle_s", "reason=timeout settle_s");
+        assert_eq!(figures(&timeout, "")["desktop_start_s"], None);
+        assert_eq!(figures(&timeout, "")["prefetch_mb"], Some(0.0));
+    }
+}
