@@ -49,7 +49,9 @@ pub const LOGIN_WORD: &str = "testbed.login";
 /// The kernel parameter that sets preload up for this boot, read by [`LOGIN_SCRIPT`] before
 /// LightDM starts: `off` (bootprint.toml without preload), `learn` (preload on, its model and
 /// history removed: this login learns) or `prefetch` (preload on, the model kept, never a
-/// login without prefetch to compare: `compare_every = 0`). Absent: bootprint.toml as it is.
+/// login without prefetch to compare: `compare_every = 0`). Both with a learning window of
+/// 300 s and 30 s of quiet (defaults 60 and 5): under emulation the session's start takes
+/// minutes (Firefox's first start alone 130 s of CPU). Absent: bootprint.toml as it is.
 pub const PRELOAD_WORD: &str = "testbed.preload";
 
 const LOGIN_PATH: &str = "/etc/init.d/bootprint-testbed-login";
@@ -85,10 +87,10 @@ for w in $(cat /proc/cmdline); do
 	testbed.preload=learn)
 		mkdir -p /etc/bootprint
 		rm -rf /var/lib/bootprint/preload
-		printf '[preload]\\nenabled = true\\ncompare_every = 0\\n' > /etc/bootprint/bootprint.toml ;;
+		printf '[preload]\\nenabled = true\\ncompare_every = 0\\nwindow_s = 300\\nquiet_s = 30\\n' > /etc/bootprint/bootprint.toml ;;
 	testbed.preload=prefetch)
 		mkdir -p /etc/bootprint
-		printf '[preload]\\nenabled = true\\ncompare_every = 0\\n' > /etc/bootprint/bootprint.toml ;;
+		printf '[preload]\\nenabled = true\\ncompare_every = 0\\nwindow_s = 300\\nquiet_s = 30\\n' > /etc/bootprint/bootprint.toml ;;
 	esac
 done
 exit 0

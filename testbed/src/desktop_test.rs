@@ -23,7 +23,7 @@ const PROGRAMS: &[&str] = &[
 /// How long the guest waits for the whole session, from the serial login (seconds).
 const SESSION_LIMIT_S: u64 = 900;
 /// How long the guest then waits for preload's session stage to end (seconds).
-const PRELOAD_LIMIT_S: u64 = 240;
+const PRELOAD_LIMIT_S: u64 = 420;
 /// The recording's limit on these boots (`bootprint.timeout_s`), and the test bed's wait for
 /// the trace after the login, s.
 pub const RECORD_LIMIT_S: u64 = 900;
