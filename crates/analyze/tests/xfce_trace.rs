@@ -45,12 +45,24 @@ fn the_recorders_session_and_desktop_ready() {
     // Autologin: no greeter, so no graphical login.
     assert!(ms.graphical_login.is_none());
     let comms = session_comms(&m);
-    for c in ["xfce4-session", "xfwm4", "xfce4-panel", "xfdesktop", "firefox-esr"] {
-        assert!(comms.iter().any(|x| x == c), "{c} not in the session: {comms:?}");
+    for c in [
+        "xfce4-session",
+        "xfwm4",
+        "xfce4-panel",
+        "xfdesktop",
+        "firefox-esr",
+    ] {
+        assert!(
+            comms.iter().any(|x| x == c),
+            "{c} not in the session: {comms:?}"
+        );
     }
     // Not the session: the X server LightDM started, the recorder, the getty.
     for c in ["Xorg", "bootprint-boot", "getty"] {
-        assert!(!comms.iter().any(|x| x == c), "{c} in the session: {comms:?}");
+        assert!(
+            !comms.iter().any(|x| x == c),
+            "{c} in the session: {comms:?}"
+        );
     }
 }
 

@@ -11,18 +11,10 @@ use preload::PRELOAD;
 use readahead::state::{Judgement, State, Verdict};
 use serde_json::{json, Value};
 
-use crate::readahead_status::{mb, utc};
+use crate::readahead_status::{mb, utc, Found};
 
 /// The model at the configured place, as `status` found it.
-#[derive(Debug, Clone, Copy)]
-pub enum ModelFound<'a> {
-    /// There is no file: nothing learned yet.
-    None,
-    /// There is a file, but it does not parse: why (file, line, what was expected).
-    Unusable(&'a str),
-    /// A model.
-    Valid(&'a Model),
-}
+pub type ModelFound<'a> = Found<'a, Model>;
 
 /// What `bootprint preload status` shows, gathered by the verb.
 #[derive(Debug, Clone, Copy)]

@@ -11,15 +11,27 @@ use record::readahead::NextBoot;
 use serde_json::{json, Value};
 
 /// The pack at the configured place, as `status` found it.
-#[derive(Debug, Clone, Copy)]
-pub enum PackFound<'a> {
-    /// There is no file.
+pub type PackFound<'a> = Found<'a, Pack>;
+
+/// A lever's learned file (readahead's pack, preload's model) at its configured place, as a
+/// status verb found it.
+#[derive(Debug)]
+pub enum Found<'a, T> {
+    /// There is no file: nothing learned yet.
     None,
-    /// There is a file, but it is not a pack: why.
+    /// There is a file, but it does not parse: why (file, line, what was expected).
     Unusable(&'a str),
-    /// A pack.
-    Valid(&'a Pack),
+    /// The file, read.
+    Valid(&'a T),
 }
+
+// Derived Clone/Copy would ask `T: Copy`; only references are copied.
+impl<T> Clone for Found<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Found<'_, T> {}
 
 /// What `bootprint readahead status` shows, gathered by the verb from the configuration,
 /// the state file and the pack; every figure in it is readahead's or record's.
