@@ -114,6 +114,7 @@ pub fn chart_data(m: &BootModel) -> serde_json::Value {
                 "start": r3(p.start_s),
                 "end": r3(p.end_s),
                 "cpu_s": r3(p.cpu_s),
+                "session": p.session,
                 "segs": segs.iter().map(|s| json!([r3(s.0), r3(s.1), s.2.to_string(), s.3])).collect::<Vec<_>>(),
             })
         })
@@ -185,7 +186,7 @@ function draw(){
  ctx.fillStyle='#33b533';D.disk.forEach(function(d){if(d[1]<t0||d[0]>t1)return;var a=X(d[0]),b=X(d[1]);var h=Math.min(d[2],1)*GH/2;ctx.fillRect(a,y+GH/2-h,Math.max(b-a,0.5),h);});
  y+=GH/2+10;
  D.rows.forEach(function(r,i){var ry=y+i*ROW;ctx.fillStyle='#222';ctx.fillText((' '.repeat(Math.min(r.depth,8)))+r.name,2,ry+9);
-  if(r.end<t0||r.start>t1)return;var a=X(Math.max(r.start,t0)),b=X(Math.min(r.end,t1));ctx.fillStyle='#f0f0f0';ctx.fillRect(a,ry+1,Math.max(b-a,1),ROW-2);
+  if(r.end<t0||r.start>t1)return;var a=X(Math.max(r.start,t0)),b=X(Math.min(r.end,t1));ctx.fillStyle=r.session?'#d6e6fa':'#f0f0f0';ctx.fillRect(a,ry+1,Math.max(b-a,1),ROW-2);
   r.segs.forEach(function(s){if(s[1]<t0||s[0]>t1)return;var a=X(s[0]),b=X(s[1]);if(s[2]==='D'){ctx.fillStyle='#c27a7a';}else if(s[3]>0){ctx.fillStyle='rgba(80,120,180,'+(0.25+0.75*Math.min(s[3],1))+')';}else return;ctx.fillRect(a,ry+1,Math.max(b-a,0.5),ROW-2);});});
  D.marks.forEach(function(m){var x=X(m[1]);if(x<LEFT)return;ctx.strokeStyle='#7b2fbf';ctx.setLineDash([3,2]);ctx.beginPath();ctx.moveTo(x,TOP);ctx.lineTo(x,H);ctx.stroke();ctx.setLineDash([]);ctx.fillStyle='#7b2fbf';ctx.fillText(m[0]+' '+m[1].toFixed(2),x+2,TOP+10);});
  document.getElementById('span').textContent=t0.toFixed(2)+' s to '+t1.toFixed(2)+' s';
@@ -200,7 +201,7 @@ window.addEventListener('mouseup',function(){drag=null;});
 cv.addEventListener('mousemove',function(e){var r=cv.getBoundingClientRect();
  if(drag){var dt=(drag.x-e.clientX)*(t1-t0)/(cv.width-LEFT-10);var end=D.end>0?D.end:1;var w=drag.t1-drag.t0;t0=Math.min(Math.max(0,drag.t0+dt),end-w);t1=t0+w;draw();return;}
  var y=e.clientY-r.top,i=Math.floor((y-(TOP+GH+10+GH/2+10))/ROW);
- if(i>=0&&i<D.rows.length){var row=D.rows[i];tip.style.display='block';tip.style.left=(e.clientX-r.left+12)+'px';tip.style.top=(y+12)+'px';tip.textContent=row.pid+' '+(row.cmd||row.name)+' ('+row.start.toFixed(2)+'-'+row.end.toFixed(2)+' s, '+row.cpu_s.toFixed(2)+' s CPU)';}else{tip.style.display='none';}});
+ if(i>=0&&i<D.rows.length){var row=D.rows[i];tip.style.display='block';tip.style.left=(e.clientX-r.left+12)+'px';tip.style.top=(y+12)+'px';tip.textContent=row.pid+' '+(row.cmd||row.name)+' ('+row.start.toFixed(2)+'-'+row.end.toFixed(2)+' s, '+row.cpu_s.toFixed(2)+' s CPU'+(row.session?', the desktop session':'')+')';}else{tip.style.display='none';}});
 cv.addEventListener('mouseleave',function(){tip.style.display='none';});
 // A link can open the chart on a span: report.html#10.5-12 (seconds).
 var h=/^#([0-9.]+)-([0-9.]+)$/.exec(location.hash);if(h){var a=parseFloat(h[1]),b=parseFloat(h[2]);if(b>a){t0=Math.max(0,a);t1=Math.min(D.end>0?D.end:1,b);}}

@@ -82,6 +82,20 @@ fn html_report() {
         h.contains("[\"desktop ready\",26.0]"),
         "the chart's milestone marks"
     );
+    // The zoomable chart's rows say which belong to the session (drawn in its colour).
+    let rows = render::html::chart_data(&report_of("desktop-trace").model)["rows"].clone();
+    let session: Vec<u64> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["session"] == true)
+        .map(|r| r["pid"].as_u64().unwrap())
+        .collect();
+    assert!(
+        session.contains(&500) && !session.contains(&600),
+        "{session:?}"
+    );
+    assert!(h.contains("r.session?'#d6e6fa'"));
 }
 
 #[test]
