@@ -93,8 +93,8 @@ impl Flash {
 pub enum Model {
     Head(Head),
     Flash(Flash),
-    /// Every request free: the protocol tests' drive (no profile uses it).
-    #[allow(dead_code)]
+    /// Every request free: the protocol tests' drive, and `seekcheck`'s measure of the
+    /// host's own time per request.
     Zero,
 }
 
