@@ -248,9 +248,13 @@ fn accept_loop(listener: UnixListener, sh: Arc<Shared>) {
                 break;
             }
         };
-        if let Ok(c) = conn.try_clone() {
-            lock(&sh.conns).push(c);
-        }
+        // A clone for `Drop` to shut down, and one for the thread to end the connection
+        // with: while a clone is open, dropping the stream alone would not close it.
+        let (Ok(for_drop), Ok(for_end)) = (conn.try_clone(), conn.try_clone()) else {
+            record_error(&sh, "cannot clone a connection's socket".into());
+            continue;
+        };
+        lock(&sh.conns).push(for_drop);
         let sh2 = Arc::clone(&sh);
         threads.push(std::thread::spawn(move || {
             if let Err(e) = serve(conn, &sh2) {
@@ -258,6 +262,8 @@ fn accept_loop(listener: UnixListener, sh: Arc<Shared>) {
                     record_error(&sh2, e.to_string());
                 }
             }
+            // The error is kept first, then the client sees EOF.
+            let _ = for_end.shutdown(std::net::Shutdown::Both);
         }));
     }
     for c in lock(&sh.conns).iter() {
@@ -872,6 +878,53 @@ mod tests {
         assert!(bytes[4096..4096 + 65536].iter().all(|&b| b == 0xab));
         assert!(bytes[1 << 20..2 << 20].iter().all(|&b| b == 0x5c));
         assert!(bytes[2 << 20..].iter().all(|&b| b == 0));
+    }
+
+    /// A server that stops ends its connections: the client reads EOF, it does not hang. A
+    /// client that breaks the protocol is an error the server keeps, naming the socket.
+    #[test]
+    fn stopping_ends_the_connection_and_errors_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let disk = dir.path().join("d.raw");
+        File::create(&disk).unwrap().set_len(1 << 20).unwrap();
+        let sock = dir.path().join("s.sock");
+        let server = SeekDisk::start(&disk, &sock, Model::Zero).unwrap();
+        let mut c = UnixStream::connect(&sock).unwrap();
+        let mut hello = [0u8; 18];
+        c.read_exact(&mut hello).unwrap();
+        assert_eq!(&hello[..8], b"NBDMAGIC");
+        assert_eq!(&hello[8..16], b"IHAVEOPT");
+        // Export name "" the old way, without the 124 zeroes.
+        c.write_all(&2u32.to_be_bytes()).unwrap();
+        c.write_all(&IHAVEOPT.to_be_bytes()).unwrap();
+        c.write_all(&OPT_EXPORT_NAME.to_be_bytes()).unwrap();
+        c.write_all(&0u32.to_be_bytes()).unwrap();
+        let mut export = [0u8; 10];
+        c.read_exact(&mut export).unwrap();
+        assert_eq!(u64::from_be_bytes(export[..8].try_into().unwrap()), 1 << 20);
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        drop(server);
+        let mut rest = Vec::new();
+        assert_eq!(c.read_to_end(&mut rest).unwrap(), 0, "EOF, not a hang");
+        assert!(!sock.exists());
+
+        // A request with a bad magic: the connection ends and the error is kept.
+        let server = SeekDisk::start(&disk, &sock, Model::Zero).unwrap();
+        let mut c = UnixStream::connect(&sock).unwrap();
+        c.read_exact(&mut hello).unwrap();
+        c.write_all(&2u32.to_be_bytes()).unwrap();
+        c.write_all(&IHAVEOPT.to_be_bytes()).unwrap();
+        c.write_all(&OPT_EXPORT_NAME.to_be_bytes()).unwrap();
+        c.write_all(&0u32.to_be_bytes()).unwrap();
+        c.read_exact(&mut export).unwrap();
+        c.write_all(&[0xffu8; 28]).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        assert_eq!(c.read_to_end(&mut rest).unwrap(), 0);
+        let e = server.error().expect("the error is kept");
+        assert!(
+            e.contains("request magic") && e.contains("s.sock") && e.contains("d.raw"),
+            "{e}"
+        );
     }
 
     /// The clock: requests are due at the model's times, not later (the sleeps do not add
