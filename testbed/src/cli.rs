@@ -107,6 +107,14 @@ pub enum Verb {
     /// Two boots of the desktop image (`--systemd`: desktop-systemd); each checks that the
     /// test user's session runs every program it starts (docs/testbed.md, `desktop`).
     Desktop(Desktop),
+    /// Check a seek-modelling drive profile against published figures
+    ///
+    /// Serves a sparse file the size of the modelled drive through the seekdisk NBD server
+    /// and reads it with QEMU's NBD client (qemu-io), one request at a time: random 4 KiB
+    /// reads, sequential 1 MiB reads, short seeks, short skips, full strokes. Prints what
+    /// was measured beside the model's figure and the published one (docs/testbed.md,
+    /// "Drive profiles"). Boots no VM.
+    Seekcheck(Seekcheck),
     /// Print the shell completions of bootprint-testbed to stdout
     Completions(cliutil::Completions),
     /// Write the man pages (bootprint-testbed.1, bootprint-testbed-boot.1, ...) into DIR
@@ -243,7 +251,7 @@ pub struct Bench {
     /// Boots of each variant
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive)]
     pub runs: usize,
-    /// The drive profile (default fast; readahead: each in turn)
+    /// The drive profile (default fast; readahead: each in turn, the seek-modelling ones too)
     #[arg(long, value_name = "PROFILE", value_enum)]
     pub profile: Option<Profile>,
     /// Print the result as one JSON object
@@ -316,6 +324,27 @@ pub struct StallRepro {
     pub seconds: usize,
     #[command(flatten)]
     pub build: Build,
+}
+
+#[derive(Debug, Args)]
+pub struct Seekcheck {
+    /// The seek-modelling profile (both when not given)
+    #[arg(long, value_name = "PROFILE", value_parser = seek_profiles())]
+    pub profile: Option<String>,
+    /// Reads of each pattern (the sequential and full-stroke ones read half as many)
+    #[arg(long, value_name = "N", default_value_t = 200, value_parser = positive)]
+    pub reads: usize,
+}
+
+/// The profiles with a seekdisk model.
+fn seek_profiles() -> PossibleValuesParser {
+    use clap::ValueEnum;
+    choices(
+        Profile::value_variants()
+            .iter()
+            .filter(|p| p.seek_model().is_some())
+            .map(|p| (p.name(), "")),
+    )
 }
 
 #[derive(Debug, Args)]

@@ -27,6 +27,8 @@ mod package_test;
 mod parity;
 mod qemu;
 mod rabench;
+mod seekdisk;
+mod seekmodel;
 mod serial;
 mod smoke;
 mod soak;
@@ -106,7 +108,10 @@ fn run(verb: Verb) -> Result<(), Error> {
                 "readahead" => {
                     let profiles = match a.profile {
                         Some(p) => vec![p],
-                        None => vec![qemu::Profile::Fast, qemu::Profile::Sd, qemu::Profile::Hdd],
+                        None => {
+                            use clap::ValueEnum;
+                            qemu::Profile::value_variants().to_vec()
+                        }
                     };
                     let base = a.image.map(image::Image::open).transpose()?;
                     rabench::run(&paths, runs, &profiles, a.json, cargo, base)
@@ -163,6 +168,22 @@ fn run(verb: Verb) -> Result<(), Error> {
             a.build.cargo(),
         ),
         Verb::Verdict(a) => verdict::run(&paths, a.boots, a.build.cargo()),
+        Verb::Seekcheck(a) => {
+            use clap::ValueEnum;
+            for p in qemu::Profile::value_variants() {
+                let Some(model) = p.seek_model() else {
+                    continue;
+                };
+                if a.profile.as_deref().is_some_and(|want| want != p.name()) {
+                    continue;
+                }
+                let dir = util::fresh_dir(&paths.cache.join("runs"))?;
+                let rows = seekdisk::seekcheck(&dir, model, a.reads)?;
+                seekdisk::print_rows(p.name(), &rows);
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            Ok(())
+        }
         Verb::Completions(_) | Verb::Man(_) => Ok(()), // done above
     }
 }

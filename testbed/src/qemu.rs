@@ -35,6 +35,12 @@ pub enum Profile {
     Sd,
     /// A hard disk: 80 MB/s, 100 I/O operations a second
     Hdd,
+    /// A 5400 rpm laptop disk with a head: each request pays its seek, rotation and transfer
+    /// (the seekdisk NBD server)
+    HddSeek,
+    /// A class-10 SD card: a cost per request that does not continue the last, 42 MB/s
+    /// (the seekdisk NBD server)
+    SdSeek,
 }
 
 impl Profile {
@@ -43,6 +49,29 @@ impl Profile {
             Profile::Fast => "fast",
             Profile::Sd => "sd",
             Profile::Hdd => "hdd",
+            Profile::HddSeek => "hdd-seek",
+            Profile::SdSeek => "sd-seek",
+        }
+    }
+
+    /// The drive the seekdisk NBD server models for this profile (None: QEMU serves the file
+    /// itself, with `limits` as its throttle).
+    pub fn seek_model(self) -> Option<crate::seekmodel::Model> {
+        use crate::seekmodel::{Model, LAPTOP_5400, SD_CLASS10};
+        match self {
+            Profile::HddSeek => Some(Model::Head(LAPTOP_5400)),
+            Profile::SdSeek => Some(Model::Flash(SD_CLASS10)),
+            _ => None,
+        }
+    }
+
+    /// The drive's sequential limit in bytes per second, if it has one (the throttle's, or
+    /// the modelled drive's media rate).
+    pub fn bandwidth(self) -> Option<f64> {
+        match (self.limits(), self.seek_model()) {
+            (Some((bps, _)), _) => Some(bps as f64),
+            (None, Some(m)) => m.rate(),
+            _ => None,
         }
     }
 
@@ -50,7 +79,7 @@ impl Profile {
     /// docs/testbed.md.
     pub fn limits(self) -> Option<(u64, u64)> {
         match self {
-            Profile::Fast => None,
+            Profile::Fast | Profile::HddSeek | Profile::SdSeek => None,
             Profile::Sd => Some((20_000_000, 400)),
             Profile::Hdd => Some((80_000_000, 100)),
         }
@@ -387,11 +416,26 @@ fn boot_disk(
     } else {
         qemu_command(img, opts.initrd.as_ref().unwrap_or(&img.initrd), &cmdline)
     };
-    cmd.arg("-drive").arg(format!(
-        "file={},format=raw,if=virtio{}",
-        disk.display(),
-        opts.profile.drive_opts()
-    ));
+    // A seek-modelling profile: the seekdisk NBD server serves the disk copy (and takes the
+    // guest's writes into it) until QEMU is gone: `seek` is dropped after `qemu` below, so
+    // QEMU never outlives its server, and a server that stops ends QEMU's connection (EOF:
+    // the guest sees I/O errors, the login wait's timeout applies).
+    let seek = match opts.profile.seek_model() {
+        Some(model) => Some(crate::seekdisk::SeekDisk::start(
+            disk,
+            &run.join("seekdisk.sock"),
+            model,
+        )?),
+        None => None,
+    };
+    match &seek {
+        Some(s) => cmd.arg("-drive").arg(s.drive_opt()),
+        None => cmd.arg("-drive").arg(format!(
+            "file={},format=raw,if=virtio{}",
+            disk.display(),
+            opts.profile.drive_opts()
+        )),
+    };
     // A monitor for the diagnosis of a boot that never reaches the login.
     let monitor = run.join("monitor.sock");
     add_monitor(&mut cmd, &monitor);
@@ -418,8 +462,13 @@ fn boot_disk(
     );
 
     let fail = |con: &Console, what: &str| {
+        let server = seek
+            .as_ref()
+            .and_then(|s| s.error())
+            .map(|e| format!("\n{e}"))
+            .unwrap_or_default();
         Error::fail(format!(
-            "{what}\nserial log {}, last lines:\n{}\nqemu log {}:\n{}",
+            "{what}{server}\nserial log {}, last lines:\n{}\nqemu log {}:\n{}",
             serial_log.display(),
             con.tail(25),
             qemu_log.display(),
@@ -602,6 +651,25 @@ fn boot_disk(
             }
         }
     }
+    if let Some(s) = &seek {
+        let st = s.stats();
+        eprintln!(
+            "boot: seekdisk: {} requests ({} reads, {:.1} MB; {} writes, {:.1} MB; {} jumps), \
+             {:.2} s of drive time",
+            st.requests,
+            st.reads,
+            st.bytes_read as f64 / 1e6,
+            st.writes,
+            st.bytes_written as f64 / 1e6,
+            st.jumps,
+            st.modelled_s
+        );
+        if let Some(e) = s.error() {
+            return Err(Error::fail(e));
+        }
+    }
+    drop(qemu);
+    drop(seek);
     let lines = con.finish();
     let firmware_load_s = firmware_estimate(&lines);
     let clock_offset_s = clock_offset_before(&lines, host_login_s);

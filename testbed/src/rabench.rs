@@ -1,18 +1,23 @@
-//! `bench readahead`: boots without readahead, learning boots and replay boots of the aged
-//! image (see `age`), interleaved, per drive profile. Before the rounds of a profile, one
-//! learning boot under that profile keeps its disk: every replay boot starts from a copy of
-//! it, so each replays the same pack (and `bootprint.readahead_compare_every=0` keeps the
-//! replay boots from turning into comparison boots). All boots record, so the trace gives the
-//! milestones, what the boot read and what the replay did.
+//! `bench readahead`: boots of the aged image (see `age`) without readahead and with its
+//! replay (every range alone, ranges merged, and after relocation), interleaved, per drive
+//! profile. Before the rounds of a profile, one learning boot under that profile keeps its
+//! disk, and one boot of that disk relocates the pack (`bootprint readahead relocate`) and
+//! keeps its disk too: every replay boot starts from a copy of one of the two, so each
+//! replays the same pack (and `bootprint.readahead_compare_every=0` keeps the replay boots
+//! from turning into comparison boots). All boots record, so the trace gives the
+//! milestones, what the boot read and what the replay did; the issue's goals are printed
+//! beside the figures.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
 
 use crate::age;
 use crate::bench::{self, Benchmark, Figures, Variant};
 use crate::image::{self, Image};
 use crate::qemu::{self, round3, BootOpts, BootResult, Profile};
-use crate::util::{Paths, Result};
+use crate::util::{Error, Paths, Result};
 
 /// The value of `key=` in the first event of `kind`.
 pub fn event_field(events: &str, kind: &str, key: &str) -> Option<f64> {
@@ -86,7 +91,7 @@ fn readahead_figures(r: &BootResult) -> Figures {
 }
 
 /// Boots a learning boot with `learn`'s options, keeping its disk; returns the disk.
-fn learned_disk(paths: &Paths, img: &Image, learn: &BootOpts) -> Result<std::path::PathBuf> {
+fn learned_disk(paths: &Paths, img: &Image, learn: &BootOpts) -> Result<PathBuf> {
     eprintln!(
         "bench readahead: learning boot ({}, {}) whose disk replay boots start from",
         learn.profile.name(),
@@ -98,15 +103,177 @@ fn learned_disk(paths: &Paths, img: &Image, learn: &BootOpts) -> Result<std::pat
     eprintln!("bench readahead: learned {:?}", readahead_figures(&learned));
     learned
         .kept_disk()
-        .ok_or_else(|| crate::util::Error::fail("the learning boot kept no disk"))
+        .ok_or_else(|| Error::fail("the learning boot kept no disk"))
 }
 
-/// The profile's bandwidth limit in MB/s, if it has one.
-fn bandwidth_mb_s(p: Profile) -> Option<f64> {
-    p.limits().map(|(bps, _)| bps as f64 / 1e6)
+/// The guest script of the relocation boot: the relocation, then its exit status.
+const RELOCATE_SCRIPT: &str = "bootprint readahead relocate --force-media 2>&1; \
+     echo BP_RELOCATE_RC=$?; sync\n";
+
+/// How many files `bootprint readahead relocate` says it moved (`moved N files (...`), or
+/// an error with its output when it moved none or failed.
+pub fn relocated_files(output: &str) -> Result<u64> {
+    let rc = output
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("BP_RELOCATE_RC="))
+        .map(str::trim);
+    let moved = output.lines().find_map(|l| {
+        l.trim()
+            .strip_prefix("moved ")
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.parse::<u64>().ok())
+    });
+    let tail = |t: &str| {
+        let lines: Vec<&str> = t.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
+    };
+    match (rc, moved) {
+        (Some("0"), Some(n)) if n > 0 => Ok(n),
+        (Some("0"), Some(_)) => Err(Error::fail(format!(
+            "bench readahead: the relocation moved no file, so its variant would measure \
+             nothing; its output:\n{}",
+            tail(output)
+        ))),
+        _ => Err(Error::fail(format!(
+            "bench readahead: `bootprint readahead relocate --force-media` failed (exit {}); \
+             its output:\n{}",
+            rc.unwrap_or("unknown"),
+            tail(output)
+        ))),
+    }
 }
 
-/// Runs the benchmark for each profile (all three unless one is given).
+/// Boots the learned disk once (without bootprint at boot, so nothing learns or replays)
+/// and relocates its pack as root after login; returns the kept disk.
+fn relocated_disk(paths: &Paths, img: &Image, profile: Profile, learned: &Path) -> Result<PathBuf> {
+    eprintln!("bench readahead: relocation boot ({})", profile.name());
+    let mut o = BootOpts::new(profile);
+    o.disk_from = Some(learned.to_path_buf());
+    o.keep_disk = true;
+    o.guest_script = Some(RELOCATE_SCRIPT.into());
+    let r = qemu::boot(paths, img, &o)?;
+    let out = r.guest_output.clone().unwrap_or_default();
+    let disk = r
+        .kept_disk()
+        .ok_or_else(|| Error::fail("the relocation boot kept no disk"))?;
+    match relocated_files(&out) {
+        Ok(n) => {
+            let summary: Vec<&str> = out
+                .lines()
+                .filter(|l| l.contains("moved ") && l.contains("files") || l.contains("requests:"))
+                .collect();
+            eprintln!(
+                "bench readahead: relocated {n} files: {}",
+                summary.join("; ")
+            );
+            Ok(disk)
+        }
+        Err(e) => {
+            let _ = fs::remove_file(&disk);
+            Err(e)
+        }
+    }
+}
+
+/// The issue's goals (issue 19) for one profile's figures: each replay variant's login time
+/// against no readahead's (at most 0.75x on a slow drive, at most 1.02x on the fast one),
+/// and its replay throughput against the drive's limit (at least 80 %).
+pub fn goal_lines(profile: Profile, doc: &Value) -> Vec<String> {
+    let slow = profile != Profile::Fast;
+    let ratio_goal = if slow { 0.75 } else { 1.02 };
+    let bw = profile.bandwidth().map(|b| b / 1e6);
+    let mut lines = vec![format!(
+        "goals ({}): login at most {ratio_goal:.2}x of none{}",
+        profile.name(),
+        match bw {
+            Some(bw) => format!(
+                "; replay at least {:.1} MB/s (80 % of {bw:.1} MB/s)",
+                0.8 * bw
+            ),
+            None => String::new(),
+        }
+    )];
+    let Some(vs) = doc["variants"].as_array() else {
+        return lines;
+    };
+    for v in vs.iter().filter(|v| v["name"] != "none") {
+        let name = v["name"].as_str().unwrap_or("?");
+        let ratio = v["ratio_host_login_s"].as_f64();
+        let mb_s = v["median"]["replay_mb_s"].as_f64();
+        let mut l = format!("  {name:<17}");
+        match ratio {
+            Some(r) => l.push_str(&format!(
+                " login {r:.3}x {}",
+                if r <= ratio_goal { "met" } else { "missed" }
+            )),
+            None => l.push_str(" login -"),
+        }
+        match (mb_s, bw) {
+            (Some(m), Some(bw)) => l.push_str(&format!(
+                "; replay {m:.1} MB/s = {:.0} % of the drive {}",
+                100.0 * m / bw,
+                if m >= 0.8 * bw { "met" } else { "missed" }
+            )),
+            (Some(m), None) => l.push_str(&format!("; replay {m:.1} MB/s (no drive limit)")),
+            _ => {}
+        }
+        lines.push(l);
+    }
+    lines
+}
+
+/// The result file `bench::run_built` wrote for this profile since `since`, read back.
+fn result_since(paths: &Paths, since: std::time::SystemTime) -> Option<Value> {
+    let dir = paths.repo.join("testbed/results");
+    let newest = fs::read_dir(&dir)
+        .ok()?
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.contains("-readahead") && !n.contains("soak") && n.ends_with(".json")
+        })
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .filter(|(t, _)| *t >= since)
+        .max_by_key(|(t, _)| *t)?;
+    serde_json::from_str(&fs::read_to_string(newest.1).ok()?).ok()
+}
+
+/// The variants of one profile, from the learned and the relocated disks:
+/// - `none`: no readahead;
+/// - `replay`: replay with every range alone (`merge_gap_kb=0`, as before issue 19);
+/// - `replay-merged`: replay as it is by default (ranges merged across 32 KiB gaps);
+/// - `replay-relocated`: the same after `bootprint readahead relocate` moved the pack's
+///   files into one region in replay order.
+pub fn variants(profile: Profile, learned: &Path, relocated: &Path) -> Vec<Variant> {
+    let mut none = BootOpts::new(profile);
+    none.record = true;
+    let mut merged = BootOpts::new(profile);
+    merged.record = true;
+    merged.append = "bootprint.readahead=1 bootprint.readahead_compare_every=0".into();
+    merged.disk_from = Some(learned.to_path_buf());
+    let mut unmerged = merged.clone();
+    unmerged
+        .append
+        .push_str(" bootprint.readahead_merge_gap_kb=0");
+    let mut reloc = merged.clone();
+    reloc.disk_from = Some(relocated.to_path_buf());
+    [
+        ("none", none),
+        ("replay", unmerged),
+        ("replay-merged", merged),
+        ("replay-relocated", reloc),
+    ]
+    .into_iter()
+    .map(|(name, opts)| Variant {
+        name,
+        opts,
+        extra: readahead_figures,
+        image: None,
+    })
+    .collect()
+}
+
+/// Runs the benchmark for each profile (see `main` for the default list).
 pub fn run(
     paths: &Paths,
     runs: usize,
@@ -124,83 +291,33 @@ pub fn run(
         let mut learn = BootOpts::new(profile);
         learn.record = true;
         learn.append = "bootprint.readahead=1".into();
-        let disk = learned_disk(paths, &aged, &learn)?;
-        // On a throttled drive, also a pack in first-access order: the throttle counts
-        // requests and models no head, so physical order may only delay what the boot
-        // needs first (docs/readahead.md, Order).
-        let access_disk = if profile != Profile::Fast {
-            let mut l = learn.clone();
-            l.append.push_str(" bootprint.readahead_order=access");
-            Some(learned_disk(paths, &aged, &l)?)
-        } else {
-            None
+        let learned = learned_disk(paths, &aged, &learn)?;
+        let relocated = match relocated_disk(paths, &aged, profile, &learned) {
+            Ok(d) => d,
+            Err(e) => {
+                let _ = fs::remove_file(&learned);
+                return Err(e);
+            }
         };
-        let mut none = BootOpts::new(profile);
-        none.record = true;
-        let mut replay = BootOpts::new(profile);
-        replay.record = true;
-        replay.append = "bootprint.readahead=1 bootprint.readahead_compare_every=0".into();
-        replay.disk_from = Some(disk.clone());
-        let mut variants = vec![
-            Variant {
-                name: "none",
-                opts: none,
-                extra: readahead_figures,
-                image: None,
-            },
-            Variant {
-                name: "learn",
-                opts: learn,
-                extra: readahead_figures,
-                image: None,
-            },
-            Variant {
-                name: "replay",
-                opts: replay.clone(),
-                extra: readahead_figures,
-                image: None,
-            },
-        ];
-        // On a throttled drive, also the replay in the best-effort I/O class (earlier tools
-        // chose it on rotating disks): does idle priority cost the replay its head start?
-        if let Some(ad) = &access_disk {
-            let mut be = replay.clone();
-            be.append
-                .push_str(" bootprint.readahead_io_class=best-effort");
-            variants.push(Variant {
-                name: "replay-be",
-                opts: be,
-                extra: readahead_figures,
-                image: None,
-            });
-            let mut acc = replay;
-            acc.disk_from = Some(ad.clone());
-            variants.push(Variant {
-                name: "replay-access",
-                opts: acc,
-                extra: readahead_figures,
-                image: None,
-            });
-        }
         let b = Benchmark {
             name: "readahead",
-            about: "readahead on the aged image: no readahead, learning boots, replay boots (idle and best-effort I/O class; physical and first-access order)",
-            variants,
+            about: "readahead on the aged image: no readahead; replay of every range alone; replay with ranges merged across small gaps (the default); the same after relocation",
+            variants: variants(profile, &learned, &relocated),
             seasoned_by: None,
             season_each: false,
         };
+        let since = std::time::SystemTime::now();
         let outcome = bench::run_built(paths, &aged, &b, runs, profile, as_json);
-        if let Some(bw) = bandwidth_mb_s(profile) {
-            println!(
-                "readahead ({}): replay throughput goal: at least {:.1} MB/s (80% of {bw:.0} MB/s)",
-                profile.name(),
-                0.8 * bw
-            );
+        if !as_json {
+            match result_since(paths, since) {
+                Some(doc) => goal_lines(profile, &doc)
+                    .iter()
+                    .for_each(|l| println!("{l}")),
+                None => println!("goals ({}): no result file to read back", profile.name()),
+            }
         }
-        let _ = fs::remove_file(&disk);
-        if let Some(d) = &access_disk {
-            let _ = fs::remove_file(d);
-        }
+        let _ = fs::remove_file(&learned);
+        let _ = fs::remove_file(&relocated);
         outcome?;
     }
     Ok(())
@@ -223,6 +340,76 @@ mod tests {
         let ds = "1.00\n 254 0 vda 10 0 100 5 0 0 0 0 0 0 0\n\n2.00\n 254 0 vda 20 0 300 9 0 0 0 0 0 0 0\n 254 16 vdb 1 0 7 1 0 0 0 0 0 0 0\n";
         assert_eq!(disk_read_bytes(ds), Some(300 * 512));
         assert_eq!(disk_read_bytes("1.0\n"), None);
+    }
+
+    #[test]
+    fn the_relocations_output_is_checked() {
+        let ok = "[  1/3] 0.1 MB in 7 extents: moved, 1 extents now  /usr/bin/bash\nmoved 2 files (0.3 MB) into a region of 1 run; 1 skipped\nreplay's requests: 40 before, 3 after\nBP_RELOCATE_RC=0\n";
+        assert_eq!(relocated_files(ok).unwrap(), 2);
+        let none = "moved 0 files (0.0 MB) into a region of 0 runs; 3 skipped\nBP_RELOCATE_RC=0\n";
+        let e = relocated_files(none).unwrap_err().to_string();
+        assert!(
+            e.contains("moved no file") && e.contains("3 skipped"),
+            "{e}"
+        );
+        let refused = "bootprint: /var/lib is on tmpfs, not ext4\nBP_RELOCATE_RC=1\n";
+        let e = relocated_files(refused).unwrap_err().to_string();
+        assert!(e.contains("exit 1") && e.contains("tmpfs"), "{e}");
+        assert!(relocated_files("").is_err());
+    }
+
+    #[test]
+    fn the_variants_and_their_switches() {
+        let v = variants(Profile::HddSeek, Path::new("/l.raw"), Path::new("/r.raw"));
+        let names: Vec<&str> = v.iter().map(|v| v.name).collect();
+        assert_eq!(
+            names,
+            ["none", "replay", "replay-merged", "replay-relocated"]
+        );
+        assert!(!v[0].opts.append.contains("readahead=1") && v[0].opts.disk_from.is_none());
+        assert!(v[1]
+            .opts
+            .append
+            .contains("bootprint.readahead_merge_gap_kb=0"));
+        assert!(!v[2].opts.append.contains("merge_gap"));
+        assert_eq!(v[2].opts.disk_from.as_deref(), Some(Path::new("/l.raw")));
+        assert_eq!(v[3].opts.disk_from.as_deref(), Some(Path::new("/r.raw")));
+        assert!(v
+            .iter()
+            .all(|v| v.opts.record && v.opts.profile == Profile::HddSeek));
+    }
+
+    #[test]
+    fn goals_beside_the_figures() {
+        let doc = serde_json::json!({"variants": [
+            {"name": "none", "median": {"replay_mb_s": null}, "ratio_host_login_s": 1.0},
+            {"name": "replay", "median": {"replay_mb_s": 10.0}, "ratio_host_login_s": 0.9},
+            {"name": "replay-relocated", "median": {"replay_mb_s": 60.0}, "ratio_host_login_s": 0.7},
+        ]});
+        let l = goal_lines(Profile::HddSeek, &doc);
+        assert_eq!(l.len(), 3, "{l:?}");
+        assert!(
+            l[0].contains("0.75x") && l[0].contains("56.0 MB/s"),
+            "{}",
+            l[0]
+        );
+        assert!(
+            l[1].contains("0.900x missed") && l[1].contains("14 % of the drive missed"),
+            "{}",
+            l[1]
+        );
+        assert!(
+            l[2].contains("0.700x met") && l[2].contains("86 % of the drive met"),
+            "{}",
+            l[2]
+        );
+        let f = goal_lines(Profile::Fast, &doc);
+        assert!(
+            f[0].contains("1.02x")
+                && f[1].contains("0.900x met")
+                && f[1].contains("no drive limit"),
+            "{f:?}"
+        );
     }
 
     #[test]

@@ -67,6 +67,8 @@ pub struct Config {
     /// Pack order: `auto` (physical on a rotating device, first access otherwise), `disk`
     /// or `access`.
     pub readahead_order: String,
+    /// Replay reads a file's ranges closer than this many KiB as one (0: no merging).
+    pub readahead_merge_gap_kb: u32,
     /// Parallel module loading before init (`bootprint.modules=`). Off by default until the
     /// test bed shows where it helps.
     pub modules: bool,
@@ -146,6 +148,7 @@ impl Default for Config {
             readahead_budget_mb: 0.0,
             readahead_io_class: "idle".into(),
             readahead_order: "auto".into(),
+            readahead_merge_gap_kb: 32,
             modules: false,
             modules_state: PathBuf::from("/var/lib/bootprint/modules.state"),
             modules_compare_every: 5,
@@ -332,6 +335,7 @@ impl Config {
             "readahead_budget_mb" => self.readahead_budget_mb = v.num(),
             "readahead_io_class" => self.readahead_io_class = v.text().to_string(),
             "readahead_order" => self.readahead_order = v.text().to_string(),
+            "readahead_merge_gap_kb" => self.readahead_merge_gap_kb = v.int(),
             // A key of the table with no field here: the schema test below catches it.
             _ => {}
         }

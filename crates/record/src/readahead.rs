@@ -192,6 +192,7 @@ fn decide(config: &Config, paths: &Paths) -> Decision {
 fn replay_options(config: &Config) -> ReplayOptions {
     ReplayOptions {
         idle_io: config.readahead_io_class == "idle",
+        merge_gap: u64::from(config.readahead_merge_gap_kb) * 1024,
         ..ReplayOptions::default()
     }
 }
@@ -862,6 +863,22 @@ fn warning(t: u64, what: String) -> Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `[readahead] merge_gap_kb` reaches the replay: its default is replay's own gap, and 0
+    /// (the kernel command line here) reads every range alone.
+    #[test]
+    fn the_merge_gap_key_sets_the_replays_gap() {
+        let mut c = Config::default();
+        assert_eq!(replay_options(&c).merge_gap, readahead::plan::MERGE_GAP);
+        assert!(c
+            .apply_cmdline("bootprint.readahead_merge_gap_kb=0")
+            .is_empty());
+        assert_eq!(replay_options(&c).merge_gap, 0);
+        assert!(c
+            .apply_cmdline("bootprint.readahead_merge_gap_kb=128")
+            .is_empty());
+        assert_eq!(replay_options(&c).merge_gap, 128 * 1024);
+    }
 
     fn history(kinds: &[BootKind]) -> State {
         State {

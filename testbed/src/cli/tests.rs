@@ -47,6 +47,7 @@ const VERBS: &[&str] = &[
     "initramfs",
     "package",
     "desktop",
+    "seekcheck",
     "completions",
     "man",
 ];
@@ -183,7 +184,7 @@ fn values_are_checked() {
         (
             "boot --profile ssd",
             ErrorKind::InvalidValue,
-            "[possible values: fast, sd, hdd]",
+            "[possible values: fast, sd, hdd, hdd-seek, sd-seek]",
         ),
         (
             "bench rc --profile ssd",
@@ -859,4 +860,29 @@ fn the_extraction_finds_what_is_written() {
         fill(&words("bootprint-testbed boot --guest-script --runs=N")),
         words("bootprint-testbed boot --guest-script x --runs=N")
     );
+}
+
+/// `seekcheck` offers only the profiles with a seekdisk model.
+#[test]
+fn seekcheck_takes_the_seek_profiles() {
+    let Verb::Seekcheck(a) = verb("bootprint-testbed seekcheck --profile sd-seek --reads 50")
+    else {
+        panic!()
+    };
+    assert_eq!((a.profile.as_deref(), a.reads), (Some("sd-seek"), 50));
+    let Verb::Seekcheck(a) = verb("bootprint-testbed seekcheck") else {
+        panic!()
+    };
+    assert_eq!((a.profile, a.reads), (None, 200));
+    let (k, text) = error("bootprint-testbed seekcheck --profile hdd");
+    assert_eq!(k, ErrorKind::InvalidValue, "{text}");
+    assert!(
+        text.contains("[possible values: hdd-seek, sd-seek]"),
+        "{text}"
+    );
+    let Verb::Boot(b) = verb("bootprint-testbed boot --profile hdd-seek") else {
+        panic!()
+    };
+    assert_eq!(b.opts.profile, Profile::HddSeek);
+    assert!(Profile::HddSeek.seek_model().is_some() && Profile::Hdd.seek_model().is_none());
 }
