@@ -199,6 +199,8 @@ fn relocate(sys: &System, a: &cli::ReadaheadRelocate) -> Outcome {
     let opts = readahead::relocate::Options {
         dry_run: a.dry_run,
         force_media: a.force_media,
+        // The requests it expects are counted as replay will read: with its merge gap.
+        merge_gap: u64::from(sys.config.readahead_merge_gap_kb) * 1024,
         ..Default::default()
     };
     let n = p.entries.len();
