@@ -314,6 +314,13 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
 
     writeln!(out, "<h2>Milestones</h2><table><tr><th class=l>milestone</th><th>seconds</th><th class=l>how</th></tr>")?;
     let ms = &m.milestones;
+    let row = |name: &str, v: Option<&analyze::model::Milestone>| {
+        format!(
+            "<tr><td class=l>{name}</td><td>{}</td><td class=l>{}</td></tr>",
+            opt(v.map(|x| x.t_s)),
+            esc(v.map_or("", |x| x.source.as_str()))
+        )
+    };
     for (name, v) in [
         ("kernel (init starts)", ms.kernel.as_ref()),
         ("real init exec'd", ms.init_exec.as_ref()),
@@ -321,12 +328,7 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
         ("graphical login", ms.graphical_login.as_ref()),
         ("boot done", Some(&ms.boot_done)),
     ] {
-        writeln!(
-            out,
-            "<tr><td class=l>{name}</td><td>{}</td><td class=l>{}</td></tr>",
-            opt(v.map(|x| x.t_s)),
-            esc(v.map_or("", |x| x.source.as_str()))
-        )?;
+        writeln!(out, "{}", row(name, v))?;
     }
     for p in &ms.platform {
         writeln!(
@@ -339,17 +341,8 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
     }
     // The third boot time, only where a session was recorded.
     if ms.session_start.is_some() || ms.desktop_ready.is_some() {
-        for (name, v) in [
-            ("session start", ms.session_start.as_ref()),
-            ("desktop ready", ms.desktop_ready.as_ref()),
-        ] {
-            writeln!(
-                out,
-                "<tr><td class=l>{name}</td><td>{}</td><td class=l>{}</td></tr>",
-                opt(v.map(|x| x.t_s)),
-                esc(v.map_or("", |x| x.source.as_str()))
-            )?;
-        }
+        writeln!(out, "{}", row("session start", ms.session_start.as_ref()))?;
+        writeln!(out, "{}", row("desktop ready", ms.desktop_ready.as_ref()))?;
         writeln!(
             out,
             "<tr><td class=l>desktop start</td><td>{}</td><td class=l>desktop ready - session start</td></tr>",
