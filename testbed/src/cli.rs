@@ -153,7 +153,7 @@ pub struct Desktop {
     #[arg(long)]
     pub systemd: bool,
     /// Seconds (N) the greeter login waits at the greeter before typing, as a person does
-    #[arg(long, value_name = "N", default_value_t = 8)]
+    #[arg(long, value_name = "N", default_value_t = crate::desktop_session::GREETER_WAIT_S)]
     pub greeter_wait: u32,
     /// Only this login (both by default)
     #[arg(long, value_parser = ["auto", "greeter"])]

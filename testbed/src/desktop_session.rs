@@ -46,6 +46,9 @@ pub const PASSWORD: &str = "bootprint";
 /// `bootprint.`: the recorder takes every `bootprint.*` word for one of its keys and warns
 /// about the others (a real Xfce trace of 2026-11-26 carried that warning).
 pub const LOGIN_WORD: &str = "testbed.login";
+/// Seconds the greeter login waits at the greeter before typing, as a person does (`desktop
+/// --greeter-wait`'s default and `bench desktop`'s wait).
+pub const GREETER_WAIT_S: u32 = 8;
 /// The kernel parameter that sets preload up for this boot, read by [`LOGIN_SCRIPT`] before
 /// LightDM starts: `off` (bootprint.toml without preload), `learn` (preload on, its model and
 /// history removed: this login learns) or `prefetch` (preload on, the model kept, never a

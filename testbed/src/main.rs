@@ -99,7 +99,7 @@ fn run(verb: Verb) -> Result<(), Error> {
                     runs,
                     a.profile.unwrap_or(qemu::Profile::Fast),
                     a.login.as_deref(),
-                    8,
+                    desktop_session::GREETER_WAIT_S,
                     a.json,
                     cargo,
                 ),
