@@ -82,6 +82,9 @@ pub struct UpdateStats {
     pub faded: usize,
     /// Files that left the model.
     pub dropped: usize,
+    /// Files not read from disk this login but opened (learning from cache misses: they
+    /// were cached, by the prefetch or before): they keep their ranges and gain weight.
+    pub kept: usize,
     /// Files read this login that a text model cannot hold (a newline in the path, not UTF-8).
     pub unrepresentable: usize,
 }
@@ -300,6 +303,32 @@ impl Model {
     /// identity and ranges replace the old ones: the pieces the latest login read); files
     /// under the threshold leave.
     pub fn update(&mut self, read: &[Entry], decay: &Decay, now_unix_s: u64) -> UpdateStats {
+        self.learn_login(read, None, decay, now_unix_s)
+    }
+
+    /// Learns one login from its cache misses (`read`: the pages it read from disk) and the
+    /// files it opened (`opened`: device and inode). A page the prefetch (or anything
+    /// before the session) cached is no miss, so a miss is not all a login used: a model
+    /// file read again keeps its old ranges with the new ones added (while it keeps its
+    /// identity), and a model file opened without a miss keeps its ranges and gains weight
+    /// as if read. What the session no longer opens fades as in [`Model::update`].
+    pub fn update_misses(
+        &mut self,
+        read: &[Entry],
+        opened: &std::collections::HashSet<(u64, u64)>,
+        decay: &Decay,
+        now_unix_s: u64,
+    ) -> UpdateStats {
+        self.learn_login(read, Some(opened), decay, now_unix_s)
+    }
+
+    fn learn_login(
+        &mut self,
+        read: &[Entry],
+        opened: Option<&std::collections::HashSet<(u64, u64)>>,
+        decay: &Decay,
+        now_unix_s: u64,
+    ) -> UpdateStats {
         let mut st = UpdateStats::default();
         let mut by_path: std::collections::HashMap<PathBuf, ModelFile> = self
             .files
@@ -321,7 +350,13 @@ impl Model {
             match by_path.get_mut(&e.path) {
                 Some(f) => {
                     f.weight += 1.0;
-                    f.entry = e.clone();
+                    f.entry = match opened {
+                        Some(_) if same_file(&f.entry, e) => Entry {
+                            ranges: union(&f.entry.ranges, &e.ranges),
+                            ..e.clone()
+                        },
+                        _ => e.clone(),
+                    };
                     st.refreshed += 1;
                 }
                 None => {
@@ -336,8 +371,12 @@ impl Model {
                 }
             }
         }
-        for (path, f) in by_path {
+        for (path, mut f) in by_path {
             if fresh.contains(&path) {
+                self.files.push(f);
+            } else if opened.is_some_and(|o| o.contains(&(f.entry.dev, f.entry.ino))) {
+                f.weight += 1.0;
+                st.kept += 1;
                 self.files.push(f);
             } else if f.weight < decay.drop_below {
                 st.dropped += 1;
@@ -368,6 +407,28 @@ impl Model {
             .collect();
         plan::apply_budget(cands, budget, page)
     }
+}
+
+/// Whether two entries are the same file as it was: device, inode, size and mtime.
+fn same_file(a: &Entry, b: &Entry) -> bool {
+    (a.dev, a.ino, a.size, a.mtime_s, a.mtime_ns) == (b.dev, b.ino, b.size, b.mtime_s, b.mtime_ns)
+}
+
+/// The union of two ascending, disjoint range lists: ascending, disjoint, touching ones
+/// merged.
+fn union(a: &[Range], b: &[Range]) -> Vec<Range> {
+    let mut all: Vec<Range> = a.iter().chain(b).copied().collect();
+    all.sort_unstable_by_key(|r| r.offset);
+    let mut out: Vec<Range> = Vec::with_capacity(all.len());
+    for r in all {
+        match out.last_mut() {
+            Some(last) if r.offset <= last.end() => {
+                last.len = last.len.max(r.end() - last.offset);
+            }
+            _ => out.push(r),
+        }
+    }
+    out
 }
 
 /// `MemAvailable` of `/proc/meminfo`'s text, in bytes.
@@ -404,6 +465,78 @@ mod tests {
             mtime_ns: 5,
             ranges: vec![Range { offset: 0, len }],
         }
+    }
+
+    fn file(path: &str, ino: u64, ranges: &[(u64, u64)]) -> Entry {
+        Entry {
+            path: PathBuf::from(path),
+            dev: 2049,
+            ino,
+            size: 1 << 20,
+            mtime_s: 1_795_000_000,
+            mtime_ns: 0,
+            ranges: ranges
+                .iter()
+                .map(|&(offset, len)| Range { offset, len })
+                .collect(),
+        }
+    }
+
+    fn ranges_of(m: &Model, path: &str) -> Vec<(u64, u64)> {
+        let f = m
+            .files
+            .iter()
+            .find(|f| f.entry.path == Path::new(path))
+            .unwrap();
+        f.entry.ranges.iter().map(|r| (r.offset, r.len)).collect()
+    }
+
+    #[test]
+    fn learning_from_misses_keeps_what_the_cache_held() {
+        let d = Decay::default();
+        let mut m = Model::default();
+        let opened = [(2049, 1), (2049, 2), (2049, 3)].into_iter().collect();
+        let read = [
+            file("/a", 1, &[(0, 8192)]),
+            file("/b", 2, &[(0, 4096)]),
+            file("/c", 3, &[(0, 4096)]),
+        ];
+        m.update_misses(&read, &opened, &d, 1);
+        // Login 2: /a misses new pieces (the old ones, cached by the prefetch, stay beside
+        // them), /b is opened without a miss, /c is not opened.
+        let opened = [(2049, 1), (2049, 2)].into_iter().collect();
+        let read = [file("/a", 1, &[(8192, 4096), (65536, 4096)])];
+        let st = m.update_misses(&read, &opened, &d, 2);
+        assert_eq!(
+            (st.added, st.refreshed, st.kept, st.faded, st.dropped),
+            (0, 1, 1, 1, 0),
+            "{st:?}"
+        );
+        let w: Vec<(&str, f64)> = m
+            .files
+            .iter()
+            .map(|f| (f.entry.path.to_str().unwrap(), f.weight))
+            .collect();
+        assert_eq!(w, [("/a", 1.5), ("/b", 1.5), ("/c", 0.5)]);
+        assert_eq!(ranges_of(&m, "/a"), [(0, 12288), (65536, 4096)]);
+        assert_eq!(ranges_of(&m, "/b"), [(0, 4096)]);
+        // A file replaced since (a new inode): only what was read of the new one.
+        let opened = [(2049, 9)].into_iter().collect();
+        m.update_misses(&[file("/a", 9, &[(4096, 4096)])], &opened, &d, 3);
+        assert_eq!(ranges_of(&m, "/a"), [(4096, 4096)]);
+        // /b's old inode was not opened this time: it fades like any file not read.
+        assert_eq!(
+            m.files
+                .iter()
+                .find(|f| f.entry.path == Path::new("/b"))
+                .unwrap()
+                .weight,
+            0.75
+        );
+        // `update` (every page the login used) replaces the ranges and keeps nothing.
+        let st = m.update(&[file("/a", 9, &[(0, 4096)])], &d, 4);
+        assert_eq!(st.kept, 0);
+        assert_eq!(ranges_of(&m, "/a"), [(0, 4096)]);
     }
 
     fn names(m: &Model) -> Vec<&str> {

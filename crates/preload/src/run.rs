@@ -14,7 +14,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use readahead::learn::{self, LearnConfig, Learned, Learner, PackOptions};
+use readahead::learn::{self, AddedPages, LearnConfig, Learned, Learner, PackOptions};
 use readahead::pack::{Header, Pack};
 use readahead::replay::{self, ReplayOptions, ReplayStats};
 use readahead::state::{BootKind, BootRecord, State, Verdict};
@@ -99,6 +99,9 @@ pub struct LearnSummary {
     pub files: usize,
     /// Of those, files with pages to keep.
     pub entries: usize,
+    /// Bytes of their pages: what the login used (`filemap`, `mincore`) or read from disk
+    /// (`added`).
+    pub bytes: u64,
     /// fanotify events.
     pub events: u64,
     /// `filemap` or `mincore`.
@@ -131,6 +134,11 @@ impl Default for RunOptions {
                 // as it is (mincore then also keeps what the kernel read ahead of the
                 // session's reads, which the next login would read too).
                 read_ahead_kb: None,
+                // Without the access tracepoints (before 6.10), the session's cache misses,
+                // not mincore of every file it opened: mincore also counts what the boot or
+                // the greeter had cached, which made the model outgrow the budget
+                // (224-311 MB of an Xfce login, where the login read ~100 MB from disk).
+                added_pages: AddedPages::WithoutAccessEvents,
                 ..LearnConfig::default()
             },
             wait_settled: false,
@@ -250,6 +258,7 @@ pub fn learn_window(
     let summary = LearnSummary {
         files: learned.files.len(),
         entries: 0,
+        bytes: 0,
         events: learned.events,
         page_source: learned.page_source(),
         overflowed: learned.overflowed,
@@ -285,9 +294,17 @@ pub fn greeter(config: &Config, opts: &RunOptions) -> io::Result<RunReport> {
         return Ok(report);
     };
     private_dir(&config.dir)?;
+    // This process's id too: the session's learning must not take what the greeter's
+    // prefetch still reads (or opens) for the session's own.
     sys::write_atomic(
         &config.pending_path(),
-        format!("{} {}\n", kind.word_for(&PRELOAD), unix_now()).as_bytes(),
+        format!(
+            "{} {} {}\n",
+            kind.word_for(&PRELOAD),
+            unix_now(),
+            std::process::id()
+        )
+        .as_bytes(),
     )?;
     if let (NextLogin::Prefetch, Some(m)) = (next, &model) {
         report.prefetch = Some(prefetch(
@@ -305,8 +322,16 @@ pub fn greeter(config: &Config, opts: &RunOptions) -> io::Result<RunReport> {
     Ok(report)
 }
 
+/// The greeter's decision, left less than [`PENDING_MAX_AGE_S`] ago (removed): the kind of
+/// login and the greeter stage's process id, when it gave one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pending {
+    kind: BootKind,
+    pid: Option<i32>,
+}
+
 /// The greeter's decision, if one was left less than [`PENDING_MAX_AGE_S`] ago; removed.
-fn take_pending(config: &Config) -> Option<BootKind> {
+fn take_pending(config: &Config) -> Option<Pending> {
     let path = config.pending_path();
     let text = sys::read_regular_text(&path, 4096).ok();
     let _ = std::fs::remove_file(&path);
@@ -319,7 +344,18 @@ fn take_pending(config: &Config) -> Option<BootKind> {
         _ => return None,
     };
     let at: u64 = w.next()?.parse().ok()?;
-    (unix_now().saturating_sub(at) <= PENDING_MAX_AGE_S).then_some(kind)
+    // Written by an older bootprint: no process id.
+    let pid = w
+        .next()
+        .and_then(|p| p.parse().ok())
+        .filter(|&p: &i32| p > 0);
+    (unix_now().saturating_sub(at) <= PENDING_MAX_AGE_S).then_some(Pending { kind, pid })
+}
+
+/// Whether process `pid` runs the same executable as this one.
+fn same_program(pid: i32) -> bool {
+    let exe = |p: &str| std::fs::read_link(format!("/proc/{p}/exe")).ok();
+    exe(&pid.to_string()).is_some_and(|e| Some(e) == exe("self"))
 }
 
 /// The session's stage: this login's kind (the greeter's, or decided now) added to the
@@ -341,7 +377,7 @@ pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Resu
         _ if learn_only => BootKind::Learn,
         // Without a model there is nothing to prefetch, whatever the greeter said.
         (NextLogin::Learn, _) => BootKind::Learn,
-        (_, Some(k)) => k,
+        (_, Some(p)) => p.kind,
         (n, None) => n.kind().unwrap_or(BootKind::Learn),
     };
     report.kind = Some(kind);
@@ -355,6 +391,9 @@ pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Resu
     state.save_for(&config.state_path(), &PRELOAD)?;
     let mut lcfg = opts.learn.clone();
     lcfg.ignore_pids.push(std::process::id() as i32);
+    // Only while it is still this program: a process id is reused.
+    lcfg.ignore_pids
+        .extend(pending.and_then(|p| p.pid).filter(|&p| same_program(p)));
     let (learned, mut summary, prefetched) = std::thread::scope(|s| {
         let pf = match (&model, kind) {
             (Some(m), BootKind::Replay) => Some(s.spawn(|| {
@@ -385,8 +424,14 @@ pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Resu
         },
     );
     summary.entries = pack.entries.len();
+    summary.bytes = pack.entries.iter().map(|e| e.bytes()).sum();
     let mut m = model.unwrap_or_default();
-    report.update = Some(m.update(&pack.entries, &config.decay, unix_now()));
+    report.update = Some(if summary.page_source == "added" {
+        let opened = learned.files.iter().map(|f| (f.dev, f.ino)).collect();
+        m.update_misses(&pack.entries, &opened, &config.decay, unix_now())
+    } else {
+        m.update(&pack.entries, &config.decay, unix_now())
+    });
     m.save(&config.model_path())?;
     report.model_files = m.files.len();
     report.model_bytes = m.bytes();
@@ -548,8 +593,21 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let c = config(tmp.path());
         std::fs::write(c.pending_path(), format!("control {}\n", unix_now())).unwrap();
-        assert_eq!(take_pending(&c), Some(BootKind::Control));
+        assert_eq!(
+            take_pending(&c),
+            Some(Pending {
+                kind: BootKind::Control,
+                pid: None
+            })
+        );
         assert!(!c.pending_path().exists(), "taken once");
+        // The greeter stage's process: left out of learning while it is this program.
+        let me = std::process::id() as i32;
+        std::fs::write(c.pending_path(), format!("prefetch {} {me}\n", unix_now())).unwrap();
+        let p = take_pending(&c).unwrap();
+        assert_eq!((p.kind, p.pid), (BootKind::Replay, Some(me)));
+        assert!(same_program(me));
+        assert!(!same_program(1), "pid 1 is not this test");
         std::fs::write(
             c.pending_path(),
             format!("prefetch {}\n", unix_now() - 7200),

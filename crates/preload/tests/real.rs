@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 use preload::config::Config;
 use preload::model::Model;
 use preload::run::{self, RunOptions};
-use readahead::learn::LearnConfig;
+use readahead::learn::{AddedPages, LearnConfig};
 use readahead::state::{BootKind, State};
 use readahead::sys;
 
@@ -99,12 +99,28 @@ fn config(state: &Path) -> Config {
     }
 }
 
-fn options(files_dir: &Path, tracepoints: bool) -> RunOptions {
+/// Where learning takes the pages from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Pages {
+    /// The access tracepoints (6.10+), else mincore.
+    Access,
+    /// The page-cache additions (what preload uses before 6.10), else mincore.
+    Added,
+    /// mincore when the window ends.
+    Mincore,
+}
+
+fn options(files_dir: &Path, pages: Pages) -> RunOptions {
     RunOptions {
         learn: LearnConfig {
             only_under: vec![files_dir.to_path_buf()],
             read_ahead_kb: None,
-            tracefs: tracepoints.then(|| PathBuf::from(readahead::filemap::TRACEFS)),
+            tracefs: (pages != Pages::Mincore).then(|| PathBuf::from(readahead::filemap::TRACEFS)),
+            added_pages: if pages == Pages::Added {
+                AddedPages::Always
+            } else {
+                AddedPages::Never
+            },
             ..LearnConfig::default()
         },
         wait_settled: true,
@@ -128,22 +144,30 @@ fn weights(m: &Model) -> Vec<(String, f64)> {
 /// again).
 #[test]
 fn learn_with_tracepoints_then_prefetch_within_the_budget() {
-    learn_two_logins_then_prefetch_within_the_budget(true);
+    learn_two_logins_then_prefetch_within_the_budget(Pages::Access);
 }
 
-/// With mincore when the window ends, as on kernels before 6.10.
+/// With the page-cache additions, as preload learns before 6.10 (the test beds' 6.1).
+#[test]
+fn learn_with_added_pages_then_prefetch_within_the_budget() {
+    learn_two_logins_then_prefetch_within_the_budget(Pages::Added);
+}
+
+/// With mincore when the window ends, as on kernels without tracefs.
 #[test]
 fn learn_with_mincore_then_prefetch_within_the_budget() {
-    learn_two_logins_then_prefetch_within_the_budget(false);
+    learn_two_logins_then_prefetch_within_the_budget(Pages::Mincore);
 }
 
 /// Two logins learned for real (the second prefetching beside learning, whose own opens must
 /// not count), then the model prefetched: every page it holds is cached again; a budget
 /// stops the prefetch at the budget, in weight order; a changed file is skipped.
-fn learn_two_logins_then_prefetch_within_the_budget(tracepoints: bool) {
+fn learn_two_logins_then_prefetch_within_the_budget(pages: Pages) {
     if !root_or_skip() {
         return;
     }
+    // The machine's DAMON reclaim would page out what was just read (testkit::reclaim).
+    let _reclaim = testkit::reclaim::PauseReclaim::new();
     // One at a time: both mark the same filesystems and time their quiet windows.
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
@@ -153,7 +177,7 @@ fn learn_two_logins_then_prefetch_within_the_budget(tracepoints: bool) {
     let f = setup(&files_dir);
     drop_cache(&f);
     let mut cfg = config(&state_dir);
-    let opts = options(&files_dir, tracepoints);
+    let opts = options(&files_dir, pages);
 
     // Login 1: no model yet, so it learns. f0..f5 whole, 32 KiB of f6, f7 never.
     let mut child = session(&[&f[0], &f[1], &f[2], &f[3], &f[4], &f[5]], Some(&f[6]));
@@ -178,7 +202,17 @@ fn learn_two_logins_then_prefetch_within_the_budget(tracepoints: bool) {
             }
         }
     } else {
+        // What dd read and what the kernel read ahead of it.
         assert!(f6.entry.bytes() >= 8 * PAGE && f6.entry.bytes() < FILE_SIZE);
+    }
+    if pages == Pages::Added {
+        // The tracepoint is in every kernel with tracefs: this must not fall back.
+        assert_eq!(l1.page_source, "added", "{l1:?}");
+        for x in &m.files[..] {
+            if x.entry.path != f[6] {
+                assert_eq!(x.entry.bytes(), FILE_SIZE, "{:?}", x.entry.path);
+            }
+        }
     }
 
     // Login 2: a model, so it prefetches (all 7 files) while it learns a session that reads
@@ -192,6 +226,13 @@ fn learn_two_logins_then_prefetch_within_the_budget(tracepoints: bool) {
     assert_eq!(pf.files_read, 7, "{pf:?}");
     assert_eq!(pf.bytes_requested, m.bytes(), "{pf:?}");
     assert_eq!(r2.learned.as_ref().unwrap().files, 3);
+    if pages == Pages::Added {
+        // The prefetch's own reads are not the session's misses, so f0..f2 (prefetched,
+        // then opened) are kept with their ranges rather than learned from misses.
+        let u = r2.update.unwrap();
+        assert_eq!(u.kept + u.refreshed, 3, "{u:?}");
+        assert_eq!((u.faded, u.added), (4, 0), "{u:?}");
+    }
     let m = Model::load(&cfg.model_path()).unwrap().unwrap();
     let w = weights(&m);
     assert_eq!(
@@ -284,7 +325,7 @@ fn learning_stops_at_the_window() {
     }
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let opts = options(tmp.path(), false);
+    let opts = options(tmp.path(), Pages::Mincore);
     let t0 = std::time::Instant::now();
     let (learned, summary) =
         run::learn_window(&opts.learn, Duration::from_secs(1), Duration::from_secs(30)).unwrap();

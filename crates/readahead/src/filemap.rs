@@ -6,7 +6,15 @@
 //! before boot done, and they need no lowered `read_ahead_kb`. Where they are missing, learning
 //! falls back to mincore (see [`crate::learn`]).
 //!
-//! The events go to a tracing instance of our own (`instances/bootprint-readahead-<pid>`),
+//! Where the access events are missing (Debian 12's 6.1), [`FilemapTrace::start_added`]
+//! traces `mm_filemap_add_to_page_cache` instead, in every kernel bootprint supports: the
+//! pages read from disk into the page cache (the cache misses, with what the kernel read
+//! ahead of them), each charged to the task that caused it, so a process's own reads can
+//! be left out (preload prefetches while it learns). It does not see a read of a page that
+//! was already cached; preload, which wants what a session would read from disk, uses it
+//! for exactly that.
+//!
+//! The events go to a tracing instance of our own (`instances/bootprint-readahead-<pid>-<filemap|added>`),
 //! so the global trace buffer and anyone using it are left alone; the instance is removed
 //! when tracing stops. Lines of its `trace_pipe` look like
 //! `cat-1234 [001] ..... 12.345678: mm_filemap_get_pages: dev=254:0 ino=1a2b ofs=0-8191`.
@@ -28,6 +36,9 @@ pub const EVENTS: [&str; 3] = [
     "mm_filemap_map_pages",
     "mm_filemap_fault",
 ];
+
+/// The event [`FilemapTrace::start_added`] traces, under `events/filemap/`.
+pub const ADDED_EVENT: &str = "mm_filemap_add_to_page_cache";
 
 /// Where tracefs is normally mounted.
 pub const TRACEFS: &str = "/sys/kernel/tracing";
@@ -82,6 +93,113 @@ pub fn parse_line(line: &str, page: u64) -> Option<Access> {
         start,
         end,
     })
+}
+
+/// Parses one `trace_pipe` line of `mm_filemap_add_to_page_cache` into the task that added
+/// the page (its thread id) and the bytes added. Two formats: since folios (5.18)
+/// `dev 254:0 ino 2a01b pfn=0x1234 ofs=8192 order=2` (`page << order` bytes), before that
+/// `dev 254:0 ino 2a01b page=000000001234abcd pfn=4660 ofs=8192` (one page). The task is the
+/// `comm-TID` before the `[CPU]` field (a comm may hold spaces or dashes; with the
+/// `record-tgid` option a `(TGID)` stands between them). Other lines: `None`.
+pub fn parse_added_line(line: &str, page: u64) -> Option<(i32, Access)> {
+    let marker = format!(": {ADDED_EVENT}: ");
+    let at = line.find(&marker)?;
+    let (head, body) = (&line[..at], &line[at + marker.len()..]);
+    let words: Vec<&str> = head.split_whitespace().collect();
+    let cpu = words.iter().position(|w| {
+        w.len() > 2
+            && w.starts_with('[')
+            && w.ends_with(']')
+            && w[1..w.len() - 1].bytes().all(|b| b.is_ascii_digit())
+    })?;
+    let mut i = cpu.checked_sub(1)?;
+    if words[i].ends_with(')') {
+        // `(TGID)`, padded with spaces inside: back to the word that opens it.
+        while !words[i].starts_with('(') {
+            i = i.checked_sub(1)?;
+        }
+        i = i.checked_sub(1)?;
+    }
+    let task = words[i];
+    let tid: i32 = task.rsplit_once('-')?.1.parse().ok()?;
+    let (mut dev, mut ino, mut ofs, mut order) = (None, None, None, 0u32);
+    let mut it = body.split_whitespace();
+    while let Some(w) = it.next() {
+        if w == "dev" {
+            let (ma, mi) = it.next()?.split_once(':')?;
+            dev = Some((ma.parse().ok()?, mi.parse().ok()?));
+        } else if w == "ino" {
+            ino = Some(u64::from_str_radix(it.next()?, 16).ok()?);
+        } else if let Some(v) = w.strip_prefix("ofs=") {
+            ofs = Some(v.parse::<u64>().ok()?);
+        } else if let Some(v) = w.strip_prefix("order=") {
+            // A folio is at most a PMD (order 9 with 4 KiB pages); more is not this format.
+            order = v.parse().ok().filter(|&o| o <= 20)?;
+        }
+    }
+    let ((major, minor), ino, start) = (dev?, ino?, ofs?);
+    let end = start.checked_add(page.checked_shl(order)?)?;
+    Some((
+        tid,
+        Access {
+            major,
+            minor,
+            ino,
+            start,
+            end,
+        },
+    ))
+}
+
+/// Which tasks' page-cache additions are left out: those of the thread groups in `tgids`
+/// (looked up once per thread in `<proc>/<tid>/status`; a thread gone before its first
+/// event was read counts as someone else's).
+#[derive(Debug)]
+struct IgnoreTasks {
+    tgids: Vec<i32>,
+    proc: PathBuf,
+    known: HashMap<i32, bool>,
+}
+
+impl IgnoreTasks {
+    fn ignores(&mut self, tid: i32) -> bool {
+        if self.tgids.contains(&tid) {
+            return true;
+        }
+        if let Some(&v) = self.known.get(&tid) {
+            return v;
+        }
+        let v = fs::read_to_string(self.proc.join(tid.to_string()).join("status"))
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("Tgid:"))
+                    .and_then(|v| v.trim().parse::<i32>().ok())
+            })
+            .is_some_and(|tgid| self.tgids.contains(&tgid));
+        self.known.insert(tid, v);
+        v
+    }
+}
+
+/// What a trace records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PageSource {
+    /// The pages used: read, mapped or faulted ([`EVENTS`], Linux 6.10+).
+    #[default]
+    Access,
+    /// The pages added to the page cache by other tasks than the ignored ones ([`ADDED_EVENT`]).
+    Added,
+}
+
+impl PageSource {
+    /// The word reports use: `filemap` or `added`.
+    pub fn word(self) -> &'static str {
+        match self {
+            PageSource::Access => "filemap",
+            PageSource::Added => "added",
+        }
+    }
 }
 
 /// The byte ranges seen per file, merged.
@@ -144,30 +262,64 @@ pub struct TraceStats {
     /// Events the kernel dropped because the buffer was full (`overrun` in the per-CPU
     /// stats): some pages may be missing.
     pub lost: u64,
+    /// Which events were traced.
+    pub source: PageSource,
+    /// Page-cache additions left out as the ignored tasks' ([`PageSource::Added`]).
+    pub ignored: u64,
 }
 
 /// A running trace of the filemap events in our own tracing instance.
 pub struct FilemapTrace {
     instance: PathBuf,
     mounted: Option<PathBuf>,
+    events: &'static [&'static str],
+    source: PageSource,
     stop: Arc<AtomicBool>,
-    reader: Option<JoinHandle<(PageMap, u64)>>,
+    reader: Option<JoinHandle<ReadResult>>,
 }
+
+/// What the reader thread returns: the pages, the events parsed, the events ignored.
+type ReadResult = (PageMap, u64, u64);
 
 fn write(path: &Path, value: &str) -> io::Result<()> {
     fs::write(path, value).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
 impl FilemapTrace {
-    /// Starts tracing under `tracefs` (mounting it there when nothing is). Fails with
-    /// `Unsupported` when the kernel has no filemap tracepoints.
+    /// Starts tracing the access events under `tracefs` (mounting it there when nothing
+    /// is). Fails with `Unsupported` when the kernel has no such tracepoints.
     pub fn start(tracefs: &Path) -> io::Result<FilemapTrace> {
+        Self::start_with(tracefs, &EVENTS, PageSource::Access, None)
+    }
+
+    /// Starts tracing the pages added to the page cache, leaving out those added by the
+    /// thread groups `ignore_tgids` (threads looked up under `proc`). Fails with
+    /// `Unsupported` when the kernel has no such tracepoint.
+    pub fn start_added(
+        tracefs: &Path,
+        ignore_tgids: &[i32],
+        proc: &Path,
+    ) -> io::Result<FilemapTrace> {
+        let ignore = IgnoreTasks {
+            tgids: ignore_tgids.to_vec(),
+            proc: proc.to_path_buf(),
+            known: HashMap::new(),
+        };
+        Self::start_with(tracefs, &[ADDED_EVENT], PageSource::Added, Some(ignore))
+    }
+
+    fn start_with(
+        tracefs: &Path,
+        events: &'static [&'static str],
+        source: PageSource,
+        ignore: Option<IgnoreTasks>,
+    ) -> io::Result<FilemapTrace> {
         let mut mounted = None;
         if !tracefs.join("instances").is_dir() {
             mount_tracefs(tracefs)?;
             mounted = Some(tracefs.to_path_buf());
         }
-        let result = Self::start_mounted(tracefs, mounted.clone());
+        let result = Self::start_mounted(tracefs, mounted.clone(), events, source, ignore);
         if result.is_err() {
             if let Some(m) = &mounted {
                 unmount(m);
@@ -176,19 +328,34 @@ impl FilemapTrace {
         result
     }
 
-    fn start_mounted(tracefs: &Path, mounted: Option<PathBuf>) -> io::Result<FilemapTrace> {
-        if !EVENTS
+    fn start_mounted(
+        tracefs: &Path,
+        mounted: Option<PathBuf>,
+        events: &'static [&'static str],
+        source: PageSource,
+        ignore: Option<IgnoreTasks>,
+    ) -> io::Result<FilemapTrace> {
+        if !events
             .iter()
             .all(|e| tracefs.join("events/filemap").join(e).is_dir())
         {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
-                "this kernel has no filemap tracepoints (Linux 6.10+)",
+                match source {
+                    PageSource::Access => {
+                        "this kernel has no filemap access tracepoints (Linux 6.10+)"
+                    }
+                    PageSource::Added => {
+                        "this kernel has no mm_filemap_add_to_page_cache tracepoint"
+                    }
+                },
             ));
         }
+        // One instance per process and source: preload's learner may run beside another.
         let instance = tracefs.join(format!(
-            "instances/bootprint-readahead-{}",
-            std::process::id()
+            "instances/bootprint-readahead-{}-{}",
+            std::process::id(),
+            source.word()
         ));
         if !instance.is_dir() {
             fs::create_dir(&instance)?;
@@ -196,12 +363,14 @@ impl FilemapTrace {
         let mut t = FilemapTrace {
             instance,
             mounted,
+            events,
+            source,
             stop: Arc::new(AtomicBool::new(false)),
             reader: None,
         };
         // A boot makes events in bursts; 4 MiB per CPU holds a few tens of thousands.
         let _ = write(&t.instance.join("buffer_size_kb"), "4096");
-        for e in EVENTS {
+        for e in events {
             write(
                 &t.instance.join("events/filemap").join(e).join("enable"),
                 "1",
@@ -215,39 +384,51 @@ impl FilemapTrace {
         t.reader = Some(
             std::thread::Builder::new()
                 .name("bp-filemap".into())
-                .spawn(move || read_pipe(pipe, &stop))?,
+                .spawn(move || read_pipe(pipe, &stop, ignore))?,
         );
         Ok(t)
     }
 
-    /// Stops tracing, reads what is left and removes the instance.
-    pub fn stop(mut self) -> (PageMap, TraceStats) {
-        for e in EVENTS {
-            let _ = write(
-                &self.instance.join("events/filemap").join(e).join("enable"),
+    /// Which events this trace records.
+    pub fn source(&self) -> PageSource {
+        self.source
+    }
+
+    fn disable(&self) {
+        for e in self.events {
+            let _ = fs::write(
+                self.instance.join("events/filemap").join(e).join("enable"),
                 "0",
             );
         }
+    }
+
+    /// Stops tracing, reads what is left and removes the instance.
+    pub fn stop(mut self) -> (PageMap, TraceStats) {
+        self.disable();
         let lost = overruns(&self.instance);
         self.stop.store(true, Ordering::Relaxed);
-        let (map, events) = self
+        let (map, events, ignored) = self
             .reader
             .take()
             .and_then(|h| h.join().ok())
             .unwrap_or_default();
-        (map, TraceStats { events, lost })
+        (
+            map,
+            TraceStats {
+                events,
+                lost,
+                source: self.source,
+                ignored,
+            },
+        )
     }
 }
 
 impl Drop for FilemapTrace {
     fn drop(&mut self) {
         // Also on a panic: never leave events enabled or the instance behind.
-        for e in EVENTS {
-            let _ = fs::write(
-                self.instance.join("events/filemap").join(e).join("enable"),
-                "0",
-            );
-        }
+        self.disable();
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.reader.take() {
             let _ = h.join();
@@ -285,11 +466,11 @@ fn overruns(instance: &Path) -> u64 {
         .sum()
 }
 
-fn read_pipe(mut pipe: fs::File, stop: &AtomicBool) -> (PageMap, u64) {
+fn read_pipe(mut pipe: fs::File, stop: &AtomicBool, mut ignore: Option<IgnoreTasks>) -> ReadResult {
     use std::os::fd::AsRawFd;
     let page = sys::page_size();
     let mut map = PageMap::default();
-    let mut events = 0u64;
+    let (mut events, mut ignored) = (0u64, 0u64);
     let mut buf = vec![0u8; 1 << 16];
     let mut partial = String::new();
     let mut quiet_after_stop = 0;
@@ -302,7 +483,17 @@ fn read_pipe(mut pipe: fs::File, stop: &AtomicBool) -> (PageMap, u64) {
                 partial.push_str(&String::from_utf8_lossy(&buf[..n]));
                 let complete = partial.rfind('\n').map_or(0, |i| i + 1);
                 for line in partial[..complete].lines() {
-                    if let Some(a) = parse_line(line, page) {
+                    let access = match ignore.as_mut() {
+                        None => parse_line(line, page),
+                        Some(ig) => match parse_added_line(line, page) {
+                            Some((tid, _)) if ig.ignores(tid) => {
+                                ignored += 1;
+                                None
+                            }
+                            other => other.map(|(_, a)| a),
+                        },
+                    };
+                    if let Some(a) = access {
                         map.add(&a);
                         events += 1;
                     }
@@ -323,7 +514,7 @@ fn read_pipe(mut pipe: fs::File, stop: &AtomicBool) -> (PageMap, u64) {
         }
         let _ = sys::poll_readable(pipe.as_raw_fd(), 50);
     }
-    (map, events)
+    (map, events, ignored)
 }
 
 #[cfg(test)]
@@ -357,6 +548,75 @@ mod tests {
             parse_line(" x: mm_filemap_get_pages: dev=8:1 ino=1 ofs=9-3", 4096),
             None
         );
+    }
+
+    #[test]
+    fn parses_page_cache_additions_in_both_formats_with_the_task() {
+        // Since folios (the format of Debian 12's 6.1 and of 6.18): order 2 is 4 pages.
+        let l = "   Web Content-5313    [001] ..... 18331.503454: mm_filemap_add_to_page_cache: dev 254:0 ino 2a01b pfn=0x1234 ofs=8192 order=2";
+        assert_eq!(
+            parse_added_line(l, 4096),
+            Some((
+                5313,
+                Access {
+                    major: 254,
+                    minor: 0,
+                    ino: 0x2a01b,
+                    start: 8192,
+                    end: 8192 + 4 * 4096
+                }
+            ))
+        );
+        // Before folios: one page, and `record-tgid`'s `(TGID)` before the CPU.
+        let l = " xfce4-panel-77 (   70) [000] d..1. 2.5: mm_filemap_add_to_page_cache: dev 8:1 ino ff page=00000000deadbeef pfn=4660 ofs=0";
+        let (tid, a) = parse_added_line(l, 4096).unwrap();
+        assert_eq!(
+            (tid, a.major, a.minor, a.ino, a.start, a.end),
+            (77, 8, 1, 0xff, 0, 4096)
+        );
+        // Not this event, or not what was expected in it.
+        let l = " sh-1 [000] ...1. 1.0: mm_filemap_delete_from_page_cache: dev 8:1 ino ff pfn=0x1 ofs=0 order=0";
+        assert_eq!(parse_added_line(l, 4096), None);
+        let l = " sh-1 [000] ...1. 1.0: mm_filemap_add_to_page_cache: dev 8:1 ino zz pfn=0x1 ofs=0 order=0";
+        assert_eq!(parse_added_line(l, 4096), None);
+        let l = " sh-1 [000] ...1. 1.0: mm_filemap_add_to_page_cache: dev 8:1 ino ff pfn=0x1 ofs=0 order=99";
+        assert_eq!(parse_added_line(l, 4096), None);
+        let l = " sh [000] ...1. 1.0: mm_filemap_add_to_page_cache: dev 8:1 ino ff pfn=0x1 ofs=0 order=0";
+        assert_eq!(parse_added_line(l, 4096), None, "no task id");
+        // The access parser does not take it, nor this one an access event.
+        let l = " sh-1 [000] ...1. 1.0: mm_filemap_add_to_page_cache: dev 8:1 ino ff pfn=0x1 ofs=0 order=0";
+        assert_eq!(parse_line(l, 4096), None);
+        let l = " sh-1 [000] ...1. 1.0: mm_filemap_fault: dev=8:1 ino=ff ofs=12288";
+        assert_eq!(parse_added_line(l, 4096), None);
+    }
+
+    #[test]
+    fn a_thread_of_an_ignored_process_is_ignored() {
+        let tmp = tempfile::tempdir().unwrap();
+        for (tid, tgid) in [(10, 10), (11, 10), (12, 12)] {
+            let d = tmp.path().join(tid.to_string());
+            fs::create_dir(&d).unwrap();
+            fs::write(
+                d.join("status"),
+                format!("Name:\tx\nTgid:\t{tgid}\nPid:\t{tid}\n"),
+            )
+            .unwrap();
+        }
+        let mut ig = IgnoreTasks {
+            tgids: vec![10],
+            proc: tmp.path().to_path_buf(),
+            known: HashMap::new(),
+        };
+        assert!(ig.ignores(10));
+        assert!(ig.ignores(11), "a thread of 10");
+        assert!(!ig.ignores(12));
+        assert!(
+            !ig.ignores(13),
+            "gone before it was looked up: someone else's"
+        );
+        // Looked up once: the answer stays when the thread is gone.
+        fs::remove_dir_all(tmp.path().join("11")).unwrap();
+        assert!(ig.ignores(11));
     }
 
     #[test]

@@ -46,6 +46,23 @@ pub struct LearnConfig {
     /// Events caused by these processes are not recorded: preload prefetches while it
     /// learns, and its own opens must not teach it that the session used a file.
     pub ignore_pids: Vec<i32>,
+    /// When to trace the pages added to the page cache by other processes than
+    /// `ignore_pids` (what they read from disk) rather than the pages used.
+    pub added_pages: AddedPages,
+}
+
+/// When learning traces the pages added to the page cache (`mm_filemap_add_to_page_cache`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AddedPages {
+    /// Never: the access tracepoints, else mincore. A boot's learning, until a benchmark
+    /// says otherwise.
+    #[default]
+    Never,
+    /// Where the access tracepoints are missing (before Linux 6.10), instead of mincore.
+    /// Preload: a session's cache misses are what is worth prefetching for it.
+    WithoutAccessEvents,
+    /// Always (tests of this path on a kernel that has the access tracepoints).
+    Always,
 }
 
 impl Default for LearnConfig {
@@ -57,6 +74,7 @@ impl Default for LearnConfig {
             marks: None,
             tracefs: Some(PathBuf::from(crate::filemap::TRACEFS)),
             ignore_pids: Vec::new(),
+            added_pages: AddedPages::Never,
         }
     }
 }
@@ -90,10 +108,11 @@ pub struct Learned {
 }
 
 impl Learned {
-    /// Where the pages come from: `filemap` (the tracepoints, nothing lost) or `mincore`.
+    /// Where the pages come from: `filemap` (the access tracepoints), `added` (the pages
+    /// added to the page cache), both only when no event was lost, or `mincore`.
     pub fn page_source(&self) -> &'static str {
         if self.pages.is_some() && self.trace_stats.lost == 0 {
-            "filemap"
+            self.trace_stats.source.word()
         } else {
             "mincore"
         }
@@ -126,10 +145,14 @@ impl Learner {
             .and_then(|t| system::parse_mountinfo(&t, &mountinfo_path.to_string_lossy()).ok())
             .unwrap_or_default();
         // The tracepoints first: when they work, read_ahead_kb can stay as it is.
-        let filemap = cfg
-            .tracefs
-            .as_deref()
-            .and_then(|t| FilemapTrace::start(t).ok());
+        let filemap = cfg.tracefs.as_deref().and_then(|t| {
+            let added = || FilemapTrace::start_added(t, &cfg.ignore_pids, &cfg.paths.proc).ok();
+            match cfg.added_pages {
+                AddedPages::Never => FilemapTrace::start(t).ok(),
+                AddedPages::WithoutAccessEvents => FilemapTrace::start(t).ok().or_else(added),
+                AddedPages::Always => added(),
+            }
+        });
         let knob = match (
             cfg.read_ahead_kb.filter(|_| filemap.is_none()),
             system::root_mount(&mounts),

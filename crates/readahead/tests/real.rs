@@ -231,6 +231,8 @@ fn learn_then_replay(tracepoints: bool) {
     if !root_or_skip() {
         return;
     }
+    // The machine's DAMON reclaim would page out what was just read (testkit::reclaim).
+    let _reclaim = testkit::reclaim::PauseReclaim::new();
     let _one_at_a_time = REAL_KNOB.lock().unwrap_or_else(|e| e.into_inner());
     if tracepoints && !kernel_at_least(6, 10) {
         testkit::skip("the filemap tracepoints need Linux 6.10");
@@ -461,5 +463,72 @@ fn learner_lowers_and_restores_read_ahead_kb_of_a_fake_tree() {
         fs::read_to_string(&knob).unwrap(),
         "4096",
         "not restored on drop"
+    );
+}
+
+/// The page-cache additions for real: a child process reads one file and this process
+/// another, both dropped from the cache first; with this process ignored, the trace has
+/// every page of the child's file and nothing of ours (which it counts as ignored).
+#[test]
+fn page_cache_additions_are_charged_to_the_reading_process() {
+    if !root_or_skip() {
+        return;
+    }
+    // The machine's DAMON reclaim would page out what was just read (testkit::reclaim).
+    let _reclaim = testkit::reclaim::PauseReclaim::new();
+    // One at a time with the other tracing tests: each mounts tracefs when it is not.
+    let _one = REAL_KNOB.lock().unwrap_or_else(|e| e.into_inner());
+    let (_tmp, files) = setup();
+    let me = std::process::id() as i32;
+    let trace = match readahead::filemap::FilemapTrace::start_added(
+        Path::new(readahead::filemap::TRACEFS),
+        &[me],
+        Path::new("/proc"),
+    ) {
+        Ok(t) => t,
+        Err(e) => {
+            testkit::skip(&format!("no mm_filemap_add_to_page_cache here: {e}"));
+            return;
+        }
+    };
+    let status = std::process::Command::new("cat")
+        .arg(&files[0])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Ours, from a second thread of this process (a thread's id is not the process's).
+    let mine = files[1].clone();
+    std::thread::spawn(move || fs::read(mine).unwrap())
+        .join()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let (map, stats) = trace.stop();
+    assert_eq!(stats.source, readahead::filemap::PageSource::Added);
+    assert_eq!(stats.lost, 0, "{stats:?}");
+    let page = ::sys::page_size();
+    let ranges = |p: &Path| {
+        use std::os::unix::fs::MetadataExt;
+        let md = fs::metadata(p).unwrap();
+        map.ranges(
+            libc::major(md.dev()),
+            libc::minor(md.dev()),
+            md.ino(),
+            md.size(),
+            page,
+        )
+    };
+    let child: Vec<(u64, u64)> = ranges(&files[0])
+        .iter()
+        .map(|r| (r.offset, r.len))
+        .collect();
+    assert_eq!(child, [(0, FILE_SIZE)], "the child's read, whole");
+    assert!(
+        ranges(&files[1]).is_empty(),
+        "this process's own read was taken"
+    );
+    assert!(
+        stats.ignored >= 1,
+        "this process's additions were not seen at all: {stats:?}"
     );
 }

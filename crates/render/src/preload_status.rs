@@ -209,6 +209,7 @@ pub fn run_json(r: &RunReport) -> Value {
         "learned": r.learned.as_ref().map(|l| json!({
             "files": l.files,
             "entries": l.entries,
+            "bytes": l.bytes,
             "events": l.events,
             "page_source": l.page_source,
             "overflowed": l.overflowed,
@@ -216,7 +217,7 @@ pub fn run_json(r: &RunReport) -> Value {
             "stopped_by": l.stopped_by,
         })),
         "update": r.update.map(|u| json!({
-            "added": u.added, "refreshed": u.refreshed, "faded": u.faded,
+            "added": u.added, "refreshed": u.refreshed, "kept": u.kept, "faded": u.faded,
             "dropped": u.dropped, "unrepresentable": u.unrepresentable,
         })),
         "model_files": r.model_files,
@@ -254,9 +255,10 @@ pub fn run_text(out: &mut impl Write, r: &RunReport) -> io::Result<()> {
     if let Some(l) = &r.learned {
         writeln!(
             out,
-            "learned:  {} files opened, {} with pages ({}), {:.1} s, stopped by {}{}",
+            "learned:  {} files opened, {} with pages ({}, {}), {:.1} s, stopped by {}{}",
             l.files,
             l.entries,
+            mb(l.bytes),
             l.page_source,
             l.duration.as_secs_f64(),
             l.stopped_by,
@@ -270,11 +272,12 @@ pub fn run_text(out: &mut impl Write, r: &RunReport) -> io::Result<()> {
     if let Some(u) = &r.update {
         writeln!(
             out,
-            "model:    {} files, {}: {} added, {} refreshed, {} faded, {} dropped",
+            "model:    {} files, {}: {} added, {} refreshed, {} kept, {} faded, {} dropped",
             r.model_files,
             mb(r.model_bytes),
             u.added,
             u.refreshed,
+            u.kept,
             u.faded,
             u.dropped
         )?;

@@ -1,8 +1,10 @@
 //! Test support shared by bootprint's test suites (a dev-dependency only; nothing here is
 //! built into the programs).
 //!
-//! It owns one rule, one check the chart tests share ([`check_xml`]), and a loop-mounted
-//! ext4 image with its cleanup ([`ext4::Ext4Image`], for relocation's tests). The rule: a test that cannot run here (it needs root, a tool, a kernel feature)
+//! It owns one rule, one check the chart tests share ([`check_xml`]), a loop-mounted
+//! ext4 image with its cleanup ([`ext4::Ext4Image`], for relocation's tests), and a pause
+//! of the machine's proactive reclaim for tests that check the page cache
+//! ([`reclaim::PauseReclaim`]). The rule: a test that cannot run here (it needs root, a tool, a kernel feature)
 //! says so and passes on a developer's machine, but **fails under `CI=true`**, where the
 //! machine runs as root with every tool installed, so a missing install step cannot hide
 //! behind a green run. Each skip is also appended to the file named by
@@ -23,6 +25,7 @@
 use std::io::Write;
 
 pub mod ext4;
+pub mod reclaim;
 
 /// Whether this is a CI run (`CI=true`), where skipping is a failure.
 pub fn in_ci() -> bool {
