@@ -143,6 +143,22 @@ fn desktop(
                 section(&out, "preload-log")
             ),
         );
+        // The guests' kernel (6.1) has no filemap access tracepoints: preload learns the
+        // session's cache misses ("learned: N files opened, M with pages (X MB, added), ...").
+        let log = section(&out, "preload-log");
+        let learned_line = log.iter().find(|l| l.starts_with("learned:"));
+        c.check(
+            learned_line.is_some_and(|l| l.contains(" MB, added)")),
+            &format!(
+                "login {login}: preload learned from the session's cache misses: {learned_line:?}"
+            ),
+        );
+        for l in log
+            .iter()
+            .filter(|l| l.starts_with("learned:") || l.starts_with("model:"))
+        {
+            println!("      preload {l}");
+        }
         for l in section(&out, "started") {
             println!("      {l}");
         }

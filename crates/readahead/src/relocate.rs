@@ -115,6 +115,18 @@ pub enum Refusal {
         /// The filesystem's size.
         size: u64,
     },
+    /// The region ext4 gave came in so many pieces (its free space is fragmented) that
+    /// replay would need as many device requests after the move as before: nothing moved.
+    Fragmented {
+        /// Its mount point.
+        mount: PathBuf,
+        /// Physical runs the region came in.
+        runs: u64,
+        /// Requests replay needs as the files lie now.
+        before: u64,
+        /// Requests it would need with the files in this region.
+        after: u64,
+    },
     /// The device is solid state (or unknown) and `force_media` is off.
     Media {
         /// The device's name (`sda`, `vda`, `loop3`...) or number.
@@ -153,6 +165,19 @@ impl std::fmt::Display for Refusal {
                  {need}, and at least {:.0} % of its {size} bytes must stay free",
                 mount.display(),
                 MIN_FREE_SHARE * 100.0
+            ),
+            Refusal::Fragmented {
+                mount,
+                runs,
+                before,
+                after,
+            } => write!(
+                f,
+                "the free space of the filesystem at {} is fragmented: the region came in \
+                 {runs} pieces, and replay would need {after} device requests with the files \
+                 moved there against {before} as they lie now; nothing was moved (free space \
+                 in long runs first: e4defrag, or fewer files on the filesystem)",
+                mount.display()
             ),
             Refusal::Media { device, media } => write!(
                 f,
@@ -411,6 +436,31 @@ pub fn relocate(
     };
     let donor_map = sys::fiemap(&donor, 0, region).unwrap_or_default();
     report.region_runs = plan::device_requests(&extent_runs(&donor_map), u64::MAX).max(1);
+    // The region as ext4 gave it, not the contiguous one the plan assumed: where its free
+    // space lies in small holes, moving the files there makes replay no better (an aged
+    // image gave 777 pieces), so nothing moves (the donor is freed when it is closed).
+    let mut base = 0u64;
+    let mut runs_in_region = Vec::new();
+    for pl in &planned {
+        for r in &pl.reads {
+            let at = Range {
+                offset: base + new_offset(&pl.moves, r.offset),
+                len: r.len,
+            };
+            runs_in_region.extend(physical_runs(&donor_map, &at));
+        }
+        base += files[pl.idx].bytes;
+    }
+    let expected = plan::device_requests(&runs_in_region, request);
+    if expected >= report.requests_before {
+        return Err(Refusal::Fragmented {
+            mount: mount_point,
+            runs: report.region_runs,
+            before: report.requests_before,
+            after: expected,
+        });
+    }
+    report.requests_after = expected;
 
     let mut cursor = 0u64;
     let mut next = 0usize;

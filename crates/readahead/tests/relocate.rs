@@ -220,3 +220,66 @@ fn refuses_a_nearly_full_filesystem() {
     assert!(matches!(e, Refusal::NearlyFull { .. }), "{e:?}");
     assert!(e.to_string().contains("nearly full"), "{e}");
 }
+
+/// Free space only in 4 KiB holes (a file filling the filesystem, every other block punched
+/// out): the region ext4 gives comes in hundreds of pieces, moving the pack's files (in
+/// 16 KiB pieces now) there would make replay worse, so relocation refuses and moves
+/// nothing.
+#[test]
+fn refuses_when_the_region_comes_in_pieces_smaller_than_the_files_have() {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let Some(img) = Ext4Image::new(48) else {
+        return;
+    };
+    let paths = interleaved_files(img.path(), 4, 256 * 1024);
+    let filler = img.path().join("filler");
+    let mut f = File::create(&filler).unwrap();
+    let chunk = vec![9u8; 1 << 20];
+    while f.write_all(&chunk).is_ok() {}
+    // What a last partial chunk left unwritten is of no matter: the disk is full.
+    let _ = f.sync_all();
+    let len = f.metadata().unwrap().len();
+    let mut off = 0;
+    while off + 8192 <= len {
+        // SAFETY: no pointers; the fd is open.
+        let rc = unsafe {
+            libc::fallocate(
+                f.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                off as libc::off_t,
+                4096,
+            )
+        };
+        assert_eq!(
+            rc,
+            0,
+            "punching a hole: {}",
+            std::io::Error::last_os_error()
+        );
+        off += 8192;
+    }
+    f.sync_all().unwrap();
+    let p = pack(paths.iter().map(|q| entry(q, &[(0, 256 * 1024)])).collect());
+    let sums: Vec<u64> = paths.iter().map(|q| checksum(q)).collect();
+    let before: Vec<Vec<sys::Extent>> = paths.iter().map(|q| extents(q)).collect();
+    let mut seen = 0;
+    let e = relocate::relocate(&p, &forced(), &mut |_| seen += 1).unwrap_err();
+    let Refusal::Fragmented {
+        runs,
+        before: req_before,
+        after,
+        ..
+    } = &e
+    else {
+        panic!("not refused as fragmented: {e:?}");
+    };
+    assert!(*runs > 8, "the region came in only {runs} pieces: {e}");
+    assert!(after >= req_before, "{e}");
+    assert!(e.to_string().contains("fragmented"), "{e}");
+    assert_eq!(seen, 0, "a refusal reports no file");
+    for (i, q) in paths.iter().enumerate() {
+        assert_eq!(checksum(q), sums[i], "{q:?} changed");
+        assert_eq!(extents(q), before[i], "{q:?} moved");
+    }
+}
