@@ -115,6 +115,13 @@ pub enum Verb {
     /// was measured beside the model's figure and the published one (docs/testbed.md,
     /// "Drive profiles"). Boots no VM.
     Seekcheck(Seekcheck),
+    /// Measure how much slower the guest's CPU is under emulation than the host's
+    ///
+    /// Runs the same single-threaded work (gzip, sort, sha256sum, a shell loop) on the host
+    /// and in a booted guest of the text image and prints each step's ratio and their median:
+    /// the figure the time-scaled profiles (hdd-scaled, sd-scaled) slow their drive by
+    /// (docs/testbed.md, "Time-scaled profiles"). One boot.
+    Cpuscale(Cpuscale),
     /// Print the shell completions of bootprint-testbed to stdout
     Completions(cliutil::Completions),
     /// Write the man pages (bootprint-testbed.1, bootprint-testbed-boot.1, ...) into DIR
@@ -327,6 +334,15 @@ pub struct StallRepro {
 }
 
 #[derive(Debug, Args)]
+pub struct Cpuscale {
+    /// Print the result as one JSON object
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub build: Build,
+}
+
+#[derive(Debug, Args)]
 pub struct Seekcheck {
     /// The seek-modelling profile (both when not given)
     #[arg(long, value_name = "PROFILE", value_parser = seek_profiles())]
@@ -342,7 +358,7 @@ fn seek_profiles() -> PossibleValuesParser {
     choices(
         Profile::value_variants()
             .iter()
-            .filter(|p| p.seek_model().is_some())
+            .filter(|p| p.seek_model().is_some() && !p.is_scaled())
             .map(|p| (p.name(), "")),
     )
 }

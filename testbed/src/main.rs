@@ -10,6 +10,7 @@ mod bench;
 mod checks;
 mod cli;
 mod completions;
+mod cpuscale;
 mod deps;
 mod desktop_bench;
 mod desktop_session;
@@ -171,7 +172,7 @@ fn run(verb: Verb) -> Result<(), Error> {
         Verb::Seekcheck(a) => {
             use clap::ValueEnum;
             for p in qemu::Profile::value_variants() {
-                let Some(model) = p.seek_model() else {
+                let Some(model) = p.seek_model().filter(|_| !p.is_scaled()) else {
                     continue;
                 };
                 if a.profile.as_deref().is_some_and(|want| want != p.name()) {
@@ -184,6 +185,7 @@ fn run(verb: Verb) -> Result<(), Error> {
             }
             Ok(())
         }
+        Verb::Cpuscale(a) => cpuscale::run(&paths, a.build.cargo(), a.json),
         Verb::Completions(_) | Verb::Man(_) => Ok(()), // done above
     }
 }

@@ -41,7 +41,18 @@ pub enum Profile {
     /// A class-10 SD card: a cost per request that does not continue the last, 42 MB/s
     /// (the seekdisk NBD server)
     SdSeek,
+    /// hdd-seek slowed by the emulation's CPU slowdown (TCG_SLOWDOWN): the disk as slow
+    /// beside the guest's CPU as the real one is beside the host's
+    HddScaled,
+    /// sd-seek slowed by the emulation's CPU slowdown (TCG_SLOWDOWN)
+    SdScaled,
 }
+
+/// How many times slower the guest's CPU is under TCG than the host's, measured by
+/// `bootprint-testbed cpuscale` (docs/testbed.md, "Time-scaled profiles"): the `*-scaled`
+/// profiles slow their drive by as much, so that a boot waits on the disk for the share of
+/// its time it would on a real machine with this host's CPU.
+pub const TCG_SLOWDOWN: f64 = 12.0;
 
 impl Profile {
     pub fn name(self) -> &'static str {
@@ -51,7 +62,15 @@ impl Profile {
             Profile::Hdd => "hdd",
             Profile::HddSeek => "hdd-seek",
             Profile::SdSeek => "sd-seek",
+            Profile::HddScaled => "hdd-scaled",
+            Profile::SdScaled => "sd-scaled",
         }
+    }
+
+    /// A profile whose drive is slowed by [`TCG_SLOWDOWN`] (derived, so not checked
+    /// against published figures by `seekcheck`).
+    pub fn is_scaled(self) -> bool {
+        matches!(self, Profile::HddScaled | Profile::SdScaled)
     }
 
     /// The drive the seekdisk NBD server models for this profile (None: QEMU serves the file
@@ -61,6 +80,8 @@ impl Profile {
         match self {
             Profile::HddSeek => Some(Model::Head(LAPTOP_5400)),
             Profile::SdSeek => Some(Model::Flash(SD_CLASS10)),
+            Profile::HddScaled => Some(Model::Head(LAPTOP_5400).slowed(TCG_SLOWDOWN)),
+            Profile::SdScaled => Some(Model::Flash(SD_CLASS10).slowed(TCG_SLOWDOWN)),
             _ => None,
         }
     }
@@ -79,7 +100,11 @@ impl Profile {
     /// docs/testbed.md.
     pub fn limits(self) -> Option<(u64, u64)> {
         match self {
-            Profile::Fast | Profile::HddSeek | Profile::SdSeek => None,
+            Profile::Fast
+            | Profile::HddSeek
+            | Profile::SdSeek
+            | Profile::HddScaled
+            | Profile::SdScaled => None,
             Profile::Sd => Some((20_000_000, 400)),
             Profile::Hdd => Some((80_000_000, 100)),
         }

@@ -127,6 +127,28 @@ impl Model {
         }
     }
 
+    /// The same drive `k` times slower in every respect: each seek, turn and access takes
+    /// `k` times as long, the rate is `k` times lower (the time-scaled profiles: a drive as
+    /// slow beside the emulated CPU as the real drive is beside the host's CPU).
+    pub fn slowed(self, k: f64) -> Model {
+        match self {
+            Model::Head(h) => Model::Head(Head {
+                rpm: h.rpm / k,
+                track_s: h.track_s * k,
+                avg_s: h.avg_s * k,
+                full_s: h.full_s * k,
+                rate: h.rate / k,
+                ..h
+            }),
+            Model::Flash(f) => Model::Flash(Flash {
+                access_s: f.access_s * k,
+                rate: f.rate / k,
+                ..f
+            }),
+            Model::Zero => Model::Zero,
+        }
+    }
+
     /// Whether the drive has a head (the NBD export says so: `NBD_FLAG_ROTATIONAL`).
     pub fn rotational(&self) -> bool {
         matches!(self, Model::Head(_))
@@ -156,6 +178,32 @@ pub const SD_CLASS10: Flash = Flash {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slowed_drive_costs_k_times_as_much_for_every_request() {
+        let k = 7.5;
+        for m in [Model::Head(LAPTOP_5400), Model::Flash(SD_CLASS10)] {
+            let s = m.slowed(k);
+            // Continuing, a short skip forward, a long seek back, a random access.
+            for (pos, off, len) in [
+                (0, 0, 1 << 20),
+                (4096, 65536, 4096),
+                (1 << 30, 0, 4096),
+                (0, 100_000_000_000, 65536),
+            ] {
+                let (a, b) = (m.cost_s(pos, off, len), s.cost_s(pos, off, len));
+                assert!(
+                    close(b, a * k, 1e-12),
+                    "{m:?} {pos} {off} {len}: {a} -> {b}"
+                );
+            }
+            assert_eq!(s.rate().unwrap() * k, m.rate().unwrap());
+            assert_eq!(
+                (s.capacity(), s.rotational()),
+                (m.capacity(), m.rotational())
+            );
+        }
+    }
 
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol

@@ -48,6 +48,7 @@ const VERBS: &[&str] = &[
     "package",
     "desktop",
     "seekcheck",
+    "cpuscale",
     "completions",
     "man",
 ];
@@ -184,7 +185,7 @@ fn values_are_checked() {
         (
             "boot --profile ssd",
             ErrorKind::InvalidValue,
-            "[possible values: fast, sd, hdd, hdd-seek, sd-seek]",
+            "[possible values: fast, sd, hdd, hdd-seek, sd-seek, hdd-scaled, sd-scaled]",
         ),
         (
             "bench rc --profile ssd",
