@@ -55,13 +55,13 @@ pub fn parse(out: &str) -> Vec<(String, f64)> {
     best
 }
 
+/// One step measured on both sides: name, host s, guest s, guest / host.
+pub type Row = (String, f64, f64, f64);
+
 /// Per step (host s, guest s, ratio), and the median ratio; steps missing on either side are
 /// left out. `None` when no step was measured on both.
-pub fn ratios(
-    host: &[(String, f64)],
-    guest: &[(String, f64)],
-) -> Option<(Vec<(String, f64, f64, f64)>, f64)> {
-    let rows: Vec<(String, f64, f64, f64)> = host
+pub fn ratios(host: &[(String, f64)], guest: &[(String, f64)]) -> Option<(Vec<Row>, f64)> {
+    let rows: Vec<Row> = host
         .iter()
         .filter_map(|(n, h)| {
             let g = guest.iter().find(|(m, _)| m == n)?.1;
