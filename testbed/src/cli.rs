@@ -117,7 +117,8 @@ pub enum Verb {
     Seekcheck(Seekcheck),
     /// Measure how much slower the guest's CPU is under emulation than the host's
     ///
-    /// Runs the same single-threaded work (gzip, sort, sha256sum, a shell loop) on the host
+    /// Runs the same single-threaded work (gzip, sort, sha256sum, a shell loop, starting
+    /// processes, listing files) on the host
     /// and in a booted guest of the text image and prints each step's ratio and their median:
     /// the figure the time-scaled profiles (hdd-scaled, sd-scaled) slow their drive by
     /// (docs/testbed.md, "Time-scaled profiles"). One boot.

@@ -3,7 +3,9 @@
 //! `sd-scaled`) slow their drive by ([`crate::qemu::TCG_SLOWDOWN`]).
 //!
 //! The same single-threaded work runs on the host and then in a booted guest (the text
-//! image): compressing, sorting and hashing a 10 MB file of numbers, and a shell loop. Each
+//! image): compressing, sorting and hashing a 10 MB file of numbers, a shell loop, starting
+//! 300 processes (fork, exec, the dynamic linker: what a boot does most) and listing 3,000
+//! files with their metadata (system calls). Each
 //! step runs three times and the fastest counts (the least disturbed); the slowdown is the
 //! median of the steps' guest/host ratios. Both sides run Debian 12's own gzip, sort,
 //! sha256sum and dash, so the programs are the same; only the CPU differs.
@@ -32,6 +34,10 @@ step gzip gzip -6 -c "$d/w"
 step sort sort --parallel=1 -r "$d/w"
 step sha256 sha256sum "$d/w"
 step shell sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done'
+step exec sh -c 'i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done'
+mkdir "$d/t"
+(cd "$d/t" && seq 1 3000 | xargs touch)
+step stat ls -l "$d/t"
 rm -rf "$d"
 "#;
 
@@ -157,7 +163,7 @@ mod tests {
         );
         let steps = parse(&String::from_utf8_lossy(&out.stdout));
         let names: Vec<&str> = steps.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["gzip", "sort", "sha256", "shell"]);
+        assert_eq!(names, ["gzip", "sort", "sha256", "shell", "exec", "stat"]);
         assert!(steps.iter().all(|(_, t)| *t > 0.0));
     }
 }

@@ -52,7 +52,7 @@ pub enum Profile {
 /// `bootprint-testbed cpuscale` (docs/testbed.md, "Time-scaled profiles"): the `*-scaled`
 /// profiles slow their drive by as much, so that a boot waits on the disk for the share of
 /// its time it would on a real machine with this host's CPU.
-pub const TCG_SLOWDOWN: f64 = 12.0;
+pub const TCG_SLOWDOWN: f64 = 13.0;
 
 impl Profile {
     pub fn name(self) -> &'static str {
