@@ -233,33 +233,53 @@ fn refuses_when_the_region_comes_in_pieces_smaller_than_the_files_have() {
         return;
     };
     let paths = interleaved_files(img.path(), 4, 256 * 1024);
-    let filler = img.path().join("filler");
-    let mut f = File::create(&filler).unwrap();
-    let chunk = vec![9u8; 1 << 20];
-    while f.write_all(&chunk).is_ok() {}
-    // What a last partial chunk left unwritten is of no matter: the disk is full.
-    let _ = f.sync_all();
-    let len = f.metadata().unwrap().len();
-    let mut off = 0;
-    while off + 8192 <= len {
-        // SAFETY: no pointers; the fd is open.
-        let rc = unsafe {
-            libc::fallocate(
-                f.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                off as libc::off_t,
-                4096,
-            )
-        };
-        assert_eq!(
-            rc,
-            0,
-            "punching a hole: {}",
-            std::io::Error::last_os_error()
-        );
-        off += 8192;
+    // Fill every free block: a file written until ENOSPC, closed and synced (which gives
+    // back what ext4 had reserved or preallocated for it), then another, until not even
+    // 4 KiB more fits.
+    let mut fillers = Vec::new();
+    for n in 0..64 {
+        let path = img.path().join(format!("filler{n}"));
+        let mut f = File::create(&path).unwrap();
+        let mut wrote = 0u64;
+        for chunk in [1 << 20, 4096] {
+            let buf = vec![9u8; chunk];
+            while f.write_all(&buf).is_ok() {
+                wrote += chunk as u64;
+            }
+        }
+        // What a last partial write left is of no matter: the disk is full.
+        let _ = f.sync_all();
+        drop(f);
+        fillers.push(path);
+        if wrote == 0 {
+            break;
+        }
     }
-    f.sync_all().unwrap();
+    // Every other block of them punched out: free space in 4 KiB holes only.
+    for path in &fillers {
+        let f = fs::OpenOptions::new().write(true).open(path).unwrap();
+        let len = f.metadata().unwrap().len();
+        let mut off = 0;
+        while off + 8192 <= len {
+            // SAFETY: no pointers; the fd is open.
+            let rc = unsafe {
+                libc::fallocate(
+                    f.as_raw_fd(),
+                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                    off as libc::off_t,
+                    4096,
+                )
+            };
+            assert_eq!(
+                rc,
+                0,
+                "punching a hole: {}",
+                std::io::Error::last_os_error()
+            );
+            off += 8192;
+        }
+        f.sync_all().unwrap();
+    }
     let p = pack(paths.iter().map(|q| entry(q, &[(0, 256 * 1024)])).collect());
     let sums: Vec<u64> = paths.iter().map(|q| checksum(q)).collect();
     let before: Vec<Vec<sys::Extent>> = paths.iter().map(|q| extents(q)).collect();
