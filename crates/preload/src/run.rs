@@ -136,8 +136,7 @@ impl Default for RunOptions {
                 read_ahead_kb: None,
                 // Without the access tracepoints (before 6.10), the session's cache misses,
                 // not mincore of every file it opened: mincore also counts what the boot or
-                // the greeter had cached, which made the model outgrow the budget
-                // (224-311 MB of an Xfce login, where the login read ~100 MB from disk).
+                // the greeter had cached, which is cached at every login anyway.
                 added_pages: AddedPages::WithoutAccessEvents,
                 ..LearnConfig::default()
             },
