@@ -468,11 +468,12 @@ pub fn summarize(variants: &[(String, Vec<Figures>)]) -> Vec<(String, Figures, O
 /// Every guest milestone's median over the baseline's, one row per variant (the primary
 /// ratio in [`table`] is the host's time to `login:`).
 pub fn ratio_table(summary: &[(String, Figures, Option<f64>)]) -> String {
-    const MILESTONES: [&str; 4] = [
+    const MILESTONES: [&str; 5] = [
         "text_login_s",
         "graphical_login_s",
         "boot_done_s",
         "desktop_start_s",
+        "greeter_to_desktop_s",
     ];
     let Some((base_name, base, _)) = summary.first() else {
         return String::new();
