@@ -1,7 +1,8 @@
 //! Learning: which files a boot opens and reads (fanotify, in first-access order), then which
 //! of their pages it used, into a [`Pack`]. The pages come from the kernel's filemap
 //! tracepoints where it has them ([`crate::filemap`], exact), else from mincore when the boot
-//! is done.
+//! is done. Preload asks instead, where the access tracepoints are missing, for the pages
+//! added to the page cache (`AddedPages`): what a login read from disk.
 //!
 //! With mincore, the root disk's `read_ahead_kb` is lowered while learning so that the
 //! kernel's own readahead does not make mincore report pages nobody asked for; a
