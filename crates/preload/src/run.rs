@@ -14,6 +14,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use readahead::filemap::PageSource;
 use readahead::learn::{self, AddedPages, LearnConfig, Learned, Learner, PackOptions};
 use readahead::pack::{Header, Pack};
 use readahead::replay::{self, ReplayOptions, ReplayStats};
@@ -425,7 +426,7 @@ pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Resu
     summary.entries = pack.entries.len();
     summary.bytes = pack.entries.iter().map(|e| e.bytes()).sum();
     let mut m = model.unwrap_or_default();
-    report.update = Some(if summary.page_source == "added" {
+    report.update = Some(if summary.page_source == PageSource::Added.word() {
         let opened = learned.files.iter().map(|f| (f.dev, f.ino)).collect();
         m.update_misses(&pack.entries, &opened, &config.decay, unix_now())
     } else {

@@ -389,11 +389,6 @@ impl FilemapTrace {
         Ok(t)
     }
 
-    /// Which events this trace records.
-    pub fn source(&self) -> PageSource {
-        self.source
-    }
-
     fn disable(&self) {
         for e in self.events {
             let _ = fs::write(

@@ -346,7 +346,9 @@ pub fn relocate(
     // The plan: what each file moves, where its pieces lie now, where they would lie.
     let page = ::sys::page_size();
     let mut runs_before = Vec::new();
-    let mut runs_after = Vec::new();
+    // Where each read lies in the region (its offset there): on the device too if the
+    // region is one run, as the plan assumes; step 4 maps them through the region it gets.
+    let mut in_region: Vec<Range> = Vec::new();
     let mut region = 0u64;
     for pl in &mut planned {
         let e = &p.entries[pl.idx];
@@ -372,7 +374,10 @@ pub fn relocate(
         files[pl.idx].bytes = pl.moves.iter().map(|r| r.len).sum();
         for r in &pl.reads {
             runs_before.extend(physical_runs(&extents, r));
-            runs_after.push((region + new_offset(&pl.moves, r.offset), r.len));
+            in_region.push(Range {
+                offset: region + new_offset(&pl.moves, r.offset),
+                len: r.len,
+            });
         }
         region += files[pl.idx].bytes;
     }
@@ -394,7 +399,13 @@ pub fn relocate(
         files: Vec::new(),
         region_bytes: region,
         requests_before: plan::device_requests(&runs_before, request),
-        requests_after: plan::device_requests(&runs_after, request),
+        requests_after: plan::device_requests(
+            &in_region
+                .iter()
+                .map(|r| (r.offset, r.len))
+                .collect::<Vec<_>>(),
+            request,
+        ),
         region_runs: 0,
     };
     if opts.dry_run {
@@ -439,18 +450,10 @@ pub fn relocate(
     // The region as ext4 gave it, not the contiguous one the plan assumed: where its free
     // space lies in small holes, moving the files there makes replay no better (an aged
     // image gave 777 pieces), so nothing moves (the donor is freed when it is closed).
-    let mut base = 0u64;
-    let mut runs_in_region = Vec::new();
-    for pl in &planned {
-        for r in &pl.reads {
-            let at = Range {
-                offset: base + new_offset(&pl.moves, r.offset),
-                len: r.len,
-            };
-            runs_in_region.extend(physical_runs(&donor_map, &at));
-        }
-        base += files[pl.idx].bytes;
-    }
+    let runs_in_region: Vec<(u64, u64)> = in_region
+        .iter()
+        .flat_map(|r| physical_runs(&donor_map, r))
+        .collect();
     let expected = plan::device_requests(&runs_in_region, request);
     if expected >= report.requests_before {
         return Err(Refusal::Fragmented {
