@@ -74,17 +74,7 @@ pub fn ratios(host: &[(String, f64)], guest: &[(String, f64)]) -> Option<(Vec<Ro
             (*h > 0.0).then(|| (n.clone(), *h, g, g / h))
         })
         .collect();
-    let mut r: Vec<f64> = rows.iter().map(|x| x.3).collect();
-    if r.is_empty() {
-        return None;
-    }
-    r.sort_by(f64::total_cmp);
-    let m = r.len() / 2;
-    let median = if r.len() % 2 == 1 {
-        r[m]
-    } else {
-        (r[m - 1] + r[m]) / 2.0
-    };
+    let median = crate::util::median(&rows.iter().map(|x| x.3).collect::<Vec<_>>())?;
     Some((rows, median))
 }
 
