@@ -28,6 +28,9 @@ pub struct Config {
     pub compare_every: u32,
     /// Prefetch in the idle I/O class (`io_class = "idle"`).
     pub idle_io: bool,
+    /// Prefetch only while the disk is otherwise idle for this long (`yield_ms`; `None`:
+    /// 0, read as fast as the disk takes it).
+    pub yield_quiet: Option<Duration>,
 }
 
 impl Default for Config {
@@ -42,6 +45,7 @@ impl Default for Config {
             quiet: Duration::from_secs(5),
             compare_every: 5,
             idle_io: true,
+            yield_quiet: Some(Duration::from_millis(250)),
         }
     }
 }
@@ -68,6 +72,10 @@ impl Config {
                 "quiet_s" => c.quiet = Duration::from_secs_f64(v.num()),
                 "compare_every" => c.compare_every = v.int(),
                 "io_class" => c.idle_io = v.text() == "idle",
+                "yield_ms" => {
+                    c.yield_quiet =
+                        Some(Duration::from_millis(v.int().into())).filter(|d| !d.is_zero())
+                }
                 // A key of the table with no field here: the test below catches it.
                 _ => {}
             }
@@ -111,7 +119,7 @@ mod tests {
     #[test]
     fn every_preload_key_of_the_schema_sets_its_field() {
         let keys: Vec<_> = trace::config::keys(trace::config::Section::Preload).collect();
-        assert_eq!(keys.len(), 10);
+        assert_eq!(keys.len(), 11);
         for k in keys {
             let c = Config::from_toml(&format!("[preload]\n{} = {}\n", k.name, k.default), "t");
             assert_eq!(c, Ok(Config::default()), "{}", k.name);

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use readahead::filemap::PageSource;
 use readahead::learn::{self, AddedPages, LearnConfig, Learned, Learner, PackOptions};
 use readahead::pack::{Header, Pack};
-use readahead::replay::{self, ReplayOptions, ReplayStats};
+use readahead::replay::{self, ReplayOptions, ReplayStats, YieldTo};
 use readahead::state::{BootKind, BootRecord, State, Verdict};
 use readahead::system;
 
@@ -198,11 +198,15 @@ fn root_rotational() -> bool {
 /// Prefetches the model's files, highest weight first, within `budget` bytes and `limit`
 /// time, with readahead's replay (readahead(2) at idle I/O priority when `idle_io`; files
 /// whose inode, size or mtime changed since they were learned are skipped and counted).
+/// With `yield_quiet`, a piece is read only once the disk did no one else's I/O for that
+/// long ([`readahead::yield_io`]): the idle class alone does nothing under the `none` and
+/// `mq-deadline` schedulers, and a prefetch that reads beside a login delays it.
 pub fn prefetch(
     m: &Model,
     budget: u64,
     limit: Duration,
     idle_io: bool,
+    yield_quiet: Option<Duration>,
     wait_settled: bool,
 ) -> ReplayStats {
     let page = ::sys::page_size();
@@ -224,6 +228,10 @@ pub fn prefetch(
             wait_settled,
             // The list is already cut at the budget; this is the replay's own guard.
             max_bytes: budget,
+            yield_to_others: yield_quiet.map(|quiet| YieldTo {
+                quiet,
+                ..YieldTo::default()
+            }),
             // Merged across small gaps, in the device's request size, as readahead replays.
             ..ReplayOptions::default()
         },
@@ -312,6 +320,7 @@ pub fn greeter(config: &Config, opts: &RunOptions) -> io::Result<RunReport> {
             report.budget_bytes,
             config.window,
             config.idle_io,
+            config.yield_quiet,
             opts.wait_settled,
         ));
     }
@@ -402,6 +411,7 @@ pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Resu
                     report.budget_bytes,
                     config.window,
                     config.idle_io,
+                    config.yield_quiet,
                     opts.wait_settled,
                 )
             })),

@@ -13,7 +13,8 @@
 //! - [`replay`]: [`replay::load`] refuses untrusted, corrupt, foreign packs;
 //!   [`replay::replay`] reads the ranges with readahead(2) at idle I/O priority within a time
 //!   limit and returns statistics for the trace; [`replay::hit_rate`] says how much of it
-//!   was used.
+//!   was used. With [`replay::ReplayOptions::yield_to_others`] it reads only while the disk
+//!   is otherwise idle ([`yield_io`]: preload's prefetch, which must never slow a login).
 //! - [`relocate`]: after boot (`bootprint readahead relocate`), moves the pack's files'
 //!   blocks on ext4 into one contiguous region in replay order (EXT4_IOC_MOVE_EXT).
 //! - [`state`]: the history of boot times with and without replay and readahead's own
@@ -52,3 +53,4 @@ pub mod replay;
 pub mod state;
 pub mod sys;
 pub mod system;
+pub mod yield_io;

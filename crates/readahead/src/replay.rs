@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::learn::open_checked;
 use crate::pack::{self, Entry, Pack, PackError, PackErrorKind, RootId};
+use crate::yield_io::Gate;
 use crate::{plan, sys, system};
 
 /// How to replay.
@@ -37,6 +38,28 @@ pub struct ReplayOptions {
     /// Where the devices' `queue/read_ahead_kb` and `queue/max_sectors_kb` are read (each
     /// file is read in pieces of its device's [`system::device_request_bytes`]).
     pub sys: PathBuf,
+    /// Read only while each file's disk is otherwise idle ([`crate::yield_io`]): one
+    /// thread, one piece in flight at a time. `None`: read as fast as the disk takes it
+    /// (the boot's replay, which must run ahead of the boot).
+    pub yield_to_others: Option<YieldTo>,
+}
+
+/// How a replay yields the disk to others ([`ReplayOptions::yield_to_others`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct YieldTo {
+    /// A piece is read only after the disk did no one else's I/O for this long.
+    pub quiet: Duration,
+    /// Pieces at most this big (bytes): what someone else's read may have to wait behind.
+    pub max_piece: u64,
+}
+
+impl Default for YieldTo {
+    fn default() -> YieldTo {
+        YieldTo {
+            quiet: Duration::from_millis(250),
+            max_piece: 256 << 10,
+        }
+    }
 }
 
 impl Default for ReplayOptions {
@@ -49,6 +72,7 @@ impl Default for ReplayOptions {
             max_bytes: sys::total_ram_bytes() / 2,
             merge_gap: plan::MERGE_GAP,
             sys: PathBuf::from("/sys"),
+            yield_to_others: None,
         }
     }
 }
@@ -96,6 +120,12 @@ pub struct ReplayStats {
     /// The largest request size used (bytes; the devices' `max(read_ahead_kb,
     /// max_sectors_kb)`).
     pub request_bytes: u64,
+    /// Pieces held back because someone else used the disk ([`ReplayOptions::yield_to_others`]).
+    pub yield_waits: u64,
+    /// Time spent waiting for the disk to be idle (nanoseconds).
+    pub yielded_ns: u64,
+    /// Bytes the disk moved for others while the replay watched it.
+    pub others_bytes: u64,
 }
 
 impl ReplayStats {
@@ -121,6 +151,9 @@ impl ReplayStats {
             ("requests_unmerged", self.requests_unmerged.to_string()),
             ("gap_bytes", self.gap_bytes.to_string()),
             ("request_bytes", self.request_bytes.to_string()),
+            ("yield_waits", self.yield_waits.to_string()),
+            ("yielded_ns", self.yielded_ns.to_string()),
+            ("others_bytes", self.others_bytes.to_string()),
         ]
     }
 
@@ -160,6 +193,9 @@ impl ReplayStats {
                 "requests_unmerged" => s.requests_unmerged = n,
                 "gap_bytes" => s.gap_bytes = n,
                 "request_bytes" => s.request_bytes = n,
+                "yield_waits" => s.yield_waits = n,
+                "yielded_ns" => s.yielded_ns = n,
+                "others_bytes" => s.others_bytes = n,
                 _ => {}
             }
         }
@@ -182,6 +218,9 @@ impl ReplayStats {
         self.requests_unmerged += o.requests_unmerged;
         self.gap_bytes += o.gap_bytes;
         self.request_bytes = self.request_bytes.max(o.request_bytes);
+        self.yield_waits += o.yield_waits;
+        self.yielded_ns += o.yielded_ns;
+        self.others_bytes += o.others_bytes;
     }
 }
 
@@ -301,6 +340,44 @@ impl RequestSizes {
     }
 }
 
+/// A replay's gates, one per whole disk (a file's device mapped to its disk once).
+#[derive(Default)]
+struct Gates {
+    /// File device to its disk's gate (an index into `gates`), `None`: no gate possible.
+    devs: Vec<(u64, Option<usize>)>,
+    gates: Vec<((u32, u32), Gate)>,
+}
+
+impl Gates {
+    fn of(&mut self, opts: &ReplayOptions, y: &YieldTo, dev: u64) -> Option<&mut Gate> {
+        let i = match self.devs.iter().find(|(d, _)| *d == dev) {
+            Some(&(_, i)) => i,
+            None => {
+                let disk =
+                    crate::yield_io::whole_disk(&opts.sys, libc::major(dev), libc::minor(dev));
+                let i = match self.gates.iter().position(|(d, _)| *d == disk) {
+                    Some(i) => Some(i),
+                    None => Gate::for_disk(Path::new("/proc"), disk.0, disk.1, y.quiet).map(|g| {
+                        self.gates.push((disk, g));
+                        self.gates.len() - 1
+                    }),
+                };
+                self.devs.push((dev, i));
+                i
+            }
+        };
+        i.map(|i| &mut self.gates[i].1)
+    }
+
+    fn add_to(&self, st: &mut ReplayStats) {
+        for (_, g) in &self.gates {
+            st.yield_waits += g.stats.waits;
+            st.yielded_ns += g.stats.waited_ns;
+            st.others_bytes += g.stats.others_bytes;
+        }
+    }
+}
+
 /// Reads one entry's ranges; false when the replay must stop (the time limit, or the byte
 /// cap: `asked` counts every thread's bytes against `max_bytes`).
 fn read_entry(
@@ -309,6 +386,7 @@ fn read_entry(
     asked: &AtomicU64,
     opts: &ReplayOptions,
     sizes: &mut RequestSizes,
+    gates: &mut Gates,
     st: &mut ReplayStats,
 ) -> bool {
     let max_bytes = opts.max_bytes;
@@ -326,9 +404,15 @@ fn read_entry(
     };
     // The kernel cuts one readahead(2) call to the larger of the device's largest request
     // and the file's readahead window, silently: ask in pieces of exactly that.
-    let chunk = f
-        .metadata()
-        .map_or(system::DEFAULT_REQUEST, |md| sizes.of(&opts.sys, md.dev()));
+    let dev = f.metadata().ok().map(|md| md.dev());
+    let mut chunk = dev.map_or(system::DEFAULT_REQUEST, |d| sizes.of(&opts.sys, d));
+    if let Some(y) = &opts.yield_to_others {
+        chunk = chunk.min(y.max_piece.max(4096));
+    }
+    let mut gate = match (&opts.yield_to_others, dev) {
+        (Some(y), Some(d)) => gates.of(opts, y, d),
+        _ => None,
+    };
     st.request_bytes = st.request_bytes.max(chunk);
     st.requests_unmerged += e
         .ranges
@@ -350,6 +434,13 @@ fn read_entry(
                 st.timed_out = true;
                 st.files_read += 1;
                 return false;
+            }
+            if let Some(g) = gate.as_deref_mut() {
+                if !g.wait_turn(deadline) {
+                    st.timed_out = true;
+                    st.files_read += 1;
+                    return false;
+                }
             }
             if max_bytes > 0
                 && asked.fetch_add(len, Ordering::Relaxed).saturating_add(len) > max_bytes
@@ -380,7 +471,7 @@ fn read_entry(
 pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
     let start = Instant::now();
     let deadline = start + opts.time_limit;
-    let threads = if p.header.rotational {
+    let threads = if p.header.rotational || opts.yield_to_others.is_some() {
         1
     } else {
         opts.threads.clamp(1, 64)
@@ -393,6 +484,7 @@ pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
         }
         let mut st = ReplayStats::default();
         let mut sizes = RequestSizes::default();
+        let mut gates = Gates::default();
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(e) = p.entries.get(i) else { break };
@@ -400,10 +492,11 @@ pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
                 st.timed_out = true;
                 break;
             }
-            if !read_entry(e, deadline, &asked, opts, &mut sizes, &mut st) {
+            if !read_entry(e, deadline, &asked, opts, &mut sizes, &mut gates, &mut st) {
                 break;
             }
         }
+        gates.add_to(&mut st);
         st
     };
     let mut total = ReplayStats::default();

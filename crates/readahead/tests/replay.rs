@@ -177,6 +177,9 @@ fn stats_line_round_trips() {
         requests_unmerged: 80,
         gap_bytes: 65536,
         request_bytes: 1310720,
+        yield_waits: 5,
+        yielded_ns: 2_500_000_000,
+        others_bytes: 8 << 20,
     };
     let line = st.to_line();
     assert!(

@@ -251,6 +251,15 @@ pub fn run_text(out: &mut impl Write, r: &RunReport) -> io::Result<()> {
             p.files_not_reached,
             if p.timed_out { "; timed out" } else { "" }
         )?;
+        if p.yielded_ns > 0 || p.others_bytes > 0 {
+            writeln!(
+                out,
+                "yielded:  {:.2} s waiting for the disk to be idle, held back {} times; others moved {}",
+                p.yielded_ns as f64 / 1e9,
+                p.yield_waits,
+                mb(p.others_bytes)
+            )?;
+        }
     }
     if let Some(l) = &r.learned {
         writeln!(
@@ -388,6 +397,38 @@ mod tests {
         assert_eq!(
             lines[4],
             "    2   0.500    3000000       1  /usr/bin/xfce4-panel"
+        );
+    }
+
+    #[test]
+    fn a_run_says_how_long_its_prefetch_yielded_the_disk() {
+        let mut r = RunReport {
+            kind: Some(BootKind::Replay),
+            budget_bytes: 100_000_000,
+            prefetch: Some(readahead::replay::ReplayStats {
+                bytes_requested: 12_300_000,
+                files_read: 40,
+                duration_ns: 1_200_000_000,
+                ..Default::default()
+            }),
+            ..RunReport::default()
+        };
+        let text = |r: &RunReport| {
+            let mut out = Vec::new();
+            run_text(&mut out, r).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        assert!(!text(&r).contains("yielded"), "{}", text(&r));
+        let p = r.prefetch.as_mut().unwrap();
+        (p.yielded_ns, p.yield_waits, p.others_bytes) = (3_500_000_000, 7, 45_000_000);
+        let t = text(&r);
+        assert!(
+            t.contains("prefetch: 12.3 MB from 40 files in 1.20 s;"),
+            "{t}"
+        );
+        assert!(
+            t.contains("yielded:  3.50 s waiting for the disk to be idle, held back 7 times; others moved 45.0 MB"),
+            "{t}"
         );
     }
 }

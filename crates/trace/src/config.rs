@@ -396,6 +396,7 @@ pub static KEYS: &[Key] = &[
     key(Preload, "quiet_s", Type::Num { min: 0.5, max: 600.0 }, "5", "or once the session opened no new file for this long"),
     key(Preload, "compare_every", COUNT, "5", "every this many logins with prefetch, one without (0: never, and no verdict)"),
     key(Preload, "io_class", Type::OneOf(&["idle", "best-effort"]), "\"idle\"", "the prefetch's I/O class"),
+    key(Preload, "yield_ms", Type::Int { min: 0, max: 60000 }, "250", "prefetch a piece only after the disk did no one else's I/O for this many milliseconds, one piece in flight at a time (0: read as fast as the disk takes it)"),
 ];
 
 /// A value of a key's type.
