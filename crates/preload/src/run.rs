@@ -4,8 +4,8 @@
 //!
 //! Two stages, because the best time to prefetch is while the greeter waits for a person and
 //! the only time to learn is when the session starts: [`greeter`] decides and prefetches,
-//! leaving the decision in `pending`; [`session`] takes it (or decides itself, after an
-//! autologin, where no greeter ran), prefetches again on a `prefetch` login (pages the
+//! leaving the decision in `pending`; [`session`] takes it (after an autologin, where no
+//! greeter ran, the login only learns), prefetches again on a `prefetch` login (pages the
 //! greeter's run already cached cost no I/O; it may have been cut short by the login), and
 //! learns while the session starts. Learning and prefetching use readahead's code
 //! ([`readahead::learn`], [`readahead::replay`]); preload's own opens are not learned.
@@ -367,8 +367,8 @@ fn same_program(pid: i32) -> bool {
     exe(&pid.to_string()).is_some_and(|e| Some(e) == exe("self"))
 }
 
-/// The session's stage: this login's kind (the greeter's, or decided now) added to the
-/// history at once, without a desktop time (the recorder gives it at `desktop_ready`, which
+/// The session's stage: this login's kind (the greeter's; `learn` after an autologin, where
+/// no greeter ran and there was no idle time to prefetch in) added to the history at once, without a desktop time (the recorder gives it at `desktop_ready`, which
 /// may come before the learning window ends: [`desktop_time`]); a prefetch on a `prefetch`
 /// login beside learning; the model updated and saved. `learn_only`: no prefetch, and the
 /// login counts as `learn`.
@@ -387,7 +387,11 @@ pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Resu
         // Without a model there is nothing to prefetch, whatever the greeter said.
         (NextLogin::Learn, _) => BootKind::Learn,
         (_, Some(p)) => p.kind,
-        (n, None) => n.kind().unwrap_or(BootKind::Learn),
+        // No greeter ran (an autologin): there was no idle time, and a prefetch now reads
+        // beside the session it is for; measured on the time-scaled card it made the
+        // desktop start later even when it yields the disk (docs/preload.md, "Measured").
+        // The login learns; it is neither a prefetch nor a control login to compare.
+        (_, None) => BootKind::Learn,
     };
     report.kind = Some(kind);
     private_dir(&config.dir)?;

@@ -219,9 +219,15 @@ fn learn_two_logins_then_prefetch_within_the_budget(pages: Pages) {
         }
     }
 
-    // Login 2: a model, so it prefetches (all 7 files) while it learns a session that reads
-    // only f0..f2. Preload's own opens are not learned: f3..f6 fade to 0.5.
+    // Login 2, at a greeter: a model, so the greeter stage prefetches, and the session
+    // stage prefetches again (all 7 files) while it learns a session that reads only
+    // f0..f2. Preload's own opens are not learned: f3..f6 fade to 0.5.
     drop_cache(&f);
+    let g = run::greeter(&cfg, &opts).unwrap();
+    assert_eq!(g.kind, Some(BootKind::Replay));
+    // As if the login came before the greeter's prefetch reached f3..f6: the session stage
+    // reads them from disk while it learns, and those reads are its own, not the session's.
+    drop_cache(&f[3..]);
     let mut child = session(&[&f[0], &f[1], &f[2]], None);
     let r2 = run::session(&cfg, &opts, false).unwrap();
     assert!(child.wait().unwrap().success());
@@ -318,6 +324,25 @@ fn learn_two_logins_then_prefetch_within_the_budget(pages: Pages) {
     );
     assert_eq!(resident(&f[1]), 0);
     assert_eq!(resident(&f[0]), FILE_SIZE);
+
+    // An autologin (no greeter ran, so no decision is pending): with a model and a history
+    // that would prefetch, the session stage only learns.
+    drop_cache(&f);
+    assert_eq!(
+        run::next_login(
+            &cfg,
+            &State::load_for(&cfg.state_path(), &preload::PRELOAD).unwrap(),
+            Some(&m)
+        ),
+        run::NextLogin::Prefetch
+    );
+    let _ = fs::remove_file(cfg.pending_path());
+    let mut child = session(&[&f[0]], None);
+    let r3 = run::session(&cfg, &opts, false).unwrap();
+    assert!(child.wait().unwrap().success());
+    assert_eq!(r3.kind, Some(BootKind::Learn));
+    assert!(r3.prefetch.is_none(), "{:?}", r3.prefetch);
+    assert_eq!(resident(&f[2]), 0, "nothing prefetched");
 }
 
 /// The window bounds learning when the session never goes quiet for `quiet`: here nothing
