@@ -5,7 +5,6 @@
 
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader};
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -18,18 +17,14 @@ fn pack_file(paths: &[PathBuf], at: &Path) {
         .iter()
         .map(|p| {
             let md = fs::metadata(p).unwrap();
-            Entry {
-                path: p.clone(),
-                dev: md.dev(),
-                ino: md.ino(),
-                size: md.size(),
-                mtime_s: md.mtime(),
-                mtime_ns: md.mtime_nsec() as u32,
-                ranges: vec![Range {
+            Entry::of_file(
+                p.clone(),
+                &md,
+                vec![Range {
                     offset: 0,
-                    len: md.size(),
+                    len: md.len(),
                 }],
-            }
+            )
         })
         .collect();
     Pack {

@@ -449,15 +449,7 @@ fn measure(
         None
     };
     Some(Candidate {
-        entry: Entry {
-            path: lf.path.clone(),
-            dev: md.dev(),
-            ino: md.ino(),
-            size: md.size(),
-            mtime_s: md.mtime(),
-            mtime_ns: md.mtime_nsec() as u32,
-            ranges,
-        },
+        entry: Entry::of_file(lf.path.clone(), &md, ranges),
         first_access: 0,
         physical,
     })

@@ -105,6 +105,21 @@ pub struct Entry {
 }
 
 impl Entry {
+    /// The entry of the file at `path` as its metadata `md` describes it now (the identity
+    /// replay checks before reading: device, inode, size, mtime), to read `ranges`.
+    pub fn of_file(path: PathBuf, md: &std::fs::Metadata, ranges: Vec<Range>) -> Entry {
+        use std::os::unix::fs::MetadataExt;
+        Entry {
+            path,
+            dev: md.dev(),
+            ino: md.ino(),
+            size: md.size(),
+            mtime_s: md.mtime(),
+            mtime_ns: md.mtime_nsec() as u32,
+            ranges,
+        }
+    }
+
     /// Sum of the range lengths.
     pub fn bytes(&self) -> u64 {
         // Saturating: a pack's lengths are whatever its file holds.

@@ -10,19 +10,14 @@ use readahead::pack::{Entry, Header, Pack, Range, RootId};
 use readahead::replay::{self, ReplayOptions, ReplayStats};
 
 fn entry_for(path: &Path, ranges: &[(u64, u64)]) -> Entry {
-    let md = fs::metadata(path).unwrap();
-    Entry {
-        path: path.to_path_buf(),
-        dev: md.dev(),
-        ino: md.ino(),
-        size: md.size(),
-        mtime_s: md.mtime(),
-        mtime_ns: md.mtime_nsec() as u32,
-        ranges: ranges
+    Entry::of_file(
+        path.to_path_buf(),
+        &fs::metadata(path).unwrap(),
+        ranges
             .iter()
             .map(|&(offset, len)| Range { offset, len })
             .collect(),
-    }
+    )
 }
 
 fn root(fsid: u64) -> RootId {

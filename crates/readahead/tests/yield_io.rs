@@ -4,7 +4,6 @@
 //! beside it would add to.
 
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -19,18 +18,14 @@ fn pack_of(path: &Path) -> Pack {
             budget_bytes: 1 << 30,
             ..Header::default()
         },
-        entries: vec![Entry {
-            path: path.to_path_buf(),
-            dev: md.dev(),
-            ino: md.ino(),
-            size: md.size(),
-            mtime_s: md.mtime(),
-            mtime_ns: md.mtime_nsec() as u32,
-            ranges: vec![Range {
+        entries: vec![Entry::of_file(
+            path.to_path_buf(),
+            &md,
+            vec![Range {
                 offset: 0,
-                len: md.size(),
+                len: md.len(),
             }],
-        }],
+        )],
     }
 }
 

@@ -3,7 +3,6 @@
 //! `Session::finish` adds to the history, and when readahead switches itself off.
 
 use std::fs;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use readahead::pack::{Entry, Header, Pack, Range, RootId};
@@ -65,18 +64,14 @@ fn write_pack(d: &Path, c: &Config) {
             rotational: false,
             budget_bytes: 1 << 20,
         },
-        entries: vec![Entry {
-            path: f.clone(),
-            dev: md.dev(),
-            ino: md.ino(),
-            size: md.size(),
-            mtime_s: md.mtime(),
-            mtime_ns: md.mtime_nsec() as u32,
-            ranges: vec![Range {
+        entries: vec![Entry::of_file(
+            f.clone(),
+            &md,
+            vec![Range {
                 offset: 0,
                 len: 64 * 1024,
             }],
-        }],
+        )],
     };
     pack.write_file(&c.readahead_pack).unwrap();
 }
