@@ -133,10 +133,17 @@ pub fn parse(text: &str) -> Result<Vec<Unit>, ParseError> {
             "InactiveEnterTimestampMonotonic" => cur.times.inactive_us = us(i, value)?,
             "DefaultDependencies" => cur.default_dependencies = value == "yes",
             k if DEP_PROPERTIES.contains(&k) => {
-                // systemctl quotes a name with a backslash escape in it.
+                // systemctl quotes a name with a backslash escape in it, C-style, the
+                // backslash doubled (`"run-credentials-systemd\\x2dsysctl.service.mount"`):
+                // the name is the one in `Id=` only with it single again.
                 let list: Vec<String> = value
                     .split_whitespace()
-                    .map(|n| n.trim_matches('"').to_string())
+                    .map(
+                        |n| match n.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+                            Some(quoted) => quoted.replace("\\\\", "\\"),
+                            None => n.to_string(),
+                        },
+                    )
                     .collect();
                 if k == "Names" {
                     cur.names = list;
@@ -171,6 +178,23 @@ WantedBy=multi-user.target\nTriggeredBy=\n\nId=multi-user.target\nWants=cron.ser
         assert!(cron.dep("TriggeredBy").is_empty());
         assert!(cron.dep("Requires").is_empty());
         assert_eq!(units[1].dep("Wants"), ["cron.service"]);
+    }
+
+    /// From a real `systemctl show` (systemd 252, the test bed's image): a name with an
+    /// escape is quoted in a list, its backslash doubled, and must match its `Id=`.
+    #[test]
+    fn a_quoted_name_in_a_list_is_the_unit_s_own_name() {
+        let text = "Id=run-credentials-systemd\\x2dsysctl.service.mount\n\n\
+Id=local-fs.target\nAfter=-.mount \"run-credentials-systemd\\\\x2dsysctl.service.mount\" local-fs-pre.target\n";
+        let units = parse(text).unwrap();
+        assert_eq!(
+            units[0].id,
+            "run-credentials-systemd\\x2dsysctl.service.mount"
+        );
+        assert_eq!(
+            units[1].dep("After"),
+            ["-.mount", units[0].id.as_str(), "local-fs-pre.target"]
+        );
     }
 
     #[test]
