@@ -228,33 +228,36 @@ pub fn parse_rotational(text: &str) -> Option<bool> {
 /// `/proc/diskstats`: sectors read over the time spent reading. `None` when the device is
 /// absent or has read too little to tell (under 4 MiB or 100 ms).
 pub fn read_bandwidth(diskstats: &str, major: u32, minor: u32) -> Option<u64> {
-    for line in diskstats.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 7 || f[0].parse() != Ok(major) || f[1].parse() != Ok(minor) {
-            continue;
-        }
-        let sectors: u64 = f[5].parse().ok()?;
-        let ms: u64 = f[6].parse().ok()?;
-        // Saturating: the counters are any number a (corrupt) diskstats text holds.
-        let bytes = sectors.saturating_mul(512);
-        if bytes < 4 << 20 || ms < 100 {
-            return None;
-        }
-        return Some(bytes.saturating_mul(1000) / ms);
+    let f = diskstats_fields(diskstats, major, minor, 7)?;
+    let sectors: u64 = f[5].parse().ok()?;
+    let ms: u64 = f[6].parse().ok()?;
+    // Saturating: the counters are any number a (corrupt) diskstats text holds.
+    let bytes = sectors.saturating_mul(512);
+    if bytes < 4 << 20 || ms < 100 {
+        return None;
     }
-    None
+    Some(bytes.saturating_mul(1000) / ms)
+}
+
+/// The fields of device `major:minor`'s line in the text of `/proc/diskstats`: the first
+/// such line with at least `min_fields` fields.
+pub fn diskstats_fields(
+    diskstats: &str,
+    major: u32,
+    minor: u32,
+    min_fields: usize,
+) -> Option<Vec<&str>> {
+    diskstats
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<&str>>())
+        .find(|f| f.len() >= min_fields && f[0].parse() == Ok(major) && f[1].parse() == Ok(minor))
 }
 
 /// Bytes read so far from device `major:minor` (sectors read times 512), from the text of
 /// `/proc/diskstats`; `None` when the device is not listed.
 pub fn bytes_read(diskstats: &str, major: u32, minor: u32) -> Option<u64> {
-    diskstats.lines().find_map(|line| {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 6 || f[0].parse() != Ok(major) || f[1].parse() != Ok(minor) {
-            return None;
-        }
-        f[5].parse::<u64>().ok().map(|s| s.saturating_mul(512))
-    })
+    let f = diskstats_fields(diskstats, major, minor, 6)?;
+    f[5].parse::<u64>().ok().map(|s| s.saturating_mul(512))
 }
 
 /// The default byte budget: what the device reads in `target_s` seconds, and never more

@@ -30,16 +30,11 @@ pub struct DiskSample {
 /// sectors read and written; field 12: I/Os currently in progress;
 /// Documentation/admin-guide/iostats.rst). `None` when the device is not listed.
 pub fn parse_disk_sample(diskstats: &str, major: u32, minor: u32) -> Option<DiskSample> {
-    diskstats.lines().find_map(|line| {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 12 || f[0].parse() != Ok(major) || f[1].parse() != Ok(minor) {
-            return None;
-        }
-        let n = |i: usize| f[i].parse::<u64>().ok();
-        Some(DiskSample {
-            bytes: n(5)?.saturating_add(n(9)?).saturating_mul(512),
-            in_flight: n(11)?,
-        })
+    let f = crate::system::diskstats_fields(diskstats, major, minor, 12)?;
+    let n = |i: usize| f[i].parse::<u64>().ok();
+    Some(DiskSample {
+        bytes: n(5)?.saturating_add(n(9)?).saturating_mul(512),
+        in_flight: n(11)?,
     })
 }
 
