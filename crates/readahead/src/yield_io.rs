@@ -38,14 +38,6 @@ pub fn parse_disk_sample(diskstats: &str, major: u32, minor: u32) -> Option<Disk
     })
 }
 
-/// `read_bytes` from the text of `/proc/PID/io`: the bytes this process caused to be read
-/// from storage (Documentation/filesystems/proc.rst).
-pub fn parse_read_bytes(io: &str) -> Option<u64> {
-    io.lines()
-        .find_map(|l| l.strip_prefix("read_bytes:"))
-        .and_then(|v| v.trim().parse().ok())
-}
-
 /// The whole disk holding device `major:minor` (a partition's parent, from
 /// `/sys/dev/block/MAJ:MIN/../dev`; anything else is its own).
 pub fn whole_disk(sys: &Path, major: u32, minor: u32) -> (u32, u32) {
@@ -112,7 +104,7 @@ impl Gate {
         let io = proc.join("self/io");
         let sample = move || {
             let d = parse_disk_sample(&std::fs::read_to_string(&stats).ok()?, major, minor)?;
-            let own = parse_read_bytes(&std::fs::read_to_string(&io).ok()?)?;
+            let own = sample::procfs::parse_read_bytes(&std::fs::read_to_string(&io).ok()?)?;
             Some((d, own))
         };
         sample()?;
@@ -182,7 +174,7 @@ mod tests {
 ";
 
     #[test]
-    fn disk_counters_and_own_reads_parse() {
+    fn disk_counters_parse() {
         assert_eq!(
             parse_disk_sample(DISKSTATS, 254, 0),
             Some(DiskSample {
@@ -193,9 +185,6 @@ mod tests {
         assert_eq!(parse_disk_sample(DISKSTATS, 254, 1).unwrap().in_flight, 0);
         assert_eq!(parse_disk_sample(DISKSTATS, 8, 0), None);
         assert_eq!(parse_disk_sample("254 0 vda 1 2 3\n", 254, 0), None);
-        let io = "rchar: 6976\nwchar: 0\nsyscr: 10\nsyscw: 0\nread_bytes: 40960\nwrite_bytes: 0\n";
-        assert_eq!(parse_read_bytes(io), Some(40960));
-        assert_eq!(parse_read_bytes("rchar: 1\n"), None);
     }
 
     #[test]

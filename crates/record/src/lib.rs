@@ -18,6 +18,7 @@ pub mod fault;
 pub mod handoff;
 pub mod kmsg;
 pub mod modload;
+pub mod observers;
 pub mod readahead;
 pub mod recorder;
 pub mod retain;

@@ -18,6 +18,7 @@ use trace::Event;
 use crate::config::Config;
 use crate::done::{DoneDetector, Thresholds};
 use crate::execs::ExecSource;
+use crate::observers::{self, Observers};
 use crate::readahead::Milestones;
 use crate::store::{Access, Store};
 use crate::{kmsg, sysinfo};
@@ -205,8 +206,10 @@ struct Recorder<'a> {
     /// Clock ticks per second (process start times) and page size (the header).
     clk_tck: u64,
     page_size: u64,
-    /// The recorder's own pid: its CPU time is not the boot's.
+    /// The recorder's own pid.
     own_pid: u32,
+    /// The recorder and preload: their CPU time and reads are not the boot's.
+    observers: Observers,
     /// Where exec events come from (and, from the connector, forks and exits).
     exec_source: ExecSource,
     /// Exec events wait until this time (ns) to be taken: see [`EXEC_COALESCE_NS`].
@@ -307,6 +310,7 @@ impl<'a> Recorder<'a> {
             clk_tck,
             page_size,
             own_pid,
+            observers: Observers::default(),
             exec_source,
             exec_quiet_until_ns: 0,
             period_ns,
@@ -434,6 +438,9 @@ impl<'a> Recorder<'a> {
             if !argv.is_empty() {
                 self.store.push_cmdline(pid, &proc.exe(pid), &argv);
                 self.cmdline_retry.done(pid);
+                if let Some(r) = self.processes.iter().find(|r| r.pid == pid) {
+                    self.observers.set(proc, r, observers::is_preload(&argv));
+                }
             }
         }
         for &i in self.table.fresh() {
@@ -442,6 +449,8 @@ impl<'a> Recorder<'a> {
             let argv = proc.cmdline(r.pid);
             let exe = proc.exe(r.pid);
             self.store.push_cmdline(r.pid, &exe, &argv);
+            let observer = r.pid == self.own_pid || observers::is_preload(&argv);
+            self.observers.set(proc, r, observer);
             if argv.is_empty() && r.ppid != 2 && r.pid != 2 {
                 self.cmdline_retry.add(r.pid);
             }
@@ -463,18 +472,16 @@ impl<'a> Recorder<'a> {
             return;
         };
         self.boot_busy_ticks = busy;
-        // The observer's own CPU time is not the boot's: without this, the recorder
-        // alone can keep an emulated machine "busy".
-        let own = self
-            .processes
-            .iter()
-            .find(|r| r.pid == self.own_pid)
-            .map_or(0, |r| r.utime + r.stime);
+        // The observers' CPU time and reads are not the boot's: without this, the recorder
+        // alone can keep an emulated machine "busy", and preload's prefetch while the
+        // greeter waits kept the disk busy until it ended.
+        self.observers.update(self.table.procfs(), &self.processes);
         self.done.detector.feed(
             now,
-            busy.saturating_sub(own),
+            busy.saturating_sub(self.observers.cpu_ticks),
             total,
-            &procfs::disk_io_ms(system.diskstats),
+            &procfs::disk_counters(system.diskstats),
+            self.observers.read_bytes,
         );
     }
 
@@ -1258,8 +1265,8 @@ mod tests {
     /// per second, the disk idle.
     fn feed(check: &mut DoneCheck, from: u64, to: u64, busy: u64) {
         for s in from..=to {
-            let disks = [("vda".to_string(), 0)];
-            check.detector.feed(s * S, s * busy, s * 100, &disks);
+            let disks = [("vda".to_string(), procfs::DiskCounters::default())];
+            check.detector.feed(s * S, s * busy, s * 100, &disks, 0);
         }
     }
 
@@ -1436,7 +1443,8 @@ mod tests {
             if t <= idle_from {
                 busy += 90;
             }
-            d.feed(t * S, busy, t * 100, &[("vda".to_string(), 0)]);
+            let disks = [("vda".to_string(), procfs::DiskCounters::default())];
+            d.feed(t * S, busy, t * 100, &disks, 0);
         }
         d
     }

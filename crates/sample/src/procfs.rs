@@ -242,9 +242,18 @@ pub fn forks(stat: &[u8]) -> Option<u64> {
     std::str::from_utf8(line).ok()?.trim().parse().ok()
 }
 
-/// Milliseconds spent doing I/O (`io_ticks`) for each whole disk in `/proc/diskstats`.
-/// Partitions are skipped: their time is already in their disk's.
-pub fn disk_io_ms(diskstats: &[u8]) -> Vec<(String, u64)> {
+/// One whole disk's counters in `/proc/diskstats` (Documentation/admin-guide/iostats.rst).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DiskCounters {
+    /// Milliseconds spent doing I/O (`io_ticks`, field 13).
+    pub io_ms: u64,
+    /// Bytes read and written (sectors read and written, fields 6 and 10, times 512).
+    pub bytes: u64,
+}
+
+/// The counters of each whole disk in `/proc/diskstats`. Partitions are skipped: their time
+/// and bytes are already in their disk's.
+pub fn disk_counters(diskstats: &[u8]) -> Vec<(String, DiskCounters)> {
     let text = String::from_utf8_lossy(diskstats);
     let names: Vec<Vec<&str>> = text
         .lines()
@@ -255,8 +264,26 @@ pub fn disk_io_ms(diskstats: &[u8]) -> Vec<(String, u64)> {
     names
         .iter()
         .filter(|f| !is_virtual_disk(f[2]) && !is_partition(f[2], &all))
-        .filter_map(|f| Some((f[2].to_string(), f[12].parse().ok()?)))
+        .filter_map(|f| {
+            let n = |i: usize| f[i].parse::<u64>().ok();
+            let bytes = n(5)?.saturating_add(n(9)?).saturating_mul(512);
+            Some((
+                f[2].to_string(),
+                DiskCounters {
+                    io_ms: n(12)?,
+                    bytes,
+                },
+            ))
+        })
         .collect()
+}
+
+/// `read_bytes` from the text of `/proc/PID/io`: the bytes this process caused to be read
+/// from storage, counted when the reads are submitted (Documentation/filesystems/proc.rst).
+pub fn parse_read_bytes(io: &str) -> Option<u64> {
+    io.lines()
+        .find_map(|l| l.strip_prefix("read_bytes:"))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// A device is a partition when another listed device's name is a prefix of it and the rest
@@ -707,7 +734,16 @@ mod tests {
         let disk = b"   1       0 ram0 0 0 0 0 0 0 0 0 0 0 0\n   7       0 loop0 1 0 0 0 0 0 0 0 0 0 0\n 254       0 vda 10 0 20 30 0 0 0 0 0 40 50\n 254       1 vda1 5 0 10 15 0 0 0 0 0 20 25\n";
         let d = String::from_utf8(filter_diskstats(disk)).unwrap();
         assert!(!d.contains("ram0") && !d.contains("loop0") && d.contains("vda1"));
-        assert_eq!(disk_io_ms(disk), vec![("vda".to_string(), 40)]);
+        let vda = DiskCounters {
+            io_ms: 40,
+            bytes: 20 * 512,
+        };
+        assert_eq!(disk_counters(disk), vec![("vda".to_string(), vda)]);
+        let written = b" 254       0 vda 10 0 20 30 4 0 16 0 0 40 50\n";
+        assert_eq!(disk_counters(written)[0].1.bytes, (20 + 16) * 512);
+        let io = "rchar: 6976\nwchar: 0\nsyscr: 10\nsyscw: 0\nread_bytes: 40960\nwrite_bytes: 0\n";
+        assert_eq!(parse_read_bytes(io), Some(40960));
+        assert_eq!(parse_read_bytes("rchar: 1\n"), None);
 
         let mem =
             b"MemTotal: 100 kB\nMemFree: 50 kB\nActive: 3 kB\nCached: 7 kB\nSwapCached: 1 kB\n";

@@ -31,14 +31,15 @@ pub fn targets() -> Vec<Target> {
         },
         Target {
             name: "sample_proc_files",
-            about: "sample::procfs::{filter_stat, filter_diskstats, filter_meminfo, cpu_totals, forks, disk_io_ms, split_cmdline}",
+            about: "sample::procfs::{filter_stat, filter_diskstats, filter_meminfo, cpu_totals, forks, disk_counters, parse_read_bytes, split_cmdline}",
             run: |d| {
                 let _ = procfs::filter_stat(d);
                 let _ = procfs::filter_diskstats(d);
                 let _ = procfs::filter_meminfo(d);
                 let _ = procfs::cpu_totals(d);
                 let _ = procfs::forks(d);
-                let _ = procfs::disk_io_ms(d);
+                let _ = procfs::disk_counters(d);
+                let _ = procfs::parse_read_bytes(&String::from_utf8_lossy(d));
                 let _ = procfs::split_cmdline(d);
             },
             seeds: || {
