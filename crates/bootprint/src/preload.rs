@@ -181,12 +181,13 @@ fn daemon(sys: &System, a: &cli::PreloadRun) -> Outcome {
 }
 
 fn desktop_time(sys: &System, secs: f64) -> Result<(), String> {
-    match run::desktop_time(&sys.config, secs)? {
-        Some(reason) => println!("preload switched itself off: {reason}"),
-        None => println!(
+    match run::desktop_time(&sys.config, secs, None)? {
+        run::Timed::SwitchedOff(reason) => println!("preload switched itself off: {reason}"),
+        run::Timed::Recorded => println!(
             "login recorded: {secs:.3} s to the desktop in {}",
             sys.config.state_path().display()
         ),
+        run::Timed::NoLogin => println!("no login to give it to"),
     }
     Ok(())
 }

@@ -87,6 +87,8 @@ pub struct RunReport {
     pub learned: Option<LearnSummary>,
     /// How the model changed.
     pub update: Option<UpdateStats>,
+    /// Why nothing ran though preload is on (an autologin: [`AUTOLOGIN_SKIPPED`]).
+    pub skipped: Option<&'static str>,
     /// Files and bytes in the model afterwards.
     pub model_files: usize,
     /// Bytes of the model's ranges afterwards.
@@ -367,11 +369,16 @@ fn same_program(pid: i32) -> bool {
     exe(&pid.to_string()).is_some_and(|e| Some(e) == exe("self"))
 }
 
-/// The session's stage: this login's kind (the greeter's; `learn` after an autologin, where
-/// no greeter ran and there was no idle time to prefetch in) added to the history at once, without a desktop time (the recorder gives it at `desktop_ready`, which
-/// may come before the learning window ends: [`desktop_time`]); a prefetch on a `prefetch`
-/// login beside learning; the model updated and saved. `learn_only`: no prefetch, and the
-/// login counts as `learn`.
+/// Why the session's stage does nothing after an autologin.
+pub const AUTOLOGIN_SKIPPED: &str =
+    "an autologin: no greeter waited, so there was no idle time to prefetch in";
+
+/// The session's stage: this login's kind (the greeter's decision) added to the history at
+/// once, without a desktop time (the recorder gives it at `desktop_ready`, which may come
+/// before the learning window ends: [`desktop_time`]); a prefetch on a `prefetch` login
+/// beside learning; the model updated and saved. `learn_only`: no prefetch, and the login
+/// counts as `learn`. After an autologin (no greeter decision pending) it does nothing
+/// unless `learn_only`: see [`AUTOLOGIN_SKIPPED`] and docs/preload.md, "Who starts it".
 pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Result<RunReport> {
     let mut state = load_state(config)?;
     let model = load_model(config)?;
@@ -384,14 +391,17 @@ pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Resu
     let kind = match (next, pending) {
         (NextLogin::Off | NextLogin::SwitchedOff, _) => return Ok(report),
         _ if learn_only => BootKind::Learn,
+        // No greeter ran (an autologin): there was no idle time, and a prefetch now reads
+        // beside the session it is for (measured on the time-scaled card: later even when
+        // it yields the disk); learning alone costs the session CPU time (1.03x there) for
+        // a model only a greeter's wait can use, and greeter logins learn it themselves.
+        (_, None) => {
+            report.skipped = Some(AUTOLOGIN_SKIPPED);
+            return Ok(report);
+        }
         // Without a model there is nothing to prefetch, whatever the greeter said.
         (NextLogin::Learn, _) => BootKind::Learn,
         (_, Some(p)) => p.kind,
-        // No greeter ran (an autologin): there was no idle time, and a prefetch now reads
-        // beside the session it is for; measured on the time-scaled card it made the
-        // desktop start later even when it yields the disk (docs/preload.md, "Measured").
-        // The login learns; it is neither a prefetch nor a control login to compare.
-        (_, None) => BootKind::Learn,
     };
     report.kind = Some(kind);
     private_dir(&config.dir)?;
@@ -453,17 +463,36 @@ pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Resu
     Ok(report)
 }
 
+/// What came of a desktop time given to preload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Timed {
+    /// The latest login has it.
+    Recorded,
+    /// The latest login has it, and the history says prefetch does not pay: preload
+    /// switched itself off, for this reason.
+    SwitchedOff(String),
+    /// No login was recorded since the time given (this boot's start): the session stage
+    /// did nothing (an autologin) or did not run. The time belongs to no login.
+    NoLogin,
+}
+
 /// Gives the latest login its desktop time (seconds from the login to `desktop_ready`, as
-/// the caller measured it) and judges the history: returns the reason when preload switched
-/// itself off (readahead's rule, [`State::push_and_judge`]). Fails when the latest login
-/// already has a time or there is none.
-pub fn desktop_time(config: &Config, secs: f64) -> Result<Option<String>, String> {
+/// the caller measured it) and judges the history (readahead's rule,
+/// [`State::push_and_judge`]). With `since_unix_s`, only a login recorded at or after it
+/// (this boot's start) takes it. Fails when the latest login already has a time or there is
+/// none.
+pub fn desktop_time(
+    config: &Config,
+    secs: f64,
+    since_unix_s: Option<u64>,
+) -> Result<Timed, String> {
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("a desktop time is seconds, 0 or more, not {secs}"));
     }
     let path = config.state_path();
     let mut state = State::load_for(&path, &PRELOAD).map_err(|e| e.to_string())?;
     let last = match state.boots.pop() {
+        Some(b) if since_unix_s.is_some_and(|t| b.unix_s < t) => return Ok(Timed::NoLogin),
         Some(b) if b.login_s.is_none() => b,
         Some(_) => {
             return Err(format!(
@@ -485,7 +514,7 @@ pub fn desktop_time(config: &Config, secs: f64) -> Result<Option<String>, String
     state
         .save_for(&path, &PRELOAD)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    Ok(off)
+    Ok(off.map_or(Timed::Recorded, Timed::SwitchedOff))
 }
 
 /// Removes the model (the next login learns a new one); returns whether there was one.
@@ -568,7 +597,7 @@ mod tests {
     fn desktop_times_judge_and_switch_off() {
         let tmp = tempfile::tempdir().unwrap();
         let c = config(tmp.path());
-        assert!(desktop_time(&c, 3.0)
+        assert!(desktop_time(&c, 3.0, None)
             .unwrap_err()
             .contains("no login recorded"));
         let mut st = State::default();
@@ -586,8 +615,8 @@ mod tests {
             st.save_for(&c.state_path(), &PRELOAD).unwrap();
             // Prefetch logins 6.0 s, control 5.0 s: prefetch does not pay.
             let t = if kind == BootKind::Replay { 6.0 } else { 5.0 };
-            let off = desktop_time(&c, t).unwrap();
-            assert_eq!(off.is_some(), i == 5, "login {i}: {off:?}");
+            let off = desktop_time(&c, t, None).unwrap();
+            assert_eq!(off != Timed::Recorded, i == 5, "login {i}: {off:?}");
             st = State::load_for(&c.state_path(), &PRELOAD).unwrap();
         }
         let text = std::fs::read_to_string(c.state_path()).unwrap();
@@ -596,10 +625,18 @@ mod tests {
             text.contains("verdict off ") && text.contains("prefetch does not make logins faster here: median time to desktop with prefetch 6.000 s (3 logins), without 5.000 s (3 logins)"),
             "{text}"
         );
-        assert!(desktop_time(&c, 1.0)
+        assert!(desktop_time(&c, 1.0, None)
             .unwrap_err()
             .contains("already has a desktop time"));
-        assert!(desktop_time(&c, -1.0).is_err());
+        assert!(desktop_time(&c, -1.0, None).is_err());
+        // The latest login (at 5) is older than this boot (begun at 6): the time is no one's.
+        let before = std::fs::read_to_string(c.state_path()).unwrap();
+        assert_eq!(desktop_time(&c, 1.0, Some(6)), Ok(Timed::NoLogin));
+        assert_eq!(std::fs::read_to_string(c.state_path()).unwrap(), before);
+        assert!(
+            desktop_time(&c, 1.0, Some(5)).is_err(),
+            "this boot's, timed already"
+        );
     }
 
     #[test]

@@ -326,23 +326,28 @@ fn learn_two_logins_then_prefetch_within_the_budget(pages: Pages) {
     assert_eq!(resident(&f[0]), FILE_SIZE);
 
     // An autologin (no greeter ran, so no decision is pending): with a model and a history
-    // that would prefetch, the session stage only learns.
+    // that would prefetch, the session stage does nothing: no prefetch, no login in the
+    // history, the model as it was.
     drop_cache(&f);
+    let history = |cfg: &Config| State::load_for(&cfg.state_path(), &preload::PRELOAD).unwrap();
     assert_eq!(
-        run::next_login(
-            &cfg,
-            &State::load_for(&cfg.state_path(), &preload::PRELOAD).unwrap(),
-            Some(&m)
-        ),
+        run::next_login(&cfg, &history(&cfg), Some(&m)),
         run::NextLogin::Prefetch
     );
     let _ = fs::remove_file(cfg.pending_path());
+    let (logins, model) = (
+        history(&cfg).boots.len(),
+        fs::read(cfg.model_path()).unwrap(),
+    );
     let mut child = session(&[&f[0]], None);
     let r3 = run::session(&cfg, &opts, false).unwrap();
     assert!(child.wait().unwrap().success());
-    assert_eq!(r3.kind, Some(BootKind::Learn));
-    assert!(r3.prefetch.is_none(), "{:?}", r3.prefetch);
+    assert_eq!(r3.kind, None);
+    assert_eq!(r3.skipped, Some(run::AUTOLOGIN_SKIPPED));
+    assert!(r3.prefetch.is_none() && r3.learned.is_none(), "{r3:?}");
     assert_eq!(resident(&f[2]), 0, "nothing prefetched");
+    assert_eq!(history(&cfg).boots.len(), logins);
+    assert_eq!(fs::read(cfg.model_path()).unwrap(), model);
 }
 
 /// The window bounds learning when the session never goes quiet for `quiet`: here nothing

@@ -22,6 +22,7 @@ use crate::observers::{self, Observers};
 use crate::readahead::Milestones;
 use crate::store::{Access, Store};
 use crate::{kmsg, sysinfo};
+use preload::run::Timed;
 use sample::knob::KnobGuard;
 
 /// Exec events are taken at most this often (ns), besides at every sample.
@@ -601,6 +602,7 @@ impl<'a> Recorder<'a> {
                 &self.paths.config_file,
                 desktop,
                 session_start,
+                boot_unix_s(),
             ));
         }
         self.store.events.extend(end.desktop);
@@ -834,12 +836,14 @@ fn desktop_ready(
 /// Gives preload (when it is enabled) this login's desktop time, from the session's start to
 /// `desktop` when the desktop became ready by the idle rule: preload's A/B history is judged
 /// on it (docs/preload.md, "Proving itself"). The `preload_login` event says what came of
-/// it; none when preload is off or the desktop was not found ready. A login after this
-/// boot's recording gets no time (nothing measures it).
+/// it; none when preload is off or the desktop was not found ready. Only a login preload
+/// recorded since the boot began (`boot_unix_s`) takes it: after an autologin preload
+/// records none. A login after this boot's recording gets no time (nothing measures it).
 fn preload_desktop_time(
     config_file: &Path,
     desktop: &Event,
     session_start_ns: Option<u64>,
+    boot_unix_s: u64,
 ) -> Option<Event> {
     let start = session_start_ns?;
     if desktop.get("reason") != Some("idle") {
@@ -851,11 +855,23 @@ fn preload_desktop_time(
     }
     let secs = desktop.t_ns.saturating_sub(start) as f64 / 1e9;
     let event = Event::new(desktop.t_ns, "preload_login").with("desktop_s", format!("{secs:.3}"));
-    Some(match preload::run::desktop_time(&config, secs) {
-        Ok(None) => event.with("result", "recorded"),
-        Ok(Some(why)) => event.with("result", "switched_off").with("why", why),
-        Err(e) => event.with("result", "error").with("error", e),
-    })
+    Some(
+        match preload::run::desktop_time(&config, secs, Some(boot_unix_s)) {
+            Ok(Timed::Recorded) => event.with("result", "recorded"),
+            Ok(Timed::SwitchedOff(why)) => event.with("result", "switched_off").with("why", why),
+            Ok(Timed::NoLogin) => event.with("result", "no_login"),
+            Err(e) => event.with("result", "error").with("error", e),
+        },
+    )
+}
+
+/// When the machine booted, in seconds since the epoch (a second early rather than late:
+/// a login recorded in the boot's first second is the boot's).
+fn boot_unix_s() -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    now.saturating_sub(boottime_ns() / 1_000_000_000 + 1)
 }
 
 fn desktop_event(t_ns: u64, reason: &str, settle_s: f64) -> Event {
@@ -1503,7 +1519,7 @@ mod tests {
         let ready =
             |reason: &str| Event::new(41_500_000_000, "desktop_ready").with("reason", reason);
         let give = |reason: &str, start: Option<u64>| {
-            preload_desktop_time(&conf, &ready(reason), start).map(|e| e.to_line())
+            preload_desktop_time(&conf, &ready(reason), start, 1_794_999_000).map(|e| e.to_line())
         };
         // Preload off (no configuration file: the default): nothing given, the state as it was.
         assert_eq!(give("idle", Some(30 * S)), None);
@@ -1526,6 +1542,12 @@ mod tests {
         // The login has its time: a second one is an error, said in the event.
         let again = give("idle", Some(30 * S)).unwrap();
         assert!(again.contains("result=error"), "{again}");
+        // A boot after that login (an autologin: preload recorded none): no one's time.
+        let later = preload_desktop_time(&conf, &ready("idle"), Some(30 * S), 1_795_000_100);
+        assert_eq!(
+            later.map(|e| e.to_line()).as_deref(),
+            Some("41500000000 preload_login desktop_s=11.500 result=no_login")
+        );
     }
 
     /// Every directory and file under `dir` (itself included) with its mode and group.

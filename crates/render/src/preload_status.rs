@@ -220,6 +220,7 @@ pub fn run_json(r: &RunReport) -> Value {
             "added": u.added, "refreshed": u.refreshed, "kept": u.kept, "faded": u.faded,
             "dropped": u.dropped, "unrepresentable": u.unrepresentable,
         })),
+        "skipped": r.skipped,
         "model_files": r.model_files,
         "model_bytes": r.model_bytes,
     })
@@ -228,7 +229,8 @@ pub fn run_json(r: &RunReport) -> Value {
 /// What `bootprint preload run` did, as text: one line per stage.
 pub fn run_text(out: &mut impl Write, r: &RunReport) -> io::Result<()> {
     let Some(kind) = r.kind else {
-        return writeln!(out, "preload: off or switched itself off; nothing done");
+        let why = r.skipped.unwrap_or("off or switched itself off");
+        return writeln!(out, "preload: {why}; nothing done");
     };
     writeln!(
         out,
