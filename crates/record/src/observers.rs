@@ -1,4 +1,4 @@
-//! The processes whose work is not the boot's, for the done rule: the recorder itself and
+//! The processes besides the recorder whose work is not the boot's, for the done rule:
 //! preload (`bootprint preload run`, started by LightDM's hook while the greeter waits and
 //! as a session starts). Their CPU time and the bytes they cause to be read are summed here
 //! into counts that only grow, so that one of them ending does not make the boot look busy.

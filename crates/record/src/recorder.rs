@@ -207,9 +207,9 @@ struct Recorder<'a> {
     /// Clock ticks per second (process start times) and page size (the header).
     clk_tck: u64,
     page_size: u64,
-    /// The recorder's own pid.
+    /// The recorder's own pid: its CPU time is not the boot's.
     own_pid: u32,
-    /// The recorder and preload: their CPU time and reads are not the boot's.
+    /// Preload's processes: their CPU time and reads are not the boot's either.
     observers: Observers,
     /// Where exec events come from (and, from the connector, forks and exits).
     exec_source: ExecSource,
@@ -450,8 +450,7 @@ impl<'a> Recorder<'a> {
             let argv = proc.cmdline(r.pid);
             let exe = proc.exe(r.pid);
             self.store.push_cmdline(r.pid, &exe, &argv);
-            let observer = r.pid == self.own_pid || observers::is_preload(&argv);
-            self.observers.set(proc, r, observer);
+            self.observers.set(proc, r, observers::is_preload(&argv));
             if argv.is_empty() && r.ppid != 2 && r.pid != 2 {
                 self.cmdline_retry.add(r.pid);
             }
@@ -475,11 +474,17 @@ impl<'a> Recorder<'a> {
         self.boot_busy_ticks = busy;
         // The observers' CPU time and reads are not the boot's: without this, the recorder
         // alone can keep an emulated machine "busy", and preload's prefetch while the
-        // greeter waits kept the disk busy until it ended.
+        // greeter waits kept the disk busy until it ended. (The recorder's own reads are
+        // not looked at: it reads /proc, and writes its trace to /run.)
+        let own = self
+            .processes
+            .iter()
+            .find(|r| r.pid == self.own_pid)
+            .map_or(0, |r| r.utime + r.stime);
         self.observers.update(self.table.procfs(), &self.processes);
         self.done.detector.feed(
             now,
-            busy.saturating_sub(self.observers.cpu_ticks),
+            busy.saturating_sub(own + self.observers.cpu_ticks),
             total,
             &procfs::disk_counters(system.diskstats),
             self.observers.read_bytes,
