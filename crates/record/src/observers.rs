@@ -27,6 +27,8 @@ pub struct Observers {
     pub cpu_ticks: u64,
     /// Bytes every observer caused to be read from storage, since each was first seen.
     pub read_bytes: u64,
+    /// Whether any observer was ever followed.
+    pub seen: bool,
 }
 
 impl Observers {
@@ -38,6 +40,7 @@ impl Observers {
             self.last.remove(&record.pid);
             return;
         }
+        self.seen = true;
         self.last.entry(record.pid).or_insert_with(|| {
             let read = read_bytes(proc, record.pid).unwrap_or(0);
             (record.utime + record.stime, read)
@@ -121,7 +124,9 @@ mod tests {
         let proc = ProcFs::new(tmp.path());
         let mut o = Observers::default();
         io(1000);
+        assert!(!o.seen);
         o.set(&proc, &record(7, 5), true);
+        assert!(o.seen);
         io(5096);
         o.update(&proc, &[record(7, 9), record(8, 50)]);
         assert_eq!((o.cpu_ticks, o.read_bytes), (4, 4096));

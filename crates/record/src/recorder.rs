@@ -695,6 +695,16 @@ impl<'a> Recorder<'a> {
             .with("delayacct", u8::from(self.delayacct_on))
             .with("exec_source", exec_source)
             .with("exec_overflows", exec_overflows);
+        // What the done rule did not count as the boot's (docs/recorder.md, "When boot is
+        // done"), when preload ran.
+        let o = &self.observers;
+        if o.seen {
+            let cpu = o.cpu_ticks as f64 / self.clk_tck.max(1) as f64;
+            stats = stats.with("preload_cpu_s", format!("{cpu:.3}")).with(
+                "preload_read_mb",
+                format!("{:.3}", o.read_bytes as f64 / 1e6),
+            );
+        }
         if self.config.cost_detail {
             let ms = self.cost.parts.map(|ns| (ns / 1_000_000).to_string());
             stats = stats
