@@ -183,7 +183,12 @@ fn learn_two_logins_then_prefetch_within_the_budget(pages: Pages) {
     let mut cfg = config(&state_dir);
     let opts = options(&files_dir, pages);
 
-    // Login 1: no model yet, so it learns. f0..f5 whole, 32 KiB of f6, f7 never.
+    // Login 1, at a greeter: no model yet, so the greeter stage decides to learn (and
+    // prefetches nothing), and the session stage learns. f0..f5 whole, 32 KiB of f6, f7
+    // never.
+    let g = run::greeter(&cfg, &opts).unwrap();
+    assert_eq!(g.kind, Some(BootKind::Learn));
+    assert!(g.prefetch.is_none());
     let mut child = session(&[&f[0], &f[1], &f[2], &f[3], &f[4], &f[5]], Some(&f[6]));
     let r1 = run::session(&cfg, &opts, false).expect("learning needs fanotify");
     assert!(child.wait().unwrap().success());
