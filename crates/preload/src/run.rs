@@ -471,8 +471,8 @@ pub enum Timed {
     /// The latest login has it, and the history says prefetch does not pay: preload
     /// switched itself off, for this reason.
     SwitchedOff(String),
-    /// No login was recorded since the time given (this boot's start): the session stage
-    /// did nothing (an autologin) or did not run. The time belongs to no login.
+    /// No login was recorded since the time given (this boot's start), or none at all: the
+    /// session stage did nothing (an autologin) or did not run. The time is no login's.
     NoLogin,
 }
 
@@ -493,6 +493,7 @@ pub fn desktop_time(
     let mut state = State::load_for(&path, &PRELOAD).map_err(|e| e.to_string())?;
     let last = match state.boots.pop() {
         Some(b) if since_unix_s.is_some_and(|t| b.unix_s < t) => return Ok(Timed::NoLogin),
+        None if since_unix_s.is_some() => return Ok(Timed::NoLogin),
         Some(b) if b.login_s.is_none() => b,
         Some(_) => {
             return Err(format!(
@@ -600,6 +601,10 @@ mod tests {
         assert!(desktop_time(&c, 3.0, None)
             .unwrap_err()
             .contains("no login recorded"));
+        // No history at all (an autologin on a machine that never had a greeter login):
+        // no one's time either, when the boot's start is given.
+        assert_eq!(desktop_time(&c, 3.0, Some(1)), Ok(Timed::NoLogin));
+        assert!(!c.state_path().exists());
         let mut st = State::default();
         for (i, kind) in [BootKind::Replay, BootKind::Control]
             .repeat(3)
