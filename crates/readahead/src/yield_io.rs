@@ -31,10 +31,9 @@ pub struct DiskSample {
 /// Documentation/admin-guide/iostats.rst). `None` when the device is not listed.
 pub fn parse_disk_sample(diskstats: &str, major: u32, minor: u32) -> Option<DiskSample> {
     let f = crate::system::diskstats_fields(diskstats, major, minor, 12)?;
-    let n = |i: usize| f[i].parse::<u64>().ok();
     Some(DiskSample {
-        bytes: n(5)?.saturating_add(n(9)?).saturating_mul(512),
-        in_flight: n(11)?,
+        bytes: sample::procfs::diskstats_bytes(&f)?,
+        in_flight: f[11].parse().ok()?,
     })
 }
 

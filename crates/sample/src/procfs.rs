@@ -265,17 +265,22 @@ pub fn disk_counters(diskstats: &[u8]) -> Vec<(String, DiskCounters)> {
         .iter()
         .filter(|f| !is_virtual_disk(f[2]) && !is_partition(f[2], &all))
         .filter_map(|f| {
-            let n = |i: usize| f[i].parse::<u64>().ok();
-            let bytes = n(5)?.saturating_add(n(9)?).saturating_mul(512);
             Some((
                 f[2].to_string(),
                 DiskCounters {
-                    io_ms: n(12)?,
-                    bytes,
+                    io_ms: f[12].parse().ok()?,
+                    bytes: diskstats_bytes(f)?,
                 },
             ))
         })
         .collect()
+}
+
+/// Bytes read and written, from the fields of one `/proc/diskstats` line: sectors read and
+/// written (fields 6 and 10), counted in 512-byte units whatever the device's sector size.
+pub fn diskstats_bytes(fields: &[&str]) -> Option<u64> {
+    let sectors = |i: usize| fields.get(i)?.parse::<u64>().ok();
+    Some(sectors(5)?.saturating_add(sectors(9)?).saturating_mul(512))
 }
 
 /// `read_bytes` from the text of `/proc/PID/io`: the bytes this process caused to be read
