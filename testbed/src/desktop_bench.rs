@@ -143,13 +143,27 @@ fn figures(events: &str, guest_output: &str) -> Figures {
     // A fold from +0.0: `sum` of nothing is -0.0, which the JSON would show.
     let total = prefetched.iter().fold(0.0, |a, b| a + b);
     f.insert("prefetch_mb".into(), Some(total));
-    // "yielded:  3.50 s waiting for the disk to be idle, ..." per stage that had to wait.
+    // "yielded:  3.50 s waiting for idle time, held back 7 times (2 for busy CPUs); ..." per
+    // stage that had to wait.
     let yielded = section(guest_output, "preload-log")
         .iter()
         .filter_map(|l| l.strip_prefix("yielded: "))
         .filter_map(|l| l.split_whitespace().next()?.parse::<f64>().ok())
         .fold(0.0, |a, b| a + b);
     f.insert("prefetch_yielded_s".into(), Some(yielded));
+    let cpu_waits = section(guest_output, "preload-log")
+        .iter()
+        .filter_map(|l| {
+            l.strip_prefix("yielded: ")?
+                .split_once(" times (")?
+                .1
+                .split_whitespace()
+                .next()?
+                .parse::<f64>()
+                .ok()
+        })
+        .fold(0.0, |a, b| a + b);
+    f.insert("prefetch_cpu_waits".into(), Some(cpu_waits));
     f
 }
 
@@ -166,7 +180,7 @@ mod tests {
             52500000000 desktop_ready reason=idle settle_s=3 session_pid=500\n";
         let out = "== preload-log\nlogin:    prefetch (budget 150.0 MB)\n\
             prefetch: 80.5 MB from 300 files in 9.10 s; skipped 0\n\
-            yielded:  6.25 s waiting for the disk to be idle, held back 3 times; others moved 1.0 MB\n\
+            yielded:  6.25 s waiting for idle time, held back 3 times (2 for busy CPUs); others moved 1.0 MB on the disk\n\
             login:    prefetch (budget 150.0 MB)\n\
             prefetch: 2.5 MB from 300 files in 0.40 s; skipped 0\n== preload-status\n";
         let f = figures(events, out);
@@ -177,6 +191,7 @@ mod tests {
         assert_eq!(f["greeter_to_desktop_s"], Some(22.5));
         assert_eq!(f["prefetch_mb"], Some(83.0));
         assert_eq!(f["prefetch_yielded_s"], Some(6.25));
+        assert_eq!(f["prefetch_cpu_waits"], Some(2.0));
         // Not found ready (a timeout): no desktop start.
         let timeout = events.replace("reason=idle settle_s", "reason=timeout settle_s");
         assert_eq!(figures(&timeout, "")["desktop_start_s"], None);

@@ -31,6 +31,9 @@ pub struct Config {
     /// Prefetch only while the disk is otherwise idle for this long (`yield_ms`; `None`:
     /// 0, read as fast as the disk takes it).
     pub yield_quiet: Option<Duration>,
+    /// And only while others used at most this share of all CPUs' time (`yield_cpu_pct`
+    /// / 100; `None`: 0, the disk alone decides).
+    pub yield_cpu: Option<f64>,
 }
 
 impl Default for Config {
@@ -46,6 +49,7 @@ impl Default for Config {
             compare_every: 5,
             idle_io: true,
             yield_quiet: Some(Duration::from_millis(250)),
+            yield_cpu: Some(0.15),
         }
     }
 }
@@ -76,6 +80,7 @@ impl Config {
                     c.yield_quiet =
                         Some(Duration::from_millis(v.int().into())).filter(|d| !d.is_zero())
                 }
+                "yield_cpu_pct" => c.yield_cpu = Some(v.num() / 100.0).filter(|&s| s > 0.0),
                 // A key of the table with no field here: the test below catches it.
                 _ => {}
             }
@@ -92,6 +97,15 @@ impl Config {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
             Err(e) => Err(format!("cannot read {}: {e}", path.display())),
         }
+    }
+
+    /// How a prefetch yields (`yield_ms`, `yield_cpu_pct`); `None`: it does not.
+    pub fn yield_to(&self) -> Option<readahead::replay::YieldTo> {
+        self.yield_quiet.map(|quiet| readahead::replay::YieldTo {
+            quiet,
+            cpu_max_share: self.yield_cpu,
+            ..Default::default()
+        })
     }
 
     /// The model file.
@@ -119,7 +133,7 @@ mod tests {
     #[test]
     fn every_preload_key_of_the_schema_sets_its_field() {
         let keys: Vec<_> = trace::config::keys(trace::config::Section::Preload).collect();
-        assert_eq!(keys.len(), 11);
+        assert_eq!(keys.len(), 12);
         for k in keys {
             let c = Config::from_toml(&format!("[preload]\n{} = {}\n", k.name, k.default), "t");
             assert_eq!(c, Ok(Config::default()), "{}", k.name);

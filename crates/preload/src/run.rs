@@ -200,15 +200,16 @@ fn root_rotational() -> bool {
 /// Prefetches the model's files, highest weight first, within `budget` bytes and `limit`
 /// time, with readahead's replay (readahead(2) at idle I/O priority when `idle_io`; files
 /// whose inode, size or mtime changed since they were learned are skipped and counted).
-/// With `yield_quiet`, a piece is read only once the disk did no one else's I/O for that
-/// long ([`readahead::yield_io`]): the idle class alone does nothing under the `none` and
-/// `mq-deadline` schedulers, and a prefetch that reads beside a login delays it.
+/// With `yield_to`, a piece is read only once the disk did no one else's I/O for a quiet
+/// period, and the CPUs were not busy with others' work over it ([`readahead::yield_io`]):
+/// the idle class alone does nothing under the `none` and `mq-deadline` schedulers, and a
+/// prefetch that reads beside a login delays it, for the disk and for the CPU.
 pub fn prefetch(
     m: &Model,
     budget: u64,
     limit: Duration,
     idle_io: bool,
-    yield_quiet: Option<Duration>,
+    yield_to: Option<YieldTo>,
     wait_settled: bool,
 ) -> ReplayStats {
     let page = ::sys::page_size();
@@ -230,10 +231,7 @@ pub fn prefetch(
             wait_settled,
             // The list is already cut at the budget; this is the replay's own guard.
             max_bytes: budget,
-            yield_to_others: yield_quiet.map(|quiet| YieldTo {
-                quiet,
-                ..YieldTo::default()
-            }),
+            yield_to_others: yield_to,
             // Merged across small gaps, in the device's request size, as readahead replays.
             ..ReplayOptions::default()
         },
@@ -322,7 +320,7 @@ pub fn greeter(config: &Config, opts: &RunOptions) -> io::Result<RunReport> {
             report.budget_bytes,
             config.window,
             config.idle_io,
-            config.yield_quiet,
+            config.yield_to(),
             opts.wait_settled,
         ));
     }
@@ -425,7 +423,7 @@ pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Resu
                     report.budget_bytes,
                     config.window,
                     config.idle_io,
-                    config.yield_quiet,
+                    config.yield_to(),
                     opts.wait_settled,
                 )
             })),

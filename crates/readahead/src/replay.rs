@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::learn::open_checked;
 use crate::pack::{self, Entry, Pack, PackError, PackErrorKind, RootId};
-use crate::yield_io::Gate;
+use crate::yield_io::{CpuWatch, Gate};
 use crate::{plan, sys, system};
 
 /// How to replay.
@@ -45,12 +45,15 @@ pub struct ReplayOptions {
 }
 
 /// How a replay yields the disk to others ([`ReplayOptions::yield_to_others`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct YieldTo {
     /// A piece is read only after the disk did no one else's I/O for this long.
     pub quiet: Duration,
     /// Pieces at most this big (bytes): what someone else's read may have to wait behind.
     pub max_piece: u64,
+    /// Also wait until others used at most this share of all CPUs' time over the quiet
+    /// period ([`crate::yield_io::CpuWatch`]); `None`: the disk alone decides.
+    pub cpu_max_share: Option<f64>,
 }
 
 impl Default for YieldTo {
@@ -58,6 +61,7 @@ impl Default for YieldTo {
         YieldTo {
             quiet: Duration::from_millis(250),
             max_piece: 256 << 10,
+            cpu_max_share: None,
         }
     }
 }
@@ -126,6 +130,9 @@ pub struct ReplayStats {
     pub yielded_ns: u64,
     /// Bytes the disk moved for others while the replay watched it.
     pub others_bytes: u64,
+    /// Of `yield_waits`, the pieces held back because others kept the CPUs busy
+    /// ([`YieldTo::cpu_max_share`]).
+    pub yield_cpu_waits: u64,
 }
 
 impl ReplayStats {
@@ -154,6 +161,7 @@ impl ReplayStats {
             ("yield_waits", self.yield_waits.to_string()),
             ("yielded_ns", self.yielded_ns.to_string()),
             ("others_bytes", self.others_bytes.to_string()),
+            ("yield_cpu_waits", self.yield_cpu_waits.to_string()),
         ]
     }
 
@@ -196,6 +204,7 @@ impl ReplayStats {
                 "yield_waits" => s.yield_waits = n,
                 "yielded_ns" => s.yielded_ns = n,
                 "others_bytes" => s.others_bytes = n,
+                "yield_cpu_waits" => s.yield_cpu_waits = n,
                 _ => {}
             }
         }
@@ -221,6 +230,7 @@ impl ReplayStats {
         self.yield_waits += o.yield_waits;
         self.yielded_ns += o.yielded_ns;
         self.others_bytes += o.others_bytes;
+        self.yield_cpu_waits += o.yield_cpu_waits;
     }
 }
 
@@ -358,6 +368,12 @@ impl Gates {
                 let i = match self.gates.iter().position(|(d, _)| *d == disk) {
                     Some(i) => Some(i),
                     None => Gate::for_disk(Path::new("/proc"), disk.0, disk.1, y.quiet).map(|g| {
+                        let g = match y.cpu_max_share {
+                            Some(share) => {
+                                g.with_cpu(CpuWatch::for_machine(Path::new("/proc"), share))
+                            }
+                            None => g,
+                        };
                         self.gates.push((disk, g));
                         self.gates.len() - 1
                     }),
@@ -374,6 +390,7 @@ impl Gates {
             st.yield_waits += g.stats.waits;
             st.yielded_ns += g.stats.waited_ns;
             st.others_bytes += g.stats.others_bytes;
+            st.yield_cpu_waits += g.stats.cpu_waits;
         }
     }
 }

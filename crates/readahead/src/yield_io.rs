@@ -13,7 +13,13 @@
 //! is submitted), compared only when nothing is in flight, so that both counted the same
 //! requests. The difference is everyone else's. A process's `read_bytes` covers all of its
 //! threads: a gated reader must be the process's only reader of the disk.
+//!
+//! A gate may watch the CPUs too ([`CpuWatch`]): a prefetch yields the disk, but its
+//! page-cache work costs CPU time (under emulation a lot of it), and a boot's last services
+//! and a greeter's start are CPU-bound. Others' CPU time is every CPU's busy time
+//! (`/proc/stat`'s `cpu` line) less this process's (`/proc/self/stat`, utime + stime).
 
+use std::collections::VecDeque;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -62,6 +68,69 @@ pub struct GateStats {
     pub waited_ns: u64,
     /// Bytes the disk moved for others while the gate watched.
     pub others_bytes: u64,
+    /// Of `waits`, the times the CPUs were busy with others' work ([`CpuWatch`]).
+    pub cpu_waits: u64,
+}
+
+/// One reading of the CPU counters: (others' busy time, all CPUs' time), in clock ticks.
+pub type CpuSampler = Box<dyn FnMut() -> Option<(u64, u64)> + Send>;
+
+/// Others' busy share of all CPUs over the last quiet period, judged at every look (a
+/// sliding window: the readings of the last quiet period are kept).
+pub struct CpuWatch {
+    sample: CpuSampler,
+    /// Busy when others used more than this share of all CPUs' time (0..1).
+    max_share: f64,
+    /// (when, others' busy ticks, all ticks), oldest first; the first is the newest reading
+    /// at least a quiet period old once there is one.
+    looks: VecDeque<(Instant, u64, u64)>,
+}
+
+impl CpuWatch {
+    /// Watches `sample`, calling the CPUs busy above `max_share` of their time.
+    pub fn new(sample: CpuSampler, max_share: f64) -> CpuWatch {
+        CpuWatch {
+            sample,
+            max_share,
+            looks: VecDeque::new(),
+        }
+    }
+
+    /// Watches the machine's CPUs from `proc`'s `stat` and `self/stat`.
+    pub fn for_machine(proc: &Path, max_share: f64) -> CpuWatch {
+        let stat = proc.join("stat");
+        let own = proc.join("self/stat");
+        let sample = move || {
+            let (busy, _, _, total) = sample::procfs::cpu_totals(&std::fs::read(&stat).ok()?)?;
+            let me = sample::procfs::parse_stat_line(&std::fs::read(&own).ok()?)?;
+            Some((busy.saturating_sub(me.utime + me.stime), total))
+        };
+        CpuWatch::new(Box::new(sample), max_share)
+    }
+
+    /// Takes a reading at `now`: `Some(true)` when others used more than the share over
+    /// the last `window` (judged once a reading that old exists, `Some(false)` before),
+    /// `None` when the counters cannot be read.
+    fn busy(&mut self, now: Instant, window: Duration) -> Option<bool> {
+        let (others, total) = (self.sample)()?;
+        self.looks.push_back((now, others, total));
+        while self.looks.len() > 2 && now.duration_since(self.looks[1].0) >= window {
+            self.looks.pop_front();
+        }
+        let (t0, o0, a0) = self.looks[0];
+        if now.duration_since(t0) < window {
+            return Some(false);
+        }
+        let all = total.saturating_sub(a0);
+        Some(all > 0 && others.saturating_sub(o0) as f64 > self.max_share * all as f64)
+    }
+
+    /// Whether a whole window has been watched.
+    fn watched(&self, now: Instant, window: Duration) -> bool {
+        self.looks
+            .front()
+            .is_some_and(|&(t0, _, _)| now.duration_since(t0) >= window)
+    }
 }
 
 /// Reads a disk's counters and this process's `read_bytes`; `None` when they cannot be read.
@@ -77,6 +146,8 @@ pub struct Gate {
     /// When others' I/O was last seen (at first: the gate's start, so the first piece also
     /// waits one quiet period).
     busy_at: Instant,
+    /// The CPUs, when the gate waits for them too.
+    cpu: Option<CpuWatch>,
     /// What it saw.
     pub stats: GateStats,
 }
@@ -91,8 +162,16 @@ impl Gate {
             poll,
             last: None,
             busy_at: Instant::now(),
+            cpu: None,
             stats: GateStats::default(),
         }
+    }
+
+    /// The same gate, also waiting until others used at most their share of the CPUs over
+    /// the quiet period.
+    pub fn with_cpu(mut self, cpu: CpuWatch) -> Gate {
+        self.cpu = Some(cpu);
+        self
     }
 
     /// A gate on disk `major:minor` from `/proc/diskstats` and `/proc/self/io`; `None` when
@@ -114,16 +193,29 @@ impl Gate {
     }
 
     /// Waits until the disk has had nothing in flight and no one else's I/O for the quiet
-    /// period; false when `deadline` came first (or the counters became unreadable, which
-    /// ends the reading as a deadline does: the gate cannot promise anything then).
+    /// period (and, with a [`CpuWatch`], the CPUs were not busy with others' work over it);
+    /// false when `deadline` came first (or the counters became unreadable, which ends the
+    /// reading as a deadline does: the gate cannot promise anything then).
     pub fn wait_turn(&mut self, deadline: Instant) -> bool {
         let start = Instant::now();
-        let mut held = false;
+        let (mut held, mut held_for_cpu) = (false, false);
         let ok = loop {
             let now = Instant::now();
             let Some((disk, own)) = (self.sample)() else {
                 break false;
             };
+            let mut cpu_quiet = true;
+            if let Some(cpu) = &mut self.cpu {
+                match cpu.busy(now, self.quiet) {
+                    None => break false,
+                    Some(true) => {
+                        self.busy_at = now;
+                        (held, held_for_cpu) = (true, true);
+                    }
+                    Some(false) => {}
+                }
+                cpu_quiet = cpu.watched(now, self.quiet);
+            }
             if disk.in_flight == 0 {
                 if let Some((d0, o0)) = self.last {
                     let others = disk
@@ -137,7 +229,7 @@ impl Gate {
                     }
                 }
                 self.last = Some((disk.bytes, own));
-                if now.duration_since(self.busy_at) >= self.quiet {
+                if cpu_quiet && now.duration_since(self.busy_at) >= self.quiet {
                     break true;
                 }
             }
@@ -147,6 +239,7 @@ impl Gate {
             std::thread::sleep(self.poll);
         };
         self.stats.waits += u64::from(held);
+        self.stats.cpu_waits += u64::from(held_for_cpu);
         self.stats.waited_ns += start.elapsed().as_nanos() as u64;
         ok
     }
@@ -257,6 +350,87 @@ mod tests {
         assert!(t.elapsed() >= Duration::from_millis(60));
         let mut gone = Gate::new(Box::new(|| None), Duration::ZERO, Duration::ZERO);
         assert!(!gone.wait_turn(Instant::now() + Duration::from_secs(10)));
+    }
+
+    /// A CPU watch over scripted readings of (others' busy ticks, all ticks): each look
+    /// advances by `step` of both, `busy_looks` of them with others at `share` of it.
+    fn cpu_script(busy_looks: usize, share: f64) -> CpuWatch {
+        let mut i = 0usize;
+        let (mut others, mut all) = (0u64, 0u64);
+        CpuWatch::new(
+            Box::new(move || {
+                all += 100;
+                if i < busy_looks {
+                    others += (100.0 * share) as u64;
+                }
+                i += 1;
+                Some((others, all))
+            }),
+            0.15,
+        )
+    }
+
+    #[test]
+    fn busy_cpus_hold_the_gate_until_a_quiet_period_of_idle_cpus() {
+        // The disk is idle throughout; others keep the CPUs half busy for 20 looks (100 ms).
+        let (g, looks) = scripted(vec![(0, 0, 0)]);
+        let mut g = g.with_cpu(cpu_script(20, 0.5));
+        let t = Instant::now();
+        assert!(g.wait_turn(Instant::now() + Duration::from_secs(10)));
+        // Busy until the last busy look's window has slid past, then a quiet period more.
+        assert!(
+            *looks.lock().unwrap() >= 20 + 8,
+            "{}",
+            looks.lock().unwrap()
+        );
+        assert!(
+            t.elapsed() >= Duration::from_millis(100 + 40),
+            "{:?}",
+            t.elapsed()
+        );
+        assert_eq!((g.stats.waits, g.stats.cpu_waits), (1, 1));
+        // Idle now: the next piece goes at once.
+        let t = Instant::now();
+        assert!(g.wait_turn(Instant::now() + Duration::from_secs(10)));
+        assert!(t.elapsed() < Duration::from_millis(40), "{:?}", t.elapsed());
+        assert_eq!(g.stats.cpu_waits, 1);
+    }
+
+    #[test]
+    fn cpus_used_below_the_share_do_not_hold_the_gate() {
+        let (g, _) = scripted(vec![(0, 0, 0)]);
+        let mut g = g.with_cpu(cpu_script(usize::MAX, 0.10));
+        let t = Instant::now();
+        assert!(g.wait_turn(Instant::now() + Duration::from_secs(10)));
+        assert!(
+            t.elapsed() < Duration::from_millis(200),
+            "{:?}",
+            t.elapsed()
+        );
+        assert_eq!((g.stats.waits, g.stats.cpu_waits), (0, 0));
+        // Always busy: only the deadline ends the wait.
+        let (g, _) = scripted(vec![(0, 0, 0)]);
+        let mut g = g.with_cpu(cpu_script(usize::MAX, 0.9));
+        assert!(!g.wait_turn(Instant::now() + Duration::from_millis(150)));
+        assert_eq!(g.stats.cpu_waits, 1);
+    }
+
+    #[test]
+    fn the_machines_cpus_are_read_from_proc() {
+        // This process burns CPU: others' share stays what the rest of the machine does, and
+        // the counters are readable.
+        let mut w = CpuWatch::for_machine(Path::new("/proc"), 0.15);
+        let (o0, a0) = (w.sample)().expect("/proc/stat and /proc/self/stat");
+        let t = Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < Duration::from_millis(300) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let (o1, a1) = (w.sample)().unwrap();
+        assert!(a1 > a0 && o1 >= o0);
+        // Own burning is not others': others' ticks grew by less than all the burning took.
+        assert!(o1 - o0 < a1 - a0, "others {} of {}", o1 - o0, a1 - a0);
     }
 
     #[test]

@@ -175,6 +175,7 @@ fn stats_line_round_trips() {
         yield_waits: 5,
         yielded_ns: 2_500_000_000,
         others_bytes: 8 << 20,
+        yield_cpu_waits: 2,
     };
     let line = st.to_line();
     assert!(

@@ -256,9 +256,10 @@ pub fn run_text(out: &mut impl Write, r: &RunReport) -> io::Result<()> {
         if p.yielded_ns > 0 || p.others_bytes > 0 {
             writeln!(
                 out,
-                "yielded:  {:.2} s waiting for the disk to be idle, held back {} times; others moved {}",
+                "yielded:  {:.2} s waiting for idle time, held back {} times ({} for busy CPUs); others moved {} on the disk",
                 p.yielded_ns as f64 / 1e9,
                 p.yield_waits,
+                p.yield_cpu_waits,
                 mb(p.others_bytes)
             )?;
         }
@@ -423,13 +424,14 @@ mod tests {
         assert!(!text(&r).contains("yielded"), "{}", text(&r));
         let p = r.prefetch.as_mut().unwrap();
         (p.yielded_ns, p.yield_waits, p.others_bytes) = (3_500_000_000, 7, 45_000_000);
+        p.yield_cpu_waits = 2;
         let t = text(&r);
         assert!(
             t.contains("prefetch: 12.3 MB from 40 files in 1.20 s;"),
             "{t}"
         );
         assert!(
-            t.contains("yielded:  3.50 s waiting for the disk to be idle, held back 7 times; others moved 45.0 MB"),
+            t.contains("yielded:  3.50 s waiting for idle time, held back 7 times (2 for busy CPUs); others moved 45.0 MB on the disk"),
             "{t}"
         );
     }

@@ -397,6 +397,7 @@ pub static KEYS: &[Key] = &[
     key(Preload, "compare_every", COUNT, "5", "every this many logins with prefetch, one without (0: never, and no verdict)"),
     key(Preload, "io_class", Type::OneOf(&["idle", "best-effort"]), "\"idle\"", "the prefetch's I/O class"),
     key(Preload, "yield_ms", Type::Int { min: 0, max: 60000 }, "250", "prefetch a piece only after the disk did no one else's I/O for this many milliseconds, one piece in flight at a time (0: read as fast as the disk takes it)"),
+    key(Preload, "yield_cpu_pct", Type::Num { min: 0.0, max: 100.0 }, "15", "with `yield_ms`, also only while others used at most this percentage of all CPUs' time over that period: a prefetch yields the CPU to a boot's last services and the greeter's start too (0: the disk alone decides)"),
 ];
 
 /// A value of a key's type.
