@@ -46,6 +46,67 @@ pub fn disk_read_bytes(diskstats_log: &str) -> Option<u64> {
         .map(|sectors| sectors * 512)
 }
 
+/// What the guest's disk (`vda`) did between two times of a boot: every reader's bytes and
+/// requests and its busy time, from the samples of `proc_diskstats.log` nearest outside the
+/// times (fields 4, 6 and 13 of the disk's line: reads completed, sectors read, milliseconds
+/// doing I/O; Documentation/admin-guide/iostats.rst).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DiskWindow {
+    /// Between the two samples used, s.
+    pub secs: f64,
+    pub read_bytes: u64,
+    pub reads: u64,
+    /// Share of the time the disk had a request in flight (0..1).
+    pub busy: f64,
+}
+
+/// [`DiskWindow`] from `from_s` (or the first sample, when there is none before it) to `to_s`
+/// (uptime seconds); `None` without a sample at or after `to_s`.
+pub fn disk_window(diskstats_log: &str, from_s: f64, to_s: f64) -> Option<DiskWindow> {
+    let blocks = trace::bootchart::blocks("proc_diskstats.log", diskstats_log).ok()?;
+    // (time s, reads, bytes, io ms) per sample that lists the disk.
+    let samples: Vec<(f64, u64, u64, u64)> = blocks
+        .iter()
+        .filter_map(|b| {
+            b.body.lines().find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                if f.len() <= 12 || f[2] != "vda" {
+                    return None;
+                }
+                Some((
+                    b.t_cs as f64 / 100.0,
+                    f[3].parse().ok()?,
+                    f[5].parse::<u64>().ok()? * 512,
+                    f[12].parse().ok()?,
+                ))
+            })
+        })
+        .collect();
+    // The recorder may start sampling after the replay started: then from its first sample.
+    let a = samples
+        .iter()
+        .rev()
+        .find(|s| s.0 <= from_s)
+        .or(samples.first())?;
+    let b = samples.iter().find(|s| s.0 >= to_s)?;
+    let secs = b.0 - a.0;
+    (secs > 0.0).then(|| DiskWindow {
+        secs,
+        read_bytes: b.2.saturating_sub(a.2),
+        reads: b.1.saturating_sub(a.1),
+        busy: (b.3.saturating_sub(a.3) as f64 / 1000.0 / secs).min(1.0),
+    })
+}
+
+/// The time of the first event of `kind`, s.
+fn event_time(events: &str, kind: &str) -> Option<f64> {
+    events
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some(kind))
+        .and_then(|l| l.split_whitespace().next()?.parse::<f64>().ok())
+        .map(|ns| ns / 1e9)
+}
+
 /// What one boot's trace says about readahead.
 pub fn figures_from_trace(dir: &Path) -> Figures {
     let events = fs::read_to_string(dir.join("events.log")).unwrap_or_default();
@@ -70,6 +131,23 @@ pub fn figures_from_trace(dir: &Path) -> Figures {
             (Some(b), Some(s)) if s > 0.0 => Some(round3(b / 1e6 / s)),
             _ => None,
         },
+    );
+    // The disk while the replay ran, everyone's reads included: whether the replay kept the
+    // drive busy (then the drive's cost per request bounds it, not the replay) and in what
+    // size of request the drive was read.
+    let window = event_time(&events, "readahead_replay_start")
+        .zip(replay_s)
+        .and_then(|(start, s)| disk_window(&diskstats, start, start + s));
+    f.insert(
+        "replay_disk_mb_s".into(),
+        window.map(|w| round3(w.read_bytes as f64 / 1e6 / w.secs)),
+    );
+    f.insert("replay_disk_busy".into(), window.map(|w| round3(w.busy)));
+    f.insert(
+        "replay_disk_req_kb".into(),
+        window
+            .filter(|w| w.reads > 0)
+            .map(|w| round3(w.read_bytes as f64 / w.reads as f64 / 1024.0)),
     );
     f.insert("hit".into(), event_field(&events, "readahead_hit", "ratio"));
     f.insert(
@@ -216,6 +294,18 @@ pub fn goal_lines(profile: Profile, doc: &Value) -> Vec<String> {
             )),
             (Some(m), None) => l.push_str(&format!("; replay {m:.1} MB/s (no drive limit)")),
             _ => {}
+        }
+        let disk = &v["median"];
+        if let (Some(busy), Some(mb_s), Some(kb)) = (
+            disk["replay_disk_busy"].as_f64(),
+            disk["replay_disk_mb_s"].as_f64(),
+            disk["replay_disk_req_kb"].as_f64(),
+        ) {
+            l.push_str(&format!(
+                "; meanwhile the disk was busy {:.0} % and read {mb_s:.1} MB/s for everyone, \
+                 in {kb:.0} KiB requests",
+                100.0 * busy
+            ));
         }
         lines.push(l);
     }
@@ -426,5 +516,62 @@ mod tests {
         assert_eq!(f["replay_mb"], Some(20.0));
         assert_eq!(f["replay_mb_s"], Some(20.0));
         assert_eq!(f["read_mb"], None);
+        assert_eq!(f["replay_disk_busy"], None);
+    }
+
+    // Three samples in the form of proc_diskstats.log (the disk's line only, the counts made
+    // up); fields 4, 6, 13: reads, sectors read, io ms.
+    const DISKSTATS: &str = "\
+1196
+ 254       0 vda 2000 347 100000 6312 1 0 8 1439 0 12000 9182 0 0 0 0 1 1429
+
+2000
+ 254       0 vda 2900 377 150000 6609 1 0 8 1439 2 20000 9478 0 0 0 0 1 1429
+
+4000
+ 254       0 vda 3810 400 200000 6700 1 0 8 1439 2 40000 9500 0 0 0 0 1 1429
+";
+
+    #[test]
+    fn what_the_disk_did_while_the_replay_ran() {
+        // From the sample at or before 12.0 s (11.96) to the one at or after 30 s (40.00).
+        let w = disk_window(DISKSTATS, 12.0, 30.0).unwrap();
+        assert!((w.secs - 28.04).abs() < 1e-9, "{w:?}");
+        assert_eq!((w.reads, w.read_bytes), (1810, 100_000 * 512));
+        assert!((w.busy - 28.0 / 28.04).abs() < 1e-9, "{w:?}");
+        // Sampling began after the start: from the first sample. None after the end.
+        assert_eq!(disk_window(DISKSTATS, 5.0, 30.0), Some(w));
+        assert_eq!(disk_window(DISKSTATS, 12.0, 50.0), None);
+        assert_eq!(disk_window("", 12.0, 30.0), None);
+
+        let tmp = tempfile::tempdir().unwrap();
+        fs::write(
+            tmp.path().join("events.log"),
+            "11960000000 readahead_replay_start files=432 bytes=45176145\n\
+             83306101340 readahead_replay bytes=45168081 duration_ns=28070540310 settled_ns=28000000000\n",
+        )
+        .unwrap();
+        fs::write(tmp.path().join("proc_diskstats.log"), DISKSTATS).unwrap();
+        let f = figures_from_trace(tmp.path());
+        assert_eq!(f["replay_s"], Some(28.0));
+        assert_eq!(f["replay_disk_busy"], Some(round3(28.0 / 28.04)));
+        assert_eq!(f["replay_disk_mb_s"], Some(round3(51.2 / 28.04)));
+        assert_eq!(
+            f["replay_disk_req_kb"],
+            Some(round3(51_200_000.0 / 1810.0 / 1024.0))
+        );
+        let doc = serde_json::json!({"variants": [
+            {"name": "none", "median": {}, "ratio_host_login_s": 1.0},
+            {"name": "replay", "median": {"replay_mb_s": 1.6, "replay_disk_busy": 0.998,
+              "replay_disk_mb_s": 1.83, "replay_disk_req_kb": 27.6}, "ratio_host_login_s": 0.9},
+        ]});
+        let l = goal_lines(Profile::SdScaled, &doc);
+        assert!(
+            l[1].ends_with(
+                "the disk was busy 100 % and read 1.8 MB/s for everyone, in 28 KiB requests"
+            ),
+            "{}",
+            l[1]
+        );
     }
 }

@@ -204,13 +204,13 @@ impl Gate {
             let Some((disk, own)) = (self.sample)() else {
                 break false;
             };
-            let mut cpu_quiet = true;
+            let (mut cpu_quiet, mut cpu_busy) = (true, false);
             if let Some(cpu) = &mut self.cpu {
                 match cpu.busy(now, self.quiet) {
                     None => break false,
                     Some(true) => {
                         self.busy_at = now;
-                        (held, held_for_cpu) = (true, true);
+                        (held, held_for_cpu, cpu_busy) = (true, true, true);
                     }
                     Some(false) => {}
                 }
@@ -236,7 +236,14 @@ impl Gate {
             if now >= deadline {
                 break false;
             }
-            std::thread::sleep(self.poll);
+            // Busy CPUs keep the gate shut for a quiet period at least: looking less often
+            // meanwhile costs them less (a boot's last seconds can hold it for tens of them).
+            let nap = if cpu_busy {
+                (self.quiet / 4).max(self.poll)
+            } else {
+                self.poll
+            };
+            std::thread::sleep(nap.min(deadline.saturating_duration_since(now)));
         };
         self.stats.waits += u64::from(held);
         self.stats.cpu_waits += u64::from(held_for_cpu);
