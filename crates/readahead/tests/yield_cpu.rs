@@ -3,31 +3,13 @@
 //! binary, as `yield_io.rs` is: the gate counts this process's CPU time and `read_bytes` as
 //! its own.
 
+mod common;
+
 use std::fs;
-use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use readahead::pack::{Entry, Header, Pack, Range};
 use readahead::replay::{self, ReplayOptions, YieldTo};
-
-fn pack_of(path: &Path) -> Pack {
-    let md = fs::metadata(path).unwrap();
-    Pack {
-        header: Header {
-            budget_bytes: 1 << 30,
-            ..Header::default()
-        },
-        entries: vec![Entry::of_file(
-            path.to_path_buf(),
-            &md,
-            vec![Range {
-                offset: 0,
-                len: md.len(),
-            }],
-        )],
-    }
-}
 
 /// Busy loops, one per CPU, ended (killed) on drop.
 struct Burners(Vec<Child>);
@@ -85,7 +67,7 @@ fn a_replay_yielding_the_cpus_waits_while_others_keep_them_busy() {
         drop(burners);
         t0.elapsed()
     });
-    let st = replay::replay(&pack_of(&file), &opts);
+    let st = replay::replay(&common::pack_of(&file), &opts);
     let replay_done = t0.elapsed();
     let burned = stopper.join().unwrap();
     assert_eq!(st.bytes_requested, 8 << 20, "{st:?}");

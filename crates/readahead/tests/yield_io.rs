@@ -3,31 +3,13 @@
 //! from others' by the process's `read_bytes`, which a test reading another disk in a thread
 //! beside it would add to.
 
+mod common;
+
 use std::fs;
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use readahead::pack::{Entry, Header, Pack, Range};
 use readahead::replay::{self, ReplayOptions, YieldTo};
-
-fn pack_of(path: &Path) -> Pack {
-    let md = fs::metadata(path).unwrap();
-    Pack {
-        header: Header {
-            budget_bytes: 1 << 30,
-            ..Header::default()
-        },
-        entries: vec![Entry::of_file(
-            path.to_path_buf(),
-            &md,
-            vec![Range {
-                offset: 0,
-                len: md.len(),
-            }],
-        )],
-    }
-}
 
 fn gated(quiet_ms: u64) -> ReplayOptions {
     ReplayOptions {
@@ -62,7 +44,7 @@ fn a_yielding_replay_reads_only_while_no_one_else_uses_the_disk() {
     img.mount_with("noatime,noinit_itable");
 
     // Alone on the disk: everything is read, nothing of anyone else's is seen.
-    let alone = replay::replay(&pack_of(&a), &gated(50));
+    let alone = replay::replay(&common::pack_of(&a), &gated(50));
     assert_eq!(alone.bytes_requested, 16 << 20, "{alone:?}");
     assert_eq!(alone.resident, 16 << 20, "{alone:?}");
     assert_eq!(alone.threads, 1);
@@ -88,7 +70,7 @@ fn a_yielding_replay_reads_only_while_no_one_else_uses_the_disk() {
         let ok = dd.wait().unwrap().success();
         (ok, t0.elapsed())
     });
-    let beside = replay::replay(&pack_of(&a), &gated(100));
+    let beside = replay::replay(&common::pack_of(&a), &gated(100));
     let replay_done = t0.elapsed();
     let (dd_ok, dd_done) = waiter.join().unwrap();
     assert!(dd_ok, "dd failed");
