@@ -359,8 +359,9 @@ mod tests {
         assert!(!gone.wait_turn(Instant::now() + Duration::from_secs(10)));
     }
 
-    /// A CPU watch over scripted readings of (others' busy ticks, all ticks): each look
-    /// advances by `step` of both, `busy_looks` of them with others at `share` of it.
+    /// A CPU watch over scripted readings of (others' busy ticks, all ticks): each look adds
+    /// 100 ticks of all CPUs' time, and for the first `busy_looks` looks `share` of them to
+    /// others'. The line is at 15 %.
     fn cpu_script(busy_looks: usize, share: f64) -> CpuWatch {
         let mut i = 0usize;
         let (mut others, mut all) = (0u64, 0u64);
