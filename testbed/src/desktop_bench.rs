@@ -134,35 +134,39 @@ fn figures(events: &str, guest_output: &str) -> Figures {
             .zip(ready)
             .map(|(g, r)| ((r - g) * 1000.0).round() / 1000.0),
     );
+    // What the hook's log says, summed over its stages. A fold from +0.0: `sum` of nothing
+    // is -0.0, which the JSON would show.
+    let log = section(guest_output, "preload-log");
+    let total =
+        |pick: fn(&str) -> Option<f64>| log.iter().filter_map(|l| pick(l)).fold(0.0, |a, b| a + b);
     // "prefetch: 12.3 MB from 40 files in 1.20 s; ..." once per stage that prefetched.
-    let prefetched: Vec<f64> = section(guest_output, "preload-log")
-        .iter()
-        .filter_map(|l| l.strip_prefix("prefetch: "))
-        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
-        .collect();
-    // A fold from +0.0: `sum` of nothing is -0.0, which the JSON would show.
-    let total = prefetched.iter().fold(0.0, |a, b| a + b);
-    f.insert("prefetch_mb".into(), Some(total));
+    let prefetched = total(|l| {
+        l.strip_prefix("prefetch: ")?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    });
+    f.insert("prefetch_mb".into(), Some(prefetched));
     // "yielded:  3.50 s waiting for idle time, held back 7 times (2 for busy CPUs); ..." per
     // stage that had to wait.
-    let yielded = section(guest_output, "preload-log")
-        .iter()
-        .filter_map(|l| l.strip_prefix("yielded: "))
-        .filter_map(|l| l.split_whitespace().next()?.parse::<f64>().ok())
-        .fold(0.0, |a, b| a + b);
+    let yielded = total(|l| {
+        l.strip_prefix("yielded: ")?
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    });
     f.insert("prefetch_yielded_s".into(), Some(yielded));
-    let cpu_waits = section(guest_output, "preload-log")
-        .iter()
-        .filter_map(|l| {
-            l.strip_prefix("yielded: ")?
-                .split_once(" times (")?
-                .1
-                .split_whitespace()
-                .next()?
-                .parse::<f64>()
-                .ok()
-        })
-        .fold(0.0, |a, b| a + b);
+    let cpu_waits = total(|l| {
+        l.strip_prefix("yielded: ")?
+            .split_once(" times (")?
+            .1
+            .split_whitespace()
+            .next()?
+            .parse()
+            .ok()
+    });
     f.insert("prefetch_cpu_waits".into(), Some(cpu_waits));
     f
 }

@@ -98,15 +98,6 @@ pub fn disk_window(diskstats_log: &str, from_s: f64, to_s: f64) -> Option<DiskWi
     })
 }
 
-/// The time of the first event of `kind`, s.
-fn event_time(events: &str, kind: &str) -> Option<f64> {
-    events
-        .lines()
-        .find(|l| l.split_whitespace().nth(1) == Some(kind))
-        .and_then(|l| l.split_whitespace().next()?.parse::<f64>().ok())
-        .map(|ns| ns / 1e9)
-}
-
 /// What one boot's trace says about readahead.
 pub fn figures_from_trace(dir: &Path) -> Figures {
     let events = fs::read_to_string(dir.join("events.log")).unwrap_or_default();
@@ -135,7 +126,7 @@ pub fn figures_from_trace(dir: &Path) -> Figures {
     // The disk while the replay ran, everyone's reads included: whether the replay kept the
     // drive busy (then the drive's cost per request bounds it, not the replay) and in what
     // size of request the drive was read.
-    let window = event_time(&events, "readahead_replay_start")
+    let window = bench::event_seconds(&events, "readahead_replay_start", None)
         .zip(replay_s)
         .and_then(|(start, s)| disk_window(&diskstats, start, start + s));
     f.insert(
