@@ -229,7 +229,11 @@ fn relocated_disk(paths: &Paths, img: &Image, profile: Profile, learned: &Path) 
         Ok(n) => {
             let summary: Vec<&str> = out
                 .lines()
-                .filter(|l| l.contains("moved ") && l.contains("files") || l.contains("requests:"))
+                .filter(|l| {
+                    l.contains("moved ") && l.contains("files")
+                        || l.starts_with("the region:")
+                        || l.contains("requests:")
+                })
                 .collect();
             eprintln!(
                 "bench readahead: relocated {n} files: {}",

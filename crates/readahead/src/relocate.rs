@@ -33,6 +33,13 @@ pub const MIN_FREE_SHARE: f64 = 0.10;
 /// reads little of does not fill the region.
 pub const WHOLE_FILE_MAX: u64 = 16 << 20;
 
+/// Relocation asks ext4 for up to this many times the region's bytes and keeps the longest
+/// runs of what it gets: asked for just the region, ext4's allocator hands out the free
+/// space it meets first, which on an aged filesystem is small holes (a test-bed image gave
+/// a 91 MB region in 1,367 pieces while its longest free runs were 40 and 22 MB). The rest
+/// is given back at once, and at least [`MIN_FREE_SHARE`] stays free throughout.
+pub const REGION_CHOICE: u64 = 4;
+
 const EXT4_SUPER_MAGIC: i64 = 0xEF53;
 
 /// How to relocate.
@@ -48,6 +55,9 @@ pub struct Options {
     pub mountinfo: PathBuf,
     /// Replay's merge gap ([`plan::MERGE_GAP`]), for the request counts.
     pub merge_gap: u64,
+    /// How many times the region to allocate and choose its runs from
+    /// ([`REGION_CHOICE`]; 1: take the region as the allocator gives it).
+    pub region_choice: u64,
 }
 
 impl Default for Options {
@@ -58,6 +68,7 @@ impl Default for Options {
             sys: "/sys".into(),
             mountinfo: "/proc/self/mountinfo".into(),
             merge_gap: plan::MERGE_GAP,
+            region_choice: REGION_CHOICE,
         }
     }
 }
@@ -239,8 +250,24 @@ pub struct Report {
     pub requests_before: u64,
     /// ... after relocation: expected (a dry run, or before moving) or measured (after).
     pub requests_after: u64,
-    /// The physical runs the donor's region came in (0: not allocated, a dry run).
+    /// The physical runs the region came in (0: not allocated, a dry run).
     pub region_runs: u64,
+    /// Bytes allocated to choose the region from (0: a dry run).
+    pub allocated_bytes: u64,
+    /// The physical runs those came in.
+    pub allocated_runs: u64,
+}
+
+/// A piece of the region: `len` bytes at byte `donor` of the donor file, lying at device
+/// byte `physical`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    /// Offset in the donor file.
+    pub donor: u64,
+    /// Offset on the device.
+    pub physical: u64,
+    /// Length in bytes.
+    pub len: u64,
 }
 
 /// A file planned for the move.
@@ -407,6 +434,8 @@ pub fn relocate(
             request,
         ),
         region_runs: 0,
+        allocated_bytes: 0,
+        allocated_runs: 0,
     };
     if opts.dry_run {
         for f in &files {
@@ -430,7 +459,25 @@ pub fn relocate(
         .custom_flags(libc::O_TMPFILE)
         .mode(0o600)
         .open(&dir);
-    let donor = match donor.and_then(|d| sys::fallocate(&d, region).map(|()| d)) {
+    // Room to choose from: up to `region_choice` times the region, leaving the free share.
+    let unit = planned[0]
+        .file
+        .metadata()
+        .map_or(4096, |m| m.blksize())
+        .max(page);
+    let room = vfs
+        .avail_bytes
+        .saturating_sub((MIN_FREE_SHARE * vfs.total_bytes as f64) as u64);
+    let ask = (need.saturating_mul(opts.region_choice.max(1)).min(room) / unit * unit).max(need);
+    let donor = donor.and_then(|d| {
+        // Less when the filesystem cannot give that much (reserved blocks, quotas).
+        match sys::fallocate(&d, ask) {
+            Err(_) if ask > need => sys::fallocate(&d, need),
+            r => r,
+        }
+        .map(|()| d)
+    });
+    let donor = match donor {
         Ok(d) => d,
         Err(e) => {
             // No region, nothing moved: every file says why.
@@ -445,17 +492,29 @@ pub fn relocate(
             return Ok(report);
         }
     };
-    let donor_map = sys::fiemap(&donor, 0, region).unwrap_or_default();
-    report.region_runs = plan::device_requests(&extent_runs(&donor_map), u64::MAX).max(1);
-    // The region as ext4 gave it, not the contiguous one the plan assumed: where its free
-    // space lies in small holes, moving the files there makes replay no better (an aged
-    // image gave 777 pieces), so nothing moves (the donor is freed when it is closed).
+    let allocated = donor.metadata().map_or(need, |m| m.len());
+    let donor_map = sys::fiemap(&donor, 0, allocated).unwrap_or_default();
+    report.allocated_bytes = allocated;
+    report.allocated_runs = plan::device_requests(&extent_runs(&donor_map), u64::MAX);
+    let pieces = choose_region(&donor_runs(&donor_map, unit), need);
+    // What is not chosen goes back to the filesystem now, not when the donor is closed.
+    for (offset, len) in unchosen(&pieces, allocated) {
+        let _ = sys::punch_hole(&donor, offset, len);
+    }
+    let region_runs: Vec<(u64, u64)> = pieces.iter().map(|p| (p.physical, p.len)).collect();
+    report.region_runs = plan::device_requests(&region_runs, u64::MAX).max(1);
+    // The region as chosen, not the contiguous one the plan assumed: where even the longest
+    // free runs are short, moving the files there makes replay no better (an aged image
+    // gave 777 pieces, before the region was chosen), so nothing moves (the donor is freed
+    // when it is closed).
     let runs_in_region: Vec<(u64, u64)> = in_region
         .iter()
-        .flat_map(|r| physical_runs(&donor_map, r))
+        .flat_map(|r| donor_pieces(&pieces, r.offset, r.len))
+        .map(|p| (p.physical, p.len))
         .collect();
     let expected = plan::device_requests(&runs_in_region, request);
-    if expected >= report.requests_before {
+    let short = pieces.iter().map(|p| p.len).sum::<u64>() < need;
+    if short || expected >= report.requests_before {
         return Err(Refusal::Fragmented {
             mount: mount_point,
             runs: report.region_runs,
@@ -477,7 +536,7 @@ pub fn relocate(
         let e = &p.entries[pl.idx];
         let base = cursor;
         cursor += files[pl.idx].bytes;
-        let outcome = move_file(e, pl, &donor, base);
+        let outcome = move_file(e, pl, &donor, &pieces, base);
         if let Outcome::Moved { .. } = outcome {
             let map = sys::fiemap(&pl.file, 0, e.size).unwrap_or_default();
             files[pl.idx].outcome = Outcome::Moved {
@@ -513,8 +572,8 @@ fn skip_reason(s: Skip) -> &'static str {
     }
 }
 
-/// Moves one file's pieces into the donor at byte `base` of the region.
-fn move_file(e: &Entry, pl: &Planned, donor: &File, base: u64) -> Outcome {
+/// Moves one file's pieces into the donor's `region` at byte `base` of it.
+fn move_file(e: &Entry, pl: &Planned, donor: &File, region: &[Piece], base: u64) -> Outcome {
     // The ioctl wants the file open for reading and writing. A running program cannot be
     // (ETXTBSY): it is skipped, as e4rat's users relocate before such programs start.
     let rw = std::fs::OpenOptions::new()
@@ -548,32 +607,14 @@ fn move_file(e: &Entry, pl: &Planned, donor: &File, base: u64) -> Outcome {
     let eof = e.size.div_ceil(bs);
     let mut at = base;
     for r in &pl.moves {
-        let orig = r.offset / bs;
-        let (mut orig, mut donor_at, mut left) =
-            (orig, at / bs, (r.len / bs).min(eof.saturating_sub(orig)));
-        while left > 0 {
-            match sys::move_extents(&rw, donor, orig, donor_at, left) {
-                Ok(0) => break,
-                Ok(n) => {
-                    orig += n;
-                    donor_at += n;
-                    left = left.saturating_sub(n);
-                }
-                Err(err) => {
-                    let why = match err.raw_os_error() {
-                        Some(libc::EOPNOTSUPP) => {
-                            "not movable (no extents, inline data, a quota file, or a \
-                             feature the ioctl does not support)"
-                                .to_string()
-                        }
-                        Some(libc::EPERM) => "immutable or append-only".to_string(),
-                        Some(libc::ETXTBSY) => "a swap file".to_string(),
-                        Some(libc::EBUSY) => "busy (its pages in use); try again".to_string(),
-                        _ => format!("the move failed: {err}"),
-                    };
-                    return Outcome::Skipped(why);
-                }
+        let mut orig = r.offset / bs;
+        for piece in donor_pieces(region, at, r.len) {
+            let blocks = piece.len / bs;
+            let left = blocks.min(eof.saturating_sub(orig));
+            if let Err(why) = move_blocks(&rw, donor, orig, piece.donor / bs, left) {
+                return Outcome::Skipped(why);
             }
+            orig += blocks;
         }
         at += r.len;
     }
@@ -584,6 +625,131 @@ fn move_file(e: &Entry, pl: &Planned, donor: &File, base: u64) -> Outcome {
         return Outcome::Skipped("changed during the run (its data is whole)".into());
     }
     Outcome::Moved { extents_after: 0 }
+}
+
+/// Moves `left` blocks of `orig` at block `orig_at` to the donor's block `donor_at`, as
+/// many ioctls as the kernel needs; Err: why the file is skipped.
+fn move_blocks(
+    orig: &File,
+    donor: &File,
+    mut orig_at: u64,
+    mut donor_at: u64,
+    mut left: u64,
+) -> Result<(), String> {
+    while left > 0 {
+        match sys::move_extents(orig, donor, orig_at, donor_at, left) {
+            Ok(0) => break,
+            Ok(n) => {
+                orig_at += n;
+                donor_at += n;
+                left = left.saturating_sub(n);
+            }
+            Err(err) => {
+                return Err(match err.raw_os_error() {
+                    Some(libc::EOPNOTSUPP) => "not movable (no extents, inline data, a quota \
+                                               file, or a feature the ioctl does not support)"
+                        .to_string(),
+                    Some(libc::EPERM) => "immutable or append-only".to_string(),
+                    Some(libc::ETXTBSY) => "a swap file".to_string(),
+                    Some(libc::EBUSY) => "busy (its pages in use); try again".to_string(),
+                    _ => format!("the move failed: {err}"),
+                })
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The donor's extents joined into runs (extents that continue one another both in the
+/// file and on the device), each cut to whole `unit`s of the file (the ioctl wants the two
+/// files' offsets congruent within a page), in file order.
+pub fn donor_runs(extents: &[sys::Extent], unit: u64) -> Vec<Piece> {
+    let mut joined: Vec<Piece> = Vec::new();
+    for x in extents {
+        match joined.last_mut() {
+            Some(p) if p.donor + p.len == x.logical && p.physical + p.len == x.physical => {
+                p.len += x.length
+            }
+            _ => joined.push(Piece {
+                donor: x.logical,
+                physical: x.physical,
+                len: x.length,
+            }),
+        }
+    }
+    let unit = unit.max(1);
+    joined
+        .into_iter()
+        .filter_map(|p| {
+            let start = p.donor.div_ceil(unit) * unit;
+            let end = (p.donor + p.len) / unit * unit;
+            (end > start).then(|| Piece {
+                donor: start,
+                physical: p.physical + (start - p.donor),
+                len: end - start,
+            })
+        })
+        .collect()
+}
+
+/// The region: the fewest of the donor's `runs` that hold `need` bytes (the longest first,
+/// the last cut to what is left), in device order so that replay reads them ascending.
+/// Shorter than `need` when the runs do not hold it.
+pub fn choose_region(runs: &[Piece], need: u64) -> Vec<Piece> {
+    let mut by_len = runs.to_vec();
+    by_len.sort_by_key(|p| (std::cmp::Reverse(p.len), p.physical));
+    let mut chosen = Vec::new();
+    let mut have = 0u64;
+    for p in by_len {
+        if have >= need {
+            break;
+        }
+        let len = p.len.min(need - have);
+        have += len;
+        chosen.push(Piece { len, ..p });
+    }
+    chosen.sort_by_key(|p| p.physical);
+    chosen
+}
+
+/// The donor's byte ranges `[0, allocated)` that the region does not use.
+fn unchosen(region: &[Piece], allocated: u64) -> Vec<(u64, u64)> {
+    let mut used: Vec<(u64, u64)> = region.iter().map(|p| (p.donor, p.len)).collect();
+    used.sort_unstable();
+    let mut out = Vec::new();
+    let mut at = 0;
+    for (start, len) in used {
+        if start > at {
+            out.push((at, start - at));
+        }
+        at = at.max(start + len);
+    }
+    if allocated > at {
+        out.push((at, allocated - at));
+    }
+    out
+}
+
+/// Bytes `[at, at + len)` of the region (its pieces laid end to end) as pieces of the donor.
+pub fn donor_pieces(region: &[Piece], at: u64, len: u64) -> Vec<Piece> {
+    let mut out = Vec::new();
+    let (mut at, end) = (at, at + len);
+    let mut start = 0u64;
+    for p in region {
+        let stop = start + p.len;
+        if at < stop && at < end {
+            let skip = at - start;
+            let take = (stop - at).min(end - at);
+            out.push(Piece {
+                donor: p.donor + skip,
+                physical: p.physical + skip,
+                len: take,
+            });
+            at += take;
+        }
+        start = stop;
+    }
+    out
 }
 
 /// Ranges rounded out to `unit` and cut at `end`, overlapping ones joined.
@@ -717,6 +883,91 @@ mod tests {
             vec![((1 << 20) + 4096, 4096), (5 << 20, 8192)]
         );
         assert!(physical_runs(&map, &r(20480, 4096)).is_empty());
+    }
+
+    fn piece(donor: u64, physical: u64, len: u64) -> Piece {
+        Piece {
+            donor,
+            physical,
+            len,
+        }
+    }
+
+    #[test]
+    fn the_donor_in_runs_of_whole_units() {
+        let x = |logical, physical, length| sys::Extent {
+            logical,
+            physical,
+            length,
+            flags: 0x800,
+        };
+        let map = [
+            // Two extents that continue one another on the device and in the file: one run.
+            x(0, 1 << 20, 8192),
+            x(8192, (1 << 20) + 8192, 4096),
+            // In the file next, on the device not.
+            x(12288, 9 << 20, 12288),
+            // A run that begins and ends off the 8 KiB unit is cut to whole units.
+            x(24576, 20 << 20, 4096),
+            x(28672, 30 << 20, 16384),
+        ];
+        assert_eq!(
+            donor_runs(&map, 4096),
+            vec![
+                piece(0, 1 << 20, 12288),
+                piece(12288, 9 << 20, 12288),
+                piece(24576, 20 << 20, 4096),
+                piece(28672, 30 << 20, 16384),
+            ]
+        );
+        assert_eq!(
+            donor_runs(&map, 8192),
+            vec![
+                piece(0, 1 << 20, 8192),
+                piece(16384, (9 << 20) + 4096, 8192),
+                piece(32768, (30 << 20) + 4096, 8192),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_region_is_the_fewest_longest_runs_in_device_order() {
+        let runs = [
+            piece(0, 900, 10),
+            piece(10, 100, 50),
+            piece(60, 500, 30),
+            piece(90, 300, 40),
+        ];
+        // 100 bytes: the 50 and the 40, then 10 of the 30; read ascending on the device.
+        assert_eq!(
+            choose_region(&runs, 100),
+            vec![piece(10, 100, 50), piece(90, 300, 40), piece(60, 500, 10)]
+        );
+        assert_eq!(choose_region(&runs, 50), vec![piece(10, 100, 50)]);
+        // More than there is: all of it, short.
+        let all = choose_region(&runs, 1000);
+        assert_eq!(all.iter().map(|p| p.len).sum::<u64>(), 130);
+        assert_eq!(all[0].physical, 100);
+        // What the region leaves of a donor of 130 bytes, and of one of 200.
+        let region = choose_region(&runs, 100);
+        assert_eq!(unchosen(&region, 130), vec![(0, 10), (70, 20)]);
+        assert_eq!(unchosen(&region, 200), vec![(0, 10), (70, 20), (130, 70)]);
+    }
+
+    #[test]
+    fn region_bytes_through_its_pieces() {
+        let region = [piece(10, 100, 50), piece(90, 300, 40), piece(60, 500, 10)];
+        // Within one piece, across two, across all three.
+        assert_eq!(donor_pieces(&region, 5, 10), vec![piece(15, 105, 10)]);
+        assert_eq!(
+            donor_pieces(&region, 45, 10),
+            vec![piece(55, 145, 5), piece(90, 300, 5)]
+        );
+        assert_eq!(
+            donor_pieces(&region, 0, 100),
+            vec![piece(10, 100, 50), piece(90, 300, 40), piece(60, 500, 10)]
+        );
+        assert!(donor_pieces(&region, 100, 10).is_empty());
     }
 
     #[test]

@@ -226,6 +226,25 @@ pub fn fallocate(file: &File, len: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// fallocate(2) with FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE: frees the blocks of
+/// `[offset, offset + len)` of `file` (a hole, read as zeros); the size stays.
+pub fn punch_hole(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    let mode = libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE;
+    // SAFETY: no pointers; the fd is open.
+    let rc = unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            mode,
+            offset as libc::off_t,
+            len as libc::off_t,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// fdatasync(2): the file's data (and what is needed to read it back) is on the device.
 pub fn fdatasync(file: &File) -> io::Result<()> {
     // SAFETY: no pointers; the fd is open.

@@ -303,3 +303,109 @@ fn refuses_when_the_region_comes_in_pieces_smaller_than_the_files_have() {
         assert_eq!(extents(q), before[i], "{q:?} moved");
     }
 }
+
+/// Free space as an aged filesystem has it: mostly 64 KiB holes, a few runs of 2 MiB far
+/// from where ext4 starts looking, none as long as the region. Asked for just the region,
+/// ext4 gives it in dozens of holes (checked first, on a scratch file); relocation asks for
+/// `REGION_CHOICE` times as much and keeps the longest runs, so the files end up in a few.
+#[test]
+fn the_region_is_made_of_the_longest_free_runs() {
+    let Some(mut img) = Ext4Image::new(512) else {
+        return;
+    };
+    let sync = || {
+        std::process::Command::new("sync").status().unwrap();
+    };
+    let paths = interleaved_files(img.path(), 12, 512 * 1024);
+    // Fill the filesystem with 64 KiB files, in order, until it is full.
+    let buf = vec![7u8; 64 << 10];
+    let mut fillers = Vec::new();
+    loop {
+        let path = img.path().join(format!("g{:05}", fillers.len()));
+        if fs::write(&path, &buf).is_err() {
+            let _ = fs::remove_file(&path);
+            break;
+        }
+        fillers.push(path);
+        if fillers.len() % 256 == 0 {
+            sync();
+        }
+    }
+    sync();
+    let n = fillers.len();
+    assert!(n > 4000, "only {n} filler files fit");
+    // Every fourth one deleted (64 KiB holes everywhere), and four runs of 32 (2 MiB) in the
+    // filesystem's second half.
+    let stretches: Vec<usize> = (0..4).map(|k| n / 2 + k * n / 9).collect();
+    for (i, path) in fillers.iter().enumerate() {
+        if i % 4 == 0 || stretches.iter().any(|&s| (s..s + 32).contains(&i)) {
+            fs::remove_file(path).unwrap();
+        }
+    }
+    sync();
+    let need = 12 * 512 * 1024u64;
+    let scratch = img.path().join("scratch");
+    let f = File::create(&scratch).unwrap();
+    sys::fallocate(&f, need).unwrap();
+    let plain = relocate::donor_runs(&sys::fiemap(&f, 0, need).unwrap(), 4096).len();
+    drop(f);
+    fs::remove_file(&scratch).unwrap();
+    sync();
+    assert!(
+        plain >= 10,
+        "the set-up left free runs long enough: a plain allocation of the region came in \
+         {plain} pieces"
+    );
+
+    // Pack order: the files backwards.
+    let p = pack(
+        paths
+            .iter()
+            .rev()
+            .map(|q| entry(q, &[(0, 512 * 1024)]))
+            .collect(),
+    );
+    let sums: Vec<u64> = paths.iter().map(|q| checksum(q)).collect();
+    let r = relocate::relocate(&p, &forced(), &mut |_| {}).unwrap();
+    eprintln!(
+        "plain allocation: {plain} pieces; relocation: {} bytes allocated in {} runs, region \
+         in {} runs; requests {} -> {}",
+        r.allocated_bytes, r.allocated_runs, r.region_runs, r.requests_before, r.requests_after
+    );
+    for f in &r.files {
+        assert!(matches!(f.outcome, Outcome::Moved { .. }), "{f:?}");
+    }
+    assert_eq!(r.allocated_bytes, relocate::REGION_CHOICE * need, "{r:?}");
+    assert!(r.allocated_runs > r.region_runs, "{r:?}");
+    assert!(
+        r.region_runs <= 6 && (r.region_runs as usize) * 8 <= plain,
+        "region in {} runs, a plain allocation in {plain}",
+        r.region_runs
+    );
+    assert!(r.requests_after < r.requests_before, "{r:?}");
+    // Through the files in pack order, on the device: the region's runs, ascending.
+    let mut runs = 0u64;
+    let mut end = None;
+    let mut last_start = 0;
+    for q in paths.iter().rev() {
+        for x in extents(q) {
+            if end != Some(x.physical) {
+                runs += 1;
+                assert!(
+                    x.physical > last_start,
+                    "the region's runs are not ascending"
+                );
+                last_start = x.physical;
+            }
+            end = Some(x.physical + x.length);
+        }
+    }
+    assert!(runs <= r.region_runs, "{runs} runs in pack order: {r:?}");
+    img.unmount();
+    img.mount();
+    for (i, q) in paths.iter().enumerate() {
+        assert_eq!(checksum(q), sums[i], "{} changed", q.display());
+    }
+    let out = img.fsck();
+    assert!(out.is_ok(), "e2fsck: {out:?}");
+}

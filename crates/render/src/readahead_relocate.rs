@@ -65,6 +65,13 @@ pub fn summary(out: &mut impl Write, r: &Report) -> io::Result<()> {
         )?;
         writeln!(
             out,
+            "the region: the longest runs of {} allocated in {} run{}",
+            mb(r.allocated_bytes),
+            r.allocated_runs,
+            if r.allocated_runs == 1 { "" } else { "s" }
+        )?;
+        writeln!(
+            out,
             "replay's requests: {} before, {} after",
             r.requests_before, r.requests_after
         )
@@ -81,6 +88,8 @@ pub fn json(r: &Report) -> Value {
         "request_bytes": r.request_bytes,
         "region_bytes": r.region_bytes,
         "region_runs": r.region_runs,
+        "allocated_bytes": r.allocated_bytes,
+        "allocated_runs": r.allocated_runs,
         "requests_before": r.requests_before,
         "requests_after": r.requests_after,
         "files": r.files.iter().map(|f| {
@@ -135,6 +144,8 @@ mod tests {
             requests_before: 40,
             requests_after: 2,
             region_runs: 1,
+            allocated_bytes: 5_600_000,
+            allocated_runs: 3,
         }
     }
 
@@ -152,6 +163,7 @@ mod tests {
              [2/2] 0.0 MB in 0 extents: skipped: gone  /etc/gone\n\
              /: rotating device sda, requests of 1280 KiB\n\
              moved 1 files (1.4 MB) into a region of 1 run; 1 skipped\n\
+             the region: the longest runs of 5.6 MB allocated in 3 runs\n\
              replay's requests: 40 before, 2 after\n"
         );
         let mut out = Vec::new();
@@ -165,6 +177,7 @@ mod tests {
     fn json_names_each_outcome() {
         let v = json(&report(false));
         assert_eq!(v["requests_before"], 40);
+        assert_eq!(v["allocated_runs"], 3);
         assert_eq!(v["files"][0]["outcome"], "moved");
         assert_eq!(v["files"][0]["extents_after"], 1);
         assert_eq!(v["files"][1]["why"], "gone");
