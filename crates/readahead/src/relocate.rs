@@ -5,10 +5,13 @@
 //!
 //! How (docs/readahead.md, "Relocation"): one donor file, opened with O_TMPFILE (it has no
 //! name, so a relocation killed at any point leaves nothing behind: the kernel frees it),
-//! is given the region with fallocate(2); then, file by file in pack order, ext4's
-//! EXT4_IOC_MOVE_EXT swaps the file's blocks with the next piece of the donor's. The ioctl
-//! moves data, never changes it, and swaps each piece in one journalled step, so every
-//! file is whole at every moment. The old blocks go with the donor when it is closed.
+//! is given room with fallocate(2), and the region is the longest runs of what ext4 gave;
+//! then, file by file in pack order, ext4's EXT4_IOC_MOVE_EXT swaps the file's blocks with
+//! pieces of the region: what replay reads of each file to the region's hot part (every
+//! file's in pack order, so replay reads one stream), the rest of a file moved whole to its
+//! cold part. The ioctl moves data, never changes it, and swaps each piece in one
+//! journalled step, so every file is whole at every moment. The old blocks go with the
+//! donor when it is closed.
 //!
 //! Rules: ext4 only (statfs magic, and the mount's type); never read-only, never when less
 //! than [`MIN_FREE_SHARE`] of the filesystem would stay free; only on rotating disks and
@@ -28,9 +31,10 @@ use crate::{plan, sys, system};
 /// spare, and a relocation must not be what fills a disk.
 pub const MIN_FREE_SHARE: f64 = 0.10;
 
-/// Files up to this size are moved whole (their layout only improves); a larger file moves
-/// only the pack's ranges of it (merged as replay merges them), so a big file the boot
-/// reads little of does not fill the region.
+/// Files up to this size are moved whole (their layout only improves): what replay reads of
+/// them to the region's hot part, the rest to its cold part. A larger file moves only the
+/// pack's ranges of it (merged as replay merges them), so a big file the boot reads little
+/// of does not fill the region.
 pub const WHOLE_FILE_MAX: u64 = 16 << 20;
 
 /// Relocation asks ext4 for up to this many times the region's bytes and keeps the longest
@@ -274,8 +278,10 @@ pub struct Piece {
 struct Planned {
     idx: usize,
     file: File,
-    /// The file's ranges to move (block-aligned, ascending, within the file's blocks).
-    moves: Vec<Range>,
+    /// The file's ranges to move (block-aligned, within the file's blocks), each with its
+    /// byte offset in the region: the ranges replay reads first, in the region's hot part,
+    /// then the rest of a file moved whole, in its cold part.
+    moves: Vec<(Range, u64)>,
     /// The pack's ranges merged as replay reads them.
     reads: Vec<Range>,
 }
@@ -375,8 +381,12 @@ pub fn relocate(
     let mut runs_before = Vec::new();
     // Where each read lies in the region (its offset there): on the device too if the
     // region is one run, as the plan assumes; step 4 maps them through the region it gets.
+    // The region's hot part holds what replay reads, every file's in pack order, so that
+    // replay reads one stream; the cold part after it the rest of the files moved whole
+    // (each then lies in its hot and cold pieces, both in order).
     let mut in_region: Vec<Range> = Vec::new();
-    let mut region = 0u64;
+    let mut hot_end = 0u64;
+    let mut colds: Vec<Vec<Range>> = Vec::new();
     for pl in &mut planned {
         let e = &p.entries[pl.idx];
         let md = pl.file.metadata().ok();
@@ -388,25 +398,34 @@ pub fn relocate(
             .into_iter()
             .map(|m| m.range)
             .collect();
-        pl.moves = if e.size <= WHOLE_FILE_MAX {
-            vec![Range {
-                offset: 0,
-                len: end,
-            }]
+        let hot = align(&pl.reads, unit, end);
+        let cold = if e.size <= WHOLE_FILE_MAX {
+            complement(&hot, end)
         } else {
-            align(&pl.reads, unit, end)
+            Vec::new()
         };
         let extents = sys::fiemap(&pl.file, 0, e.size).unwrap_or_default();
         files[pl.idx].extents_before = extents.len() as u64;
-        files[pl.idx].bytes = pl.moves.iter().map(|r| r.len).sum();
+        files[pl.idx].bytes = hot.iter().chain(&cold).map(|r| r.len).sum();
         for r in &pl.reads {
             runs_before.extend(physical_runs(&extents, r));
             in_region.push(Range {
-                offset: region + new_offset(&pl.moves, r.offset),
+                offset: hot_end + new_offset(&hot, r.offset),
                 len: r.len,
             });
         }
-        region += files[pl.idx].bytes;
+        for r in hot {
+            pl.moves.push((r, hot_end));
+            hot_end += r.len;
+        }
+        colds.push(cold);
+    }
+    let mut region = hot_end;
+    for (pl, cold) in planned.iter_mut().zip(colds) {
+        for r in cold {
+            pl.moves.push((r, region));
+            region += r.len;
+        }
     }
     let need = region;
     if (vfs.avail_bytes.saturating_sub(need) as f64) < MIN_FREE_SHARE * vfs.total_bytes as f64 {
@@ -524,7 +543,6 @@ pub fn relocate(
     }
     report.requests_after = expected;
 
-    let mut cursor = 0u64;
     let mut next = 0usize;
     let mut runs_after = Vec::new();
     for pl in &planned {
@@ -534,9 +552,7 @@ pub fn relocate(
             next += 1;
         }
         let e = &p.entries[pl.idx];
-        let base = cursor;
-        cursor += files[pl.idx].bytes;
-        let outcome = move_file(e, pl, &donor, &pieces, base);
+        let outcome = move_file(e, pl, &donor, &pieces);
         if let Outcome::Moved { .. } = outcome {
             let map = sys::fiemap(&pl.file, 0, e.size).unwrap_or_default();
             files[pl.idx].outcome = Outcome::Moved {
@@ -572,8 +588,8 @@ fn skip_reason(s: Skip) -> &'static str {
     }
 }
 
-/// Moves one file's pieces into the donor's `region` at byte `base` of it.
-fn move_file(e: &Entry, pl: &Planned, donor: &File, region: &[Piece], base: u64) -> Outcome {
+/// Moves one file's ranges to their places in the donor's `region`.
+fn move_file(e: &Entry, pl: &Planned, donor: &File, region: &[Piece]) -> Outcome {
     // The ioctl wants the file open for reading and writing. A running program cannot be
     // (ETXTBSY): it is skipped, as e4rat's users relocate before such programs start.
     let rw = std::fs::OpenOptions::new()
@@ -605,8 +621,7 @@ fn move_file(e: &Entry, pl: &Planned, donor: &File, region: &[Piece], base: u64)
     // The ioctl cuts a move at the file's last block and refuses one that starts past it
     // (a range rounded out to a page can end beyond it when blocks are smaller).
     let eof = e.size.div_ceil(bs);
-    let mut at = base;
-    for r in &pl.moves {
+    for &(r, at) in &pl.moves {
         let mut orig = r.offset / bs;
         for piece in donor_pieces(region, at, r.len) {
             let blocks = piece.len / bs;
@@ -616,7 +631,6 @@ fn move_file(e: &Entry, pl: &Planned, donor: &File, region: &[Piece], base: u64)
             }
             orig += blocks;
         }
-        at += r.len;
     }
     // On the device before the next file: done means done even after a power cut.
     let _ = sys::fdatasync(&rw);
@@ -772,6 +786,28 @@ fn align(ranges: &[Range], unit: u64, end: u64) -> Vec<Range> {
     out
 }
 
+/// `[0, end)` less `ranges` (ascending, apart).
+fn complement(ranges: &[Range], end: u64) -> Vec<Range> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for r in ranges {
+        if r.offset > at {
+            out.push(Range {
+                offset: at,
+                len: r.offset - at,
+            });
+        }
+        at = at.max(r.end());
+    }
+    if end > at {
+        out.push(Range {
+            offset: at,
+            len: end - at,
+        });
+    }
+    out
+}
+
 /// Where file offset `off` lands in the file's share of the region: its moves laid end to
 /// end.
 fn new_offset(moves: &[Range], off: u64) -> u64 {
@@ -854,6 +890,16 @@ mod tests {
             align(&[r(0, 4096), r(65536, 4096)], 4096, 1 << 20),
             vec![r(0, 4096), r(65536, 4096)]
         );
+    }
+
+    #[test]
+    fn what_a_file_does_not_read() {
+        assert_eq!(
+            complement(&[r(4096, 4096), r(16384, 8192)], 32768),
+            vec![r(0, 4096), r(8192, 8192), r(24576, 8192)]
+        );
+        assert_eq!(complement(&[r(0, 8192)], 8192), vec![]);
+        assert_eq!(complement(&[], 8192), vec![r(0, 8192)]);
     }
 
     #[test]

@@ -121,22 +121,32 @@ fn relocation_lays_the_files_out_in_pack_order_and_keeps_their_data() {
         assert!(matches!(f.outcome, Outcome::Moved { .. }), "{f:?}");
     }
     assert!(r.requests_after < r.requests_before, "{r:?}");
-    // One run (or the few the allocator gave the region) through the files in pack order.
+    for (i, n) in before.iter().enumerate() {
+        let x = extents(&paths[i]).len();
+        assert!(
+            x <= (*n).max(1) && x < total_before,
+            "file {i}: {x} extents, {n} before"
+        );
+    }
+    // What replay reads, in pack order, on the device: one run (or the few the region came
+    // in). File 4's unread middle and tail went to the region's cold part, after the rest.
     let mut runs = 0;
     let mut end = None;
-    for &i in &order {
-        let x = extents(&paths[i]);
-        assert!(
-            x.len() <= before[i].max(1) && x.len() < total_before,
-            "file {i}: {} extents, {} before",
-            x.len(),
-            before[i]
-        );
-        for e in x {
-            if end != Some(e.physical) {
-                runs += 1;
+    for e in &p.entries {
+        let x = extents(&e.path);
+        for range in &e.ranges {
+            for piece in &x {
+                let s = piece.logical.max(range.offset);
+                let t = (piece.logical + piece.length).min(range.offset + range.len);
+                if s >= t {
+                    continue;
+                }
+                let phys = piece.physical + (s - piece.logical);
+                if end != Some(phys) {
+                    runs += 1;
+                }
+                end = Some(phys + (t - s));
             }
-            end = Some(e.physical + e.length);
         }
     }
     assert!(
@@ -145,7 +155,17 @@ fn relocation_lays_the_files_out_in_pack_order_and_keeps_their_data() {
         r.region_runs
     );
     assert!(runs <= 3, "{runs} runs: not contiguous ({r:?})");
-    eprintln!("after: {runs} runs through the files in pack order");
+    eprintln!("after: {runs} runs through what replay reads, in pack order");
+    // File 4: its two read ranges one after the other, its unread pieces after all of that.
+    let x4 = extents(&paths[4]);
+    let at = |off: u64| {
+        x4.iter()
+            .find(|x| x.logical <= off && off < x.logical + x.length)
+            .map(|x| x.physical + (off - x.logical))
+            .unwrap()
+    };
+    assert_eq!(at(256 * 1024), at(0) + 128 * 1024, "{x4:?}");
+    assert!(at(128 * 1024) > at(256 * 1024), "{x4:?}");
 
     // The data is the data, read back from the image after a fresh mount; the pack still
     // matches every file (inode, size, mtime unchanged); the filesystem is clean.
