@@ -217,6 +217,21 @@ fn relocate(sys: &System, a: &cli::ReadaheadRelocate) -> Outcome {
         Ok(r) => r,
         Err(e) => return Outcome::Failed(format!("{}: {e}", path.display())),
     };
+    let moved = report
+        .files
+        .iter()
+        .any(|f| matches!(f.outcome, readahead::relocate::Outcome::Moved { .. }));
+    if moved && !p.header.relocated {
+        // Replay reads a relocated pack with one thread, as one stream.
+        let mut p = p;
+        p.header.relocated = true;
+        if let Err(e) = p.write_file(&path) {
+            eprintln!(
+                "bootprint: the files moved, but the pack could not be marked relocated \
+                 (replay will read it with several threads): {e}"
+            );
+        }
+    }
     print("the relocation", |out| {
         if a.json {
             write_json(out, &readahead_relocate::json(&report))

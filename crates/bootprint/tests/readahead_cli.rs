@@ -41,6 +41,7 @@ fn small_pack() -> Pack {
                 fsid: 0,
             },
             rotational: true,
+            relocated: false,
             budget_bytes: 100_000_000,
         },
         entries: vec![Entry {

@@ -33,6 +33,7 @@ fn pack_file(paths: &[PathBuf], at: &Path) {
             kernel_release: "test".into(),
             root: RootId::default(),
             rotational: true,
+            relocated: false,
             budget_bytes: 1 << 30,
         },
         entries,
@@ -86,6 +87,10 @@ fn a_relocation_killed_part_way_leaves_every_file_whole() {
     assert_eq!(seen.len(), 5, "it ended before five files: {seen:?}");
     assert!(seen.iter().all(|l| l.contains("moved")), "{seen:?}");
     assert!(!status.success(), "it finished before the kill: {status:?}");
+    assert!(
+        !Pack::read_file(&pack).unwrap().header.relocated,
+        "a killed run marked the pack relocated"
+    );
 
     // Clean, whole, and part of the work done.
     let out = img.fsck();
@@ -123,6 +128,8 @@ fn a_relocation_killed_part_way_leaves_every_file_whole() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(text.contains("moved 40 files"), "{text}");
+    // The pack now says so: replay reads it with one thread, as one stream.
+    assert!(Pack::read_file(&pack).unwrap().header.relocated);
     img.unmount();
     img.mount();
     for (i, p) in paths.iter().enumerate() {

@@ -217,6 +217,7 @@ pub fn prefetch(
         header: Header {
             created_unix_s: m.updated_unix_s,
             rotational: root_rotational(),
+            relocated: false,
             budget_bytes: budget,
             ..Header::default()
         },

@@ -408,6 +408,7 @@ pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
             kernel_release: ::sys::kernel_release().unwrap_or_default(),
             root: system::root_id(&opts.paths, root),
             rotational,
+            relocated: false,
             budget_bytes: budget,
         },
         entries,

@@ -32,6 +32,7 @@ pub const DEFAULT_PATH: &str = "/var/lib/bootprint/readahead.pack";
 
 const HEADER_LEN: usize = 24;
 const FLAG_ROTATIONAL: u8 = 1;
+const FLAG_RELOCATED: u8 = 2;
 
 /// A decoded pack.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +54,10 @@ pub struct Header {
     pub root: RootId,
     /// Whether the root device rotates (decides the entry order).
     pub rotational: bool,
+    /// Whether `bootprint readahead relocate` laid what the pack reads out on the device in
+    /// pack order: replay then reads it as one stream, with one thread (readers skip this
+    /// flag if they do not know it).
+    pub relocated: bool,
     /// The byte budget the ranges were cut to.
     pub budget_bytes: u64,
 }
@@ -312,7 +317,8 @@ impl Pack {
         let mut body = Vec::with_capacity(64 + self.entries.len() * 64);
         let h = &self.header;
         body.extend_from_slice(&h.created_unix_s.to_le_bytes());
-        body.push(if h.rotational { FLAG_ROTATIONAL } else { 0 });
+        let flag = |set: bool, bit: u8| if set { bit } else { 0 };
+        body.push(flag(h.rotational, FLAG_ROTATIONAL) | flag(h.relocated, FLAG_RELOCATED));
         body.extend_from_slice(&h.budget_bytes.to_le_bytes());
         body.extend_from_slice(&h.root.fsid.to_le_bytes());
         put_str(&mut body, h.root.uuid.as_bytes());
@@ -375,6 +381,7 @@ impl Pack {
             "root_uuid": h.root.uuid,
             "root_fsid": format!("{:016x}", h.root.fsid),
             "rotational": h.rotational,
+            "relocated": h.relocated,
             "budget_bytes": h.budget_bytes,
             "files": self.entries.len(),
             "bytes": self.bytes(),
@@ -571,6 +578,7 @@ pub fn check(bytes: &[u8]) -> Result<Pack, PackError> {
             kernel_release,
             root: RootId { uuid, fsid },
             rotational: flags & FLAG_ROTATIONAL != 0,
+            relocated: flags & FLAG_RELOCATED != 0,
             budget_bytes,
         },
         entries,
@@ -591,6 +599,7 @@ mod tests {
                     fsid: 0x1234_5678_9abc_def0,
                 },
                 rotational: true,
+                relocated: false,
                 budget_bytes: 100 << 20,
             },
             entries: vec![
@@ -642,6 +651,13 @@ mod tests {
         assert_eq!(check(&b).unwrap(), p);
         assert_eq!(check(&b).unwrap().encode(), b);
         assert_eq!(p.bytes(), 8192 + 4096 + (1 << 20));
+        // Each flag survives on its own and with the other.
+        for (rotational, relocated) in [(false, true), (true, true), (true, false)] {
+            let mut q = sample();
+            q.header.rotational = rotational;
+            q.header.relocated = relocated;
+            assert_eq!(check(&q.encode()).unwrap(), q);
+        }
     }
 
     #[test]

@@ -444,12 +444,13 @@ pub fn relocate(
         request_bytes: request,
         files: Vec::new(),
         region_bytes: region,
-        requests_before: plan::device_requests(&runs_before, request),
-        requests_after: plan::device_requests(
+        requests_before: requests(&runs_before, page, request),
+        requests_after: requests(
             &in_region
                 .iter()
                 .map(|r| (r.offset, r.len))
                 .collect::<Vec<_>>(),
+            page,
             request,
         ),
         region_runs: 0,
@@ -531,7 +532,7 @@ pub fn relocate(
         .flat_map(|r| donor_pieces(&pieces, r.offset, r.len))
         .map(|p| (p.physical, p.len))
         .collect();
-    let expected = plan::device_requests(&runs_in_region, request);
+    let expected = requests(&runs_in_region, page, request);
     let short = pieces.iter().map(|p| p.len).sum::<u64>() < need;
     if short || expected >= report.requests_before {
         return Err(Refusal::Fragmented {
@@ -575,7 +576,7 @@ pub fn relocate(
         progress(&files[next]);
         next += 1;
     }
-    report.requests_after = plan::device_requests(&runs_after, request);
+    report.requests_after = requests(&runs_after, page, request);
     report.files = files;
     Ok(report)
 }
@@ -786,6 +787,19 @@ fn align(ranges: &[Range], unit: u64, end: u64) -> Vec<Range> {
     out
 }
 
+/// The device requests replay needs for `runs` (device byte, length) read in that order:
+/// [`plan::device_requests`] with each run's end rounded up to a whole page, as the kernel
+/// reads it (a file's last range ends inside a page, and the next file's first then
+/// continues it on the device).
+fn requests(runs: &[(u64, u64)], page: u64, request: u64) -> u64 {
+    let page = page.max(1);
+    let whole: Vec<(u64, u64)> = runs
+        .iter()
+        .map(|&(at, len)| (at, (at + len).div_ceil(page) * page - at))
+        .collect();
+    plan::device_requests(&whole, request)
+}
+
 /// `[0, end)` less `ranges` (ascending, apart).
 fn complement(ranges: &[Range], end: u64) -> Vec<Range> {
     let mut out = Vec::new();
@@ -890,6 +904,18 @@ mod tests {
             align(&[r(0, 4096), r(65536, 4096)], 4096, 1 << 20),
             vec![r(0, 4096), r(65536, 4096)]
         );
+    }
+
+    #[test]
+    fn a_range_that_ends_inside_a_page_is_read_to_its_end() {
+        // Two files end to end on the device, the first 5000 bytes long: one stretch.
+        assert_eq!(requests(&[(0, 5000), (8192, 4096)], 4096, 1 << 20), 1);
+        assert_eq!(
+            plan::device_requests(&[(0, 5000), (8192, 4096)], 1 << 20),
+            2
+        );
+        // A real gap stays one.
+        assert_eq!(requests(&[(0, 5000), (12288, 4096)], 4096, 1 << 20), 2);
     }
 
     #[test]

@@ -483,12 +483,15 @@ fn read_entry(
 }
 
 /// Reads the pack's ranges into the page cache, in pack order, in this process: one thread
-/// on a rotating device, `opts.threads` otherwise (each taking the next entry in order).
+/// on a rotating device or for a relocated pack (its reads lie in pack order on the device:
+/// threads taking the next entries would read it from several places at once, and every
+/// request would start away from the last), `opts.threads` otherwise (each taking the next
+/// entry in order).
 /// Stops at the time limit. Never fails: what cannot be read is skipped and counted.
 pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
     let start = Instant::now();
     let deadline = start + opts.time_limit;
-    let threads = if p.header.rotational || opts.yield_to_others.is_some() {
+    let threads = if p.header.rotational || p.header.relocated || opts.yield_to_others.is_some() {
         1
     } else {
         opts.threads.clamp(1, 64)

@@ -36,6 +36,7 @@ fn pack(entries: Vec<Entry>) -> Pack {
             kernel_release: "test".into(),
             root: RootId::default(),
             rotational: true,
+            relocated: false,
             budget_bytes: 1 << 30,
         },
         entries,

@@ -34,6 +34,7 @@ fn pack_of(entries: Vec<Entry>, rotational: bool) -> Pack {
             kernel_release: "test".into(),
             root: root(42),
             rotational,
+            relocated: false,
             budget_bytes: 1 << 30,
         },
         entries,
@@ -74,8 +75,10 @@ fn stale_entries_are_skipped_and_counted() {
     std::os::unix::fs::symlink(d.join("good1"), d.join("symlink")).unwrap();
     fs::remove_file(d.join("gone")).unwrap();
 
-    for rotational in [true, false] {
-        let p = pack_of(entries.clone(), rotational);
+    // A relocated pack is read with one thread too: its reads lie in order on the device.
+    for (rotational, relocated) in [(true, false), (false, false), (false, true)] {
+        let mut p = pack_of(entries.clone(), rotational);
+        p.header.relocated = relocated;
         let st = replay::replay(&p, &ReplayOptions::default());
         assert_eq!(st.files_read, 2, "{st:?}");
         assert_eq!(st.bytes_requested, 2 * (8192 + 4096));
@@ -86,7 +89,7 @@ fn stale_entries_are_skipped_and_counted() {
         assert_eq!(st.skipped_missing, 1);
         assert_eq!(st.files_not_reached, 0);
         assert!(!st.timed_out);
-        assert_eq!(st.threads, if rotational { 1 } else { 4 });
+        assert_eq!(st.threads, if rotational || relocated { 1 } else { 4 });
         // The files were just written, so what was asked is resident at once.
         assert_eq!(st.resident, st.bytes_requested, "{st:?}");
         assert!(st.settled_ns >= st.duration_ns, "{st:?}");

@@ -62,6 +62,7 @@ fn write_pack(d: &Path, c: &Config) {
             kernel_release: sys::kernel_release().unwrap_or_default(),
             root: our_root(),
             rotational: false,
+            relocated: false,
             budget_bytes: 1 << 20,
         },
         entries: vec![Entry::of_file(

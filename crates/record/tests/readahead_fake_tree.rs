@@ -103,6 +103,7 @@ fn write_pack(d: &Path, c: &Config, paths: &Paths) {
             kernel_release: sys::kernel_release().unwrap_or_default(),
             root: system::root_id(&paths.system, system::root_mount(&mounts)),
             rotational: false,
+            relocated: false,
             budget_bytes: 1 << 20,
         },
         entries: vec![Entry::of_file(

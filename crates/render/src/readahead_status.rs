@@ -121,6 +121,7 @@ pub fn json(s: &Status) -> Value {
             "created_unix_s": pack.map(|p| p.header.created_unix_s),
             "kernel_release": pack.map(|p| p.header.kernel_release.clone()),
             "rotational": pack.map(|p| p.header.rotational),
+            "relocated": pack.map(|p| p.header.relocated),
             "relearn_reason": s.relearn,
         },
         "history": s.state.boots.iter().map(|b| json!({
@@ -166,10 +167,11 @@ pub fn text(out: &mut impl Write, s: &Status) -> io::Result<()> {
                 p.entries.len(),
                 mb(p.bytes()),
                 mb(p.header.budget_bytes),
-                if p.header.rotational {
-                    "disk (rotating device)"
-                } else {
-                    "first-access"
+                match (p.header.rotational, p.header.relocated) {
+                    (true, false) => "disk (rotating device)",
+                    (true, true) => "disk (rotating device) order, relocated: read as one stream",
+                    (false, false) => "first-access",
+                    (false, true) => "first-access order, relocated: read as one stream",
                 }
             )?;
             writeln!(
@@ -227,6 +229,7 @@ mod tests {
                 created_unix_s: 1_795_000_000,
                 kernel_release: "6.1.0-56-amd64".into(),
                 rotational: true,
+                relocated: false,
                 budget_bytes: 200_000_000,
                 ..Header::default()
             },

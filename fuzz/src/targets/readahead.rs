@@ -181,6 +181,7 @@ fn sample_pack() -> Pack {
                 fsid: 0x1234_5678_9abc_def0,
             },
             rotational: true,
+            relocated: false,
             budget_bytes: 64 << 20,
         },
         entries: vec![
