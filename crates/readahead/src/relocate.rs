@@ -936,14 +936,18 @@ mod tests {
         assert_eq!(new_offset(&moves, 131072 + 4096), 8192 + 4096 + 4096);
     }
 
-    #[test]
-    fn physical_pieces_of_a_range() {
-        let x = |logical, physical, length| sys::Extent {
+    /// An extent as FIEMAP gives it (unwritten, as the donor's are).
+    fn x(logical: u64, physical: u64, length: u64) -> sys::Extent {
+        sys::Extent {
             logical,
             physical,
             length,
-            flags: 0,
-        };
+            flags: 0x800,
+        }
+    }
+
+    #[test]
+    fn physical_pieces_of_a_range() {
         let map = [
             x(0, 1 << 20, 8192),
             x(8192, 5 << 20, 8192),
@@ -967,12 +971,6 @@ mod tests {
 
     #[test]
     fn the_donor_in_runs_of_whole_units() {
-        let x = |logical, physical, length| sys::Extent {
-            logical,
-            physical,
-            length,
-            flags: 0x800,
-        };
         let map = [
             // Two extents that continue one another on the device and in the file: one run.
             x(0, 1 << 20, 8192),
