@@ -111,6 +111,11 @@ fn desktop_figures(r: &BootResult) -> Figures {
     figures(&events, &out)
 }
 
+/// The number that `text` starts with (up to the first blank).
+fn leading_number(text: &str) -> Option<f64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
 fn figures(events: &str, guest_output: &str) -> Figures {
     let mut f = bench::milestone_figures(events);
     let start = event_seconds(events, "milestone", Some("name=session_start"));
@@ -140,33 +145,14 @@ fn figures(events: &str, guest_output: &str) -> Figures {
     let total =
         |pick: fn(&str) -> Option<f64>| log.iter().filter_map(|l| pick(l)).fold(0.0, |a, b| a + b);
     // "prefetch: 12.3 MB from 40 files in 1.20 s; ..." once per stage that prefetched.
-    let prefetched = total(|l| {
-        l.strip_prefix("prefetch: ")?
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
-    });
+    let prefetched = total(|l| leading_number(l.strip_prefix("prefetch: ")?));
     f.insert("prefetch_mb".into(), Some(prefetched));
     // "yielded:  3.50 s waiting for idle time, held back 7 times (2 for busy CPUs); ..." per
     // stage that had to wait.
-    let yielded = total(|l| {
-        l.strip_prefix("yielded: ")?
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
-    });
+    let yielded = total(|l| leading_number(l.strip_prefix("yielded: ")?));
     f.insert("prefetch_yielded_s".into(), Some(yielded));
-    let cpu_waits = total(|l| {
-        l.strip_prefix("yielded: ")?
-            .split_once(" times (")?
-            .1
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
-    });
+    let cpu_waits =
+        total(|l| leading_number(l.strip_prefix("yielded: ")?.split_once(" times (")?.1));
     f.insert("prefetch_cpu_waits".into(), Some(cpu_waits));
     f
 }

@@ -518,8 +518,8 @@ pub fn relocate(
     report.allocated_runs = plan::device_requests(&extent_runs(&donor_map), u64::MAX);
     let pieces = choose_region(&donor_runs(&donor_map, unit), need);
     // What is not chosen goes back to the filesystem now, not when the donor is closed.
-    for (offset, len) in unchosen(&pieces, allocated) {
-        let _ = sys::punch_hole(&donor, offset, len);
+    for r in unchosen(&pieces, allocated) {
+        let _ = sys::punch_hole(&donor, r.offset, r.len);
     }
     let region_runs: Vec<(u64, u64)> = pieces.iter().map(|p| (p.physical, p.len)).collect();
     report.region_runs = plan::device_requests(&region_runs, u64::MAX).max(1);
@@ -728,21 +728,16 @@ pub fn choose_region(runs: &[Piece], need: u64) -> Vec<Piece> {
 }
 
 /// The donor's byte ranges `[0, allocated)` that the region does not use.
-fn unchosen(region: &[Piece], allocated: u64) -> Vec<(u64, u64)> {
-    let mut used: Vec<(u64, u64)> = region.iter().map(|p| (p.donor, p.len)).collect();
-    used.sort_unstable();
-    let mut out = Vec::new();
-    let mut at = 0;
-    for (start, len) in used {
-        if start > at {
-            out.push((at, start - at));
-        }
-        at = at.max(start + len);
-    }
-    if allocated > at {
-        out.push((at, allocated - at));
-    }
-    out
+fn unchosen(region: &[Piece], allocated: u64) -> Vec<Range> {
+    let mut used: Vec<Range> = region
+        .iter()
+        .map(|p| Range {
+            offset: p.donor,
+            len: p.len,
+        })
+        .collect();
+    used.sort_unstable_by_key(|r| r.offset);
+    complement(&used, allocated)
 }
 
 /// Bytes `[at, at + len)` of the region (its pieces laid end to end) as pieces of the donor.
@@ -1020,8 +1015,11 @@ mod tests {
         assert_eq!(all[0].physical, 100);
         // What the region leaves of a donor of 130 bytes, and of one of 200.
         let region = choose_region(&runs, 100);
-        assert_eq!(unchosen(&region, 130), vec![(0, 10), (70, 20)]);
-        assert_eq!(unchosen(&region, 200), vec![(0, 10), (70, 20), (130, 70)]);
+        assert_eq!(unchosen(&region, 130), vec![r(0, 10), r(70, 20)]);
+        assert_eq!(
+            unchosen(&region, 200),
+            vec![r(0, 10), r(70, 20), r(130, 70)]
+        );
     }
 
     #[test]
