@@ -554,21 +554,17 @@ pub fn relocate(
         }
         let e = &p.entries[pl.idx];
         let outcome = move_file(e, pl, &donor, &pieces);
-        if let Outcome::Moved { .. } = outcome {
-            let map = sys::fiemap(&pl.file, 0, e.size).unwrap_or_default();
-            files[pl.idx].outcome = Outcome::Moved {
-                extents_after: map.len() as u64,
-            };
-            for r in &pl.reads {
-                runs_after.extend(physical_runs(&map, r));
-            }
-        } else {
-            files[pl.idx].outcome = outcome;
-            let map = sys::fiemap(&pl.file, 0, e.size).unwrap_or_default();
-            for r in &pl.reads {
-                runs_after.extend(physical_runs(&map, r));
-            }
+        // Where its reads lie now, moved or not.
+        let map = sys::fiemap(&pl.file, 0, e.size).unwrap_or_default();
+        for r in &pl.reads {
+            runs_after.extend(physical_runs(&map, r));
         }
+        files[pl.idx].outcome = match outcome {
+            Outcome::Moved { .. } => Outcome::Moved {
+                extents_after: map.len() as u64,
+            },
+            other => other,
+        };
         progress(&files[pl.idx]);
         next = pl.idx + 1;
     }
