@@ -689,6 +689,9 @@ fn boot_disk(
             st.jumps,
             st.modelled_s
         );
+        if let Err(e) = s.write_log(&run.join("seekdisk.log")) {
+            eprintln!("boot: {e}");
+        }
         if let Some(e) = s.error() {
             return Err(Error::fail(e));
         }

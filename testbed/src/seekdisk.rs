@@ -92,6 +92,22 @@ struct Drive {
     /// the server sleeps until that instant, so the sleeps' own errors never add up.
     free_at: Option<Instant>,
     stats: Stats,
+    /// When the server started (the log's clock).
+    started: Instant,
+    /// Every request in the order served, for `seekdisk.log` ([`SeekDisk::write_log`]).
+    log: Vec<Request>,
+}
+
+/// One request as the drive served it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Request {
+    /// When it reached the drive, s after the server started.
+    pub at_s: f64,
+    pub offset: u64,
+    pub len: u64,
+    pub write: bool,
+    /// What the model charged for it, s.
+    pub cost_s: f64,
 }
 
 impl Drive {
@@ -112,6 +128,13 @@ impl Drive {
             st.bytes_read += len;
         }
         self.pos = off + len;
+        self.log.push(Request {
+            at_s: now.duration_since(self.started).as_secs_f64(),
+            offset: off,
+            len,
+            write,
+            cost_s: cost,
+        });
         let due = start + Duration::from_secs_f64(cost);
         self.free_at = Some(due);
         due
@@ -170,6 +193,8 @@ impl SeekDisk {
                 pos: 0,
                 free_at: None,
                 stats: Stats::default(),
+                started: Instant::now(),
+                log: Vec::new(),
             }),
             stop: AtomicBool::new(false),
             error: Mutex::new(None),
@@ -193,6 +218,26 @@ impl SeekDisk {
 
     pub fn stats(&self) -> Stats {
         lock(&self.shared.drive).stats.clone()
+    }
+
+    /// Writes every request served so far to `path`, one line each: `SECONDS R|W OFFSET
+    /// LENGTH COST_S` (the time the request reached the drive, from the server's start), for
+    /// seeing where a boot's drive time went (`boot` writes the run's `seekdisk.log`).
+    pub fn write_log(&self, path: &Path) -> Result<()> {
+        use std::fmt::Write as _;
+        let mut text = String::from("# seconds kind offset length cost_s\n");
+        for r in &lock(&self.shared.drive).log {
+            let _ = writeln!(
+                text,
+                "{:.6} {} {} {} {:.6}",
+                r.at_s,
+                if r.write { 'W' } else { 'R' },
+                r.offset,
+                r.len,
+                r.cost_s
+            );
+        }
+        std::fs::write(path, text).map_err(|e| io_err("seekdisk: cannot write", path, e))
     }
 
     /// The first error a connection ended with, naming the socket and the disk.
@@ -871,6 +916,19 @@ mod tests {
         assert_eq!(st.bytes_written, 65536 + 1048576);
         assert!(st.flushes >= 1, "{st:?}");
         assert!(server.error().is_none(), "{:?}", server.error());
+        // The log has every request the stats counted, in order, the two writes as asked.
+        let log_path = dir.path().join("seekdisk.log");
+        server.write_log(&log_path).unwrap();
+        let log = std::fs::read_to_string(&log_path).unwrap();
+        let lines: Vec<&str> = log.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(lines.len() as u64, st.requests, "{log}");
+        let writes: Vec<(&str, &str)> = lines
+            .iter()
+            .map(|l| l.split(' ').collect::<Vec<_>>())
+            .filter(|f| f[1] == "W")
+            .map(|f| (f[2], f[3]))
+            .collect();
+        assert_eq!(writes, [("4096", "65536"), ("1048576", "1048576")], "{log}");
         drop(server);
         assert!(!dir.path().join("s.sock").exists(), "the socket is removed");
         let bytes = std::fs::read(&disk).unwrap();
