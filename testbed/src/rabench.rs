@@ -282,7 +282,7 @@ pub fn goal_lines(profile: Profile, doc: &Value) -> Vec<String> {
         let name = v["name"].as_str().unwrap_or("?");
         let ratio = v["ratio_host_login_s"].as_f64();
         let mb_s = v["median"]["replay_mb_s"].as_f64();
-        let mut l = format!("  {name:<17}");
+        let mut l = format!("  {name:<24}");
         match ratio {
             Some(r) => l.push_str(&format!(
                 " login {r:.3}x {}",
@@ -337,8 +337,17 @@ fn result_since(paths: &Paths, since: std::time::SystemTime) -> Option<Value> {
 /// - `replay`: replay with every range alone (`merge_gap_kb=0`, as before issue 19);
 /// - `replay-merged`: replay as it is by default (ranges merged across 32 KiB gaps);
 /// - `replay-relocated`: the same after `bootprint readahead relocate` moved the pack's
-///   files into one region in replay order.
-pub fn variants(profile: Profile, learned: &Path, relocated: &Path) -> Vec<Variant> {
+///   files into one region in replay order;
+/// - `replay-relocated-access`: the same with a pack learned in first-access order
+///   (`readahead_order=access`; `auto` orders by the old physical place on a disk that says
+///   it rotates, as the test bed's virtio disk does), so that relocation lays the files out
+///   in the order the boot first needs them.
+pub fn variants(
+    profile: Profile,
+    learned: &Path,
+    relocated: &Path,
+    relocated_access: &Path,
+) -> Vec<Variant> {
     let mut none = BootOpts::new(profile);
     none.record = true;
     let mut merged = BootOpts::new(profile);
@@ -351,11 +360,14 @@ pub fn variants(profile: Profile, learned: &Path, relocated: &Path) -> Vec<Varia
         .push_str(" bootprint.readahead_merge_gap_kb=0");
     let mut reloc = merged.clone();
     reloc.disk_from = Some(relocated.to_path_buf());
+    let mut reloc_access = merged.clone();
+    reloc_access.disk_from = Some(relocated_access.to_path_buf());
     [
         ("none", none),
         ("replay", unmerged),
         ("replay-merged", merged),
         ("replay-relocated", reloc),
+        ("replay-relocated-access", reloc_access),
     ]
     .into_iter()
     .map(|(name, opts)| Variant {
@@ -386,17 +398,33 @@ pub fn run(
         learn.record = true;
         learn.append = "bootprint.readahead=1".into();
         let learned = learned_disk(paths, &aged, &learn)?;
-        let relocated = match relocated_disk(paths, &aged, profile, &learned) {
+        let mut learn_access = learn.clone();
+        learn_access
+            .append
+            .push_str(" bootprint.readahead_order=access");
+        let mut disks = vec![learned.clone()];
+        let made = (|| {
+            let relocated = relocated_disk(paths, &aged, profile, &learned)?;
+            disks.push(relocated.clone());
+            let learned_access = learned_disk(paths, &aged, &learn_access)?;
+            disks.push(learned_access.clone());
+            let relocated_access = relocated_disk(paths, &aged, profile, &learned_access)?;
+            disks.push(relocated_access.clone());
+            Ok::<_, Error>((relocated, relocated_access))
+        })();
+        let (relocated, relocated_access) = match made {
             Ok(d) => d,
             Err(e) => {
-                let _ = fs::remove_file(&learned);
+                disks.iter().for_each(|d| {
+                    let _ = fs::remove_file(d);
+                });
                 return Err(e);
             }
         };
         let b = Benchmark {
             name: "readahead",
-            about: "readahead on the aged image: no readahead; replay of every range alone; replay with ranges merged across small gaps (the default); the same after relocation",
-            variants: variants(profile, &learned, &relocated),
+            about: "readahead on the aged image: no readahead; replay of every range alone; replay with ranges merged across small gaps (the default); the same after relocation; the same after relocating a pack in first-access order",
+            variants: variants(profile, &learned, &relocated, &relocated_access),
             seasoned_by: None,
             season_each: false,
         };
@@ -410,8 +438,9 @@ pub fn run(
                 None => println!("goals ({}): no result file to read back", profile.name()),
             }
         }
-        let _ = fs::remove_file(&learned);
-        let _ = fs::remove_file(&relocated);
+        disks.iter().for_each(|d| {
+            let _ = fs::remove_file(d);
+        });
         outcome?;
     }
     Ok(())
@@ -454,11 +483,22 @@ mod tests {
 
     #[test]
     fn the_variants_and_their_switches() {
-        let v = variants(Profile::HddSeek, Path::new("/l.raw"), Path::new("/r.raw"));
+        let v = variants(
+            Profile::HddSeek,
+            Path::new("/l.raw"),
+            Path::new("/r.raw"),
+            Path::new("/a.raw"),
+        );
         let names: Vec<&str> = v.iter().map(|v| v.name).collect();
         assert_eq!(
             names,
-            ["none", "replay", "replay-merged", "replay-relocated"]
+            [
+                "none",
+                "replay",
+                "replay-merged",
+                "replay-relocated",
+                "replay-relocated-access"
+            ]
         );
         assert!(!v[0].opts.append.contains("readahead=1") && v[0].opts.disk_from.is_none());
         assert!(v[1]
@@ -468,6 +508,8 @@ mod tests {
         assert!(!v[2].opts.append.contains("merge_gap"));
         assert_eq!(v[2].opts.disk_from.as_deref(), Some(Path::new("/l.raw")));
         assert_eq!(v[3].opts.disk_from.as_deref(), Some(Path::new("/r.raw")));
+        assert_eq!(v[4].opts.disk_from.as_deref(), Some(Path::new("/a.raw")));
+        assert_eq!(v[4].opts.append, v[3].opts.append);
         assert!(v
             .iter()
             .all(|v| v.opts.record && v.opts.profile == Profile::HddSeek));
