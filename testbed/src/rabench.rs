@@ -397,30 +397,16 @@ pub fn run(
         let mut learn = BootOpts::new(profile);
         learn.record = true;
         learn.append = "bootprint.readahead=1".into();
-        let learned = learned_disk(paths, &aged, &learn)?;
         let mut learn_access = learn.clone();
         learn_access
             .append
             .push_str(" bootprint.readahead_order=access");
-        let mut disks = vec![learned.clone()];
-        let made = (|| {
-            let relocated = relocated_disk(paths, &aged, profile, &learned)?;
-            disks.push(relocated.clone());
-            let learned_access = learned_disk(paths, &aged, &learn_access)?;
-            disks.push(learned_access.clone());
-            let relocated_access = relocated_disk(paths, &aged, profile, &learned_access)?;
-            disks.push(relocated_access.clone());
-            Ok::<_, Error>((relocated, relocated_access))
-        })();
-        let (relocated, relocated_access) = match made {
-            Ok(d) => d,
-            Err(e) => {
-                disks.iter().for_each(|d| {
-                    let _ = fs::remove_file(d);
-                });
-                return Err(e);
-            }
-        };
+        // Every disk made for this profile goes when the profile is done, however it ends.
+        let mut disks = RemovedOnDrop::default();
+        let learned = disks.add(learned_disk(paths, &aged, &learn)?);
+        let relocated = disks.add(relocated_disk(paths, &aged, profile, &learned)?);
+        let learned_access = disks.add(learned_disk(paths, &aged, &learn_access)?);
+        let relocated_access = disks.add(relocated_disk(paths, &aged, profile, &learned_access)?);
         let b = Benchmark {
             name: "readahead",
             about: "readahead on the aged image: no readahead; replay of every range alone; replay with ranges merged across small gaps (the default); the same after relocation; the same after relocating a pack in first-access order",
@@ -438,12 +424,30 @@ pub fn run(
                 None => println!("goals ({}): no result file to read back", profile.name()),
             }
         }
-        disks.iter().for_each(|d| {
-            let _ = fs::remove_file(d);
-        });
+        drop(disks);
         outcome?;
     }
     Ok(())
+}
+
+/// Files removed when this is dropped.
+#[derive(Default)]
+struct RemovedOnDrop(Vec<PathBuf>);
+
+impl RemovedOnDrop {
+    /// Adds `path`; returns it.
+    fn add(&mut self, path: PathBuf) -> PathBuf {
+        self.0.push(path.clone());
+        path
+    }
+}
+
+impl Drop for RemovedOnDrop {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = fs::remove_file(p);
+        }
+    }
 }
 
 #[cfg(test)]
