@@ -777,6 +777,7 @@ fn hostile_pack(e: &Edits) -> Result<()> {
                 offset: 0,
                 len: size,
             }],
+            first_access: entries.len() as u32,
         });
     }
     p.entries = entries;

@@ -337,17 +337,10 @@ fn result_since(paths: &Paths, since: std::time::SystemTime) -> Option<Value> {
 /// - `replay`: replay with every range alone (`merge_gap_kb=0`, as before issue 19);
 /// - `replay-merged`: replay as it is by default (ranges merged across 32 KiB gaps);
 /// - `replay-relocated`: the same after `bootprint readahead relocate` moved the pack's
-///   files into one region in replay order;
-/// - `replay-relocated-access`: the same with a pack learned in first-access order
-///   (`readahead_order=access`; `auto` orders by the old physical place on a disk that says
-///   it rotates, as the test bed's virtio disk does), so that relocation lays the files out
-///   in the order the boot first needs them.
-pub fn variants(
-    profile: Profile,
-    learned: &Path,
-    relocated: &Path,
-    relocated_access: &Path,
-) -> Vec<Variant> {
+///   files into one region in the order the learning boot first opened them (the pack's
+///   ranks: the pack itself, learned on a disk that says it rotates as the test bed's
+///   virtio disk does, is in the files' old physical order).
+pub fn variants(profile: Profile, learned: &Path, relocated: &Path) -> Vec<Variant> {
     let mut none = BootOpts::new(profile);
     none.record = true;
     let mut merged = BootOpts::new(profile);
@@ -360,14 +353,11 @@ pub fn variants(
         .push_str(" bootprint.readahead_merge_gap_kb=0");
     let mut reloc = merged.clone();
     reloc.disk_from = Some(relocated.to_path_buf());
-    let mut reloc_access = merged.clone();
-    reloc_access.disk_from = Some(relocated_access.to_path_buf());
     [
         ("none", none),
         ("replay", unmerged),
         ("replay-merged", merged),
         ("replay-relocated", reloc),
-        ("replay-relocated-access", reloc_access),
     ]
     .into_iter()
     .map(|(name, opts)| Variant {
@@ -397,20 +387,14 @@ pub fn run(
         let mut learn = BootOpts::new(profile);
         learn.record = true;
         learn.append = "bootprint.readahead=1".into();
-        let mut learn_access = learn.clone();
-        learn_access
-            .append
-            .push_str(" bootprint.readahead_order=access");
         // Every disk made for this profile goes when the profile is done, however it ends.
         let mut disks = RemovedOnDrop::default();
         let learned = disks.add(learned_disk(paths, &aged, &learn)?);
         let relocated = disks.add(relocated_disk(paths, &aged, profile, &learned)?);
-        let learned_access = disks.add(learned_disk(paths, &aged, &learn_access)?);
-        let relocated_access = disks.add(relocated_disk(paths, &aged, profile, &learned_access)?);
         let b = Benchmark {
             name: "readahead",
-            about: "readahead on the aged image: no readahead; replay of every range alone; replay with ranges merged across small gaps (the default); the same after relocation; the same after relocating a pack in first-access order",
-            variants: variants(profile, &learned, &relocated, &relocated_access),
+            about: "readahead on the aged image: no readahead; replay of every range alone; replay with ranges merged across small gaps (the default); the same after relocation",
+            variants: variants(profile, &learned, &relocated),
             seasoned_by: None,
             season_each: false,
         };
@@ -487,22 +471,11 @@ mod tests {
 
     #[test]
     fn the_variants_and_their_switches() {
-        let v = variants(
-            Profile::HddSeek,
-            Path::new("/l.raw"),
-            Path::new("/r.raw"),
-            Path::new("/a.raw"),
-        );
+        let v = variants(Profile::HddSeek, Path::new("/l.raw"), Path::new("/r.raw"));
         let names: Vec<&str> = v.iter().map(|v| v.name).collect();
         assert_eq!(
             names,
-            [
-                "none",
-                "replay",
-                "replay-merged",
-                "replay-relocated",
-                "replay-relocated-access"
-            ]
+            ["none", "replay", "replay-merged", "replay-relocated"]
         );
         assert!(!v[0].opts.append.contains("readahead=1") && v[0].opts.disk_from.is_none());
         assert!(v[1]
@@ -512,8 +485,7 @@ mod tests {
         assert!(!v[2].opts.append.contains("merge_gap"));
         assert_eq!(v[2].opts.disk_from.as_deref(), Some(Path::new("/l.raw")));
         assert_eq!(v[3].opts.disk_from.as_deref(), Some(Path::new("/r.raw")));
-        assert_eq!(v[4].opts.disk_from.as_deref(), Some(Path::new("/a.raw")));
-        assert_eq!(v[4].opts.append, v[3].opts.append);
+        assert_eq!(v[3].opts.append, v[2].opts.append);
         assert!(v
             .iter()
             .all(|v| v.opts.record && v.opts.profile == Profile::HddSeek));

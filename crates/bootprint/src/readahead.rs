@@ -221,14 +221,15 @@ fn relocate(sys: &System, a: &cli::ReadaheadRelocate) -> Outcome {
         .files
         .iter()
         .any(|f| matches!(f.outcome, readahead::relocate::Outcome::Moved { .. }));
-    if moved && !p.header.relocated {
-        // Replay reads a relocated pack with one thread, as one stream.
-        let mut p = p;
+    if moved {
+        // Replay reads a relocated pack with one thread, as one stream: in the order the
+        // files now lie in, the order relocation laid them out in.
+        let mut p = p.in_access_order();
         p.header.relocated = true;
         if let Err(e) = p.write_file(&path) {
             eprintln!(
-                "bootprint: the files moved, but the pack could not be marked relocated \
-                 (replay will read it with several threads): {e}"
+                "bootprint: the files moved, but the pack could not be rewritten in their new \
+                 order and marked relocated (replay will read it as before): {e}"
             );
         }
     }

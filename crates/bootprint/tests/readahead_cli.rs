@@ -55,6 +55,7 @@ fn small_pack() -> Pack {
                 offset: 0,
                 len: 8192,
             }],
+            first_access: 0,
         }],
     }
 }

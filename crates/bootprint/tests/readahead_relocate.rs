@@ -12,19 +12,24 @@ use readahead::pack::{Entry, Header, Pack, Range, RootId};
 use readahead::sys;
 use testkit::ext4::{checksum, interleaved_files, Ext4Image};
 
+/// A pack of `paths` in that order, read whole; the boot first opened them in the reverse
+/// order (their first-access ranks), so relocation lays them out backwards.
 fn pack_file(paths: &[PathBuf], at: &Path) {
     let entries = paths
         .iter()
-        .map(|p| {
+        .enumerate()
+        .map(|(i, p)| {
             let md = fs::metadata(p).unwrap();
-            Entry::of_file(
+            let mut e = Entry::of_file(
                 p.clone(),
                 &md,
                 vec![Range {
                     offset: 0,
                     len: md.len(),
                 }],
-            )
+            );
+            e.first_access = (paths.len() - 1 - i) as u32;
+            e
         })
         .collect();
     Pack {
@@ -99,13 +104,14 @@ fn a_relocation_killed_part_way_leaves_every_file_whole() {
     for (i, p) in paths.iter().enumerate() {
         assert_eq!(checksum(p), sums[i], "{} changed", p.display());
     }
+    // It went in first-access order: the last five files first.
     let after: Vec<usize> = paths.iter().map(|p| extents(p)).collect();
     assert!(
-        after[..5].iter().all(|&n| n == 1),
+        after[35..].iter().all(|&n| n == 1),
         "the first five were reported moved: {after:?}"
     );
     assert!(
-        after[10..].iter().zip(&before[10..]).all(|(a, b)| a == b),
+        after[..30].iter().zip(&before[..30]).all(|(a, b)| a == b),
         "files after the kill moved: {after:?} (before {before:?})"
     );
     // The donor had no name: nothing but the files and lost+found is left.
@@ -128,8 +134,15 @@ fn a_relocation_killed_part_way_leaves_every_file_whole() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(text.contains("moved 40 files"), "{text}");
-    // The pack now says so: replay reads it with one thread, as one stream.
-    assert!(Pack::read_file(&pack).unwrap().header.relocated);
+    // The pack now says so, and lists the files in the order they now lie in: replay reads
+    // it with one thread, as one stream.
+    let relocated = Pack::read_file(&pack).unwrap();
+    assert!(relocated.header.relocated);
+    let listed: Vec<&Path> = relocated.entries.iter().map(|e| e.path.as_path()).collect();
+    let backwards: Vec<&Path> = paths.iter().rev().map(|p| p.as_path()).collect();
+    assert_eq!(listed, backwards);
+    let ranks: Vec<u32> = relocated.entries.iter().map(|e| e.first_access).collect();
+    assert_eq!(ranks, (0..40).collect::<Vec<u32>>());
     img.unmount();
     img.mount();
     for (i, p) in paths.iter().enumerate() {
@@ -167,10 +180,11 @@ fn a_dry_run_lists_the_files_and_moves_nothing() {
         "{text}{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    // In first-access order: the last file first.
     for (i, p) in paths.iter().enumerate() {
         let line = format!(
             "[{}/6] 0.3 MB in {} extents: would move  {}",
-            i + 1,
+            6 - i,
             before[i],
             p.display()
         );

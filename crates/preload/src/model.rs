@@ -219,6 +219,8 @@ impl Model {
                             mtime_s,
                             mtime_ns,
                             ranges,
+                            // The model orders by weight, not by access.
+                            first_access: 0,
                         },
                     });
                 }
@@ -398,10 +400,8 @@ impl Model {
         let cands = self
             .files
             .iter()
-            .enumerate()
-            .map(|(i, f)| Candidate {
+            .map(|f| Candidate {
                 entry: f.entry.clone(),
-                first_access: i,
                 physical: None,
             })
             .collect();
@@ -464,6 +464,7 @@ mod tests {
             mtime_s: 1_795_000_000,
             mtime_ns: 5,
             ranges: vec![Range { offset: 0, len }],
+            first_access: 0,
         }
     }
 
@@ -479,6 +480,7 @@ mod tests {
                 .iter()
                 .map(|&(offset, len)| Range { offset, len })
                 .collect(),
+            first_access: 0,
         }
     }
 

@@ -389,7 +389,7 @@ pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
         match measure(lf, page, disk_order, traced) {
             Some(c) if c.entry.ranges.is_empty() => stats.files_empty += 1,
             Some(mut c) => {
-                c.first_access = rank;
+                c.entry.first_access = rank as u32;
                 stats.bytes_resident += c.entry.bytes();
                 cands.push(c);
             }
@@ -451,7 +451,6 @@ fn measure(
     };
     Some(Candidate {
         entry: Entry::of_file(lf.path.clone(), &md, ranges),
-        first_access: 0,
         physical,
     })
 }

@@ -25,8 +25,9 @@ use std::path::{Path, PathBuf};
 pub const MAGIC: [u8; 8] = *b"BPRAPACK";
 /// Major version written and the only one read.
 pub const MAJOR: u16 = 1;
-/// Minor version written; a newer minor may append fields readers skip.
-pub const MINOR: u16 = 0;
+/// Minor version written; a newer minor may append fields readers skip. Minor 1 appended
+/// each entry's first-access rank.
+pub const MINOR: u16 = 1;
 /// Where the boot path looks for the pack.
 pub const DEFAULT_PATH: &str = "/var/lib/bootprint/readahead.pack";
 
@@ -107,6 +108,11 @@ pub struct Entry {
     pub mtime_ns: u32,
     /// Byte ranges to read, ascending and disjoint.
     pub ranges: Vec<Range>,
+    /// When the learning boot first opened the file, as a rank (0: the first file). A
+    /// rotating disk's pack is in physical order; relocation lays files out in this order
+    /// instead, the order the boot wants them. Packs of format 1.0 had no ranks: each entry
+    /// gets its place in the pack.
+    pub first_access: u32,
 }
 
 impl Entry {
@@ -122,6 +128,7 @@ impl Entry {
             mtime_s: md.mtime(),
             mtime_ns: md.mtime_nsec() as u32,
             ranges,
+            first_access: 0,
         }
     }
 
@@ -337,6 +344,11 @@ impl Pack {
                 body.extend_from_slice(&r.len.to_le_bytes());
             }
         }
+        // Minor 1: the ranks, after the entries so that a 1.0 reader skips them.
+        body.extend_from_slice(&(self.entries.len() as u32).to_le_bytes());
+        for e in &self.entries {
+            body.extend_from_slice(&e.first_access.to_le_bytes());
+        }
         let mut out = Vec::with_capacity(HEADER_LEN + body.len());
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&MAJOR.to_le_bytes());
@@ -369,6 +381,26 @@ impl Pack {
         check(&bytes).map_err(|e| e.in_file(path))
     }
 
+    /// The pack with its entries in first-access order (stable: entries of equal rank keep
+    /// their order), the order relocation lays them out in.
+    pub fn in_access_order(&self) -> Pack {
+        Pack {
+            header: self.header.clone(),
+            entries: self
+                .access_order()
+                .into_iter()
+                .map(|i| self.entries[i].clone())
+                .collect(),
+        }
+    }
+
+    /// The indices of the entries in first-access order (stable).
+    pub fn access_order(&self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.entries.len()).collect();
+        order.sort_by_key(|&i| self.entries[i].first_access);
+        order
+    }
+
     /// The pack as JSON, for `bootprint readahead dump`. Paths that are not UTF-8 are shown
     /// lossily.
     pub fn to_json(&self) -> serde_json::Value {
@@ -393,6 +425,7 @@ impl Pack {
                 "mtime_s": e.mtime_s,
                 "mtime_ns": e.mtime_ns,
                 "ranges": e.ranges.iter().map(|r| [r.offset, r.len]).collect::<Vec<_>>(),
+                "first_access": e.first_access,
             })).collect::<Vec<_>>(),
         })
     }
@@ -559,7 +592,24 @@ pub fn check(bytes: &[u8]) -> Result<Pack, PackError> {
             mtime_s,
             mtime_ns,
             ranges,
+            first_access: i as u32,
         });
+    }
+    if minor >= 1 {
+        let at = r.pos;
+        let ranks = r.u32()? as usize;
+        if ranks != entries.len() {
+            return Err(PackError::at(
+                at,
+                PackErrorKind::Malformed(format!(
+                    "{ranks} first-access ranks for {} entries",
+                    entries.len()
+                )),
+            ));
+        }
+        for e in &mut entries {
+            e.first_access = r.u32()?;
+        }
     }
     // A newer minor version may append fields; our own minor must have none.
     let newer_minor = minor > MINOR;
@@ -620,6 +670,7 @@ mod tests {
                             len: 4096,
                         },
                     ],
+                    first_access: 1,
                 },
                 Entry {
                     path: "/lib/x86_64-linux-gnu/libc.so.6".into(),
@@ -632,6 +683,7 @@ mod tests {
                         offset: 4096,
                         len: 1 << 20,
                     }],
+                    first_access: 0,
                 },
             ],
         }
@@ -705,7 +757,10 @@ mod tests {
         b[8..10].copy_from_slice(&2u16.to_le_bytes());
         let e = check(&b).unwrap_err();
         assert_eq!(e.reason(), "version");
-        assert!(e.to_string().contains("pack version 2.0"), "{e}");
+        assert!(
+            e.to_string().contains(&format!("pack version 2.{MINOR}")),
+            "{e}"
+        );
     }
 
     #[test]
@@ -723,6 +778,56 @@ mod tests {
         let crc = pack_crc(&b);
         b[12..16].copy_from_slice(&crc.to_le_bytes());
         assert_eq!(check(&b).unwrap_err().reason(), "malformed");
+    }
+
+    /// `b` with its header's minor, length and checksum made to fit.
+    fn reseal(mut b: Vec<u8>, minor: u16) -> Vec<u8> {
+        b[10..12].copy_from_slice(&minor.to_le_bytes());
+        let len = (b.len() - HEADER_LEN) as u64;
+        b[16..24].copy_from_slice(&len.to_le_bytes());
+        let crc = pack_crc(&b);
+        b[12..16].copy_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    #[test]
+    fn a_1_0_pack_reads_with_its_own_order_as_the_ranks() {
+        let p = sample();
+        let mut b = p.encode();
+        // 1.0 ended with the entries: no rank count, no ranks.
+        b.truncate(b.len() - 4 - 4 * p.entries.len());
+        let old = check(&reseal(b, 0)).unwrap();
+        assert_eq!(old.entries.len(), 2);
+        assert_eq!(old.entries[0].path, p.entries[0].path);
+        let ranks: Vec<u32> = old.entries.iter().map(|e| e.first_access).collect();
+        assert_eq!(ranks, [0, 1]);
+        // Its access order is the pack's own.
+        assert_eq!(old.in_access_order(), old);
+    }
+
+    #[test]
+    fn ranks_must_match_the_entries() {
+        let p = sample();
+        let mut b = p.encode();
+        let at = b.len() - 4 - 4 * p.entries.len();
+        b[at..at + 4].copy_from_slice(&3u32.to_le_bytes());
+        let e = check(&reseal(b, MINOR)).unwrap_err();
+        assert_eq!(e.reason(), "malformed");
+        assert!(
+            e.to_string().contains("3 first-access ranks for 2 entries"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn access_order_sorts_by_rank_and_keeps_the_rest() {
+        let p = sample();
+        assert_eq!(p.access_order(), [1, 0]);
+        let q = p.in_access_order();
+        assert_eq!(q.entries[0].path, p.entries[1].path);
+        assert_eq!(q.entries[1].path, p.entries[0].path);
+        assert_eq!(q.header, p.header);
+        assert_eq!(check(&q.encode()).unwrap(), q);
     }
 
     #[test]
@@ -776,6 +881,7 @@ mod tests {
         assert_eq!(j["entries"][0]["path"], "/sbin/init");
         assert_eq!(j["entries"][0]["ranges"][1][0], 16384);
         assert_eq!(j["rotational"], true);
+        assert_eq!(j["entries"][0]["first_access"], 1);
     }
 
     #[test]

@@ -21,14 +21,12 @@ pub fn ranges_from_pages(resident: &[bool], page: u64, size: u64) -> Vec<Range> 
     out
 }
 
-/// A file on its way into the pack: its entry, when it was first opened during the learned
-/// boot, and (on rotating disks) where its first range lies on the device.
+/// A file on its way into the pack: its entry (with its first-access rank) and, on
+/// rotating disks, where its first range lies on the device.
 #[derive(Debug, Clone)]
 pub struct Candidate {
-    /// The entry, with every resident range.
+    /// The entry, with every resident range and its first-access rank.
     pub entry: Entry,
-    /// Rank of the first access (0 = first file the boot opened).
-    pub first_access: usize,
     /// Physical byte address of the first range on the device, from FIEMAP; `None` when
     /// unknown.
     pub physical: Option<u64>,
@@ -39,9 +37,9 @@ pub struct Candidate {
 /// others). Otherwise: first-access order, so what the boot needs first arrives first.
 pub fn order(cands: &mut [Candidate], rotational: bool) {
     if rotational {
-        cands.sort_by_key(|c| (c.physical.is_none(), c.physical, c.first_access));
+        cands.sort_by_key(|c| (c.physical.is_none(), c.physical, c.entry.first_access));
     } else {
-        cands.sort_by_key(|c| c.first_access);
+        cands.sort_by_key(|c| c.entry.first_access);
     }
 }
 
@@ -153,7 +151,7 @@ pub fn device_requests(runs: &[(u64, u64)], request: u64) -> u64 {
 mod tests {
     use super::*;
 
-    fn cand(name: &str, first: usize, phys: Option<u64>, ranges: &[(u64, u64)]) -> Candidate {
+    fn cand(name: &str, first: u32, phys: Option<u64>, ranges: &[(u64, u64)]) -> Candidate {
         Candidate {
             entry: Entry {
                 path: format!("/{name}").into(),
@@ -162,9 +160,9 @@ mod tests {
                     .iter()
                     .map(|&(offset, len)| Range { offset, len })
                     .collect(),
+                first_access: first,
                 ..Entry::default()
             },
-            first_access: first,
             physical: phys,
         }
     }

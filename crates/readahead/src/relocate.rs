@@ -1,14 +1,15 @@
 //! Relocation: moves the blocks of a pack's files into one contiguous region of their ext4
-//! filesystem, in pack (replay) order, so that replay reads one sequential run instead of
-//! seeking between scattered pieces. Not on the boot path: `bootprint readahead relocate`
+//! filesystem, in the order the learning boot first opened them, so that replay (of the pack
+//! rewritten in that order) reads one sequential run instead of seeking between scattered
+//! pieces, and the boot finds what it needs next right behind what replay has read. Not on the boot path: `bootprint readahead relocate`
 //! runs it (a user, or later an idle hook).
 //!
 //! How (docs/readahead.md, "Relocation"): one donor file, opened with O_TMPFILE (it has no
 //! name, so a relocation killed at any point leaves nothing behind: the kernel frees it),
 //! is given room with fallocate(2), and the region is the longest runs of what ext4 gave;
-//! then, file by file in pack order, ext4's EXT4_IOC_MOVE_EXT swaps the file's blocks with
+//! then, file by file in first-access order, ext4's EXT4_IOC_MOVE_EXT swaps the file's blocks with
 //! pieces of the region: what replay reads of each file to the region's hot part (every
-//! file's in pack order, so replay reads one stream), the rest of a file moved whole to its
+//! file's in that order, so replay reads one stream), the rest of a file moved whole to its
 //! cold part. The ioctl moves data, never changes it, and swaps each piece in one
 //! journalled step, so every file is whole at every moment. The old blocks go with the
 //! donor when it is closed.
@@ -246,7 +247,7 @@ pub struct Report {
     pub media: Media,
     /// The device's request size (replay's pieces).
     pub request_bytes: u64,
-    /// Every entry of the pack, in pack order.
+    /// Every entry of the pack, in first-access order.
     pub files: Vec<FileReport>,
     /// Bytes of the region (the sum of the files' `bytes`).
     pub region_bytes: u64,
@@ -286,13 +287,21 @@ struct Planned {
     reads: Vec<Range>,
 }
 
-/// Relocates the files of `p` (see the module's rules). `progress` is called once per
-/// entry as it is done, in pack order. Err: a [`Refusal`] (nothing was moved).
+/// Relocates the files of `p` (see the module's rules) in first-access order
+/// ([`Pack::in_access_order`]: a rotating disk's pack is in the order its files lay before,
+/// which is not the order the boot wants them in). `progress` is called once per entry as
+/// it is done, in that order, and the report lists the files in it. A caller that moved
+/// files rewrites the pack in that order, for replay to read the region as one stream.
+/// Err: a [`Refusal`] (nothing was moved).
 pub fn relocate(
     p: &Pack,
     opts: &Options,
     progress: &mut dyn FnMut(&FileReport),
 ) -> Result<Report, Refusal> {
+    // `pack_place[i]`: where entry `i` of the access-ordered pack is in `p`, whose order
+    // replay reads today (the requests before are counted in it).
+    let pack_place = p.access_order();
+    let p = &p.in_access_order();
     let mut files: Vec<FileReport> = p
         .entries
         .iter()
@@ -378,10 +387,10 @@ pub fn relocate(
 
     // The plan: what each file moves, where its pieces lie now, where they would lie.
     let page = ::sys::page_size();
-    let mut runs_before = Vec::new();
+    let mut runs_before: Vec<Vec<(u64, u64)>> = vec![Vec::new(); p.entries.len()];
     // Where each read lies in the region (its offset there): on the device too if the
     // region is one run, as the plan assumes; step 4 maps them through the region it gets.
-    // The region's hot part holds what replay reads, every file's in pack order, so that
+    // The region's hot part holds what replay reads, every file's in order, so that
     // replay reads one stream; the cold part after it the rest of the files moved whole
     // (each then lies in its hot and cold pieces, both in order).
     let mut in_region: Vec<Range> = Vec::new();
@@ -408,7 +417,7 @@ pub fn relocate(
         files[pl.idx].extents_before = extents.len() as u64;
         files[pl.idx].bytes = hot.iter().chain(&cold).map(|r| r.len).sum();
         for r in &pl.reads {
-            runs_before.extend(physical_runs(&extents, r));
+            runs_before[pack_place[pl.idx]].extend(physical_runs(&extents, r));
             in_region.push(Range {
                 offset: hot_end + new_offset(&hot, r.offset),
                 len: r.len,
@@ -444,7 +453,7 @@ pub fn relocate(
         request_bytes: request,
         files: Vec::new(),
         region_bytes: region,
-        requests_before: requests(&runs_before, page, request),
+        requests_before: requests(&runs_before.concat(), page, request),
         requests_after: requests(
             &in_region
                 .iter()

@@ -57,6 +57,7 @@ fn fuzz_readahead_pack_bytes_saturate() {
             },
             Range { offset: 1, len: 5 },
         ],
+        first_access: 0,
     };
     assert_eq!(e.bytes(), u64::MAX);
 }

@@ -26,6 +26,7 @@ fn entry(p: &Path, ranges: &[(u64, u64)]) -> Entry {
             .iter()
             .map(|&(offset, len)| Range { offset, len })
             .collect(),
+        first_access: 0,
     }
 }
 
@@ -57,23 +58,27 @@ fn forced() -> Options {
 }
 
 #[test]
-fn relocation_lays_the_files_out_in_pack_order_and_keeps_their_data() {
+fn relocation_lays_the_files_out_in_first_access_order_and_keeps_their_data() {
     let Some(mut img) = Ext4Image::new(96) else {
         return;
     };
     let paths = interleaved_files(img.path(), 12, 512 * 1024);
-    // Pack order: not the order written (every third file first), and one file only half
-    // used (it still moves whole: it is under WHOLE_FILE_MAX).
+    // Pack order (as a rotating disk's pack is, by where the files lie): every third file
+    // first. First-access order, the one the region is laid out in: another, the reverse
+    // of the order written. One file only half used (it still moves whole: it is under
+    // WHOLE_FILE_MAX).
     let mut order: Vec<usize> = (0..12).filter(|i| i % 3 == 0).collect();
     order.extend((0..12).filter(|i| i % 3 != 0));
     let entries: Vec<Entry> = order
         .iter()
         .map(|&i| {
-            if i == 4 {
+            let mut e = if i == 4 {
                 entry(&paths[i], &[(0, 128 * 1024), (256 * 1024, 64 * 1024)])
             } else {
                 entry(&paths[i], &[(0, 512 * 1024)])
-            }
+            };
+            e.first_access = 11 - i as u32;
+            e
         })
         .collect();
     let p = pack(entries);
@@ -129,11 +134,16 @@ fn relocation_lays_the_files_out_in_pack_order_and_keeps_their_data() {
             "file {i}: {x} extents, {n} before"
         );
     }
-    // What replay reads, in pack order, on the device: one run (or the few the region came
-    // in). File 4's unread middle and tail went to the region's cold part, after the rest.
+    // The report is in first-access order.
+    let reported: Vec<&Path> = r.files.iter().map(|f| f.path.as_path()).collect();
+    let backwards: Vec<&Path> = paths.iter().rev().map(|p| p.as_path()).collect();
+    assert_eq!(reported, backwards);
+    // What replay reads, in first-access order, on the device: one run (or the few the
+    // region came in); in pack order it would be many. File 4's unread middle and tail went
+    // to the region's cold part, after the rest.
     let mut runs = 0;
     let mut end = None;
-    for e in &p.entries {
+    for e in &p.in_access_order().entries {
         let x = extents(&e.path);
         for range in &e.ranges {
             for piece in &x {
@@ -152,11 +162,11 @@ fn relocation_lays_the_files_out_in_pack_order_and_keeps_their_data() {
     }
     assert!(
         runs as u64 <= r.region_runs.max(1),
-        "{runs} runs in pack order, the region came in {}",
+        "{runs} runs in first-access order, the region came in {}",
         r.region_runs
     );
     assert!(runs <= 3, "{runs} runs: not contiguous ({r:?})");
-    eprintln!("after: {runs} runs through what replay reads, in pack order");
+    eprintln!("after: {runs} runs through what replay reads, in first-access order");
     // File 4: its two read ranges one after the other, its unread pieces after all of that.
     let x4 = extents(&paths[4]);
     let at = |off: u64| {

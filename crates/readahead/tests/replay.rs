@@ -411,6 +411,7 @@ fn relearn_when_old_other_kernel_stale_or_missed() {
                 offset: 0,
                 len: 1 << 20,
             }],
+            first_access: i as u32,
         });
     }
     assert_eq!(p.bytes(), 100 << 20);

@@ -202,6 +202,7 @@ fn sample_pack() -> Pack {
                         len: 4096,
                     },
                 ],
+                first_access: 1,
             },
             Entry {
                 path: PathBuf::from("/sbin/init"),
@@ -214,6 +215,7 @@ fn sample_pack() -> Pack {
                     offset: 0,
                     len: 4096,
                 }],
+                first_access: 0,
             },
         ],
     }
@@ -279,6 +281,7 @@ fn pack_structured(u: &mut Unstructured) -> arbitrary::Result<Vec<u8>> {
             mtime_s: u.arbitrary()?,
             mtime_ns: u.arbitrary()?,
             ranges,
+            first_access: u.arbitrary()?,
         });
     }
     Ok(p.encode())
