@@ -1,17 +1,17 @@
 //! Relocation: moves the blocks of a pack's files into one contiguous region of their ext4
 //! filesystem, in the order the learning boot first opened them, so that replay (of the pack
 //! rewritten in that order) reads one sequential run instead of seeking between scattered
-//! pieces, and the boot finds what it needs next right behind what replay has read. Not on the boot path: `bootprint readahead relocate`
-//! runs it (a user, or later an idle hook).
+//! pieces, and the boot finds what it needs next right behind what replay has read. Not on
+//! the boot path: `bootprint readahead relocate` runs it (a user, or later an idle hook).
 //!
 //! How (docs/readahead.md, "Relocation"): one donor file, opened with O_TMPFILE (it has no
 //! name, so a relocation killed at any point leaves nothing behind: the kernel frees it),
 //! is given room with fallocate(2), and the region is the longest runs of what ext4 gave;
-//! then, file by file in first-access order, ext4's EXT4_IOC_MOVE_EXT swaps the file's blocks with
-//! pieces of the region: what replay reads of each file to the region's hot part (every
-//! file's in that order, so replay reads one stream), the rest of a file moved whole to its
-//! cold part. The ioctl moves data, never changes it, and swaps each piece in one
-//! journalled step, so every file is whole at every moment. The old blocks go with the
+//! then, file by file in first-access order, ext4's EXT4_IOC_MOVE_EXT swaps the file's
+//! blocks with pieces of the region: what replay reads of each file to the region's hot
+//! part (every file's in that order, so replay reads one stream), the rest of a file moved
+//! whole to its cold part. The ioctl moves data, never changes it, and swaps each piece in
+//! one journalled step, so every file is whole at every moment. The old blocks go with the
 //! donor when it is closed.
 //!
 //! Rules: ext4 only (statfs magic, and the mount's type); never read-only, never when less
