@@ -16,7 +16,9 @@
 //!   was used. With [`replay::ReplayOptions::yield_to_others`] it reads only while the disk
 //!   is otherwise idle ([`yield_io`]: preload's prefetch, which must never slow a login).
 //! - [`relocate`]: after boot (`bootprint readahead relocate`), moves the pack's files'
-//!   blocks on ext4 into one contiguous region in replay order (EXT4_IOC_MOVE_EXT).
+//!   blocks on ext4 into one contiguous region in first-access order (EXT4_IOC_MOVE_EXT).
+//! - [`inode_table`]: where ext4 keeps each file's inode on the device (superblock and
+//!   group descriptors), for reading the pack's inode-table blocks early (not used yet).
 //! - [`state`]: the history of boot times with and without replay and readahead's own
 //!   verdict (it switches itself off where replay does not make boots faster).
 //! - [`plan`]: the pure rules (pages to ranges, order, budget); [`system`]: mountinfo,
@@ -45,6 +47,7 @@
 #![deny(missing_docs)]
 
 pub mod filemap;
+pub mod inode_table;
 pub mod learn;
 pub mod pack;
 pub mod plan;
