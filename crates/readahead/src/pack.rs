@@ -766,18 +766,11 @@ mod tests {
     #[test]
     fn newer_minor_with_appended_fields_is_read() {
         let mut b = sample().encode();
-        b[10..12].copy_from_slice(&(MINOR + 1).to_le_bytes());
         b.extend_from_slice(b"future");
-        let len = (b.len() - HEADER_LEN) as u64;
-        b[16..24].copy_from_slice(&len.to_le_bytes());
-        let crc = pack_crc(&b);
-        b[12..16].copy_from_slice(&crc.to_le_bytes());
+        let b = reseal(b, MINOR + 1);
         assert_eq!(check(&b).unwrap(), sample());
         // The same bytes under our own minor are an error.
-        b[10..12].copy_from_slice(&MINOR.to_le_bytes());
-        let crc = pack_crc(&b);
-        b[12..16].copy_from_slice(&crc.to_le_bytes());
-        assert_eq!(check(&b).unwrap_err().reason(), "malformed");
+        assert_eq!(check(&reseal(b, MINOR)).unwrap_err().reason(), "malformed");
     }
 
     /// `b` with its header's minor, length and checksum made to fit.
