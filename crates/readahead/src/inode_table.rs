@@ -20,9 +20,11 @@ use std::os::unix::fs::FileExt;
 
 use crate::pack::Range;
 
-const SUPERBLOCK_AT: u64 = 1024;
+/// Where an ext2/3/4 superblock starts on its device.
+pub(crate) const SUPERBLOCK_AT: u64 = 1024;
 const SUPERBLOCK_LEN: usize = 1024;
-const EXT4_MAGIC: u16 = 0xEF53;
+/// `s_magic`, at byte 0x38 of the superblock.
+pub(crate) const EXT4_MAGIC: u16 = 0xEF53;
 const INCOMPAT_META_BG: u32 = 0x10;
 const INCOMPAT_64BIT: u32 = 0x80;
 
@@ -53,25 +55,29 @@ impl Geometry {
         let mut sb = vec![0u8; SUPERBLOCK_LEN];
         dev.read_exact_at(&mut sb, SUPERBLOCK_AT)
             .map_err(|e| format!("reading the superblock: {e}"))?;
-        let (at, len) = Geometry::descriptor_table(&sb)?;
+        let f = Fields::of(&sb)?;
+        let (at, len) = (f.table_at(), f.table_len());
         let mut table = vec![0u8; len];
         dev.read_exact_at(&mut table, at)
             .map_err(|e| format!("reading the group descriptors ({len} bytes at {at}): {e}"))?;
-        Geometry::parse(&sb, &table)
+        Geometry::from_fields(&f, &table)
     }
 
     /// Where the group descriptor table lies, byte offset and length, from the superblock.
     pub fn descriptor_table(sb: &[u8]) -> Result<(u64, usize), String> {
         let f = Fields::of(sb)?;
-        Ok((f.table_at(), f.groups() as usize * f.desc_size))
+        Ok((f.table_at(), f.table_len()))
     }
 
     /// The geometry from the superblock's 1024 bytes and the group descriptor table (at least
     /// the bytes [`Geometry::descriptor_table`] names).
     pub fn parse(sb: &[u8], table: &[u8]) -> Result<Geometry, String> {
-        let f = Fields::of(sb)?;
+        Geometry::from_fields(&Fields::of(sb)?, table)
+    }
+
+    fn from_fields(f: &Fields, table: &[u8]) -> Result<Geometry, String> {
         let groups = f.groups() as usize;
-        if table.len() < groups * f.desc_size {
+        if table.len() < f.table_len() {
             return Err(format!(
                 "{} bytes of group descriptors, expected {} ({groups} groups of {})",
                 table.len(),
@@ -221,6 +227,10 @@ impl Fields {
     /// The descriptor table is in the block after the superblock's.
     fn table_at(&self) -> u64 {
         (self.first_data_block + 1) * self.block_size
+    }
+
+    fn table_len(&self) -> usize {
+        self.groups() as usize * self.desc_size
     }
 }
 

@@ -6,6 +6,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::inode_table;
 use crate::pack::RootId;
 
 /// The kernel paths readahead reads, each with its usual default.
@@ -275,7 +276,7 @@ pub fn default_budget(rotational: bool, bandwidth: Option<u64>, target_s: f64) -
 /// The UUID of an ext2/3/4 filesystem from its superblock: `bytes` starts at byte 1024 of
 /// the device (magic 0xEF53 at 0x38, UUID at 0x68). `None` for anything else.
 pub fn ext_uuid(superblock: &[u8]) -> Option<String> {
-    if superblock.len() < 0x78 || superblock[0x38..0x3a] != [0x53, 0xEF] {
+    if superblock.len() < 0x78 || superblock[0x38..0x3a] != inode_table::EXT4_MAGIC.to_le_bytes() {
         return None;
     }
     let u = &superblock[0x68..0x78];
@@ -319,7 +320,7 @@ pub fn root_id(paths: &Paths, root: Option<&Mount>) -> RootId {
 fn read_ext_superblock(dev: &Path) -> Option<String> {
     use std::io::{Read, Seek, SeekFrom};
     let mut f = std::fs::File::open(dev).ok()?;
-    f.seek(SeekFrom::Start(1024)).ok()?;
+    f.seek(SeekFrom::Start(inode_table::SUPERBLOCK_AT)).ok()?;
     let mut buf = [0u8; 0x78];
     f.read_exact(&mut buf).ok()?;
     ext_uuid(&buf)
