@@ -140,6 +140,14 @@ pub fn figures_from_trace(dir: &Path) -> Figures {
             .filter(|w| w.reads > 0)
             .map(|w| round3(w.read_bytes as f64 / w.reads as f64 / 1024.0)),
     );
+    f.insert(
+        "inode_blocks".into(),
+        event_field(&events, "readahead_replay", "inode_blocks"),
+    );
+    f.insert(
+        "inode_requests".into(),
+        event_field(&events, "readahead_replay", "inode_requests"),
+    );
     f.insert("hit".into(), event_field(&events, "readahead_hit", "ratio"));
     f.insert(
         "missed_mb".into(),
@@ -336,10 +344,16 @@ fn result_since(paths: &Paths, since: std::time::SystemTime) -> Option<Value> {
 /// - `none`: no readahead;
 /// - `replay`: replay with every range alone (`merge_gap_kb=0`, as before issue 19);
 /// - `replay-merged`: replay as it is by default (ranges merged across 32 KiB gaps);
-/// - `replay-relocated`: the same after `bootprint readahead relocate` moved the pack's
+/// - `replay-relocated-data`: the same after `bootprint readahead relocate` moved the pack's
 ///   files into one region in the order the learning boot first opened them (the pack's
 ///   ranks: the pack itself, learned on a disk that says it rotates as the test bed's
-///   virtio disk does, is in the files' old physical order).
+///   virtio disk does, is in the files' old physical order), reading the files' data only
+///   (`readahead_inode_tables=0`);
+/// - `replay-relocated`: the same as replay is by default: the files' inode-table blocks
+///   first, then their data.
+///
+/// Every replay variant but `replay-relocated-data` reads the inode tables first (the
+/// default).
 pub fn variants(profile: Profile, learned: &Path, relocated: &Path) -> Vec<Variant> {
     let mut none = BootOpts::new(profile);
     none.record = true;
@@ -353,10 +367,15 @@ pub fn variants(profile: Profile, learned: &Path, relocated: &Path) -> Vec<Varia
         .push_str(" bootprint.readahead_merge_gap_kb=0");
     let mut reloc = merged.clone();
     reloc.disk_from = Some(relocated.to_path_buf());
+    let mut reloc_data = reloc.clone();
+    reloc_data
+        .append
+        .push_str(" bootprint.readahead_inode_tables=0");
     [
         ("none", none),
         ("replay", unmerged),
         ("replay-merged", merged),
+        ("replay-relocated-data", reloc_data),
         ("replay-relocated", reloc),
     ]
     .into_iter()
@@ -393,7 +412,7 @@ pub fn run(
         let relocated = disks.add(relocated_disk(paths, &aged, profile, &learned)?);
         let b = Benchmark {
             name: "readahead",
-            about: "readahead on the aged image: no readahead; replay of every range alone; replay with ranges merged across small gaps (the default); the same after relocation",
+            about: "readahead on the aged image: no readahead; replay of every range alone; replay with ranges merged across small gaps (the default); the same after relocation, without and with the inode-table pre-read (the default)",
             variants: variants(profile, &learned, &relocated),
             seasoned_by: None,
             season_each: false,
@@ -475,7 +494,13 @@ mod tests {
         let names: Vec<&str> = v.iter().map(|v| v.name).collect();
         assert_eq!(
             names,
-            ["none", "replay", "replay-merged", "replay-relocated"]
+            [
+                "none",
+                "replay",
+                "replay-merged",
+                "replay-relocated-data",
+                "replay-relocated"
+            ]
         );
         assert!(!v[0].opts.append.contains("readahead=1") && v[0].opts.disk_from.is_none());
         assert!(v[1]
@@ -485,7 +510,12 @@ mod tests {
         assert!(!v[2].opts.append.contains("merge_gap"));
         assert_eq!(v[2].opts.disk_from.as_deref(), Some(Path::new("/l.raw")));
         assert_eq!(v[3].opts.disk_from.as_deref(), Some(Path::new("/r.raw")));
-        assert_eq!(v[3].opts.append, v[2].opts.append);
+        assert_eq!(
+            v[3].opts.append,
+            format!("{} bootprint.readahead_inode_tables=0", v[2].opts.append)
+        );
+        assert_eq!(v[4].opts.disk_from.as_deref(), Some(Path::new("/r.raw")));
+        assert_eq!(v[4].opts.append, v[2].opts.append);
         assert!(v
             .iter()
             .all(|v| v.opts.record && v.opts.profile == Profile::HddSeek));

@@ -194,6 +194,16 @@ fn kernel_log(paths: &Paths, c: &mut Checks, disk: Option<&Path>) -> Result<()> 
             "second boot replayed the learned pack ({replayed:?} bytes, hit ratio {hit:?} at boot done)"
         ),
     );
+    // Before the files, from the root's block device (devtmpfs's node: udev has not run).
+    let inode_blocks = event_field(&events, "readahead_replay", "inode_blocks");
+    let inode_requests = event_field(&events, "readahead_replay", "inode_requests");
+    c.check(
+        inode_blocks.is_some_and(|n| n > 0.0) && inode_requests.is_some_and(|n| n > 0.0),
+        &format!(
+            "second boot's replay read the pack's inode-table blocks first ({inode_blocks:?} \
+             blocks in {inode_requests:?} reads)"
+        ),
+    );
     let dmesg = std::fs::read_to_string(trace.join("dmesg")).unwrap_or_default();
     // The log's own figures, read here independently of the kernel crate.
     let stamp = |line: &str| -> Option<f64> {

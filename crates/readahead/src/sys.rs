@@ -63,6 +63,25 @@ pub fn readahead(file: &File, offset: u64, len: u64) -> io::Result<()> {
     Ok(())
 }
 
+/// posix_fadvise(POSIX_FADV_WILLNEED): starts reading `len` bytes at `offset` into the page
+/// cache and returns. Unlike readahead(2), which some kernels refuse on anything but a
+/// regular file, it reads a block device's own page cache too.
+pub fn fadvise_willneed(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    // SAFETY: no pointers; the fd is open.
+    let rc = unsafe {
+        libc::posix_fadvise(
+            file.as_raw_fd(),
+            offset as i64,
+            len as i64,
+            libc::POSIX_FADV_WILLNEED,
+        )
+    };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    Ok(())
+}
+
 /// posix_fadvise(POSIX_FADV_DONTNEED): drops the clean cached pages of a range.
 pub fn fadvise_dontneed(file: &File, offset: u64, len: u64) -> io::Result<()> {
     // SAFETY: no pointers; the fd is open.

@@ -216,6 +216,27 @@ pub fn device_request_bytes(sys: &Path, major: u32, minor: u32) -> u64 {
     )
 }
 
+/// The block device `major:minor` opened read-only, found by the name the kernel gives it
+/// (`DEVNAME=` in `SYS/dev/block/MAJ:MIN/uevent`) under `dev` (devtmpfs, which the boot has
+/// before udev runs); `None` unless the node there is that very device.
+pub fn open_block_device(sys: &Path, dev: &Path, major: u32, minor: u32) -> Option<std::fs::File> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+    let uevent =
+        std::fs::read_to_string(sys.join(format!("dev/block/{major}:{minor}/uevent"))).ok()?;
+    let name = uevent.lines().find_map(|l| l.strip_prefix("DEVNAME="))?;
+    // A name from sysfs, but never a way out of `dev`.
+    if name.is_empty() || name.split('/').any(|c| c == ".." || c.is_empty()) {
+        return None;
+    }
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(dev.join(name))
+        .ok()?;
+    let md = f.metadata().ok()?;
+    (md.file_type().is_block_device() && md.rdev() == libc::makedev(major, minor)).then_some(f)
+}
+
 /// Whether the device rotates, from the text of `queue/rotational` (`None` when unreadable).
 pub fn parse_rotational(text: &str) -> Option<bool> {
     match text.trim() {

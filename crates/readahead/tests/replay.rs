@@ -179,6 +179,9 @@ fn stats_line_round_trips() {
         yielded_ns: 2_500_000_000,
         others_bytes: 8 << 20,
         yield_cpu_waits: 2,
+        inode_blocks: 373,
+        inode_requests: 41,
+        inode_bytes: 1_789_952,
     };
     let line = st.to_line();
     assert!(

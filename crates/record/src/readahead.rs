@@ -193,6 +193,7 @@ fn replay_options(config: &Config) -> ReplayOptions {
     ReplayOptions {
         idle_io: config.readahead_io_class == "idle",
         merge_gap: u64::from(config.readahead_merge_gap_kb) * 1024,
+        inode_tables: config.readahead_inode_tables,
         ..ReplayOptions::default()
     }
 }
@@ -739,10 +740,13 @@ fn finish_replay(r: Replaying, events: &mut Vec<Event>, config: &Config, kernel_
             )
         }
     };
-    // What the boot read from the root disk beyond what the replay asked for.
+    // What the boot read from the root disk beyond what the replay read (the pack's bytes,
+    // the gaps merged with them, the inode tables).
     let missed = match (r.root_dev, r.read_at_start) {
         (Some((ma, mi)), Some(before)) => root_bytes_read(&r.paths, ma, mi).map(|after| {
-            let asked = stats.as_ref().map_or(0, |s| s.bytes_requested);
+            let asked = stats
+                .as_ref()
+                .map_or(0, |s| s.bytes_requested + s.gap_bytes + s.inode_bytes);
             after.saturating_sub(before).saturating_sub(asked)
         }),
         _ => None,
