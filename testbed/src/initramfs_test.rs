@@ -296,18 +296,18 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
                         .and_then(|e| e.get(key)?.parse::<u64>().ok())
                 };
                 let replayed = replay_field("bytes");
-                // Its inode-table pre-read found the root's device from the new root too.
-                let inode_blocks = replay_field("inode_blocks");
+                // Its metadata pre-read found the root's device from the new root too.
+                let metadata = replay_field("metadata_bytes");
                 check(
                     from_initramfs
                         && after_switch_ms.is_some_and(|ms| ms < 1000)
                         && replayed.is_some_and(|b| b > 1_000_000)
-                        && inode_blocks.is_some_and(|n| n > 0),
+                        && metadata.is_some_and(|n| n > 0),
                     &format!(
                         "second boot: /init's readahead process ({:?}) replayed, starting \
                          {after_switch_ms:?} ms after the switch; the recorder took it over (one \
                          readahead_replay_start, from={:?} pid={:?}) and got its figures \
-                         ({replayed:?} bytes read ahead, {inode_blocks:?} inode-table blocks \
+                         ({replayed:?} bytes read ahead, {metadata:?} bytes of metadata \
                          first); login in {:.1} s",
                         step.split_once(' ').map(|x| x.1).unwrap_or(""),
                         starts.first().and_then(|e| e.get("from")),

@@ -141,12 +141,12 @@ pub fn figures_from_trace(dir: &Path) -> Figures {
             .map(|w| round3(w.read_bytes as f64 / w.reads as f64 / 1024.0)),
     );
     f.insert(
-        "inode_blocks".into(),
-        event_field(&events, "readahead_replay", "inode_blocks"),
+        "metadata_mb".into(),
+        mb(event_field(&events, "readahead_replay", "metadata_bytes")),
     );
     f.insert(
-        "inode_requests".into(),
-        event_field(&events, "readahead_replay", "inode_requests"),
+        "metadata_requests".into(),
+        event_field(&events, "readahead_replay", "metadata_requests"),
     );
     f.insert("hit".into(), event_field(&events, "readahead_hit", "ratio"));
     f.insert(
@@ -348,11 +348,11 @@ fn result_since(paths: &Paths, since: std::time::SystemTime) -> Option<Value> {
 ///   files into one region in the order the learning boot first opened them (the pack's
 ///   ranks: the pack itself, learned on a disk that says it rotates as the test bed's
 ///   virtio disk does, is in the files' old physical order), reading the files' data only
-///   (`readahead_inode_tables=0`);
-/// - `replay-relocated`: the same as replay is by default: the files' inode-table blocks
-///   first, then their data.
+///   (`readahead_metadata=0`);
+/// - `replay-relocated`: the same as replay is by default: the filesystem metadata opening
+///   the files needs first (inode-table and directory blocks), then their data.
 ///
-/// Every replay variant but `replay-relocated-data` reads the inode tables first (the
+/// Every replay variant but `replay-relocated-data` reads the metadata first (the
 /// default).
 pub fn variants(profile: Profile, learned: &Path, relocated: &Path) -> Vec<Variant> {
     let mut none = BootOpts::new(profile);
@@ -370,7 +370,7 @@ pub fn variants(profile: Profile, learned: &Path, relocated: &Path) -> Vec<Varia
     let mut reloc_data = reloc.clone();
     reloc_data
         .append
-        .push_str(" bootprint.readahead_inode_tables=0");
+        .push_str(" bootprint.readahead_metadata=0");
     [
         ("none", none),
         ("replay", unmerged),
@@ -412,7 +412,7 @@ pub fn run(
         let relocated = disks.add(relocated_disk(paths, &aged, profile, &learned)?);
         let b = Benchmark {
             name: "readahead",
-            about: "readahead on the aged image: no readahead; replay of every range alone; replay with ranges merged across small gaps (the default); the same after relocation, without and with the inode-table pre-read (the default)",
+            about: "readahead on the aged image: no readahead; replay of every range alone; replay with ranges merged across small gaps (the default); the same after relocation, without and with the metadata read first (the default)",
             variants: variants(profile, &learned, &relocated),
             seasoned_by: None,
             season_each: false,
@@ -512,7 +512,7 @@ mod tests {
         assert_eq!(v[3].opts.disk_from.as_deref(), Some(Path::new("/r.raw")));
         assert_eq!(
             v[3].opts.append,
-            format!("{} bootprint.readahead_inode_tables=0", v[2].opts.append)
+            format!("{} bootprint.readahead_metadata=0", v[2].opts.append)
         );
         assert_eq!(v[4].opts.disk_from.as_deref(), Some(Path::new("/r.raw")));
         assert_eq!(v[4].opts.append, v[2].opts.append);

@@ -27,7 +27,7 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
         // The first boot's trace: the module check compares the third boot with it.
         let mut first_trace = None;
         let disk = smoke(paths, cargo, c, &mut first_trace)?;
-        let r = kernel_log(paths, c, disk.as_deref());
+        let r = kernel_log(paths, c, disk.as_deref(), first_trace.as_deref());
         if let Some(d) = disk {
             let _ = std::fs::remove_file(d);
         }
@@ -172,8 +172,14 @@ fn smoke(
 
 /// A second boot with `initcall_debug`: the recorder keeps the kernel log in the trace, and
 /// `bootprint kernel` must read it the way the log's own timestamps say.
-/// It starts from the first boot's disk, so it also replays the readahead pack learned there.
-fn kernel_log(paths: &Paths, c: &mut Checks, disk: Option<&Path>) -> Result<()> {
+/// It starts from the first boot's disk, so it also replays the readahead pack learned there
+/// (`first_trace` is the learning boot's trace).
+fn kernel_log(
+    paths: &Paths,
+    c: &mut Checks,
+    disk: Option<&Path>,
+    first_trace: Option<&Path>,
+) -> Result<()> {
     let img = image::Image::current(paths)?;
     let mut opts = BootOpts::new(Profile::Fast);
     opts.record = true;
@@ -194,14 +200,20 @@ fn kernel_log(paths: &Paths, c: &mut Checks, disk: Option<&Path>) -> Result<()> 
             "second boot replayed the learned pack ({replayed:?} bytes, hit ratio {hit:?} at boot done)"
         ),
     );
-    // Before the files, from the root's block device (devtmpfs's node: udev has not run).
-    let inode_blocks = event_field(&events, "readahead_replay", "inode_blocks");
-    let inode_requests = event_field(&events, "readahead_replay", "inode_requests");
+    // Before the files, from the root's block device (devtmpfs's node: udev has not run),
+    // the ranges the learning boot listed in the pack.
+    let learned_meta = first_trace
+        .and_then(|t| std::fs::read_to_string(t.join("events.log")).ok())
+        .and_then(|ev| event_field(&ev, "readahead_learn", "metadata_bytes"));
+    let meta = event_field(&events, "readahead_replay", "metadata_bytes");
+    let meta_requests = event_field(&events, "readahead_replay", "metadata_requests");
     c.check(
-        inode_blocks.is_some_and(|n| n > 0.0) && inode_requests.is_some_and(|n| n > 0.0),
+        learned_meta.is_some_and(|b| b > 0.0)
+            && meta == learned_meta
+            && meta_requests.is_some_and(|n| n > 0.0),
         &format!(
-            "second boot's replay read the pack's inode-table blocks first ({inode_blocks:?} \
-             blocks in {inode_requests:?} reads)"
+            "second boot's replay read the pack's metadata first ({meta:?} bytes in \
+             {meta_requests:?} reads; the pack lists {learned_meta:?})"
         ),
     );
     let dmesg = std::fs::read_to_string(trace.join("dmesg")).unwrap_or_default();

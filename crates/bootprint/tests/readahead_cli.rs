@@ -43,6 +43,7 @@ fn small_pack() -> Pack {
             rotational: true,
             relocated: false,
             budget_bytes: 100_000_000,
+            metadata: Vec::new(),
         },
         entries: vec![Entry {
             path: "/usr/bin/thing".into(),

@@ -40,6 +40,7 @@ fn pack_file(paths: &[PathBuf], at: &Path) {
             rotational: true,
             relocated: false,
             budget_bytes: 1 << 30,
+            metadata: Vec::new(),
         },
         entries,
     }

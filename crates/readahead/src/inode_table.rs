@@ -9,7 +9,7 @@
 //! early is those blocks, which this module finds. Metadata buffers live in the block
 //! device's page cache, so reading the device there fills the cache ext4 looks in.
 //!
-//! [`preread`] reads those blocks early; replay does that first (`replay::replay`).
+//! [`crate::metadata`] lists those blocks for replay to read first.
 //!
 //! Layout facts (Linux `Documentation/filesystems/ext4/`, "Super Block", "Block Group
 //! Descriptors", "Finding an Inode"): the superblock is at byte 1024; the group descriptor
@@ -140,51 +140,6 @@ impl Geometry {
         }
         out
     }
-}
-
-/// What [`preread`] asked for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Preread {
-    /// Inode-table blocks holding the inodes.
-    pub blocks: u64,
-    /// Reads asked of the kernel (blocks closer than the gap joined, in request-sized pieces).
-    pub requests: u64,
-    /// Bytes asked, the gaps between joined blocks included.
-    pub bytes: u64,
-}
-
-/// Starts reading the inode-table blocks that hold `inos` from `dev`, the filesystem's block
-/// device, into its page cache, which is where ext4 looks for them (its metadata buffers
-/// are the block device's pages): ascending, blocks less than `gap` bytes apart read as one
-/// run, each run asked in pieces of `request` bytes (posix_fadvise `WILLNEED`). Returns once
-/// the reads are queued; an error (the device refused) stops it with what was asked so far.
-pub fn preread(
-    dev: &File,
-    g: &Geometry,
-    inos: impl IntoIterator<Item = u64>,
-    gap: u64,
-    request: u64,
-) -> (Preread, Result<(), std::io::Error>) {
-    let blocks = g.inode_blocks(inos);
-    let mut done = Preread {
-        blocks: blocks.iter().map(|r| r.len / g.block_size).sum(),
-        ..Preread::default()
-    };
-    let request = request.max(4096);
-    for m in crate::plan::merge_gaps(&blocks, gap) {
-        let r = m.range;
-        let mut off = r.offset;
-        while off < r.end() {
-            let len = request.min(r.end() - off);
-            if let Err(e) = crate::sys::fadvise_willneed(dev, off, len) {
-                return (done, Err(e));
-            }
-            done.requests += 1;
-            done.bytes += len;
-            off += len;
-        }
-    }
-    (done, Ok(()))
 }
 
 /// The superblock's fields this module uses, checked.

@@ -20,10 +20,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crate::filemap::{FilemapTrace, PageMap, TraceStats};
-use crate::pack::{Entry, Header, Pack};
+use crate::pack::{Entry, Header, Pack, Range};
 use crate::plan::{self, Candidate};
-use crate::sys;
 use crate::system::{self, Paths};
+use crate::{metadata, sys};
 use sample::knob::KnobGuard;
 use sample::sys as fan;
 
@@ -316,6 +316,11 @@ pub struct PackOptions {
     /// Order by physical address (`Some(true)`), by first access (`Some(false)`), or by
     /// whether the device rotates (`None`).
     pub disk_order: Option<bool>,
+    /// List the root filesystem's metadata the learned files need ([`metadata::learn`]),
+    /// for replay to read first.
+    pub metadata: bool,
+    /// Where block device nodes are (`/dev`), to read the root's filesystem geometry.
+    pub dev: PathBuf,
 }
 
 impl Default for PackOptions {
@@ -326,6 +331,8 @@ impl Default for PackOptions {
             budget_bytes: None,
             target_s: 3.0,
             disk_order: None,
+            metadata: true,
+            dev: PathBuf::from("/dev"),
         }
     }
 }
@@ -398,6 +405,10 @@ pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
     }
     plan::order(&mut cands, disk_order);
     let entries = plan::apply_budget(cands, budget, page);
+    let metadata = match root {
+        Some(r) if opts.metadata => learn_metadata(learned, r, opts),
+        _ => Vec::new(),
+    };
     let created_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -410,10 +421,29 @@ pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
             rotational,
             relocated: false,
             budget_bytes: budget,
+            metadata,
         },
         entries,
     };
     (pack, stats)
+}
+
+/// [`metadata::learn`] for every learned file on the root filesystem (read or not: the
+/// boot opened it), from the root's block device; nothing when it cannot be read as
+/// ext2/3/4.
+fn learn_metadata(learned: &Learned, root: &system::Mount, opts: &PackOptions) -> Vec<Range> {
+    let Some(dev) = system::open_block_device(&opts.paths.sys, &opts.dev, root.major, root.minor)
+    else {
+        return Vec::new();
+    };
+    let Ok(g) = crate::inode_table::Geometry::read(&dev) else {
+        return Vec::new();
+    };
+    let files = learned
+        .files
+        .iter()
+        .map(|f| (f.path.as_path(), f.dev, f.ino));
+    metadata::learn(files, libc::makedev(root.major, root.minor), &g)
 }
 
 /// Opens a learned file (without following a symlink), checks it is still the same regular

@@ -18,7 +18,8 @@
 //! - [`relocate`]: after boot (`bootprint readahead relocate`), moves the pack's files'
 //!   blocks on ext4 into one contiguous region in first-access order (EXT4_IOC_MOVE_EXT).
 //! - [`inode_table`]: where ext4 keeps each file's inode on the device (superblock and
-//!   group descriptors); replay reads the pack's inode-table blocks first from it.
+//!   group descriptors); [`metadata`]: the inode-table and directory blocks opening the
+//!   pack's files needs, learned into the pack and read first by replay.
 //! - [`state`]: the history of boot times with and without replay and readahead's own
 //!   verdict (it switches itself off where replay does not make boots faster).
 //! - [`plan`]: the pure rules (pages to ranges, order, budget); [`system`]: mountinfo,
@@ -49,6 +50,7 @@
 pub mod filemap;
 pub mod inode_table;
 pub mod learn;
+pub mod metadata;
 pub mod pack;
 pub mod plan;
 pub mod relocate;

@@ -26,8 +26,8 @@ pub const MAGIC: [u8; 8] = *b"BPRAPACK";
 /// Major version written and the only one read.
 pub const MAJOR: u16 = 1;
 /// Minor version written; a newer minor may append fields readers skip. Minor 1 appended
-/// each entry's first-access rank.
-pub const MINOR: u16 = 1;
+/// each entry's first-access rank, minor 2 the root filesystem's metadata ranges.
+pub const MINOR: u16 = 2;
 /// Where the boot path looks for the pack.
 pub const DEFAULT_PATH: &str = "/var/lib/bootprint/readahead.pack";
 
@@ -61,6 +61,11 @@ pub struct Header {
     pub relocated: bool,
     /// The byte budget the ranges were cut to.
     pub budget_bytes: u64,
+    /// Byte ranges of the root filesystem's device that opening the pack's files needs
+    /// (their inode-table blocks, their directories' blocks and inodes): replay reads them
+    /// first. Ascending and disjoint; empty in packs before format 1.2 (replay then works
+    /// the inode-table blocks out from the entries).
+    pub metadata: Vec<Range>,
 }
 
 /// Identity of a root filesystem: its UUID where known, and `statfs` `f_fsid` (which ext4,
@@ -71,6 +76,15 @@ pub struct RootId {
     pub uuid: String,
     /// `f_fsid` of `statfs("/")`, both halves, 0 when unknown.
     pub fsid: u64,
+}
+
+impl Header {
+    /// Total bytes of the metadata ranges.
+    pub fn metadata_bytes(&self) -> u64 {
+        self.metadata
+            .iter()
+            .fold(0u64, |a, r| a.saturating_add(r.len))
+    }
 }
 
 impl RootId {
@@ -349,6 +363,12 @@ impl Pack {
         for e in &self.entries {
             body.extend_from_slice(&e.first_access.to_le_bytes());
         }
+        // Minor 2: the metadata ranges.
+        body.extend_from_slice(&(h.metadata.len() as u32).to_le_bytes());
+        for r in &h.metadata {
+            body.extend_from_slice(&r.offset.to_le_bytes());
+            body.extend_from_slice(&r.len.to_le_bytes());
+        }
         let mut out = Vec::with_capacity(HEADER_LEN + body.len());
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&MAJOR.to_le_bytes());
@@ -415,6 +435,8 @@ impl Pack {
             "rotational": h.rotational,
             "relocated": h.relocated,
             "budget_bytes": h.budget_bytes,
+            "metadata": h.metadata.iter().map(|r| [r.offset, r.len]).collect::<Vec<_>>(),
+            "metadata_bytes": h.metadata_bytes(),
             "files": self.entries.len(),
             "bytes": self.bytes(),
             "entries": self.entries.iter().map(|e| json!({
@@ -611,6 +633,34 @@ pub fn check(bytes: &[u8]) -> Result<Pack, PackError> {
             e.first_access = r.u32()?;
         }
     }
+    let mut metadata = Vec::new();
+    if minor >= 2 {
+        let count = r.u32()? as usize;
+        if count > (bytes.len() - r.pos) / 16 {
+            return Err(PackError::at(
+                r.pos - 4,
+                PackErrorKind::Malformed(format!("{count} metadata ranges cannot fit")),
+            ));
+        }
+        let mut prev_end = 0u64;
+        for i in 0..count {
+            let at = r.pos;
+            let offset = r.u64()?;
+            let len = r.u64()?;
+            let ok = len > 0 && (i == 0 || offset >= prev_end) && offset.checked_add(len).is_some();
+            if !ok {
+                return Err(PackError::at(
+                    at,
+                    PackErrorKind::Malformed(format!(
+                        "metadata range {i}: {offset}+{len} is empty, out of order or \
+                         overlapping"
+                    )),
+                ));
+            }
+            prev_end = offset + len;
+            metadata.push(Range { offset, len });
+        }
+    }
     // A newer minor version may append fields; our own minor must have none.
     let newer_minor = minor > MINOR;
     if r.pos != bytes.len() && !newer_minor {
@@ -630,6 +680,7 @@ pub fn check(bytes: &[u8]) -> Result<Pack, PackError> {
             rotational: flags & FLAG_ROTATIONAL != 0,
             relocated: flags & FLAG_RELOCATED != 0,
             budget_bytes,
+            metadata,
         },
         entries,
     })
@@ -651,6 +702,16 @@ mod tests {
                 rotational: true,
                 relocated: false,
                 budget_bytes: 100 << 20,
+                metadata: vec![
+                    Range {
+                        offset: 4096 * 1058,
+                        len: 8192,
+                    },
+                    Range {
+                        offset: 4096 * 70_000,
+                        len: 4096,
+                    },
+                ],
             },
             entries: vec![
                 Entry {
@@ -783,12 +844,17 @@ mod tests {
         b
     }
 
+    /// The bytes minor 2 appended: the metadata count and ranges.
+    fn metadata_len(p: &Pack) -> usize {
+        4 + 16 * p.header.metadata.len()
+    }
+
     #[test]
     fn a_1_0_pack_reads_with_its_own_order_as_the_ranks() {
         let p = sample();
         let mut b = p.encode();
-        // 1.0 ended with the entries: no rank count, no ranks.
-        b.truncate(b.len() - 4 - 4 * p.entries.len());
+        // 1.0 ended with the entries: no rank count, no ranks, no metadata.
+        b.truncate(b.len() - metadata_len(&p) - 4 - 4 * p.entries.len());
         let old = check(&reseal(b, 0)).unwrap();
         assert_eq!(old.entries.len(), 2);
         assert_eq!(old.entries[0].path, p.entries[0].path);
@@ -799,10 +865,47 @@ mod tests {
     }
 
     #[test]
+    fn a_1_1_pack_reads_without_metadata() {
+        let p = sample();
+        let mut b = p.encode();
+        b.truncate(b.len() - metadata_len(&p));
+        let old = check(&reseal(b, 1)).unwrap();
+        assert!(old.header.metadata.is_empty());
+        assert_eq!(old.entries, p.entries);
+    }
+
+    #[test]
+    fn metadata_ranges_must_be_ascending_disjoint_and_not_empty() {
+        let p = sample();
+        let ok = p.encode();
+        let first = ok.len() - metadata_len(&p) + 4;
+        // The second range moved to start inside the first; then the first made empty.
+        for (at, value, what) in [
+            (first + 16, 4096 * 1058 + 4096, "overlapping"),
+            (first + 8, 0, "empty"),
+        ] {
+            let mut b = ok.clone();
+            b[at..at + 8].copy_from_slice(&(value as u64).to_le_bytes());
+            let e = check(&reseal(b, MINOR)).unwrap_err();
+            assert_eq!(e.reason(), "malformed", "{what}");
+            assert!(e.to_string().contains("metadata range"), "{what}: {e}");
+        }
+        // A count the body cannot hold.
+        let mut b = ok.clone();
+        b[first - 4..first].copy_from_slice(&1_000_000u32.to_le_bytes());
+        let e = check(&reseal(b, MINOR)).unwrap_err();
+        assert!(
+            e.to_string().contains("1000000 metadata ranges cannot fit"),
+            "{e}"
+        );
+        assert_eq!(p.header.metadata_bytes(), 12288);
+    }
+
+    #[test]
     fn ranks_must_match_the_entries() {
         let p = sample();
         let mut b = p.encode();
-        let at = b.len() - 4 - 4 * p.entries.len();
+        let at = b.len() - metadata_len(&p) - 4 - 4 * p.entries.len();
         b[at..at + 4].copy_from_slice(&3u32.to_le_bytes());
         let e = check(&reseal(b, MINOR)).unwrap_err();
         assert_eq!(e.reason(), "malformed");

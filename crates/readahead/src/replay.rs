@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::learn::open_checked;
 use crate::pack::{self, Entry, Pack, PackError, PackErrorKind, RootId};
 use crate::yield_io::{CpuWatch, Gate};
-use crate::{inode_table, plan, sys, system};
+use crate::{inode_table, metadata, plan, sys, system};
 
 /// How to replay.
 #[derive(Debug, Clone)]
@@ -42,13 +42,14 @@ pub struct ReplayOptions {
     /// thread, one piece in flight at a time. `None`: read as fast as the disk takes it
     /// (the boot's replay, which must run ahead of the boot).
     pub yield_to_others: Option<YieldTo>,
-    /// Before the files, read the inode-table blocks of the pack's files on `root`'s
-    /// filesystem ([`inode_table::preread`]): every file's open needs its inode, and ext4
-    /// otherwise reads it on the spot, a small read away from the replay's stream. Not with
-    /// `yield_to_others`: that read does not yield.
-    pub inode_tables: bool,
-    /// The directory whose filesystem's inode tables are read (`/`: the pack's files are
-    /// the root filesystem's; entries learned on another device are left out).
+    /// Before the files, read the metadata opening them needs from `root`'s block device
+    /// ([`preread_metadata`]): the pack's metadata ranges, or for a pack without them the
+    /// entries' inode-table blocks. ext4 otherwise reads each on the spot, a small
+    /// synchronous read away from the replay's stream. Not with `yield_to_others`: that
+    /// read does not yield.
+    pub metadata: bool,
+    /// The directory whose filesystem's metadata is read (`/`: a pack's files are the root
+    /// filesystem's; entries learned on another device are left out).
     pub root: PathBuf,
     /// Where block device nodes are (`/dev`; devtmpfs has them before udev runs).
     pub dev: PathBuf,
@@ -87,7 +88,7 @@ impl Default for ReplayOptions {
             merge_gap: plan::MERGE_GAP,
             sys: PathBuf::from("/sys"),
             yield_to_others: None,
-            inode_tables: true,
+            metadata: true,
             root: PathBuf::from("/"),
             dev: PathBuf::from("/dev"),
         }
@@ -146,13 +147,14 @@ pub struct ReplayStats {
     /// Of `yield_waits`, the pieces held back because others kept the CPUs busy
     /// ([`YieldTo::cpu_max_share`]).
     pub yield_cpu_waits: u64,
-    /// Inode-table blocks read before the files ([`ReplayOptions::inode_tables`]; 0: none,
-    /// also when the root's block device or filesystem could not be read).
-    pub inode_blocks: u64,
+    /// Bytes of filesystem metadata read before the files ([`ReplayOptions::metadata`];
+    /// 0: none, also when the root's block device or filesystem could not be read).
+    pub metadata_bytes: u64,
     /// The reads those took.
-    pub inode_requests: u64,
-    /// Their bytes, gaps between joined blocks included (not in `bytes_requested`).
-    pub inode_bytes: u64,
+    pub metadata_requests: u64,
+    /// The bytes read for them, gaps between joined ranges included (not in
+    /// `bytes_requested`).
+    pub metadata_read_bytes: u64,
 }
 
 impl ReplayStats {
@@ -182,9 +184,9 @@ impl ReplayStats {
             ("yielded_ns", self.yielded_ns.to_string()),
             ("others_bytes", self.others_bytes.to_string()),
             ("yield_cpu_waits", self.yield_cpu_waits.to_string()),
-            ("inode_blocks", self.inode_blocks.to_string()),
-            ("inode_requests", self.inode_requests.to_string()),
-            ("inode_bytes", self.inode_bytes.to_string()),
+            ("metadata_bytes", self.metadata_bytes.to_string()),
+            ("metadata_requests", self.metadata_requests.to_string()),
+            ("metadata_read_bytes", self.metadata_read_bytes.to_string()),
         ]
     }
 
@@ -228,9 +230,9 @@ impl ReplayStats {
                 "yielded_ns" => s.yielded_ns = n,
                 "others_bytes" => s.others_bytes = n,
                 "yield_cpu_waits" => s.yield_cpu_waits = n,
-                "inode_blocks" => s.inode_blocks = n,
-                "inode_requests" => s.inode_requests = n,
-                "inode_bytes" => s.inode_bytes = n,
+                "metadata_bytes" => s.metadata_bytes = n,
+                "metadata_requests" => s.metadata_requests = n,
+                "metadata_read_bytes" => s.metadata_read_bytes = n,
                 _ => {}
             }
         }
@@ -257,9 +259,9 @@ impl ReplayStats {
         self.yielded_ns += o.yielded_ns;
         self.others_bytes += o.others_bytes;
         self.yield_cpu_waits += o.yield_cpu_waits;
-        self.inode_blocks += o.inode_blocks;
-        self.inode_requests += o.inode_requests;
-        self.inode_bytes += o.inode_bytes;
+        self.metadata_bytes += o.metadata_bytes;
+        self.metadata_requests += o.metadata_requests;
+        self.metadata_read_bytes += o.metadata_read_bytes;
     }
 }
 
@@ -528,21 +530,21 @@ pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
     let next = AtomicUsize::new(0);
     let asked = AtomicU64::new(0);
     let mut total = ReplayStats::default();
-    if opts.inode_tables && opts.yield_to_others.is_none() {
+    if opts.metadata && opts.yield_to_others.is_none() {
         // First and on a thread of its own, for the idle I/O class as the files get.
         let pre = std::thread::scope(|s| {
             s.spawn(|| {
                 if opts.idle_io {
                     let _ = ::sys::ioprio_idle();
                 }
-                preread_inodes(p, opts)
+                preread_metadata(p, opts)
             })
             .join()
             .unwrap_or_default()
         });
-        total.inode_blocks = pre.blocks;
-        total.inode_requests = pre.requests;
-        total.inode_bytes = pre.bytes;
+        total.metadata_bytes = pre.bytes;
+        total.metadata_requests = pre.requests;
+        total.metadata_read_bytes = pre.read_bytes;
     }
     let work = || {
         if opts.idle_io {
@@ -588,25 +590,32 @@ pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
     total
 }
 
-/// Reads the inode-table blocks of the pack's files early ([`ReplayOptions::inode_tables`]):
-/// the entries learned on the device of `opts.root`'s filesystem, from that block device.
-/// Nothing when the device has no node under `opts.dev` or holds no ext2/3/4 filesystem:
-/// the files' own opens then read their inodes as without it.
-pub fn preread_inodes(p: &Pack, opts: &ReplayOptions) -> inode_table::Preread {
-    let Ok(md) = std::fs::metadata(&opts.root) else {
-        return inode_table::Preread::default();
-    };
-    let dev = md.dev();
+/// The metadata opening the pack's files needs ([`ReplayOptions::metadata`]), and where to
+/// read it: the block device of `opts.root`'s filesystem, the ranges (the pack's metadata,
+/// or, for a pack without it (before format 1.2), the inode-table blocks of its entries on
+/// that device) and the device's request size. `None` when the device has no node under
+/// `opts.dev` or holds no ext2/3/4 filesystem, or there is nothing to read.
+pub fn metadata_source(p: &Pack, opts: &ReplayOptions) -> Option<(File, Vec<pack::Range>, u64)> {
+    let dev = std::fs::metadata(&opts.root).ok()?.dev();
     let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let Some(f) = system::open_block_device(&opts.sys, &opts.dev, major, minor) else {
-        return inode_table::Preread::default();
+    let f = system::open_block_device(&opts.sys, &opts.dev, major, minor)?;
+    let ranges = if p.header.metadata.is_empty() {
+        let g = inode_table::Geometry::read(&f).ok()?;
+        metadata::from_entries(&p.entries, dev, &g)
+    } else {
+        p.header.metadata.clone()
     };
-    let Ok(g) = inode_table::Geometry::read(&f) else {
-        return inode_table::Preread::default();
-    };
-    let inos = p.entries.iter().filter(|e| e.dev == dev).map(|e| e.ino);
     let request = system::device_request_bytes(&opts.sys, major, minor);
-    inode_table::preread(&f, &g, inos, opts.merge_gap, request).0
+    (!ranges.is_empty()).then_some((f, ranges, request))
+}
+
+/// Reads the metadata of [`metadata_source`] ([`metadata::preread`]); nothing when there is
+/// none: the files' own opens then read their metadata as without it.
+pub fn preread_metadata(p: &Pack, opts: &ReplayOptions) -> metadata::Preread {
+    match metadata_source(p, opts) {
+        Some((f, ranges, request)) => metadata::preread(&f, &ranges, opts.merge_gap, request).0,
+        None => metadata::Preread::default(),
+    }
 }
 
 /// Polls the page cache every 50 ms until `asked` bytes of the pack are resident, the

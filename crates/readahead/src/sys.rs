@@ -1,4 +1,4 @@
-//! The raw system calls only readahead makes (mincore, readahead, posix_fadvise, FIEMAP,
+//! The raw system calls only readahead makes (mmap and mincore, readahead, posix_fadvise, FIEMAP,
 //! sysinfo, umount2, and relocation's fallocate, fdatasync and EXT4_IOC_MOVE_EXT); every
 //! `unsafe` block of this crate lives here. Those other crates make
 //! too (fork, pipe, waitpid, ioprio_set, statfs, uname...) are the `sys` crate's.
@@ -50,6 +50,64 @@ pub fn mincore(file: &File, size: u64) -> io::Result<Vec<bool>> {
     match err {
         Some(e) => Err(e),
         None => Ok(vec.into_iter().map(|b| b & 1 != 0).collect()),
+    }
+}
+
+/// A shared read-only mapping of the first `len` bytes of a file or block device, kept to
+/// ask which of its pages are in the page cache ([`Mapping::resident`]). Mapping reads
+/// nothing; only the address space is taken.
+#[derive(Debug)]
+pub struct Mapping {
+    addr: usize,
+    len: usize,
+}
+
+impl Mapping {
+    /// Maps `len` bytes of `file` from its start.
+    pub fn new(file: &File, len: u64) -> io::Result<Mapping> {
+        let len = usize::try_from(len.max(1))
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "too large to map"))?;
+        // SAFETY: a fresh shared read-only mapping chosen by the kernel; only mincore looks
+        // at it, and Drop unmaps it.
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            addr: addr as usize,
+            len,
+        })
+    }
+
+    /// Whether the page holding byte `offset` is in the page cache (`None`: past the
+    /// mapping, or mincore failed).
+    pub fn resident(&self, offset: u64) -> Option<bool> {
+        let page = ::sys::page_size();
+        let at = usize::try_from(offset / page * page).ok()?;
+        if at >= self.len {
+            return None;
+        }
+        let mut v = 0u8;
+        // SAFETY: `addr + at` is a page-aligned address inside the mapping, one page long,
+        // and `v` holds the one byte mincore writes for it.
+        let rc = unsafe { libc::mincore((self.addr + at) as *mut libc::c_void, 1, &mut v) };
+        (rc == 0).then_some(v & 1 != 0)
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly the mapping `new` made.
+        unsafe { libc::munmap(self.addr as *mut libc::c_void, self.len) };
     }
 }
 

@@ -39,6 +39,7 @@ fn pack(entries: Vec<Entry>) -> Pack {
             rotational: true,
             relocated: false,
             budget_bytes: 1 << 30,
+            metadata: Vec::new(),
         },
         entries,
     }

@@ -36,6 +36,7 @@ fn pack_of(entries: Vec<Entry>, rotational: bool) -> Pack {
             rotational,
             relocated: false,
             budget_bytes: 1 << 30,
+            metadata: Vec::new(),
         },
         entries,
     }
@@ -179,9 +180,9 @@ fn stats_line_round_trips() {
         yielded_ns: 2_500_000_000,
         others_bytes: 8 << 20,
         yield_cpu_waits: 2,
-        inode_blocks: 373,
-        inode_requests: 41,
-        inode_bytes: 1_789_952,
+        metadata_bytes: 1_527_808,
+        metadata_requests: 41,
+        metadata_read_bytes: 1_789_952,
     };
     let line = st.to_line();
     assert!(

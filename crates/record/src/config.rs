@@ -69,8 +69,8 @@ pub struct Config {
     pub readahead_order: String,
     /// Replay reads a file's ranges closer than this many KiB as one (0: no merging).
     pub readahead_merge_gap_kb: u32,
-    /// Replay first reads the inode-table blocks of the pack's files.
-    pub readahead_inode_tables: bool,
+    /// Replay first reads the filesystem metadata opening the pack's files needs.
+    pub readahead_metadata: bool,
     /// Parallel module loading before init (`bootprint.modules=`). Off by default until the
     /// test bed shows where it helps.
     pub modules: bool,
@@ -151,7 +151,7 @@ impl Default for Config {
             readahead_io_class: "idle".into(),
             readahead_order: "auto".into(),
             readahead_merge_gap_kb: 32,
-            readahead_inode_tables: true,
+            readahead_metadata: true,
             modules: false,
             modules_state: PathBuf::from("/var/lib/bootprint/modules.state"),
             modules_compare_every: 5,
@@ -339,7 +339,7 @@ impl Config {
             "readahead_io_class" => self.readahead_io_class = v.text().to_string(),
             "readahead_order" => self.readahead_order = v.text().to_string(),
             "readahead_merge_gap_kb" => self.readahead_merge_gap_kb = v.int(),
-            "readahead_inode_tables" => self.readahead_inode_tables = v.bool(),
+            "readahead_metadata" => self.readahead_metadata = v.bool(),
             // A key of the table with no field here: the schema test below catches it.
             _ => {}
         }

@@ -193,7 +193,7 @@ fn replay_options(config: &Config) -> ReplayOptions {
     ReplayOptions {
         idle_io: config.readahead_io_class == "idle",
         merge_gap: u64::from(config.readahead_merge_gap_kb) * 1024,
-        inode_tables: config.readahead_inode_tables,
+        metadata: config.readahead_metadata,
         ..ReplayOptions::default()
     }
 }
@@ -609,7 +609,20 @@ pub struct Session {
     learner: Option<LearnThread>,
     /// Why this boot stays out of the history: another lever compared on it.
     aside: Option<String>,
+    /// While replaying: the metadata read first, read again if the boot drops it.
+    metadata: Option<MetadataWatch>,
 }
+
+/// [`Session::watch_metadata`]'s state.
+struct MetadataWatch {
+    watch: readahead::metadata::Watch,
+    gap: u64,
+    request: u64,
+    next_check_ns: u64,
+}
+
+/// How often the replayed metadata is looked at (32 pages' mincore each time).
+const METADATA_CHECK_NS: u64 = 250_000_000;
 
 impl Session {
     /// Another lever did not run on this boot, to compare (the module loader): its figures
@@ -651,6 +664,50 @@ impl Session {
             plan,
             learner,
             aside: None,
+            metadata: None,
+        }
+    }
+
+    /// While a replay runs that read the root's metadata first, watches that metadata (in
+    /// the recorder, which lives until boot done; not in PID 1, where an open block device
+    /// would pass to init): [`Session::on_sample`] reads it again if it leaves the cache.
+    pub fn watch_metadata(&mut self, config: &Config) {
+        let Plan::Replay(r) = &self.plan else { return };
+        if !config.readahead_metadata {
+            return;
+        }
+        let opts = replay_options(config);
+        if let Some((dev, ranges, request)) = replay::metadata_source(&r.pack, &opts) {
+            self.metadata =
+                readahead::metadata::Watch::new(dev, ranges).map(|watch| MetadataWatch {
+                    watch,
+                    gap: opts.merge_gap,
+                    request,
+                    next_check_ns: 0,
+                });
+        }
+    }
+
+    /// At every sample: every [`METADATA_CHECK_NS`], whether the replayed metadata is still
+    /// cached; when it was dropped (Debian's `checkroot.sh` remounting the root read-only
+    /// for its fsck drops the root device's cache), it is read again, and an event says so.
+    pub fn on_sample(&mut self, now: u64, events: &mut Vec<Event>) {
+        let Some(m) = self.metadata.as_mut() else {
+            return;
+        };
+        if now < m.next_check_ns {
+            return;
+        }
+        m.next_check_ns = now + METADATA_CHECK_NS;
+        if let Some((read, share)) = m.watch.check(m.gap, m.request) {
+            events.push(
+                Event::new(now, "readahead_metadata_again")
+                    .with("resident_share", format!("{share:.2}"))
+                    .with("bytes", read.bytes)
+                    .with("requests", read.requests)
+                    .with("read_bytes", read.read_bytes)
+                    .with("times", m.watch.rereads),
+            );
         }
     }
 
@@ -681,6 +738,7 @@ impl Session {
                     "access" => Some(false),
                     _ => None,
                 },
+                metadata: config.readahead_metadata,
                 ..PackOptions::default()
             };
             let (pack, stats) = learn::build_pack(&learned, &opts);
@@ -689,6 +747,7 @@ impl Session {
                 .with("files", stats.files_learned)
                 .with("entries", pack.entries.len())
                 .with("bytes", pack.bytes())
+                .with("metadata_bytes", pack.header.metadata_bytes())
                 .with("budget", pack.header.budget_bytes)
                 .with("events", learned.events)
                 .with("overflowed", u8::from(learned.overflowed))
@@ -741,12 +800,12 @@ fn finish_replay(r: Replaying, events: &mut Vec<Event>, config: &Config, kernel_
         }
     };
     // What the boot read from the root disk beyond what the replay read (the pack's bytes,
-    // the gaps merged with them, the inode tables).
+    // the gaps merged with them, the metadata).
     let missed = match (r.root_dev, r.read_at_start) {
         (Some((ma, mi)), Some(before)) => root_bytes_read(&r.paths, ma, mi).map(|after| {
-            let asked = stats
-                .as_ref()
-                .map_or(0, |s| s.bytes_requested + s.gap_bytes + s.inode_bytes);
+            let asked = stats.as_ref().map_or(0, |s| {
+                s.bytes_requested + s.gap_bytes + s.metadata_read_bytes
+            });
             after.saturating_sub(before).saturating_sub(asked)
         }),
         _ => None,

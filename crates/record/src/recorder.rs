@@ -112,6 +112,9 @@ pub fn run(config: &Config, paths: &Paths, start: Start) -> io::Result<PathBuf> 
         recorder.store_processes(now);
         recorder.feed_done_detector(now, &system);
         recorder.note_root_writable(now);
+        if let Some(l) = levers.as_mut() {
+            l.readahead.on_sample(now, &mut recorder.store.events);
+        }
         if let Some(end) = recorder.end(now) {
             break end;
         }
@@ -284,6 +287,7 @@ impl<'a> Recorder<'a> {
         }
 
         let mut readahead = crate::readahead::Session::start(start.readahead, &mut store.events);
+        readahead.watch_metadata(config);
         if start.modules.is_control() {
             readahead.set_aside("the module loader compared on this boot");
         }

@@ -105,6 +105,7 @@ fn write_pack(d: &Path, c: &Config, paths: &Paths) {
             rotational: false,
             relocated: false,
             budget_bytes: 1 << 20,
+            metadata: Vec::new(),
         },
         entries: vec![Entry::of_file(
             f.clone(),

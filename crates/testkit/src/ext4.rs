@@ -102,6 +102,19 @@ impl Ext4Image {
         self.mount_with("rw");
     }
 
+    /// Remounts it in place with `options` (`remount,` is added), e.g. `ro`.
+    pub fn remount(&mut self, options: &str) {
+        run(
+            "mount",
+            &[
+                "-o",
+                &format!("remount,{options}"),
+                self.mnt.to_str().expect("UTF-8 path"),
+            ],
+        )
+        .expect("remount");
+    }
+
     /// Unmounts it (it stays unmounted until [`Ext4Image::mount`]).
     pub fn unmount(&mut self) {
         if self.mounted {

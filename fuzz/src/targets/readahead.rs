@@ -183,6 +183,10 @@ fn sample_pack() -> Pack {
             rotational: true,
             relocated: false,
             budget_bytes: 64 << 20,
+            metadata: vec![Range {
+                offset: 4096 * 1058,
+                len: 16384,
+            }],
         },
         entries: vec![
             Entry {
