@@ -216,6 +216,16 @@ fn kernel_log(
              {meta_requests:?} reads; the pack lists {learned_meta:?})"
         ),
     );
+    // The image boots with `rw`: checkroot.sh remounts the root read-only for its fsck,
+    // which drops the root device's cache, and the recorder reads the metadata again.
+    let again = event_field(&events, "readahead_metadata_again", "bytes");
+    c.check(
+        again.is_some() && again == meta,
+        &format!(
+            "after checkroot.sh's read-only remount the recorder read the metadata again \
+             ({again:?} bytes)"
+        ),
+    );
     let dmesg = std::fs::read_to_string(trace.join("dmesg")).unwrap_or_default();
     // The log's own figures, read here independently of the kernel crate.
     let stamp = |line: &str| -> Option<f64> {
