@@ -260,6 +260,7 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
         let mut replay = learn.clone();
         replay.keep_disk = false;
         replay.disk_from = Some(disk.clone());
+        replay.append = "bootprint.readahead=1 bootprint.readahead_metadata=1".into();
         match qemu::boot(paths, &img, &replay) {
             Ok(r) => {
                 let trace = r.trace_dir.clone().unwrap_or_default();

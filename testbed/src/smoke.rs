@@ -183,7 +183,9 @@ fn kernel_log(
     let img = image::Image::current(paths)?;
     let mut opts = BootOpts::new(Profile::Fast);
     opts.record = true;
-    opts.append = "initcall_debug log_buf_len=16M bootprint.readahead=1".into();
+    opts.append =
+        "initcall_debug log_buf_len=16M bootprint.readahead=1 bootprint.readahead_metadata=1"
+            .into();
     opts.disk_from = disk.map(Path::to_path_buf);
     let boot = qemu::boot(paths, &img, &opts)?;
     println!("boot: cmdline {}", boot.cmdline);

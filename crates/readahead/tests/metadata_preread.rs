@@ -141,6 +141,7 @@ fn after_the_preread_opening_the_packs_files_reads_nothing() {
     };
     let opts = ReplayOptions {
         root: img.path().to_path_buf(),
+        metadata: true,
         ..ReplayOptions::default()
     };
 

@@ -151,7 +151,7 @@ impl Default for Config {
             readahead_io_class: "idle".into(),
             readahead_order: "auto".into(),
             readahead_merge_gap_kb: 32,
-            readahead_metadata: true,
+            readahead_metadata: false,
             modules: false,
             modules_state: PathBuf::from("/var/lib/bootprint/modules.state"),
             modules_compare_every: 5,

@@ -738,7 +738,8 @@ impl Session {
                     "access" => Some(false),
                     _ => None,
                 },
-                metadata: config.readahead_metadata,
+                // Listed whatever the switch: it costs a few ms and KB, and a pack learned
+                // with the switch off still serves once it is turned on.
                 ..PackOptions::default()
             };
             let (pack, stats) = learn::build_pack(&learned, &opts);
