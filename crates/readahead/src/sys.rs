@@ -21,36 +21,7 @@ pub fn mincore(file: &File, size: u64) -> io::Result<Vec<bool>> {
     if size == 0 {
         return Ok(Vec::new());
     }
-    let page = ::sys::page_size();
-    let len = usize::try_from(size)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "file too large to map"))?;
-    let pages = size.div_ceil(page) as usize;
-    // SAFETY: a fresh shared read-only mapping chosen by the kernel; it is only read by
-    // mincore below and unmapped before returning.
-    let addr = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            0,
-        )
-    };
-    if addr == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    let mut vec = vec![0u8; pages];
-    // SAFETY: `addr` is a page-aligned mapping of `len` bytes and `vec` holds one byte per
-    // page of it.
-    let rc = unsafe { libc::mincore(addr, len, vec.as_mut_ptr()) };
-    let err = (rc < 0).then(io::Error::last_os_error);
-    // SAFETY: unmapping exactly the mapping made above.
-    unsafe { libc::munmap(addr, len) };
-    match err {
-        Some(e) => Err(e),
-        None => Ok(vec.into_iter().map(|b| b & 1 != 0).collect()),
-    }
+    Mapping::new(file, size)?.resident_pages()
 }
 
 /// A shared read-only mapping of the first `len` bytes of a file or block device, kept to
@@ -86,6 +57,20 @@ impl Mapping {
             addr: addr as usize,
             len,
         })
+    }
+
+    /// One bool per page of the whole mapping, true when the page is in the page cache.
+    pub fn resident_pages(&self) -> io::Result<Vec<bool>> {
+        let pages = self.len.div_ceil(::sys::page_size() as usize);
+        let mut vec = vec![0u8; pages];
+        // SAFETY: `addr` is a page-aligned mapping of `len` bytes and `vec` holds one byte
+        // per page of it.
+        let rc =
+            unsafe { libc::mincore(self.addr as *mut libc::c_void, self.len, vec.as_mut_ptr()) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(vec.into_iter().map(|b| b & 1 != 0).collect())
     }
 
     /// Whether the page holding byte `offset` is in the page cache (`None`: past the
