@@ -595,7 +595,9 @@ pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
 /// read it: the block device of `opts.root`'s filesystem, the ranges (the pack's metadata,
 /// or, for a pack without it (before format 1.2), the inode-table blocks of its entries on
 /// that device) and the device's request size. `None` when the device has no node under
-/// `opts.dev` or holds no ext2/3/4 filesystem, or there is nothing to read.
+/// `opts.dev`, when an older pack's device holds no ext2/3/4 filesystem, or when there is
+/// nothing to read (a pack's list is for the root filesystem the pack was checked against
+/// when loaded).
 pub fn metadata_source(p: &Pack, opts: &ReplayOptions) -> Option<(File, Vec<pack::Range>, u64)> {
     let dev = std::fs::metadata(&opts.root).ok()?.dev();
     let (major, minor) = (libc::major(dev), libc::minor(dev));
