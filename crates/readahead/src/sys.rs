@@ -110,32 +110,17 @@ pub fn readahead(file: &File, offset: u64, len: u64) -> io::Result<()> {
 /// cache and returns. Unlike readahead(2), which some kernels refuse on anything but a
 /// regular file, it reads a block device's own page cache too.
 pub fn fadvise_willneed(file: &File, offset: u64, len: u64) -> io::Result<()> {
-    // SAFETY: no pointers; the fd is open.
-    let rc = unsafe {
-        libc::posix_fadvise(
-            file.as_raw_fd(),
-            offset as i64,
-            len as i64,
-            libc::POSIX_FADV_WILLNEED,
-        )
-    };
-    if rc != 0 {
-        return Err(io::Error::from_raw_os_error(rc));
-    }
-    Ok(())
+    fadvise(file, offset, len, libc::POSIX_FADV_WILLNEED)
 }
 
 /// posix_fadvise(POSIX_FADV_DONTNEED): drops the clean cached pages of a range.
 pub fn fadvise_dontneed(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    fadvise(file, offset, len, libc::POSIX_FADV_DONTNEED)
+}
+
+fn fadvise(file: &File, offset: u64, len: u64, advice: libc::c_int) -> io::Result<()> {
     // SAFETY: no pointers; the fd is open.
-    let rc = unsafe {
-        libc::posix_fadvise(
-            file.as_raw_fd(),
-            offset as i64,
-            len as i64,
-            libc::POSIX_FADV_DONTNEED,
-        )
-    };
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), offset as i64, len as i64, advice) };
     if rc != 0 {
         return Err(io::Error::from_raw_os_error(rc));
     }
