@@ -183,9 +183,72 @@ fn learned_disk(paths: &Paths, img: &Image, learn: &BootOpts) -> Result<PathBuf>
         .ok_or_else(|| Error::fail("the learning boot kept no disk"))
 }
 
-/// The guest script of the relocation boot: the relocation, then its exit status.
-const RELOCATE_SCRIPT: &str = "bootprint readahead relocate --force-media 2>&1; \
-     echo BP_RELOCATE_RC=$?; sync\n";
+/// The guest script of the relocation boot: each replay variant alone from a cold page
+/// cache on the learned layout, the relocation and its exit status, then the relocated
+/// variants alone (see [`alone_figures`]).
+pub const RELOCATE_SCRIPT: &str = "cp \"$(command -v bootprint)\" /run/bp-replay\n\
+     alone() { name=$1; shift; sync; echo 3 > /proc/sys/vm/drop_caches; sleep 2; \
+     echo \"BP_ALONE_DISK0 $name $(grep ' vda ' /proc/diskstats)\"; \
+     j=$(/run/bp-replay readahead replay --json --time-limit 900 \"$@\" | tr -d '\\n'); \
+     echo \"BP_ALONE_DISK1 $name $(grep ' vda ' /proc/diskstats)\"; \
+     echo \"BP_ALONE_JSON $name $j\"; }\n\
+     alone replay --merge-gap-kb 0\n\
+     alone replay-merged\n\
+     bootprint readahead relocate --force-media 2>&1; echo BP_RELOCATE_RC=$?; sync\n\
+     alone replay-relocated\n\
+     alone replay-relocated-metadata --metadata\n";
+
+/// Each variant's replay run alone (`bootprint readahead replay`, after `drop_caches`, with
+/// nothing else reading; the binary runs from /run so loading it reads nothing from the
+/// disk), from the relocation boot's output: by variant name, the replay's own figures
+/// (`mb_s` is the pack's bytes over the time until they were in the page cache, the
+/// figure the goal of 80 % of the drive is about) and the disk's over the same command
+/// (`disk_mb`, `disk_reads`, `disk_busy`: fields 4, 6 and 13 of its `/proc/diskstats` line).
+pub fn alone_figures(output: &str) -> serde_json::Map<String, Value> {
+    let mut out = serde_json::Map::new();
+    let disk = |tag: &str, name: &str| -> Option<(u64, u64, u64)> {
+        output.lines().find_map(|l| {
+            let rest = l.trim().strip_prefix(tag)?.trim_start();
+            let rest = rest.strip_prefix(name)?.strip_prefix(' ')?;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            (f.len() > 12 && f[2] == "vda").then_some(())?;
+            Some((
+                f[3].parse().ok()?,
+                f[5].parse::<u64>().ok()? * 512,
+                f[12].parse().ok()?,
+            ))
+        })
+    };
+    for l in output.lines() {
+        let Some(rest) = l.trim().strip_prefix("BP_ALONE_JSON ") else {
+            continue;
+        };
+        let Some((name, json)) = rest.split_once(' ') else {
+            continue;
+        };
+        let Ok(Value::Object(mut m)) = serde_json::from_str::<Value>(json) else {
+            continue;
+        };
+        let secs = m.get("seconds").and_then(Value::as_f64).unwrap_or(0.0);
+        if let (Some(a), Some(b)) = (disk("BP_ALONE_DISK0", name), disk("BP_ALONE_DISK1", name)) {
+            m.insert("disk_reads".into(), (b.0.saturating_sub(a.0)).into());
+            m.insert(
+                "disk_mb".into(),
+                round3(b.1.saturating_sub(a.1) as f64 / 1e6).into(),
+            );
+            if secs > 0.0 {
+                // The busy time covers the whole command (its start and the wait included).
+                m.insert(
+                    "disk_busy".into(),
+                    round3((b.2.saturating_sub(a.2) as f64 / 1000.0 / secs).min(1.0)).into(),
+                );
+            }
+        }
+        m.remove("pack");
+        out.insert(name.to_string(), Value::Object(m));
+    }
+    out
+}
 
 /// How many files `bootprint readahead relocate` says it moved (`moved N files (...`), or
 /// an error with its output when it moved none or failed.
@@ -220,9 +283,15 @@ pub fn relocated_files(output: &str) -> Result<u64> {
     }
 }
 
-/// Boots the learned disk once (without bootprint at boot, so nothing learns or replays)
-/// and relocates its pack as root after login; returns the kept disk.
-fn relocated_disk(paths: &Paths, img: &Image, profile: Profile, learned: &Path) -> Result<PathBuf> {
+/// Boots the learned disk once (without bootprint at boot, so nothing learns or replays),
+/// replays its pack alone before and after relocating it as root after login; returns the
+/// kept disk and the replays alone ([`alone_figures`]).
+fn relocated_disk(
+    paths: &Paths,
+    img: &Image,
+    profile: Profile,
+    learned: &Path,
+) -> Result<(PathBuf, serde_json::Map<String, Value>)> {
     eprintln!("bench readahead: relocation boot ({})", profile.name());
     let mut o = BootOpts::new(profile);
     o.disk_from = Some(learned.to_path_buf());
@@ -256,7 +325,12 @@ fn relocated_disk(paths: &Paths, img: &Image, profile: Profile, learned: &Path) 
                 "bench readahead: relocated {n} files: {}",
                 summary.join("; ")
             );
-            Ok(disk)
+            let alone = alone_figures(&out);
+            eprintln!(
+                "bench readahead: replays alone: {}",
+                Value::Object(alone.clone())
+            );
+            Ok((disk, alone))
         }
         Err(e) => {
             let _ = fs::remove_file(&disk);
@@ -319,13 +393,25 @@ pub fn goal_lines(profile: Profile, doc: &Value) -> Vec<String> {
                 100.0 * busy
             ));
         }
+        if let (Some(a), Some(bw)) = (doc["replay_alone"][name].as_object(), bw) {
+            let mb_s = a.get("mb_s").and_then(Value::as_f64).unwrap_or(0.0);
+            l.push_str(&format!(
+                "; alone from a cold cache {mb_s:.1} MB/s = {:.0} % of the drive {}{}",
+                100.0 * mb_s / bw,
+                if mb_s >= 0.8 * bw { "met" } else { "missed" },
+                match a.get("timed_out").and_then(Value::as_u64) {
+                    Some(1) => " (stopped at its time limit)",
+                    _ => "",
+                }
+            ));
+        }
         lines.push(l);
     }
     lines
 }
 
 /// The result file `bench::run_built` wrote for this profile since `since`, read back.
-fn result_since(paths: &Paths, since: std::time::SystemTime) -> Option<Value> {
+fn result_since(paths: &Paths, since: std::time::SystemTime) -> Option<(PathBuf, Value)> {
     let dir = paths.repo.join("testbed/results");
     let newest = fs::read_dir(&dir)
         .ok()?
@@ -337,7 +423,8 @@ fn result_since(paths: &Paths, since: std::time::SystemTime) -> Option<Value> {
         .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
         .filter(|(t, _)| *t >= since)
         .max_by_key(|(t, _)| *t)?;
-    serde_json::from_str(&fs::read_to_string(newest.1).ok()?).ok()
+    let doc = serde_json::from_str(&fs::read_to_string(&newest.1).ok()?).ok()?;
+    Some((newest.1, doc))
 }
 
 /// The variants of one profile, from the learned and the relocated disks:
@@ -406,7 +493,8 @@ pub fn run(
         // Every disk made for this profile goes when the profile is done, however it ends.
         let mut disks = RemovedOnDrop::default();
         let learned = disks.add(learned_disk(paths, &aged, &learn)?);
-        let relocated = disks.add(relocated_disk(paths, &aged, profile, &learned)?);
+        let (relocated, alone) = relocated_disk(paths, &aged, profile, &learned)?;
+        let relocated = disks.add(relocated);
         let b = Benchmark {
             name: "readahead",
             about: "readahead on the aged image: no readahead; replay of every range alone; replay with ranges merged across small gaps (the default); the same after relocation, without and with the metadata read first",
@@ -416,13 +504,26 @@ pub fn run(
         };
         let since = std::time::SystemTime::now();
         let outcome = bench::run_built(paths, &aged, &b, runs, profile, as_json);
-        if !as_json {
-            match result_since(paths, since) {
-                Some(doc) => goal_lines(profile, &doc)
-                    .iter()
-                    .for_each(|l| println!("{l}")),
-                None => println!("goals ({}): no result file to read back", profile.name()),
+        // The replays alone go into the result file beside the boots.
+        match result_since(paths, since) {
+            Some((path, mut doc)) => {
+                doc["replay_alone"] = Value::Object(alone);
+                if let Err(e) = fs::write(&path, format!("{doc:#}\n")) {
+                    eprintln!(
+                        "bench readahead: cannot add the replays alone to {}: {e}",
+                        path.display()
+                    );
+                }
+                if !as_json {
+                    goal_lines(profile, &doc)
+                        .iter()
+                        .for_each(|l| println!("{l}"));
+                }
             }
+            None if !as_json => {
+                println!("goals ({}): no result file to read back", profile.name())
+            }
+            None => {}
         }
         drop(disks);
         outcome?;
@@ -483,6 +584,54 @@ mod tests {
         let e = relocated_files(refused).unwrap_err().to_string();
         assert!(e.contains("exit 1") && e.contains("tmpfs"), "{e}");
         assert!(relocated_files("").is_err());
+    }
+
+    #[test]
+    fn the_replays_alone_are_read_from_the_guests_output() {
+        let out = "\
+BP_ALONE_DISK0 replay  254       0 vda 100 0 2000 50 0 0 0 0 0 1000 0 0 0 0 0 0 0
+BP_ALONE_DISK1 replay  254       0 vda 350 0 90000 950 0 0 0 0 0 3500 0 0 0 0 0 0 0
+BP_ALONE_JSON replay { \"pack\": \"/p\", \"seconds\": 5.0, \"mb_s\": 8.0, \"bytes\": 40000000, \"timed_out\": 0}
+moved 2 files (0.3 MB) into a region of 1 run; 1 skipped
+BP_RELOCATE_RC=0
+BP_ALONE_JSON replay-relocated {\"seconds\": 1.0, \"mb_s\": 40.0}
+BP_ALONE_JSON broken {\"seconds\":
+";
+        let a = alone_figures(out);
+        assert_eq!(
+            a.keys().collect::<Vec<_>>(),
+            ["replay", "replay-relocated"],
+            "{a:?}"
+        );
+        let r = &a["replay"];
+        assert_eq!(r["mb_s"], 8.0);
+        assert_eq!(r["disk_reads"], 250);
+        assert_eq!(r["disk_mb"], 45.056);
+        assert_eq!(r["disk_busy"], 0.5);
+        assert!(r.get("pack").is_none());
+        // No counters for it: the replay's own figures alone.
+        assert!(a["replay-relocated"].get("disk_mb").is_none());
+
+        let doc = serde_json::json!({
+            "variants": [{"name": "replay-relocated", "median": {"replay_mb_s": 20.0}, "ratio_host_login_s": 0.7}],
+            "replay_alone": a,
+        });
+        let l = goal_lines(Profile::HddSeek, &doc);
+        assert!(
+            l[1].contains("alone from a cold cache 40.0 MB/s = 57 % of the drive missed"),
+            "{}",
+            l[1]
+        );
+    }
+
+    #[test]
+    fn the_relocation_script_is_shell() {
+        let o = std::process::Command::new("sh")
+            .args(["-n", "-c", RELOCATE_SCRIPT])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(RELOCATE_SCRIPT.contains("readahead relocate --force-media"));
     }
 
     #[test]

@@ -513,6 +513,12 @@ pub enum Readahead {
     /// order (rotating disks and SD/MMC cards; at idle I/O priority; each file's move is
     /// atomic)
     Relocate(ReadaheadRelocate),
+    /// Replay the pack now, in the foreground, as the boot does, and say how fast it read
+    ///
+    /// Measures a pack on its device: what replay alone reaches, with nothing else reading.
+    /// To start cold, drop the page cache first (as root: `sync; echo 3 >
+    /// /proc/sys/vm/drop_caches`); what is already cached reads at memory speed.
+    Replay(ReadaheadReplay),
 }
 
 #[derive(Debug, Args)]
@@ -557,6 +563,30 @@ pub struct ReadaheadRelocate {
     /// Relocate on a device that neither rotates nor is an SD/MMC card
     #[arg(long)]
     pub force_media: bool,
+    /// One JSON object
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ReadaheadReplay {
+    /// The system's root: its bootprint.toml names the pack and the replay's settings
+    #[arg(long, value_name = "DIR", default_value = "/", value_hint = clap::ValueHint::DirPath)]
+    pub root: PathBuf,
+    /// The pack to replay instead of the configured one
+    #[arg(long, value_name = "FILE")]
+    pub pack: Option<PathBuf>,
+    /// Read a file's ranges closer than this many KiB as one (default: merge_gap_kb from
+    /// bootprint.toml; 0: every range alone)
+    #[arg(long, value_name = "KIB")]
+    pub merge_gap_kb: Option<u32>,
+    /// Read the root filesystem's metadata first, whatever bootprint.toml says
+    #[arg(long)]
+    pub metadata: bool,
+    /// Give up after this many seconds, as the boot does after 30 (what is not read by then
+    /// is counted as not reached)
+    #[arg(long, value_name = "S", default_value_t = 30)]
+    pub time_limit: u64,
     /// One JSON object
     #[arg(long)]
     pub json: bool,

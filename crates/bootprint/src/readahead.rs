@@ -1,6 +1,6 @@
-//! `bootprint readahead status|show|relearn|on|off|relocate`: what readahead knows about this
+//! `bootprint readahead status|show|relearn|on|off|relocate|replay`: what readahead knows about this
 //! machine (its switch, its pack, its history of boots with and without replay, its own
-//! verdict), and the admin's levers (`relocate`: `readahead::relocate`). Paths come from the same configuration the boot path reads; `--root
+//! verdict), and the admin's levers (`relocate`: `readahead::relocate`; `replay`: the boot's replay run by hand, to measure it). Paths come from the same configuration the boot path reads; `--root
 //! DIR` looks at another system's files (an image, a test tree).
 
 use std::path::{Path, PathBuf};
@@ -11,7 +11,7 @@ use readahead::replay::{self, RelearnLimits, ReplayOutcome};
 use readahead::state::{State, Verdict};
 use record::config::{Config, CONFIG_FILE};
 use render::readahead_status::{self, PackFound};
-use render::{readahead_pack, readahead_relocate};
+use render::{readahead_pack, readahead_relocate, readahead_replay};
 
 use crate::cli;
 use crate::output::{print, write_json};
@@ -24,6 +24,7 @@ pub fn run(cmd: &cli::Readahead) -> Outcome {
         cli::Readahead::Show(a) => &a.root,
         cli::Readahead::Relearn(a) | cli::Readahead::On(a) | cli::Readahead::Off(a) => &a.root,
         cli::Readahead::Relocate(a) => &a.root,
+        cli::Readahead::Replay(a) => &a.root,
     };
     let sys = match System::load(root) {
         Ok(s) => s,
@@ -36,6 +37,7 @@ pub fn run(cmd: &cli::Readahead) -> Outcome {
         cli::Readahead::On(_) => switch(&sys, true).into(),
         cli::Readahead::Off(_) => switch(&sys, false).into(),
         cli::Readahead::Relocate(a) => relocate(&sys, a),
+        cli::Readahead::Replay(a) => replay_now(&sys, a),
     }
 }
 
@@ -238,6 +240,35 @@ fn relocate(sys: &System, a: &cli::ReadaheadRelocate) -> Outcome {
             write_json(out, &readahead_relocate::json(&report))
         } else {
             readahead_relocate::summary(out, &report)
+        }
+    })
+}
+
+/// `bootprint readahead replay`: the pack replayed in the foreground with the boot's
+/// settings (the flags override two of them), waiting until its reads are in the page
+/// cache.
+fn replay_now(sys: &System, a: &cli::ReadaheadReplay) -> Outcome {
+    let path = a.pack.clone().unwrap_or_else(|| sys.pack_path());
+    // The same trust as the boot's: the pack names what is read, as root.
+    if let Err(e) = trusted(&path) {
+        return Outcome::Failed(e);
+    }
+    let p = match load_pack(&path) {
+        Ok(p) => p,
+        Err(e) => return Outcome::Failed(e),
+    };
+    let mut opts = record::readahead::replay_options(&sys.config);
+    if let Some(kb) = a.merge_gap_kb {
+        opts.merge_gap = u64::from(kb) * 1024;
+    }
+    opts.metadata |= a.metadata;
+    opts.time_limit = std::time::Duration::from_secs(a.time_limit);
+    let stats = replay::replay(&p, &opts);
+    print("the replay", |out| {
+        if a.json {
+            write_json(out, &readahead_replay::json(&path, &stats))
+        } else {
+            readahead_replay::text(out, &path, &stats)
         }
     })
 }

@@ -1,7 +1,8 @@
 //! `bootprint readahead relocate` for real: the binary on a loop-mounted ext4 image
 //! (testkit's `Ext4Image`, root only). A run killed with SIGKILL part-way leaves every file
 //! whole and the filesystem clean (e2fsck -fn); a dry run moves nothing; tmpfs is refused
-//! by name.
+//! by name. `bootprint readahead replay`, run by hand on a cold mount, reads the pack into
+//! the page cache and says so.
 
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader};
@@ -152,6 +153,79 @@ fn a_relocation_killed_part_way_leaves_every_file_whole() {
     }
     let out = img.fsck();
     assert!(out.is_ok(), "e2fsck: {out:?}");
+}
+
+#[test]
+fn a_replay_by_hand_reads_the_pack_into_the_page_cache() {
+    let Some(mut img) = Ext4Image::new(64) else {
+        return;
+    };
+    let paths = interleaved_files(img.path(), 12, 96 * 1024);
+    let tmp = tempfile::tempdir().unwrap();
+    let pack = tmp.path().join("readahead.pack");
+    pack_file(&paths, &pack);
+    let resident = |p: &Path| {
+        let f = File::open(p).unwrap();
+        let pages = sys::mincore(&f, f.metadata().unwrap().len()).unwrap();
+        pages.iter().filter(|&&r| r).count()
+    };
+    // A fresh mount: nothing of the files is cached.
+    img.unmount();
+    img.mount();
+    let cold: usize = paths.iter().map(|p| resident(p)).sum();
+    assert_eq!(cold, 0, "pages cached after a fresh mount");
+
+    let o = Command::new(env!("CARGO_BIN_EXE_bootprint"))
+        .args([
+            "readahead",
+            "replay",
+            "--json",
+            "--merge-gap-kb",
+            "0",
+            "--pack",
+        ])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(j["files"], 12, "{j}");
+    assert_eq!(j["bytes"], 12 * 96 * 1024, "{j}");
+    assert_eq!(j["skipped"], 0, "{j}");
+    assert_eq!(j["resident"], 12 * 96 * 1024, "{j}");
+    assert!(j["mb_s"].as_f64().is_some_and(|r| r > 0.0), "{j}");
+    for p in &paths {
+        assert_eq!(resident(p), 96 / 4, "{} not all cached", p.display());
+    }
+
+    // The text names the pack and the rate; a pack others can write is refused, as the boot
+    // refuses it.
+    let o = Command::new(env!("CARGO_BIN_EXE_bootprint"))
+        .args(["readahead", "replay", "--pack"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.starts_with(&format!("{}: 12 files", pack.display())),
+        "{text}"
+    );
+    assert!(text.contains(" MB/s"), "{text}");
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&pack, fs::Permissions::from_mode(0o666)).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_bootprint"))
+        .args(["readahead", "replay", "--pack"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("lets group or others write it"), "{err}");
 }
 
 #[test]

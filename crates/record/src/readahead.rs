@@ -189,7 +189,8 @@ fn decide(config: &Config, paths: &Paths) -> Decision {
     }
 }
 
-fn replay_options(config: &Config) -> ReplayOptions {
+/// The boot's replay settings from the configuration (also `bootprint readahead replay`'s).
+pub fn replay_options(config: &Config) -> ReplayOptions {
     ReplayOptions {
         idle_io: config.readahead_io_class == "idle",
         merge_gap: u64::from(config.readahead_merge_gap_kb) * 1024,

@@ -13,8 +13,8 @@
 //! scripts' start graph (`bootprint rc graph`: [`rc_graph`], text, JSON, DOT). The levers'
 //! views render what their crates hold: the module loader's plan (`bootprint modules plan`:
 //! [`modules_plan`]) and its status ([`modules_status`]), readahead's status
-//! ([`readahead_status`]), its pack ([`readahead_pack`]) and its relocation
-//! ([`readahead_relocate`]), preload's status and model ([`preload_status`]); and the
+//! ([`readahead_status`]), its pack ([`readahead_pack`]), its relocation
+//! ([`readahead_relocate`]) and a replay run by hand ([`readahead_replay`]), preload's status and model ([`preload_status`]); and the
 //! host-only initramfs's
 //! plan ([`initramfs_plan`]). The history of kept traces and what a prune removes
 //! (`bootprint list`, `prune`: [`history`]).
@@ -43,6 +43,7 @@ pub mod prometheus;
 pub mod rc_graph;
 pub mod readahead_pack;
 pub mod readahead_relocate;
+pub mod readahead_replay;
 pub mod readahead_status;
 pub mod services;
 pub mod svg;

@@ -55,6 +55,7 @@ const LEAVES: &[&str] = &[
     "readahead on",
     "readahead off",
     "readahead relocate",
+    "readahead replay",
     "preload status",
     "preload show",
     "preload relearn",
@@ -376,6 +377,27 @@ fn readahead_relocate_options() {
     assert_eq!(
         kind("bootprint readahead relocate --force"),
         ErrorKind::UnknownArgument
+    );
+}
+
+#[test]
+fn readahead_replay_options() {
+    let Verb::Readahead(Readahead::Replay(r)) = verb(
+        "bootprint readahead replay --merge-gap-kb 0 --metadata --pack p --json --time-limit 900",
+    ) else {
+        panic!()
+    };
+    assert!(r.metadata && r.json);
+    assert_eq!(r.time_limit, 900);
+    assert_eq!((r.merge_gap_kb, r.pack), (Some(0), Some("p".into())));
+    let Verb::Readahead(Readahead::Replay(r)) = verb("bootprint readahead replay") else {
+        panic!()
+    };
+    assert!(!r.metadata && r.merge_gap_kb.is_none());
+    assert_eq!(r.time_limit, 30);
+    assert_eq!(
+        kind("bootprint readahead replay --merge-gap-kb x"),
+        ErrorKind::ValueValidation
     );
 }
 
