@@ -293,6 +293,12 @@ pub const BENCHMARKS: &[(&str, &str)] = &[
          unless --profile (--image DIR: another built image)",
     ),
     (
+        "readahead-alone",
+        "each readahead replay variant alone, from a cold page cache, with nothing else \
+         reading (the learning and relocation boots of readahead only), every drive profile \
+         unless --profile",
+    ),
+    (
         "modules",
         "the parallel module loader against serial modprobe in the guest, and boots with \
          bootprint.modules=1",
@@ -865,7 +871,8 @@ pub fn run_built(
     Ok(())
 }
 
-fn host_facts() -> Value {
+/// The host's CPU model and count, and the accelerator (for result files).
+pub fn host_facts() -> Value {
     let cpu = fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|t| {
@@ -1026,6 +1033,7 @@ mod tests {
                 "whole",
                 "builtins",
                 "readahead",
+                "readahead-alone",
                 "modules",
                 "initramfs",
                 "desktop",

@@ -106,7 +106,7 @@ fn run(verb: Verb) -> Result<(), Error> {
                 ),
                 // --runs: whole boots of each kind; in-guest rounds at least 5.
                 "modules" => modbench::run(&paths, runs, runs.max(5), cargo),
-                "readahead" => {
+                "readahead" | "readahead-alone" => {
                     let profiles = match a.profile {
                         Some(p) => vec![p],
                         None => {
@@ -115,7 +115,11 @@ fn run(verb: Verb) -> Result<(), Error> {
                         }
                     };
                     let base = a.image.map(image::Image::open).transpose()?;
-                    rabench::run(&paths, runs, &profiles, a.json, cargo, base)
+                    if a.name == "readahead" {
+                        rabench::run(&paths, runs, &profiles, a.json, cargo, base)
+                    } else {
+                        rabench::run_alone(&paths, &profiles, a.json, cargo, base)
+                    }
                 }
                 name => {
                     let profile = a.profile.unwrap_or(qemu::Profile::Fast);

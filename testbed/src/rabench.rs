@@ -183,24 +183,28 @@ fn learned_disk(paths: &Paths, img: &Image, learn: &BootOpts) -> Result<PathBuf>
         .ok_or_else(|| Error::fail("the learning boot kept no disk"))
 }
 
-/// The guest script of the relocation boot: each replay variant alone from a cold page
-/// cache on the learned layout, the relocation and its exit status, then the relocated
-/// variants alone (see [`alone_figures`]).
+/// The guest script of the relocation boot: each replay variant alone on the learned
+/// layout, the relocation and its exit status, then the relocated variants alone; each
+/// twice: from a cold cache (`drop_caches` 3: the page cache, dentries and inodes) and with
+/// only the page cache dropped (1: the files' inodes and paths still known, so only their
+/// data is read), named `NAME` and `NAME/data` (see [`alone_figures`]).
 pub const RELOCATE_SCRIPT: &str = "cp \"$(command -v bootprint)\" /run/bp-replay\n\
-     alone() { name=$1; shift; sync; echo 3 > /proc/sys/vm/drop_caches; sleep 2; \
-     echo \"BP_ALONE_DISK0 $name $(grep ' vda ' /proc/diskstats)\"; \
+     alone() { drop=$1; name=$2; shift 2; sync; echo $drop > /proc/sys/vm/drop_caches; \
+     sleep 2; echo \"BP_ALONE_DISK0 $name $(grep ' vda ' /proc/diskstats)\"; \
      j=$(/run/bp-replay readahead replay --json --time-limit 900 \"$@\" | tr -d '\\n'); \
      echo \"BP_ALONE_DISK1 $name $(grep ' vda ' /proc/diskstats)\"; \
      echo \"BP_ALONE_JSON $name $j\"; }\n\
-     alone replay --merge-gap-kb 0\n\
-     alone replay-merged\n\
+     both() { name=$1; shift; alone 3 $name \"$@\"; alone 1 $name/data \"$@\"; }\n\
+     both replay --merge-gap-kb 0\n\
+     both replay-merged\n\
      bootprint readahead relocate --force-media 2>&1; echo BP_RELOCATE_RC=$?; sync\n\
-     alone replay-relocated\n\
-     alone replay-relocated-metadata --metadata\n";
+     both replay-relocated\n\
+     both replay-relocated-metadata --metadata\n";
 
 /// Each variant's replay run alone (`bootprint readahead replay`, after `drop_caches`, with
 /// nothing else reading; the binary runs from /run so loading it reads nothing from the
-/// disk), from the relocation boot's output: by variant name, the replay's own figures
+/// disk), from the relocation boot's output: by variant name (`NAME/data`: the page cache
+/// dropped but not the dentries and inodes), the replay's own figures
 /// (`mb_s` is the pack's bytes over the time until they were in the page cache, the
 /// figure the goal of 80 % of the drive is about) and the disk's over the same command
 /// (`disk_mb`, `disk_reads`, `disk_busy`: fields 4, 6 and 13 of its `/proc/diskstats` line).
@@ -393,21 +397,119 @@ pub fn goal_lines(profile: Profile, doc: &Value) -> Vec<String> {
                 100.0 * busy
             ));
         }
-        if let (Some(a), Some(bw)) = (doc["replay_alone"][name].as_object(), bw) {
-            let mb_s = a.get("mb_s").and_then(Value::as_f64).unwrap_or(0.0);
+        if let Some(a) = doc["replay_alone"][name].as_object() {
+            l.push_str(&format!("; alone from a cold cache {}", alone_rate(a, bw)));
+        }
+        if let Some(a) = doc["replay_alone"][format!("{name}/data")].as_object() {
             l.push_str(&format!(
-                "; alone from a cold cache {mb_s:.1} MB/s = {:.0} % of the drive {}{}",
-                100.0 * mb_s / bw,
-                if mb_s >= 0.8 * bw { "met" } else { "missed" },
-                match a.get("timed_out").and_then(Value::as_u64) {
-                    Some(1) => " (stopped at its time limit)",
-                    _ => "",
-                }
+                "; alone, its data only (inodes and paths cached) {}",
+                alone_rate(a, bw)
             ));
         }
         lines.push(l);
     }
     lines
+}
+
+/// `12.3 MB/s = 62 % of the drive missed` for one replay alone (`met` at 80 % or more).
+fn alone_rate(a: &serde_json::Map<String, Value>, bw_mb_s: Option<f64>) -> String {
+    let mb_s = a.get("mb_s").and_then(Value::as_f64).unwrap_or(0.0);
+    let mut t = format!("{mb_s:.1} MB/s");
+    if let Some(bw) = bw_mb_s {
+        t.push_str(&format!(
+            " = {:.0} % of the drive {}",
+            100.0 * mb_s / bw,
+            if mb_s >= 0.8 * bw { "met" } else { "missed" }
+        ));
+    }
+    if a.get("timed_out").and_then(Value::as_u64) == Some(1) {
+        t.push_str(" (stopped at its time limit)");
+    }
+    t
+}
+
+/// The replays alone of one profile, a line each: the rate against the drive's, and what
+/// the replay and the disk did.
+pub fn alone_lines(profile: Profile, alone: &serde_json::Map<String, Value>) -> Vec<String> {
+    let bw = profile.bandwidth().map(|b| b / 1e6);
+    let mut lines = vec![format!(
+        "replays alone ({}), from a cold page cache with nothing else reading{}:",
+        profile.name(),
+        bw.map_or(String::new(), |bw| format!(
+            "; goal at least {:.1} MB/s (80 % of {bw:.1} MB/s)",
+            0.8 * bw
+        ))
+    )];
+    for (name, a) in alone {
+        let Some(a) = a.as_object() else { continue };
+        let n = |k: &str| a.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+        let mut l = format!(
+            "  {name:<26} {:.1} MB in {:.2} s = {}; {} requests",
+            n("bytes") / 1e6,
+            n("seconds"),
+            alone_rate(a, bw),
+            n("requests")
+        );
+        if a.contains_key("disk_mb") {
+            l.push_str(&format!(
+                "; the disk read {:.1} MB in {} reads, busy {:.0} %",
+                n("disk_mb"),
+                n("disk_reads"),
+                100.0 * n("disk_busy")
+            ));
+        }
+        lines.push(l);
+    }
+    lines
+}
+
+/// `bench readahead-alone`: per profile, the learning boot and the relocation boot of
+/// [`run`] only, for the replays alone; a result file per profile.
+pub fn run_alone(
+    paths: &Paths,
+    profiles: &[Profile],
+    as_json: bool,
+    cargo: bool,
+    base: Option<Image>,
+) -> Result<()> {
+    let base = match base {
+        Some(img) => img,
+        None => image::ensure(paths, cargo)?,
+    };
+    let aged = age::aged(paths, &base, cargo)?;
+    for &profile in profiles {
+        let mut learn = BootOpts::new(profile);
+        learn.record = true;
+        learn.append = "bootprint.readahead=1".into();
+        let mut disks = RemovedOnDrop::default();
+        let learned = disks.add(learned_disk(paths, &aged, &learn)?);
+        let (relocated, alone) = relocated_disk(paths, &aged, profile, &learned)?;
+        disks.add(relocated);
+        let doc = serde_json::json!({
+            "benchmark": "readahead-alone",
+            "about": "each replay variant of bench readahead run alone (bootprint readahead replay) after drop_caches, in the relocation boot: replay and replay-merged before the relocation, replay-relocated and replay-relocated-metadata after it",
+            "date": crate::util::today(),
+            "host": bench::host_facts(),
+            "profile": profile.name(),
+            "drive_mb_s": profile.bandwidth().map(|b| round3(b / 1e6)),
+            "replay_alone": alone,
+        });
+        let file = bench::write_result(
+            &paths.repo.join("testbed/results"),
+            "readahead-alone",
+            Some(profile),
+            &doc,
+        )?;
+        if as_json {
+            println!("{doc}");
+        } else {
+            if let Some(a) = doc["replay_alone"].as_object() {
+                alone_lines(profile, a).iter().for_each(|l| println!("{l}"));
+            }
+            println!("result: {}", crate::util::shown_path(&file));
+        }
+    }
+    Ok(())
 }
 
 /// The result file `bench::run_built` wrote for this profile since `since`, read back.
@@ -595,14 +697,20 @@ BP_ALONE_JSON replay { \"pack\": \"/p\", \"seconds\": 5.0, \"mb_s\": 8.0, \"byte
 moved 2 files (0.3 MB) into a region of 1 run; 1 skipped
 BP_RELOCATE_RC=0
 BP_ALONE_JSON replay-relocated {\"seconds\": 1.0, \"mb_s\": 40.0}
+BP_ALONE_DISK0 replay/data  254       0 vda 1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+BP_ALONE_DISK1 replay/data  254       0 vda 2 0 8 0 0 0 0 0 0 10 0 0 0 0 0 0 0
+BP_ALONE_JSON replay/data {\"seconds\": 0.5, \"mb_s\": 80.0}
 BP_ALONE_JSON broken {\"seconds\":
 ";
         let a = alone_figures(out);
         assert_eq!(
             a.keys().collect::<Vec<_>>(),
-            ["replay", "replay-relocated"],
+            ["replay", "replay-relocated", "replay/data"],
             "{a:?}"
         );
+        // A name that is the start of another's does not take the other's counters.
+        assert_eq!(a["replay/data"]["disk_reads"], 1);
+        assert_eq!(a["replay/data"]["disk_busy"], 0.02);
         let r = &a["replay"];
         assert_eq!(r["mb_s"], 8.0);
         assert_eq!(r["disk_reads"], 250);
@@ -621,6 +729,44 @@ BP_ALONE_JSON broken {\"seconds\":
             l[1].contains("alone from a cold cache 40.0 MB/s = 57 % of the drive missed"),
             "{}",
             l[1]
+        );
+        let data = serde_json::json!({"replay-relocated/data": {"mb_s": 60.0}});
+        let doc = serde_json::json!({
+            "variants": [{"name": "replay-relocated", "median": {}, "ratio_host_login_s": 0.7}],
+            "replay_alone": data,
+        });
+        let l = goal_lines(Profile::HddSeek, &doc);
+        assert!(
+            l[1].contains(
+                "its data only (inodes and paths cached) 60.0 MB/s = 86 % of the drive met"
+            ) && !l[1].contains("cold"),
+            "{}",
+            l[1]
+        );
+    }
+
+    #[test]
+    fn a_line_per_replay_alone() {
+        let alone = serde_json::json!({
+            "replay": {"bytes": 45e6, "seconds": 15.0, "mb_s": 3.0, "requests": 812,
+                       "disk_mb": 47.1, "disk_reads": 900, "disk_busy": 0.97},
+            "replay-relocated": {"bytes": 45e6, "seconds": 9.0, "mb_s": 5.0, "requests": 300,
+                                 "timed_out": 1},
+        });
+        let l = alone_lines(Profile::HddSeek, alone.as_object().unwrap());
+        assert_eq!(l.len(), 3, "{l:?}");
+        assert!(l[0].contains("goal at least 56.0 MB/s"), "{}", l[0]);
+        assert!(
+            l[1].contains("45.0 MB in 15.00 s = 3.0 MB/s = 4 % of the drive missed; 812 requests")
+                && l[1].contains("read 47.1 MB in 900 reads, busy 97 %"),
+            "{}",
+            l[1]
+        );
+        assert!(l[2].contains("(stopped at its time limit)") && !l[2].contains("busy"));
+        let f = alone_lines(Profile::Fast, alone.as_object().unwrap());
+        assert!(
+            !f[0].contains("goal") && f[1].contains("= 3.0 MB/s; 812"),
+            "{f:?}"
         );
     }
 
