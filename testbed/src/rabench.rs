@@ -188,10 +188,12 @@ fn learned_disk(paths: &Paths, img: &Image, learn: &BootOpts) -> Result<PathBuf>
 /// twice: from a cold cache (`drop_caches` 3: the page cache, dentries and inodes) and with
 /// only the page cache dropped (1: the files' inodes and paths still known, so only their
 /// data is read), named `NAME` and `NAME/data` (see [`alone_figures`]).
-pub const RELOCATE_SCRIPT: &str = "cp \"$(command -v bootprint)\" /run/bp-replay\n\
+pub const RELOCATE_SCRIPT: &str =
+    "mkdir -p /run/bpx; mount -t tmpfs -o exec,size=64m bpx /run/bpx; \
+     cp \"$(command -v bootprint)\" /run/bpx/bootprint\n\
      alone() { drop=$1; name=$2; shift 2; sync; echo $drop > /proc/sys/vm/drop_caches; \
      sleep 2; echo \"BP_ALONE_DISK0 $name $(grep ' vda ' /proc/diskstats)\"; \
-     j=$(/run/bp-replay readahead replay --json --time-limit 900 \"$@\" | tr -d '\\n'); \
+     j=$(/run/bpx/bootprint readahead replay --json --time-limit 900 \"$@\" | tr -d '\\n'); \
      echo \"BP_ALONE_DISK1 $name $(grep ' vda ' /proc/diskstats)\"; \
      echo \"BP_ALONE_JSON $name $j\"; }\n\
      both() { name=$1; shift; alone 3 $name \"$@\"; alone 1 $name/data \"$@\"; }\n\
@@ -202,8 +204,8 @@ pub const RELOCATE_SCRIPT: &str = "cp \"$(command -v bootprint)\" /run/bp-replay
      both replay-relocated-metadata --metadata\n";
 
 /// Each variant's replay run alone (`bootprint readahead replay`, after `drop_caches`, with
-/// nothing else reading; the binary runs from /run so loading it reads nothing from the
-/// disk), from the relocation boot's output: by variant name (`NAME/data`: the page cache
+/// nothing else reading; the binary runs from a tmpfs (/run is mounted noexec) so loading
+/// it reads nothing from the disk), from the relocation boot's output: by variant name (`NAME/data`: the page cache
 /// dropped but not the dentries and inodes), the replay's own figures
 /// (`mb_s` is the pack's bytes over the time until they were in the page cache, the
 /// figure the goal of 80 % of the drive is about) and the disk's over the same command

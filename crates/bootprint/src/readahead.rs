@@ -219,15 +219,30 @@ fn relocate(sys: &System, a: &cli::ReadaheadRelocate) -> Outcome {
         Ok(r) => r,
         Err(e) => return Outcome::Failed(format!("{}: {e}", path.display())),
     };
+    use readahead::relocate::Outcome as Moved;
     let moved = report
         .files
         .iter()
-        .any(|f| matches!(f.outcome, readahead::relocate::Outcome::Moved { .. }));
+        .any(|f| matches!(f.outcome, Moved::Moved { .. } | Moved::Replaced { .. }));
     if moved {
         // Replay reads a relocated pack with one thread, as one stream: in the order the
         // files now lie in, the order relocation laid them out in.
         let mut p = p.in_access_order();
         p.header.relocated = true;
+        // A running program's moved copy took its name: the entry is the copy now.
+        let copies: std::collections::HashMap<&Path, u64> = report
+            .files
+            .iter()
+            .filter_map(|f| match f.outcome {
+                Moved::Replaced { ino, .. } => Some((f.path.as_path(), ino)),
+                _ => None,
+            })
+            .collect();
+        for e in &mut p.entries {
+            if let Some(&ino) = copies.get(e.path.as_path()) {
+                e.ino = ino;
+            }
+        }
         if let Err(e) = p.write_file(&path) {
             eprintln!(
                 "bootprint: the files moved, but the pack could not be rewritten in their new \

@@ -1,7 +1,8 @@
 //! `bootprint readahead relocate` for real: the binary on a loop-mounted ext4 image
 //! (testkit's `Ext4Image`, root only). A run killed with SIGKILL part-way leaves every file
 //! whole and the filesystem clean (e2fsck -fn); a dry run moves nothing; tmpfs is refused
-//! by name. `bootprint readahead replay`, run by hand on a cold mount, reads the pack into
+//! by name; a running program is replaced by its moved copy, whole and with its owner,
+//! mode, attributes and times. `bootprint readahead replay`, run by hand on a cold mount, reads the pack into
 //! the page cache and says so.
 
 use std::fs::{self, File};
@@ -153,6 +154,114 @@ fn a_relocation_killed_part_way_leaves_every_file_whole() {
     }
     let out = img.fsck();
     assert!(out.is_ok(), "e2fsck: {out:?}");
+}
+
+#[test]
+fn a_running_program_is_replaced_by_its_moved_copy() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let Some(img) = Ext4Image::new(64) else {
+        return;
+    };
+    let mut paths = interleaved_files(img.path(), 6, 256 * 1024);
+    let prog = img.path().join("prog");
+    fs::copy("/bin/sleep", &prog).unwrap();
+    fs::set_permissions(&prog, fs::Permissions::from_mode(0o4751)).unwrap();
+    let cpath = std::ffi::CString::new(prog.as_os_str().as_encoded_bytes()).unwrap();
+    let attr = c"user.bootprint-test";
+    // SAFETY: NUL-terminated path and name; the value's pointer and length agree.
+    let rc =
+        unsafe { libc::setxattr(cpath.as_ptr(), attr.as_ptr(), b"kept".as_ptr().cast(), 4, 0) };
+    assert_eq!(rc, 0, "setxattr: {}", std::io::Error::last_os_error());
+    let old =
+        std::time::SystemTime::UNIX_EPOCH + std::time::Duration::new(1_500_000_000, 123_456_789);
+    File::options()
+        .write(true)
+        .open(&prog)
+        .unwrap()
+        .set_times(fs::FileTimes::new().set_modified(old).set_accessed(old))
+        .unwrap();
+    paths.insert(2, prog.clone());
+    let sum = checksum(&prog);
+    let before = fs::metadata(&prog).unwrap();
+    let mut running = Command::new(&prog).arg("60").spawn().unwrap();
+    // The kernel refuses to open it for writing while it runs.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let busy = File::options().write(true).open(&prog).unwrap_err();
+    assert_eq!(busy.raw_os_error(), Some(libc::ETXTBSY));
+    let tmp = tempfile::tempdir().unwrap();
+    let pack = tmp.path().join("readahead.pack");
+    pack_file(&paths, &pack);
+
+    let o = Command::new(env!("CARGO_BIN_EXE_bootprint"))
+        .args(["readahead", "relocate", "--force-media", "--json", "--pack"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let j: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let files = j["files"].as_array().unwrap();
+    let entry = files
+        .iter()
+        .find(|f| f["path"] == prog.display().to_string())
+        .unwrap();
+    assert_eq!(entry["outcome"], "replaced", "{entry}");
+    assert_eq!(entry["extents_after"], 1, "{entry}");
+    assert!(files.iter().all(|f| f["outcome"] != "skipped"), "{j}");
+
+    // The name holds a new inode with the same bytes, owner, mode, times and attributes;
+    // the program still runs (on the old inode), and nothing else is left in the directory.
+    let after = fs::metadata(&prog).unwrap();
+    assert_ne!(after.ino(), before.ino());
+    assert_eq!(entry["new_ino"], after.ino());
+    assert_eq!(checksum(&prog), sum);
+    assert_eq!(after.mode(), before.mode(), "{:o}", after.mode());
+    assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()));
+    assert_eq!(
+        (after.mtime(), after.mtime_nsec()),
+        (1_500_000_000, 123_456_789)
+    );
+    let mut value = [0u8; 16];
+    // SAFETY: as above; `value` has room for its length.
+    let n = unsafe {
+        libc::getxattr(
+            cpath.as_ptr(),
+            attr.as_ptr(),
+            value.as_mut_ptr().cast(),
+            value.len(),
+        )
+    };
+    assert_eq!(n, 4, "getxattr: {}", std::io::Error::last_os_error());
+    assert_eq!(&value[..4], b"kept");
+    assert!(running.try_wait().unwrap().is_none(), "the program stopped");
+    running.kill().unwrap();
+    let _ = running.wait();
+    assert!(
+        !fs::read_dir(img.path()).unwrap().any(|d| d
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains("bootprint-relocate")),
+        "the copy's temporary name was left"
+    );
+    // The rewritten pack names the copy's inode: replay takes every entry.
+    let p = Pack::read_file(&pack).unwrap();
+    assert!(p
+        .entries
+        .iter()
+        .any(|e| e.path == prog && e.ino == after.ino()));
+    let o = Command::new(env!("CARGO_BIN_EXE_bootprint"))
+        .args(["readahead", "replay", "--json", "--pack"])
+        .arg(&pack)
+        .output()
+        .unwrap();
+    let r: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(r["skipped"], 0, "{r}");
+    assert_eq!(r["files"], 7, "{r}");
 }
 
 #[test]

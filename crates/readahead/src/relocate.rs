@@ -12,7 +12,9 @@
 //! part (every file's in that order, so replay reads one stream), the rest of a file moved
 //! whole to its cold part. The ioctl moves data, never changes it, and swaps each piece in
 //! one journalled step, so every file is whole at every moment. The old blocks go with the
-//! donor when it is closed.
+//! donor when it is closed. A running program cannot be opened for writing, which the
+//! ioctl needs: a moved copy of it takes its name by rename(2) instead, as a package
+//! manager replaces a running program (`replace_running`).
 //!
 //! Rules: ext4 only (statfs magic, and the mount's type); never read-only, never when less
 //! than [`MIN_FREE_SHARE`] of the filesystem would stay free; only on rotating disks and
@@ -20,7 +22,7 @@
 //! learned (inode, size, mtime) or during the run is skipped.
 
 use std::fs::File;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::pack::{Entry, Pack, Range};
@@ -216,6 +218,14 @@ pub enum Outcome {
     Moved {
         /// FIEMAP extents of the file after the move.
         extents_after: u64,
+    },
+    /// A running program (which cannot be opened for writing): a copy of it was moved and
+    /// took its name; the pack's entry must take the copy's inode number.
+    Replaced {
+        /// FIEMAP extents of the copy.
+        extents_after: u64,
+        /// The copy's inode number.
+        ino: u64,
     },
     /// Not moved, and why.
     Skipped(String),
@@ -562,15 +572,19 @@ pub fn relocate(
             next += 1;
         }
         let e = &p.entries[pl.idx];
-        let outcome = move_file(e, pl, &donor, &pieces);
-        // Where its reads lie now, moved or not.
-        let map = sys::fiemap(&pl.file, 0, e.size).unwrap_or_default();
+        let (outcome, copy) = move_file(e, pl, &donor, &pieces);
+        // Where its reads lie now, moved or not (in the copy that took its name, if one did).
+        let map = sys::fiemap(copy.as_ref().unwrap_or(&pl.file), 0, e.size).unwrap_or_default();
         for r in &pl.reads {
             runs_after.extend(physical_runs(&map, r));
         }
         files[pl.idx].outcome = match outcome {
             Outcome::Moved { .. } => Outcome::Moved {
                 extents_after: map.len() as u64,
+            },
+            Outcome::Replaced { ino, .. } => Outcome::Replaced {
+                extents_after: map.len() as u64,
+                ino,
             },
             other => other,
         };
@@ -594,10 +608,22 @@ fn skip_reason(s: Skip) -> &'static str {
     }
 }
 
-/// Moves one file's ranges to their places in the donor's `region`.
-fn move_file(e: &Entry, pl: &Planned, donor: &File, region: &[Piece]) -> Outcome {
+/// Whether `f` is still the file `e` was learned from: inode, size and mtime.
+fn same_as_learned(f: &File, e: &Entry) -> bool {
+    f.metadata().is_ok_and(|md| {
+        md.ino() == e.ino
+            && md.size() == e.size
+            && md.mtime() == e.mtime_s
+            && md.mtime_nsec() as u32 == e.mtime_ns
+    })
+}
+
+/// Moves one file's ranges to their places in the donor's `region`: its outcome, and the
+/// file as it is now when a copy took its name ([`replace_running`]).
+fn move_file(e: &Entry, pl: &Planned, donor: &File, region: &[Piece]) -> (Outcome, Option<File>) {
+    let skipped = |why: String| (Outcome::Skipped(why), None);
     // The ioctl wants the file open for reading and writing. A running program cannot be
-    // (ETXTBSY): it is skipped, as e4rat's users relocate before such programs start.
+    // (ETXTBSY): a moved copy takes its place instead.
     let rw = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -606,24 +632,45 @@ fn move_file(e: &Entry, pl: &Planned, donor: &File, region: &[Piece]) -> Outcome
     let rw = match rw {
         Ok(f) => f,
         Err(err) if err.raw_os_error() == Some(libc::ETXTBSY) => {
-            return Outcome::Skipped("a running program (ETXTBSY)".into())
+            return match replace_running(e, pl, donor, region) {
+                Ok((copy, ino)) => (
+                    Outcome::Replaced {
+                        extents_after: 0,
+                        ino,
+                    },
+                    Some(copy),
+                ),
+                Err(why) => skipped(format!("a running program (ETXTBSY): {why}")),
+            };
         }
-        Err(err) => return Outcome::Skipped(format!("cannot open read-write: {err}")),
+        Err(err) => return skipped(format!("cannot open read-write: {err}")),
     };
     // The same file as planned, unchanged since the pack was learned: checked on the
     // descriptor the ioctl uses, just before it.
-    let same = |f: &File| {
-        f.metadata().is_ok_and(|md| {
-            md.ino() == e.ino
-                && md.size() == e.size
-                && md.mtime() == e.mtime_s
-                && md.mtime_nsec() as u32 == e.mtime_ns
-        })
-    };
-    if !same(&rw) || pl.file.metadata().map(|m| m.ino()).ok() != Some(e.ino) {
-        return Outcome::Skipped("changed during the run".into());
+    if !same_as_learned(&rw, e) || pl.file.metadata().map(|m| m.ino()).ok() != Some(e.ino) {
+        return skipped("changed during the run".into());
     }
-    let bs = rw.metadata().map_or(4096, |m| m.blksize()).max(1);
+    if let Err(why) = move_pieces(&rw, e, pl, donor, region) {
+        return skipped(why);
+    }
+    // On the device before the next file: done means done even after a power cut.
+    let _ = sys::fdatasync(&rw);
+    if !same_as_learned(&rw, e) {
+        // The ioctl kept its data whole; it was written meanwhile and is reported so.
+        return skipped("changed during the run (its data is whole)".into());
+    }
+    (Outcome::Moved { extents_after: 0 }, None)
+}
+
+/// Moves the planned ranges of `file` (the entry's file, or its copy) into the region.
+fn move_pieces(
+    file: &File,
+    e: &Entry,
+    pl: &Planned,
+    donor: &File,
+    region: &[Piece],
+) -> Result<(), String> {
+    let bs = file.metadata().map_or(4096, |m| m.blksize()).max(1);
     // The ioctl cuts a move at the file's last block and refuses one that starts past it
     // (a range rounded out to a page can end beyond it when blocks are smaller).
     let eof = e.size.div_ceil(bs);
@@ -632,19 +679,117 @@ fn move_file(e: &Entry, pl: &Planned, donor: &File, region: &[Piece]) -> Outcome
         for piece in donor_pieces(region, at, r.len) {
             let blocks = piece.len / bs;
             let left = blocks.min(eof.saturating_sub(orig));
-            if let Err(why) = move_blocks(&rw, donor, orig, piece.donor / bs, left) {
-                return Outcome::Skipped(why);
-            }
+            move_blocks(file, donor, orig, piece.donor / bs, left)?;
             orig += blocks;
         }
     }
-    // On the device before the next file: done means done even after a power cut.
-    let _ = sys::fdatasync(&rw);
-    if !same(&rw) {
-        // The ioctl kept its data whole; it was written meanwhile and is reported so.
-        return Outcome::Skipped("changed during the run (its data is whole)".into());
+    Ok(())
+}
+
+/// The name a running program's copy has between linkat(2) and rename(2): hidden, beside
+/// it, and recognisable (a run killed in between leaves it; the next run removes it).
+pub fn copy_name(path: &Path) -> Option<PathBuf> {
+    let name = path.file_name()?.to_string_lossy();
+    Some(path.with_file_name(format!(".{name}.bootprint-relocate")))
+}
+
+/// A running program cannot be opened for writing (ETXTBSY), so the ioctl cannot move its
+/// blocks: a copy of it is made instead, unnamed (O_TMPFILE) beside it; its blocks are
+/// moved into the region as any file's; its content is compared with the original's; the
+/// original's owner, mode, extended attributes (file capabilities among them) and times
+/// are set on it; and it takes the original's name by rename(2), as a package manager
+/// replaces a running program. The program running keeps the old inode until it exits;
+/// every later open gets the copy. At every moment the name holds the original or the
+/// whole copy. A file with other hard links is not replaced (they would keep the old
+/// inode). Ok: the copy and its inode number.
+fn replace_running(
+    e: &Entry,
+    pl: &Planned,
+    donor: &File,
+    region: &[Piece],
+) -> Result<(File, u64), String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let io = |what: &str, err: std::io::Error| format!("{what}: {err}");
+    let src = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&e.path)
+        .map_err(|err| io("cannot open", err))?;
+    let md = src.metadata().map_err(|err| io("cannot stat", err))?;
+    if !same_as_learned(&src, e) {
+        return Err("changed during the run".into());
     }
-    Outcome::Moved { extents_after: 0 }
+    if md.nlink() != 1 {
+        return Err(format!("{} hard links", md.nlink()));
+    }
+    let (Some(dir), Some(tmp_name)) = (e.path.parent(), copy_name(&e.path)) else {
+        return Err("no directory".into());
+    };
+    let mut copy = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .mode(0o600)
+        .open(dir)
+        .map_err(|err| io("cannot make the copy", err))?;
+    std::io::copy(&mut &src, &mut copy).map_err(|err| io("cannot copy", err))?;
+    // Its blocks allocated and on the device before they move.
+    sys::fdatasync(&copy).map_err(|err| io("cannot sync the copy", err))?;
+    move_pieces(&copy, e, pl, donor, region)?;
+    sys::fdatasync(&copy).map_err(|err| io("cannot sync the copy", err))?;
+    // Byte for byte the original's, read back after the move.
+    let mut a = &src;
+    let mut b = &copy;
+    a.seek(SeekFrom::Start(0)).map_err(|err| io("seek", err))?;
+    b.seek(SeekFrom::Start(0)).map_err(|err| io("seek", err))?;
+    let (mut x, mut y) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+    loop {
+        let n = a.read(&mut x).map_err(|err| io("cannot read", err))?;
+        let mut m = 0;
+        while m < n {
+            let k = b.read(&mut y[m..n]).map_err(|err| io("cannot read", err))?;
+            if k == 0 {
+                break;
+            }
+            m += k;
+        }
+        if m != n || x[..n] != y[..n] {
+            return Err("the copy differs from the original".into());
+        }
+        if n == 0 {
+            break;
+        }
+    }
+    // Owner before mode (a chown clears set-id bits), attributes after the chown (it
+    // clears file capabilities), times last.
+    std::os::unix::fs::fchown(&copy, Some(md.uid()), Some(md.gid()))
+        .map_err(|err| io("cannot set the owner", err))?;
+    copy.set_permissions(std::fs::Permissions::from_mode(md.mode() & 0o7777))
+        .map_err(|err| io("cannot set the mode", err))?;
+    sys::copy_xattrs(&src, &copy).map_err(|err| io("cannot copy the attributes", err))?;
+    let times = std::fs::FileTimes::new()
+        .set_accessed(md.accessed().map_err(|err| io("atime", err))?)
+        .set_modified(md.modified().map_err(|err| io("mtime", err))?);
+    copy.set_times(times)
+        .map_err(|err| io("cannot set the times", err))?;
+    if !same_as_learned(&src, e) {
+        return Err("changed during the run".into());
+    }
+    // A copy left by a run killed between the link and the rename.
+    if std::fs::symlink_metadata(&tmp_name).is_ok_and(|m| m.file_type().is_file()) {
+        let _ = std::fs::remove_file(&tmp_name);
+    }
+    sys::link_unnamed(&copy, &tmp_name).map_err(|err| io("cannot name the copy", err))?;
+    if let Err(err) = std::fs::rename(&tmp_name, &e.path) {
+        let _ = std::fs::remove_file(&tmp_name);
+        return Err(io("cannot rename the copy", err));
+    }
+    // The new name on the device before the next file.
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    let ino = copy.metadata().map_err(|err| io("cannot stat", err))?.ino();
+    Ok((copy, ino))
 }
 
 /// Moves `left` blocks of `orig` at block `orig_at` to the donor's block `donor_at`, as

@@ -1,5 +1,6 @@
 //! The raw system calls only readahead makes (mmap and mincore, readahead, posix_fadvise, FIEMAP,
-//! sysinfo, umount2, and relocation's fallocate, fdatasync and EXT4_IOC_MOVE_EXT); every
+//! sysinfo, umount2, and relocation's fallocate, fdatasync, EXT4_IOC_MOVE_EXT, the extended
+//! attributes and linkat of an unnamed file); every
 //! `unsafe` block of this crate lives here. Those other crates make
 //! too (fork, pipe, waitpid, ioprio_set, statfs, uname...) are the `sys` crate's.
 
@@ -345,6 +346,92 @@ pub fn move_extents(
         return Err(io::Error::last_os_error());
     }
     Ok(me.moved_len)
+}
+
+/// Every extended attribute of `from` set on `to` (flistxattr, fgetxattr, fsetxattr):
+/// security.capability, ACLs, SELinux labels, user attributes. A file without any, or on a
+/// filesystem without them, copies nothing.
+pub fn copy_xattrs(from: &File, to: &File) -> io::Result<()> {
+    // Sizes are asked first; a value that grows in between is asked again by the caller's
+    // retry (relocation skips the file instead).
+    let list = {
+        // SAFETY: a NULL buffer of size 0 asks for the size only.
+        let n = unsafe { libc::flistxattr(from.as_raw_fd(), std::ptr::null_mut(), 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                Some(libc::ENOTSUP) => Ok(()),
+                _ => Err(e),
+            };
+        }
+        let mut buf = vec![0u8; n as usize];
+        // SAFETY: `buf` has room for `buf.len()` bytes.
+        let n = unsafe { libc::flistxattr(from.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        buf.truncate(n as usize);
+        buf
+    };
+    for name in list.split(|&b| b == 0).filter(|n| !n.is_empty()) {
+        let cname = CString::new(name)
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "attribute name"))?;
+        // SAFETY: size query as above; `cname` is NUL-terminated.
+        let n =
+            unsafe { libc::fgetxattr(from.as_raw_fd(), cname.as_ptr(), std::ptr::null_mut(), 0) };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut value = vec![0u8; n as usize];
+        // SAFETY: `value` has room for `value.len()` bytes.
+        let n = unsafe {
+            libc::fgetxattr(
+                from.as_raw_fd(),
+                cname.as_ptr(),
+                value.as_mut_ptr().cast(),
+                value.len(),
+            )
+        };
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `value[..n]` is initialised; `cname` is NUL-terminated.
+        let rc = unsafe {
+            libc::fsetxattr(
+                to.as_raw_fd(),
+                cname.as_ptr(),
+                value.as_ptr().cast(),
+                n as usize,
+                0,
+            )
+        };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Gives `file`, opened with O_TMPFILE (and without O_EXCL), the name `to`: linkat(2) of
+/// its /proc/self/fd link, followed. Fails when `to` exists.
+pub fn link_unnamed(file: &File, to: &Path) -> io::Result<()> {
+    let from = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "fd path"))?;
+    let to = cstring(to)?;
+    // SAFETY: both paths are NUL-terminated and live across the call.
+    let rc = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The machine's memory in bytes (sysinfo(2)); 0 when unknown.

@@ -12,6 +12,9 @@ fn outcome(o: &Outcome) -> String {
     match o {
         Outcome::Planned => "would move".into(),
         Outcome::Moved { extents_after } => format!("moved, {extents_after} extents now"),
+        Outcome::Replaced { extents_after, .. } => format!(
+            "moved as a copy that took the running program's name, {extents_after} extents now"
+        ),
         Outcome::Skipped(why) => format!("skipped: {why}"),
     }
 }
@@ -33,7 +36,8 @@ pub fn progress_line(out: &mut impl Write, i: usize, n: usize, f: &FileReport) -
 /// The totals: where, how much, and the requests replay needs before and after.
 pub fn summary(out: &mut impl Write, r: &Report) -> io::Result<()> {
     let count = |pred: fn(&Outcome) -> bool| r.files.iter().filter(|f| pred(&f.outcome)).count();
-    let moved = count(|o| matches!(o, Outcome::Moved { .. }));
+    let replaced = count(|o| matches!(o, Outcome::Replaced { .. }));
+    let moved = count(|o| matches!(o, Outcome::Moved { .. })) + replaced;
     let planned = count(|o| matches!(o, Outcome::Planned));
     let skipped = count(|o| matches!(o, Outcome::Skipped(_)));
     writeln!(
@@ -58,10 +62,15 @@ pub fn summary(out: &mut impl Write, r: &Report) -> io::Result<()> {
     } else {
         writeln!(
             out,
-            "moved {moved} files ({}) into a region of {} run{}; {skipped} skipped",
+            "moved {moved} files ({}) into a region of {} run{}; {skipped} skipped{}",
             mb(r.region_bytes),
             r.region_runs,
-            if r.region_runs == 1 { "" } else { "s" }
+            if r.region_runs == 1 { "" } else { "s" },
+            if replaced > 0 {
+                format!("; {replaced} of the moved were running programs, each replaced by its moved copy")
+            } else {
+                String::new()
+            }
         )?;
         writeln!(
             out,
@@ -93,10 +102,13 @@ pub fn json(r: &Report) -> Value {
         "requests_before": r.requests_before,
         "requests_after": r.requests_after,
         "files": r.files.iter().map(|f| {
-            let (state, extents_after, why) = match &f.outcome {
-                Outcome::Planned => ("planned", None, None),
-                Outcome::Moved { extents_after } => ("moved", Some(*extents_after), None),
-                Outcome::Skipped(w) => ("skipped", None, Some(w.clone())),
+            let (state, extents_after, why, ino) = match &f.outcome {
+                Outcome::Planned => ("planned", None, None, None),
+                Outcome::Moved { extents_after } => ("moved", Some(*extents_after), None, None),
+                Outcome::Replaced { extents_after, ino } => {
+                    ("replaced", Some(*extents_after), None, Some(*ino))
+                }
+                Outcome::Skipped(w) => ("skipped", None, Some(w.clone()), None),
             };
             json!({
                 "path": f.path.display().to_string(),
@@ -105,6 +117,7 @@ pub fn json(r: &Report) -> Value {
                 "extents_after": extents_after,
                 "outcome": state,
                 "why": why,
+                "new_ino": ino,
             })
         }).collect::<Vec<_>>(),
     })
@@ -171,6 +184,30 @@ mod tests {
         let t = String::from_utf8(out).unwrap();
         assert!(t.contains("dry run: would move 1 files (1.4 MB)"), "{t}");
         assert!(t.contains("40 now, 2 expected after"), "{t}");
+    }
+
+    #[test]
+    fn a_replaced_program_is_counted_as_moved_and_named() {
+        let mut r = report(false);
+        r.files[0].outcome = Outcome::Replaced {
+            extents_after: 1,
+            ino: 77,
+        };
+        let mut out = Vec::new();
+        progress_line(&mut out, 1, 2, &r.files[0]).unwrap();
+        summary(&mut out, &r).unwrap();
+        let t = String::from_utf8(out).unwrap();
+        assert!(
+            t.contains("moved as a copy that took the running program's name, 1 extents now"),
+            "{t}"
+        );
+        assert!(
+            t.contains("moved 1 files (1.4 MB) into a region of 1 run; 1 skipped; 1 of the moved were running programs"),
+            "{t}"
+        );
+        let v = json(&r);
+        assert_eq!(v["files"][0]["outcome"], "replaced");
+        assert_eq!(v["files"][0]["new_ino"], 77);
     }
 
     #[test]
