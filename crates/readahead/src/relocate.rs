@@ -686,8 +686,9 @@ fn move_pieces(
     Ok(())
 }
 
-/// The name a running program's copy has between linkat(2) and rename(2): hidden, beside
-/// it, and recognisable (a run killed in between leaves it; the next run removes it).
+/// The name a running program's copy has between linkat(2) and the exchange, and the
+/// original has after it: hidden, beside it, and recognisable (a run killed in between
+/// leaves it; the next run removes it).
 pub fn copy_name(path: &Path) -> Option<PathBuf> {
     let name = path.file_name()?.to_string_lossy();
     Some(path.with_file_name(format!(".{name}.bootprint-relocate")))
@@ -697,8 +698,9 @@ pub fn copy_name(path: &Path) -> Option<PathBuf> {
 /// blocks: a copy of it is made instead, unnamed (O_TMPFILE) beside it; its blocks are
 /// moved into the region as any file's; its content is compared with the original's; the
 /// original's owner, mode, extended attributes (file capabilities among them) and times
-/// are set on it; and it takes the original's name by rename(2), as a package manager
-/// replaces a running program. The program running keeps the old inode until it exits;
+/// are set on it; and it takes the original's name (renameat2's exchange, the original's
+/// inode checked in the old name after it), as a package manager replaces a running
+/// program. The program running keeps the old inode until it exits;
 /// every later open gets the copy. At every moment the name holds the original or the
 /// whole copy. A file with other hard links is not replaced (they would keep the old
 /// inode). Ok: the copy and its inode number.
@@ -780,10 +782,19 @@ fn replace_running(
         let _ = std::fs::remove_file(&tmp_name);
     }
     sys::link_unnamed(&copy, &tmp_name).map_err(|err| io("cannot name the copy", err))?;
-    if let Err(err) = std::fs::rename(&tmp_name, &e.path) {
+    // Exchanged, not renamed over: what the name held is checked after the swap, so a
+    // program a package manager put there meanwhile is put back, not overwritten.
+    if let Err(err) = sys::exchange(&tmp_name, &e.path) {
         let _ = std::fs::remove_file(&tmp_name);
-        return Err(io("cannot rename the copy", err));
+        return Err(io("cannot put the copy in its place", err));
     }
+    let was = std::fs::symlink_metadata(&tmp_name);
+    if !was.is_ok_and(|m| m.ino() == e.ino && m.dev() == md.dev()) {
+        let _ = sys::exchange(&tmp_name, &e.path);
+        let _ = std::fs::remove_file(&tmp_name);
+        return Err("replaced by another program during the run".into());
+    }
+    let _ = std::fs::remove_file(&tmp_name);
     // The new name on the device before the next file.
     if let Ok(d) = File::open(dir) {
         let _ = d.sync_all();
@@ -1034,6 +1045,26 @@ mod tests {
 
     fn r(offset: u64, len: u64) -> Range {
         Range { offset, len }
+    }
+
+    #[test]
+    fn a_copy_is_named_beside_its_program_and_exchanged_whole() {
+        assert_eq!(
+            copy_name(Path::new("/usr/sbin/sshd")),
+            Some(PathBuf::from("/usr/sbin/.sshd.bootprint-relocate"))
+        );
+        assert_eq!(copy_name(Path::new("/")), None);
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        std::fs::write(&a, "old").unwrap();
+        std::fs::write(&b, "new").unwrap();
+        let ino_a = std::fs::metadata(&a).unwrap().ino();
+        sys::exchange(&a, &b).unwrap();
+        assert_eq!(std::fs::read_to_string(&a).unwrap(), "new");
+        assert_eq!(std::fs::read_to_string(&b).unwrap(), "old");
+        assert_eq!(std::fs::metadata(&b).unwrap().ino(), ino_a);
+        let gone = sys::exchange(&a, &tmp.path().join("c")).unwrap_err();
+        assert_eq!(gone.raw_os_error(), Some(libc::ENOENT));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The raw system calls only readahead makes (mmap and mincore, readahead, posix_fadvise, FIEMAP,
 //! sysinfo, umount2, and relocation's fallocate, fdatasync, EXT4_IOC_MOVE_EXT, the extended
-//! attributes and linkat of an unnamed file); every
+//! attributes, linkat of an unnamed file and renameat2's exchange); every
 //! `unsafe` block of this crate lives here. Those other crates make
 //! too (fork, pipe, waitpid, ioprio_set, statfs, uname...) are the `sys` crate's.
 
@@ -426,6 +426,26 @@ pub fn link_unnamed(file: &File, to: &Path) -> io::Result<()> {
             libc::AT_FDCWD,
             to.as_ptr(),
             libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Swaps what the names `a` and `b` (in one filesystem) point to, atomically:
+/// renameat2(2) with RENAME_EXCHANGE.
+pub fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    let (a, b) = (cstring(a)?, cstring(b)?);
+    // SAFETY: both paths are NUL-terminated and live across the call.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
         )
     };
     if rc < 0 {
