@@ -777,7 +777,8 @@ fn replace_running(
     if !same_as_learned(&src, e) {
         return Err("changed during the run".into());
     }
-    // A copy left by a run killed between the link and the rename.
+    // Left by a run killed between the link and the removal below (the copy, or after the
+    // exchange the original: the same bytes either way).
     if std::fs::symlink_metadata(&tmp_name).is_ok_and(|m| m.file_type().is_file()) {
         let _ = std::fs::remove_file(&tmp_name);
     }
