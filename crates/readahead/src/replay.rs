@@ -46,8 +46,9 @@ pub struct ReplayOptions {
     /// ([`preread_metadata`]): the pack's metadata ranges, or for a pack without them the
     /// entries' inode-table blocks. ext4 otherwise reads each on the spot, a small
     /// synchronous read away from the replay's stream. Not with `yield_to_others`: that
-    /// read does not yield. Off by default: on the test bed it made the replay faster but
-    /// not the login (docs/readahead.md, "Metadata").
+    /// read does not yield. Off by default: on the test bed it made the login much earlier
+    /// on the time-scaled laptop disk but later on the time-scaled card (docs/readahead.md,
+    /// "Measured").
     pub metadata: bool,
     /// The directory whose filesystem's metadata is read (`/`: a pack's files are the root
     /// filesystem's; entries learned on another device are left out).

@@ -339,7 +339,7 @@ pub static KEYS: &[Key] = &[
     flat(key(Readahead, "io_class", Type::OneOf(&["idle", "best-effort"]), "\"idle\"", "the replay's I/O class"), "readahead_io_class"),
     flat(key(Readahead, "order", Type::OneOf(&["auto", "disk", "access"]), "\"auto\"", "pack order: physical on a rotating device, first access otherwise (`auto`), `disk` or `access`"), "readahead_order"),
     flat(key(Readahead, "merge_gap_kb", Type::Int { min: 0, max: 65536 }, "32", "replay reads a file's ranges closer than this many KiB apart as one request, the gap included (0: every range alone)"), "readahead_merge_gap_kb"),
-    flat(key(Readahead, "metadata", Type::Bool, "false", "replay first reads the root filesystem's metadata opening the pack's files needs (their inode-table blocks, their directories' blocks and inodes; ext2/3/4), and again if a read-only remount drops it; off: no login gain measured (docs/readahead.md, \"Metadata\")"), "readahead_metadata"),
+    flat(key(Readahead, "metadata", Type::Bool, "false", "replay first reads the root filesystem's metadata opening the pack's files needs (their inode-table blocks, their directories' blocks and inodes; ext2/3/4), and again if a read-only remount drops it; off by default: a large login gain on the faithful laptop disk, a loss on the SD card (docs/readahead.md, \"Measured\")"), "readahead_metadata"),
     // [systemd]
     flat(key(Systemd, "late", Type::Bool, "false", "start the units no login needs after the login, once idle"), "late"),
     flat(key(Systemd, "late_units", Type::List, "[]", "units pinned late"), "late_units"),

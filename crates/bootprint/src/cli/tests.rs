@@ -691,6 +691,7 @@ fn fill(line: &str) -> Vec<String> {
         }
         match w {
             "N" => "2",
+            "KIB" => "32",
             "S" | "SECONDS" => "5",
             "RELEASE" => "6.1.0",
             "NAMES" | "SET" => "evdev",
