@@ -436,9 +436,13 @@ mod tests {
         }
         std::hint::black_box(x);
         let (o1, a1) = (w.sample)().unwrap();
-        assert!(a1 > a0 && o1 >= o0);
+        assert!(a1 > a0, "the machine's ticks did not grow: {a0} then {a1}");
         // Own burning is not others': others' ticks grew by less than all the burning took.
-        assert!(o1 - o0 < a1 - a0, "others {} of {}", o1 - o0, a1 - a0);
+        // (Others can even shrink: /proc/stat and /proc/self/stat are read at two instants
+        // and count differently, and the harness runs other tests on this process's threads,
+        // so when this process is nearly all the machine does, busy minus own can fall.)
+        let others = o1.saturating_sub(o0);
+        assert!(others < a1 - a0, "others {others} of {}", a1 - a0);
     }
 
     #[test]

@@ -683,7 +683,8 @@ fn pick(seq: &[Piece], k: usize, with_optional: bool, out: &mut Vec<String>) {
 fn fill(line: &str) -> Vec<String> {
     let value = |w: &str| -> String {
         let w = w.trim_start_matches('<').trim_end_matches('>');
-        let placeholder = !w.is_empty()
+        // Upper case (a number such as `900` is a value, not a placeholder).
+        let placeholder = w.chars().any(|c| c.is_ascii_uppercase())
             && w.chars()
                 .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
         if !placeholder {
