@@ -477,6 +477,38 @@ pub fn alone_lines(profile: Profile, alone: &serde_json::Map<String, Value>) -> 
     lines
 }
 
+/// The aged copy of `base` (or of the built image) that every boot of the bench starts from.
+fn aged_image(paths: &Paths, base: Option<Image>, cargo: bool) -> Result<Image> {
+    let base = match base {
+        Some(img) => img,
+        None => image::ensure(paths, cargo)?,
+    };
+    age::aged(paths, &base, cargo)
+}
+
+/// One profile's learning boot and relocation boot: the disks they kept (removed when the
+/// first value is dropped, however the profile ends), the learned and the relocated disk,
+/// and the replays alone.
+fn learned_and_relocated(
+    paths: &Paths,
+    aged: &Image,
+    profile: Profile,
+) -> Result<(
+    RemovedOnDrop,
+    PathBuf,
+    PathBuf,
+    serde_json::Map<String, Value>,
+)> {
+    let mut learn = BootOpts::new(profile);
+    learn.record = true;
+    learn.append = format!("{RECORD_TO_BOOT_DONE} bootprint.readahead=1");
+    let mut disks = RemovedOnDrop::default();
+    let learned = disks.add(learned_disk(paths, aged, &learn)?);
+    let (relocated, alone) = relocated_disk(paths, aged, profile, &learned)?;
+    let relocated = disks.add(relocated);
+    Ok((disks, learned, relocated, alone))
+}
+
 /// `bench readahead-alone`: per profile, the learning boot and the relocation boot of
 /// [`run`] only, for the replays alone; a result file per profile.
 pub fn run_alone(
@@ -486,19 +518,9 @@ pub fn run_alone(
     cargo: bool,
     base: Option<Image>,
 ) -> Result<()> {
-    let base = match base {
-        Some(img) => img,
-        None => image::ensure(paths, cargo)?,
-    };
-    let aged = age::aged(paths, &base, cargo)?;
+    let aged = aged_image(paths, base, cargo)?;
     for &profile in profiles {
-        let mut learn = BootOpts::new(profile);
-        learn.record = true;
-        learn.append = format!("{RECORD_TO_BOOT_DONE} bootprint.readahead=1");
-        let mut disks = RemovedOnDrop::default();
-        let learned = disks.add(learned_disk(paths, &aged, &learn)?);
-        let (relocated, alone) = relocated_disk(paths, &aged, profile, &learned)?;
-        disks.add(relocated);
+        let (_disks, _, _, alone) = learned_and_relocated(paths, &aged, profile)?;
         let doc = serde_json::json!({
             "benchmark": "readahead-alone",
             "about": "each replay variant of bench readahead run alone (bootprint readahead replay) after drop_caches, in the relocation boot: replay and replay-merged before the relocation, replay-relocated and replay-relocated-metadata after it",
@@ -599,20 +621,9 @@ pub fn run(
     cargo: bool,
     base: Option<Image>,
 ) -> Result<()> {
-    let base = match base {
-        Some(img) => img,
-        None => image::ensure(paths, cargo)?,
-    };
-    let aged = age::aged(paths, &base, cargo)?;
+    let aged = aged_image(paths, base, cargo)?;
     for &profile in profiles {
-        let mut learn = BootOpts::new(profile);
-        learn.record = true;
-        learn.append = format!("{RECORD_TO_BOOT_DONE} bootprint.readahead=1");
-        // Every disk made for this profile goes when the profile is done, however it ends.
-        let mut disks = RemovedOnDrop::default();
-        let learned = disks.add(learned_disk(paths, &aged, &learn)?);
-        let (relocated, alone) = relocated_disk(paths, &aged, profile, &learned)?;
-        let relocated = disks.add(relocated);
+        let (disks, learned, relocated, alone) = learned_and_relocated(paths, &aged, profile)?;
         let b = Benchmark {
             name: "readahead",
             about: "readahead on the aged image: no readahead; replay of every range alone; replay with ranges merged across small gaps (the default); the same after relocation, without and with the metadata read first",

@@ -189,12 +189,8 @@ fn show(sys: &System, pack: Option<&Path>, as_json: bool) -> Outcome {
 fn relocate(sys: &System, a: &cli::ReadaheadRelocate) -> Outcome {
     use std::io::Write;
     let path = a.pack.clone().unwrap_or_else(|| sys.pack_path());
-    // The files it names are opened read-write by root: the pack must be as trusted as the
-    // one the boot path replays (root's, not writable by others).
-    if let Err(e) = trusted(&path) {
-        return Outcome::Failed(e);
-    }
-    let p = match load_pack(&path) {
+    // The files it names are opened read-write by root.
+    let p = match load_trusted_pack(&path) {
         Ok(p) => p,
         Err(e) => return Outcome::Failed(e),
     };
@@ -260,15 +256,12 @@ fn relocate(sys: &System, a: &cli::ReadaheadRelocate) -> Outcome {
 }
 
 /// `bootprint readahead replay`: the pack replayed in the foreground with the boot's
-/// settings (the flags override two of them), waiting until its reads are in the page
-/// cache.
+/// settings (the flags override the merge gap, the metadata read and the time limit),
+/// waiting until its reads are in the page cache.
 fn replay_now(sys: &System, a: &cli::ReadaheadReplay) -> Outcome {
     let path = a.pack.clone().unwrap_or_else(|| sys.pack_path());
-    // The same trust as the boot's: the pack names what is read, as root.
-    if let Err(e) = trusted(&path) {
-        return Outcome::Failed(e);
-    }
-    let p = match load_pack(&path) {
+    // The pack names what is read, as root.
+    let p = match load_trusted_pack(&path) {
         Ok(p) => p,
         Err(e) => return Outcome::Failed(e),
     };
@@ -286,6 +279,12 @@ fn replay_now(sys: &System, a: &cli::ReadaheadReplay) -> Outcome {
             readahead_replay::text(out, &path, &stats)
         }
     })
+}
+
+/// The pack at `path`, if it is as trusted as the one the boot path replays ([`trusted`]).
+fn load_trusted_pack(path: &Path) -> Result<Pack, String> {
+    trusted(path)?;
+    load_pack(path)
 }
 
 /// A file owned by the caller (root, when relocating for real) that group and others
