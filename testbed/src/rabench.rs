@@ -60,6 +60,20 @@ pub struct DiskWindow {
     pub busy: f64,
 }
 
+/// (reads completed, bytes read, milliseconds doing I/O) from a `/proc/diskstats` line of
+/// the guest's disk (`vda`): fields 4, 6 and 13; `None` for another disk's line.
+fn vda_counters(line: &str) -> Option<(u64, u64, u64)> {
+    let f: Vec<&str> = line.split_whitespace().collect();
+    if f.len() <= 12 || f[2] != "vda" {
+        return None;
+    }
+    Some((
+        f[3].parse().ok()?,
+        f[5].parse::<u64>().ok()? * 512,
+        f[12].parse().ok()?,
+    ))
+}
+
 /// [`DiskWindow`] from `from_s` (or the first sample, when there is none before it) to `to_s`
 /// (uptime seconds); `None` without a sample at or after `to_s`.
 pub fn disk_window(diskstats_log: &str, from_s: f64, to_s: f64) -> Option<DiskWindow> {
@@ -69,16 +83,8 @@ pub fn disk_window(diskstats_log: &str, from_s: f64, to_s: f64) -> Option<DiskWi
         .iter()
         .filter_map(|b| {
             b.body.lines().find_map(|l| {
-                let f: Vec<&str> = l.split_whitespace().collect();
-                if f.len() <= 12 || f[2] != "vda" {
-                    return None;
-                }
-                Some((
-                    b.t_cs as f64 / 100.0,
-                    f[3].parse().ok()?,
-                    f[5].parse::<u64>().ok()? * 512,
-                    f[12].parse().ok()?,
-                ))
+                let (reads, bytes, io_ms) = vda_counters(l)?;
+                Some((b.t_cs as f64 / 100.0, reads, bytes, io_ms))
             })
         })
         .collect();
@@ -220,14 +226,7 @@ pub fn alone_figures(output: &str) -> serde_json::Map<String, Value> {
     let disk = |tag: &str, name: &str| -> Option<(u64, u64, u64)> {
         output.lines().find_map(|l| {
             let rest = l.trim().strip_prefix(tag)?.trim_start();
-            let rest = rest.strip_prefix(name)?.strip_prefix(' ')?;
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            (f.len() > 12 && f[2] == "vda").then_some(())?;
-            Some((
-                f[3].parse().ok()?,
-                f[5].parse::<u64>().ok()? * 512,
-                f[12].parse().ok()?,
-            ))
+            vda_counters(rest.strip_prefix(name)?.strip_prefix(' ')?)
         })
     };
     for l in output.lines() {

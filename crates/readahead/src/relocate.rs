@@ -13,8 +13,8 @@
 //! whole to its cold part. The ioctl moves data, never changes it, and swaps each piece in
 //! one journalled step, so every file is whole at every moment. The old blocks go with the
 //! donor when it is closed. A running program cannot be opened for writing, which the
-//! ioctl needs: a moved copy of it takes its name by rename(2) instead, as a package
-//! manager replaces a running program (`replace_running`).
+//! ioctl needs: a moved copy of it takes its name instead (renameat2's exchange), as a
+//! package manager replaces a running program (`replace_running`).
 //!
 //! Rules: ext4 only (statfs magic, and the mount's type); never read-only, never when less
 //! than [`MIN_FREE_SHARE`] of the filesystem would stay free; only on rotating disks and
@@ -744,22 +744,22 @@ fn replace_running(
     let mut b = &copy;
     a.seek(SeekFrom::Start(0)).map_err(|err| io("seek", err))?;
     b.seek(SeekFrom::Start(0)).map_err(|err| io("seek", err))?;
+    let differs = || "the copy differs from the original".to_string();
     let (mut x, mut y) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
     loop {
         let n = a.read(&mut x).map_err(|err| io("cannot read", err))?;
-        let mut m = 0;
-        while m < n {
-            let k = b.read(&mut y[m..n]).map_err(|err| io("cannot read", err))?;
-            if k == 0 {
-                break;
-            }
-            m += k;
-        }
-        if m != n || x[..n] != y[..n] {
-            return Err("the copy differs from the original".into());
-        }
         if n == 0 {
+            // Both end here: the copy is no longer than the original.
+            if b.read(&mut y).map_err(|err| io("cannot read", err))? != 0 {
+                return Err(differs());
+            }
             break;
+        }
+        match b.read_exact(&mut y[..n]) {
+            Ok(()) if x[..n] == y[..n] => {}
+            Ok(()) => return Err(differs()),
+            Err(err) if err.kind() == std::io::ErrorKind::UnexpectedEof => return Err(differs()),
+            Err(err) => return Err(io("cannot read", err)),
         }
     }
     // Owner before mode (a chown clears set-id bits), attributes after the chown (it
