@@ -73,6 +73,18 @@ impl Profile {
         matches!(self, Profile::HddScaled | Profile::SdScaled)
     }
 
+    /// What the modelled drive is, in `[readahead] media`'s words, where the guest's virtio
+    /// disk (which says it rotates on every profile) would say otherwise: a card for the SD
+    /// profiles (a real one is an `mmcblk` device), solid state for `fast` (the host's own
+    /// file, an SSD's speed). `None`: it rotates, as the disk says.
+    pub fn media(self) -> Option<&'static str> {
+        match self {
+            Profile::Fast => Some("solid-state"),
+            Profile::Sd | Profile::SdSeek | Profile::SdScaled => Some("card"),
+            Profile::Hdd | Profile::HddSeek | Profile::HddScaled => None,
+        }
+    }
+
     /// The drive the seekdisk NBD server models for this profile (None: QEMU serves the file
     /// itself, with `limits` as its throttle).
     pub fn seek_model(self) -> Option<crate::seekmodel::Model> {

@@ -194,6 +194,16 @@ fn learned_disk(paths: &Paths, img: &Image, learn: &BootOpts) -> Result<PathBuf>
 /// login's files. With it every boot records until boot done.
 pub const RECORD_TO_BOOT_DONE: &str = "bootprint.timeout_s=900";
 
+/// What every boot of the bench on `profile` appends: [`RECORD_TO_BOOT_DONE`], and what the
+/// modelled drive is ([`Profile::media`]), since the test bed's virtio disk says it rotates
+/// on every profile where a real card or SSD says it does not.
+pub fn bench_append(profile: Profile) -> String {
+    match profile.media() {
+        Some(m) => format!("{RECORD_TO_BOOT_DONE} bootprint.readahead_media={m}"),
+        None => RECORD_TO_BOOT_DONE.into(),
+    }
+}
+
 /// The guest script of the relocation boot: each replay variant alone on the learned
 /// layout, the relocation and its exit status, then the relocated variants alone; each
 /// twice: from a cold cache (`drop_caches` 3: the page cache, dentries and inodes) and with
@@ -208,11 +218,11 @@ pub const RELOCATE_SCRIPT: &str =
      echo \"BP_ALONE_DISK1 $name $(grep ' vda ' /proc/diskstats)\"; \
      echo \"BP_ALONE_JSON $name $j\"; }\n\
      both() { name=$1; shift; alone 3 $name \"$@\"; alone 1 $name/data \"$@\"; }\n\
-     both replay --merge-gap-kb 0\n\
-     both replay-merged\n\
+     both replay --merge-gap-kb 0 --metadata off\n\
+     both replay-merged --metadata off\n\
      bootprint readahead relocate --force-media 2>&1; echo BP_RELOCATE_RC=$?; sync\n\
-     both replay-relocated\n\
-     both replay-relocated-metadata --metadata\n";
+     both replay-relocated --metadata off\n\
+     both replay-relocated-metadata --metadata on\n";
 
 /// Each variant's replay run alone (`bootprint readahead replay`, after `drop_caches`, with
 /// nothing else reading; the binary runs from a tmpfs (/run is mounted noexec) so loading
@@ -500,7 +510,7 @@ fn learned_and_relocated(
 )> {
     let mut learn = BootOpts::new(profile);
     learn.record = true;
-    learn.append = format!("{RECORD_TO_BOOT_DONE} bootprint.readahead=1");
+    learn.append = format!("{} bootprint.readahead=1", bench_append(profile));
     let mut disks = RemovedOnDrop::default();
     let learned = disks.add(learned_disk(paths, aged, &learn)?);
     let (relocated, alone) = relocated_disk(paths, aged, profile, &learned)?;
@@ -564,42 +574,62 @@ fn result_since(paths: &Paths, since: std::time::SystemTime) -> Option<(PathBuf,
     Some((newest.1, doc))
 }
 
-/// The variants of one profile, from the learned and the relocated disks:
+/// The variants of one profile, from the learned and the relocated disks, each with the
+/// metadata read set (`readahead_metadata`, `auto` by default: on when the pack was learned
+/// on a rotating device):
 /// - `none`: no readahead;
 /// - `replay`: replay with every range alone (`merge_gap_kb=0`, as before issue 19);
-/// - `replay-merged`: replay as it is by default (ranges merged across 32 KiB gaps);
-/// - `replay-relocated`: the same after `bootprint readahead relocate` moved the pack's
-///   files into one region in the order the learning boot first opened them (the pack's
-///   ranks: the pack itself, learned on a disk that says it rotates as the test bed's
-///   virtio disk does, is in the files' old physical order);
-/// - `replay-relocated-metadata`: the same with the filesystem metadata opening the files
-///   needs read first (inode-table and directory blocks; `readahead_metadata=1`, off by
-///   default), and again after a read-only remount drops it.
+/// - `replay-merged`: ranges merged across 32 KiB gaps (the default);
+/// - `replay-merged-metadata`: the same with the filesystem metadata opening the files
+///   needs read first (inode-table and directory blocks), and again after a read-only
+///   remount drops it;
+/// - `replay-relocated`, `replay-relocated-metadata`: the same two after
+///   `bootprint readahead relocate` moved the pack's files into one region in the order the
+///   learning boot first opened them (the pack's ranks).
 pub fn variants(profile: Profile, learned: &Path, relocated: &Path) -> Vec<Variant> {
     let mut none = BootOpts::new(profile);
     none.record = true;
-    none.append = RECORD_TO_BOOT_DONE.into();
+    none.append = bench_append(profile);
     let mut merged = BootOpts::new(profile);
     merged.record = true;
-    merged.append =
-        format!("{RECORD_TO_BOOT_DONE} bootprint.readahead=1 bootprint.readahead_compare_every=0");
+    merged.append = format!(
+        "{} bootprint.readahead=1 bootprint.readahead_compare_every=0",
+        bench_append(profile)
+    );
     merged.disk_from = Some(learned.to_path_buf());
-    let mut unmerged = merged.clone();
-    unmerged
-        .append
-        .push_str(" bootprint.readahead_merge_gap_kb=0");
-    let mut reloc = merged.clone();
-    reloc.disk_from = Some(relocated.to_path_buf());
-    let mut reloc_meta = reloc.clone();
-    reloc_meta
-        .append
-        .push_str(" bootprint.readahead_metadata=1");
+    let with = |opts: &BootOpts, disk: &Path, more: &str| {
+        let mut o = opts.clone();
+        o.disk_from = Some(disk.to_path_buf());
+        o.append.push(' ');
+        o.append.push_str(more);
+        o
+    };
     [
         ("none", none),
-        ("replay", unmerged),
-        ("replay-merged", merged),
-        ("replay-relocated", reloc),
-        ("replay-relocated-metadata", reloc_meta),
+        (
+            "replay",
+            with(
+                &merged,
+                learned,
+                "bootprint.readahead_merge_gap_kb=0 bootprint.readahead_metadata=0",
+            ),
+        ),
+        (
+            "replay-merged",
+            with(&merged, learned, "bootprint.readahead_metadata=0"),
+        ),
+        (
+            "replay-merged-metadata",
+            with(&merged, learned, "bootprint.readahead_metadata=1"),
+        ),
+        (
+            "replay-relocated",
+            with(&merged, relocated, "bootprint.readahead_metadata=0"),
+        ),
+        (
+            "replay-relocated-metadata",
+            with(&merged, relocated, "bootprint.readahead_metadata=1"),
+        ),
     ]
     .into_iter()
     .map(|(name, opts)| Variant {
@@ -625,7 +655,7 @@ pub fn run(
         let (disks, learned, relocated, alone) = learned_and_relocated(paths, &aged, profile)?;
         let b = Benchmark {
             name: "readahead",
-            about: "readahead on the aged image: no readahead; replay of every range alone; replay with ranges merged across small gaps (the default); the same after relocation, without and with the metadata read first",
+            about: "readahead on the aged image: no readahead; replay of every range alone; replay with ranges merged across small gaps (the default); the merged replay with the metadata read first; the same two after relocation",
             variants: variants(profile, &learned, &relocated),
             seasoned_by: None,
             season_each: false,
@@ -816,6 +846,7 @@ BP_ALONE_JSON broken {\"seconds\":
                 "none",
                 "replay",
                 "replay-merged",
+                "replay-merged-metadata",
                 "replay-relocated",
                 "replay-relocated-metadata"
             ]
@@ -825,18 +856,34 @@ BP_ALONE_JSON broken {\"seconds\":
             .opts
             .append
             .contains("bootprint.readahead_merge_gap_kb=0"));
+        assert!(v[1..].iter().all(|v| v.opts.append.contains("readahead=1")));
         assert!(!v[2].opts.append.contains("merge_gap"));
-        assert_eq!(v[2].opts.disk_from.as_deref(), Some(Path::new("/l.raw")));
-        assert_eq!(v[3].opts.disk_from.as_deref(), Some(Path::new("/r.raw")));
-        assert_eq!(v[3].opts.append, v[2].opts.append);
-        assert_eq!(v[4].opts.disk_from.as_deref(), Some(Path::new("/r.raw")));
+        for (i, disk, meta) in [
+            (1, "/l.raw", "0"),
+            (2, "/l.raw", "0"),
+            (3, "/l.raw", "1"),
+            (4, "/r.raw", "0"),
+            (5, "/r.raw", "1"),
+        ] {
+            assert_eq!(v[i].opts.disk_from.as_deref(), Some(Path::new(disk)));
+            assert!(v[i]
+                .opts
+                .append
+                .ends_with(&format!("bootprint.readahead_metadata={meta}")));
+        }
         assert_eq!(
-            v[4].opts.append,
-            format!("{} bootprint.readahead_metadata=1", v[2].opts.append)
+            v[4].opts.append.replace("metadata=0", "metadata=1"),
+            v[5].opts.append
         );
         assert!(v.iter().all(|v| v.opts.record
             && v.opts.profile == Profile::HddSeek
-            && v.opts.append.starts_with(RECORD_TO_BOOT_DONE)));
+            && v.opts.append.starts_with(RECORD_TO_BOOT_DONE)
+            && !v.opts.append.contains("readahead_media")));
+        // A card says what it is, as the real one would.
+        let v = variants(Profile::SdScaled, Path::new("/l.raw"), Path::new("/r.raw"));
+        assert!(v
+            .iter()
+            .all(|v| v.opts.append.contains("bootprint.readahead_media=card")));
     }
 
     #[test]

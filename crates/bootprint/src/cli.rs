@@ -580,9 +580,11 @@ pub struct ReadaheadReplay {
     /// bootprint.toml; 0: every range alone)
     #[arg(long, value_name = "KIB")]
     pub merge_gap_kb: Option<u32>,
-    /// Read the root filesystem's metadata first, whatever bootprint.toml says
-    #[arg(long)]
-    pub metadata: bool,
+    /// Read the root filesystem's metadata first (`on`, or the flag alone), not (`off`), or
+    /// when the pack was learned on a rotating device (`auto`), whatever bootprint.toml says
+    #[arg(long, value_name = "WHEN", num_args = 0..=1, default_missing_value = "on",
+          value_parser = ["on", "off", "auto"])]
+    pub metadata: Option<String>,
     /// Give up after this many seconds, as the boot does after 30 (what is not read by then
     /// is counted as not reached)
     #[arg(long, value_name = "S", default_value_t = 30)]

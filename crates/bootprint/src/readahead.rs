@@ -197,6 +197,7 @@ fn relocate(sys: &System, a: &cli::ReadaheadRelocate) -> Outcome {
     let opts = readahead::relocate::Options {
         dry_run: a.dry_run,
         force_media: a.force_media,
+        media: readahead::relocate::Media::from_setting(&sys.config.readahead_media),
         // The requests it expects are counted as replay will read: with its merge gap.
         merge_gap: u64::from(sys.config.readahead_merge_gap_kb) * 1024,
         ..Default::default()
@@ -269,7 +270,13 @@ fn replay_now(sys: &System, a: &cli::ReadaheadReplay) -> Outcome {
     if let Some(kb) = a.merge_gap_kb {
         opts.merge_gap = u64::from(kb) * 1024;
     }
-    opts.metadata |= a.metadata;
+    if let Some(when) = &a.metadata {
+        opts.metadata = match when.as_str() {
+            "on" => Some(true),
+            "off" => Some(false),
+            _ => None,
+        };
+    }
     opts.time_limit = std::time::Duration::from_secs(a.time_limit);
     let stats = replay::replay(&p, &opts);
     print("the replay", |out| {

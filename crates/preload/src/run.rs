@@ -233,6 +233,8 @@ pub fn prefetch(
             // The list is already cut at the budget; this is the replay's own guard.
             max_bytes: budget,
             yield_to_others: yield_to,
+            // The model lists no metadata, and the login's paths are already cached.
+            metadata: Some(false),
             // Merged across small gaps, in the device's request size, as readahead replays.
             ..ReplayOptions::default()
         },

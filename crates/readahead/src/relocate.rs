@@ -56,6 +56,9 @@ pub struct Options {
     pub dry_run: bool,
     /// Relocate on devices that neither rotate nor are SD/MMC cards.
     pub force_media: bool,
+    /// What the device is, where the configuration says so (`[readahead] media`, for
+    /// drivers that say otherwise); `None`: as [`media_of`] finds it.
+    pub media: Option<Media>,
     /// `/sys` (the device's `queue/rotational`, request size and name).
     pub sys: PathBuf,
     /// `/proc/self/mountinfo` (the filesystem's type and mount point).
@@ -72,6 +75,7 @@ impl Default for Options {
         Options {
             dry_run: false,
             force_media: false,
+            media: None,
             sys: "/sys".into(),
             mountinfo: "/proc/self/mountinfo".into(),
             merge_gap: plan::MERGE_GAP,
@@ -94,6 +98,23 @@ pub enum Media {
 }
 
 impl Media {
+    /// The kind `[readahead] media` names (`rotating`, `card`, `solid-state`); `None` for
+    /// `auto` (the driver says) or anything else.
+    pub fn from_setting(word: &str) -> Option<Media> {
+        match word {
+            "rotating" => Some(Media::Rotating),
+            "card" => Some(Media::SdMmc),
+            "solid-state" => Some(Media::SolidState),
+            _ => None,
+        }
+    }
+
+    /// Whether it is learned as a rotating device (physical order, one replay thread, the
+    /// metadata read by default); `None` where the device must be asked.
+    pub fn setting_rotates(word: &str) -> Option<bool> {
+        Media::from_setting(word).map(|m| m == Media::Rotating)
+    }
+
     /// A word for the text view.
     pub fn name(self) -> &'static str {
         match self {
@@ -389,7 +410,8 @@ pub fn relocate(
     if vfs.read_only {
         return Err(Refusal::ReadOnly { mount: mount_point });
     }
-    let (device, media) = media_of(&opts.sys, major, minor);
+    let (device, found) = media_of(&opts.sys, major, minor);
+    let media = opts.media.unwrap_or(found);
     if !opts.force_media && !matches!(media, Media::Rotating | Media::SdMmc) {
         return Err(Refusal::Media { device, media });
     }
@@ -1243,6 +1265,18 @@ mod tests {
             ("nvme0n1".into(), Media::SolidState)
         );
         assert_eq!(media_of(t.path(), 1, 1), ("1:1".into(), Media::Unknown));
+    }
+
+    #[test]
+    fn the_configured_media_words() {
+        assert_eq!(Media::from_setting("card"), Some(Media::SdMmc));
+        assert_eq!(Media::from_setting("rotating"), Some(Media::Rotating));
+        assert_eq!(Media::from_setting("solid-state"), Some(Media::SolidState));
+        assert_eq!(Media::from_setting("auto"), None);
+        assert_eq!(Media::setting_rotates("rotating"), Some(true));
+        assert_eq!(Media::setting_rotates("card"), Some(false));
+        assert_eq!(Media::setting_rotates("solid-state"), Some(false));
+        assert_eq!(Media::setting_rotates("auto"), None);
     }
 
     #[test]

@@ -46,15 +46,25 @@ pub struct ReplayOptions {
     /// ([`preread_metadata`]): the pack's metadata ranges, or for a pack without them the
     /// entries' inode-table blocks. ext4 otherwise reads each on the spot, a small
     /// synchronous read away from the replay's stream. Not with `yield_to_others`: that
-    /// read does not yield. Off by default: on the test bed it made the login much earlier
-    /// on the time-scaled laptop disk but later on the time-scaled card (docs/readahead.md,
-    /// "Measured").
-    pub metadata: bool,
+    /// read does not yield. `None` (the default): when the pack was learned on a rotating
+    /// device ([`ReplayOptions::reads_metadata`]): on the test bed it made the login much
+    /// earlier on the time-scaled laptop disk but later on the time-scaled card
+    /// (docs/readahead.md, "Measured").
+    pub metadata: Option<bool>,
     /// The directory whose filesystem's metadata is read (`/`: a pack's files are the root
     /// filesystem's; entries learned on another device are left out).
     pub root: PathBuf,
     /// Where block device nodes are (`/dev`; devtmpfs has them before udev runs).
     pub dev: PathBuf,
+}
+
+impl ReplayOptions {
+    /// Whether replaying `p` reads the metadata first: as [`ReplayOptions::metadata`] says,
+    /// or when `p` was learned on a rotating device (its seeks are what the read saves; a
+    /// card or SSD pays for the extra requests and saves no seek).
+    pub fn reads_metadata(&self, p: &Pack) -> bool {
+        self.metadata.unwrap_or(p.header.rotational)
+    }
 }
 
 /// How a replay yields the disk to others ([`ReplayOptions::yield_to_others`]).
@@ -90,7 +100,7 @@ impl Default for ReplayOptions {
             merge_gap: plan::MERGE_GAP,
             sys: PathBuf::from("/sys"),
             yield_to_others: None,
-            metadata: false,
+            metadata: None,
             root: PathBuf::from("/"),
             dev: PathBuf::from("/dev"),
         }
@@ -532,7 +542,7 @@ pub fn replay(p: &Pack, opts: &ReplayOptions) -> ReplayStats {
     let next = AtomicUsize::new(0);
     let asked = AtomicU64::new(0);
     let mut total = ReplayStats::default();
-    if opts.metadata && opts.yield_to_others.is_none() {
+    if opts.reads_metadata(p) && opts.yield_to_others.is_none() {
         // First and on a thread of its own, for the idle I/O class as the files get.
         let pre = std::thread::scope(|s| {
             s.spawn(|| {

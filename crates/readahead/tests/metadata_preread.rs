@@ -141,7 +141,7 @@ fn after_the_preread_opening_the_packs_files_reads_nothing() {
     };
     let opts = ReplayOptions {
         root: img.path().to_path_buf(),
-        metadata: true,
+        metadata: Some(true),
         ..ReplayOptions::default()
     };
 
@@ -193,10 +193,24 @@ fn after_the_preread_opening_the_packs_files_reads_nothing() {
         "{st:?}"
     );
     let off = ReplayOptions {
-        metadata: false,
+        metadata: Some(false),
         ..opts.clone()
     };
     let st = replay::replay(&full, &off);
+    assert_eq!((st.metadata_bytes, st.metadata_requests), (0, 0), "{st:?}");
+
+    // `auto` (the default): only for a pack learned on a rotating device.
+    let auto = ReplayOptions {
+        metadata: None,
+        ..opts.clone()
+    };
+    let mut rotating = full.clone();
+    rotating.header.rotational = true;
+    let st = replay::replay(&rotating, &auto);
+    assert_eq!(st.metadata_bytes, learned_bytes, "{st:?}");
+    let mut flash = full.clone();
+    flash.header.rotational = false;
+    let st = replay::replay(&flash, &auto);
     assert_eq!((st.metadata_bytes, st.metadata_requests), (0, 0), "{st:?}");
 }
 

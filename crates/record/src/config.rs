@@ -69,8 +69,12 @@ pub struct Config {
     pub readahead_order: String,
     /// Replay reads a file's ranges closer than this many KiB as one (0: no merging).
     pub readahead_merge_gap_kb: u32,
-    /// Replay first reads the filesystem metadata opening the pack's files needs.
-    pub readahead_metadata: bool,
+    /// Replay first reads the filesystem metadata opening the pack's files needs (`None`:
+    /// `auto`, when the pack was learned on a rotating device).
+    pub readahead_metadata: Option<bool>,
+    /// What the root device is, where its driver says otherwise: `auto` (its driver says),
+    /// `rotating`, `card` or `solid-state`.
+    pub readahead_media: String,
     /// Parallel module loading before init (`bootprint.modules=`). Off by default until the
     /// test bed shows where it helps.
     pub modules: bool,
@@ -151,7 +155,8 @@ impl Default for Config {
             readahead_io_class: "idle".into(),
             readahead_order: "auto".into(),
             readahead_merge_gap_kb: 32,
-            readahead_metadata: false,
+            readahead_metadata: None,
+            readahead_media: "auto".into(),
             modules: false,
             modules_state: PathBuf::from("/var/lib/bootprint/modules.state"),
             modules_compare_every: 5,
@@ -339,7 +344,8 @@ impl Config {
             "readahead_io_class" => self.readahead_io_class = v.text().to_string(),
             "readahead_order" => self.readahead_order = v.text().to_string(),
             "readahead_merge_gap_kb" => self.readahead_merge_gap_kb = v.int(),
-            "readahead_metadata" => self.readahead_metadata = v.bool(),
+            "readahead_metadata" => self.readahead_metadata = v.switch(),
+            "readahead_media" => self.readahead_media = v.text().to_string(),
             // A key of the table with no field here: the schema test below catches it.
             _ => {}
         }
@@ -554,6 +560,7 @@ mod tests {
             let other = match k.ty {
                 trace::config::Type::Bool if k.default == "true" => "false".to_string(),
                 trace::config::Type::Bool => "true".to_string(),
+                trace::config::Type::Switch => "false".to_string(),
                 trace::config::Type::Int { min, .. } => (min + 2).to_string(),
                 trace::config::Type::Num { min, max } => ((min + max) / 3.0).to_string(),
                 trace::config::Type::Secs { max } => (max / 3.0).to_string(),

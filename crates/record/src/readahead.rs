@@ -674,10 +674,10 @@ impl Session {
     /// would pass to init): [`Session::on_sample`] reads it again if it leaves the cache.
     pub fn watch_metadata(&mut self, config: &Config) {
         let Plan::Replay(r) = &self.plan else { return };
-        if !config.readahead_metadata {
+        let opts = replay_options(config);
+        if !opts.reads_metadata(&r.pack) {
             return;
         }
-        let opts = replay_options(config);
         if let Some((dev, ranges, request)) = replay::metadata_source(&r.pack, &opts) {
             self.metadata =
                 readahead::metadata::Watch::new(dev, ranges).map(|watch| MetadataWatch {
@@ -734,6 +734,7 @@ impl Session {
             let opts = PackOptions {
                 budget_bytes: (config.readahead_budget_mb > 0.0)
                     .then_some((config.readahead_budget_mb * 1048576.0) as u64),
+                rotational: readahead::relocate::Media::setting_rotates(&config.readahead_media),
                 disk_order: match config.readahead_order.as_str() {
                     "disk" => Some(true),
                     "access" => Some(false),

@@ -139,6 +139,8 @@ pub enum Type {
     /// `true` / `false` (also `0` / `1`; on the command line and in rc.conf `yes`/`no`,
     /// `on`/`off`).
     Bool,
+    /// A [`Type::Bool`] or `"auto"` (the program decides); read with [`Typed::switch`].
+    Switch,
     /// A whole number in `min..=max`.
     Int {
         /// Smallest allowed.
@@ -173,6 +175,7 @@ impl Type {
     pub fn describe(self) -> String {
         match self {
             Type::Bool => "true or false".into(),
+            Type::Switch => "true, false or \"auto\"".into(),
             Type::Int { min, max } => format!("a whole number from {min} to {max}"),
             Type::Num { min, max } => format!("a number from {min} to {max}"),
             Type::Secs { max } => format!("a number of seconds from 0 to {max}"),
@@ -190,6 +193,7 @@ impl Type {
     fn short(self) -> String {
         match self {
             Type::Bool => "bool".into(),
+            Type::Switch => "bool or `\"auto\"`".into(),
             Type::Int { min, max } => format!("integer {min}..{max}"),
             Type::Num { min, max } => format!("number {min}..{max}"),
             Type::Secs { max } => format!("seconds 0..{max}"),
@@ -339,7 +343,8 @@ pub static KEYS: &[Key] = &[
     flat(key(Readahead, "io_class", Type::OneOf(&["idle", "best-effort"]), "\"idle\"", "the replay's I/O class"), "readahead_io_class"),
     flat(key(Readahead, "order", Type::OneOf(&["auto", "disk", "access"]), "\"auto\"", "pack order: physical on a rotating device, first access otherwise (`auto`), `disk` or `access`"), "readahead_order"),
     flat(key(Readahead, "merge_gap_kb", Type::Int { min: 0, max: 65536 }, "32", "replay reads a file's ranges closer than this many KiB apart as one request, the gap included (0: every range alone)"), "readahead_merge_gap_kb"),
-    flat(key(Readahead, "metadata", Type::Bool, "false", "replay first reads the root filesystem's metadata opening the pack's files needs (their inode-table blocks, their directories' blocks and inodes; ext2/3/4), and again if a read-only remount drops it; off by default: a large login gain on the faithful laptop disk, a loss on the SD card (docs/readahead.md, \"Measured\")"), "readahead_metadata"),
+    flat(key(Readahead, "metadata", Type::Switch, "\"auto\"", "replay first reads the root filesystem's metadata opening the pack's files needs (their inode-table blocks, their directories' blocks and inodes; ext2/3/4), and again if a read-only remount drops it; `auto`: when the pack was learned on a rotating device (see `media`): the largest login gain measured on the laptop disk, a loss on the SD card (docs/readahead.md, \"Measured\")"), "readahead_metadata"),
+    flat(key(Readahead, "media", Type::OneOf(&["auto", "rotating", "card", "solid-state"]), "\"auto\"", "what the root device is, where its driver says otherwise (a virtual disk or a USB card reader says it rotates): decides `order = auto`, `metadata = auto`, the pack's budget and whether `bootprint readahead relocate` moves files; `auto`: an mmcblk device is a card, else the device's queue/rotational says"), "readahead_media"),
     // [systemd]
     flat(key(Systemd, "late", Type::Bool, "false", "start the units no login needs after the login, once idle"), "late"),
     flat(key(Systemd, "late_units", Type::List, "[]", "units pinned late"), "late_units"),
@@ -420,6 +425,14 @@ impl Typed {
     /// The boolean (false for a value of another type).
     pub fn bool(&self) -> bool {
         matches!(self, Typed::Bool(true))
+    }
+
+    /// A [`Type::Switch`]: `Some(b)` for a boolean, `None` for `"auto"`.
+    pub fn switch(&self) -> Option<bool> {
+        match self {
+            Typed::Bool(b) => Some(*b),
+            _ => None,
+        }
     }
 
     /// The whole number (0 for a value of another type).
@@ -557,6 +570,9 @@ pub fn check(key: &Key, value: &Value) -> Result<Typed, String> {
     let typed = match (key.ty, value) {
         (Type::Bool, Value::Bool(b)) => Typed::Bool(*b),
         (Type::Bool, Value::Num(n)) if *n == 0.0 || *n == 1.0 => Typed::Bool(*n == 1.0),
+        (Type::Switch, Value::Bool(b)) => Typed::Bool(*b),
+        (Type::Switch, Value::Num(n)) if *n == 0.0 || *n == 1.0 => Typed::Bool(*n == 1.0),
+        (Type::Switch, Value::Str(s)) if s == "auto" => Typed::Str(s.clone()),
         (Type::Int { min, max }, Value::Num(n))
             if n.fract() == 0.0 && (f64::from(min)..=f64::from(max)).contains(n) =>
         {
@@ -578,7 +594,7 @@ pub fn check(key: &Key, value: &Value) -> Result<Typed, String> {
 pub fn from_raw(key: &Key, raw: &str) -> Result<Typed, String> {
     let raw = raw.trim();
     let value = match key.ty {
-        Type::Bool => match raw {
+        Type::Bool | Type::Switch => match raw {
             "1" | "on" | "yes" | "true" => Value::Bool(true),
             "0" | "off" | "no" | "false" => Value::Bool(false),
             _ => Value::Str(raw.to_string()),
@@ -591,6 +607,7 @@ pub fn from_raw(key: &Key, raw: &str) -> Result<Typed, String> {
     };
     check(key, &value).map_err(|e| match key.ty {
         Type::Bool => e.replace("true or false", "true or false (1/0, yes/no, on/off)"),
+        Type::Switch => e.replace("true, false", "true, false (1/0, yes/no, on/off)"),
         _ => e,
     })
 }
@@ -822,6 +839,20 @@ mod tests {
             e.expected.contains("one of \"auto\", \"disk\", \"access\""),
             "{e}"
         );
+
+        // A switch: a boolean or "auto", in the file and on the command line.
+        let e = parse("[readahead]\nmetadata = \"sometimes\"\n", "b.toml").unwrap_err();
+        assert!(e.expected.contains("true, false or \"auto\""), "{e}");
+        let s = parse("[readahead]\nmetadata = \"auto\"\n", "b.toml").unwrap();
+        assert_eq!(s[0].value.switch(), None);
+        let s = parse("[readahead]\nmetadata = false\n", "b.toml").unwrap();
+        assert_eq!(s[0].value.switch(), Some(false));
+        let k = lookup_flat("readahead_metadata").unwrap();
+        assert_eq!(from_raw(k, "on").unwrap().switch(), Some(true));
+        assert_eq!(from_raw(k, "auto").unwrap().switch(), None);
+        assert!(from_raw(k, "2")
+            .unwrap_err()
+            .contains("1/0, yes/no, on/off"));
     }
 
     #[test]

@@ -387,14 +387,23 @@ fn readahead_replay_options() {
     ) else {
         panic!()
     };
-    assert!(r.metadata && r.json);
+    assert!(r.metadata.as_deref() == Some("on") && r.json);
     assert_eq!(r.time_limit, 900);
     assert_eq!((r.merge_gap_kb, r.pack), (Some(0), Some("p".into())));
     let Verb::Readahead(Readahead::Replay(r)) = verb("bootprint readahead replay") else {
         panic!()
     };
-    assert!(!r.metadata && r.merge_gap_kb.is_none());
+    assert!(r.metadata.is_none() && r.merge_gap_kb.is_none());
     assert_eq!(r.time_limit, 30);
+    let Verb::Readahead(Readahead::Replay(r)) = verb("bootprint readahead replay --metadata off")
+    else {
+        panic!()
+    };
+    assert_eq!(r.metadata.as_deref(), Some("off"));
+    assert_eq!(
+        kind("bootprint readahead replay --metadata sometimes"),
+        ErrorKind::InvalidValue
+    );
     assert_eq!(
         kind("bootprint readahead replay --merge-gap-kb x"),
         ErrorKind::ValueValidation
@@ -723,9 +732,12 @@ fn fill(line: &str) -> Vec<String> {
         let Some(long) = w.strip_prefix("--") else {
             continue;
         };
-        let takes = sub
-            .get_arguments()
-            .any(|a| a.get_long() == Some(long) && a.get_action().takes_values());
+        // (Not one whose value may be left out: `--metadata` alone means `on`.)
+        let takes = sub.get_arguments().any(|a| {
+            a.get_long() == Some(long)
+                && a.get_action().takes_values()
+                && a.get_num_args().is_none_or(|n| n.min_values() > 0)
+        });
         let next = out.get(i + 1);
         if takes && next.is_none_or(|n| n.starts_with("--")) {
             filled.push("x".into());
