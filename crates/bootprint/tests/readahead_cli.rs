@@ -42,6 +42,7 @@ fn small_pack() -> Pack {
             },
             rotational: true,
             relocated: false,
+            disk_bound: false,
             budget_bytes: 100_000_000,
             metadata: Vec::new(),
         },

@@ -41,6 +41,7 @@ fn pack_file(paths: &[PathBuf], at: &Path) {
             root: RootId::default(),
             rotational: true,
             relocated: false,
+            disk_bound: false,
             budget_bytes: 1 << 30,
             metadata: Vec::new(),
         },

@@ -218,6 +218,7 @@ pub fn prefetch(
             created_unix_s: m.updated_unix_s,
             rotational: root_rotational(),
             relocated: false,
+            disk_bound: false,
             budget_bytes: budget,
             ..Header::default()
         },

@@ -301,6 +301,15 @@ impl LearnThread {
     }
 }
 
+/// A learning boot whose root device was busy for at least this share of the boot (from
+/// boot to the pack's building: `/proc/diskstats` time doing I/O over `/proc/uptime`) waited
+/// on its disk ([`crate::pack::Header::disk_bound`]). Chosen between the test bed's two
+/// rotating profiles (docs/readahead.md, "Metadata"): 0.93 on the time-scaled laptop disk,
+/// where reading the metadata first brought the login from 0.604x to 0.355x of no
+/// readahead, and 0.49 on the unscaled one, where the emulated CPU, not the disk, sets the
+/// pace and it made the login later (0.750x to 0.795x).
+pub const DISK_BOUND_SHARE: f64 = 0.75;
+
 /// How to turn what was learned into a pack.
 #[derive(Debug, Clone)]
 pub struct PackOptions {
@@ -308,6 +317,9 @@ pub struct PackOptions {
     pub paths: Paths,
     /// Whether the root device rotates; `None`: from `queue/rotational`.
     pub rotational: Option<bool>,
+    /// Whether the boot waited on its root device; `None`: from `/proc/diskstats` and
+    /// `/proc/uptime` ([`DISK_BOUND_SHARE`]).
+    pub disk_bound: Option<bool>,
     /// Byte budget; `None`: what the root device reads in `target_s` (see
     /// [`system::default_budget`]).
     pub budget_bytes: Option<u64>,
@@ -328,6 +340,7 @@ impl Default for PackOptions {
         PackOptions {
             paths: Paths::default(),
             rotational: None,
+            disk_bound: None,
             budget_bytes: None,
             target_s: 3.0,
             disk_order: None,
@@ -381,6 +394,14 @@ pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
         });
         system::default_budget(rotational, bw, opts.target_s)
     });
+    let disk_bound = opts.disk_bound.unwrap_or_else(|| {
+        root.and_then(|r| {
+            let stats = std::fs::read_to_string(opts.paths.proc.join("diskstats")).ok()?;
+            let uptime = std::fs::read_to_string(opts.paths.proc.join("uptime")).ok()?;
+            system::busy_share(&stats, &uptime, r.major, r.minor)
+        })
+        .is_some_and(|share| share >= DISK_BOUND_SHARE)
+    });
     let mut stats = BuildStats {
         files_learned: learned.files.len(),
         ..BuildStats::default()
@@ -420,6 +441,7 @@ pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
             root: system::root_id(&opts.paths, root),
             rotational,
             relocated: false,
+            disk_bound,
             budget_bytes: budget,
             metadata,
         },
@@ -493,4 +515,57 @@ pub(crate) fn open_checked(path: &Path) -> Option<File> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .ok()
+}
+
+#[cfg(test)]
+mod disk_bound_tests {
+    use super::*;
+
+    /// The pack's `disk_bound` flag from a fake /proc: the root's mount, its device's line of
+    /// `diskstats` and `uptime`; a device the disk was busy 3/4 of the boot or more.
+    #[test]
+    fn the_pack_says_whether_the_boot_waited_on_its_disk() {
+        let t = tempfile::tempdir().unwrap();
+        let proc = t.path().join("proc");
+        std::fs::create_dir_all(proc.join("self")).unwrap();
+        std::fs::write(
+            proc.join("self/mountinfo"),
+            "22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n",
+        )
+        .unwrap();
+        let opts = PackOptions {
+            paths: Paths {
+                proc: proc.clone(),
+                sys: t.path().join("sys"),
+                by_uuid: t.path().join("by-uuid"),
+                root: t.path().to_path_buf(),
+            },
+            rotational: Some(true),
+            budget_bytes: Some(1 << 20),
+            ..PackOptions::default()
+        };
+        let flag = |busy_ms: u64, uptime: &str| {
+            std::fs::write(
+                proc.join("diskstats"),
+                format!(" 254       0 vda 500 0 90000 9000 0 0 0 0 0 {busy_ms} 9000\n"),
+            )
+            .unwrap();
+            std::fs::write(proc.join("uptime"), uptime).unwrap();
+            build_pack(&Learned::default(), &opts).0.header.disk_bound
+        };
+        // The test bed's learning boots: the time-scaled laptop disk and the unscaled one.
+        assert!(flag(430_000, "462.0 100.0\n"));
+        assert!(!flag(31_000, "64.0 100.0\n"));
+        assert!(flag(75_000, "100.0 1.0\n"), "exactly 3/4");
+        assert!(!flag(74_000, "100.0 1.0\n"));
+        // Unknown (no uptime): not bound, so `auto` does not read the metadata.
+        std::fs::remove_file(proc.join("uptime")).unwrap();
+        assert!(!build_pack(&Learned::default(), &opts).0.header.disk_bound);
+        // Set by the caller.
+        let given = PackOptions {
+            disk_bound: Some(true),
+            ..opts.clone()
+        };
+        assert!(build_pack(&Learned::default(), &given).0.header.disk_bound);
+    }
 }

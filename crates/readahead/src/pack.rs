@@ -34,6 +34,7 @@ pub const DEFAULT_PATH: &str = "/var/lib/bootprint/readahead.pack";
 const HEADER_LEN: usize = 24;
 const FLAG_ROTATIONAL: u8 = 1;
 const FLAG_RELOCATED: u8 = 2;
+const FLAG_DISK_BOUND: u8 = 4;
 
 /// A decoded pack.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +60,10 @@ pub struct Header {
     /// pack order: replay then reads it as one stream, with one thread (readers skip this
     /// flag if they do not know it).
     pub relocated: bool,
+    /// Whether the learning boot waited on its root device: the device was busy for at least
+    /// [`crate::learn::DISK_BOUND_SHARE`] of the boot until the pack was built. Readers that
+    /// do not know the flag skip it.
+    pub disk_bound: bool,
     /// The byte budget the ranges were cut to.
     pub budget_bytes: u64,
     /// Byte ranges of the root filesystem's device that opening the pack's files needs
@@ -339,7 +344,11 @@ impl Pack {
         let h = &self.header;
         body.extend_from_slice(&h.created_unix_s.to_le_bytes());
         let flag = |set: bool, bit: u8| if set { bit } else { 0 };
-        body.push(flag(h.rotational, FLAG_ROTATIONAL) | flag(h.relocated, FLAG_RELOCATED));
+        body.push(
+            flag(h.rotational, FLAG_ROTATIONAL)
+                | flag(h.relocated, FLAG_RELOCATED)
+                | flag(h.disk_bound, FLAG_DISK_BOUND),
+        );
         body.extend_from_slice(&h.budget_bytes.to_le_bytes());
         body.extend_from_slice(&h.root.fsid.to_le_bytes());
         put_str(&mut body, h.root.uuid.as_bytes());
@@ -434,6 +443,7 @@ impl Pack {
             "root_fsid": format!("{:016x}", h.root.fsid),
             "rotational": h.rotational,
             "relocated": h.relocated,
+            "disk_bound": h.disk_bound,
             "budget_bytes": h.budget_bytes,
             "metadata": h.metadata.iter().map(|r| [r.offset, r.len]).collect::<Vec<_>>(),
             "metadata_bytes": h.metadata_bytes(),
@@ -679,6 +689,7 @@ pub fn check(bytes: &[u8]) -> Result<Pack, PackError> {
             root: RootId { uuid, fsid },
             rotational: flags & FLAG_ROTATIONAL != 0,
             relocated: flags & FLAG_RELOCATED != 0,
+            disk_bound: flags & FLAG_DISK_BOUND != 0,
             budget_bytes,
             metadata,
         },
@@ -701,6 +712,7 @@ mod tests {
                 },
                 rotational: true,
                 relocated: false,
+                disk_bound: false,
                 budget_bytes: 100 << 20,
                 metadata: vec![
                     Range {
@@ -764,11 +776,12 @@ mod tests {
         assert_eq!(check(&b).unwrap(), p);
         assert_eq!(check(&b).unwrap().encode(), b);
         assert_eq!(p.bytes(), 8192 + 4096 + (1 << 20));
-        // Each flag survives on its own and with the other.
-        for (rotational, relocated) in [(false, true), (true, true), (true, false)] {
+        // Each flag survives on its own and with the others.
+        for bits in 0..8u8 {
             let mut q = sample();
-            q.header.rotational = rotational;
-            q.header.relocated = relocated;
+            q.header.rotational = bits & 1 != 0;
+            q.header.relocated = bits & 2 != 0;
+            q.header.disk_bound = bits & 4 != 0;
             assert_eq!(check(&q.encode()).unwrap(), q);
         }
     }

@@ -47,9 +47,9 @@ pub struct ReplayOptions {
     /// entries' inode-table blocks. ext4 otherwise reads each on the spot, a small
     /// synchronous read away from the replay's stream. Not with `yield_to_others`: that
     /// read does not yield. `None` (the default): when the pack was learned on a rotating
-    /// device ([`ReplayOptions::reads_metadata`]): on the test bed it made the login much
-    /// earlier on the time-scaled laptop disk but later on the time-scaled card
-    /// (docs/readahead.md, "Measured").
+    /// device that the boot waited on ([`ReplayOptions::reads_metadata`]): on the test bed
+    /// it made the login much earlier on the time-scaled laptop disk but later on the
+    /// time-scaled card and on the unscaled disk (docs/readahead.md, "Measured").
     pub metadata: Option<bool>,
     /// The directory whose filesystem's metadata is read (`/`: a pack's files are the root
     /// filesystem's; entries learned on another device are left out).
@@ -60,10 +60,13 @@ pub struct ReplayOptions {
 
 impl ReplayOptions {
     /// Whether replaying `p` reads the metadata first: as [`ReplayOptions::metadata`] says,
-    /// or when `p` was learned on a rotating device (its seeks are what the read saves; a
-    /// card or SSD pays for the extra requests and saves no seek).
+    /// or when `p` was learned on a rotating device and its boot waited on that device
+    /// (the read saves seeks, which cost only where the disk sets the pace; a card or SSD
+    /// pays for the extra requests and saves no seek; where the CPU sets the pace the read
+    /// only comes first).
     pub fn reads_metadata(&self, p: &Pack) -> bool {
-        self.metadata.unwrap_or(p.header.rotational)
+        self.metadata
+            .unwrap_or(p.header.rotational && p.header.disk_bound)
     }
 }
 

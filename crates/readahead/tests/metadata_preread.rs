@@ -199,19 +199,27 @@ fn after_the_preread_opening_the_packs_files_reads_nothing() {
     let st = replay::replay(&full, &off);
     assert_eq!((st.metadata_bytes, st.metadata_requests), (0, 0), "{st:?}");
 
-    // `auto` (the default): only for a pack learned on a rotating device.
     let auto = ReplayOptions {
         metadata: None,
         ..opts.clone()
     };
-    let mut rotating = full.clone();
-    rotating.header.rotational = true;
-    let st = replay::replay(&rotating, &auto);
-    assert_eq!(st.metadata_bytes, learned_bytes, "{st:?}");
-    let mut flash = full.clone();
-    flash.header.rotational = false;
-    let st = replay::replay(&flash, &auto);
-    assert_eq!((st.metadata_bytes, st.metadata_requests), (0, 0), "{st:?}");
+    // `auto` (the default): only for a pack learned on a rotating device the boot waited on.
+    for (rotational, disk_bound, reads) in [
+        (true, true, true),
+        (true, false, false),
+        (false, true, false),
+        (false, false, false),
+    ] {
+        let mut p = full.clone();
+        p.header.rotational = rotational;
+        p.header.disk_bound = disk_bound;
+        let st = replay::replay(&p, &auto);
+        let expect = if reads { learned_bytes } else { 0 };
+        assert_eq!(
+            st.metadata_bytes, expect,
+            "rotational {rotational}, disk bound {disk_bound}: {st:?}"
+        );
+    }
 }
 
 /// Remounting read-only drops the block device's cache (what Debian's `checkroot.sh` does

@@ -38,6 +38,7 @@ fn pack(entries: Vec<Entry>) -> Pack {
             root: RootId::default(),
             rotational: true,
             relocated: false,
+            disk_bound: false,
             budget_bytes: 1 << 30,
             metadata: Vec::new(),
         },

@@ -35,6 +35,7 @@ fn pack_of(entries: Vec<Entry>, rotational: bool) -> Pack {
             root: root(42),
             rotational,
             relocated: false,
+            disk_bound: false,
             budget_bytes: 1 << 30,
             metadata: Vec::new(),
         },

@@ -751,6 +751,8 @@ impl Session {
                 .with("entries", pack.entries.len())
                 .with("bytes", pack.bytes())
                 .with("metadata_bytes", pack.header.metadata_bytes())
+                .with("rotational", u8::from(pack.header.rotational))
+                .with("disk_bound", u8::from(pack.header.disk_bound))
                 .with("budget", pack.header.budget_bytes)
                 .with("events", learned.events)
                 .with("overflowed", u8::from(learned.overflowed))

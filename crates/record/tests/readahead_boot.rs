@@ -63,6 +63,7 @@ fn write_pack(d: &Path, c: &Config) {
             root: our_root(),
             rotational: false,
             relocated: false,
+            disk_bound: false,
             budget_bytes: 1 << 20,
             metadata: Vec::new(),
         },

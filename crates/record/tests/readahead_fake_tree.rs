@@ -104,6 +104,7 @@ fn write_pack(d: &Path, c: &Config, paths: &Paths) {
             root: system::root_id(&paths.system, system::root_mount(&mounts)),
             rotational: false,
             relocated: false,
+            disk_bound: false,
             budget_bytes: 1 << 20,
             metadata: Vec::new(),
         },

@@ -121,6 +121,7 @@ pub fn json(s: &Status) -> Value {
             "created_unix_s": pack.map(|p| p.header.created_unix_s),
             "kernel_release": pack.map(|p| p.header.kernel_release.clone()),
             "rotational": pack.map(|p| p.header.rotational),
+            "disk_bound": pack.map(|p| p.header.disk_bound),
             "relocated": pack.map(|p| p.header.relocated),
             "relearn_reason": s.relearn,
         },
@@ -230,6 +231,7 @@ mod tests {
                 kernel_release: "6.1.0-56-amd64".into(),
                 rotational: true,
                 relocated: false,
+                disk_bound: false,
                 budget_bytes: 200_000_000,
                 ..Header::default()
             },

@@ -182,6 +182,7 @@ fn sample_pack() -> Pack {
             },
             rotational: true,
             relocated: false,
+            disk_bound: false,
             budget_bytes: 64 << 20,
             metadata: vec![Range {
                 offset: 4096 * 1058,
