@@ -157,6 +157,7 @@ fn status(sys: &System, as_json: bool) -> Outcome {
         },
         relearn,
         next_boot: record::readahead::next_boot(&sys.config, &state, valid.is_some()),
+        metadata: sys.config.readahead_metadata,
         now_unix_s: now,
     };
     print("the status", |out| {

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use readahead::pack::Pack;
+use readahead::replay::ReplayOptions;
 use readahead::state::{Judgement, State, Verdict};
 use record::readahead::NextBoot;
 use serde_json::{json, Value};
@@ -55,6 +56,8 @@ pub struct Status<'a> {
     pub relearn: Option<&'a str>,
     /// What the next boot does.
     pub next_boot: NextBoot,
+    /// `[readahead] metadata`: `Some` set, `None` for `auto` (the pack's flags decide).
+    pub metadata: Option<bool>,
     /// Now, seconds since the Unix epoch: the pack's age.
     pub now_unix_s: u64,
 }
@@ -122,6 +125,11 @@ pub fn json(s: &Status) -> Value {
             "kernel_release": pack.map(|p| p.header.kernel_release.clone()),
             "rotational": pack.map(|p| p.header.rotational),
             "disk_bound": pack.map(|p| p.header.disk_bound),
+            "reads_metadata": pack.map(|p| ReplayOptions {
+                metadata: s.metadata,
+                ..ReplayOptions::default()
+            }
+            .reads_metadata(p)),
             "relocated": pack.map(|p| p.header.relocated),
             "relearn_reason": s.relearn,
         },
@@ -180,6 +188,24 @@ pub fn text(out: &mut impl Write, s: &Status) -> io::Result<()> {
                 "           learned {} ({age_days:.1} days ago) on kernel {}",
                 utc(p.header.created_unix_s),
                 p.header.kernel_release
+            )?;
+            let reads = ReplayOptions {
+                metadata: s.metadata,
+                ..ReplayOptions::default()
+            }
+            .reads_metadata(p);
+            writeln!(
+                out,
+                "           the metadata read first: {} ({})",
+                if reads { "yes" } else { "no" },
+                match s.metadata {
+                    Some(_) => "set in the configuration",
+                    None if !p.header.rotational => "auto: the device does not rotate",
+                    None if !p.header.disk_bound => {
+                        "auto: the learning boot did not wait on its disk"
+                    }
+                    None => "auto: a rotating disk the learning boot waited on",
+                }
             )?;
             if let Some(r) = s.relearn {
                 writeln!(out, "           the next replay boot learns it again: {r}")?;
@@ -286,6 +312,7 @@ mod tests {
             pack,
             relearn: Some("old"),
             next_boot: NextBoot::SwitchedOff,
+            metadata: None,
             now_unix_s: 1_795_000_000 + 2 * 86400,
         }
     }
@@ -303,6 +330,7 @@ mod tests {
              pack:      /var/lib/bootprint/readahead.pack\n\
              \x20          1 files, 1.5 MB in 2 ranges (budget 200.0 MB), disk (rotating device) order\n\
              \x20          learned 2026-11-18 11:06 UTC (2.0 days ago) on kernel 6.1.0-56-amd64\n\
+             \x20          the metadata read first: no (auto: the learning boot did not wait on its disk)\n\
              \x20          the next replay boot learns it again: old\n\
              history:   12 boots (learn, replay, without replay to compare)\n"
         ), "{s}");
@@ -318,6 +346,52 @@ mod tests {
         assert!(s.ends_with(
             "next boot: nothing: readahead switched itself off (`bootprint readahead on` to retry)\n"
         ));
+    }
+
+    #[test]
+    fn whether_the_metadata_is_read_first() {
+        let st = State::default();
+        let j = st.judge();
+        let line = |p: &Pack, metadata: Option<bool>| {
+            let mut out = Vec::new();
+            let s = Status {
+                metadata,
+                ..status(&st, &j, PackFound::Valid(p))
+            };
+            text(&mut out, &s).unwrap();
+            let t = String::from_utf8(out).unwrap();
+            let l = t
+                .lines()
+                .find(|l| l.contains("the metadata read first"))
+                .unwrap();
+            (
+                l.trim().to_string(),
+                json(&s)["pack"]["reads_metadata"].clone(),
+            )
+        };
+        let mut p = pack();
+        p.header.rotational = true;
+        p.header.disk_bound = true;
+        assert_eq!(
+            line(&p, None),
+            (
+                "the metadata read first: yes (auto: a rotating disk the learning boot waited on)"
+                    .into(),
+                json!(true)
+            )
+        );
+        assert_eq!(
+            line(&p, Some(false)),
+            (
+                "the metadata read first: no (set in the configuration)".into(),
+                json!(false)
+            )
+        );
+        p.header.rotational = false;
+        assert_eq!(
+            line(&p, None).0,
+            "the metadata read first: no (auto: the device does not rotate)"
+        );
     }
 
     #[test]
