@@ -125,11 +125,7 @@ pub fn json(s: &Status) -> Value {
             "kernel_release": pack.map(|p| p.header.kernel_release.clone()),
             "rotational": pack.map(|p| p.header.rotational),
             "disk_bound": pack.map(|p| p.header.disk_bound),
-            "reads_metadata": pack.map(|p| ReplayOptions {
-                metadata: s.metadata,
-                ..ReplayOptions::default()
-            }
-            .reads_metadata(p)),
+            "reads_metadata": pack.map(|p| reads_metadata(s, p)),
             "relocated": pack.map(|p| p.header.relocated),
             "relearn_reason": s.relearn,
         },
@@ -189,11 +185,7 @@ pub fn text(out: &mut impl Write, s: &Status) -> io::Result<()> {
                 utc(p.header.created_unix_s),
                 p.header.kernel_release
             )?;
-            let reads = ReplayOptions {
-                metadata: s.metadata,
-                ..ReplayOptions::default()
-            }
-            .reads_metadata(p);
+            let reads = reads_metadata(s, p);
             writeln!(
                 out,
                 "           the metadata read first: {} ({})",
@@ -234,6 +226,15 @@ pub fn text(out: &mut impl Write, s: &Status) -> io::Result<()> {
         writeln!(out, "           replay / without = {r:.3}")?;
     }
     writeln!(out, "next boot: {}", next_boot(s.next_boot))
+}
+
+/// Whether the boot's replay of `p` reads the metadata first, with the configured switch.
+fn reads_metadata(s: &Status, p: &Pack) -> bool {
+    ReplayOptions {
+        metadata: s.metadata,
+        ..ReplayOptions::default()
+    }
+    .reads_metadata(p)
 }
 
 #[cfg(test)]
