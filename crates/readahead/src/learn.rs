@@ -386,21 +386,24 @@ pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
         })
         .unwrap_or(true)
     });
+    // /proc/diskstats, read once for both figures it gives when they are not given: the
+    // device's read rate (the budget) and how busy it was (disk_bound).
+    let diskstats = (opts.budget_bytes.is_none() || opts.disk_bound.is_none())
+        .then(|| std::fs::read_to_string(opts.paths.proc.join("diskstats")).ok())
+        .flatten();
     let budget = opts.budget_bytes.unwrap_or_else(|| {
-        let bw = root.and_then(|r| {
-            std::fs::read_to_string(opts.paths.proc.join("diskstats"))
-                .ok()
-                .and_then(|t| system::read_bandwidth(&t, r.major, r.minor))
-        });
+        let bw = root
+            .zip(diskstats.as_deref())
+            .and_then(|(r, t)| system::read_bandwidth(t, r.major, r.minor));
         system::default_budget(rotational, bw, opts.target_s)
     });
     let disk_bound = opts.disk_bound.unwrap_or_else(|| {
-        root.and_then(|r| {
-            let stats = std::fs::read_to_string(opts.paths.proc.join("diskstats")).ok()?;
-            let uptime = std::fs::read_to_string(opts.paths.proc.join("uptime")).ok()?;
-            system::busy_share(&stats, &uptime, r.major, r.minor)
-        })
-        .is_some_and(|share| share >= DISK_BOUND_SHARE)
+        root.zip(diskstats.as_deref())
+            .and_then(|(r, t)| {
+                let uptime = std::fs::read_to_string(opts.paths.proc.join("uptime")).ok()?;
+                system::busy_share(t, &uptime, r.major, r.minor)
+            })
+            .is_some_and(|share| share >= DISK_BOUND_SHARE)
     });
     let mut stats = BuildStats {
         files_learned: learned.files.len(),
