@@ -582,7 +582,7 @@ fn result_since(paths: &Paths, since: std::time::SystemTime) -> Option<(PathBuf,
 
 /// The variants of one profile, from the learned and the relocated disks, each with the
 /// metadata read set (`readahead_metadata`, `auto` by default: on when the pack was learned
-/// on a rotating device):
+/// on a rotating device its boot waited on):
 /// - `none`: no readahead;
 /// - `replay`: replay with every range alone (`merge_gap_kb=0`, as before issue 19);
 /// - `replay-merged`: ranges merged across 32 KiB gaps (the default);

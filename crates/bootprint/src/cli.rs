@@ -581,7 +581,8 @@ pub struct ReadaheadReplay {
     #[arg(long, value_name = "KIB")]
     pub merge_gap_kb: Option<u32>,
     /// Read the root filesystem's metadata first (`on`, or the flag alone), not (`off`), or
-    /// when the pack was learned on a rotating device (`auto`), whatever bootprint.toml says
+    /// when the pack was learned on a rotating device its boot waited on (`auto`), whatever
+    /// bootprint.toml says
     #[arg(long, value_name = "WHEN", num_args = 0..=1, default_missing_value = "on",
           value_parser = ["on", "off", "auto"])]
     pub metadata: Option<String>,

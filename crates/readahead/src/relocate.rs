@@ -109,8 +109,9 @@ impl Media {
         }
     }
 
-    /// Whether it is learned as a rotating device (physical order, one replay thread, the
-    /// metadata read by default); `None` where the device must be asked.
+    /// Whether it is learned as a rotating device (physical order, one replay thread, and
+    /// the metadata read by default if the boot also waited on it); `None` where the device
+    /// must be asked.
     pub fn setting_rotates(word: &str) -> Option<bool> {
         Media::from_setting(word).map(|m| m == Media::Rotating)
     }

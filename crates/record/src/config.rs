@@ -70,7 +70,7 @@ pub struct Config {
     /// Replay reads a file's ranges closer than this many KiB as one (0: no merging).
     pub readahead_merge_gap_kb: u32,
     /// Replay first reads the filesystem metadata opening the pack's files needs (`None`:
-    /// `auto`, when the pack was learned on a rotating device).
+    /// `auto`, when the pack was learned on a rotating device its boot waited on).
     pub readahead_metadata: Option<bool>,
     /// What the root device is, where its driver says otherwise: `auto` (its driver says),
     /// `rotating`, `card` or `solid-state`.
