@@ -1,4 +1,4 @@
-//! `bootprint enable`, `disable` and `status`: the verbs over [`crate::enablement`], which
+//! `bootprint enable`, `disable` and `status`: the verbs over the `enablement` crate, which
 //! holds what they change and how it is undone (docs/enable.md).
 
 use std::path::Path;
@@ -8,9 +8,9 @@ use record::config::{Config, CONFIG_FILE};
 use render::enable_status::{self, LastBoot};
 
 use crate::cli;
-use crate::enablement::{self, under, Lever, Machine, Request, DROPIN, MANIFEST};
 use crate::output::{print, write_json};
 use crate::Outcome;
+use enablement::{self, under, Lever, Machine, Request, DROPIN, MANIFEST};
 
 fn said(r: Result<Vec<String>, String>) -> Outcome {
     match r {

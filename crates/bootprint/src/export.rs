@@ -18,8 +18,8 @@ pub fn run(args: &crate::cli::Export) -> Outcome {
         Ok(r) => r,
         Err(e) => return Outcome::Failed(e),
     };
-    render::prometheus::write_atomic(dir, &render::prometheus::report(&r))
-        .map(|_| ())
-        .map_err(|e| format!("{}: {e}", dir.join(render::prometheus::FILE_NAME).display()))
+    let path = dir.join(render::prometheus::FILE_NAME);
+    sys::write_atomic(&path, render::prometheus::report(&r).as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))
         .into()
 }

@@ -8,7 +8,6 @@ mod completions;
 mod config_edit;
 mod diff;
 mod enable;
-mod enablement;
 mod export;
 mod initramfs;
 mod keep;

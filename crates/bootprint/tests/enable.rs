@@ -124,18 +124,25 @@ impl Fake {
     }
 
     fn bootprint(&self, args: &[&str]) -> Output {
+        self.bootprint_env(args, &[])
+    }
+
+    /// [`Fake::bootprint`] with more of the environment (another double).
+    fn bootprint_env(&self, args: &[&str], env: &[(&str, &Path)]) -> Output {
         let root = self.root();
-        Command::new(BIN)
-            .args(args)
+        let mut c = Command::new(BIN);
+        c.args(args)
             .arg("--root")
             .arg(&root)
             .env("BOOTPRINT_UPDATE_GRUB", self.doubles().join("update-grub"))
             .env(
                 "BOOTPRINT_INITRAMFS_BUILD",
                 self.doubles().join("initramfs-build"),
-            )
-            .output()
-            .unwrap()
+            );
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
     }
 
     fn ok(&self, args: &[&str]) -> String {
@@ -292,24 +299,131 @@ fn enable_all_then_disable_leaves_the_tree_as_it_was() {
     assert_eq!(snapshot(&f.root()), before);
 }
 
+/// Defect 3 of the security issue: disable removed bootprint's images before update-grub,
+/// so a failing update-grub left GRUB's default entry loading an initrd that was gone. Now
+/// a disable whose update-grub fails changes nothing at all (the machine boots as before),
+/// and says so; run again once update-grub works, it undoes everything.
 #[test]
-fn a_failed_update_grub_in_disable_can_be_retried() {
-    let f = Fake::new(Init::Systemd);
+fn a_failed_update_grub_in_disable_changes_nothing_and_can_be_retried() {
+    if !have("dpkg-divert") {
+        return;
+    }
+    let f = Fake::new(Init::Sysvinit);
     let before = snapshot(&f.root());
-    f.ok(&["enable", "--readahead"]);
+    f.ok(&["enable", "--all", "--default"]);
+    let enabled = snapshot(&f.root());
     let grub = f.doubles().join("update-grub");
     let good = fs::read_to_string(&grub).unwrap();
-    write(&grub, "#!/bin/sh\nexit 1\n", 0o755);
+    write(
+        &grub,
+        "#!/bin/sh
+exit 1
+",
+        0o755,
+    );
     let e = f.fails(&["disable"]);
     assert!(
-        e.contains("GRUB's menu still boots with its parameters"),
+        e.contains("nothing was undone") && e.contains("the machine boots as before"),
         "{e}"
     );
-    assert!(!f.root().join("etc/default/grub.d/bootprint.cfg").exists());
+    // Byte for byte as enabled: the images GRUB's default entry loads, the drop-in, the
+    // wrapper and its diversion, the manifest.
+    assert_eq!(snapshot(&f.root()), enabled);
     write(&grub, &good, 0o755);
     let out = f.ok(&["disable"]);
     assert!(out.contains("update-grub: done"), "{out}");
     assert_eq!(snapshot(&f.root()), before);
+}
+
+/// Defect 4 of the security issue: with `dpkg-divert --remove` failing, disable left
+/// /bin/startpar missing (the wrapper removed, Debian's startpar still diverted). Now the
+/// wrapper is put back, the manifest keeps both lines, and GRUB no longer passes
+/// bootprint.rc=1, so the wrapper runs Debian's startpar: the next boot is Debian's own.
+#[test]
+fn a_failed_dpkg_divert_in_disable_puts_the_wrapper_back() {
+    if !have("dpkg-divert") {
+        return;
+    }
+    let f = Fake::new(Init::Sysvinit);
+    let before = snapshot(&f.root());
+    f.ok(&["enable", "--rc"]);
+    let wrapper = fs::read_to_string(packaging("startpar-wrapper")).unwrap();
+    let divert = f.doubles().join("dpkg-divert");
+    write(
+        &divert,
+        "#!/bin/sh
+for a; do [ \"$a\" = --remove ] && { echo 'dpkg-divert: error: locked' >&2; exit 2; }; done
+exec dpkg-divert \"$@\"
+",
+        0o755,
+    );
+    let o = f.bootprint_env(&["disable"], &[("BOOTPRINT_DPKG_DIVERT", &divert)]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("failed") && e.contains("lists what is left to undo"),
+        "{e}"
+    );
+    assert_eq!(f.read("bin/startpar"), wrapper);
+    let mode = fs::metadata(f.root().join("bin/startpar")).unwrap().mode();
+    assert_eq!(mode & 0o777, 0o755);
+    assert_eq!(f.read("bin/startpar.distrib"), "Debian's startpar\n");
+    let manifest = f.read("var/lib/bootprint/enabled");
+    assert!(
+        manifest.contains("diverted /bin/startpar /bin/startpar.distrib\ncreated /bin/startpar\n"),
+        "{manifest}"
+    );
+    assert!(!manifest.contains("lever "), "{manifest}");
+    assert!(!f.root().join("etc/default/grub.d/bootprint.cfg").exists());
+    // With dpkg-divert working again, the rest is undone.
+    f.ok(&["disable"]);
+    assert_eq!(snapshot(&f.root()), before);
+}
+
+/// Defect 6 of the security issue: disable deleted whatever the manifest named, outside
+/// `--root` too. A manifest naming anything enable does not create is refused (the line
+/// named) and nothing is deleted; a link inside the root is resolved in the root.
+#[test]
+fn disable_deletes_only_what_enable_creates_and_only_in_the_root() {
+    let f = Fake::new(Init::Systemd);
+    let host = f.dir.path().join("host");
+    write(&host.join("file"), "host's\n", 0o644);
+    write(&host.join("bootprint.cfg"), "host's\n", 0o644);
+    write(
+        &f.root().join("etc/passwd"),
+        "root:x:0:0::/root:/bin/sh\n",
+        0o644,
+    );
+    for line in [
+        "created /../host/file",
+        "created /etc/passwd",
+        "built 6.1 /../host/file",
+        "created-dir /../host",
+    ] {
+        write(
+            &f.root().join("var/lib/bootprint/enabled"),
+            &format!("lever record\n{line}\n"),
+            0o644,
+        );
+        let e = f.fails(&["disable"]);
+        assert!(e.contains("enabled:2: expected"), "{line}: {e}");
+        assert_eq!(f.read("etc/passwd"), "root:x:0:0::/root:/bin/sh\n");
+        assert!(host.join("file").exists(), "{line}");
+    }
+    // An absolute link inside the root: the root's own path, not the host's.
+    fs::remove_dir_all(f.root().join("etc/default/grub.d")).ok();
+    symlink(&host, f.root().join("etc/default/grub.d")).unwrap();
+    write(
+        &f.root().join("var/lib/bootprint/enabled"),
+        "lever record\ncreated /etc/default/grub.d/bootprint.cfg\n",
+        0o644,
+    );
+    f.ok(&["disable"]);
+    assert_eq!(
+        fs::read_to_string(host.join("bootprint.cfg")).unwrap(),
+        "host's\n"
+    );
+    assert!(!f.root().join("var/lib/bootprint/enabled").exists());
 }
 
 #[test]

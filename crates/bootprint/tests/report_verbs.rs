@@ -134,6 +134,15 @@ fn export_prometheus_and_perfetto() {
         prom.contains("bootprint_milestone_seconds{milestone=\"text_login\"} 12\n"),
         "{prom}"
     );
+    // Written whole through a temporary file: only bootprint.prom is left, and a second
+    // export replaces it.
+    let o = run(&["export", "--prometheus", s(d), s(&mini())]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let names: Vec<_> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("bootprint.prom")]);
     assert_eq!(run(&["export", s(&mini())]).status.code(), Some(2));
     let o = run(&["export", "--prometheus", "/nonexistent", s(&mini())]);
     assert_eq!(o.status.code(), Some(1));

@@ -342,9 +342,9 @@ pub fn build(o: &Options) -> Result<Report, Error> {
     let best = measured
         .first()
         .ok_or_else(|| Error::msg(format!("no compression worked: {}", skipped.join("; "))))?;
-    let tmp = PathBuf::from(format!("{}.tmp", o.out.display()));
-    fs::write(&tmp, &best.data).map_err(|e| Error::io(&tmp, "cannot write", e))?;
-    fs::rename(&tmp, &o.out).map_err(|e| Error::io(&o.out, "cannot write", e))?;
+    // Whole or not at all, never through a link planted beside it (`--out` may name a
+    // directory others can write).
+    sys::write_atomic(&o.out, &best.data).map_err(|e| Error::io(&o.out, "cannot write", e))?;
     let report = Report {
         chosen: best.method,
         image_bytes: best.data.len(),

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 
 use crate::Error;
@@ -107,16 +107,9 @@ impl Durations {
         s
     }
 
-    /// Writes the file atomically (temporary file in the same directory, then rename).
+    /// Writes the file whole or not at all (`sys::write_atomic`).
     pub fn write(&self, path: &Path) -> Result<(), Error> {
-        let tmp = path.with_extension("tmp");
-        let res = fs::File::create(&tmp)
-            .and_then(|mut f| {
-                f.write_all(self.to_text().as_bytes())?;
-                f.sync_all()
-            })
-            .and_then(|_| fs::rename(&tmp, path));
-        res.map_err(|e| Error::io(path, e))
+        sys::write_atomic(path, self.to_text().as_bytes()).map_err(|e| Error::io(path, e))
     }
 
     /// The expected duration of `name`: learned, else a known waiter's default, else

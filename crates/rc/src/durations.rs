@@ -108,10 +108,10 @@ impl Durations {
         s
     }
 
-    /// Writes the file whole or not at all ([`crate::state::write_atomic`]: a new temporary
-    /// file, fsync, rename, fsync of the directory), creating its directory.
+    /// Writes the file whole or not at all ([`sys::write_atomic`]: a new temporary file,
+    /// fsync, rename, fsync of the directory), creating its directory.
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        crate::state::write_atomic(path, self.format().as_bytes())
+        sys::write_atomic(path, self.format().as_bytes())
     }
 }
 
@@ -173,23 +173,28 @@ mod tests {
         assert_eq!(Durations::load(&path).0, new);
     }
 
-    /// A save that cannot complete (here: a directory where the temporary file goes, as a
-    /// crash cannot leave but an unwritable directory acts alike) leaves the old file whole.
+    /// A save that cannot complete (the file system full half way through) leaves the old
+    /// file whole and no temporary file behind.
     #[test]
     fn a_failed_save_leaves_the_old_file_whole() {
-        let d_tmp = tempfile::tempdir().unwrap();
-        let d = d_tmp.path();
-        let path = d.join("rc-durations");
+        let Some(fs) = testkit::tmpfs::Tmpfs::new(256) else {
+            return;
+        };
+        let path = fs.path().join("rc-durations");
         let mut old = Durations::default();
         old.record("old", "start", 100);
         old.save(&path).unwrap();
-        for tmp in ["rc-durations.tmp", ".rc-durations.tmp"] {
-            let _ = std::fs::remove_file(d.join(tmp));
-            std::fs::create_dir_all(d.join(tmp).join("x")).unwrap();
-        }
+        fs.fill("filler");
         let mut new = Durations::default();
-        new.record("new", "start", 200);
+        for i in 0..2000 {
+            new.record(&format!("script{i}"), "start", 200);
+        }
         assert!(new.save(&path).is_err());
         assert_eq!(Durations::load(&path).0, old);
+        let names: Vec<_> = std::fs::read_dir(fs.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 2, "{names:?}");
     }
 }

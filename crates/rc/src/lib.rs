@@ -26,7 +26,6 @@
 //! - [`fallback`]: the last resort (every script of the runlevel serially in link order,
 //!   whatever failed) and the `bootprint.rc.fault=` switch that forces a failure.
 //! - [`durations`]: what earlier boots taught (`/var/lib/bootprint/rc-durations`).
-//! - [`state`]: state files written whole or not at all (temp file, fsync, rename).
 //! - [`spans`]: the runner's span log (`/run/bootprint/rc.log`, `rc.log` in a trace), its
 //!   writer (the format and reader are `trace::rclog`; the services view built from it is
 //!   `analyze::services`).
@@ -57,7 +56,6 @@ pub mod header;
 pub mod login;
 pub mod run;
 pub mod spans;
-pub mod state;
 mod sys;
 pub mod system;
 pub mod udev;

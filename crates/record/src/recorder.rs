@@ -1149,7 +1149,7 @@ fn ask_systemd(config: &Config, paths: &Paths, store: &mut Store) {
     };
     let choice = systemd::late::choose(&graph.units, &pins);
     let text = systemd::late::to_state(&choice);
-    let saved = rc::state::write_atomic(&paths.late_state, text.as_bytes());
+    let saved = sys::write_atomic(&paths.late_state, text.as_bytes());
     let mut e = Event::new(boottime_ns(), "late_learned")
         .with("late", choice.late.len())
         .with("kept", choice.kept.len())

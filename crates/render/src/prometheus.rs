@@ -1,12 +1,11 @@
 //! The boot's figures in Prometheus' text exposition format, for node_exporter's textfile
 //! collector (`--collector.textfile.directory`): `# HELP` and `# TYPE` lines, then samples,
 //! every metric named `bootprint_*`. [`text`] makes the text (the recorder can call it at boot
-//! done); [`write_atomic`] puts it in `DIR/bootprint.prom` through a temporary file and a
-//! rename, so the collector never reads half a file.
+//! done); the caller writes it to `DIR/bootprint.prom` ([`FILE_NAME`]) with
+//! `sys::write_atomic`, so the collector never reads half a file (its temporary name ends in
+//! `.tmp`, which the collector does not read).
 
 use std::fmt::Write as _;
-use std::io;
-use std::path::{Path, PathBuf};
 
 use analyze::BootModel;
 
@@ -147,46 +146,4 @@ fn text_of(m: &BootModel, phases: &[analyze::budget::Phase]) -> String {
         let _ = writeln!(s, "bootprint_readahead_replayed_bytes {}", r.replayed_bytes);
     }
     s
-}
-
-/// Writes `text` to `dir/bootprint.prom` atomically (a temporary file in `dir`, then a
-/// rename over the old one). Returns the path written.
-pub fn write_atomic(dir: &Path, text: &str) -> io::Result<PathBuf> {
-    let path = dir.join(FILE_NAME);
-    // The collector only reads `*.prom`, so the temporary name must not end in it.
-    let tmp = dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
-    // The name is predictable and the directory may be writable by others (node_exporter's
-    // group): the file is created new (`create_new`: O_CREAT|O_EXCL, which fails on a symlink,
-    // dangling or not, instead of following it), and whatever was left at that name (a
-    // crashed run's file, a planted link) is unlinked, not written through, and the creation
-    // tried once more.
-    let create = || {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)
-    };
-    let mut f = match create() {
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            std::fs::remove_file(&tmp)?;
-            create()?
-        }
-        other => other?,
-    };
-    let result = (|| {
-        io::Write::write_all(&mut f, text.as_bytes())?;
-        // On disk before the rename, so a crash leaves the old file or the new, never a stub.
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)?;
-        // The rename itself on disk (the new file is in place whatever this says).
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        // Ours: created above by this process.
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map(|_| path)
 }

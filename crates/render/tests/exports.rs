@@ -224,43 +224,4 @@ fn prometheus_textfile() {
     let plain = plain_tmp.path();
     let m2 = analyze::analyze(&trace::Trace::open(plain).unwrap()).unwrap();
     assert!(!render::prometheus::text(&m2).contains("readahead"));
-
-    // Written atomically: only bootprint.prom is left, replacing an older one.
-    let out = dir.join("collector");
-    std::fs::create_dir_all(&out).unwrap();
-    std::fs::write(out.join("bootprint.prom"), "old").unwrap();
-    let path = render::prometheus::write_atomic(&out, &text).unwrap();
-    assert_eq!(path, out.join("bootprint.prom"));
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
-    let names: Vec<_> = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert_eq!(names, vec![std::ffi::OsString::from("bootprint.prom")]);
-    assert!(render::prometheus::write_atomic(&dir.join("missing"), &text).is_err());
-}
-
-/// The temporary file is created new (O_CREAT|O_EXCL, which does not follow a symlink): a
-/// symlink planted at its name (the name is predictable: the pid) is not written through.
-#[test]
-fn prometheus_temporary_file_does_not_follow_a_planted_symlink() {
-    let dir_tmp = tempfile::tempdir().unwrap();
-    let dir = dir_tmp.path();
-    let out = dir.join("collector");
-    std::fs::create_dir_all(&out).unwrap();
-    let victim = dir.join("victim");
-    std::fs::write(&victim, "precious").unwrap();
-    let tmp = out.join(format!(".bootprint.prom.{}.tmp", std::process::id()));
-    std::os::unix::fs::symlink(&victim, &tmp).unwrap();
-    let path = render::prometheus::write_atomic(&out, "bootprint_x 1\n").unwrap();
-    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
-    assert!(std::fs::symlink_metadata(&path)
-        .unwrap()
-        .file_type()
-        .is_file());
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), "bootprint_x 1\n");
-    assert!(
-        std::fs::symlink_metadata(&tmp).is_err(),
-        "no temporary file left"
-    );
 }

@@ -6,8 +6,11 @@
 //! share it: clocks ([`boottime_ns`], [`thread_cpu_ns`]), processes ([`fork`], [`exit_now`],
 //! [`getpid`], [`waitpid`], [`kill`], [`setsid`]), descriptors ([`pipe`],
 //! [`poll_readable`]), file systems ([`mount`], [`statfs`], [`statvfs`]), the kernel
-//! ([`kernel_release`], [`clk_tck`], [`page_size`], [`reboot`]), and the two file helpers the
-//! boot path reads and writes its own files with ([`read_regular`], [`write_atomic`]).
+//! ([`kernel_release`], [`clk_tck`], [`page_size`], [`reboot`]), the file helper the boot
+//! path reads its own files with ([`read_regular`]), and files as root must touch them
+//! (`files.rs`): paths opened without following any symlink ([`open_nofollow`],
+//! [`open_regular`], [`open_dir`], [`open_beneath`]), steps relative to a directory held
+//! open ([`Dir`]), and the one hardened atomic write ([`write_atomic`]).
 //!
 //! It owns no policy: it does what it is asked once and returns the kernel's answer (an
 //! `io::Error` from errno, or a documented fallback). A system call only one crate makes
@@ -22,12 +25,15 @@
 //! ```
 #![deny(missing_docs)]
 
+mod files;
+pub use files::*;
+
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
 use std::os::fd::{FromRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn cstring(path: &Path) -> io::Result<CString> {
     CString::new(path.as_os_str().as_bytes())
@@ -407,29 +413,6 @@ pub fn read_regular_text(path: &Path, max_bytes: u64) -> io::Result<String> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text"))
 }
 
-/// Writes `bytes` to `path` atomically: a temporary file beside it, fsync, rename; mode 0644.
-/// The directory is created when missing.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o644)
-        .open(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    drop(f);
-    std::fs::rename(&tmp, path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -485,19 +468,5 @@ mod tests {
         assert!(!v.read_only, "the temp dir is writable");
         assert!(statvfs(Path::new("/proc")).is_ok());
         assert!(statvfs(Path::new("a\0b")).is_err());
-    }
-
-    #[test]
-    fn write_atomic_replaces_whole_and_creates_the_directory() {
-        let tmp = tempfile::tempdir().unwrap();
-        let d = tmp.path();
-        let f = d.join("sub/state");
-        write_atomic(&f, b"one").unwrap();
-        write_atomic(&f, b"two").unwrap();
-        assert_eq!(read_regular_text(&f, 3).unwrap(), "two");
-        assert!(!d.join("sub/state.tmp").exists());
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(&f).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode & 0o022, 0, "{mode:o}");
     }
 }

@@ -2,7 +2,8 @@
 //! built into the programs).
 //!
 //! It owns one rule, one check the chart tests share ([`check_xml`]), a loop-mounted
-//! ext4 image with its cleanup ([`ext4::Ext4Image`], for relocation's tests), and a pause
+//! ext4 image with its cleanup ([`ext4::Ext4Image`], for relocation's tests), a small tmpfs
+//! to fill ([`tmpfs::Tmpfs`], for writes that fail for want of space), and a pause
 //! of the machine's proactive reclaim for tests that check the page cache
 //! ([`reclaim::PauseReclaim`]). The rule: a test that cannot run here (it needs root, a tool, a kernel feature)
 //! says so and passes on a developer's machine, but **fails under `CI=true`**, where the
@@ -26,6 +27,7 @@ use std::io::Write;
 
 pub mod ext4;
 pub mod reclaim;
+pub mod tmpfs;
 
 /// Whether this is a CI run (`CI=true`), where skipping is a failure.
 pub fn in_ci() -> bool {

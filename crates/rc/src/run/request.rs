@@ -355,7 +355,7 @@ fn keep_span_log(req: &Request) {
     if keep != req.spans {
         // Replaced whole, never written in place: a crash leaves the last copy intact.
         if let Ok(bytes) = std::fs::read(&req.spans) {
-            let _ = crate::state::write_atomic(&keep, &bytes);
+            let _ = ::sys::write_atomic(&keep, &bytes);
         }
     }
 }

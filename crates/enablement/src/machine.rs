@@ -1,0 +1,438 @@
+//! The machine under a root (`--root DIR`, `/` by default): its files, reached as its own
+//! system would reach them and never outside the root, and the programs that change its boot
+//! (update-grub, dpkg-divert, the initramfs build).
+//!
+//! Every path bootprint changes here is resolved in the root (`sys::open_in_root`: the
+//! system's own links, `/bin -> usr/bin` on a merged /usr, are followed from the root, an
+//! absolute link included, and nothing resolves outside it; the last component is never
+//! followed), once: the directory that holds it is opened, and the write, the removal or
+//! the creation happens in that directory.
+
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::manifest::{Manifest, BOOT_BIN, MANIFEST, STARTPAR, STARTPAR_DISTRIB, WRAPPER};
+
+/// The package name diversions are made for.
+pub const PACKAGE: &str = "bootprint";
+
+/// The largest file of the root this reads (the manifest, the drop-in, the wrapper).
+const MAX_READ: u64 = 1 << 20;
+
+/// The init system the root boots.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Init {
+    /// sysvinit: /sbin/init a program of its own, /lib/init/rc present.
+    Sysvinit,
+    /// systemd: /sbin/init a link to systemd.
+    Systemd,
+    /// Something else, described.
+    Other(String),
+}
+
+impl Init {
+    /// Its name in messages.
+    pub fn name(&self) -> String {
+        match self {
+            Init::Sysvinit => "sysvinit".into(),
+            Init::Systemd => "systemd".into(),
+            Init::Other(s) => s.clone(),
+        }
+    }
+}
+
+/// The external programs enable and disable run. Each is an argument vector the call's own
+/// arguments are appended to; the real ones by default, a test double through the
+/// environment (`BOOTPRINT_UPDATE_GRUB`, `BOOTPRINT_DPKG_DIVERT`, `BOOTPRINT_INITRAMFS_BUILD`:
+/// a program run in place of the real one, with `BOOTPRINT_ROOT` set to the root).
+#[derive(Debug, Clone)]
+pub struct Tools {
+    /// Regenerates grub.cfg (Debian's `update-grub`).
+    pub update_grub: Vec<OsString>,
+    /// dpkg's `dpkg-divert` (with `--root DIR` for another root).
+    pub dpkg_divert: Vec<OsString>,
+    /// `bootprint initramfs build`; `--kernel RELEASE --out IMAGE` are appended.
+    pub initramfs_build: Vec<OsString>,
+    /// Whether GRUB's update-grub is there to run.
+    pub grub_present: bool,
+}
+
+impl Tools {
+    /// The real programs for the system under `root` (run inside it with chroot when it is
+    /// not `/`), each replaced by its environment variable when set.
+    pub fn for_root(root: &Path) -> Tools {
+        let env = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty());
+        let here = root == Path::new("/");
+        let chroot = |args: &[&str]| -> Vec<OsString> {
+            let mut v: Vec<OsString> = vec!["chroot".into(), root.into()];
+            v.extend(args.iter().map(OsString::from));
+            v
+        };
+        let (update_grub, grub_present) = match env("BOOTPRINT_UPDATE_GRUB") {
+            Some(p) => (vec![p], true),
+            None if here => (vec!["update-grub".into()], in_path("update-grub")),
+            None => (
+                chroot(&["update-grub"]),
+                under(root, "/usr/sbin/update-grub").exists(),
+            ),
+        };
+        let mut dpkg_divert = vec![env("BOOTPRINT_DPKG_DIVERT").unwrap_or("dpkg-divert".into())];
+        if !here {
+            dpkg_divert.extend(["--root".into(), root.into()]);
+        }
+        let initramfs_build = match env("BOOTPRINT_INITRAMFS_BUILD") {
+            Some(p) => vec![p],
+            None if here => {
+                let me = std::env::current_exe().unwrap_or_else(|_| "/usr/bin/bootprint".into());
+                vec![me.into(), "initramfs".into(), "build".into()]
+            }
+            None => chroot(&["/usr/bin/bootprint", "initramfs", "build"]),
+        };
+        Tools {
+            update_grub,
+            dpkg_divert,
+            initramfs_build,
+            grub_present,
+        }
+    }
+}
+
+/// Whether `name` is a program in $PATH or the sbin directories (dpkg runs maintainer
+/// scripts with them in PATH; a shell of a user may not have them).
+fn in_path(name: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/sbin"].map(PathBuf::from))
+        .any(|d| {
+            fs::metadata(d.join(name))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// `p` (absolute, in the root's terms) under `root`, for messages and read-only looks.
+pub fn under(root: &Path, p: &str) -> PathBuf {
+    root.join(p.trim_start_matches('/'))
+}
+
+/// The machine under a root, and the programs to change it with.
+pub struct Machine {
+    /// The root directory.
+    pub root: PathBuf,
+    /// The programs.
+    pub tools: Tools,
+}
+
+impl Machine {
+    /// The machine under `root` with the real programs (or their test doubles, see [`Tools`]).
+    pub fn new(root: &Path) -> Machine {
+        Machine {
+            root: root.to_path_buf(),
+            tools: Tools::for_root(root),
+        }
+    }
+
+    /// `p` under the root, for messages.
+    pub fn path(&self, p: &str) -> PathBuf {
+        under(&self.root, p)
+    }
+
+    fn root_dir(&self) -> io::Result<sys::Dir> {
+        sys::Dir::open_following(&self.root)
+    }
+
+    /// The directory holding `p` (absolute, in the root's terms), opened in the root, and
+    /// the name of `p` in it.
+    fn parent_of(&self, p: &str) -> io::Result<(sys::Dir, OsString)> {
+        let path = Path::new(p);
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "no file name"));
+        };
+        let dir = sys::open_dir_in_root(&self.root_dir()?, parent)?;
+        Ok((dir, name.to_os_string()))
+    }
+
+    /// The file `p` of the root, if it is there (a regular file of at most 1 MiB).
+    pub fn read(&self, p: &str) -> Result<Option<Vec<u8>>, String> {
+        use std::io::Read;
+        let err = |e: io::Error| format!("cannot read {}: {e}", self.path(p).display());
+        let f = match self
+            .root_dir()
+            .and_then(|r| sys::open_in_root(&r, Path::new(p), libc::O_RDONLY | libc::O_NONBLOCK))
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(err(e)),
+        };
+        let md = f.metadata().map_err(err)?;
+        if !md.is_file() {
+            return Err(err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file",
+            )));
+        }
+        let mut bytes = Vec::new();
+        f.take(MAX_READ + 1).read_to_end(&mut bytes).map_err(err)?;
+        if bytes.len() as u64 > MAX_READ {
+            return Err(err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("larger than {MAX_READ} bytes"),
+            )));
+        }
+        Ok(Some(bytes))
+    }
+
+    /// Writes the file `p` whole (`sys::write_atomic`'s way) with `mode`.
+    pub fn write(&self, p: &str, bytes: &[u8], mode: u32) -> Result<(), String> {
+        self.parent_of(p)
+            .and_then(|(dir, name)| dir.write_atomic_at(&name, bytes, mode))
+            .map_err(|e| format!("cannot write {}: {e}", self.path(p).display()))
+    }
+
+    /// Removes the file `p` (a link itself, never what it points to); a missing one is no
+    /// error, a directory there is.
+    pub fn remove(&self, p: &str) -> Result<(), String> {
+        let err = |e: io::Error| format!("cannot remove {}: {e}", self.path(p).display());
+        let (dir, name) = match self.parent_of(p) {
+            Ok(x) => x,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(err(e)),
+        };
+        match dir.unlink_at(&name) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other.map_err(err),
+        }?;
+        dir.sync().map_err(err)
+    }
+
+    /// What `p` is, if anything (never following a link at `p` itself).
+    pub fn stat(&self, p: &str) -> Option<sys::EntryStat> {
+        if p == "/" {
+            return self.root_dir().and_then(|d| d.stat()).ok();
+        }
+        let (dir, name) = self.parent_of(p).ok()?;
+        dir.stat_at(&name).ok().flatten()
+    }
+
+    /// Whether `p` is there (as anything, a dangling link included).
+    pub fn exists(&self, p: &str) -> bool {
+        self.stat(p).is_some()
+    }
+
+    /// Creates the directory `p` (its parent must exist), mode 0755.
+    pub fn mkdir(&self, p: &str) -> Result<(), String> {
+        let err = |e: io::Error| format!("cannot create {}: {e}", self.path(p).display());
+        let (dir, name) = self.parent_of(p).map_err(err)?;
+        dir.mkdir_at(&name, 0o755).map_err(err)?;
+        // Exactly 0755, whatever the umask.
+        let sub = dir.dir_at(&name).map_err(err)?;
+        sub.file()
+            .set_permissions(fs::Permissions::from_mode(0o755))
+            .map_err(err)?;
+        dir.sync().map_err(err)
+    }
+
+    /// Removes the directory `p` if it is empty (something else may have put a file there
+    /// since); missing is fine.
+    pub fn rmdir_if_empty(&self, p: &str) {
+        if let Ok((dir, name)) = self.parent_of(p) {
+            if dir.rmdir_at(&name).is_ok() {
+                let _ = dir.sync();
+            }
+        }
+    }
+
+    /// The manifest, if enable ran.
+    pub fn manifest(&self) -> Result<Option<Manifest>, String> {
+        match self.read(MANIFEST)? {
+            Some(bytes) => {
+                let file = self.path(MANIFEST).display().to_string();
+                let text = String::from_utf8(bytes)
+                    .map_err(|_| format!("{file}: expected text (UTF-8)"))?;
+                Manifest::parse(&text, &file).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The init system `/sbin/init` starts.
+    pub fn init(&self) -> Init {
+        let init = self.path("/sbin/init");
+        match fs::read_link(&init) {
+            Ok(t) if t.to_string_lossy().contains("systemd") => Init::Systemd,
+            Ok(t) => Init::Other(format!("/sbin/init -> {}", t.display())),
+            Err(_) if init.is_file() && self.path("/lib/init/rc").is_file() => Init::Sysvinit,
+            Err(_) if init.exists() => Init::Other("an unknown /sbin/init".into()),
+            Err(_) => Init::Other("no /sbin/init".into()),
+        }
+    }
+
+    /// The kernel releases installed: /boot/vmlinuz-RELEASE with /lib/modules/RELEASE.
+    pub fn kernels(&self) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(self.path("/boot"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let rel = name.strip_prefix("vmlinuz-")?.to_string();
+                (crate::manifest::valid_release(&rel)
+                    && self.path(&format!("/lib/modules/{rel}")).is_dir())
+                .then_some(rel)
+            })
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The diversion of `path`: (diverted to, package; `LOCAL` for a local diversion), asked
+    /// of dpkg-divert (`--listpackage`, `--truename`), not read from dpkg's database, whose
+    /// format is dpkg's own. No dpkg-divert (not a Debian system): no diversions.
+    pub fn diversion(&self, path: &str) -> Result<Option<(String, String)>, String> {
+        let Some(pkg) = output(
+            &self.tools.dpkg_divert,
+            &["--listpackage", path],
+            &self.root,
+        )?
+        else {
+            return Ok(None);
+        };
+        if pkg.is_empty() {
+            return Ok(None);
+        }
+        let to =
+            output(&self.tools.dpkg_divert, &["--truename", path], &self.root)?.unwrap_or_default();
+        Ok(Some((to, pkg)))
+    }
+
+    /// Whether /bin/startpar is already the wrapper over Debian's startpar, diverted by
+    /// someone else (the test bed's image does this with a local diversion): then the rc
+    /// lever needs only its kernel parameter.
+    pub fn startpar_hooked_by_other(&self) -> Result<Option<String>, String> {
+        let Some((to, pkg)) = self.diversion(STARTPAR)? else {
+            return Ok(None);
+        };
+        if pkg == PACKAGE {
+            return Ok(None);
+        }
+        let wrapper = self.read(WRAPPER).ok().flatten();
+        let current = self.read(STARTPAR).ok().flatten();
+        let by = if pkg == "LOCAL" {
+            "a local diversion".to_string()
+        } else {
+            pkg
+        };
+        if to == STARTPAR_DISTRIB && wrapper.is_some() && wrapper == current {
+            Ok(Some(by))
+        } else {
+            Err(format!(
+                "{STARTPAR} is already diverted to {to} by {by}: bootprint will not divert it again"
+            ))
+        }
+    }
+
+    /// Why `lever` cannot work on this machine, if it cannot.
+    pub fn cannot(&self, lever: crate::Lever) -> Option<String> {
+        use crate::Lever;
+        match lever {
+            Lever::Record | Lever::Readahead | Lever::Modules => {
+                let bin = self.path(BOOT_BIN);
+                let exec = fs::metadata(&bin).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+                if !exec {
+                    return Some(format!(
+                        "{} is not an executable file: init= would name a program that is not there",
+                        bin.display()
+                    ));
+                }
+                (!self.tools.grub_present).then(|| {
+                    "update-grub is not installed: the kernel parameters go through GRUB \
+                     (/etc/default/grub.d), and this machine does not boot with Debian's GRUB"
+                        .to_string()
+                })
+            }
+            Lever::Rc => match self.init() {
+                Init::Sysvinit => {
+                    if !self.path(WRAPPER).is_file() {
+                        return Some(format!("{} is missing", self.path(WRAPPER).display()));
+                    }
+                    match self.startpar_hooked_by_other() {
+                        Err(e) => Some(e),
+                        Ok(Some(_)) => None,
+                        Ok(None) if self.diversion(STARTPAR).ok().flatten().is_some() => None,
+                        Ok(None) if !self.path(STARTPAR).is_file() => Some(format!(
+                            "{} is missing (Debian's startpar package): /lib/init/rc runs the scripts one by one, there is nothing to replace",
+                            self.path(STARTPAR).display()
+                        )),
+                        Ok(None) => None,
+                    }
+                }
+                other => Some(format!(
+                    "the init script runner replaces sysvinit's startpar, and this system boots {}{}",
+                    other.name(),
+                    if other == Init::Systemd { " (its lever is --late)" } else { "" }
+                )),
+            },
+            Lever::Late => match self.init() {
+                Init::Systemd => None,
+                other => Some(format!(
+                    "late units are a systemd lever, and this system boots {}{}",
+                    other.name(),
+                    if other == Init::Sysvinit { " (its lever is --rc)" } else { "" }
+                )),
+            },
+            Lever::Initramfs => self.kernels().is_empty().then(|| {
+                format!(
+                    "no kernel is installed ({} has no vmlinuz-RELEASE with a /lib/modules/RELEASE)",
+                    self.path("/boot").display()
+                )
+            }),
+        }
+    }
+}
+
+fn shown(argv: &[OsString], extra: &[&str]) -> String {
+    argv.iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .chain(extra.iter().map(|s| s.to_string()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Runs an argument vector; a failure names the command.
+pub fn run(argv: &[OsString], extra: &[&str], root: &Path) -> Result<(), String> {
+    let status = Command::new(&argv[0])
+        .args(&argv[1..])
+        .args(extra)
+        .env("BOOTPRINT_ROOT", root)
+        .status()
+        .map_err(|e| format!("cannot run `{}`: {e}", shown(argv, extra)))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{}` failed ({status})", shown(argv, extra)))
+    }
+}
+
+/// Runs `argv extra` and returns its first line of output, trimmed; `None` when the program
+/// is not there at all.
+fn output(argv: &[OsString], extra: &[&str], root: &Path) -> Result<Option<String>, String> {
+    let out = match Command::new(&argv[0])
+        .args(&argv[1..])
+        .args(extra)
+        .env("BOOTPRINT_ROOT", root)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot run `{}`: {e}", shown(argv, extra))),
+    };
+    if !out.status.success() {
+        return Err(format!("`{}` failed ({})", shown(argv, extra), out.status));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    Ok(Some(text.lines().next().unwrap_or("").trim().to_string()))
+}
