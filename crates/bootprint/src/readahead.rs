@@ -201,6 +201,8 @@ fn relocate(sys: &System, a: &cli::ReadaheadRelocate) -> Outcome {
         media: readahead::relocate::Media::from_setting(&sys.config.readahead_media),
         // The requests it expects are counted as replay will read: with its merge gap.
         merge_gap: u64::from(sys.config.readahead_merge_gap_kb) * 1024,
+        // A running program's copy is noted beside the pack while it has a name of its own.
+        pending: Some(readahead::relocate::pending_path(&path)),
         ..Default::default()
     };
     let n = p.entries.len();

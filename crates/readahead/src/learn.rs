@@ -13,8 +13,8 @@ use std::collections::HashSet;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -471,15 +471,16 @@ fn learn_metadata(learned: &Learned, root: &system::Mount, opts: &PackOptions) -
     metadata::learn(files, libc::makedev(root.major, root.minor), &g)
 }
 
-/// Opens a learned file (without following a symlink), checks it is still the same regular
-/// file, and reads its resident pages.
+/// Opens a learned file (without following a symlink anywhere in its path:
+/// `sys::open_regular`), checks it is still the same regular file, and reads its resident
+/// pages.
 fn measure(
     lf: &LearnedFile,
     page: u64,
     rotational: bool,
     traced: Option<&PageMap>,
 ) -> Option<Candidate> {
-    let f = open_checked(&lf.path)?;
+    let f = ::sys::open_regular(&lf.path).ok()?;
     let md = f.metadata().ok()?;
     if !md.file_type().is_file() || md.ino() != lf.ino || md.dev() != lf.dev {
         return None;
@@ -508,16 +509,6 @@ fn measure(
         entry: Entry::of_file(lf.path.clone(), &md, ranges),
         physical,
     })
-}
-
-/// Opens `path` read-only without following a final symlink and without blocking on a FIFO
-/// or device; the caller checks the file type.
-pub(crate) fn open_checked(path: &Path) -> Option<File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .ok()
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@
 
 use std::collections::BTreeSet;
 use std::fs::File;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::inode_table::Geometry;
@@ -76,12 +76,9 @@ pub fn from_entries(entries: &[Entry], dev: u64, g: &Geometry) -> Vec<Range> {
     g.inode_blocks(entries.iter().filter(|e| e.dev == dev).map(|e| e.ino))
 }
 
+/// A directory of a learned path, opened without following a symlink anywhere in it.
 fn open_dir(path: &Path) -> Option<File> {
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()
+    ::sys::open_nofollow(path, libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NONBLOCK).ok()
 }
 
 /// A directory's blocks on the device, whole blocks.

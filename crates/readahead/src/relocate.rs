@@ -68,6 +68,34 @@ pub struct Options {
     /// How many times the region to allocate and choose its runs from
     /// ([`REGION_CHOICE`]; 1: take the region as the allocator gives it).
     pub region_choice: u64,
+    /// Where a running program's copy is noted while it has a name of its own
+    /// ([`pending_path`] of the pack): a run killed then leaves that name, and the next run
+    /// (or the next boot) removes it ([`clean_leftover`]). `None`: not noted.
+    pub pending: Option<PathBuf>,
+    /// Called between the steps of replacing a running program (tests drive races there).
+    pub hook: Option<Hook>,
+}
+
+/// A point between the steps of replacing a running program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// The copy is made, moved and given the original's metadata; it has no name yet.
+    Copied,
+    /// The copy has its temporary name beside the original ([`copy_name`]).
+    Linked,
+    /// The names are exchanged: the program's name holds the copy.
+    Exchanged,
+}
+
+/// A function called at each [`Step`] with the program's path, for tests that change the
+/// file or its directory between two steps.
+#[derive(Clone)]
+pub struct Hook(pub std::sync::Arc<dyn Fn(Step, &Path) + Send + Sync>);
+
+impl std::fmt::Debug for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hook")
+    }
 }
 
 impl Default for Options {
@@ -80,6 +108,8 @@ impl Default for Options {
             mountinfo: "/proc/self/mountinfo".into(),
             merge_gap: plan::MERGE_GAP,
             region_choice: REGION_CHOICE,
+            pending: None,
+            hook: None,
         }
     }
 }
@@ -508,6 +538,9 @@ pub fn relocate(
     }
 
     let _ = ::sys::ioprio_idle();
+    if let Some(p) = &opts.pending {
+        clean_leftover(p);
+    }
     // The donor: no name, so nothing is left behind whatever happens; on the filesystem of
     // the files (the ioctl works within one filesystem).
     let dir = p.entries[planned[0].idx]
@@ -595,7 +628,7 @@ pub fn relocate(
             next += 1;
         }
         let e = &p.entries[pl.idx];
-        let (outcome, copy) = move_file(e, pl, &donor, &pieces);
+        let (outcome, copy) = move_file(e, pl, &donor, &pieces, opts);
         // Where its reads lie now, moved or not (in the copy that took its name, if one did).
         let map = sys::fiemap(copy.as_ref().unwrap_or(&pl.file), 0, e.size).unwrap_or_default();
         for r in &pl.reads {
@@ -643,19 +676,22 @@ fn same_as_learned(f: &File, e: &Entry) -> bool {
 
 /// Moves one file's ranges to their places in the donor's `region`: its outcome, and the
 /// file as it is now when a copy took its name ([`replace_running`]).
-fn move_file(e: &Entry, pl: &Planned, donor: &File, region: &[Piece]) -> (Outcome, Option<File>) {
+fn move_file(
+    e: &Entry,
+    pl: &Planned,
+    donor: &File,
+    region: &[Piece],
+    opts: &Options,
+) -> (Outcome, Option<File>) {
     let skipped = |why: String| (Outcome::Skipped(why), None);
-    // The ioctl wants the file open for reading and writing. A running program cannot be
-    // (ETXTBSY): a moved copy takes its place instead.
-    let rw = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&e.path);
-    let rw = match rw {
+    // The ioctl wants the file open for reading and writing: the very file planned (opened
+    // without following a symlink, checked as learned), opened again through its
+    // descriptor, never by its path. A running program cannot be (ETXTBSY): a moved copy
+    // takes its place instead.
+    let rw = match reopen_rw(&pl.file) {
         Ok(f) => f,
         Err(err) if err.raw_os_error() == Some(libc::ETXTBSY) => {
-            return match replace_running(e, pl, donor, region) {
+            return match replace_running(e, pl, donor, region, opts) {
                 Ok((copy, ino)) => (
                     Outcome::Replaced {
                         extents_after: 0,
@@ -668,9 +704,9 @@ fn move_file(e: &Entry, pl: &Planned, donor: &File, region: &[Piece]) -> (Outcom
         }
         Err(err) => return skipped(format!("cannot open read-write: {err}")),
     };
-    // The same file as planned, unchanged since the pack was learned: checked on the
-    // descriptor the ioctl uses, just before it.
-    if !same_as_learned(&rw, e) || pl.file.metadata().map(|m| m.ino()).ok() != Some(e.ino) {
+    // Unchanged since the pack was learned: checked on the descriptor the ioctl uses, just
+    // before it.
+    if !same_as_learned(&rw, e) {
         return skipped("changed during the run".into());
     }
     if let Err(why) = move_pieces(&rw, e, pl, donor, region) {
@@ -683,6 +719,17 @@ fn move_file(e: &Entry, pl: &Planned, donor: &File, region: &[Piece]) -> (Outcom
         return skipped("changed during the run (its data is whole)".into());
     }
     (Outcome::Moved { extents_after: 0 }, None)
+}
+
+/// `f` opened again read-write through /proc/self/fd: the same inode, whatever its path
+/// leads to now.
+fn reopen_rw(f: &File) -> std::io::Result<File> {
+    use std::os::fd::AsRawFd;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(format!("/proc/self/fd/{}", f.as_raw_fd()))
 }
 
 /// Moves the planned ranges of `file` (the entry's file, or its copy) into the region.
@@ -711,59 +758,202 @@ fn move_pieces(
 
 /// The name a running program's copy has between linkat(2) and the exchange, and the
 /// original has after it: hidden, beside it, and recognisable (a run killed in between
-/// leaves it; the next run removes it).
+/// leaves it; the next run, or the next boot, removes it: [`clean_leftover`]).
 pub fn copy_name(path: &Path) -> Option<PathBuf> {
     let name = path.file_name()?.to_string_lossy();
     Some(path.with_file_name(format!(".{name}.bootprint-relocate")))
 }
 
+/// Whether `name` is one [`copy_name`] gives.
+fn is_copy_name(name: &std::ffi::OsStr) -> bool {
+    let n = name.to_string_lossy();
+    n.len() > ".x.bootprint-relocate".len() - 1
+        && n.starts_with('.')
+        && n.ends_with(".bootprint-relocate")
+        && !n.contains('/')
+}
+
+/// The note of a running program's copy in flight, beside the pack at `pack`.
+pub fn pending_path(pack: &Path) -> PathBuf {
+    pack.with_file_name("relocate-pending")
+}
+
+/// Removes what a relocation killed while a running program's copy had its temporary name
+/// left: the file the note at `pending` names (only a [`copy_name`], only a regular file,
+/// found in its directory without following a symlink), then the note. The note is trusted
+/// only when root (or this user) owns it and no one else can write it. Returns what was
+/// removed.
+pub fn clean_leftover(pending: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let f = ::sys::open_regular(pending).ok()?;
+    let st = ::sys::fstat(&f).ok()?;
+    let trusted = (st.uid == 0 || st.uid == ::sys::euid()) && st.mode & 0o022 == 0;
+    let mut text = String::new();
+    let read = f.take(4096).read_to_string(&mut text);
+    let _ = std::fs::remove_file(pending);
+    let text = read.ok().map(|_| text);
+    if !trusted {
+        return None;
+    }
+    let left = PathBuf::from(text?.trim_end_matches('\n'));
+    let (Some(parent), Some(name)) = (left.parent(), left.file_name()) else {
+        return None;
+    };
+    if !left.is_absolute() || !is_copy_name(name) {
+        return None;
+    }
+    let dir = ::sys::open_dir(parent).ok()?;
+    if !dir.stat_at(name).ok().flatten()?.is_file() {
+        return None;
+    }
+    dir.unlink_at(name).ok()?;
+    let _ = dir.sync();
+    Some(left)
+}
+
+/// Inode flags a program's file may carry that its copy must carry too (chattr's `s`, `u`,
+/// `c`, `S`, `d`, `A`, `m`, `j`, `t`).
+const COPIED_FLAGS: u32 = 0x1 | 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x400 | 0x4000 | 0x8000;
+/// Immutable (`i`) and append-only (`a`): such a file is never replaced.
+const FIXED_FLAGS: u32 = 0x10 | 0x20;
+
+/// What a file is besides its bytes and times, all of which its copy must carry: owner,
+/// mode, every extended attribute (capabilities, ACLs, labels), the inode flags that mean
+/// something for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Meta {
+    uid: u32,
+    gid: u32,
+    mode: u32,
+    xattrs: Vec<(Vec<u8>, Vec<u8>)>,
+    flags: u32,
+}
+
+impl Meta {
+    fn of(f: &File) -> std::io::Result<Meta> {
+        let md = f.metadata()?;
+        Ok(Meta {
+            uid: md.uid(),
+            gid: md.gid(),
+            mode: md.mode() & 0o7777,
+            xattrs: sys::xattrs(f)?,
+            flags: sys::inode_flags(f)? & COPIED_FLAGS,
+        })
+    }
+
+    /// Makes `f`'s metadata exactly this: owner first (a chown clears set-id bits and file
+    /// capabilities), then the attributes (those `f` has and this has not removed: an ACL
+    /// it inherited from its directory's default ACL), the flags, the mode last (it agrees
+    /// with an access ACL); then read back.
+    fn apply(&self, f: &File) -> Result<(), String> {
+        let io = |what: &str, err: std::io::Error| format!("{what}: {err}");
+        std::os::unix::fs::fchown(f, Some(self.uid), Some(self.gid))
+            .map_err(|err| io("cannot set the owner", err))?;
+        for (name, _) in sys::xattrs(f).map_err(|err| io("cannot list the attributes", err))? {
+            if !self.xattrs.iter().any(|(n, _)| *n == name) {
+                sys::remove_xattr(f, &name).map_err(|err| io("cannot remove an attribute", err))?;
+            }
+        }
+        for (name, value) in &self.xattrs {
+            sys::set_xattr(f, name, value).map_err(|err| io("cannot copy the attributes", err))?;
+        }
+        let flags = sys::inode_flags(f).map_err(|err| io("cannot read the flags", err))?;
+        let want = (flags & !COPIED_FLAGS) | self.flags;
+        if want != flags {
+            sys::set_inode_flags(f, want).map_err(|err| io("cannot set the flags", err))?;
+        }
+        f.set_permissions(std::fs::Permissions::from_mode(self.mode))
+            .map_err(|err| io("cannot set the mode", err))?;
+        match Meta::of(f) {
+            Ok(m) if m == *self => Ok(()),
+            Ok(_) => Err("the copy's owner, mode, attributes or flags cannot be made the original's".into()),
+            Err(err) => Err(io("cannot stat the copy", err)),
+        }
+    }
+}
+
 /// A running program cannot be opened for writing (ETXTBSY), so the ioctl cannot move its
 /// blocks: a copy of it is made instead, unnamed (O_TMPFILE) beside it; its blocks are
-/// moved into the region as any file's; its content is compared with the original's; the
-/// original's owner, mode, extended attributes (file capabilities among them) and times
-/// are set on it; and it takes the original's name (renameat2's exchange, the original's
-/// inode checked in the old name after it), as a package manager replaces a running
-/// program. The program running keeps the old inode until it exits;
-/// every later open gets the copy. At every moment the name holds the original or the
-/// whole copy. A file with other hard links is not replaced (they would keep the old
-/// inode). Ok: the copy and its inode number.
+/// moved into the region as any file's; its content is compared with the original's; it is
+/// given exactly the original's owner, mode, extended attributes (file capabilities, ACLs)
+/// and inode flags, and its times; and it takes the original's name (renameat2's exchange),
+/// as a package manager replaces a running program. The program running keeps the old
+/// inode until it exits; every later open gets the copy. At every moment the name holds the
+/// original or the whole copy.
+///
+/// Every step is done in the program's directory, opened once without following a symlink
+/// and required to be writable by root alone, so no one can move a step elsewhere by
+/// swapping a directory of the path. After the exchange, the name's old file must be the
+/// original with its metadata as copied (an admin's `chmod u-s` or `setcap -r` meanwhile
+/// undoes the exchange). The copy's temporary name is noted first (`opts.pending`), so a
+/// run killed before it is removed leaves nothing the next run or boot does not remove. A
+/// file with other hard links is not replaced (they would keep the old inode). Ok: the copy
+/// and its inode number.
 fn replace_running(
     e: &Entry,
     pl: &Planned,
     donor: &File,
     region: &[Piece],
+    opts: &Options,
 ) -> Result<(File, u64), String> {
     use std::io::{Read, Seek, SeekFrom};
     let io = |what: &str, err: std::io::Error| format!("{what}: {err}");
-    let src = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&e.path)
-        .map_err(|err| io("cannot open", err))?;
+    let hook = |step| {
+        if let Some(h) = &opts.hook {
+            (h.0)(step, &e.path)
+        }
+    };
+    let (Some(parent), Some(name), Some(tmp_path)) =
+        (e.path.parent(), e.path.file_name(), copy_name(&e.path))
+    else {
+        return Err("no directory".into());
+    };
+    let tmp = tmp_path.file_name().unwrap_or_default().to_os_string();
+    let dir = ::sys::open_dir(parent).map_err(|err| io("cannot open its directory", err))?;
+    let dst = dir
+        .stat()
+        .map_err(|err| io("cannot stat its directory", err))?;
+    if !dst.only_root_writes() {
+        return Err(format!(
+            "its directory can be written by others than root (owner uid {}, mode {:o}): \
+             no copy is made there",
+            dst.uid,
+            dst.mode & 0o7777
+        ));
+    }
+    // The name in that directory is the file planned (opened by check_entry, as learned).
+    let src = &pl.file;
     let md = src.metadata().map_err(|err| io("cannot stat", err))?;
-    if !same_as_learned(&src, e) {
+    let in_dir = dir.stat_at(name).map_err(|err| io("cannot stat", err))?;
+    if !in_dir.is_some_and(|s| s.is_file() && s.ino == md.ino() && s.dev == md.dev())
+        || !same_as_learned(src, e)
+    {
         return Err("changed during the run".into());
     }
     if md.nlink() != 1 {
         return Err(format!("{} hard links", md.nlink()));
     }
-    let (Some(dir), Some(tmp_name)) = (e.path.parent(), copy_name(&e.path)) else {
-        return Err("no directory".into());
-    };
-    let mut copy = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_TMPFILE)
-        .mode(0o600)
-        .open(dir)
+    let meta = Meta::of(src).map_err(|err| io("cannot read its attributes", err))?;
+    if sys::inode_flags(src).unwrap_or(0) & FIXED_FLAGS != 0 {
+        return Err("immutable or append-only".into());
+    }
+    let mut copy = dir
+        .open_at(
+            std::ffi::OsStr::new("."),
+            libc::O_RDWR | libc::O_TMPFILE,
+        )
         .map_err(|err| io("cannot make the copy", err))?;
-    std::io::copy(&mut &src, &mut copy).map_err(|err| io("cannot copy", err))?;
+    let mut reader = src;
+    reader
+        .seek(SeekFrom::Start(0))
+        .map_err(|err| io("seek", err))?;
+    std::io::copy(&mut reader, &mut copy).map_err(|err| io("cannot copy", err))?;
     // Its blocks allocated and on the device before they move.
     sys::fdatasync(&copy).map_err(|err| io("cannot sync the copy", err))?;
     move_pieces(&copy, e, pl, donor, region)?;
     sys::fdatasync(&copy).map_err(|err| io("cannot sync the copy", err))?;
     // Byte for byte the original's, read back after the move.
-    let mut a = &src;
+    let mut a = src;
     let mut b = &copy;
     a.seek(SeekFrom::Start(0)).map_err(|err| io("seek", err))?;
     b.seek(SeekFrom::Start(0)).map_err(|err| io("seek", err))?;
@@ -785,44 +975,58 @@ fn replace_running(
             Err(err) => return Err(io("cannot read", err)),
         }
     }
-    // Owner before mode (a chown clears set-id bits), attributes after the chown (it
-    // clears file capabilities), times last.
-    std::os::unix::fs::fchown(&copy, Some(md.uid()), Some(md.gid()))
-        .map_err(|err| io("cannot set the owner", err))?;
-    copy.set_permissions(std::fs::Permissions::from_mode(md.mode() & 0o7777))
-        .map_err(|err| io("cannot set the mode", err))?;
-    sys::copy_xattrs(&src, &copy).map_err(|err| io("cannot copy the attributes", err))?;
+    meta.apply(&copy)?;
     let times = std::fs::FileTimes::new()
         .set_accessed(md.accessed().map_err(|err| io("atime", err))?)
         .set_modified(md.modified().map_err(|err| io("mtime", err))?);
     copy.set_times(times)
         .map_err(|err| io("cannot set the times", err))?;
-    if !same_as_learned(&src, e) {
+    hook(Step::Copied);
+    let unchanged = |f: &File| same_as_learned(f, e) && Meta::of(f).is_ok_and(|m| m == meta);
+    if !unchanged(src) {
         return Err("changed during the run".into());
     }
     // Left by a run killed between the link and the removal below (the copy, or after the
     // exchange the original: the same bytes either way).
-    if std::fs::symlink_metadata(&tmp_name).is_ok_and(|m| m.file_type().is_file()) {
-        let _ = std::fs::remove_file(&tmp_name);
+    if dir.stat_at(&tmp).ok().flatten().is_some_and(|s| s.is_file()) {
+        let _ = dir.unlink_at(&tmp);
     }
-    sys::link_unnamed(&copy, &tmp_name).map_err(|err| io("cannot name the copy", err))?;
+    if let Some(p) = &opts.pending {
+        ::sys::write_atomic_mode(p, format!("{}\n", tmp_path.display()).as_bytes(), 0o600)
+            .map_err(|err| io("cannot note the copy's name", err))?;
+    }
+    let forget = || {
+        if let Some(p) = &opts.pending {
+            let _ = std::fs::remove_file(p);
+        }
+    };
+    if let Err(err) = sys::link_unnamed_at(&copy, &dir, &tmp) {
+        forget();
+        return Err(io("cannot name the copy", err));
+    }
+    hook(Step::Linked);
     // Exchanged, not renamed over: what the name held is checked after the swap, so a
-    // program a package manager put there meanwhile is put back, not overwritten.
-    if let Err(err) = sys::exchange(&tmp_name, &e.path) {
-        let _ = std::fs::remove_file(&tmp_name);
+    // program a package manager put there meanwhile, or the original's metadata changed
+    // meanwhile, is put back, not overwritten.
+    if let Err(err) = sys::exchange_at(&dir, &tmp, name) {
+        let _ = dir.unlink_at(&tmp);
+        forget();
         return Err(io("cannot put the copy in its place", err));
     }
-    let was = std::fs::symlink_metadata(&tmp_name);
-    if !was.is_ok_and(|m| m.ino() == e.ino && m.dev() == md.dev()) {
-        let _ = sys::exchange(&tmp_name, &e.path);
-        let _ = std::fs::remove_file(&tmp_name);
-        return Err("replaced by another program during the run".into());
+    hook(Step::Exchanged);
+    let was = dir.stat_at(&tmp).ok().flatten();
+    let ok = was.is_some_and(|w| w.ino == e.ino && w.dev == md.dev()) && unchanged(src);
+    if !ok {
+        let _ = sys::exchange_at(&dir, &tmp, name);
+        let _ = dir.unlink_at(&tmp);
+        let _ = dir.sync();
+        forget();
+        return Err("replaced or changed by someone else during the run (put back)".into());
     }
-    let _ = std::fs::remove_file(&tmp_name);
+    let _ = dir.unlink_at(&tmp);
     // The new name on the device before the next file.
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
+    let _ = dir.sync();
+    forget();
     let ino = copy.metadata().map_err(|err| io("cannot stat", err))?.ino();
     Ok((copy, ino))
 }
@@ -1078,17 +1282,65 @@ mod tests {
             Some(PathBuf::from("/usr/sbin/.sshd.bootprint-relocate"))
         );
         assert_eq!(copy_name(Path::new("/")), None);
+        assert!(is_copy_name(std::ffi::OsStr::new(".sshd.bootprint-relocate")));
+        for n in ["sshd", ".bootprint-relocate", "x.bootprint-relocate", ".a/b.bootprint-relocate"] {
+            assert!(!is_copy_name(std::ffi::OsStr::new(n)), "{n}");
+        }
         let tmp = tempfile::tempdir().unwrap();
         let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
         std::fs::write(&a, "old").unwrap();
         std::fs::write(&b, "new").unwrap();
         let ino_a = std::fs::metadata(&a).unwrap().ino();
-        sys::exchange(&a, &b).unwrap();
+        let dir = ::sys::Dir::open_following(tmp.path()).unwrap();
+        let name = std::ffi::OsStr::new;
+        sys::exchange_at(&dir, name("a"), name("b")).unwrap();
         assert_eq!(std::fs::read_to_string(&a).unwrap(), "new");
         assert_eq!(std::fs::read_to_string(&b).unwrap(), "old");
         assert_eq!(std::fs::metadata(&b).unwrap().ino(), ino_a);
-        let gone = sys::exchange(&a, &tmp.path().join("c")).unwrap_err();
+        let gone = sys::exchange_at(&dir, name("a"), name("c")).unwrap_err();
         assert_eq!(gone.raw_os_error(), Some(libc::ENOENT));
+    }
+
+    /// A note left by a killed run: only a copy's name is removed, only when the note is
+    /// trusted, and the note goes in every case.
+    #[test]
+    fn a_killed_runs_copy_is_removed_by_its_note() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = std::fs::canonicalize(tmp.path()).unwrap();
+        let left = d.join(".prog.bootprint-relocate");
+        std::fs::write(&left, "a set-uid copy").unwrap();
+        std::fs::write(d.join("keep"), "x").unwrap();
+        let note = d.join("relocate-pending");
+        for (named, removed) in [
+            (d.join("keep"), false),
+            (PathBuf::from("relative/.prog.bootprint-relocate"), false),
+            (left.clone(), true),
+        ] {
+            ::sys::write_atomic_mode(&note, format!("{}\n", named.display()).as_bytes(), 0o600)
+                .unwrap();
+            assert_eq!(clean_leftover(&note).is_some(), removed, "{}", named.display());
+            assert!(!note.exists());
+        }
+        assert!(!left.exists() && d.join("keep").exists());
+        // Through a symlinked directory: nothing.
+        let real = d.join("real");
+        std::fs::create_dir(&real).unwrap();
+        std::fs::write(real.join(".p.bootprint-relocate"), "x").unwrap();
+        std::os::unix::fs::symlink(&real, d.join("link")).unwrap();
+        ::sys::write_atomic_mode(&note, b"", 0o600).unwrap();
+        let via = d.join("link/.p.bootprint-relocate");
+        ::sys::write_atomic_mode(&note, format!("{}\n", via.display()).as_bytes(), 0o600).unwrap();
+        assert_eq!(clean_leftover(&note), None);
+        assert!(real.join(".p.bootprint-relocate").exists());
+        // A note others can write is not trusted.
+        ::sys::write_atomic_mode(
+            &note,
+            format!("{}\n", real.join(".p.bootprint-relocate").display()).as_bytes(),
+            0o666,
+        )
+        .unwrap();
+        assert_eq!(clean_leftover(&note), None);
+        assert!(real.join(".p.bootprint-relocate").exists() && !note.exists());
     }
 
     #[test]

@@ -10,7 +10,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::learn::open_checked;
 use crate::pack::{self, Entry, Pack, PackError, PackErrorKind, RootId};
 use crate::yield_io::{CpuWatch, Gate};
 use crate::{inode_table, metadata, plan, sys, system};
@@ -354,19 +353,22 @@ pub enum Skip {
     Changed,
 }
 
-/// Checks an entry against the file now at its path (a regular file, not a symlink, with
-/// the same inode, size and mtime) and returns it opened.
+/// Checks an entry against the file now at its path and returns it opened: opened without
+/// following a symlink anywhere in the path (`sys::open_regular`: a learned path comes from
+/// /proc/self/fd and has none), non-blocking, and checked on the descriptor to be a regular
+/// file with the same inode, size and mtime. Nothing else is ever opened: a directory of the
+/// path swapped for a link to /dev makes the open fail, not open a device.
 pub fn check_entry(e: &Entry) -> Result<File, Skip> {
-    // lstat first: opening a FIFO or a device has effects; a symlink is refused outright.
-    let md = std::fs::symlink_metadata(&e.path).map_err(|_| Skip::Missing)?;
-    if !md.file_type().is_file() {
-        return Err(Skip::NotRegular);
-    }
-    let f = open_checked(&e.path).ok_or(Skip::Missing)?;
+    let f = ::sys::open_regular(&e.path).map_err(|err| {
+        // Not a regular file, or a symlink in the path (ELOOP).
+        if err.kind() == std::io::ErrorKind::InvalidInput || err.raw_os_error() == Some(libc::ELOOP)
+        {
+            Skip::NotRegular
+        } else {
+            Skip::Missing
+        }
+    })?;
     let md = f.metadata().map_err(|_| Skip::Missing)?;
-    if !md.file_type().is_file() {
-        return Err(Skip::NotRegular);
-    }
     if md.ino() != e.ino
         || md.size() != e.size
         || md.mtime() != e.mtime_s

@@ -1,6 +1,7 @@
 //! The raw system calls only readahead makes (mmap and mincore, readahead, posix_fadvise, FIEMAP,
 //! sysinfo, umount2, and relocation's fallocate, fdatasync, EXT4_IOC_MOVE_EXT, the extended
-//! attributes, linkat of an unnamed file and renameat2's exchange); every
+//! attributes, the inode flags, linkat of an unnamed file and renameat2's exchange, both in a
+//! directory held open); every
 //! `unsafe` block of this crate lives here. Those other crates make
 //! too (fork, pipe, waitpid, ioprio_set, statfs, uname...) are the `sys` crate's.
 
@@ -348,37 +349,34 @@ pub fn move_extents(
     Ok(me.moved_len)
 }
 
-/// Every extended attribute of `from` set on `to` (flistxattr, fgetxattr, fsetxattr):
-/// security.capability, ACLs, SELinux labels, user attributes. A file without any, or on a
-/// filesystem without them, copies nothing.
-pub fn copy_xattrs(from: &File, to: &File) -> io::Result<()> {
-    // Sizes are asked first; a value that grows in between is asked again by the caller's
-    // retry (relocation skips the file instead).
-    let list = {
-        // SAFETY: a NULL buffer of size 0 asks for the size only.
-        let n = unsafe { libc::flistxattr(from.as_raw_fd(), std::ptr::null_mut(), 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return match e.raw_os_error() {
-                Some(libc::ENOTSUP) => Ok(()),
-                _ => Err(e),
-            };
-        }
-        let mut buf = vec![0u8; n as usize];
-        // SAFETY: `buf` has room for `buf.len()` bytes.
-        let n = unsafe { libc::flistxattr(from.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        buf.truncate(n as usize);
-        buf
-    };
+/// Every extended attribute of `f` (flistxattr, fgetxattr), `(name, value)` sorted by name:
+/// security.capability, ACLs (system.posix_acl_access), SELinux labels, user attributes. A
+/// filesystem without them has none.
+pub fn xattrs(f: &File) -> io::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    // Sizes are asked first; a list or value that grows in between fails with ERANGE (the
+    // caller skips the file).
+    // SAFETY: a NULL buffer of size 0 asks for the size only.
+    let n = unsafe { libc::flistxattr(f.as_raw_fd(), std::ptr::null_mut(), 0) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENOTSUP) => Ok(Vec::new()),
+            _ => Err(e),
+        };
+    }
+    let mut list = vec![0u8; n as usize];
+    // SAFETY: `list` has room for `list.len()` bytes.
+    let n = unsafe { libc::flistxattr(f.as_raw_fd(), list.as_mut_ptr().cast(), list.len()) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    list.truncate(n as usize);
+    let mut out = Vec::new();
     for name in list.split(|&b| b == 0).filter(|n| !n.is_empty()) {
         let cname = CString::new(name)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "attribute name"))?;
         // SAFETY: size query as above; `cname` is NUL-terminated.
-        let n =
-            unsafe { libc::fgetxattr(from.as_raw_fd(), cname.as_ptr(), std::ptr::null_mut(), 0) };
+        let n = unsafe { libc::fgetxattr(f.as_raw_fd(), cname.as_ptr(), std::ptr::null_mut(), 0) };
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -386,7 +384,7 @@ pub fn copy_xattrs(from: &File, to: &File) -> io::Result<()> {
         // SAFETY: `value` has room for `value.len()` bytes.
         let n = unsafe {
             libc::fgetxattr(
-                from.as_raw_fd(),
+                f.as_raw_fd(),
                 cname.as_ptr(),
                 value.as_mut_ptr().cast(),
                 value.len(),
@@ -395,35 +393,88 @@ pub fn copy_xattrs(from: &File, to: &File) -> io::Result<()> {
         if n < 0 {
             return Err(io::Error::last_os_error());
         }
-        // SAFETY: `value[..n]` is initialised; `cname` is NUL-terminated.
-        let rc = unsafe {
-            libc::fsetxattr(
-                to.as_raw_fd(),
-                cname.as_ptr(),
-                value.as_ptr().cast(),
-                n as usize,
-                0,
-            )
-        };
-        if rc < 0 {
-            return Err(io::Error::last_os_error());
-        }
+        value.truncate(n as usize);
+        out.push((name.to_vec(), value));
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// fsetxattr(2): sets the attribute `name` of `f` to `value` (created or replaced).
+pub fn set_xattr(f: &File, name: &[u8], value: &[u8]) -> io::Result<()> {
+    let cname = CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "attribute name"))?;
+    // SAFETY: `value` is initialised for its length; `cname` is NUL-terminated.
+    let rc = unsafe {
+        libc::fsetxattr(
+            f.as_raw_fd(),
+            cname.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }
 
-/// Gives `file`, opened with O_TMPFILE (and without O_EXCL), the name `to`: linkat(2) of
-/// its /proc/self/fd link, followed. Fails when `to` exists.
-pub fn link_unnamed(file: &File, to: &Path) -> io::Result<()> {
+/// fremovexattr(2) of the attribute `name` of `f`.
+pub fn remove_xattr(f: &File, name: &[u8]) -> io::Result<()> {
+    let cname = CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "attribute name"))?;
+    // SAFETY: `cname` is NUL-terminated.
+    if unsafe { libc::fremovexattr(f.as_raw_fd(), cname.as_ptr()) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// FS_IOC_GETFLAGS (`_IOR('f', 1, long)`, which the kernel reads and writes as an int): the
+/// inode's flags as lsattr(1) shows them (`FS_SYNC_FL`, `FS_NOATIME_FL`...); 0 where the
+/// filesystem has none (ENOTTY, EINVAL).
+pub fn inode_flags(f: &File) -> io::Result<u32> {
+    const FS_IOC_GETFLAGS: libc::c_ulong = 0x8008_6601;
+    let mut flags: libc::c_int = 0;
+    // SAFETY: the kernel writes one int at the pointer.
+    let rc = unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_GETFLAGS as _, &mut flags) };
+    if rc < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENOTTY) | Some(libc::EINVAL) | Some(libc::EOPNOTSUPP) => Ok(0),
+            _ => Err(e),
+        };
+    }
+    Ok(flags as u32)
+}
+
+/// FS_IOC_SETFLAGS (`_IOW('f', 2, long)`, read by the kernel as an int): sets the inode's
+/// flags (chattr(1)).
+pub fn set_inode_flags(f: &File, flags: u32) -> io::Result<()> {
+    const FS_IOC_SETFLAGS: libc::c_ulong = 0x4008_6602;
+    let v = flags as libc::c_int;
+    // SAFETY: the kernel reads one int at the pointer.
+    if unsafe { libc::ioctl(f.as_raw_fd(), FS_IOC_SETFLAGS as _, &v) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Gives `file`, opened with O_TMPFILE (and without O_EXCL), the name `name` in the
+/// directory `dir`: linkat(2) of its /proc/self/fd link, followed, into that directory's
+/// descriptor. Fails when `name` exists.
+pub fn link_unnamed_at(file: &File, dir: &::sys::Dir, name: &std::ffi::OsStr) -> io::Result<()> {
     let from = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "fd path"))?;
-    let to = cstring(to)?;
-    // SAFETY: both paths are NUL-terminated and live across the call.
+    let to = CString::new(name.as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name holds a NUL byte"))?;
+    // SAFETY: both strings are NUL-terminated and live across the call.
     let rc = unsafe {
         libc::linkat(
             libc::AT_FDCWD,
             from.as_ptr(),
-            libc::AT_FDCWD,
+            dir.file().as_raw_fd(),
             to.as_ptr(),
             libc::AT_SYMLINK_FOLLOW,
         )
@@ -434,20 +485,17 @@ pub fn link_unnamed(file: &File, to: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Swaps what the names `a` and `b` (in one filesystem) point to, atomically:
-/// renameat2(2) with RENAME_EXCHANGE.
-pub fn exchange(a: &Path, b: &Path) -> io::Result<()> {
-    let (a, b) = (cstring(a)?, cstring(b)?);
-    // SAFETY: both paths are NUL-terminated and live across the call.
-    let rc = unsafe {
-        libc::renameat2(
-            libc::AT_FDCWD,
-            a.as_ptr(),
-            libc::AT_FDCWD,
-            b.as_ptr(),
-            libc::RENAME_EXCHANGE,
-        )
+/// Swaps what the names `a` and `b` of the directory `dir` point to, atomically:
+/// renameat2(2) with RENAME_EXCHANGE, both relative to the directory's descriptor.
+pub fn exchange_at(dir: &::sys::Dir, a: &std::ffi::OsStr, b: &std::ffi::OsStr) -> io::Result<()> {
+    let c = |n: &std::ffi::OsStr| {
+        CString::new(n.as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name holds a NUL byte"))
     };
+    let (a, b) = (c(a)?, c(b)?);
+    let d = dir.file().as_raw_fd();
+    // SAFETY: both names are NUL-terminated and live across the call.
+    let rc = unsafe { libc::renameat2(d, a.as_ptr(), d, b.as_ptr(), libc::RENAME_EXCHANGE) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }

@@ -98,6 +98,45 @@ fn stale_entries_are_skipped_and_counted() {
     }
 }
 
+/// Defect 2 of the security issue: replay (and learning, preload's prefetch, relocation)
+/// checked a learned path with lstat and then opened it by its path again, so a directory of
+/// the path swapped for a symlink to /dev in between made root open a device (/dev/zero;
+/// /dev/watchdog would arm the watchdog). The path is now opened once, following no symlink
+/// anywhere in it: with the swap done, the entry is skipped and nothing is opened.
+#[test]
+fn defect2_a_directory_swapped_for_a_link_to_dev_opens_nothing() {
+    let d_tmp = tempfile::tempdir().unwrap();
+    let d = fs::canonicalize(d_tmp.path()).unwrap();
+    let dir = d.join("learned");
+    fs::create_dir(&dir).unwrap();
+    fs::write(dir.join("zero"), vec![1u8; 8192]).unwrap();
+    let e = entry_for(&dir.join("zero"), &[(0, 8192)]);
+    assert!(replay::check_entry(&e).is_ok());
+    fs::rename(&dir, d.join("learned.old")).unwrap();
+    std::os::unix::fs::symlink("/dev", &dir).unwrap();
+    assert_eq!(replay::check_entry(&e).unwrap_err(), replay::Skip::NotRegular);
+    let st = replay::replay(&pack_of(vec![e.clone()], false), &ReplayOptions::default());
+    assert_eq!((st.files_read, st.skipped_not_regular), (0, 1), "{st:?}");
+    // The open the check used to make on its own, by the path with only the last component
+    // guarded (O_NOFOLLOW), reaches the device:
+    use std::os::unix::fs::OpenOptionsExt;
+    let unguarded = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(dir.join("zero"))
+        .unwrap();
+    assert!(std::os::unix::fs::FileTypeExt::is_char_device(
+        &unguarded.metadata().unwrap().file_type()
+    ));
+    // A FIFO at the learned name is refused without blocking.
+    fs::remove_file(&dir).unwrap();
+    fs::create_dir(&dir).unwrap();
+    let c = std::ffi::CString::new(dir.join("zero").into_os_string().into_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    assert_eq!(replay::check_entry(&e).unwrap_err(), replay::Skip::NotRegular);
+}
+
 #[test]
 fn time_limit_stops_replay() {
     let d_tmp = tempfile::tempdir().unwrap();

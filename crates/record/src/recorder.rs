@@ -198,6 +198,15 @@ impl Levers {
         self.readahead
             .finish(&mut store.events, config, &release, seen);
         self.modules.finish(&mut store.events, config, seen);
+        // A relocation killed while a running program's copy had a name of its own left a
+        // file (a copy of a set-uid program, perhaps): the root is writable now, remove it.
+        let pending = readahead::relocate::pending_path(&config.readahead_pack);
+        if let Some(left) = readahead::relocate::clean_leftover(&pending) {
+            store.events.push(
+                Event::new(boottime_ns(), "relocate_leftover_removed")
+                    .with("path", left.display().to_string().replace(' ', "_")),
+            );
+        }
     }
 }
 
