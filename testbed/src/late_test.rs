@@ -123,7 +123,17 @@ const COMPARED: &[&str] = &[
 ];
 
 /// A bad state file: the generator must name its line and defer nothing.
-const BAD_STATE: &str = "# bootprint systemd late units 1\ncron.service\nnot a unit name\n";
+const BAD_STATE: &str =
+    "# bootprint systemd late units 2\nunits 0000000000000000\nnot a unit name\n";
+
+/// Units a state file may list but the generator must never defer (the security issue's
+/// defect 7): the manager's, the bus, the login's, the one that makes / writable.
+const NEVER_DEFERRED: [&str; 4] = [
+    "dbus.service",
+    "systemd-journald.service",
+    "getty@tty1.service",
+    "systemd-remount-fs.service",
+];
 
 pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
     checks::run("late", |c| late(paths, cargo, c))
@@ -272,11 +282,23 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
     );
     // 3. The reference, where systemd-analyze also reads the boot.
     let stock = boot(paths, &img, SYSTEMD, Some(&disk), false, ANALYZE_SCRIPT);
-    // 4. A bad state file.
-    let bad_disk = with_bad_state(&disk);
+    // 4. A bad state file. 5. The learned state with units listed that are never deferred.
+    let bad_disk = with_state(&disk, BAD_STATE, "bad-state");
+    let forged = forged_state(&choice);
+    let forged_disk = with_state(&disk, &forged, "forged-state");
     let _ = fs::remove_file(&disk);
     let (deferred, stock) = (deferred?, stock?);
-    let bad_disk = bad_disk?;
+    let (bad_disk, forged_disk) = (bad_disk?, forged_disk?);
+    let forged_boot = boot(
+        paths,
+        &img,
+        &format!("{SYSTEMD} bootprint.late=1"),
+        Some(&forged_disk),
+        false,
+        "",
+    );
+    let _ = fs::remove_file(&forged_disk);
+    let forged_boot = forged_boot?;
     let bad = boot(
         paths,
         &img,
@@ -341,13 +363,51 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
         "boot 4: and nothing is deferred",
     );
     same_state(c, "boot 4 (bad state file)", &b_out, &s_out);
+
+    let f_out = forged_boot.guest_output.clone().unwrap_or_default();
+    let f_late = sections(&f_out);
+    let f_log = section(&f_late, "late.log").cloned().unwrap_or_default();
+    for unit in NEVER_DEFERRED {
+        c.check(
+            f_log
+                .iter()
+                .any(|l| l.contains("late_refused") && l.contains(&format!("unit={unit} "))),
+            &format!("boot 5: the generator refused to defer {unit} ({f_log:?})"),
+        );
+    }
+    let f_planned = f_log
+        .iter()
+        .find_map(|l| crate::rabench::event_field(l, "late_planned", "units"));
+    c.check(
+        f_planned == Some(learned),
+        &format!("boot 5: and deferred what boot 1 learned (late_planned units={f_planned:?})"),
+    );
+    same_state(c, "boot 5 (core units in the state)", &f_out, &s_out);
     Ok(())
 }
 
-/// A copy of `disk` whose learned state is [`BAD_STATE`].
-fn with_bad_state(disk: &Path) -> Result<PathBuf> {
+/// The state boot 1 learned (its trace's systemd-late.txt) with [`NEVER_DEFERRED`] added
+/// to its late units: the unit files' fingerprint still holds.
+fn forged_state(learned: &str) -> String {
+    let mut out = String::new();
+    for line in learned.lines() {
+        out.push_str(line);
+        out.push('\n');
+        if line.starts_with("pins late_units") {
+            for u in NEVER_DEFERRED {
+                out.push_str(u);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// A copy of `disk` whose learned state (/var/lib/bootprint/systemd-late) is `state`;
+/// `name` names the copy and its scratch files.
+fn with_state(disk: &Path, state: &str, name: &str) -> Result<PathBuf> {
     let dir = disk.parent().unwrap_or(Path::new("."));
-    let copy = dir.join("disk-bad-state.raw");
+    let copy = dir.join(format!("disk-{name}.raw"));
     let status = Command::new("cp")
         .args(["--sparse=always"])
         .arg(disk)
@@ -357,14 +417,14 @@ fn with_bad_state(disk: &Path) -> Result<PathBuf> {
     if !status.success() {
         return Err(Error::fail(format!("cp {} failed", disk.display())));
     }
-    let bad = dir.join("bad-state");
-    fs::write(&bad, BAD_STATE).map_err(|e| io_err("cannot write", &bad, e))?;
-    let script = dir.join("bad-state.debugfs");
+    let file = dir.join(name);
+    fs::write(&file, state).map_err(|e| io_err("cannot write", &file, e))?;
+    let script = dir.join(format!("{name}.debugfs"));
     fs::write(
         &script,
         format!(
             "cd /var/lib/bootprint\nrm systemd-late\nwrite {} systemd-late\n",
-            bad.display()
+            file.display()
         ),
     )
     .map_err(|e| io_err("cannot write", &script, e))?;
@@ -374,7 +434,7 @@ fn with_bad_state(disk: &Path) -> Result<PathBuf> {
             .arg("-f")
             .arg(&script)
             .arg(&copy),
-        &dir.join("bad-state.log"),
+        &dir.join(format!("{name}.log")),
     )?;
     Ok(copy)
 }

@@ -83,10 +83,11 @@ fn rc_enabled(words: &[String]) -> ExitCode {
 }
 
 /// systemd.generator(7): defers the learned late units when `[systemd] late` (or
-/// `bootprint.late=1`) is on. Any problem writes nothing: the boot is then as if bootprint
-/// were not installed.
+/// `bootprint.late=1`) is on, as far as `systemd::generator::plan` still finds them
+/// deferrable. Any problem writes nothing: the boot is then as if bootprint were not
+/// installed.
 fn late_generator(dirs: &[std::ffi::OsString]) {
-    use systemd::generator::{self, LATE_LOG, STATE_FILE};
+    use systemd::generator::{self, LATE_LOG};
     let Some(normal_dir) = dirs.first().map(PathBuf::from) else {
         return;
     };
@@ -95,37 +96,45 @@ fn late_generator(dirs: &[std::ffi::OsString]) {
     if !config.late {
         return;
     }
-    let late = match sys::read_regular_text(std::path::Path::new(STATE_FILE), 1 << 20)
-        .map_err(|e| e.to_string())
-        .and_then(|t| {
-            systemd::late::from_state(&t)
-                .map_err(|e| format!("{STATE_FILE}:{}: expected {}", e.line, e.expected))
-        }) {
-        Ok(late) if !late.is_empty() => late,
-        Ok(_) => return,
+    let log = |what: &str, fields: &[(&str, String)]| {
+        systemd::waiter::log_event(std::path::Path::new(LATE_LOG), what, fields)
+    };
+    let pins = systemd::late::Pins {
+        late: config.late_units.clone(),
+        never_late: config.never_late.clone(),
+    };
+    let plan = match generator::plan(std::path::Path::new("/"), &pins) {
         // The first boot with the switch on: nothing learned yet.
-        Err(_) if !std::path::Path::new(STATE_FILE).exists() => return,
+        Ok(None) => return,
+        Ok(Some(p)) => p,
         Err(e) => {
-            systemd::waiter::log_event(
-                std::path::Path::new(LATE_LOG),
+            log(
                 "late_skipped",
                 &[("error", e.replace(char::is_whitespace, "_"))],
             );
             return;
         }
     };
+    for (unit, why) in &plan.refused {
+        log(
+            "late_refused",
+            &[
+                ("unit", unit.clone()),
+                ("why", why.replace(char::is_whitespace, "_")),
+            ],
+        );
+    }
+    if plan.late.is_empty() {
+        return;
+    }
     let bin = std::env::current_exe()
         .unwrap_or_else(|_| PathBuf::from("/usr/lib/bootprint/bootprint-boot"));
-    let files = generator::files(&late, &bin.to_string_lossy());
+    let files = generator::files(&plan.late, &bin.to_string_lossy());
     if generator::write(&normal_dir, &files).is_err() {
         generator::remove(&normal_dir, &files);
         return;
     }
-    systemd::waiter::log_event(
-        std::path::Path::new(LATE_LOG),
-        "late_planned",
-        &[("units", late.len().to_string())],
-    );
+    log("late_planned", &[("units", plan.late.len().to_string())]);
 }
 
 /// `late-start`: the waiter behind bootprint-late.service (systemd::waiter).

@@ -866,7 +866,9 @@ impl Meta {
             .map_err(|err| io("cannot set the mode", err))?;
         match Meta::of(f) {
             Ok(m) if m == *self => Ok(()),
-            Ok(_) => Err("the copy's owner, mode, attributes or flags cannot be made the original's".into()),
+            Ok(_) => Err(
+                "the copy's owner, mode, attributes or flags cannot be made the original's".into(),
+            ),
             Err(err) => Err(io("cannot stat the copy", err)),
         }
     }
@@ -938,10 +940,7 @@ fn replace_running(
         return Err("immutable or append-only".into());
     }
     let mut copy = dir
-        .open_at(
-            std::ffi::OsStr::new("."),
-            libc::O_RDWR | libc::O_TMPFILE,
-        )
+        .open_at(std::ffi::OsStr::new("."), libc::O_RDWR | libc::O_TMPFILE)
         .map_err(|err| io("cannot make the copy", err))?;
     let mut reader = src;
     reader
@@ -988,7 +987,12 @@ fn replace_running(
     }
     // Left by a run killed between the link and the removal below (the copy, or after the
     // exchange the original: the same bytes either way).
-    if dir.stat_at(&tmp).ok().flatten().is_some_and(|s| s.is_file()) {
+    if dir
+        .stat_at(&tmp)
+        .ok()
+        .flatten()
+        .is_some_and(|s| s.is_file())
+    {
         let _ = dir.unlink_at(&tmp);
     }
     if let Some(p) = &opts.pending {
@@ -1282,8 +1286,15 @@ mod tests {
             Some(PathBuf::from("/usr/sbin/.sshd.bootprint-relocate"))
         );
         assert_eq!(copy_name(Path::new("/")), None);
-        assert!(is_copy_name(std::ffi::OsStr::new(".sshd.bootprint-relocate")));
-        for n in ["sshd", ".bootprint-relocate", "x.bootprint-relocate", ".a/b.bootprint-relocate"] {
+        assert!(is_copy_name(std::ffi::OsStr::new(
+            ".sshd.bootprint-relocate"
+        )));
+        for n in [
+            "sshd",
+            ".bootprint-relocate",
+            "x.bootprint-relocate",
+            ".a/b.bootprint-relocate",
+        ] {
             assert!(!is_copy_name(std::ffi::OsStr::new(n)), "{n}");
         }
         let tmp = tempfile::tempdir().unwrap();
@@ -1318,7 +1329,12 @@ mod tests {
         ] {
             ::sys::write_atomic_mode(&note, format!("{}\n", named.display()).as_bytes(), 0o600)
                 .unwrap();
-            assert_eq!(clean_leftover(&note).is_some(), removed, "{}", named.display());
+            assert_eq!(
+                clean_leftover(&note).is_some(),
+                removed,
+                "{}",
+                named.display()
+            );
             assert!(!note.exists());
         }
         assert!(!left.exists() && d.join("keep").exists());

@@ -150,7 +150,10 @@ fn defect1_a_directory_swapped_for_a_symlink_moves_nothing_elsewhere() {
         assert_eq!(in_etc, &["shadow"], "after {step:?}");
     }
     let md = fs::metadata(&secret).unwrap();
-    assert_eq!((md.ino(), md.mode() & 0o7777, md.uid()), (secret_ino, 0o600, 0));
+    assert_eq!(
+        (md.ino(), md.mode() & 0o7777, md.uid()),
+        (secret_ino, 0o600, 0)
+    );
     assert_eq!(fs::read_to_string(&secret).unwrap(), "root:secret\n");
     // The program's own directory got the copy (the very directory, wherever it is now).
     assert!(matches!(outcome, Outcome::Replaced { .. }), "{outcome:?}");
@@ -222,7 +225,10 @@ fn defect5_the_copy_carries_exactly_the_originals_metadata() {
     sys::set_xattr(&f, b"user.kept", b"yes").unwrap();
     let before = (sys::xattrs(&f).unwrap(), sys::inode_flags(&f).unwrap());
     assert!(
-        !before.0.iter().any(|(n, _)| n == b"system.posix_acl_access"),
+        !before
+            .0
+            .iter()
+            .any(|(n, _)| n == b"system.posix_acl_access"),
         "the original has no ACL of its own"
     );
     let outcome = run.relocate(&options(|_, _| {}));
@@ -231,8 +237,16 @@ fn defect5_the_copy_carries_exactly_the_originals_metadata() {
     let md = g.metadata().unwrap();
     assert_ne!(md.ino(), f.metadata().unwrap().ino());
     assert_eq!(md.mode() & 0o7777, 0o4750);
-    assert_eq!(sys::xattrs(&g).unwrap(), before.0, "no ACL inherited, the user's kept");
-    assert_eq!(sys::inode_flags(&g).unwrap() & 0xC8, 0xC8, "S, d and A kept");
+    assert_eq!(
+        sys::xattrs(&g).unwrap(),
+        before.0,
+        "no ACL inherited, the user's kept"
+    );
+    assert_eq!(
+        sys::inode_flags(&g).unwrap() & 0xC8,
+        0xC8,
+        "S, d and A kept"
+    );
 }
 
 /// Defect 5: owner, mode and attributes were read once at the start, so an admin's
@@ -273,7 +287,11 @@ fn defect5_metadata_changed_during_the_run_is_not_reverted() {
         other => panic!("{other:?}"),
     }
     let g = File::open(&run.prog).unwrap();
-    assert_eq!(g.metadata().unwrap().ino(), ino, "the original is back at its name");
+    assert_eq!(
+        g.metadata().unwrap().ino(),
+        ino,
+        "the original is back at its name"
+    );
     assert!(sys::xattrs(&g).unwrap().is_empty(), "and keeps the change");
     assert_eq!(names(&dir), ["suid"], "no copy left");
 }

@@ -114,7 +114,10 @@ fn defect2_a_directory_swapped_for_a_link_to_dev_opens_nothing() {
     assert!(replay::check_entry(&e).is_ok());
     fs::rename(&dir, d.join("learned.old")).unwrap();
     std::os::unix::fs::symlink("/dev", &dir).unwrap();
-    assert_eq!(replay::check_entry(&e).unwrap_err(), replay::Skip::NotRegular);
+    assert_eq!(
+        replay::check_entry(&e).unwrap_err(),
+        replay::Skip::NotRegular
+    );
     let st = replay::replay(&pack_of(vec![e.clone()], false), &ReplayOptions::default());
     assert_eq!((st.files_read, st.skipped_not_regular), (0, 1), "{st:?}");
     // The open the check used to make on its own, by the path with only the last component
@@ -134,7 +137,10 @@ fn defect2_a_directory_swapped_for_a_link_to_dev_opens_nothing() {
     let c = std::ffi::CString::new(dir.join("zero").into_os_string().into_encoded_bytes()).unwrap();
     // SAFETY: a NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    assert_eq!(replay::check_entry(&e).unwrap_err(), replay::Skip::NotRegular);
+    assert_eq!(
+        replay::check_entry(&e).unwrap_err(),
+        replay::Skip::NotRegular
+    );
 }
 
 #[test]

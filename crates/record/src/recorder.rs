@@ -1157,7 +1157,10 @@ fn ask_systemd(config: &Config, paths: &Paths, store: &mut Store) {
         never_late: config.never_late.clone(),
     };
     let choice = systemd::late::choose(&graph.units, &pins);
-    let text = systemd::late::to_state(&choice);
+    // The unit files the manager's graph came from: the generator defers nothing once
+    // they differ (a unit installed since may need a late one) until this learns again.
+    let units = systemd::late::fingerprint(Path::new("/"));
+    let text = systemd::late::to_state(&choice, units, &pins);
     let saved = sys::write_atomic(&paths.late_state, text.as_bytes());
     let mut e = Event::new(boottime_ns(), "late_learned")
         .with("late", choice.late.len())

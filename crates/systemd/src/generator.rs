@@ -14,6 +14,8 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
+use crate::late::{check_state, fingerprint, from_state, Deferral, Pins, UNIT_SOURCES};
+
 /// The flag the late units' condition waits for.
 pub const GO_FLAG: &str = "/run/bootprint/late-go";
 /// The waiter's span log (`late.log` in a trace).
@@ -26,6 +28,48 @@ pub const TARGET: &str = "bootprint-late.target";
 pub const SERVICE: &str = "bootprint-late.service";
 /// The drop-in's file name in each late unit's `.d` directory.
 pub const DROP_IN: &str = "50-bootprint-late.conf";
+
+/// The largest state file read.
+const MAX_STATE_BYTES: u64 = 1 << 20;
+
+/// What the generator defers this boot, for the system under `root` with the pins of its
+/// configuration now: `Ok(None)` when nothing was learned yet (no state file, the first
+/// boot with the switch on); `Ok(Some(d))`: defer `d.late` (`d.refused` are listed but kept
+/// early, [`check_state`]); `Err(why)`: defer nothing, for this reason. The state file is
+/// trusted only when it is a regular file owned by root (or this user), which no one else
+/// can write, and only as far as [`check_state`] finds it still true.
+pub fn plan(root: &Path, pins: &Pins) -> Result<Option<Deferral>, String> {
+    use std::io::Read;
+    let path = root.join(STATE_FILE.trim_start_matches('/'));
+    let f = match sys::open_regular(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{STATE_FILE}: {e}")),
+    };
+    let st = sys::fstat(&f).map_err(|e| format!("{STATE_FILE}: {e}"))?;
+    if (st.uid != 0 && st.uid != sys::euid()) || st.mode & 0o022 != 0 {
+        return Err(format!(
+            "{STATE_FILE}: owned by uid {} with mode {:o}: only a file of root's that no one else can write is trusted",
+            st.uid,
+            st.mode & 0o7777
+        ));
+    }
+    let mut text = String::new();
+    f.take(MAX_STATE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{STATE_FILE}: {e}"))?;
+    if text.len() as u64 > MAX_STATE_BYTES {
+        return Err(format!("{STATE_FILE}: larger than {MAX_STATE_BYTES} bytes"));
+    }
+    let state = from_state(&text)
+        .map_err(|e| format!("{STATE_FILE}:{}: expected {}", e.line, e.expected))?;
+    let exists = |unit: &str| {
+        UNIT_SOURCES
+            .iter()
+            .any(|d| fs::symlink_metadata(root.join(d.trim_start_matches('/')).join(unit)).is_ok())
+    };
+    check_state(&state, fingerprint(root), pins, exists).map(Some)
+}
 
 /// The files to write into the generator's normal directory: (relative path, contents).
 /// A symlink is given as contents starting with `->`.
@@ -95,5 +139,108 @@ pub fn remove(dir: &Path, files: &[(String, String)]) {
                 let _ = fs::remove_dir(parent);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::late::{to_state, Choice};
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A root with a few unit files, and a state learned from it.
+    fn root_with_state(pins: &Pins) -> tempfile::TempDir {
+        let t = tempfile::tempdir().unwrap();
+        let r = t.path();
+        let lib = r.join("lib/systemd/system");
+        fs::create_dir_all(lib.join("multi-user.target.wants")).unwrap();
+        fs::write(
+            lib.join("cron.service"),
+            "[Service]\nExecStart=/usr/sbin/cron\n",
+        )
+        .unwrap();
+        fs::write(lib.join("avahi-daemon.service"), "[Service]\n").unwrap();
+        fs::write(lib.join("avahi-daemon.socket"), "[Socket]\n").unwrap();
+        fs::create_dir_all(r.join("etc/systemd/system")).unwrap();
+        fs::write(r.join("etc/fstab"), "/dev/vda / ext4 rw 0 1\n").unwrap();
+        let choice = Choice {
+            late: vec!["cron.service".into(), "avahi-daemon.service".into()],
+            ..Choice::default()
+        };
+        let state = r.join(STATE_FILE.trim_start_matches('/'));
+        fs::create_dir_all(state.parent().unwrap()).unwrap();
+        fs::write(&state, to_state(&choice, fingerprint(r), pins)).unwrap();
+        fs::set_permissions(&state, fs::Permissions::from_mode(0o644)).unwrap();
+        t
+    }
+
+    #[test]
+    fn the_plan_defers_what_still_holds_and_refuses_the_rest() {
+        let t = root_with_state(&Pins::default());
+        let d = plan(t.path(), &Pins::default()).unwrap().unwrap();
+        assert_eq!(d.late, ["cron.service"]);
+        assert_eq!(d.refused[0].0, "avahi-daemon.service");
+        // Nothing learned yet: nothing to do, no error.
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(plan(empty.path(), &Pins::default()), Ok(None));
+    }
+
+    /// The unit files' fingerprint: the same tree gives the same value; a unit installed, a
+    /// drop-in added, a unit enabled (a link in a .wants directory) or /etc/fstab edited
+    /// changes it, and then nothing is deferred.
+    #[test]
+    fn any_change_to_the_unit_files_stops_the_deferral() {
+        let changes: [(&str, fn(&Path)); 4] = [
+            ("a unit installed", |r| {
+                fs::write(
+                    r.join("etc/systemd/system/needs-cron.service"),
+                    "[Unit]\nRequires=cron.service\n",
+                )
+                .unwrap()
+            }),
+            ("a drop-in", |r| {
+                let d = r.join("etc/systemd/system/cron.service.d");
+                fs::create_dir_all(&d).unwrap();
+                fs::write(d.join("x.conf"), "[Unit]\n").unwrap();
+            }),
+            ("a unit enabled", |r| {
+                std::os::unix::fs::symlink(
+                    "../cron.service",
+                    r.join("lib/systemd/system/multi-user.target.wants/cron.service"),
+                )
+                .unwrap()
+            }),
+            ("fstab", |r| {
+                fs::write(
+                    r.join("etc/fstab"),
+                    "/dev/vda / ext4 rw 0 1\nnfs:/x /x nfs\n",
+                )
+                .unwrap()
+            }),
+        ];
+        for (what, change) in changes {
+            let t = root_with_state(&Pins::default());
+            let before = fingerprint(t.path());
+            assert_eq!(fingerprint(t.path()), before, "stable");
+            change(t.path());
+            assert_ne!(fingerprint(t.path()), before, "{what}");
+            let e = plan(t.path(), &Pins::default()).unwrap_err();
+            assert!(e.contains("unit files changed"), "{what}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_state_others_can_write_is_not_trusted() {
+        let t = root_with_state(&Pins::default());
+        let state = t.path().join(STATE_FILE.trim_start_matches('/'));
+        fs::set_permissions(&state, fs::Permissions::from_mode(0o666)).unwrap();
+        let e = plan(t.path(), &Pins::default()).unwrap_err();
+        assert!(e.contains("no one else can write"), "{e}");
+        fs::remove_file(&state).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", &state).unwrap();
+        assert!(
+            plan(t.path(), &Pins::default()).is_err(),
+            "a link is refused"
+        );
     }
 }

@@ -8,6 +8,7 @@
 //! and deferring one would only make the login wait for idle time.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 use crate::show::Unit;
 
@@ -38,7 +39,7 @@ const BOOT_TARGETS: [&str; 3] = ["multi-user.target", "graphical.target", "defau
 const NEEDS: [&str; 5] = ["Requires", "Requisite", "BindsTo", "Wants", "After"];
 
 /// Units that are part of the manager or of logging in, whatever the graph says.
-fn core_unit(id: &str) -> bool {
+pub fn core_unit(id: &str) -> bool {
     id.starts_with("systemd-")
         || id.starts_with("dbus")
         || id.starts_with("getty")
@@ -52,13 +53,16 @@ fn core_unit(id: &str) -> bool {
 /// Whether a unit starts a login: a getty of any kind, or the display manager.
 fn login_unit(u: &Unit) -> bool {
     let names = std::iter::once(&u.id).chain(u.names.iter());
-    names.into_iter().any(|n| {
-        n.starts_with("getty@")
-            || n.starts_with("serial-getty@")
-            || n.starts_with("console-getty.")
-            || n.starts_with("container-getty@")
-            || n == "display-manager.service"
-    })
+    names.into_iter().any(|n| login_name(n))
+}
+
+/// Whether the name is a login's: a getty of any kind, or the display manager.
+pub fn login_name(n: &str) -> bool {
+    n.starts_with("getty@")
+        || n.starts_with("serial-getty@")
+        || n.starts_with("console-getty.")
+        || n.starts_with("container-getty@")
+        || n == "display-manager.service"
 }
 
 /// Chooses the late units of a loaded graph.
@@ -230,13 +234,42 @@ pub fn choose(units: &[Unit], pins: &Pins) -> Choice {
     }
 }
 
-/// The state file's first line.
-pub const STATE_HEADER: &str = "# bootprint systemd late units 1";
+/// The state file's first line. Version 2 added the fingerprint of the unit files and the
+/// pins the choice was made with: a version 1 file is refused (nothing deferred), and the
+/// next boot done learns again.
+pub const STATE_HEADER: &str = "# bootprint systemd late units 2";
 
-/// The choice as the state file the generator reads: a header, then one unit per line;
-/// the kept ones follow as comments with their reasons, for people.
-pub fn to_state(c: &Choice) -> String {
-    let mut s = format!("{STATE_HEADER}\n");
+/// What the state file holds: the late units, and what they were chosen from (the unit
+/// files' [`fingerprint`] and the pins), so the generator can tell whether the choice still
+/// holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct State {
+    /// Units to start late.
+    pub late: Vec<String>,
+    /// [`fingerprint`] of the unit files when they were chosen.
+    pub units: u64,
+    /// The pins they were chosen with.
+    pub pins: Pins,
+}
+
+fn pins_line(key: &str, names: &[String]) -> String {
+    let mut v = names.to_vec();
+    v.sort();
+    v.dedup();
+    if v.is_empty() {
+        format!("pins {key}\n")
+    } else {
+        format!("pins {key} {}\n", v.join(" "))
+    }
+}
+
+/// The choice as the state file the generator reads: the header, the unit files'
+/// fingerprint (`units HEX`), the pins (`pins never_late ...`, `pins late_units ...`), then
+/// one late unit per line; the kept ones follow as comments with their reasons, for people.
+pub fn to_state(c: &Choice, units: u64, pins: &Pins) -> String {
+    let mut s = format!("{STATE_HEADER}\nunits {units:016x}\n");
+    s.push_str(&pins_line("never_late", &pins.never_late));
+    s.push_str(&pins_line("late_units", &pins.late));
     for u in &c.late {
         s.push_str(u);
         s.push('\n');
@@ -257,7 +290,7 @@ pub fn valid_unit_name(n: &str) -> bool {
         && !n.starts_with('.')
 }
 
-/// A line of a state file that is not a unit name.
+/// A line of a state file that is not what it should be.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateError {
     /// 1-based line.
@@ -266,9 +299,9 @@ pub struct StateError {
     pub expected: String,
 }
 
-/// Reads a state file: the late units. Anything wrong is an error naming the line (the
-/// generator then defers nothing).
-pub fn from_state(text: &str) -> Result<Vec<String>, StateError> {
+/// Reads a state file. Anything wrong is an error naming the line (the generator then
+/// defers nothing).
+pub fn from_state(text: &str) -> Result<State, StateError> {
     let mut lines = text.lines().enumerate();
     match lines.next() {
         Some((_, l)) if l == STATE_HEADER => {}
@@ -279,19 +312,185 @@ pub fn from_state(text: &str) -> Result<Vec<String>, StateError> {
             })
         }
     }
-    let mut units = Vec::new();
+    let mut state = State::default();
+    let mut units = None;
+    let bad = |i: usize, what: &str, l: &str| StateError {
+        line: i + 1,
+        expected: format!("{what}, found {l:?}"),
+    };
     for (i, l) in lines {
         let l = l.trim();
         if l.is_empty() || l.starts_with('#') {
             continue;
         }
-        if !valid_unit_name(l) {
-            return Err(StateError {
-                line: i + 1,
-                expected: format!("a service unit name, found {l:?}"),
-            });
+        let mut w = l.split_whitespace();
+        match w.next() {
+            Some("units") => {
+                let v = w
+                    .next()
+                    .filter(|h| h.len() == 16)
+                    .and_then(|h| u64::from_str_radix(h, 16).ok())
+                    .filter(|_| w.next().is_none() && units.is_none())
+                    .ok_or_else(|| bad(i, "one `units` line with 16 hex digits", l))?;
+                units = Some(v);
+            }
+            Some("pins") => {
+                let into = match w.next() {
+                    Some("never_late") => &mut state.pins.never_late,
+                    Some("late_units") => &mut state.pins.late,
+                    _ => return Err(bad(i, "`pins never_late|late_units NAME...`", l)),
+                };
+                for n in w {
+                    if !valid_unit_name(n) {
+                        return Err(bad(i, "service unit names after `pins`", l));
+                    }
+                    into.push(n.to_string());
+                }
+            }
+            _ if valid_unit_name(l) => state.late.push(l.to_string()),
+            _ => return Err(bad(i, "a service unit name", l)),
         }
-        units.push(l.to_string());
     }
-    Ok(units)
+    state.units = units.ok_or_else(|| StateError {
+        line: 2,
+        expected: "a `units HEX` line (the unit files' fingerprint)".into(),
+    })?;
+    Ok(state)
+}
+
+/// Where unit files come from (systemd.unit(5): the system unit search path less the
+/// directories of the running boot, /run, which the generators fill), and /etc/fstab, from
+/// which systemd's generator makes the mount units.
+pub const UNIT_SOURCES: [&str; 5] = [
+    "/etc/systemd/system",
+    "/usr/local/lib/systemd/system",
+    "/lib/systemd/system",
+    "/usr/lib/systemd/system",
+    "/etc/fstab",
+];
+
+/// A fingerprint of the unit files installed under `root`: every entry of [`UNIT_SOURCES`]
+/// (and below, drop-in and `.wants` directories included), its name, type, size, mtime
+/// and link target, and /etc/fstab (mount units come from it). A unit installed, removed,
+/// enabled, edited or given a drop-in changes it; a directory reached twice (a merged /usr)
+/// is read once. FNV-1a, for change detection only.
+pub fn fingerprint(root: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut h = Fnv(0xcbf2_9ce4_8422_2325);
+    let mut seen = Vec::new();
+    for d in UNIT_SOURCES {
+        let p = root.join(d.trim_start_matches('/'));
+        h.add(d.as_bytes());
+        let Ok(md) = std::fs::metadata(&p) else {
+            h.add(b"-");
+            continue;
+        };
+        if seen.contains(&(md.dev(), md.ino())) {
+            h.add(b"=");
+            continue;
+        }
+        seen.push((md.dev(), md.ino()));
+        walk_into(&mut h, &p, 0);
+    }
+    h.0
+}
+
+struct Fnv(u64);
+
+impl Fnv {
+    fn add(&mut self, bytes: &[u8]) {
+        for &b in bytes.iter().chain(&[0xff]) {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+}
+
+fn walk_into(h: &mut Fnv, p: &Path, depth: u32) {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let Ok(md) = std::fs::symlink_metadata(p) else {
+        h.add(b"?");
+        return;
+    };
+    h.add(&md.mode().to_le_bytes());
+    h.add(&md.size().to_le_bytes());
+    h.add(&md.mtime().to_le_bytes());
+    h.add(&md.mtime_nsec().to_le_bytes());
+    if md.file_type().is_symlink() {
+        if let Ok(t) = std::fs::read_link(p) {
+            h.add(t.as_os_str().as_bytes());
+        }
+    } else if md.is_dir() && depth < 3 {
+        let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(p)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        names.sort();
+        for n in names {
+            h.add(n.as_bytes());
+            walk_into(h, &p.join(&n), depth + 1);
+        }
+    }
+}
+
+/// What the generator defers this boot, from the state learned at the last boot done.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Deferral {
+    /// Units to defer.
+    pub late: Vec<String>,
+    /// Units the state lists that are kept early all the same, with why.
+    pub refused: Vec<(String, String)>,
+}
+
+/// The generator's own checks of a learned state, every boot, before it defers anything:
+///
+/// - the unit files are those the choice was made from (`units` against `units_now`): a
+///   unit installed, enabled or edited since may need a late one (a `Requires=`), so nothing
+///   is deferred until the next boot done has learned again (Err);
+/// - the pins are those it was made with (`pins_now`): a `never_late` pin added since keeps
+///   its unit and what it needs early, which only a new choice knows (Err);
+/// - each unit is not one that learning always keeps early, whatever the state says: a
+///   unit of the manager or of logging in ([`core_unit`], [`login_name`]), ours, pinned
+///   `never_late`, or one a socket, path or timer of the same name starts (`trigger_exists`
+///   says whether a unit file of that name is installed): those are refused, the rest
+///   deferred.
+pub fn check_state(
+    state: &State,
+    units_now: u64,
+    pins_now: &Pins,
+    trigger_exists: impl Fn(&str) -> bool,
+) -> Result<Deferral, String> {
+    if state.units != units_now {
+        return Err("the unit files changed since the late units were learned".into());
+    }
+    let set = |v: &[String]| v.iter().cloned().collect::<BTreeSet<String>>();
+    if set(&state.pins.never_late) != set(&pins_now.never_late)
+        || set(&state.pins.late) != set(&pins_now.late)
+    {
+        return Err("the [systemd] pins changed since the late units were learned".into());
+    }
+    let mut d = Deferral::default();
+    for u in &state.late {
+        let stem = u.strip_suffix(".service").unwrap_or(u);
+        let why = if core_unit(u) || login_name(u) {
+            Some("part of systemd or of logging in".to_string())
+        } else if u.starts_with("bootprint-late.") {
+            Some("bootprint's own".to_string())
+        } else if pins_now.never_late.contains(u) {
+            Some("pinned never_late".to_string())
+        } else {
+            ["socket", "path", "timer"]
+                .iter()
+                .map(|k| format!("{stem}.{k}"))
+                .find(|t| trigger_exists(t))
+                .map(|t| format!("started by {t} on demand"))
+        };
+        match why {
+            Some(w) => d.refused.push((u.clone(), w)),
+            None => d.late.push(u.clone()),
+        }
+    }
+    Ok(d)
 }
