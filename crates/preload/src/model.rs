@@ -87,6 +87,8 @@ pub struct UpdateStats {
     pub kept: usize,
     /// Files read this login that a text model cannot hold (a newline in the path, not UTF-8).
     pub unrepresentable: usize,
+    /// Files of least weight left out so the model stays within [`MAX_MODEL_BYTES`].
+    pub capped: usize,
 }
 
 /// A model file that does not parse: where, and what was expected.
@@ -242,35 +244,63 @@ impl Model {
         Ok(m)
     }
 
-    /// The model's text (see the module's documentation).
-    pub fn to_text(&self) -> String {
-        let mut s = format!(
+    fn header_text(&self) -> String {
+        format!(
             "# bootprint preload model (docs/preload.md)\nversion {VERSION}\nlogins {} updated {}\n",
             self.logins, self.updated_unix_s
-        );
+        )
+    }
+
+    /// The `file` line of `f` (with its newline); `None` when its path cannot be written.
+    fn file_line(f: &ModelFile) -> Option<String> {
+        let e = &f.entry;
+        let path = representable(&e.path)?;
+        let ranges: Vec<String> = e
+            .ranges
+            .iter()
+            .map(|r| format!("{}+{}", r.offset, r.len))
+            .collect();
+        Some(format!(
+            "file {} {} {} {} {}.{:09} {} {path}\n",
+            // Shortest text that reads back as the same f64.
+            f.weight,
+            e.dev,
+            e.ino,
+            e.size,
+            e.mtime_s,
+            e.mtime_ns,
+            ranges.join(","),
+        ))
+    }
+
+    /// The model's text (see the module's documentation).
+    pub fn to_text(&self) -> String {
+        let mut s = self.header_text();
         for f in &self.files {
-            let e = &f.entry;
-            let Some(path) = representable(&e.path) else {
-                continue;
-            };
-            let ranges: Vec<String> = e
-                .ranges
-                .iter()
-                .map(|r| format!("{}+{}", r.offset, r.len))
-                .collect();
-            s.push_str(&format!(
-                "file {} {} {} {} {}.{:09} {} {path}\n",
-                // Shortest text that reads back as the same f64.
-                f.weight,
-                e.dev,
-                e.ino,
-                e.size,
-                e.mtime_s,
-                e.mtime_ns,
-                ranges.join(","),
-            ));
+            if let Some(line) = Model::file_line(f) {
+                s.push_str(&line);
+            }
         }
         s
+    }
+
+    /// Drops the files of least weight (the end of the list) until the model's text is at
+    /// most `max_bytes`, so it is never written larger than [`Model::load`] reads; returns
+    /// how many were dropped.
+    pub fn fit(&mut self, max_bytes: u64) -> usize {
+        let mut total = self.header_text().len() as u64;
+        let mut keep = 0;
+        for f in &self.files {
+            let len = Model::file_line(f).map_or(0, |l| l.len() as u64);
+            if total + len > max_bytes {
+                break;
+            }
+            total += len;
+            keep += 1;
+        }
+        let dropped = self.files.len() - keep;
+        self.files.truncate(keep);
+        dropped
     }
 
     /// Reads the model at `path`; a missing file is `Ok(None)` (nothing learned yet).
@@ -454,6 +484,39 @@ pub fn budget(max_bytes: u64, mem_share: f64, mem_available: Option<u64>) -> u64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Defect 9 of the security issue: the model was saved at any size and refused over
+    /// 16 MiB when loaded. `fit` drops the files of least weight until the text fits.
+    #[test]
+    fn a_model_is_never_written_larger_than_it_is_read() {
+        let mut m = Model::default();
+        let read: Vec<Entry> = (0..200)
+            .map(|i| Entry {
+                path: format!("/usr/lib/file{i:03}").into(),
+                ranges: vec![Range {
+                    offset: 0,
+                    len: 4096,
+                }],
+                ..Entry::default()
+            })
+            .collect();
+        m.update(&read[..100], &Decay::default(), 1);
+        m.update(&read, &Decay::default(), 2);
+        let full = m.to_text().len() as u64;
+        let mut cut = m.clone();
+        assert_eq!(cut.fit(full), 0);
+        let dropped = cut.fit(full / 2);
+        assert!(dropped > 0 && cut.to_text().len() as u64 <= full / 2);
+        // The heaviest stay (read at both logins), the lightest (read once) go first.
+        assert!(cut
+            .files
+            .iter()
+            .all(|f| f.weight >= m.files.last().unwrap().weight));
+        assert_eq!(cut.files[..], m.files[..cut.files.len()]);
+        let t = tempfile::tempdir().unwrap();
+        cut.save(&t.path().join("model")).unwrap();
+        assert_eq!(Model::load(&t.path().join("model")).unwrap().unwrap(), cut);
+    }
 
     fn entry(path: &str, len: u64) -> Entry {
         Entry {

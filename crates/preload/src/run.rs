@@ -89,6 +89,8 @@ pub struct RunReport {
     pub update: Option<UpdateStats>,
     /// Why nothing ran though preload is on (an autologin: [`AUTOLOGIN_SKIPPED`]).
     pub skipped: Option<&'static str>,
+    /// The model on disk was refused (too large, or not a model): why. It is learned anew.
+    pub model_refused: Option<String>,
     /// Files and bytes in the model afterwards.
     pub model_files: usize,
     /// Bytes of the model's ranges afterwards.
@@ -160,9 +162,13 @@ fn load_state(config: &Config) -> io::Result<State> {
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
 }
 
-fn load_model(config: &Config) -> io::Result<Option<Model>> {
-    Model::load(&config.model_path())
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))
+/// The model, or `None` with the reason when the file on disk is refused: a refused model
+/// never stops the learning that replaces it.
+fn load_model(config: &Config) -> (Option<Model>, Option<String>) {
+    match Model::load(&config.model_path()) {
+        Ok(m) => (m, None),
+        Err(e) => (None, Some(e.to_string())),
+    }
 }
 
 /// The budget now: `budget_bytes`, at most `mem_share` of `MemAvailable`.
@@ -295,11 +301,12 @@ fn private_dir(dir: &Path) -> io::Result<()> {
 /// is left in `pending` for [`session`].
 pub fn greeter(config: &Config, opts: &RunOptions) -> io::Result<RunReport> {
     let state = load_state(config)?;
-    let model = load_model(config)?;
+    let (model, model_refused) = load_model(config);
     let next = next_login(config, &state, model.as_ref());
     let mut report = RunReport {
         kind: next.kind(),
         budget_bytes: budget_now(config, opts.mem_available),
+        model_refused,
         ..RunReport::default()
     };
     let Some(kind) = next.kind() else {
@@ -383,11 +390,12 @@ pub const AUTOLOGIN_SKIPPED: &str =
 /// unless `learn_only`: see [`AUTOLOGIN_SKIPPED`] and docs/preload.md, "Who starts it".
 pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Result<RunReport> {
     let mut state = load_state(config)?;
-    let model = load_model(config)?;
+    let (model, model_refused) = load_model(config);
     let pending = take_pending(config);
     let next = next_login(config, &state, model.as_ref());
     let mut report = RunReport {
         budget_bytes: budget_now(config, opts.mem_available),
+        model_refused,
         ..RunReport::default()
     };
     let kind = match (next, pending) {
@@ -452,12 +460,15 @@ pub fn session(config: &Config, opts: &RunOptions, learn_only: bool) -> io::Resu
     summary.entries = pack.entries.len();
     summary.bytes = pack.entries.iter().map(|e| e.bytes()).sum();
     let mut m = model.unwrap_or_default();
-    report.update = Some(if summary.page_source == PageSource::Added.word() {
+    let mut update = if summary.page_source == PageSource::Added.word() {
         let opened = learned.files.iter().map(|f| (f.dev, f.ino)).collect();
         m.update_misses(&pack.entries, &opened, &config.decay, unix_now())
     } else {
         m.update(&pack.entries, &config.decay, unix_now())
-    });
+    };
+    // Never written larger than it is read back.
+    update.capped = m.fit(model::MAX_MODEL_BYTES);
+    report.update = Some(update);
     m.save(&config.model_path())?;
     report.model_files = m.files.len();
     report.model_bytes = m.bytes();
@@ -545,6 +556,27 @@ mod tests {
             dir: dir.to_path_buf(),
             ..Config::default()
         }
+    }
+
+    /// Defect 9 of the security issue: a model over the size limit was refused when loaded,
+    /// and the refusal stopped the greeter's and the session's stages, so preload was off
+    /// for good. A refused model is now learned anew, and says why.
+    #[test]
+    fn defect9_a_refused_model_does_not_stop_learning() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = config(tmp.path());
+        private_dir(&c.dir).unwrap();
+        let f = std::fs::File::create(c.model_path()).unwrap();
+        f.set_len(model::MAX_MODEL_BYTES + 1).unwrap();
+        let opts = RunOptions {
+            mem_available: Some(1 << 30),
+            ..RunOptions::default()
+        };
+        let r = greeter(&c, &opts).unwrap();
+        assert_eq!(r.kind, Some(BootKind::Learn));
+        let why = r.model_refused.unwrap();
+        assert!(why.contains("at most 16777216 bytes"), "{why}");
+        assert!(take_pending(&c).is_some_and(|p| p.kind == BootKind::Learn));
     }
 
     fn model() -> Model {

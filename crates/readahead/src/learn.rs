@@ -361,6 +361,9 @@ pub struct BuildStats {
     pub files_empty: usize,
     /// Bytes resident before the budget was applied.
     pub bytes_resident: u64,
+    /// Entries left out (the last the boot opened) so the pack stays within
+    /// [`crate::pack::MAX_PACK_BYTES`].
+    pub entries_capped: usize,
 }
 
 /// Builds the pack from a finished learning session: mincore of every learned file (the
@@ -437,7 +440,7 @@ pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let pack = Pack {
+    let mut pack = Pack {
         header: Header {
             created_unix_s,
             kernel_release: ::sys::kernel_release().unwrap_or_default(),
@@ -450,6 +453,8 @@ pub fn build_pack(learned: &Learned, opts: &PackOptions) -> (Pack, BuildStats) {
         },
         entries,
     };
+    // Never written larger than replay loads.
+    stats.entries_capped = pack.fit(crate::pack::MAX_PACK_BYTES);
     (pack, stats)
 }
 

@@ -330,7 +330,60 @@ fn crc32_update(mut c: u32, bytes: &[u8]) -> u32 {
     c
 }
 
+/// The largest pack loaded ([`crate::replay::load`] refuses a larger file before reading
+/// it), and so the largest written ([`Pack::fit`]): a pack of 100,000 files with a few
+/// ranges each is ~10 MB; its byte budget bounds what it replays, not its own size.
+pub const MAX_PACK_BYTES: u64 = 64 << 20;
+
+impl Entry {
+    /// Its bytes in [`Pack::encode`]'s output (the path, identity, ranges and rank).
+    fn encoded_len(&self) -> u64 {
+        let path = self.path.as_os_str().len().min(u16::MAX as usize) as u64;
+        2 + path + 24 + 8 + 4 + 4 + 16 * self.ranges.len() as u64 + 4
+    }
+}
+
 impl Pack {
+    /// The length of [`Pack::encode`]'s output, without encoding.
+    pub fn encoded_len(&self) -> u64 {
+        let h = &self.header;
+        let s = |b: usize| 2 + b.min(u16::MAX as usize) as u64;
+        HEADER_LEN as u64
+            + 8
+            + 1
+            + 8
+            + 8
+            + s(h.root.uuid.len())
+            + s(h.kernel_release.len())
+            + 4
+            + self.entries.iter().map(Entry::encoded_len).sum::<u64>()
+            + 4
+            + 4
+            + 16 * h.metadata.len() as u64
+    }
+
+    /// Drops entries until the pack encodes to at most `max_bytes` (so it is never written
+    /// larger than replay loads, [`MAX_PACK_BYTES`]), those the boot opened last first (it
+    /// needs them last, when the disk has caught up anyway); returns how many were dropped.
+    pub fn fit(&mut self, max_bytes: u64) -> usize {
+        let mut total = self.encoded_len();
+        if total <= max_bytes {
+            return 0;
+        }
+        let mut dropped = vec![false; self.entries.len()];
+        for i in self.access_order().into_iter().rev() {
+            if total <= max_bytes {
+                break;
+            }
+            total -= self.entries[i].encoded_len();
+            dropped[i] = true;
+        }
+        let mut it = dropped.iter();
+        self.entries
+            .retain(|_| !it.next().copied().unwrap_or(false));
+        dropped.iter().filter(|&&d| d).count()
+    }
+
     /// Total bytes of all ranges.
     pub fn bytes(&self) -> u64 {
         self.entries
@@ -391,8 +444,24 @@ impl Pack {
     }
 
     /// Writes the pack to `path` atomically (temporary file, fsync, rename), mode 0644.
+    /// A pack larger than [`MAX_PACK_BYTES`] is not written (replay would refuse it):
+    /// [`Pack::fit`] it first.
     pub fn write_file(&self, path: &Path) -> Result<(), PackError> {
-        sys::write_atomic(path, &self.encode()).map_err(|e| PackError {
+        let bytes = self.encode();
+        if bytes.len() as u64 > MAX_PACK_BYTES {
+            return Err(PackError {
+                path: Some(path.to_path_buf()),
+                offset: None,
+                kind: PackErrorKind::Io(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!(
+                        "{} bytes, more than a pack may have ({MAX_PACK_BYTES}): not written",
+                        bytes.len()
+                    ),
+                )),
+            });
+        }
+        sys::write_atomic(path, &bytes).map_err(|e| PackError {
             path: Some(path.to_path_buf()),
             offset: None,
             kind: PackErrorKind::Io(e),
@@ -700,6 +769,52 @@ pub fn check(bytes: &[u8]) -> Result<Pack, PackError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The length computed without encoding is the encoding's, for any pack.
+    #[test]
+    fn encoded_len_is_the_encodings() {
+        let mut p = sample();
+        assert_eq!(p.encoded_len(), p.encode().len() as u64);
+        p.entries[0].path = "/x".repeat(40_000).into();
+        p.header.metadata.clear();
+        p.entries.push(p.entries[1].clone());
+        assert_eq!(p.encoded_len(), p.encode().len() as u64);
+    }
+
+    /// Defect 9 of the security issue: a pack was written at any size and refused over
+    /// 64 MiB when loaded, so every boot learned again. `fit` drops what the boot opened
+    /// last until it fits; `write_file` never writes what replay would refuse.
+    #[test]
+    fn a_pack_is_never_written_larger_than_replay_loads() {
+        let mut p = sample();
+        let full = p.encoded_len();
+        // Room for all but one entry: /sbin/init (first opened second) goes.
+        let init_len = p.entries[0].encoded_len();
+        assert_eq!(p.clone().fit(full), 0);
+        assert_eq!(p.fit(full - 1), 1);
+        assert_eq!(p.entries.len(), 1);
+        assert_eq!(
+            p.entries[0].path,
+            Path::new("/lib/x86_64-linux-gnu/libc.so.6")
+        );
+        assert_eq!(p.encoded_len(), full - init_len);
+        // A learned pack over the limit: many ranges in the file opened last.
+        let mut big = sample();
+        big.entries[0].ranges = (0..(MAX_PACK_BYTES / 16) + 1000)
+            .map(|i| Range {
+                offset: i * 8192,
+                len: 4096,
+            })
+            .collect();
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("readahead.pack");
+        let e = big.write_file(&path).unwrap_err();
+        assert!(e.to_string().contains("more than a pack may have"), "{e}");
+        assert!(!path.exists());
+        assert_eq!(big.fit(MAX_PACK_BYTES), 1);
+        assert!(big.encoded_len() <= MAX_PACK_BYTES);
+        big.write_file(&path).unwrap();
+    }
 
     pub(crate) fn sample() -> Pack {
         Pack {

@@ -90,7 +90,10 @@ pub enum Step {
 /// A function called at each [`Step`] with the program's path, for tests that change the
 /// file or its directory between two steps.
 #[derive(Clone)]
-pub struct Hook(pub std::sync::Arc<dyn Fn(Step, &Path) + Send + Sync>);
+pub struct Hook(pub std::sync::Arc<HookFn>);
+
+/// The function behind a [`Hook`].
+pub type HookFn = dyn Fn(Step, &Path) + Send + Sync;
 
 impl std::fmt::Debug for Hook {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -279,9 +279,7 @@ impl ReplayStats {
     }
 }
 
-/// The largest pack loaded: a pack of 100,000 files with a few ranges each is ~10 MB; its
-/// byte budget bounds what it replays, not its own size.
-pub const MAX_PACK_BYTES: u64 = 64 << 20;
+pub use crate::pack::MAX_PACK_BYTES;
 
 /// Loads the pack at `path` for replay, refusing it (with the reason) when it is not a
 /// regular file owned by `trusted_uid` (0 on the boot path) or is writable by group or

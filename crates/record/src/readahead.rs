@@ -758,6 +758,10 @@ impl Session {
                 .with("overflowed", u8::from(learned.overflowed))
                 .with("pages_from", learned.page_source())
                 .with("trace_lost", learned.trace_stats.lost);
+            if stats.entries_capped > 0 {
+                // Left out so the pack stays within what replay loads.
+                e = e.with("capped", stats.entries_capped);
+            }
             if let Err(err) = &written {
                 e = e.with("error", err);
             }

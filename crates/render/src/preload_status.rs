@@ -218,8 +218,9 @@ pub fn run_json(r: &RunReport) -> Value {
         })),
         "update": r.update.map(|u| json!({
             "added": u.added, "refreshed": u.refreshed, "kept": u.kept, "faded": u.faded,
-            "dropped": u.dropped, "unrepresentable": u.unrepresentable,
+            "dropped": u.dropped, "unrepresentable": u.unrepresentable, "capped": u.capped,
         })),
+        "model_refused": r.model_refused,
         "skipped": r.skipped,
         "model_files": r.model_files,
         "model_bytes": r.model_bytes,
@@ -281,17 +282,32 @@ pub fn run_text(out: &mut impl Write, r: &RunReport) -> io::Result<()> {
             }
         )?;
     }
+    if let Some(why) = &r.model_refused {
+        writeln!(
+            out,
+            "refused:  the model on disk ({why}); learning a new one"
+        )?;
+    }
     if let Some(u) = &r.update {
         writeln!(
             out,
-            "model:    {} files, {}: {} added, {} refreshed, {} kept, {} faded, {} dropped",
+            "model:    {} files, {}: {} added, {} refreshed, {} kept, {} faded, {} dropped{}",
             r.model_files,
             mb(r.model_bytes),
             u.added,
             u.refreshed,
             u.kept,
             u.faded,
-            u.dropped
+            u.dropped,
+            if u.capped > 0 {
+                format!(
+                    "; {} of least weight left out (the model's limit, {})",
+                    u.capped,
+                    mb(preload::model::MAX_MODEL_BYTES)
+                )
+            } else {
+                String::new()
+            }
         )?;
     }
     Ok(())

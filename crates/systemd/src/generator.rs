@@ -190,7 +190,8 @@ mod tests {
     /// changes it, and then nothing is deferred.
     #[test]
     fn any_change_to_the_unit_files_stops_the_deferral() {
-        let changes: [(&str, fn(&Path)); 4] = [
+        type Change = (&'static str, fn(&Path));
+        let changes: [Change; 4] = [
             ("a unit installed", |r| {
                 fs::write(
                     r.join("etc/systemd/system/needs-cron.service"),
