@@ -62,6 +62,7 @@ pub fn all() -> Vec<Target> {
     v.extend(targets::record::targets());
     v.extend(targets::readahead::targets());
     v.extend(targets::preload::targets());
+    v.extend(targets::enablement::targets());
     v.extend(targets::modules::targets());
     v.extend(targets::initramfs::targets());
     v.extend(targets::kernel::targets());

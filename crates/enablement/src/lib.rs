@@ -28,8 +28,8 @@ use std::path::Path;
 
 pub use machine::{under, Init, Machine, Tools, PACKAGE};
 pub use manifest::{
-    dropin_text, image_of, params, Change, Lever, Manifest, BOOT_BIN, DROPIN, ENTRY_ID, MANIFEST,
-    STARTPAR, STARTPAR_DISTRIB, WRAPPER,
+    dropin_text, image_of, params, Change, Lever, Manifest, BOOT_BIN, CREATED_DIRS, CREATED_FILES,
+    DROPIN, ENTRY_ID, MANIFEST, STARTPAR, STARTPAR_DISTRIB, WRAPPER,
 };
 
 use machine::run;

@@ -2,6 +2,7 @@
 //! as production reads them, and the trace fixtures as seeds.
 
 pub mod analyze;
+pub mod enablement;
 pub mod initramfs;
 pub mod kernel;
 pub mod modules;
