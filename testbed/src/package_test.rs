@@ -1,5 +1,5 @@
 //! `package`: bootprint installed as a user installs it, on a machine GRUB boots from its own
-//! disk (grub_disk.rs; docs/testbed.md, "The package test"). Five boots through the
+//! disk (grub_disk.rs; docs/testbed.md, "The package test"). Seven boots through the
 //! firmware and GRUB, each from the disk the one before left:
 //!
 //! 1. stock: `dpkg -i` the .deb (the next boot's files must not change), `bootprint enable
@@ -7,8 +7,12 @@
 //! 2. bootprint on: the recorder's trace of this boot (copied out, read by the host's
 //!    `bootprint report`), `bootprint status`, then the kernel upgrade: `dpkg -i` the image's
 //!    kernel ABI, after which bootprint's initramfs must exist for it and GRUB must offer it;
-//! 3. the new kernel with bootprint: its trace; then `bootprint disable`: nothing of bootprint
-//!    left in what decides the next boot;
+//! 3. the new kernel with bootprint: its trace; then two disables that fail on purpose (the
+//!    security issue's fault cases): with update-grub failing nothing may change, with
+//!    dpkg-divert failing the wrapper must stay at /bin/startpar and GRUB lose bootprint;
+//!    3b. stock (the wrapper runs Debian's startpar); a disable with dpkg's database
+//!    immutable: Debian's startpar must be back at its name; 3c. stock; `bootprint
+//!    disable`: nothing of bootprint left in what decides the next boot;
 //! 4. stock again (no trace of this boot), then `enable --all` and `apt-get purge bootprint`:
 //!    the package's files, state and traces gone, the boot files as after `disable`;
 //! 5. stock: the machine boots as before bootprint.
@@ -179,7 +183,10 @@ section grub-entries; grep -E '^[[:space:]]*(menuentry|linux|initrd)' /boot/grub
         ),
     );
 
-    // 3. The new kernel with bootprint; disable.
+    // 3. The new kernel with bootprint. Two disables that fail, as the security issue's
+    // fault cases: update-grub failing (a grub.d script that exits 1) must change nothing;
+    // dpkg-divert failing on --remove must leave the wrapper at /bin/startpar, and GRUB
+    // without bootprint's parameters.
     let r3 = boot(
         paths,
         &img,
@@ -187,11 +194,19 @@ section grub-entries; grep -E '^[[:space:]]*(menuentry|linux|initrd)' /boot/grub
         true,
         r#"section cmdline; cat /proc/cmdline
 section release; uname -r
-bootprint disable > /tmp/disable.log 2>&1; rc=$?
-section disable; echo "rc=$rc"; cat /tmp/disable.log
-section after-disable; snap
-# grub.cfg's `### BEGIN /etc/grub.d/42_bootprint ###` comments stay while the package does.
-section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
+section enabled; snap
+printf '#!/bin/sh\necho "99_fault: failing on purpose" >&2\nexit 1\n' > /etc/grub.d/99_fault
+chmod 755 /etc/grub.d/99_fault
+bootprint disable > /tmp/d1.log 2>&1; rc=$?
+rm -f /etc/grub.d/99_fault
+section disable-update-grub-fails; echo "rc=$rc"; cat /tmp/d1.log
+section after-update-grub-fails; snap
+printf '#!/bin/sh\nfor a; do [ "$a" = --remove ] && { echo "fail-remove: failing on purpose" >&2; exit 2; }; done\nexec dpkg-divert "$@"\n' > /tmp/fail-remove
+chmod 755 /tmp/fail-remove
+BOOTPRINT_DPKG_DIVERT=/tmp/fail-remove bootprint disable > /tmp/d2.log 2>&1; rc=$?
+section disable-dpkg-divert-fails; echo "rc=$rc"; cat /tmp/d2.log
+section startpar-after; grep -ac startpar.distrib /bin/startpar; ls /bin/startpar.distrib
+section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint-boot
 "#,
     )?;
     let s3 = sections(&out(&r3));
@@ -200,6 +215,110 @@ section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
         &format!("boot 3 runs the new kernel: {:?}", lines(&s3, "release")),
     );
     check_trace(c, paths, "boot 3", &r3, new);
+    let d1 = lines(&s3, "disable-update-grub-fails");
+    c.check(
+        d1.iter().any(|l| l == "rc=1") && d1.iter().any(|l| l.contains("nothing was undone")),
+        &format!(
+            "disable with update-grub failing exits 1 and says why: {}",
+            d1.join(" | ")
+        ),
+    );
+    same(
+        c,
+        "a disable whose update-grub failed changed nothing (the machine boots as in boot 3)",
+        &s3,
+        "enabled",
+        &s3,
+        "after-update-grub-fails",
+    );
+    let d2 = lines(&s3, "disable-dpkg-divert-fails");
+    c.check(
+        d2.iter().any(|l| l == "rc=1") && d2.iter().any(|l| l.contains("fail-remove")),
+        &format!(
+            "disable with dpkg-divert failing exits 1 and says why: {}",
+            d2.join(" | ")
+        ),
+    );
+    c.check(
+        lines(&s3, "startpar-after").contains(&"/bin/startpar.distrib".to_string())
+            && lines(&s3, "startpar-after").first().map(String::as_str) != Some("0"),
+        &format!(
+            "the wrapper is back at /bin/startpar over Debian's: {:?}",
+            lines(&s3, "startpar-after")
+        ),
+    );
+    c.check(
+        lines(&s3, "grub-bootprint").first().map(String::as_str) == Some("0"),
+        &format!(
+            "and GRUB no longer boots bootprint: {:?}",
+            lines(&s3, "grub-bootprint")
+        ),
+    );
+
+    // 3b. Stock, with the wrapper running Debian's startpar. dpkg-divert failing as it does
+    // when its database cannot be written (made immutable): it moves Debian's startpar back,
+    // then fails to record it.
+    let r3b = boot(
+        paths,
+        &img,
+        r3.kept_disk().as_deref().unwrap_or(&disk),
+        false,
+        r#"section cmdline; cat /proc/cmdline
+chattr +i /var/lib/dpkg/diversions
+bootprint disable > /tmp/d3.log 2>&1; rc=$?
+chattr -i /var/lib/dpkg/diversions
+section disable-dpkg-db-fails; echo "rc=$rc"; cat /tmp/d3.log
+section startpar-after; ls /bin/startpar /bin/startpar.distrib 2>&1 | sed 's/^ls: //'; grep -ac startpar.distrib /bin/startpar
+"#,
+    )?;
+    let s3b = sections(&out(&r3b));
+    c.check(
+        !lines(&s3b, "cmdline")
+            .iter()
+            .any(|l| l.contains("bootprint")),
+        &format!(
+            "boot 3b reached the login, stock, after the failed disable: {}",
+            lines(&s3b, "cmdline").join(" ")
+        ),
+    );
+    let d3 = lines(&s3b, "disable-dpkg-db-fails");
+    c.check(
+        d3.iter().any(|l| l == "rc=1") && d3.iter().any(|l| l.contains("dpkg-divert")),
+        &format!(
+            "disable with dpkg's database immutable exits 1 and says why: {}",
+            d3.join(" | ")
+        ),
+    );
+    let sp = lines(&s3b, "startpar-after");
+    c.check(
+        sp.contains(&"/bin/startpar".to_string()) && sp.contains(&"0".to_string()),
+        &format!("Debian's startpar is back at /bin/startpar: {sp:?}"),
+    );
+
+    // 3c. Stock again, Debian's startpar in place; disable now finishes.
+    let r3c = boot(
+        paths,
+        &img,
+        r3b.kept_disk().as_deref().unwrap_or(&disk),
+        false,
+        r#"section cmdline; cat /proc/cmdline
+bootprint disable > /tmp/disable.log 2>&1; rc=$?
+section disable; echo "rc=$rc"; cat /tmp/disable.log
+section after-disable; snap
+# grub.cfg's `### BEGIN /etc/grub.d/42_bootprint ###` comments stay while the package does.
+section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
+"#,
+    )?;
+    let s3 = sections(&out(&r3c));
+    c.check(
+        !lines(&s3, "cmdline")
+            .iter()
+            .any(|l| l.contains("bootprint")),
+        &format!(
+            "boot 3c reached the login, stock: {}",
+            lines(&s3, "cmdline").join(" ")
+        ),
+    );
     c.check(
         rc0(&s3, "disable"),
         &format!("bootprint disable: {}", lines(&s3, "disable").join(" | ")),
@@ -229,7 +348,7 @@ section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
     let r4 = boot(
         paths,
         &img,
-        r3.kept_disk().as_deref().unwrap_or(&disk),
+        r3c.kept_disk().as_deref().unwrap_or(&disk),
         false,
         r#"section cmdline; cat /proc/cmdline
 section id; cat /proc/sys/kernel/random/boot_id
@@ -299,7 +418,7 @@ section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
             lines(&s5, "cmdline").join(" ")
         ),
     );
-    for r in [r1, r2, r3, r4] {
+    for r in [r1, r2, r3, r3b, r3c, r4] {
         if let Some(d) = r.kept_disk() {
             let _ = std::fs::remove_file(d);
         }

@@ -380,6 +380,50 @@ exec dpkg-divert \"$@\"
     assert_eq!(snapshot(&f.root()), before);
 }
 
+/// Defect 4 again, with the real dpkg-divert failing the way it does when its database
+/// cannot be written (here: made immutable): it moves Debian's startpar back to its name,
+/// then fails to record that. Debian's startpar stays at /bin/startpar (not overwritten by
+/// the wrapper, not listed for removal), and a later disable finishes the job.
+#[test]
+fn a_dpkg_divert_that_fails_after_moving_startpar_back_leaves_debians() {
+    if !have("dpkg-divert") || !have("chattr") {
+        return;
+    }
+    if !testkit::is_root() {
+        return testkit::skip("needs root to make a file immutable (chattr +i)");
+    }
+    let f = Fake::new(Init::Sysvinit);
+    let before = snapshot(&f.root());
+    f.ok(&["enable", "--rc"]);
+    let db = f.root().join("var/lib/dpkg/diversions");
+    let chattr = |flag: &str| {
+        assert!(Command::new("chattr")
+            .arg(flag)
+            .arg(&db)
+            .status()
+            .unwrap()
+            .success());
+    };
+    chattr("+i");
+    let e = f.fails(&["disable"]);
+    chattr("-i");
+    assert!(
+        e.contains("dpkg-divert") && e.contains("lists what is left to undo"),
+        "{e}"
+    );
+    assert_eq!(f.read("bin/startpar"), "Debian's startpar\n");
+    assert!(!f.root().join("bin/startpar.distrib").exists());
+    let manifest = f.read("var/lib/bootprint/enabled");
+    assert!(manifest.contains("diverted /bin/startpar"), "{manifest}");
+    assert!(!manifest.contains("created /bin/startpar"), "{manifest}");
+    f.ok(&["disable"]);
+    assert_eq!(f.read("bin/startpar"), "Debian's startpar\n");
+    let mut after = snapshot(&f.root());
+    // dpkg's backup of its database is dpkg's; the rest is as before.
+    after.remove(Path::new("var/lib/dpkg/diversions-old"));
+    assert_eq!(after, before);
+}
+
 /// Defect 6 of the security issue: disable deleted whatever the manifest named, outside
 /// `--root` too. A manifest naming anything enable does not create is refused (the line
 /// named) and nothing is deleted; a link inside the root is resolved in the root.

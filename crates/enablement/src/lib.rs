@@ -126,8 +126,8 @@ fn undo(m: &Machine, c: &Change) -> Result<(), String> {
 
 /// Undoes `changes` newest first: files, diversions and images, then the directories. The
 /// wrapper at /bin/startpar goes before its diversion is undone (dpkg-divert then moves
-/// Debian's startpar back to its name); should that fail, the wrapper is put back, so
-/// /bin/startpar is never missing. Returns the changes it could not undo (in their order),
+/// Debian's startpar back to its name); should that fail with Debian's startpar still at its
+/// diverted name, the wrapper is put back, so /bin/startpar is never missing. Returns the changes it could not undo (in their order),
 /// with the errors.
 fn undo_all(m: &Machine, changes: &[Change]) -> (Vec<Change>, Vec<String>) {
     let mut failed = vec![false; changes.len()];
@@ -152,10 +152,17 @@ fn undo_all(m: &Machine, changes: &[Change]) -> (Vec<Change>, Vec<String>) {
                 r
             }
             Change::Diverted { .. } => undo(m, c).inspect_err(|_| {
+                // dpkg-divert may have failed before it moved Debian's startpar back (the
+                // wrapper goes back, to run it from its diverted name) or after (it is at
+                // /bin/startpar again, and stays).
+                // Only a wrapper put back stays in the manifest: Debian's startpar at its
+                // name is not bootprint's to remove.
                 if let Some((w, bytes)) = wrapper.take() {
-                    failed[w] = true;
-                    if let Err(e) = m.write(STARTPAR, &bytes, 0o755) {
-                        errors.push(format!("putting the wrapper back failed too: {e}"));
+                    if !m.exists(STARTPAR) && m.exists(STARTPAR_DISTRIB) {
+                        failed[w] = true;
+                        if let Err(e) = m.write(STARTPAR, &bytes, 0o755) {
+                            errors.push(format!("putting the wrapper back failed too: {e}"));
+                        }
                     }
                 }
             }),
