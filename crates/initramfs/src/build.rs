@@ -358,7 +358,7 @@ pub fn build(o: &Options) -> Result<Report, Error> {
         skipped,
     };
     let txt = PathBuf::from(format!("{}.txt", o.out.display()));
-    let _ = fs::write(&txt, report.text(&o.out));
+    let _ = sys::write_atomic(&txt, report.text(&o.out).as_bytes());
     Ok(report)
 }
 

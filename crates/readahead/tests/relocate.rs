@@ -8,7 +8,10 @@ use std::fs::{self, File};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use readahead::pack::{Entry, Header, Pack, Range, RootId};
+mod common;
+
+use common::relocation_pack as pack;
+use readahead::pack::{Entry, Range};
 use readahead::relocate::{self, Options, Outcome, Refusal};
 use readahead::{replay, sys};
 use testkit::ext4::{checksum, interleaved_files, Ext4Image};
@@ -27,22 +30,6 @@ fn entry(p: &Path, ranges: &[(u64, u64)]) -> Entry {
             .map(|&(offset, len)| Range { offset, len })
             .collect(),
         first_access: 0,
-    }
-}
-
-fn pack(entries: Vec<Entry>) -> Pack {
-    Pack {
-        header: Header {
-            created_unix_s: 1,
-            kernel_release: "test".into(),
-            root: RootId::default(),
-            rotational: true,
-            relocated: false,
-            disk_bound: false,
-            budget_bytes: 1 << 30,
-            metadata: Vec::new(),
-        },
-        entries,
     }
 }
 

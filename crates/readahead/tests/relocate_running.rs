@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 
-use readahead::pack::{Entry, Header, Pack, Range, RootId};
+mod common;
+
+use readahead::pack::{Entry, Pack, Range};
 use readahead::relocate::{self, Hook, Options, Outcome, Step};
 use readahead::sys;
 use testkit::ext4::{checksum, interleaved_files, Ext4Image};
@@ -39,19 +41,7 @@ fn pack_of(paths: &[PathBuf]) -> Pack {
             e
         })
         .collect();
-    Pack {
-        header: Header {
-            created_unix_s: 1,
-            kernel_release: "test".into(),
-            root: RootId::default(),
-            rotational: true,
-            relocated: false,
-            disk_bound: false,
-            budget_bytes: 1 << 30,
-            metadata: Vec::new(),
-        },
-        entries,
-    }
+    common::relocation_pack(entries)
 }
 
 /// A running program at `dir/name` (a copy of /bin/sleep, mode `mode`), and the files of a

@@ -1056,6 +1056,25 @@ fn write_into(store: &Store, base: &Path, boot_id: &str, access: Access) -> io::
             let _ = crate::store::sync_dir(parent);
         }
     }
+    // The trace's files are written by their paths under `base`: only where no one else
+    // can rename or replace what root creates there (root's own directory, or a sticky one
+    // such as /tmp).
+    let st = sys::open_dir(base)
+        .or_else(|_| sys::Dir::open_following(base))
+        .and_then(|d| d.stat())?;
+    let others_write = st.mode & 0o022 != 0 && st.mode & libc::S_ISVTX == 0;
+    if (st.uid != 0 && st.uid != sys::euid()) || others_write {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is owned by uid {} with mode {:o}: traces are written only where no one \
+                 else can replace what root writes",
+                base.display(),
+                st.uid,
+                st.mode & 0o7777
+            ),
+        ));
+    }
     let tmp = base.join(format!(".{boot_id}.tmp"));
     let dir = base.join(boot_id);
     let _ = fs::remove_dir_all(&tmp);
@@ -1642,6 +1661,29 @@ mod tests {
         let base_synced = at(&base).unwrap_or_else(|| panic!("{base:?} not synced: {synced:?}"));
         assert!(base_synced > tmp_synced, "{synced:?}");
         fs::remove_dir_all(&d).unwrap();
+    }
+
+    /// The trace's files are written by their paths: never into a directory where someone
+    /// else could rename or replace what root creates (another user's, or one others can
+    /// write that is not sticky); the fallback takes the trace instead. A sticky one (/tmp)
+    /// is fine.
+    #[test]
+    fn a_log_directory_others_can_change_gets_no_trace() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path();
+        let mut store = Store::default();
+        store.push_system(100, b"cpu 1 2 3 4 5 6 7\n", b"", None);
+        let base = d.join("log");
+        fs::create_dir(&base).unwrap();
+        fs::set_permissions(&base, fs::Permissions::from_mode(0o777)).unwrap();
+        let fb = d.join("fallback");
+        let dir = write_trace(&store, &base, &fb, "b00t", Access { gid: None }).unwrap();
+        assert!(dir.starts_with(&fb), "{}", dir.display());
+        assert_eq!(fs::read_dir(&base).unwrap().count(), 0);
+        fs::set_permissions(&base, fs::Permissions::from_mode(0o1777)).unwrap();
+        let dir = write_trace(&store, &base, &fb, "b00t", Access { gid: None }).unwrap();
+        assert!(dir.starts_with(&base), "{}", dir.display());
     }
 
     /// Defect 9: a trace holds the whole kernel log and every command line; it was
