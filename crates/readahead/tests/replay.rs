@@ -112,7 +112,12 @@ fn defect2_a_directory_swapped_for_a_link_to_dev_opens_nothing() {
     fs::write(dir.join("zero"), vec![1u8; 8192]).unwrap();
     let e = entry_for(&dir.join("zero"), &[(0, 8192)]);
     assert!(replay::check_entry(&e).is_ok());
+    // The class: no symlink is followed in a directory of the path, even to the very file
+    // learned (the old check followed it: lstat and open resolve directories).
     fs::rename(&dir, d.join("learned.old")).unwrap();
+    std::os::unix::fs::symlink(d.join("learned.old"), &dir).unwrap();
+    assert_eq!(replay::check_entry(&e).unwrap_err(), replay::Skip::NotRegular);
+    fs::remove_file(&dir).unwrap();
     std::os::unix::fs::symlink("/dev", &dir).unwrap();
     assert_eq!(
         replay::check_entry(&e).unwrap_err(),
