@@ -116,7 +116,10 @@ fn defect2_a_directory_swapped_for_a_link_to_dev_opens_nothing() {
     // learned (the old check followed it: lstat and open resolve directories).
     fs::rename(&dir, d.join("learned.old")).unwrap();
     std::os::unix::fs::symlink(d.join("learned.old"), &dir).unwrap();
-    assert_eq!(replay::check_entry(&e).unwrap_err(), replay::Skip::NotRegular);
+    assert_eq!(
+        replay::check_entry(&e).unwrap_err(),
+        replay::Skip::NotRegular
+    );
     fs::remove_file(&dir).unwrap();
     std::os::unix::fs::symlink("/dev", &dir).unwrap();
     assert_eq!(

@@ -63,12 +63,25 @@ pub fn plan(root: &Path, pins: &Pins) -> Result<Option<Deferral>, String> {
     }
     let state = from_state(&text)
         .map_err(|e| format!("{STATE_FILE}:{}: expected {}", e.line, e.expected))?;
-    let exists = |unit: &str| {
-        UNIT_SOURCES
-            .iter()
-            .any(|d| fs::symlink_metadata(root.join(d.trim_start_matches('/')).join(unit)).is_ok())
-    };
-    check_state(&state, fingerprint(root), pins, exists).map(Some)
+    check_state(&state, fingerprint(root), pins, |unit| enabled(root, unit)).map(Some)
+}
+
+/// Whether `unit` is enabled under `root`: linked in a `.wants` or `.requires` directory of
+/// the unit directories (`sockets.target.wants/avahi-daemon.socket`). A socket installed but
+/// not enabled (Debian's ssh.socket) starts nothing.
+fn enabled(root: &Path, unit: &str) -> bool {
+    UNIT_SOURCES.iter().any(|d| {
+        fs::read_dir(root.join(d.trim_start_matches('/')))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                let n = e.file_name();
+                let n = n.to_string_lossy();
+                n.ends_with(".wants") || n.ends_with(".requires")
+            })
+            .any(|e| fs::symlink_metadata(e.path().join(unit)).is_ok())
+    })
 }
 
 /// The files to write into the generator's normal directory: (relative path, contents).
@@ -161,6 +174,14 @@ mod tests {
         .unwrap();
         fs::write(lib.join("avahi-daemon.service"), "[Service]\n").unwrap();
         fs::write(lib.join("avahi-daemon.socket"), "[Socket]\n").unwrap();
+        fs::create_dir_all(lib.join("sockets.target.wants")).unwrap();
+        std::os::unix::fs::symlink(
+            "../avahi-daemon.socket",
+            lib.join("sockets.target.wants/avahi-daemon.socket"),
+        )
+        .unwrap();
+        // Installed, not enabled (as Debian's ssh.socket): it starts nothing.
+        fs::write(lib.join("cron.socket"), "[Socket]\n").unwrap();
         fs::create_dir_all(r.join("etc/systemd/system")).unwrap();
         fs::write(r.join("etc/fstab"), "/dev/vda / ext4 rw 0 1\n").unwrap();
         let choice = Choice {

@@ -453,14 +453,13 @@ pub struct Deferral {
 ///   its unit and what it needs early, which only a new choice knows (Err);
 /// - each unit is not one that learning always keeps early, whatever the state says: a
 ///   unit of the manager or of logging in ([`core_unit`], [`login_name`]), ours, pinned
-///   `never_late`, or one a socket, path or timer of the same name starts (`trigger_exists`
-///   says whether a unit file of that name is installed): those are refused, the rest
-///   deferred.
+///   `never_late`, or one a socket, path or timer of the same name starts (`trigger_enabled`
+///   says whether a unit of that name is enabled): those are refused, the rest deferred.
 pub fn check_state(
     state: &State,
     units_now: u64,
     pins_now: &Pins,
-    trigger_exists: impl Fn(&str) -> bool,
+    trigger_enabled: impl Fn(&str) -> bool,
 ) -> Result<Deferral, String> {
     if state.units != units_now {
         return Err("the unit files changed since the late units were learned".into());
@@ -484,7 +483,7 @@ pub fn check_state(
             ["socket", "path", "timer"]
                 .iter()
                 .map(|k| format!("{stem}.{k}"))
-                .find(|t| trigger_exists(t))
+                .find(|t| trigger_enabled(t))
                 .map(|t| format!("started by {t} on demand"))
         };
         match why {
