@@ -98,8 +98,9 @@ pub enum Verb {
     /// The Debian package on a machine GRUB boots: install, enable, kernel upgrade, disable,
     /// purge
     ///
-    /// Five boots through the firmware and GRUB from the image's own disk (derived once and
-    /// cached: grub-pc, the kernel ABI before the image's); see docs/testbed.md.
+    /// Seven boots through the firmware and GRUB from the image's own disk (derived once and
+    /// cached: grub-pc, the kernel ABI before the image's), disable failing on purpose twice
+    /// (update-grub, dpkg-divert) before it succeeds; see docs/testbed.md.
     Package(Package),
     /// The desktop image's Xfce session comes up, by autologin and by the password typed
     /// into the greeter
