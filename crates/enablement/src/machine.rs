@@ -157,7 +157,6 @@ impl Machine {
 
     /// The file `p` of the root, if it is there (a regular file of at most 1 MiB).
     pub fn read(&self, p: &str) -> Result<Option<Vec<u8>>, String> {
-        use std::io::Read;
         let err = |e: io::Error| format!("cannot read {}: {e}", self.path(p).display());
         let f = match self
             .root_dir()
@@ -167,22 +166,13 @@ impl Machine {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(err(e)),
         };
-        let md = f.metadata().map_err(err)?;
-        if !md.is_file() {
+        if !f.metadata().map_err(err)?.is_file() {
             return Err(err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "not a regular file",
             )));
         }
-        let mut bytes = Vec::new();
-        f.take(MAX_READ + 1).read_to_end(&mut bytes).map_err(err)?;
-        if bytes.len() as u64 > MAX_READ {
-            return Err(err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("larger than {MAX_READ} bytes"),
-            )));
-        }
-        Ok(Some(bytes))
+        sys::read_capped(f, MAX_READ).map(Some).map_err(err)
     }
 
     /// Writes the file `p` whole (`sys::write_atomic`'s way) with `mode`.

@@ -787,14 +787,13 @@ pub fn pending_path(pack: &Path) -> PathBuf {
 /// only when root (or this user) owns it and no one else can write it. Returns what was
 /// removed.
 pub fn clean_leftover(pending: &Path) -> Option<PathBuf> {
-    use std::io::Read;
     let f = ::sys::open_regular(pending).ok()?;
     let st = ::sys::fstat(&f).ok()?;
     let trusted = (st.uid == 0 || st.uid == ::sys::euid()) && st.mode & 0o022 == 0;
-    let mut text = String::new();
-    let read = f.take(4096).read_to_string(&mut text);
+    let text = ::sys::read_capped(f, 4096)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok());
     let _ = std::fs::remove_file(pending);
-    let text = read.ok().map(|_| text);
     if !trusted {
         return None;
     }

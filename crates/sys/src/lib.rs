@@ -7,7 +7,7 @@
 //! [`getpid`], [`waitpid`], [`kill`], [`setsid`]), descriptors ([`pipe`],
 //! [`poll_readable`]), file systems ([`mount`], [`statfs`], [`statvfs`]), the kernel
 //! ([`kernel_release`], [`clk_tck`], [`page_size`], [`reboot`]), the file helper the boot
-//! path reads its own files with ([`read_regular`]), and files as root must touch them
+//! path reads its own files with ([`read_regular`], [`read_capped`]), and files as root must touch them
 //! (`files.rs`): paths opened without following any symlink ([`open_nofollow`],
 //! [`open_regular`], [`open_dir`], [`open_beneath`]), steps relative to a directory held
 //! open ([`Dir`]), and the one hardened atomic write ([`write_atomic`]).
@@ -375,30 +375,35 @@ pub fn statvfs(path: &Path) -> io::Result<VfsStat> {
 /// and checked before any read) of at most `max_bytes` (no allocation sized by what the file
 /// claims). Symlinks are followed; the target must be regular too.
 pub fn read_regular(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {
-    use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
         .open(path)?;
-    let md = f.metadata()?;
-    if !md.file_type().is_file() {
+    if !f.metadata()?.file_type().is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "not a regular file",
         ));
     }
+    read_capped(f, max_bytes)
+}
+
+/// Reads an open file whole, if it holds at most `max_bytes` (InvalidData "larger than N
+/// bytes" otherwise): no allocation sized by what the file claims, and a file that grows
+/// while read is caught (at most one byte past the cap is read).
+pub fn read_capped(f: File, max_bytes: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
     let too_big = || {
         io::Error::new(
             io::ErrorKind::InvalidData,
             format!("larger than {max_bytes} bytes"),
         )
     };
-    if md.len() > max_bytes {
+    if f.metadata()?.len() > max_bytes {
         return Err(too_big());
     }
     let mut bytes = Vec::new();
-    // The size can change under us: read at most one byte past the cap to tell.
     f.take(max_bytes.saturating_add(1))
         .read_to_end(&mut bytes)?;
     if bytes.len() as u64 > max_bytes {

@@ -39,7 +39,6 @@ const MAX_STATE_BYTES: u64 = 1 << 20;
 /// trusted only when it is a regular file owned by root (or this user), which no one else
 /// can write, and only as far as [`check_state`] finds it still true.
 pub fn plan(root: &Path, pins: &Pins) -> Result<Option<Deferral>, String> {
-    use std::io::Read;
     let path = root.join(STATE_FILE.trim_start_matches('/'));
     let f = match sys::open_regular(&path) {
         Ok(f) => f,
@@ -54,13 +53,12 @@ pub fn plan(root: &Path, pins: &Pins) -> Result<Option<Deferral>, String> {
             st.mode & 0o7777
         ));
     }
-    let mut text = String::new();
-    f.take(MAX_STATE_BYTES + 1)
-        .read_to_string(&mut text)
+    let text = sys::read_capped(f, MAX_STATE_BYTES)
+        .and_then(|b| {
+            String::from_utf8(b)
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text"))
+        })
         .map_err(|e| format!("{STATE_FILE}: {e}"))?;
-    if text.len() as u64 > MAX_STATE_BYTES {
-        return Err(format!("{STATE_FILE}: larger than {MAX_STATE_BYTES} bytes"));
-    }
     let state = from_state(&text)
         .map_err(|e| format!("{STATE_FILE}:{}: expected {}", e.line, e.expected))?;
     check_state(&state, fingerprint(root), pins, |unit| enabled(root, unit)).map(Some)
