@@ -6,6 +6,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use trace::procfs::DiskStat;
+
 use crate::inode_table;
 use crate::pack::RootId;
 
@@ -247,14 +249,13 @@ pub fn parse_rotational(text: &str) -> Option<bool> {
 }
 
 /// Read bandwidth of device `major:minor` in bytes per second since boot, from the text of
-/// `/proc/diskstats`: sectors read over the time spent reading. `None` when the device is
-/// absent or has read too little to tell (under 4 MiB or 100 ms).
+/// `/proc/diskstats` (`trace::procfs::DiskStat`): sectors read over the time spent reading.
+/// `None` when the device is absent or has read too little to tell (under 4 MiB or 100 ms).
 pub fn read_bandwidth(diskstats: &str, major: u32, minor: u32) -> Option<u64> {
-    let f = diskstats_fields(diskstats, major, minor, 7)?;
-    let sectors: u64 = f[5].parse().ok()?;
-    let ms: u64 = f[6].parse().ok()?;
+    let d = DiskStat::find(diskstats, major, minor)?;
     // Saturating: the counters are any number a (corrupt) diskstats text holds.
-    let bytes = sectors.saturating_mul(512);
+    let bytes = d.read_sectors()?.saturating_mul(512);
+    let ms = d.read_ms()?;
     if bytes < 4 << 20 || ms < 100 {
         return None;
     }
@@ -265,31 +266,17 @@ pub fn read_bandwidth(diskstats: &str, major: u32, minor: u32) -> Option<u64> {
 /// 13, milliseconds doing I/O, over the first figure of `/proc/uptime`); `None` when either
 /// text lacks it or less than a second has passed.
 pub fn busy_share(diskstats: &str, uptime: &str, major: u32, minor: u32) -> Option<f64> {
-    let f = diskstats_fields(diskstats, major, minor, 13)?;
-    let busy_ms: f64 = f[12].parse::<u64>().ok()? as f64;
+    let busy_ms = DiskStat::find(diskstats, major, minor)?.io_ms()? as f64;
     let up_s: f64 = uptime.split_whitespace().next()?.parse().ok()?;
     (up_s >= 1.0).then(|| (busy_ms / (up_s * 1000.0)).min(1.0))
-}
-
-/// The fields of device `major:minor`'s line in the text of `/proc/diskstats`: the first
-/// such line with at least `min_fields` fields.
-pub fn diskstats_fields(
-    diskstats: &str,
-    major: u32,
-    minor: u32,
-    min_fields: usize,
-) -> Option<Vec<&str>> {
-    diskstats
-        .lines()
-        .map(|line| line.split_whitespace().collect::<Vec<&str>>())
-        .find(|f| f.len() >= min_fields && f[0].parse() == Ok(major) && f[1].parse() == Ok(minor))
 }
 
 /// Bytes read so far from device `major:minor` (sectors read times 512), from the text of
 /// `/proc/diskstats`; `None` when the device is not listed.
 pub fn bytes_read(diskstats: &str, major: u32, minor: u32) -> Option<u64> {
-    let f = diskstats_fields(diskstats, major, minor, 6)?;
-    f[5].parse::<u64>().ok().map(|s| s.saturating_mul(512))
+    DiskStat::find(diskstats, major, minor)?
+        .read_sectors()
+        .map(|s| s.saturating_mul(512))
 }
 
 /// The default byte budget: what the device reads in `target_s` seconds, and never more

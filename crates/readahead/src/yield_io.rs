@@ -36,10 +36,10 @@ pub struct DiskSample {
 /// sectors read and written; field 12: I/Os currently in progress;
 /// Documentation/admin-guide/iostats.rst). `None` when the device is not listed.
 pub fn parse_disk_sample(diskstats: &str, major: u32, minor: u32) -> Option<DiskSample> {
-    let f = crate::system::diskstats_fields(diskstats, major, minor, 12)?;
+    let d = trace::procfs::DiskStat::find(diskstats, major, minor)?;
     Some(DiskSample {
-        bytes: sample::procfs::diskstats_bytes(&f)?,
-        in_flight: f[11].parse().ok()?,
+        bytes: d.bytes()?,
+        in_flight: d.in_flight()?,
     })
 }
 

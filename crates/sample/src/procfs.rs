@@ -6,6 +6,7 @@ use std::io;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
+use trace::procfs::{CpuTimes, DiskStat};
 use trace::writer::PsRecord;
 
 use crate::sys;
@@ -200,31 +201,11 @@ fn filter_lines(raw: &[u8], keep: impl Fn(&[u8]) -> bool) -> Vec<u8> {
     out
 }
 
-/// CPU jiffies from the aggregate `cpu` line of `/proc/stat`: (busy, idle, iowait, total).
+/// CPU jiffies from the aggregate `cpu` line of `/proc/stat`: (busy, idle, iowait, total)
+/// (`trace::procfs::CpuTimes`, at least four times on the line).
 pub fn cpu_totals(stat: &[u8]) -> Option<(u64, u64, u64, u64)> {
-    let line = stat
-        .split(|&b| b == b'\n')
-        .find(|l| l.starts_with(b"cpu "))?;
-    let text = std::str::from_utf8(line).ok()?;
-    let v: Vec<u64> = text
-        .split_whitespace()
-        .skip(1)
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    if v.len() < 4 {
-        return None;
-    }
-    // user nice system idle iowait irq softirq steal (guest is already inside user).
-    let idle = v[3];
-    let iowait = v.get(4).copied().unwrap_or(0);
-    // Saturating: absurd counters must not overflow the sum (nor make busy negative).
-    let total = v.iter().take(8).fold(0u64, |a, &x| a.saturating_add(x));
-    Some((
-        total.saturating_sub(idle).saturating_sub(iowait),
-        idle,
-        iowait,
-        total,
-    ))
+    let c = CpuTimes::of_stat(&String::from_utf8_lossy(stat), 4)?;
+    Some((c.busy(), c.idle, c.iowait, c.total()))
 }
 
 /// The `processes` counter of `/proc/stat` (forks since boot).
@@ -251,36 +232,25 @@ pub struct DiskCounters {
     pub bytes: u64,
 }
 
-/// The counters of each whole disk in `/proc/diskstats`. Partitions are skipped: their time
-/// and bytes are already in their disk's.
+/// The counters of each whole disk in `/proc/diskstats` (`trace::procfs::DiskStat`).
+/// Partitions are skipped: their time and bytes are already in their disk's.
 pub fn disk_counters(diskstats: &[u8]) -> Vec<(String, DiskCounters)> {
     let text = String::from_utf8_lossy(diskstats);
-    let names: Vec<Vec<&str>> = text
-        .lines()
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .filter(|f| f.len() >= 14)
-        .collect();
-    let all: Vec<&str> = names.iter().map(|f| f[2]).collect();
-    names
+    let lines: Vec<DiskStat> = DiskStat::all(&text).collect();
+    let all: Vec<&str> = lines.iter().map(|d| d.name()).collect();
+    lines
         .iter()
-        .filter(|f| !is_virtual_disk(f[2]) && !is_partition(f[2], &all))
-        .filter_map(|f| {
+        .filter(|d| !is_virtual_disk(d.name()) && !is_partition(d.name(), &all))
+        .filter_map(|d| {
             Some((
-                f[2].to_string(),
+                d.name().to_string(),
                 DiskCounters {
-                    io_ms: f[12].parse().ok()?,
-                    bytes: diskstats_bytes(f)?,
+                    io_ms: d.io_ms()?,
+                    bytes: d.bytes()?,
                 },
             ))
         })
         .collect()
-}
-
-/// Bytes read and written, from the fields of one `/proc/diskstats` line: sectors read and
-/// written (fields 6 and 10), counted in 512-byte units whatever the device's sector size.
-pub fn diskstats_bytes(fields: &[&str]) -> Option<u64> {
-    let sectors = |i: usize| fields.get(i)?.parse::<u64>().ok();
-    Some(sectors(5)?.saturating_add(sectors(9)?).saturating_mul(512))
 }
 
 /// `read_bytes` from the text of `/proc/PID/io`: the bytes this process caused to be read

@@ -162,26 +162,7 @@ pub fn parse_header(text: &str) -> Vec<(String, String)> {
     out
 }
 
-/// Cumulative CPU times from the `cpu` line of `/proc/stat`, in clock ticks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct CpuTimes {
-    /// user
-    pub user: u64,
-    /// nice
-    pub nice: u64,
-    /// system
-    pub system: u64,
-    /// idle
-    pub idle: u64,
-    /// iowait
-    pub iowait: u64,
-    /// irq
-    pub irq: u64,
-    /// softirq
-    pub softirq: u64,
-    /// steal (0 on kernels without it)
-    pub steal: u64,
-}
+pub use crate::procfs::CpuTimes;
 
 /// One `proc_stat.log` block.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -206,17 +187,8 @@ pub fn parse_proc_stat(text: &str) -> Result<Vec<StatSample>, ParseError> {
         let mut procs_blocked = None;
         for (n, line) in block.lines() {
             if let Some(rest) = line.strip_prefix("cpu ") {
-                let mut v = [0u64; 8];
-                let mut count = 0;
-                for (i, tok) in rest.split_ascii_whitespace().enumerate() {
-                    let x = tok.parse::<u64>().map_err(|_| {
-                        ParseError::at(FILE, n, format!("a number of clock ticks, found {tok:?}"))
-                    })?;
-                    if i < 8 {
-                        v[i] = x;
-                    }
-                    count += 1;
-                }
+                let (times, count) =
+                    CpuTimes::parse_fields(rest).map_err(|e| ParseError::at(FILE, n, e))?;
                 if count < 7 {
                     return Err(ParseError::at(
                         FILE,
@@ -224,20 +196,11 @@ pub fn parse_proc_stat(text: &str) -> Result<Vec<StatSample>, ParseError> {
                         format!("at least 7 CPU times on the cpu line, found {count}"),
                     ));
                 }
-                cpu = Some(CpuTimes {
-                    user: v[0],
-                    nice: v[1],
-                    system: v[2],
-                    idle: v[3],
-                    iowait: v[4],
-                    irq: v[5],
-                    softirq: v[6],
-                    steal: v[7],
-                });
+                cpu = Some(times);
             } else if line.starts_with("cpu") {
                 ncpus += 1;
-            } else if let Some(rest) = line.strip_prefix("procs_blocked ") {
-                procs_blocked = rest.trim().parse().ok();
+            } else if line.starts_with("procs_blocked ") {
+                procs_blocked = crate::procfs::stat_value(line, "procs_blocked");
             }
         }
         let cpu =
@@ -282,31 +245,18 @@ pub fn parse_proc_diskstats(text: &str) -> Result<Vec<DiskBlock>, ParseError> {
     for block in blocks(FILE, text)? {
         let mut disks = Vec::new();
         for (n, line) in block.lines() {
-            let mut f = [""; 14];
-            let mut count = 0;
-            for tok in line.split_ascii_whitespace() {
-                if count < 14 {
-                    f[count] = tok;
-                }
-                count += 1;
-            }
-            if count == 0 || count < 14 {
+            let Some(d) = crate::procfs::DiskStat::split(line) else {
                 continue;
-            }
-            let num = |i: usize| -> Result<u64, ParseError> {
-                f[i].parse::<u64>().map_err(|_| {
-                    ParseError::at(
-                        FILE,
-                        n,
-                        format!("a number in field {}, found {:?}", i + 1, f[i]),
-                    )
-                })
+            };
+            let num = |field: usize| {
+                d.field_or_err(field)
+                    .map_err(|e| ParseError::at(FILE, n, e))
             };
             disks.push(DiskLine {
-                name: f[2].to_string(),
-                read_sectors: num(5)?,
-                write_sectors: num(9)?,
-                io_ticks_ms: num(12)?,
+                name: d.name().to_string(),
+                read_sectors: num(6)?,
+                write_sectors: num(10)?,
+                io_ticks_ms: num(13)?,
             });
         }
         out.push(DiskBlock {

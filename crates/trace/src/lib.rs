@@ -8,13 +8,16 @@
 //! (that belongs to `sample` and `analyze`). It also holds [`conf`], the one parser of
 //! `bootprint.toml`'s syntax, and [`config`], the file's schema (its path, every section and
 //! key with type, default and meaning), shared by the boot path, the runner and the report,
-//! and [`config_default`], the commented default file the Debian package installs.
+//! and [`config_default`], the commented default file the Debian package installs, and
+//! [`procfs`], the one parser of the /proc lines a trace keeps (`/proc/stat`'s `cpu` line,
+//! `/proc/diskstats`), which the live readers share.
 #![deny(missing_docs)]
 
 pub mod conf;
 pub mod config;
 pub mod config_default;
 pub mod events;
+pub mod procfs;
 pub mod rclog;
 pub mod units;
 pub mod writer;

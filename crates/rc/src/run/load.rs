@@ -4,13 +4,14 @@
 use std::path::Path;
 
 use super::*;
+use trace::procfs::{stat_value, CpuTimes};
 
 /// `/proc/stat` as the runner uses it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProcStat {
     /// Sum of all `cpu` jiffies.
     pub total: u64,
-    /// user + nice + system + irq + softirq + steal.
+    /// All but idle and iowait (user, nice, system, irq, softirq, steal).
     pub busy: u64,
     /// iowait.
     pub iowait: u64,
@@ -21,36 +22,17 @@ pub struct ProcStat {
 }
 
 impl ProcStat {
-    /// Parses `/proc/stat` text. Pure.
+    /// Parses `/proc/stat` text (`trace::procfs`: the `cpu` line, `procs_running`,
+    /// `procs_blocked`; what is missing counts as 0). Pure.
     pub fn parse(text: &str) -> ProcStat {
-        let mut s = ProcStat::default();
-        for line in text.lines() {
-            let mut w = line.split_whitespace();
-            match w.next() {
-                Some("cpu") => {
-                    let v: Vec<u64> = w.filter_map(|x| x.parse().ok()).collect();
-                    let at = |i: usize| v.get(i).copied().unwrap_or(0);
-                    // user nice system idle iowait irq softirq steal (guest is in user);
-                    // saturating, so absurd counters cannot overflow the sums.
-                    let sum = |fields: &[usize]| {
-                        fields
-                            .iter()
-                            .fold(0u64, |acc, &i| acc.saturating_add(at(i)))
-                    };
-                    s.total = sum(&[0, 1, 2, 3, 4, 5, 6, 7]);
-                    s.busy = sum(&[0, 1, 2, 5, 6, 7]);
-                    s.iowait = at(4);
-                }
-                Some("procs_running") => {
-                    s.running = w.next().and_then(|x| x.parse().ok()).unwrap_or(0)
-                }
-                Some("procs_blocked") => {
-                    s.blocked = w.next().and_then(|x| x.parse().ok()).unwrap_or(0)
-                }
-                _ => {}
-            }
+        let cpu = CpuTimes::of_stat(text, 0).unwrap_or_default();
+        ProcStat {
+            total: cpu.total(),
+            busy: cpu.busy(),
+            iowait: cpu.iowait,
+            running: stat_value(text, "procs_running").unwrap_or(0),
+            blocked: stat_value(text, "procs_blocked").unwrap_or(0),
         }
-        s
     }
 
     /// Reads `<proc>/stat`; unreadable counts as an empty (idle) machine.
