@@ -1,5 +1,5 @@
 //! `package`: bootprint installed as a user installs it, on a machine GRUB boots from its own
-//! disk (grub_disk.rs; docs/testbed.md, "The package test"). Seven boots through the
+//! disk (grub_disk.rs; docs/testbed.md, "`package`: the package test"). Seven boots through the
 //! firmware and GRUB, each from the disk the one before left:
 //!
 //! 1. stock: `dpkg -i` the .deb (the next boot's files must not change), `bootprint enable

@@ -4,8 +4,8 @@
 //!
 //! Why: on the test bed's card the boot's opens make ext4 read 128 KiB of inode table
 //! (`inode_readahead_blks`) wherever the inode's block is not cached: 17 MB in 139 reads of a
-//! relocated boot, while the pack's 432 files have their inodes in 373 blocks (docs/testbed.md,
-//! "Where the drive time goes"). Relocation moves data, not inodes, so what is left to read
+//! relocated boot, while the pack's 432 files have their inodes in 373 blocks
+//! (testbed/results/README.md, "Where the relocated boot's drive time goes"). Relocation moves data, not inodes, so what is left to read
 //! early is those blocks, which this module finds. Metadata buffers live in the block
 //! device's page cache, so reading the device there fills the cache ext4 looks in.
 //!
