@@ -10,7 +10,7 @@
 //!   the facilities, and which scripts each runlevel starts (`/etc/rcN.d/S*` links).
 //! - [`graph`]: the start graph of one runlevel: every edge with the header line it came
 //!   from, `$all`, cycles reported with their path and broken deterministically, a start
-//!   order, and a [`graph::Scheduler`] that hands out ready scripts by priority.
+//!   order, levels and the critical path (the runner's priorities).
 //! - [`run`]: the runner behind `bootprint-boot rc`: a [`run::Plan`] per runlevel (the path
 //!   to the login target, late services, priorities from [`durations`]), run in parallel
 //!   with output on ptys, timeouts, load-following concurrency and idle-deferred late

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use rc::graph::{EdgeKind, Graph, Scheduler, State};
+use rc::graph::{EdgeKind, Graph};
 use rc::system::{Runlevel, System};
 
 /// Removed when dropped.
@@ -271,7 +271,7 @@ fn unknown_provider_and_facility_are_reported_with_line() {
 }
 
 #[test]
-fn scheduler_runs_interactive_alone_and_by_priority() {
+fn interactive_marks_and_critical_path_priorities() {
     let r = Root::new();
     r.write("etc/insserv.conf", "<interactive> ask\n")
         .script("base", &["Required-Start:"])
@@ -290,27 +290,6 @@ fn scheduler_runs_interactive_alone_and_by_priority() {
     let prio = g.critical_path(&vec![1; g.nodes.len()]);
     assert_eq!(prio[id("base")], 3);
     assert_eq!(prio[id("long1")], 2);
-    let mut s = Scheduler::new(&g, prio);
-    assert_eq!(s.start_next(), Some(id("base")));
-    assert_eq!(s.start_next(), None, "nothing else is ready");
-    s.finish(id("base"));
-    // long1 has the longer chain; then short; ask waits until nothing runs.
-    assert_eq!(s.start_next(), Some(id("long1")));
-    assert_eq!(s.start_next(), Some(id("short")));
-    assert_eq!(s.start_next(), None);
-    assert_eq!(s.state(id("ask")), State::Ready);
-    s.finish(id("long1"));
-    assert_eq!(s.start_next(), Some(id("long2")));
-    s.finish(id("short"));
-    s.finish(id("long2"));
-    assert_eq!(s.start_next(), Some(id("ask")));
-    assert_eq!(
-        s.start_next(),
-        None,
-        "nothing runs beside an interactive script"
-    );
-    s.finish(id("ask"));
-    assert!(s.is_done());
 }
 
 #[test]
