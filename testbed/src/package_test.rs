@@ -74,12 +74,51 @@ fn package(paths: &Paths, deb: &Path, cargo: bool, c: &mut Checks) -> Result<()>
         deb.display()
     );
     let disk = with_deb(paths, &grub, deb)?;
-
-    // 1. Stock; install; enable.
-    let r1 = boot(
+    let m = Machine {
         paths,
-        &img,
-        &disk,
+        img: &img,
+        old,
+        new,
+    };
+    let r1 = install_and_enable(&m, &disk, c)?;
+    let r2 = bootprint_on_and_kernel_upgrade(&m, &after(&r1, &disk), c)?;
+    let r3 = new_kernel_and_failing_disables(&m, &after(&r2, &disk), c)?;
+    let r3b = stock_with_the_wrapper(&m, &after(&r3, &disk), c)?;
+    let (r3c, disabled) = stock_and_disable(&m, &after(&r3b, &disk), c)?;
+    let r4 = enable_and_purge(&m, &after(&r3c, &disk), c, &disabled)?;
+    stock_as_before(&m, &after(&r4, &disk), c)?;
+    for r in [r1, r2, r3, r3b, r3c, r4] {
+        if let Some(d) = r.kept_disk() {
+            let _ = std::fs::remove_file(d);
+        }
+    }
+    let _ = std::fs::remove_file(&disk);
+    Ok(())
+}
+
+/// A guest script's `== name` sections (`late_test::sections`).
+type Sections = Vec<(String, BTreeSet<String>)>;
+
+/// What every boot of the package test shares: the image (its kernel boots the GRUB disk's
+/// setup) and the two kernel releases.
+struct Machine<'a> {
+    paths: &'a Paths,
+    img: &'a image::Image,
+    old: &'a String,
+    new: &'a String,
+}
+
+/// The disk a boot kept, for the next one (the first's when it kept none).
+fn after(r: &BootResult, first: &Path) -> PathBuf {
+    r.kept_disk().unwrap_or_else(|| first.to_path_buf())
+}
+
+/// 1. Stock: `dpkg -i` the .deb (the next boot's files must not change), `bootprint enable --all`.
+fn install_and_enable(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
+    let r1 = boot(
+        m.paths,
+        m.img,
+        disk,
         false,
         r#"section cmdline; cat /proc/cmdline
 section before; snap
@@ -123,12 +162,16 @@ section grub-cmdline; grep -o 'init=[^ ]*' /boot/grub/grub.cfg | sort -u
             lines(&s1, "grub-cmdline")
         ),
     );
+    Ok(r1)
+}
 
-    // 2. bootprint on; the kernel upgrade.
+/// 2. bootprint on: its trace, `bootprint status`, then the kernel upgrade.
+fn bootprint_on_and_kernel_upgrade(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
+    let (old, new) = (m.old, m.new);
     let r2 = boot(
-        paths,
-        &img,
-        r1.kept_disk().as_deref().unwrap_or(&disk),
+        m.paths,
+        m.img,
+        disk,
         true,
         &format!(
             r#"section cmdline; cat /proc/cmdline
@@ -146,7 +189,7 @@ section grub-entries; grep -E '^[[:space:]]*(menuentry|linux|initrd)' /boot/grub
         lines(&s2, "cmdline").iter().any(|l| l.contains(INIT_WORD)),
         &format!("boot 2 runs bootprint: {}", lines(&s2, "cmdline").join(" ")),
     );
-    check_trace(c, paths, "boot 2", &r2, old);
+    check_trace(c, m.paths, "boot 2", &r2, old);
     c.check(
         rc0(&s2, "status"),
         &format!("bootprint status: {}", lines(&s2, "status").join(" | ")),
@@ -182,15 +225,16 @@ section grub-entries; grep -E '^[[:space:]]*(menuentry|linux|initrd)' /boot/grub
             entries.len()
         ),
     );
+    Ok(r2)
+}
 
-    // 3. The new kernel with bootprint. Two disables that fail, as the security issue's
-    // fault cases: update-grub failing (a grub.d script that exits 1) must change nothing;
-    // dpkg-divert failing on --remove must leave the wrapper at /bin/startpar, and GRUB
-    // without bootprint's parameters.
+/// 3. The new kernel with bootprint, and two disables that fail on purpose.
+fn new_kernel_and_failing_disables(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
+    let new = m.new;
     let r3 = boot(
-        paths,
-        &img,
-        r2.kept_disk().as_deref().unwrap_or(&disk),
+        m.paths,
+        m.img,
+        disk,
         true,
         r#"section cmdline; cat /proc/cmdline
 section release; uname -r
@@ -214,7 +258,7 @@ section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint-boo
         lines(&s3, "release").first() == Some(new),
         &format!("boot 3 runs the new kernel: {:?}", lines(&s3, "release")),
     );
-    check_trace(c, paths, "boot 3", &r3, new);
+    check_trace(c, m.paths, "boot 3", &r3, new);
     let d1 = lines(&s3, "disable-update-grub-fails");
     c.check(
         d1.iter().any(|l| l == "rc=1") && d1.iter().any(|l| l.contains("nothing was undone")),
@@ -254,14 +298,15 @@ section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint-boo
             lines(&s3, "grub-bootprint")
         ),
     );
+    Ok(r3)
+}
 
-    // 3b. Stock, with the wrapper running Debian's startpar. dpkg-divert failing as it does
-    // when its database cannot be written (made immutable): it moves Debian's startpar back,
-    // then fails to record it.
+/// 3b. Stock, the wrapper running Debian's startpar; dpkg's database immutable.
+fn stock_with_the_wrapper(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
     let r3b = boot(
-        paths,
-        &img,
-        r3.kept_disk().as_deref().unwrap_or(&disk),
+        m.paths,
+        m.img,
+        disk,
         false,
         r#"section cmdline; cat /proc/cmdline
 chattr +i /var/lib/dpkg/diversions
@@ -294,12 +339,15 @@ section startpar-after; ls /bin/startpar /bin/startpar.distrib 2>&1 | sed 's/^ls
         sp.contains(&"/bin/startpar".to_string()) && sp.contains(&"0".to_string()),
         &format!("Debian's startpar is back at /bin/startpar: {sp:?}"),
     );
+    Ok(r3b)
+}
 
-    // 3c. Stock again, Debian's startpar in place; disable now finishes.
+/// 3c. Stock again, Debian's startpar in place; disable finishes: returns the sections (`after-disable`).
+fn stock_and_disable(m: &Machine, disk: &Path, c: &mut Checks) -> Result<(BootResult, Sections)> {
     let r3c = boot(
-        paths,
-        &img,
-        r3b.kept_disk().as_deref().unwrap_or(&disk),
+        m.paths,
+        m.img,
+        disk,
         false,
         r#"section cmdline; cat /proc/cmdline
 bootprint disable > /tmp/disable.log 2>&1; rc=$?
@@ -343,12 +391,20 @@ section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
         left.is_empty(),
         &format!("disable left nothing of bootprint in the boot files: {left:?}"),
     );
+    Ok((r3c, s3))
+}
 
-    // 4. Stock; enable again, then purge.
+/// 4. Stock; enable again, then purge; the boot files as after `disable` (`disabled`).
+fn enable_and_purge(
+    m: &Machine,
+    disk: &Path,
+    c: &mut Checks,
+    disabled: &Sections,
+) -> Result<BootResult> {
     let r4 = boot(
-        paths,
-        &img,
-        r3c.kept_disk().as_deref().unwrap_or(&disk),
+        m.paths,
+        m.img,
+        disk,
         false,
         r#"section cmdline; cat /proc/cmdline
 section id; cat /proc/sys/kernel/random/boot_id
@@ -392,17 +448,21 @@ section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
     same(
         c,
         "after purge the boot files are as after disable",
-        &s3,
+        disabled,
         "after-disable",
         &s4,
         "after-purge",
     );
+    Ok(r4)
+}
 
-    // 5. Stock, as before bootprint.
+/// 5. Stock, as before bootprint.
+fn stock_as_before(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
+    let new = m.new;
     let r5 = boot(
-        paths,
-        &img,
-        r4.kept_disk().as_deref().unwrap_or(&disk),
+        m.paths,
+        m.img,
+        disk,
         false,
         "section cmdline; cat /proc/cmdline\nsection release; uname -r\n",
     )?;
@@ -418,13 +478,7 @@ section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
             lines(&s5, "cmdline").join(" ")
         ),
     );
-    for r in [r1, r2, r3, r3b, r3c, r4] {
-        if let Some(d) = r.kept_disk() {
-            let _ = std::fs::remove_file(d);
-        }
-    }
-    let _ = std::fs::remove_file(&disk);
-    Ok(())
+    Ok(r5)
 }
 
 /// A copy of the GRUB disk with the .deb in it (written with debugfs at the partition's
