@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use crate::figures::{event_seconds, milestone_figures, recorder_stats};
 use crate::image;
 use crate::qemu::{self, round3, BootOpts, BootResult, Profile};
 use crate::util::{io_err, median, today, Error, Paths, Result};
@@ -87,38 +88,6 @@ pub fn trace_file(r: &BootResult, name: &str) -> Option<String> {
     r.trace_dir
         .as_ref()
         .and_then(|d| fs::read_to_string(d.join(name)).ok())
-}
-
-/// `text_login_s` and `boot_done_s` (guest seconds) from a trace's `events.log`.
-pub fn milestone_figures(events: &str) -> Figures {
-    let mut f = Figures::new();
-    f.insert(
-        "text_login_s".into(),
-        event_seconds(events, "milestone", Some("name=text_login")),
-    );
-    f.insert(
-        "boot_done_s".into(),
-        event_seconds(events, "boot_done", None),
-    );
-    if let Some(s) = event_seconds(events, "milestone", Some("name=graphical_login")) {
-        f.insert("graphical_login_s".into(), Some(s));
-    }
-    f
-}
-
-/// The time (s) of the first event of `kind` (whose keys include `with`, if given).
-pub fn event_seconds(events: &str, kind: &str, with: Option<&str>) -> Option<f64> {
-    events
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .find(|l| {
-            let mut w = l.split_whitespace();
-            let _ = w.next();
-            w.next() == Some(kind) && with.is_none_or(|k| l.split_whitespace().any(|x| x == k))
-        })
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|ns| ns.parse::<u64>().ok())
-        .map(|ns| round3(ns as f64 / 1e9))
 }
 
 /// Guest figures of a whole boot: the milestones (text login, graphical login, boot done)
@@ -416,24 +385,6 @@ pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
                 .join(", ")
         ))),
     }
-}
-
-/// The numeric keys of the last `recorder_stats` event in an events.log.
-pub fn recorder_stats(events: &str) -> Option<BTreeMap<String, f64>> {
-    let line = events
-        .lines()
-        .filter(|l| !l.starts_with('#'))
-        .rfind(|l| l.split_whitespace().nth(1) == Some("recorder_stats"))?;
-    let mut out = BTreeMap::new();
-    for kv in line.split_whitespace().skip(2) {
-        if let Some((k, v)) = kv.split_once('=') {
-            // Numbers never need percent-decoding; anything else is not a figure.
-            if let Ok(x) = v.parse::<f64>() {
-                out.insert(k.to_string(), x);
-            }
-        }
-    }
-    Some(out)
 }
 
 /// One run: its figures, or why it failed.

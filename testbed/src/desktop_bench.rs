@@ -4,9 +4,10 @@
 //! password typed after a wait at the greeter, the idle time preload prefetches in).
 
 use crate::age;
-use crate::bench::{self, event_seconds, trace_file, Benchmark, Figures, Variant};
+use crate::bench::{self, trace_file, Benchmark, Figures, Variant};
 use crate::desktop_session::{LOGIN_WORD, PRELOAD_WORD};
 use crate::desktop_test::{guest_script, section, RECORD_LIMIT_S};
+use crate::figures::event_seconds;
 use crate::image::{self, Flavor};
 use crate::qemu::{BootOpts, BootResult, Profile, TCG_SLOWDOWN};
 use crate::util::{Error, Paths, Result};
@@ -117,7 +118,7 @@ fn leading_number(text: &str) -> Option<f64> {
 }
 
 fn figures(events: &str, guest_output: &str) -> Figures {
-    let mut f = bench::milestone_figures(events);
+    let mut f = crate::figures::milestone_figures(events);
     let start = event_seconds(events, "milestone", Some("name=session_start"));
     let ready = event_seconds(events, "desktop_ready", Some("reason=idle"));
     f.insert("session_start_s".into(), start);

@@ -14,8 +14,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::bench::event_seconds;
 use crate::checks::{self, Checks};
+use crate::figures::event_seconds;
 use crate::image;
 use crate::qemu::{self, BootOpts, BootResult, Profile};
 use crate::util::{io_err, run_logged, Error, Paths, Result};
@@ -254,7 +254,7 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
         .kept_disk()
         .ok_or_else(|| Error::fail("the learning boot kept no disk"))?;
     let events = read_trace(&first, "events.log");
-    let learned = crate::rabench::event_field(&events, "late_learned", "late").unwrap_or(0.0);
+    let learned = crate::figures::event_field(&events, "late_learned", "late").unwrap_or(0.0);
     c.check(
         learned >= 3.0,
         &format!("boot 1 learned late units at boot done (late_learned late={learned})"),
@@ -314,7 +314,7 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
     let s_out = stock.guest_output.clone().unwrap_or_default();
     let b_out = bad.guest_output.clone().unwrap_or_default();
     let late_log = read_trace(&deferred, "late.log");
-    let planned = crate::rabench::event_field(&late_log, "late_planned", "units");
+    let planned = crate::figures::event_field(&late_log, "late_planned", "units");
     c.check(
         planned == Some(learned),
         &format!(
@@ -377,7 +377,7 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
     }
     let f_planned = f_log
         .iter()
-        .find_map(|l| crate::rabench::event_field(l, "late_planned", "units"));
+        .find_map(|l| crate::figures::event_field(l, "late_planned", "units"));
     c.check(
         f_planned == Some(learned),
         &format!("boot 5: and deferred what boot 1 learned (late_planned units={f_planned:?})"),

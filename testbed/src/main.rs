@@ -16,6 +16,7 @@ mod desktop_bench;
 mod desktop_session;
 mod desktop_test;
 mod faults;
+mod figures;
 mod grub_disk;
 mod image;
 mod initramfs_test;

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::bench::milestone_figures;
+use crate::figures::milestone_figures;
 use crate::image;
 use crate::modcheck;
 use crate::qemu::{self, round3, BootOpts, BootResult, Profile};
@@ -468,15 +468,15 @@ pub fn run(paths: &Paths, runs: usize, rounds: usize, cargo: bool) -> Result<()>
 /// The second boot's `module` events: name to the duration the plan expected (learned on
 /// the first boot unless 5000, the default).
 pub fn learned_expectations(events: &str) -> BTreeMap<String, u64> {
-    events
-        .lines()
-        .filter(|l| l.split_whitespace().nth(1) == Some("module"))
-        .filter_map(|l| {
-            let field = |k: &str| {
-                l.split_whitespace()
-                    .find_map(|w| w.strip_prefix(k).map(String::from))
-            };
-            Some((field("name=")?, field("expected_us=")?.parse().ok()?))
+    trace::events::parse_lenient(events)
+        .0
+        .iter()
+        .filter(|e| e.kind == "module")
+        .filter_map(|e| {
+            Some((
+                e.get("name")?.to_string(),
+                e.get("expected_us")?.parse().ok()?,
+            ))
         })
         .collect()
 }

@@ -15,34 +15,20 @@ use serde_json::Value;
 
 use crate::age;
 use crate::bench::{self, Benchmark, Figures, Variant};
+use crate::figures::event_field;
 use crate::image::{self, Image};
 use crate::qemu::{self, round3, BootOpts, BootResult, Profile};
 use crate::util::{Error, Paths, Result};
-
-/// The value of `key=` in the first event of `kind`.
-pub fn event_field(events: &str, kind: &str, key: &str) -> Option<f64> {
-    let prefix = format!("{key}=");
-    events
-        .lines()
-        .filter(|l| l.split_whitespace().nth(1) == Some(kind))
-        .find_map(|l| {
-            l.split_whitespace()
-                .find_map(|w| w.strip_prefix(&prefix))
-                .and_then(|v| v.parse::<f64>().ok())
-        })
-}
+use trace::procfs::DiskStat;
 
 /// Bytes read from the guest's disk (`vda`) by the last sample of `proc_diskstats.log`.
 pub fn disk_read_bytes(diskstats_log: &str) -> Option<u64> {
     diskstats_log
         .lines()
         .rev()
-        .find_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            (f.len() > 5 && f[2] == "vda")
-                .then(|| f[5].parse::<u64>().ok())
-                .flatten()
-        })
+        .filter_map(DiskStat::split)
+        .find(|d| d.name() == "vda")
+        .and_then(|d| d.read_sectors())
         .map(|sectors| sectors * 512)
 }
 
@@ -61,17 +47,11 @@ pub struct DiskWindow {
 }
 
 /// (reads completed, bytes read, milliseconds doing I/O) from a `/proc/diskstats` line of
-/// the guest's disk (`vda`): fields 4, 6 and 13; `None` for another disk's line.
+/// the guest's disk (`vda`): fields 4, 6 and 13 (`trace::procfs::DiskStat`); `None` for
+/// another disk's line.
 fn vda_counters(line: &str) -> Option<(u64, u64, u64)> {
-    let f: Vec<&str> = line.split_whitespace().collect();
-    if f.len() <= 12 || f[2] != "vda" {
-        return None;
-    }
-    Some((
-        f[3].parse().ok()?,
-        f[5].parse::<u64>().ok()? * 512,
-        f[12].parse().ok()?,
-    ))
+    let d = DiskStat::split(line).filter(|d| d.name() == "vda")?;
+    Some((d.field(4)?, d.read_sectors()? * 512, d.io_ms()?))
 }
 
 /// [`DiskWindow`] from `from_s` (or the first sample, when there is none before it) to `to_s`
@@ -109,7 +89,7 @@ pub fn figures_from_trace(dir: &Path) -> Figures {
     let events = fs::read_to_string(dir.join("events.log")).unwrap_or_default();
     let diskstats = fs::read_to_string(dir.join("proc_diskstats.log")).unwrap_or_default();
     let mb = |b: Option<f64>| b.map(|x| round3(x / 1e6));
-    let mut f = bench::milestone_figures(&events);
+    let mut f = crate::figures::milestone_figures(&events);
     f.insert(
         "read_mb".into(),
         mb(disk_read_bytes(&diskstats).map(|b| b as f64)),
@@ -132,7 +112,7 @@ pub fn figures_from_trace(dir: &Path) -> Figures {
     // The disk while the replay ran, everyone's reads included: whether the replay kept the
     // drive busy (then the drive's cost per request bounds it, not the replay) and in what
     // size of request the drive was read.
-    let window = bench::event_seconds(&events, "readahead_replay_start", None)
+    let window = crate::figures::event_seconds(&events, "readahead_replay_start", None)
         .zip(replay_s)
         .and_then(|(start, s)| disk_window(&diskstats, start, start + s));
     f.insert(

@@ -7,9 +7,9 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::checks::{self, Checks};
+use crate::figures::event_field;
 use crate::image;
 use crate::qemu::{self, BootOpts, Profile};
-use crate::rabench::event_field;
 use crate::util::{Error, Paths, Result};
 
 /// How far the report's text-login time (kernel clock) may be from the host's measurement

@@ -8,23 +8,12 @@
 
 use serde_json::{json, Value};
 
-use crate::bench::{event_seconds, trace_file, write_result};
+use crate::bench::{trace_file, write_result};
+use crate::figures::{event_fields, event_seconds};
 use crate::image;
 use crate::parity::SYSV_LEVERS;
 use crate::qemu::{self, BootOpts, Profile};
 use crate::util::{Paths, Result};
-
-/// The `key=value` fields of the first event of `kind` in an events.log, decoded.
-fn event_fields(events: &str, kind: &str) -> Option<Vec<(String, String)>> {
-    let line = events
-        .lines()
-        .find(|l| l.split_whitespace().nth(1) == Some(kind))?;
-    let ev = trace::events::parse(&format!("{line}\n"))
-        .ok()?
-        .into_iter()
-        .next()?;
-    Some(ev.fields)
-}
 
 fn field(f: &Option<Vec<(String, String)>>, key: &str) -> Option<String> {
     f.as_ref()?

@@ -98,6 +98,27 @@ pub fn parse(text: &str) -> Result<Vec<Event>, EventParseError> {
     Ok(events)
 }
 
+/// Parses what it can of an `events.log` (or a log of the same line format: `rc.log`,
+/// `late.log`): every good line's event, and each bad line's error (so a file cut short
+/// by a crash still gives its events).
+pub fn parse_lenient(text: &str) -> (Vec<Event>, Vec<EventParseError>) {
+    let (mut events, mut errors) = (Vec::new(), Vec::new());
+    for (index, raw) in text.lines().enumerate() {
+        let line = raw.trim_end();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        match parse_line(line) {
+            Ok(e) => events.push(e),
+            Err(expected) => errors.push(EventParseError {
+                line: index + 1,
+                expected,
+            }),
+        }
+    }
+    (events, errors)
+}
+
 fn parse_line(line: &str) -> Result<Event, String> {
     let mut parts = line.split(' ');
     let t_ns = parts
@@ -183,5 +204,9 @@ mod tests {
         assert!(err.expected.contains("key=value"));
         let err = parse("5 a k=%zz\n").unwrap_err();
         assert!(err.expected.contains("hex"));
+        // Leniently: the good lines, and where the bad ones are.
+        let (events, errors) = parse_lenient("# bootprint events 1\n5 a x=1\nnotanumber b\n7 c\n");
+        assert_eq!(events.iter().map(|e| e.t_ns).collect::<Vec<_>>(), [5, 7]);
+        assert_eq!(errors.iter().map(|e| e.line).collect::<Vec<_>>(), [3]);
     }
 }
