@@ -125,6 +125,34 @@ const RIGHT: f64 = 20.0;
 const GRAPH_H: f64 = 60.0;
 const BAR_H: f64 = 11.0;
 
+/// The shared time axis: 0 to the later boot done plus a little, across the picture.
+struct TimeAxis {
+    end: f64,
+    scale: f64,
+}
+
+impl TimeAxis {
+    fn new(a: &BootModel, b: &BootModel) -> TimeAxis {
+        let end = [a, b]
+            .iter()
+            .map(|m| {
+                m.milestones
+                    .boot_done
+                    .t_s
+                    .max(m.last_sample_s.min(m.milestones.boot_done.t_s + 5.0))
+            })
+            .fold(1.0, f64::max);
+        TimeAxis {
+            end,
+            scale: (W - LEFT - RIGHT) / end,
+        }
+    }
+
+    fn x(&self, t: f64) -> f64 {
+        LEFT + t.clamp(0.0, self.end) * self.scale
+    }
+}
+
 /// Writes one SVG: boot A above boot B, one shared time axis (0 to the later boot done plus a
 /// little), each with its CPU (user+system, iowait), busiest-disk utilisation, milestones and
 /// one bar per service.
@@ -133,150 +161,13 @@ pub fn write_svg(
     a: (&str, &BootModel),
     b: (&str, &BootModel),
 ) -> io::Result<()> {
-    let end = [a.1, b.1]
-        .iter()
-        .map(|m| {
-            m.milestones
-                .boot_done
-                .t_s
-                .max(m.last_sample_s.min(m.milestones.boot_done.t_s + 5.0))
-        })
-        .fold(1.0, f64::max);
-    let scale = (W - LEFT - RIGHT) / end;
-    let x = |t: f64| LEFT + t.clamp(0.0, end) * scale;
+    let axis = TimeAxis::new(a.1, b.1);
     let mut body = String::new();
     let mut y = 30.0;
     for (label, m) in [a, b] {
-        let services = analyze::services::services(m);
-        let _ = writeln!(
-            body,
-            r##"<text x="4" y="{:.1}" font-size="13" font-weight="bold">{}</text>"##,
-            y + 4.0,
-            escape_xml(label)
-        );
-        y += 10.0;
-        // CPU graph.
-        let base = y + GRAPH_H;
-        let _ = writeln!(
-            body,
-            r##"<rect x="{LEFT}" y="{y:.1}" width="{:.1}" height="{GRAPH_H}" fill="none" stroke="#bbb"/><text x="4" y="{:.1}" font-size="10">CPU</text>"##,
-            W - LEFT - RIGHT,
-            y + 12.0
-        );
-        for c in &m.cpu {
-            let (x0, x1) = (x(c.t_s - c.dt_s), x(c.t_s));
-            if x1 <= x0 {
-                continue;
-            }
-            let hb = (c.user + c.sys).clamp(0.0, 1.0) * GRAPH_H;
-            let hi = c.iowait.clamp(0.0, 1.0 - (c.user + c.sys).min(1.0)) * GRAPH_H;
-            if hb > 0.1 {
-                let _ = writeln!(
-                    body,
-                    r##"<rect x="{x0:.1}" y="{:.1}" width="{:.2}" height="{hb:.1}" fill="#668cb3"/>"##,
-                    base - hb,
-                    x1 - x0
-                );
-            }
-            if hi > 0.1 {
-                let _ = writeln!(
-                    body,
-                    r##"<rect x="{x0:.1}" y="{:.1}" width="{:.2}" height="{hi:.1}" fill="#c27a7a"/>"##,
-                    base - hb - hi,
-                    x1 - x0
-                );
-            }
-        }
-        y = base + 6.0;
-        // Disk utilisation.
-        let dbase = y + GRAPH_H / 2.0;
-        let _ = writeln!(
-            body,
-            r##"<rect x="{LEFT}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="#bbb"/><text x="4" y="{:.1}" font-size="10">disk util</text>"##,
-            W - LEFT - RIGHT,
-            GRAPH_H / 2.0,
-            y + 12.0
-        );
-        let mut pts = String::new();
-        for dk in &m.disk {
-            let _ = write!(
-                pts,
-                "{:.1},{:.1} ",
-                x(dk.t_s),
-                dbase - dk.util.clamp(0.0, 1.0) * GRAPH_H / 2.0
-            );
-        }
-        let _ = writeln!(
-            body,
-            r##"<polyline points="{pts}" fill="none" stroke="#33b533"/>"##
-        );
-        y = dbase + 6.0;
-        // Services.
-        let top = y;
-        for s in &services {
-            let (x0, x1) = (x(s.start_s), x(s.end_s).max(x(s.start_s) + 1.0));
-            let _ = writeln!(
-                body,
-                r##"<g><title>{} {:.2}-{:.2} s</title><rect x="{x0:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="#d9b36c"/><text x="{:.1}" y="{:.1}" font-size="9">{}</text></g>"##,
-                escape_xml(&s.name),
-                s.start_s,
-                s.end_s,
-                x1 - x0,
-                BAR_H - 2.0,
-                x1 + 2.0,
-                y + BAR_H - 3.0,
-                escape_xml(&s.name)
-            );
-            y += BAR_H;
-        }
-        // Milestones across this boot's lanes.
-        let ms = &m.milestones;
-        for (name, t) in [
-            ("kernel", ms.kernel.as_ref().map(|v| v.t_s)),
-            ("init", ms.init_exec.as_ref().map(|v| v.t_s)),
-            ("text login", ms.text_login.as_ref().map(|v| v.t_s)),
-            (
-                "graphical login",
-                ms.graphical_login.as_ref().map(|v| v.t_s),
-            ),
-            ("done", Some(ms.boot_done.t_s)),
-            ("session", ms.session_start.as_ref().map(|v| v.t_s)),
-            ("desktop", ms.desktop_ready.as_ref().map(|v| v.t_s)),
-        ] {
-            if let Some(t) = t {
-                let _ = writeln!(
-                    body,
-                    r##"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="#7b2fbf" stroke-dasharray="3,2"/><text x="{3:.1}" y="{4:.1}" font-size="9" fill="#7b2fbf">{5} {6:.2}</text>"##,
-                    x(t),
-                    top - GRAPH_H * 1.5 - 12.0,
-                    y,
-                    x(t) + 2.0,
-                    top - GRAPH_H * 1.5 - 4.0,
-                    name,
-                    t
-                );
-            }
-        }
-        y += 30.0;
+        y = boot_lanes(&mut body, label, m, &axis, y);
     }
-    // The shared axis.
-    let step = [0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0]
-        .into_iter()
-        .find(|s| s * scale >= 50.0)
-        .unwrap_or(120.0);
-    let mut t = 0.0;
-    while t <= end + 1e-9 {
-        let _ = writeln!(
-            body,
-            r##"<line x1="{0:.1}" y1="20" x2="{0:.1}" y2="{1:.1}" stroke="#eee"/><text x="{0:.1}" y="{2:.1}" font-size="10" text-anchor="middle">{3}s</text>"##,
-            x(t),
-            y - 10.0,
-            y + 2.0,
-            t
-        );
-        t += step;
-    }
-    y += 12.0;
+    y = time_ticks(&mut body, &axis, y);
     writeln!(
         out,
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{y:.0}" viewBox="0 0 {W} {y:.0}" font-family="sans-serif">"##
@@ -284,4 +175,166 @@ pub fn write_svg(
     writeln!(out, r##"<rect width="100%" height="100%" fill="white"/>"##)?;
     out.write_all(body.as_bytes())?;
     writeln!(out, "</svg>")
+}
+
+/// One boot's lanes from `y` down: its name, CPU, disk, services and milestones. Returns
+/// where the next part of the picture starts.
+fn boot_lanes(body: &mut String, label: &str, m: &BootModel, axis: &TimeAxis, y: f64) -> f64 {
+    let _ = writeln!(
+        body,
+        r##"<text x="4" y="{:.1}" font-size="13" font-weight="bold">{}</text>"##,
+        y + 4.0,
+        escape_xml(label)
+    );
+    let y = cpu_graph(body, m, axis, y + 10.0);
+    let top = disk_graph(body, m, axis, y);
+    let y = service_bars(body, m, axis, top);
+    milestone_lines(body, &m.milestones, axis, top, y);
+    y + 30.0
+}
+
+/// The CPU graph (user+system, iowait above it) from `y`; returns the y below it.
+fn cpu_graph(body: &mut String, m: &BootModel, axis: &TimeAxis, y: f64) -> f64 {
+    let base = y + GRAPH_H;
+    let _ = writeln!(
+        body,
+        r##"<rect x="{LEFT}" y="{y:.1}" width="{:.1}" height="{GRAPH_H}" fill="none" stroke="#bbb"/><text x="4" y="{:.1}" font-size="10">CPU</text>"##,
+        W - LEFT - RIGHT,
+        y + 12.0
+    );
+    for c in &m.cpu {
+        let (x0, x1) = (axis.x(c.t_s - c.dt_s), axis.x(c.t_s));
+        if x1 <= x0 {
+            continue;
+        }
+        let hb = (c.user + c.sys).clamp(0.0, 1.0) * GRAPH_H;
+        let hi = c.iowait.clamp(0.0, 1.0 - (c.user + c.sys).min(1.0)) * GRAPH_H;
+        if hb > 0.1 {
+            let _ = writeln!(
+                body,
+                r##"<rect x="{x0:.1}" y="{:.1}" width="{:.2}" height="{hb:.1}" fill="#668cb3"/>"##,
+                base - hb,
+                x1 - x0
+            );
+        }
+        if hi > 0.1 {
+            let _ = writeln!(
+                body,
+                r##"<rect x="{x0:.1}" y="{:.1}" width="{:.2}" height="{hi:.1}" fill="#c27a7a"/>"##,
+                base - hb - hi,
+                x1 - x0
+            );
+        }
+    }
+    base + 6.0
+}
+
+/// The busiest disk's utilisation as a line, half the CPU graph's height, from `y`; returns
+/// the y below it.
+fn disk_graph(body: &mut String, m: &BootModel, axis: &TimeAxis, y: f64) -> f64 {
+    let dbase = y + GRAPH_H / 2.0;
+    let _ = writeln!(
+        body,
+        r##"<rect x="{LEFT}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="#bbb"/><text x="4" y="{:.1}" font-size="10">disk util</text>"##,
+        W - LEFT - RIGHT,
+        GRAPH_H / 2.0,
+        y + 12.0
+    );
+    let mut pts = String::new();
+    for dk in &m.disk {
+        let _ = write!(
+            pts,
+            "{:.1},{:.1} ",
+            axis.x(dk.t_s),
+            dbase - dk.util.clamp(0.0, 1.0) * GRAPH_H / 2.0
+        );
+    }
+    let _ = writeln!(
+        body,
+        r##"<polyline points="{pts}" fill="none" stroke="#33b533"/>"##
+    );
+    dbase + 6.0
+}
+
+/// One named bar per service, each on its own line from `y`; returns the y below the last.
+fn service_bars(body: &mut String, m: &BootModel, axis: &TimeAxis, mut y: f64) -> f64 {
+    for s in &analyze::services::services(m) {
+        let (x0, x1) = (
+            axis.x(s.start_s),
+            axis.x(s.end_s).max(axis.x(s.start_s) + 1.0),
+        );
+        let _ = writeln!(
+            body,
+            r##"<g><title>{} {:.2}-{:.2} s</title><rect x="{x0:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="#d9b36c"/><text x="{:.1}" y="{:.1}" font-size="9">{}</text></g>"##,
+            escape_xml(&s.name),
+            s.start_s,
+            s.end_s,
+            x1 - x0,
+            BAR_H - 2.0,
+            x1 + 2.0,
+            y + BAR_H - 3.0,
+            escape_xml(&s.name)
+        );
+        y += BAR_H;
+    }
+    y
+}
+
+/// The milestones as dashed lines across this boot's lanes, from above its CPU graph down to
+/// `bottom`; `services_top` is where its service bars start.
+fn milestone_lines(
+    body: &mut String,
+    ms: &analyze::model::Milestones,
+    axis: &TimeAxis,
+    services_top: f64,
+    bottom: f64,
+) {
+    for (name, t) in [
+        ("kernel", ms.kernel.as_ref().map(|v| v.t_s)),
+        ("init", ms.init_exec.as_ref().map(|v| v.t_s)),
+        ("text login", ms.text_login.as_ref().map(|v| v.t_s)),
+        (
+            "graphical login",
+            ms.graphical_login.as_ref().map(|v| v.t_s),
+        ),
+        ("done", Some(ms.boot_done.t_s)),
+        ("session", ms.session_start.as_ref().map(|v| v.t_s)),
+        ("desktop", ms.desktop_ready.as_ref().map(|v| v.t_s)),
+    ] {
+        if let Some(t) = t {
+            let _ = writeln!(
+                body,
+                r##"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="#7b2fbf" stroke-dasharray="3,2"/><text x="{3:.1}" y="{4:.1}" font-size="9" fill="#7b2fbf">{5} {6:.2}</text>"##,
+                axis.x(t),
+                services_top - GRAPH_H * 1.5 - 12.0,
+                bottom,
+                axis.x(t) + 2.0,
+                services_top - GRAPH_H * 1.5 - 4.0,
+                name,
+                t
+            );
+        }
+    }
+}
+
+/// The shared axis's grid lines and labels, across both boots, labelled at `y`; returns the
+/// picture's height.
+fn time_ticks(body: &mut String, axis: &TimeAxis, y: f64) -> f64 {
+    let step = [0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0]
+        .into_iter()
+        .find(|s| s * axis.scale >= 50.0)
+        .unwrap_or(120.0);
+    let mut t = 0.0;
+    while t <= axis.end + 1e-9 {
+        let _ = writeln!(
+            body,
+            r##"<line x1="{0:.1}" y1="20" x2="{0:.1}" y2="{1:.1}" stroke="#eee"/><text x="{0:.1}" y="{2:.1}" font-size="10" text-anchor="middle">{3}s</text>"##,
+            axis.x(t),
+            y - 10.0,
+            y + 2.0,
+            t
+        );
+        t += step;
+    }
+    y + 12.0
 }

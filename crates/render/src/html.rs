@@ -270,13 +270,37 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
     crate::svg::report(&mut svg, inp)?;
     let svg = String::from_utf8_lossy(&svg);
     let m = &inp.model;
+    write_head(out, inp)?;
+    write_system(out, m)?;
+    write_milestones(out, &m.milestones)?;
+    write_phases(out, &inp.phases, &inp.budget_source)?;
+    write_settle(out, &inp.settle)?;
+    write_chart_box(out)?;
+    write_findings(out, &inp.findings)?;
+    if let Some(k) = &inp.kernel {
+        write_kernel(out, k)?;
+    }
+    if let Some(v) = &inp.services {
+        crate::services::write_html(out, v)?;
+    }
+    write_top_lists(out, m)?;
+    write_bootchart(out, &svg)?;
+    write_chart_script(out, m)
+}
+
+/// The document's head (title, inline CSS) and the page's heading.
+fn write_head(out: &mut impl Write, inp: &Report) -> io::Result<()> {
     let title = format!("bootprint report: {}", inp.origin);
     writeln!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head><body>",
         esc(&title)
     )?;
-    writeln!(out, "<h1>{}</h1>", esc(&title))?;
+    writeln!(out, "<h1>{}</h1>", esc(&title))
+}
+
+/// The machine and the sampling, the recorder's cost, the CPU totals and the model's notes.
+fn write_system(out: &mut impl Write, m: &BootModel) -> io::Result<()> {
     let s = &m.system;
     writeln!(
         out,
@@ -311,9 +335,12 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
         }
         writeln!(out, "</ul>")?;
     }
+    Ok(())
+}
 
+/// The milestones table: the boot's, the platform's, and the session's where one was recorded.
+fn write_milestones(out: &mut impl Write, ms: &analyze::model::Milestones) -> io::Result<()> {
     writeln!(out, "<h2>Milestones</h2><table><tr><th class=l>milestone</th><th>seconds</th><th class=l>how</th></tr>")?;
-    let ms = &m.milestones;
     let row = |name: &str, v: Option<&analyze::model::Milestone>| {
         format!(
             "<tr><td class=l>{name}</td><td>{}</td><td class=l>{}</td></tr>",
@@ -349,14 +376,21 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
             opt(ms.desktop_start_s())
         )?;
     }
-    writeln!(out, "</table>")?;
+    writeln!(out, "</table>")
+}
 
+/// The phases against their budgets, each with the heaviest processes inside it.
+fn write_phases(
+    out: &mut impl Write,
+    phases: &[analyze::budget::Phase],
+    budget_source: &str,
+) -> io::Result<()> {
     writeln!(
         out,
         "<h2>Phases against their budgets</h2><p>Budgets: {}</p><table><tr><th class=l>phase</th><th>from s</th><th>to s</th><th>took s</th><th>budget s</th><th>over s</th><th class=l>heaviest inside (CPU s / blocked s)</th></tr>",
-        esc(&inp.budget_source)
+        esc(budget_source)
     )?;
-    for p in &inp.phases {
+    for p in phases {
         let blame: Vec<String> = p
             .blame
             .iter()
@@ -384,9 +418,11 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
             blame.join(", ")
         )?;
     }
-    writeln!(out, "</table>")?;
+    writeln!(out, "</table>")
+}
 
-    let st = &inp.settle;
+/// The boot-done view: when CPU and disk went idle, and what kept them busy after the login.
+fn write_settle(out: &mut impl Write, st: &analyze::settle::Settle) -> io::Result<()> {
     if !st.idle_found {
         writeln!(
             out,
@@ -433,18 +469,25 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
         }
         writeln!(out, "</table>")?;
     }
+    Ok(())
+}
 
+/// The zoomable chart's controls and its empty canvas; the script at the end draws it.
+fn write_chart_box(out: &mut impl Write) -> io::Result<()> {
     writeln!(out, "<h2>Chart</h2><p><button id=zin>zoom in</button><button id=zout>zoom out</button><button id=zreset>whole boot</button> <span id=span></span> &middot; wheel: zoom at the pointer, drag: pan. CPU: blue busy, red iowait; rows: blue running (darker = more CPU), red blocked on I/O.</p>")?;
     writeln!(
         out,
         "<div id=chartbox><canvas id=chart></canvas><div id=tip></div></div>"
-    )?;
+    )
+}
 
-    writeln!(out, "<h2>Findings ({})</h2>", inp.findings.len())?;
-    if inp.findings.is_empty() {
+/// The findings, each with its evidence, gain and fix.
+fn write_findings(out: &mut impl Write, findings: &[analyze::advise::Finding]) -> io::Result<()> {
+    writeln!(out, "<h2>Findings ({})</h2>", findings.len())?;
+    if findings.is_empty() {
         writeln!(out, "<p>No rule found evidence of a known cost.</p>")?;
     }
-    for f in &inp.findings {
+    for f in findings {
         writeln!(
             out,
             "<div class=finding><b>[{}] {}</b> ({})",
@@ -472,14 +515,11 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
             esc(&f.fix)
         )?;
     }
+    Ok(())
+}
 
-    if let Some(k) = &inp.kernel {
-        write_kernel(out, k)?;
-    }
-    if let Some(v) = &inp.services {
-        crate::services::write_html(out, v)?;
-    }
-
+/// The ten processes with the most CPU time, then the ten blocked longest on I/O.
+fn write_top_lists(out: &mut impl Write, m: &BootModel) -> io::Result<()> {
     for (title, list, cpu) in [
         ("Top processes by CPU time", &m.top_cpu, true),
         (
@@ -506,7 +546,11 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
         }
         writeln!(out, "</table>")?;
     }
+    Ok(())
+}
 
+/// The static bootchart SVG, folded away in a `<details>`.
+fn write_bootchart(out: &mut impl Write, svg: &str) -> io::Result<()> {
     writeln!(
         out,
         "<h2>Bootchart</h2><details><summary>the full chart (static SVG)</summary>"
@@ -518,8 +562,11 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
         None => svg_body,
     };
     out.write_all(svg_body.as_bytes())?;
-    writeln!(out, "</details>")?;
+    writeln!(out, "</details>")
+}
 
+/// The chart's data and the script that draws it, then the end of the page.
+fn write_chart_script(out: &mut impl Write, m: &BootModel) -> io::Result<()> {
     let data = script_json(&chart_data(m));
     writeln!(
         out,

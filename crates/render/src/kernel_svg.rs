@@ -5,6 +5,7 @@
 
 use std::io::{self, Write};
 
+use kernel::boot::{KernelBoot, Landmarks};
 use kernel::Report;
 
 use crate::svg::escape_xml as escape;
@@ -32,10 +33,31 @@ fn tick_step(span_us: u64) -> u64 {
         .unwrap_or(p * 10)
 }
 
-/// Writes the SVG.
-pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
-    let kb = &r.boot;
-    let lm = &kb.landmarks;
+/// Where the timeline's microseconds go across the picture, and how tall it is.
+struct Frame {
+    span: u64,
+    scale: f64,
+    height: f64,
+}
+
+impl Frame {
+    fn new(kb: &KernelBoot) -> Frame {
+        let span = timeline_span(kb);
+        let rows = kb.threads.len().max(2);
+        Frame {
+            span,
+            scale: (WIDTH - LEFT - RIGHT) / span as f64,
+            height: TOP + rows as f64 * ROW + 40.0,
+        }
+    }
+
+    fn x(&self, us: u64) -> f64 {
+        LEFT + us as f64 * self.scale
+    }
+}
+
+/// The last moment the timeline shows: the latest initcall, phase end or landmark, at least 1.
+fn timeline_span(kb: &KernelBoot) -> u64 {
     let ic_end = kb
         .initcalls
         .iter()
@@ -46,18 +68,36 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         ic_end,
         kb.phases.to_real_init_us.unwrap_or(0),
         kb.phases.kernel_us.unwrap_or(0),
-        lm.root_mounted.as_ref().map_or(0, |m| m.us),
+        kb.landmarks.root_mounted.as_ref().map_or(0, |m| m.us),
     ]
     .into_iter()
     .max()
     .unwrap_or(0);
     // Nothing to place on the timeline: show the whole log.
-    let span = if span == 0 { kb.last_us } else { span }.max(1);
-    let scale = (WIDTH - LEFT - RIGHT) / span as f64;
-    let x = |us: u64| LEFT + us as f64 * scale;
-    let rows = kb.threads.len().max(2);
-    let height = TOP + rows as f64 * ROW + 40.0;
+    if span == 0 { kb.last_us } else { span }.max(1)
+}
 
+/// Writes the SVG.
+pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
+    let kb = &r.boot;
+    let f = Frame::new(kb);
+    write_header(out, r, &f)?;
+    write_phase_band(out, kb, &f)?;
+    write_axis(out, &f)?;
+    write_landmarks(out, &kb.landmarks, &f)?;
+    write_thread_names(out, kb)?;
+    write_initcall_bars(out, kb, &f)?;
+    write_initcall_labels(out, r, &f)?;
+    if !kb.has_initcalls() {
+        write_silences(out, kb, &f)?;
+    }
+    writeln!(out, "</svg>")
+}
+
+/// The XML declaration, the `<svg>` element with its styles, the background and the title.
+fn write_header(out: &mut dyn Write, r: &Report, f: &Frame) -> io::Result<()> {
+    let kb = &r.boot;
+    let height = f.height;
     writeln!(
         out,
         r#"<?xml version="1.0" encoding="UTF-8"?>
@@ -74,43 +114,51 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
             kb.initcalls.len(),
             kb.threads.len()
         ))
-    )?;
-    // Phases band.
+    )
+}
+
+/// The phases band on top: the kernel's own time, then the initramfs's.
+fn write_phase_band(out: &mut dyn Write, kb: &KernelBoot, f: &Frame) -> io::Result<()> {
     let band_y = 22.0;
-    if let Some(k) = kb.phases.kernel_us {
+    let Some(k) = kb.phases.kernel_us else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        r#"<rect class="k" x="{:.1}" y="{band_y}" width="{:.1}" height="14"><title>{}</title></rect><text x="{:.1}" y="{:.1}">kernel {:.2} s</text>"#,
+        f.x(0),
+        f.x(k) - f.x(0),
+        escape("kernel: start to the first program"),
+        f.x(0) + 3.0,
+        band_y + 11.0,
+        k as f64 / 1e6
+    )?;
+    if let (Some(i), Some(real)) = (kb.phases.initramfs_us, kb.phases.to_real_init_us) {
         writeln!(
             out,
-            r#"<rect class="k" x="{:.1}" y="{band_y}" width="{:.1}" height="14"><title>{}</title></rect><text x="{:.1}" y="{:.1}">kernel {:.2} s</text>"#,
-            x(0),
-            x(k) - x(0),
-            escape("kernel: start to the first program"),
-            x(0) + 3.0,
+            r#"<rect class="i" x="{:.1}" y="{band_y}" width="{:.1}" height="14"><title>initramfs</title></rect><text x="{:.1}" y="{:.1}">initramfs {:.2} s</text>"#,
+            f.x(k),
+            f.x(real) - f.x(k),
+            f.x(k) + 3.0,
             band_y + 11.0,
-            k as f64 / 1e6
+            i as f64 / 1e6
         )?;
-        if let (Some(i), Some(real)) = (kb.phases.initramfs_us, kb.phases.to_real_init_us) {
-            writeln!(
-                out,
-                r#"<rect class="i" x="{:.1}" y="{band_y}" width="{:.1}" height="14"><title>initramfs</title></rect><text x="{:.1}" y="{:.1}">initramfs {:.2} s</text>"#,
-                x(k),
-                x(real) - x(k),
-                x(k) + 3.0,
-                band_y + 11.0,
-                i as f64 / 1e6
-            )?;
-        }
     }
-    // Axis.
+    Ok(())
+}
+
+/// The time axis: a labelled grid line at each tick.
+fn write_axis(out: &mut dyn Write, f: &Frame) -> io::Result<()> {
     let axis_y = TOP - 8.0;
-    let step = tick_step(span);
+    let step = tick_step(f.span);
     let mut t = 0;
-    while t <= span {
+    while t <= f.span {
         writeln!(
             out,
             r##"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="#e0e0e0"/><text x="{0:.1}" y="{3:.1}" text-anchor="middle">{4}</text>"##,
-            x(t),
+            f.x(t),
             axis_y,
-            height - 30.0,
+            f.height - 30.0,
             axis_y - 3.0,
             fmt_tick(t, step)
         )?;
@@ -120,7 +168,12 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
             None => break,
         }
     }
-    // Landmarks.
+    Ok(())
+}
+
+/// The landmarks: a dashed line each, labels on two alternating levels at the bottom.
+fn write_landmarks(out: &mut dyn Write, lm: &Landmarks, f: &Frame) -> io::Result<()> {
+    let axis_y = TOP - 8.0;
     let marks = [
         ("initramfs unpacked", &lm.initramfs_unpack_end),
         ("/init", &lm.run_init),
@@ -132,13 +185,13 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
             writeln!(
                 out,
                 r##"<line class="l" x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}"/><text x="{3:.1}" y="{4:.1}" fill="#c0392b" text-anchor="{6}">{5}</text>"##,
-                x(m.us),
+                f.x(m.us),
                 axis_y,
-                height - 30.0,
-                x(m.us) + if x(m.us) > WIDTH - 150.0 { -2.0 } else { 2.0 },
-                height - 28.0 + 9.0 * (i % 2) as f64,
+                f.height - 30.0,
+                f.x(m.us) + if f.x(m.us) > WIDTH - 150.0 { -2.0 } else { 2.0 },
+                f.height - 28.0 + 9.0 * (i % 2) as f64,
                 escape(&format!("{name} {:.2} s", m.us as f64 / 1e6)),
-                if x(m.us) > WIDTH - 150.0 {
+                if f.x(m.us) > WIDTH - 150.0 {
                     "end"
                 } else {
                     "start"
@@ -146,11 +199,16 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
             )?;
         }
     }
-    // Rows. Bars first; then labels, slowest first, each only where it overlaps no label
-    // already placed in its row.
-    let labelled: Vec<usize> = kb.slowest().into_iter().take(LABELLED).collect();
-    let mut placed: Vec<Vec<(f64, f64)>> = vec![Vec::new(); kb.threads.len()];
-    let row_of = |pid: Option<u32>| kb.threads.iter().position(|t| Some(t.pid) == pid);
+    Ok(())
+}
+
+/// The row of the thread an initcall ran in.
+fn thread_row(kb: &KernelBoot, pid: Option<u32>) -> Option<usize> {
+    kb.threads.iter().position(|t| Some(t.pid) == pid)
+}
+
+/// Each row's name: the thread's pid.
+fn write_thread_names(out: &mut dyn Write, kb: &KernelBoot) -> io::Result<()> {
     for (row, th) in kb.threads.iter().enumerate() {
         let y = TOP + row as f64 * ROW;
         writeln!(
@@ -160,8 +218,13 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
             escape(&format!("pid {}", th.pid))
         )?;
     }
+    Ok(())
+}
+
+/// One bar per initcall in its thread's row, coloured by built-in, module or failed.
+fn write_initcall_bars(out: &mut dyn Write, kb: &KernelBoot, f: &Frame) -> io::Result<()> {
     for ic in &kb.initcalls {
-        let (Some(row), Some(s)) = (row_of(ic.pid), ic.timeline_start()) else {
+        let (Some(row), Some(s)) = (thread_row(kb, ic.pid), ic.timeline_start()) else {
             continue;
         };
         let y = TOP + row as f64 * ROW;
@@ -173,11 +236,11 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         } else {
             "b"
         };
-        let w = (x(e) - x(s)).max(0.5);
+        let w = (f.x(e) - f.x(s)).max(0.5);
         writeln!(
             out,
             r#"<rect class="{class}" x="{:.1}" y="{:.1}" width="{w:.1}" height="{:.1}"><title>{}</title></rect>"#,
-            x(s),
+            f.x(s),
             y + 2.0,
             ROW - 4.0,
             escape(&format!(
@@ -193,11 +256,20 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
             ))
         )?;
     }
+    Ok(())
+}
+
+/// Labels for the costly bars, slowest first, each only where it overlaps no label already
+/// placed in its row.
+fn write_initcall_labels(out: &mut dyn Write, r: &Report, f: &Frame) -> io::Result<()> {
+    let kb = &r.boot;
+    let labelled: Vec<usize> = kb.slowest().into_iter().take(LABELLED).collect();
+    let mut placed: Vec<Vec<(f64, f64)>> = vec![Vec::new(); kb.threads.len()];
     let mut order = kb.slowest();
     order.retain(|&i| r.share(kb.initcalls[i].cost_us()) >= LABEL_SHARE || labelled.contains(&i));
     for i in order {
         let ic = &kb.initcalls[i];
-        let (Some(row), Some(s)) = (row_of(ic.pid), ic.timeline_start()) else {
+        let (Some(row), Some(s)) = (thread_row(kb, ic.pid), ic.timeline_start()) else {
             continue;
         };
         let text = format!(
@@ -210,7 +282,10 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
             }
         );
         // About 5.5 px a character at font-size 10.
-        let (a, b) = (x(s) + 2.0, x(s) + 2.0 + text.chars().count() as f64 * 5.5);
+        let (a, b) = (
+            f.x(s) + 2.0,
+            f.x(s) + 2.0 + text.chars().count() as f64 * 5.5,
+        );
         if placed[row].iter().any(|&(pa, pb)| a < pb && pa < b) {
             continue;
         }
@@ -222,33 +297,35 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
             escape(&text)
         )?;
     }
-    if !kb.has_initcalls() {
-        // Without initcalls, the silences in the log are what can be shown.
-        writeln!(out, r#"<text x="4" y="{:.1}">silences</text>"#, TOP + 13.0)?;
-        for g in &kb.gaps {
-            writeln!(
-                out,
-                r#"<rect class="e" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}"><title>{}</title></rect>"#,
-                x(g.before.us),
-                TOP + 2.0,
-                (x(g.after.us) - x(g.before.us)).max(0.5),
-                ROW - 4.0,
-                escape(&format!(
-                    "{:.2} s without a kernel line, after line {}: {}",
-                    g.us as f64 / 1e6,
-                    g.before.lineno,
-                    g.before.text
-                ))
-            )?;
-        }
+    Ok(())
+}
+
+/// Without initcalls, the silences in the log are what can be shown: one row of them, and a
+/// note on how to see the initcalls.
+fn write_silences(out: &mut dyn Write, kb: &KernelBoot, f: &Frame) -> io::Result<()> {
+    writeln!(out, r#"<text x="4" y="{:.1}">silences</text>"#, TOP + 13.0)?;
+    for g in &kb.gaps {
         writeln!(
             out,
-            r#"<text x="{LEFT}" y="{:.1}">{}</text>"#,
-            TOP + ROW + 13.0,
-            escape("no initcall lines in this log: boot with initcall_debug to see them")
+            r#"<rect class="e" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}"><title>{}</title></rect>"#,
+            f.x(g.before.us),
+            TOP + 2.0,
+            (f.x(g.after.us) - f.x(g.before.us)).max(0.5),
+            ROW - 4.0,
+            escape(&format!(
+                "{:.2} s without a kernel line, after line {}: {}",
+                g.us as f64 / 1e6,
+                g.before.lineno,
+                g.before.text
+            ))
         )?;
     }
-    writeln!(out, "</svg>")
+    writeln!(
+        out,
+        r#"<text x="{LEFT}" y="{:.1}">{}</text>"#,
+        TOP + ROW + 13.0,
+        escape("no initcall lines in this log: boot with initcall_debug to see them")
+    )
 }
 
 fn fmt_tick(us: u64, step: u64) -> String {

@@ -2,8 +2,8 @@
 
 use std::io::{self, Write};
 
-use kernel::boot::Mark;
-use kernel::Report;
+use kernel::boot::{KernelBoot, Landmarks, Mark};
+use kernel::{Firmware, Report};
 
 /// How many rows the top lists show.
 pub const TOP: usize = 15;
@@ -23,6 +23,24 @@ fn short(us: u64) -> String {
 /// Writes the text report.
 pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     let kb = &r.boot;
+    write_header(out, r)?;
+    write_phases(out, r)?;
+    write_landmarks(out, &kb.landmarks)?;
+    if kb.has_initcalls() {
+        write_slowest_initcalls(out, r)?;
+        write_modules(out, r)?;
+        write_threads(out, kb)?;
+        write_probes(out, kb)?;
+    } else {
+        write_silences(out, kb)?;
+    }
+    write_findings(out, r)?;
+    write_bad_lines(out, kb)
+}
+
+/// The log's name, its line counts, the kernel's version and command line.
+fn write_header(out: &mut dyn Write, r: &Report) -> io::Result<()> {
+    let kb = &r.boot;
     let c = &kb.counts;
     writeln!(out, "kernel log: {}", r.source)?;
     writeln!(
@@ -36,7 +54,12 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     if let Some(cmd) = &kb.cmdline {
         writeln!(out, "  command line: {cmd}")?;
     }
+    Ok(())
+}
 
+/// The kernel's phases, then the firmware's and the boot loader's times where known.
+fn write_phases(out: &mut dyn Write, r: &Report) -> io::Result<()> {
+    let kb = &r.boot;
     writeln!(out, "\nphases")?;
     let p = &kb.phases;
     let row = |out: &mut dyn Write, name: &str, v: Option<u64>| -> io::Result<()> {
@@ -55,7 +78,12 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         row(out, "in initramfs", p.initramfs_us)?;
     }
     row(out, "to real init", p.to_real_init_us)?;
-    let fw = &r.firmware;
+    write_firmware(out, &r.firmware)
+}
+
+/// The firmware's and the boot loader's times, from the ACPI FPDT and the EFI loader
+/// variables, and why they are missing.
+fn write_firmware(out: &mut dyn Write, fw: &Firmware) -> io::Result<()> {
     let ms = |ns: u64| format!("{:.3} s", ns as f64 / 1e9);
     if let Some(f) = &fw.fpdt {
         writeln!(
@@ -90,9 +118,12 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     for e in &fw.errors {
         writeln!(out, "  (firmware: {e})")?;
     }
+    Ok(())
+}
 
+/// The landmarks found in the log, each with its line.
+fn write_landmarks(out: &mut dyn Write, lm: &Landmarks) -> io::Result<()> {
     writeln!(out, "\nlandmarks")?;
-    let lm = &kb.landmarks;
     let marks: [(&str, &Option<Mark>); 7] = [
         ("initramfs unpack started", &lm.initramfs_unpack_start),
         ("initramfs unpacked", &lm.initramfs_unpack_end),
@@ -119,94 +150,124 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     if !any {
         writeln!(out, "  none found")?;
     }
+    Ok(())
+}
 
-    if kb.has_initcalls() {
+/// The slowest initcalls with their share of the basis, and a note where overlap made the
+/// kernel's own figures wrong.
+fn write_slowest_initcalls(out: &mut dyn Write, r: &Report) -> io::Result<()> {
+    let kb = &r.boot;
+    writeln!(
+        out,
+        "\nslowest initcalls (share of {} {})",
+        short(r.basis_us),
+        r.basis
+    )?;
+    for &i in kb.slowest().iter().take(TOP) {
+        let ic = &kb.initcalls[i];
         writeln!(
             out,
-            "\nslowest initcalls (share of {} {})",
-            short(r.basis_us),
-            r.basis
+            "  {:>9}{}{:>6.1}%  {:<44} {}{}",
+            short(ic.cost_us()),
+            if ic.overlapped { "*" } else { " " },
+            100.0 * r.share(ic.cost_us()),
+            ic.label(),
+            ic.pid.map(|p| format!("pid {p}")).unwrap_or_default(),
+            match ic.ret {
+                Some(0) | None => String::new(),
+                Some(e) => format!("  returned {e}"),
+            }
         )?;
-        for &i in kb.slowest().iter().take(TOP) {
-            let ic = &kb.initcalls[i];
-            writeln!(
-                out,
-                "  {:>9}{}{:>6.1}%  {:<44} {}{}",
-                short(ic.cost_us()),
-                if ic.overlapped { "*" } else { " " },
-                100.0 * r.share(ic.cost_us()),
-                ic.label(),
-                ic.pid.map(|p| format!("pid {p}")).unwrap_or_default(),
-                match ic.ret {
-                    Some(0) | None => String::new(),
-                    Some(e) => format!("  returned {e}"),
-                }
-            )?;
-        }
-        if kb.initcalls.iter().any(|i| i.overlapped) {
-            writeln!(
-                out,
-                "  * from the timestamps: the kernel keeps one start time for all threads, so \
-                 its own figure is wrong for initcalls that overlap"
-            )?;
-        }
-        if !r.modules.is_empty() {
-            writeln!(out, "\nmodules (init time)")?;
-            for m in r.modules.iter().take(TOP) {
-                writeln!(
-                    out,
-                    "  {:>9} {:>6.1}%  {}",
-                    short(m.duration_us),
-                    100.0 * r.share(m.duration_us),
-                    m.module
-                )?;
-            }
-        }
-        writeln!(out, "\nthreads (timeline rows)")?;
-        for t in &kb.threads {
-            writeln!(
-                out,
-                "  pid {:<6} {:>4} initcalls  busy {:>9}  from {} to {}",
-                t.pid,
-                t.initcalls,
-                short(t.busy_us),
-                secs(t.first_us),
-                secs(t.last_us)
-            )?;
-        }
-        let mut probes: Vec<_> = kb.probes.iter().collect();
-        probes.sort_by_key(|p| (std::cmp::Reverse(p.duration_us), p.lineno));
-        if !probes.is_empty() {
-            writeln!(out, "\nslowest driver probes")?;
-            for p in probes.iter().take(8) {
-                let within = p
-                    .initcall
-                    .map(|i| format!("  in {}", kb.initcalls[i].label()))
-                    .unwrap_or_default();
-                writeln!(out, "  {:>9}  {}{}", short(p.duration_us), p.device, within)?;
-            }
-        }
-    } else {
-        writeln!(
-            out,
-            "\nno initcall lines: boot with initcall_debug to see the initcalls"
-        )?;
-        if !kb.gaps.is_empty() {
-            writeln!(out, "\nlongest silences before the first program")?;
-            for g in &kb.gaps {
-                let (a, b) = (&g.before, &g.after);
-                writeln!(
-                    out,
-                    "  {:>9}  after line {} ({}): {}",
-                    short(b.us - a.us),
-                    a.lineno,
-                    secs(a.us),
-                    a.text
-                )?;
-            }
-        }
     }
+    if kb.initcalls.iter().any(|i| i.overlapped) {
+        writeln!(
+            out,
+            "  * from the timestamps: the kernel keeps one start time for all threads, so \
+             its own figure is wrong for initcalls that overlap"
+        )?;
+    }
+    Ok(())
+}
 
+/// The modules' init times, costliest first.
+fn write_modules(out: &mut dyn Write, r: &Report) -> io::Result<()> {
+    if r.modules.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nmodules (init time)")?;
+    for m in r.modules.iter().take(TOP) {
+        writeln!(
+            out,
+            "  {:>9} {:>6.1}%  {}",
+            short(m.duration_us),
+            100.0 * r.share(m.duration_us),
+            m.module
+        )?;
+    }
+    Ok(())
+}
+
+/// The threads that ran initcalls (the SVG's rows).
+fn write_threads(out: &mut dyn Write, kb: &KernelBoot) -> io::Result<()> {
+    writeln!(out, "\nthreads (timeline rows)")?;
+    for t in &kb.threads {
+        writeln!(
+            out,
+            "  pid {:<6} {:>4} initcalls  busy {:>9}  from {} to {}",
+            t.pid,
+            t.initcalls,
+            short(t.busy_us),
+            secs(t.first_us),
+            secs(t.last_us)
+        )?;
+    }
+    Ok(())
+}
+
+/// The slowest driver probes, each with the initcall it ran in.
+fn write_probes(out: &mut dyn Write, kb: &KernelBoot) -> io::Result<()> {
+    let mut probes: Vec<_> = kb.probes.iter().collect();
+    probes.sort_by_key(|p| (std::cmp::Reverse(p.duration_us), p.lineno));
+    if probes.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nslowest driver probes")?;
+    for p in probes.iter().take(8) {
+        let within = p
+            .initcall
+            .map(|i| format!("  in {}", kb.initcalls[i].label()))
+            .unwrap_or_default();
+        writeln!(out, "  {:>9}  {}{}", short(p.duration_us), p.device, within)?;
+    }
+    Ok(())
+}
+
+/// Without initcall lines: how to get them, and the longest silences in the log instead.
+fn write_silences(out: &mut dyn Write, kb: &KernelBoot) -> io::Result<()> {
+    writeln!(
+        out,
+        "\nno initcall lines: boot with initcall_debug to see the initcalls"
+    )?;
+    if kb.gaps.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nlongest silences before the first program")?;
+    for g in &kb.gaps {
+        let (a, b) = (&g.before, &g.after);
+        writeln!(
+            out,
+            "  {:>9}  after line {} ({}): {}",
+            short(b.us - a.us),
+            a.lineno,
+            secs(a.us),
+            a.text
+        )?;
+    }
+    Ok(())
+}
+
+/// The findings, each with its evidence, the change and the gain's basis.
+fn write_findings(out: &mut dyn Write, r: &Report) -> io::Result<()> {
     writeln!(out, "\nfindings")?;
     if r.findings.is_empty() {
         writeln!(out, "  none: nothing in this log shows a known kernel cost")?;
@@ -227,8 +288,17 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "    change: {}", f.advice)?;
         writeln!(out, "    gain: {}", f.gain_basis)?;
     }
-    if c.bad_lines > 0 {
-        writeln!(out, "\nunreadable lines ({}; first shown)", c.bad_lines)?;
+    Ok(())
+}
+
+/// The first unreadable lines, and why each could not be read.
+fn write_bad_lines(out: &mut dyn Write, kb: &KernelBoot) -> io::Result<()> {
+    if kb.counts.bad_lines > 0 {
+        writeln!(
+            out,
+            "\nunreadable lines ({}; first shown)",
+            kb.counts.bad_lines
+        )?;
         for b in kb.bad.iter().take(5) {
             writeln!(out, "  line {}: {} ({})", b.lineno, b.text, b.reason)?;
         }
