@@ -8,10 +8,7 @@ use analyze::diff::{Diff, Pair, ProgramDiff};
 use analyze::BootModel;
 
 use crate::svg::escape_xml;
-
-fn s(v: Option<f64>) -> String {
-    v.map_or("-".into(), |x| format!("{x:.2}"))
-}
+use crate::text::secs_or_dash;
 
 fn d(v: Option<f64>) -> String {
     v.map_or("".into(), |x| format!("{x:+.2}"))
@@ -25,8 +22,8 @@ fn pairs(out: &mut impl Write, title: &str, list: &[Pair]) -> io::Result<()> {
             out,
             "  {:<22}{:>9}{:>9}{:>9}",
             p.name,
-            s(p.a_s),
-            s(p.b_s),
+            secs_or_dash(p.a_s),
+            secs_or_dash(p.b_s),
             d(p.delta_s)
         )?;
     }
@@ -92,10 +89,10 @@ pub fn write_text(out: &mut impl Write, a: &str, b: &str, diff: &Diff) -> io::Re
                 out,
                 "  {:<22}{:>9}{:>9}{:>9}{:>9}{:>9}",
                 x.name,
-                s(x.a_start_s),
-                s(x.a_duration_s),
-                s(x.b_start_s),
-                s(x.b_duration_s),
+                secs_or_dash(x.a_start_s),
+                secs_or_dash(x.a_duration_s),
+                secs_or_dash(x.b_start_s),
+                secs_or_dash(x.b_duration_s),
                 format!("{:+.2}", x.delta_s)
             )?;
         }

@@ -11,6 +11,7 @@ use analyze::BootModel;
 use serde_json::json;
 
 use crate::svg::escape_xml as esc;
+use crate::text::secs_or_dash;
 
 /// At most this many process rows go into the zoomable chart (the heaviest, in tree order).
 pub const MAX_ROWS: usize = 400;
@@ -232,7 +233,7 @@ pub fn script_json(v: &serde_json::Value) -> String {
 
 /// The kernel's share: its phases and its costliest initcalls (details: `bootprint kernel`).
 fn write_kernel(out: &mut impl Write, k: &kernel::Report) -> io::Result<()> {
-    let secs = |v: Option<u64>| opt(v.map(|u| u as f64 / 1e6));
+    let secs = |v: Option<u64>| secs_or_dash(v.map(|u| u as f64 / 1e6));
     writeln!(
         out,
         "<h2>Kernel</h2><p>From the trace's kernel log: to the first program {} s, in the initramfs {} s, to the real init {} s.</p>",
@@ -258,10 +259,6 @@ fn write_kernel(out: &mut impl Write, k: &kernel::Report) -> io::Result<()> {
         writeln!(out, "</table>")?;
     }
     Ok(())
-}
-
-fn opt(v: Option<f64>) -> String {
-    v.map_or("-".into(), |x| format!("{x:.2}"))
 }
 
 /// Writes the HTML report, the static bootchart SVG inlined.
@@ -344,7 +341,7 @@ fn write_milestones(out: &mut impl Write, ms: &analyze::model::Milestones) -> io
     let row = |name: &str, v: Option<&analyze::model::Milestone>| {
         format!(
             "<tr><td class=l>{name}</td><td>{}</td><td class=l>{}</td></tr>",
-            opt(v.map(|x| x.t_s)),
+            secs_or_dash(v.map(|x| x.t_s)),
             esc(v.map_or("", |x| x.source.as_str()))
         )
     };
@@ -362,7 +359,7 @@ fn write_milestones(out: &mut impl Write, ms: &analyze::model::Milestones) -> io
             out,
             "<tr><td class=l>{}</td><td>{}</td><td class=l>{}</td></tr>",
             esc(&p.label),
-            opt(Some(p.t_s)),
+            secs_or_dash(Some(p.t_s)),
             esc(&p.source)
         )?;
     }
@@ -373,7 +370,7 @@ fn write_milestones(out: &mut impl Write, ms: &analyze::model::Milestones) -> io
         writeln!(
             out,
             "<tr><td class=l>desktop start</td><td>{}</td><td class=l>desktop ready - session start</td></tr>",
-            opt(ms.desktop_start_s())
+            secs_or_dash(ms.desktop_start_s())
         )?;
     }
     writeln!(out, "</table>")

@@ -11,7 +11,7 @@ use preload::PRELOAD;
 use readahead::state::{Judgement, State, Verdict};
 use serde_json::{json, Value};
 
-use crate::readahead_status::{mb, utc, Found};
+use crate::readahead_status::{mb, utc, verdict_json, Found};
 
 /// The model at the configured place, as `status` found it.
 pub type ModelFound<'a> = Found<'a, Model>;
@@ -57,24 +57,13 @@ fn secs(x: Option<f64>) -> String {
 
 /// The status as JSON.
 pub fn json(s: &Status) -> Value {
-    let model = match s.model {
-        ModelFound::Valid(m) => Some(m),
-        _ => None,
-    };
-    let error = match s.model {
-        ModelFound::None => Some("none"),
-        ModelFound::Unusable(e) => Some(e),
-        ModelFound::Valid(_) => None,
-    };
+    let (model, error) = (s.model.valid(), s.model.error());
     let j = s.judgement;
     json!({
         "enabled": s.enabled,
         "config_file": s.config_file.display().to_string(),
         "state_file": s.state_file.display().to_string(),
-        "verdict": match &s.state.verdict {
-            Verdict::Auto => json!({"state": "auto"}),
-            Verdict::Off { unix_s, reason } => json!({"state": "off", "since_unix_s": unix_s, "reason": reason}),
-        },
+        "verdict": verdict_json(&s.state.verdict),
         "model": {
             "path": s.model_path.display().to_string(),
             "valid": model.is_some(),

@@ -34,6 +34,35 @@ impl<T> Clone for Found<'_, T> {
 }
 impl<T> Copy for Found<'_, T> {}
 
+impl<'a, T> Found<'a, T> {
+    /// The file, if it was read.
+    pub fn valid(self) -> Option<&'a T> {
+        match self {
+            Found::Valid(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// Why there is no file to use: "none", or why it does not parse.
+    pub fn error(self) -> Option<&'a str> {
+        match self {
+            Found::None => Some("none"),
+            Found::Unusable(e) => Some(e),
+            Found::Valid(_) => None,
+        }
+    }
+}
+
+/// A self-judging lever's verdict as its status JSON shows it (readahead's and preload's).
+pub(crate) fn verdict_json(v: &Verdict) -> Value {
+    match v {
+        Verdict::Auto => json!({"state": "auto"}),
+        Verdict::Off { unix_s, reason } => {
+            json!({"state": "off", "since_unix_s": unix_s, "reason": reason})
+        }
+    }
+}
+
 /// What `bootprint readahead status` shows, gathered by the verb from the configuration,
 /// the state file and the pack; every figure in it is readahead's or record's.
 #[derive(Debug, Clone, Copy)]
@@ -95,24 +124,13 @@ fn next_boot(n: NextBoot) -> &'static str {
 
 /// The status as JSON.
 pub fn json(s: &Status) -> Value {
-    let pack = match s.pack {
-        PackFound::Valid(p) => Some(p),
-        _ => None,
-    };
-    let error = match s.pack {
-        PackFound::None => Some("none"),
-        PackFound::Unusable(e) => Some(e),
-        PackFound::Valid(_) => None,
-    };
+    let (pack, error) = (s.pack.valid(), s.pack.error());
     let judged = s.judgement;
     json!({
         "enabled": s.enabled,
         "config_file": s.config_file.display().to_string(),
         "kernel_cmdline": s.cmdline_switch,
-        "verdict": match &s.state.verdict {
-            Verdict::Auto => json!({"state": "auto"}),
-            Verdict::Off { unix_s, reason } => json!({"state": "off", "since_unix_s": unix_s, "reason": reason}),
-        },
+        "verdict": verdict_json(&s.state.verdict),
         "pack": {
             "path": s.pack_path.display().to_string(),
             "valid": pack.is_some(),

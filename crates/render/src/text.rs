@@ -69,6 +69,12 @@ fn write_kernel(out: &mut impl Write, k: &kernel::Report) -> io::Result<()> {
 }
 
 /// The recorder's own cost in words (the text and the HTML report say it alike).
+/// Seconds with two decimals, or "-" where there is no figure (tables of the text, HTML
+/// and diff renderings).
+pub(crate) fn secs_or_dash(v: Option<f64>) -> String {
+    v.map_or("-".into(), |x| format!("{x:.2}"))
+}
+
 pub(crate) fn recorder_cost(r: &analyze::RecorderCost) -> String {
     let share = match (r.share_pct, r.boot_cpu_s) {
         (Some(p), Some(b)) => format!(", {p:.1} % of the {b:.2} s the boot used"),
