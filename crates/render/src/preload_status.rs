@@ -8,10 +8,10 @@ use std::path::Path;
 use preload::model::Model;
 use preload::run::{NextLogin, RunReport};
 use preload::PRELOAD;
-use readahead::state::{Judgement, State, Verdict};
+use readahead::state::{Judgement, State};
 use serde_json::{json, Value};
 
-use crate::readahead_status::{mb, utc, verdict_json, Found};
+use crate::readahead_status::{mb, utc, verdict_json, verdict_text, Found};
 
 /// The model at the configured place, as `status` found it.
 pub type ModelFound<'a> = Found<'a, Model>;
@@ -94,14 +94,7 @@ pub fn json(s: &Status) -> Value {
 pub fn text(out: &mut impl Write, s: &Status) -> io::Result<()> {
     let switch = if s.enabled { "on" } else { "off" };
     writeln!(out, "preload:    {switch} (in {})", s.config_file.display())?;
-    match &s.state.verdict {
-        Verdict::Auto => writeln!(out, "verdict:    judging itself (auto)")?,
-        Verdict::Off { unix_s, reason } => writeln!(
-            out,
-            "verdict:    switched itself off {}: {reason}",
-            utc(*unix_s)
-        )?,
-    }
+    writeln!(out, "verdict:    {}", verdict_text(&s.state.verdict))?;
     writeln!(out, "model:      {}", s.model_path.display())?;
     match s.model {
         ModelFound::Valid(m) => {

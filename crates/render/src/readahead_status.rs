@@ -53,6 +53,16 @@ impl<'a, T> Found<'a, T> {
     }
 }
 
+/// A self-judging lever's verdict in words (readahead's and preload's status).
+pub(crate) fn verdict_text(v: &Verdict) -> String {
+    match v {
+        Verdict::Auto => "judging itself (auto)".to_string(),
+        Verdict::Off { unix_s, reason } => {
+            format!("switched itself off {}: {reason}", utc(*unix_s))
+        }
+    }
+}
+
 /// A self-judging lever's verdict as its status JSON shows it (readahead's and preload's).
 pub(crate) fn verdict_json(v: &Verdict) -> Value {
     match v {
@@ -171,14 +181,7 @@ pub fn text(out: &mut impl Write, s: &Status) -> io::Result<()> {
         Some(w) => writeln!(out, "; kernel command line {w})")?,
         None => writeln!(out, ")")?,
     }
-    match &s.state.verdict {
-        Verdict::Auto => writeln!(out, "verdict:   judging itself (auto)")?,
-        Verdict::Off { unix_s, reason } => writeln!(
-            out,
-            "verdict:   switched itself off {}: {reason}",
-            utc(*unix_s)
-        )?,
-    }
+    writeln!(out, "verdict:   {}", verdict_text(&s.state.verdict))?;
     writeln!(out, "pack:      {}", s.pack_path.display())?;
     match s.pack {
         PackFound::Valid(p) => {
