@@ -11,6 +11,7 @@ use crate::fallback::{self, Fault};
 use crate::spans::SpanLog;
 use crate::sys;
 use crate::system::{Runlevel, System};
+use crate::{Error, ErrorKind};
 
 /// One invocation of the runner, as `bootprint-boot rc` builds it from its arguments.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,7 +74,7 @@ impl Request {
 
     /// Reads startpar's command line as `/lib/init/rc` passes it:
     /// `-p N -t N -T N -M boot|start|stop -P PREV -R RUNLEVEL` (other options ignored).
-    pub fn from_startpar(args: &[String]) -> Result<Request, String> {
+    pub fn from_startpar(args: &[String]) -> Result<Request, Error> {
         let mut mode = None;
         let mut prev = None;
         let mut rl = None;
@@ -89,21 +90,24 @@ impl Request {
                 _ => {}
             }
         }
-        let rl = rl.ok_or("startpar arguments: expected -R RUNLEVEL")?;
-        let runlevel = Runlevel::parse(&rl).ok_or(format!(
-            "startpar arguments: -R {rl:?} is not a runlevel (S, 0-6)"
-        ))?;
+        let bad = |message: String| Error::new(ErrorKind::Arguments, message);
+        let rl = rl.ok_or_else(|| bad("startpar arguments: expected -R RUNLEVEL".into()))?;
+        let runlevel = Runlevel::parse(&rl).ok_or_else(|| {
+            bad(format!(
+                "startpar arguments: -R {rl:?} is not a runlevel (S, 0-6)"
+            ))
+        })?;
         let mut r = Request::new(runlevel);
         r.previous = prev.as_deref().and_then(Runlevel::parse);
         r.action = match mode.as_deref() {
             Some("stop") => "stop".into(),
             Some("boot") | Some("start") => "start".into(),
             Some(m) => {
-                return Err(format!(
+                return Err(bad(format!(
                     "startpar arguments: -M {m:?}: expected boot, start or stop"
-                ))
+                )))
             }
-            None => return Err("startpar arguments: expected -M boot|start|stop".into()),
+            None => return Err(bad("startpar arguments: expected -M boot|start|stop".into())),
         };
         r.startpar = true;
         Ok(r)
@@ -233,7 +237,7 @@ fn run_guarded(
                 p.diagnostics.push(crate::Diagnostic::new(
                     std::path::Path::new("etc/inittab"),
                     None,
-                    why,
+                    why.into(),
                 ));
                 p
             }
