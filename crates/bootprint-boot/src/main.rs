@@ -218,12 +218,12 @@ fn rc_builtin(args: &[String]) -> ExitCode {
     let path = root.join("etc/init.d").join(script);
     let b = match rc::builtin::recognise(root, script, &path, action) {
         Ok(b) => b,
-        Err(why) => return declined(why),
+        Err(why) => return declined(why.into()),
     };
     // A panic is a failure like any other: the script runs.
     match std::panic::catch_unwind(|| rc::builtin::run(b, &rc::builtin::Env::system())) {
         Ok(Ok(())) => ExitCode::SUCCESS,
-        Ok(Err(why)) => declined(why),
+        Ok(Err(why)) => declined(why.into()),
         Err(_) => declined("panicked".into()),
     }
 }
@@ -236,7 +236,7 @@ fn rc_verb(words: &[String]) -> ExitCode {
     let mut req = if words.first().map(String::as_str) == Some("--startpar") {
         let mut r = match rc::run::Request::from_startpar(&words[1..]) {
             Ok(r) => r,
-            Err(e) => return usage_error(&e),
+            Err(e) => return usage_error(&e.to_string()),
         };
         // Not startpar options: let tests point the startpar form at a fake root and a
         // fake /proc (its cmdline holds the fault switch). Everything else is startpar's.

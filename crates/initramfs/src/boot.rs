@@ -124,6 +124,7 @@ pub enum OnFail {
 
 enum Never {}
 
+/// The whole of /init up to the exec of the real init; Err is the message [`fail`] says.
 fn steps_to_exec(
     args: &[std::ffi::OsString],
     steps: &mut Steps,
@@ -131,9 +132,7 @@ fn steps_to_exec(
     start: u64,
     root_mounted: RootMounted,
 ) -> Result<Never, String> {
-    let plan_text =
-        fs::read_to_string(crate::PLAN_PATH).map_err(|e| format!("{}: {e}", crate::PLAN_PATH))?;
-    let plan = Plan::parse(&plan_text, Path::new(crate::PLAN_PATH)).map_err(|e| e.to_string())?;
+    let plan = read_plan()?;
     // The loader starts first (loading needs none of the mounts below) and runs beside the
     // root search: the disk can appear (its driver loaded) while the file system's module
     // is still loading. It is a process of its own, so that the wait for it has a bound
@@ -144,13 +143,8 @@ fn steps_to_exec(
     steps.mark("loader-started", &format!("{} modules", plan.modules.len()));
     mount_kernel_fs()?;
     steps.mark("mounted", "proc sys dev run");
-    let text = fs::read_to_string("/proc/cmdline").map_err(|e| format!("/proc/cmdline: {e}"))?;
-    let cmd = Cmdline::parse(&text).map_err(|e| e.to_string())?;
-    *onfail = match cmd.get("bootprint.initramfs.onfail") {
-        Some("poweroff") => OnFail::Poweroff,
-        Some("halt") => OnFail::Halt,
-        _ => OnFail::Reboot,
-    };
+    let (cmd, text) = read_cmdline()?;
+    *onfail = onfail_of(&cmd);
     steps.mark("cmdline", text.trim());
     let loader_failed = || loader.borrow_mut().failed();
 
@@ -158,16 +152,7 @@ fn steps_to_exec(
         std::thread::sleep(Duration::from_secs(cmd.rootdelay_s.into()));
         steps.mark("rootdelay", &format!("{} s", cmd.rootdelay_s));
     }
-    let spec = match &cmd.root {
-        Some(s) => s.clone(),
-        // No root= at all: the plan's device, found at build time.
-        None => crate::cmdline::parse_root(&plan.root).map_err(|e| {
-            format!(
-                "no root= on the command line and the plan's root {:?}: expected {e}",
-                plan.root
-            )
-        })?,
-    };
+    let spec = root_spec(&cmd, &plan)?;
     let dev = wait_for_root(
         Path::new("/sys"),
         Path::new("/dev"),
@@ -180,24 +165,7 @@ fn steps_to_exec(
     // whose init never returns must not hold the boot: past the limit, try the mount
     // without waiting (it works when the file system is built in or already loaded).
     let limit = Duration::from_secs(cmd.wait_s.max(MODULES_WAIT_MIN_S).into());
-    let loaded = match loader.borrow_mut().wait(limit) {
-        crate::loader::Waited::Done(r) => r?,
-        crate::loader::Waited::Busy(loading) => {
-            let msg = format!(
-                "the module loader is still busy after {} s (loading: {}); mounting the root \
-                 without waiting for it",
-                limit.as_secs(),
-                if loading.is_empty() {
-                    "?".to_string()
-                } else {
-                    loading.join(" ")
-                }
-            );
-            sys::console(&format!("bootprint initramfs: {msg}\n"));
-            kmsg(&format!("bootprint initramfs: {msg}"));
-            msg
-        }
-    };
+    let loaded = wait_for_modules(&mut loader.borrow_mut(), limit)?;
     steps.mark("modules", &loaded);
 
     let checked = check_root(&dev, &cmd);
@@ -213,21 +181,7 @@ fn steps_to_exec(
         ),
     );
 
-    let init = match find_init(Path::new(NEW_ROOT), cmd.init.as_deref()) {
-        Ok(found) => found,
-        Err(msg) => {
-            return Err(format!(
-                "{msg} on the root file system {} ({spec})",
-                dev.display()
-            ))
-        }
-    };
-    if let Some(asked) = cmd.init.as_deref().filter(|asked| *asked != init) {
-        // As Debian's initramfs-tools does: say so, and boot the system's own init.
-        let msg = format!("the root file system has no {asked} (init=); running {init} instead");
-        sys::console(&format!("bootprint initramfs: {msg}\n"));
-        kmsg(&format!("bootprint initramfs: {msg}"));
-    }
+    let init = init_on_root(&cmd, &dev, &spec)?;
     steps.mark("init-found", &init);
     // Readahead replay from the root's pack, as early as the root is there. /init has no
     // threads (the module loader is a process of its own), so its fork is safe.
@@ -249,6 +203,95 @@ fn steps_to_exec(
         "bootprint initramfs: root {spec} ({}) mounted, running {init} after {elapsed_ms} ms",
         dev.display()
     ));
+    move_kernel_fs()?;
+    switch_root()?;
+    Err(exec_init(&init, args))
+}
+
+/// The plan file the build wrote into the initramfs.
+fn read_plan() -> Result<Plan, String> {
+    let plan_text =
+        fs::read_to_string(crate::PLAN_PATH).map_err(|e| format!("{}: {e}", crate::PLAN_PATH))?;
+    Plan::parse(&plan_text, Path::new(crate::PLAN_PATH)).map_err(|e| e.to_string())
+}
+
+/// The kernel command line, parsed, and its text.
+fn read_cmdline() -> Result<(Cmdline, String), String> {
+    let text = fs::read_to_string("/proc/cmdline").map_err(|e| format!("/proc/cmdline: {e}"))?;
+    let cmd = Cmdline::parse(&text).map_err(|e| e.to_string())?;
+    Ok((cmd, text))
+}
+
+/// What to do after a failure, as `bootprint.initramfs.onfail=` says (reboot if nothing).
+fn onfail_of(cmd: &Cmdline) -> OnFail {
+    match cmd.get("bootprint.initramfs.onfail") {
+        Some("poweroff") => OnFail::Poweroff,
+        Some("halt") => OnFail::Halt,
+        _ => OnFail::Reboot,
+    }
+}
+
+/// The root to wait for: `root=`, or with none at all the plan's device, found at build
+/// time.
+fn root_spec(cmd: &Cmdline, plan: &Plan) -> Result<RootSpec, String> {
+    match &cmd.root {
+        Some(s) => Ok(s.clone()),
+        None => crate::cmdline::parse_root(&plan.root).map_err(|e| {
+            format!(
+                "no root= on the command line and the plan's root {:?}: expected {e}",
+                plan.root
+            )
+        }),
+    }
+}
+
+/// Waits up to `limit` for the module loader: its summary, the error of a required module,
+/// or, when it is still busy, a message that the root is mounted without waiting (said on
+/// the console and in the kernel log).
+fn wait_for_modules(loader: &mut crate::loader::Loader, limit: Duration) -> Result<String, String> {
+    Ok(match loader.wait(limit) {
+        crate::loader::Waited::Done(r) => r?,
+        crate::loader::Waited::Busy(loading) => {
+            let msg = format!(
+                "the module loader is still busy after {} s (loading: {}); mounting the root \
+                 without waiting for it",
+                limit.as_secs(),
+                if loading.is_empty() {
+                    "?".to_string()
+                } else {
+                    loading.join(" ")
+                }
+            );
+            sys::console(&format!("bootprint initramfs: {msg}\n"));
+            kmsg(&format!("bootprint initramfs: {msg}"));
+            msg
+        }
+    })
+}
+
+/// The init to run on the mounted root ([`find_init`]); when `init=` named one that is
+/// not there, says so and runs the system's own.
+fn init_on_root(cmd: &Cmdline, dev: &Path, spec: &RootSpec) -> Result<String, String> {
+    let init = match find_init(Path::new(NEW_ROOT), cmd.init.as_deref()) {
+        Ok(found) => found,
+        Err(msg) => {
+            return Err(format!(
+                "{msg} on the root file system {} ({spec})",
+                dev.display()
+            ))
+        }
+    };
+    if let Some(asked) = cmd.init.as_deref().filter(|asked| *asked != init) {
+        // As Debian's initramfs-tools does: say so, and boot the system's own init.
+        let msg = format!("the root file system has no {asked} (init=); running {init} instead");
+        sys::console(&format!("bootprint initramfs: {msg}\n"));
+        kmsg(&format!("bootprint initramfs: {msg}"));
+    }
+    Ok(init)
+}
+
+/// Moves the kernel file systems under the new root.
+fn move_kernel_fs() -> Result<(), String> {
     for m in ["/dev", "/proc", "/sys", "/run"] {
         let to = format!("{NEW_ROOT}{m}");
         if let Err(e) = sys::move_mount(m, &to) {
@@ -257,13 +300,16 @@ fn steps_to_exec(
             ));
         }
     }
-    switch_root()?;
-    // The one found first; if it cannot be exec'd (not executable, a foreign binary), the
-    // next of the usual inits that exists.
+    Ok(())
+}
+
+/// Execs `init` on the new root; returns only when it cannot: then the next of the usual
+/// inits that exists (not executable, a foreign binary). The message of the last failure.
+fn exec_init(init: &str, args: &[std::ffi::OsString]) -> String {
     use std::os::unix::process::CommandExt;
     let mut errors = Vec::new();
     let mut tried: Vec<&str> = Vec::new();
-    for candidate in std::iter::once(init.as_str()).chain(FALLBACK_INITS) {
+    for candidate in std::iter::once(init).chain(FALLBACK_INITS) {
         if tried.contains(&candidate)
             || (!tried.is_empty() && fs::symlink_metadata(candidate).is_err())
         {
@@ -279,10 +325,10 @@ fn steps_to_exec(
             "bootprint initramfs: cannot exec {candidate}: {e}\n"
         ));
     }
-    Err(format!(
+    format!(
         "no init could be started on the new root ({})",
         errors.join("; ")
-    ))
+    )
 }
 
 /// The inits tried, in order, after the one asked for (`init=` or /sbin/init): those the

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::compress::{self, Measured, Method};
 use crate::cpio::Archive;
 use crate::plan::{self, ModIndex, Plan};
-use crate::{elf, probe, Error};
+use crate::{elf, probe, Error, ErrorKind};
 
 /// Which root device to build for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,12 +174,15 @@ pub fn find_root(o: &Options) -> Result<(String, String), Error> {
         RootChoice::Running => {
             let mi = o.proc_dir.join("self/mountinfo");
             let text = fs::read_to_string(&mi).map_err(|e| Error::io(&mi, "cannot read", e))?;
-            let (a, b, fstype, source) =
-                root_of_mountinfo(&text).ok_or_else(|| Error::at(&mi, "no mount of / found"))?;
+            let (a, b, fstype, source) = root_of_mountinfo(&text)
+                .ok_or_else(|| Error::at(ErrorKind::NotFound, &mi, "no mount of / found"))?;
             if NOT_LOCAL.contains(&fstype.as_str()) {
-                return Err(Error::msg(format!(
+                return Err(Error::msg(
+                    ErrorKind::Unsupported,
+                    format!(
                     "the root is {source} of type {fstype}, not a local block device: not supported"
-                )));
+                ),
+                ));
             }
             let link = o.sys.join(format!("dev/block/{a}:{b}"));
             let real = fs::canonicalize(&link).map_err(|e| {
@@ -198,7 +201,7 @@ pub fn find_root(o: &Options) -> Result<(String, String), Error> {
         }
         RootChoice::Dev(d) => {
             if let Some(why) = crate::cmdline::unsupported_device(d) {
-                return Err(Error::msg(why));
+                return Err(Error::msg(ErrorKind::Unsupported, why));
             }
             let rel = d.strip_prefix("/dev/").unwrap_or(d);
             let node = o.dev.join(rel);
@@ -221,7 +224,7 @@ pub fn find_root(o: &Options) -> Result<(String, String), Error> {
                 b
             };
             let info = probe::superblock(&head).ok_or_else(|| {
-                Error::at(&real, "no ext2/3/4, XFS or btrfs superblock found (LUKS, LVM and others are not supported)")
+                Error::at(ErrorKind::Unsupported, &real, "no ext2/3/4, XFS or btrfs superblock found (LUKS, LVM and others are not supported)")
             })?;
             Ok((name, info.fstype))
         }
@@ -323,13 +326,16 @@ pub fn build(o: &Options) -> Result<Report, Error> {
     let candidates: Vec<Method> = match o.compression {
         Some(m) => {
             if !compress::kernel_supports(config.as_deref(), m) {
-                return Err(Error::msg(format!(
-                    "kernel {} cannot unpack {} (no {}=y in /boot/config-{})",
-                    plan.kernel,
-                    m.name(),
-                    m.kernel_option().unwrap_or("?"),
-                    plan.kernel
-                )));
+                return Err(Error::msg(
+                    ErrorKind::Compression,
+                    format!(
+                        "kernel {} cannot unpack {} (no {}=y in /boot/config-{})",
+                        plan.kernel,
+                        m.name(),
+                        m.kernel_option().unwrap_or("?"),
+                        plan.kernel
+                    ),
+                ));
             }
             vec![m]
         }
@@ -339,9 +345,12 @@ pub fn build(o: &Options) -> Result<Report, Error> {
             .collect(),
     };
     let (measured, skipped): (Vec<Measured>, Vec<String>) = compress::measure(&cpio, &candidates);
-    let best = measured
-        .first()
-        .ok_or_else(|| Error::msg(format!("no compression worked: {}", skipped.join("; "))))?;
+    let best = measured.first().ok_or_else(|| {
+        Error::msg(
+            ErrorKind::Compression,
+            format!("no compression worked: {}", skipped.join("; ")),
+        )
+    })?;
     // Whole or not at all, never through a link planted beside it (`--out` may name a
     // directory others can write).
     sys::write_atomic(&o.out, &best.data).map_err(|e| Error::io(&o.out, "cannot write", e))?;

@@ -11,7 +11,7 @@ use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use crate::Error;
+use crate::{Error, ErrorKind};
 
 /// An assumed read speed of the boot loader for the image: firmware block I/O is slow and
 /// unbuffered; 50 MB/s is a middling SATA/SD figure.
@@ -106,7 +106,7 @@ pub fn compress(m: Method, data: &[u8]) -> Result<Vec<u8>, Error> {
             let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
             e.write_all(data)
                 .and_then(|_| e.finish())
-                .map_err(|e| Error::msg(format!("gzip: {e}")))
+                .map_err(|e| Error::msg(ErrorKind::Compression, format!("gzip: {e}")))
         }
         _ => {
             let (tool, args, _) = m.tool().expect("external method");
@@ -123,7 +123,7 @@ pub fn decompress(m: Method, data: &[u8]) -> Result<Vec<u8>, Error> {
             let mut out = Vec::new();
             flate2::read::GzDecoder::new(data)
                 .read_to_end(&mut out)
-                .map_err(|e| Error::msg(format!("gunzip: {e}")))?;
+                .map_err(|e| Error::msg(ErrorKind::Compression, format!("gunzip: {e}")))?;
             Ok(out)
         }
         _ => {
@@ -140,21 +140,24 @@ fn pipe(tool: &str, args: &[&str], data: &[u8]) -> Result<Vec<u8>, Error> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| Error::msg(format!("cannot run {tool}: {e}")))?;
+        .map_err(|e| Error::msg(ErrorKind::Compression, format!("cannot run {tool}: {e}")))?;
     let mut stdin = child.stdin.take().expect("piped");
     let input = data.to_vec();
     let writer = std::thread::spawn(move || stdin.write_all(&input));
     let out = child
         .wait_with_output()
-        .map_err(|e| Error::msg(format!("{tool}: {e}")))?;
+        .map_err(|e| Error::msg(ErrorKind::Compression, format!("{tool}: {e}")))?;
     let _ = writer.join();
     if !out.status.success() {
-        return Err(Error::msg(format!(
-            "{tool} {} failed ({}): {}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
+        return Err(Error::msg(
+            ErrorKind::Compression,
+            format!(
+                "{tool} {} failed ({}): {}",
+                args.join(" "),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        ));
     }
     Ok(out.stdout)
 }

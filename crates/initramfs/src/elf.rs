@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::Error;
+use crate::{Error, ErrorKind};
 
 /// What the dynamic linker needs for one ELF file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -42,7 +42,13 @@ fn cstr_at(b: &[u8], o: usize) -> Option<String> {
 /// Parses the interpreter and needed libraries of an ELF file; `file` names it in errors.
 /// A static executable gives an empty [`Dynamic`].
 pub fn parse(bytes: &[u8], file: &Path) -> Result<Dynamic, Error> {
-    let bad = |what: &str| Error::at(file, format!("not a usable ELF file: {what}"));
+    let bad = |what: &str| {
+        Error::at(
+            ErrorKind::BadElf,
+            file,
+            format!("not a usable ELF file: {what}"),
+        )
+    };
     if bytes.get(..4) != Some(b"\x7fELF") {
         return Err(bad("expected the ELF magic"));
     }
@@ -147,6 +153,7 @@ pub fn closure(root: &Path, program: &Path, lib_dirs: &[&str]) -> Result<Vec<Pat
                 .find(|p| root.join(p.strip_prefix("/").unwrap_or(p)).is_file())
                 .ok_or_else(|| {
                     Error::at(
+                        ErrorKind::NotFound,
                         &path,
                         format!("needs {name}, found in none of {}", lib_dirs.join(", ")),
                     )
@@ -188,6 +195,7 @@ mod tests {
             e.to_string().contains("/x") && e.to_string().contains("ELF magic"),
             "{e}"
         );
+        assert_eq!(e.kind(), crate::ErrorKind::BadElf);
         let e = parse(b"\x7fELF\x01\x01\x01\0", Path::new("/y")).unwrap_err();
         assert!(e.to_string().contains("64-bit"), "{e}");
     }

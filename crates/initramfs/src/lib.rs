@@ -11,6 +11,12 @@
 //! [`probe`]), mounts it, switches root and execs the real init; any failure is said on the
 //! console and ends in a clean stop ([`boot::fail`]).
 //!
+//! Errors: the build's operations return an [`Error`] whose [`ErrorKind`] says what a
+//! caller acts on (I/O, a bad line in an index or the plan file, a root layout refused at
+//! build time, a module or library not found, a bad ELF file, compression); its `Display`
+//! is the message the user sees. The boot steps say their failures as text on the console
+//! instead: whatever failed, /init stops the same way ([`boot::fail`]).
+//!
 //! It owns: command-line parsing of the root options, the build plan and its file format,
 //! the cpio writer, compression choice, the ELF reader for `DT_NEEDED`, superblock and
 //! partition-table probing, and the `/init` steps. It does not own: the CLI verb
@@ -41,35 +47,92 @@ mod sys;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// An error from building or probing: what went wrong and, where known, the file.
+/// The kinds of failure a caller of the build tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Reading or writing a file failed ([`Error::path`]; the OS error is the source).
+    Io,
+    /// A file holds what the reader cannot take (modules.dep, modules.alias, the plan
+    /// file): [`Error::path`] and [`Error::line`] name the place.
+    Parse,
+    /// The root's layout is refused at build time: not a local block device, a loop or
+    /// network block device, stacked (LVM, dm-crypt, md), or no file system it can mount.
+    Unsupported,
+    /// Something the initramfs needs is not there: a module in the kernel's index, a
+    /// shared library, the mount of `/`.
+    NotFound,
+    /// A program or library is not an ELF file the reader can use.
+    BadElf,
+    /// Compressing failed: the kernel cannot unpack the method asked for, or its tool
+    /// failed.
+    Compression,
+}
+
+/// An error from building or probing: its kind, what went wrong and, where known, the file
+/// and line.
 #[derive(Debug)]
 pub struct Error {
-    /// The file (or directory) concerned, if any.
-    pub path: Option<PathBuf>,
-    /// What went wrong, said so that a user can act on it.
-    pub message: String,
+    kind: ErrorKind,
+    path: Option<PathBuf>,
+    line: Option<usize>,
+    message: String,
+    source: Option<std::io::Error>,
 }
 
 impl Error {
     /// An error about `path`.
-    pub fn at(path: &Path, message: impl Into<String>) -> Error {
+    pub(crate) fn at(kind: ErrorKind, path: &Path, message: impl Into<String>) -> Error {
         Error {
             path: Some(path.to_path_buf()),
-            message: message.into(),
+            ..Error::msg(kind, message)
         }
     }
 
     /// An error about no file in particular.
-    pub fn msg(message: impl Into<String>) -> Error {
+    pub(crate) fn msg(kind: ErrorKind, message: impl Into<String>) -> Error {
         Error {
+            kind,
             path: None,
+            line: None,
             message: message.into(),
+            source: None,
         }
     }
 
     /// An I/O error on `path`.
-    pub fn io(path: &Path, what: &str, e: std::io::Error) -> Error {
-        Error::at(path, format!("{what}: {e}"))
+    pub(crate) fn io(path: &Path, what: &str, e: std::io::Error) -> Error {
+        let message = format!("{what}: {e}");
+        Error {
+            source: Some(e),
+            ..Error::at(ErrorKind::Io, path, message)
+        }
+    }
+
+    /// The same error, at 1-based `line` of its file (the message says it too).
+    pub(crate) fn on_line(mut self, line: usize) -> Error {
+        self.line = Some(line);
+        self
+    }
+
+    /// What kind of failure this is.
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    /// The file (or directory) concerned, if any.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The 1-based line of [`Error::path`] concerned, if any.
+    pub fn line(&self) -> Option<usize> {
+        self.line
+    }
+
+    /// What went wrong, said so that a user can act on it (without the path).
+    pub fn message(&self) -> &str {
+        &self.message
     }
 }
 
@@ -82,7 +145,13 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_ref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// `bootprint.initramfs.fault=VALUE` on the kernel command line forces a failure for the
 /// test bed: `fsck` leaves the root's check to the system (checkroot.sh).

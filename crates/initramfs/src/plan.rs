@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::Error;
+use crate::{Error, ErrorKind};
 
 /// The first line of a plan file.
 pub const PLAN_MAGIC: &str = "bootprint-initramfs-plan 1";
@@ -178,9 +178,11 @@ impl ModIndex {
             }
             let Some((path, deps)) = line.split_once(':') else {
                 return Err(Error::at(
+                    ErrorKind::Parse,
                     file,
                     format!("line {}: expected `MODULE.ko: DEPENDENCIES`", n + 1),
-                ));
+                )
+                .on_line(n + 1));
             };
             let deps = deps.split_whitespace().map(name_of_path).collect();
             self.deps
@@ -203,9 +205,11 @@ impl ModIndex {
                     .push((alias_normalize(pattern), normalize(module))),
                 _ => {
                     return Err(Error::at(
+                        ErrorKind::Parse,
                         file,
                         format!("line {}: expected `alias PATTERN MODULE`", n + 1),
-                    ))
+                    )
+                    .on_line(n + 1))
                 }
             }
         }
@@ -309,16 +313,17 @@ pub struct ChainLink {
 /// loop and the like) naming what was found.
 pub fn root_chain(sys: &Path, dev: &str) -> Result<Vec<ChainLink>, Error> {
     if let Some(why) = crate::cmdline::unsupported_device(&format!("/dev/{dev}")) {
-        return Err(Error::msg(why));
+        return Err(Error::msg(ErrorKind::Unsupported, why));
     }
     for (prefix, what) in [
         ("loop", "a loop device"),
         ("nbd", "a network block device (nbd)"),
     ] {
         if dev.starts_with(prefix) {
-            return Err(Error::msg(format!(
-                "/dev/{dev} is {what}, which is not supported"
-            )));
+            return Err(Error::msg(
+                ErrorKind::Unsupported,
+                format!("/dev/{dev} is {what}, which is not supported"),
+            ));
         }
     }
     let class = sys.join("class/block").join(dev);
@@ -336,10 +341,13 @@ pub fn root_chain(sys: &Path, dev: &str) -> Result<Vec<ChainLink>, Error> {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         if !under.is_empty() {
-            return Err(Error::msg(format!(
-                "/dev/{dev} is stacked on {} (device mapper, md, ...), which is not supported",
-                under.join(", ")
-            )));
+            return Err(Error::msg(
+                ErrorKind::Unsupported,
+                format!(
+                    "/dev/{dev} is stacked on {} (device mapper, md, ...), which is not supported",
+                    under.join(", ")
+                ),
+            ));
         }
     }
     let top = sys.join("devices");
@@ -452,7 +460,7 @@ pub fn build(
         }
     };
     if fs_modules.is_empty() {
-        return Err(Error::msg(format!(
+        return Err(Error::msg(ErrorKind::NotFound, format!(
             "no module or builtin for the root file system type {fstype:?} in the index of kernel {kernel}"
         )));
     }
@@ -513,13 +521,19 @@ fn add(
                 .push(format!("{name}: not in modules.dep, skipped"));
             return Ok(());
         }
-        return Err(Error::msg(format!(
-            "module {name} is not in modules.dep of kernel {}",
-            plan.kernel
-        )));
+        return Err(Error::msg(
+            ErrorKind::NotFound,
+            format!(
+                "module {name} is not in modules.dep of kernel {}",
+                plan.kernel
+            ),
+        ));
     };
     if depth > 64 {
-        return Err(Error::msg(format!("module {name}: dependency loop")));
+        return Err(Error::msg(
+            ErrorKind::Parse,
+            format!("module {name}: dependency loop"),
+        ));
     }
     if optional && ctx.wrong_cpu(&name) {
         seen.insert(name.clone(), usize::MAX);
@@ -587,12 +601,26 @@ impl Plan {
         let mut lines = text.lines().enumerate();
         match lines.next() {
             Some((_, l)) if l.trim() == PLAN_MAGIC => {}
-            _ => return Err(Error::at(file, format!("line 1: expected `{PLAN_MAGIC}`"))),
+            _ => {
+                return Err(Error::at(
+                    ErrorKind::Parse,
+                    file,
+                    format!("line 1: expected `{PLAN_MAGIC}`"),
+                )
+                .on_line(1))
+            }
         }
         let mut plan = Plan::default();
         let mut known: HashSet<String> = HashSet::new();
         for (n, line) in lines {
-            let bad = |what: &str| Error::at(file, format!("line {}: expected {what}", n + 1));
+            let bad = |what: &str| {
+                Error::at(
+                    ErrorKind::Parse,
+                    file,
+                    format!("line {}: expected {what}", n + 1),
+                )
+                .on_line(n + 1)
+            };
             if line.trim().is_empty() || line.starts_with('#') {
                 continue;
             }
@@ -806,6 +834,8 @@ mod tests {
                 .contains("p: line 1: expected `bootprint-initramfs-plan 1`"),
             "{e}"
         );
+        assert_eq!((e.kind(), e.line()), (crate::ErrorKind::Parse, Some(1)));
+        assert_eq!(e.path(), Some(Path::new("p")));
         let swapped = format!(
             "{PLAN_MAGIC}\nmodule\tb\t/b.ko\trequired\ta\t\nmodule\ta\t/a.ko\trequired\t-\t\n"
         );
@@ -814,6 +844,7 @@ mod tests {
             e.to_string().contains("line 2") && e.to_string().contains("b needs a"),
             "{e}"
         );
+        assert_eq!((e.kind(), e.line()), (crate::ErrorKind::Parse, Some(2)));
         let e = Plan::parse(
             &format!("{PLAN_MAGIC}\nmodule\ta\t/a.ko\tmaybe\t-\t\n"),
             Path::new("p"),

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use initramfs::build::{self, Options, RootChoice};
 use initramfs::compress::{self, Method};
 use initramfs::plan::{self, ModIndex, Plan};
+use initramfs::ErrorKind;
 
 const REL: &str = "6.1.0-50-amd64";
 
@@ -224,12 +225,40 @@ fn sata_partition_resolved_by_modalias_with_xfs() {
     assert!(!n.contains(&"crc32"), "builtin left out");
 }
 
+/// A kernel without its module index: the I/O kind, naming the file, the OS error beneath.
+#[test]
+fn a_missing_module_index_is_an_io_error_naming_the_file() {
+    let t = Tmp::new();
+    let e = ModIndex::read(t.path(), &[]).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Io);
+    assert_eq!(e.path(), Some(t.path().join("modules.dep").as_path()));
+    assert!(
+        e.to_string().starts_with(&format!(
+            "{}: cannot read: ",
+            t.path().join("modules.dep").display()
+        )),
+        "{e}"
+    );
+    assert!(std::error::Error::source(&e).is_some());
+    // A bad line names the file and the line.
+    let mut ix = ModIndex::default();
+    let e = ix
+        .parse_dep("a.ko: b.ko\nnonsense\n", Path::new("modules.dep"))
+        .unwrap_err();
+    assert_eq!((e.kind(), e.line()), (ErrorKind::Parse, Some(2)));
+    assert_eq!(
+        e.to_string(),
+        "modules.dep: line 2: expected `MODULE.ko: DEPENDENCIES`"
+    );
+}
+
 #[test]
 fn refuses_stacked_and_unknown_roots() {
     let t = Tmp::new();
     let sys = t.path().join("sys");
     let e = plan::root_chain(&sys, "dm-0").unwrap_err();
     assert!(e.to_string().contains("device-mapper"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
     let e = plan::root_chain(&sys, "md127").unwrap_err();
     assert!(e.to_string().contains("RAID"), "{e}");
     let dev = sys.join("devices/virtual/block/sdz");
@@ -237,11 +266,15 @@ fn refuses_stacked_and_unknown_roots() {
     fs::create_dir_all(dev.join("slaves/sda3")).unwrap();
     let e = plan::root_chain(&sys, "sdz").unwrap_err();
     assert!(e.to_string().contains("stacked on sda3"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
     let e = plan::root_chain(&sys, "nvme9n1").unwrap_err();
     assert!(e.to_string().contains("no such block device"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Io);
+    assert_eq!(e.path(), Some(sys.join("class/block/nvme9n1").as_path()));
     // A file system type the kernel has no module or builtin for.
     let e = plan::build(&index(), REL, "/dev/vda", "zfs", &[], None).unwrap_err();
     assert!(e.to_string().contains("\"zfs\""), "{e}");
+    assert_eq!(e.kind(), ErrorKind::NotFound);
 }
 
 #[test]
@@ -344,6 +377,7 @@ fn whole_build_from_a_fixture_system() {
     o.compression = Some(Method::Zstd);
     let e = build::build(&o).unwrap_err();
     assert!(e.to_string().contains("CONFIG_RD_ZSTD"), "{e}");
+    assert_eq!(e.kind(), ErrorKind::Compression);
     // Auto: only what the kernel unpacks (here gzip or none) is measured.
     o.compression = None;
     let r = build::build(&o).unwrap();

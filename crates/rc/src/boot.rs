@@ -12,22 +12,25 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::system::Runlevel;
+use crate::{Error, ErrorKind};
 
 /// The runlevel init enters once runlevel S is done, when S may end early; Err says why
 /// not. sysvinit takes it from a lone `0`-`9`, `s`, `S`, `single`, `-s`, `emergency` or
 /// `-b` on its command line (the kernel passes words it does not know to init), else from
 /// `/etc/inittab`'s `initdefault` line. Only 2-5 have a login to plan for: single user and
 /// the emergency shell run S whole, and without `initdefault` init asks at the console.
-pub fn next_runlevel(root: &Path, cmdline: &str) -> Result<Runlevel, String> {
+pub fn next_runlevel(root: &Path, cmdline: &str) -> Result<Runlevel, Error> {
     for w in cmdline.split_whitespace() {
         match w {
             "2" | "3" | "4" | "5" => {
-                return Runlevel::parse(w).ok_or_else(|| format!("runlevel {w}"));
+                return Runlevel::parse(w)
+                    .ok_or_else(|| Error::new(ErrorKind::Parse, format!("runlevel {w}")));
             }
             "0" | "1" | "6" | "7" | "8" | "9" | "s" | "S" | "single" | "-s" | "emergency"
             | "-b" => {
-                return Err(format!(
-                    "the kernel command line asks init for {w:?}: runlevel S runs whole"
+                return Err(Error::new(
+                    ErrorKind::Refused,
+                    format!("the kernel command line asks init for {w:?}: runlevel S runs whole"),
                 ))
             }
             _ => {}
@@ -35,10 +38,11 @@ pub fn next_runlevel(root: &Path, cmdline: &str) -> Result<Runlevel, String> {
     }
     let inittab = root.join("etc/inittab");
     let text = crate::sys::read_small(&inittab).map_err(|e| {
-        format!(
+        let message = format!(
             "{}: {e}: expected an initdefault line; runlevel S runs whole",
             inittab.display()
-        )
+        );
+        Error::io(&inittab, message, e)
     })?;
     for (n, line) in text.lines().enumerate() {
         let f: Vec<&str> = line.trim().split(':').collect();
@@ -46,18 +50,28 @@ pub fn next_runlevel(root: &Path, cmdline: &str) -> Result<Runlevel, String> {
             continue;
         }
         return match f[1].trim() {
-            l @ ("2" | "3" | "4" | "5") => Runlevel::parse(l).ok_or_else(|| l.to_string()),
-            l => Err(format!(
-                "{}:{}: initdefault {l:?}: expected 2, 3, 4 or 5 for a login; runlevel S runs whole",
-                inittab.display(),
-                n + 1
-            )),
+            l @ ("2" | "3" | "4" | "5") => Runlevel::parse(l)
+                .ok_or_else(|| Error::new(ErrorKind::Parse, l).at(&inittab).on_line(n + 1)),
+            l => Err(Error::new(
+                ErrorKind::Parse,
+                format!(
+                    "{}:{}: initdefault {l:?}: expected 2, 3, 4 or 5 for a login; runlevel S runs whole",
+                    inittab.display(),
+                    n + 1
+                ),
+            )
+            .at(&inittab)
+            .on_line(n + 1)),
         };
     }
-    Err(format!(
-        "{}: no initdefault line (init asks at the console): runlevel S runs whole",
-        inittab.display()
-    ))
+    Err(Error::new(
+        ErrorKind::Parse,
+        format!(
+            "{}: no initdefault line (init asks at the console): runlevel S runs whole",
+            inittab.display()
+        ),
+    )
+    .at(&inittab))
 }
 
 /// Runlevel S as its runner left it in the span log: since its last `rc_begin`, the
@@ -157,21 +171,34 @@ mod tests {
         assert_eq!(next_runlevel(r, "quiet 3"), Ok(Runlevel::Num(3)));
         for w in ["single", "1", "S", "emergency", "-b"] {
             let e = next_runlevel(r, &format!("quiet {w}")).unwrap_err();
-            assert!(e.contains("runs whole"), "{w}: {e}");
+            assert_eq!(e.kind(), ErrorKind::Refused, "{w}");
+            assert!(e.to_string().contains("runs whole"), "{w}: {e}");
         }
         let r1_tmp = root_with("id:1:initdefault:\n");
         let r1 = r1_tmp.path();
         let e = next_runlevel(r1, "").unwrap_err();
-        assert!(e.contains("inittab:1: initdefault \"1\""), "{e}");
+        assert!(
+            e.to_string().contains("inittab:1: initdefault \"1\""),
+            "{e}"
+        );
+        assert_eq!((e.kind(), e.line()), (ErrorKind::Parse, Some(1)));
+        assert_eq!(e.path(), Some(r1.join("etc/inittab").as_path()));
         let none_tmp = root_with("si::sysinit:/etc/init.d/rcS\n# id:2:initdefault:\n");
         let none = none_tmp.path();
         assert!(next_runlevel(none, "")
             .unwrap_err()
+            .to_string()
             .contains("no initdefault"));
         let missing = none.join("no-such-root");
-        assert!(next_runlevel(&missing, "")
-            .unwrap_err()
-            .contains("expected an initdefault line"));
+        let e = next_runlevel(&missing, "").unwrap_err();
+        assert!(
+            e.to_string().contains("expected an initdefault line"),
+            "{e}"
+        );
+        // A missing inittab is the I/O kind, naming the file, with the OS error beneath.
+        assert_eq!(e.kind(), ErrorKind::Io);
+        assert_eq!(e.path(), Some(missing.join("etc/inittab").as_path()));
+        assert!(std::error::Error::source(&e).is_some());
     }
 
     #[test]

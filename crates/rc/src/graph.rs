@@ -317,27 +317,7 @@ impl System {
     /// Builds the start graph of a runlevel. For 0..6 the scripts runlevel `S` started are
     /// taken as already done.
     pub fn graph(&self, rl: Runlevel) -> Graph {
-        let links = self.links.get(&rl).cloned().unwrap_or_default();
-        let mut ids: Vec<(String, usize, u8)> = Vec::new();
-        let mut linked = BTreeSet::new();
-        for l in &links {
-            if !linked.insert(l.script) {
-                continue; // two links to one script: the first (lowest number) counts
-            }
-            ids.push((self.scripts[l.script].name.clone(), l.script, l.seq));
-        }
-        ids.sort();
-        let mut nodes: Vec<Node> = ids
-            .iter()
-            .map(|(name, s, seq)| Node {
-                name: name.clone(),
-                script: *s,
-                seq: *seq,
-                interactive: self.is_interactive(*s),
-                all: false,
-                lsb: self.scripts[*s].header.is_some(),
-            })
-            .collect();
+        let mut nodes = self.linked_nodes(rl);
         let boot = if rl == Runlevel::S {
             BTreeSet::new()
         } else {
@@ -357,103 +337,9 @@ impl System {
             seen: HashSet::new(),
             diags: Vec::new(),
         };
-        let mut all_origin: Vec<Option<Origin>> = vec![None; nodes.len()];
-        for (me, node) in nodes.iter_mut().enumerate() {
-            let s = node.script;
-            if !node.lsb {
-                continue;
-            }
-            let mut all = b.keyword(s, me, Keyword::RequiredStart);
-            all |= b.keyword(s, me, Keyword::ShouldStart);
-            b.keyword(s, me, Keyword::StartBefore);
-            if all {
-                node.all = true;
-                let h = self.scripts[s].header.as_ref();
-                let mut found = None;
-                for (kw, f) in [
-                    (
-                        Keyword::RequiredStart,
-                        h.and_then(|h| h.required_start.as_ref()),
-                    ),
-                    (
-                        Keyword::ShouldStart,
-                        h.and_then(|h| h.should_start.as_ref()),
-                    ),
-                ] {
-                    if let Some(f) = f {
-                        // `$all` may also come through a facility; name the first line then.
-                        let direct = f.words().any(|w| w.eq_ignore_ascii_case("$all"));
-                        if found.is_none() || direct {
-                            found = Some((kw, f.line));
-                        }
-                        if direct {
-                            break;
-                        }
-                    }
-                }
-                all_origin[me] = Some(Origin {
-                    kind: EdgeKind::All,
-                    keyword: found.map(|(k, _)| k),
-                    file: self.scripts[s].path.clone(),
-                    line: found.map(|(_, l)| l),
-                    token: "$all".into(),
-                    via: Vec::new(),
-                });
-            }
-        }
-        // Scripts without header: after the header scripts with the highest lower number.
-        let mut lsb_by_seq: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
-        for (i, n) in nodes.iter().enumerate() {
-            if n.lsb {
-                lsb_by_seq.entry(n.seq).or_default().push(i);
-            }
-        }
-        for (me, node) in nodes.iter().enumerate() {
-            if node.lsb {
-                continue;
-            }
-            if let Some((&max, below)) = lsb_by_seq.range(..node.seq).next_back() {
-                for &other in below {
-                    let file = rl.dir().join(format!("S{:02}{}", node.seq, node.name));
-                    b.add(
-                        other,
-                        me,
-                        Origin {
-                            kind: EdgeKind::LinkOrder,
-                            keyword: None,
-                            file,
-                            line: None,
-                            token: format!("S{:02}", max),
-                            via: Vec::new(),
-                        },
-                    );
-                }
-            }
-        }
-        // $all: after every non-$all node that does not wait for it.
-        let n = nodes.len();
-        let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for &(f, t) in b.edges.keys() {
-            succ[f].push(t);
-        }
-        for (a, origin) in all_origin.iter().enumerate() {
-            let Some(origin) = origin else { continue };
-            let mut seen = vec![false; n];
-            let mut stack = vec![a];
-            while let Some(x) = stack.pop() {
-                for &y in &succ[x] {
-                    if !seen[y] {
-                        seen[y] = true;
-                        stack.push(y);
-                    }
-                }
-            }
-            for x in 0..n {
-                if x != a && !nodes[x].all && !seen[x] {
-                    b.add(x, a, origin.clone());
-                }
-            }
-        }
+        let all_origin = b.header_edges(&mut nodes);
+        b.link_order_edges(&nodes);
+        b.all_edges(&nodes, &all_origin);
         let edges: Vec<Edge> = b
             .edges
             .into_iter()
@@ -476,6 +362,148 @@ impl System {
         };
         g.break_cycles();
         g
+    }
+
+    /// One node per script the runlevel links, by name.
+    fn linked_nodes(&self, rl: Runlevel) -> Vec<Node> {
+        let links = self.links.get(&rl).cloned().unwrap_or_default();
+        let mut ids: Vec<(String, usize, u8)> = Vec::new();
+        let mut linked = BTreeSet::new();
+        for l in &links {
+            if !linked.insert(l.script) {
+                continue; // two links to one script: the first (lowest number) counts
+            }
+            ids.push((self.scripts[l.script].name.clone(), l.script, l.seq));
+        }
+        ids.sort();
+        ids.iter()
+            .map(|(name, s, seq)| Node {
+                name: name.clone(),
+                script: *s,
+                seq: *seq,
+                interactive: self.is_interactive(*s),
+                all: false,
+                lsb: self.scripts[*s].header.is_some(),
+            })
+            .collect()
+    }
+
+    /// Where script `s`'s `$all` comes from: the first header line that gives it, or the
+    /// line that names it directly.
+    fn all_origin(&self, s: usize) -> Origin {
+        let h = self.scripts[s].header.as_ref();
+        let mut found = None;
+        for (kw, f) in [
+            (
+                Keyword::RequiredStart,
+                h.and_then(|h| h.required_start.as_ref()),
+            ),
+            (
+                Keyword::ShouldStart,
+                h.and_then(|h| h.should_start.as_ref()),
+            ),
+        ] {
+            if let Some(f) = f {
+                // `$all` may also come through a facility; name the first line then.
+                let direct = f.words().any(|w| w.eq_ignore_ascii_case("$all"));
+                if found.is_none() || direct {
+                    found = Some((kw, f.line));
+                }
+                if direct {
+                    break;
+                }
+            }
+        }
+        Origin {
+            kind: EdgeKind::All,
+            keyword: found.map(|(k, _)| k),
+            file: self.scripts[s].path.clone(),
+            line: found.map(|(_, l)| l),
+            token: "$all".into(),
+            via: Vec::new(),
+        }
+    }
+}
+
+impl Builder<'_> {
+    /// The edges the LSB headers ask for; marks the `$all` nodes and returns, per node,
+    /// where its `$all` comes from.
+    fn header_edges(&mut self, nodes: &mut [Node]) -> Vec<Option<Origin>> {
+        let mut all_origin: Vec<Option<Origin>> = vec![None; nodes.len()];
+        for (me, node) in nodes.iter_mut().enumerate() {
+            let s = node.script;
+            if !node.lsb {
+                continue;
+            }
+            let mut all = self.keyword(s, me, Keyword::RequiredStart);
+            all |= self.keyword(s, me, Keyword::ShouldStart);
+            self.keyword(s, me, Keyword::StartBefore);
+            if all {
+                node.all = true;
+                all_origin[me] = Some(self.sys.all_origin(s));
+            }
+        }
+        all_origin
+    }
+
+    /// Scripts without header: after the header scripts with the highest lower number.
+    fn link_order_edges(&mut self, nodes: &[Node]) {
+        let rl = self.rl;
+        let mut lsb_by_seq: BTreeMap<u8, Vec<usize>> = BTreeMap::new();
+        for (i, n) in nodes.iter().enumerate() {
+            if n.lsb {
+                lsb_by_seq.entry(n.seq).or_default().push(i);
+            }
+        }
+        for (me, node) in nodes.iter().enumerate() {
+            if node.lsb {
+                continue;
+            }
+            if let Some((&max, below)) = lsb_by_seq.range(..node.seq).next_back() {
+                for &other in below {
+                    let file = rl.dir().join(format!("S{:02}{}", node.seq, node.name));
+                    self.add(
+                        other,
+                        me,
+                        Origin {
+                            kind: EdgeKind::LinkOrder,
+                            keyword: None,
+                            file,
+                            line: None,
+                            token: format!("S{:02}", max),
+                            via: Vec::new(),
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// $all: after every non-$all node that does not wait for it.
+    fn all_edges(&mut self, nodes: &[Node], all_origin: &[Option<Origin>]) {
+        let n = nodes.len();
+        let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for &(f, t) in self.edges.keys() {
+            succ[f].push(t);
+        }
+        for (a, origin) in all_origin.iter().enumerate() {
+            let Some(origin) = origin else { continue };
+            let mut seen = vec![false; n];
+            let mut stack = vec![a];
+            while let Some(x) = stack.pop() {
+                for &y in &succ[x] {
+                    if !seen[y] {
+                        seen[y] = true;
+                        stack.push(y);
+                    }
+                }
+            }
+            for x in 0..n {
+                if x != a && !nodes[x].all && !seen[x] {
+                    self.add(x, a, origin.clone());
+                }
+            }
+        }
     }
 }
 

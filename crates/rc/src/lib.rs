@@ -30,6 +30,12 @@
 //!   writer (the format and reader are `trace::rclog`; the services view built from it is
 //!   `analyze::services`).
 //!
+//! Errors: the operations a caller decides on ([`system::System::load`],
+//! [`boot::next_runlevel`], [`run::Request::from_startpar`], [`builtin::recognise`],
+//! [`builtin::run`], [`udev::off_path`]) return an [`Error`]; its [`ErrorKind`] says what
+//! failed (I/O, a bad line, bad arguments, a refusal, a built-in's step), its `Display` the
+//! message the console shows. Problems the reader works around are [`Diagnostic`]s instead.
+//!
 //! Not here: recording the boot (the `record` crate copies the span log into the trace),
 //! argument parsing (`bootprint-boot rc`, `bootprint rc`), rendering beyond plain text.
 //! System calls: those only rc makes (ptys, sessions, the built-ins') in `sys.rs`, the
@@ -50,6 +56,7 @@ pub mod boot;
 pub mod builtin;
 pub mod conf;
 pub mod durations;
+mod error;
 pub mod fallback;
 pub mod graph;
 pub mod header;
@@ -59,6 +66,8 @@ pub mod spans;
 mod sys;
 pub mod system;
 pub mod udev;
+
+pub use error::{Error, ErrorKind};
 
 use std::fmt;
 use std::path::PathBuf;
@@ -91,26 +100,5 @@ impl fmt::Display for Diagnostic {
             Some(l) => write!(f, "{}:{}: {}", self.file.display(), l, self.message),
             None => write!(f, "{}: {}", self.file.display(), self.message),
         }
-    }
-}
-
-/// A failure to read the system at all (as opposed to a [`Diagnostic`] in one file).
-#[derive(Debug)]
-pub struct Error {
-    /// The path that could not be read.
-    pub path: PathBuf,
-    /// Why.
-    pub source: std::io::Error,
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.path.display(), self.source)
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
     }
 }

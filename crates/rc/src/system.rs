@@ -154,9 +154,9 @@ impl System {
     /// everything else becomes a diagnostic.
     pub fn load(root: &Path) -> Result<System, Error> {
         let initd = root.join("etc/init.d");
-        let entries = read_dir_sorted(&initd).map_err(|source| Error {
-            path: initd.clone(),
-            source,
+        let entries = read_dir_sorted(&initd).map_err(|source| {
+            let message = format!("{}: {source}", initd.display());
+            Error::io(&initd, message, source)
         })?;
         let mut diagnostics = Vec::new();
         let mut scripts = Vec::new();

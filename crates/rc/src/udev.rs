@@ -16,6 +16,7 @@
 use std::path::Path;
 
 use crate::builtin::{sha256, Builtin};
+use crate::{Error, ErrorKind};
 
 /// SHA-256 of Debian 12's `/etc/init.d/udev` (udev 252, as on the test image).
 pub const UDEV_SHA256: &str = "1b945f67c50a32331ad6f9ba49eac8205fe0866fa850dc1fc645d240bd834844";
@@ -187,25 +188,29 @@ pub fn kernel_disk_name(dev: &str) -> bool {
     false
 }
 
-fn read(root: &Path, rel: &str) -> Result<Option<String>, String> {
-    match std::fs::read(root.join(rel)) {
+fn read(root: &Path, rel: &str) -> Result<Option<String>, Error> {
+    let path = root.join(rel);
+    match std::fs::read(&path) {
         Ok(b) => Ok(Some(String::from_utf8_lossy(&b).into_owned())),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("/{rel}: {e}")),
+        Err(e) => Err(Error::io(&path, format!("/{rel}: {e}"), e)),
     }
 }
 
 /// Whether udev may run beside the path on the system at `root`; Err says why not (shown
 /// by `--dry-run`): both scripts Debian 12's own, and every device in /etc/fstab a kernel
 /// name (no `UUID=`, `LABEL=`, /dev/disk/..., /dev/mapper/...: udev makes those links, and
-/// LVM, RAID and dm-crypt wait for it), no /etc/fstab.d, nothing in /etc/crypttab.
-pub fn off_path(root: &Path) -> Result<(), String> {
-    let same = |rel: &str, want: &str| -> Result<(), String> {
-        let data = std::fs::read(root.join(rel)).map_err(|e| format!("/{rel}: {e}"))?;
+/// LVM, RAID and dm-crypt wait for it), no /etc/fstab.d, nothing in /etc/crypttab. The
+/// reasons are [`ErrorKind::Refused`]; a file that cannot be read is [`ErrorKind::Io`].
+pub fn off_path(root: &Path) -> Result<(), Error> {
+    let refused = |message: String| Error::new(ErrorKind::Refused, message);
+    let same = |rel: &str, want: &str| -> Result<(), Error> {
+        let path = root.join(rel);
+        let data = std::fs::read(&path).map_err(|e| Error::io(&path, format!("/{rel}: {e}"), e))?;
         if sha256::hex(&data) == want {
             Ok(())
         } else {
-            Err(format!("/{rel} is not Debian 12's: it keeps its place"))
+            Err(refused(format!("/{rel} is not Debian 12's: it keeps its place")).at(&path))
         }
     };
     same("etc/init.d/udev", UDEV_SHA256)?;
@@ -214,7 +219,7 @@ pub fn off_path(root: &Path) -> Result<(), String> {
         Builtin::MountDevSubFs.script_sha256(),
     )?;
     if root.join("etc/fstab.d").exists() {
-        return Err("/etc/fstab.d exists".into());
+        return Err(refused("/etc/fstab.d exists".into()));
     }
     if let Some(t) = read(root, "etc/crypttab")? {
         if let Some((n, l)) = t
@@ -222,11 +227,13 @@ pub fn off_path(root: &Path) -> Result<(), String> {
             .enumerate()
             .find(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
         {
-            return Err(format!(
+            return Err(refused(format!(
                 "/etc/crypttab:{}: {:?}: an encrypted device needs udev",
                 n + 1,
                 l.trim()
-            ));
+            ))
+            .at(&root.join("etc/crypttab"))
+            .on_line(n + 1));
         }
     }
     let fstab = read(root, "etc/fstab")?.unwrap_or_default();
@@ -240,10 +247,12 @@ pub fn off_path(root: &Path) -> Result<(), String> {
             continue;
         }
         if !kernel_disk_name(dev) {
-            return Err(format!(
+            return Err(refused(format!(
                 "/etc/fstab:{}: {dev} is not a kernel name: udev makes that link",
                 n + 1
-            ));
+            ))
+            .at(&root.join("etc/fstab"))
+            .on_line(n + 1));
         }
     }
     Ok(())

@@ -32,7 +32,7 @@ fn copy_fixture() -> tempfile::TempDir {
     tmp
 }
 
-fn recognise(root: &Path, b: Builtin) -> Result<Builtin, String> {
+fn recognise(root: &Path, b: Builtin) -> Result<Builtin, rc::Error> {
     let script = root.join("etc/init.d").join(b.script());
     builtin::recognise(root, b.script(), &script, "start")
 }
@@ -48,10 +48,11 @@ fn debian_12s_own_scripts_are_recognised() {
     }
     let e =
         builtin::recognise(&root, "urandom", &root.join("etc/init.d/urandom"), "stop").unwrap_err();
-    assert!(e.contains("only start"), "{e}");
+    assert!(e.to_string().contains("only start"), "{e}");
+    assert_eq!(e.kind(), rc::ErrorKind::Refused);
     let e =
         builtin::recognise(&root, "udev", &root.join("etc/init.d/urandom"), "start").unwrap_err();
-    assert!(e.contains("no built-in"), "{e}");
+    assert!(e.to_string().contains("no built-in"), "{e}");
 }
 
 #[test]
@@ -63,14 +64,14 @@ fn an_edited_script_or_library_runs_as_a_script() {
     text.extend_from_slice(b"# local change\n");
     fs::write(&script, text).unwrap();
     let e = recognise(root, Builtin::MountKernFs).unwrap_err();
-    assert!(e.contains("not Debian 12's"), "{e}");
+    assert!(e.to_string().contains("not Debian 12's"), "{e}");
     assert_eq!(recognise(root, Builtin::Urandom), Ok(Builtin::Urandom));
     fs::copy(fixture().join("etc/init.d/mountkernfs.sh"), &script).unwrap();
     // A sourced library edited: every script that sources it declines.
     fs::write(root.join("lib/init/vars.sh"), "VERBOSE=yes\n").unwrap();
     for b in Builtin::ALL {
         let e = recognise(root, b).unwrap_err();
-        assert!(e.contains("vars.sh"), "{}: {e}", b.script());
+        assert!(e.to_string().contains("vars.sh"), "{}: {e}", b.script());
     }
 }
 
@@ -81,7 +82,9 @@ fn configuration_other_than_the_default_runs_the_script() {
     // /etc/default/rcS setting anything (VERBOSE changes what every script prints).
     fs::write(root.join("etc/default/rcS"), "# comment\n\nVERBOSE=yes\n").unwrap();
     let e = recognise(root, Builtin::Hostname).unwrap_err();
-    assert!(e.contains("/etc/default/rcS:3"), "{e}");
+    assert!(e.to_string().contains("/etc/default/rcS:3"), "{e}");
+    assert_eq!((e.kind(), e.line()), (rc::ErrorKind::Refused, Some(3)));
+    assert_eq!(e.path(), Some(root.join("etc/default/rcS").as_path()));
     fs::write(root.join("etc/default/rcS"), "#VERBOSE=no\n").unwrap();
     assert_eq!(recognise(root, Builtin::Hostname), Ok(Builtin::Hostname));
     // A tmpfs size changes mountkernfs.sh's /run/lock and mountdevsubfs.sh's /dev/shm.
@@ -96,7 +99,7 @@ fn configuration_other_than_the_default_runs_the_script() {
     t.push_str("tmpfs /dev/shm tmpfs defaults,size=64m 0 0\n");
     fs::write(&fstab, &t).unwrap();
     let e = recognise(root, Builtin::MountDevSubFs).unwrap_err();
-    assert!(e.contains("/dev/shm"), "{e}");
+    assert!(e.to_string().contains("/dev/shm"), "{e}");
     assert_eq!(
         recognise(root, Builtin::MountKernFs),
         Ok(Builtin::MountKernFs)
@@ -105,7 +108,8 @@ fn configuration_other_than_the_default_runs_the_script() {
     fs::write(&fstab, "/dev/vda / ext4 defaults 0 1\n").unwrap();
     fs::write(root.join("etc/default/devpts"), "TTYGRP=$(id -g tty)\n").unwrap();
     let e = recognise(root, Builtin::MountDevSubFs).unwrap_err();
-    assert!(e.contains("/etc/default/devpts:1"), "{e}");
+    assert!(e.to_string().contains("/etc/default/devpts:1"), "{e}");
+    assert_eq!((e.kind(), e.line()), (rc::ErrorKind::Parse, Some(1)));
     fs::write(root.join("etc/default/devpts"), "TTYGRP=5\nTTYMODE=620\n").unwrap();
     assert_eq!(
         recognise(root, Builtin::MountDevSubFs),
@@ -114,7 +118,7 @@ fn configuration_other_than_the_default_runs_the_script() {
     // An unknown init-functions hook; SELinux.
     fs::write(root.join("lib/lsb/init-functions.d/50-local"), "echo hi\n").unwrap();
     let e = recognise(root, Builtin::Urandom).unwrap_err();
-    assert!(e.contains("50-local"), "{e}");
+    assert!(e.to_string().contains("50-local"), "{e}");
     fs::remove_file(root.join("lib/lsb/init-functions.d/50-local")).unwrap();
     fs::create_dir_all(root.join("sbin")).unwrap();
     fs::write(root.join("sbin/restorecon"), "").unwrap();
@@ -129,13 +133,13 @@ fn checkroot_is_built_in_only_once_the_root_is_checked() {
     let root_tmp = copy_fixture();
     let root = root_tmp.path();
     let e = recognise(root, Builtin::CheckRoot).unwrap_err();
-    assert!(e.contains("not checked yet"), "{e}");
+    assert!(e.to_string().contains("not checked yet"), "{e}");
     // Checked by the initramfs: then the device must be the one mounted on / (here the
     // fixture has no /dev/vda, so the script's own rootdev logic would run).
     fs::create_dir_all(root.join("run/initramfs")).unwrap();
     fs::write(root.join("run/initramfs/fsck-root"), "").unwrap();
     let e = recognise(root, Builtin::CheckRoot).unwrap_err();
-    assert!(e.contains("/dev/vda"), "{e}");
+    assert!(e.to_string().contains("/dev/vda"), "{e}");
     fs::write(root.join("etc/fstab"), "/dev/vda / ext4 defaults 0 0\n").unwrap();
     assert_eq!(recognise(root, Builtin::CheckRoot), Ok(Builtin::CheckRoot));
     // checkfs.sh: nothing to check when no file system asks for it (or all are mounted).
@@ -149,12 +153,14 @@ fn checkroot_is_built_in_only_once_the_root_is_checked() {
     fs::write(root.join("etc/fstab"), "UUID=0a / ext4 defaults 0 0\n").unwrap();
     assert!(recognise(root, Builtin::CheckRoot)
         .unwrap_err()
+        .to_string()
         .contains("findfs"));
     fs::write(root.join("etc/fstab"), "/dev/vda / ext4 defaults 0 0\n").unwrap();
     // It runs mountkernfs.sh and mountdevsubfs.sh again: those must be Debian's too.
     fs::write(root.join("etc/init.d/mountdevsubfs.sh"), "#!/bin/sh\n").unwrap();
     assert!(recognise(root, Builtin::CheckRoot)
         .unwrap_err()
+        .to_string()
         .contains("mountdevsubfs.sh"));
 }
 
@@ -271,7 +277,8 @@ fn inner_builtins_in_namespace() {
         ..env.clone()
     };
     let e = builtin::run(Builtin::MountKernFs, &faulty).unwrap_err();
-    assert!(e.contains(builtin::FAULT_ENV), "{e}");
+    assert!(e.to_string().contains(builtin::FAULT_ENV), "{e}");
+    assert_eq!(e.kind(), rc::ErrorKind::BuiltinFailed);
     assert!(root.join("run/sendsigs.omit.d").is_dir());
     assert_eq!(mount_of(&proc_dir, &root.join("run/lock")), None);
 
@@ -391,7 +398,7 @@ fn inner_builtins_in_namespace() {
         ..env.clone()
     };
     let e = builtin::run(Builtin::MountKernFs, &bare_env).unwrap_err();
-    assert!(e.contains("/run is not mounted"), "{e}");
+    assert!(e.to_string().contains("/run is not mounted"), "{e}");
 }
 
 /// A copy of the Debian 12 fixture tree (scripts, insserv.conf, links) to plan runlevel S.
@@ -450,7 +457,8 @@ fn udev_runs_beside_the_path_only_where_devtmpfs_is_enough() {
     assert_eq!(udev_in_plan(root, &off), (true, true));
     fs::write(root.join("etc/fstab"), "UUID=0a1b / ext4 defaults 0 1\n").unwrap();
     let e = rc::udev::off_path(root).unwrap_err();
-    assert!(e.contains("/etc/fstab:1: UUID=0a1b"), "{e}");
+    assert!(e.to_string().contains("/etc/fstab:1: UUID=0a1b"), "{e}");
+    assert_eq!((e.kind(), e.line()), (rc::ErrorKind::Refused, Some(1)));
     assert_eq!(udev_in_plan(root, &on), (true, true));
     fs::write(root.join("etc/fstab"), "/dev/sda1 / ext4 defaults 0 1\n").unwrap();
     fs::write(
@@ -460,6 +468,7 @@ fn udev_runs_beside_the_path_only_where_devtmpfs_is_enough() {
     .unwrap();
     assert!(rc::udev::off_path(root)
         .unwrap_err()
+        .to_string()
         .contains("/etc/crypttab:2"));
     assert_eq!(udev_in_plan(root, &on), (true, true));
     fs::remove_file(root.join("etc/crypttab")).unwrap();
@@ -469,6 +478,7 @@ fn udev_runs_beside_the_path_only_where_devtmpfs_is_enough() {
     fs::write(&udev, t).unwrap();
     assert!(rc::udev::off_path(root)
         .unwrap_err()
+        .to_string()
         .contains("not Debian 12's"));
     assert_eq!(udev_in_plan(root, &on), (true, true));
 }
@@ -512,6 +522,7 @@ fn run_migrate_links_the_old_places_as_the_script_does() {
     fs::write(copy.join("etc/fstab"), "/dev/vda / ext4 ro 0 1\n").unwrap();
     assert!(recognise(copy, Builtin::MountAll)
         .unwrap_err()
+        .to_string()
         .contains("read-only"));
     fs::write(copy.join("etc/fstab"), "tmpfs /tmp tmpfs defaults 0 0\n").unwrap();
     assert!(recognise(copy, Builtin::MountAll).is_err());

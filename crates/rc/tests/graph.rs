@@ -373,6 +373,12 @@ fn missing_init_d_is_an_error_naming_the_path() {
             .starts_with("/nonexistent-bootprint-root/etc/init.d: "),
         "{e}"
     );
+    // A missing root is the I/O kind, naming the directory that could not be read.
+    assert_eq!(e.kind(), rc::ErrorKind::Io);
+    assert_eq!(
+        e.path(),
+        Some(Path::new("/nonexistent-bootprint-root/etc/init.d"))
+    );
 }
 
 #[test]

@@ -67,16 +67,57 @@ pub fn login_name(n: &str) -> bool {
 
 /// Chooses the late units of a loaded graph.
 pub fn choose(units: &[Unit], pins: &Pins) -> Choice {
-    let mut by_name: BTreeMap<&str, &Unit> = BTreeMap::new();
-    for u in units {
-        by_name.insert(u.id.as_str(), u);
-        for n in &u.names {
-            by_name.entry(n.as_str()).or_insert(u);
+    let names = Names::of(units);
+    let (login_units, path) = login_path(units, &names, pins);
+    let (mut late, mut kept) = candidates(units, &names, &path, pins);
+    pull_along(units, &mut late, &kept, &path);
+    keep_what_early_units_wait_for(&names, &mut late, &mut kept);
+    for n in &pins.late {
+        if names.id_of(n).is_none() {
+            kept.insert(n.clone(), "pinned late but not loaded".to_string());
         }
     }
-    let id_of = |name: &str| by_name.get(name).map(|u| u.id.as_str());
+    Choice {
+        late: late.into_iter().collect(),
+        kept,
+        login_units,
+    }
+}
 
-    // The path: from the login units (and the pinned never-late ones), everything needed.
+/// Every unit by its id and by each of its other names (the id wins).
+struct Names<'a> {
+    by_name: BTreeMap<&'a str, &'a Unit>,
+}
+
+impl<'a> Names<'a> {
+    fn of(units: &'a [Unit]) -> Names<'a> {
+        let mut by_name: BTreeMap<&str, &Unit> = BTreeMap::new();
+        for u in units {
+            by_name.insert(u.id.as_str(), u);
+            for n in &u.names {
+                by_name.entry(n.as_str()).or_insert(u);
+            }
+        }
+        Names { by_name }
+    }
+
+    fn get(&self, name: &str) -> Option<&'a Unit> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The id of the unit `name` names, if the graph has one.
+    fn id_of(&self, name: &str) -> Option<&'a str> {
+        self.get(name).map(|u| u.id.as_str())
+    }
+}
+
+/// The path: from the login units (and the pinned never-late ones), everything needed.
+/// Returns the login units, and each unit on the path with the login unit it serves.
+fn login_path(
+    units: &[Unit],
+    names: &Names,
+    pins: &Pins,
+) -> (Vec<String>, BTreeMap<String, String>) {
     let login_units: Vec<String> = units
         .iter()
         .filter(|u| u.load_state == "loaded" && login_unit(u))
@@ -89,7 +130,7 @@ pub fn choose(units: &[Unit], pins: &Pins) -> Choice {
         .chain(
             pins.never_late
                 .iter()
-                .filter_map(|n| id_of(n))
+                .filter_map(|n| names.id_of(n))
                 .map(|id| (id.to_string(), format!("{id} (never_late)"))),
         )
         .collect();
@@ -98,20 +139,29 @@ pub fn choose(units: &[Unit], pins: &Pins) -> Choice {
             continue;
         }
         path.insert(id.clone(), root.clone());
-        if let Some(u) = by_name.get(id.as_str()) {
+        if let Some(u) = names.get(id.as_str()) {
             for dep in NEEDS.iter().flat_map(|d| u.dep(d)) {
-                let dep = id_of(dep).unwrap_or(dep).to_string();
+                let dep = names.id_of(dep).unwrap_or(dep).to_string();
                 if !path.contains_key(&dep) {
                     stack.push((dep, root.clone()));
                 }
             }
         }
     }
+    (login_units, path)
+}
 
-    // Candidates: services the boot starts (wanted by a boot target), and the pinned ones.
+/// Candidates: services the boot starts (wanted by a boot target), and the pinned ones.
+/// Returns those that may start late, and those kept early with why.
+fn candidates(
+    units: &[Unit],
+    names: &Names,
+    path: &BTreeMap<String, String>,
+    pins: &Pins,
+) -> (BTreeSet<String>, BTreeMap<String, String>) {
     let mut kept = BTreeMap::new();
     let mut late: BTreeSet<String> = BTreeSet::new();
-    let pinned_late: BTreeSet<&str> = pins.late.iter().filter_map(|n| id_of(n)).collect();
+    let pinned_late: BTreeSet<&str> = pins.late.iter().filter_map(|n| names.id_of(n)).collect();
     for u in units {
         let wanted_at_boot = u
             .dep("WantedBy")
@@ -128,26 +178,7 @@ pub fn choose(units: &[Unit], pins: &Pins) -> Choice {
         if u.load_state != "loaded" && !pinned {
             continue; // wanted but not installed (display-manager.service on a text image)
         }
-        let reason = if u.load_state != "loaded" {
-            Some(format!("not loaded ({})", u.load_state))
-        } else if let Some(root) = path.get(&u.id) {
-            Some(if root.ends_with("(never_late)") {
-                format!("needed by {root}")
-            } else if *root == u.id {
-                "starts a login".to_string()
-            } else {
-                format!("on the path to the login ({root} needs it)")
-            })
-        } else if let Some(t) = u.dep("TriggeredBy").first() {
-            Some(format!("started by {t} on demand"))
-        } else if core_unit(&u.id) {
-            Some("part of systemd or of logging in".to_string())
-        } else if !u.default_dependencies {
-            Some("an early-boot unit (DefaultDependencies=no)".to_string())
-        } else {
-            None
-        };
-        match reason {
+        match kept_early_because(u, path) {
             Some(r) => {
                 kept.insert(u.id.clone(), r);
             }
@@ -156,9 +187,40 @@ pub fn choose(units: &[Unit], pins: &Pins) -> Choice {
             }
         }
     }
+    (late, kept)
+}
 
-    // What only late units pull in goes late with them (postgresql.service wants its
-    // cluster's instance): otherwise it would start early for nobody.
+/// Why a candidate stays early, if it does.
+fn kept_early_because(u: &Unit, path: &BTreeMap<String, String>) -> Option<String> {
+    if u.load_state != "loaded" {
+        Some(format!("not loaded ({})", u.load_state))
+    } else if let Some(root) = path.get(&u.id) {
+        Some(if root.ends_with("(never_late)") {
+            format!("needed by {root}")
+        } else if *root == u.id {
+            "starts a login".to_string()
+        } else {
+            format!("on the path to the login ({root} needs it)")
+        })
+    } else if let Some(t) = u.dep("TriggeredBy").first() {
+        Some(format!("started by {t} on demand"))
+    } else if core_unit(&u.id) {
+        Some("part of systemd or of logging in".to_string())
+    } else if !u.default_dependencies {
+        Some("an early-boot unit (DefaultDependencies=no)".to_string())
+    } else {
+        None
+    }
+}
+
+/// What only late units pull in goes late with them (postgresql.service wants its
+/// cluster's instance): otherwise it would start early for nobody.
+fn pull_along(
+    units: &[Unit],
+    late: &mut BTreeSet<String>,
+    kept: &BTreeMap<String, String>,
+    path: &BTreeMap<String, String>,
+) {
     loop {
         let mut grew = false;
         for u in units {
@@ -192,23 +254,29 @@ pub fn choose(units: &[Unit], pins: &Pins) -> Choice {
             break;
         }
     }
+}
 
-    // A late unit that an early unit waits for, needs or wants stays early (the early one
-    // would otherwise run without it). Repeat: keeping one can keep another.
+/// A late unit that an early unit waits for, needs or wants stays early (the early one
+/// would otherwise run without it). Repeat: keeping one can keep another.
+fn keep_what_early_units_wait_for(
+    names: &Names,
+    late: &mut BTreeSet<String>,
+    kept: &mut BTreeMap<String, String>,
+) {
     loop {
         let mut moved = Vec::new();
-        for id in &late {
-            let Some(u) = by_name.get(id.as_str()) else {
+        for id in late.iter() {
+            let Some(u) = names.get(id.as_str()) else {
                 continue;
             };
             let waiter = ["Before", "RequiredBy", "BoundBy", "WantedBy"]
                 .iter()
                 .flat_map(|d| u.dep(d))
-                .map(|n| id_of(n).unwrap_or(n))
+                .map(|n| names.id_of(n).unwrap_or(n))
                 .find(|n| {
                     !late.contains(*n)
                         && !n.ends_with(".target")
-                        && by_name.get(n).is_some_and(|w| w.load_state == "loaded")
+                        && names.get(n).is_some_and(|w| w.load_state == "loaded")
                 });
             if let Some(w) = waiter {
                 moved.push((id.clone(), format!("{w} waits for it or needs it")));
@@ -221,16 +289,6 @@ pub fn choose(units: &[Unit], pins: &Pins) -> Choice {
             late.remove(&id);
             kept.insert(id, why);
         }
-    }
-    for n in &pins.late {
-        if id_of(n).is_none() {
-            kept.insert(n.clone(), "pinned late but not loaded".to_string());
-        }
-    }
-    Choice {
-        late: late.into_iter().collect(),
-        kept,
-        login_units,
     }
 }
 

@@ -28,6 +28,8 @@ pub mod sha256;
 
 use std::fs;
 use std::io::{self, Read, Write};
+
+use crate::{Error, ErrorKind};
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -204,20 +206,21 @@ fn read_small(path: &Path) -> io::Result<Vec<u8>> {
 
 /// Whether a shell configuration file sets nothing: absent, or only blank lines and
 /// comments. Err names the first line that sets something.
-fn sets_nothing(root: &Path, rel: &str) -> Result<(), String> {
+fn sets_nothing(root: &Path, rel: &str) -> Result<(), Error> {
     let path = root.join(rel);
     let text = match read_small(&path) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(format!("/{rel}: {e}")),
+        Err(e) => return Err(Error::io(&path, format!("/{rel}: {e}"), e)),
     };
     for (n, line) in String::from_utf8_lossy(&text).lines().enumerate() {
         let t = line.trim();
         if !t.is_empty() && !t.starts_with('#') {
-            return Err(format!(
+            let message = format!(
                 "/{rel}:{}: sets {t:?} (the built-in does only the default)",
                 n + 1
-            ));
+            );
+            return Err(refused(message).at(&path).on_line(n + 1));
         }
     }
     Ok(())
@@ -226,7 +229,7 @@ fn sets_nothing(root: &Path, rel: &str) -> Result<(), String> {
 /// `TTYGRP` and `TTYMODE` from `/etc/default/devpts` (Debian ships `TTYGRP=5`,
 /// `TTYMODE=600`); defaults 5 and 620 as in the script. Anything else in the file is an
 /// Err: the script would source it as shell.
-pub fn devpts_options(text: &str) -> Result<(u32, String), String> {
+pub fn devpts_options(text: &str) -> Result<(u32, String), Error> {
     let (mut grp, mut mode) = (5u32, "620".to_string());
     for (n, line) in text.lines().enumerate() {
         let t = line.trim();
@@ -234,10 +237,13 @@ pub fn devpts_options(text: &str) -> Result<(u32, String), String> {
             continue;
         }
         let bad = || {
-            format!(
+            let message = format!(
                 "/etc/default/devpts:{}: {t:?} is not TTYGRP=N or TTYMODE=octal",
                 n + 1
-            )
+            );
+            Error::new(ErrorKind::Parse, message)
+                .at(Path::new("/etc/default/devpts"))
+                .on_line(n + 1)
         };
         match t.split_once('=') {
             Some(("TTYGRP", v)) if !v.is_empty() && v.bytes().all(|c| c.is_ascii_digit()) => {
@@ -275,22 +281,26 @@ fn fstab_entries(text: &str) -> Vec<(String, String, String)> {
 }
 
 /// Whether the runner may run `name`'s `action` as a built-in on the system at `root`
-/// (`script` is its file). Err says why not, for `--dry-run` and the docs' examples.
-pub fn recognise(root: &Path, name: &str, script: &Path, action: &str) -> Result<Builtin, String> {
-    let b = Builtin::for_script(name).ok_or_else(|| "no built-in for this script".to_string())?;
+/// (`script` is its file). Err says why not, for `--dry-run` and the docs' examples: mostly
+/// [`ErrorKind::Refused`]; a file that cannot be read is [`ErrorKind::Io`], a bad
+/// `/etc/default/devpts` line [`ErrorKind::Parse`].
+pub fn recognise(root: &Path, name: &str, script: &Path, action: &str) -> Result<Builtin, Error> {
+    let b = Builtin::for_script(name).ok_or_else(|| refused("no built-in for this script"))?;
     if action != "start" {
-        return Err(format!("only start is built in, not {action}"));
+        return Err(refused(format!("only start is built in, not {action}")));
     }
-    let same = |path: &Path, want: &str| -> Result<(), String> {
-        let data = read_small(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let same = |path: &Path, want: &str| -> Result<(), Error> {
+        let data =
+            read_small(path).map_err(|e| Error::io(path, format!("{}: {e}", path.display()), e))?;
         let got = sha256::hex(&data);
         if got == want {
             Ok(())
         } else {
-            Err(format!(
+            let message = format!(
                 "{}: not Debian 12's (sha256 {got}, expected {want}): runs as a script",
                 path.display()
-            ))
+            );
+            Err(refused(message).at(path))
         }
     };
     same(script, b.script_sha256())?;
@@ -303,9 +313,10 @@ pub fn recognise(root: &Path, name: &str, script: &Path, action: &str) -> Result
             match HOOKS.iter().find(|(n, _)| *n == name) {
                 Some((_, want)) => same(&e.path(), want)?,
                 None => {
-                    return Err(format!(
+                    return Err(refused(format!(
                         "/{HOOKS_DIR}/{name}: an unknown hook could change what the script does"
                     ))
+                    .at(&e.path()))
                 }
             }
         }
@@ -317,43 +328,56 @@ pub fn recognise(root: &Path, name: &str, script: &Path, action: &str) -> Result
     ) {
         sets_nothing(root, "etc/default/tmpfs")?;
         if root.join("etc/fstab.d").exists() {
-            return Err("/etc/fstab.d exists: the built-in reads /etc/fstab only".into());
+            return Err(refused(
+                "/etc/fstab.d exists: the built-in reads /etc/fstab only",
+            ));
         }
         if root.join("sbin/restorecon").exists() {
-            return Err("/sbin/restorecon exists (SELinux): the built-in does not relabel".into());
+            return Err(refused(
+                "/sbin/restorecon exists (SELinux): the built-in does not relabel",
+            ));
         }
-        let fstab = match read_small(&root.join("etc/fstab")) {
+        let fstab_path = root.join("etc/fstab");
+        let fstab = match read_small(&fstab_path) {
             Ok(t) => String::from_utf8_lossy(&t).into_owned(),
             Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(format!("/etc/fstab: {e}")),
+            Err(e) => return Err(Error::io(&fstab_path, format!("/etc/fstab: {e}"), e)),
         };
         for (_, point, fstype) in fstab_entries(&fstab) {
             if b.fstab_points().contains(&point.as_str()) {
-                return Err(format!(
+                return Err(refused(format!(
                     "/etc/fstab has an entry for {point} ({fstype}): the script's options come from it"
-                ));
+                ))
+                .at(&fstab_path));
             }
         }
     }
+    // These checks say why in text only: whatever they find, the built-in declines.
     if b == Builtin::CheckRoot {
-        checkroot::no_check_left(&Env::under(root))?;
+        checkroot::no_check_left(&Env::under(root)).map_err(refused)?;
     }
     if b == Builtin::CheckFs {
-        checkroot::checkfs_nothing_to_check(&Env::under(root))?;
+        checkroot::checkfs_nothing_to_check(&Env::under(root)).map_err(refused)?;
     }
     if b == Builtin::MountAll {
-        mountall::plain_enough(&Env::under(root))?;
+        mountall::plain_enough(&Env::under(root)).map_err(refused)?;
     }
     if matches!(b, Builtin::MountDevSubFs | Builtin::CheckRoot) {
-        match read_small(&root.join("etc/default/devpts")) {
+        let devpts = root.join("etc/default/devpts");
+        match read_small(&devpts) {
             Ok(t) => {
                 devpts_options(&String::from_utf8_lossy(&t))?;
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("/etc/default/devpts: {e}")),
+            Err(e) => return Err(Error::io(&devpts, format!("/etc/default/devpts: {e}"), e)),
         }
     }
     Ok(b)
+}
+
+/// Why a built-in declines on this system: the script runs.
+fn refused(message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Refused, message)
 }
 
 /// Where a built-in acts: `/` on a real boot; a scratch tree in tests. `proc` is read for
@@ -397,8 +421,13 @@ impl Env {
 }
 
 /// Does what the script's `start` does. Err: a step that was not certain or failed; the
-/// caller exits [`DECLINED`] and the runner runs the script.
-pub fn run(b: Builtin, env: &Env) -> Result<(), String> {
+/// caller exits [`DECLINED`] and the runner runs the script. Every failure is
+/// [`ErrorKind::BuiltinFailed`]: whichever step it was, the script does it all again.
+pub fn run(b: Builtin, env: &Env) -> Result<(), Error> {
+    run_steps(b, env).map_err(|message| Error::new(ErrorKind::BuiltinFailed, message))
+}
+
+fn run_steps(b: Builtin, env: &Env) -> Result<(), String> {
     let mut steps = Steps {
         fault: env.fault,
         done: 0,
@@ -787,7 +816,9 @@ mod tests {
         assert_eq!(devpts_options(debian), Ok((5, "600".into())));
         assert_eq!(devpts_options(""), Ok((5, "620".into())));
         let e = devpts_options("TTYGRP=5\nTTYMODE=$(id -g)\n").unwrap_err();
-        assert!(e.contains("/etc/default/devpts:2:"), "{e}");
+        assert!(e.to_string().contains("/etc/default/devpts:2:"), "{e}");
+        assert_eq!((e.kind(), e.line()), (ErrorKind::Parse, Some(2)));
+        assert_eq!(e.path(), Some(Path::new("/etc/default/devpts")));
         assert!(devpts_options("export TTYGRP=5").is_err());
         assert!(devpts_options("TTYMODE=6000").is_ok());
         assert!(devpts_options("TTYMODE=60000").is_err());

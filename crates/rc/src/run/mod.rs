@@ -238,10 +238,13 @@ mod tests {
             (Runlevel::Num(0), Some(Runlevel::Num(2)), "stop")
         );
         let a: Vec<String> = "-M start".split(' ').map(String::from).collect();
-        assert!(Request::from_startpar(&a).unwrap_err().contains("-R"));
+        let e = Request::from_startpar(&a).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::Arguments);
+        assert!(e.to_string().contains("-R"), "{e}");
         let a: Vec<String> = "-M go -R 2".split(' ').map(String::from).collect();
         assert!(Request::from_startpar(&a)
             .unwrap_err()
+            .to_string()
             .contains("boot, start or stop"));
     }
 

@@ -342,6 +342,213 @@ fn login_path(sys: &System, g: &crate::graph::Graph, cfg: &Config) -> (Vec<bool>
     (path, diagnostics)
 }
 
+/// udev beside the path (crate::udev): its node, and the scripts it frees, which no longer
+/// wait for it.
+struct UdevBeside {
+    udev: Option<usize>,
+    freed: BTreeSet<usize>,
+}
+
+impl UdevBeside {
+    /// Whether `e` is a freed script's `Should-Start: udev`: the path does not wait for it.
+    fn frees(&self, e: &crate::graph::Edge) -> bool {
+        self.udev == Some(e.from) && self.freed.contains(&e.to) && e.kind() == EdgeKind::Should
+    }
+}
+
+/// What one start plan is made from.
+struct Planning<'a> {
+    sys: &'a System,
+    g: crate::graph::Graph,
+    rl: Runlevel,
+    cfg: &'a Config,
+    durations: &'a Durations,
+}
+
+impl Planning<'_> {
+    /// udev beside the path: not alone, and the scripts it frees not after it.
+    fn udev_beside(&self, next: Option<Runlevel>, diagnostics: &mut Vec<Diagnostic>) -> UdevBeside {
+        let (sys, g) = (self.sys, &self.g);
+        let udev = if self.rl == Runlevel::S && self.cfg.udev_off_path {
+            match crate::udev::off_path(&sys.root) {
+                Ok(()) => g
+                    .node("udev")
+                    .filter(|_| g.node(crate::udev::FREED).is_some()),
+                Err(why) => {
+                    if g.node("udev").is_some() {
+                        diagnostics.push(Diagnostic::new(
+                            Path::new("etc/init.d/udev"),
+                            None,
+                            format!("udev stays on the path to the login: {why}"),
+                        ));
+                    }
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let mut freed: BTreeSet<usize> = BTreeSet::new();
+        if udev.is_some() {
+            freed.extend(g.node(crate::udev::FREED));
+            // The others matter only where S may end before udev does.
+            if next.is_some() {
+                let (more, kept) = crate::udev::also_freed(&sys.root);
+                freed.extend(more.iter().filter_map(|m| g.node(m)));
+                for why in kept {
+                    diagnostics.push(Diagnostic::new(Path::new("etc/init.d/udev"), None, why));
+                }
+            }
+        }
+        UdevBeside { udev, freed }
+    }
+
+    /// The login target and everything it needs ($all edges aside: a `$all` script on
+    /// the path waits for the path, not for late services); in runlevel S planned with
+    /// `next`, what that path needs from S.
+    fn path(
+        &self,
+        next: Option<Runlevel>,
+        udev: &UdevBeside,
+        diagnostics: &mut Vec<Diagnostic>,
+    ) -> Vec<bool> {
+        let (sys, g, cfg) = (self.sys, &self.g, self.cfg);
+        let n = g.nodes.len();
+        let mut path = vec![true; n];
+        if self.rl != Runlevel::S {
+            let (p, d) = login_path(sys, g, cfg);
+            path = p;
+            diagnostics.extend(d);
+        } else if let Some(next) = next {
+            path = self.boot_path(next, udev);
+        }
+        path
+    }
+
+    /// One graph: what the next runlevel's path needs from S, what must finish in S, and
+    /// the interactive scripts (the console is S's until rcS returns).
+    fn boot_path(&self, next: Runlevel, udev: &UdevBeside) -> Vec<bool> {
+        let (sys, g, cfg) = (self.sys, &self.g, self.cfg);
+        let n = g.nodes.len();
+        let g2 = sys.graph(next);
+        let (path2, _) = login_path(sys, &g2, cfg);
+        let mut want: BTreeSet<usize> = BTreeSet::new();
+        for &(node, script) in &g2.boot_needs {
+            if path2[node] {
+                want.insert(script);
+            }
+        }
+        if (0..g2.nodes.len()).any(|i| path2[i] && g2.nodes[i].all) {
+            want.extend(sys.enabled(Runlevel::S)); // `$all` on the path: all of S
+        }
+        for t in &cfg.finish_in_s {
+            resolve(sys, t, &mut want, 0);
+        }
+        let targets = (0..n)
+            .filter(|&i| {
+                want.contains(&g.nodes[i].script)
+                    || (g.nodes[i].interactive && udev.udev != Some(i))
+            })
+            .collect();
+        reach(&needs_of(g, |e| udev.frees(e)), targets)
+    }
+
+    /// Each node's predecessors the runner waits for.
+    fn preds(&self, path: &[bool], skip: &BTreeSet<usize>, udev: &UdevBeside) -> Vec<Vec<usize>> {
+        let g = &self.g;
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); g.nodes.len()];
+        for e in g.active_edges() {
+            if !path[e.from] && path[e.to] {
+                continue; // a $all edge or a freed udev edge: the path does not wait for it
+            }
+            if udev.frees(e) {
+                continue;
+            }
+            if skip.contains(&g.nodes[e.from].script) {
+                continue;
+            }
+            preds[e.to].push(e.from);
+        }
+        preds
+    }
+
+    /// Runlevel S's scripts task `i` names (all of them for `$all`): a runner after an S
+    /// that ended early waits for those still running.
+    fn boot_preds(&self, i: usize) -> Vec<String> {
+        let (sys, g) = (self.sys, &self.g);
+        if self.rl == Runlevel::S {
+            return Vec::new();
+        }
+        let scripts: BTreeSet<usize> = if g.nodes[i].all {
+            sys.enabled(Runlevel::S).into_iter().collect()
+        } else {
+            g.boot_needs
+                .iter()
+                .filter(|(node, _)| *node == i)
+                .map(|&(_, s)| s)
+                .collect()
+        };
+        scripts
+            .into_iter()
+            .map(|s| sys.scripts[s].name.clone())
+            .collect()
+    }
+
+    /// The built-in the runner may run for node `i` instead of its script.
+    fn builtin_of(&self, i: usize) -> Option<Builtin> {
+        let (sys, node) = (self.sys, &self.g.nodes[i]);
+        let path = sys.root.join(&sys.scripts[node.script].path);
+        self.cfg
+            .builtins
+            .then(|| builtin::recognise(&sys.root, &node.name, &path, "start").ok())
+            .flatten()
+    }
+
+    /// One task per node not skipped, its predecessors renumbered.
+    fn tasks(
+        &self,
+        action: &str,
+        skip: &BTreeSet<usize>,
+        path: &[bool],
+        preds: &[Vec<usize>],
+        udev: Option<usize>,
+    ) -> Vec<Task> {
+        let (sys, g, rl, durations) = (self.sys, &self.g, self.rl, self.durations);
+        let keep: Vec<usize> = (0..g.nodes.len())
+            .filter(|&i| !skip.contains(&g.nodes[i].script))
+            .collect();
+        let new_id: BTreeMap<usize, usize> =
+            keep.iter().enumerate().map(|(a, &b)| (b, a)).collect();
+        keep.iter()
+            .map(|&i| {
+                let node = &g.nodes[i];
+                let builtin = self.builtin_of(i);
+                Task {
+                    name: node.name.clone(),
+                    path: sys.root.join(&sys.scripts[node.script].path),
+                    action: action.to_string(),
+                    // Debian 12's udev script reads the console only when run by hand; a
+                    // built-in never does (checkroot.sh's only once its root is checked).
+                    interactive: node.interactive && udev != Some(i) && builtin.is_none(),
+                    interactive_script: node.interactive,
+                    late: rl != Runlevel::S && !path[i],
+                    beside: rl == Runlevel::S && !path[i],
+                    preds: preds[i]
+                        .iter()
+                        .filter_map(|p| new_id.get(p).copied())
+                        .collect(),
+                    boot_preds: self.boot_preds(i),
+                    weight_ms: durations.get(&node.name, action),
+                    learned: durations
+                        .map
+                        .contains_key(&(node.name.clone(), action.to_string())),
+                    builtin,
+                }
+            })
+            .collect()
+    }
+}
+
 impl Plan {
     /// The start plan of `rl`. `previous`: the runlevel the system comes from (scripts it
     /// started already run and are skipped, as startpar does); None at boot.
@@ -372,160 +579,31 @@ impl Plan {
         previous: Option<Runlevel>,
         next: Option<Runlevel>,
     ) -> Plan {
-        let g = sys.graph(rl);
-        let n = g.nodes.len();
-        let mut diagnostics = g.diagnostics.clone();
+        let p = Planning {
+            sys,
+            g: sys.graph(rl),
+            rl,
+            cfg,
+            durations,
+        };
+        let mut diagnostics = p.g.diagnostics.clone();
         let skip: BTreeSet<usize> = match previous {
-            Some(p) if p != rl && rl != Runlevel::S => sys.enabled(p).into_iter().collect(),
+            Some(prev) if prev != rl && rl != Runlevel::S => {
+                sys.enabled(prev).into_iter().collect()
+            }
             _ => BTreeSet::new(),
         };
-        // udev beside the path (crate::udev): not alone, and the scripts it frees not after it.
-        let udev_beside = if rl == Runlevel::S && cfg.udev_off_path {
-            match crate::udev::off_path(&sys.root) {
-                Ok(()) => g
-                    .node("udev")
-                    .filter(|_| g.node(crate::udev::FREED).is_some()),
-                Err(why) => {
-                    if g.node("udev").is_some() {
-                        diagnostics.push(Diagnostic::new(
-                            Path::new("etc/init.d/udev"),
-                            None,
-                            format!("udev stays on the path to the login: {why}"),
-                        ));
-                    }
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        let mut freed: BTreeSet<usize> = BTreeSet::new();
-        if udev_beside.is_some() {
-            freed.extend(g.node(crate::udev::FREED));
-            // The others matter only where S may end before udev does.
-            if next.is_some() {
-                let (more, kept) = crate::udev::also_freed(&sys.root);
-                freed.extend(more.iter().filter_map(|m| g.node(m)));
-                for why in kept {
-                    diagnostics.push(Diagnostic::new(Path::new("etc/init.d/udev"), None, why));
-                }
-            }
-        }
-        let udev_edge = |e: &crate::graph::Edge| {
-            udev_beside == Some(e.from) && freed.contains(&e.to) && e.kind() == EdgeKind::Should
-        };
-        // The login target and everything it needs ($all edges aside: a `$all` script on
-        // the path waits for the path, not for late services).
-        let mut path = vec![true; n];
-        if rl != Runlevel::S {
-            let (p, d) = login_path(sys, &g, cfg);
-            path = p;
-            diagnostics.extend(d);
-        } else if let Some(next) = next {
-            // One graph: what the next runlevel's path needs from S, what must finish in S,
-            // and the interactive scripts (the console is S's until rcS returns).
-            let g2 = sys.graph(next);
-            let (path2, _) = login_path(sys, &g2, cfg);
-            let mut want: BTreeSet<usize> = BTreeSet::new();
-            for &(node, script) in &g2.boot_needs {
-                if path2[node] {
-                    want.insert(script);
-                }
-            }
-            if (0..g2.nodes.len()).any(|i| path2[i] && g2.nodes[i].all) {
-                want.extend(sys.enabled(Runlevel::S)); // `$all` on the path: all of S
-            }
-            for t in &cfg.finish_in_s {
-                resolve(sys, t, &mut want, 0);
-            }
-            let targets = (0..n)
-                .filter(|&i| {
-                    want.contains(&g.nodes[i].script)
-                        || (g.nodes[i].interactive && udev_beside != Some(i))
-                })
-                .collect();
-            path = reach(&needs_of(&g, udev_edge), targets);
-        }
-        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for e in g.active_edges() {
-            if !path[e.from] && path[e.to] {
-                continue; // a $all edge or a freed udev edge: the path does not wait for it
-            }
-            if udev_edge(e) {
-                continue;
-            }
-            if skip.contains(&g.nodes[e.from].script) {
-                continue;
-            }
-            preds[e.to].push(e.from);
-        }
-        // Runlevel S's scripts each task names (all of them for `$all`): a runner after an
-        // S that ended early waits for those still running.
-        let s_names = |i: usize| -> Vec<String> {
-            if rl == Runlevel::S {
-                return Vec::new();
-            }
-            let scripts: BTreeSet<usize> = if g.nodes[i].all {
-                sys.enabled(Runlevel::S).into_iter().collect()
-            } else {
-                g.boot_needs
-                    .iter()
-                    .filter(|(node, _)| *node == i)
-                    .map(|&(_, s)| s)
-                    .collect()
-            };
-            scripts
-                .into_iter()
-                .map(|s| sys.scripts[s].name.clone())
-                .collect()
-        };
-        let keep: Vec<usize> = (0..n)
-            .filter(|&i| !skip.contains(&g.nodes[i].script))
-            .collect();
-        let new_id: BTreeMap<usize, usize> =
-            keep.iter().enumerate().map(|(a, &b)| (b, a)).collect();
+        let udev = p.udev_beside(next, &mut diagnostics);
+        let path = p.path(next, &udev, &mut diagnostics);
+        let preds = p.preds(&path, &skip, &udev);
         let action = "start".to_string();
-        let builtin_of = |i: usize| {
-            let node = &g.nodes[i];
-            let path = sys.root.join(&sys.scripts[node.script].path);
-            cfg.builtins
-                .then(|| builtin::recognise(&sys.root, &node.name, &path, "start").ok())
-                .flatten()
-        };
-        let tasks = keep
-            .iter()
-            .map(|&i| {
-                let node = &g.nodes[i];
-                let builtin = builtin_of(i);
-                Task {
-                    name: node.name.clone(),
-                    path: sys.root.join(&sys.scripts[node.script].path),
-                    action: action.clone(),
-                    // Debian 12's udev script reads the console only when run by hand; a
-                    // built-in never does (checkroot.sh's only once its root is checked).
-                    interactive: node.interactive && udev_beside != Some(i) && builtin.is_none(),
-                    interactive_script: node.interactive,
-                    late: rl != Runlevel::S && !path[i],
-                    beside: rl == Runlevel::S && !path[i],
-                    preds: preds[i]
-                        .iter()
-                        .filter_map(|p| new_id.get(p).copied())
-                        .collect(),
-                    boot_preds: s_names(i),
-                    weight_ms: durations.get(&node.name, &action),
-                    learned: durations
-                        .map
-                        .contains_key(&(node.name.clone(), action.clone())),
-                    builtin,
-                }
-            })
-            .collect();
+        let tasks = p.tasks(&action, &skip, &path, &preds, udev.udev);
         Plan {
             runlevel: rl.label(),
             action,
             tasks,
             diagnostics,
-            cycles: g.cycles.iter().map(|c| c.diagnostic.clone()).collect(),
+            cycles: p.g.cycles.iter().map(|c| c.diagnostic.clone()).collect(),
         }
     }
 

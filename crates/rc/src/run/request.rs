@@ -11,6 +11,7 @@ use crate::fallback::{self, Fault};
 use crate::spans::SpanLog;
 use crate::sys;
 use crate::system::{Runlevel, System};
+use crate::{Error, ErrorKind};
 
 /// One invocation of the runner, as `bootprint-boot rc` builds it from its arguments.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,7 +74,7 @@ impl Request {
 
     /// Reads startpar's command line as `/lib/init/rc` passes it:
     /// `-p N -t N -T N -M boot|start|stop -P PREV -R RUNLEVEL` (other options ignored).
-    pub fn from_startpar(args: &[String]) -> Result<Request, String> {
+    pub fn from_startpar(args: &[String]) -> Result<Request, Error> {
         let mut mode = None;
         let mut prev = None;
         let mut rl = None;
@@ -89,21 +90,24 @@ impl Request {
                 _ => {}
             }
         }
-        let rl = rl.ok_or("startpar arguments: expected -R RUNLEVEL")?;
-        let runlevel = Runlevel::parse(&rl).ok_or(format!(
-            "startpar arguments: -R {rl:?} is not a runlevel (S, 0-6)"
-        ))?;
+        let bad = |message: String| Error::new(ErrorKind::Arguments, message);
+        let rl = rl.ok_or_else(|| bad("startpar arguments: expected -R RUNLEVEL".into()))?;
+        let runlevel = Runlevel::parse(&rl).ok_or_else(|| {
+            bad(format!(
+                "startpar arguments: -R {rl:?} is not a runlevel (S, 0-6)"
+            ))
+        })?;
         let mut r = Request::new(runlevel);
         r.previous = prev.as_deref().and_then(Runlevel::parse);
         r.action = match mode.as_deref() {
             Some("stop") => "stop".into(),
             Some("boot") | Some("start") => "start".into(),
             Some(m) => {
-                return Err(format!(
+                return Err(bad(format!(
                     "startpar arguments: -M {m:?}: expected boot, start or stop"
-                ))
+                )))
             }
-            None => return Err("startpar arguments: expected -M boot|start|stop".into()),
+            None => return Err(bad("startpar arguments: expected -M boot|start|stop".into())),
         };
         r.startpar = true;
         Ok(r)
@@ -191,6 +195,45 @@ fn run_guarded(
     progress: &mut Progress,
 ) -> Result<i32, String> {
     progress.phase = "config";
+    let (cfg, cmdline) = configure(req, fault, out)?;
+    progress.timeout = cfg.timeout;
+    let dpath = req
+        .root
+        .join(req.durations.strip_prefix("/").unwrap_or(&req.durations));
+    let (durations, _) = Durations::load(&dpath);
+    progress.phase = "load";
+    if fault == Some(Fault::Load) {
+        return Err(Fault::Load.message());
+    }
+    let sys = System::load(&req.root).map_err(|e| e.to_string())?;
+    progress.phase = "plan";
+    if fault == Some(Fault::Plan) {
+        panic!("{}", Fault::Plan.message());
+    }
+    let plan = plan_for(req, &sys, &cfg, &durations, &cmdline);
+    if req.dry_run {
+        let _ = out.write_all(plan.describe().as_bytes());
+        return Ok(0);
+    }
+    // A broken cycle changes the order the headers ask for: say so where the boot shows.
+    for d in &plan.cycles {
+        let _ = writeln!(out, "bootprint rc: {d}");
+    }
+    progress.phase = "run";
+    if let Some(code) = hand_to_worker(req, &plan, log, progress)? {
+        return Ok(code);
+    }
+    let runner = Runner::new(&plan, &cfg, runner_options(req, fault), log, out);
+    Ok(run_plan(req, fault, runner, progress, &dpath))
+}
+
+/// The configuration with the command line's switches applied, and the command line.
+/// Diagnostics go to the console; Err is the config fault.
+fn configure(
+    req: &Request,
+    fault: Option<Fault>,
+    out: &mut dyn Write,
+) -> Result<(Config, String), String> {
     let under = |p: &std::path::Path| req.root.join(p.strip_prefix("/").unwrap_or(p));
     let (mut cfg, cdiags) = Config::load(&under(&req.config), &under(&req.rc_conf));
     let cmdline = std::fs::read_to_string(req.proc_dir.join("cmdline")).unwrap_or_default();
@@ -209,54 +252,51 @@ fn run_guarded(
     if fault == Some(Fault::Config) {
         return Err(Fault::Config.message());
     }
-    progress.timeout = cfg.timeout;
-    let dpath = req
-        .root
-        .join(req.durations.strip_prefix("/").unwrap_or(&req.durations));
-    let (durations, _) = Durations::load(&dpath);
-    progress.phase = "load";
-    if fault == Some(Fault::Load) {
-        return Err(Fault::Load.message());
-    }
-    let sys = System::load(&req.root).map_err(|e| e.to_string())?;
-    progress.phase = "plan";
-    if fault == Some(Fault::Plan) {
-        panic!("{}", Fault::Plan.message());
-    }
-    let plan = if req.action == "stop" {
-        Plan::stop(&sys, req.runlevel, &durations, req.previous)
+    Ok((cfg, cmdline))
+}
+
+/// The plan the request asks for: stop, runlevel S with the next runlevel (one graph for
+/// the boot, when init's next runlevel is known), or a start.
+fn plan_for(
+    req: &Request,
+    sys: &System,
+    cfg: &Config,
+    durations: &Durations,
+    cmdline: &str,
+) -> Plan {
+    if req.action == "stop" {
+        Plan::stop(sys, req.runlevel, durations, req.previous)
     } else if req.runlevel == Runlevel::S && cfg.one_graph {
-        match crate::boot::next_runlevel(&req.root, &cmdline) {
-            Ok(next) => Plan::start_boot(&sys, &cfg, &durations, next),
+        match crate::boot::next_runlevel(&req.root, cmdline) {
+            Ok(next) => Plan::start_boot(sys, cfg, durations, next),
             Err(why) => {
-                let mut p = Plan::start(&sys, req.runlevel, &cfg, &durations, req.previous);
+                let mut p = Plan::start(sys, req.runlevel, cfg, durations, req.previous);
                 p.diagnostics.push(crate::Diagnostic::new(
                     std::path::Path::new("etc/inittab"),
                     None,
-                    why,
+                    why.into(),
                 ));
                 p
             }
         }
     } else {
-        Plan::start(&sys, req.runlevel, &cfg, &durations, req.previous)
-    };
-    if req.dry_run {
-        let _ = out.write_all(plan.describe().as_bytes());
-        return Ok(0);
+        Plan::start(sys, req.runlevel, cfg, durations, req.previous)
     }
-    // A broken cycle changes the order the headers ask for: say so where the boot shows.
-    for d in &plan.cycles {
-        let _ = writeln!(out, "bootprint rc: {d}");
-    }
-    progress.phase = "run";
-    // Runlevel S with scripts beside the path: a worker runs the runlevel (its scripts are
-    // its children, so it can see them end), and this process returns to rcS once the
-    // worker says the path is done. No log to tell the next runlevel what is still
-    // running, or no fork: S runs whole here.
+}
+
+/// Runlevel S with scripts beside the path: a worker runs the runlevel (its scripts are
+/// its children, so it can see them end), and this process returns to rcS once the worker
+/// says the path is done: Some(exit code) then. No log to tell the next runlevel what is
+/// still running, or no fork: None, and S runs whole here.
+fn hand_to_worker(
+    req: &Request,
+    plan: &Plan,
+    log: &SpanLog,
+    progress: &mut Progress,
+) -> Result<Option<i32>, String> {
     if plan.tasks.iter().any(|t| t.beside) && req.detach && log.is_writing() {
         match sys::fork_worker() {
-            Ok(sys::Forked::Parent { released: true, .. }) => return Ok(0),
+            Ok(sys::Forked::Parent { released: true, .. }) => return Ok(Some(0)),
             Ok(sys::Forked::Parent {
                 released: false,
                 worker,
@@ -271,7 +311,11 @@ fn run_guarded(
             Err(_) => {}
         }
     }
-    let opts = Options {
+    Ok(None)
+}
+
+fn runner_options(req: &Request, fault: Option<Fault>) -> Options {
+    Options {
         proc_dir: req.proc_dir.clone(),
         builtin_program: req.builtin_program.clone(),
         prevlevel: req.previous.map_or("N".into(), |p| p.label()),
@@ -280,8 +324,18 @@ fn run_guarded(
         boot_log: (req.runlevel != Runlevel::S && req.action == "start").then(|| req.spans.clone()),
         root: req.root.clone(),
         ..Options::default()
-    };
-    let mut runner = Runner::new(&plan, &cfg, opts, log, out);
+    }
+}
+
+/// Runs the plan: the path (or the whole runlevel), the answer to startpar, what is beside
+/// the path, the late services, then saves what the boot taught. The exit code.
+fn run_plan(
+    req: &Request,
+    fault: Option<Fault>,
+    mut runner: Runner,
+    progress: &mut Progress,
+    dpath: &std::path::Path,
+) -> i32 {
     runner.begin();
     if progress.handoff.is_some() {
         runner.run_path();
@@ -302,6 +356,7 @@ fn run_guarded(
     }
     progress.answered = true;
     if let Some(h) = progress.handoff.take() {
+        let plan = runner.plan;
         let kv = vec![
             ("runlevel", plan.runlevel.clone()),
             ("action", plan.action.clone()),
@@ -319,7 +374,7 @@ fn run_guarded(
         progress.phase = "late";
         if req.detach {
             match sys::fork_detached() {
-                Ok(false) => return Ok(0), // the parent: init may go on to the gettys
+                Ok(false) => return 0, // the parent: init may go on to the gettys
                 Ok(true) => {}
                 Err(_) => {} // no fork: finish the late ones here
             }
@@ -332,12 +387,12 @@ fn run_guarded(
     progress.phase = "save";
     // Read again first: another runner saved since this one planned (runlevel S's worker
     // ends while runlevel 2 runs), and its figures must not be written over.
-    let (mut durations, _) = Durations::load(&dpath);
+    let (mut durations, _) = Durations::load(dpath);
     runner.learn(&mut durations);
     drop(runner);
-    let _ = durations.save(&dpath);
+    let _ = durations.save(dpath);
     keep_span_log(req);
-    Ok(0)
+    0
 }
 
 /// A fault that kills the runner the way a crash would (`bootprint.rc.fault=`): says so on
