@@ -12,7 +12,7 @@ use crate::output::{print, write_json};
 use crate::Outcome;
 use enablement::{self, under, Lever, Machine, Request, DROPIN, MANIFEST};
 
-fn said(r: Result<Vec<String>, String>) -> Outcome {
+fn said(r: Result<Vec<String>, enablement::Error>) -> Outcome {
     match r {
         Ok(lines) => {
             for l in lines {
@@ -20,7 +20,7 @@ fn said(r: Result<Vec<String>, String>) -> Outcome {
             }
             Outcome::Ok
         }
-        Err(e) => Outcome::Failed(e),
+        Err(e) => Outcome::Failed(e.into()),
     }
 }
 
@@ -86,7 +86,7 @@ pub fn status(a: &cli::Status) -> Outcome {
     let m = Machine::new(root);
     let manifest = match m.manifest() {
         Ok(x) => x,
-        Err(e) => return Outcome::Failed(e),
+        Err(e) => return Outcome::Failed(e.into()),
     };
     // The configuration, for where the levers keep their state and the traces go.
     let config_file = under(root, CONFIG_FILE);

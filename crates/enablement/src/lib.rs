@@ -9,6 +9,12 @@
 //! the external programs (update-grub, dpkg-divert, the initramfs build) are a [`Tools`]
 //! value, so tests run it all on a fake tree.
 //!
+//! Errors are [`Error`]s: the message bootprint prints, and an [`ErrorKind`] a caller decides
+//! on (not supported here, a file not bootprint's in the way, a bad manifest with its line, a
+//! command that failed with its exit status, an undo that failed or was partial, I/O).
+//! [`Machine::cannot`] answers with a reason, not an error: a lever that cannot work is
+//! named and left out by `--all`.
+//!
 //! It owns the machine's boot files and their undo; it does not own the status view
 //! (`render::enable_status`) or the command line (`bootprint`'s `enable.rs`).
 //!
@@ -20,12 +26,14 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod error;
 pub mod machine;
 pub mod manifest;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
+pub use error::{Error, ErrorKind};
 pub use machine::{under, Init, Machine, Tools, PACKAGE};
 pub use manifest::{
     dropin_text, image_of, params, Change, Lever, Manifest, BOOT_BIN, CREATED_DIRS, CREATED_FILES,
@@ -46,7 +54,7 @@ pub struct Request {
 }
 
 /// Removes an initramfs image and the summary the build writes beside it (`IMAGE.txt`).
-fn remove_image(m: &Machine, image: &str) -> Result<(), String> {
+fn remove_image(m: &Machine, image: &str) -> Result<(), Error> {
     m.remove(image)?;
     m.remove(&format!("{image}.txt"))
 }
@@ -59,18 +67,18 @@ struct Journal<'a> {
 }
 
 impl Journal<'_> {
-    fn save(&self) -> Result<(), String> {
+    fn save(&self) -> Result<(), Error> {
         self.m
             .write(MANIFEST, self.manifest.to_text().as_bytes(), 0o644)
     }
 
-    fn push(&mut self, c: Change) -> Result<(), String> {
+    fn push(&mut self, c: Change) -> Result<(), Error> {
         self.manifest.changes.push(c);
         self.save()
     }
 
     /// Creates `dir` and its missing parents, each recorded.
-    fn ensure_dir(&mut self, dir: &str) -> Result<(), String> {
+    fn ensure_dir(&mut self, dir: &str) -> Result<(), Error> {
         let mut missing = Vec::new();
         let mut d = Path::new(dir);
         while !self
@@ -102,7 +110,7 @@ impl Journal<'_> {
 }
 
 /// Undoes one change (not the startpar pair, which [`undo_all`] undoes together).
-fn undo(m: &Machine, c: &Change) -> Result<(), String> {
+fn undo(m: &Machine, c: &Change) -> Result<(), Error> {
     match c {
         Change::Created(p) => m.remove(p),
         Change::Built { image, .. } => remove_image(m, image),
@@ -169,7 +177,7 @@ fn undo_all(m: &Machine, changes: &[Change]) -> (Vec<Change>, Vec<String>) {
             _ => undo(m, c),
         };
         if let Err(e) = result {
-            errors.push(e);
+            errors.push(e.to_string());
             failed[i] = true;
         }
     }
@@ -183,7 +191,7 @@ fn undo_all(m: &Machine, changes: &[Change]) -> (Vec<Change>, Vec<String>) {
 }
 
 /// Runs update-grub, or says why it was not run.
-fn update_grub(m: &Machine, said: &mut Vec<String>) -> Result<(), String> {
+fn update_grub(m: &Machine, said: &mut Vec<String>) -> Result<(), Error> {
     if !m.tools.grub_present {
         said.push("update-grub is not installed: GRUB's configuration was not regenerated".into());
         return Ok(());
@@ -195,7 +203,7 @@ fn update_grub(m: &Machine, said: &mut Vec<String>) -> Result<(), String> {
 
 /// `bootprint enable`: switches the asked levers on (added to those already on). Returns what
 /// it says; an error changed nothing (what it had done is undone).
-pub fn enable(m: &Machine, req: &Request) -> Result<Vec<String>, String> {
+pub fn enable(m: &Machine, req: &Request) -> Result<Vec<String>, Error> {
     let mut said = Vec::new();
     let old = m.manifest()?;
     let before = old.clone().unwrap_or_default();
@@ -235,17 +243,24 @@ pub fn enable(m: &Machine, req: &Request) -> Result<Vec<String>, String> {
         .filter_map(|&l| m.cannot(l).map(|why| format!("--{}: {why}", l.word())))
         .collect();
     if !refusals.is_empty() {
-        return Err(format!("{}; nothing changed", refusals.join("; ")));
+        return Err(Error::new(
+            ErrorKind::NotSupported,
+            format!("{}; nothing changed", refusals.join("; ")),
+        ));
     }
     let dropin_ours = before
         .changes
         .contains(&Change::Created(DROPIN.to_string()));
     if !dropin_ours && m.exists(DROPIN) {
-        return Err(format!(
-            "{} exists and bootprint did not write it (it is not in {}): move it away first; nothing changed",
-            m.path(DROPIN).display(),
-            m.path(MANIFEST).display()
-        ));
+        return Err(Error::new(
+            ErrorKind::NotOurs,
+            format!(
+                "{} exists and bootprint did not write it (it is not in {}): move it away first; nothing changed",
+                m.path(DROPIN).display(),
+                m.path(MANIFEST).display()
+            ),
+        )
+        .at(&m.path(DROPIN)));
     }
 
     let mut j = Journal {
@@ -271,7 +286,7 @@ pub fn enable(m: &Machine, req: &Request) -> Result<Vec<String>, String> {
             None => m.remove(MANIFEST),
         });
         if let Err(r) = restored {
-            errors.push(r);
+            errors.push(r.to_string());
         }
         // A directory of the manifest that this run created is empty again now.
         let (_, more) = undo_all(
@@ -284,12 +299,15 @@ pub fn enable(m: &Machine, req: &Request) -> Result<Vec<String>, String> {
         );
         errors.extend(more);
         return Err(if errors.is_empty() {
-            format!("{e}; what this run had changed is undone")
+            e.said(|e| format!("{e}; what this run had changed is undone"))
         } else {
-            format!(
-                "{e}; undoing what this run had changed failed too: {}",
-                errors.join("; ")
-            )
+            e.said(|e| {
+                format!(
+                    "{e}; undoing what this run had changed failed too: {}",
+                    errors.join("; ")
+                )
+            })
+            .of_kind(ErrorKind::UndoFailed)
         });
     }
     Ok(said)
@@ -301,7 +319,7 @@ fn apply(
     target: &Manifest,
     dropin_ours: bool,
     said: &mut Vec<String>,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let m = j.m;
     j.ensure_dir("/var/lib/bootprint")?;
     j.save()?;
@@ -334,7 +352,12 @@ fn apply(
                     to: STARTPAR_DISTRIB.into(),
                 })?;
                 let wrapper = m.read(WRAPPER)?.ok_or_else(|| {
-                    format!("cannot read {}: it is missing", m.path(WRAPPER).display())
+                    let path = m.path(WRAPPER);
+                    Error::new(
+                        ErrorKind::Io,
+                        format!("cannot read {}: it is missing", path.display()),
+                    )
+                    .at(&path)
                 })?;
                 // A copy, not a link: should the package go without its prerm, the copy
                 // still runs Debian's startpar (it checks for bootprint-boot first).
@@ -374,9 +397,12 @@ fn apply(
 }
 
 /// Builds the image of `kernel` (again, if it is there) and records it.
-fn build_image(j: &mut Journal, kernel: &str, said: &mut Vec<String>) -> Result<(), String> {
+fn build_image(j: &mut Journal, kernel: &str, said: &mut Vec<String>) -> Result<(), Error> {
     if !manifest::valid_release(kernel) {
-        return Err(format!("{kernel:?} is not a kernel release"));
+        return Err(Error::new(
+            ErrorKind::NotSupported,
+            format!("{kernel:?} is not a kernel release"),
+        ));
     }
     let image = image_of(kernel);
     let change = Change::Built {
@@ -385,10 +411,15 @@ fn build_image(j: &mut Journal, kernel: &str, said: &mut Vec<String>) -> Result<
     };
     if !j.manifest.changes.contains(&change) {
         if j.m.exists(&image) {
-            return Err(format!(
-                "{} exists and bootprint's manifest does not list it: move it away first",
-                j.m.path(&image).display()
-            ));
+            let path = j.m.path(&image);
+            return Err(Error::new(
+                ErrorKind::NotOurs,
+                format!(
+                    "{} exists and bootprint's manifest does not list it: move it away first",
+                    path.display()
+                ),
+            )
+            .at(&path));
         }
         // Recorded first: a build that fails half way leaves a file to remove.
         j.push(change)?;
@@ -415,7 +446,7 @@ fn build_image(j: &mut Journal, kernel: &str, said: &mut Vec<String>) -> Result<
 ///    not be undone stays in the manifest, and disable fails naming it.
 ///
 /// Nothing enabled is not an error (the package's prerm runs it).
-pub fn disable(m: &Machine) -> Result<Vec<String>, String> {
+pub fn disable(m: &Machine) -> Result<Vec<String>, Error> {
     let mut said = Vec::new();
     let Some(manifest) = m.manifest()? else {
         said.push(format!(
@@ -444,19 +475,28 @@ pub fn disable(m: &Machine) -> Result<Vec<String>, String> {
         if let Some(text) = &dropin {
             back.push(m.write(DROPIN, text, 0o644));
         }
-        let failed: Vec<String> = back.into_iter().filter_map(Result::err).collect();
+        let failed: Vec<String> = back
+            .into_iter()
+            .filter_map(Result::err)
+            .map(|e| e.to_string())
+            .collect();
         return Err(if failed.is_empty() {
-            format!(
-                "{e}: nothing was undone (the drop-in and {} are back, and GRUB's menu was not \
-                 rewritten: the machine boots as before, with bootprint); fix update-grub and \
-                 run `bootprint disable` again",
-                m.path(MANIFEST).display()
-            )
+            e.said(|e| {
+                format!(
+                    "{e}: nothing was undone (the drop-in and {} are back, and GRUB's menu was not \
+                     rewritten: the machine boots as before, with bootprint); fix update-grub and \
+                     run `bootprint disable` again",
+                    m.path(MANIFEST).display()
+                )
+            })
         } else {
-            format!(
-                "{e}; putting the drop-in and the manifest back failed too: {}",
-                failed.join("; ")
-            )
+            e.said(|e| {
+                format!(
+                    "{e}; putting the drop-in and the manifest back failed too: {}",
+                    failed.join("; ")
+                )
+            })
+            .of_kind(ErrorKind::UndoFailed)
         });
     }
     if dropin.is_some() {
@@ -475,10 +515,13 @@ pub fn disable(m: &Machine) -> Result<Vec<String>, String> {
             ..Manifest::default()
         };
         let _ = m.write(MANIFEST, rest.to_text().as_bytes(), 0o644);
-        return Err(format!(
-            "{}; GRUB no longer boots bootprint; {} lists what is left to undo",
-            errors.join("; "),
-            m.path(MANIFEST).display()
+        return Err(Error::new(
+            ErrorKind::UndoFailed,
+            format!(
+                "{}; GRUB no longer boots bootprint; {} lists what is left to undo",
+                errors.join("; "),
+                m.path(MANIFEST).display()
+            ),
         ));
     }
     for c in files.iter().rev() {
@@ -492,7 +535,7 @@ pub fn disable(m: &Machine) -> Result<Vec<String>, String> {
     m.remove(MANIFEST)?;
     let (_, errors) = undo_all(m, &dirs);
     if !errors.is_empty() {
-        return Err(errors.join("; "));
+        return Err(Error::new(ErrorKind::UndoFailed, errors.join("; ")));
     }
     Ok(said)
 }
@@ -500,7 +543,7 @@ pub fn disable(m: &Machine) -> Result<Vec<String>, String> {
 /// The kernel postinst hook: with the initramfs lever on, builds the new kernel's image (the
 /// distribution's zz-update-grub hook, which runs after ours, adds its entry). Silent and
 /// changing nothing otherwise.
-pub fn kernel_installed(m: &Machine, kernel: &str) -> Result<Vec<String>, String> {
+pub fn kernel_installed(m: &Machine, kernel: &str) -> Result<Vec<String>, Error> {
     let mut said = Vec::new();
     let Some(manifest) = m.manifest()? else {
         return Ok(said);
@@ -514,7 +557,7 @@ pub fn kernel_installed(m: &Machine, kernel: &str) -> Result<Vec<String>, String
 }
 
 /// The kernel postrm hook: removes the image enable or the postinst hook built for `kernel`.
-pub fn kernel_removed(m: &Machine, kernel: &str) -> Result<Vec<String>, String> {
+pub fn kernel_removed(m: &Machine, kernel: &str) -> Result<Vec<String>, Error> {
     let mut said = Vec::new();
     let Some(mut manifest) = m.manifest()? else {
         return Ok(said);

@@ -15,6 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::error::{Error, ErrorKind};
 use crate::manifest::{Manifest, BOOT_BIN, MANIFEST, STARTPAR, STARTPAR_DISTRIB, WRAPPER};
 
 /// The package name diversions are made for.
@@ -156,8 +157,11 @@ impl Machine {
     }
 
     /// The file `p` of the root, if it is there (a regular file of at most 1 MiB).
-    pub fn read(&self, p: &str) -> Result<Option<Vec<u8>>, String> {
-        let err = |e: io::Error| format!("cannot read {}: {e}", self.path(p).display());
+    pub fn read(&self, p: &str) -> Result<Option<Vec<u8>>, Error> {
+        let err = |e: io::Error| {
+            let path = self.path(p);
+            Error::io(&path, format!("cannot read {}: {e}", path.display()), e)
+        };
         let f = match self
             .root_dir()
             .and_then(|r| sys::open_in_root(&r, Path::new(p), libc::O_RDONLY | libc::O_NONBLOCK))
@@ -176,16 +180,22 @@ impl Machine {
     }
 
     /// Writes the file `p` whole (`sys::write_atomic`'s way) with `mode`.
-    pub fn write(&self, p: &str, bytes: &[u8], mode: u32) -> Result<(), String> {
+    pub fn write(&self, p: &str, bytes: &[u8], mode: u32) -> Result<(), Error> {
         self.parent_of(p)
             .and_then(|(dir, name)| dir.write_atomic_at(&name, bytes, mode))
-            .map_err(|e| format!("cannot write {}: {e}", self.path(p).display()))
+            .map_err(|e| {
+                let path = self.path(p);
+                Error::io(&path, format!("cannot write {}: {e}", path.display()), e)
+            })
     }
 
     /// Removes the file `p` (a link itself, never what it points to); a missing one is no
     /// error, a directory there is.
-    pub fn remove(&self, p: &str) -> Result<(), String> {
-        let err = |e: io::Error| format!("cannot remove {}: {e}", self.path(p).display());
+    pub fn remove(&self, p: &str) -> Result<(), Error> {
+        let err = |e: io::Error| {
+            let path = self.path(p);
+            Error::io(&path, format!("cannot remove {}: {e}", path.display()), e)
+        };
         let (dir, name) = match self.parent_of(p) {
             Ok(x) => x,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
@@ -213,8 +223,11 @@ impl Machine {
     }
 
     /// Creates the directory `p` (its parent must exist), mode 0755.
-    pub fn mkdir(&self, p: &str) -> Result<(), String> {
-        let err = |e: io::Error| format!("cannot create {}: {e}", self.path(p).display());
+    pub fn mkdir(&self, p: &str) -> Result<(), Error> {
+        let err = |e: io::Error| {
+            let path = self.path(p);
+            Error::io(&path, format!("cannot create {}: {e}", path.display()), e)
+        };
         let (dir, name) = self.parent_of(p).map_err(err)?;
         dir.mkdir_at(&name, 0o755).map_err(err)?;
         // Exactly 0755, whatever the umask.
@@ -236,12 +249,18 @@ impl Machine {
     }
 
     /// The manifest, if enable ran.
-    pub fn manifest(&self) -> Result<Option<Manifest>, String> {
+    pub fn manifest(&self) -> Result<Option<Manifest>, Error> {
         match self.read(MANIFEST)? {
             Some(bytes) => {
-                let file = self.path(MANIFEST).display().to_string();
-                let text = String::from_utf8(bytes)
-                    .map_err(|_| format!("{file}: expected text (UTF-8)"))?;
+                let path = self.path(MANIFEST);
+                let file = path.display().to_string();
+                let text = String::from_utf8(bytes).map_err(|_| {
+                    Error::new(
+                        ErrorKind::BadManifest,
+                        format!("{file}: expected text (UTF-8)"),
+                    )
+                    .at(&path)
+                })?;
                 Manifest::parse(&text, &file).map(Some)
             }
             None => Ok(None),
@@ -281,7 +300,7 @@ impl Machine {
     /// The diversion of `path`: (diverted to, package; `LOCAL` for a local diversion), asked
     /// of dpkg-divert (`--listpackage`, `--truename`), not read from dpkg's database, whose
     /// format is dpkg's own. No dpkg-divert (not a Debian system): no diversions.
-    pub fn diversion(&self, path: &str) -> Result<Option<(String, String)>, String> {
+    pub fn diversion(&self, path: &str) -> Result<Option<(String, String)>, Error> {
         let Some(pkg) = output(
             &self.tools.dpkg_divert,
             &["--listpackage", path],
@@ -301,7 +320,7 @@ impl Machine {
     /// Whether /bin/startpar is already the wrapper over Debian's startpar, diverted by
     /// someone else (the test bed's image does this with a local diversion): then the rc
     /// lever needs only its kernel parameter.
-    pub fn startpar_hooked_by_other(&self) -> Result<Option<String>, String> {
+    pub fn startpar_hooked_by_other(&self) -> Result<Option<String>, Error> {
         let Some((to, pkg)) = self.diversion(STARTPAR)? else {
             return Ok(None);
         };
@@ -318,9 +337,13 @@ impl Machine {
         if to == STARTPAR_DISTRIB && wrapper.is_some() && wrapper == current {
             Ok(Some(by))
         } else {
-            Err(format!(
-                "{STARTPAR} is already diverted to {to} by {by}: bootprint will not divert it again"
-            ))
+            Err(Error::new(
+                ErrorKind::NotSupported,
+                format!(
+                    "{STARTPAR} is already diverted to {to} by {by}: bootprint will not divert it again"
+                ),
+            )
+            .at(&self.path(STARTPAR)))
         }
     }
 
@@ -349,7 +372,7 @@ impl Machine {
                         return Some(format!("{} is missing", self.path(WRAPPER).display()));
                     }
                     match self.startpar_hooked_by_other() {
-                        Err(e) => Some(e),
+                        Err(e) => Some(e.to_string()),
                         Ok(Some(_)) => None,
                         Ok(None) if self.diversion(STARTPAR).ok().flatten().is_some() => None,
                         Ok(None) if !self.path(STARTPAR).is_file() => Some(format!(
@@ -392,23 +415,40 @@ fn shown(argv: &[OsString], extra: &[&str]) -> String {
 }
 
 /// Runs an argument vector; a failure names the command.
-pub fn run(argv: &[OsString], extra: &[&str], root: &Path) -> Result<(), String> {
+pub fn run(argv: &[OsString], extra: &[&str], root: &Path) -> Result<(), Error> {
     let status = Command::new(&argv[0])
         .args(&argv[1..])
         .args(extra)
         .env("BOOTPRINT_ROOT", root)
         .status()
-        .map_err(|e| format!("cannot run `{}`: {e}", shown(argv, extra)))?;
+        .map_err(|e| cannot_run(argv, extra, e))?;
     if status.success() {
         Ok(())
     } else {
-        Err(format!("`{}` failed ({status})", shown(argv, extra)))
+        Err(failed(argv, extra, status))
     }
+}
+
+/// `argv extra` could not be started.
+fn cannot_run(argv: &[OsString], extra: &[&str], e: io::Error) -> Error {
+    let cmd = shown(argv, extra);
+    Error::of_command(format!("cannot run `{cmd}`: {e}"), cmd, None, Some(e))
+}
+
+/// `argv extra` ran and failed.
+fn failed(argv: &[OsString], extra: &[&str], status: std::process::ExitStatus) -> Error {
+    let cmd = shown(argv, extra);
+    Error::of_command(
+        format!("`{cmd}` failed ({status})"),
+        cmd,
+        Some(status),
+        None,
+    )
 }
 
 /// Runs `argv extra` and returns its first line of output, trimmed; `None` when the program
 /// is not there at all.
-fn output(argv: &[OsString], extra: &[&str], root: &Path) -> Result<Option<String>, String> {
+fn output(argv: &[OsString], extra: &[&str], root: &Path) -> Result<Option<String>, Error> {
     let out = match Command::new(&argv[0])
         .args(&argv[1..])
         .args(extra)
@@ -418,10 +458,10 @@ fn output(argv: &[OsString], extra: &[&str], root: &Path) -> Result<Option<Strin
     {
         Ok(o) => o,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot run `{}`: {e}", shown(argv, extra))),
+        Err(e) => return Err(cannot_run(argv, extra, e)),
     };
     if !out.status.success() {
-        return Err(format!("`{}` failed ({})", shown(argv, extra), out.status));
+        return Err(failed(argv, extra, out.status));
     }
     let text = String::from_utf8_lossy(&out.stdout);
     Ok(Some(text.lines().next().unwrap_or("").trim().to_string()))

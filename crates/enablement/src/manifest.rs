@@ -5,6 +5,9 @@
 //! directories they live in), so no manifest can make `disable` delete anything else.
 
 use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::error::{Error, ErrorKind};
 
 /// What enable changed, one record a line; the kernel hooks and the GRUB script read it too.
 pub const MANIFEST: &str = "/var/lib/bootprint/enabled";
@@ -160,11 +163,16 @@ impl Manifest {
     /// expected there). Only the changes enable makes are accepted: [`CREATED_FILES`],
     /// [`CREATED_DIRS`], the diversion of [`STARTPAR`] to [`STARTPAR_DISTRIB`], and
     /// [`image_of`] a valid kernel release.
-    pub fn parse(text: &str, file: &str) -> Result<Manifest, String> {
+    pub fn parse(text: &str, file: &str) -> Result<Manifest, Error> {
         let mut m = Manifest::default();
         for (i, line) in text.lines().enumerate() {
             let w: Vec<&str> = line.split_whitespace().collect();
-            let bad = |what: &str| format!("{file}:{}: expected {what}, found {line:?}", i + 1);
+            let bad = |what: &str| {
+                let said = format!("{file}:{}: expected {what}, found {line:?}", i + 1);
+                Error::new(ErrorKind::BadManifest, said)
+                    .at(Path::new(file))
+                    .on_line(i + 1)
+            };
             match w.as_slice() {
                 [] => {}
                 [c, ..] if c.starts_with('#') => {}
@@ -306,9 +314,17 @@ mod tests {
     #[test]
     fn manifest_errors_name_the_line_and_what_was_expected() {
         let e = Manifest::parse("lever record\n\nfrobbed etc/x\n", "/m").unwrap_err();
-        assert!(e.starts_with("/m:3: expected `lever NAME`"), "{e}");
+        assert!(
+            e.to_string().starts_with("/m:3: expected `lever NAME`"),
+            "{e}"
+        );
+        assert_eq!(e.kind(), ErrorKind::BadManifest);
+        assert_eq!((e.path(), e.line()), (Some(Path::new("/m")), Some(3)));
         let e = Manifest::parse("lever warp\n", "/m").unwrap_err();
-        assert!(e.starts_with("/m:1: expected a lever (record,"), "{e}");
+        assert!(
+            e.to_string().starts_with("/m:1: expected a lever (record,"),
+            "{e}"
+        );
     }
 
     /// Defect 6 of the security issue: disable deleted whatever the manifest named. Only
@@ -336,8 +352,14 @@ mod tests {
             ("built a/b /boot/bootprint-initrd.img-a/b", "`built RELEASE"),
         ] {
             let e = Manifest::parse(&format!("lever record\n{line}\n"), "/m").unwrap_err();
+            assert_eq!(
+                (e.kind(), e.line()),
+                (ErrorKind::BadManifest, Some(2)),
+                "{e}"
+            );
             assert!(
-                e.starts_with(&format!("/m:2: expected {expected}")),
+                e.to_string()
+                    .starts_with(&format!("/m:2: expected {expected}")),
                 "{line}: {e}"
             );
         }

@@ -27,6 +27,14 @@
 //!   raw system calls only readahead makes (fork, pipe, statfs and the other shared ones are
 //!   the `sys` crate's).
 //!
+//! Errors: the operations on files (loading, reading and writing a pack, loading and saving
+//! a state file) fail with [`Error`]; its [`ErrorKind`] is what a caller decides on (nothing
+//! learned yet, a bad file, unsafe, a foreign root, I/O), its text names the file and what
+//! was wrong. [`relocate::relocate`] refuses with a [`relocate::Refusal`], which converts
+//! into an [`Error`] of kind [`ErrorKind::RelocationRefused`]. Pure decoders keep their own
+//! detailed errors ([`pack::PackError`], [`state::StateError`], [`system::ParseError`]);
+//! starting the learner and the replay child fails with the system call's `io::Error`.
+//!
 //! This crate does not decide when to learn or replay, or write the trace: the boot path
 //! (`bootprint-boot`) calls it and records [`replay::ReplayStats`] as an event.
 //!
@@ -47,6 +55,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod error;
 pub mod filemap;
 pub mod inode_table;
 pub mod learn;
@@ -59,3 +68,5 @@ pub mod state;
 pub mod sys;
 pub mod system;
 pub mod yield_io;
+
+pub use error::{Error, ErrorKind};

@@ -21,6 +21,8 @@ use std::io;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
+use crate::{Error, ErrorKind};
+
 /// The first eight bytes of every pack.
 pub const MAGIC: [u8; 8] = *b"BPRAPACK";
 /// Major version written and the only one read.
@@ -176,7 +178,9 @@ impl Range {
     }
 }
 
-/// Why a pack was refused.
+/// Why a pack was refused, in the format's own detail (the byte, the field); the
+/// operations on pack files return it inside the crate's [`Error`], whose kind says what to
+/// do about it.
 #[derive(Debug)]
 pub struct PackError {
     /// The pack file, when the bytes came from one.
@@ -446,10 +450,10 @@ impl Pack {
     /// Writes the pack to `path` atomically (temporary file, fsync, rename), mode 0644.
     /// A pack larger than [`MAX_PACK_BYTES`] is not written (replay would refuse it):
     /// [`Pack::fit`] it first.
-    pub fn write_file(&self, path: &Path) -> Result<(), PackError> {
+    pub fn write_file(&self, path: &Path) -> Result<(), Error> {
         let bytes = self.encode();
         if bytes.len() as u64 > MAX_PACK_BYTES {
-            return Err(PackError {
+            let too_big = PackError {
                 path: Some(path.to_path_buf()),
                 offset: None,
                 kind: PackErrorKind::Io(std::io::Error::new(
@@ -459,24 +463,27 @@ impl Pack {
                         bytes.len()
                     ),
                 )),
-            });
+            };
+            return Err(Error::from(too_big).of_kind(ErrorKind::BadFile));
         }
-        sys::write_atomic(path, &bytes).map_err(|e| PackError {
-            path: Some(path.to_path_buf()),
-            offset: None,
-            kind: PackErrorKind::Io(e),
+        sys::write_atomic(path, &bytes).map_err(|e| {
+            Error::from(PackError {
+                path: Some(path.to_path_buf()),
+                offset: None,
+                kind: PackErrorKind::Io(e),
+            })
         })
     }
 
     /// Reads and [`check`]s the pack at `path`; does not check ownership (see
     /// [`crate::replay::load`] for the boot path's checks).
-    pub fn read_file(path: &Path) -> Result<Pack, PackError> {
+    pub fn read_file(path: &Path) -> Result<Pack, Error> {
         let bytes = std::fs::read(path).map_err(|e| PackError {
             path: Some(path.to_path_buf()),
             offset: None,
             kind: PackErrorKind::Io(e),
         })?;
-        check(&bytes).map_err(|e| e.in_file(path))
+        Ok(check(&bytes).map_err(|e| e.in_file(path))?)
     }
 
     /// The pack with its entries in first-access order (stable: entries of equal rank keep
@@ -590,6 +597,51 @@ impl<'a> Reader<'a> {
 /// length, checksum, then every field (absolute paths, ranges ascending, disjoint, non-empty
 /// and inside the file size).
 pub fn check(bytes: &[u8]) -> Result<Pack, PackError> {
+    let (mut r, minor) = check_header(bytes)?;
+    let created_unix_s = r.u64()?;
+    let flags = r.u8()?;
+    let budget_bytes = r.u64()?;
+    let fsid = r.u64()?;
+    let uuid = r.string("root UUID")?;
+    let kernel_release = r.string("kernel release")?;
+    let mut entries = read_entries(&mut r)?;
+    if minor >= 1 {
+        read_ranks(&mut r, &mut entries)?;
+    }
+    let metadata = if minor >= 2 {
+        read_metadata(&mut r)?
+    } else {
+        Vec::new()
+    };
+    // A newer minor version may append fields; our own minor must have none.
+    let newer_minor = minor > MINOR;
+    if r.pos != bytes.len() && !newer_minor {
+        return Err(PackError::at(
+            r.pos,
+            PackErrorKind::Malformed(format!(
+                "{} unexpected bytes after the last entry",
+                bytes.len() - r.pos
+            )),
+        ));
+    }
+    Ok(Pack {
+        header: Header {
+            created_unix_s,
+            kernel_release,
+            root: RootId { uuid, fsid },
+            rotational: flags & FLAG_ROTATIONAL != 0,
+            relocated: flags & FLAG_RELOCATED != 0,
+            disk_bound: flags & FLAG_DISK_BOUND != 0,
+            budget_bytes,
+            metadata,
+        },
+        entries,
+    })
+}
+
+/// The fixed header: magic, version, body length and checksum, checked in that order.
+/// Returns the reader at the start of the body, and the minor version.
+fn check_header(bytes: &[u8]) -> Result<(Reader<'_>, u16), PackError> {
     if bytes.len() < 8 || bytes[..8] != MAGIC {
         return Err(PackError::at(0, PackErrorKind::BadMagic));
     }
@@ -626,16 +678,15 @@ pub fn check(bytes: &[u8]) -> Result<Pack, PackError> {
             PackErrorKind::Checksum { stored, computed },
         ));
     }
-    let created_unix_s = r.u64()?;
-    let flags = r.u8()?;
-    let budget_bytes = r.u64()?;
-    let fsid = r.u64()?;
-    let uuid = r.string("root UUID")?;
-    let kernel_release = r.string("kernel release")?;
+    Ok((r, minor))
+}
+
+/// The entry count and the entries, each ranked by its place (minor 1 ranks follow).
+fn read_entries(r: &mut Reader) -> Result<Vec<Entry>, PackError> {
     let count = r.u32()? as usize;
     // Each entry takes at least 46 bytes, so a huge count in a short body is caught here
     // rather than by a huge allocation.
-    if count > (bytes.len() - r.pos) / 46 {
+    if count > (r.buf.len() - r.pos) / 46 {
         return Err(PackError::at(
             r.pos - 4,
             PackErrorKind::Malformed(format!("{count} entries cannot fit in the body")),
@@ -643,127 +694,120 @@ pub fn check(bytes: &[u8]) -> Result<Pack, PackError> {
     }
     let mut entries = Vec::with_capacity(count);
     for i in 0..count {
-        let at = r.pos;
-        let path = PathBuf::from(std::ffi::OsString::from_vec(r.bytes()?.to_vec()));
-        if !path.is_absolute() {
-            return Err(PackError::at(
-                at,
-                PackErrorKind::Malformed(format!("entry {i}: path {path:?} is not absolute")),
-            ));
-        }
-        let dev = r.u64()?;
-        let ino = r.u64()?;
-        let size = r.u64()?;
-        let mtime_s = r.u64()? as i64;
-        let mtime_ns = r.u32()?;
-        let nranges = r.u32()? as usize;
-        if nranges > (bytes.len() - r.pos) / 16 {
-            return Err(PackError::at(
-                r.pos - 4,
-                PackErrorKind::Malformed(format!("entry {i}: {nranges} ranges cannot fit")),
-            ));
-        }
-        let mut ranges = Vec::with_capacity(nranges);
-        let mut prev_end = 0u64;
-        for _ in 0..nranges {
-            let rat = r.pos;
-            let offset = r.u64()?;
-            let len = r.u64()?;
-            let ok = len > 0
-                && offset >= prev_end
-                && offset.checked_add(len).is_some_and(|end| end <= size);
-            if !ok {
-                return Err(PackError::at(
-                    rat,
-                    PackErrorKind::Malformed(format!(
-                        "entry {i} ({}): range {offset}+{len} is empty, out of order or \
-                         beyond the file size {size}",
-                        path.display()
-                    )),
-                ));
-            }
-            prev_end = offset + len;
-            ranges.push(Range { offset, len });
-        }
-        entries.push(Entry {
-            path,
-            dev,
-            ino,
-            size,
-            mtime_s,
-            mtime_ns,
-            ranges,
-            first_access: i as u32,
-        });
+        entries.push(read_entry(r, i)?);
     }
-    if minor >= 1 {
-        let at = r.pos;
-        let ranks = r.u32()? as usize;
-        if ranks != entries.len() {
+    Ok(entries)
+}
+
+/// Entry `i`: an absolute path, its identity, and its ranges.
+fn read_entry(r: &mut Reader, i: usize) -> Result<Entry, PackError> {
+    let at = r.pos;
+    let path = PathBuf::from(std::ffi::OsString::from_vec(r.bytes()?.to_vec()));
+    if !path.is_absolute() {
+        return Err(PackError::at(
+            at,
+            PackErrorKind::Malformed(format!("entry {i}: path {path:?} is not absolute")),
+        ));
+    }
+    let dev = r.u64()?;
+    let ino = r.u64()?;
+    let size = r.u64()?;
+    let mtime_s = r.u64()? as i64;
+    let mtime_ns = r.u32()?;
+    let ranges = read_ranges(r, i, &path, size)?;
+    Ok(Entry {
+        path,
+        dev,
+        ino,
+        size,
+        mtime_s,
+        mtime_ns,
+        ranges,
+        first_access: i as u32,
+    })
+}
+
+/// Entry `i`'s ranges: non-empty, ascending, disjoint and within the file's `size`.
+fn read_ranges(r: &mut Reader, i: usize, path: &Path, size: u64) -> Result<Vec<Range>, PackError> {
+    let nranges = r.u32()? as usize;
+    if nranges > (r.buf.len() - r.pos) / 16 {
+        return Err(PackError::at(
+            r.pos - 4,
+            PackErrorKind::Malformed(format!("entry {i}: {nranges} ranges cannot fit")),
+        ));
+    }
+    let mut ranges = Vec::with_capacity(nranges);
+    let mut prev_end = 0u64;
+    for _ in 0..nranges {
+        let rat = r.pos;
+        let offset = r.u64()?;
+        let len = r.u64()?;
+        let ok =
+            len > 0 && offset >= prev_end && offset.checked_add(len).is_some_and(|end| end <= size);
+        if !ok {
             return Err(PackError::at(
-                at,
+                rat,
                 PackErrorKind::Malformed(format!(
-                    "{ranks} first-access ranks for {} entries",
-                    entries.len()
+                    "entry {i} ({}): range {offset}+{len} is empty, out of order or \
+                     beyond the file size {size}",
+                    path.display()
                 )),
             ));
         }
-        for e in &mut entries {
-            e.first_access = r.u32()?;
-        }
+        prev_end = offset + len;
+        ranges.push(Range { offset, len });
     }
-    let mut metadata = Vec::new();
-    if minor >= 2 {
-        let count = r.u32()? as usize;
-        if count > (bytes.len() - r.pos) / 16 {
-            return Err(PackError::at(
-                r.pos - 4,
-                PackErrorKind::Malformed(format!("{count} metadata ranges cannot fit")),
-            ));
-        }
-        let mut prev_end = 0u64;
-        for i in 0..count {
-            let at = r.pos;
-            let offset = r.u64()?;
-            let len = r.u64()?;
-            let ok = len > 0 && (i == 0 || offset >= prev_end) && offset.checked_add(len).is_some();
-            if !ok {
-                return Err(PackError::at(
-                    at,
-                    PackErrorKind::Malformed(format!(
-                        "metadata range {i}: {offset}+{len} is empty, out of order or \
-                         overlapping"
-                    )),
-                ));
-            }
-            prev_end = offset + len;
-            metadata.push(Range { offset, len });
-        }
-    }
-    // A newer minor version may append fields; our own minor must have none.
-    let newer_minor = minor > MINOR;
-    if r.pos != bytes.len() && !newer_minor {
+    Ok(ranges)
+}
+
+/// Minor 1: one first-access rank per entry.
+fn read_ranks(r: &mut Reader, entries: &mut [Entry]) -> Result<(), PackError> {
+    let at = r.pos;
+    let ranks = r.u32()? as usize;
+    if ranks != entries.len() {
         return Err(PackError::at(
-            r.pos,
+            at,
             PackErrorKind::Malformed(format!(
-                "{} unexpected bytes after the last entry",
-                bytes.len() - r.pos
+                "{ranks} first-access ranks for {} entries",
+                entries.len()
             )),
         ));
     }
-    Ok(Pack {
-        header: Header {
-            created_unix_s,
-            kernel_release,
-            root: RootId { uuid, fsid },
-            rotational: flags & FLAG_ROTATIONAL != 0,
-            relocated: flags & FLAG_RELOCATED != 0,
-            disk_bound: flags & FLAG_DISK_BOUND != 0,
-            budget_bytes,
-            metadata,
-        },
-        entries,
-    })
+    for e in entries {
+        e.first_access = r.u32()?;
+    }
+    Ok(())
+}
+
+/// Minor 2: the root filesystem's metadata ranges, non-empty, ascending and disjoint.
+fn read_metadata(r: &mut Reader) -> Result<Vec<Range>, PackError> {
+    let count = r.u32()? as usize;
+    if count > (r.buf.len() - r.pos) / 16 {
+        return Err(PackError::at(
+            r.pos - 4,
+            PackErrorKind::Malformed(format!("{count} metadata ranges cannot fit")),
+        ));
+    }
+    let mut metadata = Vec::new();
+    let mut prev_end = 0u64;
+    for i in 0..count {
+        let at = r.pos;
+        let offset = r.u64()?;
+        let len = r.u64()?;
+        let ok = len > 0 && (i == 0 || offset >= prev_end) && offset.checked_add(len).is_some();
+        if !ok {
+            return Err(PackError::at(
+                at,
+                PackErrorKind::Malformed(format!(
+                    "metadata range {i}: {offset}+{len} is empty, out of order or \
+                     overlapping"
+                )),
+            ));
+        }
+        prev_end = offset + len;
+        metadata.push(Range { offset, len });
+    }
+    Ok(metadata)
 }
 
 #[cfg(test)]

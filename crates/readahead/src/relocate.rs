@@ -367,6 +367,84 @@ pub fn relocate(
     // replay reads today (the requests before are counted in it).
     let pack_place = p.access_order();
     let p = &p.in_access_order();
+    let (mut files, mut planned, dev) = check_files(p);
+    let (Some(dev), Some(first)) = (dev, planned.first()) else {
+        return Err(Refusal::NothingToMove);
+    };
+    let target = check_target(&p.entries[first.idx].path, dev, opts)?;
+    let page = ::sys::page_size();
+    let layout = lay_out(
+        p,
+        &mut planned,
+        &mut files,
+        &pack_place,
+        opts.merge_gap,
+        page,
+    );
+    let need = layout.region;
+    let vfs = &target.vfs;
+    if (vfs.avail_bytes.saturating_sub(need) as f64) < MIN_FREE_SHARE * vfs.total_bytes as f64 {
+        return Err(Refusal::NearlyFull {
+            mount: target.mount_point,
+            free: vfs.avail_bytes,
+            need,
+            size: vfs.total_bytes,
+        });
+    }
+    let request = target.request;
+    let mut report = planned_report(opts.dry_run, &target, &layout, page);
+    if opts.dry_run {
+        return Ok(report_all(report, files, progress));
+    }
+
+    let _ = ::sys::ioprio_idle();
+    if let Some(p) = &opts.pending {
+        clean_leftover(p);
+    }
+    let donor = match allocate_donor(p, &planned, &target, need, opts.region_choice, page) {
+        Ok(d) => d,
+        Err(e) => {
+            // No region, nothing moved: every file says why.
+            for pl in &planned {
+                files[pl.idx].outcome = Outcome::Skipped(format!("no region: {e}"));
+            }
+            report.requests_after = report.requests_before;
+            return Ok(report_all(report, files, progress));
+        }
+    };
+    let unit = block_unit(&planned[0].file, page);
+    let pieces = choose_pieces(&donor, need, unit, &mut report);
+    // The region as chosen, not the contiguous one the plan assumed: where even the longest
+    // free runs are short, moving the files there makes replay no better (an aged image
+    // gave 777 pieces, before the region was chosen), so nothing moves (the donor is freed
+    // when it is closed).
+    let runs_in_region: Vec<(u64, u64)> = layout
+        .in_region
+        .iter()
+        .flat_map(|r| donor_pieces(&pieces, r.offset, r.len))
+        .map(|p| (p.physical, p.len))
+        .collect();
+    let expected = requests(&runs_in_region, page, request);
+    let short = pieces.iter().map(|p| p.len).sum::<u64>() < need;
+    if short || expected >= report.requests_before {
+        return Err(Refusal::Fragmented {
+            mount: target.mount_point,
+            runs: report.region_runs,
+            before: report.requests_before,
+            after: expected,
+        });
+    }
+    report.requests_after = expected;
+    let runs_after = move_all(p, &planned, &mut files, &donor, &pieces, opts, progress);
+    report.requests_after = requests(&runs_after, page, request);
+    report.files = files;
+    Ok(report)
+}
+
+/// Checks every entry against its file: the files as learned, on the filesystem of the
+/// first one (a pack is learned on one root; files elsewhere are skipped). Returns a report
+/// per entry (the skipped ones saying why), the files planned, and their device.
+fn check_files(p: &Pack) -> (Vec<FileReport>, Vec<Planned>, Option<u64>) {
     let mut files: Vec<FileReport> = p
         .entries
         .iter()
@@ -377,8 +455,6 @@ pub fn relocate(
             outcome: Outcome::Planned,
         })
         .collect();
-    // Every file must be as learned; the first one's filesystem is the one relocated (a
-    // pack is learned on one root; files elsewhere are skipped).
     let mut planned: Vec<Planned> = Vec::new();
     let mut dev: Option<u64> = None;
     for (i, e) in p.entries.iter().enumerate() {
@@ -412,10 +488,22 @@ pub fn relocate(
             reads: Vec::new(),
         });
     }
-    let (Some(dev), Some(first)) = (dev, planned.first()) else {
-        return Err(Refusal::NothingToMove);
-    };
-    let first_path = p.entries[first.idx].path.clone();
+    (files, planned, dev)
+}
+
+/// The filesystem and device relocation would write to, as checked.
+struct Target {
+    mount_point: PathBuf,
+    vfs: ::sys::VfsStat,
+    device: String,
+    media: Media,
+    /// The device's request size.
+    request: u64,
+}
+
+/// Checks the filesystem of `first_path` (on device `dev`): ext4, writable, and on media
+/// where relocation helps (unless forced).
+fn check_target(first_path: &Path, dev: u64, opts: &Options) -> Result<Target, Refusal> {
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     let mounts = std::fs::read_to_string(&opts.mountinfo)
         .ok()
@@ -425,11 +513,11 @@ pub fn relocate(
         .iter()
         .rev()
         .find(|m| m.major == major && m.minor == minor);
-    let magic = ::sys::statfs(&first_path).map_or(0, |s| s.fs_type);
+    let magic = ::sys::statfs(first_path).map_or(0, |s| s.fs_type);
     let fstype = mount.map(|m| m.fstype.clone());
     if magic != EXT4_SUPER_MAGIC || fstype.as_deref().is_some_and(|t| t != "ext4") {
         return Err(Refusal::NotExt4 {
-            file: first_path,
+            file: first_path.to_path_buf(),
             fs: fstype.unwrap_or_else(|| format!("a filesystem of magic {magic:#x}")),
         });
     }
@@ -437,8 +525,8 @@ pub fn relocate(
         || first_path.parent().unwrap_or(Path::new("/")).to_path_buf(),
         |m| m.mount_point.clone(),
     );
-    let vfs = ::sys::statvfs(&first_path).map_err(|_| Refusal::NotExt4 {
-        file: first_path.clone(),
+    let vfs = ::sys::statvfs(first_path).map_err(|_| Refusal::NotExt4 {
+        file: first_path.to_path_buf(),
         fs: "a filesystem statvfs cannot read".into(),
     })?;
     if vfs.read_only {
@@ -450,9 +538,35 @@ pub fn relocate(
         return Err(Refusal::Media { device, media });
     }
     let request = system::device_request_bytes(&opts.sys, major, minor);
+    Ok(Target {
+        mount_point,
+        vfs,
+        device,
+        media,
+        request,
+    })
+}
 
-    // The plan: what each file moves, where its pieces lie now, where they would lie.
-    let page = ::sys::page_size();
+/// Where the planned files' pieces lie now and where they would lie in the region.
+struct Layout {
+    /// The physical runs of each entry's reads, by its place in the pack as read today.
+    runs_before: Vec<Vec<(u64, u64)>>,
+    /// Where each read lies in the region (its offset there).
+    in_region: Vec<Range>,
+    /// The region's bytes.
+    region: u64,
+}
+
+/// The plan: what each file moves (filled into `planned`, with its bytes and extents in
+/// `files`), where its pieces lie now, where they would lie.
+fn lay_out(
+    p: &Pack,
+    planned: &mut [Planned],
+    files: &mut [FileReport],
+    pack_place: &[usize],
+    merge_gap: u64,
+    page: u64,
+) -> Layout {
     let mut runs_before: Vec<Vec<(u64, u64)>> = vec![Vec::new(); p.entries.len()];
     // Where each read lies in the region (its offset there): on the device too if the
     // region is one run, as the plan assumes; step 4 maps them through the region it gets.
@@ -462,14 +576,14 @@ pub fn relocate(
     let mut in_region: Vec<Range> = Vec::new();
     let mut hot_end = 0u64;
     let mut colds: Vec<Vec<Range>> = Vec::new();
-    for pl in &mut planned {
+    for pl in planned.iter_mut() {
         let e = &p.entries[pl.idx];
         let md = pl.file.metadata().ok();
         // Block and page: the ioctl wants the two offsets congruent within a page, so the
         // region is laid out in whole pages (and blocks).
         let unit = md.map_or(4096, |m| m.blksize()).max(page);
         let end = e.size.div_ceil(unit) * unit;
-        pl.reads = plan::merge_gaps(&e.ranges, opts.merge_gap)
+        pl.reads = plan::merge_gaps(&e.ranges, merge_gap)
             .into_iter()
             .map(|m| m.range)
             .collect();
@@ -502,26 +616,29 @@ pub fn relocate(
             region += r.len;
         }
     }
-    let need = region;
-    if (vfs.avail_bytes.saturating_sub(need) as f64) < MIN_FREE_SHARE * vfs.total_bytes as f64 {
-        return Err(Refusal::NearlyFull {
-            mount: mount_point,
-            free: vfs.avail_bytes,
-            need,
-            size: vfs.total_bytes,
-        });
+    Layout {
+        runs_before,
+        in_region,
+        region,
     }
-    let mut report = Report {
-        dry_run: opts.dry_run,
-        mount: mount_point.clone(),
-        device,
-        media,
+}
+
+/// The report of the plan, before anything is allocated or moved: the requests replay
+/// needs as the files lie now and, expected, with them in one contiguous region.
+fn planned_report(dry_run: bool, target: &Target, layout: &Layout, page: u64) -> Report {
+    let request = target.request;
+    Report {
+        dry_run,
+        mount: target.mount_point.clone(),
+        device: target.device.clone(),
+        media: target.media,
         request_bytes: request,
         files: Vec::new(),
-        region_bytes: region,
-        requests_before: requests(&runs_before.concat(), page, request),
+        region_bytes: layout.region,
+        requests_before: requests(&layout.runs_before.concat(), page, request),
         requests_after: requests(
-            &in_region
+            &layout
+                .in_region
                 .iter()
                 .map(|r| (r.offset, r.len))
                 .collect::<Vec<_>>(),
@@ -531,25 +648,42 @@ pub fn relocate(
         region_runs: 0,
         allocated_bytes: 0,
         allocated_runs: 0,
-    };
-    if opts.dry_run {
-        for f in &files {
-            progress(f);
-        }
-        report.files = files;
-        return Ok(report);
     }
+}
 
-    let _ = ::sys::ioprio_idle();
-    if let Some(p) = &opts.pending {
-        clean_leftover(p);
+/// Reports every file as it stands (a dry run, or no region): the report with them.
+fn report_all(
+    mut report: Report,
+    files: Vec<FileReport>,
+    progress: &mut dyn FnMut(&FileReport),
+) -> Report {
+    for f in &files {
+        progress(f);
     }
-    // The donor: no name, so nothing is left behind whatever happens; on the filesystem of
-    // the files (the ioctl works within one filesystem).
+    report.files = files;
+    report
+}
+
+/// The unit the region is laid out in: the file's block, at least a page.
+fn block_unit(f: &File, page: u64) -> u64 {
+    f.metadata().map_or(4096, |m| m.blksize()).max(page)
+}
+
+/// The donor: no name, so nothing is left behind whatever happens; on the filesystem of
+/// the files (the ioctl works within one filesystem); given room to choose the region from,
+/// up to `region_choice` times the `need`ed bytes, leaving the free share.
+fn allocate_donor(
+    p: &Pack,
+    planned: &[Planned],
+    target: &Target,
+    need: u64,
+    region_choice: u64,
+    page: u64,
+) -> std::io::Result<File> {
     let dir = p.entries[planned[0].idx]
         .path
         .parent()
-        .unwrap_or(&mount_point)
+        .unwrap_or(&target.mount_point)
         .to_path_buf();
     let donor = std::fs::OpenOptions::new()
         .read(true)
@@ -557,81 +691,61 @@ pub fn relocate(
         .custom_flags(libc::O_TMPFILE)
         .mode(0o600)
         .open(&dir);
-    // Room to choose from: up to `region_choice` times the region, leaving the free share.
-    let unit = planned[0]
-        .file
-        .metadata()
-        .map_or(4096, |m| m.blksize())
-        .max(page);
+    let unit = block_unit(&planned[0].file, page);
+    let vfs = &target.vfs;
     let room = vfs
         .avail_bytes
         .saturating_sub((MIN_FREE_SHARE * vfs.total_bytes as f64) as u64);
-    let ask = (need.saturating_mul(opts.region_choice.max(1)).min(room) / unit * unit).max(need);
-    let donor = donor.and_then(|d| {
+    let ask = (need.saturating_mul(region_choice.max(1)).min(room) / unit * unit).max(need);
+    donor.and_then(|d| {
         // Less when the filesystem cannot give that much (reserved blocks, quotas).
         match sys::fallocate(&d, ask) {
             Err(_) if ask > need => sys::fallocate(&d, need),
             r => r,
         }
         .map(|()| d)
-    });
-    let donor = match donor {
-        Ok(d) => d,
-        Err(e) => {
-            // No region, nothing moved: every file says why.
-            for pl in &planned {
-                files[pl.idx].outcome = Outcome::Skipped(format!("no region: {e}"));
-            }
-            for f in &files {
-                progress(f);
-            }
-            report.files = files;
-            report.requests_after = report.requests_before;
-            return Ok(report);
-        }
-    };
+    })
+}
+
+/// The region: the longest runs of what the donor was given, `need` bytes of them; the rest
+/// goes back to the filesystem now, not when the donor is closed. Notes what was allocated
+/// and the region's runs in `report`.
+fn choose_pieces(donor: &File, need: u64, unit: u64, report: &mut Report) -> Vec<Piece> {
     let allocated = donor.metadata().map_or(need, |m| m.len());
-    let donor_map = sys::fiemap(&donor, 0, allocated).unwrap_or_default();
+    let donor_map = sys::fiemap(donor, 0, allocated).unwrap_or_default();
     report.allocated_bytes = allocated;
     report.allocated_runs = plan::device_requests(&extent_runs(&donor_map), u64::MAX);
     let pieces = choose_region(&donor_runs(&donor_map, unit), need);
-    // What is not chosen goes back to the filesystem now, not when the donor is closed.
     for r in unchosen(&pieces, allocated) {
-        let _ = sys::punch_hole(&donor, r.offset, r.len);
+        let _ = sys::punch_hole(donor, r.offset, r.len);
     }
     let region_runs: Vec<(u64, u64)> = pieces.iter().map(|p| (p.physical, p.len)).collect();
     report.region_runs = plan::device_requests(&region_runs, u64::MAX).max(1);
-    // The region as chosen, not the contiguous one the plan assumed: where even the longest
-    // free runs are short, moving the files there makes replay no better (an aged image
-    // gave 777 pieces, before the region was chosen), so nothing moves (the donor is freed
-    // when it is closed).
-    let runs_in_region: Vec<(u64, u64)> = in_region
-        .iter()
-        .flat_map(|r| donor_pieces(&pieces, r.offset, r.len))
-        .map(|p| (p.physical, p.len))
-        .collect();
-    let expected = requests(&runs_in_region, page, request);
-    let short = pieces.iter().map(|p| p.len).sum::<u64>() < need;
-    if short || expected >= report.requests_before {
-        return Err(Refusal::Fragmented {
-            mount: mount_point,
-            runs: report.region_runs,
-            before: report.requests_before,
-            after: expected,
-        });
-    }
-    report.requests_after = expected;
+    pieces
+}
 
+/// Moves the planned files into the region, one by one in first-access order, reporting
+/// every entry in that order (those not planned as they come). Returns the physical runs of
+/// the reads afterwards.
+fn move_all(
+    p: &Pack,
+    planned: &[Planned],
+    files: &mut [FileReport],
+    donor: &File,
+    pieces: &[Piece],
+    opts: &Options,
+    progress: &mut dyn FnMut(&FileReport),
+) -> Vec<(u64, u64)> {
     let mut next = 0usize;
     let mut runs_after = Vec::new();
-    for pl in &planned {
+    for pl in planned {
         // Entries before this one that were not planned are reported as they come.
         while next < pl.idx {
             progress(&files[next]);
             next += 1;
         }
         let e = &p.entries[pl.idx];
-        let (outcome, copy) = move_file(e, pl, &donor, &pieces, opts);
+        let (outcome, copy) = move_file(e, pl, donor, pieces, opts);
         // Where its reads lie now, moved or not (in the copy that took its name, if one did).
         let map = sys::fiemap(copy.as_ref().unwrap_or(&pl.file), 0, e.size).unwrap_or_default();
         for r in &pl.reads {
@@ -654,9 +768,7 @@ pub fn relocate(
         progress(&files[next]);
         next += 1;
     }
-    report.requests_after = requests(&runs_after, page, request);
-    report.files = files;
-    Ok(report)
+    runs_after
 }
 
 fn skip_reason(s: Skip) -> &'static str {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::pack::{self, Entry, Pack, PackError, PackErrorKind, RootId};
 use crate::yield_io::{CpuWatch, Gate};
-use crate::{inode_table, metadata, plan, sys, system};
+use crate::{inode_table, metadata, plan, sys, system, Error};
 
 /// How to replay.
 #[derive(Debug, Clone)]
@@ -284,12 +284,15 @@ pub use crate::pack::MAX_PACK_BYTES;
 /// Loads the pack at `path` for replay, refusing it (with the reason) when it is not a
 /// regular file owned by `trusted_uid` (0 on the boot path) or is writable by group or
 /// others, when it fails [`pack::check`], or when it was learned on another root
-/// filesystem than `ours`.
-pub fn load(path: &Path, ours: &RootId, trusted_uid: u32) -> Result<Pack, PackError> {
-    let err = |kind| PackError {
-        path: Some(path.to_path_buf()),
-        offset: None,
-        kind,
+/// filesystem than `ours`. The error's [`crate::ErrorKind`] is what the caller acts on: nothing
+/// learned yet (no pack), unsafe (a symlink there included), a bad file, a foreign root.
+pub fn load(path: &Path, ours: &RootId, trusted_uid: u32) -> Result<Pack, Error> {
+    let err = |kind| {
+        Error::from(PackError {
+            path: Some(path.to_path_buf()),
+            offset: None,
+            kind,
+        })
     };
     let mut f = std::fs::OpenOptions::new()
         .read(true)

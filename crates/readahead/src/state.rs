@@ -26,6 +26,8 @@ use std::fmt;
 use std::io;
 use std::path::Path;
 
+use crate::{Error, ErrorKind};
+
 /// How many boots the history keeps (oldest dropped first).
 pub const HISTORY_MAX: usize = 40;
 /// The largest state file read: [`HISTORY_MAX`] boots take a few KiB.
@@ -367,33 +369,45 @@ impl State {
     }
 
     /// Reads readahead's state file; a missing file is the empty state. Only a regular file
-    /// of at most [`MAX_STATE_BYTES`] is read.
-    pub fn load(path: &Path) -> Result<State, StateError> {
+    /// of at most [`MAX_STATE_BYTES`] is read. The error's [`ErrorKind`]: a bad file (it does
+    /// not parse, or is too big), unsafe (not a regular file) or I/O.
+    pub fn load(path: &Path) -> Result<State, Error> {
         State::load_for(path, &READAHEAD)
     }
 
     /// [`State::load`] for `lever`'s state file.
-    pub fn load_for(path: &Path, lever: &Lever) -> Result<State, StateError> {
+    pub fn load_for(path: &Path, lever: &Lever) -> Result<State, Error> {
         // Read at boot by PID 1: a FIFO must not block it, a huge file must not be loaded.
         match sys::read_regular_text(path, MAX_STATE_BYTES) {
-            Ok(text) => State::parse_for(&text, &path.display().to_string(), lever),
+            Ok(text) => Ok(State::parse_for(&text, &path.display().to_string(), lever)?),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(State::default()),
-            Err(e) => Err(StateError {
-                file: path.display().to_string(),
-                line: 0,
-                expected: format!("a readable file ({e})"),
-            }),
+            Err(e) => {
+                let kind = match e.kind() {
+                    // Too big, or not text.
+                    io::ErrorKind::InvalidData => ErrorKind::BadFile,
+                    // Not a regular file: a FIFO or a device planted there.
+                    io::ErrorKind::InvalidInput => ErrorKind::Unsafe,
+                    _ => ErrorKind::Io,
+                };
+                let unreadable = StateError {
+                    file: path.display().to_string(),
+                    line: 0,
+                    expected: format!("a readable file ({e})"),
+                };
+                Err(Error::from(unreadable).of_kind(kind))
+            }
         }
     }
 
     /// Writes readahead's state file atomically (temporary file, fsync, rename), mode 0644.
-    pub fn save(&self, path: &Path) -> io::Result<()> {
+    /// The error's text is the I/O error's alone.
+    pub fn save(&self, path: &Path) -> Result<(), Error> {
         self.save_for(path, &READAHEAD)
     }
 
     /// [`State::save`] for `lever`'s state file.
-    pub fn save_for(&self, path: &Path, lever: &Lever) -> io::Result<()> {
-        sys::write_atomic(path, self.to_text_for(lever).as_bytes())
+    pub fn save_for(&self, path: &Path, lever: &Lever) -> Result<(), Error> {
+        sys::write_atomic(path, self.to_text_for(lever).as_bytes()).map_err(|e| Error::io(path, e))
     }
 
     /// Adds a boot, dropping the oldest beyond [`HISTORY_MAX`].
