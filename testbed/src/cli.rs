@@ -6,6 +6,7 @@
 //! checked and completed without a change here.
 
 use std::ffi::OsString;
+use std::fs;
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValue, PossibleValuesParser};
@@ -13,9 +14,10 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::parser::ValueSource;
 use clap::{Arg, ArgMatches, Args, Command, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::image::Flavor;
-use crate::qemu::Profile;
-use crate::soak::Until;
+use crate::checks::soak::Until;
+use crate::vm::image::Flavor;
+use crate::vm::qemu::{BootOpts, Profile};
+use crate::vm::util::{self, io_err};
 
 /// What the top-level help ends with, after the list of command lines.
 const ENVIRONMENT: &str = "\
@@ -162,7 +164,7 @@ pub struct Desktop {
     #[arg(long)]
     pub systemd: bool,
     /// Seconds (N) the greeter login waits at the greeter before typing, as a person does
-    #[arg(long, value_name = "N", default_value_t = crate::desktop_session::GREETER_WAIT_S)]
+    #[arg(long, value_name = "N", default_value_t = crate::vm::desktop_session::GREETER_WAIT_S)]
     pub greeter_wait: u32,
     /// Only this login (both by default)
     #[arg(long, value_parser = ["auto", "greeter"])]
@@ -235,6 +237,27 @@ pub struct BootArgs {
     pub sync_disk: bool,
 }
 
+impl BootArgs {
+    /// The options `boot`'s command line gives (the guest script's file is read here).
+    pub fn boot_opts(&self) -> util::Result<BootOpts> {
+        let guest_script = match &self.guest_script {
+            Some(f) => Some(fs::read_to_string(f).map_err(|e| io_err("cannot read", f, e))?),
+            None => None,
+        };
+        Ok(BootOpts {
+            append: self.append.clone().unwrap_or_default(),
+            record: self.record,
+            trace_out: self.trace_out.clone(),
+            keep_disk: self.keep_disk,
+            disk_from: self.disk_from.clone(),
+            guest_script,
+            initrd: self.initrd.clone(),
+            sync_disk: self.sync_disk,
+            ..BootOpts::new(self.profile)
+        })
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct Boot {
     #[command(flatten)]
@@ -255,7 +278,7 @@ pub struct Boot {
 #[derive(Debug, Args)]
 pub struct Bench {
     /// The benchmark
-    #[arg(value_name = "NAME", value_parser = choices(crate::bench::BENCHMARKS.iter().copied()))]
+    #[arg(value_name = "NAME", value_parser = choices(crate::bench::runner::BENCHMARKS.iter().copied()))]
     pub name: String,
     /// Boots of each variant
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive)]
@@ -284,7 +307,7 @@ pub struct Faults {
     #[arg(long)]
     pub all: bool,
     /// Only this case
-    #[arg(long, value_name = "NAME", value_parser = choices(crate::faults::names()))]
+    #[arg(long, value_name = "NAME", value_parser = choices(crate::checks::faults::names()))]
     pub case: Option<String>,
     #[command(flatten)]
     pub build: Build,
@@ -319,7 +342,9 @@ pub struct Soak {
 
 fn soak_configs() -> PossibleValuesParser {
     let list = (SOAK_LIST, "list the configurations");
-    let configs = crate::soak::configs().into_iter().map(|c| (c.name, c.what));
+    let configs = crate::checks::soak::configs()
+        .into_iter()
+        .map(|c| (c.name, c.what));
     choices(std::iter::once(list).chain(configs))
 }
 
@@ -457,6 +482,9 @@ fn choices(list: impl IntoIterator<Item = (&'static str, &'static str)>) -> Poss
             .map(|(name, help)| PossibleValue::new(name).help(help)),
     )
 }
+
+pub mod completions;
+pub mod man;
 
 #[cfg(test)]
 mod tests;
