@@ -14,6 +14,7 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::parser::ValueSource;
 use clap::{Arg, ArgMatches, Args, Command, CommandFactory, FromArgMatches, Parser, Subcommand};
 
+use crate::bench::registry::{Request, BENCHMARKS};
 use crate::checks::soak::Until;
 use crate::vm::image::Flavor;
 use crate::vm::qemu::{BootOpts, Profile};
@@ -278,7 +279,7 @@ pub struct Boot {
 #[derive(Debug, Args)]
 pub struct Bench {
     /// The benchmark
-    #[arg(value_name = "NAME", value_parser = choices(crate::bench::runner::BENCHMARKS.iter().copied()))]
+    #[arg(value_name = "NAME", value_parser = benchmarks())]
     pub name: String,
     /// Boots of each variant
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive)]
@@ -299,6 +300,26 @@ pub struct Bench {
     pub login: Option<String>,
     #[command(flatten)]
     pub flavor: FlavorArgs,
+}
+
+impl Bench {
+    /// What the benchmark is asked.
+    pub fn request(&self) -> Request {
+        Request {
+            runs: self.runs,
+            profile: self.profile,
+            json: self.json,
+            cargo: self.build.cargo(),
+            image: self.image.clone(),
+            login: self.login.clone(),
+            flavor: self.flavor.flavor(),
+        }
+    }
+}
+
+/// The registry's benchmarks, each with what it measures.
+fn benchmarks() -> PossibleValuesParser {
+    choices(BENCHMARKS.iter().map(|(name, entry)| (*name, entry.about)))
 }
 
 #[derive(Debug, Args)]

@@ -21,14 +21,13 @@ pub mod checks;
 pub mod cli;
 pub mod vm;
 
-use bench::{desktop_bench, irbench, modbench, rabench};
 use checks::{
     desktop_test, faults, initramfs_test, late_test, package_test, parity, smoke, soak,
     stall_repro, verdict,
 };
 use cli::Verb;
 use vm::util::{self, Error};
-use vm::{age, cpuscale, deps, desktop_session, image, qemu, seekdisk};
+use vm::{age, cpuscale, deps, image, qemu, seekdisk};
 
 /// Runs one verb of the command line.
 pub fn run(verb: Verb) -> Result<(), Error> {
@@ -63,50 +62,7 @@ pub fn run(verb: Verb) -> Result<(), Error> {
             }
             Ok(())
         }
-        Verb::Bench(a) => {
-            let (runs, cargo) = (a.runs, a.build.cargo());
-            match a.name.as_str() {
-                "initramfs" => irbench::run(&paths, runs, cargo),
-                "desktop" => desktop_bench::run(
-                    &paths,
-                    runs,
-                    a.profile.unwrap_or(qemu::Profile::Fast),
-                    a.login.as_deref(),
-                    desktop_session::GREETER_WAIT_S,
-                    a.json,
-                    cargo,
-                ),
-                // --runs: whole boots of each kind; in-guest rounds at least 5.
-                "modules" => modbench::run(&paths, runs, runs.max(5), cargo),
-                "readahead" | "readahead-alone" => {
-                    let profiles = match a.profile {
-                        Some(p) => vec![p],
-                        None => {
-                            use clap::ValueEnum;
-                            qemu::Profile::value_variants().to_vec()
-                        }
-                    };
-                    let base = a.image.map(image::Image::open).transpose()?;
-                    if a.name == "readahead" {
-                        rabench::run(&paths, runs, &profiles, a.json, cargo, base)
-                    } else {
-                        rabench::run_alone(&paths, &profiles, a.json, cargo, base)
-                    }
-                }
-                name => {
-                    let profile = a.profile.unwrap_or(qemu::Profile::Fast);
-                    bench::runner::run(
-                        &paths,
-                        name,
-                        runs,
-                        profile,
-                        a.json,
-                        cargo,
-                        a.flavor.flavor(),
-                    )
-                }
-            }
-        }
+        Verb::Bench(a) => bench::registry::run(&paths, &a.name, &a.request()),
         Verb::Initramfs(a) => initramfs_test::run(&paths, a.cargo()),
         Verb::Faults(a) => faults::run(&paths, a.all, a.case.as_deref(), a.build.cargo()),
         Verb::Soak(a) => {

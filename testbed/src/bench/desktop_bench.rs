@@ -4,8 +4,10 @@
 //! password typed after a wait at the greeter, the idle time preload prefetches in).
 
 use crate::bench::figures::event_seconds;
+use crate::bench::registry::Request;
 use crate::bench::runner::{self, trace_file, Benchmark, Figures, Variant};
 use crate::vm::age;
+use crate::vm::desktop_session::GREETER_WAIT_S;
 use crate::vm::desktop_session::{guest_script, section, RECORD_LIMIT_S};
 use crate::vm::desktop_session::{LOGIN_WORD, PRELOAD_WORD};
 use crate::vm::image::{self, Flavor};
@@ -49,6 +51,21 @@ pub fn benchmark(profile: Profile, login: &str) -> Benchmark {
         seasoned_by: Some(1),
         season_each: false,
     }
+}
+
+/// `bench desktop` as the command line asks it.
+pub fn bench(paths: &Paths, req: &Request) -> Result<()> {
+    let login = req.login.as_deref();
+    let (runs, profile) = (req.runs, req.profile());
+    run(
+        paths,
+        runs,
+        profile,
+        login,
+        GREETER_WAIT_S,
+        req.json,
+        req.cargo,
+    )
 }
 
 /// Runs the benchmark for each login kind (both unless `only`), on `profile`.

@@ -19,6 +19,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
+use crate::bench::registry::Request;
 use crate::vm::image::{self, Image};
 use crate::vm::initramfs::{boot_with, ensure_ours, kernel_time_of};
 use crate::vm::qemu::{self, round3, BootOpts, Profile};
@@ -214,6 +215,11 @@ fn generate(paths: &Paths, img: &Image, dir: &Path) -> Result<String> {
         let _ = fs::remove_file(&kept);
     }
     Ok(out)
+}
+
+/// `bench initramfs` as the command line asks it.
+pub fn bench(paths: &Paths, req: &Request) -> Result<()> {
+    run(paths, req.runs, req.cargo)
 }
 
 pub fn run(paths: &Paths, runs: usize, cargo: bool) -> Result<()> {

@@ -22,6 +22,7 @@ use serde_json::{json, Value};
 
 use crate::bench::figures::milestone_figures;
 use crate::bench::modcheck;
+use crate::bench::registry::Request;
 use crate::vm::image;
 use crate::vm::qemu::{self, round3, BootOpts, BootResult, Profile};
 use crate::vm::util::{io_err, median, today, Error, Paths, Result};
@@ -309,6 +310,12 @@ fn host_load() -> String {
     fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default()
+}
+
+/// `bench modules` as the command line asks it: `--runs` whole boots of each kind, in-guest
+/// rounds at least 5.
+pub fn bench(paths: &Paths, req: &Request) -> Result<()> {
+    run(paths, req.runs, req.runs.max(5), req.cargo)
 }
 
 /// Runs the benchmark: `runs` boots of each kind, `rounds` in-guest rounds per set.

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::bench::figures::event_field;
+use crate::bench::registry::Request;
 use crate::bench::runner::{self, Benchmark, Figures, Variant};
 use crate::vm::age;
 use crate::vm::image::{self, Image};
@@ -502,6 +503,31 @@ fn learned_and_relocated(
     let (relocated, alone) = relocated_disk(paths, aged, profile, &learned)?;
     let relocated = disks.add(relocated);
     Ok((disks, learned, relocated, alone))
+}
+
+/// The drive profiles `bench readahead` runs: `--profile`'s, else every one.
+fn profiles(req: &Request) -> Vec<Profile> {
+    match req.profile {
+        Some(p) => vec![p],
+        None => {
+            use clap::ValueEnum;
+            Profile::value_variants().to_vec()
+        }
+    }
+}
+
+/// `bench readahead` as the command line asks it.
+pub fn bench(paths: &Paths, req: &Request) -> Result<()> {
+    let profiles = profiles(req);
+    let base = req.image.clone().map(Image::open).transpose()?;
+    run(paths, req.runs, &profiles, req.json, req.cargo, base)
+}
+
+/// `bench readahead-alone` as the command line asks it.
+pub fn bench_alone(paths: &Paths, req: &Request) -> Result<()> {
+    let profiles = profiles(req);
+    let base = req.image.clone().map(Image::open).transpose()?;
+    run_alone(paths, &profiles, req.json, req.cargo, base)
 }
 
 /// `bench readahead-alone`: per profile, the learning boot and the relocation boot of

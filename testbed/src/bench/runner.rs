@@ -1,6 +1,7 @@
-//! `bench`: boots variants of the image interleaved (A B A B ...) after one discarded warm-up
-//! boot, and compares medians. A benchmark is a list of variants (name, boot options, extra
-//! figures), so later benchmarks (readahead, rc, modules) add a list, not code paths.
+//! The benchmarks' runner: boots variants of the image interleaved (A B A B ...) after one
+//! discarded warm-up boot, and compares medians; one results JSON per run. A benchmark is a
+//! list of variants (name, boot options, extra figures), so a benchmark adds a list, not
+//! code paths (bench/record.rs is the smallest).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -8,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::bench::figures::{event_seconds, milestone_figures, recorder_stats};
+use crate::bench::figures::{milestone_figures, recorder_stats};
+use crate::bench::registry::Request;
 use crate::vm::image;
 use crate::vm::qemu::{self, round3, BootOpts, BootResult, Profile};
 use crate::vm::util::{io_err, median, today, Error, Paths, Result};
@@ -44,43 +46,9 @@ pub struct Benchmark {
 /// The figure the ratios compare.
 pub const PRIMARY: &str = "host_login_s";
 
-fn no_extra(_: &BootResult) -> Figures {
+/// No figures beyond the boot's own.
+pub fn no_extra(_: &BootResult) -> Figures {
     Figures::new()
-}
-
-fn recorder_figures(r: &BootResult) -> Figures {
-    let mut f = Figures::new();
-    let stats = trace_file(r, "events.log").and_then(|t| recorder_stats(&t));
-    f.insert(
-        "recorder_cpu_s".into(),
-        stats.as_ref().and_then(|s| s.get("cpu_s").copied()),
-    );
-    f.insert(
-        "recorder_maxrss_kb".into(),
-        stats.as_ref().and_then(|s| s.get("maxrss_kb").copied()),
-    );
-    f
-}
-
-/// Guest figures from the run's events.log: the text-login milestone and boot done, in
-/// seconds of CLOCK_BOOTTIME.
-fn rc_figures(r: &BootResult) -> Figures {
-    let events = trace_file(r, "events.log").unwrap_or_default();
-    let mut f = milestone_figures(&events);
-    // The runner's own marks, when the recorder copied its span log into the trace (only
-    // the bootprint-rc variant has one): runlevel 2's login path done, and all of it done.
-    let rc_log = trace_file(r, "rc.log");
-    if let Some(rc_log) = rc_log {
-        f.insert(
-            "rc_reached_s".into(),
-            event_seconds(&rc_log, "rc_reached", Some("runlevel=2")),
-        );
-        f.insert(
-            "rc_done_s".into(),
-            event_seconds(&rc_log, "rc_done", Some("runlevel=2")),
-        );
-    }
-    f
 }
 
 /// A file of the boot's trace, when it has a trace and the file.
@@ -92,7 +60,7 @@ pub fn trace_file(r: &BootResult, name: &str) -> Option<String> {
 
 /// Guest figures of a whole boot: the milestones (text login, graphical login, boot done)
 /// and what the recorder cost (its CPU seconds and share of the boot's CPU).
-fn whole_figures(r: &BootResult) -> Figures {
+pub fn whole_figures(r: &BootResult) -> Figures {
     let events = trace_file(r, "events.log").unwrap_or_default();
     let mut f = milestone_figures(&events);
     let stats = recorder_stats(&events);
@@ -108,67 +76,9 @@ fn whole_figures(r: &BootResult) -> Figures {
     f
 }
 
-/// `bench whole`: the whole boot, every lever on, against what users run (issue 15). The
-/// baseline is systemd: every speed claim is a ratio to it. Each variant is seasoned by a
-/// boot of its own (readahead learns its pack, the runner its durations, systemd's late
-/// units their set) and measured from copies of that disk. `systemd_image` is the image
-/// the systemd variants boot (the desktop one differs from the sysvinit desktop image);
-/// `ours`/`ours_systemd` are bootprint's initramfs built for each image.
-pub fn whole(
-    profile: Profile,
-    systemd_image: Option<image::Image>,
-    ours: PathBuf,
-    ours_systemd: PathBuf,
-) -> Benchmark {
-    // On the text image one image has both inits: systemd is chosen on the command line.
-    let sd = if systemd_image.is_some() {
-        ""
-    } else {
-        "bootprint.init=/lib/systemd/systemd"
-    };
-    let variants = [
-        ("systemd", sd.to_string(), None),
-        ("debian", String::new(), None),
-        (
-            "sysv+bp",
-            "bootprint.rc=1 bootprint.modules=1 bootprint.readahead=1".to_string(),
-            Some(ours),
-        ),
-        (
-            "systemd+bp",
-            format!("{sd} bootprint.readahead=1 bootprint.late=1")
-                .trim()
-                .to_string(),
-            Some(ours_systemd),
-        ),
-    ];
-    Benchmark {
-        name: "whole",
-        about: "the whole boot, every lever on: systemd (the baseline), Debian's default \
-                (sysvinit, startpar, initramfs-tools), sysvinit + bootprint (its initramfs, \
-                runner, module loader, readahead) and systemd + bootprint (its initramfs, \
-                readahead, late units)",
-        seasoned_by: None,
-        season_each: true,
-        variants: variants
-            .into_iter()
-            .map(|(name, append, initrd)| {
-                let mut v = recorded(name, profile, append, whole_figures);
-                v.opts.sync_disk = true;
-                v.opts.initrd = initrd;
-                v.image = name
-                    .starts_with("systemd")
-                    .then(|| systemd_image.clone())
-                    .flatten();
-                v
-            })
-            .collect(),
-    }
-}
-
 /// A variant whose boots are recorded (`init=bootprint-boot`), with `append` after the base
 /// kernel arguments; `extra` reads its figures.
-fn recorded(
+pub fn recorded(
     name: &'static str,
     profile: Profile,
     append: String,
@@ -182,208 +92,6 @@ fn recorded(
         opts,
         extra,
         image: None,
-    }
-}
-
-/// `bench builtins`: what cutting the sysvinit chain is worth (issue 15, part 2): the
-/// scripts and checkroot.sh's own root check (`bootprint.rc.builtins=0
-/// bootprint.initramfs.fsck=0`, the baseline), the root checked in the initramfs, and the
-/// runner's built-ins on top, then udev beside the path (rc::udev), then one graph for the
-/// boot (rc::boot: rcS returns before udev ends); every other sysvinit lever on in all, each
-/// variant seasoned by a boot of its own.
-pub fn builtins(profile: Profile, ours: PathBuf) -> Benchmark {
-    let levers = "bootprint.rc=1 bootprint.modules=1 bootprint.readahead=1";
-    let whole_s = "bootprint.rc.one-graph=0";
-    Benchmark {
-        name: "builtins",
-        about: "runlevel S as before (Debian's scripts, the root checked by checkroot.sh: \
-                udev alone: the baseline), with the root checked in bootprint's initramfs, \
-                with the runner's built-ins too, with udev beside the path too, and with \
-                one graph for S and 2 too (each step adds one); every sysvinit lever on (bootprint's initramfs, runner, \
-                module loader, readahead)",
-        seasoned_by: None,
-        season_each: true,
-        variants: [
-            (
-                "scripts",
-                format!(
-                    "{levers} bootprint.rc.builtins=0 bootprint.initramfs.fsck=0 \
-                     bootprint.rc.udev-off-path=0 {whole_s}"
-                ),
-            ),
-            (
-                "fsck",
-                format!(
-                    "{levers} bootprint.rc.builtins=0 bootprint.rc.udev-off-path=0 {whole_s}"
-                ),
-            ),
-            (
-                "builtins",
-                format!("{levers} bootprint.rc.udev-off-path=0 {whole_s}"),
-            ),
-            ("udev", format!("{levers} {whole_s}")),
-            ("one-graph", levers.to_string()),
-        ]
-        .into_iter()
-        .map(|(name, append)| {
-            let mut v = recorded(name, profile, append, whole_figures);
-            v.opts.sync_disk = true;
-            v.opts.initrd = Some(ours.clone());
-            v
-        })
-        .collect(),
-    }
-}
-
-/// Every benchmark `bench NAME` runs, with what it measures: the command line's choices and
-/// their help. [`benchmark`] builds record, recorder-cost, profiles and rc; [`run`] whole and
-/// builtins; main.rs sends readahead, modules and initramfs to their own modules.
-pub const BENCHMARKS: &[(&str, &str)] = &[
-    (
-        "record",
-        "the recorder's cost: boots without it against boots with init=bootprint-boot",
-    ),
-    (
-        "recorder-cost",
-        "the recorder's own CPU on systemd: as it was (10 Hz, fanotify) against today's",
-    ),
-    (
-        "profiles",
-        "the drive profiles against each other (--profile is the variable, so ignored)",
-    ),
-    (
-        "rc",
-        "service start: startpar, serial, bootprint's runner, systemd (--desktop: on the \
-         desktop image, to the graphical login too)",
-    ),
-    (
-        "readahead",
-        "no readahead, learning and replaying boots on the aged image, every drive profile \
-         unless --profile (--image DIR: another built image)",
-    ),
-    (
-        "readahead-alone",
-        "each readahead replay variant alone, from a cold page cache, with nothing else \
-         reading (the learning and relocation boots of readahead only), every drive profile \
-         unless --profile",
-    ),
-    (
-        "modules",
-        "the parallel module loader against serial modprobe in the guest, and boots with \
-         bootprint.modules=1",
-    ),
-    (
-        "whole",
-        "every lever on against systemd and Debian's default (--desktop: on the desktop images)",
-    ),
-    (
-        "builtins",
-        "the sysvinit chain: scripts, fsck in the initramfs, built-ins, udev beside, one \
-         graph for S and 2",
-    ),
-    (
-        "initramfs",
-        "bootprint's initramfs against Debian's initramfs-tools, dracut host-only and \
-         tiny-initramfs",
-    ),
-    (
-        "desktop",
-        "the desktop start on the aged desktop image without preload, learning and \
-         prefetching; autologin and the greeter login unless --login",
-    ),
-];
-
-/// The benchmarks of [`BENCHMARKS`] that are lists of variants, by name.
-pub fn benchmark(name: &str, profile: Profile) -> Result<Benchmark> {
-    match name {
-        "record" => Ok(Benchmark {
-            name: "record",
-            about: "cost of recording a boot: no recorder against init=bootprint-boot",
-            seasoned_by: None,
-            season_each: false,
-            variants: vec![
-                Variant {
-                    name: "baseline",
-                    opts: BootOpts::new(profile),
-                    extra: no_extra,
-                    image: None,
-                },
-                recorded("record", profile, String::new(), recorder_figures),
-            ],
-        }),
-        // What the recorder costs (issue 15 part 6), on systemd, every boot recorded; the
-        // figures are recorder_stats'. First the recorder as it was before 2026-11-26's
-        // changes (10 Hz, fanotify exec events, /proc listed at every fork, its parts
-        // timed), then today's at that rate, then at its default rate.
-        "recorder-cost" => Ok(Benchmark {
-            name: "recorder-cost",
-            about: "the recorder's own CPU: as it was (10 Hz, fanotify, parts timed) against \
-                    today's at 10 Hz and at the default rate",
-            seasoned_by: None,
-            season_each: false,
-            variants: [
-                (
-                    "as-was-10hz",
-                    "bootprint.hz=10 bootprint.exec_events=fanotify bootprint.cost_detail=1",
-                ),
-                ("now-10hz", "bootprint.hz=10"),
-                ("now", ""),
-            ]
-            .into_iter()
-            .map(|(name, extra)| {
-                let append = format!("bootprint.init=/lib/systemd/systemd {extra}");
-                recorded(name, profile, append, whole_figures)
-            })
-            .collect(),
-        }),
-        // The drive profiles against each other (`--profile` is ignored: it is the variable).
-        "profiles" => Ok(Benchmark {
-            seasoned_by: None,
-            season_each: false,
-            name: "profiles",
-            about: "the drive profiles: fast against sd and hdd throttling",
-            variants: [
-                ("fast", Profile::Fast),
-                ("sd", Profile::Sd),
-                ("hdd", Profile::Hdd),
-            ]
-            .into_iter()
-            .map(|(name, p)| Variant {
-                name,
-                opts: BootOpts::new(p),
-                extra: no_extra,
-                image: None,
-            })
-            .collect(),
-        }),
-        // Service start (issue 4): Debian's startpar, serial, bootprint's runner, systemd.
-        // All recorded (init=bootprint-boot) so each run has boot_done and text_login from
-        // its own trace; the variants differ only in the kernel command line.
-        // The desktop image is the same benchmark with a graphical login (`--desktop`).
-        // Seasoned by a bootprint-rc boot: the runner orders by durations it learned then.
-        "rc" => Ok(Benchmark {
-            name: "rc",
-            about: "LSB service start: startpar against concurrency=none, bootprint rc and systemd",
-            seasoned_by: Some(2),
-            season_each: false,
-            variants: [
-                ("startpar", ""),
-                ("serial", "concurrency=none"),
-                ("bootprint-rc", "bootprint.rc=1"),
-                ("systemd", "bootprint.init=/lib/systemd/systemd"),
-            ]
-            .into_iter()
-            .map(|(name, append)| recorded(name, profile, append.to_string(), rc_figures))
-            .collect(),
-        }),
-        _ => Err(Error::Usage(format!(
-            "unknown benchmark {name:?}: known: {}",
-            BENCHMARKS
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))),
     }
 }
 
@@ -535,69 +243,19 @@ fn one_run(paths: &Paths, img: &image::Image, v: &Variant) -> Run {
     }
 }
 
-pub fn run(
+/// Runs `bench` on the image of `req`'s flavor; on the desktop image (`--desktop`) under
+/// `desktop_name`: its own result file, the figures are not comparable with the text image's.
+pub fn run_on_flavor(
     paths: &Paths,
-    name: &str,
-    runs: usize,
-    profile: Profile,
-    as_json: bool,
-    cargo: bool,
-    flavor: image::Flavor,
+    req: &Request,
+    mut bench: Benchmark,
+    desktop_name: &'static str,
 ) -> Result<()> {
-    if name == "whole" {
-        let desktop = flavor != image::Flavor::Text;
-        let flavor = if desktop {
-            image::Flavor::Desktop
-        } else {
-            image::Flavor::Text
-        };
-        let img = image::ensure_flavor(paths, cargo, flavor)?;
-        let systemd = desktop
-            .then(|| image::ensure_flavor(paths, cargo, image::Flavor::DesktopSystemd))
-            .transpose()?;
-        let ours = crate::vm::initramfs::ensure_ours(paths, &img)?;
-        let ours_systemd = match &systemd {
-            Some(sd) => crate::vm::initramfs::ensure_ours(paths, sd)?,
-            None => ours.clone(),
-        };
-        let mut bench = whole(profile, systemd, ours, ours_systemd);
-        if desktop {
-            bench.name = "whole-desktop";
-        }
-        return run_built(paths, &img, &bench, runs, profile, as_json);
+    if req.flavor == image::Flavor::Desktop {
+        bench.name = desktop_name;
     }
-    if name == "builtins" {
-        let img = image::ensure_flavor(paths, cargo, image::Flavor::Text)?;
-        let ours = crate::vm::initramfs::ensure_ours(paths, &img)?;
-        return run_built(
-            paths,
-            &img,
-            &builtins(profile, ours),
-            runs,
-            profile,
-            as_json,
-        );
-    }
-    let mut bench = benchmark(name, profile)?;
-    if flavor == image::Flavor::Desktop {
-        // Its own result file: the figures are not comparable with the text image's.
-        bench.name = match bench.name {
-            "rc" => "rc-desktop",
-            "record" => "record-desktop",
-            _ => "profiles-desktop",
-        };
-    }
-    let img = image::ensure_flavor(paths, cargo, flavor)?;
-    if flavor == image::Flavor::Desktop && name == "rc" {
-        // elogind (for LightDM under sysvinit) removes systemd from the desktop image: the
-        // systemd reference boots the same desktop installed Debian's default way.
-        let systemd = image::ensure_flavor(paths, false, image::Flavor::DesktopSystemd)?;
-        for v in bench.variants.iter_mut().filter(|v| v.name == "systemd") {
-            v.opts.append.clear(); // /sbin/init is systemd there
-            v.image = Some(systemd.clone());
-        }
-    }
-    run_built(paths, &img, &bench, runs, profile, as_json)
+    let img = image::ensure_flavor(paths, req.cargo, req.flavor)?;
+    run_built(paths, &img, &bench, req.runs, req.profile(), req.json)
 }
 
 /// Runs a benchmark already built, on `img`: one discarded warm-up boot of the first
@@ -859,6 +517,7 @@ pub fn write_result(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::figures::event_seconds;
 
     fn figs(pairs: &[(&str, Option<f64>)]) -> Figures {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
@@ -954,11 +613,6 @@ mod tests {
             event_seconds(rc_log, "rc_reached", Some("runlevel=2")),
             Some(55.7)
         );
-        let b = benchmark("rc", Profile::Fast).unwrap();
-        let cmd: Vec<String> = b.variants.iter().map(|v| v.opts.cmdline()).collect();
-        assert!(cmd[1].contains("concurrency=none") && cmd[2].contains("bootprint.rc=1"));
-        assert!(cmd[3].contains("bootprint.init=/lib/systemd/systemd"));
-        assert!(b.variants.iter().all(|v| v.opts.record));
     }
 
     #[test]
@@ -973,40 +627,5 @@ mod tests {
             recorder_stats("# bootprint events 1\n1 recorder_start pid=1\n"),
             None
         );
-    }
-
-    /// Each benchmark the command line offers is run by someone: `benchmark`, `run` or
-    /// main.rs.
-    #[test]
-    fn the_command_lines_benchmarks_exist() {
-        for (name, _) in BENCHMARKS {
-            let elsewhere = [
-                "whole",
-                "builtins",
-                "readahead",
-                "readahead-alone",
-                "modules",
-                "initramfs",
-                "desktop",
-            ];
-            assert!(
-                elsewhere.contains(name) || benchmark(name, Profile::Fast).is_ok(),
-                "{name}"
-            );
-        }
-    }
-
-    #[test]
-    fn known_benchmarks() {
-        let b = benchmark("record", Profile::Fast).unwrap();
-        assert_eq!(b.variants[0].name, "baseline");
-        assert!(!b.variants[0].opts.record && b.variants[1].opts.record);
-        let p = benchmark("profiles", Profile::Sd).unwrap();
-        let profiles: Vec<Profile> = p.variants.iter().map(|v| v.opts.profile).collect();
-        assert_eq!(profiles, [Profile::Fast, Profile::Sd, Profile::Hdd]);
-        assert!(matches!(
-            benchmark("nope", Profile::Fast),
-            Err(Error::Usage(_))
-        ));
     }
 }

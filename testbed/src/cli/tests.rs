@@ -354,7 +354,7 @@ fn choice_names_are_the_modules_names() {
     for c in crate::checks::soak::configs() {
         verb(&format!("bootprint-testbed soak {}", c.name));
     }
-    for (name, _) in crate::bench::runner::BENCHMARKS {
+    for (name, _) in crate::bench::registry::BENCHMARKS {
         verb(&format!("bootprint-testbed bench {name}"));
     }
     for (name, _) in crate::checks::faults::names() {
