@@ -281,8 +281,79 @@ pub fn run_built(
         bench.name,
         bench.variants.len(),
     );
-    // Seasoning: one kept-disk boot per image (the seasoning variant's on the main image;
-    // on another image, its own variant's), whose disk that image's runs start from.
+    let seasoned = warm_up(paths, img, bench)?;
+    let bench = &from_disks(bench, &seasoned.disks);
+    let results = rounds(paths, img, bench, runs);
+    for d in &seasoned.kept {
+        let _ = fs::remove_file(d);
+    }
+    let figs: Vec<(String, Vec<Figures>)> = bench
+        .variants
+        .iter()
+        .zip(&results)
+        .map(|(v, rs)| {
+            (
+                v.name.to_string(),
+                rs.iter()
+                    .filter(|r| !r.figures.is_empty())
+                    .map(|r| r.figures.clone())
+                    .collect(),
+            )
+        })
+        .collect();
+    let summary = summarize(&figs);
+    let counts: Vec<usize> = figs.iter().map(|(_, r)| r.len()).collect();
+    let failed: usize = results
+        .iter()
+        .flatten()
+        .filter(|r| r.figures.is_empty())
+        .count();
+    let variants_json = variants_json(bench, &results, &summary);
+    let doc = json!({
+        "benchmark": bench.name,
+        "about": bench.about,
+        "date": today(),
+        "host": host_facts(),
+        "profile": profile_name,
+        "runs_per_variant": runs,
+        "order": order(bench),
+        "baseline": bench.variants[0].name,
+        "failed_runs": failed,
+        "warmup": seasoned.warm,
+        "variants": variants_json,
+    });
+    let file = write_result(
+        &paths.repo.join("testbed/results"),
+        bench.name,
+        Some(profile).filter(|_| one_profile),
+        &doc,
+    )?;
+    if as_json {
+        println!("{doc}");
+    } else {
+        print_text(&summary, &counts, &variants_json, &file);
+    }
+    if failed > 0 {
+        return Err(Error::fail(format!(
+            "{failed} boot(s) failed; see {}",
+            file.display()
+        )));
+    }
+    Ok(())
+}
+
+/// What the warm-up boots left: the first one's detail, the disk each variant's measured
+/// boots start from, and the disks to remove at the end.
+struct Seasoned {
+    warm: Value,
+    disks: Vec<Option<PathBuf>>,
+    kept: Vec<PathBuf>,
+}
+
+/// The warm-up boots. Seasoning: one kept-disk boot per image (the seasoning variant's on
+/// the main image; on another image, its own variant's), whose disk that image's runs start
+/// from.
+fn warm_up(paths: &Paths, img: &image::Image, bench: &Benchmark) -> Result<Seasoned> {
     let mut warm = json!(null);
     let mut disks: Vec<Option<PathBuf>> = vec![None; bench.variants.len()];
     let mut kept: Vec<PathBuf> = vec![];
@@ -333,10 +404,15 @@ pub fn run_built(
             kept.push(disk);
         }
     }
+    Ok(Seasoned { warm, disks, kept })
+}
+
+/// `bench` with each variant starting from its seasoned disk, if it has one.
+fn from_disks(bench: &Benchmark, disks: &[Option<PathBuf>]) -> Benchmark {
     let variants: Vec<Variant> = bench
         .variants
         .iter()
-        .zip(&disks)
+        .zip(disks)
         .map(|(v, disk)| {
             let mut opts = v.opts.clone();
             if disk.is_some() {
@@ -350,14 +426,17 @@ pub fn run_built(
             }
         })
         .collect();
-    let bench = Benchmark {
+    Benchmark {
         name: bench.name,
         about: bench.about,
         variants,
         seasoned_by: bench.seasoned_by,
         season_each: bench.season_each,
-    };
-    let bench = &bench;
+    }
+}
+
+/// `runs` rounds of every variant in order; each variant's runs.
+fn rounds(paths: &Paths, img: &image::Image, bench: &Benchmark, runs: usize) -> Vec<Vec<Run>> {
     let mut results: Vec<Vec<Run>> = bench.variants.iter().map(|_| vec![]).collect();
     for round in 0..runs {
         for (i, v) in bench.variants.iter().enumerate() {
@@ -374,36 +453,20 @@ pub fn run_built(
             results[i].push(r);
         }
     }
-    for d in &kept {
-        let _ = fs::remove_file(d);
-    }
-    let figs: Vec<(String, Vec<Figures>)> = bench
-        .variants
-        .iter()
-        .zip(&results)
-        .map(|(v, rs)| {
-            (
-                v.name.to_string(),
-                rs.iter()
-                    .filter(|r| !r.figures.is_empty())
-                    .map(|r| r.figures.clone())
-                    .collect(),
-            )
-        })
-        .collect();
-    let summary = summarize(&figs);
-    let counts: Vec<usize> = figs.iter().map(|(_, r)| r.len()).collect();
-    let failed: usize = results
-        .iter()
-        .flatten()
-        .filter(|r| r.figures.is_empty())
-        .count();
+    results
+}
 
-    let variants_json: Vec<Value> = bench
+/// The result file's variants: each one's options, medians, maxima, ratio and runs.
+fn variants_json(
+    bench: &Benchmark,
+    results: &[Vec<Run>],
+    summary: &[(String, Figures, Option<f64>)],
+) -> Vec<Value> {
+    bench
         .variants
         .iter()
-        .zip(&results)
-        .zip(&summary)
+        .zip(results)
+        .zip(summary)
         .map(|((v, rs), (_, med, ratio))| {
             let maxes: Figures = med
                 .keys()
@@ -428,56 +491,40 @@ pub fn run_built(
                 "runs": rs.iter().map(|r| r.detail.clone()).collect::<Vec<_>>(),
             })
         })
-        .collect();
-    let doc = json!({
-        "benchmark": bench.name,
-        "about": bench.about,
-        "date": today(),
-        "host": host_facts(),
-        "profile": profile_name,
-        "runs_per_variant": runs,
-        "order": match bench.seasoned_by {
-            _ if bench.season_each => "one warm-up boot of each variant, whose disk its measured boots start from (fsynced copies), then variants interleaved per round".to_string(),
-            Some(i) => format!("one warm-up boot of {} whose disk every measured boot starts from, then variants interleaved per round", bench.variants[i].name),
-            None => "one discarded warm-up boot of the baseline, then variants interleaved per round".to_string(),
-        },
-        "baseline": bench.variants[0].name,
-        "failed_runs": failed,
-        "warmup": warm,
-        "variants": variants_json,
-    });
-    let file = write_result(
-        &paths.repo.join("testbed/results"),
-        bench.name,
-        Some(profile).filter(|_| one_profile),
-        &doc,
-    )?;
-    if as_json {
-        println!("{doc}");
-    } else {
-        print!("{}", table(&summary, &counts));
-        print!("{}", ratio_table(&summary));
-        if let Some((_, med, _)) = summary.iter().find(|(n, _, _)| n == "record") {
-            if let Some(Some(cpu)) = med.get("recorder_cpu_s") {
-                println!("recorder: median {cpu:.3} s CPU per boot");
-            }
-        }
-        if let Some(peak) = variants_json
-            .iter()
-            .filter_map(|v| v["max"]["recorder_maxrss_kb"].as_f64())
-            .reduce(f64::max)
-        {
-            println!("recorder: peak memory {peak:.0} kB (max RSS)");
-        }
-        println!("result: {}", file.display());
+        .collect()
+}
+
+/// The result file's `order`: how the boots were ordered and seasoned.
+fn order(bench: &Benchmark) -> String {
+    match bench.seasoned_by {
+        _ if bench.season_each => "one warm-up boot of each variant, whose disk its measured boots start from (fsynced copies), then variants interleaved per round".to_string(),
+        Some(i) => format!("one warm-up boot of {} whose disk every measured boot starts from, then variants interleaved per round", bench.variants[i].name),
+        None => "one discarded warm-up boot of the baseline, then variants interleaved per round".to_string(),
     }
-    if failed > 0 {
-        return Err(Error::fail(format!(
-            "{failed} boot(s) failed; see {}",
-            file.display()
-        )));
+}
+
+/// The text output: the tables, the recorder's cost when measured, the result file.
+fn print_text(
+    summary: &[(String, Figures, Option<f64>)],
+    counts: &[usize],
+    variants_json: &[Value],
+    file: &Path,
+) {
+    print!("{}", table(summary, counts));
+    print!("{}", ratio_table(summary));
+    if let Some((_, med, _)) = summary.iter().find(|(n, _, _)| n == "record") {
+        if let Some(Some(cpu)) = med.get("recorder_cpu_s") {
+            println!("recorder: median {cpu:.3} s CPU per boot");
+        }
     }
-    Ok(())
+    if let Some(peak) = variants_json
+        .iter()
+        .filter_map(|v| v["max"]["recorder_maxrss_kb"].as_f64())
+        .reduce(f64::max)
+    {
+        println!("recorder: peak memory {peak:.0} kB (max RSS)");
+    }
+    println!("result: {}", file.display());
 }
 
 /// The host's CPU model and count, and the accelerator (for result files).

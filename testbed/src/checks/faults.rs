@@ -101,7 +101,24 @@ pub fn names() -> Vec<(&'static str, &'static str)> {
     cases().iter().map(|c| (c.name, c.what)).collect()
 }
 
+/// Every case, in the order they run.
 fn cases() -> Vec<Case> {
+    [
+        recorder_cases(),
+        readahead_cases(),
+        pack_entry_cases(),
+        disk_cases(),
+        config_cases(),
+        rc_script_cases(),
+        rc_fault_cases(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The recorder killed or stopped mid-boot.
+fn recorder_cases() -> Vec<Case> {
     vec![
         Case {
             name: "recorder-killed",
@@ -137,6 +154,12 @@ fn cases() -> Vec<Case> {
                 )),
             },
         },
+    ]
+}
+
+/// The readahead replay killed, and packs damaged or learned elsewhere: the pack is refused and readahead learns again.
+fn readahead_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "replay-killed",
             what: "the readahead replay child SIGKILLed as it starts",
@@ -205,6 +228,12 @@ fn cases() -> Vec<Case> {
             trace: Expect::Trace,
             check: |r| relearns(r, "foreign_root"),
         },
+    ]
+}
+
+/// Packs whose entries are hostile or out of date: the replay skips them.
+fn pack_entry_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "pack-hostile-entries",
             what: "a pack naming a FIFO, a device node and a 64 GiB sparse file",
@@ -265,6 +294,12 @@ fn cases() -> Vec<Case> {
                 }
             },
         },
+    ]
+}
+
+/// The disk full, read-only, or its power cut while the trace is written.
+fn disk_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "var-full",
             what: "the root file system filled (fallocate) early in rcS",
@@ -317,6 +352,12 @@ fn cases() -> Vec<Case> {
             // Checked by `power_cut` (two boots and the disk between them).
             check: |_| Ok(String::new()),
         },
+    ]
+}
+
+/// A missing init and a garbage configuration: the boot goes on, with a warning.
+fn config_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "init-missing",
             what: "bootprint.init= names a file that does not exist",
@@ -391,6 +432,12 @@ fn cases() -> Vec<Case> {
                 }
             },
         },
+    ]
+}
+
+/// Init scripts that hang, fail, ask or depend on each other, under bootprint's runner.
+fn rc_script_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "rc-hanging-script",
             what: "an init script that never returns (ignores SIGTERM), with bootprint's runner",
@@ -458,6 +505,12 @@ fn cases() -> Vec<Case> {
                 rc_ran(r, "bp-cycle-b")
             },
         },
+    ]
+}
+
+/// bootprint's runner failing on purpose: the scripts still run.
+fn rc_fault_cases() -> Vec<Case> {
+    vec![
         Case {
             name: "rc-fails-planning",
             what: "bootprint's runner forced to fail while planning (bootprint.rc.fault=plan)",

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::vm::image::{Image, GUEST_BOOT_BIN, ROOT_PASSWORD};
+use crate::vm::seekdisk::SeekDisk;
 use crate::vm::serial::{clock_offset_before, firmware_estimate, Console, Seen};
 use crate::vm::util::{
     fresh_dir, io_err, output_logged, run_logged, tail, Error, Lock, Paths, Result,
@@ -417,12 +418,7 @@ fn boot_disk(
     disk: &Path,
     disk_copy_s: f64,
 ) -> Result<BootResult> {
-    let mut cmdline = opts.cmdline();
-    // On a desktop image no one logs in unless the login word says so; the recorder would
-    // go on `session_wait_s` after boot done for a session, and the trace wait with it.
-    if img.desktop && opts.record && !cmdline.contains(crate::vm::desktop_session::LOGIN_WORD) {
-        cmdline.push_str(" bootprint.session_wait_s=0");
-    }
+    let cmdline = kernel_cmdline(img, opts);
     let serial_log = run.join("serial.log");
     let qemu_log = run.join("qemu.log");
     let qemu_err =
@@ -437,11 +433,7 @@ fn boot_disk(
     // QEMU never outlives its server, and a server that stops ends QEMU's connection (EOF:
     // the guest sees I/O errors, the login wait's timeout applies).
     let seek = match opts.profile.seek_model() {
-        Some(model) => Some(crate::vm::seekdisk::SeekDisk::start(
-            disk,
-            &run.join("seekdisk.sock"),
-            model,
-        )?),
+        Some(model) => Some(SeekDisk::start(disk, &run.join("seekdisk.sock"), model)?),
         None => None,
     };
     match &seek {
@@ -457,6 +449,91 @@ fn boot_disk(
     add_monitor(&mut cmd, &monitor);
     let _ = fs::write(run.join("qemu.cmd"), crate::vm::util::describe(&cmd) + "\n");
     let start = Instant::now();
+    let (mut qemu, con) = start_qemu(&mut cmd, qemu_err, &serial_log, start)?;
+    eprintln!(
+        "boot: QEMU started ({}), waiting for login: (serial log {})",
+        opts.profile.name(),
+        serial_log.display()
+    );
+    let mut guest = Guest {
+        con,
+        start,
+        serial_log: &serial_log,
+        qemu_log: &qemu_log,
+        seek: seek.as_ref(),
+    };
+    let hung = Hung {
+        qemu: &qemu,
+        monitor: &monitor,
+        img,
+        disk,
+        run,
+    };
+    let (login_end, host_login_s) = guest.wait_for_login(&hung)?;
+    eprintln!("boot: login: after {host_login_s:.2} s");
+    let pos = guest.log_in(login_end)?;
+    let (boot_id, pos) = guest.read_boot_id(pos)?;
+    let (trace_ready, pos) = match opts.record {
+        true => guest.wait_for_trace(opts, boot_id.as_deref(), pos)?,
+        false => (false, pos),
+    };
+    let (guest_output, kernel_stall) = match &opts.guest_script {
+        Some(script) => {
+            let (text, stall) = guest.run_script(script, opts, run, pos)?;
+            (Some(text), stall)
+        }
+        None => (None, None),
+    };
+    let qemu_exit = power_off(&mut qemu, &mut guest.con, kernel_stall.is_some())?;
+    if let Some(s) = &seek {
+        report_seekdisk(s, run)?;
+    }
+    let Guest { con, .. } = guest;
+    drop(qemu);
+    drop(seek);
+    let lines = con.finish();
+    let firmware_load_s = firmware_estimate(&lines);
+    let clock_offset_s = clock_offset_before(&lines, host_login_s);
+    let trace_dir = match opts.record {
+        true => trace_out(paths, opts, run, disk, boot_id.as_deref(), trace_ready)?,
+        false => None,
+    };
+    Ok(BootResult {
+        profile: opts.profile,
+        append: opts.append.clone(),
+        cmdline,
+        host_login_s,
+        firmware_load_s,
+        clock_offset_s,
+        boot_id,
+        trace_dir,
+        serial_log,
+        qemu_exit,
+        disk_copy_s,
+        guest_output,
+        kernel_stall,
+    })
+}
+
+/// The kernel command line of a boot of `img` with `opts`.
+fn kernel_cmdline(img: &Image, opts: &BootOpts) -> String {
+    let mut cmdline = opts.cmdline();
+    // On a desktop image no one logs in unless the login word says so; the recorder would
+    // go on `session_wait_s` after boot done for a session, and the trace wait with it.
+    if img.desktop && opts.record && !cmdline.contains(crate::vm::desktop_session::LOGIN_WORD) {
+        cmdline.push_str(" bootprint.session_wait_s=0");
+    }
+    cmdline
+}
+
+/// Starts QEMU (`cmd`, stderr to `qemu_err`) with its serial console on stdio, logged to
+/// `serial_log` from `start`.
+fn start_qemu(
+    cmd: &mut Command,
+    qemu_err: fs::File,
+    serial_log: &Path,
+    start: Instant,
+) -> Result<(Qemu, Console)> {
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -469,98 +546,132 @@ fn boot_disk(
         })?;
     let input = child.stdin.take().expect("piped");
     let output = child.stdout.take().expect("piped");
-    let mut qemu = Qemu(child);
-    let mut con = Console::new(input, output, &serial_log, start)?;
-    eprintln!(
-        "boot: QEMU started ({}), waiting for login: (serial log {})",
-        opts.profile.name(),
-        serial_log.display()
-    );
+    let qemu = Qemu(child);
+    let con = Console::new(input, output, serial_log, start)?;
+    Ok((qemu, con))
+}
 
-    let fail = |con: &Console, what: &str| {
-        let server = seek
-            .as_ref()
+/// What the diagnosis of a boot that never reaches the login needs.
+struct Hung<'a> {
+    qemu: &'a Qemu,
+    monitor: &'a Path,
+    img: &'a Image,
+    disk: &'a Path,
+    run: &'a Path,
+}
+
+/// A booting guest's console, with what a failure shows: the seekdisk server's error, the
+/// tails of the serial log and of QEMU's log.
+struct Guest<'a> {
+    con: Console,
+    start: Instant,
+    serial_log: &'a Path,
+    qemu_log: &'a Path,
+    seek: Option<&'a SeekDisk>,
+}
+
+impl Guest<'_> {
+    fn fail(&self, what: &str) -> Error {
+        let server = self
+            .seek
             .and_then(|s| s.error())
             .map(|e| format!("\n{e}"))
             .unwrap_or_default();
         Error::fail(format!(
             "{what}{server}\nserial log {}, last lines:\n{}\nqemu log {}:\n{}",
-            serial_log.display(),
-            con.tail(25),
-            qemu_log.display(),
-            tail(&qemu_log, 10)
+            self.serial_log.display(),
+            self.con.tail(25),
+            self.qemu_log.display(),
+            tail(self.qemu_log, 10)
         ))
-    };
-    let (login_end, host_login_s) = match con.wait_for(&["login:"], 0, LOGIN_TIMEOUT, start) {
-        Seen::Match(_, end, t) => (end, t),
-        Seen::Timeout => {
-            // Every test-bed boot that hangs is diagnosed before QEMU is stopped (as `soak`
-            // does): a rare hang seen once is worth its registers and task dumps.
-            let hang = run.join("hang.txt");
-            let text = crate::vm::hang::diagnose_hang(qemu.0.id(), &monitor, img, disk, &con);
-            let _ = fs::write(&hang, text);
-            return Err(fail(
-                &con,
-                &format!(
+    }
+
+    /// Waits for one of `pats` after `from`, at most `secs`; returns which and where it ends.
+    fn expect(&self, pats: &[&str], from: usize, secs: u64, what: &str) -> Result<(usize, usize)> {
+        match self
+            .con
+            .wait_for(pats, from, Duration::from_secs(secs), self.start)
+        {
+            Seen::Match(i, end, _) => Ok((i, end)),
+            Seen::Timeout => {
+                Err(self.fail(&format!("timed out after {secs} s waiting for {what}")))
+            }
+            Seen::Closed => Err(self.fail(&format!("QEMU exited while waiting for {what}"))),
+        }
+    }
+
+    /// Waits for `login:`; returns where it ends and the host's seconds to it.
+    fn wait_for_login(&self, hung: &Hung) -> Result<(usize, f64)> {
+        match self.con.wait_for(&["login:"], 0, LOGIN_TIMEOUT, self.start) {
+            Seen::Match(_, end, t) => Ok((end, t)),
+            Seen::Timeout => {
+                // Every test-bed boot that hangs is diagnosed before QEMU is stopped (as `soak`
+                // does): a rare hang seen once is worth its registers and task dumps.
+                let hang = hung.run.join("hang.txt");
+                let text = crate::vm::hang::diagnose_hang(
+                    hung.qemu.0.id(),
+                    hung.monitor,
+                    hung.img,
+                    hung.disk,
+                    &self.con,
+                );
+                let _ = fs::write(&hang, text);
+                Err(self.fail(&format!(
                     "no `login:` on the serial console within {} s (diagnosis in {})",
                     LOGIN_TIMEOUT.as_secs(),
                     hang.display()
-                ),
-            ));
+                )))
+            }
+            Seen::Closed => Err(self.fail("QEMU exited before `login:`")),
         }
-        Seen::Closed => return Err(fail(&con, "QEMU exited before `login:`")),
-    };
-    eprintln!("boot: login: after {host_login_s:.2} s");
-
-    // Log in as root.
-    let expect = |con: &Console,
-                  pats: &[&str],
-                  from: usize,
-                  secs: u64,
-                  what: &str|
-     -> Result<(usize, usize)> {
-        match con.wait_for(pats, from, Duration::from_secs(secs), start) {
-            Seen::Match(i, end, _) => Ok((i, end)),
-            Seen::Timeout => Err(fail(
-                con,
-                &format!("timed out after {secs} s waiting for {what}"),
-            )),
-            Seen::Closed => Err(fail(con, &format!("QEMU exited while waiting for {what}"))),
-        }
-    };
-    con.send("root\n")?;
-    let (_, pw_end) = expect(&con, &["Password:"], login_end, 60, "the password prompt")?;
-    con.send(&format!("{ROOT_PASSWORD}\n"))?;
-    let (i, mut pos) = expect(
-        &con,
-        &[":~# ", "Login incorrect"],
-        pw_end,
-        120,
-        "the root shell prompt",
-    )?;
-    if i == 1 {
-        return Err(fail(&con, "root login refused on the serial console"));
     }
 
-    // A wide terminal: readline redraws lines longer than the default 80 columns, which
-    // garbles the echo in the serial log (the input itself is intact).
-    // The markers are split with "" so that the shell's echo of the command does not match.
-    con.send("stty cols 250; echo BP\"\"ID=$(cat /proc/sys/kernel/random/boot_id)\n")?;
-    let (_, id_start) = expect(&con, &["BPID="], pos, 60, "the boot id")?;
-    let (_, id_end) = expect(&con, &["\n"], id_start, 30, "the boot id")?;
-    let boot_id = con.text(id_start, id_end).trim().to_string();
-    pos = id_end;
-    let boot_id = if is_boot_id(&boot_id) {
-        Some(boot_id)
-    } else {
-        None
-    };
+    /// Logs in as root; returns where the shell prompt ends.
+    fn log_in(&mut self, login_end: usize) -> Result<usize> {
+        self.con.send("root\n")?;
+        let (_, pw_end) = self.expect(&["Password:"], login_end, 60, "the password prompt")?;
+        self.con.send(&format!("{ROOT_PASSWORD}\n"))?;
+        let (i, pos) = self.expect(
+            &[":~# ", "Login incorrect"],
+            pw_end,
+            120,
+            "the root shell prompt",
+        )?;
+        if i == 1 {
+            return Err(self.fail("root login refused on the serial console"));
+        }
+        Ok(pos)
+    }
 
-    let mut trace_ready = false;
-    if opts.record {
+    /// Widens the terminal and reads the guest's boot id (none if it is not one).
+    fn read_boot_id(&mut self, pos: usize) -> Result<(Option<String>, usize)> {
+        // A wide terminal: readline redraws lines longer than the default 80 columns, which
+        // garbles the echo in the serial log (the input itself is intact).
+        // The markers are split with "" so that the shell's echo of the command does not match.
+        self.con
+            .send("stty cols 250; echo BP\"\"ID=$(cat /proc/sys/kernel/random/boot_id)\n")?;
+        let (_, id_start) = self.expect(&["BPID="], pos, 60, "the boot id")?;
+        let (_, id_end) = self.expect(&["\n"], id_start, 30, "the boot id")?;
+        let boot_id = self.con.text(id_start, id_end).trim().to_string();
+        let boot_id = if is_boot_id(&boot_id) {
+            Some(boot_id)
+        } else {
+            None
+        };
+        Ok((boot_id, id_end))
+    }
+
+    /// Waits for the recorder's trace of boot `boot_id`, then for the recorder's end;
+    /// returns whether the trace came.
+    fn wait_for_trace(
+        &mut self,
+        opts: &BootOpts,
+        boot_id: Option<&str>,
+        mut pos: usize,
+    ) -> Result<(bool, usize)> {
         let id = boot_id
-            .clone()
-            .ok_or_else(|| fail(&con, "could not read the guest's boot id"))?;
+            .map(str::to_string)
+            .ok_or_else(|| self.fail("could not read the guest's boot id"))?;
         eprintln!(
             "boot: waiting (up to {} s) for the recorder's trace",
             opts.trace_wait_s
@@ -568,22 +679,21 @@ fn boot_disk(
         // Poll with shell builtins only (`read -t` on a FIFO nobody writes to sleeps without
         // a fork), so the wait adds no processes to the trace and keeps the guest idle for
         // the recorder's boot-done detection.
-        con.send(&format!(
+        self.con.send(&format!(
             "f={TRACE_ROOT}/{id}/events.log; mkfifo /run/bp.wait; exec 3<>/run/bp.wait\n"
         ))?;
-        con.send(&format!(
+        self.con.send(&format!(
             "i=0; while [ ! -e $f ] && [ $i -lt {} ]; do read -t 2 -u 3; i=$((i+1)); done; \
              [ -e $f ] && echo BP\"\"TRACE=yes || echo BP\"\"TRACE=no\n",
             opts.trace_wait_s / 2
         ))?;
-        let (i, end) = expect(
-            &con,
+        let (i, end) = self.expect(
             &["BPTRACE=yes", "BPTRACE=no"],
             pos,
             opts.trace_wait_s + 60,
             "the recorder's trace",
         )?;
-        trace_ready = i == 0;
+        let trace_ready = i == 0;
         pos = end;
         if !trace_ready {
             eprintln!(
@@ -593,61 +703,74 @@ fn boot_disk(
         } else {
             // The recorder goes on after the trace (the Prometheus export): let it finish
             // (at most 30 s) before the power goes.
-            con.send(
+            self.con.send(
                 "i=0; while pidof -x bootprint-boot >/dev/null && [ $i -lt 30 ]; do read -t 1 -u 3; \
                  i=$((i+1)); done; echo BP\"\"DONE=$i\n",
             )?;
-            let (_, end) = expect(&con, &["BPDONE="], pos, 60, "the recorder's end")?;
+            let (_, end) = self.expect(&["BPDONE="], pos, 60, "the recorder's end")?;
             pos = end;
         }
+        Ok((trace_ready, pos))
     }
-    let mut guest_output = None;
-    let mut kernel_stall = None;
-    if let Some(script) = &opts.guest_script {
+
+    /// Runs `script` as root in the guest; returns its output (also written to the run
+    /// directory's guest.out) and the kernel's stall report if one stopped it.
+    fn run_script(
+        &mut self,
+        script: &str,
+        opts: &BootOpts,
+        run: &Path,
+        pos: usize,
+    ) -> Result<(String, Option<String>)> {
         // Sent base64-encoded in short lines (the tty's line limit; no shell quoting), run
         // from a file, its output between markers split with "" like the ones above.
-        con.send("rm -f /run/bp.b64\n")?;
+        self.con.send("rm -f /run/bp.b64\n")?;
         let encoded = base64(script.as_bytes());
         for chunk in encoded.as_bytes().chunks(512) {
-            con.send(&format!(
+            self.con.send(&format!(
                 "echo {} >> /run/bp.b64\n",
                 String::from_utf8_lossy(chunk)
             ))?;
         }
-        con.send(
+        self.con.send(
             "base64 -d /run/bp.b64 > /run/bp.sh; echo BP\"\"OUT=begin; sh /run/bp.sh 2>&1; \
              echo BP\"\"OUT=end\n",
         )?;
-        let (_, begin) = expect(&con, &["BPOUT=begin"], pos, 60, "the guest script's start")?;
+        let (_, begin) = self.expect(&["BPOUT=begin"], pos, 60, "the guest script's start")?;
         let mut marks = vec!["BPOUT=end"];
         if opts.stop_on_stall {
             marks.extend(crate::vm::serial::STALL_MARKS);
         }
-        let (i, end) = expect(
-            &con,
+        let (i, end) = self.expect(
             &marks,
             begin,
             GUEST_SCRIPT_TIMEOUT_S,
             "the guest script's end",
         )?;
+        let mut kernel_stall = None;
         let text = if i > 0 {
             // Let the report's backtrace arrive, then stop the wedged guest (below).
             std::thread::sleep(Duration::from_secs(3));
-            let text = con.text(begin, usize::MAX).replace('\r', "");
+            let text = self.con.text(begin, usize::MAX).replace('\r', "");
             kernel_stall = crate::vm::serial::kernel_stall(&text);
             text
         } else {
-            con.text(begin, end - "BPOUT=end".len()).replace('\r', "")
+            self.con
+                .text(begin, end - "BPOUT=end".len())
+                .replace('\r', "")
         };
         // Beside the serial log, for `boot --guest-script FILE`.
         let _ = fs::write(run.join("guest.out"), &text);
-        guest_output = Some(text);
-        pos = end;
+        Ok((text, kernel_stall))
     }
-    let _ = pos;
+}
+
+/// Powers the guest off (kills it when its kernel stalled) and waits for QEMU's exit; says
+/// how QEMU ended.
+fn power_off(qemu: &mut Qemu, con: &mut Console, stalled: bool) -> Result<&'static str> {
     let t = Instant::now();
     let mut qemu_exit = "clean";
-    if kernel_stall.is_some() {
+    if stalled {
         let _ = qemu.0.kill();
         qemu_exit = "killed (kernel stall)";
     } else {
@@ -667,79 +790,72 @@ fn boot_disk(
             }
         }
     }
-    if let Some(s) = &seek {
-        let st = s.stats();
-        eprintln!(
-            "boot: seekdisk: {} requests ({} reads, {:.1} MB; {} writes, {:.1} MB; {} jumps), \
-             {:.2} s of drive time",
-            st.requests,
-            st.reads,
-            st.bytes_read as f64 / 1e6,
-            st.writes,
-            st.bytes_written as f64 / 1e6,
-            st.jumps,
-            st.modelled_s
-        );
-        if let Err(e) = s.write_log(&run.join("seekdisk.log")) {
-            eprintln!("boot: {e}");
-        }
-        if let Some(e) = s.error() {
-            return Err(Error::fail(e));
-        }
-    }
-    drop(qemu);
-    drop(seek);
-    let lines = con.finish();
-    let firmware_load_s = firmware_estimate(&lines);
-    let clock_offset_s = clock_offset_before(&lines, host_login_s);
+    Ok(qemu_exit)
+}
 
-    let mut trace_dir = None;
-    if opts.record {
-        let out = match &opts.trace_out {
-            Some(p) => p.clone(),
-            None => {
-                let base = paths.cache.join("traces");
-                fs::create_dir_all(&base).map_err(|e| io_err("cannot create", &base, e))?;
-                base.join(run.file_name().unwrap_or_default())
-            }
-        };
-        let host_log = run.join("host.log");
-        // On a partitioned disk the file system is copied out first: e2fsck cannot replay a
-        // journal through e2fsprogs' `FILE?offset=N` (it reopens the file without the offset).
-        let fs = if opts.fs_offset > 0 {
-            let fs = run.join("fs.ext4");
-            extract_fs(disk, opts.fs_offset, &fs, &host_log)?;
-            fs
-        } else {
-            disk.to_path_buf()
-        };
-        let copied = copy_trace(&fs, boot_id.as_deref(), &out, run, &host_log);
-        if opts.fs_offset > 0 {
-            let _ = fs::remove_file(&fs);
-        }
-        match copied {
-            Ok(()) => trace_dir = Some(out),
-            Err(e) if !trace_ready => {
-                eprintln!("boot: no trace to copy out: {e}");
-            }
-            Err(e) => return Err(e),
-        }
+/// Prints what the seekdisk server served and writes its log; its error is the boot's.
+fn report_seekdisk(s: &SeekDisk, run: &Path) -> Result<()> {
+    let st = s.stats();
+    eprintln!(
+        "boot: seekdisk: {} requests ({} reads, {:.1} MB; {} writes, {:.1} MB; {} jumps), \
+         {:.2} s of drive time",
+        st.requests,
+        st.reads,
+        st.bytes_read as f64 / 1e6,
+        st.writes,
+        st.bytes_written as f64 / 1e6,
+        st.jumps,
+        st.modelled_s
+    );
+    if let Err(e) = s.write_log(&run.join("seekdisk.log")) {
+        eprintln!("boot: {e}");
     }
-    Ok(BootResult {
-        profile: opts.profile,
-        append: opts.append.clone(),
-        cmdline,
-        host_login_s,
-        firmware_load_s,
-        clock_offset_s,
-        boot_id,
-        trace_dir,
-        serial_log,
-        qemu_exit,
-        disk_copy_s,
-        guest_output,
-        kernel_stall,
-    })
+    if let Some(e) = s.error() {
+        return Err(Error::fail(e));
+    }
+    Ok(())
+}
+
+/// Copies the recorder's trace out of the guest's disk (to `--trace-out` or the cache's
+/// traces/); none when there was none to copy.
+fn trace_out(
+    paths: &Paths,
+    opts: &BootOpts,
+    run: &Path,
+    disk: &Path,
+    boot_id: Option<&str>,
+    trace_ready: bool,
+) -> Result<Option<PathBuf>> {
+    let out = match &opts.trace_out {
+        Some(p) => p.clone(),
+        None => {
+            let base = paths.cache.join("traces");
+            fs::create_dir_all(&base).map_err(|e| io_err("cannot create", &base, e))?;
+            base.join(run.file_name().unwrap_or_default())
+        }
+    };
+    let host_log = run.join("host.log");
+    // On a partitioned disk the file system is copied out first: e2fsck cannot replay a
+    // journal through e2fsprogs' `FILE?offset=N` (it reopens the file without the offset).
+    let fs = if opts.fs_offset > 0 {
+        let fs = run.join("fs.ext4");
+        extract_fs(disk, opts.fs_offset, &fs, &host_log)?;
+        fs
+    } else {
+        disk.to_path_buf()
+    };
+    let copied = copy_trace(&fs, boot_id, &out, run, &host_log);
+    if opts.fs_offset > 0 {
+        let _ = fs::remove_file(&fs);
+    }
+    match copied {
+        Ok(()) => Ok(Some(out)),
+        Err(e) if !trace_ready => {
+            eprintln!("boot: no trace to copy out: {e}");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Standard base64 with padding (RFC 4648), for sending a guest script through the console.
