@@ -327,46 +327,13 @@ pub fn run(paths: &Paths, runs: usize, rounds: usize, cargo: bool) -> Result<()>
     let mut on = off.clone();
     on.append = "bootprint.modules=1".into();
     on.keep_disk = true;
-    let (mut offs, mut ons) = (Vec::new(), Vec::new());
-    let mut last_disk: Option<PathBuf> = None;
-    for round in 1..=runs {
-        for (name, opts) in [("udev", &off), ("modules", &on)] {
-            let r = qemu::boot(paths, &img, opts)?;
-            let f = boot_figures(&r);
-            eprintln!(
-                "bench modules: boot {round} {name}: {f} (load {})",
-                host_load()
-            );
-            if name == "modules" {
-                if let Some(d) = last_disk.replace(r.kept_disk().unwrap_or_default()) {
-                    let _ = fs::remove_file(d);
-                }
-                ons.push((f, r));
-            } else {
-                offs.push((f, r));
-            }
-        }
-    }
+    let (offs, ons, last_disk) = whole_boots(paths, &img, runs, &off, &on)?;
     // The sets, from the last loader boot: what it planned and got live, and everything
     // live at boot done.
     let (_, last) = ons
         .last()
         .ok_or_else(|| Error::fail("bench modules: no loader boot"))?;
-    let events = events_of(last);
-    let run = modcheck::loader_run(&events)
-        .map_err(|e| Error::fail(format!("bench modules: the loader boot's trace: {e}")))?;
-    let real_root: Vec<String> = run
-        .planned
-        .iter()
-        .filter(|(_, l)| l.outcome == "loaded" || l.outcome == "already_loaded")
-        .map(|(n, _)| n.clone())
-        .collect();
-    let proc = last
-        .trace_dir
-        .as_ref()
-        .and_then(|d| fs::read_to_string(d.join("proc_modules")).ok())
-        .unwrap_or_default();
-    let coldplug: Vec<String> = modcheck::proc_modules(&proc).into_iter().collect();
+    let (real_root, coldplug) = loader_sets(last)?;
     let disk = last_disk
         .clone()
         .filter(|d| d.is_file())
@@ -391,14 +358,109 @@ pub fn run(paths: &Paths, runs: usize, rounds: usize, cargo: bool) -> Result<()>
     let second_events = events_of(&r);
     let learned = learned_expectations(&second_events);
 
-    let summary = |v: &[(Value, BootResult)], key: &str| {
-        let xs: Vec<f64> = v.iter().filter_map(|(f, _)| f[key].as_f64()).collect();
-        med(&xs)
-    };
-    let login_udev = summary(&offs, "host_login_s");
-    let login_mod = summary(&ons, "host_login_s");
+    let login_udev = median_figure(&offs, "host_login_s");
+    let login_mod = median_figure(&ons, "host_login_s");
+    let result = json!({
+        "benchmark": "modules",
+        "date": today(),
+        "about": "parallel module loader (bootprint modules load) vs serial modprobe -a, timed in the guest after unloading the set; whole boots with and without bootprint.modules=1",
+        "image": crate::vm::util::shown_path(&img.dir),
+        "host_load_start": load_start,
+        "host_load_end": host_load(),
+        "goal_ratio": GOAL_RATIO,
+        "in_guest": {
+            "rounds": rounds,
+            "timing": "date +%s%N around the whole command in the guest (process start, plan, load); page cache warm (the set was loaded before)",
+            "left_out_root_disk_drivers": root_drivers,
+            "sets": sets_json(&sets),
+        },
+        "boots": boots_json(&offs, &ons, runs),
+        "second_boot": {
+            "figures": boot_figures(&r),
+            "expected_us_from_learned": learned,
+        },
+    });
+    let dir = paths.repo.join("testbed/results");
+    fs::create_dir_all(&dir).map_err(|e| io_err("cannot create", &dir, e))?;
+    let file = dir.join(format!("{}-modules.json", today()));
+    let text = serde_json::to_string_pretty(&result).unwrap_or_default() + "\n";
+    fs::write(&file, text).map_err(|e| io_err("cannot write", &file, e))?;
+    print_summary(&sets, login_udev, login_mod, &learned);
+    println!("results: {}", file.display());
+    if sets.is_empty() {
+        return Err(Error::fail(format!(
+            "bench modules: no results from the guest script; its output:\n{output}"
+        )));
+    }
+    Ok(())
+}
+
+/// Boots of one kind: each one's figures and result.
+type Boots = Vec<(Value, BootResult)>;
+
+/// Boots of each kind, `runs` rounds interleaved: udev's coldplug alone, then the loader
+/// (whose last boot's disk is kept); each boot's figures and result, and that disk.
+fn whole_boots(
+    paths: &Paths,
+    img: &image::Image,
+    runs: usize,
+    off: &BootOpts,
+    on: &BootOpts,
+) -> Result<(Boots, Boots, Option<PathBuf>)> {
+    let (mut offs, mut ons) = (Vec::new(), Vec::new());
+    let mut last_disk: Option<PathBuf> = None;
+    for round in 1..=runs {
+        for (name, opts) in [("udev", off), ("modules", on)] {
+            let r = qemu::boot(paths, img, opts)?;
+            let f = boot_figures(&r);
+            eprintln!(
+                "bench modules: boot {round} {name}: {f} (load {})",
+                host_load()
+            );
+            if name == "modules" {
+                if let Some(d) = last_disk.replace(r.kept_disk().unwrap_or_default()) {
+                    let _ = fs::remove_file(d);
+                }
+                ons.push((f, r));
+            } else {
+                offs.push((f, r));
+            }
+        }
+    }
+    Ok((offs, ons, last_disk))
+}
+
+/// The sets measured in the guest, from the last loader boot: the real-root set it planned
+/// and got live, and the whole coldplug set (everything live at boot done).
+fn loader_sets(last: &BootResult) -> Result<(Vec<String>, Vec<String>)> {
+    let events = events_of(last);
+    let run = modcheck::loader_run(&events)
+        .map_err(|e| Error::fail(format!("bench modules: the loader boot's trace: {e}")))?;
+    let real_root: Vec<String> = run
+        .planned
+        .iter()
+        .filter(|(_, l)| l.outcome == "loaded" || l.outcome == "already_loaded")
+        .map(|(n, _)| n.clone())
+        .collect();
+    let proc = last
+        .trace_dir
+        .as_ref()
+        .and_then(|d| fs::read_to_string(d.join("proc_modules")).ok())
+        .unwrap_or_default();
+    let coldplug: Vec<String> = modcheck::proc_modules(&proc).into_iter().collect();
+    Ok((real_root, coldplug))
+}
+
+/// The median of figure `key` over boots `v`.
+fn median_figure(v: &[(Value, BootResult)], key: &str) -> Option<f64> {
+    let xs: Vec<f64> = v.iter().filter_map(|(f, _)| f[key].as_f64()).collect();
+    med(&xs)
+}
+
+/// The result file's `in_guest.sets`: each set's timings, medians and CPU figures.
+fn sets_json(sets: &BTreeMap<String, SetResult>) -> serde_json::Map<String, Value> {
     let mut set_json = serde_json::Map::new();
-    for (name, s) in &sets {
+    for (name, s) in sets {
         set_json.insert(
             name.clone(),
             json!({
@@ -427,49 +489,24 @@ pub fn run(paths: &Paths, runs: usize, rounds: usize, cargo: bool) -> Result<()>
             }),
         );
     }
-    let result = json!({
-        "benchmark": "modules",
-        "date": today(),
-        "about": "parallel module loader (bootprint modules load) vs serial modprobe -a, timed in the guest after unloading the set; whole boots with and without bootprint.modules=1",
-        "image": crate::vm::util::shown_path(&img.dir),
-        "host_load_start": load_start,
-        "host_load_end": host_load(),
-        "goal_ratio": GOAL_RATIO,
-        "in_guest": {
-            "rounds": rounds,
-            "timing": "date +%s%N around the whole command in the guest (process start, plan, load); page cache warm (the set was loaded before)",
-            "left_out_root_disk_drivers": root_drivers,
-            "sets": set_json,
+    set_json
+}
+
+/// The result file's `boots`: the whole boots' figures, medians and login ratio.
+fn boots_json(offs: &[(Value, BootResult)], ons: &[(Value, BootResult)], runs: usize) -> Value {
+    let login_udev = median_figure(offs, "host_login_s");
+    let login_mod = median_figure(ons, "host_login_s");
+    json!({
+        "runs": runs,
+        "udev": offs.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>(),
+        "modules": ons.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>(),
+        "host_login_median_s": {"udev": login_udev, "modules": login_mod},
+        "text_login_median_s": {"udev": median_figure(offs, "text_login_s"), "modules": median_figure(ons, "text_login_s")},
+        "login_ratio": match (login_mod, login_udev) {
+            (Some(m), Some(u)) if u > 0.0 => Some(round3(m / u)),
+            _ => None,
         },
-        "boots": {
-            "runs": runs,
-            "udev": offs.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>(),
-            "modules": ons.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>(),
-            "host_login_median_s": {"udev": login_udev, "modules": login_mod},
-            "text_login_median_s": {"udev": summary(&offs, "text_login_s"), "modules": summary(&ons, "text_login_s")},
-            "login_ratio": match (login_mod, login_udev) {
-                (Some(m), Some(u)) if u > 0.0 => Some(round3(m / u)),
-                _ => None,
-            },
-        },
-        "second_boot": {
-            "figures": boot_figures(&r),
-            "expected_us_from_learned": learned,
-        },
-    });
-    let dir = paths.repo.join("testbed/results");
-    fs::create_dir_all(&dir).map_err(|e| io_err("cannot create", &dir, e))?;
-    let file = dir.join(format!("{}-modules.json", today()));
-    let text = serde_json::to_string_pretty(&result).unwrap_or_default() + "\n";
-    fs::write(&file, text).map_err(|e| io_err("cannot write", &file, e))?;
-    print_summary(&sets, login_udev, login_mod, &learned);
-    println!("results: {}", file.display());
-    if sets.is_empty() {
-        return Err(Error::fail(format!(
-            "bench modules: no results from the guest script; its output:\n{output}"
-        )));
-    }
-    Ok(())
+    })
 }
 
 /// The second boot's `module` events: name to the duration the plan expected (learned on

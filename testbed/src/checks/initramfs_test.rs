@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::vm::image::{self, Image};
 use crate::vm::initramfs::ensure_ours;
-use crate::vm::qemu::{self, BootOpts, Profile, BASE_APPEND};
+use crate::vm::qemu::{self, BootOpts, BootResult, Profile, BASE_APPEND};
 use crate::vm::serial::Seen;
 use crate::vm::util::{Error, Paths, Result};
 
@@ -105,16 +105,10 @@ pub fn wrong_root(paths: &Paths, img: &Image, initrd: &Path) -> Result<(String, 
 pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
     let t = Instant::now();
     let img = image::ensure(paths, cargo)?;
-    let mut failed = 0;
-    let mut check = |ok: bool, what: &str| {
-        println!("{}  {what}", if ok { "ok  " } else { "FAIL" });
-        if !ok {
-            failed += 1;
-        }
-    };
+    let mut tally = Tally { failed: 0 };
     let ours = ensure_ours(paths, &img)?;
     let size = fs::metadata(&ours).map(|m| m.len()).unwrap_or(0);
-    check(
+    tally.check(
         size > 0,
         &format!(
             "our initramfs built in the guest: {} ({size} bytes)",
@@ -131,49 +125,11 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
     learn.keep_disk = true;
     let disk = match qemu::boot(paths, &img, &learn) {
         Ok(r) => {
-            let ms = init_ms(&r.serial_log);
-            let trace = r.trace_dir.clone().unwrap_or_default();
-            let steps = fs::read_to_string(trace.join("initramfs.log")).unwrap_or_default();
-            let events = read_events(&trace);
-            let learned = events
-                .iter()
-                .find(|e| e.kind == "readahead_learn")
-                .and_then(|e| e.get("entries").map(|n| (n.to_string(), e.get("error"))));
-            check(
-                ms.is_some() && steps.contains(" switch-root exec "),
-                &format!(
-                    "booted to login: in {:.1} s with it, the recorder as init=; /init ran {} ms \
-                     to it; the trace has its initramfs.log",
-                    r.host_login_s,
-                    ms.map(|m| m.to_string()).unwrap_or("?".into())
-                ),
-            );
-            // The root checked before the mount, as initramfs-tools does (boot::check_root).
-            let fsck = steps.lines().find(|l| l.contains(" fsck "));
-            check(
-                fsck.is_some_and(|l| {
-                    l.contains("/sbin/e2fsck -p /dev/vda: exit 0")
-                        || l.contains("/sbin/e2fsck -p /dev/vda: exit 1")
-                }),
-                &format!("/init checked the root before mounting it: {fsck:?}"),
-            );
-            let replays = events
-                .iter()
-                .filter(|e| e.kind == "readahead_replay_start")
-                .count();
-            check(
-                steps.contains(" readahead deciding in pid ")
-                    && replays == 0
-                    && matches!(&learned, Some((n, None)) if n.parse::<u32>().unwrap_or(0) > 10),
-                &format!(
-                    "no pack yet: /init's readahead process left it to the recorder, which \
-                     learned one ({learned:?} entries)"
-                ),
-            );
+            check_learning(&r, &mut tally);
             r.kept_disk()
         }
         Err(e) => {
-            check(false, &format!("boot with our initramfs: {e}"));
+            tally.check(false, &format!("boot with our initramfs: {e}"));
             None
         }
     };
@@ -183,80 +139,146 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
         replay.disk_from = Some(disk.clone());
         replay.append = "bootprint.readahead=1 bootprint.readahead_metadata=1".into();
         match qemu::boot(paths, &img, &replay) {
-            Ok(r) => {
-                let trace = r.trace_dir.clone().unwrap_or_default();
-                let steps = fs::read_to_string(trace.join("initramfs.log")).unwrap_or_default();
-                let step = steps
-                    .lines()
-                    .find(|l| l.contains(" readahead "))
-                    .unwrap_or_default()
-                    .to_string();
-                let events = read_events(&trace);
-                let starts: Vec<_> = events
-                    .iter()
-                    .filter(|e| e.kind == "readahead_replay_start")
-                    .collect();
-                // The process /init forked is the one that replayed.
-                let forked = step.rsplit_once(" deciding in pid ").map(|x| x.1.trim());
-                let from_initramfs = starts.len() == 1
-                    && starts[0].get("from") == Some("initramfs")
-                    && forked.is_some()
-                    && starts[0].get("pid") == forked;
-                // It began within a second of the switch (not when the recorder started).
-                let switch_ns = steps
-                    .lines()
-                    .find(|l| l.contains(" switch-root "))
-                    .and_then(|l| l.split(' ').next()?.parse::<u64>().ok());
-                let after_switch_ms = match (starts.first(), switch_ns) {
-                    (Some(s), Some(sw)) => Some((s.t_ns as i64 - sw as i64) / 1_000_000),
-                    _ => None,
-                };
-                let replay_field = |key: &str| {
-                    events
-                        .iter()
-                        .find(|e| e.kind == "readahead_replay")
-                        .and_then(|e| e.get(key)?.parse::<u64>().ok())
-                };
-                let replayed = replay_field("bytes");
-                // Its metadata pre-read found the root's device from the new root too.
-                let metadata = replay_field("metadata_bytes");
-                check(
-                    from_initramfs
-                        && after_switch_ms.is_some_and(|ms| ms < 1000)
-                        && replayed.is_some_and(|b| b > 1_000_000)
-                        && metadata.is_some_and(|n| n > 0),
-                    &format!(
-                        "second boot: /init's readahead process ({:?}) replayed, starting \
-                         {after_switch_ms:?} ms after the switch; the recorder took it over (one \
-                         readahead_replay_start, from={:?} pid={:?}) and got its figures \
-                         ({replayed:?} bytes read ahead, {metadata:?} bytes of metadata \
-                         first); login in {:.1} s",
-                        step.split_once(' ').map(|x| x.1).unwrap_or(""),
-                        starts.first().and_then(|e| e.get("from")),
-                        starts.first().and_then(|e| e.get("pid")),
-                        r.host_login_s
-                    ),
-                );
-            }
-            Err(e) => check(false, &format!("second boot with our initramfs: {e}")),
+            Ok(r) => check_replay(&r, &mut tally),
+            Err(e) => tally.check(false, &format!("second boot with our initramfs: {e}")),
         }
         let _ = fs::remove_file(&disk);
     }
     match wrong_root(paths, &img, &ours) {
-        Ok((line, s)) => check(
+        Ok((line, s)) => tally.check(
             line.contains("bootprint initramfs: root device UUID=") && s < 45.0,
             &format!(
                 "wrong root=: {:?}, QEMU stopped {s:.1} s after it",
                 line.trim()
             ),
         ),
-        Err(e) => check(false, &format!("wrong root=: {e}")),
+        Err(e) => tally.check(false, &format!("wrong root=: {e}")),
     }
     println!("initramfs test took {:.0} s", t.elapsed().as_secs_f64());
-    if failed > 0 {
-        return Err(Error::fail(format!("initramfs test: {failed} failed")));
+    if tally.failed > 0 {
+        return Err(Error::fail(format!(
+            "initramfs test: {} failed",
+            tally.failed
+        )));
     }
     Ok(())
+}
+
+/// The checks' failures so far.
+struct Tally {
+    failed: usize,
+}
+
+impl Tally {
+    /// Prints one check as `ok` or `FAIL` and counts a failure.
+    fn check(&mut self, ok: bool, what: &str) {
+        println!("{}  {what}", if ok { "ok  " } else { "FAIL" });
+        if !ok {
+            self.failed += 1;
+        }
+    }
+}
+
+/// The learning boot's checks: /init ran and switched, checked the root, and left the
+/// learning to the recorder.
+fn check_learning(r: &BootResult, tally: &mut Tally) {
+    let ms = init_ms(&r.serial_log);
+    let trace = r.trace_dir.clone().unwrap_or_default();
+    let steps = fs::read_to_string(trace.join("initramfs.log")).unwrap_or_default();
+    let events = read_events(&trace);
+    let learned = events
+        .iter()
+        .find(|e| e.kind == "readahead_learn")
+        .and_then(|e| e.get("entries").map(|n| (n.to_string(), e.get("error"))));
+    tally.check(
+        ms.is_some() && steps.contains(" switch-root exec "),
+        &format!(
+            "booted to login: in {:.1} s with it, the recorder as init=; /init ran {} ms \
+             to it; the trace has its initramfs.log",
+            r.host_login_s,
+            ms.map(|m| m.to_string()).unwrap_or("?".into())
+        ),
+    );
+    // The root checked before the mount, as initramfs-tools does (boot::check_root).
+    let fsck = steps.lines().find(|l| l.contains(" fsck "));
+    tally.check(
+        fsck.is_some_and(|l| {
+            l.contains("/sbin/e2fsck -p /dev/vda: exit 0")
+                || l.contains("/sbin/e2fsck -p /dev/vda: exit 1")
+        }),
+        &format!("/init checked the root before mounting it: {fsck:?}"),
+    );
+    let replays = events
+        .iter()
+        .filter(|e| e.kind == "readahead_replay_start")
+        .count();
+    tally.check(
+        steps.contains(" readahead deciding in pid ")
+            && replays == 0
+            && matches!(&learned, Some((n, None)) if n.parse::<u32>().unwrap_or(0) > 10),
+        &format!(
+            "no pack yet: /init's readahead process left it to the recorder, which \
+             learned one ({learned:?} entries)"
+        ),
+    );
+}
+
+/// The replaying boot's checks: /init's readahead process replayed right after the switch
+/// and the recorder took it over.
+fn check_replay(r: &BootResult, tally: &mut Tally) {
+    let trace = r.trace_dir.clone().unwrap_or_default();
+    let steps = fs::read_to_string(trace.join("initramfs.log")).unwrap_or_default();
+    let step = steps
+        .lines()
+        .find(|l| l.contains(" readahead "))
+        .unwrap_or_default()
+        .to_string();
+    let events = read_events(&trace);
+    let starts: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == "readahead_replay_start")
+        .collect();
+    // The process /init forked is the one that replayed.
+    let forked = step.rsplit_once(" deciding in pid ").map(|x| x.1.trim());
+    let from_initramfs = starts.len() == 1
+        && starts[0].get("from") == Some("initramfs")
+        && forked.is_some()
+        && starts[0].get("pid") == forked;
+    // It began within a second of the switch (not when the recorder started).
+    let switch_ns = steps
+        .lines()
+        .find(|l| l.contains(" switch-root "))
+        .and_then(|l| l.split(' ').next()?.parse::<u64>().ok());
+    let after_switch_ms = match (starts.first(), switch_ns) {
+        (Some(s), Some(sw)) => Some((s.t_ns as i64 - sw as i64) / 1_000_000),
+        _ => None,
+    };
+    let replay_field = |key: &str| {
+        events
+            .iter()
+            .find(|e| e.kind == "readahead_replay")
+            .and_then(|e| e.get(key)?.parse::<u64>().ok())
+    };
+    let replayed = replay_field("bytes");
+    // Its metadata pre-read found the root's device from the new root too.
+    let metadata = replay_field("metadata_bytes");
+    tally.check(
+        from_initramfs
+            && after_switch_ms.is_some_and(|ms| ms < 1000)
+            && replayed.is_some_and(|b| b > 1_000_000)
+            && metadata.is_some_and(|n| n > 0),
+        &format!(
+            "second boot: /init's readahead process ({:?}) replayed, starting \
+             {after_switch_ms:?} ms after the switch; the recorder took it over (one \
+             readahead_replay_start, from={:?} pid={:?}) and got its figures \
+             ({replayed:?} bytes read ahead, {metadata:?} bytes of metadata \
+             first); login in {:.1} s",
+            step.split_once(' ').map(|x| x.1).unwrap_or(""),
+            starts.first().and_then(|e| e.get("from")),
+            starts.first().and_then(|e| e.get("pid")),
+            r.host_login_s
+        ),
+    );
 }
 
 /// The trace's events (none when unreadable: the checks then fail on what is missing).

@@ -473,15 +473,7 @@ pub(crate) fn chroot(root: &Path, args: &[&str]) -> Command {
 
 fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
     let mirror = host_mirror()?;
-    let work = img.dir.with_extension("tmp");
-    if work.exists() {
-        // A build that died half-way: make sure nothing is still mounted in it, then start over.
-        let _ = Command::new("umount")
-            .arg("-l")
-            .arg(work.join("root/proc"))
-            .status();
-        fs::remove_dir_all(&work).map_err(|e| io_err("cannot remove", &work, e))?;
-    }
+    let work = fresh_work_dir(img)?;
     let root = work.join("root");
     fs::create_dir_all(&root).map_err(|e| io_err("cannot create", &root, e))?;
     let log = work.join("build.log");
@@ -506,96 +498,7 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
     let policy = root.join("usr/sbin/policy-rc.d");
     write(&policy, "#!/bin/sh\nexit 101\n")?;
     set_mode(&policy, 0o755)?;
-    {
-        let _guard = ProcMount::mount(&root.join("proc"), &log)?;
-        eprintln!("image: installing {KERNEL_PACKAGE} in the chroot");
-        run_logged(&mut chroot(&root, &["apt-get", "update"]), &log)?;
-        run_logged(
-            &mut chroot(
-                &root,
-                &[
-                    "apt-get",
-                    "install",
-                    "-y",
-                    "--no-install-recommends",
-                    KERNEL_PACKAGE,
-                ],
-            ),
-            &log,
-        )?;
-        eprintln!("image: installing services {}", SERVICE_PACKAGES.join(" "));
-        let mut args = vec!["apt-get", "install", "-y", "--no-install-recommends"];
-        args.extend(SERVICE_PACKAGES);
-        run_logged(&mut chroot(&root, &args), &log)?;
-        if flavor != Flavor::Text {
-            eprintln!(
-                "image: installing the desktop {}",
-                flavor.packages().join(" ")
-            );
-            let mut args = vec!["apt-get", "install", "-y", "--no-install-recommends"];
-            args.extend(flavor.packages());
-            run_logged(&mut chroot(&root, &args), &log)?;
-            eprintln!(
-                "image: installing the desktop session {}",
-                desktop_session::PACKAGES.join(" ")
-            );
-            let mut args = vec!["apt-get", "install", "-y", "--no-install-recommends"];
-            args.extend(desktop_session::PACKAGES);
-            run_logged(&mut chroot(&root, &args), &log)?;
-            desktop_session::install(&root, &log)?;
-            // The desktop image is for the LSB runners: sysvinit must still be the init
-            // (systemd-sysv makes /sbin/init a symlink to systemd), and the other one must
-            // be systemd's.
-            let systemd_init = fs::read_link(root.join("sbin/init")).is_ok();
-            if systemd_init != (flavor == Flavor::DesktopSystemd) {
-                return Err(Error::fail(format!(
-                    "{} image: /sbin/init is {} (expected {}); see {}",
-                    flavor.name(),
-                    if systemd_init {
-                        "systemd's"
-                    } else {
-                        "sysvinit's"
-                    },
-                    if systemd_init {
-                        "sysvinit's"
-                    } else {
-                        "systemd's"
-                    },
-                    log.display()
-                )));
-            }
-        }
-        // The runner hook (see STARTPAR_WRAPPER): divert Debian's startpar, wrapper in place.
-        run_logged(
-            &mut chroot(
-                &root,
-                &[
-                    "dpkg-divert",
-                    "--local",
-                    "--rename",
-                    "--divert",
-                    STARTPAR_DIVERTED,
-                    "--add",
-                    STARTPAR_PATH,
-                ],
-            ),
-            &log,
-        )?;
-        // The planted cost (see PLANT_SCRIPT), enabled the Debian way.
-        let plant = root.join(PLANT_PATH.trim_start_matches('/'));
-        write(&plant, PLANT_SCRIPT)?;
-        set_mode(&plant, 0o755)?;
-        run_logged(
-            &mut chroot(&root, &["update-rc.d", "bootprint-plant", "defaults"]),
-            &log,
-        )?;
-        run_logged(&mut chroot(&root, &["apt-get", "clean"]), &log)?;
-        let mut pw = chroot(
-            &root,
-            &["sh", "-c", &format!("echo root:{ROOT_PASSWORD} | chpasswd")],
-        );
-        run_logged(&mut pw, &log)?;
-    }
+    install_in_chroot(&root, flavor, &log)?;
     fs::remove_file(&policy).map_err(|e| io_err("cannot remove", &policy, e))?;
     configure(&root, flavor)?;
     if flavor != Flavor::Text {
@@ -609,23 +512,144 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
     copy_one(&boot, "vmlinuz-", &work.join("vmlinuz"))?;
     copy_one(&boot, "initrd.img-", &work.join("initrd.img"))?;
 
-    let content_mb = du_mb(&root, &log)?;
-    let size_mb = (content_mb + SLACK_MB).max(MIN_MB);
-    eprintln!("image: mke2fs -d ({content_mb} MB of files in a {size_mb} MB ext4 image)");
-    run_logged(
-        Command::new("mke2fs")
-            .args(["-q", "-F", "-t", "ext4", "-L", "bootprint-root", "-d"])
-            .arg(&root)
-            .arg(work.join("rootfs.ext4"))
-            .arg(format!("{size_mb}M")),
-        &log,
-    )?;
-    fs::remove_dir_all(&root).map_err(|e| io_err("cannot remove", &root, e))?;
+    make_rootfs(&root, &work.join("rootfs.ext4"), &log)?;
     if img.dir.exists() {
         fs::remove_dir_all(&img.dir).map_err(|e| io_err("cannot remove", &img.dir, e))?;
     }
     fs::rename(&work, &img.dir).map_err(|e| io_err("cannot rename into place", &img.dir, e))?;
     let _ = paths;
+    Ok(())
+}
+
+/// The image's build directory, emptied of a build that died half-way.
+fn fresh_work_dir(img: &Image) -> Result<PathBuf> {
+    let work = img.dir.with_extension("tmp");
+    if work.exists() {
+        // A build that died half-way: make sure nothing is still mounted in it, then start over.
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(work.join("root/proc"))
+            .status();
+        fs::remove_dir_all(&work).map_err(|e| io_err("cannot remove", &work, e))?;
+    }
+    Ok(work)
+}
+
+/// Installs the kernel, the services (and a desktop flavour's desktop and session) into
+/// `root` with /proc mounted, and the test bed's hooks: the startpar wrapper's diversion,
+/// the planted cost, the root password.
+fn install_in_chroot(root: &Path, flavor: Flavor, log: &Path) -> Result<()> {
+    let _guard = ProcMount::mount(&root.join("proc"), log)?;
+    eprintln!("image: installing {KERNEL_PACKAGE} in the chroot");
+    run_logged(&mut chroot(root, &["apt-get", "update"]), log)?;
+    run_logged(
+        &mut chroot(
+            root,
+            &[
+                "apt-get",
+                "install",
+                "-y",
+                "--no-install-recommends",
+                KERNEL_PACKAGE,
+            ],
+        ),
+        log,
+    )?;
+    eprintln!("image: installing services {}", SERVICE_PACKAGES.join(" "));
+    let mut args = vec!["apt-get", "install", "-y", "--no-install-recommends"];
+    args.extend(SERVICE_PACKAGES);
+    run_logged(&mut chroot(root, &args), log)?;
+    if flavor != Flavor::Text {
+        install_desktop(root, flavor, log)?;
+    }
+    // The runner hook (see STARTPAR_WRAPPER): divert Debian's startpar, wrapper in place.
+    run_logged(
+        &mut chroot(
+            root,
+            &[
+                "dpkg-divert",
+                "--local",
+                "--rename",
+                "--divert",
+                STARTPAR_DIVERTED,
+                "--add",
+                STARTPAR_PATH,
+            ],
+        ),
+        log,
+    )?;
+    // The planted cost (see PLANT_SCRIPT), enabled the Debian way.
+    let plant = root.join(PLANT_PATH.trim_start_matches('/'));
+    write(&plant, PLANT_SCRIPT)?;
+    set_mode(&plant, 0o755)?;
+    run_logged(
+        &mut chroot(root, &["update-rc.d", "bootprint-plant", "defaults"]),
+        log,
+    )?;
+    run_logged(&mut chroot(root, &["apt-get", "clean"]), log)?;
+    let mut pw = chroot(
+        root,
+        &["sh", "-c", &format!("echo root:{ROOT_PASSWORD} | chpasswd")],
+    );
+    run_logged(&mut pw, log)?;
+    Ok(())
+}
+
+/// Installs a desktop flavour's desktop and session; its /sbin/init must be the flavour's.
+fn install_desktop(root: &Path, flavor: Flavor, log: &Path) -> Result<()> {
+    eprintln!(
+        "image: installing the desktop {}",
+        flavor.packages().join(" ")
+    );
+    let mut args = vec!["apt-get", "install", "-y", "--no-install-recommends"];
+    args.extend(flavor.packages());
+    run_logged(&mut chroot(root, &args), log)?;
+    eprintln!(
+        "image: installing the desktop session {}",
+        desktop_session::PACKAGES.join(" ")
+    );
+    let mut args = vec!["apt-get", "install", "-y", "--no-install-recommends"];
+    args.extend(desktop_session::PACKAGES);
+    run_logged(&mut chroot(root, &args), log)?;
+    desktop_session::install(root, log)?;
+    // The desktop image is for the LSB runners: sysvinit must still be the init
+    // (systemd-sysv makes /sbin/init a symlink to systemd), and the other one must
+    // be systemd's.
+    let systemd_init = fs::read_link(root.join("sbin/init")).is_ok();
+    if systemd_init != (flavor == Flavor::DesktopSystemd) {
+        return Err(Error::fail(format!(
+            "{} image: /sbin/init is {} (expected {}); see {}",
+            flavor.name(),
+            if systemd_init {
+                "systemd's"
+            } else {
+                "sysvinit's"
+            },
+            if systemd_init {
+                "sysvinit's"
+            } else {
+                "systemd's"
+            },
+            log.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The ext4 file system `rootfs` made of the tree `root` (`mke2fs -d`), which is then removed.
+fn make_rootfs(root: &Path, rootfs: &Path, log: &Path) -> Result<()> {
+    let content_mb = du_mb(root, log)?;
+    let size_mb = (content_mb + SLACK_MB).max(MIN_MB);
+    eprintln!("image: mke2fs -d ({content_mb} MB of files in a {size_mb} MB ext4 image)");
+    run_logged(
+        Command::new("mke2fs")
+            .args(["-q", "-F", "-t", "ext4", "-L", "bootprint-root", "-d"])
+            .arg(root)
+            .arg(rootfs)
+            .arg(format!("{size_mb}M")),
+        log,
+    )?;
+    fs::remove_dir_all(root).map_err(|e| io_err("cannot remove", root, e))?;
     Ok(())
 }
 
