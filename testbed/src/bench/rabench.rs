@@ -756,9 +756,9 @@ mod tests {
         assert!(relocated_files("").is_err());
     }
 
-    #[test]
-    fn the_replays_alone_are_read_from_the_guests_output() {
-        let out = "\
+    /// What the guest prints for the replays alone: disk counters before and after each, its
+    /// figures, a relocation between, and a line cut short.
+    const ALONE_OUTPUT: &str = "\
 BP_ALONE_DISK0 replay  254       0 vda 100 0 2000 50 0 0 0 0 0 1000 0 0 0 0 0 0 0
 BP_ALONE_DISK1 replay  254       0 vda 350 0 90000 950 0 0 0 0 0 3500 0 0 0 0 0 0 0
 BP_ALONE_JSON replay { \"pack\": \"/p\", \"seconds\": 5.0, \"mb_s\": 8.0, \"bytes\": 40000000, \"timed_out\": 0}
@@ -770,7 +770,10 @@ BP_ALONE_DISK1 replay/data  254       0 vda 2 0 8 0 0 0 0 0 0 10 0 0 0 0 0 0 0
 BP_ALONE_JSON replay/data {\"seconds\": 0.5, \"mb_s\": 80.0}
 BP_ALONE_JSON broken {\"seconds\":
 ";
-        let a = alone_figures(out);
+
+    #[test]
+    fn the_replays_alone_are_read_from_the_guests_output() {
+        let a = alone_figures(ALONE_OUTPUT);
         assert_eq!(
             a.keys().collect::<Vec<_>>(),
             ["replay", "replay-relocated", "replay/data"],
@@ -787,7 +790,11 @@ BP_ALONE_JSON broken {\"seconds\":
         assert!(r.get("pack").is_none());
         // No counters for it: the replay's own figures alone.
         assert!(a["replay-relocated"].get("disk_mb").is_none());
+    }
 
+    #[test]
+    fn goals_of_the_replays_alone() {
+        let a = alone_figures(ALONE_OUTPUT);
         let doc = serde_json::json!({
             "variants": [{"name": "replay-relocated", "median": {"replay_mb_s": 20.0}, "ratio_host_login_s": 0.7}],
             "replay_alone": a,

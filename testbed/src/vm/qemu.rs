@@ -428,22 +428,7 @@ fn boot_disk(
     } else {
         qemu_command(img, opts.initrd.as_ref().unwrap_or(&img.initrd), &cmdline)
     };
-    // A seek-modelling profile: the seekdisk NBD server serves the disk copy (and takes the
-    // guest's writes into it) until QEMU is gone: `seek` is dropped after `qemu` below, so
-    // QEMU never outlives its server, and a server that stops ends QEMU's connection (EOF:
-    // the guest sees I/O errors, the login wait's timeout applies).
-    let seek = match opts.profile.seek_model() {
-        Some(model) => Some(SeekDisk::start(disk, &run.join("seekdisk.sock"), model)?),
-        None => None,
-    };
-    match &seek {
-        Some(s) => cmd.arg("-drive").arg(s.drive_opt()),
-        None => cmd.arg("-drive").arg(format!(
-            "file={},format=raw,if=virtio{}",
-            disk.display(),
-            opts.profile.drive_opts()
-        )),
-    };
+    let seek = attach_disk(&mut cmd, opts, disk, run)?;
     // A monitor for the diagnosis of a boot that never reaches the login.
     let monitor = run.join("monitor.sock");
     add_monitor(&mut cmd, &monitor);
@@ -513,6 +498,33 @@ fn boot_disk(
         guest_output,
         kernel_stall,
     })
+}
+
+/// Gives QEMU's command `cmd` the boot's disk: the file itself, throttled as the profile
+/// says, or for a seek-modelling profile the seekdisk server it starts (returned).
+fn attach_disk(
+    cmd: &mut Command,
+    opts: &BootOpts,
+    disk: &Path,
+    run: &Path,
+) -> Result<Option<SeekDisk>> {
+    // A seek-modelling profile: the seekdisk NBD server serves the disk copy (and takes the
+    // guest's writes into it) until QEMU is gone: boot_disk drops it after QEMU, so QEMU
+    // never outlives its server, and a server that stops ends QEMU's connection (EOF: the
+    // guest sees I/O errors, the login wait's timeout applies).
+    let seek = match opts.profile.seek_model() {
+        Some(model) => Some(SeekDisk::start(disk, &run.join("seekdisk.sock"), model)?),
+        None => None,
+    };
+    match &seek {
+        Some(s) => cmd.arg("-drive").arg(s.drive_opt()),
+        None => cmd.arg("-drive").arg(format!(
+            "file={},format=raw,if=virtio{}",
+            disk.display(),
+            opts.profile.drive_opts()
+        )),
+    };
+    Ok(seek)
 }
 
 /// The kernel command line of a boot of `img` with `opts`.
