@@ -1,9 +1,10 @@
 //! The command line of `bootprint-testbed`, defined once with clap's derive API: parsing,
 //! `--help` (the program's and each verb's), the usage in error messages, the man pages
 //! (`bootprint-testbed man`) and the shell completions (`bootprint-testbed completions`) all
-//! come from the types below. The choices of a verb (benchmarks, soak configurations, fault
-//! cases, drive profiles) come from the module that runs them, so a new one is offered,
-//! checked and completed without a change here.
+//! come from the types below. The choices of a verb (benchmarks from bench's registry, soak
+//! configurations, fault cases, drive profiles) come from the module that runs them, so a
+//! new one is offered, checked and completed without a change here. The top layer: it may
+//! import every other (lib.rs).
 
 use std::ffi::OsString;
 use std::fs;

@@ -224,9 +224,51 @@ pub fn bench(paths: &Paths, req: &Request) -> Result<()> {
 
 pub fn run(paths: &Paths, runs: usize, cargo: bool) -> Result<()> {
     let img = image::ensure(paths, cargo)?;
-    let mut variants: Vec<(&str, PathBuf)> = vec![("debian", img.initrd.clone())];
-    let mut skipped: Vec<(String, String)> = Vec::new();
-    for (name, r) in ensure_others(paths, &img) {
+    let (variants, skipped) = initrds(paths, &img)?;
+    // A discarded first boot warms the host's page cache for the kernel and the image.
+    eprintln!("bench initramfs: warm-up boot");
+    let _ = boot_with(paths, &img, &img.initrd, APPEND);
+    let (results, figs) = rounds(paths, &img, &variants, runs);
+    let summary = print_and_summarize(&variants, &results, &figs);
+    for (name, why) in &skipped {
+        println!("{name:<10} skipped: {}", why.lines().next().unwrap_or(""));
+    }
+    let out = json!({
+        "bench": "initramfs",
+        "date": today(),
+        "runs": runs,
+        "append": APPEND,
+        "measure": "kernel clock: Run /init (kernel timestamp) to INIT: version (host time minus the guest clock offset); login: host time minus the firmware estimate",
+        "load_after": host_load(),
+        "variants": summary,
+        "skipped": skipped.iter().map(|(n, w)| json!({"name": n, "why": w})).collect::<Vec<_>>(),
+    });
+    let dir = paths.repo.join("testbed/results");
+    fs::create_dir_all(&dir).map_err(|e| io_err("cannot create", &dir, e))?;
+    let file = dir.join(format!("{}-initramfs.json", today()));
+    fs::write(
+        &file,
+        serde_json::to_string_pretty(&out).unwrap_or_default() + "\n",
+    )
+    .map_err(|e| io_err("cannot write", &file, e))?;
+    println!("results: {}", file.display());
+    if figs.iter().all(|f| f.is_empty()) {
+        return Err(Error::fail("no boot gave figures"));
+    }
+    Ok(())
+}
+
+/// An initramfs image to compare: its name and file.
+type Initrd = (&'static str, PathBuf);
+/// A generator that was skipped, and why.
+type Skipped = (String, String);
+
+/// The initramfs images to compare: Debian's (the image's own), those of the other
+/// generators that could be made, and bootprint's; and the generators skipped, with why.
+fn initrds(paths: &Paths, img: &Image) -> Result<(Vec<Initrd>, Vec<Skipped>)> {
+    let mut variants: Vec<Initrd> = vec![("debian", img.initrd.clone())];
+    let mut skipped: Vec<Skipped> = Vec::new();
+    for (name, r) in ensure_others(paths, img) {
         match r {
             Ok(p) => variants.push((name, p)),
             Err(e) => {
@@ -235,25 +277,35 @@ pub fn run(paths: &Paths, runs: usize, cargo: bool) -> Result<()> {
             }
         }
     }
-    variants.push(("bootprint", ensure_ours(paths, &img)?));
-    let load = || {
-        fs::read_to_string("/proc/loadavg")
-            .unwrap_or_default()
-            .split_whitespace()
-            .next()
-            .unwrap_or("?")
-            .to_string()
-    };
-    // A discarded first boot warms the host's page cache for the kernel and the image.
-    eprintln!("bench initramfs: warm-up boot");
-    let _ = boot_with(paths, &img, &img.initrd, APPEND);
+    variants.push(("bootprint", ensure_ours(paths, img)?));
+    Ok((variants, skipped))
+}
+
+/// The host's 1-minute load average.
+fn host_load() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .next()
+        .unwrap_or("?")
+        .to_string()
+}
+
+/// `runs` rounds of boots with each initramfs in turn: each boot's JSON, and the figures of
+/// those that gave some.
+fn rounds(
+    paths: &Paths,
+    img: &Image,
+    variants: &[(&str, PathBuf)],
+    runs: usize,
+) -> (Vec<Vec<Value>>, Vec<Vec<Figures>>) {
     let mut results: Vec<Vec<Value>> = vec![Vec::new(); variants.len()];
     let mut figs: Vec<Vec<Figures>> = vec![Vec::new(); variants.len()];
     for round in 0..runs {
         for (i, (name, initrd)) in variants.iter().enumerate() {
             eprintln!("bench initramfs: round {}/{runs}: {name}", round + 1);
-            let load_before = load();
-            match boot_with(paths, &img, initrd, APPEND) {
+            let load_before = host_load();
+            match boot_with(paths, img, initrd, APPEND) {
                 Ok(r) => {
                     let f = figures(&read_serial(&r.serial_log), r.host_login_s);
                     results[i].push(json!({
@@ -275,6 +327,16 @@ pub fn run(paths: &Paths, runs: usize, cargo: bool) -> Result<()> {
             }
         }
     }
+    (results, figs)
+}
+
+/// Prints the table of medians and ratios to Debian's initramfs phase; returns the result
+/// file's `variants`.
+fn print_and_summarize(
+    variants: &[(&str, PathBuf)],
+    results: &[Vec<Value>],
+    figs: &[Vec<Figures>],
+) -> serde_json::Map<String, Value> {
     let med = |i: usize, get: fn(&Figures) -> Option<f64>| {
         median(&figs[i].iter().filter_map(get).collect::<Vec<_>>())
     };
@@ -316,32 +378,7 @@ pub fn run(paths: &Paths, runs: usize, cargo: bool) -> Result<()> {
             }),
         );
     }
-    for (name, why) in &skipped {
-        println!("{name:<10} skipped: {}", why.lines().next().unwrap_or(""));
-    }
-    let out = json!({
-        "bench": "initramfs",
-        "date": today(),
-        "runs": runs,
-        "append": APPEND,
-        "measure": "kernel clock: Run /init (kernel timestamp) to INIT: version (host time minus the guest clock offset); login: host time minus the firmware estimate",
-        "load_after": load(),
-        "variants": summary,
-        "skipped": skipped.iter().map(|(n, w)| json!({"name": n, "why": w})).collect::<Vec<_>>(),
-    });
-    let dir = paths.repo.join("testbed/results");
-    fs::create_dir_all(&dir).map_err(|e| io_err("cannot create", &dir, e))?;
-    let file = dir.join(format!("{}-initramfs.json", today()));
-    fs::write(
-        &file,
-        serde_json::to_string_pretty(&out).unwrap_or_default() + "\n",
-    )
-    .map_err(|e| io_err("cannot write", &file, e))?;
-    println!("results: {}", file.display());
-    if figs.iter().all(|f| f.is_empty()) {
-        return Err(Error::fail("no boot gave figures"));
-    }
-    Ok(())
+    summary
 }
 
 #[cfg(test)]

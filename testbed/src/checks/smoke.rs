@@ -48,7 +48,7 @@ fn smoke(
     let img = image::ensure(paths, cargo)?;
     let mut opts = BootOpts::new(Profile::Fast);
     opts.record = true;
-    // Also a planted cost for `bootprint advise` (image.rs PLANT_SCRIPT): a 4 s sleep in an
+    // Also a planted cost for `bootprint advise` (vm/image.rs PLANT_SCRIPT): a 4 s sleep in an
     // init script of runlevel 2, before the getty.
     opts.append = format!("bootprint.readahead=1 bootprint.plant=sleep:{PLANT_SLEEP_S}");
     opts.keep_disk = true;
