@@ -253,24 +253,7 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
     let disk = first
         .kept_disk()
         .ok_or_else(|| Error::fail("the learning boot kept no disk"))?;
-    let events = read_trace(&first, "events.log");
-    let learned =
-        crate::bench::figures::event_field(&events, "late_learned", "late").unwrap_or(0.0);
-    c.check(
-        learned >= 3.0,
-        &format!("boot 1 learned late units at boot done (late_learned late={learned})"),
-    );
-    let choice = read_trace(&first, "systemd-late.txt");
-    for unit in ["cron.service", "exim4.service", "ssh.service"] {
-        c.check(
-            choice.lines().any(|l| l == unit),
-            &format!("{unit} is late in the trace's systemd-late.txt"),
-        );
-    }
-    c.check(
-        choice.contains("# kept rsyslog.service: started by syslog.socket"),
-        "a socket-activated unit is kept early, with its reason",
-    );
+    let (learned, choice) = check_learning(c, &first);
 
     // 2. Deferred.
     let deferred = boot(
@@ -311,10 +294,48 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
     let _ = fs::remove_file(&bad_disk);
     let bad = bad?;
 
-    let d_out = deferred.guest_output.clone().unwrap_or_default();
     let s_out = stock.guest_output.clone().unwrap_or_default();
-    let b_out = bad.guest_output.clone().unwrap_or_default();
-    let late_log = read_trace(&deferred, "late.log");
+    check_deferred(c, &deferred, &stock, &s_out, learned);
+    check_bad_state(c, &bad, &s_out);
+    check_forged(c, &forged_boot, &s_out, learned);
+    Ok(())
+}
+
+/// Boot 1's checks: it learned late units, and which; returns how many and its choice
+/// (the trace's systemd-late.txt).
+fn check_learning(c: &mut Checks, first: &BootResult) -> (f64, String) {
+    let events = read_trace(first, "events.log");
+    let learned =
+        crate::bench::figures::event_field(&events, "late_learned", "late").unwrap_or(0.0);
+    c.check(
+        learned >= 3.0,
+        &format!("boot 1 learned late units at boot done (late_learned late={learned})"),
+    );
+    let choice = read_trace(first, "systemd-late.txt");
+    for unit in ["cron.service", "exim4.service", "ssh.service"] {
+        c.check(
+            choice.lines().any(|l| l == unit),
+            &format!("{unit} is late in the trace's systemd-late.txt"),
+        );
+    }
+    c.check(
+        choice.contains("# kept rsyslog.service: started by syslog.socket"),
+        "a socket-activated unit is kept early, with its reason",
+    );
+    (learned, choice)
+}
+
+/// Boots 2 and 3: the deferred boot started what boot 1 learned after the login, before boot
+/// done, and left the machine as the stock boot (3) did.
+fn check_deferred(
+    c: &mut Checks,
+    deferred: &BootResult,
+    stock: &BootResult,
+    s_out: &str,
+    learned: f64,
+) {
+    let d_out = deferred.guest_output.clone().unwrap_or_default();
+    let late_log = read_trace(deferred, "late.log");
     let planned = crate::bench::figures::event_field(&late_log, "late_planned", "units");
     c.check(
         planned == Some(learned),
@@ -323,7 +344,7 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
         ),
     );
     let login = event_seconds(
-        &read_trace(&deferred, "events.log"),
+        &read_trace(deferred, "events.log"),
         "milestone",
         Some("name=text_login"),
     );
@@ -339,18 +360,22 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
             "boot 2: the waiter started bootprint-late.target (late_done result=ok at {done:?} s)"
         ),
     );
-    let boot_done = event_seconds(&read_trace(&deferred, "events.log"), "boot_done", None);
+    let boot_done = event_seconds(&read_trace(deferred, "events.log"), "boot_done", None);
     c.check(
         matches!((done, boot_done), (Some(d), Some(b)) if b > d),
         &format!("boot 2: boot done came after the late units ({boot_done:?} s)"),
     );
     c.check(
-        !read_trace(&stock, "late.log").contains("late_planned"),
+        !read_trace(stock, "late.log").contains("late_planned"),
         "boot 3: with the switch off the generator wrote nothing",
     );
-    same_state(c, "boot 2 (late units)", &d_out, &s_out);
-    check_units(c, &stock);
+    same_state(c, "boot 2 (late units)", &d_out, s_out);
+    check_units(c, stock);
+}
 
+/// Boot 4: a bad state file is reported, nothing deferred, the machine as the stock boot's.
+fn check_bad_state(c: &mut Checks, bad: &BootResult, s_out: &str) {
+    let b_out = bad.guest_output.clone().unwrap_or_default();
     let b_late = sections(&b_out);
     let b_log = section(&b_late, "late.log").cloned().unwrap_or_default();
     c.check(
@@ -363,8 +388,12 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
         !b_log.iter().any(|l| l.contains("late_planned")),
         "boot 4: and nothing is deferred",
     );
-    same_state(c, "boot 4 (bad state file)", &b_out, &s_out);
+    same_state(c, "boot 4 (bad state file)", &b_out, s_out);
+}
 
+/// Boot 5: the learned state with units that are never deferred: those refused, the rest
+/// deferred.
+fn check_forged(c: &mut Checks, forged_boot: &BootResult, s_out: &str, learned: f64) {
     let f_out = forged_boot.guest_output.clone().unwrap_or_default();
     let f_late = sections(&f_out);
     let f_log = section(&f_late, "late.log").cloned().unwrap_or_default();
@@ -383,8 +412,7 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
         f_planned == Some(learned),
         &format!("boot 5: and deferred what boot 1 learned (late_planned units={f_planned:?})"),
     );
-    same_state(c, "boot 5 (core units in the state)", &f_out, &s_out);
-    Ok(())
+    same_state(c, "boot 5 (core units in the state)", &f_out, s_out);
 }
 
 /// The state boot 1 learned (its trace's systemd-late.txt) with [`NEVER_DEFERRED`] added
