@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::vm::hang::diagnose_hang;
 use crate::vm::image::{self, Image};
@@ -280,18 +280,7 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
                 &img, &initrd, &disk, true, &cmdline, until, &run, i, opts.hold,
             )?
         };
-        let line = match &o {
-            Outcome::Arrived(s) => format!("`{}` after {s:.1} s", until.mark()),
-            Outcome::Hung(d) => format!("HUNG (diagnosis {})", d.display()),
-            Outcome::Panic(l) => format!("KERNEL PANIC: {l}"),
-            Outcome::Exited(l) => format!("QEMU EXITED: {l}"),
-            Outcome::Stalled(s, l) => {
-                format!(
-                    "`{}` after {s:.1} s, but the kernel STALLED: {l}",
-                    until.mark()
-                )
-            }
-        };
+        let line = outcome_line(&o, until);
         eprintln!("soak {} {i}/{}: {line}", cfg.name, opts.boots);
         let stop = opts.hold && !matches!(o, Outcome::Arrived(_));
         outcomes.push(o);
@@ -309,26 +298,7 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
         .collect();
     let failed = outcomes.len() - times.len();
     let max = times.iter().copied().fold(0.0, f64::max);
-    let count = |f: fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
-    let summary = format!(
-        "soak {}{}: {} boots, {} reached `{}` with no stall, {} hung, {} stalled, {} panicked, \
-         {} exited; time to it median {:.1} s, max {max:.1} s; {:.0} s in all",
-        cfg.name,
-        if opts.append.trim().is_empty() {
-            String::new()
-        } else {
-            format!(" + `{}`", opts.append.trim())
-        },
-        outcomes.len(),
-        times.len(),
-        until.mark(),
-        count(|o| matches!(o, Outcome::Hung(_))),
-        count(|o| matches!(o, Outcome::Stalled(..))),
-        count(|o| matches!(o, Outcome::Panic(_))),
-        count(|o| matches!(o, Outcome::Exited(_))),
-        median(&times).unwrap_or(0.0),
-        started.elapsed().as_secs_f64()
-    );
+    let summary = summary_line(cfg, opts, &outcomes, &times, until, started);
     println!("{summary}");
     let result = json!({
         "config": cfg.name,
@@ -344,17 +314,85 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
         "failed": failed,
         "median_s": median(&times).map(qemu::round3),
         "max_s": qemu::round3(max),
-        "failures": outcomes.iter().enumerate().filter_map(|(i, o)| match o {
-            Outcome::Arrived(_) => None,
-            Outcome::Hung(d) => Some(json!({"boot": i + 1, "outcome": "hung", "diagnosis": crate::vm::util::shown_path(d)})),
-            Outcome::Panic(l) => Some(json!({"boot": i + 1, "outcome": "kernel panic", "line": l})),
-            Outcome::Exited(l) => Some(json!({"boot": i + 1, "outcome": "qemu exited", "line": l})),
-            Outcome::Stalled(s, l) => Some(json!({"boot": i + 1, "outcome": "kernel stall", "line": l, "arrived_s": qemu::round3(*s)})),
-        }).collect::<Vec<_>>(),
+        "failures": failures_json(&outcomes),
         "commit": commit,
         "date": crate::vm::util::today(),
     });
     let _ = fs::write(run.join("result.json"), format!("{result:#}\n"));
+    write_result(paths, cfg, opts, &result);
+    if failed > 0 {
+        return Err(Error::fail(format!(
+            "soak {}: {failed} of {} boots did not reach `{}`",
+            cfg.name,
+            outcomes.len(),
+            until.mark()
+        )));
+    }
+    Ok(())
+}
+
+/// One boot's outcome, as its progress line says it.
+fn outcome_line(o: &Outcome, until: Until) -> String {
+    match o {
+        Outcome::Arrived(s) => format!("`{}` after {s:.1} s", until.mark()),
+        Outcome::Hung(d) => format!("HUNG (diagnosis {})", d.display()),
+        Outcome::Panic(l) => format!("KERNEL PANIC: {l}"),
+        Outcome::Exited(l) => format!("QEMU EXITED: {l}"),
+        Outcome::Stalled(s, l) => {
+            format!(
+                "`{}` after {s:.1} s, but the kernel STALLED: {l}",
+                until.mark()
+            )
+        }
+    }
+}
+
+/// The soak's summary: how many boots arrived, hung, stalled, panicked or exited, and
+/// their times.
+fn summary_line(
+    cfg: &SoakConfig,
+    opts: &SoakOpts,
+    outcomes: &[Outcome],
+    times: &[f64],
+    until: Until,
+    started: Instant,
+) -> String {
+    let max = times.iter().copied().fold(0.0, f64::max);
+    let count = |f: fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
+    format!(
+        "soak {}{}: {} boots, {} reached `{}` with no stall, {} hung, {} stalled, {} panicked, \
+         {} exited; time to it median {:.1} s, max {max:.1} s; {:.0} s in all",
+        cfg.name,
+        if opts.append.trim().is_empty() {
+            String::new()
+        } else {
+            format!(" + `{}`", opts.append.trim())
+        },
+        outcomes.len(),
+        times.len(),
+        until.mark(),
+        count(|o| matches!(o, Outcome::Hung(_))),
+        count(|o| matches!(o, Outcome::Stalled(..))),
+        count(|o| matches!(o, Outcome::Panic(_))),
+        count(|o| matches!(o, Outcome::Exited(_))),
+        median(times).unwrap_or(0.0),
+        started.elapsed().as_secs_f64()
+    )
+}
+
+/// The result's failed boots, each with its outcome.
+fn failures_json(outcomes: &[Outcome]) -> Vec<Value> {
+    outcomes.iter().enumerate().filter_map(|(i, o)| match o {
+        Outcome::Arrived(_) => None,
+        Outcome::Hung(d) => Some(json!({"boot": i + 1, "outcome": "hung", "diagnosis": crate::vm::util::shown_path(d)})),
+        Outcome::Panic(l) => Some(json!({"boot": i + 1, "outcome": "kernel panic", "line": l})),
+        Outcome::Exited(l) => Some(json!({"boot": i + 1, "outcome": "qemu exited", "line": l})),
+        Outcome::Stalled(s, l) => Some(json!({"boot": i + 1, "outcome": "kernel stall", "line": l, "arrived_s": qemu::round3(*s)})),
+    }).collect::<Vec<_>>()
+}
+
+/// Writes the result into testbed/results/ as DATE-soak-CONFIG[+APPEND][-N].json.
+fn write_result(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, result: &Value) {
     let results = paths.repo.join("testbed/results");
     let _ = fs::create_dir_all(&results);
     let stem = format!(
@@ -366,15 +404,6 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
     let file = crate::vm::util::unused_results_path(&results, &stem);
     let _ = fs::write(&file, format!("{result:#}\n"));
     eprintln!("soak: result in {}", file.display());
-    if failed > 0 {
-        return Err(Error::fail(format!(
-            "soak {}: {failed} of {} boots did not reach `{}`",
-            cfg.name,
-            outcomes.len(),
-            until.mark()
-        )));
-    }
-    Ok(())
 }
 
 /// The disk every boot of the run starts from: a copy of the image, or of the disk a
