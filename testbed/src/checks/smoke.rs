@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::bench::figures::event_field;
 use crate::checks::checklist::{self, Checks};
 use crate::vm::image;
-use crate::vm::qemu::{self, BootOpts, Profile};
+use crate::vm::qemu::{self, BootOpts, BootResult, Profile};
 use crate::vm::util::{Error, Paths, Result};
 
 /// How far the report's text-login time (kernel clock) may be from the host's measurement
@@ -54,15 +54,7 @@ fn smoke(
     opts.keep_disk = true;
     let boot = qemu::boot(paths, &img, &opts)?;
     let disk = boot.kept_disk();
-    println!("boot: cmdline {}", boot.cmdline);
-    println!("boot: host_login_s {:.3}", boot.host_login_s);
-    println!(
-        "boot: firmware_load_s {}",
-        boot.firmware_load_s
-            .map(|f| format!("{f:.3}"))
-            .unwrap_or_else(|| "none".into())
-    );
-    println!("boot: serial log {}", boot.serial_log.display());
+    print_boot(&boot);
     c.check(
         boot.qemu_exit == "clean",
         &format!("guest powered off by itself (qemu_exit {})", boot.qemu_exit),
@@ -73,14 +65,7 @@ fn smoke(
     };
     c.check(true, &format!("trace copied out to {}", trace.display()));
     *first_trace = Some(trace.clone());
-    for f in TRACE_FILES {
-        let p = trace.join(f);
-        let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
-        c.check(
-            size > 0,
-            &format!("trace has a non-empty {f} ({size} bytes)"),
-        );
-    }
+    check_trace_files(c, trace);
     let report = run_report(paths, trace);
     let report = match report {
         Ok(v) => {
@@ -92,6 +77,42 @@ fn smoke(
             return Ok(disk);
         }
     };
+    let text_login = check_login_time(c, &boot, &report);
+    planted_sleep_found(paths, trace, text_login, c);
+    if let Some(d) = &disk {
+        prometheus_written(d, text_login, c);
+    }
+    check_events(c, &boot, trace);
+    Ok(disk)
+}
+
+/// The boot's figures, printed.
+fn print_boot(boot: &BootResult) {
+    println!("boot: cmdline {}", boot.cmdline);
+    println!("boot: host_login_s {:.3}", boot.host_login_s);
+    println!(
+        "boot: firmware_load_s {}",
+        boot.firmware_load_s
+            .map(|f| format!("{f:.3}"))
+            .unwrap_or_else(|| "none".into())
+    );
+    println!("boot: serial log {}", boot.serial_log.display());
+}
+
+/// Every file the trace must have is there and not empty.
+fn check_trace_files(c: &mut Checks, trace: &Path) {
+    for f in TRACE_FILES {
+        let p = trace.join(f);
+        let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+        c.check(
+            size > 0,
+            &format!("trace has a non-empty {f} ({size} bytes)"),
+        );
+    }
+}
+
+/// The report's text login, and that it agrees with the host's time to `login:`; returns it.
+fn check_login_time(c: &mut Checks, boot: &BootResult, report: &Value) -> Option<f64> {
     let text_login = report.get("text_login_s").and_then(Value::as_f64);
     let kernel = report.get("kernel_s").and_then(Value::as_f64);
     println!(
@@ -127,10 +148,12 @@ fn smoke(
             ),
         );
     }
-    planted_sleep_found(paths, trace, text_login, c);
-    if let Some(d) = &disk {
-        prometheus_written(d, text_login, c);
-    }
+    text_login
+}
+
+/// What the recorder's events say: exec events from the connector, the delay-accounting
+/// switch left alone, no kernel stall, a readahead pack learned.
+fn check_events(c: &mut Checks, boot: &BootResult, trace: &Path) {
     let events = std::fs::read_to_string(trace.join("events.log")).unwrap_or_default();
     // Exec events come from the kernel's process events connector, with the program's path
     // while the process runs (the planted service's `sleep` runs for seconds).
@@ -167,7 +190,6 @@ fn smoke(
         learned.is_some_and(|n| n > 10.0) && !events.contains(" readahead_learn error="),
         &format!("readahead learned a pack ({learned:?} entries) and wrote it"),
     );
-    Ok(disk)
 }
 
 /// A second boot with `initcall_debug`: the recorder keeps the kernel log in the trace, and
@@ -194,40 +216,7 @@ fn kernel_log(
         return Ok(());
     };
     let events = std::fs::read_to_string(trace.join("events.log")).unwrap_or_default();
-    let replayed = event_field(&events, "readahead_replay", "bytes");
-    let hit = event_field(&events, "readahead_hit", "ratio");
-    c.check(
-        disk.is_some() && replayed.is_some_and(|b| b > 1e6) && hit.is_some_and(|h| h >= 0.9),
-        &format!(
-            "second boot replayed the learned pack ({replayed:?} bytes, hit ratio {hit:?} at boot done)"
-        ),
-    );
-    // Before the files, from the root's block device (devtmpfs's node: udev has not run),
-    // the ranges the learning boot listed in the pack.
-    let learned_meta = first_trace
-        .and_then(|t| std::fs::read_to_string(t.join("events.log")).ok())
-        .and_then(|ev| event_field(&ev, "readahead_learn", "metadata_bytes"));
-    let meta = event_field(&events, "readahead_replay", "metadata_bytes");
-    let meta_requests = event_field(&events, "readahead_replay", "metadata_requests");
-    c.check(
-        learned_meta.is_some_and(|b| b > 0.0)
-            && meta == learned_meta
-            && meta_requests.is_some_and(|n| n > 0.0),
-        &format!(
-            "second boot's replay read the pack's metadata first ({meta:?} bytes in \
-             {meta_requests:?} reads; the pack lists {learned_meta:?})"
-        ),
-    );
-    // The image boots with `rw`: checkroot.sh remounts the root read-only for its fsck,
-    // which drops the root device's cache, and the recorder reads the metadata again.
-    let again = event_field(&events, "readahead_metadata_again", "bytes");
-    c.check(
-        again.is_some() && again == meta,
-        &format!(
-            "after checkroot.sh's read-only remount the recorder read the metadata again \
-             ({again:?} bytes)"
-        ),
-    );
+    check_replay(c, &events, disk, first_trace);
     let dmesg = std::fs::read_to_string(trace.join("dmesg")).unwrap_or_default();
     // The log's own figures, read here independently of the kernel crate.
     let stamp = |line: &str| -> Option<f64> {
@@ -250,11 +239,64 @@ fn kernel_log(
         run_init.is_some() && returns > 100,
         &format!("the trace's dmesg holds the initcall_debug log ({returns} initcall returns, Run /init at {run_init:?})"),
     );
+    check_kernel_report(paths, trace, c, run_init, returns, first_call);
+    Ok(())
+}
+
+/// The second boot replayed the learned pack, its metadata first, and again after
+/// checkroot.sh's remount.
+fn check_replay(c: &mut Checks, events: &str, disk: Option<&Path>, first_trace: Option<&Path>) {
+    let replayed = event_field(events, "readahead_replay", "bytes");
+    let hit = event_field(events, "readahead_hit", "ratio");
+    c.check(
+        disk.is_some() && replayed.is_some_and(|b| b > 1e6) && hit.is_some_and(|h| h >= 0.9),
+        &format!(
+            "second boot replayed the learned pack ({replayed:?} bytes, hit ratio {hit:?} at boot done)"
+        ),
+    );
+    // Before the files, from the root's block device (devtmpfs's node: udev has not run),
+    // the ranges the learning boot listed in the pack.
+    let learned_meta = first_trace
+        .and_then(|t| std::fs::read_to_string(t.join("events.log")).ok())
+        .and_then(|ev| event_field(&ev, "readahead_learn", "metadata_bytes"));
+    let meta = event_field(events, "readahead_replay", "metadata_bytes");
+    let meta_requests = event_field(events, "readahead_replay", "metadata_requests");
+    c.check(
+        learned_meta.is_some_and(|b| b > 0.0)
+            && meta == learned_meta
+            && meta_requests.is_some_and(|n| n > 0.0),
+        &format!(
+            "second boot's replay read the pack's metadata first ({meta:?} bytes in \
+             {meta_requests:?} reads; the pack lists {learned_meta:?})"
+        ),
+    );
+    // The image boots with `rw`: checkroot.sh remounts the root read-only for its fsck,
+    // which drops the root device's cache, and the recorder reads the metadata again.
+    let again = event_field(events, "readahead_metadata_again", "bytes");
+    c.check(
+        again.is_some() && again == meta,
+        &format!(
+            "after checkroot.sh's read-only remount the recorder read the metadata again \
+             ({again:?} bytes)"
+        ),
+    );
+}
+
+/// `bootprint kernel --json` on the trace agrees with the log's own figures: the time to
+/// Run /init, every initcall return, PID 1's built-in initcalls within their span.
+fn check_kernel_report(
+    paths: &Paths,
+    trace: &Path,
+    c: &mut Checks,
+    run_init: Option<f64>,
+    returns: usize,
+    first_call: Option<f64>,
+) {
     let k = match run_cli(paths, "kernel", trace) {
         Ok(v) => v,
         Err(e) => {
             c.check(false, &format!("`bootprint kernel --json`: {e}"));
-            return Ok(());
+            return;
         }
     };
     let kernel_s = k["boot"]["phases"]["kernel_us"].as_f64().map(|us| us / 1e6);
@@ -293,7 +335,6 @@ fn kernel_log(
             &format!("built-in initcalls on PID 1 total {pid1_total:.3} s, within the {span:.3} s from the first call to Run /init"),
         );
     }
-    Ok(())
 }
 
 /// `bootprint advise` finds the planted sleep: a `sleep` finding whose evidence is the
