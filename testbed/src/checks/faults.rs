@@ -1124,26 +1124,7 @@ fn power_cut(paths: &Paths, img: &Image, c: &Case, dir: &Path, disk: &Path) -> R
                 .rsplit('/')
                 .next()
                 .unwrap_or("");
-            let out = dir.join("latest-trace");
-            let _ = fs::remove_dir_all(&out);
-            fs::create_dir_all(&out).map_err(|e| io_err("cannot create", &out, e))?;
-            run_logged(
-                Command::new("debugfs")
-                    .arg("-R")
-                    .arg(format!("rdump /var/log/bootprint/{name} {}", out.display()))
-                    .arg(&kept),
-                &log,
-            )?;
-            let bootprint = paths.repo.join("target/release/bootprint");
-            let ok = Command::new(&bootprint)
-                .arg("report")
-                .arg(out.join(name))
-                .arg("--json")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            if !ok {
+            if !trace_readable(paths, dir, &kept, &log, name)? {
                 return Ok(Outcome {
                     name: c.name,
                     ok: false,
@@ -1179,6 +1160,31 @@ fn power_cut(paths: &Paths, img: &Image, c: &Case, dir: &Path, disk: &Path) -> R
             format!("{left}; but the next boot's trace was not readable")
         },
     })
+}
+
+/// Copies the trace `name` out of the disk `kept` into `dir` and reads it with
+/// `bootprint report`; whether it could.
+fn trace_readable(paths: &Paths, dir: &Path, kept: &Path, log: &Path, name: &str) -> Result<bool> {
+    let out = dir.join("latest-trace");
+    let _ = fs::remove_dir_all(&out);
+    fs::create_dir_all(&out).map_err(|e| io_err("cannot create", &out, e))?;
+    run_logged(
+        Command::new("debugfs")
+            .arg("-R")
+            .arg(format!("rdump /var/log/bootprint/{name} {}", out.display()))
+            .arg(kept),
+        log,
+    )?;
+    let bootprint = paths.repo.join("target/release/bootprint");
+    let ok = Command::new(&bootprint)
+        .arg("report")
+        .arg(out.join(name))
+        .arg("--json")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    Ok(ok)
 }
 
 /// The newest run directory (a boot that ended in an error does not return its own).
