@@ -1,11 +1,13 @@
 //! The command line of `bootprint-testbed`, defined once with clap's derive API: parsing,
 //! `--help` (the program's and each verb's), the usage in error messages, the man pages
 //! (`bootprint-testbed man`) and the shell completions (`bootprint-testbed completions`) all
-//! come from the types below. The choices of a verb (benchmarks, soak configurations, fault
-//! cases, drive profiles) come from the module that runs them, so a new one is offered,
-//! checked and completed without a change here.
+//! come from the types below. The choices of a verb (benchmarks from bench's registry, soak
+//! configurations, fault cases, drive profiles) come from the module that runs them, so a
+//! new one is offered, checked and completed without a change here. The top layer: it may
+//! import every other (lib.rs).
 
 use std::ffi::OsString;
+use std::fs;
 use std::path::PathBuf;
 
 use clap::builder::{PossibleValue, PossibleValuesParser};
@@ -13,9 +15,11 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::parser::ValueSource;
 use clap::{Arg, ArgMatches, Args, Command, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::image::Flavor;
-use crate::qemu::Profile;
-use crate::soak::Until;
+use crate::bench::registry::{Request, BENCHMARKS};
+use crate::checks::soak::Until;
+use crate::vm::image::Flavor;
+use crate::vm::qemu::{BootOpts, Profile};
+use crate::vm::util::{self, io_err};
 
 /// What the top-level help ends with, after the list of command lines.
 const ENVIRONMENT: &str = "\
@@ -162,7 +166,7 @@ pub struct Desktop {
     #[arg(long)]
     pub systemd: bool,
     /// Seconds (N) the greeter login waits at the greeter before typing, as a person does
-    #[arg(long, value_name = "N", default_value_t = crate::desktop_session::GREETER_WAIT_S)]
+    #[arg(long, value_name = "N", default_value_t = crate::vm::desktop_session::GREETER_WAIT_S)]
     pub greeter_wait: u32,
     /// Only this login (both by default)
     #[arg(long, value_parser = ["auto", "greeter"])]
@@ -235,6 +239,27 @@ pub struct BootArgs {
     pub sync_disk: bool,
 }
 
+impl BootArgs {
+    /// The options `boot`'s command line gives (the guest script's file is read here).
+    pub fn boot_opts(&self) -> util::Result<BootOpts> {
+        let guest_script = match &self.guest_script {
+            Some(f) => Some(fs::read_to_string(f).map_err(|e| io_err("cannot read", f, e))?),
+            None => None,
+        };
+        Ok(BootOpts {
+            append: self.append.clone().unwrap_or_default(),
+            record: self.record,
+            trace_out: self.trace_out.clone(),
+            keep_disk: self.keep_disk,
+            disk_from: self.disk_from.clone(),
+            guest_script,
+            initrd: self.initrd.clone(),
+            sync_disk: self.sync_disk,
+            ..BootOpts::new(self.profile)
+        })
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct Boot {
     #[command(flatten)]
@@ -255,7 +280,7 @@ pub struct Boot {
 #[derive(Debug, Args)]
 pub struct Bench {
     /// The benchmark
-    #[arg(value_name = "NAME", value_parser = choices(crate::bench::BENCHMARKS.iter().copied()))]
+    #[arg(value_name = "NAME", value_parser = benchmarks())]
     pub name: String,
     /// Boots of each variant
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = positive)]
@@ -278,13 +303,33 @@ pub struct Bench {
     pub flavor: FlavorArgs,
 }
 
+impl Bench {
+    /// What the benchmark is asked.
+    pub fn request(&self) -> Request {
+        Request {
+            runs: self.runs,
+            profile: self.profile,
+            json: self.json,
+            cargo: self.build.cargo(),
+            image: self.image.clone(),
+            login: self.login.clone(),
+            flavor: self.flavor.flavor(),
+        }
+    }
+}
+
+/// The registry's benchmarks, each with what it measures.
+fn benchmarks() -> PossibleValuesParser {
+    choices(BENCHMARKS.iter().map(|(name, entry)| (*name, entry.about)))
+}
+
 #[derive(Debug, Args)]
 pub struct Faults {
     /// Every case, not only the cheap ones
     #[arg(long)]
     pub all: bool,
     /// Only this case
-    #[arg(long, value_name = "NAME", value_parser = choices(crate::faults::names()))]
+    #[arg(long, value_name = "NAME", value_parser = choices(crate::checks::faults::names()))]
     pub case: Option<String>,
     #[command(flatten)]
     pub build: Build,
@@ -319,7 +364,9 @@ pub struct Soak {
 
 fn soak_configs() -> PossibleValuesParser {
     let list = (SOAK_LIST, "list the configurations");
-    let configs = crate::soak::configs().into_iter().map(|c| (c.name, c.what));
+    let configs = crate::checks::soak::configs()
+        .into_iter()
+        .map(|c| (c.name, c.what));
     choices(std::iter::once(list).chain(configs))
 }
 
@@ -457,6 +504,9 @@ fn choices(list: impl IntoIterator<Item = (&'static str, &'static str)>) -> Poss
             .map(|(name, help)| PossibleValue::new(name).help(help)),
     )
 }
+
+pub mod completions;
+pub mod man;
 
 #[cfg(test)]
 mod tests;

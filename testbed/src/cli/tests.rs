@@ -351,13 +351,13 @@ fn choice_names_are_the_modules_names() {
     for p in Profile::value_variants() {
         assert_eq!(p.to_possible_value().unwrap().get_name(), p.name());
     }
-    for c in crate::soak::configs() {
+    for c in crate::checks::soak::configs() {
         verb(&format!("bootprint-testbed soak {}", c.name));
     }
-    for (name, _) in crate::bench::BENCHMARKS {
+    for (name, _) in crate::bench::registry::BENCHMARKS {
         verb(&format!("bootprint-testbed bench {name}"));
     }
-    for (name, _) in crate::faults::names() {
+    for (name, _) in crate::checks::faults::names() {
         verb(&format!("bootprint-testbed faults --case {name}"));
     }
 }

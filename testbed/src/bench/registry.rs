@@ -1,0 +1,183 @@
+//! Every benchmark `bench NAME` runs, listed once: its name, what it measures (the command
+//! line's choices and their help, and docs/testbed.md's list) and the function that runs it.
+//! A new benchmark is one file in bench/ and one line here.
+
+use std::path::PathBuf;
+
+use crate::bench::{
+    builtins, desktop_bench, irbench, modbench, profiles, rabench, rc, record, recorder_cost, whole,
+};
+use crate::vm::image::Flavor;
+use crate::vm::qemu::Profile;
+use crate::vm::util::{Error, Paths, Result};
+
+/// What `bench NAME` was asked: the command line's options; each benchmark reads those it
+/// has.
+pub struct Request {
+    /// Boots of each variant (`--runs`).
+    pub runs: usize,
+    /// The drive profile, when given (`--profile`).
+    pub profile: Option<Profile>,
+    /// Print the result as one JSON object (`--json`).
+    pub json: bool,
+    /// Build the bootprint binaries first (not `--no-cargo`).
+    pub cargo: bool,
+    /// Another built image (`--image`, readahead).
+    pub image: Option<PathBuf>,
+    /// Only this login (`--login`, desktop).
+    pub login: Option<String>,
+    /// Which image (`--desktop`, `--desktop-systemd`).
+    pub flavor: Flavor,
+}
+
+impl Request {
+    /// The drive profile, `fast` when not given.
+    pub fn profile(&self) -> Profile {
+        self.profile.unwrap_or(Profile::Fast)
+    }
+}
+
+/// One benchmark of the registry.
+pub struct Entry {
+    /// What it measures, in one line.
+    pub about: &'static str,
+    /// Runs it.
+    pub run: fn(&Paths, &Request) -> Result<()>,
+}
+
+/// The registry: every benchmark, by name.
+pub const BENCHMARKS: &[(&str, Entry)] = &[
+    (
+        "record",
+        Entry {
+            about: "the recorder's cost: boots without it against boots with init=bootprint-boot",
+            run: record::bench,
+        },
+    ),
+    (
+        "recorder-cost",
+        Entry {
+            about: "the recorder's own CPU on systemd: as it was (10 Hz, fanotify) against today's",
+            run: recorder_cost::bench,
+        },
+    ),
+    (
+        "profiles",
+        Entry {
+            about: "the drive profiles against each other (--profile is the variable, so ignored)",
+            run: profiles::bench,
+        },
+    ),
+    (
+        "rc",
+        Entry {
+            about: "service start: startpar, serial, bootprint's runner, systemd (--desktop: on \
+                    the desktop image, to the graphical login too)",
+            run: rc::bench,
+        },
+    ),
+    (
+        "readahead",
+        Entry {
+            about: "no readahead, learning and replaying boots on the aged image, every drive \
+                    profile unless --profile (--image DIR: another built image)",
+            run: rabench::bench,
+        },
+    ),
+    (
+        "readahead-alone",
+        Entry {
+            about: "each readahead replay variant alone, from a cold page cache, with nothing \
+                    else reading (the learning and relocation boots of readahead only), every \
+                    drive profile unless --profile",
+            run: rabench::bench_alone,
+        },
+    ),
+    (
+        "modules",
+        Entry {
+            about: "the parallel module loader against serial modprobe in the guest, and boots \
+                    with bootprint.modules=1",
+            run: modbench::bench,
+        },
+    ),
+    (
+        "whole",
+        Entry {
+            about: "every lever on against systemd and Debian's default (--desktop: on the \
+                    desktop images)",
+            run: whole::bench,
+        },
+    ),
+    (
+        "builtins",
+        Entry {
+            about: "the sysvinit chain: scripts, fsck in the initramfs, built-ins, udev beside, \
+                    one graph for S and 2",
+            run: builtins::bench,
+        },
+    ),
+    (
+        "initramfs",
+        Entry {
+            about: "bootprint's initramfs against Debian's initramfs-tools, dracut host-only and \
+                    tiny-initramfs",
+            run: irbench::bench,
+        },
+    ),
+    (
+        "desktop",
+        Entry {
+            about: "the desktop start on the aged desktop image without preload, learning and \
+                    prefetching; autologin and the greeter login unless --login",
+            run: desktop_bench::bench,
+        },
+    ),
+];
+
+/// The benchmark called `name`.
+pub fn find(name: &str) -> Result<&'static Entry> {
+    match BENCHMARKS.iter().find(|(n, _)| *n == name) {
+        Some((_, entry)) => Ok(entry),
+        None => Err(Error::Usage(format!(
+            "unknown benchmark {name:?}: known: {}",
+            BENCHMARKS
+                .iter()
+                .map(|(n, _)| *n)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// `bench NAME`: runs the benchmark called `name`.
+pub fn run(paths: &Paths, name: &str, req: &Request) -> Result<()> {
+    (find(name)?.run)(paths, req)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_unknown_ones_a_usage_error() {
+        for (i, (name, _)) in BENCHMARKS.iter().enumerate() {
+            assert!(BENCHMARKS[..i].iter().all(|(n, _)| n != name), "{name}");
+            assert!(find(name).is_ok(), "{name}");
+        }
+        assert!(matches!(find("nope"), Err(Error::Usage(_))));
+    }
+
+    /// docs/testbed.md's list of benchmarks is this registry.
+    #[test]
+    fn the_docs_list_every_benchmark() {
+        let docs = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/testbed.md");
+        let text = std::fs::read_to_string(docs).unwrap();
+        for (name, _) in BENCHMARKS {
+            assert!(
+                text.contains(&format!("| `{name}` |")),
+                "{name} missing in {docs}"
+            );
+        }
+    }
+}

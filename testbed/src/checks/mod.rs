@@ -1,0 +1,16 @@
+//! The real-boot tests: each boots the image and passes or fails (smoke, faults, soak, the
+//! package, the desktop session, late units, parity, the initramfs, the module set, the
+//! kernel stall, a lever's verdict). Imports `vm` and, for result files and figures,
+//! `bench`'s runner; never `cli`.
+
+pub mod checklist;
+pub mod desktop_test;
+pub mod faults;
+pub mod initramfs_test;
+pub mod late_test;
+pub mod package_test;
+pub mod parity;
+pub mod smoke;
+pub mod soak;
+pub mod stall_repro;
+pub mod verdict;

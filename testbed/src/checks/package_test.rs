@@ -1,0 +1,629 @@
+//! `package`: bootprint installed as a user installs it, on a machine GRUB boots from its own
+//! disk (grub_disk.rs; docs/testbed.md, "`package`: the package test"). Seven boots through the
+//! firmware and GRUB, each from the disk the one before left:
+//!
+//! 1. stock: `dpkg -i` the .deb (the next boot's files must not change), `bootprint enable
+//!    --all`;
+//! 2. bootprint on: the recorder's trace of this boot (copied out, read by the host's
+//!    `bootprint report`), `bootprint status`, then the kernel upgrade: `dpkg -i` the image's
+//!    kernel ABI, after which bootprint's initramfs must exist for it and GRUB must offer it;
+//! 3. the new kernel with bootprint: its trace; then two disables that fail on purpose (the
+//!    security issue's fault cases): with update-grub failing nothing may change, with
+//!    dpkg-divert failing the wrapper must stay at /bin/startpar and GRUB lose bootprint;
+//!    3b. stock (the wrapper runs Debian's startpar); a disable with dpkg's database
+//!    immutable: Debian's startpar must be back at its name; 3c. stock; `bootprint
+//!    disable`: nothing of bootprint left in what decides the next boot;
+//! 4. stock again (no trace of this boot), then `enable --all` and `apt-get purge bootprint`:
+//!    the package's files, state and traces gone, the boot files as after `disable`;
+//! 5. stock: the machine boots as before bootprint.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::checks::checklist::{self, Checks};
+use crate::checks::late_test::{section, sections};
+use crate::vm::grub_disk::{self, GrubDisk};
+use crate::vm::image;
+use crate::vm::qemu::{self, BootOpts, BootResult, Profile};
+use crate::vm::util::{io_err, run_logged, Error, Paths, Result};
+
+/// Where the .deb goes in the guest.
+const GUEST_DEB: &str = "/root/bootprint-testbed/bootprint.deb";
+/// The kernel command-line word that says bootprint's recorder runs.
+const INIT_WORD: &str = "init=/usr/lib/bootprint/bootprint-boot";
+
+/// Shell functions the guest scripts share. `snap` prints what decides the next boot (GRUB's
+/// configuration and its inputs, /boot, the diversions, the init, the startpar the rc script
+/// runs), one sorted line each.
+const PRELUDE: &str = r#"d=/root/bootprint-testbed
+# The kernel's messages would land between the script's lines on the serial console (seen:
+# a device-mapper line inside a snapshot): only emergencies from here on.
+dmesg -n 1
+snap() {
+  {
+    md5sum /boot/grub/grub.cfg /etc/default/grub
+    for f in /etc/default/grub.d/* /etc/grub.d/* /boot/* /etc/kernel/*.d/* /etc/initramfs-tools/conf.d/*; do
+      [ -e "$f" ] && echo "file $f"
+    done
+    dpkg-divert --list | sed 's/^/divert /'
+    echo "init $(readlink -f /sbin/init)"
+    ls -l /bin/startpar* 2>&1 | awk '{print "startpar", $1, $NF}'
+  } | sort
+}
+section() { echo "== $1"; }
+"#;
+
+pub fn run(paths: &Paths, deb: &Path, cargo: bool) -> Result<()> {
+    checklist::run("package", |c| package(paths, deb, cargo, c))
+}
+
+fn package(paths: &Paths, deb: &Path, cargo: bool, c: &mut Checks) -> Result<()> {
+    if !deb.is_file() {
+        return Err(Error::fail(format!(
+            "{}: no such .deb (build it with `make deb`)",
+            deb.display()
+        )));
+    }
+    let img = image::ensure(paths, cargo)?;
+    let grub = grub_disk::ensure(paths, &img)?;
+    let (old, new) = (&grub.old_release, &grub.new_release);
+    println!(
+        "package: {} on the GRUB disk (linux-image-{old}, upgraded to {new} in boot 2)",
+        deb.display()
+    );
+    let disk = with_deb(paths, &grub, deb)?;
+    let m = Machine {
+        paths,
+        img: &img,
+        old,
+        new,
+    };
+    let r1 = install_and_enable(&m, &disk, c)?;
+    let r2 = bootprint_on_and_kernel_upgrade(&m, &after(&r1, &disk), c)?;
+    let r3 = new_kernel_and_failing_disables(&m, &after(&r2, &disk), c)?;
+    let r3b = stock_with_the_wrapper(&m, &after(&r3, &disk), c)?;
+    let (r3c, disabled) = stock_and_disable(&m, &after(&r3b, &disk), c)?;
+    let r4 = enable_and_purge(&m, &after(&r3c, &disk), c, &disabled)?;
+    stock_as_before(&m, &after(&r4, &disk), c)?;
+    for r in [r1, r2, r3, r3b, r3c, r4] {
+        if let Some(d) = r.kept_disk() {
+            let _ = std::fs::remove_file(d);
+        }
+    }
+    let _ = std::fs::remove_file(&disk);
+    Ok(())
+}
+
+/// A guest script's `== name` sections (`late_test::sections`).
+type Sections = Vec<(String, BTreeSet<String>)>;
+
+/// What every boot of the package test shares: the image (its kernel boots the GRUB disk's
+/// setup) and the two kernel releases.
+struct Machine<'a> {
+    paths: &'a Paths,
+    img: &'a image::Image,
+    old: &'a String,
+    new: &'a String,
+}
+
+/// The disk a boot kept, for the next one (the first's when it kept none).
+fn after(r: &BootResult, first: &Path) -> PathBuf {
+    r.kept_disk().unwrap_or_else(|| first.to_path_buf())
+}
+
+/// 1. Stock: `dpkg -i` the .deb (the next boot's files must not change), `bootprint enable --all`.
+fn install_and_enable(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
+    let r1 = boot(
+        m.paths,
+        m.img,
+        disk,
+        false,
+        r#"section cmdline; cat /proc/cmdline
+section before; snap
+dpkg -i /root/bootprint-testbed/bootprint.deb > /tmp/dpkg.log 2>&1; rc=$?
+section install; echo "rc=$rc"; tail -n 20 /tmp/dpkg.log
+section after-install; snap
+bootprint enable --all > /tmp/enable.log 2>&1; rc=$?
+section enable; echo "rc=$rc"; cat /tmp/enable.log
+section grub-cmdline; grep -o 'init=[^ ]*' /boot/grub/grub.cfg | sort -u
+"#,
+    )?;
+    let s1 = sections(&out(&r1));
+    let cmdline = lines(&s1, "cmdline");
+    c.check(
+        !cmdline.iter().any(|l| l.contains("bootprint")),
+        &format!("boot 1 is stock: {}", cmdline.join(" ")),
+    );
+    c.check(
+        rc0(&s1, "install"),
+        &format!("dpkg -i the .deb: {}", lines(&s1, "install").join(" | ")),
+    );
+    same(
+        c,
+        "installing the package changes nothing about the next boot",
+        &s1,
+        "before",
+        &s1,
+        "after-install",
+    );
+    c.check(
+        rc0(&s1, "enable"),
+        &format!(
+            "bootprint enable --all: {}",
+            lines(&s1, "enable").join(" | ")
+        ),
+    );
+    c.check(
+        lines(&s1, "grub-cmdline").iter().any(|l| l == INIT_WORD),
+        &format!(
+            "update-grub put {INIT_WORD} into grub.cfg: {:?}",
+            lines(&s1, "grub-cmdline")
+        ),
+    );
+    Ok(r1)
+}
+
+/// 2. bootprint on: its trace, `bootprint status`, then the kernel upgrade.
+fn bootprint_on_and_kernel_upgrade(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
+    let (old, new) = (m.old, m.new);
+    let r2 = boot(
+        m.paths,
+        m.img,
+        disk,
+        true,
+        &format!(
+            r#"section cmdline; cat /proc/cmdline
+section release; uname -r
+section status; bootprint status > /tmp/status.log 2>&1; echo "rc=$?"; cat /tmp/status.log
+dpkg -i $d/debs/linux-image-{new}_*.deb > /tmp/kernel.log 2>&1; rc=$?
+section kernel; echo "rc=$rc"; tail -n 20 /tmp/kernel.log
+section boot-files; ls -1 /boot
+section grub-entries; grep -E '^[[:space:]]*(menuentry|linux|initrd)' /boot/grub/grub.cfg | sed 's/^[[:space:]]*//'
+"#
+        ),
+    )?;
+    let s2 = sections(&out(&r2));
+    c.check(
+        lines(&s2, "cmdline").iter().any(|l| l.contains(INIT_WORD)),
+        &format!("boot 2 runs bootprint: {}", lines(&s2, "cmdline").join(" ")),
+    );
+    check_trace(c, m.paths, "boot 2", &r2, old);
+    c.check(
+        rc0(&s2, "status"),
+        &format!("bootprint status: {}", lines(&s2, "status").join(" | ")),
+    );
+    c.check(
+        rc0(&s2, "kernel"),
+        &format!(
+            "dpkg -i linux-image-{new}: {}",
+            lines(&s2, "kernel").join(" | ")
+        ),
+    );
+    let ours: Vec<String> = lines(&s2, "boot-files")
+        .into_iter()
+        .filter(|f| f.contains("bootprint") && f.contains(new.as_str()))
+        .collect();
+    c.check(
+        !ours.is_empty(),
+        &format!(
+            "bootprint's initramfs followed the kernel upgrade: {:?} in /boot ({})",
+            ours,
+            lines(&s2, "boot-files").join(" ")
+        ),
+    );
+    let entries = lines(&s2, "grub-entries");
+    c.check(
+        ours.iter().any(|f| {
+            entries
+                .iter()
+                .any(|e| e.starts_with("initrd") && e.contains(f.as_str()))
+        }),
+        &format!(
+            "GRUB offers {new} with bootprint's initramfs ({} entry lines)",
+            entries.len()
+        ),
+    );
+    Ok(r2)
+}
+
+/// 3. The new kernel with bootprint, and two disables that fail on purpose.
+fn new_kernel_and_failing_disables(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
+    let new = m.new;
+    let r3 = boot(
+        m.paths,
+        m.img,
+        disk,
+        true,
+        r#"section cmdline; cat /proc/cmdline
+section release; uname -r
+section enabled; snap
+printf '#!/bin/sh\necho "99_fault: failing on purpose" >&2\nexit 1\n' > /etc/grub.d/99_fault
+chmod 755 /etc/grub.d/99_fault
+bootprint disable > /tmp/d1.log 2>&1; rc=$?
+rm -f /etc/grub.d/99_fault
+section disable-update-grub-fails; echo "rc=$rc"; cat /tmp/d1.log
+section after-update-grub-fails; snap
+printf '#!/bin/sh\nfor a; do [ "$a" = --remove ] && { echo "fail-remove: failing on purpose" >&2; exit 2; }; done\nexec dpkg-divert "$@"\n' > /tmp/fail-remove
+chmod 755 /tmp/fail-remove
+BOOTPRINT_DPKG_DIVERT=/tmp/fail-remove bootprint disable > /tmp/d2.log 2>&1; rc=$?
+section disable-dpkg-divert-fails; echo "rc=$rc"; cat /tmp/d2.log
+section startpar-after; grep -ac startpar.distrib /bin/startpar; ls /bin/startpar.distrib
+section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint-boot
+"#,
+    )?;
+    let s3 = sections(&out(&r3));
+    c.check(
+        lines(&s3, "release").first() == Some(new),
+        &format!("boot 3 runs the new kernel: {:?}", lines(&s3, "release")),
+    );
+    check_trace(c, m.paths, "boot 3", &r3, new);
+    let d1 = lines(&s3, "disable-update-grub-fails");
+    c.check(
+        d1.iter().any(|l| l == "rc=1") && d1.iter().any(|l| l.contains("nothing was undone")),
+        &format!(
+            "disable with update-grub failing exits 1 and says why: {}",
+            d1.join(" | ")
+        ),
+    );
+    same(
+        c,
+        "a disable whose update-grub failed changed nothing (the machine boots as in boot 3)",
+        &s3,
+        "enabled",
+        &s3,
+        "after-update-grub-fails",
+    );
+    let d2 = lines(&s3, "disable-dpkg-divert-fails");
+    c.check(
+        d2.iter().any(|l| l == "rc=1") && d2.iter().any(|l| l.contains("fail-remove")),
+        &format!(
+            "disable with dpkg-divert failing exits 1 and says why: {}",
+            d2.join(" | ")
+        ),
+    );
+    c.check(
+        lines(&s3, "startpar-after").contains(&"/bin/startpar.distrib".to_string())
+            && lines(&s3, "startpar-after").first().map(String::as_str) != Some("0"),
+        &format!(
+            "the wrapper is back at /bin/startpar over Debian's: {:?}",
+            lines(&s3, "startpar-after")
+        ),
+    );
+    c.check(
+        lines(&s3, "grub-bootprint").first().map(String::as_str) == Some("0"),
+        &format!(
+            "and GRUB no longer boots bootprint: {:?}",
+            lines(&s3, "grub-bootprint")
+        ),
+    );
+    Ok(r3)
+}
+
+/// 3b. Stock, the wrapper running Debian's startpar; dpkg's database immutable.
+fn stock_with_the_wrapper(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
+    let r3b = boot(
+        m.paths,
+        m.img,
+        disk,
+        false,
+        r#"section cmdline; cat /proc/cmdline
+chattr +i /var/lib/dpkg/diversions
+bootprint disable > /tmp/d3.log 2>&1; rc=$?
+chattr -i /var/lib/dpkg/diversions
+section disable-dpkg-db-fails; echo "rc=$rc"; cat /tmp/d3.log
+section startpar-after; ls /bin/startpar /bin/startpar.distrib 2>&1 | sed 's/^ls: //'; grep -ac startpar.distrib /bin/startpar
+"#,
+    )?;
+    let s3b = sections(&out(&r3b));
+    c.check(
+        !lines(&s3b, "cmdline")
+            .iter()
+            .any(|l| l.contains("bootprint")),
+        &format!(
+            "boot 3b reached the login, stock, after the failed disable: {}",
+            lines(&s3b, "cmdline").join(" ")
+        ),
+    );
+    let d3 = lines(&s3b, "disable-dpkg-db-fails");
+    c.check(
+        d3.iter().any(|l| l == "rc=1") && d3.iter().any(|l| l.contains("dpkg-divert")),
+        &format!(
+            "disable with dpkg's database immutable exits 1 and says why: {}",
+            d3.join(" | ")
+        ),
+    );
+    let sp = lines(&s3b, "startpar-after");
+    c.check(
+        sp.contains(&"/bin/startpar".to_string()) && sp.contains(&"0".to_string()),
+        &format!("Debian's startpar is back at /bin/startpar: {sp:?}"),
+    );
+    Ok(r3b)
+}
+
+/// 3c. Stock again, Debian's startpar in place; disable finishes: returns the sections (`after-disable`).
+fn stock_and_disable(m: &Machine, disk: &Path, c: &mut Checks) -> Result<(BootResult, Sections)> {
+    let r3c = boot(
+        m.paths,
+        m.img,
+        disk,
+        false,
+        r#"section cmdline; cat /proc/cmdline
+bootprint disable > /tmp/disable.log 2>&1; rc=$?
+section disable; echo "rc=$rc"; cat /tmp/disable.log
+section after-disable; snap
+# grub.cfg's `### BEGIN /etc/grub.d/42_bootprint ###` comments stay while the package does.
+section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
+"#,
+    )?;
+    let s3 = sections(&out(&r3c));
+    c.check(
+        !lines(&s3, "cmdline")
+            .iter()
+            .any(|l| l.contains("bootprint")),
+        &format!(
+            "boot 3c reached the login, stock: {}",
+            lines(&s3, "cmdline").join(" ")
+        ),
+    );
+    c.check(
+        rc0(&s3, "disable"),
+        &format!("bootprint disable: {}", lines(&s3, "disable").join(" | ")),
+    );
+    c.check(
+        lines(&s3, "grub-bootprint").first().map(String::as_str) == Some("0"),
+        &format!(
+            "no `bootprint` left in grub.cfg after disable: {:?}",
+            lines(&s3, "grub-bootprint")
+        ),
+    );
+    // What disable must not leave: a diversion of startpar, a file named for bootprint that
+    // the package does not own (a drop-in, an initramfs image).
+    let left: Vec<String> = lines(&s3, "after-disable")
+        .into_iter()
+        .filter(|l| {
+            (l.starts_with("divert") && l.contains("startpar"))
+                || (l.contains("bootprint") && !package_file(l))
+        })
+        .collect();
+    c.check(
+        left.is_empty(),
+        &format!("disable left nothing of bootprint in the boot files: {left:?}"),
+    );
+    Ok((r3c, s3))
+}
+
+/// 4. Stock; enable again, then purge; the boot files as after `disable` (`disabled`).
+fn enable_and_purge(
+    m: &Machine,
+    disk: &Path,
+    c: &mut Checks,
+    disabled: &Sections,
+) -> Result<BootResult> {
+    let r4 = boot(
+        m.paths,
+        m.img,
+        disk,
+        false,
+        r#"section cmdline; cat /proc/cmdline
+section id; cat /proc/sys/kernel/random/boot_id
+section traces; ls /var/log/bootprint
+bootprint enable --all > /tmp/enable.log 2>&1; rc=$?
+section enable; echo "rc=$rc"
+DEBIAN_FRONTEND=noninteractive apt-get purge -y bootprint > /tmp/purge.log 2>&1; rc=$?
+section purge; echo "rc=$rc"; tail -n 20 /tmp/purge.log
+section after-purge; snap
+section left; ls -d /var/log/bootprint /var/lib/bootprint /etc/bootprint /usr/lib/bootprint /usr/bin/bootprint 2>/dev/null
+# grub.cfg's `### BEGIN /etc/grub.d/42_bootprint ###` comments stay while the package does.
+section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
+"#,
+    )?;
+    let s4 = sections(&out(&r4));
+    c.check(
+        !lines(&s4, "cmdline")
+            .iter()
+            .any(|l| l.contains("bootprint")),
+        &format!("boot 4 is stock: {}", lines(&s4, "cmdline").join(" ")),
+    );
+    let id4 = lines(&s4, "id").first().cloned().unwrap_or_default();
+    c.check(
+        !id4.is_empty() && !lines(&s4, "traces").contains(&id4),
+        &format!("no trace of the stock boot {id4}"),
+    );
+    c.check(
+        rc0(&s4, "enable") && rc0(&s4, "purge"),
+        &format!(
+            "enable --all, then apt-get purge bootprint: {}",
+            lines(&s4, "purge").join(" | ")
+        ),
+    );
+    c.check(
+        lines(&s4, "left").is_empty(),
+        &format!(
+            "purge removed the package, its state and traces: {:?}",
+            lines(&s4, "left")
+        ),
+    );
+    same(
+        c,
+        "after purge the boot files are as after disable",
+        disabled,
+        "after-disable",
+        &s4,
+        "after-purge",
+    );
+    Ok(r4)
+}
+
+/// 5. Stock, as before bootprint.
+fn stock_as_before(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
+    let new = m.new;
+    let r5 = boot(
+        m.paths,
+        m.img,
+        disk,
+        false,
+        "section cmdline; cat /proc/cmdline\nsection release; uname -r\n",
+    )?;
+    let s5 = sections(&out(&r5));
+    c.check(
+        !lines(&s5, "cmdline")
+            .iter()
+            .any(|l| l.contains("bootprint"))
+            && lines(&s5, "release").first() == Some(new),
+        &format!(
+            "boot 5 reached the login, stock, on {}: {}",
+            lines(&s5, "release").join(""),
+            lines(&s5, "cmdline").join(" ")
+        ),
+    );
+    Ok(r5)
+}
+
+/// A copy of the GRUB disk with the .deb in it (written with debugfs at the partition's
+/// offset).
+fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
+    let run = crate::vm::util::fresh_dir(&paths.cache.join("runs"))?;
+    let disk = run.join("package-disk.raw");
+    let log = run.join("host.log");
+    run_logged(
+        Command::new("cp")
+            .arg("--sparse=always")
+            .arg(&grub.disk)
+            .arg(&disk),
+        &log,
+    )?;
+    let deb = deb
+        .canonicalize()
+        .map_err(|e| io_err("cannot resolve", deb, e))?;
+    // The disk's last boot ended with `poweroff -f`: metadata still in the journal would be
+    // replayed by the guest over what debugfs writes. So: the file system out, its journal
+    // replayed, the .deb written, the file system back.
+    let fs = run.join("fs.ext4");
+    qemu::extract_fs(&disk, grub_disk::FS_OFFSET, &fs, &log)?;
+    qemu::replay_journal(&fs, &log)?;
+    run_logged(
+        Command::new("debugfs")
+            .arg("-w")
+            .arg("-R")
+            .arg(format!("write {} {GUEST_DEB}", deb.display()))
+            .arg(&fs),
+        &log,
+    )?;
+    qemu::write_back_fs(&fs, &disk, grub_disk::FS_OFFSET, &log)?;
+    fs::remove_file(&fs).map_err(|e| io_err("cannot remove", &fs, e))?;
+    Ok(disk)
+}
+
+fn boot(
+    paths: &Paths,
+    img: &image::Image,
+    disk: &Path,
+    record: bool,
+    script: &str,
+) -> Result<BootResult> {
+    let mut o = BootOpts::new(Profile::Fast);
+    o.firmware = true;
+    o.fs_offset = grub_disk::FS_OFFSET;
+    o.record = record;
+    o.keep_disk = true;
+    o.disk_from = Some(disk.to_path_buf());
+    o.guest_script = Some(format!("{PRELUDE}{script}"));
+    let r = qemu::boot(paths, img, &o)?;
+    println!(
+        "boot: login after {:.2} s, serial log {}",
+        r.host_login_s,
+        r.serial_log.display()
+    );
+    Ok(r)
+}
+
+fn out(r: &BootResult) -> String {
+    r.guest_output.clone().unwrap_or_default()
+}
+
+/// Whether a section holds the line `rc=0` (the exit status the script printed).
+fn rc0(s: &[(String, BTreeSet<String>)], name: &str) -> bool {
+    section(s, name).is_some_and(|set| set.contains("rc=0"))
+}
+
+/// The lines of a section, in order of the sorted set.
+fn lines(s: &[(String, BTreeSet<String>)], name: &str) -> Vec<String> {
+    section(s, name)
+        .map(|set| set.iter().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// A file the package itself installs (present until the purge, harmless to the boot while
+/// disabled: each is a no-op unless `enable` turned its lever on), or the test bed's own.
+fn package_file(line: &str) -> bool {
+    [
+        "file /etc/grub.d/42_bootprint",
+        "file /etc/kernel/postinst.d/zz-bootprint",
+        "file /etc/kernel/postrm.d/zz-bootprint",
+        // Not the package's: the test bed's own, written with the GRUB disk (grub_disk.rs).
+        "file /etc/initramfs-tools/conf.d/bootprint-testbed",
+    ]
+    .contains(&line)
+}
+
+/// Checks that two `snap` sections are equal, naming the lines that differ.
+fn same(
+    c: &mut Checks,
+    what: &str,
+    a: &[(String, BTreeSet<String>)],
+    a_name: &str,
+    b: &[(String, BTreeSet<String>)],
+    b_name: &str,
+) {
+    let (x, y) = (section(a, a_name), section(b, b_name));
+    let empty = BTreeSet::new();
+    let (x, y) = (x.unwrap_or(&empty), y.unwrap_or(&empty));
+    let strip = |s: &BTreeSet<String>| -> BTreeSet<String> {
+        s.iter().filter(|l| !package_file(l)).cloned().collect()
+    };
+    let (x, y) = (strip(x), strip(y));
+    let only_a: Vec<&String> = x.difference(&y).collect();
+    let only_b: Vec<&String> = y.difference(&x).collect();
+    c.check(
+        !x.is_empty() && only_a.is_empty() && only_b.is_empty(),
+        &format!(
+            "{what} ({} lines; only before: {only_a:?}; only after: {only_b:?})",
+            x.len()
+        ),
+    );
+}
+
+/// The boot's trace was copied out, and the host's `bootprint report` reads it: a text
+/// login, on kernel `release`.
+fn check_trace(c: &mut Checks, paths: &Paths, label: &str, r: &BootResult, release: &str) {
+    let Some(dir) = &r.trace_dir else {
+        c.check(
+            false,
+            &format!("{label}: the recorder's trace of this boot"),
+        );
+        return;
+    };
+    let bin = paths.repo.join("target/release/bootprint");
+    let json = Command::new(&bin)
+        .arg("report")
+        .arg("--json")
+        .arg(dir)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok());
+    let login = json.as_ref().and_then(|j| j["text_login_s"].as_f64());
+    let uname = json
+        .as_ref()
+        .and_then(|j| j["system"]["uname"].as_str().map(str::to_string))
+        .unwrap_or_default();
+    c.check(
+        login.is_some() && uname.contains(release),
+        &format!(
+            "{label}: trace {} read by `bootprint report`: text login {login:?} s, {uname}",
+            dir.display()
+        ),
+    );
+}

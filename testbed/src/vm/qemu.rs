@@ -1,0 +1,1181 @@
+//! `boot`: one boot of the image under QEMU (TCG), measured from QEMU start to the serial
+//! `login:` prompt, then a login, a wait for the recorder's trace, `poweroff`, and the trace
+//! copied out of the guest's disk with debugfs.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::vm::image::{Image, GUEST_BOOT_BIN, ROOT_PASSWORD};
+use crate::vm::seekdisk::SeekDisk;
+use crate::vm::serial::{clock_offset_before, firmware_estimate, Console, Seen};
+use crate::vm::util::{
+    fresh_dir, io_err, output_logged, run_logged, tail, Error, Lock, Paths, Result,
+};
+
+/// Base kernel command line; `loglevel=` after `quiet` brings kernel lines to the console
+/// so the firmware time can be estimated (see docs/testbed.md); `sysrq_always_enabled` lets
+/// a hung boot's diagnosis ask the kernel for its tasks (SysRq l, t, w).
+pub const BASE_APPEND: &str =
+    "console=ttyS0 root=/dev/vda rw quiet loglevel=6 sysrq_always_enabled";
+const LOGIN_TIMEOUT: Duration = Duration::from_secs(600);
+// Covers the recorder's hard limit (240 s of uptime by default) plus writing the trace.
+const TRACE_TIMEOUT_S: u64 = 300;
+/// How long a `BootOpts::guest_script` may run.
+const GUEST_SCRIPT_TIMEOUT_S: u64 = 3600;
+const EXIT_TIMEOUT: Duration = Duration::from_secs(90);
+const TRACE_ROOT: &str = "/var/log/bootprint";
+
+/// Disk speed stand-ins, as QEMU drive throttling (`--profile`).
+#[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
+pub enum Profile {
+    /// No throttling
+    Fast,
+    /// An SD card: 20 MB/s, 400 I/O operations a second
+    Sd,
+    /// A hard disk: 80 MB/s, 100 I/O operations a second
+    Hdd,
+    /// A 5400 rpm laptop disk with a head: each request pays its seek, rotation and transfer
+    /// (the seekdisk NBD server)
+    HddSeek,
+    /// A class-10 SD card: a cost per request that does not continue the last, 42 MB/s
+    /// (the seekdisk NBD server)
+    SdSeek,
+    /// hdd-seek slowed by the emulation's CPU slowdown (TCG_SLOWDOWN): the disk as slow
+    /// beside the guest's CPU as the real one is beside the host's
+    HddScaled,
+    /// sd-seek slowed by the emulation's CPU slowdown (TCG_SLOWDOWN)
+    SdScaled,
+}
+
+/// How many times slower the guest's CPU is under TCG than the host's, measured by
+/// `bootprint-testbed cpuscale` (docs/testbed.md, "Time-scaled profiles"): the `*-scaled`
+/// profiles slow their drive by as much, so that a boot waits on the disk for the share of
+/// its time it would on a real machine with this host's CPU.
+pub const TCG_SLOWDOWN: f64 = 13.0;
+
+impl Profile {
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Fast => "fast",
+            Profile::Sd => "sd",
+            Profile::Hdd => "hdd",
+            Profile::HddSeek => "hdd-seek",
+            Profile::SdSeek => "sd-seek",
+            Profile::HddScaled => "hdd-scaled",
+            Profile::SdScaled => "sd-scaled",
+        }
+    }
+
+    /// A profile whose drive is slowed by [`TCG_SLOWDOWN`] (derived, so not checked
+    /// against published figures by `seekcheck`).
+    pub fn is_scaled(self) -> bool {
+        matches!(self, Profile::HddScaled | Profile::SdScaled)
+    }
+
+    /// What the modelled drive is, in `[readahead] media`'s words, where the guest's virtio
+    /// disk (which says it rotates on every profile) would say otherwise: a card for the SD
+    /// profiles (a real one is an `mmcblk` device), solid state for `fast` (the host's own
+    /// file, an SSD's speed). `None`: it rotates, as the disk says.
+    pub fn media(self) -> Option<&'static str> {
+        match self {
+            Profile::Fast => Some("solid-state"),
+            Profile::Sd | Profile::SdSeek | Profile::SdScaled => Some("card"),
+            Profile::Hdd | Profile::HddSeek | Profile::HddScaled => None,
+        }
+    }
+
+    /// The drive the seekdisk NBD server models for this profile (None: QEMU serves the file
+    /// itself, with `limits` as its throttle).
+    pub fn seek_model(self) -> Option<crate::vm::seekmodel::Model> {
+        use crate::vm::seekmodel::{Model, LAPTOP_5400, SD_CLASS10};
+        match self {
+            Profile::HddSeek => Some(Model::Head(LAPTOP_5400)),
+            Profile::SdSeek => Some(Model::Flash(SD_CLASS10)),
+            Profile::HddScaled => Some(Model::Head(LAPTOP_5400).slowed(TCG_SLOWDOWN)),
+            Profile::SdScaled => Some(Model::Flash(SD_CLASS10).slowed(TCG_SLOWDOWN)),
+            _ => None,
+        }
+    }
+
+    /// The drive's sequential limit in bytes per second, if it has one (the throttle's, or
+    /// the modelled drive's media rate).
+    pub fn bandwidth(self) -> Option<f64> {
+        match (self.limits(), self.seek_model()) {
+            (Some((bps, _)), _) => Some(bps as f64),
+            (None, Some(m)) => m.rate(),
+            _ => None,
+        }
+    }
+
+    /// (bytes per second, I/O operations per second); the figures are explained in
+    /// docs/testbed.md.
+    pub fn limits(self) -> Option<(u64, u64)> {
+        match self {
+            Profile::Fast
+            | Profile::HddSeek
+            | Profile::SdSeek
+            | Profile::HddScaled
+            | Profile::SdScaled => None,
+            Profile::Sd => Some((20_000_000, 400)),
+            Profile::Hdd => Some((80_000_000, 100)),
+        }
+    }
+
+    /// The `-drive` option suffix.
+    pub fn drive_opts(self) -> String {
+        match self.limits() {
+            None => String::new(),
+            Some((bps, iops)) => {
+                format!(",throttling.bps-total={bps},throttling.iops-total={iops}")
+            }
+        }
+    }
+}
+
+/// What one boot is asked to do.
+#[derive(Clone, Debug)]
+pub struct BootOpts {
+    pub profile: Profile,
+    /// Extra kernel arguments after the base ones.
+    pub append: String,
+    pub record: bool,
+    pub trace_out: Option<PathBuf>,
+    pub keep_disk: bool,
+    /// Start from a copy of this disk (one kept by an earlier `--keep-disk` boot) instead of
+    /// the image, so state a boot left (a learned readahead pack, ...) carries into the next.
+    pub disk_from: Option<PathBuf>,
+    /// A shell script run as root in the guest after login (and after the trace, with
+    /// `record`); its output (stdout and stderr) is kept in `BootResult::guest_output`.
+    pub guest_script: Option<String>,
+    /// Boot with this initramfs instead of the image's (`--initrd FILE`).
+    pub initrd: Option<PathBuf>,
+    /// fsync the fresh disk copy before QEMU starts: otherwise the guest's first flush (an
+    /// ext4 rw mount writes its superblock) waits ~1.5 s for the host to write back the
+    /// copy (measured in docs/initramfs.md).
+    pub sync_disk: bool,
+    /// While the guest script runs, a stall report from the guest kernel (soft lockup, RCU
+    /// stall) ends the boot at once (QEMU killed, `BootResult::kernel_stall` set) instead of
+    /// waiting out the script's limit: for scripts that may wedge the guest on purpose.
+    pub stop_on_stall: bool,
+    /// Boot as a PC does: the firmware (SeaBIOS) loads the boot loader from the disk, which
+    /// picks the kernel, initramfs and command line (the package test's GRUB disk); no
+    /// `-kernel`, and `append`, `record`, `initrd`, `root` do not apply.
+    pub firmware: bool,
+    /// The root device on the command line instead of `/dev/vda` (`/dev/vda1` on a disk
+    /// with a partition table).
+    pub root: Option<String>,
+    /// Where the root file system starts on the disk, in bytes (the trace is copied out from
+    /// there): 0 for the image's bare file system, 1 MiB on the GRUB disk.
+    pub fs_offset: u64,
+    /// How long to wait after the login for the recorder's trace, s (a desktop's session is
+    /// recorded to its desktop ready).
+    pub trace_wait_s: u64,
+}
+
+impl BootOpts {
+    pub fn new(profile: Profile) -> BootOpts {
+        BootOpts {
+            profile,
+            append: String::new(),
+            record: false,
+            trace_out: None,
+            keep_disk: false,
+            disk_from: None,
+            guest_script: None,
+            initrd: None,
+            sync_disk: false,
+            stop_on_stall: false,
+            firmware: false,
+            root: None,
+            fs_offset: 0,
+            trace_wait_s: TRACE_TIMEOUT_S,
+        }
+    }
+
+    /// The whole kernel command line.
+    pub fn cmdline(&self) -> String {
+        let mut s = match &self.root {
+            Some(dev) => BASE_APPEND.replace("root=/dev/vda ", &format!("root={dev} ")),
+            None => BASE_APPEND.to_string(),
+        };
+        if !self.append.trim().is_empty() {
+            s.push(' ');
+            s.push_str(self.append.trim());
+        }
+        if self.record {
+            s.push_str(&format!(" init={GUEST_BOOT_BIN}"));
+        }
+        s
+    }
+}
+
+/// What one boot measured.
+#[derive(Clone, Debug)]
+pub struct BootResult {
+    pub profile: Profile,
+    pub append: String,
+    pub cmdline: String,
+    pub host_login_s: f64,
+    pub firmware_load_s: Option<f64>,
+    /// Host time minus guest time near `login:` (see `serial::clock_offset_before`).
+    pub clock_offset_s: Option<f64>,
+    pub boot_id: Option<String>,
+    pub trace_dir: Option<PathBuf>,
+    pub serial_log: PathBuf,
+    pub qemu_exit: &'static str,
+    pub disk_copy_s: f64,
+    /// What `BootOpts::guest_script` printed (carriage returns removed).
+    pub guest_output: Option<String>,
+    /// With `BootOpts::stop_on_stall`: the guest kernel's stall report that ended the boot.
+    pub kernel_stall: Option<String>,
+}
+
+impl BootResult {
+    /// The boot's disk, when `--keep-disk` kept it (beside the serial log in the run
+    /// directory).
+    pub fn kept_disk(&self) -> Option<PathBuf> {
+        self.serial_log
+            .parent()
+            .map(|d| d.join("disk.raw"))
+            .filter(|d| d.is_file())
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "profile": self.profile.name(),
+            "append": self.append,
+            "cmdline": self.cmdline,
+            "host_login_s": round3(self.host_login_s),
+            "firmware_load_s": self.firmware_load_s.map(round3),
+            "clock_offset_s": self.clock_offset_s.map(round3),
+            "boot_id": self.boot_id,
+            "trace_dir": self.trace_dir.as_deref().map(crate::vm::util::shown_path),
+            "serial_log": crate::vm::util::shown_path(&self.serial_log),
+            "qemu_exit": self.qemu_exit,
+            "disk_copy_s": round3(self.disk_copy_s),
+        })
+    }
+
+    pub fn print_text(&self) {
+        println!("profile          {}", self.profile.name());
+        println!("cmdline          {}", self.cmdline);
+        println!(
+            "host_login_s     {:.2}  (QEMU start to `login:`)",
+            self.host_login_s
+        );
+        match self.firmware_load_s {
+            Some(f) => println!("firmware_load_s  {f:.2}  (estimate: QEMU start to kernel start)"),
+            None => println!("firmware_load_s  -  (no kernel-timestamped lines on the console)"),
+        }
+        if let Some(t) = &self.trace_dir {
+            println!("trace_dir        {}", t.display());
+        }
+        println!("serial_log       {}", self.serial_log.display());
+        println!("qemu_exit        {}", self.qemu_exit);
+    }
+}
+
+pub fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+/// Kills QEMU if the boot driver returns early with an error.
+struct Qemu(Child);
+
+impl Drop for Qemu {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// One boot, start to power-off. Progress goes to stderr, so stdout carries only the result.
+pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
+    if let Some(out) = opts.trace_out.as_ref().filter(|o| o.exists()) {
+        // Found out now rather than after a boot of a minute or more.
+        return Err(Error::fail(format!(
+            "--trace-out {} exists already; remove it or choose another",
+            out.display()
+        )));
+    }
+    let source = opts.disk_from.as_ref().unwrap_or(&img.rootfs);
+    if !source.is_file() {
+        return Err(Error::fail(format!(
+            "--disk-from {}: no such disk image",
+            source.display()
+        )));
+    }
+    let run = fresh_dir(&paths.cache.join("runs"))?;
+    let disk = run.join("disk.raw");
+    // Not while another test bed is rebuilding the image or replacing its binaries.
+    let lock = Lock::acquire(&img.lock_path())?;
+    let t = Instant::now();
+    // A fresh copy per boot: every boot starts from the same state, and the guest's writes
+    // stay readable afterwards.
+    run_logged(
+        Command::new("cp")
+            .arg("--sparse=always")
+            .arg(source)
+            .arg(&disk),
+        &run.join("host.log"),
+    )?;
+    if opts.sync_disk {
+        fs::File::open(&disk)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| io_err("cannot sync", &disk, e))?;
+    }
+    let disk_copy_s = t.elapsed().as_secs_f64();
+    drop(lock);
+    let result = boot_disk(paths, img, opts, &run, &disk, disk_copy_s);
+    if opts.keep_disk {
+        eprintln!("boot: disk kept at {}", disk.display());
+    } else {
+        let _ = fs::remove_file(&disk);
+    }
+    let result = result?;
+    let _ = fs::write(run.join("result.json"), result.to_json().to_string() + "\n");
+    Ok(result)
+}
+
+/// QEMU as the test bed runs it: TCG, 2 vCPUs, 1 GiB, no display, the serial console on
+/// stdio, the image's kernel with `initrd` and `cmdline`; the caller adds the drive.
+pub fn qemu_command(img: &Image, initrd: &Path, cmdline: &str) -> Command {
+    let mut cmd = firmware_command(img);
+    cmd.arg("-kernel")
+        .arg(&img.kernel)
+        .arg("-initrd")
+        .arg(initrd)
+        .arg("-append")
+        .arg(cmdline);
+    cmd
+}
+
+/// QEMU without a kernel: the firmware (SeaBIOS) boots from the disk the caller adds, as a
+/// PC does (`BootOpts::firmware`); [`qemu_command`] adds the image's kernel.
+pub fn firmware_command(img: &Image) -> Command {
+    let mut cmd = Command::new("qemu-system-x86_64");
+    cmd.args(["-accel", "tcg", "-smp", "2", "-m", "1024"])
+        .args([
+            "-nodefaults",
+            "-display",
+            "none",
+            "-no-reboot",
+            "-monitor",
+            "none",
+        ])
+        .args(["-serial", "stdio"])
+        // A desktop image's Xorg needs a display: QEMU's standard VGA (the guest's bochs
+        // DRM driver); `-display none` keeps it headless on the host.
+        .args(if img.desktop {
+            &["-device", "VGA"][..]
+        } else {
+            &[][..]
+        });
+    cmd
+}
+
+/// Gives the QEMU of `cmd` a monitor on the Unix socket `socket` (a stale one removed
+/// first), for the diagnosis of a hung boot (`hang::diagnose_hang`).
+pub fn add_monitor(cmd: &mut Command, socket: &Path) {
+    let _ = fs::remove_file(socket);
+    cmd.arg("-monitor")
+        .arg(format!("unix:{},server=on,wait=off", socket.display()));
+}
+
+/// Starts QEMU (`cmd`, stderr discarded) with its serial console on stdio, logged to
+/// `serial_log`; returns the process, the console and the moment it started.
+pub fn spawn_with_console(
+    cmd: &mut Command,
+    serial_log: &Path,
+) -> Result<(Child, Console, Instant)> {
+    let start = Instant::now();
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| Error::fail(format!("cannot start qemu-system-x86_64: {e}")))?;
+    let con = Console::new(
+        child.stdin.take().expect("piped"),
+        child.stdout.take().expect("piped"),
+        serial_log,
+        start,
+    )?;
+    Ok((child, con, start))
+}
+
+fn boot_disk(
+    paths: &Paths,
+    img: &Image,
+    opts: &BootOpts,
+    run: &Path,
+    disk: &Path,
+    disk_copy_s: f64,
+) -> Result<BootResult> {
+    let cmdline = kernel_cmdline(img, opts);
+    let serial_log = run.join("serial.log");
+    let qemu_log = run.join("qemu.log");
+    let qemu_err =
+        fs::File::create(&qemu_log).map_err(|e| io_err("cannot create", &qemu_log, e))?;
+    let mut cmd = if opts.firmware {
+        firmware_command(img)
+    } else {
+        qemu_command(img, opts.initrd.as_ref().unwrap_or(&img.initrd), &cmdline)
+    };
+    let seek = attach_disk(&mut cmd, opts, disk, run)?;
+    // A monitor for the diagnosis of a boot that never reaches the login.
+    let monitor = run.join("monitor.sock");
+    add_monitor(&mut cmd, &monitor);
+    let _ = fs::write(run.join("qemu.cmd"), crate::vm::util::describe(&cmd) + "\n");
+    let start = Instant::now();
+    let (mut qemu, con) = start_qemu(&mut cmd, qemu_err, &serial_log, start)?;
+    eprintln!(
+        "boot: QEMU started ({}), waiting for login: (serial log {})",
+        opts.profile.name(),
+        serial_log.display()
+    );
+    let mut guest = Guest {
+        con,
+        start,
+        serial_log: &serial_log,
+        qemu_log: &qemu_log,
+        seek: seek.as_ref(),
+    };
+    let hung = Hung {
+        qemu: &qemu,
+        monitor: &monitor,
+        img,
+        disk,
+        run,
+    };
+    let (login_end, host_login_s) = guest.wait_for_login(&hung)?;
+    eprintln!("boot: login: after {host_login_s:.2} s");
+    let pos = guest.log_in(login_end)?;
+    let (boot_id, pos) = guest.read_boot_id(pos)?;
+    let (trace_ready, pos) = match opts.record {
+        true => guest.wait_for_trace(opts, boot_id.as_deref(), pos)?,
+        false => (false, pos),
+    };
+    let (guest_output, kernel_stall) = match &opts.guest_script {
+        Some(script) => {
+            let (text, stall) = guest.run_script(script, opts, run, pos)?;
+            (Some(text), stall)
+        }
+        None => (None, None),
+    };
+    let qemu_exit = power_off(&mut qemu, &mut guest.con, kernel_stall.is_some())?;
+    if let Some(s) = &seek {
+        report_seekdisk(s, run)?;
+    }
+    let Guest { con, .. } = guest;
+    drop(qemu);
+    drop(seek);
+    let lines = con.finish();
+    let firmware_load_s = firmware_estimate(&lines);
+    let clock_offset_s = clock_offset_before(&lines, host_login_s);
+    let trace_dir = match opts.record {
+        true => trace_out(paths, opts, run, disk, boot_id.as_deref(), trace_ready)?,
+        false => None,
+    };
+    Ok(BootResult {
+        profile: opts.profile,
+        append: opts.append.clone(),
+        cmdline,
+        host_login_s,
+        firmware_load_s,
+        clock_offset_s,
+        boot_id,
+        trace_dir,
+        serial_log,
+        qemu_exit,
+        disk_copy_s,
+        guest_output,
+        kernel_stall,
+    })
+}
+
+/// Gives QEMU's command `cmd` the boot's disk: the file itself, throttled as the profile
+/// says, or for a seek-modelling profile the seekdisk server it starts (returned).
+fn attach_disk(
+    cmd: &mut Command,
+    opts: &BootOpts,
+    disk: &Path,
+    run: &Path,
+) -> Result<Option<SeekDisk>> {
+    // A seek-modelling profile: the seekdisk NBD server serves the disk copy (and takes the
+    // guest's writes into it) until QEMU is gone: boot_disk drops it after QEMU, so QEMU
+    // never outlives its server, and a server that stops ends QEMU's connection (EOF: the
+    // guest sees I/O errors, the login wait's timeout applies).
+    let seek = match opts.profile.seek_model() {
+        Some(model) => Some(SeekDisk::start(disk, &run.join("seekdisk.sock"), model)?),
+        None => None,
+    };
+    match &seek {
+        Some(s) => cmd.arg("-drive").arg(s.drive_opt()),
+        None => cmd.arg("-drive").arg(format!(
+            "file={},format=raw,if=virtio{}",
+            disk.display(),
+            opts.profile.drive_opts()
+        )),
+    };
+    Ok(seek)
+}
+
+/// The kernel command line of a boot of `img` with `opts`.
+fn kernel_cmdline(img: &Image, opts: &BootOpts) -> String {
+    let mut cmdline = opts.cmdline();
+    // On a desktop image no one logs in unless the login word says so; the recorder would
+    // go on `session_wait_s` after boot done for a session, and the trace wait with it.
+    if img.desktop && opts.record && !cmdline.contains(crate::vm::desktop_session::LOGIN_WORD) {
+        cmdline.push_str(" bootprint.session_wait_s=0");
+    }
+    cmdline
+}
+
+/// Starts QEMU (`cmd`, stderr to `qemu_err`) with its serial console on stdio, logged to
+/// `serial_log` from `start`.
+fn start_qemu(
+    cmd: &mut Command,
+    qemu_err: fs::File,
+    serial_log: &Path,
+    start: Instant,
+) -> Result<(Qemu, Console)> {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(qemu_err)
+        .spawn()
+        .map_err(|e| {
+            Error::fail(format!(
+                "cannot start qemu-system-x86_64: {e} (run `bootprint-testbed deps`)"
+            ))
+        })?;
+    let input = child.stdin.take().expect("piped");
+    let output = child.stdout.take().expect("piped");
+    let qemu = Qemu(child);
+    let con = Console::new(input, output, serial_log, start)?;
+    Ok((qemu, con))
+}
+
+/// What the diagnosis of a boot that never reaches the login needs.
+struct Hung<'a> {
+    qemu: &'a Qemu,
+    monitor: &'a Path,
+    img: &'a Image,
+    disk: &'a Path,
+    run: &'a Path,
+}
+
+/// A booting guest's console, with what a failure shows: the seekdisk server's error, the
+/// tails of the serial log and of QEMU's log.
+struct Guest<'a> {
+    con: Console,
+    start: Instant,
+    serial_log: &'a Path,
+    qemu_log: &'a Path,
+    seek: Option<&'a SeekDisk>,
+}
+
+impl Guest<'_> {
+    fn fail(&self, what: &str) -> Error {
+        let server = self
+            .seek
+            .and_then(|s| s.error())
+            .map(|e| format!("\n{e}"))
+            .unwrap_or_default();
+        Error::fail(format!(
+            "{what}{server}\nserial log {}, last lines:\n{}\nqemu log {}:\n{}",
+            self.serial_log.display(),
+            self.con.tail(25),
+            self.qemu_log.display(),
+            tail(self.qemu_log, 10)
+        ))
+    }
+
+    /// Waits for one of `pats` after `from`, at most `secs`; returns which and where it ends.
+    fn expect(&self, pats: &[&str], from: usize, secs: u64, what: &str) -> Result<(usize, usize)> {
+        match self
+            .con
+            .wait_for(pats, from, Duration::from_secs(secs), self.start)
+        {
+            Seen::Match(i, end, _) => Ok((i, end)),
+            Seen::Timeout => {
+                Err(self.fail(&format!("timed out after {secs} s waiting for {what}")))
+            }
+            Seen::Closed => Err(self.fail(&format!("QEMU exited while waiting for {what}"))),
+        }
+    }
+
+    /// Waits for `login:`; returns where it ends and the host's seconds to it.
+    fn wait_for_login(&self, hung: &Hung) -> Result<(usize, f64)> {
+        match self.con.wait_for(&["login:"], 0, LOGIN_TIMEOUT, self.start) {
+            Seen::Match(_, end, t) => Ok((end, t)),
+            Seen::Timeout => {
+                // Every test-bed boot that hangs is diagnosed before QEMU is stopped (as `soak`
+                // does): a rare hang seen once is worth its registers and task dumps.
+                let hang = hung.run.join("hang.txt");
+                let text = crate::vm::hang::diagnose_hang(
+                    hung.qemu.0.id(),
+                    hung.monitor,
+                    hung.img,
+                    hung.disk,
+                    &self.con,
+                );
+                let _ = fs::write(&hang, text);
+                Err(self.fail(&format!(
+                    "no `login:` on the serial console within {} s (diagnosis in {})",
+                    LOGIN_TIMEOUT.as_secs(),
+                    hang.display()
+                )))
+            }
+            Seen::Closed => Err(self.fail("QEMU exited before `login:`")),
+        }
+    }
+
+    /// Logs in as root; returns where the shell prompt ends.
+    fn log_in(&mut self, login_end: usize) -> Result<usize> {
+        self.con.send("root\n")?;
+        let (_, pw_end) = self.expect(&["Password:"], login_end, 60, "the password prompt")?;
+        self.con.send(&format!("{ROOT_PASSWORD}\n"))?;
+        let (i, pos) = self.expect(
+            &[":~# ", "Login incorrect"],
+            pw_end,
+            120,
+            "the root shell prompt",
+        )?;
+        if i == 1 {
+            return Err(self.fail("root login refused on the serial console"));
+        }
+        Ok(pos)
+    }
+
+    /// Widens the terminal and reads the guest's boot id (none if it is not one).
+    fn read_boot_id(&mut self, pos: usize) -> Result<(Option<String>, usize)> {
+        // A wide terminal: readline redraws lines longer than the default 80 columns, which
+        // garbles the echo in the serial log (the input itself is intact).
+        // The markers are split with "" so that the shell's echo of the command does not match.
+        self.con
+            .send("stty cols 250; echo BP\"\"ID=$(cat /proc/sys/kernel/random/boot_id)\n")?;
+        let (_, id_start) = self.expect(&["BPID="], pos, 60, "the boot id")?;
+        let (_, id_end) = self.expect(&["\n"], id_start, 30, "the boot id")?;
+        let boot_id = self.con.text(id_start, id_end).trim().to_string();
+        let boot_id = if is_boot_id(&boot_id) {
+            Some(boot_id)
+        } else {
+            None
+        };
+        Ok((boot_id, id_end))
+    }
+
+    /// Waits for the recorder's trace of boot `boot_id`, then for the recorder's end;
+    /// returns whether the trace came.
+    fn wait_for_trace(
+        &mut self,
+        opts: &BootOpts,
+        boot_id: Option<&str>,
+        mut pos: usize,
+    ) -> Result<(bool, usize)> {
+        let id = boot_id
+            .map(str::to_string)
+            .ok_or_else(|| self.fail("could not read the guest's boot id"))?;
+        eprintln!(
+            "boot: waiting (up to {} s) for the recorder's trace",
+            opts.trace_wait_s
+        );
+        // Poll with shell builtins only (`read -t` on a FIFO nobody writes to sleeps without
+        // a fork), so the wait adds no processes to the trace and keeps the guest idle for
+        // the recorder's boot-done detection.
+        self.con.send(&format!(
+            "f={TRACE_ROOT}/{id}/events.log; mkfifo /run/bp.wait; exec 3<>/run/bp.wait\n"
+        ))?;
+        self.con.send(&format!(
+            "i=0; while [ ! -e $f ] && [ $i -lt {} ]; do read -t 2 -u 3; i=$((i+1)); done; \
+             [ -e $f ] && echo BP\"\"TRACE=yes || echo BP\"\"TRACE=no\n",
+            opts.trace_wait_s / 2
+        ))?;
+        let (i, end) = self.expect(
+            &["BPTRACE=yes", "BPTRACE=no"],
+            pos,
+            opts.trace_wait_s + 60,
+            "the recorder's trace",
+        )?;
+        let trace_ready = i == 0;
+        pos = end;
+        if !trace_ready {
+            eprintln!(
+                "boot: warning: no {TRACE_ROOT}/{id}/events.log after {} s",
+                opts.trace_wait_s
+            );
+        } else {
+            // The recorder goes on after the trace (the Prometheus export): let it finish
+            // (at most 30 s) before the power goes.
+            self.con.send(
+                "i=0; while pidof -x bootprint-boot >/dev/null && [ $i -lt 30 ]; do read -t 1 -u 3; \
+                 i=$((i+1)); done; echo BP\"\"DONE=$i\n",
+            )?;
+            let (_, end) = self.expect(&["BPDONE="], pos, 60, "the recorder's end")?;
+            pos = end;
+        }
+        Ok((trace_ready, pos))
+    }
+
+    /// Runs `script` as root in the guest; returns its output (also written to the run
+    /// directory's guest.out) and the kernel's stall report if one stopped it.
+    fn run_script(
+        &mut self,
+        script: &str,
+        opts: &BootOpts,
+        run: &Path,
+        pos: usize,
+    ) -> Result<(String, Option<String>)> {
+        // Sent base64-encoded in short lines (the tty's line limit; no shell quoting), run
+        // from a file, its output between markers split with "" like the ones above.
+        self.con.send("rm -f /run/bp.b64\n")?;
+        let encoded = base64(script.as_bytes());
+        for chunk in encoded.as_bytes().chunks(512) {
+            self.con.send(&format!(
+                "echo {} >> /run/bp.b64\n",
+                String::from_utf8_lossy(chunk)
+            ))?;
+        }
+        self.con.send(
+            "base64 -d /run/bp.b64 > /run/bp.sh; echo BP\"\"OUT=begin; sh /run/bp.sh 2>&1; \
+             echo BP\"\"OUT=end\n",
+        )?;
+        let (_, begin) = self.expect(&["BPOUT=begin"], pos, 60, "the guest script's start")?;
+        let mut marks = vec!["BPOUT=end"];
+        if opts.stop_on_stall {
+            marks.extend(crate::vm::serial::STALL_MARKS);
+        }
+        let (i, end) = self.expect(
+            &marks,
+            begin,
+            GUEST_SCRIPT_TIMEOUT_S,
+            "the guest script's end",
+        )?;
+        let mut kernel_stall = None;
+        let text = if i > 0 {
+            // Let the report's backtrace arrive, then stop the wedged guest (below).
+            std::thread::sleep(Duration::from_secs(3));
+            let text = self.con.text(begin, usize::MAX).replace('\r', "");
+            kernel_stall = crate::vm::serial::kernel_stall(&text);
+            text
+        } else {
+            self.con
+                .text(begin, end - "BPOUT=end".len())
+                .replace('\r', "")
+        };
+        // Beside the serial log, for `boot --guest-script FILE`.
+        let _ = fs::write(run.join("guest.out"), &text);
+        Ok((text, kernel_stall))
+    }
+}
+
+/// Powers the guest off (kills it when its kernel stalled) and waits for QEMU's exit; says
+/// how QEMU ended.
+fn power_off(qemu: &mut Qemu, con: &mut Console, stalled: bool) -> Result<&'static str> {
+    let t = Instant::now();
+    let mut qemu_exit = "clean";
+    if stalled {
+        let _ = qemu.0.kill();
+        qemu_exit = "killed (kernel stall)";
+    } else {
+        con.send("sync; poweroff -f\n")?;
+    }
+    loop {
+        match qemu.0.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if t.elapsed() < EXIT_TIMEOUT => {
+                std::thread::sleep(Duration::from_millis(100))
+            }
+            _ => {
+                let _ = qemu.0.kill();
+                let _ = qemu.0.wait();
+                qemu_exit = "killed";
+                break;
+            }
+        }
+    }
+    Ok(qemu_exit)
+}
+
+/// Prints what the seekdisk server served and writes its log; its error is the boot's.
+fn report_seekdisk(s: &SeekDisk, run: &Path) -> Result<()> {
+    let st = s.stats();
+    eprintln!(
+        "boot: seekdisk: {} requests ({} reads, {:.1} MB; {} writes, {:.1} MB; {} jumps), \
+         {:.2} s of drive time",
+        st.requests,
+        st.reads,
+        st.bytes_read as f64 / 1e6,
+        st.writes,
+        st.bytes_written as f64 / 1e6,
+        st.jumps,
+        st.modelled_s
+    );
+    if let Err(e) = s.write_log(&run.join("seekdisk.log")) {
+        eprintln!("boot: {e}");
+    }
+    if let Some(e) = s.error() {
+        return Err(Error::fail(e));
+    }
+    Ok(())
+}
+
+/// Copies the recorder's trace out of the guest's disk (to `--trace-out` or the cache's
+/// traces/); none when there was none to copy.
+fn trace_out(
+    paths: &Paths,
+    opts: &BootOpts,
+    run: &Path,
+    disk: &Path,
+    boot_id: Option<&str>,
+    trace_ready: bool,
+) -> Result<Option<PathBuf>> {
+    let out = match &opts.trace_out {
+        Some(p) => p.clone(),
+        None => {
+            let base = paths.cache.join("traces");
+            fs::create_dir_all(&base).map_err(|e| io_err("cannot create", &base, e))?;
+            base.join(run.file_name().unwrap_or_default())
+        }
+    };
+    let host_log = run.join("host.log");
+    // On a partitioned disk the file system is copied out first: e2fsck cannot replay a
+    // journal through e2fsprogs' `FILE?offset=N` (it reopens the file without the offset).
+    let fs = if opts.fs_offset > 0 {
+        let fs = run.join("fs.ext4");
+        extract_fs(disk, opts.fs_offset, &fs, &host_log)?;
+        fs
+    } else {
+        disk.to_path_buf()
+    };
+    let copied = copy_trace(&fs, boot_id, &out, run, &host_log);
+    if opts.fs_offset > 0 {
+        let _ = fs::remove_file(&fs);
+    }
+    match copied {
+        Ok(()) => Ok(Some(out)),
+        Err(e) if !trace_ready => {
+            eprintln!("boot: no trace to copy out: {e}");
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Standard base64 with padding (RFC 4648), for sending a guest script through the console.
+fn base64(data: &[u8]) -> String {
+    const ABC: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
+    for c in data.chunks(3) {
+        let n = (c[0] as u32) << 16
+            | (*c.get(1).unwrap_or(&0) as u32) << 8
+            | *c.get(2).unwrap_or(&0) as u32;
+        for k in 0..4 {
+            if k <= c.len() {
+                out.push(ABC[(n >> (18 - 6 * k) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn is_boot_id(s: &str) -> bool {
+    s.len() == 36 && s.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-')
+}
+
+/// Copies the file system that starts `offset` bytes into `disk` to the file `dest`
+/// (sparse), and [`write_back_fs`] puts it back: e2fsck replays a journal only on a whole
+/// file (through `FILE?offset=N` it reopens the file without the offset and fails, exit 12).
+pub fn extract_fs(disk: &Path, offset: u64, dest: &Path, log: &Path) -> Result<()> {
+    let _ = fs::remove_file(dest);
+    run_logged(
+        Command::new("dd")
+            .arg(format!("if={}", disk.display()))
+            .arg(format!("of={}", dest.display()))
+            .args(["bs=1M", "conv=sparse", "status=none", "iflag=skip_bytes"])
+            .arg(format!("skip={offset}")),
+        log,
+    )
+}
+
+/// Writes the file system `src` back into `disk` at `offset` (every block: a sparse write
+/// would leave stale data where `src` has zeros).
+pub fn write_back_fs(src: &Path, disk: &Path, offset: u64, log: &Path) -> Result<()> {
+    run_logged(
+        Command::new("dd")
+            .arg(format!("if={}", src.display()))
+            .arg(format!("of={}", disk.display()))
+            .args(["bs=1M", "conv=notrunc", "status=none", "oflag=seek_bytes"])
+            .arg(format!("seek={offset}")),
+        log,
+    )
+}
+
+/// Replays the journal of the ext4 image `fs` (whole file, see [`extract_fs`]), e2fsck's
+/// output appended to `log`: every test-bed boot ends with `poweroff -f` after a sync, so
+/// its last metadata may be only in the journal, which debugfs does not read, and which the
+/// next boot would replay over what debugfs wrote.
+pub fn replay_journal(fs: &Path, log: &Path) -> Result<()> {
+    e2fsck(&["-p", "-E", "journal_only"], fs, log)
+}
+
+/// `e2fsck ARGS FS`, output appended to `log`; exit 0 (clean) and 1 (errors corrected, such
+/// as a replayed journal) are both success.
+pub fn e2fsck(args: &[&str], fs: &Path, log: &Path) -> Result<()> {
+    let logf = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .map_err(|e| io_err("cannot open log", log, e))?;
+    let logf2 = logf
+        .try_clone()
+        .map_err(|e| io_err("cannot open log", log, e))?;
+    let status = Command::new("e2fsck")
+        .args(args)
+        .arg(fs)
+        .stdin(Stdio::null())
+        .stdout(logf)
+        .stderr(logf2)
+        .status()
+        .map_err(|e| Error::fail(format!("cannot run e2fsck: {e}")))?;
+    if !matches!(status.code(), Some(0) | Some(1)) {
+        return Err(Error::fail(format!(
+            "`e2fsck {} {}` failed ({status}); log {}:\n{}",
+            args.join(" "),
+            fs.display(),
+            log.display(),
+            tail(log, 10)
+        )));
+    }
+    Ok(())
+}
+
+/// Copies `/var/log/bootprint/<boot id>` (or what `latest` points at) out of the disk image.
+fn copy_trace(
+    fs_image: &Path,
+    boot_id: Option<&str>,
+    out: &Path,
+    run: &Path,
+    log: &Path,
+) -> Result<()> {
+    replay_journal(fs_image, log)?;
+    let name = match boot_id {
+        Some(id) => id.to_string(),
+        None => {
+            let stat = output_logged(
+                Command::new("debugfs")
+                    .arg("-R")
+                    .arg(format!("stat {TRACE_ROOT}/latest"))
+                    .arg(fs_image),
+                log,
+            )?;
+            symlink_target(&stat)
+                .map(|t| {
+                    t.trim_end_matches('/')
+                        .rsplit('/')
+                        .next()
+                        .unwrap_or("")
+                        .to_string()
+                })
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| {
+                    Error::fail(format!(
+                        "no {TRACE_ROOT}/latest symlink in {}",
+                        fs_image.display()
+                    ))
+                })?
+        }
+    };
+    let tmp = run.join("rdump");
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(&tmp).map_err(|e| io_err("cannot create", &tmp, e))?;
+    run_logged(
+        Command::new("debugfs")
+            .arg("-R")
+            .arg(format!("rdump {TRACE_ROOT}/{name} {}", tmp.display()))
+            .arg(fs_image),
+        log,
+    )?;
+    let got = tmp.join(&name);
+    if !got.join("events.log").is_file() && !got.join("header").is_file() {
+        return Err(Error::fail(format!(
+            "{TRACE_ROOT}/{name} not found in {} (debugfs log {})",
+            fs_image.display(),
+            log.display()
+        )));
+    }
+    if out.exists() {
+        return Err(Error::fail(format!(
+            "trace output {} exists already",
+            out.display()
+        )));
+    }
+    if let Some(parent) = out.parent() {
+        fs::create_dir_all(parent).map_err(|e| io_err("cannot create", parent, e))?;
+    }
+    if fs::rename(&got, out).is_err() {
+        // A different file system: copy instead.
+        run_logged(Command::new("cp").arg("-a").arg(&got).arg(out), log)?;
+    }
+    let _ = fs::remove_dir_all(&tmp);
+    Ok(())
+}
+
+/// The target of a fast symlink from `debugfs stat` output (`Fast link dest: "..."`).
+pub fn symlink_target(stat: &str) -> Option<String> {
+    let i = stat.find("Fast link dest:")?;
+    let rest = &stat[i + "Fast link dest:".len()..];
+    let a = rest.find('"')?;
+    let b = rest[a + 1..].find('"')?;
+    Some(rest[a + 1..a + 1 + b].to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_as_coreutils_encodes() {
+        // Expected values from `printf %s ... | base64`.
+        assert_eq!(base64(b""), "");
+        assert_eq!(base64(b"f"), "Zg==");
+        assert_eq!(base64(b"fo"), "Zm8=");
+        assert_eq!(base64(b"foo"), "Zm9v");
+        assert_eq!(base64(b"echo a\tb\n"), "ZWNobyBhCWIK");
+    }
+
+    #[test]
+    fn cmdlines() {
+        let mut o = BootOpts::new(Profile::Fast);
+        assert_eq!(o.cmdline(), BASE_APPEND);
+        o.append = " loglevel=5 ".into();
+        o.record = true;
+        assert_eq!(
+            o.cmdline(),
+            format!("{BASE_APPEND} loglevel=5 init=/usr/lib/bootprint/bootprint-boot")
+        );
+        // A partitioned disk's root.
+        let mut o = BootOpts::new(Profile::Fast);
+        o.root = Some("/dev/vda1".into());
+        assert!(o.cmdline().contains(" root=/dev/vda1 "), "{}", o.cmdline());
+        assert!(!o.cmdline().contains("root=/dev/vda "), "{}", o.cmdline());
+    }
+
+    #[test]
+    fn profiles() {
+        assert_eq!(Profile::Fast.drive_opts(), "");
+        assert_eq!(
+            Profile::Sd.drive_opts(),
+            ",throttling.bps-total=20000000,throttling.iops-total=400"
+        );
+        assert_eq!(Profile::Hdd.limits(), Some((80_000_000, 100)));
+    }
+
+    #[test]
+    fn debugfs_symlink() {
+        let stat = "Inode: 1234   Type: symlink    Mode:  0777\nFast link dest: \"/var/log/bootprint/0a1b\"\n";
+        assert_eq!(
+            symlink_target(stat).as_deref(),
+            Some("/var/log/bootprint/0a1b")
+        );
+        assert_eq!(symlink_target("Type: regular"), None);
+    }
+
+    #[test]
+    fn trace_is_copied_out_of_an_ext4_image() {
+        if !crate::vm::util::have_tool("mke2fs") {
+            testkit::skip("no mke2fs (e2fsprogs) on this host");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let id = "3f2c1a5e-8d7b-4c1e-9f0a-1b2c3d4e5f60";
+        let root = dir.path().join("root");
+        let tdir = root.join("var/log/bootprint").join(id);
+        fs::create_dir_all(&tdir).unwrap();
+        fs::write(tdir.join("events.log"), "# bootprint events 1\n").unwrap();
+        fs::write(tdir.join("header"), "bootprint.format = 1\n").unwrap();
+        std::os::unix::fs::symlink(
+            format!("/var/log/bootprint/{id}"),
+            root.join("var/log/bootprint/latest"),
+        )
+        .unwrap();
+        let disk = dir.path().join("disk.raw");
+        let log = dir.path().join("log");
+        run_logged(
+            Command::new("mke2fs")
+                .args(["-q", "-F", "-t", "ext4", "-d"])
+                .arg(&root)
+                .arg(&disk)
+                .arg("8M"),
+            &log,
+        )
+        .unwrap();
+        // By boot id, and through the `latest` symlink when the boot id is unknown.
+        let out1 = dir.path().join("t1");
+        copy_trace(&disk, Some(id), &out1, dir.path(), &log).unwrap();
+        assert_eq!(
+            fs::read_to_string(out1.join("header")).unwrap(),
+            "bootprint.format = 1\n"
+        );
+        let out2 = dir.path().join("sub/t2");
+        copy_trace(&disk, None, &out2, dir.path(), &log).unwrap();
+        assert!(out2.join("events.log").is_file());
+        // The same file system 1 MiB into a disk, as on the GRUB disk.
+        let shifted = dir.path().join("shifted.raw");
+        run_logged(
+            Command::new("dd")
+                .arg(format!("if={}", disk.display()))
+                .arg(format!("of={}", shifted.display()))
+                .args(["bs=1M", "seek=1", "status=none"]),
+            &log,
+        )
+        .unwrap();
+        // Out of the disk (the same bytes, a trace to copy) and back.
+        let extracted = dir.path().join("extracted.ext4");
+        extract_fs(&shifted, 1 << 20, &extracted, &log).unwrap();
+        assert_eq!(fs::read(&extracted).unwrap(), fs::read(&disk).unwrap());
+        let out4 = dir.path().join("t4");
+        copy_trace(&extracted, Some(id), &out4, dir.path(), &log).unwrap();
+        assert!(out4.join("header").is_file());
+        let back = dir.path().join("back.raw");
+        fs::write(&back, vec![0xa5u8; 3 << 20]).unwrap();
+        write_back_fs(&extracted, &back, 1 << 20, &log).unwrap();
+        let back = fs::read(&back).unwrap();
+        assert!(
+            back[..1 << 20].iter().all(|&b| b == 0xa5),
+            "the bytes before the offset stay"
+        );
+        assert_eq!(
+            &back[1 << 20..(1 << 20) + (8 << 20)],
+            &fs::read(&disk).unwrap()[..]
+        );
+        // An existing output is not overwritten; a missing trace is an error naming it.
+        let e = copy_trace(&disk, Some(id), &out1, dir.path(), &log).unwrap_err();
+        assert!(e.to_string().contains("exists already"), "{e}");
+        let e = copy_trace(
+            &disk,
+            Some("00000000-0000-0000-0000-000000000000"),
+            &dir.path().join("t3"),
+            dir.path(),
+            &log,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("not found"), "{e}");
+    }
+
+    #[test]
+    fn boot_ids() {
+        assert!(is_boot_id("3f2c1a5e-8d7b-4c1e-9f0a-1b2c3d4e5f60"));
+        assert!(!is_boot_id("$(cat /proc/sys/kernel/random/boot_id)"));
+    }
+}
