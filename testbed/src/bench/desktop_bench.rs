@@ -10,8 +10,9 @@ use crate::vm::age;
 use crate::vm::desktop_session::GREETER_WAIT_S;
 use crate::vm::desktop_session::{guest_script, section, RECORD_LIMIT_S};
 use crate::vm::desktop_session::{LOGIN_WORD, PRELOAD_WORD};
+use crate::vm::hostload::tcg_slowdown;
 use crate::vm::image::{self, Flavor};
-use crate::vm::qemu::{BootOpts, BootResult, Profile, TCG_SLOWDOWN};
+use crate::vm::qemu::{BootOpts, BootResult, Profile};
 use crate::vm::util::{Error, Paths, Result};
 
 /// The benchmark of one login kind (`auto` or `greeter:N`) on `profile`. The warm-up boot
@@ -81,10 +82,10 @@ pub fn run(
     let img = image::ensure_flavor(paths, cargo, Flavor::Desktop)?;
     let aged = age::aged(paths, &img, cargo)?;
     // A person waits the same seconds at the greeter whatever the machine; on a
-    // time-scaled profile the whole machine is slowed TCG_SLOWDOWN times, so the person is
+    // time-scaled profile the whole machine is slowed tcg_slowdown() times, so the person is
     // too, or the wait (preload's idle time) would be a thirteenth of the one modelled.
     let greeter_wait_s = if profile.is_scaled() {
-        (f64::from(greeter_wait_s) * TCG_SLOWDOWN).round() as u32
+        (f64::from(greeter_wait_s) * tcg_slowdown()).round() as u32
     } else {
         greeter_wait_s
     };

@@ -23,9 +23,10 @@ use serde_json::{json, Value};
 use crate::bench::figures::milestone_figures;
 use crate::bench::modcheck;
 use crate::bench::registry::Request;
+use crate::bench::runner;
 use crate::vm::image;
 use crate::vm::qemu::{self, round3, BootOpts, BootResult, Profile};
-use crate::vm::util::{io_err, median, today, Error, Paths, Result};
+use crate::vm::util::{io_err, median, span, today, Error, Paths, Result};
 
 /// The goal: parallel loading takes at most this share of serial loading.
 pub const GOAL_RATIO: f64 = 0.5;
@@ -549,9 +550,11 @@ fn print_summary(
             s.stuck.join(",")
         );
         let verdict = match s.ratio() {
-            Some(r) if r <= GOAL_RATIO => "met",
-            Some(_) => "MISSED",
-            None => "not measured",
+            Some(r) => {
+                let range = runner::ratio_range(span(&s.serial_s), span(&s.parallel_s));
+                runner::goal_verdict(r, range, GOAL_RATIO)
+            }
+            None => "not measured".to_string(),
         };
         println!("  {name}: goal parallel <= {GOAL_RATIO} x serial: {verdict}");
         for i in &s.incomplete {

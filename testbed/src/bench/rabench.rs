@@ -367,10 +367,15 @@ pub fn goal_lines(profile: Profile, doc: &Value) -> Vec<String> {
         let mb_s = v["median"]["replay_mb_s"].as_f64();
         let mut l = format!("  {name:<26}");
         match ratio {
-            Some(r) => l.push_str(&format!(
-                " login {r:.3}x {}",
-                if r <= ratio_goal { "met" } else { "missed" }
-            )),
+            Some(r) => {
+                let range = v["ratio_range_host_login_s"]
+                    .as_array()
+                    .and_then(|a| Some((a.first()?.as_f64()?, a.get(1)?.as_f64()?)));
+                l.push_str(&format!(
+                    " login {r:.3}x {}",
+                    runner::goal_verdict(r, range, ratio_goal)
+                ))
+            }
             None => l.push_str(" login -"),
         }
         match (mb_s, bw) {
@@ -546,7 +551,7 @@ pub fn run_alone(
             "benchmark": "readahead-alone",
             "about": "each replay variant of bench readahead run alone (bootprint readahead replay) after drop_caches, in the relocation boot: replay and replay-merged before the relocation, replay-relocated and replay-relocated-metadata after it",
             "date": crate::vm::util::today(),
-            "host": runner::host_facts(),
+            "host": crate::vm::hostload::host_facts(&paths.cache),
             "profile": profile.name(),
             "drive_mb_s": profile.bandwidth().map(|b| round3(b / 1e6)),
             "replay_alone": alone,

@@ -43,6 +43,8 @@ pub struct Entry {
     pub about: &'static str,
     /// Runs it.
     pub run: fn(&Paths, &Request) -> Result<()>,
+    /// Without `--profile` it runs every drive profile, the time-scaled ones too.
+    pub every_profile: bool,
 }
 
 /// The registry: every benchmark, by name.
@@ -52,6 +54,7 @@ pub const BENCHMARKS: &[(&str, Entry)] = &[
         Entry {
             about: "the recorder's cost: boots without it against boots with init=bootprint-boot",
             run: record::bench,
+            every_profile: false,
         },
     ),
     (
@@ -59,6 +62,7 @@ pub const BENCHMARKS: &[(&str, Entry)] = &[
         Entry {
             about: "the recorder's own CPU on systemd: as it was (10 Hz, fanotify) against today's",
             run: recorder_cost::bench,
+            every_profile: false,
         },
     ),
     (
@@ -66,6 +70,7 @@ pub const BENCHMARKS: &[(&str, Entry)] = &[
         Entry {
             about: "the drive profiles against each other (--profile is the variable, so ignored)",
             run: profiles::bench,
+            every_profile: true,
         },
     ),
     (
@@ -74,6 +79,7 @@ pub const BENCHMARKS: &[(&str, Entry)] = &[
             about: "service start: startpar, serial, bootprint's runner, systemd (--desktop: on \
                     the desktop image, to the graphical login too)",
             run: rc::bench,
+            every_profile: false,
         },
     ),
     (
@@ -82,6 +88,7 @@ pub const BENCHMARKS: &[(&str, Entry)] = &[
             about: "no readahead, learning and replaying boots on the aged image, every drive \
                     profile unless --profile (--image DIR: another built image)",
             run: rabench::bench,
+            every_profile: true,
         },
     ),
     (
@@ -91,6 +98,7 @@ pub const BENCHMARKS: &[(&str, Entry)] = &[
                     else reading (the learning and relocation boots of readahead only), every \
                     drive profile unless --profile",
             run: rabench::bench_alone,
+            every_profile: true,
         },
     ),
     (
@@ -99,6 +107,7 @@ pub const BENCHMARKS: &[(&str, Entry)] = &[
             about: "the parallel module loader against serial modprobe in the guest, and boots \
                     with bootprint.modules=1",
             run: modbench::bench,
+            every_profile: false,
         },
     ),
     (
@@ -107,6 +116,7 @@ pub const BENCHMARKS: &[(&str, Entry)] = &[
             about: "every lever on against systemd and Debian's default (--desktop: on the \
                     desktop images)",
             run: whole::bench,
+            every_profile: false,
         },
     ),
     (
@@ -115,6 +125,7 @@ pub const BENCHMARKS: &[(&str, Entry)] = &[
             about: "the sysvinit chain: scripts, fsck in the initramfs, built-ins, udev beside, \
                     one graph for S and 2",
             run: builtins::bench,
+            every_profile: false,
         },
     ),
     (
@@ -123,6 +134,7 @@ pub const BENCHMARKS: &[(&str, Entry)] = &[
             about: "bootprint's initramfs against Debian's initramfs-tools, dracut host-only and \
                     tiny-initramfs",
             run: irbench::bench,
+            every_profile: false,
         },
     ),
     (
@@ -131,6 +143,7 @@ pub const BENCHMARKS: &[(&str, Entry)] = &[
             about: "the desktop start on the aged desktop image without preload, learning and \
                     prefetching; autologin and the greeter login unless --login",
             run: desktop_bench::bench,
+            every_profile: false,
         },
     ),
 ];
@@ -151,8 +164,16 @@ pub fn find(name: &str) -> Result<&'static Entry> {
 }
 
 /// `bench NAME`: runs the benchmark called `name`.
+/// A benchmark that boots a time-scaled profile first has this host's CPU slowdown
+/// measured (once per host, kept in the cache: `cpuscale`), so that its drive follows the
+/// machine that runs it.
 pub fn run(paths: &Paths, name: &str, req: &Request) -> Result<()> {
-    (find(name)?.run)(paths, req)
+    let entry = find(name)?;
+    if req.profile.map_or(entry.every_profile, Profile::is_scaled) {
+        let (slowdown, date) = crate::vm::cpuscale::ensure(paths, req.cargo)?;
+        eprintln!("bench: the scaled profiles slow their drive {slowdown:.1} times (this host's CPU slowdown, measured {date})");
+    }
+    (entry.run)(paths, req)
 }
 
 #[cfg(test)]

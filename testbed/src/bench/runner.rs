@@ -11,9 +11,10 @@ use serde_json::{json, Value};
 
 use crate::bench::figures::{milestone_figures, recorder_stats};
 use crate::bench::registry::Request;
+use crate::vm::hostload;
 use crate::vm::image;
 use crate::vm::qemu::{self, round3, BootOpts, BootResult, Profile};
-use crate::vm::util::{io_err, median, today, Error, Paths, Result};
+use crate::vm::util::{io_err, median, span, today, Error, Paths, Result};
 
 /// Figures of one run, by name; `None` when a figure could not be measured.
 pub type Figures = BTreeMap<String, Option<f64>>;
@@ -309,16 +310,18 @@ pub fn run_built(
         .filter(|r| r.figures.is_empty())
         .count();
     let variants_json = variants_json(bench, &results, &summary);
+    let shared = shared_boots(&results);
     let doc = json!({
         "benchmark": bench.name,
         "about": bench.about,
         "date": today(),
-        "host": host_facts(),
+        "host": crate::vm::hostload::host_facts(&paths.cache),
         "profile": profile_name,
         "runs_per_variant": runs,
         "order": order(bench),
         "baseline": bench.variants[0].name,
         "failed_runs": failed,
+        "host_shared_boots": shared,
         "warmup": seasoned.warm,
         "variants": variants_json,
     });
@@ -333,6 +336,12 @@ pub fn run_built(
     } else {
         print_text(&summary, &counts, &variants_json, &file);
     }
+    if shared > 0 {
+        eprintln!(
+            "host: {shared} boot(s) shared the host (other work took more than {:.0} % of its CPU while they booted): their times are not comparable",
+            100.0 * hostload::OTHERS_SHARE_LIMIT
+        );
+    }
     if failed > 0 {
         return Err(Error::fail(format!(
             "{failed} boot(s) failed; see {}",
@@ -340,6 +349,23 @@ pub fn run_built(
         )));
     }
     Ok(())
+}
+
+/// How many measured boots shared the host: other work took more than
+/// [`hostload::OTHERS_SHARE_LIMIT`] of its CPU from QEMU's start to the login.
+fn shared_boots(results: &[Vec<Run>]) -> usize {
+    let ncpus = hostload::ncpus().max(1) as f64;
+    results
+        .iter()
+        .flatten()
+        .filter(|r| {
+            let h = &r.detail["host_cpu"];
+            match (h["others_cpu_s"].as_f64(), h["wall_s"].as_f64()) {
+                (Some(o), Some(w)) if w > 0.0 => o / (w * ncpus) > hostload::OTHERS_SHARE_LIMIT,
+                _ => false,
+            }
+        })
+        .count()
 }
 
 /// What the warm-up boots left: the first one's detail, the disk each variant's measured
@@ -462,36 +488,69 @@ fn variants_json(
     results: &[Vec<Run>],
     summary: &[(String, Figures, Option<f64>)],
 ) -> Vec<Value> {
+    let base = results.first().map(|rs| extremes(rs, PRIMARY));
     bench
         .variants
         .iter()
         .zip(results)
         .zip(summary)
         .map(|((v, rs), (_, med, ratio))| {
-            let maxes: Figures = med
+            let (mins, maxes): (Figures, Figures) = med
                 .keys()
                 .map(|k| {
-                    let vals = rs
-                        .iter()
-                        .filter_map(|r| r.figures.get(k).copied().flatten());
-                    (
-                        k.clone(),
-                        vals.fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x)))),
-                    )
+                    let (lo, hi) = extremes(rs, k).unzip();
+                    ((k.clone(), lo), (k.clone(), hi))
                 })
-                .collect();
+                .unzip();
             json!({
                 "name": v.name,
                 "profile": v.opts.profile.name(),
                 "cmdline": v.opts.cmdline(),
                 "initrd": v.opts.initrd.as_deref().map(crate::vm::util::shown_path),
                 "median": med,
+                "min": mins,
                 "max": maxes,
                 "ratio_host_login_s": ratio.map(|r| (r * 10000.0).round() / 10000.0),
+                "ratio_range_host_login_s": ratio_range(base.flatten(), extremes(rs, PRIMARY))
+                    .map(|(lo, hi)| [round4(lo), round4(hi)]),
                 "runs": rs.iter().map(|r| r.detail.clone()).collect::<Vec<_>>(),
             })
         })
         .collect()
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 10000.0).round() / 10000.0
+}
+
+/// The smallest and largest value of figure `key` over the runs.
+fn extremes(rs: &[Run], key: &str) -> Option<(f64, f64)> {
+    let values: Vec<f64> = rs
+        .iter()
+        .filter_map(|r| r.figures.get(key).copied().flatten())
+        .collect();
+    span(&values)
+}
+
+/// The ratio to the baseline as wide as the runs allow: the variant's fastest over the
+/// baseline's slowest to its slowest over the baseline's fastest. A goal inside it is
+/// neither met nor missed by these runs.
+pub fn ratio_range(base: Option<(f64, f64)>, variant: Option<(f64, f64)>) -> Option<(f64, f64)> {
+    let ((b_lo, b_hi), (v_lo, v_hi)) = (base?, variant?);
+    (b_lo > 0.0).then(|| (v_lo / b_hi, v_hi / b_lo))
+}
+
+/// Whether runs whose ratio to the baseline is `ratio` (median over median), spread over
+/// `range` ([`ratio_range`]), meet a goal of at most `goal`: "met", "missed", or, when the
+/// goal lies inside the spread, that the runs cannot say.
+pub fn goal_verdict(ratio: f64, range: Option<(f64, f64)>, goal: f64) -> String {
+    match range {
+        Some((lo, hi)) if lo <= goal && goal < hi => format!(
+            "not decided: the runs' spread ({lo:.3}x..{hi:.3}x) crosses the goal; more runs"
+        ),
+        _ if ratio <= goal => "met".to_string(),
+        _ => "missed".to_string(),
+    }
 }
 
 /// The result file's `order`: how the boots were ordered and seasoned.
@@ -527,23 +586,6 @@ fn print_text(
     println!("result: {}", file.display());
 }
 
-/// The host's CPU model and count, and the accelerator (for result files).
-pub fn host_facts() -> Value {
-    let cpu = fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_default();
-    let ncpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(0);
-    json!({ "cpu": cpu, "ncpus": ncpus, "accel": "tcg" })
-}
-
 pub fn write_result(
     dir: &Path,
     name: &str,
@@ -565,6 +607,21 @@ pub fn write_result(
 mod tests {
     use super::*;
     use crate::bench::figures::event_seconds;
+
+    /// A goal is met or missed only where the runs' spread does not cross it.
+    #[test]
+    fn a_goal_inside_the_spread_is_not_decided() {
+        // Baseline 84.4 and 93.6 s, variant 72.5 and 73.0 s: 0.775x..0.865x.
+        let range = ratio_range(Some((84.4, 93.6)), Some((72.5, 73.0))).unwrap();
+        assert!((range.0 - 72.5 / 93.6).abs() < 1e-12 && (range.1 - 73.0 / 84.4).abs() < 1e-12);
+        assert_eq!(goal_verdict(0.82, Some(range), 0.90), "met");
+        assert_eq!(goal_verdict(0.82, Some(range), 0.75), "missed");
+        assert!(goal_verdict(0.82, Some(range), 0.80).starts_with("not decided"));
+        // Without a spread (an older result file), the median ratio decides.
+        assert_eq!(goal_verdict(0.82, None, 0.80), "missed");
+        assert_eq!(ratio_range(Some((0.0, 1.0)), Some((1.0, 2.0))), None);
+        assert_eq!(ratio_range(None, Some((1.0, 2.0))), None);
+    }
 
     fn figs(pairs: &[(&str, Option<f64>)]) -> Figures {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()

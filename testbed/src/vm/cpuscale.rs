@@ -1,6 +1,7 @@
 //! `bootprint-testbed cpuscale`: how many times slower the guest's CPU is under emulation
 //! (TCG) than the host's, the figure the time-scaled drive profiles (`hdd-scaled`,
-//! `sd-scaled`) slow their drive by ([`crate::vm::qemu::TCG_SLOWDOWN`]).
+//! `sd-scaled`) slow their drive by ([`crate::vm::hostload::tcg_slowdown`]), kept per host
+//! in the cache.
 //!
 //! The same single-threaded work runs on the host and then in a booted guest (the text
 //! image): compressing, sorting and hashing a 10 MB file of numbers, a shell loop, starting
@@ -14,9 +15,10 @@ use std::process::Command;
 
 use serde_json::json;
 
+use crate::vm::hostload;
 use crate::vm::image;
 use crate::vm::qemu::{self, BootOpts, Profile};
-use crate::vm::util::{Error, Paths, Result};
+use crate::vm::util::{io_err, today, Error, Paths, Result};
 
 /// The work, as a POSIX shell script: each run of a step prints
 /// `cpuscale STEP START END` (seconds since the epoch, with nanoseconds).
@@ -78,8 +80,9 @@ pub fn ratios(host: &[(String, f64)], guest: &[(String, f64)]) -> Option<(Vec<Ro
     Some((rows, median))
 }
 
-pub fn run(paths: &Paths, cargo: bool, as_json: bool) -> Result<()> {
-    let img = image::ensure(paths, cargo)?;
+/// Runs the work on the host and in a guest of `img`; keeps the slowdown as this host's
+/// (`hostload::record_slowdown`: the scaled profiles of later runs use it).
+pub fn measure(paths: &Paths, img: &image::Image) -> Result<(Vec<Row>, f64)> {
     eprintln!("cpuscale: the work on the host");
     let out = Command::new("sh")
         .arg("-c")
@@ -90,7 +93,7 @@ pub fn run(paths: &Paths, cargo: bool, as_json: bool) -> Result<()> {
     eprintln!("cpuscale: the work in a guest (text image, fast profile)");
     let mut o = BootOpts::new(Profile::Fast);
     o.guest_script = Some(WORKLOAD.to_string());
-    let res = qemu::boot(paths, &img, &o)?;
+    let res = qemu::boot(paths, img, &o)?;
     let guest = parse(res.guest_output.as_deref().unwrap_or(""));
     let Some((rows, median)) = ratios(&host, &guest) else {
         return Err(Error::fail(format!(
@@ -98,15 +101,39 @@ pub fn run(paths: &Paths, cargo: bool, as_json: bool) -> Result<()> {
             res.serial_log.display()
         )));
     };
+    hostload::record_slowdown(&paths.cache, median, &today()).map_err(|e| {
+        io_err(
+            "cpuscale: cannot keep",
+            &hostload::slowdown_file(&paths.cache),
+            e,
+        )
+    })?;
+    Ok((rows, median))
+}
+
+/// This host's slowdown and the date it was measured: the kept one, else measured now (one
+/// boot). For a benchmark on a time-scaled profile, before its first boot.
+pub fn ensure(paths: &Paths, cargo: bool) -> Result<(f64, String)> {
+    if let Some(m) = hostload::measured_slowdown(&paths.cache) {
+        return Ok(m);
+    }
+    eprintln!(
+        "cpuscale: this host's CPU slowdown is not measured yet; the scaled profiles follow it"
+    );
+    let img = image::ensure(paths, cargo)?;
+    let (_, median) = measure(paths, &img)?;
+    Ok((median, today()))
+}
+
+pub fn run(paths: &Paths, cargo: bool, as_json: bool) -> Result<()> {
+    let img = image::ensure(paths, cargo)?;
+    let (rows, median) = measure(paths, &img)?;
     if as_json {
         let steps: Vec<_> = rows
             .iter()
             .map(|(n, h, g, r)| json!({"step": n, "host_s": h, "guest_s": g, "ratio": r}))
             .collect();
-        println!(
-            "{}",
-            json!({"steps": steps, "slowdown": median, "in_use": qemu::TCG_SLOWDOWN})
-        );
+        println!("{}", json!({"steps": steps, "slowdown": median}));
     } else {
         println!(
             "{:<8} {:>9} {:>9} {:>7}",
@@ -116,8 +143,8 @@ pub fn run(paths: &Paths, cargo: bool, as_json: bool) -> Result<()> {
             println!("{n:<8} {h:>9.3} {g:>9.3} {r:>7.2}");
         }
         println!(
-            "slowdown (median ratio): {median:.1}; the scaled profiles use {}",
-            qemu::TCG_SLOWDOWN
+            "slowdown (median ratio): {median:.1}; kept in {}: the scaled profiles use it on this host",
+            crate::vm::util::shown_path(&hostload::slowdown_file(&paths.cache))
         );
     }
     Ok(())

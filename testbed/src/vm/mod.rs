@@ -9,6 +9,7 @@ pub mod deps;
 pub mod desktop_session;
 pub mod grub_disk;
 pub mod hang;
+pub mod hostload;
 pub mod image;
 pub mod initramfs;
 pub mod qemu;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::vm::hostload::{self, HostCpu};
 use crate::vm::image::{Image, GUEST_BOOT_BIN, ROOT_PASSWORD};
 use crate::vm::seekdisk::SeekDisk;
 use crate::vm::serial::{clock_offset_before, firmware_estimate, Console, Seen};
@@ -44,18 +45,12 @@ pub enum Profile {
     /// A class-10 SD card: a cost per request that does not continue the last, 42 MB/s
     /// (the seekdisk NBD server)
     SdSeek,
-    /// hdd-seek slowed by the emulation's CPU slowdown (TCG_SLOWDOWN): the disk as slow
+    /// hdd-seek slowed by the emulation's CPU slowdown (`hostload::tcg_slowdown`): the disk as slow
     /// beside the guest's CPU as the real one is beside the host's
     HddScaled,
-    /// sd-seek slowed by the emulation's CPU slowdown (TCG_SLOWDOWN)
+    /// sd-seek slowed by the emulation's CPU slowdown (`hostload::tcg_slowdown`)
     SdScaled,
 }
-
-/// How many times slower the guest's CPU is under TCG than the host's, measured by
-/// `bootprint-testbed cpuscale` (docs/testbed.md, "Time-scaled profiles"): the `*-scaled`
-/// profiles slow their drive by as much, so that a boot waits on the disk for the share of
-/// its time it would on a real machine with this host's CPU.
-pub const TCG_SLOWDOWN: f64 = 13.0;
 
 impl Profile {
     pub fn name(self) -> &'static str {
@@ -70,7 +65,7 @@ impl Profile {
         }
     }
 
-    /// A profile whose drive is slowed by [`TCG_SLOWDOWN`] (derived, so not checked
+    /// A profile whose drive is slowed by [`hostload::tcg_slowdown`] (derived, so not checked
     /// against published figures by `seekcheck`).
     pub fn is_scaled(self) -> bool {
         matches!(self, Profile::HddScaled | Profile::SdScaled)
@@ -95,8 +90,8 @@ impl Profile {
         match self {
             Profile::HddSeek => Some(Model::Head(LAPTOP_5400)),
             Profile::SdSeek => Some(Model::Flash(SD_CLASS10)),
-            Profile::HddScaled => Some(Model::Head(LAPTOP_5400).slowed(TCG_SLOWDOWN)),
-            Profile::SdScaled => Some(Model::Flash(SD_CLASS10).slowed(TCG_SLOWDOWN)),
+            Profile::HddScaled => Some(Model::Head(LAPTOP_5400).slowed(hostload::tcg_slowdown())),
+            Profile::SdScaled => Some(Model::Flash(SD_CLASS10).slowed(hostload::tcg_slowdown())),
             _ => None,
         }
     }
@@ -232,6 +227,8 @@ pub struct BootResult {
     pub guest_output: Option<String>,
     /// With `BootOpts::stop_on_stall`: the guest kernel's stall report that ended the boot.
     pub kernel_stall: Option<String>,
+    /// What the host's CPUs did from QEMU's start to `login:` (None: counters unreadable).
+    pub host_cpu: Option<HostCpu>,
 }
 
 impl BootResult {
@@ -257,6 +254,8 @@ impl BootResult {
             "serial_log": crate::vm::util::shown_path(&self.serial_log),
             "qemu_exit": self.qemu_exit,
             "disk_copy_s": round3(self.disk_copy_s),
+            "host_cpu": self.host_cpu.as_ref().map(HostCpu::to_json),
+            "scaled_drive_slowdown": self.profile.is_scaled().then(hostload::tcg_slowdown),
         })
     }
 
@@ -435,6 +434,7 @@ fn boot_disk(
     let _ = fs::write(run.join("qemu.cmd"), crate::vm::util::describe(&cmd) + "\n");
     let start = Instant::now();
     let (mut qemu, con) = start_qemu(&mut cmd, qemu_err, &serial_log, start)?;
+    let at_start = hostload::Snapshot::take(qemu.0.id());
     eprintln!(
         "boot: QEMU started ({}), waiting for login: (serial log {})",
         opts.profile.name(),
@@ -455,6 +455,7 @@ fn boot_disk(
         run,
     };
     let (login_end, host_login_s) = guest.wait_for_login(&hung)?;
+    let host_cpu = at_start.until(&hostload::Snapshot::take(qemu.0.id()));
     eprintln!("boot: login: after {host_login_s:.2} s");
     let pos = guest.log_in(login_end)?;
     let (boot_id, pos) = guest.read_boot_id(pos)?;
@@ -497,6 +498,7 @@ fn boot_disk(
         disk_copy_s,
         guest_output,
         kernel_stall,
+        host_cpu,
     })
 }
 

@@ -308,6 +308,13 @@ pub fn unused_results_path(dir: &Path, stem: &str) -> PathBuf {
     path
 }
 
+/// The smallest and the largest of `values` (None: there are none).
+pub fn span(values: &[f64]) -> Option<(f64, f64)> {
+    values.iter().fold(None, |m, &x| {
+        Some(m.map_or((x, x), |(lo, hi): (f64, f64)| (lo.min(x), hi.max(x))))
+    })
+}
+
 pub fn median(values: &[f64]) -> Option<f64> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
