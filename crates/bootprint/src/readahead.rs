@@ -291,33 +291,11 @@ fn replay_now(sys: &System, a: &cli::ReadaheadReplay) -> Outcome {
     })
 }
 
-/// The pack at `path`, if it is as trusted as the one the boot path replays ([`trusted`]).
+/// The pack at `path`, if it is as trusted as the one the boot path replays (opened without
+/// following a symlink, owned by this user, not writable by group or others:
+/// `replay::load_trusted`).
 fn load_trusted_pack(path: &Path) -> Result<Pack, String> {
-    trusted(path)?;
-    load_pack(path)
-}
-
-/// A file owned by the caller (root, when relocating for real) that group and others
-/// cannot write.
-fn trusted(path: &Path) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-    let md = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    if md.uid() != sys::euid() {
-        return Err(format!(
-            "{}: owned by uid {}, not by this user (uid {}): refused",
-            path.display(),
-            md.uid(),
-            sys::euid()
-        ));
-    }
-    if md.mode() & 0o022 != 0 {
-        return Err(format!(
-            "{}: mode {:o} lets group or others write it: refused",
-            path.display(),
-            md.mode() & 0o7777
-        ));
-    }
-    Ok(())
+    replay::load_trusted(path, sys::euid()).map_err(|e| e.to_string())
 }
 
 fn relearn(sys: &System) -> Result<(), String> {

@@ -255,8 +255,8 @@ impl Watch {
         self.cached(&self.sample).len() as f64 / self.sample.len() as f64
     }
 
-    /// Looks once. Not armed: arms when at least [`MIN_SAMPLE`] candidates (or all, when
-    /// fewer) are cached, watching up to [`SAMPLE`] of them. Armed: when at most a quarter
+    /// Looks once. Not armed: arms when at least `MIN_SAMPLE` (8) candidates (or all, when
+    /// fewer) are cached, watching up to `SAMPLE` (32) of them. Armed: when at most a quarter
     /// of the sample is left, reads the ranges again as [`preread`] does, disarms, and
     /// returns what it read with the share that was left. At most [`MAX_REREADS`] times.
     pub fn check(&mut self, gap: u64, request: u64) -> Option<(Preread, f64)> {

@@ -287,6 +287,25 @@ pub use crate::pack::MAX_PACK_BYTES;
 /// filesystem than `ours`. The error's [`crate::ErrorKind`] is what the caller acts on: nothing
 /// learned yet (no pack), unsafe (a symlink there included), a bad file, a foreign root.
 pub fn load(path: &Path, ours: &RootId, trusted_uid: u32) -> Result<Pack, Error> {
+    let p = load_trusted(path, trusted_uid)?;
+    if !p.header.root.matches(ours) {
+        return Err(Error::from(PackError {
+            path: Some(path.to_path_buf()),
+            offset: None,
+            kind: PackErrorKind::ForeignRoot {
+                pack: p.header.root.clone(),
+                ours: ours.clone(),
+            },
+        }));
+    }
+    Ok(p)
+}
+
+/// [`load`] without the root filesystem's check: the pack at `path`, opened once without
+/// following a symlink, a regular file of `trusted_uid`'s that group and others cannot
+/// write, no larger than [`MAX_PACK_BYTES`], and one [`pack::check`] accepts (what
+/// `bootprint readahead relocate` and `replay` act on as root).
+pub fn load_trusted(path: &Path, trusted_uid: u32) -> Result<Pack, Error> {
     let err = |kind| {
         Error::from(PackError {
             path: Some(path.to_path_buf()),
@@ -333,14 +352,7 @@ pub fn load(path: &Path, ours: &RootId, trusted_uid: u32) -> Result<Pack, Error>
             "grew past {MAX_PACK_BYTES} bytes while read"
         ))));
     }
-    let p = pack::check(&bytes).map_err(|e| e.in_file(path))?;
-    if !p.header.root.matches(ours) {
-        return Err(err(PackErrorKind::ForeignRoot {
-            pack: p.header.root.clone(),
-            ours: ours.clone(),
-        }));
-    }
-    Ok(p)
+    Ok(pack::check(&bytes).map_err(|e| e.in_file(path))?)
 }
 
 /// Why an entry was not read.

@@ -236,10 +236,14 @@ mod tests {
     fn own_cpu_is_counted_as_the_testbed_s() {
         let me = std::process::id();
         let a = Snapshot::take(me);
+        // Until this process has used 0.2 s more CPU (by its own clock, so a busy machine
+        // only makes it take longer), at most 20 s.
         let t = Instant::now();
         let mut x = 0u64;
-        while t.elapsed().as_millis() < 300 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        while own_cpu_s() - a.own_cpu_s < 0.2 && t.elapsed().as_secs() < 20 {
+            for _ in 0..100_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
         }
         std::hint::black_box(x);
         let b = Snapshot::take(me);
@@ -247,8 +251,8 @@ mod tests {
         assert!(h.testbed_s >= 0.2, "{h:?}");
         // QEMU's pid is this process here: the same CPU seen twice, so "others" is what is
         // left after taking it out twice, never negative.
-        assert!(h.qemu_s >= 0.2 && h.others_s >= 0.0, "{h:?}");
-        assert!(h.wall_s >= 0.3 && h.host_busy_s > 0.0, "{h:?}");
+        assert!(h.qemu_s >= 0.15 && h.others_s >= 0.0, "{h:?}");
+        assert!(h.wall_s > 0.0 && h.host_busy_s >= 0.15, "{h:?}");
     }
 
     #[test]
