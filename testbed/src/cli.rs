@@ -407,7 +407,7 @@ fn seek_profiles() -> PossibleValuesParser {
     choices(
         Profile::value_variants()
             .iter()
-            .filter(|p| p.seek_model().is_some() && !p.is_scaled())
+            .filter(|p| !p.is_scaled() && p.seek_model().is_some())
             .map(|p| (p.name(), "")),
     )
 }

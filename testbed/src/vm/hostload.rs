@@ -12,7 +12,6 @@
 //! slowdown `cpuscale` measured on it, kept in the cache for the time-scaled profiles.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use serde_json::{json, Value};
@@ -207,19 +206,24 @@ pub fn record_slowdown(cache: &Path, slowdown: f64, date: &str) -> std::io::Resu
     std::fs::rename(&tmp, &path)
 }
 
-static TCG_SLOWDOWN: OnceLock<f64> = OnceLock::new();
-
 /// How many times slower the guest's CPU is under TCG than this host's: what the
-/// `*-scaled` profiles slow their drive by. This host's measured figure when `cpuscale` has
-/// measured it (the cache), else [`DEFAULT_TCG_SLOWDOWN`]; fixed for the process at its
-/// first use, so every boot of one run uses the same.
+/// `*-scaled` profiles slow their drive by. This host's figure when `cpuscale` has measured
+/// it (the cache), else [`DEFAULT_TCG_SLOWDOWN`]. Read at every use, not once per process:
+/// the command line's own checks ask before a benchmark has had it measured.
 pub fn tcg_slowdown() -> f64 {
-    *TCG_SLOWDOWN.get_or_init(|| {
+    slowdown_in(
         crate::vm::util::Paths::from_env()
             .ok()
-            .and_then(|p| measured_slowdown(&p.cache))
-            .map_or(DEFAULT_TCG_SLOWDOWN, |(s, _)| s)
-    })
+            .map(|p| p.cache)
+            .as_deref(),
+    )
+}
+
+/// [`tcg_slowdown`] with the cache directory given.
+pub fn slowdown_in(cache: Option<&Path>) -> f64 {
+    cache
+        .and_then(measured_slowdown)
+        .map_or(DEFAULT_TCG_SLOWDOWN, |(s, _)| s)
 }
 
 /// A share of the host's CPU taken by other work above which a boot's time is not
@@ -275,7 +279,11 @@ mod tests {
     fn a_measured_slowdown_is_kept_for_this_host_only() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(measured_slowdown(dir.path()), None);
+        assert_eq!(slowdown_in(Some(dir.path())), DEFAULT_TCG_SLOWDOWN);
         record_slowdown(dir.path(), 9.8, "2026-11-28").unwrap();
+        // Asked before and after the measurement in one process (as the command line's
+        // checks and then a benchmark do): the drive follows the measurement.
+        assert_eq!(slowdown_in(Some(dir.path())), 9.8);
         assert_eq!(
             measured_slowdown(dir.path()),
             Some((9.8, "2026-11-28".to_string()))
