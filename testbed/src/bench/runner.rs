@@ -354,17 +354,10 @@ pub fn run_built(
 /// How many measured boots shared the host: other work took more than
 /// [`hostload::OTHERS_SHARE_LIMIT`] of its CPU from QEMU's start to the login.
 fn shared_boots(results: &[Vec<Run>]) -> usize {
-    let ncpus = hostload::ncpus().max(1) as f64;
     results
         .iter()
         .flatten()
-        .filter(|r| {
-            let h = &r.detail["host_cpu"];
-            match (h["others_cpu_s"].as_f64(), h["wall_s"].as_f64()) {
-                (Some(o), Some(w)) if w > 0.0 => o / (w * ncpus) > hostload::OTHERS_SHARE_LIMIT,
-                _ => false,
-            }
-        })
+        .filter(|r| hostload::shared_the_host(&r.detail["host_cpu"]))
         .count()
 }
 

@@ -119,16 +119,6 @@ impl Snapshot {
 }
 
 impl HostCpu {
-    /// Everything else's share of the host's CPUs over the boot (0..1): 0 is a quiet host.
-    pub fn others_share(&self, ncpus: usize) -> f64 {
-        let capacity = self.wall_s * ncpus.max(1) as f64;
-        if capacity <= 0.0 {
-            0.0
-        } else {
-            self.others_s / capacity
-        }
-    }
-
     pub fn to_json(&self) -> Value {
         json!({
             "wall_s": round3(self.wall_s),
@@ -226,6 +216,20 @@ pub fn slowdown_in(cache: Option<&Path>) -> f64 {
         .map_or(DEFAULT_TCG_SLOWDOWN, |(s, _)| s)
 }
 
+/// Everything else's share of the host's CPUs over a boot (0..1; 0 is a quiet host), from a
+/// boot's `host_cpu` as [`HostCpu::to_json`] wrote it (None: not recorded, or no time).
+pub fn others_share(host_cpu: &Value, ncpus: usize) -> Option<f64> {
+    let others = host_cpu["others_cpu_s"].as_f64()?;
+    let capacity = host_cpu["wall_s"].as_f64()? * ncpus.max(1) as f64;
+    (capacity > 0.0).then(|| others / capacity)
+}
+
+/// Whether other work took more than [`OTHERS_SHARE_LIMIT`] of this host's CPUs during the
+/// boot whose `host_cpu` this is.
+pub fn shared_the_host(host_cpu: &Value) -> bool {
+    others_share(host_cpu, ncpus()).is_some_and(|share| share > OTHERS_SHARE_LIMIT)
+}
+
 /// A share of the host's CPU taken by other work above which a boot's time is not
 /// comparable (5 %: under TCG a boot's time grows with the CPU taken from it).
 pub const OTHERS_SHARE_LIMIT: f64 = 0.05;
@@ -269,8 +273,10 @@ mod tests {
             others_s: 2.0,
             load1_start: Some(0.5),
         };
-        assert!((h.others_share(2) - 0.1).abs() < 1e-9);
-        assert_eq!(h.others_share(0), 0.2);
+        let j = h.to_json();
+        assert!((others_share(&j, 2).unwrap() - 0.1).abs() < 1e-9);
+        assert_eq!(others_share(&j, 0), Some(0.2));
+        assert_eq!(others_share(&json!(null), 2), None);
         assert!(Snapshot::take(u32::MAX).qemu_cpu_s.is_none());
     }
 
