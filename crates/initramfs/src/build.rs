@@ -173,11 +173,12 @@ pub fn find_root(o: &Options) -> Result<(String, String), Error> {
     match &o.root {
         RootChoice::Running => {
             let mi = o.proc_dir.join("self/mountinfo");
-            let text = fs::read_to_string(&mi).map_err(|e| Error::io(&mi, "cannot read", e))?;
+            let text =
+                fs::read_to_string(&mi).map_err(|e| crate::io_error(&mi, "cannot read", e))?;
             let (a, b, fstype, source) = root_of_mountinfo(&text)
-                .ok_or_else(|| Error::at(ErrorKind::NotFound, &mi, "no mount of / found"))?;
+                .ok_or_else(|| Error::new(ErrorKind::NotFound, "no mount of / found").at(&mi))?;
             if NOT_LOCAL.contains(&fstype.as_str()) {
-                return Err(Error::msg(
+                return Err(Error::new(
                     ErrorKind::Unsupported,
                     format!(
                     "the root is {source} of type {fstype}, not a local block device: not supported"
@@ -186,7 +187,7 @@ pub fn find_root(o: &Options) -> Result<(String, String), Error> {
             }
             let link = o.sys.join(format!("dev/block/{a}:{b}"));
             let real = fs::canonicalize(&link).map_err(|e| {
-                Error::io(
+                crate::io_error(
                     &link,
                     &format!("the root {source} ({a}:{b}) is not a block device"),
                     e,
@@ -201,12 +202,12 @@ pub fn find_root(o: &Options) -> Result<(String, String), Error> {
         }
         RootChoice::Dev(d) => {
             if let Some(why) = crate::cmdline::unsupported_device(d) {
-                return Err(Error::msg(ErrorKind::Unsupported, why));
+                return Err(Error::new(ErrorKind::Unsupported, why));
             }
             let rel = d.strip_prefix("/dev/").unwrap_or(d);
             let node = o.dev.join(rel);
             let real =
-                fs::canonicalize(&node).map_err(|e| Error::io(&node, "no such device", e))?;
+                fs::canonicalize(&node).map_err(|e| crate::io_error(&node, "no such device", e))?;
             let name = real
                 .file_name()
                 .unwrap_or_default()
@@ -216,15 +217,15 @@ pub fn find_root(o: &Options) -> Result<(String, String), Error> {
                 use std::io::Read;
                 let mut b = vec![0u8; probe::PROBE_BYTES];
                 let mut f =
-                    fs::File::open(&real).map_err(|e| Error::io(&real, "cannot open", e))?;
+                    fs::File::open(&real).map_err(|e| crate::io_error(&real, "cannot open", e))?;
                 let n = f
                     .read(&mut b)
-                    .map_err(|e| Error::io(&real, "cannot read", e))?;
+                    .map_err(|e| crate::io_error(&real, "cannot read", e))?;
                 b.truncate(n);
                 b
             };
             let info = probe::superblock(&head).ok_or_else(|| {
-                Error::at(ErrorKind::Unsupported, &real, "no ext2/3/4, XFS or btrfs superblock found (LUKS, LVM and others are not supported)")
+                Error::new(ErrorKind::Unsupported, "no ext2/3/4, XFS or btrfs superblock found (LUKS, LVM and others are not supported)").at(&real)
             })?;
             Ok((name, info.fstype))
         }
@@ -236,7 +237,7 @@ pub fn running_release(proc_dir: &Path) -> Result<String, Error> {
     let p = proc_dir.join("sys/kernel/osrelease");
     fs::read_to_string(&p)
         .map(|s| s.trim().to_string())
-        .map_err(|e| Error::io(&p, "cannot read", e))
+        .map_err(|e| crate::io_error(&p, "cannot read", e))
 }
 
 fn sys_path(fsroot: &Path, p: &str) -> PathBuf {
@@ -284,7 +285,7 @@ pub fn build(o: &Options) -> Result<Report, Error> {
     a.char_dev("dev/console", 0o600, 5, 1);
     a.char_dev("dev/null", 0o666, 1, 3);
     let mut add = |a: &mut Archive, name: &str, src: &Path, perm: u32| -> Result<(), Error> {
-        let data = fs::read(src).map_err(|e| Error::io(src, "cannot read", e))?;
+        let data = fs::read(src).map_err(|e| crate::io_error(src, "cannot read", e))?;
         files.push((name.to_string(), data.len()));
         a.file(name, perm, &data);
         Ok(())
@@ -326,7 +327,7 @@ pub fn build(o: &Options) -> Result<Report, Error> {
     let candidates: Vec<Method> = match o.compression {
         Some(m) => {
             if !compress::kernel_supports(config.as_deref(), m) {
-                return Err(Error::msg(
+                return Err(Error::new(
                     ErrorKind::Compression,
                     format!(
                         "kernel {} cannot unpack {} (no {}=y in /boot/config-{})",
@@ -346,14 +347,15 @@ pub fn build(o: &Options) -> Result<Report, Error> {
     };
     let (measured, skipped): (Vec<Measured>, Vec<String>) = compress::measure(&cpio, &candidates);
     let best = measured.first().ok_or_else(|| {
-        Error::msg(
+        Error::new(
             ErrorKind::Compression,
             format!("no compression worked: {}", skipped.join("; ")),
         )
     })?;
     // Whole or not at all, never through a link planted beside it (`--out` may name a
     // directory others can write).
-    sys::write_atomic(&o.out, &best.data).map_err(|e| Error::io(&o.out, "cannot write", e))?;
+    sys::write_atomic(&o.out, &best.data)
+        .map_err(|e| crate::io_error(&o.out, "cannot write", e))?;
     let report = Report {
         chosen: best.method,
         image_bytes: best.data.len(),

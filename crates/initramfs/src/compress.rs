@@ -106,7 +106,7 @@ pub fn compress(m: Method, data: &[u8]) -> Result<Vec<u8>, Error> {
             let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
             e.write_all(data)
                 .and_then(|_| e.finish())
-                .map_err(|e| Error::msg(ErrorKind::Compression, format!("gzip: {e}")))
+                .map_err(|e| Error::new(ErrorKind::Compression, format!("gzip: {e}")))
         }
         _ => {
             let (tool, args, _) = m.tool().expect("external method");
@@ -123,7 +123,7 @@ pub fn decompress(m: Method, data: &[u8]) -> Result<Vec<u8>, Error> {
             let mut out = Vec::new();
             flate2::read::GzDecoder::new(data)
                 .read_to_end(&mut out)
-                .map_err(|e| Error::msg(ErrorKind::Compression, format!("gunzip: {e}")))?;
+                .map_err(|e| Error::new(ErrorKind::Compression, format!("gunzip: {e}")))?;
             Ok(out)
         }
         _ => {
@@ -140,16 +140,16 @@ fn pipe(tool: &str, args: &[&str], data: &[u8]) -> Result<Vec<u8>, Error> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| Error::msg(ErrorKind::Compression, format!("cannot run {tool}: {e}")))?;
+        .map_err(|e| Error::new(ErrorKind::Compression, format!("cannot run {tool}: {e}")))?;
     let mut stdin = child.stdin.take().expect("piped");
     let input = data.to_vec();
     let writer = std::thread::spawn(move || stdin.write_all(&input));
     let out = child
         .wait_with_output()
-        .map_err(|e| Error::msg(ErrorKind::Compression, format!("{tool}: {e}")))?;
+        .map_err(|e| Error::new(ErrorKind::Compression, format!("{tool}: {e}")))?;
     let _ = writer.join();
     if !out.status.success() {
-        return Err(Error::msg(
+        return Err(Error::new(
             ErrorKind::Compression,
             format!(
                 "{tool} {} failed ({}): {}",

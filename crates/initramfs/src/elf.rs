@@ -43,11 +43,7 @@ fn cstr_at(b: &[u8], o: usize) -> Option<String> {
 /// A static executable gives an empty [`Dynamic`].
 pub fn parse(bytes: &[u8], file: &Path) -> Result<Dynamic, Error> {
     let bad = |what: &str| {
-        Error::at(
-            ErrorKind::BadElf,
-            file,
-            format!("not a usable ELF file: {what}"),
-        )
+        Error::new(ErrorKind::BadElf, format!("not a usable ELF file: {what}")).at(file)
     };
     if bytes.get(..4) != Some(b"\x7fELF") {
         return Err(bad("expected the ELF magic"));
@@ -134,7 +130,7 @@ pub const LIB_DIRS: [&str; 6] = [
 pub fn closure(root: &Path, program: &Path, lib_dirs: &[&str]) -> Result<Vec<PathBuf>, Error> {
     let read = |p: &Path| -> Result<Vec<u8>, Error> {
         let host = root.join(p.strip_prefix("/").unwrap_or(p));
-        std::fs::read(&host).map_err(|e| Error::io(&host, "cannot read", e))
+        std::fs::read(&host).map_err(|e| crate::io_error(&host, "cannot read", e))
     };
     let mut out: Vec<PathBuf> = Vec::new();
     let mut todo: Vec<(PathBuf, Vec<u8>)> = vec![(program.to_path_buf(), read(program)?)];
@@ -152,11 +148,11 @@ pub fn closure(root: &Path, program: &Path, lib_dirs: &[&str]) -> Result<Vec<Pat
                 .map(|dir| Path::new(dir).join(&name))
                 .find(|p| root.join(p.strip_prefix("/").unwrap_or(p)).is_file())
                 .ok_or_else(|| {
-                    Error::at(
+                    Error::new(
                         ErrorKind::NotFound,
-                        &path,
                         format!("needs {name}, found in none of {}", lib_dirs.join(", ")),
                     )
+                    .at(&path)
                 })?;
             if !out.contains(&found) {
                 out.push(found.clone());

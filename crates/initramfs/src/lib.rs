@@ -44,8 +44,7 @@ pub mod plan;
 pub mod probe;
 mod sys;
 
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The kinds of failure a caller of the build tells apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,88 +68,20 @@ pub enum ErrorKind {
     Compression,
 }
 
+impl ::sys::Kind for ErrorKind {
+    const IO: ErrorKind = ErrorKind::Io;
+    /// The build's messages do not name their file: the text is `PATH: message`.
+    const PATH_FIRST: bool = true;
+}
+
 /// An error from building or probing: its kind, what went wrong and, where known, the file
-/// and line.
-#[derive(Debug)]
-pub struct Error {
-    kind: ErrorKind,
-    path: Option<PathBuf>,
-    line: Option<usize>,
-    message: String,
-    source: Option<std::io::Error>,
-}
+/// and line (the shape every boot-path crate's error has, `sys::Error`).
+pub type Error = ::sys::Error<ErrorKind>;
 
-impl Error {
-    /// An error about `path`.
-    pub(crate) fn at(kind: ErrorKind, path: &Path, message: impl Into<String>) -> Error {
-        Error {
-            path: Some(path.to_path_buf()),
-            ..Error::msg(kind, message)
-        }
-    }
-
-    /// An error about no file in particular.
-    pub(crate) fn msg(kind: ErrorKind, message: impl Into<String>) -> Error {
-        Error {
-            kind,
-            path: None,
-            line: None,
-            message: message.into(),
-            source: None,
-        }
-    }
-
-    /// An I/O error on `path`.
-    pub(crate) fn io(path: &Path, what: &str, e: std::io::Error) -> Error {
-        let message = format!("{what}: {e}");
-        Error {
-            source: Some(e),
-            ..Error::at(ErrorKind::Io, path, message)
-        }
-    }
-
-    /// The same error, at 1-based `line` of its file (the message says it too).
-    pub(crate) fn on_line(mut self, line: usize) -> Error {
-        self.line = Some(line);
-        self
-    }
-
-    /// What kind of failure this is.
-    pub fn kind(&self) -> ErrorKind {
-        self.kind
-    }
-
-    /// The file (or directory) concerned, if any.
-    pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
-    }
-
-    /// The 1-based line of [`Error::path`] concerned, if any.
-    pub fn line(&self) -> Option<usize> {
-        self.line
-    }
-
-    /// What went wrong, said so that a user can act on it (without the path).
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.path {
-            Some(p) => write!(f, "{}: {}", p.display(), self.message),
-            None => write!(f, "{}", self.message),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        self.source
-            .as_ref()
-            .map(|e| e as &(dyn std::error::Error + 'static))
-    }
+/// An I/O error on `path`: `what` was being done, and the OS said `e`.
+pub(crate) fn io_error(path: &Path, what: &str, e: std::io::Error) -> Error {
+    let message = format!("{what}: {e}");
+    Error::io(path, message, e)
 }
 
 /// `bootprint.initramfs.fault=VALUE` on the kernel command line forces a failure for the

@@ -177,11 +177,11 @@ impl ModIndex {
                 continue;
             }
             let Some((path, deps)) = line.split_once(':') else {
-                return Err(Error::at(
+                return Err(Error::new(
                     ErrorKind::Parse,
-                    file,
                     format!("line {}: expected `MODULE.ko: DEPENDENCIES`", n + 1),
                 )
+                .at(file)
                 .on_line(n + 1));
             };
             let deps = deps.split_whitespace().map(name_of_path).collect();
@@ -204,11 +204,11 @@ impl ModIndex {
                     .aliases
                     .push((alias_normalize(pattern), normalize(module))),
                 _ => {
-                    return Err(Error::at(
+                    return Err(Error::new(
                         ErrorKind::Parse,
-                        file,
                         format!("line {}: expected `alias PATTERN MODULE`", n + 1),
                     )
+                    .at(file)
                     .on_line(n + 1))
                 }
             }
@@ -261,7 +261,7 @@ impl ModIndex {
         let mut ix = ModIndex::default();
         let read = |name: &str| {
             let p = modules_dir.join(name);
-            fs::read_to_string(&p).map_err(|e| Error::io(&p, "cannot read", e))
+            fs::read_to_string(&p).map_err(|e| crate::io_error(&p, "cannot read", e))
         };
         ix.parse_dep(&read("modules.dep")?, &modules_dir.join("modules.dep"))?;
         ix.parse_alias(&read("modules.alias")?, &modules_dir.join("modules.alias"))?;
@@ -313,14 +313,14 @@ pub struct ChainLink {
 /// loop and the like) naming what was found.
 pub fn root_chain(sys: &Path, dev: &str) -> Result<Vec<ChainLink>, Error> {
     if let Some(why) = crate::cmdline::unsupported_device(&format!("/dev/{dev}")) {
-        return Err(Error::msg(ErrorKind::Unsupported, why));
+        return Err(Error::new(ErrorKind::Unsupported, why));
     }
     for (prefix, what) in [
         ("loop", "a loop device"),
         ("nbd", "a network block device (nbd)"),
     ] {
         if dev.starts_with(prefix) {
-            return Err(Error::msg(
+            return Err(Error::new(
                 ErrorKind::Unsupported,
                 format!("/dev/{dev} is {what}, which is not supported"),
             ));
@@ -328,7 +328,7 @@ pub fn root_chain(sys: &Path, dev: &str) -> Result<Vec<ChainLink>, Error> {
     }
     let class = sys.join("class/block").join(dev);
     let real = fs::canonicalize(&class).map_err(|e| {
-        Error::io(
+        crate::io_error(
             &class,
             "no such block device in sysfs (is the name right?)",
             e,
@@ -341,7 +341,7 @@ pub fn root_chain(sys: &Path, dev: &str) -> Result<Vec<ChainLink>, Error> {
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect();
         if !under.is_empty() {
-            return Err(Error::msg(
+            return Err(Error::new(
                 ErrorKind::Unsupported,
                 format!(
                     "/dev/{dev} is stacked on {} (device mapper, md, ...), which is not supported",
@@ -460,7 +460,7 @@ pub fn build(
         }
     };
     if fs_modules.is_empty() {
-        return Err(Error::msg(ErrorKind::NotFound, format!(
+        return Err(Error::new(ErrorKind::NotFound, format!(
             "no module or builtin for the root file system type {fstype:?} in the index of kernel {kernel}"
         )));
     }
@@ -521,7 +521,7 @@ fn add(
                 .push(format!("{name}: not in modules.dep, skipped"));
             return Ok(());
         }
-        return Err(Error::msg(
+        return Err(Error::new(
             ErrorKind::NotFound,
             format!(
                 "module {name} is not in modules.dep of kernel {}",
@@ -530,7 +530,7 @@ fn add(
         ));
     };
     if depth > 64 {
-        return Err(Error::msg(
+        return Err(Error::new(
             ErrorKind::Parse,
             format!("module {name}: dependency loop"),
         ));
@@ -602,11 +602,11 @@ impl Plan {
         match lines.next() {
             Some((_, l)) if l.trim() == PLAN_MAGIC => {}
             _ => {
-                return Err(Error::at(
+                return Err(Error::new(
                     ErrorKind::Parse,
-                    file,
                     format!("line 1: expected `{PLAN_MAGIC}`"),
                 )
+                .at(file)
                 .on_line(1))
             }
         }
@@ -614,12 +614,9 @@ impl Plan {
         let mut known: HashSet<String> = HashSet::new();
         for (n, line) in lines {
             let bad = |what: &str| {
-                Error::at(
-                    ErrorKind::Parse,
-                    file,
-                    format!("line {}: expected {what}", n + 1),
-                )
-                .on_line(n + 1)
+                Error::new(ErrorKind::Parse, format!("line {}: expected {what}", n + 1))
+                    .at(file)
+                    .on_line(n + 1)
             };
             if line.trim().is_empty() || line.starts_with('#') {
                 continue;

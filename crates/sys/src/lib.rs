@@ -10,7 +10,8 @@
 //! path reads its own files with ([`read_regular`], [`read_capped`]), and files as root must touch them
 //! (`files.rs`): paths opened without following any symlink ([`open_nofollow`],
 //! [`open_regular`], [`open_dir`], [`open_beneath`]), steps relative to a directory held
-//! open ([`Dir`]), and the one hardened atomic write ([`write_atomic`]).
+//! open ([`Dir`]), and the one hardened atomic write ([`write_atomic`]); and the shape of the
+//! boot path's typed errors ([`Error`] over a crate's [`Kind`]).
 //!
 //! It owns no policy: it does what it is asked once and returns the kernel's answer (an
 //! `io::Error` from errno, or a documented fallback). A system call only one crate makes
@@ -25,7 +26,9 @@
 //! ```
 #![deny(missing_docs)]
 
+mod error;
 mod files;
+pub use error::{Error, Kind};
 pub use files::*;
 
 use std::ffi::CString;

@@ -4,8 +4,10 @@
 //! kernel start to `Run /init` (kernel timestamp), kernel start to the real init (its
 //! `INIT: version` line, placed on the kernel clock with the host-minus-guest offset of the
 //! kernel lines just before it), the initramfs phase between the two, and kernel start to
-//! `login:` (host time minus the firmware estimate). Results in
-//! testbed/results/DATE-initramfs.json and a table of medians.
+//! `login:` (host time minus the firmware estimate). The images are the variants of a
+//! benchmark on the shared runner (bench/runner.rs: a warm-up boot, interleaved rounds,
+//! medians, testbed/results/DATE-initramfs.json); the generators skipped and the goal's
+//! verdict are added to its result.
 //!
 //! dracut and tiny-initramfs conflict with initramfs-tools, so they are never installed in
 //! the shared image: their .debs (downloaded on the host with `apt-get download`) are
@@ -17,14 +19,15 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::bench::registry::Request;
+use crate::bench::runner::{self, Benchmark, Figures, Variant};
 use crate::vm::image::{self, Image};
-use crate::vm::initramfs::{boot_with, ensure_ours, kernel_time_of};
-use crate::vm::qemu::{self, round3, BootOpts, Profile};
-use crate::vm::serial::{clock_offset_before, firmware_estimate};
-use crate::vm::util::{io_err, median, run_logged, today, Error, Fnv, Paths, Result};
+use crate::vm::initramfs::{boot_opts_with, ensure_ours, kernel_time_of};
+use crate::vm::qemu::{self, round3, BootOpts, BootResult, Profile};
+use crate::vm::serial::{clock_offset_before, firmware_estimate, read_log};
+use crate::vm::util::{io_err, run_logged, Fnv, Paths, Result};
 
 /// The extra kernel arguments of every bench boot: `Run /init` is an info line; `init=`
 /// because dracut's systemd would otherwise switch to the root's systemd, not its sysvinit.
@@ -34,37 +37,27 @@ const APPEND: &str = "loglevel=7 init=/sbin/init";
 /// tiny-initramfs package only hooks it into kernel updates, and conflicts); cpio for both.
 /// The rest of their dependencies are in the image already.
 const DEBS: [&str; 3] = ["dracut-core", "tiny-initramfs-core", "cpio"];
+/// The goal: bootprint's initramfs phase at most this share of Debian's.
+pub const GOAL_RATIO: f64 = 0.2;
 
-/// One boot's figures, in seconds on the kernel clock.
+/// One boot's initramfs phase, in seconds on the kernel clock.
 #[derive(Debug, Clone, Default)]
-pub struct Figures {
+pub struct Phase {
     pub run_init_s: Option<f64>,
     pub real_init_s: Option<f64>,
     pub initramfs_s: Option<f64>,
     pub login_s: Option<f64>,
 }
 
-/// Reads a serial log written by the test bed (`HOST | TEXT` lines).
-pub fn read_serial(path: &Path) -> Vec<(f64, String)> {
-    fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let (h, t) = l.split_once(" | ")?;
-            Some((h.trim().parse().ok()?, t.to_string()))
-        })
-        .collect()
-}
-
-/// The figures of one boot from its console lines and host login time.
-pub fn figures(lines: &[(f64, String)], host_login_s: f64) -> Figures {
+/// The phase of one boot from its console lines and host login time.
+pub fn phase(lines: &[(f64, String)], host_login_s: f64) -> Phase {
     let run_init_s = kernel_time_of(lines, "Run /init as init process");
     let real_init_s = lines
         .iter()
         .find(|(_, l)| l.contains("INIT: version"))
         .and_then(|(h, _)| clock_offset_before(lines, *h).map(|o| h - o));
     let login_s = firmware_estimate(lines).map(|f| host_login_s - f);
-    Figures {
+    Phase {
         run_init_s,
         real_init_s,
         initramfs_s: match (run_init_s, real_init_s) {
@@ -217,47 +210,6 @@ fn generate(paths: &Paths, img: &Image, dir: &Path) -> Result<String> {
     Ok(out)
 }
 
-/// `bench initramfs` as the command line asks it.
-pub fn bench(paths: &Paths, req: &Request) -> Result<()> {
-    run(paths, req.runs, req.cargo)
-}
-
-pub fn run(paths: &Paths, runs: usize, cargo: bool) -> Result<()> {
-    let img = image::ensure(paths, cargo)?;
-    let (variants, skipped) = initrds(paths, &img)?;
-    // A discarded first boot warms the host's page cache for the kernel and the image.
-    eprintln!("bench initramfs: warm-up boot");
-    let _ = boot_with(paths, &img, &img.initrd, APPEND);
-    let (results, figs) = rounds(paths, &img, &variants, runs);
-    let summary = print_and_summarize(&variants, &results, &figs);
-    for (name, why) in &skipped {
-        println!("{name:<10} skipped: {}", why.lines().next().unwrap_or(""));
-    }
-    let out = json!({
-        "bench": "initramfs",
-        "date": today(),
-        "runs": runs,
-        "append": APPEND,
-        "measure": "kernel clock: Run /init (kernel timestamp) to INIT: version (host time minus the guest clock offset); login: host time minus the firmware estimate",
-        "load_after": host_load(),
-        "variants": summary,
-        "skipped": skipped.iter().map(|(n, w)| json!({"name": n, "why": w})).collect::<Vec<_>>(),
-    });
-    let dir = paths.repo.join("testbed/results");
-    fs::create_dir_all(&dir).map_err(|e| io_err("cannot create", &dir, e))?;
-    let file = dir.join(format!("{}-initramfs.json", today()));
-    fs::write(
-        &file,
-        serde_json::to_string_pretty(&out).unwrap_or_default() + "\n",
-    )
-    .map_err(|e| io_err("cannot write", &file, e))?;
-    println!("results: {}", file.display());
-    if figs.iter().all(|f| f.is_empty()) {
-        return Err(Error::fail("no boot gave figures"));
-    }
-    Ok(())
-}
-
 /// An initramfs image to compare: its name and file.
 type Initrd = (&'static str, PathBuf);
 /// A generator that was skipped, and why.
@@ -281,104 +233,77 @@ fn initrds(paths: &Paths, img: &Image) -> Result<(Vec<Initrd>, Vec<Skipped>)> {
     Ok((variants, skipped))
 }
 
-/// The host's 1-minute load average.
-fn host_load() -> String {
-    fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .next()
-        .unwrap_or("?")
-        .to_string()
+/// A boot's figures for the runner: the phase, from its serial log.
+fn initramfs_figures(r: &BootResult) -> Figures {
+    let p = phase(&read_log(&r.serial_log), r.host_login_s);
+    [
+        ("run_init_s", p.run_init_s),
+        ("real_init_s", p.real_init_s),
+        ("initramfs_s", p.initramfs_s),
+        ("login_s", p.login_s),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.map(round3)))
+    .collect()
 }
 
-/// `runs` rounds of boots with each initramfs in turn: each boot's JSON, and the figures of
-/// those that gave some.
-fn rounds(
-    paths: &Paths,
-    img: &Image,
-    variants: &[(&str, PathBuf)],
-    runs: usize,
-) -> (Vec<Vec<Value>>, Vec<Vec<Figures>>) {
-    let mut results: Vec<Vec<Value>> = vec![Vec::new(); variants.len()];
-    let mut figs: Vec<Vec<Figures>> = vec![Vec::new(); variants.len()];
-    for round in 0..runs {
-        for (i, (name, initrd)) in variants.iter().enumerate() {
-            eprintln!("bench initramfs: round {}/{runs}: {name}", round + 1);
-            let load_before = host_load();
-            match boot_with(paths, img, initrd, APPEND) {
-                Ok(r) => {
-                    let f = figures(&read_serial(&r.serial_log), r.host_login_s);
-                    results[i].push(json!({
-                        "round": round + 1,
-                        "run_init_s": f.run_init_s.map(round3),
-                        "real_init_s": f.real_init_s.map(round3),
-                        "initramfs_s": f.initramfs_s.map(round3),
-                        "login_s": f.login_s.map(round3),
-                        "host_login_s": round3(r.host_login_s),
-                        "load_before": load_before,
-                        "serial_log": crate::vm::util::shown_path(&r.serial_log),
-                    }));
-                    figs[i].push(f);
-                }
-                Err(e) => {
-                    eprintln!("bench initramfs: {name}: boot failed: {e}");
-                    results[i].push(json!({"round": round + 1, "error": e.to_string()}));
-                }
-            }
-        }
-    }
-    (results, figs)
-}
-
-/// Prints the table of medians and ratios to Debian's initramfs phase; returns the result
-/// file's `variants`.
-fn print_and_summarize(
-    variants: &[(&str, PathBuf)],
-    results: &[Vec<Value>],
-    figs: &[Vec<Figures>],
-) -> serde_json::Map<String, Value> {
-    let med = |i: usize, get: fn(&Figures) -> Option<f64>| {
-        median(&figs[i].iter().filter_map(get).collect::<Vec<_>>())
-    };
-    let deb_ir = med(0, |f| f.initramfs_s);
-    println!(
-        "{:<10} {:>9} {:>10} {:>11} {:>9} {:>9} {:>6}",
-        "initramfs", "size_KiB", "run_init_s", "initramfs_s", "ratio", "real_init", "login"
-    );
-    let mut summary = serde_json::Map::new();
-    for (i, (name, initrd)) in variants.iter().enumerate() {
-        let size = fs::metadata(initrd).map(|m| m.len()).unwrap_or(0);
-        let ir = med(i, |f| f.initramfs_s);
-        let ratio = match (ir, deb_ir) {
-            (Some(a), Some(b)) if b > 0.0 => Some(a / b),
-            _ => None,
-        };
-        let fmt = |x: Option<f64>| x.map(|v| format!("{v:.2}")).unwrap_or("-".into());
-        println!(
-            "{:<10} {:>9} {:>10} {:>11} {:>9} {:>9} {:>6}",
+/// The benchmark: one variant per initramfs image, Debian's first (the baseline).
+fn benchmark(initrds: &[Initrd]) -> Benchmark {
+    let variants = initrds
+        .iter()
+        .map(|(name, initrd)| Variant {
             name,
-            size / 1024,
-            fmt(med(i, |f| f.run_init_s)),
-            fmt(ir),
-            fmt(ratio),
-            fmt(med(i, |f| f.real_init_s)),
-            fmt(med(i, |f| f.login_s)),
-        );
-        summary.insert(
-            name.to_string(),
-            json!({
-                "image": crate::vm::util::shown_path(initrd),
-                "image_bytes": size,
-                "median_run_init_s": med(i, |f| f.run_init_s).map(round3),
-                "median_initramfs_s": ir.map(round3),
-                "initramfs_ratio_to_debian": ratio.map(round3),
-                "median_real_init_s": med(i, |f| f.real_init_s).map(round3),
-                "median_login_s": med(i, |f| f.login_s).map(round3),
-                "boots": results[i],
-            }),
-        );
+            opts: boot_opts_with(initrd, APPEND),
+            extra: initramfs_figures,
+            image: None,
+        })
+        .collect();
+    Benchmark {
+        name: "initramfs",
+        about: "the initramfs phase (kernel clock: Run /init to the real init's INIT: version, placed with the host-minus-guest offset) with Debian's initramfs-tools, dracut host-only, tiny-initramfs and bootprint's; login_s: host time to login: minus the firmware estimate",
+        variants,
+        seasoned_by: None,
+        season_each: false,
     }
-    summary
+}
+
+/// `bench initramfs` as the command line asks it: `--runs` boots of each image.
+pub fn bench(paths: &Paths, req: &Request) -> Result<()> {
+    let img = image::ensure(paths, req.cargo)?;
+    let (initrds, skipped) = initrds(paths, &img)?;
+    let mut m = runner::measure(paths, &img, &benchmark(&initrds), req.runs, Profile::Fast)?;
+    m.doc["append"] = json!(APPEND);
+    m.doc["goal_ratio_initramfs_s"] = json!(GOAL_RATIO);
+    m.doc["skipped"] = skipped
+        .iter()
+        .map(|(n, w)| json!({"name": n, "why": w}))
+        .collect();
+    m.notes = goal_lines(&m.doc);
+    for (name, why) in &skipped {
+        m.notes.push(format!(
+            "{name}: skipped: {}",
+            why.lines().next().unwrap_or("")
+        ));
+    }
+    runner::finish(paths, m, req.json).map(|_| ())
+}
+
+/// The images' sizes and bootprint's phase against the goal.
+fn goal_lines(doc: &serde_json::Value) -> Vec<String> {
+    let mut lines = vec![];
+    for v in doc["variants"].as_array().into_iter().flatten() {
+        let name = v["name"].as_str().unwrap_or("?");
+        let kib = v["initrd_bytes"].as_u64().unwrap_or(0) / 1024;
+        lines.push(format!("{name}: image {kib} KiB"));
+    }
+    let verdict = match runner::figure_ratio(doc, "bootprint", "initramfs_s") {
+        Some((r, range)) => format!("{r:.3}x: {}", runner::goal_verdict(r, range, GOAL_RATIO)),
+        None => "not measured".to_string(),
+    };
+    lines.push(format!(
+        "goal: bootprint's initramfs phase at most {GOAL_RATIO}x Debian's: {verdict}"
+    ));
+    lines
 }
 
 #[cfg(test)]
@@ -386,7 +311,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn figures_from_console_lines() {
+    fn phase_from_console_lines() {
         let lines = vec![
             (3.0, "[    0.000000] Linux version 6.1".to_string()),
             (10.2, "[    7.100000] Run /init as init process".to_string()),
@@ -396,12 +321,12 @@ mod tests {
             ),
             (11.5, "INIT: version 3.06 booting".to_string()),
         ];
-        let f = figures(&lines, 40.0);
+        let f = phase(&lines, 40.0);
         assert_eq!(f.run_init_s, Some(7.1));
         // Offset 3.0 (the smallest host-minus-kernel of the last lines): 11.5 - 3.0.
         assert!((f.real_init_s.unwrap() - 8.5).abs() < 1e-9);
         assert!((f.initramfs_s.unwrap() - 1.4).abs() < 1e-9);
         assert!((f.login_s.unwrap() - 37.0).abs() < 1e-9);
-        assert!(figures(&lines[..2], 40.0).initramfs_s.is_none());
+        assert!(phase(&lines[..2], 40.0).initramfs_s.is_none());
     }
 }

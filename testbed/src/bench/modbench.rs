@@ -1,10 +1,13 @@
 //! `bench modules`: the parallel module loader against serial loading, in the guest and in
 //! whole boots.
 //!
-//! 1. Whole boots, interleaved: normal (udev's coldplug alone) and `bootprint.modules=1`,
-//!    both recorded, `runs` each; time to `login:` on the host and the trace's text login.
-//! 2. One more `bootprint.modules=1` boot from the last such boot's disk (a second boot: the
-//!    plan has the learned durations, its `module` events say what it expected), which then
+//! 1. Whole boots on the shared runner (bench/runner.rs: a warm-up boot, then interleaved
+//!    rounds): normal (udev's coldplug alone) and `bootprint.modules=1`, both recorded,
+//!    `runs` each; time to `login:` on the host, the trace's milestones, the loader's plan.
+//! 2. A `bootprint.modules=1` boot that keeps its disk (the loader learns its modules'
+//!    durations; what it planned and what is live are the sets below), then a second boot
+//!    from that disk (the plan has the learned durations, its `module` events say what it
+//!    expected), which then
 //!    runs a script in the guest: for each set (the real-root set the loader planned and
 //!    loaded; the whole coldplug set, everything live at login), unload it (`rmmod` until
 //!    nothing more goes: reverse dependency order; what stays is in use and left out) and
@@ -12,21 +15,20 @@
 //!    `bootprint modules load --only SET` (parallel), `rounds` rounds each, interleaved (the
 //!    method that goes first alternates), timed inside the guest with `date +%s%N`.
 //!
-//! Results: testbed/results/DATE-modules.json; medians and ratios printed.
+//! Results: testbed/results/DATE-modules.json, the runner's schema with the in-guest loads
+//! (`in_guest`) and the second boot (`second_boot`) added; medians and ratios printed.
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::bench::figures::milestone_figures;
 use crate::bench::modcheck;
 use crate::bench::registry::Request;
-use crate::bench::runner;
+use crate::bench::runner::{self, Benchmark, Figures};
 use crate::vm::image;
 use crate::vm::qemu::{self, round3, BootOpts, BootResult, Profile};
-use crate::vm::util::{io_err, median, span, today, Error, Paths, Result};
+use crate::vm::util::{median, span, Error, Paths, Result};
 
 /// The goal: parallel loading takes at most this share of serial loading.
 pub const GOAL_RATIO: f64 = 0.5;
@@ -246,193 +248,160 @@ pub fn results(lines: &[Line]) -> BTreeMap<String, SetResult> {
 }
 
 fn events_of(r: &BootResult) -> String {
-    r.trace_dir
-        .as_ref()
-        .and_then(|d| fs::read_to_string(d.join("events.log")).ok())
-        .unwrap_or_default()
+    runner::trace_file(r, "events.log").unwrap_or_default()
 }
 
-/// A boot's figures: host login, trace milestones, and for loader boots the loader's span
-/// (its start to the last module's end) and outcome counts.
-fn boot_figures(r: &BootResult) -> Value {
+/// A boot's figures beyond the boot's own: the milestones and the recorder's cost, and for
+/// a loader boot the modules it planned, how many had each outcome (`loader_loaded`, ...)
+/// and its span.
+fn loader_figures(r: &BootResult) -> Figures {
+    let mut f = runner::whole_figures(r);
     let events = events_of(r);
-    let m = milestone_figures(&events);
-    let mut v = json!({
-        "host_login_s": round3(r.host_login_s),
-        "text_login_s": m.get("text_login_s").copied().flatten(),
-        "boot_done_s": m.get("boot_done_s").copied().flatten(),
-    });
     if let Ok(run) = modcheck::loader_run(&events) {
         let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
         for l in run.planned.values() {
             *outcomes.entry(l.outcome.clone()).or_default() += 1;
         }
-        v["loader"] = json!({
-            "planned": run.planned.len(),
-            "outcomes": outcomes,
-            "span_s": loader_span_s(&events),
-        });
+        f.insert("loader_planned".into(), Some(run.planned.len() as f64));
+        for (outcome, n) in outcomes {
+            f.insert(format!("loader_{outcome}"), Some(n as f64));
+        }
+        f.insert("loader_span_s".into(), loader_span_s(&events));
     }
-    v
+    f
 }
 
-/// From `modules_start` to the last `module` end, in seconds.
+/// From the last `modules_start` to the last `module` end, in seconds.
 pub fn loader_span_s(events: &str) -> Option<f64> {
-    let mut start = None;
-    let mut end = 0u64;
-    for l in events.lines() {
-        let mut w = l.split_whitespace();
-        let (Some(t), Some(kind)) = (w.next(), w.next()) else {
-            continue;
-        };
-        match kind {
-            "modules_start" => start = t.parse::<u64>().ok(),
-            "module" => {
-                if let Some(e) = w
-                    .find_map(|x| x.strip_prefix("end_ns="))
-                    .and_then(|x| x.parse::<u64>().ok())
-                {
-                    end = end.max(e);
-                }
-            }
-            _ => {}
-        }
-    }
-    start
-        .filter(|s| end > *s)
-        .map(|s| round3((end - s) as f64 / 1e9))
+    let events = trace::events::parse_lenient(events).0;
+    let start = events.iter().rfind(|e| e.kind == "modules_start")?.t_ns;
+    let end = events
+        .iter()
+        .filter(|e| e.kind == "module")
+        .filter_map(|e| e.get("end_ns")?.parse::<u64>().ok())
+        .max()?;
+    (end > start).then(|| round3((end - start) as f64 / 1e9))
 }
 
 fn med(v: &[f64]) -> Option<f64> {
     median(v).map(round3)
 }
 
-fn host_load() -> String {
-    fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
+/// The whole boots: udev's coldplug alone against the loader, both recorded.
+fn benchmark() -> Benchmark {
+    Benchmark {
+        name: "modules",
+        about: "whole boots with udev's coldplug alone and with bootprint.modules=1 (the parallel loader); in_guest: the parallel loader (bootprint modules load) against serial modprobe -a, timed in the guest after unloading the set",
+        variants: vec![
+            runner::recorded("udev", Profile::Fast, String::new(), loader_figures),
+            runner::recorded(
+                "modules",
+                Profile::Fast,
+                "bootprint.modules=1".into(),
+                loader_figures,
+            ),
+        ],
+        seasoned_by: None,
+        season_each: false,
+    }
 }
 
 /// `bench modules` as the command line asks it: `--runs` whole boots of each kind, in-guest
 /// rounds at least 5.
 pub fn bench(paths: &Paths, req: &Request) -> Result<()> {
-    run(paths, req.runs, req.runs.max(5), req.cargo)
+    let img = image::ensure(paths, req.cargo)?;
+    let mut m = runner::measure(paths, &img, &benchmark(), req.runs, Profile::Fast)?;
+    let in_guest = in_guest(paths, &img, req.runs.max(5));
+    match &in_guest {
+        Ok(g) => {
+            m.doc["goal_ratio"] = json!(GOAL_RATIO);
+            m.doc["in_guest"] = json!({
+                "rounds": g.rounds,
+                "timing": "date +%s%N around the whole command in the guest (process start, plan, load); page cache warm (the set was loaded before)",
+                "left_out_root_disk_drivers": g.root_drivers,
+                "sets": sets_json(&g.sets),
+            });
+            m.doc["learning_boot"] = g.learning.clone();
+            m.doc["second_boot"] = json!({
+                "boot": g.second.to_json(),
+                "figures": loader_figures(&g.second),
+                "expected_us_from_learned": g.learned,
+            });
+            m.notes = summary_lines(&g.sets, &g.learned);
+        }
+        Err(e) => m.notes = vec![format!("bench modules: in the guest: {e}")],
+    }
+    runner::finish(paths, m, req.json)?;
+    in_guest.map(|_| ())
 }
 
-/// Runs the benchmark: `runs` boots of each kind, `rounds` in-guest rounds per set.
-pub fn run(paths: &Paths, runs: usize, rounds: usize, cargo: bool) -> Result<()> {
-    let img = image::ensure(paths, cargo)?;
-    let load_start = host_load();
-    let mut off = BootOpts::new(Profile::Fast);
-    off.record = true;
-    let mut on = off.clone();
+/// What the loads in the guest gave.
+struct InGuest {
+    rounds: usize,
+    sets: BTreeMap<String, SetResult>,
+    root_drivers: Option<String>,
+    /// The boot that learned the durations and gave the sets.
+    learning: Value,
+    /// The boot from its disk that ran the loads.
+    second: BootResult,
+    /// What the second boot's plan expected of each module, us.
+    learned: BTreeMap<String, u64>,
+}
+
+/// A loader boot that keeps its disk (the sets: what it planned and got live, everything
+/// live at boot done), then a second loader boot from that disk that loads the sets again
+/// in the guest, `rounds` rounds each.
+fn in_guest(paths: &Paths, img: &image::Image, rounds: usize) -> Result<InGuest> {
+    let mut on = BootOpts::new(Profile::Fast);
+    on.record = true;
     on.append = "bootprint.modules=1".into();
-    on.keep_disk = true;
-    let (offs, ons, last_disk) = whole_boots(paths, &img, runs, &off, &on)?;
-    // The sets, from the last loader boot: what it planned and got live, and everything
-    // live at boot done.
-    let (_, last) = ons
-        .last()
-        .ok_or_else(|| Error::fail("bench modules: no loader boot"))?;
-    let (real_root, coldplug) = loader_sets(last)?;
-    let disk = last_disk
-        .clone()
-        .filter(|d| d.is_file())
+    let mut learning = on.clone();
+    learning.keep_disk = true;
+    eprintln!("bench modules: a loader boot that keeps its disk (the sets, the durations learned)");
+    let first = qemu::boot(paths, img, &learning)?;
+    let sets = loader_sets(&first);
+    let disk = first
+        .kept_disk()
         .ok_or_else(|| Error::fail("bench modules: the loader boot kept no disk"))?;
-    let mut second = on.clone();
-    second.keep_disk = false;
+    let (real_root, coldplug) = match sets {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = fs::remove_file(&disk);
+            return Err(e);
+        }
+    };
+    let mut second = on;
     second.disk_from = Some(disk.clone());
     second.guest_script = Some(guest_script(
-        &[("real_root", real_root.clone()), ("coldplug", coldplug)],
+        &[("real_root", real_root), ("coldplug", coldplug)],
         rounds,
     ));
     eprintln!(
         "bench modules: second loader boot (learned durations) and {rounds} rounds in the guest"
     );
-    let r = qemu::boot(paths, &img, &second);
+    let r = qemu::boot(paths, img, &second);
     let _ = fs::remove_file(&disk);
     let r = r?;
     let output = r.guest_output.clone().unwrap_or_default();
     let lines = parse_output(&output);
     let sets = results(&lines);
-    let root_drivers = lines.iter().find_map(|l| l.get("root_drivers").cloned());
-    let second_events = events_of(&r);
-    let learned = learned_expectations(&second_events);
-
-    let login_udev = median_figure(&offs, "host_login_s");
-    let login_mod = median_figure(&ons, "host_login_s");
-    let result = json!({
-        "benchmark": "modules",
-        "date": today(),
-        "about": "parallel module loader (bootprint modules load) vs serial modprobe -a, timed in the guest after unloading the set; whole boots with and without bootprint.modules=1",
-        "image": crate::vm::util::shown_path(&img.dir),
-        "host_load_start": load_start,
-        "host_load_end": host_load(),
-        "goal_ratio": GOAL_RATIO,
-        "in_guest": {
-            "rounds": rounds,
-            "timing": "date +%s%N around the whole command in the guest (process start, plan, load); page cache warm (the set was loaded before)",
-            "left_out_root_disk_drivers": root_drivers,
-            "sets": sets_json(&sets),
-        },
-        "boots": boots_json(&offs, &ons, runs),
-        "second_boot": {
-            "figures": boot_figures(&r),
-            "expected_us_from_learned": learned,
-        },
-    });
-    let dir = paths.repo.join("testbed/results");
-    fs::create_dir_all(&dir).map_err(|e| io_err("cannot create", &dir, e))?;
-    let file = dir.join(format!("{}-modules.json", today()));
-    let text = serde_json::to_string_pretty(&result).unwrap_or_default() + "\n";
-    fs::write(&file, text).map_err(|e| io_err("cannot write", &file, e))?;
-    print_summary(&sets, login_udev, login_mod, &learned);
-    println!("results: {}", file.display());
     if sets.is_empty() {
         return Err(Error::fail(format!(
             "bench modules: no results from the guest script; its output:\n{output}"
         )));
     }
-    Ok(())
+    Ok(InGuest {
+        rounds,
+        sets,
+        root_drivers: lines.iter().find_map(|l| l.get("root_drivers").cloned()),
+        learning: first.to_json(),
+        learned: learned_expectations(&events_of(&r)),
+        second: r,
+    })
 }
 
-/// Boots of one kind: each one's figures and result.
-type Boots = Vec<(Value, BootResult)>;
-
-/// Boots of each kind, `runs` rounds interleaved: udev's coldplug alone, then the loader
-/// (whose last boot's disk is kept); each boot's figures and result, and that disk.
-fn whole_boots(
-    paths: &Paths,
-    img: &image::Image,
-    runs: usize,
-    off: &BootOpts,
-    on: &BootOpts,
-) -> Result<(Boots, Boots, Option<PathBuf>)> {
-    let (mut offs, mut ons) = (Vec::new(), Vec::new());
-    let mut last_disk: Option<PathBuf> = None;
-    for round in 1..=runs {
-        for (name, opts) in [("udev", off), ("modules", on)] {
-            let r = qemu::boot(paths, img, opts)?;
-            let f = boot_figures(&r);
-            eprintln!(
-                "bench modules: boot {round} {name}: {f} (load {})",
-                host_load()
-            );
-            if name == "modules" {
-                if let Some(d) = last_disk.replace(r.kept_disk().unwrap_or_default()) {
-                    let _ = fs::remove_file(d);
-                }
-                ons.push((f, r));
-            } else {
-                offs.push((f, r));
-            }
-        }
-    }
-    Ok((offs, ons, last_disk))
-}
-
-/// The sets measured in the guest, from the last loader boot: the real-root set it planned
-/// and got live, and the whole coldplug set (everything live at boot done).
+/// The sets measured in the guest, from a loader boot: the real-root set it planned and got
+/// live, and the whole coldplug set (everything live at boot done).
 fn loader_sets(last: &BootResult) -> Result<(Vec<String>, Vec<String>)> {
     let events = events_of(last);
     let run = modcheck::loader_run(&events)
@@ -443,19 +412,9 @@ fn loader_sets(last: &BootResult) -> Result<(Vec<String>, Vec<String>)> {
         .filter(|(_, l)| l.outcome == "loaded" || l.outcome == "already_loaded")
         .map(|(n, _)| n.clone())
         .collect();
-    let proc = last
-        .trace_dir
-        .as_ref()
-        .and_then(|d| fs::read_to_string(d.join("proc_modules")).ok())
-        .unwrap_or_default();
+    let proc = runner::trace_file(last, "proc_modules").unwrap_or_default();
     let coldplug: Vec<String> = modcheck::proc_modules(&proc).into_iter().collect();
     Ok((real_root, coldplug))
-}
-
-/// The median of figure `key` over boots `v`.
-fn median_figure(v: &[(Value, BootResult)], key: &str) -> Option<f64> {
-    let xs: Vec<f64> = v.iter().filter_map(|(f, _)| f[key].as_f64()).collect();
-    med(&xs)
 }
 
 /// The result file's `in_guest.sets`: each set's timings, medians and CPU figures.
@@ -493,23 +452,6 @@ fn sets_json(sets: &BTreeMap<String, SetResult>) -> serde_json::Map<String, Valu
     set_json
 }
 
-/// The result file's `boots`: the whole boots' figures, medians and login ratio.
-fn boots_json(offs: &[(Value, BootResult)], ons: &[(Value, BootResult)], runs: usize) -> Value {
-    let login_udev = median_figure(offs, "host_login_s");
-    let login_mod = median_figure(ons, "host_login_s");
-    json!({
-        "runs": runs,
-        "udev": offs.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>(),
-        "modules": ons.iter().map(|(f, _)| f.clone()).collect::<Vec<_>>(),
-        "host_login_median_s": {"udev": login_udev, "modules": login_mod},
-        "text_login_median_s": {"udev": median_figure(offs, "text_login_s"), "modules": median_figure(ons, "text_login_s")},
-        "login_ratio": match (login_mod, login_udev) {
-            (Some(m), Some(u)) if u > 0.0 => Some(round3(m / u)),
-            _ => None,
-        },
-    })
-}
-
 /// The second boot's `module` events: name to the duration the plan expected (learned on
 /// the first boot unless 5000, the default).
 pub fn learned_expectations(events: &str) -> BTreeMap<String, u64> {
@@ -526,20 +468,22 @@ pub fn learned_expectations(events: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
-fn print_summary(
+/// The text output's lines for the loads in the guest: a table of medians, each set's
+/// goal, and what the second boot's plan expected.
+fn summary_lines(
     sets: &BTreeMap<String, SetResult>,
-    login_udev: Option<f64>,
-    login_mod: Option<f64>,
     learned: &BTreeMap<String, u64>,
-) {
+) -> Vec<String> {
     let f = |x: Option<f64>| x.map_or("-".into(), |v| format!("{v:.3}"));
-    println!("bench modules: loading the set again in the guest (medians, seconds)");
-    println!(
-        "  {:<10} {:>4} {:>9} {:>9} {:>9} {:>7}  left out (in use)",
-        "set", "n", "serial", "parallel", "1 worker", "ratio"
-    );
+    let mut lines = vec![
+        "bench modules: loading the set again in the guest (medians, seconds)".to_string(),
+        format!(
+            "  {:<10} {:>4} {:>9} {:>9} {:>9} {:>7}  left out (in use)",
+            "set", "n", "serial", "parallel", "1 worker", "ratio"
+        ),
+    ];
     for (name, s) in sets {
-        println!(
+        lines.push(format!(
             "  {:<10} {:>4} {:>9} {:>9} {:>9} {:>7}  {}",
             name,
             s.modules.len(),
@@ -548,7 +492,7 @@ fn print_summary(
             f(median(&s.one_worker_s)),
             f(s.ratio()),
             s.stuck.join(",")
-        );
+        ));
         let verdict = match s.ratio() {
             Some(r) => {
                 let range = runner::ratio_range(span(&s.serial_s), span(&s.parallel_s));
@@ -556,21 +500,19 @@ fn print_summary(
             }
             None => "not measured".to_string(),
         };
-        println!("  {name}: goal parallel <= {GOAL_RATIO} x serial: {verdict}");
+        lines.push(format!(
+            "  {name}: goal parallel <= {GOAL_RATIO} x serial: {verdict}"
+        ));
         for i in &s.incomplete {
-            println!("  {name}: warning: {i}");
+            lines.push(format!("  {name}: warning: {i}"));
         }
     }
-    println!(
-        "bench modules: time to login: (host, median): udev {} s, bootprint.modules=1 {} s",
-        f(login_udev),
-        f(login_mod)
-    );
     let shown: Vec<String> = learned.iter().map(|(n, us)| format!("{n} {us}")).collect();
-    println!(
+    lines.push(format!(
         "bench modules: second loader boot expected (us): {}",
         shown.join(", ")
-    );
+    ));
+    lines
 }
 
 #[cfg(test)]

@@ -574,23 +574,6 @@ pub fn run_alone(
     Ok(())
 }
 
-/// The result file `runner::run_built` wrote for this profile since `since`, read back.
-fn result_since(paths: &Paths, since: std::time::SystemTime) -> Option<(PathBuf, Value)> {
-    let dir = paths.repo.join("testbed/results");
-    let newest = fs::read_dir(&dir)
-        .ok()?
-        .flatten()
-        .filter(|e| {
-            let n = e.file_name().to_string_lossy().into_owned();
-            n.contains("-readahead") && !n.contains("soak") && n.ends_with(".json")
-        })
-        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
-        .filter(|(t, _)| *t >= since)
-        .max_by_key(|(t, _)| *t)?;
-    let doc = serde_json::from_str(&fs::read_to_string(&newest.1).ok()?).ok()?;
-    Some((newest.1, doc))
-}
-
 /// The variants of one profile, from the learned and the relocated disks, each with the
 /// metadata read set (`readahead_metadata`, `auto` by default: on when the pack was learned
 /// on a rotating device its boot waited on):
@@ -677,29 +660,12 @@ pub fn run(
             seasoned_by: None,
             season_each: false,
         };
-        let since = std::time::SystemTime::now();
-        let outcome = runner::run_built(paths, &aged, &b, runs, profile, as_json);
-        // The replays alone go into the result file beside the boots.
-        match result_since(paths, since) {
-            Some((path, mut doc)) => {
-                doc["replay_alone"] = Value::Object(alone);
-                if let Err(e) = fs::write(&path, format!("{doc:#}\n")) {
-                    eprintln!(
-                        "bench readahead: cannot add the replays alone to {}: {e}",
-                        path.display()
-                    );
-                }
-                if !as_json {
-                    goal_lines(profile, &doc)
-                        .iter()
-                        .for_each(|l| println!("{l}"));
-                }
-            }
-            None if !as_json => {
-                println!("goals ({}): no result file to read back", profile.name())
-            }
-            None => {}
-        }
+        let outcome = runner::measure(paths, &aged, &b, runs, profile).and_then(|mut m| {
+            // The replays alone go into the result file beside the boots.
+            m.doc["replay_alone"] = Value::Object(alone);
+            m.notes = goal_lines(profile, &m.doc);
+            runner::finish(paths, m, as_json)
+        });
         drop(disks);
         outcome?;
     }

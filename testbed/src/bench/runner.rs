@@ -131,10 +131,11 @@ pub fn summarize(variants: &[(String, Vec<Figures>)]) -> Vec<(String, Figures, O
     out
 }
 
-/// Every guest milestone's median over the baseline's, one row per variant (the primary
-/// ratio in [`table`] is the host's time to `login:`).
+/// Every guest milestone's (and the initramfs phase's) median over the baseline's, one row
+/// per variant (the primary ratio in [`table`] is the host's time to `login:`).
 pub fn ratio_table(summary: &[(String, Figures, Option<f64>)]) -> String {
-    const MILESTONES: [&str; 5] = [
+    const MILESTONES: [&str; 6] = [
+        "initramfs_s",
         "text_login_s",
         "graphical_login_s",
         "boot_done_s",
@@ -259,9 +260,7 @@ pub fn run_on_flavor(
     run_built(paths, &img, &bench, req.runs, req.profile(), req.json)
 }
 
-/// Runs a benchmark already built, on `img`: one discarded warm-up boot of the first
-/// variant, then the variants interleaved for `runs` rounds; prints the table and writes the
-/// result file.
+/// Runs a benchmark already built, on `img`: [`measure`], then [`finish`].
 pub fn run_built(
     paths: &Paths,
     img: &image::Image,
@@ -270,6 +269,34 @@ pub fn run_built(
     profile: Profile,
     as_json: bool,
 ) -> Result<()> {
+    finish(paths, measure(paths, img, bench, runs, profile)?, as_json).map(|_| ())
+}
+
+/// A benchmark's boots, measured: the result document, and what its text output needs. A
+/// benchmark that measures more than boots (modules' loads in the guest, readahead's
+/// replays alone) adds its sections to `doc` and its lines to `notes` before [`finish`]:
+/// one schema, one file, one output for every benchmark.
+pub struct Measured {
+    /// The result file's document.
+    pub doc: Value,
+    /// Lines the text output prints after the tables (goals, what was skipped).
+    pub notes: Vec<String>,
+    name: &'static str,
+    /// The drive profile in the file's name; `None` when the variants differ in it.
+    file_profile: Option<Profile>,
+    summary: Vec<(String, Figures, Option<f64>)>,
+    counts: Vec<usize>,
+}
+
+/// One discarded warm-up boot of the first variant (or the seasoning boots), then the
+/// variants interleaved for `runs` rounds.
+pub fn measure(
+    paths: &Paths,
+    img: &image::Image,
+    bench: &Benchmark,
+    runs: usize,
+    profile: Profile,
+) -> Result<Measured> {
     // A benchmark whose variants differ in drive profile ignores --profile.
     let one_profile = bench.variants.iter().all(|v| v.opts.profile == profile);
     let profile_name = if one_profile {
@@ -309,8 +336,6 @@ pub fn run_built(
         .flatten()
         .filter(|r| r.figures.is_empty())
         .count();
-    let variants_json = variants_json(bench, &results, &summary);
-    let shared = shared_boots(&results);
     let doc = json!({
         "benchmark": bench.name,
         "about": bench.about,
@@ -321,34 +346,50 @@ pub fn run_built(
         "order": order(bench),
         "baseline": bench.variants[0].name,
         "failed_runs": failed,
-        "host_shared_boots": shared,
+        "host_shared_boots": shared_boots(&results),
         "warmup": seasoned.warm,
-        "variants": variants_json,
+        "variants": variants_json(bench, &results, &summary),
     });
+    Ok(Measured {
+        doc,
+        notes: vec![],
+        name: bench.name,
+        file_profile: Some(profile).filter(|_| one_profile),
+        summary,
+        counts,
+    })
+}
+
+/// Writes the result file and prints the tables (or the document, `as_json`); fails when a
+/// boot failed. Returns the file.
+pub fn finish(paths: &Paths, m: Measured, as_json: bool) -> Result<PathBuf> {
     let file = write_result(
         &paths.repo.join("testbed/results"),
-        bench.name,
-        Some(profile).filter(|_| one_profile),
-        &doc,
+        m.name,
+        m.file_profile,
+        &m.doc,
     )?;
     if as_json {
-        println!("{doc}");
+        println!("{}", m.doc);
     } else {
-        print_text(&summary, &counts, &variants_json, &file);
+        let variants = m.doc["variants"].as_array().cloned().unwrap_or_default();
+        print_text(&m.summary, &m.counts, &variants, &m.notes, &file);
     }
+    let shared = m.doc["host_shared_boots"].as_u64().unwrap_or(0);
     if shared > 0 {
         eprintln!(
             "host: {shared} boot(s) shared the host (other work took more than {:.0} % of its CPU while they booted): their times are not comparable",
             100.0 * hostload::OTHERS_SHARE_LIMIT
         );
     }
+    let failed = m.doc["failed_runs"].as_u64().unwrap_or(0);
     if failed > 0 {
         return Err(Error::fail(format!(
             "{failed} boot(s) failed; see {}",
             file.display()
         )));
     }
-    Ok(())
+    Ok(file)
 }
 
 /// How many measured boots shared the host: other work took more than
@@ -500,6 +541,7 @@ fn variants_json(
                 "profile": v.opts.profile.name(),
                 "cmdline": v.opts.cmdline(),
                 "initrd": v.opts.initrd.as_deref().map(crate::vm::util::shown_path),
+                "initrd_bytes": v.opts.initrd.as_deref().and_then(|p| fs::metadata(p).ok()).map(|m| m.len()),
                 "median": med,
                 "min": mins,
                 "max": maxes,
@@ -533,6 +575,20 @@ pub fn ratio_range(base: Option<(f64, f64)>, variant: Option<(f64, f64)>) -> Opt
     (b_lo > 0.0).then(|| (v_lo / b_hi, v_hi / b_lo))
 }
 
+/// From a result document: `variant`'s median of `figure` over the baseline's, and the
+/// spread its runs allow ([`ratio_range`], from the medians' minima and maxima).
+pub fn figure_ratio(doc: &Value, variant: &str, figure: &str) -> Option<(f64, Option<(f64, f64)>)> {
+    let variants = doc["variants"].as_array()?;
+    let base = variants.first()?;
+    let v = variants.iter().find(|v| v["name"] == variant)?;
+    let (b, x) = (
+        base["median"][figure].as_f64()?,
+        v["median"][figure].as_f64()?,
+    );
+    let lo_hi = |v: &Value| Some((v["min"][figure].as_f64()?, v["max"][figure].as_f64()?));
+    (b > 0.0).then(|| (x / b, ratio_range(lo_hi(base), lo_hi(v))))
+}
+
 /// Whether runs whose ratio to the baseline is `ratio` (median over median), spread over
 /// `range` ([`ratio_range`]), meet a goal of at most `goal`: "met", "missed", or, when the
 /// goal lies inside the spread, that the runs cannot say.
@@ -555,11 +611,13 @@ fn order(bench: &Benchmark) -> String {
     }
 }
 
-/// The text output: the tables, the recorder's cost when measured, the result file.
+/// The text output: the tables, the recorder's cost when measured, the benchmark's notes,
+/// the result file.
 fn print_text(
     summary: &[(String, Figures, Option<f64>)],
     counts: &[usize],
     variants_json: &[Value],
+    notes: &[String],
     file: &Path,
 ) {
     print!("{}", table(summary, counts));
@@ -576,6 +634,7 @@ fn print_text(
     {
         println!("recorder: peak memory {peak:.0} kB (max RSS)");
     }
+    notes.iter().for_each(|l| println!("{l}"));
     println!("result: {}", file.display());
 }
 

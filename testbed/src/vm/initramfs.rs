@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::vm::image::Image;
-use crate::vm::qemu::{self, BootOpts, BootResult, Profile};
+use crate::vm::qemu::{self, BootOpts, Profile};
 use crate::vm::serial::kernel_timestamp;
 use crate::vm::util::{io_err, run_logged, Error, Fnv, Paths, Result};
 
@@ -81,15 +81,16 @@ pub fn ensure_ours(paths: &Paths, img: &Image) -> Result<PathBuf> {
     Ok(out)
 }
 
-/// Boots `img` with `initrd` to login.
-pub fn boot_with(paths: &Paths, img: &Image, initrd: &Path, append: &str) -> Result<BootResult> {
+/// The options of a boot with `initrd` instead of the image's, `append` after the base
+/// kernel arguments.
+pub fn boot_opts_with(initrd: &Path, append: &str) -> BootOpts {
     let mut opts = BootOpts::new(Profile::Fast);
     opts.initrd = Some(initrd.to_path_buf());
     opts.append = append.to_string();
-    // Every variant mounts the root rw: none should wait for the host's write-back of
+    // Every initramfs mounts the root rw: none should wait for the host's write-back of
     // the fresh disk copy.
     opts.sync_disk = true;
-    qemu::boot(paths, img, &opts)
+    opts
 }
 
 /// The kernel time of a console line containing `pat`, if it has a kernel timestamp.

@@ -202,6 +202,19 @@ fn clean_line(raw: &[u8]) -> String {
     out
 }
 
+/// Reads a serial log this console wrote (`HOST_SECONDS | TEXT` lines): the lines with
+/// their host time; lines not in that form are skipped.
+pub fn read_log(path: &Path) -> Vec<(f64, String)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let (h, t) = l.split_once(" | ")?;
+            Some((h.trim().parse().ok()?, t.to_string()))
+        })
+        .collect()
+}
+
 /// What the kernel's watchdogs print when a CPU or task is stuck: the soft-lockup detector,
 /// RCU's stall detector, the hung-task detector.
 pub const STALL_MARKS: [&str; 3] = [
