@@ -102,6 +102,7 @@ pub fn to_value(m: &BootModel, origin: &str) -> Value {
         "readahead": m.readahead,
         "recorder": m.recorder,
         "started_after_first_sample": m.started_after_first_sample,
+        "clock_offset_s": m.clock_offset_s,
     })
 }
 
