@@ -660,6 +660,14 @@ fn silent_gaps(kb: &KernelBoot, out: &mut Vec<Finding>) {
         if us < limits::GAP_US {
             continue;
         }
+        // A silence that a slow node's deferred pages line ends is that finding's.
+        let deferred = kb
+            .deferred_pages
+            .iter()
+            .any(|d| d.mark.lineno == b.lineno && d.ms >= limits::DEFERRED_PAGES_MS);
+        if deferred {
+            continue;
+        }
         out.push(Finding {
             id: "silent-gap",
             title: format!(
