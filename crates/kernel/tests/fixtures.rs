@@ -259,9 +259,11 @@ fn testbed_initcall_debug_trace() {
     assert_eq!(slowest.func, "crypto_kdf108_init");
     assert_eq!(slowest.duration_us, Some(1_797_916));
     let modules: Vec<&str> = r.modules.iter().map(|m| m.module.as_str()).collect();
-    for m in ["virtio_pci", "kvm_amd", "floppy", "virtio_blk"] {
+    for m in ["virtio_pci", "floppy", "virtio_blk"] {
         assert!(modules.contains(&m), "{m} missing from {modules:?}");
     }
+    // udev loaded kvm_amd on the real root, after init started: listed apart (issue 42).
+    assert!(r.after.modules.iter().any(|m| m.module == "kvm_amd"));
     let ids: Vec<&str> = r.findings.iter().map(|f| f.id).collect();
     for id in ["slow-selftest", "floppy", "initcall-debug"] {
         assert!(ids.contains(&id), "{id} missing from {ids:?}");
