@@ -603,7 +603,10 @@ pub struct ClockOffset {
 impl ClockOffset {
     fn note(&self) -> String {
         format!(
-            "sample clock offset: each of the {} processes born while sampling started {:.2} s              (within {:.2} s) after the sample that first saw it, so the samples' clock started              that much after the kernel's; every sample was moved {:.2} s later, onto the              kernel's clock",
+            "sample clock offset: each of the {} processes born while sampling started {:.2} s \
+             (within {:.2} s) after the sample that first saw it, so the samples' clock started \
+             that much after the kernel's; every sample was moved {:.2} s later, onto the \
+             kernel's clock",
             self.births,
             cs(self.offset_cs),
             self.spread_s,

@@ -624,14 +624,17 @@ fn deferred_pages(kb: &KernelBoot, out: &mut Vec<Finding>) {
     let (gain_us, gain_basis) = if causes.is_empty() {
         (
             None,
-            "unknown: nothing in this log (command line, `mem auto-init`) makes the kernel              write every page; the slowest node's time is what the boot waited"
+            "unknown: nothing in this log (command line, `mem auto-init`) makes the kernel \
+             write every page; the slowest node's time is what the boot waited"
                 .to_string(),
         )
     } else {
         (
             Some(slowest.ms * 1000),
             format!(
-                "the slowest node's time, an upper bound: the kernel waits for it, and with {}                  every page is written as it is freed to the allocator; without, the same                  memory takes tens of ms",
+                "the slowest node's time, an upper bound: the kernel waits for it, and with {} \
+                 every page is written as it is freed to the allocator; without, the same \
+                 memory takes tens of ms",
                 causes.join(", ")
             ),
         )
@@ -646,7 +649,12 @@ fn deferred_pages(kb: &KernelBoot, out: &mut Vec<Finding>) {
         evidence,
         gain_us,
         gain_basis,
-        advice: "drop what writes every page at boot unless you need it: page_poison=1                  (poisons each freed page), init_on_free=1 (zeroes each freed page;                  CONFIG_INIT_ON_FREE_DEFAULT_ON sets it by default), debug_pagealloc=on;                  init_on_alloc=1 zeroes pages when they are allocated, later in the boot;                  memtest= tests all memory before this (docs/kernel.md cites the kernel's                  documentation of each)"
+        advice: "drop what writes every page at boot unless you need it: page_poison=1 \
+                 (poisons each freed page), init_on_free=1 (zeroes each freed page; \
+                 CONFIG_INIT_ON_FREE_DEFAULT_ON sets it by default), debug_pagealloc=on; \
+                 init_on_alloc=1 zeroes pages when they are allocated, later in the boot; \
+                 memtest= tests all memory before this (docs/kernel.md cites the kernel's \
+                 documentation of each)"
             .into(),
     });
 }
@@ -820,12 +828,18 @@ mod tests {
 [    4.0] Run /init as init process
 ");
         assert_eq!(ids(&f), ["deferred-pages"]);
-        assert!(f[0].title.contains("256 GiB took 3.26 s (node 0 3264 ms, node 1 3154 ms)"));
+        assert!(f[0]
+            .title
+            .contains("256 GiB took 3.26 s (node 0 3264 ms, node 1 3154 ms)"));
         assert_eq!(f[0].gain_us, Some(3_264_000));
         assert!(f[0].gain_basis.contains("heap free:on"));
         // Fast nodes, or slow ones with nothing that explains them: no gain claimed.
-        assert!(run("[    0.3] node 0 deferred pages initialised in 32ms\n").is_empty());
-        let f = run("[    0.0] Kernel command line: quiet\n[    2.3] node 0 deferred pages initialised in 2000ms\n");
+        assert!(run("[ \
+   0.3] node 0 deferred pages initialised in 32ms\n")
+        .is_empty());
+        let f = run("[ \
+   0.0] Kernel command line: quiet\n[ \
+   2.3] node 0 deferred pages initialised in 2000ms\n");
         assert_eq!(f[0].gain_us, None);
         assert!(f[0].gain_basis.starts_with("unknown"));
     }

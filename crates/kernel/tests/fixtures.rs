@@ -286,7 +286,9 @@ fn issue_42_systemd_in_initrd_ends_at_the_switch_root() {
     // The real init is the systemd after the switch, not the initramfs's at 4.575 s.
     let real = lm.real_init.as_ref().unwrap();
     assert_eq!(real.us, 10_478_148);
-    assert!(real.text.contains("systemd 259-1-arch running in system mode"));
+    assert!(real
+        .text
+        .contains("systemd 259-1-arch running in system mode"));
     assert_eq!(kb.phases.initramfs_us, Some(10_058_500 - 4_556_721));
     assert_eq!(kb.phases.to_real_init_us, Some(10_478_148));
     assert_eq!(kb.initramfs_init.as_deref(), Some("systemd 259-1-arch"));
@@ -325,7 +327,10 @@ fn issue_42_slow_deferred_pages_finding() {
     let r = report("amd-6.3-page_poison-deferred-pages.dmesg");
     let kb = &r.boot;
     assert_eq!(kb.deferred_pages.len(), 1);
-    assert_eq!((kb.deferred_pages[0].node, kb.deferred_pages[0].ms), (0, 3587));
+    assert_eq!(
+        (kb.deferred_pages[0].node, kb.deferred_pages[0].ms),
+        (0, 3587)
+    );
     assert_eq!(kb.memory_kib, Some(33_511_684));
     assert_eq!(kb.phases.kernel_us, Some(6_292_974));
     let f = r

@@ -79,7 +79,10 @@ fn write_phases(out: &mut dyn Write, r: &Report) -> io::Result<()> {
         row(out, "in initramfs", p.initramfs_us)?;
     }
     if let Some(init) = &kb.initramfs_init {
-        writeln!(out, "  (the initramfs ran {init}; the real init is the one after the switch root)")?;
+        writeln!(
+            out,
+            "  (the initramfs ran {init}; the real init is the one after the switch root)"
+        )?;
     }
     row(out, "to real init", p.to_real_init_us)?;
     write_firmware(out, &r.firmware)
@@ -168,7 +171,10 @@ fn write_slowest_initcalls(out: &mut dyn Write, r: &Report) -> io::Result<()> {
         short(r.basis_us),
         r.basis
     )?;
-    let within = kb.slowest().into_iter().filter(|&i| kb.within_basis(&kb.initcalls[i]));
+    let within = kb
+        .slowest()
+        .into_iter()
+        .filter(|&i| kb.within_basis(&kb.initcalls[i]));
     for i in within.take(TOP) {
         let ic = &kb.initcalls[i];
         writeln!(
