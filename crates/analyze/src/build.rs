@@ -98,6 +98,22 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
     } else {
         TraceKind::Bootchart2
     };
+    // A bootchart2 log whose sample clock started late: every sample goes on the kernel's
+    // clock. (bootprint's recorder samples uptime, the kernel's own clock, and its traces can
+    // be large: no second pass over them.)
+    let offset = match source {
+        TraceKind::Bootchart2 => clock_offset(trace, &system)?,
+        _ => None,
+    };
+    let shifted;
+    let trace = match &offset {
+        Some(o) => {
+            notes.push(o.note());
+            shifted = shift_samples(trace, o.offset_cs);
+            &shifted
+        }
+        None => trace,
+    };
 
     // In time order whatever the log's blocks say, so every window lookup can bisect.
     let mut cpu = cpu_series(&trace.stat);
@@ -105,13 +121,14 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
     let mut disk = disk_series(&trace.disk);
     disk.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
     let memory = memory_series(trace);
+    let offset_s = offset.as_ref().map(|o| cs(o.offset_cs));
     let (mut processes, blocked_source, ps_span, started_after_first_sample) =
-        processes(trace, &system, &mut notes)?;
+        processes(trace, &system, offset_s.unwrap_or(0.0), &mut notes)?;
     order_tree(&mut processes);
     let first_sample_s = [
         trace.stat.first().map(|b| cs(b.t_cs)),
         trace.disk.first().map(|b| cs(b.t_cs)),
-        Some(ps_span.0),
+        ps_span.map(|s| s.0),
     ]
     .into_iter()
     .flatten()
@@ -119,7 +136,7 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
     let last_sample_s = [
         trace.stat.last().map(|b| cs(b.t_cs)),
         trace.disk.last().map(|b| cs(b.t_cs)),
-        Some(ps_span.1),
+        ps_span.map(|s| s.1),
     ]
     .into_iter()
     .flatten()
@@ -173,6 +190,7 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
         readahead: readahead_hit(trace),
         recorder: recorder_cost(trace),
         started_after_first_sample,
+        clock_offset_s: offset_s,
     };
     if model.milestones.boot_done.source == PENDING {
         let login = model.milestones.login().is_some();
@@ -564,16 +582,110 @@ fn memory_series(trace: &Trace) -> Vec<MemSample> {
 
 /// The processes, how blocked time was measured, the first and last block times, and how
 /// many processes started (by their `starttime`) after the first block that saw them.
-type ProcessScan = (Vec<Process>, BlockedSource, (f64, f64), usize);
+type ProcessScan = (Vec<Process>, BlockedSource, Option<(f64, f64)>, usize);
 
-/// One process per (pid, starttime): a reused pid is a new process.
+/// At least this many processes born while sampling must agree before a constant offset
+/// between the sample clock and the kernel's is taken.
+pub const CLOCK_OFFSET_MIN_BIRTHS: usize = 3;
+
+/// A constant offset between a log's sample clock and the kernel's (the processes'
+/// `starttime`): the sample clock started `offset_cs` later.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClockOffset {
+    /// How much later the sample clock started, in centiseconds.
+    pub offset_cs: u64,
+    /// How many processes born while sampling showed it.
+    pub births: usize,
+    /// How far apart their offsets were (at most two sample intervals).
+    pub spread_s: f64,
+}
+
+impl ClockOffset {
+    fn note(&self) -> String {
+        format!(
+            "sample clock offset: each of the {} processes born while sampling started {:.2} s \
+             (within {:.2} s) after the sample that first saw it, so the samples' clock started \
+             that much after the kernel's; every sample was moved {:.2} s later, onto the \
+             kernel's clock",
+            self.births,
+            cs(self.offset_cs),
+            self.spread_s,
+            cs(self.offset_cs)
+        )
+    }
+}
+
+/// Finds a constant offset between the sample clock and the kernel's. A process born between
+/// two samples has its `starttime` within one sample interval before the sample that first
+/// sees it; if instead every process born while sampling (not those in the first sample) has
+/// it well after that sample, by the same amount within two intervals, the sample clock
+/// started late by that amount (the largest of them: the others were born earlier within
+/// their interval). A few late starts that disagree are left to the per-process rule.
+fn clock_offset(trace: &Trace, system: &SystemInfo) -> Result<Option<ClockOffset>, AnalyzeError> {
+    let hz = system.clk_tck as f64;
+    let mut seen: std::collections::HashSet<(u32, u64)> = std::collections::HashSet::new();
+    let mut first_block = true;
+    let mut late: Vec<f64> = Vec::new();
+    trace.for_each_ps_block(|t_cs, records| {
+        for r in records {
+            if seen.insert((r.pid, r.starttime)) && !first_block {
+                late.push(r.starttime as f64 / hz - cs(t_cs));
+            }
+        }
+        first_block = false;
+    })?;
+    if late.len() < CLOCK_OFFSET_MIN_BIRTHS {
+        return Ok(None);
+    }
+    let lo = late.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = late.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let step = system.sample_interval_s.max(1.0 / hz);
+    if lo <= 2.0 * step || hi - lo > 2.0 * step {
+        return Ok(None);
+    }
+    Ok(Some(ClockOffset {
+        offset_cs: (hi * 100.0).round() as u64,
+        births: late.len(),
+        spread_s: hi - lo,
+    }))
+}
+
+/// The trace with every CPU, disk and memory sample `offset_cs` later (`proc_ps.log` is
+/// moved as it is read: see [`processes`]).
+fn shift_samples(trace: &Trace, offset_cs: u64) -> Trace {
+    let mut t = trace.clone();
+    for s in &mut t.stat {
+        s.t_cs += offset_cs;
+    }
+    for d in &mut t.disk {
+        d.t_cs += offset_cs;
+    }
+    for m in t.meminfo.iter_mut().flatten() {
+        m.t_cs += offset_cs;
+    }
+    t
+}
+
+/// One process per (pid, starttime): a reused pid is a new process. `offset_s` is added to
+/// every block's time ([`clock_offset`]).
 fn processes(
     trace: &Trace,
     system: &SystemInfo,
+    offset_s: f64,
     notes: &mut Vec<String>,
 ) -> Result<ProcessScan, AnalyzeError> {
+    if trace.proc_ps == trace::reader::PsSource::Missing {
+        notes.push(
+            "proc_ps.log is missing: no processes, so no milestones from processes (real \
+             init, login), no top processes and no process rows; CPU and disk come from \
+             proc_stat.log and proc_diskstats.log"
+                .into(),
+        );
+        return Ok((Vec::new(), BlockedSource::DStateSamples, None, 0));
+    }
     let mut scan = PsScan::new(system.clk_tck as f64);
-    let nblocks = trace.for_each_ps_block(|t_cs, records| scan.block(cs(t_cs), records))?;
+    let nblocks =
+        trace.for_each_ps_block(|t_cs, records| scan.block(cs(t_cs) + offset_s, records))?;
     let (Some(first_t), Some(last_t)) = (scan.first_t, scan.prev_t) else {
         return Err(AnalyzeError {
             file: "proc_ps.log".into(),
@@ -594,7 +706,7 @@ fn processes(
     };
     let started_late = scan.started_late;
     let procs = scan.finish(trace, system, source, nblocks);
-    Ok((procs, source, (first_t, last_t), started_late))
+    Ok((procs, source, Some((first_t, last_t)), started_late))
 }
 
 /// A process as `proc_ps.log` has shown it so far, and the counters its figures come from.

@@ -48,6 +48,9 @@ pub struct BootModel {
     /// Processes whose `starttime` was later than the first sample that saw them (the log's
     /// sample clock and the kernel's start times disagree); their start is that sighting.
     pub started_after_first_sample: usize,
+    /// Seconds added to every sample time because the log's sample clock started that long
+    /// after the kernel's (see `build::clock_offset`); `None` when the clocks agree.
+    pub clock_offset_s: Option<f64>,
 }
 
 /// How much of what readahead replayed was still in the page cache at boot done.

@@ -246,3 +246,42 @@ fn an_android_bootchart_gets_its_milestones() {
         "process system_server (pid 520) started"
     );
 }
+
+/// Issue 42: what `bootprint report` and `bootprint kernel` say on today's logs: a bootchart2
+/// log without proc_ps.log, one whose sample clock started late, a systemd initramfs.
+#[test]
+fn issue_42_partial_and_late_clock_logs_and_a_systemd_initramfs() {
+    let tmp = tempfile::tempdir().unwrap();
+    for f in ["header", "proc_stat.log", "proc_diskstats.log"] {
+        std::fs::copy(
+            fixtures().join("bootchart2-example1").join(f),
+            tmp.path().join(f),
+        )
+        .unwrap();
+    }
+    let o = run(&["report", tmp.path().to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("proc_ps.log is missing"), "{out}");
+    assert!(out.contains("CPU from 1.54 s to 30.32 s"), "{out}");
+
+    let late = fixtures().join("bootchart2-late-clock");
+    let o = run(&["report", "--json", late.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["clock_offset_s"].as_f64(), Some(10.0));
+    assert_eq!(v["text_login_s"].as_f64(), Some(11.3), "{v}");
+
+    let arch = fixtures().join("dmesg/arch-6.19-systemd-initrd.dmesg");
+    let o = run(&["kernel", arch.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("in initramfs                 5.502 s"),
+        "{out}"
+    );
+    assert!(
+        out.contains("the initramfs ran systemd 259-1-arch"),
+        "{out}"
+    );
+}

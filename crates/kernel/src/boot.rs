@@ -42,9 +42,15 @@ pub struct Landmarks {
     /// The real init started: the first line from it or about it after the initramfs
     /// (`Not activating Mandatory Access Control ...`, `systemd[1]: ...`, `INIT: version`).
     pub real_init: Option<Mark>,
-    /// `systemd[1]: Switching root.`: a systemd initramfs (dracut) handing over to the real
-    /// root. Lines from systemd before it were the initramfs's own.
+    /// The initramfs handing over to the real root: `systemd[1]: Switching root.` (a systemd
+    /// initramfs: dracut, mkinitcpio's systemd hook), `dracut: Switching root`, bootprint's
+    /// own `/init`, or, when systemd in the initramfs had handed its messages to journald
+    /// (which keeps them out of the kernel log), the SIGTERM that PID 1 sends to every process
+    /// just before it switches (`systemd-journald[N]: Received SIGTERM from PID 1`).
     pub switch_root: Option<Mark>,
+    /// `systemd[1]: Running in initrd.`: systemd ran in the initramfs, so its lines until the
+    /// switch root are the initramfs's, not the real init's.
+    pub initrd_init: Option<Mark>,
 }
 
 /// The kernel's phases, in microseconds.
@@ -52,7 +58,8 @@ pub struct Landmarks {
 pub struct Phases {
     /// Kernel start to the first program it runs (`Run /init`): firmware and loader excluded.
     pub kernel_us: Option<u64>,
-    /// In the initramfs: its `/init` ran until the real init started.
+    /// In the initramfs: from its `/init` to the switch root (or, when the log shows no
+    /// switch, to the real init).
     pub initramfs_us: Option<u64>,
     /// Kernel start to the real init.
     pub to_real_init_us: Option<u64>,
@@ -223,10 +230,19 @@ pub struct KernelBoot {
     pub memory_kib: Option<u64>,
     /// `node N deferred pages initialised in Mms` lines.
     pub deferred_pages: Vec<DeferredPages>,
+    /// `mem auto-init: stack:..., heap alloc:on|off, heap free:on|off`: whether the kernel
+    /// zeroes pages when it allocates or frees them (init_on_alloc / init_on_free, from the
+    /// command line or the kernel's defaults).
+    pub mem_auto_init: Option<Mark>,
+    /// `early_memtest: # of tests: N`: memtest= ran before the kernel set up its memory.
+    pub memtest: Option<Mark>,
     /// Size of the initramfs in KiB from `Freeing initrd memory: NK`.
     pub initramfs_kib: Option<u64>,
     /// The landmarks.
     pub landmarks: Landmarks,
+    /// Which init ran in the initramfs, when the log says (`systemd 259-1-arch`, `dracut
+    /// without systemd`, `bootprint initramfs`).
+    pub initramfs_init: Option<String>,
     /// The phases.
     pub phases: Phases,
     /// The initcalls in the order their first line appears.
@@ -276,10 +292,25 @@ impl KernelBoot {
         idx
     }
 
+    /// Whether an initcall started within the basis ([`KernelBoot::basis_us`]). Module
+    /// inits that udev or modprobe ran after the real init started are not part of the
+    /// kernel's time to init, so they are not measured against it.
+    pub fn within_basis(&self, ic: &Initcall) -> bool {
+        if self.phases.kernel_us.is_none() {
+            return true;
+        }
+        ic.timeline_start().is_none_or(|s| s < self.basis_us())
+    }
+
     /// Per module: (module, summed init duration, initcall count), slowest first.
     pub fn modules(&self) -> Vec<(String, u64, usize)> {
+        self.modules_where(|_| true)
+    }
+
+    /// [`KernelBoot::modules`] over the initcalls `keep` selects.
+    pub fn modules_where(&self, keep: impl Fn(&Initcall) -> bool) -> Vec<(String, u64, usize)> {
         let mut by: HashMap<&str, (u64, usize)> = HashMap::new();
-        for ic in &self.initcalls {
+        for ic in self.initcalls.iter().filter(|i| keep(i)) {
             if let Some(m) = &ic.module {
                 let e = by.entry(m).or_default();
                 e.0 = e.0.saturating_add(ic.cost_us());
@@ -341,6 +372,9 @@ struct Scan {
     last_ts: u64,
     /// The latest kernel line before the first program, for the gaps.
     prev: Option<Mark>,
+    /// The version in the latest systemd banner (`systemd 259-1-arch`), to name the init that
+    /// ran in the initramfs.
+    banner: Option<String>,
 }
 
 impl Scan {
@@ -356,6 +390,7 @@ impl Scan {
             level: None,
             last_ts: 0,
             prev: None,
+            banner: None,
         }
     }
 
@@ -374,9 +409,52 @@ impl Scan {
             self.probe(line, ts, rest);
         } else if let Some(name) = text.strip_prefix("entering initcall level: ") {
             self.level = Some(name.trim().to_string());
-        } else {
+        } else if !self.initramfs_systemd(text, || mark(line, ts, text)) {
             kernel_landmark(&mut self.kb, text, mark(line, ts, text));
         }
+    }
+
+    /// systemd in the initramfs (`Running in initrd`): its lines until the switch root are
+    /// the initramfs's; the real init is the systemd that starts after it. True when the line
+    /// was taken here.
+    fn initramfs_systemd(&mut self, text: &str, mark: impl Fn() -> Mark) -> bool {
+        let lm = &mut self.kb.landmarks;
+        if lm.run_init.is_none() {
+            return false;
+        }
+        let banner = systemd_banner(text);
+        if banner.is_some() {
+            self.banner = banner.clone();
+        }
+        if text.starts_with("systemd[1]: Running in initrd")
+            || text.starts_with("systemd[1]: Running in initial RAM disk")
+        {
+            if lm.initrd_init.is_none() && lm.switch_root.is_none() {
+                lm.initrd_init = Some(mark());
+                // The systemd line taken for the real init so far was the initramfs's.
+                lm.real_init = None;
+                self.kb.initramfs_init =
+                    Some(self.banner.clone().unwrap_or_else(|| "systemd".into()));
+            }
+            return true;
+        }
+        if lm.initrd_init.is_none() || lm.switch_root.is_some() || lm.real_init.is_some() {
+            return false;
+        }
+        if text.starts_with("systemd[1]: Switching root")
+            || (text.starts_with("systemd-journald[")
+                && text.contains("Received SIGTERM from PID 1"))
+        {
+            lm.switch_root = Some(mark());
+            return true;
+        }
+        if banner.is_some() {
+            // A new systemd started with no switch line before it: the real one.
+            lm.real_init = Some(mark());
+            return true;
+        }
+        // Any other line from the initramfs's systemd is not the real init.
+        text.starts_with("systemd[1]: ")
     }
 
     /// Until the kernel runs its first program: what the console printed (bytes by kind
@@ -703,6 +781,10 @@ fn kernel_landmark(kb: &mut KernelBoot, text: &str, mark: Mark) {
         if let (Some(n), Some(ms)) = (node, ms) {
             kb.deferred_pages.push(DeferredPages { node: n, ms, mark });
         }
+    } else if text.starts_with("mem auto-init: ") {
+        kb.mem_auto_init.get_or_insert(mark);
+    } else if text.starts_with("early_memtest: ") {
+        kb.memtest.get_or_insert(mark);
     } else if text.starts_with("Trying to unpack rootfs image as initramfs")
         || text.starts_with("Unpacking initramfs")
     {
@@ -736,6 +818,7 @@ fn kernel_landmark(kb: &mut KernelBoot, text: &str, mark: Mark) {
         // and execs the real init: the hand-over, which a sysvinit real init would not log.
         lm.switch_root = Some(mark.clone());
         lm.real_init = Some(mark);
+        kb.initramfs_init = Some("bootprint initramfs".into());
     } else if lm.run_init.is_some()
         && lm.switch_root.is_none()
         && text.starts_with("systemd[1]: Switching root")
@@ -743,6 +826,14 @@ fn kernel_landmark(kb: &mut KernelBoot, text: &str, mark: Mark) {
         lm.switch_root = Some(mark);
         // The systemd seen so far ran in the initramfs; the real one comes next.
         lm.real_init = None;
+        kb.initramfs_init.get_or_insert_with(|| "systemd".into());
+    } else if lm.run_init.is_some()
+        && lm.switch_root.is_none()
+        && text.starts_with("dracut: Switching root")
+    {
+        // dracut's shell /init (without systemd) says so before it execs the real init.
+        lm.switch_root = Some(mark);
+        kb.initramfs_init = Some("dracut without systemd".into());
     } else if lm.run_init.is_some()
         && lm.real_init.is_none()
         && (text.starts_with("Not activating Mandatory Access Control")
@@ -781,6 +872,13 @@ fn kernel_landmark(kb: &mut KernelBoot, text: &str, mark: Mark) {
     }
 }
 
+/// `systemd[1]: systemd 259-1-arch running in system mode (...)` into `systemd 259-1-arch`.
+fn systemd_banner(text: &str) -> Option<String> {
+    let rest = text.strip_prefix("systemd[1]: systemd ")?;
+    let (version, _) = rest.split_once(" running in system mode")?;
+    Some(format!("systemd {}", version.trim()))
+}
+
 fn is_root_mount(text: &str) -> bool {
     text.contains("mounted filesystem")
         || text.contains("Ending clean mount")
@@ -791,8 +889,10 @@ fn is_root_mount(text: &str) -> bool {
 /// Console lines carry no time: take the last kernel time before them, marked approximate.
 fn console_landmark(kb: &mut KernelBoot, line: &Line, last_ts: u64) {
     let lm = &mut kb.landmarks;
+    let in_initrd_systemd = lm.initrd_init.is_some() && lm.switch_root.is_none();
     if lm.run_init.is_some()
         && lm.real_init.is_none()
+        && !in_initrd_systemd
         && (line.text.starts_with("INIT: version") || line.text.starts_with("systemd[1]: "))
     {
         lm.real_init = Some(Mark {
@@ -819,9 +919,12 @@ fn phases(lm: &Landmarks) -> Phases {
             to_real_init_us: run,
         };
     }
+    // The initramfs ends where it hands over; the real init starts a little later (systemd
+    // re-executes itself from the real root).
+    let end = lm.switch_root.as_ref().map(|m| m.us).or(real);
     Phases {
         kernel_us: run,
-        initramfs_us: match (run, real) {
+        initramfs_us: match (run, end) {
             (Some(a), Some(b)) => Some(b.saturating_sub(a)),
             _ => None,
         },
@@ -1076,13 +1179,70 @@ eth0: link up
 ");
         assert_eq!(kb.landmarks.switch_root.as_ref().unwrap().us, 3_500_000);
         assert_eq!(kb.landmarks.real_init.as_ref().unwrap().lineno, 6);
-        assert_eq!(kb.phases.initramfs_us, Some(2_900_000));
+        // The initramfs ends at the switch; the real init starts 0.4 s later.
+        assert_eq!(kb.phases.initramfs_us, Some(2_500_000));
+        assert_eq!(kb.phases.to_real_init_us, Some(3_900_000));
+        assert_eq!(kb.initramfs_init.as_deref(), Some("systemd"));
         // Without the switch, the first systemd line is the real init (initramfs-tools).
         let kb = run("\
 [    1.0] Run /init as init process
 [    3.9] systemd[1]: systemd 252 running in system mode (+PAM)
 ");
         assert_eq!(kb.phases.to_real_init_us, Some(3_900_000));
+    }
+
+    #[test]
+    fn systemd_in_initrd_without_a_switch_line() {
+        // journald took systemd's messages: the switch shows as the SIGTERM PID 1 sends.
+        let kb = run("\
+[    1.0] Run /init as init process
+[    1.1] systemd[1]: Successfully made /usr/ read-only.
+[    1.2] systemd[1]: systemd 257.9 running in system mode (+PAM)
+[    1.3] systemd[1]: Running in initrd.
+[    1.4] systemd[1]: Reached target Path Units.
+[    6.0] systemd-journald[186]: Received SIGTERM from PID 1 (systemd).
+[    6.4] systemd[1]: systemd 257.9 running in system mode (+PAM)
+");
+        assert_eq!(kb.landmarks.initrd_init.as_ref().unwrap().lineno, 4);
+        assert_eq!(kb.landmarks.switch_root.as_ref().unwrap().us, 6_000_000);
+        assert_eq!(kb.landmarks.real_init.as_ref().unwrap().lineno, 7);
+        assert_eq!(kb.phases.initramfs_us, Some(5_000_000));
+        assert_eq!(kb.phases.to_real_init_us, Some(6_400_000));
+        assert_eq!(kb.initramfs_init.as_deref(), Some("systemd 257.9"));
+        // With neither a switch line nor the SIGTERM, the next banner is the real init.
+        let kb = run("\
+[    1.0] Run /init as init process
+[    1.2] systemd[1]: systemd 257.9 running in system mode (+PAM)
+[    1.3] systemd[1]: Running in initrd.
+[    4.1] systemd[1]: Reached target Initrd Default Target.
+[    6.4] systemd[1]: systemd 257.9 running in system mode (+PAM)
+");
+        assert_eq!(kb.phases.to_real_init_us, Some(6_400_000));
+        assert_eq!(kb.phases.initramfs_us, Some(5_400_000));
+        // Until then there is no real init: the initramfs's systemd is not one.
+        let kb = run("\
+[    1.0] Run /init as init process
+[    1.3] systemd[1]: Running in initrd.
+[    4.1] systemd[1]: Reached target Initrd Default Target.
+");
+        assert_eq!(kb.phases.to_real_init_us, None);
+        assert_eq!(kb.initramfs_init.as_deref(), Some("systemd"));
+    }
+
+    #[test]
+    fn module_inits_after_init_are_outside_the_basis() {
+        let kb = run("\
+[    0.5] calling  a_init+0x0/0x1 @ 1
+[    0.6] initcall a_init+0x0/0x1 returned 0 after 100000 usecs
+[    1.0] Run /sbin/init as init process
+[    3.0] calling  svm_init+0x0/0x48 [kvm_amd] @ 362
+[    8.0] initcall svm_init+0x0/0x48 [kvm_amd] returned 0 after 5000000 usecs
+");
+        assert_eq!(kb.basis_us(), 1_000_000);
+        assert!(kb.within_basis(&kb.initcalls[0]));
+        assert!(!kb.within_basis(&kb.initcalls[1]));
+        let within = kb.modules_where(|i| kb.within_basis(i));
+        assert!(within.is_empty());
     }
 
     #[test]

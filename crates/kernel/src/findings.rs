@@ -50,6 +50,9 @@ pub mod limits {
     pub const GAP_US: u64 = 1_000_000;
     /// Memory from which early (not deferred) struct page init costs noticeable time.
     pub const LARGE_MEMORY_KIB: u64 = 32 * 1024 * 1024;
+    /// Deferred struct page initialisation this slow on a node is worth a finding: without
+    /// page poisoning or zeroing it takes tens of ms for tens of GiB.
+    pub const DEFERRED_PAGES_MS: u64 = 500;
 }
 
 fn ev(m: &Mark) -> Evidence {
@@ -187,6 +190,7 @@ pub fn findings(kb: &KernelBoot) -> Vec<Finding> {
     usb_storage(kb, &mut out);
     initramfs(kb, &mut out);
     struct_pages(kb, &mut out);
+    deferred_pages(kb, &mut out);
     silent_gaps(kb, &mut out);
     // Stable: by gain, unknown gains last, then in rule order.
     out.sort_by_key(|f| std::cmp::Reverse(f.gain_us.map_or(0, |g| g.saturating_add(1))));
@@ -570,6 +574,91 @@ fn struct_pages(kb: &KernelBoot, out: &mut Vec<Finding>) {
     });
 }
 
+/// The settings in this log that make struct page initialisation write every page: the
+/// command line's words and the `mem auto-init` line's `heap free:on`.
+fn page_init_causes(kb: &KernelBoot) -> Vec<String> {
+    let on = |key: &str| {
+        kb.cmdline_has(key)
+            .and_then(|w| w.split_once('='))
+            .is_some_and(|(_, v)| matches!(v, "1" | "on" | "y" | "Y" | "yes"))
+    };
+    let mut causes = Vec::new();
+    for key in ["page_poison", "init_on_free", "debug_pagealloc"] {
+        if on(key) {
+            causes.push(kb.cmdline_has(key).unwrap_or(key).to_string());
+        }
+    }
+    let free_on = kb
+        .mem_auto_init
+        .as_ref()
+        .is_some_and(|m| m.text.contains("heap free:on"));
+    if free_on && !on("init_on_free") {
+        causes.push("heap free:on (init_on_free, the kernel's default)".into());
+    }
+    causes
+}
+
+/// `node N deferred pages initialised in Mms` taking long: the kernel waits for every node's
+/// thread before it goes on (`page_alloc_init_late`), so the slowest node is on the path.
+fn deferred_pages(kb: &KernelBoot, out: &mut Vec<Finding>) {
+    let Some(slowest) = kb.deferred_pages.iter().max_by_key(|d| (d.ms, d.node)) else {
+        return;
+    };
+    if slowest.ms < limits::DEFERRED_PAGES_MS {
+        return;
+    }
+    let mut nodes: Vec<&crate::boot::DeferredPages> = kb.deferred_pages.iter().collect();
+    nodes.sort_by_key(|d| d.node);
+    let figures: Vec<String> = nodes
+        .iter()
+        .map(|d| format!("node {} {} ms", d.node, d.ms))
+        .collect();
+    let mut evidence: Vec<Evidence> = nodes.iter().map(|d| ev(&d.mark)).collect();
+    evidence.extend(cmdline_evidence(kb));
+    evidence.extend(kb.mem_auto_init.iter().chain(kb.memtest.iter()).map(ev));
+    let causes = page_init_causes(kb);
+    let memory = kb
+        .memory_kib
+        .map(|k| format!(" of {:.0} GiB", k as f64 / 1048576.0))
+        .unwrap_or_default();
+    let (gain_us, gain_basis) = if causes.is_empty() {
+        (
+            None,
+            "unknown: nothing in this log (command line, `mem auto-init`) makes the kernel \
+             write every page; the slowest node's time is what the boot waited"
+                .to_string(),
+        )
+    } else {
+        (
+            Some(slowest.ms * 1000),
+            format!(
+                "the slowest node's time, an upper bound: the kernel waits for it, and with {} \
+                 every page is written as it is freed to the allocator; without, the same \
+                 memory takes tens of ms",
+                causes.join(", ")
+            ),
+        )
+    };
+    out.push(Finding {
+        id: "deferred-pages",
+        title: format!(
+            "deferred struct page initialisation{memory} took {:.2} s ({})",
+            slowest.ms as f64 / 1e3,
+            figures.join(", ")
+        ),
+        evidence,
+        gain_us,
+        gain_basis,
+        advice: "drop what writes every page at boot unless you need it: page_poison=1 \
+                 (poisons each freed page), init_on_free=1 (zeroes each freed page; \
+                 CONFIG_INIT_ON_FREE_DEFAULT_ON sets it by default), debug_pagealloc=on; \
+                 init_on_alloc=1 zeroes pages when they are allocated, later in the boot; \
+                 memtest= tests all memory before this (docs/kernel.md cites the kernel's \
+                 documentation of each)"
+            .into(),
+    });
+}
+
 fn silent_gaps(kb: &KernelBoot, out: &mut Vec<Finding>) {
     if kb.has_initcalls() {
         return;
@@ -577,6 +666,14 @@ fn silent_gaps(kb: &KernelBoot, out: &mut Vec<Finding>) {
     for g in &kb.gaps {
         let (a, b, us) = (&g.before, &g.after, g.us);
         if us < limits::GAP_US {
+            continue;
+        }
+        // A silence that a slow node's deferred pages line ends is that finding's.
+        let deferred = kb
+            .deferred_pages
+            .iter()
+            .any(|d| d.mark.lineno == b.lineno && d.ms >= limits::DEFERRED_PAGES_MS);
+        if deferred {
             continue;
         }
         out.push(Finding {
@@ -718,6 +815,33 @@ mod tests {
 [    5.8] initcall pty_init+0x0/0x1d1 returned 0 after 60000 usecs
 ");
         assert!(f.is_empty());
+    }
+
+    #[test]
+    fn slow_deferred_pages_name_each_node_and_the_cause() {
+        let f = run("\
+[    0.0] Kernel command line: root=/dev/sda1 quiet
+[    0.0] mem auto-init: stack:off, heap alloc:on, heap free:on
+[    0.1] Memory: 1000K/268435456K available (14343K kernel code)
+[    3.2] node 1 deferred pages initialised in 3154ms
+[    3.3] node 0 deferred pages initialised in 3264ms
+[    4.0] Run /init as init process
+");
+        assert_eq!(ids(&f), ["deferred-pages"]);
+        assert!(f[0]
+            .title
+            .contains("256 GiB took 3.26 s (node 0 3264 ms, node 1 3154 ms)"));
+        assert_eq!(f[0].gain_us, Some(3_264_000));
+        assert!(f[0].gain_basis.contains("heap free:on"));
+        // Fast nodes, or slow ones with nothing that explains them: no gain claimed.
+        assert!(run("[ \
+   0.3] node 0 deferred pages initialised in 32ms\n")
+        .is_empty());
+        let f = run("[ \
+   0.0] Kernel command line: quiet\n[ \
+   2.3] node 0 deferred pages initialised in 2000ms\n");
+        assert_eq!(f[0].gain_us, None);
+        assert!(f[0].gain_basis.starts_with("unknown"));
     }
 
     #[test]

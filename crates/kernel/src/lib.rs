@@ -57,14 +57,38 @@ pub struct Report {
     pub basis_us: u64,
     /// What `basis_us` is: `to real init`, `to the first program` or `to the last line`.
     pub basis: &'static str,
-    /// Modules, slowest first.
+    /// Modules whose inits started within the basis, slowest first.
     pub modules: Vec<ModuleCost>,
+    /// What ran after the basis ended: not part of the kernel's time to init.
+    pub after: After,
     /// The findings, largest gain first.
     pub findings: Vec<Finding>,
     /// The kernel model.
     pub boot: KernelBoot,
     /// Firmware and boot-loader times, when the trace holds them (see [`read_path`]).
     pub firmware: Firmware,
+}
+
+/// Initcalls that started after the basis ended (module inits udev or modprobe ran once the
+/// real init was up): listed apart, never as a share of the kernel's time to init.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct After {
+    /// Where the basis ends, in microseconds (`None`: the basis is the whole log).
+    pub from_us: Option<u64>,
+    /// Indices into [`KernelBoot::initcalls`], slowest first.
+    pub initcalls: Vec<usize>,
+    /// Their modules, slowest first.
+    pub modules: Vec<ModuleCost>,
+}
+
+fn module_costs(v: Vec<(String, u64, usize)>) -> Vec<ModuleCost> {
+    v.into_iter()
+        .map(|(module, duration_us, initcalls)| ModuleCost {
+            module,
+            duration_us,
+            initcalls,
+        })
+        .collect()
 }
 
 /// Firmware and boot-loader times the recorder copied into the trace (`firmware/`).
@@ -107,33 +131,46 @@ impl Report {
         } else {
             "to the last line"
         };
-        let modules = boot
-            .modules()
-            .into_iter()
-            .map(|(module, duration_us, initcalls)| ModuleCost {
-                module,
-                duration_us,
-                initcalls,
-            })
-            .collect();
+        let modules = module_costs(boot.modules_where(|i| boot.within_basis(i)));
+        let after = After {
+            from_us: boot.phases.kernel_us.map(|_| boot.basis_us()),
+            initcalls: boot
+                .slowest()
+                .into_iter()
+                .filter(|&i| !boot.within_basis(&boot.initcalls[i]))
+                .collect(),
+            modules: module_costs(boot.modules_where(|i| !boot.within_basis(i))),
+        };
         Report {
             source: source.to_string(),
             basis_us: boot.basis_us(),
             basis,
             modules,
+            after,
             findings,
             boot,
             firmware: Firmware::default(),
         }
     }
 
-    /// A fraction of the basis, for the "share" columns.
+    /// A fraction of the basis, for the "share" columns; at most 1 (inits on several threads
+    /// can add up to more than the time that passed).
     pub fn share(&self, us: u64) -> f64 {
         if self.basis_us == 0 {
             0.0
         } else {
-            us as f64 / self.basis_us as f64
+            (us as f64 / self.basis_us as f64).min(1.0)
         }
+    }
+
+    /// An initcall's share of the basis: the part of its cost that fell within the basis (an
+    /// init that started before the real init and ran on past it counts only until then).
+    pub fn initcall_share(&self, ic: &Initcall) -> f64 {
+        let within = match ic.timeline_start() {
+            Some(s) => ic.cost_us().min(self.basis_us.saturating_sub(s)),
+            None => ic.cost_us(),
+        };
+        self.share(within)
     }
 }
 

@@ -259,11 +259,93 @@ fn testbed_initcall_debug_trace() {
     assert_eq!(slowest.func, "crypto_kdf108_init");
     assert_eq!(slowest.duration_us, Some(1_797_916));
     let modules: Vec<&str> = r.modules.iter().map(|m| m.module.as_str()).collect();
-    for m in ["virtio_pci", "kvm_amd", "floppy", "virtio_blk"] {
+    for m in ["virtio_pci", "floppy", "virtio_blk"] {
         assert!(modules.contains(&m), "{m} missing from {modules:?}");
     }
+    // udev loaded kvm_amd on the real root, after init started: listed apart (issue 42).
+    assert!(r.after.modules.iter().any(|m| m.module == "kvm_amd"));
     let ids: Vec<&str> = r.findings.iter().map(|f| f.id).collect();
     for id in ["slow-selftest", "floppy", "initcall-debug"] {
         assert!(ids.contains(&id), "{id} missing from {ids:?}");
     }
+}
+
+/// Issue 42: systemd in the initramfs (Arch Linux, mkinitcpio's systemd hook) was taken for
+/// the real init. Its journald took over its messages, so the log has no `Switching root.`:
+/// the switch shows as the SIGTERM PID 1 sends before it switches.
+#[test]
+fn issue_42_systemd_in_initrd_ends_at_the_switch_root() {
+    let r = report("arch-6.19-systemd-initrd.dmesg");
+    let kb = &r.boot;
+    let lm = &kb.landmarks;
+    assert_eq!(kb.phases.kernel_us, Some(4_556_721));
+    assert_eq!(lm.initrd_init.as_ref().unwrap().us, 4_575_504);
+    let switch = lm.switch_root.as_ref().unwrap();
+    assert_eq!(switch.us, 10_058_500);
+    assert!(switch.text.contains("Received SIGTERM from PID 1"));
+    // The real init is the systemd after the switch, not the initramfs's at 4.575 s.
+    let real = lm.real_init.as_ref().unwrap();
+    assert_eq!(real.us, 10_478_148);
+    assert!(real
+        .text
+        .contains("systemd 259-1-arch running in system mode"));
+    assert_eq!(kb.phases.initramfs_us, Some(10_058_500 - 4_556_721));
+    assert_eq!(kb.phases.to_real_init_us, Some(10_478_148));
+    assert_eq!(kb.initramfs_init.as_deref(), Some("systemd 259-1-arch"));
+    assert_eq!(r.basis, "to real init");
+    assert_eq!(kb.counts.bad_lines, 0, "{:?}", kb.bad);
+}
+
+/// Issue 42: module inits udev ran after the real init started are listed apart, not as a
+/// share of the kernel's time to init.
+#[test]
+fn issue_42_module_inits_after_init_are_apart() {
+    let r = report("debian12-6.1-testbed-initcall_debug.trace.dmesg");
+    let kb = &r.boot;
+    assert_eq!(r.basis_us, 7_698_993);
+    assert_eq!(r.after.from_us, Some(7_698_993));
+    // Twelve module inits from 13.28 s on (button ... powernow_k8).
+    assert_eq!(r.after.initcalls.len(), 12);
+    let first = &kb.initcalls[r.after.initcalls[0]];
+    assert_eq!(first.label(), "svm_init [kvm_amd]");
+    assert_eq!(first.cost_us(), 116_538);
+    assert_eq!(first.start_us, Some(14_249_765));
+    assert_eq!(r.after.modules[0].module, "kvm_amd");
+    assert!(r.modules.iter().all(|m| m.module != "kvm_amd"));
+    // The initramfs's module inits (floppy, virtio_pci, ...) stay in the kernel's time.
+    assert!(r.modules.iter().any(|m| m.module == "virtio_pci"));
+    for ic in &kb.initcalls {
+        let s = r.initcall_share(ic);
+        assert!((0.0..=1.0).contains(&s), "{} {s}", ic.label());
+    }
+}
+
+/// Issue 42: deferred struct page initialisation taking seconds (32 GiB, page_poison=1) gets
+/// a finding with the per-node figure and the cause on the command line.
+#[test]
+fn issue_42_slow_deferred_pages_finding() {
+    let r = report("amd-6.3-page_poison-deferred-pages.dmesg");
+    let kb = &r.boot;
+    assert_eq!(kb.deferred_pages.len(), 1);
+    assert_eq!(
+        (kb.deferred_pages[0].node, kb.deferred_pages[0].ms),
+        (0, 3587)
+    );
+    assert_eq!(kb.memory_kib, Some(33_511_684));
+    assert_eq!(kb.phases.kernel_us, Some(6_292_974));
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.id == "deferred-pages")
+        .expect("deferred-pages finding");
+    assert_eq!(f.gain_us, Some(3_587_000));
+    assert!(f.title.contains("3.59 s"), "{}", f.title);
+    assert!(f.title.contains("node 0 3587 ms"), "{}", f.title);
+    assert!(f.title.contains("32 GiB"), "{}", f.title);
+    assert!(f.gain_basis.contains("page_poison=1"), "{}", f.gain_basis);
+    assert!(f.evidence.iter().any(|e| e.text.contains("heap free:off")));
+    assert_eq!(f.evidence[0].us, Some(4_441_562));
+    // The biggest cost before init: first; the silence it explains is not a second finding.
+    assert_eq!(r.findings[0].id, "deferred-pages");
+    assert!(!ids(&r).contains(&"silent-gap"), "{:?}", ids(&r));
 }

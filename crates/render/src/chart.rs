@@ -1019,6 +1019,7 @@ mod tests {
             readahead: None,
             recorder: None,
             started_after_first_sample: 0,
+            clock_offset_s: None,
             processes: vec![
                 proc(
                     1,

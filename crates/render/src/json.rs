@@ -102,6 +102,7 @@ pub fn to_value(m: &BootModel, origin: &str) -> Value {
         "readahead": m.readahead,
         "recorder": m.recorder,
         "started_after_first_sample": m.started_after_first_sample,
+        "clock_offset_s": m.clock_offset_s,
     })
 }
 
@@ -129,9 +130,15 @@ pub fn report(r: &Report) -> Value {
     value
 }
 
-/// The kernel's initcalls that cost the most, costliest first (at most five).
+/// The kernel's initcalls that cost the most, costliest first (at most five); those that
+/// started after the real init (udev's module loads) are not the kernel's time to init.
 pub fn slowest_initcalls(k: &kernel::Report) -> Vec<&kernel::Initcall> {
-    let mut slow: Vec<&kernel::Initcall> = k.boot.initcalls.iter().collect();
+    let mut slow: Vec<&kernel::Initcall> = k
+        .boot
+        .initcalls
+        .iter()
+        .filter(|c| k.boot.within_basis(c))
+        .collect();
     slow.sort_by_key(|c| std::cmp::Reverse(c.cost_us()));
     slow.truncate(5);
     slow
@@ -146,6 +153,8 @@ fn kernel_summary(k: &kernel::Report) -> Value {
         "initramfs_s": us(k.boot.phases.initramfs_us),
         "to_real_init_s": us(k.boot.phases.to_real_init_us),
         "initcalls": k.boot.initcalls.len(),
+        "initcalls_after_init": k.after.initcalls.len(),
+        "initramfs_init": k.boot.initramfs_init,
         "slowest_initcalls": slowest_initcalls(k).iter().map(|c| json!({
             "func": c.func,
             "module": c.module,

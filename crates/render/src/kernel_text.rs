@@ -29,6 +29,7 @@ pub fn write(r: &Report, out: &mut dyn Write) -> io::Result<()> {
     if kb.has_initcalls() {
         write_slowest_initcalls(out, r)?;
         write_modules(out, r)?;
+        write_after(out, r)?;
         write_threads(out, kb)?;
         write_probes(out, kb)?;
     } else {
@@ -77,6 +78,12 @@ fn write_phases(out: &mut dyn Write, r: &Report) -> io::Result<()> {
     if p.initramfs_us.is_some() || kb.landmarks.initramfs_unpack_start.is_some() {
         row(out, "in initramfs", p.initramfs_us)?;
     }
+    if let Some(init) = &kb.initramfs_init {
+        writeln!(
+            out,
+            "  (the initramfs ran {init}; the real init is the one after the switch root)"
+        )?;
+    }
     row(out, "to real init", p.to_real_init_us)?;
     write_firmware(out, &r.firmware)
 }
@@ -124,11 +131,12 @@ fn write_firmware(out: &mut dyn Write, fw: &Firmware) -> io::Result<()> {
 /// The landmarks found in the log, each with its line.
 fn write_landmarks(out: &mut dyn Write, lm: &Landmarks) -> io::Result<()> {
     writeln!(out, "\nlandmarks")?;
-    let marks: [(&str, &Option<Mark>); 7] = [
+    let marks: [(&str, &Option<Mark>); 8] = [
         ("initramfs unpack started", &lm.initramfs_unpack_start),
         ("initramfs unpacked", &lm.initramfs_unpack_end),
         ("built-in initcalls done", &lm.initcalls_done),
         ("first program run", &lm.run_init),
+        ("systemd in initramfs", &lm.initrd_init),
         ("root mounted", &lm.root_mounted),
         ("switched root", &lm.switch_root),
         ("real init started", &lm.real_init),
@@ -163,14 +171,18 @@ fn write_slowest_initcalls(out: &mut dyn Write, r: &Report) -> io::Result<()> {
         short(r.basis_us),
         r.basis
     )?;
-    for &i in kb.slowest().iter().take(TOP) {
+    let within = kb
+        .slowest()
+        .into_iter()
+        .filter(|&i| kb.within_basis(&kb.initcalls[i]));
+    for i in within.take(TOP) {
         let ic = &kb.initcalls[i];
         writeln!(
             out,
             "  {:>9}{}{:>6.1}%  {:<44} {}{}",
             short(ic.cost_us()),
             if ic.overlapped { "*" } else { " " },
-            100.0 * r.share(ic.cost_us()),
+            100.0 * r.initcall_share(ic),
             ic.label(),
             ic.pid.map(|p| format!("pid {p}")).unwrap_or_default(),
             match ic.ret {
@@ -202,6 +214,46 @@ fn write_modules(out: &mut dyn Write, r: &Report) -> io::Result<()> {
             short(m.duration_us),
             100.0 * r.share(m.duration_us),
             m.module
+        )?;
+    }
+    Ok(())
+}
+
+/// The initcalls that started after the basis ended (module inits run by udev or modprobe
+/// once the real init was up), apart: they are not part of the kernel's time to init.
+fn write_after(out: &mut dyn Write, r: &Report) -> io::Result<()> {
+    let (Some(from), false) = (r.after.from_us, r.after.initcalls.is_empty()) else {
+        return Ok(());
+    };
+    let kb = &r.boot;
+    let cost: u64 = r
+        .after
+        .initcalls
+        .iter()
+        .map(|&i| kb.initcalls[i].cost_us())
+        .sum();
+    writeln!(
+        out,
+        "\nafter init: loaded by udev/modprobe from {} on, not part of the kernel's time \
+         ({} initcalls, {} in all)",
+        secs(from),
+        r.after.initcalls.len(),
+        short(cost)
+    )?;
+    for &i in r.after.initcalls.iter().take(TOP) {
+        let ic = &kb.initcalls[i];
+        writeln!(
+            out,
+            "  {:>9}{} at {:>10}  {:<44} {}{}",
+            short(ic.cost_us()),
+            if ic.overlapped { "*" } else { " " },
+            ic.timeline_start().map(secs).unwrap_or_default(),
+            ic.label(),
+            ic.pid.map(|p| format!("pid {p}")).unwrap_or_default(),
+            match ic.ret {
+                Some(0) | None => String::new(),
+                Some(e) => format!("  returned {e}"),
+            }
         )?;
     }
     Ok(())

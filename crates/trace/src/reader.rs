@@ -2,8 +2,9 @@
 //! parsed with [`crate::bootchart`] and [`crate::events`]. The small files are read whole;
 //! a directory's `proc_ps.log` stays on disk and is streamed ([`Trace::for_each_ps_block`]).
 //!
-//! Required files: `header`, `proc_stat.log`, `proc_diskstats.log`, `proc_ps.log`. Optional:
-//! `proc_meminfo.log`, `cmdline2.log`, `dmesg`, `events.log`, `rc.log`, `systemd-units.log`.
+//! Required files: `header`, `proc_stat.log`, `proc_diskstats.log`. Optional: `proc_ps.log`
+//! (without it there are no processes: [`PsSource::Missing`]), `proc_meminfo.log`,
+//! `cmdline2.log`, `dmesg`, `events.log`, `rc.log`, `systemd-units.log`.
 //! Anything else is ignored.
 
 use std::fmt;
@@ -247,6 +248,8 @@ pub enum PsSource {
     Text(String),
     /// A file streamed when the records are needed.
     File(PathBuf),
+    /// The trace has no `proc_ps.log` (a partial bootchart log): no blocks, no processes.
+    Missing,
 }
 
 impl Default for PsSource {
@@ -305,7 +308,9 @@ impl Trace {
         let disk = bootchart::parse_proc_diskstats(&raw.take_required("proc_diskstats.log")?)?;
         let proc_ps = match raw.proc_ps_path.take() {
             Some(path) => PsSource::File(path),
-            None => PsSource::Text(raw.take_required("proc_ps.log")?),
+            None => raw
+                .take_text("proc_ps.log")
+                .map_or(PsSource::Missing, PsSource::Text),
         };
         let meminfo = match raw.take_text("proc_meminfo.log") {
             Some(t) => Some(bootchart::parse_proc_meminfo(&t)?),
@@ -341,6 +346,7 @@ impl Trace {
     pub fn for_each_ps_block(&self, f: impl FnMut(u64, &[PsRecord])) -> Result<usize, ParseError> {
         match &self.proc_ps {
             PsSource::Text(text) => bootchart::for_each_ps_block(text, f),
+            PsSource::Missing => Ok(0),
             PsSource::File(path) => {
                 let file = std::fs::File::open(path).map_err(|e| {
                     ParseError::whole(
