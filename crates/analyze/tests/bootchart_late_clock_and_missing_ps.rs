@@ -1,4 +1,4 @@
-//! Issue 42: bootchart2 logs as today's users bring them. A log whose sample clock started
+//! bootchart2 logs as today's users bring them. A log whose sample clock started
 //! long after the kernel's (tests/fixtures/bootchart2-late-clock, hand-made: see the fixtures'
 //! README) is placed on the kernel's clock; one without `proc_ps.log` shows CPU and disk and
 //! says what is missing.
