@@ -298,11 +298,18 @@ fn learn_two_logins_then_prefetch_within_the_budget(pages: Pages) {
         Some("prefetch")
     );
 
+    prefetch_stops_at_the_budget_and_skips_changed_files(&m, &f);
+    an_autologin_prefetches_and_learns_nothing(&cfg, &opts, &m, &f);
+}
+
+/// A budget stops the prefetch in weight order; a file changed since it was learned (its
+/// mtime) is skipped, not read.
+fn prefetch_stops_at_the_budget_and_skips_changed_files(m: &Model, f: &[PathBuf]) {
     // A budget of 3 MiB + 16 KiB: f0..f2 (the heaviest) whole, the first 4 pages of f3, then
     // it stops.
-    drop_cache(&f);
+    drop_cache(f);
     let budget = 3 * FILE_SIZE + 4 * PAGE;
-    let pf = run::prefetch(&m, budget, Duration::from_secs(20), true, None, true);
+    let pf = run::prefetch(m, budget, Duration::from_secs(20), true, None, true);
     assert_eq!(pf.bytes_requested, budget, "{pf:?}");
     assert_eq!(pf.files_read, 4, "{pf:?}");
     for p in &f[..3] {
@@ -314,14 +321,14 @@ fn learn_two_logins_then_prefetch_within_the_budget(pages: Pages) {
     }
 
     // A file changed since it was learned (its mtime) is skipped, not read.
-    drop_cache(&f);
+    drop_cache(f);
     File::options()
         .write(true)
         .open(&f[1])
         .unwrap()
         .set_modified(SystemTime::now())
         .unwrap();
-    let pf = run::prefetch(&m, u64::MAX, Duration::from_secs(20), true, None, true);
+    let pf = run::prefetch(m, u64::MAX, Duration::from_secs(20), true, None, true);
     assert_eq!(
         (pf.files_read, pf.skipped_changed, pf.files_skipped),
         (6, 1, 1),
@@ -329,29 +336,36 @@ fn learn_two_logins_then_prefetch_within_the_budget(pages: Pages) {
     );
     assert_eq!(resident(&f[1]), 0);
     assert_eq!(resident(&f[0]), FILE_SIZE);
+}
 
-    // An autologin (no greeter ran, so no decision is pending): with a model and a history
-    // that would prefetch, the session stage does nothing: no prefetch, no login in the
-    // history, the model as it was.
-    drop_cache(&f);
+/// An autologin (no greeter ran, so no decision is pending): with a model and a history
+/// that would prefetch, the session stage does nothing: no prefetch, no login in the
+/// history, the model as it was.
+fn an_autologin_prefetches_and_learns_nothing(
+    cfg: &Config,
+    opts: &RunOptions,
+    m: &Model,
+    f: &[PathBuf],
+) {
+    drop_cache(f);
     let history = |cfg: &Config| State::load_for(&cfg.state_path(), &preload::PRELOAD).unwrap();
     assert_eq!(
-        run::next_login(&cfg, &history(&cfg), Some(&m)),
+        run::next_login(cfg, &history(cfg), Some(m)),
         run::NextLogin::Prefetch
     );
     let _ = fs::remove_file(cfg.pending_path());
     let (logins, model) = (
-        history(&cfg).boots.len(),
+        history(cfg).boots.len(),
         fs::read(cfg.model_path()).unwrap(),
     );
     let mut child = session(&[&f[0]], None);
-    let r3 = run::session(&cfg, &opts, false).unwrap();
+    let r3 = run::session(cfg, opts, false).unwrap();
     assert!(child.wait().unwrap().success());
     assert_eq!(r3.kind, None);
     assert_eq!(r3.skipped, Some(run::AUTOLOGIN_SKIPPED));
     assert!(r3.prefetch.is_none() && r3.learned.is_none(), "{r3:?}");
     assert_eq!(resident(&f[2]), 0, "nothing prefetched");
-    assert_eq!(history(&cfg).boots.len(), logins);
+    assert_eq!(history(cfg).boots.len(), logins);
     assert_eq!(fs::read(cfg.model_path()).unwrap(), model);
 }
 

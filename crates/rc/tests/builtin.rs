@@ -345,49 +345,8 @@ fn inner_builtins_in_namespace() {
     builtin::run(Builtin::MountDevSubFs, &env).unwrap();
     assert_eq!(mount_count(&proc_dir), before);
 
-    // checkroot.sh with nothing to check: the root and every kernel file system remounted
-    // with the same options, nothing mounted more, /etc/mtab a link to /proc/mounts.
-    fs::write(
-        root.join("etc/fstab"),
-        "tmpfs / tmpfs defaults 0 0\nproc /proc proc defaults 0 0\n",
-    )
-    .unwrap();
-    let options = |p: &str| mount_of(&proc_dir, &root.join(p)).map(|m| (m.1, m.2));
-    let before_opts: Vec<_> = ["run", "run/lock", "proc", "sys", "dev/shm", "dev/pts"]
-        .iter()
-        .map(|p| options(p))
-        .collect();
-    builtin::run(Builtin::CheckRoot, &env).unwrap();
-    assert_eq!(mount_count(&proc_dir), before);
-    let after_opts: Vec<_> = ["run", "run/lock", "proc", "sys", "dev/shm", "dev/pts"]
-        .iter()
-        .map(|p| options(p))
-        .collect();
-    assert_eq!(after_opts, before_opts);
-    assert_eq!(
-        fs::read_link(root.join("etc/mtab")).unwrap(),
-        Path::new("/proc/mounts")
-    );
-
-    // urandom: a new seed of the pool's size, for root only, different each time.
-    builtin::run(Builtin::Urandom, &env).unwrap();
-    let seed = root.join("var/lib/urandom/random-seed");
-    let pool: u64 = fs::read_to_string(proc_dir.join("sys/kernel/random/poolsize"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let m = fs::metadata(&seed).unwrap();
-    assert_eq!(m.len(), pool.div_ceil(8));
-    assert_eq!(m.mode() & 0o777, 0o600);
-    let first = fs::read(&seed).unwrap();
-    builtin::run(Builtin::Urandom, &env).unwrap();
-    assert_ne!(fs::read(&seed).unwrap(), first);
-
-    // hostname.sh: this namespace's own host name.
-    builtin::run(Builtin::Hostname, &env).unwrap();
-    let name = fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
-    assert_eq!(name.trim(), "bp-builtin-test");
+    checkroot_remounts_what_is_mounted(&env, &root, &proc_dir, before);
+    urandom_and_hostname(&env, &root, &proc_dir);
 
     // /run not mounted yet: the script's job, so the built-in declines.
     let tmp = tempfile::tempdir().unwrap();
@@ -399,6 +358,56 @@ fn inner_builtins_in_namespace() {
     };
     let e = builtin::run(Builtin::MountKernFs, &bare_env).unwrap_err();
     assert!(e.to_string().contains("/run is not mounted"), "{e}");
+}
+
+/// checkroot.sh with nothing to check: the root and every kernel file system remounted
+/// with the same options, nothing mounted more (`before` mounts), /etc/mtab a link to
+/// /proc/mounts.
+fn checkroot_remounts_what_is_mounted(env: &Env, root: &Path, proc_dir: &Path, before: usize) {
+    fs::write(
+        root.join("etc/fstab"),
+        "tmpfs / tmpfs defaults 0 0\nproc /proc proc defaults 0 0\n",
+    )
+    .unwrap();
+    let options = |p: &str| mount_of(proc_dir, &root.join(p)).map(|m| (m.1, m.2));
+    let before_opts: Vec<_> = ["run", "run/lock", "proc", "sys", "dev/shm", "dev/pts"]
+        .iter()
+        .map(|p| options(p))
+        .collect();
+    builtin::run(Builtin::CheckRoot, env).unwrap();
+    assert_eq!(mount_count(proc_dir), before);
+    let after_opts: Vec<_> = ["run", "run/lock", "proc", "sys", "dev/shm", "dev/pts"]
+        .iter()
+        .map(|p| options(p))
+        .collect();
+    assert_eq!(after_opts, before_opts);
+    assert_eq!(
+        fs::read_link(root.join("etc/mtab")).unwrap(),
+        Path::new("/proc/mounts")
+    );
+}
+
+/// urandom: a new seed of the pool's size, for root only, different each time;
+/// hostname.sh: this namespace's own host name.
+fn urandom_and_hostname(env: &Env, root: &Path, proc_dir: &Path) {
+    builtin::run(Builtin::Urandom, env).unwrap();
+    let seed = root.join("var/lib/urandom/random-seed");
+    let pool: u64 = fs::read_to_string(proc_dir.join("sys/kernel/random/poolsize"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let m = fs::metadata(&seed).unwrap();
+    assert_eq!(m.len(), pool.div_ceil(8));
+    assert_eq!(m.mode() & 0o777, 0o600);
+    let first = fs::read(&seed).unwrap();
+    builtin::run(Builtin::Urandom, env).unwrap();
+    assert_ne!(fs::read(&seed).unwrap(), first);
+
+    // hostname.sh: this namespace's own host name.
+    builtin::run(Builtin::Hostname, env).unwrap();
+    let name = fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(name.trim(), "bp-builtin-test");
 }
 
 /// A copy of the Debian 12 fixture tree (scripts, insserv.conf, links) to plan runlevel S.

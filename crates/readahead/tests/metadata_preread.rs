@@ -185,8 +185,13 @@ fn after_the_preread_opening_the_packs_files_reads_nothing() {
     let other = replay::preread_metadata(&elsewhere, &opts);
     assert_eq!(other.bytes, 0, "{other:?}");
 
-    // replay() does it first and says so; switched off, it does not.
-    let st = replay::replay(&full, &opts);
+    replay_reads_the_metadata_as_asked(&full, &opts, learned_bytes);
+}
+
+/// `replay()` pre-reads the pack's metadata first and says so; switched off, it does not;
+/// `auto` (the default) only for a pack learned on a rotating device the boot waited on.
+fn replay_reads_the_metadata_as_asked(full: &Pack, opts: &ReplayOptions, learned_bytes: u64) {
+    let st = replay::replay(full, opts);
     assert_eq!(
         (st.metadata_bytes, st.files_read),
         (learned_bytes, 72),
@@ -196,7 +201,7 @@ fn after_the_preread_opening_the_packs_files_reads_nothing() {
         metadata: Some(false),
         ..opts.clone()
     };
-    let st = replay::replay(&full, &off);
+    let st = replay::replay(full, &off);
     assert_eq!((st.metadata_bytes, st.metadata_requests), (0, 0), "{st:?}");
 
     let auto = ReplayOptions {

@@ -337,42 +337,7 @@ fn learn_then_replay(tracepoints: bool) {
     let loaded = replay::load(&pack_path, &ours, 0).expect("pack refused");
     assert_eq!(loaded, p);
 
-    // Cold: nothing of the pack resident.
-    drop_cache(&files);
-    let before = replay::hit_rate(&loaded);
-    assert_eq!(before.bytes_replayed, p.bytes());
-    assert_eq!(before.bytes_resident, 0, "pages resident before replay");
-
-    let st = replay::replay(&loaded, &ReplayOptions::default());
-    assert_eq!(st.files_read, FILES as u64);
-    assert_eq!(st.files_skipped, 0);
-    assert_eq!(st.bytes_requested, p.bytes());
-    assert!(!st.timed_out);
-    // readahead(2) only starts the reads; replay waited until they were done.
-    assert_eq!(st.resident, p.bytes(), "{st:?}");
-    assert!(st.settled_ns >= st.duration_ns, "{st:?}");
-    let after = replay::hit_rate(&loaded);
-    assert_eq!(
-        after.bytes_resident, after.bytes_replayed,
-        "not all replayed pages resident"
-    );
-    // Replay read the learned ranges and the small gaps it merged across (request-sized
-    // replay), not whole files.
-    let resident_total: u64 = files
-        .iter()
-        .map(|f| resident_pages(f).iter().filter(|&&r| r).count() as u64 * page)
-        .sum();
-    assert!(
-        resident_total <= p.bytes() + st.gap_bytes + FILES as u64 * 64 * 1024,
-        "replay read {resident_total} bytes for a pack of {} and {} bytes of gaps",
-        p.bytes(),
-        st.gap_bytes
-    );
-    // The workload read only the first half of each file.
-    assert!(
-        resident_total <= FILES as u64 * (FILE_SIZE / 2 + 64 * 1024),
-        "replay read {resident_total} bytes: beyond the halves the workload read"
-    );
+    let st = replay_cold_reads_the_pack(&loaded, &files, page);
     eprintln!(
         "learned {} files, {} events, {} touched pages, pack {} KiB of {} KiB, learn {:.2} s, \
          replay {:.1} ms",
@@ -385,9 +350,57 @@ fn learn_then_replay(tracepoints: bool) {
         st.duration_ns as f64 / 1e6
     );
 
+    packs_in_disk_order_and_within_budget(&learned, &expect, page);
+}
+
+/// Replay from a cold cache: every file read, the learned ranges resident when it returns,
+/// and little more than the pack read (the merged gaps, not whole files).
+fn replay_cold_reads_the_pack(loaded: &Pack, files: &[PathBuf], page: u64) -> replay::ReplayStats {
+    // Cold: nothing of the pack resident.
+    drop_cache(files);
+    let before = replay::hit_rate(loaded);
+    assert_eq!(before.bytes_replayed, loaded.bytes());
+    assert_eq!(before.bytes_resident, 0, "pages resident before replay");
+
+    let st = replay::replay(loaded, &ReplayOptions::default());
+    assert_eq!(st.files_read, FILES as u64);
+    assert_eq!(st.files_skipped, 0);
+    assert_eq!(st.bytes_requested, loaded.bytes());
+    assert!(!st.timed_out);
+    // readahead(2) only starts the reads; replay waited until they were done.
+    assert_eq!(st.resident, loaded.bytes(), "{st:?}");
+    assert!(st.settled_ns >= st.duration_ns, "{st:?}");
+    let after = replay::hit_rate(loaded);
+    assert_eq!(
+        after.bytes_resident, after.bytes_replayed,
+        "not all replayed pages resident"
+    );
+    // Replay read the learned ranges and the small gaps it merged across (request-sized
+    // replay), not whole files.
+    let resident_total: u64 = files
+        .iter()
+        .map(|f| resident_pages(f).iter().filter(|&&r| r).count() as u64 * page)
+        .sum();
+    assert!(
+        resident_total <= loaded.bytes() + st.gap_bytes + FILES as u64 * 64 * 1024,
+        "replay read {resident_total} bytes for a pack of {} and {} bytes of gaps",
+        loaded.bytes(),
+        st.gap_bytes
+    );
+    // The workload read only the first half of each file.
+    assert!(
+        resident_total <= FILES as u64 * (FILE_SIZE / 2 + 64 * 1024),
+        "replay read {resident_total} bytes: beyond the halves the workload read"
+    );
+    st
+}
+
+/// What `build_pack` makes of a real learning: on a rotating device, the files in ascending
+/// physical order (real FIEMAP); with a small budget, no more than it, the first file first.
+fn packs_in_disk_order_and_within_budget(learned: &learn::Learned, expect: &[PathBuf], page: u64) {
     // Rotating order from real FIEMAP: ascending physical addresses.
     let (rp, _) = learn::build_pack(
-        &learned,
+        learned,
         &PackOptions {
             rotational: Some(true),
             budget_bytes: Some(64 << 20),
@@ -407,7 +420,7 @@ fn learn_then_replay(tracepoints: bool) {
 
     // A small budget is respected by a real pack.
     let (bp, _) = learn::build_pack(
-        &learned,
+        learned,
         &PackOptions {
             rotational: Some(false),
             budget_bytes: Some(100_000),
