@@ -125,22 +125,7 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
     let (mut processes, blocked_source, ps_span, started_after_first_sample) =
         processes(trace, &system, offset_s.unwrap_or(0.0), &mut notes)?;
     order_tree(&mut processes);
-    let first_sample_s = [
-        trace.stat.first().map(|b| cs(b.t_cs)),
-        trace.disk.first().map(|b| cs(b.t_cs)),
-        ps_span.map(|s| s.0),
-    ]
-    .into_iter()
-    .flatten()
-    .fold(f64::INFINITY, f64::min);
-    let last_sample_s = [
-        trace.stat.last().map(|b| cs(b.t_cs)),
-        trace.disk.last().map(|b| cs(b.t_cs)),
-        ps_span.map(|s| s.1),
-    ]
-    .into_iter()
-    .flatten()
-    .fold(f64::NEG_INFINITY, f64::max);
+    let (first_sample_s, last_sample_s) = sample_span(trace, ps_span);
 
     let (platform, platform_rule) = crate::platform::detect(trace, &processes);
     let (milestones, session_pid) = milestones(
@@ -151,24 +136,8 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
         last_sample_s,
         &mut notes,
     );
-    let mut top_cpu: Vec<usize> = (0..processes.len())
-        .filter(|&i| processes[i].cpu_s > 0.0)
-        .collect();
-    top_cpu.sort_by(|&a, &b| {
-        processes[b]
-            .cpu_s
-            .total_cmp(&processes[a].cpu_s)
-            .then(a.cmp(&b))
-    });
-    let mut top_blocked: Vec<usize> = (0..processes.len())
-        .filter(|&i| processes[i].blocked_s > 0.0)
-        .collect();
-    top_blocked.sort_by(|&a, &b| {
-        processes[b]
-            .blocked_s
-            .total_cmp(&processes[a].blocked_s)
-            .then(a.cmp(&b))
-    });
+    let top_cpu = ranked(&processes, |p| p.cpu_s);
+    let top_blocked = ranked(&processes, |p| p.blocked_s);
 
     let mut model = BootModel {
         system,
@@ -193,34 +162,7 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
         clock_offset_s: offset_s,
     };
     if model.milestones.boot_done.source == PENDING {
-        let login = model.milestones.login().is_some();
-        model.milestones.boot_done = match computed_boot_done(&model, opts) {
-            Some(m) => m,
-            None if model.platform == Platform::Android => {
-                model.notes.push(
-                    "Android: CPU and disk never stayed idle after the boot animation: boot \
-                     done taken as the last sample (sys.boot_completed)"
-                        .into(),
-                );
-                Milestone {
-                    t_s: last_sample_s,
-                    source: crate::platform::ANDROID_LAST_SAMPLE.into(),
-                }
-            }
-            None => {
-                model.notes.push(if login {
-                    "CPU and disk never stayed idle after the login: boot done taken as the \
-                     last sample"
-                        .into()
-                } else {
-                    "no login milestone: boot done taken as the last sample".into()
-                });
-                Milestone {
-                    t_s: last_sample_s,
-                    source: "last sample".into(),
-                }
-            }
-        };
+        model.milestones.boot_done = boot_done_or_last_sample(&mut model, opts, last_sample_s);
     }
     mark_session(
         &mut model.processes,
@@ -244,6 +186,77 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
     }
     model.cpu_totals = cpu_totals(&trace.stat, first_sample_s, model.milestones.boot_done.t_s);
     Ok(model)
+}
+
+/// The first and the last sample of any kind (CPU, disk, processes), seconds.
+fn sample_span(trace: &Trace, ps_span: Option<(f64, f64)>) -> (f64, f64) {
+    let first = [
+        trace.stat.first().map(|b| cs(b.t_cs)),
+        trace.disk.first().map(|b| cs(b.t_cs)),
+        ps_span.map(|s| s.0),
+    ]
+    .into_iter()
+    .flatten()
+    .fold(f64::INFINITY, f64::min);
+    let last = [
+        trace.stat.last().map(|b| cs(b.t_cs)),
+        trace.disk.last().map(|b| cs(b.t_cs)),
+        ps_span.map(|s| s.1),
+    ]
+    .into_iter()
+    .flatten()
+    .fold(f64::NEG_INFINITY, f64::max);
+    (first, last)
+}
+
+/// The processes with some of `figure`, most first (ties in process order).
+fn ranked(processes: &[Process], figure: impl Fn(&Process) -> f64) -> Vec<usize> {
+    let mut top: Vec<usize> = (0..processes.len())
+        .filter(|&i| figure(&processes[i]) > 0.0)
+        .collect();
+    top.sort_by(|&a, &b| {
+        figure(&processes[b])
+            .total_cmp(&figure(&processes[a]))
+            .then(a.cmp(&b))
+    });
+    top
+}
+
+/// Boot done when the trace did not say it: computed from when CPU and disk went idle, else
+/// the last sample, with a note saying why.
+fn boot_done_or_last_sample(
+    model: &mut BootModel,
+    opts: &Options,
+    last_sample_s: f64,
+) -> Milestone {
+    let login = model.milestones.login().is_some();
+    match computed_boot_done(model, opts) {
+        Some(m) => m,
+        None if model.platform == Platform::Android => {
+            model.notes.push(
+                "Android: CPU and disk never stayed idle after the boot animation: boot \
+                 done taken as the last sample (sys.boot_completed)"
+                    .into(),
+            );
+            Milestone {
+                t_s: last_sample_s,
+                source: crate::platform::ANDROID_LAST_SAMPLE.into(),
+            }
+        }
+        None => {
+            model.notes.push(if login {
+                "CPU and disk never stayed idle after the login: boot done taken as the \
+                 last sample"
+                    .into()
+            } else {
+                "no login milestone: boot done taken as the last sample".into()
+            });
+            Milestone {
+                t_s: last_sample_s,
+                source: "last sample".into(),
+            }
+        }
+    }
 }
 
 /// Process names of boot recorders, whose own CPU use does not keep a boot from being done.
