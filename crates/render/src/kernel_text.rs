@@ -179,16 +179,12 @@ fn write_slowest_initcalls(out: &mut dyn Write, r: &Report) -> io::Result<()> {
         let ic = &kb.initcalls[i];
         writeln!(
             out,
-            "  {:>9}{}{:>6.1}%  {:<44} {}{}",
+            "  {:>9}{}{:>6.1}%  {:<44} {}",
             short(ic.cost_us()),
             if ic.overlapped { "*" } else { " " },
             100.0 * r.initcall_share(ic),
             ic.label(),
-            ic.pid.map(|p| format!("pid {p}")).unwrap_or_default(),
-            match ic.ret {
-                Some(0) | None => String::new(),
-                Some(e) => format!("  returned {e}"),
-            }
+            pid_and_failure(ic),
         )?;
     }
     if kb.initcalls.iter().any(|i| i.overlapped) {
@@ -244,16 +240,12 @@ fn write_after(out: &mut dyn Write, r: &Report) -> io::Result<()> {
         let ic = &kb.initcalls[i];
         writeln!(
             out,
-            "  {:>9}{} at {:>10}  {:<44} {}{}",
+            "  {:>9}{} at {:>10}  {:<44} {}",
             short(ic.cost_us()),
             if ic.overlapped { "*" } else { " " },
             ic.timeline_start().map(secs).unwrap_or_default(),
             ic.label(),
-            ic.pid.map(|p| format!("pid {p}")).unwrap_or_default(),
-            match ic.ret {
-                Some(0) | None => String::new(),
-                Some(e) => format!("  returned {e}"),
-            }
+            pid_and_failure(ic),
         )?;
     }
     Ok(())
@@ -356,4 +348,13 @@ fn write_bad_lines(out: &mut dyn Write, kb: &KernelBoot) -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// An initcall row's end: the thread that ran it, and its return code when it failed.
+fn pid_and_failure(ic: &kernel::boot::Initcall) -> String {
+    let pid = ic.pid.map(|p| format!("pid {p}")).unwrap_or_default();
+    match ic.ret {
+        Some(0) | None => pid,
+        Some(e) => format!("{pid}  returned {e}"),
+    }
 }
