@@ -37,6 +37,26 @@ fn recognise(root: &Path, b: Builtin) -> Result<Builtin, rc::Error> {
     builtin::recognise(root, b.script(), &script, "start")
 }
 
+/// Debian 13's copies (tests/fixtures/initscripts/trixie-builtin-root): `vars.sh`, which
+/// every script sources, and `checkroot.sh` changed, so every built-in steps aside and its
+/// script runs; the refusal names the first file that is not Debian 12's.
+#[test]
+fn on_debian_13_every_builtin_steps_aside_naming_the_changed_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/initscripts/trixie-builtin-root");
+    for b in Builtin::ALL {
+        let e = recognise(&root, b).unwrap_err();
+        assert_eq!(e.kind(), rc::ErrorKind::Refused, "{}: {e}", b.script());
+        let changed = if b == Builtin::CheckRoot {
+            root.join("etc/init.d/checkroot.sh")
+        } else {
+            root.join("lib/init/vars.sh")
+        };
+        assert_eq!(e.path(), Some(changed.as_path()), "{}: {e}", b.script());
+        assert!(e.to_string().contains("not Debian 12's"), "{e}");
+    }
+}
+
 #[test]
 fn debian_12s_own_scripts_are_recognised() {
     let root = fixture();
