@@ -672,20 +672,25 @@ pub fn kernel_release(boot: &Path) -> Result<String> {
 }
 
 /// From `apt-cache search` lines (`linux-image-6.1.0-47-amd64 - Linux 6.1 ...`), the release
-/// with the highest ABI number below `installed`'s (`6.1.0-50-amd64`), of the same upstream
-/// series.
+/// with the highest ABI number below `installed`'s, of the same series: Debian 12 names its
+/// kernels `6.1.0-50-amd64` (series 6.1.0, ABI 50), Debian 13 `6.12.117+deb13-amd64`
+/// (series 6.12+deb13, the upstream patch level 117 in the ABI's place).
 pub fn previous_kernel(listing: &str, installed: &str) -> Option<String> {
-    fn split(release: &str) -> Option<(&str, u32)> {
+    fn split(release: &str) -> Option<(String, u32)> {
         let base = release.strip_suffix("-amd64")?;
-        let (series, abi) = base.rsplit_once('-')?;
-        Some((series, abi.parse().ok()?))
+        if let Some((series, abi)) = base.rsplit_once('-') {
+            return Some((series.to_string(), abi.parse().ok()?));
+        }
+        let (version, tag) = base.split_once('+')?;
+        let (series, patch) = version.rsplit_once('.')?;
+        Some((format!("{series}+{tag}"), patch.parse().ok()?))
     }
     let (series, abi) = split(installed)?;
     listing
         .lines()
         .filter_map(|l| l.split(' ').next()?.strip_prefix("linux-image-"))
         .filter_map(|r| split(r).map(|(s, a)| (r, s, a)))
-        .filter(|&(_, s, a)| s == series && a < abi)
+        .filter(|(_, s, a)| *s == series && *a < abi)
         .max_by_key(|&(_, _, a)| a)
         .map(|(r, _, _)| r.to_string())
 }
@@ -1070,6 +1075,32 @@ linux-image-amd64 - Linux for 64-bit PCs (meta-package)
         assert_eq!(previous_kernel(listing, "6.1.0-47-amd64"), None);
         assert_eq!(previous_kernel(listing, "6.12.100+deb12-amd64"), None);
         assert_eq!(previous_kernel("", "6.1.0-50-amd64"), None);
+    }
+
+    /// Debian 13's names: the upstream patch level is the ABI, `+deb13` part of the series.
+    #[test]
+    fn previous_kernel_on_debian_13() {
+        let listing = "linux-image-6.12.107+deb13-amd64 - Linux 6.12 for 64-bit PCs (signed)
+linux-image-6.12.117+deb13-amd64 - Linux 6.12 for 64-bit PCs (signed)
+linux-image-6.12.48+deb13-amd64 - Linux 6.12 for 64-bit PCs (signed)
+linux-image-6.12.107+deb13-amd64-unsigned - Linux 6.12 for 64-bit PCs
+linux-image-6.12.110+deb12-amd64 - Linux 6.12 for 64-bit PCs (signed)
+linux-image-6.1.0-50-amd64 - Linux 6.1 for 64-bit PCs (signed)
+linux-image-amd64 - Linux for 64-bit PCs (meta-package)
+";
+        assert_eq!(
+            previous_kernel(listing, "6.12.117+deb13-amd64").as_deref(),
+            Some("6.12.107+deb13-amd64")
+        );
+        assert_eq!(
+            previous_kernel(listing, "6.12.107+deb13-amd64").as_deref(),
+            Some("6.12.48+deb13-amd64")
+        );
+        assert_eq!(previous_kernel(listing, "6.12.48+deb13-amd64"), None);
+        assert_eq!(
+            previous_kernel(listing, "6.1.0-51-amd64").as_deref(),
+            Some("6.1.0-50-amd64")
+        );
     }
 
     #[test]
