@@ -190,23 +190,23 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
 
 /// The first and the last sample of any kind (CPU, disk, processes), seconds.
 fn sample_span(trace: &Trace, ps_span: Option<(f64, f64)>) -> (f64, f64) {
-    let first = [
-        trace.stat.first().map(|b| cs(b.t_cs)),
-        trace.disk.first().map(|b| cs(b.t_cs)),
-        ps_span.map(|s| s.0),
+    let span = |first: Option<u64>, last: Option<u64>| Some((cs(first?), cs(last?)));
+    [
+        span(
+            trace.stat.first().map(|b| b.t_cs),
+            trace.stat.last().map(|b| b.t_cs),
+        ),
+        span(
+            trace.disk.first().map(|b| b.t_cs),
+            trace.disk.last().map(|b| b.t_cs),
+        ),
+        ps_span,
     ]
     .into_iter()
     .flatten()
-    .fold(f64::INFINITY, f64::min);
-    let last = [
-        trace.stat.last().map(|b| cs(b.t_cs)),
-        trace.disk.last().map(|b| cs(b.t_cs)),
-        ps_span.map(|s| s.1),
-    ]
-    .into_iter()
-    .flatten()
-    .fold(f64::NEG_INFINITY, f64::max);
-    (first, last)
+    .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (a, b)| {
+        (lo.min(a), hi.max(b))
+    })
 }
 
 /// The processes with some of `figure`, most first (ties in process order).
