@@ -255,8 +255,8 @@ fn events_of(r: &BootResult) -> String {
 /// a loader boot the modules it planned, how many had each outcome (`loader_loaded`, ...)
 /// and its span.
 fn loader_figures(r: &BootResult) -> Figures {
-    let mut f = runner::whole_figures(r);
     let events = events_of(r);
+    let mut f = runner::events_figures(&events);
     if let Ok(run) = modcheck::loader_run(&events) {
         let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
         for l in run.planned.values() {
@@ -359,17 +359,12 @@ fn in_guest(paths: &Paths, img: &image::Image, rounds: usize) -> Result<InGuest>
     learning.keep_disk = true;
     eprintln!("bench modules: a loader boot that keeps its disk (the sets, the durations learned)");
     let first = qemu::boot(paths, img, &learning)?;
-    let sets = loader_sets(&first);
     let disk = first
         .kept_disk()
         .ok_or_else(|| Error::fail("bench modules: the loader boot kept no disk"))?;
-    let (real_root, coldplug) = match sets {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = fs::remove_file(&disk);
-            return Err(e);
-        }
-    };
+    let (real_root, coldplug) = loader_sets(&first).inspect_err(|_| {
+        let _ = fs::remove_file(&disk);
+    })?;
     let mut second = on;
     second.disk_from = Some(disk.clone());
     second.guest_script = Some(guest_script(

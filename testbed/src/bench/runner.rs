@@ -62,9 +62,14 @@ pub fn trace_file(r: &BootResult, name: &str) -> Option<String> {
 /// Guest figures of a whole boot: the milestones (text login, graphical login, boot done)
 /// and what the recorder cost (its CPU seconds and share of the boot's CPU).
 pub fn whole_figures(r: &BootResult) -> Figures {
-    let events = trace_file(r, "events.log").unwrap_or_default();
-    let mut f = milestone_figures(&events);
-    let stats = recorder_stats(&events);
+    events_figures(&trace_file(r, "events.log").unwrap_or_default())
+}
+
+/// [`whole_figures`] from the text of a boot's `events.log`, for a benchmark that reads more
+/// of it.
+pub fn events_figures(events: &str) -> Figures {
+    let mut f = milestone_figures(events);
+    let stats = recorder_stats(events);
     for (key, stat) in [
         ("recorder_cpu_s", "cpu_s"),
         ("recorder_share_pct", "share_pct"),
@@ -372,8 +377,8 @@ pub fn finish(paths: &Paths, m: Measured, as_json: bool) -> Result<PathBuf> {
     if as_json {
         println!("{}", m.doc);
     } else {
-        let variants = m.doc["variants"].as_array().cloned().unwrap_or_default();
-        print_text(&m.summary, &m.counts, &variants, &m.notes, &file);
+        let variants = m.doc["variants"].as_array().map_or(&[][..], Vec::as_slice);
+        print_text(&m.summary, &m.counts, variants, &m.notes, &file);
     }
     let shared = m.doc["host_shared_boots"].as_u64().unwrap_or(0);
     if shared > 0 {
