@@ -513,6 +513,7 @@ pub fn load_modules_reporting(
                             let r = match sys::finit_module(
                                 &root.join(m.path.trim_start_matches('/')),
                                 &m.options,
+                                crate::compress::module_format(&m.path).is_some(),
                             ) {
                                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => Ok(()),
                                 other => other,

@@ -311,7 +311,23 @@ pub fn build(o: &Options) -> Result<Report, Error> {
             add(&mut a, &l, &sys_path(&o.fsroot, &l), 0o755)?;
         }
     }
+    let config = fs::read_to_string(sys_path(
+        &o.fsroot,
+        &format!("/boot/config-{}", plan.kernel),
+    ))
+    .ok();
     for m in &plan.modules {
+        // Loaded as they are: the kernel unpacks a compressed module at finit_module(2)
+        // (boot::load_modules), which a kernel without the unpacker would refuse at boot.
+        if let Some(why) = compress::module_unloadable(config.as_deref(), &m.path) {
+            return Err(Error::new(
+                ErrorKind::Unsupported,
+                format!(
+                    "cannot load module {} ({}) at boot: {why} (/boot/config-{})",
+                    m.name, m.path, plan.kernel
+                ),
+            ));
+        }
         add(&mut a, &m.path, &sys_path(&o.fsroot, &m.path), 0o644)?;
     }
     let plan_text = plan.to_text();
@@ -319,11 +335,6 @@ pub fn build(o: &Options) -> Result<Report, Error> {
     a.file(crate::PLAN_PATH, 0o644, plan_text.as_bytes());
     let cpio = a.finish();
 
-    let config = fs::read_to_string(sys_path(
-        &o.fsroot,
-        &format!("/boot/config-{}", plan.kernel),
-    ))
-    .ok();
     let candidates: Vec<Method> = match o.compression {
         Some(m) => {
             if !compress::kernel_supports(config.as_deref(), m) {

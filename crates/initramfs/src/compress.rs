@@ -1,4 +1,5 @@
-//! Compression of the archive, chosen by measurement among what the kernel can unpack
+//! Compression of the archive (and which compressed module files the kernel can load as they
+//! are), chosen by measurement among what the kernel can unpack
 //! (`CONFIG_RD_*` in `/boot/config-RELEASE`) and what this host can produce (gzip always, in
 //! process via flate2; xz, zstd, lz4 when their tools are installed), plus none.
 //!
@@ -96,6 +97,37 @@ pub fn kernel_supports(config: Option<&str>, m: Method) -> bool {
         Some(text) => text.lines().any(|l| l.trim() == format!("{opt}=y")),
         None => m == Method::Gzip,
     }
+}
+
+/// The compression of a module file, by its name: the format and the kernel option under
+/// which finit_module(2) unpacks it itself (flag `MODULE_INIT_COMPRESSED_FILE`, Linux 5.17;
+/// the kernel unpacks only the one format it was configured to compress its modules with,
+/// kernel/module/decompress.c). None: an uncompressed `.ko`.
+pub fn module_format(path: &str) -> Option<(&'static str, &'static str)> {
+    let file = path.rsplit('/').next().unwrap_or(path);
+    match file.rsplit_once(".ko.")?.1 {
+        "xz" => Some(("xz", "CONFIG_MODULE_COMPRESS_XZ")),
+        "zst" => Some(("zstd", "CONFIG_MODULE_COMPRESS_ZSTD")),
+        "gz" => Some(("gzip", "CONFIG_MODULE_COMPRESS_GZIP")),
+        _ => None,
+    }
+}
+
+/// Why the kernel whose config is `config` (the text of `/boot/config-RELEASE`) cannot load
+/// the module file at `path` as it is; None when it can (uncompressed, or compressed in the
+/// format the kernel unpacks).
+pub fn module_unloadable(config: Option<&str>, path: &str) -> Option<String> {
+    let (format, option) = module_format(path)?;
+    let has = |opt: &str| config.is_some_and(|c| c.lines().any(|l| l.trim() == format!("{opt}=y")));
+    if has("CONFIG_MODULE_DECOMPRESS") && has(option) {
+        return None;
+    }
+    Some(match config {
+        None => format!("it is {format}-compressed and the kernel's config is not there to say whether the kernel unpacks modules"),
+        Some(_) => format!(
+            "it is {format}-compressed and the kernel does not unpack such modules (needs CONFIG_MODULE_DECOMPRESS=y and {option}=y)"
+        ),
+    })
 }
 
 /// Compresses `data` with `m`.
@@ -241,6 +273,40 @@ pub fn measure(data: &[u8], candidates: &[Method]) -> (Vec<Measured>, Vec<String
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compressed_modules_need_the_kernels_unpacker() {
+        assert_eq!(
+            module_format("/lib/modules/6.1/kernel/fs/ext4/ext4.ko"),
+            None
+        );
+        assert_eq!(
+            module_format("/usr/lib/modules/6.12/kernel/fs/ext4/ext4.ko.xz"),
+            Some(("xz", "CONFIG_MODULE_COMPRESS_XZ"))
+        );
+        assert_eq!(module_format("a/b.ko.zst").map(|f| f.0), Some("zstd"));
+        // A directory named like a module does not make its files compressed.
+        assert_eq!(module_format("/x.ko.xz/virtio.ko"), None);
+        // Debian 13's kernel: xz modules, unpacked by the kernel.
+        let trixie = "CONFIG_MODULE_COMPRESS_XZ=y\nCONFIG_MODULE_COMPRESS_ALL=y\nCONFIG_MODULE_DECOMPRESS=y\n";
+        assert_eq!(module_unloadable(Some(trixie), "/m/ext4.ko.xz"), None);
+        assert_eq!(module_unloadable(Some(trixie), "/m/ext4.ko"), None);
+        let zst = module_unloadable(Some(trixie), "/m/ext4.ko.zst").unwrap();
+        assert!(zst.contains("CONFIG_MODULE_COMPRESS_ZSTD=y"), "{zst}");
+        let no_unpack = module_unloadable(
+            Some("CONFIG_MODULE_COMPRESS_XZ=y\n# CONFIG_MODULE_DECOMPRESS is not set\n"),
+            "/m/a.ko.xz",
+        )
+        .unwrap();
+        assert!(
+            no_unpack.contains("CONFIG_MODULE_DECOMPRESS=y"),
+            "{no_unpack}"
+        );
+        assert!(module_unloadable(None, "/m/a.ko.xz")
+            .unwrap()
+            .contains("config is not there"));
+        assert_eq!(module_unloadable(None, "/m/a.ko"), None);
+    }
 
     #[test]
     fn kernel_config_decides() {

@@ -25,19 +25,19 @@ pub fn move_mount(from: &str, to: &str) -> io::Result<()> {
     ::sys::mount(from, Path::new(to), None, libc::MS_MOVE, None)
 }
 
-/// finit_module(2) of the file at `path` with `options`.
-pub fn finit_module(path: &Path, options: &str) -> io::Result<()> {
+/// finit_module(2) of the file at `path` with `options`; `compressed`: the file is
+/// compressed and the kernel unpacks it (`MODULE_INIT_COMPRESSED_FILE`, Linux 5.17).
+pub fn finit_module(path: &Path, options: &str, compressed: bool) -> io::Result<()> {
+    const MODULE_INIT_COMPRESSED_FILE: libc::c_int = 4;
     let f = std::fs::File::open(path)?;
     let o = cstr(options)?;
-    // SAFETY: a valid open fd and a NUL-terminated options string; flags 0.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_finit_module,
-            f.as_raw_fd(),
-            o.as_ptr(),
-            0 as libc::c_int,
-        )
+    let flags = if compressed {
+        MODULE_INIT_COMPRESSED_FILE
+    } else {
+        0
     };
+    // SAFETY: a valid open fd, a NUL-terminated options string and a flags word.
+    let r = unsafe { libc::syscall(libc::SYS_finit_module, f.as_raw_fd(), o.as_ptr(), flags) };
     if r == 0 {
         Ok(())
     } else {

@@ -386,4 +386,43 @@ fn whole_build_from_a_fixture_system() {
         .iter()
         .all(|m| matches!(m.0, Method::Gzip | Method::None)));
     assert_eq!(r.measured.len(), 2);
+
+    // Debian 13's kernels ship every module xz-compressed (`.ko.xz`); the image carries them
+    // as they are when the kernel unpacks them at load, and refuses at build time otherwise.
+    let dep = fs::read_to_string(mdir.join("modules.dep")).unwrap();
+    fs::write(mdir.join("modules.dep"), dep.replace(".ko", ".ko.xz")).unwrap();
+    for (path, _) in ix.deps.values() {
+        fs::rename(mdir.join(path), mdir.join(format!("{path}.xz"))).unwrap();
+    }
+    o.compression = Some(Method::Gzip);
+    fs::write(&cfg, "CONFIG_RD_GZIP=y\nCONFIG_MODULE_COMPRESS_XZ=y\n").unwrap();
+    let e = build::build(&o).unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
+    assert!(
+        e.to_string()
+            .contains(".ko.xz) at boot: it is xz-compressed"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("CONFIG_MODULE_DECOMPRESS=y"), "{e}");
+    fs::write(
+        &cfg,
+        "CONFIG_RD_GZIP=y\nCONFIG_MODULE_COMPRESS_XZ=y\nCONFIG_MODULE_DECOMPRESS=y\n",
+    )
+    .unwrap();
+    let r = build::build(&o).unwrap();
+    let entries = initramfs::cpio::read(
+        &compress::decompress(Method::Gzip, &fs::read(&out).unwrap()).unwrap(),
+    )
+    .unwrap();
+    assert!(!r.plan.modules.is_empty());
+    for m in &r.plan.modules {
+        assert!(m.path.ends_with(".ko.xz"), "{}", m.path);
+        assert!(
+            entries
+                .iter()
+                .any(|e| e.name == m.path.trim_start_matches('/')),
+            "{} missing",
+            m.path
+        );
+    }
 }
