@@ -711,7 +711,8 @@ pub struct Enable {
     #[arg(long)]
     pub readahead: bool,
     /// The parallel init script runner in place of startpar (bootprint.rc=1; sysvinit only):
-    /// diverts /bin/startpar to /bin/startpar.distrib with the wrapper in its place
+    /// diverts startpar (the path dpkg names: /bin/startpar on Debian 12, /usr/bin/startpar
+    /// on 13) to startpar.distrib beside it, with the wrapper in its place
     #[arg(long)]
     pub rc: bool,
     /// Late units (bootprint.late=1; systemd only)

@@ -299,6 +299,66 @@ fn enable_all_then_disable_leaves_the_tree_as_it_was() {
     assert_eq!(snapshot(&f.root()), before);
 }
 
+/// Debian 13: /usr is merged by base-files and the startpar package ships
+/// `/usr/bin/startpar`, which dpkg's database names. The diversion is of that path (a
+/// diversion of `/bin/startpar` would not stop an upgrade of startpar writing over the
+/// wrapper), and disable undoes it exactly.
+#[test]
+fn on_debian_13_the_path_dpkg_names_is_diverted() {
+    if !have("dpkg-divert") || !have("dpkg-query") {
+        return;
+    }
+    let f = Fake::new(Init::Sysvinit);
+    let r = f.root();
+    fs::remove_dir_all(r.join("bin")).unwrap();
+    symlink("usr/bin", r.join("bin")).unwrap();
+    write(&r.join("usr/bin/startpar"), "Debian's startpar\n", 0o755);
+    write(
+        &r.join("var/lib/dpkg/status"),
+        "Package: startpar\nStatus: install ok installed\nPriority: optional\n\
+         Section: admin\nMaintainer: x <x@example.org>\nArchitecture: amd64\n\
+         Version: 0.66-1\nDescription: x\n\n",
+        0o644,
+    );
+    write(
+        &r.join("var/lib/dpkg/info/startpar.list"),
+        "/.\n/usr\n/usr/bin\n/usr/bin/startpar\n",
+        0o644,
+    );
+    let before = snapshot(&r);
+    let out = f.ok(&["enable", "--rc"]);
+    assert!(
+        out.contains("rc: diverted /usr/bin/startpar to /usr/bin/startpar.distrib"),
+        "{out}"
+    );
+    assert_eq!(
+        f.read("var/lib/dpkg/diversions"),
+        "/usr/bin/startpar\n/usr/bin/startpar.distrib\nbootprint\n"
+    );
+    let wrapper = fs::read_to_string(packaging("startpar-wrapper")).unwrap();
+    assert_eq!(f.read("usr/bin/startpar"), wrapper);
+    // The wrapper runs /bin/startpar.distrib: on a merged /usr that is the diverted file.
+    assert!(wrapper.contains("exec /bin/startpar.distrib"), "{wrapper}");
+    assert_eq!(f.read("bin/startpar.distrib"), "Debian's startpar\n");
+    let manifest = f.read("var/lib/bootprint/enabled");
+    assert!(
+        manifest.contains(
+            "diverted /usr/bin/startpar /usr/bin/startpar.distrib\ncreated /usr/bin/startpar\n"
+        ),
+        "{manifest}"
+    );
+    // Twice is once: the diversion is found again under the same path.
+    let enabled = snapshot(&r);
+    assert!(f.ok(&["enable", "--rc"]).contains("nothing changed"));
+    assert_eq!(snapshot(&r), enabled);
+    let out = f.ok(&["disable"]);
+    assert!(
+        out.contains("undid the diversion of /usr/bin/startpar"),
+        "{out}"
+    );
+    assert_eq!(snapshot(&r), before);
+}
+
 /// Defect 3 of the security issue: disable removed bootprint's images before update-grub,
 /// so a failing update-grub left GRUB's default entry loading an initrd that was gone. Now
 /// a disable whose update-grub fails changes nothing at all (the machine boots as before),

@@ -166,6 +166,7 @@ mod tests {
             tools: Tools {
                 update_grub: vec![update_grub.into()],
                 dpkg_divert: vec!["/nonexistent/dpkg-divert".into()],
+                dpkg_query: vec!["/nonexistent/dpkg-query".into()],
                 initramfs_build: vec!["true".into()],
                 grub_present: true,
             },

@@ -36,8 +36,8 @@ use std::path::Path;
 pub use error::{Error, ErrorKind};
 pub use machine::{under, Init, Machine, Tools, PACKAGE};
 pub use manifest::{
-    dropin_text, image_of, params, Change, Lever, Manifest, BOOT_BIN, CREATED_DIRS, CREATED_FILES,
-    DROPIN, ENTRY_ID, MANIFEST, STARTPAR, STARTPAR_DISTRIB, WRAPPER,
+    dropin_text, image_of, is_startpar, params, startpar_distrib, Change, Lever, Manifest,
+    BOOT_BIN, CREATED_DIRS, CREATED_FILES, DROPIN, ENTRY_ID, MANIFEST, STARTPAR_PATHS, WRAPPER,
 };
 
 use machine::run;
@@ -151,24 +151,24 @@ fn undo_all(m: &Machine, changes: &[Change]) -> (Vec<Change>, Vec<String>) {
     for i in order {
         let c = &changes[i];
         let result = match c {
-            Change::Created(p) if p == STARTPAR => {
-                let bytes = m.read(STARTPAR).ok().flatten();
-                let r = m.remove(STARTPAR);
+            Change::Created(p) if is_startpar(p) => {
+                let bytes = m.read(p).ok().flatten();
+                let r = m.remove(p);
                 if let (Ok(()), Some(b)) = (&r, bytes) {
                     wrapper = Some((i, b));
                 }
                 r
             }
-            Change::Diverted { .. } => undo(m, c).inspect_err(|_| {
+            Change::Diverted { path, to } => undo(m, c).inspect_err(|_| {
                 // dpkg-divert may have failed before it moved Debian's startpar back (the
                 // wrapper goes back, to run it from its diverted name) or after (it is at
                 // /bin/startpar again, and stays).
                 // Only a wrapper put back stays in the manifest: Debian's startpar at its
                 // name is not bootprint's to remove.
                 if let Some((w, bytes)) = wrapper.take() {
-                    if !m.exists(STARTPAR) && m.exists(STARTPAR_DISTRIB) {
+                    if !m.exists(path) && m.exists(to) {
                         failed[w] = true;
-                        if let Err(e) = m.write(STARTPAR, &bytes, 0o755) {
+                        if let Err(e) = m.write(path, &bytes, 0o755) {
                             errors.push(format!("putting the wrapper back failed too: {e}"));
                         }
                     }
@@ -326,12 +326,14 @@ fn apply(
     // The diversion and the images first, the drop-in last: GRUB sees the parameters only
     // once what they need is in place.
     if new.contains(&Lever::Rc) {
+        let startpar = m.startpar()?;
+        let distrib = startpar_distrib(startpar);
         match m.startpar_hooked_by_other()? {
             Some(by) => said.push(format!(
-                "rc: {STARTPAR} is already the wrapper over {STARTPAR_DISTRIB} ({by}): left as it is"
+                "rc: {startpar} is already the wrapper over {distrib} ({by}): left as it is"
             )),
-            None if m.diversion(STARTPAR)?.is_some() => {
-                said.push(format!("rc: {STARTPAR} is already diverted by bootprint"))
+            None if m.diversion(startpar)?.is_some() => {
+                said.push(format!("rc: {startpar} is already diverted by bootprint"))
             }
             None => {
                 run(
@@ -341,15 +343,15 @@ fn apply(
                         PACKAGE,
                         "--rename",
                         "--divert",
-                        STARTPAR_DISTRIB,
+                        &distrib,
                         "--add",
-                        STARTPAR,
+                        startpar,
                     ],
                     &m.root,
                 )?;
                 j.push(Change::Diverted {
-                    path: STARTPAR.into(),
-                    to: STARTPAR_DISTRIB.into(),
+                    path: startpar.into(),
+                    to: distrib.clone(),
                 })?;
                 let wrapper = m.read(WRAPPER)?.ok_or_else(|| {
                     let path = m.path(WRAPPER);
@@ -361,10 +363,10 @@ fn apply(
                 })?;
                 // A copy, not a link: should the package go without its prerm, the copy
                 // still runs Debian's startpar (it checks for bootprint-boot first).
-                j.push(Change::Created(STARTPAR.into()))?;
-                m.write(STARTPAR, &wrapper, 0o755)?;
+                j.push(Change::Created(startpar.into()))?;
+                m.write(startpar, &wrapper, 0o755)?;
                 said.push(format!(
-                    "rc: diverted {STARTPAR} to {STARTPAR_DISTRIB}, the wrapper in its place"
+                    "rc: diverted {startpar} to {distrib}, the wrapper in its place"
                 ));
             }
         }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::error::{Error, ErrorKind};
-use crate::manifest::{Manifest, BOOT_BIN, MANIFEST, STARTPAR, STARTPAR_DISTRIB, WRAPPER};
+use crate::manifest::{startpar_distrib, Manifest, BOOT_BIN, MANIFEST, STARTPAR_PATHS, WRAPPER};
 
 /// The package name diversions are made for.
 pub const PACKAGE: &str = "bootprint";
@@ -56,6 +56,9 @@ pub struct Tools {
     pub update_grub: Vec<OsString>,
     /// dpkg's `dpkg-divert` (with `--root DIR` for another root).
     pub dpkg_divert: Vec<OsString>,
+    /// dpkg's `dpkg-query` (with `--root DIR` for another root): which path of startpar
+    /// dpkg knows.
+    pub dpkg_query: Vec<OsString>,
     /// `bootprint initramfs build`; `--kernel RELEASE --out IMAGE` are appended.
     pub initramfs_build: Vec<OsString>,
     /// Whether GRUB's update-grub is there to run.
@@ -82,8 +85,10 @@ impl Tools {
             ),
         };
         let mut dpkg_divert = vec![env("BOOTPRINT_DPKG_DIVERT").unwrap_or("dpkg-divert".into())];
+        let mut dpkg_query = vec![env("BOOTPRINT_DPKG_QUERY").unwrap_or("dpkg-query".into())];
         if !here {
             dpkg_divert.extend(["--root".into(), root.into()]);
+            dpkg_query.extend(["--root".into(), root.into()]);
         }
         let initramfs_build = match env("BOOTPRINT_INITRAMFS_BUILD") {
             Some(p) => vec![p],
@@ -96,6 +101,7 @@ impl Tools {
         Tools {
             update_grub,
             dpkg_divert,
+            dpkg_query,
             initramfs_build,
             grub_present,
         }
@@ -317,33 +323,55 @@ impl Machine {
         Ok(Some((to, pkg)))
     }
 
-    /// Whether /bin/startpar is already the wrapper over Debian's startpar, diverted by
-    /// someone else (the test bed's image does this with a local diversion): then the rc
-    /// lever needs only its kernel parameter.
+    /// Debian's startpar as dpkg knows it: the one of [`STARTPAR_PATHS`] already diverted
+    /// (by bootprint or another), else `/usr/bin/startpar` when dpkg's database names that
+    /// (Debian 13), else `/bin/startpar` (Debian 12). A diversion of the path dpkg does not
+    /// name would not stop an upgrade of startpar writing over the wrapper.
+    pub fn startpar(&self) -> Result<&'static str, Error> {
+        for p in STARTPAR_PATHS {
+            if self.diversion(p)?.is_some() {
+                return Ok(p);
+            }
+        }
+        let usr = STARTPAR_PATHS[1];
+        let known = Command::new(&self.tools.dpkg_query[0])
+            .args(&self.tools.dpkg_query[1..])
+            .args(["--search", usr])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        Ok(if known { usr } else { STARTPAR_PATHS[0] })
+    }
+
+    /// Whether startpar ([`Machine::startpar`]) is already the wrapper over Debian's
+    /// startpar, diverted by someone else (the test bed's image does this with a local
+    /// diversion): then the rc lever needs only its kernel parameter.
     pub fn startpar_hooked_by_other(&self) -> Result<Option<String>, Error> {
-        let Some((to, pkg)) = self.diversion(STARTPAR)? else {
+        let startpar = self.startpar()?;
+        let Some((to, pkg)) = self.diversion(startpar)? else {
             return Ok(None);
         };
         if pkg == PACKAGE {
             return Ok(None);
         }
         let wrapper = self.read(WRAPPER).ok().flatten();
-        let current = self.read(STARTPAR).ok().flatten();
+        let current = self.read(startpar).ok().flatten();
         let by = if pkg == "LOCAL" {
             "a local diversion".to_string()
         } else {
             pkg
         };
-        if to == STARTPAR_DISTRIB && wrapper.is_some() && wrapper == current {
+        if to == startpar_distrib(startpar) && wrapper.is_some() && wrapper == current {
             Ok(Some(by))
         } else {
             Err(Error::new(
                 ErrorKind::NotSupported,
                 format!(
-                    "{STARTPAR} is already diverted to {to} by {by}: bootprint will not divert it again"
+                    "{startpar} is already diverted to {to} by {by}: bootprint will not divert it again"
                 ),
             )
-            .at(&self.path(STARTPAR)))
+            .at(&self.path(startpar)))
         }
     }
 
@@ -371,13 +399,17 @@ impl Machine {
                     if !self.path(WRAPPER).is_file() {
                         return Some(format!("{} is missing", self.path(WRAPPER).display()));
                     }
+                    let startpar = match self.startpar() {
+                        Ok(p) => p,
+                        Err(e) => return Some(e.to_string()),
+                    };
                     match self.startpar_hooked_by_other() {
                         Err(e) => Some(e.to_string()),
                         Ok(Some(_)) => None,
-                        Ok(None) if self.diversion(STARTPAR).ok().flatten().is_some() => None,
-                        Ok(None) if !self.path(STARTPAR).is_file() => Some(format!(
+                        Ok(None) if self.diversion(startpar).ok().flatten().is_some() => None,
+                        Ok(None) if !self.path(startpar).is_file() => Some(format!(
                             "{} is missing (Debian's startpar package): /lib/init/rc runs the scripts one by one, there is nothing to replace",
-                            self.path(STARTPAR).display()
+                            self.path(startpar).display()
                         )),
                         Ok(None) => None,
                     }

@@ -17,16 +17,27 @@ pub const DROPIN: &str = "/etc/default/grub.d/bootprint.cfg";
 pub const BOOT_BIN: &str = "/usr/lib/bootprint/bootprint-boot";
 /// The startpar wrapper the package installs (packaging/startpar-wrapper).
 pub const WRAPPER: &str = "/usr/lib/bootprint/startpar-wrapper";
-/// Debian's startpar, which /lib/init/rc runs.
-pub const STARTPAR: &str = "/bin/startpar";
-/// Where the diversion moves Debian's startpar (the wrapper runs it when the runner is off).
-pub const STARTPAR_DISTRIB: &str = "/bin/startpar.distrib";
+/// Debian's startpar, which /lib/init/rc runs, where dpkg knows it: Debian 12's package
+/// ships `/bin/startpar`, Debian 13's `/usr/bin/startpar` (one file on a merged /usr, but
+/// dpkg diverts only the path its database names: [`crate::machine::Machine::startpar`]).
+pub const STARTPAR_PATHS: [&str; 2] = ["/bin/startpar", "/usr/bin/startpar"];
+
+/// Where the diversion moves Debian's startpar from `path` (the wrapper runs it when the
+/// runner is off).
+pub fn startpar_distrib(path: &str) -> String {
+    format!("{path}.distrib")
+}
+
+/// Whether `path` is one of [`STARTPAR_PATHS`].
+pub fn is_startpar(path: &str) -> bool {
+    STARTPAR_PATHS.contains(&path)
+}
 /// The GRUB menu entry id of the newest kernel with bootprint's initramfs
 /// (packaging/grub.d); `--default` points GRUB_DEFAULT at it.
 pub const ENTRY_ID: &str = "bootprint-initramfs";
 
 /// The files enable creates (and disable removes): nothing else.
-pub const CREATED_FILES: [&str; 2] = [DROPIN, STARTPAR];
+pub const CREATED_FILES: [&str; 3] = [DROPIN, STARTPAR_PATHS[0], STARTPAR_PATHS[1]];
 
 /// The directories enable may create (the manifest's and the drop-in's, with their
 /// parents on a bare root), removed again when empty.
@@ -161,7 +172,7 @@ pub struct Manifest {
 impl Manifest {
     /// Parses the manifest's text; `file` names it in errors (with the line and what was
     /// expected there). Only the changes enable makes are accepted: [`CREATED_FILES`],
-    /// [`CREATED_DIRS`], the diversion of [`STARTPAR`] to [`STARTPAR_DISTRIB`], and
+    /// [`CREATED_DIRS`], the diversion of a [`STARTPAR_PATHS`] to [`startpar_distrib`], and
     /// [`image_of`] a valid kernel release.
     pub fn parse(text: &str, file: &str) -> Result<Manifest, Error> {
         let mut m = Manifest::default();
@@ -201,7 +212,7 @@ impl Manifest {
                         CREATED_FILES.join(" or ")
                     )))
                 }
-                ["diverted", p, to] if *p == STARTPAR && *to == STARTPAR_DISTRIB => {
+                ["diverted", p, to] if is_startpar(p) && *to == startpar_distrib(p) => {
                     m.changes.push(Change::Diverted {
                         path: p.to_string(),
                         to: to.to_string(),
@@ -209,8 +220,12 @@ impl Manifest {
                 }
                 ["diverted", ..] => {
                     return Err(bad(&format!(
-                        "the diversion `bootprint enable` makes (`diverted {STARTPAR} {STARTPAR_DISTRIB}`)"
-                    )))
+                    "a diversion `bootprint enable` makes (`diverted {} {}` or `diverted {} {}`)",
+                    STARTPAR_PATHS[0],
+                    startpar_distrib(STARTPAR_PATHS[0]),
+                    STARTPAR_PATHS[1],
+                    startpar_distrib(STARTPAR_PATHS[1])
+                )))
                 }
                 ["built", k, img] if valid_release(k) && *img == image_of(k) => {
                     m.changes.push(Change::Built {
@@ -293,10 +308,10 @@ mod tests {
             changes: vec![
                 Change::CreatedDir("/var/lib/bootprint".into()),
                 Change::Diverted {
-                    path: STARTPAR.into(),
-                    to: STARTPAR_DISTRIB.into(),
+                    path: STARTPAR_PATHS[1].into(),
+                    to: startpar_distrib(STARTPAR_PATHS[1]),
                 },
-                Change::Created(STARTPAR.into()),
+                Change::Created(STARTPAR_PATHS[1].into()),
                 Change::Built {
                     kernel: "6.1.0-9-amd64".into(),
                     image: "/boot/bootprint-initrd.img-6.1.0-9-amd64".into(),
@@ -341,8 +356,13 @@ mod tests {
                 "a directory `bootprint enable` creates",
             ),
             ("created-dir /var/lib/bootprint/..", "a directory"),
-            ("diverted /bin/sh /bin/sh.distrib", "the diversion"),
-            ("diverted /bin/startpar /etc/passwd", "the diversion"),
+            ("diverted /bin/sh /bin/sh.distrib", "a diversion"),
+            ("diverted /bin/startpar /etc/passwd", "a diversion"),
+            // Each path only to its own `.distrib`.
+            (
+                "diverted /bin/startpar /usr/bin/startpar.distrib",
+                "a diversion",
+            ),
             ("built 6.1 /../x", "`built RELEASE"),
             ("built 6.1 /boot/vmlinuz-6.1", "`built RELEASE"),
             (
@@ -364,8 +384,9 @@ mod tests {
             );
         }
         let ok = "created-dir /etc/default/grub.d\ncreated /bin/startpar\n\
+                  diverted /usr/bin/startpar /usr/bin/startpar.distrib\ncreated /usr/bin/startpar\n\
                   built 6.12.1+deb13-amd64 /boot/bootprint-initrd.img-6.12.1+deb13-amd64\n";
-        assert_eq!(Manifest::parse(ok, "/m").unwrap().changes.len(), 3);
+        assert_eq!(Manifest::parse(ok, "/m").unwrap().changes.len(), 5);
     }
 
     #[test]
