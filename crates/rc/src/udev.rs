@@ -15,19 +15,33 @@
 
 use std::path::Path;
 
-use crate::builtin::{sha256, Builtin};
+use crate::builtin::{sha256, Builtin, Known, Release, KNOWN_RELEASES};
 use crate::{Error, ErrorKind};
 
-/// SHA-256 of Debian 12's `/etc/init.d/udev` (udev 252, as on the test image).
-pub const UDEV_SHA256: &str = "1b945f67c50a32331ad6f9ba49eac8205fe0866fa850dc1fc645d240bd834844";
+/// `/etc/init.d/udev`: Debian 12's (udev 252, as on the test image) and Debian 13's
+/// (initscripts 3.14-4 ships it; it adds /usr to PATH and stops early in a chroot, neither
+/// of which touches the console).
+pub const UDEV: Known = Known {
+    path: "etc/init.d/udev",
+    versions: &[
+        (
+            Release::Debian12,
+            "1b945f67c50a32331ad6f9ba49eac8205fe0866fa850dc1fc645d240bd834844",
+        ),
+        (
+            Release::Debian13,
+            "f4151659085cf6bcc92df9df3b08d17de947907787da773e6f116b11a8aad31a",
+        ),
+    ],
+};
 
 /// The script that no longer waits for udev.
 pub const FREED: &str = "mountdevsubfs.sh";
 
-/// SHA-256 of Debian 12's `/etc/init.d/bootmisc.sh` (initscripts 3.06-4).
+/// SHA-256 of Debian 12's `/etc/init.d/bootmisc.sh` (initscripts 3.06-4; the same bytes in 13).
 pub const BOOTMISC_SHA256: &str =
     "717cf2aad18a2cc132f70b87e8cb5e6fc10700c2169a48aba25ac1de9adf81a8";
-/// SHA-256 of Debian 12's `/etc/init.d/procps` (procps 4.0.2).
+/// SHA-256 of Debian 12's `/etc/init.d/procps` (procps 4.0.2; the same bytes in 13).
 pub const PROCPS_SHA256: &str = "82ceae8662bf1ce590db859943aa6150b1747ae1229dd680df858ef93f156083";
 
 /// Where `sysctl --system` (procps 4) reads its settings.
@@ -98,7 +112,7 @@ fn procps_needs_no_device(root: &Path) -> Result<(), String> {
 }
 
 /// Scripts of runlevel S that, where [`off_path`] holds, no longer wait for udev either,
-/// each only when it is Debian 12's own: `bootmisc.sh` writes /run/nologin, removes
+/// each only when it is Debian's own (12's bytes, unchanged in 13): `bootmisc.sh` writes /run/nologin, removes
 /// bootclean's flag files and truncates utmp, no device (its `Should-Start: udev` is older
 /// than that); `procps` runs `sysctl --system`, which waits for udev only for settings
 /// that name a network interface, so only when none does. Returns the freed scripts and,
@@ -114,7 +128,7 @@ pub fn also_freed(root: &Path) -> (Vec<&'static str>, Vec<String>) {
             Ok(())
         } else {
             Err(format!(
-                "/{rel} is not Debian 12's: it still waits for udev"
+                "/{rel} is not {KNOWN_RELEASES}: it still waits for udev"
             ))
         }
     };
@@ -198,26 +212,27 @@ fn read(root: &Path, rel: &str) -> Result<Option<String>, Error> {
 }
 
 /// Whether udev may run beside the path on the system at `root`; Err says why not (shown
-/// by `--dry-run`): both scripts Debian 12's own, and every device in /etc/fstab a kernel
+/// by `--dry-run`): both scripts Debian's own (12's or 13's), and every device in /etc/fstab a kernel
 /// name (no `UUID=`, `LABEL=`, /dev/disk/..., /dev/mapper/...: udev makes those links, and
 /// LVM, RAID and dm-crypt wait for it), no /etc/fstab.d, nothing in /etc/crypttab. The
 /// reasons are [`ErrorKind::Refused`]; a file that cannot be read is [`ErrorKind::Io`].
 pub fn off_path(root: &Path) -> Result<(), Error> {
     let refused = |message: String| Error::new(ErrorKind::Refused, message);
-    let same = |rel: &str, want: &str| -> Result<(), Error> {
-        let path = root.join(rel);
-        let data = std::fs::read(&path).map_err(|e| Error::io(&path, format!("/{rel}: {e}"), e))?;
-        if sha256::hex(&data) == want {
-            Ok(())
-        } else {
-            Err(refused(format!("/{rel} is not Debian 12's: it keeps its place")).at(&path))
+    let same = |known: &Known| -> Result<(), Error> {
+        let path = root.join(known.path);
+        let data = std::fs::read(&path)
+            .map_err(|e| Error::io(&path, format!("/{}: {e}", known.path), e))?;
+        match known.release_of(&data) {
+            Some(_) => Ok(()),
+            None => Err(refused(format!(
+                "/{} is not {KNOWN_RELEASES}: it keeps its place",
+                known.path
+            ))
+            .at(&path)),
         }
     };
-    same("etc/init.d/udev", UDEV_SHA256)?;
-    same(
-        &format!("etc/init.d/{FREED}"),
-        Builtin::MountDevSubFs.script_sha256(),
-    )?;
+    same(&UDEV)?;
+    same(&Builtin::MountDevSubFs.script_known())?;
     if root.join("etc/fstab.d").exists() {
         return Err(refused("/etc/fstab.d exists".into()));
     }

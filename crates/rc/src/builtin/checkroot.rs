@@ -12,7 +12,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::{
-    devpts_options, is_mount_point, kernel_has, read_small, shm_size_kib, touch, Env, Steps,
+    devpts_options, is_mount_point, kernel_has, read_small, shm_size_kib, touch, Builtin, Env,
+    Release, Steps,
 };
 
 /// The root's fstab entry, as `read_fstab` reads it.
@@ -118,13 +119,66 @@ pub fn no_check_left(env: &Env) -> Result<RootEntry, String> {
         let here = fs::metadata(env.at("/")).map_err(|e| format!("/: {e}"))?;
         if !dev.file_type().is_block_device() || dev.rdev() != here.dev() {
             return Err(format!(
-                "{} is not the device mounted on /: the script makes /run/rootdev",
-                root.dev
+                "{} is not the device mounted on /: the script makes {}",
+                root.dev,
+                temporary_root_node(env)
             ));
         }
     }
     Ok(root)
 }
+
+/// Where the script makes its temporary root node (and removes it after the remount):
+/// Debian 13's checkroot.sh moved it from /run/rootdev to /dev/rootdev.
+fn temporary_root_node(env: &Env) -> &'static str {
+    match super::release_on(env, &Builtin::CheckRoot.script_known()) {
+        Some(Release::Debian13) => "/dev/rootdev",
+        _ => "/run/rootdev",
+    }
+}
+
+/// Debian 13's checkroot.sh, once the initramfs has checked the root, keeps the
+/// initramfs's fsck log: `logsave -s /var/log/fsck/checkroot cat /run/initramfs/fsck.log`
+/// (its output to /dev/null) when logsave and that log file are there; otherwise it prints
+/// a failure message, which is left to the script (Err: nothing done yet).
+fn keep_initramfs_fsck_log(env: &Env) -> Result<(), String> {
+    let checked = env.at("/run/initramfs/fsck-root").exists();
+    if !checked
+        || super::release_on(env, &Builtin::CheckRoot.script_known()) != Some(Release::Debian13)
+    {
+        return Ok(());
+    }
+    let logsave = env.at("/sbin/logsave");
+    let executable = fs::metadata(&logsave).is_ok_and(|m| {
+        use std::os::unix::fs::PermissionsExt;
+        m.is_file() && m.permissions().mode() & 0o111 != 0
+    });
+    if !executable || !env.at(CHECKROOT_LOG).exists() {
+        return Err(format!(
+            "/sbin/logsave or {CHECKROOT_LOG} is missing: the script says it cannot keep the initramfs's fsck log"
+        ));
+    }
+    let log = env.at(CHECKROOT_LOG).to_string_lossy().into_owned();
+    let fsck_log = env
+        .at("/run/initramfs/fsck.log")
+        .to_string_lossy()
+        .into_owned();
+    // Its output to /dev/null, its errors to the console, as the script has it.
+    Command::new(&logsave)
+        .args(["-s", &log, "cat", &fsck_log])
+        .env("PATH", "/usr/bin:/sbin:/bin")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| format!("logsave: {e}"))?;
+    Ok(())
+}
+
+/// checkfs.sh's `FSCK_LOGFILE`.
+const CHECKFS_LOG: &str = "/var/log/fsck/checkfs";
+
+/// checkroot.sh's `FSCK_LOGFILE`.
+const CHECKROOT_LOG: &str = "/var/log/fsck/checkroot";
 
 /// Runs `prog args...` as the script would (PATH /usr/bin:/sbin:/bin, output to the
 /// console, i.e. the runner's pty); Ok(true) when it exited 0. A program that cannot be
@@ -191,6 +245,7 @@ pub(super) fn run(env: &Env, steps: &mut Steps) -> Result<(), String> {
         .map_err(|e| format!("{}/meminfo: {e}", env.proc_dir.display()))?;
     let shm_kib =
         shm_size_kib(&String::from_utf8_lossy(&meminfo)).ok_or("no MemTotal in meminfo")?;
+    keep_initramfs_fsck_log(env)?;
 
     // Swap, unless `noswap` or swap on LVM or a file (the script leaves those alone).
     let swaps: Vec<String> = fstab
@@ -228,7 +283,7 @@ pub(super) fn run(env: &Env, steps: &mut Steps) -> Result<(), String> {
                 .map_err(|e| format!("ln -fs /proc/mounts {}: {e}", mtab.display()))?;
         }
     }
-    let _ = fs::remove_file(env.at("/run/rootdev"));
+    let _ = fs::remove_file(env.at(temporary_root_node(env)));
 
     // /etc/init.d/mountkernfs.sh reload
     remount(
@@ -340,8 +395,19 @@ pub(super) fn checkfs(env: &Env, steps: &mut Steps) -> Result<(), String> {
         if force {
             fsck.push("-f");
         }
-        let code = if Path::new("/sbin/logsave").is_file() {
-            let mut args = vec!["-s", "/var/log/fsck/checkfs"];
+        // logsave_best_effort: Debian 13's logs only into a log file that exists, and
+        // otherwise prints a failure message first (left to the script).
+        let logsave = Path::new("/sbin/logsave").is_file();
+        if logsave
+            && super::release_on(env, &super::MOUNT_FUNCTIONS) == Some(Release::Debian13)
+            && !env.at(CHECKFS_LOG).exists()
+        {
+            return Err(format!(
+                "{CHECKFS_LOG} is missing: the script says it cannot keep fsck's output"
+            ));
+        }
+        let code = if logsave {
+            let mut args = vec!["-s", CHECKFS_LOG];
             args.extend(&fsck);
             Command::new("logsave")
                 .args(&args)
@@ -397,5 +463,67 @@ mod tests {
             fstab_opts("proc /proc proc defaults 0 0\n", "/proc", Some("tmpfs")),
             None
         );
+    }
+
+    /// Debian 13's checkroot.sh keeps the initramfs's fsck log through logsave (the real
+    /// one, e2fsprogs') when it and the log file are there; without the log file the
+    /// built-in declines before doing anything (the script prints its failure message);
+    /// Debian 12's copy does neither.
+    #[test]
+    fn debian_13_keeps_the_initramfs_fsck_log() {
+        if !Path::new("/sbin/logsave").is_file() {
+            eprintln!("skipped: no /sbin/logsave (e2fsprogs)");
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let fixtures =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/initscripts");
+        let script = root.join("etc/init.d/checkroot.sh");
+        fs::create_dir_all(script.parent().unwrap()).unwrap();
+        for d in ["run/initramfs", "var/log/fsck", "sbin"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::os::unix::fs::symlink("/sbin/logsave", root.join("sbin/logsave")).unwrap();
+        fs::write(root.join("run/initramfs/fsck-root"), "").unwrap();
+        fs::write(
+            root.join("run/initramfs/fsck.log"),
+            "/dev/vda: clean, 1/2 files\n",
+        )
+        .unwrap();
+        let env = Env::under(root);
+        let log = root.join("var/log/fsck/checkroot");
+        // Debian 12's script: nothing kept, even with everything there.
+        fs::copy(
+            fixtures.join("builtin-root/etc/init.d/checkroot.sh"),
+            &script,
+        )
+        .unwrap();
+        fs::write(&log, "(Nothing has been logged yet.)\n").unwrap();
+        keep_initramfs_fsck_log(&env).unwrap();
+        assert_eq!(
+            fs::read_to_string(&log).unwrap(),
+            "(Nothing has been logged yet.)\n"
+        );
+        assert_eq!(temporary_root_node(&env), "/run/rootdev");
+        // Debian 13's: the log appended to the file initscripts' postinst made.
+        fs::copy(
+            fixtures.join("trixie-changed/etc/init.d/checkroot.sh"),
+            &script,
+        )
+        .unwrap();
+        assert_eq!(temporary_root_node(&env), "/dev/rootdev");
+        keep_initramfs_fsck_log(&env).unwrap();
+        let kept = fs::read_to_string(&log).unwrap();
+        assert!(kept.contains("/dev/vda: clean, 1/2 files"), "{kept}");
+        // Without the log file: declined, nothing written.
+        fs::remove_file(&log).unwrap();
+        let e = keep_initramfs_fsck_log(&env).unwrap_err();
+        assert!(e.contains("cannot keep the initramfs's fsck log"), "{e}");
+        assert!(!log.exists());
+        // Not checked by the initramfs: nothing to keep.
+        fs::remove_file(root.join("run/initramfs/fsck-root")).unwrap();
+        keep_initramfs_fsck_log(&env).unwrap();
+        assert!(!log.exists());
     }
 }

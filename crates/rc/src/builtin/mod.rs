@@ -6,9 +6,11 @@
 //! script's timeout, pty and span apply unchanged), **only** where doing exactly what the
 //! script would do is certain:
 //!
-//! - the script and every file it sources are Debian 12's own, byte for byte (SHA-256 in
-//!   [`Builtin::known_files`]; `/lib/lsb/init-functions.d` holds no other hook): an edited
-//!   or unknown script runs as a script;
+//! - the script and every file it sources are Debian's own, byte for byte, as Debian 12 or
+//!   13 ships them (SHA-256 in [`Builtin::script_known`] and [`Builtin::known_files`];
+//!   `/lib/lsb/init-functions.d` holds no other hook): an edited or unknown script runs as a
+//!   script; where the releases' copies differ on the built-in's path, it does what the copy
+//!   on the system does;
 //! - its configuration is the default: `/etc/default/rcS` and `/etc/default/tmpfs` set
 //!   nothing, `/etc/default/devpts` sets only `TTYGRP` and `TTYMODE`, `/etc/fstab` names none
 //!   of the mount points it handles (the `proc` line Debian ships aside), there is no
@@ -59,43 +61,120 @@ pub enum Builtin {
     MountAll,
 }
 
-/// Files every built-in script sources, with their Debian 12 SHA-256 (initscripts 3.06-4,
-/// sysvinit-utils 3.06-4: what the test image has).
-const COMMON: &[(&str, &str)] = &[
-    (
-        "lib/init/vars.sh",
-        "49d734860b46c62805fc29a67b9d61210113b6eac2409e4ffd5cf14589f4f0a3",
-    ),
-    (
-        "lib/lsb/init-functions",
+/// A Debian release whose copies of the scripts the built-ins know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Release {
+    /// Debian 12 (bookworm): initscripts and sysvinit-utils 3.06-4, udev 252.
+    Debian12,
+    /// Debian 13 (trixie): initscripts and sysvinit-utils 3.14-4 (which also ship the udev
+    /// script there), systemd 257.
+    Debian13,
+}
+
+/// The releases every known file was checked against (each file of 13 either listed or
+/// byte-equal to 12's), for messages.
+pub const KNOWN_RELEASES: &str = "Debian 12's or 13's";
+
+/// A file the built-ins know: its path under the root, and its SHA-256 in each release
+/// whose copy differs from the one before (a release shipping the same bytes is not
+/// listed again: the file then behaves as the earlier release's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Known {
+    /// The path, relative to the root.
+    pub path: &'static str,
+    /// (release, SHA-256), oldest first.
+    pub versions: &'static [(Release, &'static str)],
+}
+
+impl Known {
+    /// Which release's copy `data` is, if any.
+    pub fn release_of(&self, data: &[u8]) -> Option<Release> {
+        let got = sha256::hex(data);
+        self.versions
+            .iter()
+            .find(|(_, want)| *want == got)
+            .map(|(r, _)| *r)
+    }
+}
+
+/// Which release's copy of `known` the system under `env` has (None: another, or
+/// unreadable; [`recognise`] has refused such a system before a built-in runs).
+fn release_on(env: &Env, known: &Known) -> Option<Release> {
+    read_small(&env.at(&format!("/{}", known.path)))
+        .ok()
+        .and_then(|d| known.release_of(&d))
+}
+
+/// `/lib/init/vars.sh` (Debian 13's defaults ASYNCMOUNTNFS to no for `ip=`/`nfsroot=`,
+/// which only mountnfs.sh reads).
+const VARS: Known = Known {
+    path: "lib/init/vars.sh",
+    versions: &[
+        (
+            Release::Debian12,
+            "49d734860b46c62805fc29a67b9d61210113b6eac2409e4ffd5cf14589f4f0a3",
+        ),
+        (
+            Release::Debian13,
+            "a35cfcac3e119e5488bf093f3dc8213b2f10e7668a460665b884760e823e5eef",
+        ),
+    ],
+};
+
+/// `/lib/lsb/init-functions` (the same bytes in Debian 13).
+const INIT_FUNCTIONS: Known = Known {
+    path: "lib/lsb/init-functions",
+    versions: &[(
+        Release::Debian12,
         "f58bfadf2419d6036a2c7440e574c3c3e7a35aea380375f6ab1b590d64e5e952",
-    ),
-];
+    )],
+};
 
 /// The hooks `/lib/lsb/init-functions` may source (any of them may be absent; any other
-/// file there could do anything): sysvinit-utils' and systemd 252's.
-const HOOKS: &[(&str, &str)] = &[
-    (
-        "00-verbose",
-        "e1c1b915d3e45deaddd57fd4bdd1ff490e0f8dd1e842b22cf2bdc963bbd29e13",
-    ),
-    (
-        "40-systemd",
-        "deab4c161571359f3e74deab9f555c3f0774d2fd7e49258ef26891053cfbe5c2",
-    ),
+/// file there could do anything): sysvinit-utils' and systemd's (252 and 257 ship the same
+/// bytes).
+const HOOKS: &[Known] = &[
+    Known {
+        path: "lib/lsb/init-functions.d/00-verbose",
+        versions: &[(
+            Release::Debian12,
+            "e1c1b915d3e45deaddd57fd4bdd1ff490e0f8dd1e842b22cf2bdc963bbd29e13",
+        )],
+    },
+    Known {
+        path: "lib/lsb/init-functions.d/40-systemd",
+        versions: &[(
+            Release::Debian12,
+            "deab4c161571359f3e74deab9f555c3f0774d2fd7e49258ef26891053cfbe5c2",
+        )],
+    },
 ];
 
-/// The mount helpers `mountkernfs.sh` and `mountdevsubfs.sh` source.
-const MOUNT_LIBS: &[(&str, &str)] = &[
-    (
-        "lib/init/tmpfs.sh",
+/// `/lib/init/tmpfs.sh` (the same bytes in Debian 13).
+const TMPFS: Known = Known {
+    path: "lib/init/tmpfs.sh",
+    versions: &[(
+        Release::Debian12,
         "cf2210f2b522748cccb677f793b8c24d6b276d4a2b3a7eae295f45ab1b9f292b",
-    ),
-    (
-        "lib/init/mount-functions.sh",
-        "b93b8e7da0f1d22d64cef47f6200697136c8312826ffc5894dcf21d19a12a277",
-    ),
-];
+    )],
+};
+
+/// `/lib/init/mount-functions.sh`. Debian 13's `logsave_best_effort` logs only into a log
+/// file that exists (else it says so and runs the command alone); its other changes are a
+/// `test` rewritten and a warning for a compatibility bind mount no built-in makes.
+pub const MOUNT_FUNCTIONS: Known = Known {
+    path: "lib/init/mount-functions.sh",
+    versions: &[
+        (
+            Release::Debian12,
+            "b93b8e7da0f1d22d64cef47f6200697136c8312826ffc5894dcf21d19a12a277",
+        ),
+        (
+            Release::Debian13,
+            "1b8081b4645a2000924babdf2bb74fee024152302c57a4f1fef35546dfb000fd",
+        ),
+    ],
+};
 
 /// Where the hooks are.
 const HOOKS_DIR: &str = "lib/lsb/init-functions.d";
@@ -130,47 +209,89 @@ impl Builtin {
         Builtin::ALL.into_iter().find(|b| b.script() == name)
     }
 
-    /// SHA-256 of the script as Debian 12 ships it.
-    pub(crate) fn script_sha256(self) -> &'static str {
+    /// The script as Debian ships it (`/etc/init.d/NAME`). Only checkroot.sh changed in
+    /// Debian 13: its temporary root node moved from /run/rootdev to /dev/rootdev, and with
+    /// the initramfs's check done it saves the initramfs's fsck log ([`checkroot`]).
+    pub fn script_known(self) -> Known {
+        const fn one(path: &'static str, versions: &'static [(Release, &'static str)]) -> Known {
+            Known { path, versions }
+        }
+        use Release::*;
         match self {
-            Builtin::MountKernFs => {
-                "b9f83b0f3144aa32efa6591a9fe4bc0b5fb37258329dc4f3ed1f39e8728b23de"
-            }
-            Builtin::MountDevSubFs => {
-                "2197bdd7905c31a1726b7133d07a375c31fd4c01e3dacd6faa1b1f31aff29419"
-            }
-            Builtin::Urandom => "a2da46bce6f249f7d2a35b12cdfab3ad894c095f6c130c98b2c38795bba1f9b4",
-            Builtin::Hostname => "f5489707910a7915d7316e503ddf7ec9d86dbd10350891de18f4e3288a843c52",
-            Builtin::CheckRoot => {
-                "82bf5e8198851fdeb754402e7e92633f9e1af80985470ca9c5ba36cd8ab0393a"
-            }
-            Builtin::CheckFs => "ddd0e61899f1708d833e30aaf3b156ca098ae19294fb52a76e0a4eb2b5affb73",
-            Builtin::MountAll => "78f5776229dc2460f5c6353c22a9def2bed145cf1edd41cd970fbee4b4661679",
+            Builtin::MountKernFs => one(
+                "etc/init.d/mountkernfs.sh",
+                &[(
+                    Debian12,
+                    "b9f83b0f3144aa32efa6591a9fe4bc0b5fb37258329dc4f3ed1f39e8728b23de",
+                )],
+            ),
+            Builtin::MountDevSubFs => one(
+                "etc/init.d/mountdevsubfs.sh",
+                &[(
+                    Debian12,
+                    "2197bdd7905c31a1726b7133d07a375c31fd4c01e3dacd6faa1b1f31aff29419",
+                )],
+            ),
+            Builtin::Urandom => one(
+                "etc/init.d/urandom",
+                &[(
+                    Debian12,
+                    "a2da46bce6f249f7d2a35b12cdfab3ad894c095f6c130c98b2c38795bba1f9b4",
+                )],
+            ),
+            Builtin::Hostname => one(
+                "etc/init.d/hostname.sh",
+                &[(
+                    Debian12,
+                    "f5489707910a7915d7316e503ddf7ec9d86dbd10350891de18f4e3288a843c52",
+                )],
+            ),
+            Builtin::CheckRoot => one(
+                "etc/init.d/checkroot.sh",
+                &[
+                    (
+                        Debian12,
+                        "82bf5e8198851fdeb754402e7e92633f9e1af80985470ca9c5ba36cd8ab0393a",
+                    ),
+                    (
+                        Debian13,
+                        "f6264696b6800f581c9809dde4a7d6d25af48b8be6ffad2d9b0760de3706f15e",
+                    ),
+                ],
+            ),
+            Builtin::CheckFs => one(
+                "etc/init.d/checkfs.sh",
+                &[(
+                    Debian12,
+                    "ddd0e61899f1708d833e30aaf3b156ca098ae19294fb52a76e0a4eb2b5affb73",
+                )],
+            ),
+            Builtin::MountAll => one(
+                "etc/init.d/mountall.sh",
+                &[(
+                    Debian12,
+                    "78f5776229dc2460f5c6353c22a9def2bed145cf1edd41cd970fbee4b4661679",
+                )],
+            ),
         }
     }
 
-    /// The files the script sources (relative to the root), with their Debian 12 SHA-256.
-    pub fn known_files(self) -> Vec<(&'static str, &'static str)> {
-        let mut v = COMMON.to_vec();
+    /// The files the script sources (or, for checkroot.sh, runs again).
+    pub fn known_files(self) -> Vec<Known> {
+        let mut v = vec![VARS, INIT_FUNCTIONS];
         match self {
             Builtin::MountKernFs
             | Builtin::MountDevSubFs
             | Builtin::CheckRoot
-            | Builtin::MountAll => v.extend_from_slice(MOUNT_LIBS),
+            | Builtin::MountAll => v.extend([TMPFS, MOUNT_FUNCTIONS]),
             // It sources mount-functions.sh, not tmpfs.sh.
-            Builtin::CheckFs => v.push(MOUNT_LIBS[1]),
+            Builtin::CheckFs => v.push(MOUNT_FUNCTIONS),
             _ => {}
         }
         if self == Builtin::CheckRoot {
             // It runs both again with `reload`.
-            v.push((
-                "etc/init.d/mountkernfs.sh",
-                Builtin::MountKernFs.script_sha256(),
-            ));
-            v.push((
-                "etc/init.d/mountdevsubfs.sh",
-                Builtin::MountDevSubFs.script_sha256(),
-            ));
+            v.push(Builtin::MountKernFs.script_known());
+            v.push(Builtin::MountDevSubFs.script_known());
         }
         v
     }
@@ -289,29 +410,31 @@ pub fn recognise(root: &Path, name: &str, script: &Path, action: &str) -> Result
     if action != "start" {
         return Err(refused(format!("only start is built in, not {action}")));
     }
-    let same = |path: &Path, want: &str| -> Result<(), Error> {
+    let same = |path: &Path, known: &Known| -> Result<(), Error> {
         let data =
             read_small(path).map_err(|e| Error::io(path, format!("{}: {e}", path.display()), e))?;
-        let got = sha256::hex(&data);
-        if got == want {
-            Ok(())
-        } else {
-            let message = format!(
-                "{}: not Debian 12's (sha256 {got}, expected {want}): runs as a script",
-                path.display()
-            );
-            Err(refused(message).at(path))
+        match known.release_of(&data) {
+            Some(_) => Ok(()),
+            None => {
+                let message = format!(
+                    "{}: not {KNOWN_RELEASES} (sha256 {}): runs as a script",
+                    path.display(),
+                    sha256::hex(&data)
+                );
+                Err(refused(message).at(path))
+            }
         }
     };
-    same(script, b.script_sha256())?;
-    for (rel, want) in b.known_files() {
-        same(&root.join(rel), want)?;
+    same(script, &b.script_known())?;
+    for known in b.known_files() {
+        same(&root.join(known.path), &known)?;
     }
     if let Ok(dir) = fs::read_dir(root.join(HOOKS_DIR)) {
         for e in dir.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            match HOOKS.iter().find(|(n, _)| *n == name) {
-                Some((_, want)) => same(&e.path(), want)?,
+            let path = format!("{HOOKS_DIR}/{name}");
+            match HOOKS.iter().find(|k| k.path == path) {
+                Some(known) => same(&e.path(), known)?,
                 None => {
                     return Err(refused(format!(
                         "/{HOOKS_DIR}/{name}: an unknown hook could change what the script does"
