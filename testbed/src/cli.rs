@@ -24,20 +24,25 @@ use crate::vm::util::{self, io_err};
 /// What the top-level help ends with, after the list of command lines.
 const ENVIRONMENT: &str = "\
 Environment:
-  BOOTPRINT_TESTBED_CACHE  the cache directory (default <repo>/testbed/cache)
+  BOOTPRINT_TESTBED_CACHE    the cache directory (default <repo>/testbed/cache)
+  BOOTPRINT_TESTBED_RELEASE  the Debian release, as --release (default 12)
 
 Exit codes: 0 ok, 1 failure, 2 usage.";
 
-/// bootprint's test bed: builds a Debian 12 image, boots it under QEMU, measures
+/// bootprint's test bed: builds a Debian image, boots it under QEMU, measures
 ///
-/// Builds a Debian 12 image, boots it under QEMU (TCG) with Debian's own kernel, measures the
-/// boot, and runs the benchmarks and the real-boot tests (docs/testbed.md). Runs as root.
+/// Builds a Debian 12 (or, with --release 13, 13) image, boots it under QEMU (TCG) with
+/// Debian's own kernel, measures the boot, and runs the benchmarks and the real-boot tests
+/// (docs/testbed.md). Runs as root.
 #[derive(Debug, Parser)]
 #[command(name = "bootprint-testbed", version, max_term_width = 100)]
 #[command(after_help = ENVIRONMENT)]
 // As before clap: an option given twice is not an error, the last one wins.
 #[command(args_override_self = true)]
 pub struct Cli {
+    /// The Debian release of the image to build and boot: 12 (bookworm) or 13 (trixie)
+    #[arg(long, global = true, value_parser = ["12", "13"])]
+    pub release: Option<String>,
     #[command(subcommand)]
     pub verb: Verb,
 }
@@ -46,7 +51,7 @@ pub struct Cli {
 pub enum Verb {
     /// Install the host packages the test bed needs (idempotent)
     Deps,
-    /// Build the Debian 12 image (cached) and install the current bootprint binaries
+    /// Build the Debian image (cached) and install the current bootprint binaries
     ///
     /// The image is rebuilt only when its inputs change; the bootprint binaries in it are
     /// replaced when they changed.

@@ -52,7 +52,7 @@ fn help_exits_0_and_a_wrong_command_line_2() {
     }
     let o = run(&[]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("Usage: bootprint-testbed <COMMAND>"));
+    assert!(text(&o.stderr).contains("Usage: bootprint-testbed [OPTIONS] <COMMAND>"));
 }
 
 #[test]

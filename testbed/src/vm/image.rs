@@ -1,4 +1,4 @@
-//! `image`: builds the Debian 12 guest image (debootstrap + Debian's kernel, then
+//! `image`: builds the Debian 12 or 13 guest image (debootstrap + Debian's kernel, then
 //! `mke2fs -d`), caches it by a hash of its inputs, and installs the bootprint binaries into
 //! it with `debugfs -w` (never mounting).
 
@@ -14,7 +14,67 @@ use crate::vm::util::{
 
 /// Bump when the image-building code changes what it produces: part of the cache key.
 const IMAGE_VERSION: &str = "bootprint-testbed-image 4";
-const SUITE: &str = "bookworm";
+
+/// The Debian release an image is built from: 12 (bookworm, the default) or 13 (trixie),
+/// chosen with `--release` (or `BOOTPRINT_TESTBED_RELEASE`) for a whole run ([`Paths`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Release {
+    Bookworm,
+    Trixie,
+}
+
+impl Release {
+    /// The environment variable `--release` sets for the run (and its child processes).
+    pub const ENV: &'static str = "BOOTPRINT_TESTBED_RELEASE";
+
+    /// `12` or `13` (also `bookworm`, `trixie`).
+    pub fn parse(s: &str) -> Option<Release> {
+        match s {
+            "12" | "bookworm" => Some(Release::Bookworm),
+            "13" | "trixie" => Some(Release::Trixie),
+            _ => None,
+        }
+    }
+
+    /// The release of this run: [`Release::ENV`], else 12.
+    pub fn from_env() -> Result<Release> {
+        match std::env::var(Release::ENV) {
+            Ok(v) if !v.is_empty() => Release::parse(&v)
+                .ok_or_else(|| Error::Usage(format!("{}={v:?}: expected 12 or 13", Release::ENV))),
+            _ => Ok(Release::Bookworm),
+        }
+    }
+
+    /// Its version number, as results and messages name it.
+    pub fn number(self) -> &'static str {
+        match self {
+            Release::Bookworm => "12",
+            Release::Trixie => "13",
+        }
+    }
+
+    /// debootstrap's suite name.
+    pub fn suite(self) -> &'static str {
+        match self {
+            Release::Bookworm => "bookworm",
+            Release::Trixie => "trixie",
+        }
+    }
+
+    /// Debian's startpar where the release's dpkg database names it: 13's packages ship
+    /// only /usr paths, and dpkg diverts only the path it knows (docs/enable.md).
+    pub fn startpar(self) -> &'static str {
+        match self {
+            Release::Bookworm => "/bin/startpar",
+            Release::Trixie => "/usr/bin/startpar",
+        }
+    }
+
+    /// Where the diversion of [`Release::startpar`] moves Debian's startpar.
+    pub fn startpar_diverted(self) -> String {
+        format!("{}.distrib", self.startpar())
+    }
+}
 /// The package set the issue asks for (a sysvinit Debian with real services).
 pub const PACKAGES: &[&str] = &[
     "sysvinit-core",
@@ -44,8 +104,7 @@ pub const SERVICE_PACKAGES: &[&str] = &[
 /// with dpkg-divert, so package upgrades keep it) runs bootprint's runner when
 /// `bootprint.rc=1` is on the kernel command line and Debian's startpar otherwise. The
 /// runner speaks startpar's command line and output, so /lib/init/rc stays unchanged.
-pub const STARTPAR_PATH: &str = "/bin/startpar";
-pub const STARTPAR_DIVERTED: &str = "/bin/startpar.distrib";
+/// The path diverted is the release's ([`Release::startpar`]).
 pub const STARTPAR_WRAPPER: &str = include_str!("../../../packaging/startpar-wrapper");
 /// A planted cost for `bootprint advise` to find in a real boot: an init script in runlevel
 /// 2 (so before the gettys, which init starts once `rc 2` is done) that does nothing unless
@@ -162,19 +221,28 @@ pub struct Image {
     pub desktop: bool,
 }
 
-/// The cache directory name of a flavour's image: a hash of everything that goes into it.
-fn dir_name(flavor: Flavor) -> String {
+/// The cache directory name of a release's and flavour's image: a hash of everything that
+/// goes into it (Debian 12's names are those from before releases existed).
+fn dir_name(release: Release, flavor: Flavor) -> String {
+    let release_part = match release {
+        Release::Bookworm => String::new(),
+        r => format!("{}-", r.number()),
+    };
     match flavor {
-        Flavor::Text => format!("image-{}", cache_key(flavor)),
-        _ => format!("image-{}-{}", flavor.name(), cache_key(flavor)),
+        Flavor::Text => format!("image-{release_part}{}", cache_key(release, flavor)),
+        _ => format!(
+            "image-{}-{release_part}{}",
+            flavor.name(),
+            cache_key(release, flavor)
+        ),
     }
 }
 
-fn cache_key(flavor: Flavor) -> String {
+fn cache_key(release: Release, flavor: Flavor) -> String {
     let mut h = Fnv::new();
     for part in [
         IMAGE_VERSION,
-        SUITE,
+        release.suite(),
         KERNEL_PACKAGE,
         HOSTNAME,
         ROOT_PASSWORD,
@@ -228,7 +296,7 @@ impl Image {
 
     /// The image of `flavor` for the current inputs, which must have been built.
     pub fn current_flavor(paths: &Paths, flavor: Flavor) -> Result<Image> {
-        let img = Image::at(paths.cache.join(dir_name(flavor)));
+        let img = Image::at(paths.cache.join(dir_name(paths.release, flavor)));
         if !img.complete() {
             let option = if flavor == Flavor::Desktop {
                 " --desktop"
@@ -236,8 +304,9 @@ impl Image {
                 ""
             };
             return Err(Error::fail(format!(
-                "no image in {} for the current inputs; run `bootprint-testbed image{option}` first",
-                img.dir.display()
+                "no image in {} for the current inputs; run `bootprint-testbed --release {} image{option}` first",
+                img.dir.display(),
+                paths.release.number()
             )));
         }
         Ok(img)
@@ -274,7 +343,7 @@ pub fn ensure(paths: &Paths, cargo: bool) -> Result<Image> {
 
 /// [`ensure`] for either flavour.
 pub fn ensure_flavor(paths: &Paths, cargo: bool, flavor: Flavor) -> Result<Image> {
-    let mut img = Image::at(paths.cache.join(dir_name(flavor)));
+    let mut img = Image::at(paths.cache.join(dir_name(paths.release, flavor)));
     let _lock = Lock::acquire(&img.lock_path())?;
     if !img.complete() {
         let t = Instant::now();
@@ -472,6 +541,8 @@ pub(crate) fn chroot(root: &Path, args: &[&str]) -> Command {
 }
 
 fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
+    let release = paths.release;
+    let suite = release.suite();
     let mirror = host_mirror()?;
     let work = fresh_work_dir(img)?;
     let root = work.join("root");
@@ -483,12 +554,12 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
         work.display(),
         log.display()
     );
-    eprintln!("image: debootstrap {SUITE} from the host's apt mirror {mirror}");
+    eprintln!("image: debootstrap {suite} from the host's apt mirror {mirror}");
     run_logged(
         Command::new("debootstrap")
             .arg("--variant=minbase")
             .arg(format!("--include={}", PACKAGES.join(",")))
-            .arg(SUITE)
+            .arg(suite)
             .arg(&root)
             .arg(&mirror),
         &log,
@@ -498,9 +569,9 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
     let policy = root.join("usr/sbin/policy-rc.d");
     write(&policy, "#!/bin/sh\nexit 101\n")?;
     set_mode(&policy, 0o755)?;
-    install_in_chroot(&root, flavor, &log)?;
+    install_in_chroot(&root, release, flavor, &log)?;
     fs::remove_file(&policy).map_err(|e| io_err("cannot remove", &policy, e))?;
-    configure(&root, flavor)?;
+    configure(&root, release, flavor)?;
     if flavor != Flavor::Text {
         write(
             &work.join(DESKTOP_MARK),
@@ -538,7 +609,7 @@ fn fresh_work_dir(img: &Image) -> Result<PathBuf> {
 /// Installs the kernel, the services (and a desktop flavour's desktop and session) into
 /// `root` with /proc mounted, and the test bed's hooks: the startpar wrapper's diversion,
 /// the planted cost, the root password.
-fn install_in_chroot(root: &Path, flavor: Flavor, log: &Path) -> Result<()> {
+fn install_in_chroot(root: &Path, release: Release, flavor: Flavor, log: &Path) -> Result<()> {
     let _guard = ProcMount::mount(&root.join("proc"), log)?;
     eprintln!("image: installing {KERNEL_PACKAGE} in the chroot");
     run_logged(&mut chroot(root, &["apt-get", "update"]), log)?;
@@ -571,9 +642,9 @@ fn install_in_chroot(root: &Path, flavor: Flavor, log: &Path) -> Result<()> {
                 "--local",
                 "--rename",
                 "--divert",
-                STARTPAR_DIVERTED,
+                &release.startpar_diverted(),
                 "--add",
-                STARTPAR_PATH,
+                release.startpar(),
             ],
         ),
         log,
@@ -696,7 +767,7 @@ pub fn previous_kernel(listing: &str, installed: &str) -> Option<String> {
 }
 
 /// Guest configuration: serial getty, fstab, hostname, a note of what built the image.
-fn configure(root: &Path, flavor: Flavor) -> Result<()> {
+fn configure(root: &Path, release: Release, flavor: Flavor) -> Result<()> {
     let inittab = root.join("etc/inittab");
     let mut text = fs::read_to_string(&inittab).map_err(|e| io_err("cannot read", &inittab, e))?;
     if !text.contains(INITTAB_SERIAL) {
@@ -711,8 +782,8 @@ fn configure(root: &Path, flavor: Flavor) -> Result<()> {
     write(&root.join("etc/fstab"), FSTAB)?;
     let prom = root.join(PROMETHEUS_DIR.trim_start_matches('/'));
     fs::create_dir_all(&prom).map_err(|e| io_err("cannot create", &prom, e))?;
-    // After the dpkg-divert in build(): Debian's startpar is now STARTPAR_DIVERTED.
-    let wrapper = root.join(STARTPAR_PATH.trim_start_matches('/'));
+    // After the dpkg-divert in build(): Debian's startpar is now at its diverted name.
+    let wrapper = root.join(release.startpar().trim_start_matches('/'));
     write(&wrapper, STARTPAR_WRAPPER)?;
     set_mode(&wrapper, 0o755)?;
     write(&root.join("etc/hostname"), &format!("{HOSTNAME}\n"))?;
@@ -724,12 +795,15 @@ fn configure(root: &Path, flavor: Flavor) -> Result<()> {
     )?;
     write(
         &root.join("etc/bootprint-testbed-image"),
-        &match flavor {
-            Flavor::Text => format!("{IMAGE_VERSION}\nkey {}\n", cache_key(flavor)),
+        &match (release, flavor) {
+            (Release::Bookworm, Flavor::Text) => {
+                format!("{IMAGE_VERSION}\nkey {}\n", cache_key(release, flavor))
+            }
             _ => format!(
-                "{IMAGE_VERSION}\nflavour {}\nkey {}\n",
+                "{IMAGE_VERSION}\nrelease {}\nflavour {}\nkey {}\n",
+                release.number(),
                 flavor.name(),
-                cache_key(flavor)
+                cache_key(release, flavor)
             ),
         },
     )?;
@@ -795,9 +869,12 @@ pub fn host_mirror() -> Result<String> {
             entries.extend(parse_one_line(&text));
         }
     }
-    pick_mirror(&entries, SUITE).ok_or_else(|| {
+    // The host is Debian 12: the archive URI its sources give for bookworm serves every
+    // release's suites (trixie's too), signed by keys in its debian-archive-keyring.
+    let host_suite = Release::Bookworm.suite();
+    pick_mirror(&entries, host_suite).ok_or_else(|| {
         Error::fail(format!(
-            "no http(s) `deb` source for suite {SUITE} in {}",
+            "no http(s) `deb` source for suite {host_suite} in {}",
             files
                 .iter()
                 .map(|f| f.display().to_string())
@@ -1105,15 +1182,36 @@ linux-image-amd64 - Linux for 64-bit PCs (meta-package)
 
     #[test]
     fn key_is_stable_and_hex() {
-        assert_eq!(cache_key(Flavor::Text), cache_key(Flavor::Text));
-        assert_eq!(cache_key(Flavor::Text).len(), 16);
-        assert_ne!(cache_key(Flavor::Text), cache_key(Flavor::Desktop));
+        let (b, t) = (Release::Bookworm, Release::Trixie);
+        assert_eq!(cache_key(b, Flavor::Text), cache_key(b, Flavor::Text));
+        assert_eq!(cache_key(b, Flavor::Text).len(), 16);
+        assert_ne!(cache_key(b, Flavor::Text), cache_key(b, Flavor::Desktop));
         assert_ne!(
-            cache_key(Flavor::Desktop),
-            cache_key(Flavor::DesktopSystemd)
+            cache_key(b, Flavor::Desktop),
+            cache_key(b, Flavor::DesktopSystemd)
         );
-        assert!(dir_name(Flavor::DesktopSystemd).starts_with("image-desktop-systemd-"));
-        assert!(dir_name(Flavor::Desktop).starts_with("image-desktop-"));
+        assert_ne!(cache_key(b, Flavor::Text), cache_key(t, Flavor::Text));
+        assert!(dir_name(b, Flavor::DesktopSystemd).starts_with("image-desktop-systemd-"));
+        assert!(dir_name(b, Flavor::Desktop).starts_with("image-desktop-"));
+        // Debian 12's names are those from before releases existed; 13's say so.
+        assert_eq!(
+            dir_name(b, Flavor::Text),
+            format!("image-{}", cache_key(b, Flavor::Text))
+        );
+        assert!(dir_name(t, Flavor::Text).starts_with("image-13-"));
+        assert!(dir_name(t, Flavor::Desktop).starts_with("image-desktop-13-"));
+    }
+
+    #[test]
+    fn releases_by_number_or_name() {
+        assert_eq!(Release::parse("13"), Some(Release::Trixie));
+        assert_eq!(Release::parse("bookworm"), Some(Release::Bookworm));
+        assert_eq!(Release::parse("14"), None);
+        assert_eq!(
+            Release::Trixie.startpar_diverted(),
+            "/usr/bin/startpar.distrib"
+        );
+        assert_eq!(Release::Bookworm.startpar(), "/bin/startpar");
     }
 
     /// The startpar wrapper hands the runlevel to Debian's startpar on every exit of the

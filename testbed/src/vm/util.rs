@@ -38,6 +38,8 @@ pub fn io_err(what: &str, path: &Path, e: std::io::Error) -> Error {
 pub struct Paths {
     pub repo: PathBuf,
     pub cache: PathBuf,
+    /// The Debian release whose images this run builds and boots (`--release`).
+    pub release: crate::vm::image::Release,
 }
 
 impl Paths {
@@ -48,7 +50,12 @@ impl Paths {
             _ => repo.join("testbed/cache"),
         };
         fs::create_dir_all(&cache).map_err(|e| io_err("cannot create cache dir", &cache, e))?;
-        Ok(Paths { repo, cache })
+        let release = crate::vm::image::Release::from_env()?;
+        Ok(Paths {
+            repo,
+            cache,
+            release,
+        })
     }
 
     pub fn logs(&self) -> PathBuf {
