@@ -86,6 +86,10 @@ pub const PACKAGES: &[&str] = &[
     "dbus",
     "openssh-server",
 ];
+/// What Debian 13 no longer installs with minbase that the image needs: e2fsprogs (Priority
+/// important since 13) has fsck.ext4, which checkroot.sh runs for the ext4 root; without it
+/// the check fails and the boot stops at the maintenance shell.
+pub const TRIXIE_PACKAGES: &[&str] = &["e2fsprogs"];
 /// Real services that take real time to start (installed with apt-get in the chroot, where
 /// policy-rc.d keeps them from starting), and `systemd` for the systemd reference boot:
 /// installed beside sysvinit-core (no systemd-sysv), booted with `init=/lib/systemd/systemd`.
@@ -255,7 +259,7 @@ fn cache_key(release: Release, flavor: Flavor) -> String {
         h.update(part.as_bytes());
         h.update(b"\0");
     }
-    for p in PACKAGES.iter().chain(SERVICE_PACKAGES) {
+    for p in base_packages(release).iter().chain(SERVICE_PACKAGES) {
         h.update(p.as_bytes());
         h.update(b"\0");
     }
@@ -558,7 +562,7 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
     run_logged(
         Command::new("debootstrap")
             .arg("--variant=minbase")
-            .arg(format!("--include={}", PACKAGES.join(",")))
+            .arg(format!("--include={}", debootstrap_includes(release)))
             .arg(suite)
             .arg(&root)
             .arg(&mirror),
@@ -592,6 +596,26 @@ fn build(paths: &Paths, img: &Image, flavor: Flavor) -> Result<()> {
     Ok(())
 }
 
+/// What debootstrap installs beside minbase. On Debian 13 only sysvinit-core: debootstrap
+/// orders its `--include`s worse than apt (trixie's cron-daemon-common depends on `systemd |
+/// systemd-sysusers`, and debootstrap unpacks systemd before its own library is configured,
+/// which dpkg refuses), so apt installs the rest ([`base_packages`]) in the chroot.
+fn debootstrap_includes(release: Release) -> String {
+    match release {
+        Release::Bookworm => PACKAGES.join(","),
+        Release::Trixie => "sysvinit-core".into(),
+    }
+}
+
+/// [`PACKAGES`] and what the release needs beside them.
+fn base_packages(release: Release) -> Vec<&'static str> {
+    let mut v = PACKAGES.to_vec();
+    if release == Release::Trixie {
+        v.extend(TRIXIE_PACKAGES);
+    }
+    v
+}
+
 /// The image's build directory, emptied of a build that died half-way.
 fn fresh_work_dir(img: &Image) -> Result<PathBuf> {
     let work = img.dir.with_extension("tmp");
@@ -613,6 +637,13 @@ fn install_in_chroot(root: &Path, release: Release, flavor: Flavor, log: &Path) 
     let _guard = ProcMount::mount(&root.join("proc"), log)?;
     eprintln!("image: installing {KERNEL_PACKAGE} in the chroot");
     run_logged(&mut chroot(root, &["apt-get", "update"]), log)?;
+    if release == Release::Trixie {
+        let packages = base_packages(release);
+        eprintln!("image: installing {}", packages.join(" "));
+        let mut args = vec!["apt-get", "install", "-y", "--no-install-recommends"];
+        args.extend(packages);
+        run_logged(&mut chroot(root, &args), log)?;
+    }
     run_logged(
         &mut chroot(
             root,
