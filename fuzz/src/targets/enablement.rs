@@ -2,7 +2,7 @@
 //! steps act on that enable and boot done wrote (the manifest `disable` undoes, the late
 //! units the generator defers).
 
-use enablement::{Change, Manifest, CREATED_DIRS, CREATED_FILES, STARTPAR, STARTPAR_DISTRIB};
+use enablement::{is_startpar, startpar_distrib, Change, Manifest, CREATED_DIRS, CREATED_FILES};
 use systemd::late::{check_state, from_state, Pins};
 
 use super::strict;
@@ -14,7 +14,7 @@ fn enables_own(c: &Change) -> bool {
     match c {
         Change::CreatedDir(p) => CREATED_DIRS.contains(&p.as_str()),
         Change::Created(p) => CREATED_FILES.contains(&p.as_str()),
-        Change::Diverted { path, to } => path == STARTPAR && to == STARTPAR_DISTRIB,
+        Change::Diverted { path, to } => is_startpar(path) && *to == startpar_distrib(path),
         Change::Built { kernel, image } => {
             enablement::manifest::valid_release(kernel) && *image == enablement::image_of(kernel)
         }

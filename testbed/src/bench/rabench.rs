@@ -551,17 +551,13 @@ pub fn run_alone(
             "benchmark": "readahead-alone",
             "about": "each replay variant of bench readahead run alone (bootprint readahead replay) after drop_caches, in the relocation boot: replay and replay-merged before the relocation, replay-relocated and replay-relocated-metadata after it",
             "date": crate::vm::util::today(),
+            "release": paths.release.number(),
             "host": crate::vm::hostload::host_facts(&paths.cache),
             "profile": profile.name(),
             "drive_mb_s": profile.bandwidth().map(|b| round3(b / 1e6)),
             "replay_alone": alone,
         });
-        let file = runner::write_result(
-            &paths.repo.join("testbed/results"),
-            "readahead-alone",
-            Some(profile),
-            &doc,
-        )?;
+        let file = runner::write_result(paths, "readahead-alone", Some(profile), &doc)?;
         if as_json {
             println!("{doc}");
         } else {

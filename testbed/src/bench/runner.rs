@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::bench::figures::{milestone_figures, recorder_stats};
 use crate::bench::registry::Request;
 use crate::vm::hostload;
-use crate::vm::image;
+use crate::vm::image::{self, Release};
 use crate::vm::qemu::{self, round3, BootOpts, BootResult, Profile};
 use crate::vm::util::{io_err, median, span, today, Error, Paths, Result};
 
@@ -345,6 +345,7 @@ pub fn measure(
         "benchmark": bench.name,
         "about": bench.about,
         "date": today(),
+        "release": paths.release.number(),
         "host": crate::vm::hostload::host_facts(&paths.cache),
         "profile": profile_name,
         "runs_per_variant": runs,
@@ -368,12 +369,7 @@ pub fn measure(
 /// Writes the result file and prints the tables (or the document, `as_json`); fails when a
 /// boot failed. Returns the file.
 pub fn finish(paths: &Paths, m: Measured, as_json: bool) -> Result<PathBuf> {
-    let file = write_result(
-        &paths.repo.join("testbed/results"),
-        m.name,
-        m.file_profile,
-        &m.doc,
-    )?;
+    let file = write_result(paths, m.name, m.file_profile, &m.doc)?;
     if as_json {
         println!("{}", m.doc);
     } else {
@@ -643,18 +639,26 @@ fn print_text(
     println!("result: {}", file.display());
 }
 
+/// Writes `doc` to testbed/results/DATE-NAME[-debian13][-PROFILE][-N].json (never replacing
+/// a file): the release is named when it is not Debian 12, whose names are those from before
+/// releases existed.
 pub fn write_result(
-    dir: &Path,
+    paths: &Paths,
     name: &str,
     profile: Option<Profile>,
     doc: &Value,
 ) -> Result<std::path::PathBuf> {
-    fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, e))?;
+    let dir = paths.repo.join("testbed/results");
+    fs::create_dir_all(&dir).map_err(|e| io_err("cannot create", &dir, e))?;
+    let name = match paths.release {
+        Release::Bookworm => name.to_string(),
+        r => format!("{name}-debian{}", r.number()),
+    };
     let base = match profile {
         None | Some(Profile::Fast) => format!("{}-{name}", today()),
         Some(p) => format!("{}-{name}-{}", today(), p.name()),
     };
-    let path = crate::vm::util::unused_results_path(dir, &base);
+    let path = crate::vm::util::unused_results_path(&dir, &base);
     let text = serde_json::to_string_pretty(doc).unwrap_or_default() + "\n";
     fs::write(&path, text).map_err(|e| io_err("cannot write", &path, e))?;
     Ok(path)

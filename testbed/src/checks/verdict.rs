@@ -88,10 +88,11 @@ pub fn run(paths: &Paths, boots: usize, cargo: bool) -> Result<()> {
     let doc = json!({
         "benchmark": "verdict",
         "about": "the text image booted again and again from the disk the last boot left, every sysvinit lever on: what the module loader and readahead did on each boot and what they concluded about themselves",
+        "release": paths.release.number(),
         "append": SYSV_LEVERS,
         "boots": rows,
     });
-    let file = write_result(&paths.repo.join("testbed/results"), "verdict", None, &doc)?;
+    let file = write_result(paths, "verdict", None, &doc)?;
     println!(
         "verdict: results in {}",
         file.strip_prefix(&paths.repo).unwrap_or(&file).display()
