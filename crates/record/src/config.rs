@@ -75,6 +75,9 @@ pub struct Config {
     /// What the root device is, where its driver says otherwise: `auto` (its driver says),
     /// `rotating`, `card` or `solid-state`.
     pub readahead_media: String,
+    /// How learning finds the pages used: `auto` (the filemap tracepoints where the kernel
+    /// has them, else mincore) or `mincore`.
+    pub readahead_pages: String,
     /// Parallel module loading before init (`bootprint.modules=`). Off by default until the
     /// test bed shows where it helps.
     pub modules: bool,
@@ -157,6 +160,7 @@ impl Default for Config {
             readahead_merge_gap_kb: 32,
             readahead_metadata: None,
             readahead_media: "auto".into(),
+            readahead_pages: "auto".into(),
             modules: false,
             modules_state: PathBuf::from("/var/lib/bootprint/modules.state"),
             modules_compare_every: 5,
@@ -346,6 +350,7 @@ impl Config {
             "readahead_merge_gap_kb" => self.readahead_merge_gap_kb = v.int(),
             "readahead_metadata" => self.readahead_metadata = v.switch(),
             "readahead_media" => self.readahead_media = v.text().to_string(),
+            "readahead_pages" => self.readahead_pages = v.text().to_string(),
             // A key of the table with no field here: the schema test below catches it.
             _ => {}
         }

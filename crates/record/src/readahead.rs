@@ -632,8 +632,9 @@ impl Session {
         self.aside = Some(why.to_string());
     }
 
-    /// Starts learning if the plan says so; notes the plan in the trace.
-    pub fn start(plan: Plan, events: &mut Vec<Event>) -> Session {
+    /// Starts learning if the plan says so (the pages used found as `config`'s
+    /// `readahead_pages` says); notes the plan in the trace.
+    pub fn start(plan: Plan, config: &Config, events: &mut Vec<Event>) -> Session {
         let now = boottime_ns();
         let mut learner = None;
         match &plan {
@@ -645,7 +646,11 @@ impl Session {
             ),
             Plan::Learn(why) => {
                 events.push(Event::new(now, "readahead_learn_start").with("why", why));
-                match LearnThread::spawn(&LearnConfig::default()) {
+                let mut learn = LearnConfig::default();
+                if config.readahead_pages == "mincore" {
+                    learn.tracefs = None;
+                }
+                match LearnThread::spawn(&learn) {
                     Ok(l) => learner = Some(l),
                     Err(e) => events.push(warning(now, format!("readahead: cannot learn: {e}"))),
                 }

@@ -295,7 +295,8 @@ impl<'a> Recorder<'a> {
                 .push(Event::new(t_start, "warning").with("what", w));
         }
 
-        let mut readahead = crate::readahead::Session::start(start.readahead, &mut store.events);
+        let mut readahead =
+            crate::readahead::Session::start(start.readahead, config, &mut store.events);
         readahead.watch_metadata(config);
         if start.modules.is_control() {
             readahead.set_aside("the module loader compared on this boot");

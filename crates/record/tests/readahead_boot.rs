@@ -130,7 +130,7 @@ fn plans_from_config_pack_and_state() {
     let plan = prepare(&c);
     assert!(matches!(plan, Plan::Replay(_)), "{plan:?}");
     let mut events = vec![];
-    let session = Session::start(plan, &mut events);
+    let session = Session::start(plan, &c, &mut events);
     let seen = Milestones {
         login_ns: Some(20_000_000_000),
         done_ns: Some(25_500_000_000),
@@ -175,7 +175,7 @@ fn plans_from_config_pack_and_state() {
     // Another kernel: the replay boot removes the pack so the next one learns.
     save(&c, &[rec(BootKind::Learn, 30.0)]);
     let mut events = vec![];
-    Session::start(prepare(&c), &mut events).finish(&mut events, &c, "other-kernel", seen);
+    Session::start(prepare(&c), &c, &mut events).finish(&mut events, &c, "other-kernel", seen);
     let relearn = events
         .iter()
         .find(|e| e.kind == "readahead_relearn")
@@ -214,7 +214,7 @@ fn switches_itself_off_when_replay_is_not_faster() {
     ];
     save(&c, &history);
     let mut events = vec![];
-    let session = Session::start(Plan::Control, &mut events);
+    let session = Session::start(Plan::Control, &c, &mut events);
     let seen = Milestones {
         login_ns: Some(29_200_000_000),
         done_ns: None,
@@ -245,7 +245,7 @@ fn switches_itself_off_when_replay_is_not_faster() {
         .collect();
     save(&c, &faster);
     let mut events = vec![];
-    Session::start(Plan::Control, &mut events).finish(&mut events, &c, "any", seen);
+    Session::start(Plan::Control, &c, &mut events).finish(&mut events, &c, "any", seen);
     assert_eq!(kinds(&events), ["readahead_control", "readahead_history"]);
     assert_eq!(
         State::load(&c.readahead_state).unwrap().verdict,
@@ -255,7 +255,7 @@ fn switches_itself_off_when_replay_is_not_faster() {
     // A state file that does not parse is replaced, with a warning.
     fs::write(&c.readahead_state, "version 1\nboot x\n").unwrap();
     let mut events = vec![];
-    Session::start(Plan::Control, &mut events).finish(&mut events, &c, "any", seen);
+    Session::start(Plan::Control, &c, &mut events).finish(&mut events, &c, "any", seen);
     assert_eq!(
         kinds(&events),
         ["readahead_control", "warning", "readahead_history"]
@@ -266,7 +266,7 @@ fn switches_itself_off_when_replay_is_not_faster() {
 
     // The module loader compared on this boot: readahead's figures are set aside.
     let mut events = vec![];
-    let mut session = Session::start(Plan::Control, &mut events);
+    let mut session = Session::start(Plan::Control, &c, &mut events);
     session.set_aside("the module loader compared on this boot");
     session.finish(&mut events, &c, "any", seen);
     let h = events
@@ -320,7 +320,7 @@ fn a_replay_the_initramfs_started_is_taken_over() {
         note
     );
     let mut events = vec![];
-    let session = Session::start(plan, &mut events);
+    let session = Session::start(plan, &c, &mut events);
     assert_eq!(events[0].kind, "readahead_replay_start");
     assert!(
         events[0].t_ns >= before_ns,
@@ -352,7 +352,7 @@ fn a_replay_the_initramfs_started_is_taken_over() {
     match prepare_at(&c, &at(&files)) {
         Plan::Replay(r) => {
             let mut events = vec![];
-            let s = Session::start(Plan::Replay(r), &mut events);
+            let s = Session::start(Plan::Replay(r), &c, &mut events);
             assert_eq!(events[0].get("from"), None);
             s.finish(
                 &mut events,

@@ -233,7 +233,7 @@ fn takes_over_the_initramfs_replay_and_writes_its_outcome() {
     let plan = prepare_at(&c, &paths);
     assert!(matches!(plan, Plan::Replay(_)), "{plan:?}");
     let mut events = vec![];
-    let session = Session::start(plan, &mut events);
+    let session = Session::start(plan, &c, &mut events);
     let start = find(&events, "readahead_replay_start");
     assert_eq!(start.t_ns, started_ns);
     assert_eq!(field(start, "from"), "initramfs");

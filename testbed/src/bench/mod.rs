@@ -11,6 +11,7 @@ pub mod modbench;
 pub mod modcheck;
 pub mod profiles;
 pub mod rabench;
+pub mod rapages;
 pub mod rc;
 pub mod record;
 pub mod recorder_cost;

@@ -147,15 +147,16 @@ pub fn figures_from_trace(dir: &Path) -> Figures {
     f
 }
 
-fn readahead_figures(r: &BootResult) -> Figures {
+pub fn readahead_figures(r: &BootResult) -> Figures {
     r.trace_dir
         .as_deref()
         .map(figures_from_trace)
         .unwrap_or_default()
 }
 
-/// Boots a learning boot with `learn`'s options, keeping its disk; returns the disk.
-fn learned_disk(paths: &Paths, img: &Image, learn: &BootOpts) -> Result<PathBuf> {
+/// Boots a learning boot with `learn`'s options, keeping its disk; returns the disk and
+/// the boot (its trace says what was learned).
+pub fn learned_disk(paths: &Paths, img: &Image, learn: &BootOpts) -> Result<(PathBuf, BootResult)> {
     eprintln!(
         "bench readahead: learning boot ({}, {}) whose disk replay boots start from",
         learn.profile.name(),
@@ -165,9 +166,10 @@ fn learned_disk(paths: &Paths, img: &Image, learn: &BootOpts) -> Result<PathBuf>
     keep.keep_disk = true;
     let learned = qemu::boot(paths, img, &keep)?;
     eprintln!("bench readahead: learned {:?}", readahead_figures(&learned));
-    learned
+    let disk = learned
         .kept_disk()
-        .ok_or_else(|| Error::fail("the learning boot kept no disk"))
+        .ok_or_else(|| Error::fail("the learning boot kept no disk"))?;
+    Ok((disk, learned))
 }
 
 /// On every boot of the bench: the recorder's default hard stop (240 s of uptime) ends a
@@ -504,7 +506,7 @@ fn learned_and_relocated(
     learn.record = true;
     learn.append = format!("{} bootprint.readahead=1", bench_append(profile));
     let mut disks = RemovedOnDrop::default();
-    let learned = disks.add(learned_disk(paths, aged, &learn)?);
+    let learned = disks.add(learned_disk(paths, aged, &learn)?.0);
     let (relocated, alone) = relocated_disk(paths, aged, profile, &learned)?;
     let relocated = disks.add(relocated);
     Ok((disks, learned, relocated, alone))

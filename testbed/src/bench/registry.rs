@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 use crate::bench::{
-    builtins, desktop_bench, irbench, modbench, profiles, rabench, rc, record, recorder_cost, whole,
+    builtins, desktop_bench, irbench, modbench, profiles, rabench, rapages, rc, record,
+    recorder_cost, whole,
 };
 use crate::vm::image::Flavor;
 use crate::vm::qemu::Profile;
@@ -99,6 +100,16 @@ pub const BENCHMARKS: &[(&str, Entry)] = &[
                     drive profile unless --profile",
             run: rabench::bench_alone,
             every_profile: true,
+        },
+    ),
+    (
+        "readahead-pages",
+        Entry {
+            about: "the readahead learner's page sources: a pack learned with the filemap \
+                    tracepoints (Linux 6.10 and later: --release 13) and one learned with \
+                    mincore, each replayed, against no readahead",
+            run: rapages::bench,
+            every_profile: false,
         },
     ),
     (

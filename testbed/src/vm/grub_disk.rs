@@ -52,17 +52,20 @@ GRUB_DISABLE_OS_PROBER=true
 /// the upgrade's mkinitramfs in the guest takes far less than with `MODULES=most`.
 const INITRAMFS_CONF: &str = "MODULES=dep\n";
 /// In the chroot: what the test bed put in by hand goes (the bootprint binaries, the late
-/// generator's link, the startpar wrapper and its diversion); GRUB (its install devices left
+/// generator's link, the startpar wrapper and its diversion, of /bin/startpar on Debian 12,
+/// /usr/bin/startpar on 13); GRUB (its install devices left
 /// empty: grub-install runs in the guest, on the disk) and the previous kernel come in; the
 /// image's kernel goes, its .deb kept for the upgrade.
 const ROOT_SCRIPT: &str = "set -e
 export DEBIAN_FRONTEND=noninteractive
 rm -rf /usr/lib/bootprint /usr/bin/bootprint /var/log/bootprint /var/lib/bootprint /etc/bootprint
 rm -f /usr/lib/systemd/system-generators/bootprint-late-generator
-if dpkg-divert --list /bin/startpar | grep -q .; then
-  rm -f /bin/startpar
-  dpkg-divert --local --rename --remove /bin/startpar
-fi
+for p in /bin/startpar /usr/bin/startpar; do
+  if dpkg-divert --list $p | grep -q .; then
+    rm -f $p
+    dpkg-divert --local --rename --remove $p
+  fi
+done
 printf '%s\\n' 'grub-pc grub-pc/install_devices multiselect' \\
   'grub-pc grub-pc/install_devices_empty boolean true' | debconf-set-selections
 apt-get update
@@ -73,6 +76,9 @@ cd $DEBS
 apt-get download linux-image-$NEW
 apt-get clean
 ";
+/// The kernel packages `apt-cache search` lists for the previous ABI: Debian 12's
+/// `linux-image-6.1.0-50-amd64`, Debian 13's `linux-image-6.12.117+deb13-amd64`.
+const KERNEL_PACKAGES: &str = "^linux-image-[0-9.]+(-[0-9]+|[+]deb[0-9]+)-amd64$";
 /// grub-install on the disk (and remembered, so a grub-pc upgrade installs there too),
 /// then grub.cfg from Debian's scripts.
 const SETUP_SCRIPT: &str = r#"set -e
@@ -259,12 +265,7 @@ fn make_root(root: &Path, dir: &Path, log: &Path) -> Result<()> {
     let listing = output_logged(
         &mut image::chroot(
             &mnt,
-            &[
-                "apt-cache",
-                "search",
-                "--names-only",
-                "^linux-image-[0-9.]+-[0-9]+-amd64$",
-            ],
+            &["apt-cache", "search", "--names-only", KERNEL_PACKAGES],
         ),
         log,
     )?;
