@@ -77,14 +77,17 @@ fi
 
 rel_dirname="$(make_system_path_relative_to_its_root /boot)"
 prepare_boot="$(prepare_grub_to_access_device "${GRUB_DEVICE_BOOT}" | grub_add_tab)"
+# Newest first, as 10_linux orders its entries: version_sort (GRUB 2.06 and 2.12; 2.12
+# warns that version_find_latest is deprecated), oldest first, turned around.
+# $list is split into words on purpose (release names have no blanks).
+# shellcheck disable=SC2086
+sorted=$(echo $list | tr ' ' '\n' | version_sort)
+newest_first=
+for linux in $sorted; do
+	newest_first="$linux $newest_first"
+done
 first=yes
-# Newest first, as 10_linux orders its entries.
-while [ "x$list" != "x" ]; do
-	# $list is split into words on purpose (release names have no blanks).
-	# shellcheck disable=SC2086
-	linux=$(version_find_latest $list)
-	# shellcheck disable=SC2086
-	list=$(echo $list | tr ' ' '\n' | grep -vx "$linux" | tr '\n' ' ')
+for linux in $newest_first; do
 	version="${linux#vmlinuz-}"
 	if [ $first = yes ]; then id=bootprint-initramfs; else id="bootprint-initramfs-$version"; fi
 	first=no
