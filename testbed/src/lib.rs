@@ -1,5 +1,5 @@
-//! The test bed of bootprint (docs/testbed.md): it builds a Debian 12 image, boots it under
-//! QEMU (TCG) with Debian's own kernel, measures boots, runs the benchmarks and the real-boot
+//! The test bed of bootprint (docs/testbed.md): it builds a Debian 12 or 13 image, boots it
+//! under QEMU (TCG) with Debian's own kernel, measures boots, runs the benchmarks and the real-boot
 //! tests, and writes their results under testbed/results/. The binary (main.rs) only parses
 //! the command line and calls [`run`].
 //!

@@ -1,4 +1,4 @@
-//! `bootprint-testbed`: builds a Debian 12 image, boots it under QEMU (TCG), measures the
+//! `bootprint-testbed`: builds a Debian 12 or 13 image, boots it under QEMU (TCG), measures the
 //! boot, runs benchmarks and the real-boot smoke test. See docs/testbed.md.
 //!
 //! This file only parses the command line (defined once in `cli`), hands the verb to the
