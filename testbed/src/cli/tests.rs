@@ -411,7 +411,14 @@ fn documented_command_lines_parse() {
                 let args = fill(&words);
                 checked += 1;
                 match parse_from(&args) {
-                    Ok(_) => named.push(args[1].clone()),
+                    Ok(_) => {
+                        // The verb, after any global options (`--release 13`).
+                        let mut k = 1;
+                        while args.get(k).is_some_and(|a| a.starts_with("--")) {
+                            k += 2;
+                        }
+                        named.extend(args.get(k).cloned());
+                    }
                     Err(e) if e.kind() == ErrorKind::DisplayHelp => {}
                     Err(e) => {
                         failures.push(format!("{rel}: `{line}` as {args:?}:\n{}", e.render()))
@@ -734,8 +741,13 @@ fn expand(synopsis: &str) -> Vec<Vec<String>> {
 fn fill(words: &[String]) -> Vec<String> {
     let mut cmd = command();
     cmd.build();
+    // `NAME`, `<NAME>`, or a make variable (`$(PACKAGE_RELEASE)`).
     let placeholder = |w: &str| {
         let w = w.trim_start_matches('<').trim_end_matches('>');
+        let w = w
+            .strip_prefix("$(")
+            .and_then(|v| v.strip_suffix(')'))
+            .unwrap_or(w);
         w.chars().any(|c| c.is_ascii_uppercase())
             && w.chars()
                 .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
@@ -747,7 +759,23 @@ fn fill(words: &[String]) -> Vec<String> {
         None => "x".into(),
     };
     let mut out = vec!["bootprint-testbed".to_string()];
-    let Some(mut verb) = words.get(1).cloned() else {
+    // Global options before the verb (`--release 13`).
+    let mut at = 1;
+    while let Some(w) = words.get(at).filter(|w| w.starts_with("--")) {
+        let Some(a) = cmd
+            .get_arguments()
+            .find(|a| a.get_long() == Some(&w[2..]) && a.get_action().takes_values())
+        else {
+            break;
+        };
+        out.push(w.clone());
+        match words.get(at + 1) {
+            Some(v) if !placeholder(v) => out.push(v.clone()),
+            _ => out.push(sample(a)),
+        }
+        at += 2;
+    }
+    let Some(mut verb) = words.get(at).cloned() else {
         return out;
     };
     if placeholder(&verb) {
@@ -764,7 +792,7 @@ fn fill(words: &[String]) -> Vec<String> {
     };
     let positionals: Vec<&Arg> = sub.get_positionals().collect();
     let mut next_positional = 0;
-    let mut i = 2;
+    let mut i = at + 1;
     while i < words.len() {
         let w = &words[i];
         i += 1;
