@@ -472,7 +472,7 @@ mod tests {
     #[test]
     fn debian_13_keeps_the_initramfs_fsck_log() {
         if !Path::new("/sbin/logsave").is_file() {
-            eprintln!("skipped: no /sbin/logsave (e2fsprogs)");
+            testkit::skip("no /sbin/logsave (e2fsprogs) on this host");
             return;
         }
         let tmp = tempfile::tempdir().unwrap();
