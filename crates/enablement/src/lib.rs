@@ -328,7 +328,7 @@ fn apply(
     if new.contains(&Lever::Rc) {
         let startpar = m.startpar()?;
         let distrib = startpar_distrib(startpar);
-        match m.startpar_hooked_by_other()? {
+        match m.startpar_hooked_by_other(startpar)? {
             Some(by) => said.push(format!(
                 "rc: {startpar} is already the wrapper over {distrib} ({by}): left as it is"
             )),

@@ -344,11 +344,10 @@ impl Machine {
         Ok(if known { usr } else { STARTPAR_PATHS[0] })
     }
 
-    /// Whether startpar ([`Machine::startpar`]) is already the wrapper over Debian's
-    /// startpar, diverted by someone else (the test bed's image does this with a local
-    /// diversion): then the rc lever needs only its kernel parameter.
-    pub fn startpar_hooked_by_other(&self) -> Result<Option<String>, Error> {
-        let startpar = self.startpar()?;
+    /// Whether `startpar` (as [`Machine::startpar`] found it) is already the wrapper over
+    /// Debian's startpar, diverted by someone else (the test bed's image does this with a
+    /// local diversion): then the rc lever needs only its kernel parameter.
+    pub fn startpar_hooked_by_other(&self, startpar: &str) -> Result<Option<String>, Error> {
         let Some((to, pkg)) = self.diversion(startpar)? else {
             return Ok(None);
         };
@@ -403,7 +402,7 @@ impl Machine {
                         Ok(p) => p,
                         Err(e) => return Some(e.to_string()),
                     };
-                    match self.startpar_hooked_by_other() {
+                    match self.startpar_hooked_by_other(startpar) {
                         Err(e) => Some(e.to_string()),
                         Ok(Some(_)) => None,
                         Ok(None) if self.diversion(startpar).ok().flatten().is_some() => None,
