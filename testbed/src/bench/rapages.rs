@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use crate::bench::figures::event_field;
+use crate::bench::figures::{event_field, event_fields};
 use crate::bench::rabench::{bench_append, learned_disk, readahead_figures};
 use crate::bench::registry::Request;
 use crate::bench::runner::{self, Benchmark, Figures, Variant};
@@ -40,11 +40,11 @@ fn readahead_opts(profile: Profile, pages: &str) -> BootOpts {
 /// tracepoints, as asked), its size, and the tracepoints' event and loss counts.
 pub fn learning_figures(events: &str) -> Figures {
     let mut f = Figures::new();
-    let learn = events
-        .lines()
-        .find(|l| l.split_whitespace().nth(1) == Some("readahead_learn"));
-    let from_filemap = learn.map(|l| {
-        if l.split_whitespace().any(|w| w == "pages_from=filemap") {
+    let from_filemap = event_fields(events, "readahead_learn").map(|fields| {
+        if fields
+            .iter()
+            .any(|(k, v)| k == "pages_from" && v == "filemap")
+        {
             1.0
         } else {
             0.0
@@ -66,17 +66,11 @@ pub fn learning_figures(events: &str) -> Figures {
 }
 
 /// A replaying boot's figures, and whether it learned again (1: the pack was replaced, so
-/// later boots of the variant replay another pack).
+/// later boots of the variant replay another pack): `pack_mb` is the size of a pack the
+/// boot learned, which every `readahead_learn` event gives.
 fn replay_figures(r: &BootResult) -> Figures {
     let mut f = readahead_figures(r);
-    let events = r
-        .trace_dir
-        .as_ref()
-        .and_then(|d| fs::read_to_string(d.join("events.log")).ok())
-        .unwrap_or_default();
-    let learned = events
-        .lines()
-        .any(|l| l.split_whitespace().nth(1) == Some("readahead_learn"));
+    let learned = f.get("pack_mb").is_some_and(Option::is_some);
     f.insert(
         "learned_again".into(),
         Some(if learned { 1.0 } else { 0.0 }),
@@ -119,11 +113,7 @@ pub fn bench(paths: &Paths, req: &Request) -> Result<()> {
     for (name, pages) in SOURCES {
         match learned_disk(paths, &img, &readahead_opts(profile, pages)) {
             Ok((disk, r)) => {
-                let events = r
-                    .trace_dir
-                    .as_ref()
-                    .and_then(|d| fs::read_to_string(d.join("events.log")).ok())
-                    .unwrap_or_default();
+                let events = runner::trace_file(&r, "events.log").unwrap_or_default();
                 learning.insert(name.into(), json!(learning_figures(&events)));
                 disks.push(disk);
             }
