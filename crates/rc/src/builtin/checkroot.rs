@@ -121,17 +121,23 @@ pub fn no_check_left(env: &Env) -> Result<RootEntry, String> {
             return Err(format!(
                 "{} is not the device mounted on /: the script makes {}",
                 root.dev,
-                temporary_root_node(env)
+                temporary_root_node(script_release(env))
             ));
         }
     }
     Ok(root)
 }
 
-/// Where the script makes its temporary root node (and removes it after the remount):
-/// Debian 13's checkroot.sh moved it from /run/rootdev to /dev/rootdev.
-fn temporary_root_node(env: &Env) -> &'static str {
-    match super::release_on(env, &Builtin::CheckRoot.script_known()) {
+/// Which release's checkroot.sh the system has (read once per run: the steps below that
+/// differ between releases take it).
+fn script_release(env: &Env) -> Option<Release> {
+    super::release_on(env, &Builtin::CheckRoot.script_known())
+}
+
+/// Where the script of `release` makes its temporary root node (and removes it after the
+/// remount): Debian 13's checkroot.sh moved it from /run/rootdev to /dev/rootdev.
+fn temporary_root_node(release: Option<Release>) -> &'static str {
+    match release {
         Some(Release::Debian13) => "/dev/rootdev",
         _ => "/run/rootdev",
     }
@@ -141,11 +147,9 @@ fn temporary_root_node(env: &Env) -> &'static str {
 /// initramfs's fsck log: `logsave -s /var/log/fsck/checkroot cat /run/initramfs/fsck.log`
 /// (its output to /dev/null) when logsave and that log file are there; otherwise it prints
 /// a failure message, which is left to the script (Err: nothing done yet).
-fn keep_initramfs_fsck_log(env: &Env) -> Result<(), String> {
+fn keep_initramfs_fsck_log(env: &Env, release: Option<Release>) -> Result<(), String> {
     let checked = env.at("/run/initramfs/fsck-root").exists();
-    if !checked
-        || super::release_on(env, &Builtin::CheckRoot.script_known()) != Some(Release::Debian13)
-    {
+    if !checked || release != Some(Release::Debian13) {
         return Ok(());
     }
     let logsave = env.at("/sbin/logsave");
@@ -245,7 +249,8 @@ pub(super) fn run(env: &Env, steps: &mut Steps) -> Result<(), String> {
         .map_err(|e| format!("{}/meminfo: {e}", env.proc_dir.display()))?;
     let shm_kib =
         shm_size_kib(&String::from_utf8_lossy(&meminfo)).ok_or("no MemTotal in meminfo")?;
-    keep_initramfs_fsck_log(env)?;
+    let release = script_release(env);
+    keep_initramfs_fsck_log(env, release)?;
 
     // Swap, unless `noswap` or swap on LVM or a file (the script leaves those alone).
     let swaps: Vec<String> = fstab
@@ -283,7 +288,7 @@ pub(super) fn run(env: &Env, steps: &mut Steps) -> Result<(), String> {
                 .map_err(|e| format!("ln -fs /proc/mounts {}: {e}", mtab.display()))?;
         }
     }
-    let _ = fs::remove_file(env.at(temporary_root_node(env)));
+    let _ = fs::remove_file(env.at(temporary_root_node(release)));
 
     // /etc/init.d/mountkernfs.sh reload
     remount(
@@ -500,30 +505,30 @@ mod tests {
         )
         .unwrap();
         fs::write(&log, "(Nothing has been logged yet.)\n").unwrap();
-        keep_initramfs_fsck_log(&env).unwrap();
+        keep_initramfs_fsck_log(&env, script_release(&env)).unwrap();
         assert_eq!(
             fs::read_to_string(&log).unwrap(),
             "(Nothing has been logged yet.)\n"
         );
-        assert_eq!(temporary_root_node(&env), "/run/rootdev");
+        assert_eq!(temporary_root_node(script_release(&env)), "/run/rootdev");
         // Debian 13's: the log appended to the file initscripts' postinst made.
         fs::copy(
             fixtures.join("trixie-changed/etc/init.d/checkroot.sh"),
             &script,
         )
         .unwrap();
-        assert_eq!(temporary_root_node(&env), "/dev/rootdev");
-        keep_initramfs_fsck_log(&env).unwrap();
+        assert_eq!(temporary_root_node(script_release(&env)), "/dev/rootdev");
+        keep_initramfs_fsck_log(&env, script_release(&env)).unwrap();
         let kept = fs::read_to_string(&log).unwrap();
         assert!(kept.contains("/dev/vda: clean, 1/2 files"), "{kept}");
         // Without the log file: declined, nothing written.
         fs::remove_file(&log).unwrap();
-        let e = keep_initramfs_fsck_log(&env).unwrap_err();
+        let e = keep_initramfs_fsck_log(&env, script_release(&env)).unwrap_err();
         assert!(e.contains("cannot keep the initramfs's fsck log"), "{e}");
         assert!(!log.exists());
         // Not checked by the initramfs: nothing to keep.
         fs::remove_file(root.join("run/initramfs/fsck-root")).unwrap();
-        keep_initramfs_fsck_log(&env).unwrap();
+        keep_initramfs_fsck_log(&env, script_release(&env)).unwrap();
         assert!(!log.exists());
     }
 }
