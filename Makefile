@@ -7,7 +7,7 @@ TESTBED := target/release/bootprint-testbed
 BOOTPRINT := target/release/bootprint
 OUT ?= out
 
-.PHONY: all deps build demo test unit smoke bench soak lint clean fuzz-build fuzz-short fuzz-long deb deb-check package-test desktop-test
+.PHONY: all deps build demo test unit smoke bench soak lint clean fuzz-build fuzz-short fuzz-long deb deb-check package-test desktop-test smoke-debian13
 
 all: build
 
@@ -78,8 +78,8 @@ deb-check: deb
 
 # The package on a machine GRUB boots from its own disk: install, enable, a kernel upgrade,
 # disable, purge, five boots (docs/testbed.md, `package`). Not part of `make test` (its
-# 40 minutes). On Debian 13, the current stable, unless PACKAGE_RELEASE=12.
-PACKAGE_RELEASE ?= 13
+# 40 minutes). On Debian 12 unless PACKAGE_RELEASE=13 (see smoke-debian13).
+PACKAGE_RELEASE ?= 12
 package-test: deb
 	$(TESTBED) --release $(PACKAGE_RELEASE) image
 	$(TESTBED) --release $(PACKAGE_RELEASE) package --deb $(DEB) --no-cargo
@@ -90,17 +90,24 @@ desktop-test: build
 	$(TESTBED) desktop --no-cargo
 	$(TESTBED) desktop --systemd --no-cargo
 
-# The test bed's real boots on Debian 13 (the current stable), then the Debian 12 image
-# (oldstable, which the benchmarks measure) and its smoke boots.
+# The test bed's real boots on Debian 12. Debian 13's are `make smoke-debian13`, not in
+# `make test` yet: its 6.12 kernel panicked once under TCG (testbed/results/README.md,
+# 2026-11-29), so a run of them would fail now and then.
 smoke:
+	$(TESTBED) image
+	$(TESTBED) smoke
+	$(TESTBED) initramfs
+	$(TESTBED) late
+	$(TESTBED) parity
+	$(TESTBED) faults
+
+smoke-debian13:
 	$(TESTBED) --release 13 image
 	$(TESTBED) --release 13 smoke
 	$(TESTBED) --release 13 initramfs
 	$(TESTBED) --release 13 late
 	$(TESTBED) --release 13 parity
 	$(TESTBED) --release 13 faults
-	$(TESTBED) image
-	$(TESTBED) smoke
 
 # Benchmarks are not part of `make test`: they take many boots.
 bench: build
