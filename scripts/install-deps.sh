@@ -13,7 +13,9 @@ set -euo pipefail
 # cpio, xz-utils, zstd, lz4: the initramfs tests compare with the reference cpio reader and
 # measure every compressor.
 # dpkg-dev, debhelper, lintian: `make deb` and `make deb-check` (docs/packaging.md).
-packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ca-certificates gcc make pkg-config libkmod-dev insserv chromium grub-common cpio xz-utils zstd lz4 dpkg-dev debhelper lintian shellcheck)
+# ovmf: the test bed's UEFI boots (--firmware uefi); fdisk: sfdisk checks the GPT the test
+# bed writes for its UEFI disk.
+packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ovmf fdisk ca-certificates gcc make pkg-config libkmod-dev insserv chromium grub-common cpio xz-utils zstd lz4 dpkg-dev debhelper lintian shellcheck)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -26,6 +26,7 @@ const ENVIRONMENT: &str = "\
 Environment:
   BOOTPRINT_TESTBED_CACHE    the cache directory (default <repo>/testbed/cache)
   BOOTPRINT_TESTBED_RELEASE  the Debian release, as --release (default 12)
+  BOOTPRINT_TESTBED_FIRMWARE the firmware, as --firmware (default bios)
 
 Exit codes: 0 ok, 1 failure, 2 usage.";
 
@@ -43,6 +44,9 @@ pub struct Cli {
     /// The Debian release of the image to build and boot: 12 (bookworm) or 13 (trixie)
     #[arg(long, global = true, value_parser = ["12", "13"])]
     pub release: Option<String>,
+    /// The firmware every boot starts under: bios (SeaBIOS) or uefi (OVMF)
+    #[arg(long, global = true, value_parser = ["bios", "uefi"])]
+    pub firmware: Option<String>,
     #[command(subcommand)]
     pub verb: Verb,
 }

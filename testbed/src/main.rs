@@ -14,10 +14,13 @@ fn main() -> ExitCode {
     // Help and version print and exit 0; a wrong command line prints the error with the
     // verb's usage and exits 2.
     let cli = cli::parse_from(std::env::args_os()).unwrap_or_else(|e| e.exit());
-    // The run's release reaches every layer (vm::util::Paths) and the test bed's own child
+    // The run's release and firmware reach every layer (vm::util::Paths) and the test bed's own child
     // processes through the environment; set before any thread starts.
     if let Some(r) = &cli.release {
         std::env::set_var(bootprint_testbed::vm::image::Release::ENV, r);
+    }
+    if let Some(f) = &cli.firmware {
+        std::env::set_var(bootprint_testbed::vm::qemu::Firmware::ENV, f);
     }
     match bootprint_testbed::run(cli.verb) {
         Ok(()) => ExitCode::SUCCESS,

@@ -554,6 +554,7 @@ pub fn run_alone(
             "about": "each replay variant of bench readahead run alone (bootprint readahead replay) after drop_caches, in the relocation boot: replay and replay-merged before the relocation, replay-relocated and replay-relocated-metadata after it",
             "date": crate::vm::util::today(),
             "release": paths.release.number(),
+        "firmware": paths.firmware.name(),
             "host": crate::vm::hostload::host_facts(&paths.cache),
             "profile": profile.name(),
             "drive_mb_s": profile.bandwidth().map(|b| round3(b / 1e6)),

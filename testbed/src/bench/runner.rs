@@ -346,6 +346,7 @@ pub fn measure(
         "about": bench.about,
         "date": today(),
         "release": paths.release.number(),
+        "firmware": paths.firmware.name(),
         "host": crate::vm::hostload::host_facts(&paths.cache),
         "profile": profile_name,
         "runs_per_variant": runs,
@@ -639,9 +640,9 @@ fn print_text(
     println!("result: {}", file.display());
 }
 
-/// Writes `doc` to testbed/results/DATE-NAME[-debian13][-PROFILE][-N].json (never replacing
-/// a file): the release is named when it is not Debian 12, whose names are those from before
-/// releases existed.
+/// Writes `doc` to testbed/results/DATE-NAME[-debian13][-uefi][-PROFILE][-N].json (never
+/// replacing a file): the release is named when it is not Debian 12 and the firmware when it
+/// is not the BIOS, whose names are those from before either existed.
 pub fn write_result(
     paths: &Paths,
     name: &str,
@@ -653,6 +654,10 @@ pub fn write_result(
     let name = match paths.release {
         Release::Bookworm => name.to_string(),
         r => format!("{name}-debian{}", r.number()),
+    };
+    let name = match paths.firmware {
+        crate::vm::qemu::Firmware::Bios => name,
+        f => format!("{name}-{}", f.name()),
     };
     let base = match profile {
         None | Some(Profile::Fast) => format!("{}-{name}", today()),

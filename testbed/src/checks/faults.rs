@@ -1081,7 +1081,7 @@ fn power_cut(paths: &Paths, img: &Image, c: &Case, dir: &Path, disk: &Path) -> R
     let first = qemu::boot(paths, img, &opts);
     let run_dir = match &first {
         Ok(r) => r.serial_log.parent().map(Path::to_path_buf),
-        Err(_) => newest_run(paths),
+        Err(_) => crate::vm::util::newest_run(paths),
     };
     let serial = run_dir
         .as_ref()
@@ -1185,17 +1185,6 @@ fn trace_readable(paths: &Paths, dir: &Path, kept: &Path, log: &Path, name: &str
         .status()
         .is_ok_and(|s| s.success());
     Ok(ok)
-}
-
-/// The newest run directory (a boot that ended in an error does not return its own).
-fn newest_run(paths: &Paths) -> Option<PathBuf> {
-    let mut runs: Vec<PathBuf> = fs::read_dir(paths.cache.join("runs"))
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    runs.sort();
-    runs.pop()
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::vm::image::{self, Image};
 use crate::vm::initramfs::ensure_ours;
 use crate::vm::qemu::{self, BootOpts, BootResult, Profile, BASE_APPEND};
-use crate::vm::serial::Seen;
+use crate::vm::serial::{kernel_fault_in_log, Seen, PANIC_MARK};
 use crate::vm::util::{Error, Paths, Result};
 
 /// The line our /init writes to the kernel log before it execs the real init.
@@ -31,13 +31,42 @@ pub fn init_ms(serial_log: &Path) -> Option<u64> {
 }
 
 /// Boots with a wrong root and waits for the message and QEMU's exit. Returns the message
-/// line and the seconds from the message to QEMU's exit.
+/// line and the seconds from the message to QEMU's exit. A guest kernel that died before it
+/// ran any program (`serial::kernel_fault`) gets one more boot, as `qemu::boot` gives it.
 pub fn wrong_root(paths: &Paths, img: &Image, initrd: &Path) -> Result<(String, f64)> {
     let run = crate::vm::util::fresh_dir(&paths.cache.join("runs"))?;
+    match wrong_root_once(&run, paths.firmware, img, initrd) {
+        Err(e) => {
+            let serial_log = run.join("serial.log");
+            match kernel_fault_in_log(&serial_log).filter(|f| f.before_init) {
+                Some(fault) => {
+                    let kept = run.join("serial-kernel-fault.log");
+                    let _ = fs::rename(&serial_log, &kept);
+                    eprintln!(
+                        "initramfs: the guest kernel died before it ran any program ({}; \
+                         serial log {}): booting again once",
+                        fault.line,
+                        kept.display()
+                    );
+                    wrong_root_once(&run, paths.firmware, img, initrd)
+                }
+                None => Err(e),
+            }
+        }
+        ok => ok,
+    }
+}
+
+fn wrong_root_once(
+    run: &Path,
+    firmware: qemu::Firmware,
+    img: &Image,
+    initrd: &Path,
+) -> Result<(String, f64)> {
     let serial_log = run.join("serial.log");
     let cmdline =
         format!("{BASE_APPEND} root=UUID=00000000-0bad-4bad-8bad-000000000000 rootwait=5");
-    let mut cmd = crate::vm::qemu::qemu_command(img, initrd, &cmdline);
+    let mut cmd = crate::vm::qemu::qemu_command(img, firmware, initrd, &cmdline)?;
     cmd.arg("-drive")
         // snapshot=on: the guest never writes to the shared image.
         .arg(format!(
@@ -50,8 +79,14 @@ pub fn wrong_root(paths: &Paths, img: &Image, initrd: &Path) -> Result<(String, 
         "initramfs: wrong-root boot (serial log {})",
         serial_log.display()
     );
-    let outcome = match con.wait_for(&["did not appear within"], 0, WRONG_ROOT_TIMEOUT, start) {
-        Seen::Match(_, _, t) => Ok(t),
+    let outcome = match con.wait_for(
+        &["did not appear within", PANIC_MARK],
+        0,
+        WRONG_ROOT_TIMEOUT,
+        start,
+    ) {
+        Seen::Match(0, _, t) => Ok(t),
+        Seen::Match(..) => Err("the guest kernel panicked before the message".to_string()),
         Seen::Timeout => Err(format!(
             "no `did not appear` message within {} s",
             WRONG_ROOT_TIMEOUT.as_secs()

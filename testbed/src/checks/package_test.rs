@@ -79,6 +79,7 @@ fn package(paths: &Paths, deb: &Path, cargo: bool, c: &mut Checks) -> Result<()>
         img: &img,
         old,
         new,
+        fs_offset: grub.fs_offset,
     };
     let r1 = install_and_enable(&m, &disk, c)?;
     let r2 = bootprint_on_and_kernel_upgrade(&m, &after(&r1, &disk), c)?;
@@ -106,6 +107,8 @@ struct Machine<'a> {
     img: &'a image::Image,
     old: &'a String,
     new: &'a String,
+    /// Where the GRUB disk's root file system starts.
+    fs_offset: u64,
 }
 
 /// The disk a boot kept, for the next one (the first's when it kept none).
@@ -116,8 +119,7 @@ fn after(r: &BootResult, first: &Path) -> PathBuf {
 /// 1. Stock: `dpkg -i` the .deb (the next boot's files must not change), `bootprint enable --all`.
 fn install_and_enable(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
     let r1 = boot(
-        m.paths,
-        m.img,
+        m,
         disk,
         false,
         r#"section cmdline; cat /proc/cmdline
@@ -169,8 +171,7 @@ section grub-cmdline; grep -o 'init=[^ ]*' /boot/grub/grub.cfg | sort -u
 fn bootprint_on_and_kernel_upgrade(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
     let (old, new) = (m.old, m.new);
     let r2 = boot(
-        m.paths,
-        m.img,
+        m,
         disk,
         true,
         &format!(
@@ -232,8 +233,7 @@ section grub-entries; grep -E '^[[:space:]]*(menuentry|linux|initrd)' /boot/grub
 fn new_kernel_and_failing_disables(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
     let new = m.new;
     let r3 = boot(
-        m.paths,
-        m.img,
+        m,
         disk,
         true,
         r#"section cmdline; cat /proc/cmdline
@@ -304,8 +304,7 @@ section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint-boo
 /// 3b. Stock, the wrapper running Debian's startpar; dpkg's database immutable.
 fn stock_with_the_wrapper(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
     let r3b = boot(
-        m.paths,
-        m.img,
+        m,
         disk,
         false,
         r#"section cmdline; cat /proc/cmdline
@@ -345,8 +344,7 @@ section startpar-after; ls /bin/startpar /bin/startpar.distrib 2>&1 | sed 's/^ls
 /// 3c. Stock again, Debian's startpar in place; disable finishes: returns the sections (`after-disable`).
 fn stock_and_disable(m: &Machine, disk: &Path, c: &mut Checks) -> Result<(BootResult, Sections)> {
     let r3c = boot(
-        m.paths,
-        m.img,
+        m,
         disk,
         false,
         r#"section cmdline; cat /proc/cmdline
@@ -402,8 +400,7 @@ fn enable_and_purge(
     disabled: &Sections,
 ) -> Result<BootResult> {
     let r4 = boot(
-        m.paths,
-        m.img,
+        m,
         disk,
         false,
         r#"section cmdline; cat /proc/cmdline
@@ -460,8 +457,7 @@ section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
 fn stock_as_before(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
     let new = m.new;
     let r5 = boot(
-        m.paths,
-        m.img,
+        m,
         disk,
         false,
         "section cmdline; cat /proc/cmdline\nsection release; uname -r\n",
@@ -501,7 +497,7 @@ fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
     // replayed by the guest over what debugfs writes. So: the file system out, its journal
     // replayed, the .deb written, the file system back.
     let fs = run.join("fs.ext4");
-    qemu::extract_fs(&disk, grub_disk::FS_OFFSET, &fs, &log)?;
+    qemu::extract_fs(&disk, grub.fs_offset, &fs, &log)?;
     qemu::replay_journal(&fs, &log)?;
     run_logged(
         Command::new("debugfs")
@@ -511,26 +507,20 @@ fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
             .arg(&fs),
         &log,
     )?;
-    qemu::write_back_fs(&fs, &disk, grub_disk::FS_OFFSET, &log)?;
+    qemu::write_back_fs(&fs, &disk, grub.fs_offset, &log)?;
     fs::remove_file(&fs).map_err(|e| io_err("cannot remove", &fs, e))?;
     Ok(disk)
 }
 
-fn boot(
-    paths: &Paths,
-    img: &image::Image,
-    disk: &Path,
-    record: bool,
-    script: &str,
-) -> Result<BootResult> {
+fn boot(m: &Machine, disk: &Path, record: bool, script: &str) -> Result<BootResult> {
     let mut o = BootOpts::new(Profile::Fast);
     o.firmware = true;
-    o.fs_offset = grub_disk::FS_OFFSET;
+    o.fs_offset = m.fs_offset;
     o.record = record;
     o.keep_disk = true;
     o.disk_from = Some(disk.to_path_buf());
     o.guest_script = Some(format!("{PRELUDE}{script}"));
-    let r = qemu::boot(paths, img, &o)?;
+    let r = qemu::boot(m.paths, m.img, &o)?;
     println!(
         "boot: login after {:.2} s, serial log {}",
         r.host_login_s,

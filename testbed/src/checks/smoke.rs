@@ -32,8 +32,51 @@ pub fn run(paths: &Paths, cargo: bool) -> Result<()> {
             let _ = std::fs::remove_file(d);
         }
         r?;
-        rc_boot(paths, c, first_trace.as_deref())
+        rc_boot(paths, c, first_trace.as_deref())?;
+        early_panic(paths, c)
     })
+}
+
+/// A guest kernel that dies before it runs any program (here on purpose: no init in the
+/// initramfs and no root device, so PID 1 panics in the root mount) must end the boot at
+/// once with the kernel's reason, and `qemu::boot` must boot it once more, keeping the first
+/// serial log (the 2026-11-29 `Oops: int3` under TCG is the case this is for).
+fn early_panic(paths: &Paths, c: &mut Checks) -> Result<()> {
+    let img = image::ensure(paths, false)?;
+    let mut opts = BootOpts::new(Profile::Fast);
+    opts.append = "rdinit=/bootprint-no-such-init".to_string();
+    opts.root = Some("/dev/bootprint-no-such-disk".to_string());
+    let t = std::time::Instant::now();
+    let err = match qemu::boot(paths, &img, &opts) {
+        Ok(_) => {
+            c.check(false, "a boot without init or root failed");
+            return Ok(());
+        }
+        Err(e) => e.to_string(),
+    };
+    let secs = t.elapsed().as_secs_f64();
+    c.check(
+        err.contains("the guest kernel panicked before `login:`: Kernel panic - not syncing"),
+        &format!(
+            "a guest kernel panic ends the boot with the kernel's reason: {}",
+            err.lines().next().unwrap_or("")
+        ),
+    );
+    // Two boots of a few seconds each, never the login timeout.
+    c.check(
+        secs < 240.0,
+        &format!("both boots ended within {secs:.0} s (limit 240 s)"),
+    );
+    let retried = crate::vm::util::newest_run(paths)
+        .map(|run| {
+            run.join("serial-kernel-fault.log").is_file() && run.join("serial.log").is_file()
+        })
+        .unwrap_or(false);
+    c.check(
+        retried,
+        "a panic before init got one more boot (serial-kernel-fault.log beside serial.log)",
+    );
+    Ok(())
 }
 
 /// The first boot: recorded, and learning a readahead pack (`bootprint.readahead=1`, no pack

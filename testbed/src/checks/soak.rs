@@ -269,7 +269,16 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
                 .and_then(|f| f.sync_all())
                 .map_err(|e| io_err("cannot sync", &copy, e))?;
             let o = soak_boot(
-                &img, &initrd, &copy, false, &cmdline, until, &run, i, opts.hold,
+                &img,
+                paths.firmware,
+                &initrd,
+                &copy,
+                false,
+                &cmdline,
+                until,
+                &run,
+                i,
+                opts.hold,
             );
             if !opts.hold {
                 let _ = fs::remove_file(&copy);
@@ -277,7 +286,16 @@ pub fn run(paths: &Paths, cfg: &SoakConfig, opts: &SoakOpts, cargo: bool) -> Res
             o?
         } else {
             soak_boot(
-                &img, &initrd, &disk, true, &cmdline, until, &run, i, opts.hold,
+                &img,
+                paths.firmware,
+                &initrd,
+                &disk,
+                true,
+                &cmdline,
+                until,
+                &run,
+                i,
+                opts.hold,
             )?
         };
         let line = outcome_line(&o, until);
@@ -476,6 +494,7 @@ fn append_tag(append: &str) -> String {
 #[allow(clippy::too_many_arguments)]
 fn soak_boot(
     img: &Image,
+    firmware: qemu::Firmware,
     initrd: &Path,
     disk: &Path,
     snapshot: bool,
@@ -487,7 +506,7 @@ fn soak_boot(
 ) -> Result<Outcome> {
     let serial_log = run.join(format!("boot-{n:03}.serial"));
     let monitor = run.join(format!("boot-{n:03}.monitor"));
-    let mut cmd = qemu::qemu_command(img, initrd, cmdline);
+    let mut cmd = qemu::qemu_command(img, firmware, initrd, cmdline)?;
     cmd.arg("-drive").arg(format!(
         "file={},format=raw,if=virtio{}",
         disk.display(),

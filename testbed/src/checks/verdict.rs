@@ -89,6 +89,7 @@ pub fn run(paths: &Paths, boots: usize, cargo: bool) -> Result<()> {
         "benchmark": "verdict",
         "about": "the text image booted again and again from the disk the last boot left, every sysvinit lever on: what the module loader and readahead did on each boot and what they concluded about themselves",
         "release": paths.release.number(),
+        "firmware": paths.firmware.name(),
         "append": SYSV_LEVERS,
         "boots": rows,
     });

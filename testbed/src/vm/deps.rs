@@ -4,8 +4,14 @@ use std::process::Command;
 
 use crate::vm::util::{output_logged, run_logged, Error, Paths, Result};
 
-/// Host packages: QEMU (TCG), qemu-img, debootstrap, mke2fs/debugfs/e2fsck.
-pub const HOST_PACKAGES: &[&str] = &["qemu-system-x86", "qemu-utils", "debootstrap", "e2fsprogs"];
+/// Host packages: QEMU (TCG), qemu-img, debootstrap, mke2fs/debugfs/e2fsck, OVMF (UEFI).
+pub const HOST_PACKAGES: &[&str] = &[
+    "qemu-system-x86",
+    "qemu-utils",
+    "debootstrap",
+    "e2fsprogs",
+    "ovmf",
+];
 
 /// The packages of `pkgs` that dpkg does not report as installed.
 pub fn missing(pkgs: &[&str], log: &std::path::Path) -> Result<Vec<String>> {

@@ -1,14 +1,17 @@
 //! The package test's disk: the text image as a PC has it, booted by GRUB from its own disk
-//! (BIOS, a partition table, no `-kernel`), with Debian's kernel from the ABI before the
-//! image's and no trace of bootprint, so the test can install the .deb, enable, upgrade the
-//! kernel to the image's ABI, disable and purge as a user would (docs/testbed.md, "The
-//! package test").
+//! (no `-kernel`), with Debian's kernel from the ABI before the image's and no trace of
+//! bootprint, so the test can install the .deb, enable, upgrade the kernel to the image's
+//! ABI, disable and purge as a user would (docs/testbed.md, "The package test"). Under the
+//! BIOS (`--firmware bios`): an MBR, one root partition, `grub-pc`. Under UEFI (`--firmware
+//! uefi`): a GPT with an EFI system partition (FAT, mounted at /boot/efi) and the root
+//! partition, `grub-efi-amd64` installed to `\EFI\debian` and the removable path
+//! `\EFI\BOOT\BOOTX64.EFI` (OVMF's variables start empty in every boot: no boot entry).
 //!
 //! Derived from the text image when the test first needs it, and cached (`grub-<key>/`):
 //! a copy of the image's root file system, grown, is loop-mounted on the host and changed in
 //! a chroot at the host's speed ([`ROOT_SCRIPT`]: dpkg and mkinitramfs take many minutes
-//! under emulation), put behind an MBR partition table, and booted once with the image's
-//! kernel (`root=/dev/vda1`) to run [`SETUP_SCRIPT`]: Debian's own grub-install and
+//! under emulation), put behind the partition table, and booted once with the image's
+//! kernel (`root=` the root partition) to run the layout's setup script: Debian's own grub-install and
 //! update-grub, which need the disk. A second boot, through the firmware and GRUB, must run
 //! the older kernel before the disk is kept. Only `package` pays for this: `make test`
 //! never builds it.
@@ -19,22 +22,72 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::vm::image::{self, Image};
-use crate::vm::qemu::{self, BootOpts, Profile};
+use crate::vm::qemu::{self, BootOpts, Firmware, Profile};
 use crate::vm::util::{io_err, output_logged, run_logged, Error, Fnv, Lock, Paths, Result};
 
 /// Bumped when the derivation changes in a way the hashed texts below do not show.
 const DISK_VERSION: &str = "bootprint-testbed grub disk 1";
-/// Where the root partition starts (sectors of 512 bytes): 1 MiB, as installers do, which
+/// Where the first partition starts (sectors of 512 bytes): 1 MiB, as installers do, which
 /// leaves GRUB's core image the gap after the MBR.
 const PART_START_SECTOR: u64 = 2048;
-/// Where the root file system starts on the disk, in bytes.
-pub const FS_OFFSET: u64 = PART_START_SECTOR * 512;
+/// The UEFI disk's EFI system partition: 64 MiB from [`PART_START_SECTOR`] (FAT16; GRUB's
+/// two images take about 8 MB).
+const ESP_SECTORS: u64 = 64 * 2048;
 /// Room for the upgrade: a second kernel, its initramfs and bootprint's, the traces.
 const GROW_MB: u64 = 1024;
 /// Where the upgrade's kernel .deb waits in the guest.
 pub const GUEST_DEBS: &str = "/root/bootprint-testbed/debs";
-/// The GRUB disk's fstab: the root is the first partition.
-const FSTAB: &str = "/dev/vda1 / ext4 defaults 0 1\nproc /proc proc defaults 0 0\n";
+/// What the BIOS disk and the UEFI disk do differently.
+struct Layout {
+    firmware: Firmware,
+    /// The root partition, as the guest names it.
+    root_dev: &'static str,
+    /// Where the root file system starts on the disk, in sectors.
+    root_start: u64,
+    fstab: &'static str,
+    /// Debian's GRUB for the firmware (and what its setup needs), installed in the chroot.
+    packages: &'static str,
+    /// debconf answers given before they are installed.
+    preseed: &'static str,
+    /// Run in the setup boot: grub-install on the disk, update-grub.
+    setup: &'static str,
+}
+
+fn layout(firmware: Firmware) -> Layout {
+    match firmware {
+        Firmware::Bios => Layout {
+            firmware,
+            root_dev: "/dev/vda1",
+            root_start: PART_START_SECTOR,
+            fstab: "/dev/vda1 / ext4 defaults 0 1\nproc /proc proc defaults 0 0\n",
+            packages: "grub-pc",
+            preseed: "grub-pc grub-pc/install_devices multiselect\n\
+                      grub-pc grub-pc/install_devices_empty boolean true\n",
+            setup: SETUP_BIOS,
+        },
+        Firmware::Uefi => Layout {
+            firmware,
+            root_dev: "/dev/vda2",
+            root_start: PART_START_SECTOR + ESP_SECTORS,
+            fstab: "/dev/vda2 / ext4 defaults 0 1\n\
+                    /dev/vda1 /boot/efi vfat umask=0077 0 2\n\
+                    proc /proc proc defaults 0 0\n",
+            packages: "grub-efi-amd64 dosfstools",
+            // As Debian's installer leaves a machine whose firmware may not keep boot entries:
+            // every grub-install also writes the removable path, and no NVRAM entry.
+            preseed: "grub-efi-amd64 grub2/force_efi_extra_removable boolean true\n\
+                      grub-efi-amd64 grub2/update_nvram boolean false\n",
+            setup: SETUP_UEFI,
+        },
+    }
+}
+
+impl Layout {
+    /// Where the root file system starts on the disk, in bytes.
+    fn fs_offset(&self) -> u64 {
+        self.root_start * 512
+    }
+}
 /// GRUB on the serial console, no menu delay, no other systems; Debian's kernel options.
 const GRUB_DEFAULTS: &str =
     "# The bootprint test bed's GRUB: the serial console, no menu delay, no other systems.
@@ -53,9 +106,9 @@ GRUB_DISABLE_OS_PROBER=true
 const INITRAMFS_CONF: &str = "MODULES=dep\n";
 /// In the chroot: what the test bed put in by hand goes (the bootprint binaries, the late
 /// generator's link, the startpar wrapper and its diversion, of /bin/startpar on Debian 12,
-/// /usr/bin/startpar on 13); GRUB (its install devices left
-/// empty: grub-install runs in the guest, on the disk) and the previous kernel come in; the
-/// image's kernel goes, its .deb kept for the upgrade.
+/// /usr/bin/startpar on 13); the firmware's GRUB (`$GRUB`, with `$PRESEED`: grub-install
+/// runs in the guest, on the disk) and the previous kernel come in; the image's kernel goes,
+/// its .deb kept for the upgrade.
 const ROOT_SCRIPT: &str = "set -e
 export DEBIAN_FRONTEND=noninteractive
 rm -rf /usr/lib/bootprint /usr/bin/bootprint /var/log/bootprint /var/lib/bootprint /etc/bootprint
@@ -66,10 +119,9 @@ for p in /bin/startpar /usr/bin/startpar; do
     dpkg-divert --local --rename --remove $p
   fi
 done
-printf '%s\\n' 'grub-pc grub-pc/install_devices multiselect' \\
-  'grub-pc grub-pc/install_devices_empty boolean true' | debconf-set-selections
+printf '%s' \"$PRESEED\" | debconf-set-selections
 apt-get update
-apt-get install -y --no-install-recommends grub-pc linux-image-$OLD
+apt-get install -y --no-install-recommends $GRUB linux-image-$OLD
 apt-get purge -y linux-image-amd64 linux-image-$NEW
 mkdir -p $DEBS
 cd $DEBS
@@ -79,12 +131,25 @@ apt-get clean
 /// The kernel packages `apt-cache search` lists for the previous ABI: Debian 12's
 /// `linux-image-6.1.0-50-amd64`, Debian 13's `linux-image-6.12.117+deb13-amd64`.
 const KERNEL_PACKAGES: &str = "^linux-image-[0-9.]+(-[0-9]+|[+]deb[0-9]+)-amd64$";
-/// grub-install on the disk (and remembered, so a grub-pc upgrade installs there too),
-/// then grub.cfg from Debian's scripts.
-const SETUP_SCRIPT: &str = r#"set -e
+/// BIOS: grub-install on the disk (and remembered, so a grub-pc upgrade installs there
+/// too), then grub.cfg from Debian's scripts.
+const SETUP_BIOS: &str = r#"set -e
 echo 'grub-pc grub-pc/install_devices multiselect /dev/vda' | debconf-set-selections
 grub-install /dev/vda
 update-grub
+cat /root/bootprint-testbed/releases
+echo BP""SETUP=ok
+"#;
+/// UEFI: the EFI system partition formatted (the host's kernel has no FAT), mounted as its
+/// fstab line says, GRUB's EFI image installed where Debian puts it and at the removable
+/// path, then grub.cfg.
+const SETUP_UEFI: &str = r#"set -e
+mkfs.fat -n ESP /dev/vda1
+mkdir -p /boot/efi
+mount /boot/efi
+grub-install --target=x86_64-efi --force-extra-removable --no-nvram
+update-grub
+ls /boot/efi/EFI/BOOT /boot/efi/EFI/debian
 cat /root/bootprint-testbed/releases
 echo BP""SETUP=ok
 "#;
@@ -96,14 +161,18 @@ pub struct GrubDisk {
     pub old_release: String,
     /// The release of the kernel .deb left in [`GUEST_DEBS`] for the upgrade.
     pub new_release: String,
+    /// Where the root file system starts on the disk, in bytes.
+    pub fs_offset: u64,
 }
 
 /// The cached GRUB disk of `img` (the text image), derived first if missing.
+/// Its layout follows the run's firmware (`Paths::firmware`).
 pub fn ensure(paths: &Paths, img: &Image) -> Result<GrubDisk> {
-    let dir = paths.cache.join(format!("grub-{}", key(img)));
+    let layout = layout(paths.firmware);
+    let dir = paths.cache.join(format!("grub-{}", key(img, &layout)));
     let _lock = Lock::acquire(&dir.with_extension("lock"))?;
     if !dir.join("ok").is_file() {
-        derive(paths, img, &dir)?;
+        derive(paths, img, &layout, &dir)?;
     }
     let releases =
         fs::read_to_string(dir.join("ok")).map_err(|e| io_err("cannot read", &dir, e))?;
@@ -117,26 +186,30 @@ pub fn ensure(paths: &Paths, img: &Image) -> Result<GrubDisk> {
         disk: dir.join("disk.raw"),
         old_release,
         new_release,
+        fs_offset: layout.fs_offset(),
     })
 }
 
 /// The cache key: the image directory (itself a hash of the image's inputs) and the
 /// derivation.
-fn key(img: &Image) -> String {
+fn key(img: &Image, layout: &Layout) -> String {
     let mut h = Fnv::new();
     for part in [
         DISK_VERSION,
         &img.dir.file_name().unwrap_or_default().to_string_lossy(),
-        FSTAB,
+        layout.fstab,
+        layout.packages,
+        layout.preseed,
+        layout.setup,
         GRUB_DEFAULTS,
         INITRAMFS_CONF,
         ROOT_SCRIPT,
-        SETUP_SCRIPT,
     ] {
         h.update(part.as_bytes());
         h.update(b"\0");
     }
     h.update(&PART_START_SECTOR.to_le_bytes());
+    h.update(&layout.root_start.to_le_bytes());
     h.update(&GROW_MB.to_le_bytes());
     h.hex()
 }
@@ -152,7 +225,7 @@ fn parse_releases(text: &str) -> Option<(String, String)> {
     Some((field("old")?, field("new")?))
 }
 
-fn derive(paths: &Paths, img: &Image, dir: &Path) -> Result<()> {
+fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()> {
     let _ = fs::remove_dir_all(dir);
     fs::create_dir_all(dir).map_err(|e| io_err("cannot create", dir, e))?;
     let log = dir.join("derive.log");
@@ -174,19 +247,20 @@ fn derive(paths: &Paths, img: &Image, dir: &Path) -> Result<()> {
         )?;
     }
     grow(&root, &log)?;
-    make_root(&root, dir, &log)?;
+    make_root(&root, dir, layout, &log)?;
     let work = dir.join("disk.tmp");
-    write_disk(&work, &root)?;
+    write_disk(&work, &root, layout)?;
     fs::remove_file(&root).map_err(|e| io_err("cannot remove", &root, e))?;
 
     eprintln!(
-        "grub disk: setup boot (the image's kernel, root=/dev/vda1): grub-install, update-grub"
+        "grub disk: setup boot (the image's kernel, root={}): grub-install, update-grub",
+        layout.root_dev
     );
     let mut o = BootOpts::new(Profile::Fast);
-    o.root = Some("/dev/vda1".into());
+    o.root = Some(layout.root_dev.into());
     o.disk_from = Some(work.clone());
     o.keep_disk = true;
-    o.guest_script = Some(SETUP_SCRIPT.to_string());
+    o.guest_script = Some(layout.setup.to_string());
     let r = qemu::boot(paths, img, &o)?;
     let out = r.guest_output.clone().unwrap_or_default();
     fs::write(dir.join("setup.out"), &out).map_err(|e| io_err("cannot write", dir, e))?;
@@ -207,7 +281,10 @@ fn derive(paths: &Paths, img: &Image, dir: &Path) -> Result<()> {
     let mut o = BootOpts::new(Profile::Fast);
     o.firmware = true;
     o.disk_from = Some(work.clone());
-    o.guest_script = Some("uname -r; cat /proc/cmdline\n".into());
+    // The kernel says it was started by UEFI when it sees the EFI system table.
+    o.guest_script = Some(
+        "uname -r; cat /proc/cmdline; test -d /sys/firmware/efi && echo BP\"\"UEFI=yes\n".into(),
+    );
     let r = qemu::boot(paths, img, &o)?;
     let out = r.guest_output.unwrap_or_default();
     if !out.lines().any(|l| l.trim() == old_release) || !out.contains("BOOT_IMAGE=") {
@@ -215,6 +292,13 @@ fn derive(paths: &Paths, img: &Image, dir: &Path) -> Result<()> {
             "the GRUB disk did not boot linux-image-{old_release} through GRUB (serial log {}):\n{}",
             r.serial_log.display(),
             tail_lines(&out, 10)
+        )));
+    }
+    if out.contains("BPUEFI=yes") != (layout.firmware == Firmware::Uefi) {
+        return Err(Error::fail(format!(
+            "the GRUB disk booted, but not under the firmware asked for ({}; serial log {})",
+            layout.firmware.name(),
+            r.serial_log.display()
         )));
     }
     let disk = dir.join("disk.raw");
@@ -245,7 +329,7 @@ fn grow(root: &Path, log: &Path) -> Result<()> {
 /// Loop-mounts `root` under `dir` and makes it the GRUB disk's root: [`ROOT_SCRIPT`] in a
 /// chroot (the mirror from the root's own apt sources, as the image build used), then the
 /// fstab, GRUB's defaults, initramfs-tools' setting and the releases file.
-fn make_root(root: &Path, dir: &Path, log: &Path) -> Result<()> {
+fn make_root(root: &Path, dir: &Path, layout: &Layout, log: &Path) -> Result<()> {
     let mnt = dir.join("mnt");
     fs::create_dir_all(&mnt).map_err(|e| io_err("cannot create", &mnt, e))?;
     run_logged(
@@ -280,16 +364,19 @@ fn make_root(root: &Path, dir: &Path, log: &Path) -> Result<()> {
         ))
     })?;
     eprintln!(
-        "grub disk: in a chroot: grub-pc, linux-image-{previous} in, linux-image-{installed} out (its .deb kept for the upgrade)"
+        "grub disk: in a chroot: {}, linux-image-{previous} in, linux-image-{installed} out (its .deb kept for the upgrade)",
+        layout.packages
     );
     let mut cmd = image::chroot(&mnt, &["sh", "-c", ROOT_SCRIPT]);
     cmd.env("OLD", &previous)
         .env("NEW", &installed)
-        .env("DEBS", GUEST_DEBS);
+        .env("DEBS", GUEST_DEBS)
+        .env("GRUB", layout.packages)
+        .env("PRESEED", layout.preseed);
     run_logged(&mut cmd, log)?;
     drop(proc_mount);
     fs::remove_file(&policy).map_err(|e| io_err("cannot remove", &policy, e))?;
-    image::write(&mnt.join("etc/fstab"), FSTAB)?;
+    image::write(&mnt.join("etc/fstab"), layout.fstab)?;
     image::write(&mnt.join("etc/default/grub"), GRUB_DEFAULTS)?;
     image::write(
         &mnt.join("etc/initramfs-tools/conf.d/bootprint-testbed"),
@@ -315,31 +402,161 @@ impl Drop for Unmount {
     }
 }
 
-/// Writes `disk`: an MBR partition table with one bootable Linux partition at
-/// [`PART_START_SECTOR`] holding the file system image `root`.
-fn write_disk(disk: &Path, root: &Path) -> Result<()> {
+/// Writes `disk`: the layout's partition table with the file system image `root` in the
+/// root partition (and, under UEFI, an empty EFI system partition before it).
+fn write_disk(disk: &Path, root: &Path, layout: &Layout) -> Result<()> {
     let root_bytes = fs::metadata(root)
         .map_err(|e| io_err("cannot stat", root, e))?
         .len();
-    let start = PART_START_SECTOR * 512;
+    let root_sectors = root_bytes.div_ceil(512);
     let _ = fs::remove_file(disk);
     run_logged(
         Command::new("dd")
             .arg(format!("if={}", root.display()))
             .arg(format!("of={}", disk.display()))
-            .args(["bs=1M", "seek=1", "conv=sparse", "status=none"]),
+            .arg(format!("seek={}", layout.root_start))
+            .args(["bs=512", "conv=sparse", "status=none"]),
         &disk.with_extension("log"),
     )?;
     let mut f = fs::OpenOptions::new()
         .write(true)
         .open(disk)
         .map_err(|e| io_err("cannot open", disk, e))?;
-    let mbr = mbr(PART_START_SECTOR, root_bytes / 512);
-    f.seek(SeekFrom::Start(0))
-        .and_then(|_| f.write_all(&mbr))
-        .and_then(|_| f.set_len(start + root_bytes))
+    let written = match layout.firmware {
+        Firmware::Bios => f
+            .seek(SeekFrom::Start(0))
+            .and_then(|_| f.write_all(&mbr(layout.root_start, root_sectors)))
+            .and_then(|_| f.set_len(layout.fs_offset() + root_bytes)),
+        Firmware::Uefi => {
+            // The backup table takes the disk's last sectors.
+            let total = layout.root_start + root_sectors + GPT_TABLE_SECTORS + 1;
+            let parts = [
+                GptPartition {
+                    kind: GPT_ESP,
+                    first: PART_START_SECTOR,
+                    last: PART_START_SECTOR + ESP_SECTORS - 1,
+                    name: "EFI system partition",
+                },
+                GptPartition {
+                    kind: GPT_LINUX_FS,
+                    first: layout.root_start,
+                    last: layout.root_start + root_sectors - 1,
+                    name: "root",
+                },
+            ];
+            let (primary, backup) = gpt(total, &parts);
+            f.set_len(total * 512)
+                .and_then(|_| f.seek(SeekFrom::Start(0)))
+                .and_then(|_| f.write_all(&primary))
+                .and_then(|_| f.seek(SeekFrom::Start((total - 1 - GPT_TABLE_SECTORS) * 512)))
+                .and_then(|_| f.write_all(&backup))
+        }
+    };
+    written
         .and_then(|_| f.sync_all())
         .map_err(|e| io_err("cannot write the partition table of", disk, e))
+}
+
+/// One partition of a GUID partition table.
+pub struct GptPartition {
+    /// Its type, as the 16 bytes on disk.
+    pub kind: [u8; 16],
+    /// First and last sector (inclusive).
+    pub first: u64,
+    pub last: u64,
+    pub name: &'static str,
+}
+
+/// A GUID as GPT stores it: the first three fields little-endian, the rest as written.
+pub const fn guid(a: u32, b: u16, c: u16, d: [u8; 8]) -> [u8; 16] {
+    let (a, b, c) = (a.to_le_bytes(), b.to_le_bytes(), c.to_le_bytes());
+    [
+        a[0], a[1], a[2], a[3], b[0], b[1], c[0], c[1], d[0], d[1], d[2], d[3], d[4], d[5], d[6],
+        d[7],
+    ]
+}
+
+/// C12A7328-F81F-11D2-BA4B-00A0C93EC93B, the EFI system partition (UEFI 2.10, 5.3.3).
+pub const GPT_ESP: [u8; 16] = guid(
+    0xC12A_7328,
+    0xF81F,
+    0x11D2,
+    [0xBA, 0x4B, 0x00, 0xA0, 0xC9, 0x3E, 0xC9, 0x3B],
+);
+/// 0FC63DAF-8483-4772-8E79-3D69D8477DE4, a Linux file system (the Discoverable Partitions
+/// Specification's generic type).
+pub const GPT_LINUX_FS: [u8; 16] = guid(
+    0x0FC6_3DAF,
+    0x8483,
+    0x4772,
+    [0x8E, 0x79, 0x3D, 0x69, 0xD8, 0x47, 0x7D, 0xE4],
+);
+/// The partition entry array: 128 entries of 128 bytes, 32 sectors.
+const GPT_ENTRIES: usize = 128;
+const GPT_ENTRY_SIZE: usize = 128;
+const GPT_TABLE_SECTORS: u64 = (GPT_ENTRIES * GPT_ENTRY_SIZE / 512) as u64;
+
+/// A GUID partition table (UEFI 2.10, chapter 5) for a disk of `total` sectors: the
+/// protective MBR, the header and the entry array (sectors 0 to 33), and the backup entry
+/// array with the backup header (the disk's last 33 sectors). The disk and partition GUIDs
+/// are fixed: a test disk, the same in every derivation.
+pub fn gpt(total: u64, parts: &[GptPartition]) -> (Vec<u8>, Vec<u8>) {
+    let mut entries = vec![0u8; GPT_ENTRIES * GPT_ENTRY_SIZE];
+    for (i, p) in parts.iter().enumerate() {
+        let e = &mut entries[i * GPT_ENTRY_SIZE..(i + 1) * GPT_ENTRY_SIZE];
+        e[..16].copy_from_slice(&p.kind);
+        e[16..32].copy_from_slice(&guid(
+            0x6270_7474,
+            0x6470,
+            0x4000 | i as u16,
+            [0x80, 0, 0, 0, 0, 0, 0, i as u8 + 1],
+        ));
+        e[32..40].copy_from_slice(&p.first.to_le_bytes());
+        e[40..48].copy_from_slice(&p.last.to_le_bytes());
+        for (k, unit) in p.name.encode_utf16().take(36).enumerate() {
+            e[56 + 2 * k..58 + 2 * k].copy_from_slice(&unit.to_le_bytes());
+        }
+    }
+    let entries_crc = readahead::pack::crc32(&entries);
+    let header = |mine: u64, other: u64, entries_at: u64| {
+        let mut h = [0u8; 512];
+        h[..8].copy_from_slice(b"EFI PART");
+        h[8..12].copy_from_slice(&0x0001_0000u32.to_le_bytes());
+        h[12..16].copy_from_slice(&92u32.to_le_bytes());
+        h[24..32].copy_from_slice(&mine.to_le_bytes());
+        h[32..40].copy_from_slice(&other.to_le_bytes());
+        h[40..48].copy_from_slice(&(2 + GPT_TABLE_SECTORS).to_le_bytes());
+        h[48..56].copy_from_slice(&(total - 2 - GPT_TABLE_SECTORS).to_le_bytes());
+        h[56..72].copy_from_slice(&guid(
+            0x6270_7474,
+            0x6469,
+            0x4000,
+            [0x80, 0x62, 0x6f, 0x6f, 0x74, 0x70, 0x72, 0x74],
+        ));
+        h[72..80].copy_from_slice(&entries_at.to_le_bytes());
+        h[80..84].copy_from_slice(&(GPT_ENTRIES as u32).to_le_bytes());
+        h[84..88].copy_from_slice(&(GPT_ENTRY_SIZE as u32).to_le_bytes());
+        h[88..92].copy_from_slice(&entries_crc.to_le_bytes());
+        let crc = readahead::pack::crc32(&h[..92]);
+        h[16..20].copy_from_slice(&crc.to_le_bytes());
+        h
+    };
+    // The protective MBR: one partition of type 0xEE over the whole disk (at most 2 TiB).
+    let mut mbr = [0u8; 512];
+    let e = &mut mbr[446..462];
+    e[1..4].copy_from_slice(&[0x00, 0x02, 0x00]);
+    e[4] = 0xee;
+    e[5..8].copy_from_slice(&[0xff, 0xff, 0xff]);
+    e[8..12].copy_from_slice(&1u32.to_le_bytes());
+    e[12..16].copy_from_slice(&((total - 1).min(u32::MAX as u64) as u32).to_le_bytes());
+    mbr[510] = 0x55;
+    mbr[511] = 0xaa;
+    let mut primary = mbr.to_vec();
+    primary.extend_from_slice(&header(1, total - 1, 2));
+    primary.extend_from_slice(&entries);
+    let mut backup = entries;
+    backup.extend_from_slice(&header(total - 1, 1, total - 1 - GPT_TABLE_SECTORS));
+    (primary, backup)
 }
 
 /// A classic MBR (no boot code: grub-install writes it) with one bootable partition of type
@@ -384,6 +601,84 @@ mod tests {
         // The other three entries are empty, and no boot code is written.
         assert!(m[462..510].iter().all(|&b| b == 0));
         assert!(m[..440].iter().all(|&b| b == 0));
+    }
+
+    /// The table as util-linux's sfdisk reads it (it checks both headers' and the entry
+    /// arrays' CRCs, the usable range and the overlaps: `--verify`).
+    #[test]
+    fn gpt_as_sfdisk_reads_it() {
+        if !testkit::have_tool_or_skip("sfdisk") {
+            return;
+        }
+        let total = 4 * 2048 + 200_000 + GPT_TABLE_SECTORS + 1;
+        let parts = [
+            GptPartition {
+                kind: GPT_ESP,
+                first: 2048,
+                last: 2048 + 4 * 2048 - 1,
+                name: "EFI system partition",
+            },
+            GptPartition {
+                kind: GPT_LINUX_FS,
+                first: 2048 + 4 * 2048,
+                last: 2048 + 4 * 2048 + 190_000 - 1,
+                name: "root",
+            },
+        ];
+        let (primary, backup) = gpt(total, &parts);
+        assert_eq!(primary.len() as u64, 2 * 512 + GPT_TABLE_SECTORS * 512);
+        assert_eq!(backup.len() as u64, (GPT_TABLE_SECTORS + 1) * 512);
+        let dir = tempfile::tempdir().unwrap();
+        let disk = dir.path().join("disk.raw");
+        let mut bytes = vec![0u8; (total * 512) as usize];
+        bytes[..primary.len()].copy_from_slice(&primary);
+        let at = bytes.len() - backup.len();
+        bytes[at..].copy_from_slice(&backup);
+        fs::write(&disk, &bytes).unwrap();
+        let run = |args: &[&str]| {
+            let out = Command::new("sfdisk")
+                .args(args)
+                .arg(&disk)
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout).to_string()
+                + &String::from_utf8_lossy(&out.stderr);
+            (out.status.success(), text)
+        };
+        let (ok, text) = run(&["--verify"]);
+        assert!(
+            ok && text.contains("No errors detected") && !text.contains("corrupt"),
+            "{text}"
+        );
+        let (ok, dump) = run(&["--dump"]);
+        assert!(ok, "{dump}");
+        assert!(dump.contains("label: gpt"), "{dump}");
+        assert!(
+            dump.contains(&format!("last-lba: {}", total - 2 - GPT_TABLE_SECTORS)),
+            "{dump}"
+        );
+        assert!(
+            dump.contains(
+                "start=        2048, size=        8192, type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B"
+            ),
+            "{dump}"
+        );
+        assert!(
+            dump.contains(
+                "start=       10240, size=      190000, type=0FC63DAF-8483-4772-8E79-3D69D8477DE4"
+            ),
+            "{dump}"
+        );
+        assert!(dump.contains("name=\"EFI system partition\""), "{dump}");
+        // A damaged entry array is found by its CRC, and the backup (written apart, at the
+        // disk's end) stands in.
+        bytes[2 * 512 + 60] ^= 1;
+        fs::write(&disk, &bytes).unwrap();
+        let (_, text) = run(&["--verify"]);
+        assert!(
+            text.contains("primary GPT table is corrupt, but the backup appears OK"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -12,7 +12,10 @@ use serde_json::{json, Value};
 use crate::vm::hostload::{self, HostCpu};
 use crate::vm::image::{Image, GUEST_BOOT_BIN, ROOT_PASSWORD};
 use crate::vm::seekdisk::SeekDisk;
-use crate::vm::serial::{clock_offset_before, firmware_estimate, Console, Seen};
+use crate::vm::serial::{
+    clock_offset_before, firmware_estimate, kernel_fault, kernel_fault_in_log, Console, Seen,
+    PANIC_MARK,
+};
 use crate::vm::util::{
     fresh_dir, io_err, output_logged, run_logged, tail, Error, Lock, Paths, Result,
 };
@@ -229,6 +232,9 @@ pub struct BootResult {
     pub kernel_stall: Option<String>,
     /// What the host's CPUs did from QEMU's start to `login:` (None: counters unreadable).
     pub host_cpu: Option<HostCpu>,
+    /// The first attempt's guest kernel died before it ran any program (the report's first
+    /// line); this result is the second attempt's (`boot`).
+    pub kernel_fault_retried: Option<String>,
 }
 
 impl BootResult {
@@ -255,6 +261,7 @@ impl BootResult {
             "qemu_exit": self.qemu_exit,
             "disk_copy_s": round3(self.disk_copy_s),
             "host_cpu": self.host_cpu.as_ref().map(HostCpu::to_json),
+            "kernel_fault_retried": self.kernel_fault_retried,
             "scaled_drive_slowdown": self.profile.is_scaled().then(hostload::tcg_slowdown),
         })
     }
@@ -317,21 +324,31 @@ pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
     let t = Instant::now();
     // A fresh copy per boot: every boot starts from the same state, and the guest's writes
     // stay readable afterwards.
-    run_logged(
-        Command::new("cp")
-            .arg("--sparse=always")
-            .arg(source)
-            .arg(&disk),
-        &run.join("host.log"),
-    )?;
-    if opts.sync_disk {
-        fs::File::open(&disk)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| io_err("cannot sync", &disk, e))?;
-    }
+    copy_disk(source, &disk, opts.sync_disk, &run)?;
     let disk_copy_s = t.elapsed().as_secs_f64();
     drop(lock);
-    let result = boot_disk(paths, img, opts, &run, &disk, disk_copy_s);
+    let mut result = boot_disk(paths, img, opts, &run, &disk, disk_copy_s);
+    if result.is_err() {
+        // A guest kernel that died before it ran any program is the emulator's or the
+        // kernel's failure, not the boot's: boot once more, from a fresh copy, and say so.
+        let serial_log = run.join("serial.log");
+        if let Some(fault) = kernel_fault_in_log(&serial_log).filter(|f| f.before_init) {
+            let kept = run.join("serial-kernel-fault.log");
+            let _ = fs::rename(&serial_log, &kept);
+            eprintln!(
+                "boot: the guest kernel died before it ran any program ({}; serial log {}): \
+                 booting again once",
+                fault.line,
+                kept.display()
+            );
+            result = copy_disk(source, &disk, opts.sync_disk, &run)
+                .and_then(|_| boot_disk(paths, img, opts, &run, &disk, disk_copy_s))
+                .map(|mut r| {
+                    r.kernel_fault_retried = Some(fault.line);
+                    r
+                });
+        }
+    }
     if opts.keep_disk {
         eprintln!("boot: disk kept at {}", disk.display());
     } else {
@@ -342,22 +359,110 @@ pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
     Ok(result)
 }
 
+/// Copies the boot's disk from `source` (sparse; synced to the host's disk with `sync`).
+fn copy_disk(source: &Path, disk: &Path, sync: bool, run: &Path) -> Result<()> {
+    run_logged(
+        Command::new("cp")
+            .arg("--sparse=always")
+            .arg(source)
+            .arg(disk),
+        &run.join("host.log"),
+    )?;
+    if sync {
+        fs::File::open(disk)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| io_err("cannot sync", disk, e))?;
+    }
+    Ok(())
+}
+
+/// The machine's firmware (`--firmware`, or `BOOTPRINT_TESTBED_FIRMWARE`): a PC BIOS
+/// (SeaBIOS, QEMU's default) or UEFI (OVMF, from Debian's `ovmf`, without Secure Boot and
+/// SMM, as its `60-edk2-x86_64.json` describes it for QEMU's `pc` machine).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Firmware {
+    Bios,
+    Uefi,
+}
+
+/// OVMF's code (read-only) and the template of its variable store, in Debian 12 and 13.
+pub const OVMF_CODE: &str = "/usr/share/OVMF/OVMF_CODE_4M.fd";
+pub const OVMF_VARS: &str = "/usr/share/OVMF/OVMF_VARS_4M.fd";
+
+impl Firmware {
+    pub const ENV: &'static str = "BOOTPRINT_TESTBED_FIRMWARE";
+
+    pub fn parse(s: &str) -> Option<Firmware> {
+        match s {
+            "bios" => Some(Firmware::Bios),
+            "uefi" => Some(Firmware::Uefi),
+            _ => None,
+        }
+    }
+
+    pub fn from_env() -> Result<Firmware> {
+        match std::env::var(Firmware::ENV) {
+            Ok(v) if !v.is_empty() => Firmware::parse(&v).ok_or_else(|| {
+                Error::Usage(format!("{}={v:?}: expected bios or uefi", Firmware::ENV))
+            }),
+            _ => Ok(Firmware::Bios),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Firmware::Bios => "bios",
+            Firmware::Uefi => "uefi",
+        }
+    }
+
+    /// QEMU's arguments for it. OVMF's variables start from Debian's template in every boot
+    /// (`snapshot=on`: the guest's writes vanish with QEMU), as on a machine whose NVRAM was
+    /// never written: it boots the disk's `\EFI\BOOT\BOOTX64.EFI` or QEMU's `-kernel`.
+    fn qemu_args(self) -> Result<Vec<String>> {
+        match self {
+            Firmware::Bios => Ok(vec![]),
+            Firmware::Uefi => {
+                for f in [OVMF_CODE, OVMF_VARS] {
+                    if !Path::new(f).is_file() {
+                        return Err(Error::fail(format!(
+                            "no {f}: UEFI boots need Debian's ovmf (run `bootprint-testbed deps`)"
+                        )));
+                    }
+                }
+                Ok(vec![
+                    "-drive".into(),
+                    format!("if=pflash,format=raw,unit=0,readonly=on,file={OVMF_CODE}"),
+                    "-drive".into(),
+                    format!("if=pflash,format=raw,unit=1,snapshot=on,file={OVMF_VARS}"),
+                ])
+            }
+        }
+    }
+}
+
 /// QEMU as the test bed runs it: TCG, 2 vCPUs, 1 GiB, no display, the serial console on
-/// stdio, the image's kernel with `initrd` and `cmdline`; the caller adds the drive.
-pub fn qemu_command(img: &Image, initrd: &Path, cmdline: &str) -> Command {
-    let mut cmd = firmware_command(img);
+/// stdio, `firmware`, the image's kernel with `initrd` and `cmdline`; the caller adds the
+/// drive.
+pub fn qemu_command(
+    img: &Image,
+    firmware: Firmware,
+    initrd: &Path,
+    cmdline: &str,
+) -> Result<Command> {
+    let mut cmd = firmware_command(img, firmware)?;
     cmd.arg("-kernel")
         .arg(&img.kernel)
         .arg("-initrd")
         .arg(initrd)
         .arg("-append")
         .arg(cmdline);
-    cmd
+    Ok(cmd)
 }
 
-/// QEMU without a kernel: the firmware (SeaBIOS) boots from the disk the caller adds, as a
-/// PC does (`BootOpts::firmware`); [`qemu_command`] adds the image's kernel.
-pub fn firmware_command(img: &Image) -> Command {
+/// QEMU without a kernel: the firmware (SeaBIOS or OVMF) boots from the disk the caller
+/// adds, as a PC does (`BootOpts::firmware`); [`qemu_command`] adds the image's kernel.
+pub fn firmware_command(img: &Image, firmware: Firmware) -> Result<Command> {
     let mut cmd = Command::new("qemu-system-x86_64");
     cmd.args(["-accel", "tcg", "-smp", "2", "-m", "1024"])
         .args([
@@ -375,8 +480,9 @@ pub fn firmware_command(img: &Image) -> Command {
             &["-device", "VGA"][..]
         } else {
             &[][..]
-        });
-    cmd
+        })
+        .args(firmware.qemu_args()?);
+    Ok(cmd)
 }
 
 /// Gives the QEMU of `cmd` a monitor on the Unix socket `socket` (a stale one removed
@@ -423,9 +529,14 @@ fn boot_disk(
     let qemu_err =
         fs::File::create(&qemu_log).map_err(|e| io_err("cannot create", &qemu_log, e))?;
     let mut cmd = if opts.firmware {
-        firmware_command(img)
+        firmware_command(img, paths.firmware)?
     } else {
-        qemu_command(img, opts.initrd.as_ref().unwrap_or(&img.initrd), &cmdline)
+        qemu_command(
+            img,
+            paths.firmware,
+            opts.initrd.as_ref().unwrap_or(&img.initrd),
+            &cmdline,
+        )?
     };
     let seek = attach_disk(&mut cmd, opts, disk, run)?;
     // A monitor for the diagnosis of a boot that never reaches the login.
@@ -499,6 +610,7 @@ fn boot_disk(
         guest_output,
         kernel_stall,
         host_cpu,
+        kernel_fault_retried: None,
     })
 }
 
@@ -616,8 +728,23 @@ impl Guest<'_> {
 
     /// Waits for `login:`; returns where it ends and the host's seconds to it.
     fn wait_for_login(&self, hung: &Hung) -> Result<(usize, f64)> {
-        match self.con.wait_for(&["login:"], 0, LOGIN_TIMEOUT, self.start) {
-            Seen::Match(_, end, t) => Ok((end, t)),
+        match self
+            .con
+            .wait_for(&["login:", PANIC_MARK], 0, LOGIN_TIMEOUT, self.start)
+        {
+            Seen::Match(0, end, t) => Ok((end, t)),
+            Seen::Match(..) => {
+                // The report and the panic line are out; its last lines follow within
+                // milliseconds, and the guest is dead: no need to wait for the timeout.
+                std::thread::sleep(Duration::from_secs(1));
+                let text = self.con.text(0, usize::MAX);
+                let what = kernel_fault(&text)
+                    .map(|f| f.line)
+                    .unwrap_or_else(|| PANIC_MARK.to_string());
+                Err(self.fail(&format!(
+                    "the guest kernel panicked before `login:`: {what}"
+                )))
+            }
             Seen::Timeout => {
                 // Every test-bed boot that hangs is diagnosed before QEMU is stopped (as `soak`
                 // does): a rare hang seen once is worth its registers and task dumps.

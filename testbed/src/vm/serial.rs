@@ -215,6 +215,69 @@ pub fn read_log(path: &Path) -> Vec<(f64, String)> {
         .collect()
 }
 
+/// The line every fatal error of the guest kernel ends in (then the kernel stops, and QEMU
+/// goes on running a dead guest unless `panic=` says otherwise).
+pub const PANIC_MARK: &str = "Kernel panic - not syncing";
+
+/// The first lines of a kernel error report: an oops, a `BUG()`, a panic without an oops.
+const FAULT_MARKS: [&str; 4] = [
+    "Oops: ",
+    "kernel BUG at",
+    "general protection fault",
+    PANIC_MARK,
+];
+
+/// The guest kernel's fatal error, as its console showed it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelFault {
+    /// The report's first line (`Oops: int3: 0000 [#1] ...`), trimmed.
+    pub line: String,
+    /// The report names PID 1 while it was still the kernel's own thread (`Comm: swapper/N`:
+    /// the initcalls and the root mount, before the kernel ran any program): nothing the
+    /// guest's userspace or bootprint did can have caused it.
+    pub before_init: bool,
+}
+
+/// The first fatal error report of the guest kernel in console text, if the kernel
+/// panicked (an oops that does not end in a panic kills one task and is the boot's own
+/// business). Seen 2026-11-29: Debian 13's 6.12 under TCG, `Oops: int3` in PID 1's
+/// initcalls, about once in 130 boots (testbed/results/README.md).
+pub fn kernel_fault(log: &str) -> Option<KernelFault> {
+    let lines: Vec<&str> = log.lines().collect();
+    let panic = lines.iter().position(|l| l.contains(PANIC_MARK))?;
+    let first = lines[..=panic]
+        .iter()
+        .position(|l| FAULT_MARKS.iter().any(|m| l.contains(m)))
+        .unwrap_or(panic);
+    // The report's `CPU: N [UID: U] PID: P Comm: NAME` line follows its first line, or the
+    // panic line when the panic had no oops before it.
+    let names_task = |from: usize| {
+        lines[from..lines.len().min(from + 4)]
+            .iter()
+            .find(|l| l.contains(" PID: ") && l.contains(" Comm: "))
+            .map(|l| l.contains(" PID: 1 Comm: swapper/"))
+    };
+    let before_init = names_task(first)
+        .or_else(|| names_task(panic))
+        .unwrap_or(false);
+    let line = lines[first];
+    // Console lines carry a kernel timestamp; the report starts after it.
+    let line = match line.find("] ") {
+        Some(i) if line.trim_start().starts_with('[') => &line[i + 2..],
+        _ => line,
+    };
+    Some(KernelFault {
+        line: line.trim().to_string(),
+        before_init,
+    })
+}
+
+/// [`kernel_fault`] in a serial log this console wrote (`read_log`).
+pub fn kernel_fault_in_log(path: &Path) -> Option<KernelFault> {
+    let text: Vec<String> = read_log(path).into_iter().map(|(_, l)| l).collect();
+    kernel_fault(&text.join("\n"))
+}
+
 /// What the kernel's watchdogs print when a CPU or task is stuck: the soft-lockup detector,
 /// RCU's stall detector, the hung-task detector.
 pub const STALL_MARKS: [&str; 3] = [
@@ -401,6 +464,40 @@ mod tests {
     fn clean_lines() {
         assert_eq!(clean_line(b"login: \r"), "login: ");
         assert_eq!(clean_line(b"\x1b[0m ok"), "\\x1b[0m ok");
+    }
+
+    #[test]
+    fn kernel_faults_before_and_after_init() {
+        // Trimmed from the 2026-11-29 panic (Debian 13's 6.12 under TCG).
+        let early = "[    1.190593] amd_pstate: the _CPC object is not present\n\
+            [    1.223654] Oops: int3: 0000 [#1] PREEMPT SMP NOPTI\n\
+            [    1.223949] CPU: 1 UID: 0 PID: 1 Comm: swapper/0 Not tainted 6.12.117+deb13-amd64 #1\n\
+            [    1.224132] RIP: 0010:sched_clock_cpu+0x9/0x1d0\n\
+            [    1.226400] Kernel panic - not syncing: Fatal exception in interrupt\n";
+        let f = kernel_fault(early).unwrap();
+        assert_eq!(f.line, "Oops: int3: 0000 [#1] PREEMPT SMP NOPTI");
+        assert!(f.before_init);
+        // Once init runs, PID 1 is a program: the same report is the boot's own failure.
+        let late = early.replace("Comm: swapper/0", "Comm: bootprint-boot");
+        assert!(!kernel_fault(&late).unwrap().before_init);
+        // 6.1's form (no UID) and a panic without an oops: init exited.
+        let init_died =
+            "[    5.1] Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000100\n\
+            [    5.2] CPU: 0 PID: 1 Comm: init Not tainted 6.1.0-50-amd64 #1\n";
+        let f = kernel_fault(init_died).unwrap();
+        assert!(f
+            .line
+            .starts_with("Kernel panic - not syncing: Attempted to kill init"));
+        assert!(!f.before_init);
+        let no_root = "[    2.0] Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)\n\
+            [    2.1] CPU: 0 PID: 1 Comm: swapper/0 Not tainted 6.1.0-50-amd64 #1\n";
+        assert!(kernel_fault(no_root).unwrap().before_init);
+        // An oops that only killed a task is no panic.
+        assert_eq!(
+            kernel_fault("[ 9.0] Oops: 0000 [#1] SMP\n[ 9.1] CPU: 0 PID: 7 Comm: sh\n"),
+            None
+        );
+        assert_eq!(kernel_fault("login: "), None);
     }
 
     #[test]

@@ -40,6 +40,8 @@ pub struct Paths {
     pub cache: PathBuf,
     /// The Debian release whose images this run builds and boots (`--release`).
     pub release: crate::vm::image::Release,
+    /// The firmware every boot of this run starts under (`--firmware`).
+    pub firmware: crate::vm::qemu::Firmware,
 }
 
 impl Paths {
@@ -51,10 +53,12 @@ impl Paths {
         };
         fs::create_dir_all(&cache).map_err(|e| io_err("cannot create cache dir", &cache, e))?;
         let release = crate::vm::image::Release::from_env()?;
+        let firmware = crate::vm::qemu::Firmware::from_env()?;
         Ok(Paths {
             repo,
             cache,
             release,
+            firmware,
         })
     }
 
@@ -250,6 +254,18 @@ pub fn stamp() -> String {
 
 /// A fresh directory `base/<stamp>` (with a suffix if that exists already). `create_dir`
 /// fails on an existing directory, so two test beds running at once never share one.
+/// The newest run directory under the cache (`fresh_dir`'s names sort by time): a boot
+/// that ended in an error does not return its own.
+pub fn newest_run(paths: &Paths) -> Option<PathBuf> {
+    let mut runs: Vec<PathBuf> = fs::read_dir(paths.cache.join("runs"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    runs.sort();
+    runs.pop()
+}
+
 pub fn fresh_dir(base: &Path) -> Result<PathBuf> {
     fs::create_dir_all(base).map_err(|e| io_err("cannot create", base, e))?;
     let s = stamp();
