@@ -7,7 +7,7 @@ TESTBED := target/release/bootprint-testbed
 BOOTPRINT := target/release/bootprint
 OUT ?= out
 
-.PHONY: all deps build demo test unit smoke bench soak lint clean fuzz-build fuzz-short fuzz-long deb deb-check package-test desktop-test smoke-debian13
+.PHONY: all deps build demo test unit smoke bench soak lint clean fuzz-build fuzz-short fuzz-long deb deb-check package-test package-test-uefi desktop-test
 
 all: build
 
@@ -78,11 +78,19 @@ deb-check: deb
 
 # The package on a machine GRUB boots from its own disk: install, enable, a kernel upgrade,
 # disable, purge, five boots (docs/testbed.md, `package`). Not part of `make test` (its
-# 40 minutes). On Debian 12 unless PACKAGE_RELEASE=13 (see smoke-debian13).
+# 40 minutes). On Debian 12 unless PACKAGE_RELEASE=13: CI runs `make test` on 13 and this on
+# 12, so both releases boot in every CI run.
 PACKAGE_RELEASE ?= 12
 package-test: deb
 	$(TESTBED) --release $(PACKAGE_RELEASE) image
 	$(TESTBED) --release $(PACKAGE_RELEASE) package --deb $(DEB) --no-cargo
+
+# The same on a UEFI machine (OVMF; GPT, EFI system partition, grub-efi-amd64), Debian 13
+# unless UEFI_RELEASE=12. Not in CI (its own GRUB disk, about 3 s more a boot).
+UEFI_RELEASE ?= 13
+package-test-uefi: deb
+	$(TESTBED) --release $(UEFI_RELEASE) image
+	$(TESTBED) --release $(UEFI_RELEASE) --firmware uefi package --deb $(DEB) --no-cargo
 
 # The desktop images' Xfce session, by autologin and by the greeter (docs/testbed.md,
 # `desktop`). Not part of `make test`.
@@ -90,24 +98,17 @@ desktop-test: build
 	$(TESTBED) desktop --no-cargo
 	$(TESTBED) desktop --systemd --no-cargo
 
-# The test bed's real boots on Debian 12. Debian 13's are `make smoke-debian13`, not in
-# `make test` yet: its 6.12 kernel panicked once under TCG (testbed/results/README.md,
-# 2026-11-29), so a run of them would fail now and then.
+# The test bed's real boots, on Debian 13 (the current stable) unless RELEASE=12. A guest
+# kernel that dies before it runs any program (13's 6.12 under TCG, about once in 130 boots,
+# testbed/results/README.md 2026-11-29) is booted once more, and the boot says so.
+RELEASE ?= 13
 smoke:
-	$(TESTBED) image
-	$(TESTBED) smoke
-	$(TESTBED) initramfs
-	$(TESTBED) late
-	$(TESTBED) parity
-	$(TESTBED) faults
-
-smoke-debian13:
-	$(TESTBED) --release 13 image
-	$(TESTBED) --release 13 smoke
-	$(TESTBED) --release 13 initramfs
-	$(TESTBED) --release 13 late
-	$(TESTBED) --release 13 parity
-	$(TESTBED) --release 13 faults
+	$(TESTBED) --release $(RELEASE) image
+	$(TESTBED) --release $(RELEASE) smoke
+	$(TESTBED) --release $(RELEASE) initramfs
+	$(TESTBED) --release $(RELEASE) late
+	$(TESTBED) --release $(RELEASE) parity
+	$(TESTBED) --release $(RELEASE) faults
 
 # Benchmarks are not part of `make test`: they take many boots.
 bench: build

@@ -216,12 +216,31 @@ impl std::fmt::Display for Refusal {
                 f,
                 "no file of the pack can be relocated (all changed, gone or empty)"
             ),
-            Refusal::NotExt4 { file, fs } => write!(
-                f,
-                "{} is on {fs}, not ext4: relocation needs ext4's move-extent ioctl \
-                 (EXT4_IOC_MOVE_EXT)",
-                file.display()
-            ),
+            Refusal::NotExt4 { file, fs } => {
+                write!(
+                    f,
+                    "{} is on {fs}, not ext4: relocation needs ext4's move-extent ioctl \
+                     (EXT4_IOC_MOVE_EXT)",
+                    file.display()
+                )?;
+                // Where a filesystem has a call that comes near, say why it is not used.
+                match fs.as_str() {
+                    "btrfs" => f.write_str(
+                        "; btrfs has none that places a file's blocks: its defragment \
+                         (BTRFS_IOC_DEFRAG_RANGE) rewrites each file wherever its allocator \
+                         chooses, in no order across files, and unshares snapshot and \
+                         reflink extents",
+                    ),
+                    "xfs" => f.write_str(
+                        "; XFS's XFS_IOC_SWAPEXT swaps whole files only, and its range \
+                         exchange (XFS_IOC_EXCHANGE_RANGE, Linux 6.10; checked against \
+                         changes with XFS_IOC_COMMIT_RANGE, 6.12) is not used by bootprint \
+                         yet",
+                    ),
+                    _ => Ok(()),
+                }?;
+                f.write_str(". Readahead's replay works on it as on ext4")
+            }
             Refusal::ReadOnly { mount } => write!(
                 f,
                 "the filesystem at {} is mounted read-only: relocation writes",
@@ -501,6 +520,23 @@ struct Target {
     request: u64,
 }
 
+/// The name of a filesystem by its statfs magic (linux/magic.h), for those a root or /usr is
+/// commonly on: btrfs files have a device number of their own, not the mount's, so
+/// mountinfo does not name their type.
+fn fs_name(magic: i64) -> Option<&'static str> {
+    Some(match magic {
+        0x9123_683E => "btrfs",
+        0x5846_5342 => "xfs",
+        0xF2F5_2010 => "f2fs",
+        0x0102_1994 => "tmpfs",
+        0x794C_7630 => "overlay",
+        0x7371_7368 => "squashfs",
+        0x4D44 => "vfat",
+        0x6969 => "nfs",
+        _ => return None,
+    })
+}
+
 /// Checks the filesystem of `first_path` (on device `dev`): ext4, writable, and on media
 /// where relocation helps (unless forced).
 fn check_target(first_path: &Path, dev: u64, opts: &Options) -> Result<Target, Refusal> {
@@ -518,7 +554,9 @@ fn check_target(first_path: &Path, dev: u64, opts: &Options) -> Result<Target, R
     if magic != EXT4_SUPER_MAGIC || fstype.as_deref().is_some_and(|t| t != "ext4") {
         return Err(Refusal::NotExt4 {
             file: first_path.to_path_buf(),
-            fs: fstype.unwrap_or_else(|| format!("a filesystem of magic {magic:#x}")),
+            fs: fstype
+                .or_else(|| fs_name(magic).map(str::to_string))
+                .unwrap_or_else(|| format!("a filesystem of magic {magic:#x}")),
         });
     }
     let mount_point = mount.map_or_else(

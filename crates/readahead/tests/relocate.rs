@@ -226,6 +226,45 @@ fn refuses_tmpfs_and_read_only_filesystems_by_name() {
     assert!(e.to_string().contains("mounted read-only"), "{e}");
 }
 
+/// btrfs and XFS, made and loop-mounted here: refused before anything is written, with the
+/// reason for each (the host's kernel must have both).
+#[test]
+fn refuses_btrfs_and_xfs_saying_why() {
+    for (fstype, mb, why) in [
+        ("btrfs", 128, "BTRFS_IOC_DEFRAG_RANGE"),
+        ("xfs", 300, "XFS_IOC_EXCHANGE_RANGE"),
+    ] {
+        let Some(img) = testkit::ext4::LoopFs::with_type(fstype, mb) else {
+            return;
+        };
+        let f = img.path().join("z");
+        fs::write(&f, vec![3u8; 65536]).unwrap();
+        let before = extents(&f);
+        let e = relocate::relocate(
+            &pack(vec![entry(&f, &[(0, 65536)])]),
+            &forced(),
+            &mut |_| {},
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, Refusal::NotExt4 { fs, .. } if fs == fstype),
+            "{e:?}"
+        );
+        let text = e.to_string();
+        assert!(
+            text.starts_with(&format!("{} is on {fstype}, not ext4", f.display())),
+            "{text}"
+        );
+        assert!(text.contains(why), "{text}");
+        assert!(
+            text.ends_with("Readahead's replay works on it as on ext4"),
+            "{text}"
+        );
+        assert_eq!(extents(&f), before, "nothing moved on {fstype}");
+        assert_eq!(fs::read(&f).unwrap(), vec![3u8; 65536]);
+    }
+}
+
 #[test]
 fn refuses_a_nearly_full_filesystem() {
     let Some(img) = Ext4Image::new(32) else {

@@ -1,14 +1,16 @@
-//! A small ext4 filesystem for tests: an image file under the system's temporary directory,
-//! made with mkfs.ext4 and loop-mounted (root only). The guard unmounts it and removes the
-//! image whatever the test does, panics included.
+//! A small filesystem for tests: an image file under the system's temporary directory, made
+//! with mkfs.ext4 (or mkfs.btrfs, mkfs.xfs) and loop-mounted (root only). The guard unmounts
+//! it and removes the image whatever the test does, panics included.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// A mounted ext4 image; unmounted and removed on drop.
+/// A mounted filesystem image; unmounted and removed on drop.
 #[derive(Debug)]
-pub struct Ext4Image {
+pub struct LoopFs {
+    /// `ext4`, `btrfs` or `xfs`.
+    fstype: &'static str,
     dir: PathBuf,
     image: PathBuf,
     mnt: PathBuf,
@@ -29,28 +31,40 @@ fn run(cmd: &str, args: &[&str]) -> Result<String, String> {
     }
 }
 
-impl Ext4Image {
-    /// Makes and mounts an image of `size_mb` MiB with 4 KiB blocks; `None` (and a skip, see
-    /// [`crate::skip`]) when not root or a tool is missing.
+/// The ext4 image relocation's tests use.
+pub type Ext4Image = LoopFs;
+
+impl LoopFs {
+    /// Makes and mounts an ext4 image of `size_mb` MiB with 4 KiB blocks; `None` (and a skip,
+    /// see [`crate::skip`]) when not root or a tool is missing.
     #[track_caller]
-    pub fn new(size_mb: u64) -> Option<Ext4Image> {
+    pub fn new(size_mb: u64) -> Option<LoopFs> {
+        LoopFs::with_type("ext4", size_mb)
+    }
+
+    /// The same with another filesystem: `ext4`, `btrfs` (at least 114 MiB) or `xfs` (at
+    /// least 300 MiB), each with its tools' defaults.
+    #[track_caller]
+    pub fn with_type(fstype: &'static str, size_mb: u64) -> Option<LoopFs> {
         if !crate::is_root() {
-            crate::skip("needs root to loop-mount an ext4 image");
+            crate::skip(&format!("needs root to loop-mount an {fstype} image"));
             return None;
         }
-        for tool in ["mkfs.ext4", "e2fsck", "mount", "umount"] {
+        let mkfs = format!("mkfs.{fstype}");
+        for tool in [mkfs.as_str(), "mount", "umount"] {
             if !crate::have_tool_or_skip(tool) {
                 return None;
             }
         }
         static N: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
-            "bootprint-ext4-{}-{}",
+            "bootprint-{fstype}-{}-{}",
             std::process::id(),
             N.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir_all(dir.join("mnt")).expect("temporary directory");
-        let mut img = Ext4Image {
+        let mut img = LoopFs {
+            fstype,
             image: dir.join("fs.img"),
             mnt: dir.join("mnt"),
             dir,
@@ -60,11 +74,13 @@ impl Ext4Image {
         f.set_len(size_mb << 20).expect("image size");
         drop(f);
         let image = img.image.to_str().expect("UTF-8 path").to_string();
-        run(
-            "mkfs.ext4",
-            &["-q", "-F", "-b", "4096", "-E", "nodiscard", &image],
-        )
-        .expect("mkfs.ext4");
+        let args: &[&str] = match fstype {
+            "ext4" => &["-q", "-F", "-b", "4096", "-E", "nodiscard"],
+            "btrfs" => &["-q", "-f", "--nodiscard"],
+            "xfs" => &["-q", "-f", "-K"],
+            other => panic!("LoopFs: no mkfs options for {other}"),
+        };
+        run(&mkfs, &[args, &[image.as_str()]].concat()).expect("mkfs");
         img.mount();
         Some(img)
     }
@@ -85,7 +101,7 @@ impl Ext4Image {
             "mount",
             &[
                 "-t",
-                "ext4",
+                self.fstype,
                 "-o",
                 &format!("loop,{options}"),
                 self.image.to_str().expect("UTF-8 path"),
@@ -123,15 +139,15 @@ impl Ext4Image {
         }
     }
 
-    /// `e2fsck -fn` of the unmounted image: Ok(its output) when it reports the filesystem
-    /// clean, Err(its output) otherwise.
+    /// `e2fsck -fn` of the unmounted image (ext4 only): Ok(its output) when it reports the
+    /// filesystem clean, Err(its output) otherwise.
     pub fn fsck(&mut self) -> Result<String, String> {
         self.unmount();
         run("e2fsck", &["-fn", self.image.to_str().expect("UTF-8 path")])
     }
 }
 
-impl Drop for Ext4Image {
+impl Drop for LoopFs {
     fn drop(&mut self) {
         if self.mounted {
             let mnt = self.mnt.to_str().unwrap_or_default().to_string();

@@ -66,7 +66,7 @@ fn wrong_root_once(
     let serial_log = run.join("serial.log");
     let cmdline =
         format!("{BASE_APPEND} root=UUID=00000000-0bad-4bad-8bad-000000000000 rootwait=5");
-    let mut cmd = crate::vm::qemu::qemu_command(img, firmware, initrd, &cmdline)?;
+    let mut cmd = crate::vm::qemu::qemu_command(img, firmware, &img.kernel, initrd, &cmdline)?;
     cmd.arg("-drive")
         // snapshot=on: the guest never writes to the shared image.
         .arg(format!(

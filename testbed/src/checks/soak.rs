@@ -506,7 +506,7 @@ fn soak_boot(
 ) -> Result<Outcome> {
     let serial_log = run.join(format!("boot-{n:03}.serial"));
     let monitor = run.join(format!("boot-{n:03}.monitor"));
-    let mut cmd = qemu::qemu_command(img, firmware, initrd, cmdline)?;
+    let mut cmd = qemu::qemu_command(img, firmware, &img.kernel, initrd, cmdline)?;
     cmd.arg("-drive").arg(format!(
         "file={},format=raw,if=virtio{}",
         disk.display(),

@@ -10,8 +10,8 @@
 //! Derived from the text image when the test first needs it, and cached (`grub-<key>/`):
 //! a copy of the image's root file system, grown, is loop-mounted on the host and changed in
 //! a chroot at the host's speed ([`ROOT_SCRIPT`]: dpkg and mkinitramfs take many minutes
-//! under emulation), put behind the partition table, and booted once with the image's
-//! kernel (`root=` the root partition) to run the layout's setup script: Debian's own grub-install and
+//! under emulation), put behind the partition table, and booted once with the kernel installed on it
+//! (`-kernel`, `root=` the root partition) to run the layout's setup script: Debian's own grub-install and
 //! update-grub, which need the disk. A second boot, through the firmware and GRUB, must run
 //! the older kernel before the disk is kept. Only `package` pays for this: `make test`
 //! never builds it.
@@ -247,21 +247,27 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
         )?;
     }
     grow(&root, &log)?;
-    make_root(&root, dir, layout, &log)?;
+    let old_kernel = make_root(&root, dir, layout, &log)?;
     let work = dir.join("disk.tmp");
     write_disk(&work, &root, layout)?;
     fs::remove_file(&root).map_err(|e| io_err("cannot remove", &root, e))?;
 
     eprintln!(
-        "grub disk: setup boot (the image's kernel, root={}): grub-install, update-grub",
+        "grub disk: setup boot (the disk's own kernel, root={}): grub-install, update-grub",
         layout.root_dev
     );
     let mut o = BootOpts::new(Profile::Fast);
     o.root = Some(layout.root_dev.into());
+    // The disk's own kernel: the image's was purged from it with its modules (vfat, which
+    // the EFI system partition's mount needs, among them).
+    o.kernel = Some(old_kernel.0.clone());
+    o.initrd = Some(old_kernel.1.clone());
     o.disk_from = Some(work.clone());
     o.keep_disk = true;
     o.guest_script = Some(layout.setup.to_string());
     let r = qemu::boot(paths, img, &o)?;
+    let _ = fs::remove_file(&old_kernel.0);
+    let _ = fs::remove_file(&old_kernel.1);
     let out = r.guest_output.clone().unwrap_or_default();
     fs::write(dir.join("setup.out"), &out).map_err(|e| io_err("cannot write", dir, e))?;
     let kept = r
@@ -328,8 +334,9 @@ fn grow(root: &Path, log: &Path) -> Result<()> {
 
 /// Loop-mounts `root` under `dir` and makes it the GRUB disk's root: [`ROOT_SCRIPT`] in a
 /// chroot (the mirror from the root's own apt sources, as the image build used), then the
-/// fstab, GRUB's defaults, initramfs-tools' setting and the releases file.
-fn make_root(root: &Path, dir: &Path, layout: &Layout, log: &Path) -> Result<()> {
+/// fstab, GRUB's defaults, initramfs-tools' setting and the releases file. Returns copies
+/// (in `dir`) of the kernel and initramfs it installed, for the setup boot.
+fn make_root(root: &Path, dir: &Path, layout: &Layout, log: &Path) -> Result<(PathBuf, PathBuf)> {
     let mnt = dir.join("mnt");
     fs::create_dir_all(&mnt).map_err(|e| io_err("cannot create", &mnt, e))?;
     run_logged(
@@ -386,7 +393,16 @@ fn make_root(root: &Path, dir: &Path, layout: &Layout, log: &Path) -> Result<()>
         &mnt.join("root/bootprint-testbed/releases"),
         &format!("old {previous}\nnew {installed}\n"),
     )?;
-    Ok(())
+    let kernel = dir.join("setup-vmlinuz");
+    let initrd = dir.join("setup-initrd.img");
+    for (from, to) in [
+        (format!("boot/vmlinuz-{previous}"), &kernel),
+        (format!("boot/initrd.img-{previous}"), &initrd),
+    ] {
+        let from = mnt.join(from);
+        fs::copy(&from, to).map_err(|e| io_err("cannot copy", &from, e))?;
+    }
+    Ok((kernel, initrd))
 }
 
 /// Unmounts a mount point when dropped (lazily if it is busy), so an error half-way leaves

@@ -151,6 +151,9 @@ pub struct BootOpts {
     pub guest_script: Option<String>,
     /// Boot with this initramfs instead of the image's (`--initrd FILE`).
     pub initrd: Option<PathBuf>,
+    /// Boot this kernel instead of the image's (with `initrd`: the GRUB disk's setup boot
+    /// runs the kernel installed on that disk, whose modules are there).
+    pub kernel: Option<PathBuf>,
     /// fsync the fresh disk copy before QEMU starts: otherwise the guest's first flush (an
     /// ext4 rw mount writes its superblock) waits ~1.5 s for the host to write back the
     /// copy (measured in docs/initramfs.md).
@@ -185,6 +188,7 @@ impl BootOpts {
             disk_from: None,
             guest_script: None,
             initrd: None,
+            kernel: None,
             sync_disk: false,
             stop_on_stall: false,
             firmware: false,
@@ -442,17 +446,18 @@ impl Firmware {
 }
 
 /// QEMU as the test bed runs it: TCG, 2 vCPUs, 1 GiB, no display, the serial console on
-/// stdio, `firmware`, the image's kernel with `initrd` and `cmdline`; the caller adds the
-/// drive.
+/// stdio, `firmware`, `kernel` (the image's, mostly) with `initrd` and `cmdline`; the caller
+/// adds the drive.
 pub fn qemu_command(
     img: &Image,
     firmware: Firmware,
+    kernel: &Path,
     initrd: &Path,
     cmdline: &str,
 ) -> Result<Command> {
     let mut cmd = firmware_command(img, firmware)?;
     cmd.arg("-kernel")
-        .arg(&img.kernel)
+        .arg(kernel)
         .arg("-initrd")
         .arg(initrd)
         .arg("-append")
@@ -534,6 +539,7 @@ fn boot_disk(
         qemu_command(
             img,
             paths.firmware,
+            opts.kernel.as_ref().unwrap_or(&img.kernel),
             opts.initrd.as_ref().unwrap_or(&img.initrd),
             &cmdline,
         )?
