@@ -14,8 +14,9 @@ set -euo pipefail
 # measure every compressor.
 # dpkg-dev, debhelper, lintian: `make deb` and `make deb-check` (docs/packaging.md).
 # ovmf: the test bed's UEFI boots (--firmware uefi); fdisk: sfdisk checks the GPT the test
-# bed writes for its UEFI disk.
-packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ovmf fdisk ca-certificates gcc make pkg-config libkmod-dev insserv chromium grub-common cpio xz-utils zstd lz4 dpkg-dev debhelper lintian shellcheck)
+# bed writes for its UEFI disk. btrfs-progs, xfsprogs: relocation's refusals are tested on
+# loop-mounted btrfs and XFS.
+packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ovmf fdisk btrfs-progs xfsprogs ca-certificates gcc make pkg-config libkmod-dev insserv chromium grub-common cpio xz-utils zstd lz4 dpkg-dev debhelper lintian shellcheck)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
