@@ -741,6 +741,12 @@ pub struct Enable {
     #[arg(long, value_name = "RELEASE", value_parser = text(StringValueParser::new()),
           conflicts_with_all = ["record", "readahead", "rc", "late", "modules", "initramfs", "default", "all"])]
     pub kernel_installed: Option<String>,
+    /// For /usr/lib/kernel/install.d/91-bootprint.install, as kernel-install(8) runs it:
+    /// the systemd-boot entry of kernel RELEASE as the manifest says (COMMAND is add or
+    /// remove; ENTRY_DIR is kernel-install's $BOOT/$ENTRY_TOKEN/$KERNEL_VERSION)
+    #[arg(long, num_args = 3, value_names = ["COMMAND", "RELEASE", "ENTRY_DIR"],
+          conflicts_with_all = ["record", "readahead", "rc", "late", "modules", "initramfs", "default", "all", "kernel_installed"])]
+    pub kernel_install: Option<Vec<String>>,
 }
 
 #[derive(Debug, Args)]

@@ -30,6 +30,12 @@ pub fn enable(a: &cli::Enable) -> Outcome {
     if let Some(k) = &a.kernel_installed {
         return said(enablement::kernel_installed(&m, k));
     }
+    if let Some(args) = &a.kernel_install {
+        return said(
+            enablement::KernelInstall::new(args, |v| std::env::var(v).ok())
+                .and_then(|call| enablement::loader::kernel_install(&m, &call)),
+        );
+    }
     let mut levers = std::collections::BTreeSet::new();
     for (on, l) in [
         (a.record, Lever::Record),
@@ -140,7 +146,10 @@ pub fn status(a: &cli::Status) -> Outcome {
             m.to_text()
                 .lines()
                 .filter(|l| {
-                    !l.starts_with('#') && !l.starts_with("lever ") && !l.starts_with("default ")
+                    !l.starts_with('#')
+                        && !l.starts_with("lever ")
+                        && !l.starts_with("default ")
+                        && !l.starts_with("loader ")
                 })
                 .map(String::from)
                 .collect()
@@ -149,6 +158,12 @@ pub fn status(a: &cli::Status) -> Outcome {
             under(root, DROPIN).display().to_string(),
             under(root, DROPIN).exists(),
         ),
+        loader: match manifest.as_ref().filter(|m| !m.levers.is_empty()) {
+            Some(m) => m.loader,
+            None => m.loader(),
+        }
+        .word()
+        .to_string(),
         cmdline,
         levers,
         last_boot: match &report {

@@ -4,8 +4,10 @@
 //! way is undone. dpkg-divert is the real one (`--root`); update-grub and the initramfs build
 //! are test doubles (`BOOTPRINT_UPDATE_GRUB`, `BOOTPRINT_INITRAMFS_BUILD`), since neither can
 //! run on a fake tree. The packaged scripts (packaging/) run under `sh` against the same tree,
-//! the GRUB script's output goes through GRUB's own `grub-script-check`, and all four pass
-//! shellcheck.
+//! the GRUB script's output goes through GRUB's own `grub-script-check`, and all of them pass
+//! shellcheck. On systemd-boot, kernel-install is a double that writes an entry as
+//! 90-loaderentry.install does and runs the packaged plugin (`BOOTPRINT_KERNEL_INSTALL`,
+//! `BOOTPRINT_BOOTCTL`).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -750,6 +752,199 @@ fn kernel_hooks_keep_the_images_current() {
     assert_eq!(snapshot(&f.root()), before);
 }
 
+/// A machine that boots systemd-boot (the firmware variable systemd-boot sets is there, and
+/// `bootctl is-installed` says yes): bootprint's plugin installed where the package puts it,
+/// and a kernel-install double that writes a kernel's entry as 90-loaderentry.install does
+/// (from /etc/kernel/cmdline) and then runs the installed plugin as kernel-install would.
+fn systemd_boot(f: &Fake) {
+    let r = f.root();
+    let d = f.doubles();
+    let plugin = fs::read_to_string(packaging("kernel-install")).unwrap();
+    write(
+        &r.join("usr/lib/kernel/install.d/91-bootprint.install"),
+        &plugin,
+        0o755,
+    );
+    write(
+        &r.join("sys/firmware/efi/efivars/LoaderInfo-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f"),
+        "systemd-boot 257",
+        0o644,
+    );
+    write(
+        &r.join("etc/kernel/cmdline"),
+        "root=/dev/vda2 rw console=ttyS0\n",
+        0o644,
+    );
+    write(&d.join("bootctl"), "#!/bin/sh\nexit 0\n", 0o755);
+    write(
+        &d.join("kernel-install"),
+        &format!(
+            "#!/bin/sh\nset -e\nR=$BOOTPRINT_ROOT\necho \"$*\" >> {log}\n\
+             [ -e {fail} ] && {{ echo 'kernel-install: failed on purpose' >&2; exit 1; }}\n\
+             cmd=$1 ver=$2\nboot=/boot/efi token=debian dir=/boot/efi/debian/$2\n\
+             mkdir -p \"$R$dir\" \"$R$boot/loader/entries\"\n\
+             echo kernel > \"$R$dir/linux\"\n\
+             printf 'title Debian GNU/Linux 13 (trixie)\\nversion %s\\nsort-key debian\\noptions %s\\nlinux /debian/%s/linux\\ninitrd /debian/%s/initrd.img\\n' \
+               \"$ver\" \"$(cat \"$R/etc/kernel/cmdline\")\" \"$ver\" \"$ver\" > \"$R$boot/loader/entries/$token-$ver.conf\"\n\
+             KERNEL_INSTALL_BOOT_ROOT=$boot KERNEL_INSTALL_ENTRY_TOKEN=$token KERNEL_INSTALL_LAYOUT=bls \
+               \"$R/usr/lib/kernel/install.d/91-bootprint.install\" \"$cmd\" \"$ver\" \"$dir\" \"/boot/vmlinuz-$ver\"\n",
+            log = d.join("kernel-install.log").display(),
+            fail = d.join("fail-kernel-install").display(),
+        ),
+        0o755,
+    );
+    // The kernel's entry as its installation left it.
+    assert!(f
+        .kernel_install(&["add", KERNEL, "/boot/vmlinuz-6.1.0-9-amd64"])
+        .status
+        .success());
+}
+
+impl Fake {
+    /// The kernel-install double, as the kernel's packages run it.
+    fn kernel_install(&self, args: &[&str]) -> Output {
+        Command::new(self.doubles().join("kernel-install"))
+            .args(args)
+            .env("BOOTPRINT_ROOT", self.root())
+            .output()
+            .unwrap()
+    }
+
+    fn sd_env(&self) -> Vec<(&'static str, PathBuf)> {
+        vec![
+            ("BOOTPRINT_BOOTCTL", self.doubles().join("bootctl")),
+            (
+                "BOOTPRINT_KERNEL_INSTALL",
+                self.doubles().join("kernel-install"),
+            ),
+        ]
+    }
+
+    fn sd(&self, args: &[&str]) -> Output {
+        let env = self.sd_env();
+        let env: Vec<(&str, &Path)> = env.iter().map(|(k, v)| (*k, v.as_path())).collect();
+        self.bootprint_env(args, &env)
+    }
+}
+
+const SD_ENTRY: &str = "boot/efi/loader/entries/debian-6.1.0-9-amd64.conf";
+const SD_OURS: &str = "boot/efi/loader/entries/debian-6.1.0-9-amd64-bootprint.conf";
+
+#[test]
+fn on_systemd_boot_the_entries_carry_the_levers_and_disable_gives_them_back() {
+    if !have("dpkg-divert") {
+        return;
+    }
+    let f = Fake::new(Init::Sysvinit);
+    systemd_boot(&f);
+    let before = snapshot(&f.root());
+    let stock = f.read(SD_ENTRY);
+
+    // --default has no systemd-boot form yet: refused, nothing changed.
+    let o = f.sd(&["enable", "--initramfs", "--default"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--default: not on systemd-boot"));
+    assert_eq!(snapshot(&f.root()), before);
+
+    let o = f.sd(&["enable", "--all"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("kernel-install add 6.1.0-9-amd64: done"),
+        "{out}"
+    );
+    assert_eq!(f.update_grub_runs(), 0, "GRUB is not this machine's loader");
+    assert!(!f.root().join("etc/default/grub.d/bootprint.cfg").exists());
+    assert!(f
+        .read("var/lib/bootprint/enabled")
+        .contains("\nloader systemd-boot\n"));
+    let entry = f.read(SD_ENTRY);
+    assert!(
+        entry.contains(
+            "options root=/dev/vda2 rw console=ttyS0 init=/usr/lib/bootprint/bootprint-boot \
+             bootprint.readahead=1 bootprint.modules=1 bootprint.rc=1\n"
+        ),
+        "{entry}"
+    );
+    let ours = f.read(SD_OURS);
+    assert!(
+        ours.contains("initrd /debian/6.1.0-9-amd64/bootprint-initrd\n"),
+        "{ours}"
+    );
+    assert!(ours.contains("sort-key debian-bootprint\n"), "{ours}");
+    assert!(
+        ours.contains("init=/usr/lib/bootprint/bootprint-boot"),
+        "{ours}"
+    );
+    assert_eq!(
+        f.read("boot/efi/debian/6.1.0-9-amd64/bootprint-initrd"),
+        "image\n"
+    );
+
+    let st = String::from_utf8(f.sd(&["status"]).stdout).unwrap();
+    assert!(st.contains("boot loader: systemd-boot"), "{st}");
+    assert!(!st.contains("GRUB drop-in"), "{st}");
+
+    // A kernel installed later gets both entries through the kernel hooks, as Debian runs
+    // them: zz-bootprint builds the image, then zz-systemd-boot runs kernel-install.
+    f.add_kernel("6.1.0-10-amd64");
+    let o = f.script("kernel-postinst", &["6.1.0-10-amd64"], &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = f.kernel_install(&["add", "6.1.0-10-amd64", "/boot/vmlinuz-6.1.0-10-amd64"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(f
+        .read("boot/efi/loader/entries/debian-6.1.0-10-amd64.conf")
+        .contains("bootprint.rc=1"));
+    assert!(f
+        .root()
+        .join("boot/efi/loader/entries/debian-6.1.0-10-amd64-bootprint.conf")
+        .is_file());
+    // And goes: its entries with it (kernel-install's own `remove` deletes the rest).
+    let o = f.kernel_install(&["remove", "6.1.0-10-amd64"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!f
+        .root()
+        .join("boot/efi/loader/entries/debian-6.1.0-10-amd64-bootprint.conf")
+        .exists());
+    assert!(!f
+        .root()
+        .join("boot/efi/debian/6.1.0-10-amd64/bootprint-initrd")
+        .exists());
+    fs::remove_file(
+        f.root()
+            .join("boot/efi/loader/entries/debian-6.1.0-10-amd64.conf"),
+    )
+    .unwrap();
+    fs::remove_dir_all(f.root().join("boot/efi/debian/6.1.0-10-amd64")).unwrap();
+    fs::remove_file(f.root().join("boot/vmlinuz-6.1.0-10-amd64")).unwrap();
+    fs::remove_dir(f.root().join("lib/modules/6.1.0-10-amd64")).unwrap();
+    let o = f.script("kernel-postrm", &["6.1.0-10-amd64"], &[]);
+    assert!(o.status.success());
+
+    // disable with kernel-install failing: nothing undone, the entries still boot bootprint.
+    write(&f.doubles().join("fail-kernel-install"), "", 0o644);
+    let o = f.sd(&["disable"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("nothing was undone") && err.contains("kernel-install"),
+        "{err}"
+    );
+    assert!(f.read("var/lib/bootprint/enabled").contains("lever rc\n"));
+    assert!(f.read(SD_ENTRY).contains("bootprint.rc=1"));
+    fs::remove_file(f.doubles().join("fail-kernel-install")).unwrap();
+
+    // disable: every entry as kernel-install alone writes it, ours gone; the tree as before.
+    let o = f.sd(&["disable"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(f.read(SD_ENTRY), stock);
+    assert_eq!(snapshot(&f.root()), before);
+}
+
 #[test]
 fn scripts_do_nothing_once_bootprint_is_removed() {
     let f = Fake::new(Init::Systemd);
@@ -875,6 +1070,7 @@ fn packaged_scripts_pass_shellcheck() {
                 "kernel-postinst",
                 "kernel-postrm",
                 "grub.d",
+                "kernel-install",
             ]
             .map(packaging),
         )

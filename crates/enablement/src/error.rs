@@ -169,6 +169,8 @@ mod tests {
                 dpkg_query: vec!["/nonexistent/dpkg-query".into()],
                 initramfs_build: vec!["true".into()],
                 grub_present: true,
+                kernel_install: vec!["/nonexistent/kernel-install".into()],
+                bootctl: vec!["/nonexistent/bootctl".into()],
             },
         };
         (d, m)

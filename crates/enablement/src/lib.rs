@@ -1,7 +1,8 @@
 //! What `bootprint enable` changes on a machine and how `bootprint disable` takes it back
 //! (docs/enable.md): the levers, the manifest of every change (`/var/lib/bootprint/enabled`,
-//! [`manifest`]), the GRUB drop-in that carries the kernel parameters, the startpar
-//! diversion, the initramfs images under /boot. `disable` undoes exactly what the manifest
+//! [`manifest`]), the GRUB drop-in that carries the kernel parameters (or, on systemd-boot,
+//! the entries kernel-install writes and bootprint's plugin amends: [`loader`]), the
+//! startpar diversion, the initramfs images under /boot. `disable` undoes exactly what the manifest
 //! lists, so it never touches what bootprint did not change, and in the order that leaves a
 //! machine that boots at every step: GRUB first (the drop-in, update-grub), and only once
 //! GRUB no longer boots bootprint, what it booted (the images, the runner's wrapper).
@@ -27,6 +28,7 @@
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod loader;
 pub mod machine;
 pub mod manifest;
 
@@ -34,6 +36,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 pub use error::{Error, ErrorKind};
+pub use loader::{KernelInstall, Loader};
 pub use machine::{under, Init, Machine, Tools, PACKAGE};
 pub use manifest::{
     dropin_text, image_of, is_startpar, params, startpar_distrib, Change, Lever, Manifest,
@@ -221,6 +224,24 @@ pub fn enable(m: &Machine, req: &Request) -> Result<Vec<String>, Error> {
             }
         }
     }
+    let loader = match before.levers.is_empty() {
+        true => m.loader(),
+        false => before.loader,
+    };
+    if let Some(why) = loader::loader_changed(&before, m.loader()) {
+        return Err(Error::new(
+            ErrorKind::NotSupported,
+            format!("{why}; nothing changed"),
+        ));
+    }
+    if req.default_entry && loader == Loader::SystemdBoot {
+        return Err(Error::new(
+            ErrorKind::NotSupported,
+            "--default: not on systemd-boot (its default entry is the firmware variable \
+             `bootctl set-default` sets; bootprint's entries are TOKEN-RELEASE-bootprint.conf); \
+             nothing changed",
+        ));
+    }
     if req.default_entry {
         asked.insert(Lever::Initramfs);
     }
@@ -251,7 +272,7 @@ pub fn enable(m: &Machine, req: &Request) -> Result<Vec<String>, Error> {
     let dropin_ours = before
         .changes
         .contains(&Change::Created(DROPIN.to_string()));
-    if !dropin_ours && m.exists(DROPIN) {
+    if loader == Loader::Grub && !dropin_ours && m.exists(DROPIN) {
         return Err(Error::new(
             ErrorKind::NotOurs,
             format!(
@@ -270,6 +291,7 @@ pub fn enable(m: &Machine, req: &Request) -> Result<Vec<String>, Error> {
     let mut target = before.clone();
     target.levers.extend(new.iter().copied());
     target.default_entry |= req.default_entry;
+    target.loader = loader;
     let result = apply(&mut j, &new, &target, dropin_ours, &mut said);
     if let Err(e) = result {
         // Back to the state before this run: undo its changes, restore the drop-in and the
@@ -284,6 +306,11 @@ pub fn enable(m: &Machine, req: &Request) -> Result<Vec<String>, Error> {
         .and_then(|_| match &old {
             Some(o) => m.write(MANIFEST, o.to_text().as_bytes(), 0o644),
             None => m.remove(MANIFEST),
+        })
+        // systemd-boot's entries as the restored manifest makes them.
+        .and_then(|_| match loader {
+            Loader::SystemdBoot => loader::refresh_entries(m, &mut Vec::new()),
+            Loader::Grub => Ok(()),
         });
         if let Err(r) = restored {
             errors.push(r.to_string());
@@ -376,6 +403,16 @@ fn apply(
             build_image(j, &kernel, said)?;
         }
     }
+    if target.loader == Loader::SystemdBoot {
+        j.manifest.levers = target.levers.clone();
+        j.manifest.loader = target.loader;
+        j.save()?;
+        said.push(format!(
+            "systemd-boot: the entries of every kernel through kernel-install, with {}",
+            params(&target.levers).join(" ")
+        ));
+        return loader::refresh_entries(m, said);
+    }
     if !dropin_ours {
         j.ensure_dir("/etc/default/grub.d")?;
         j.push(Change::Created(DROPIN.into()))?;
@@ -438,11 +475,14 @@ fn build_image(j: &mut Journal, kernel: &str, said: &mut Vec<String>) -> Result<
 /// `bootprint disable`: undoes every change the manifest lists, in the order that leaves a
 /// machine that boots at every step, whatever fails:
 ///
-/// 1. GRUB first: the manifest without its levers (the GRUB script prints bootprint's
+/// 1. The loader first: the manifest without its levers (the GRUB script prints bootprint's
 ///    entries only for `lever initramfs`), the drop-in removed, update-grub. Should
 ///    update-grub fail, both are put back and nothing else is touched: GRUB's menu (which
 ///    grub-mkconfig replaces only when it succeeds) still boots bootprint, with everything
-///    it needs in place.
+///    it needs in place. On systemd-boot: `kernel-install add` for every kernel, whose
+///    entries the plugin then leaves as kernel-install writes them and whose bootprint
+///    entries it removes; should one fail, the manifest is put back and every entry written
+///    again from it.
 /// 2. Then what GRUB no longer boots, newest first: the images, the wrapper and the startpar
 ///    diversion (the wrapper put back if dpkg-divert fails), then the directories. What could
 ///    not be undone stays in the manifest, and disable fails naming it.
@@ -461,8 +501,10 @@ pub fn disable(m: &Machine) -> Result<Vec<String>, Error> {
         .changes
         .contains(&Change::Created(DROPIN.to_string()));
     let dropin = if dropin_listed { m.read(DROPIN)? } else { None };
+    // The loader is kept: systemd-boot's plugin takes its additions back by it.
     let off = Manifest {
         changes: manifest.changes.clone(),
+        loader: manifest.loader,
         ..Manifest::default()
     };
     m.write(MANIFEST, off.to_text().as_bytes(), 0o644)?;
@@ -471,25 +513,39 @@ pub fn disable(m: &Machine) -> Result<Vec<String>, Error> {
     } else {
         Ok(())
     }
-    .and_then(|()| update_grub(m, &mut said));
-    if let Err(e) = grub {
+    .map_err(|e| (vec![], e))
+    .and_then(|()| match manifest.loader {
+        Loader::Grub => update_grub(m, &mut said).map_err(|e| (vec![], e)),
+        Loader::SystemdBoot => loader::refresh(m, &m.kernels(), &mut said),
+    });
+    if let Err((rewritten, e)) = grub {
         let mut back = vec![m.write(MANIFEST, manifest.to_text().as_bytes(), 0o644)];
         if let Some(text) = &dropin {
             back.push(m.write(DROPIN, text, 0o644));
         }
+        // The entries kernel-install wrote without the levers before it failed get them
+        // back (a failed kernel-install leaves the entry it was writing as it found it or
+        // as kernel-install alone writes it: either boots).
+        back.push(loader::refresh(m, &rewritten, &mut Vec::new()).map_err(|(_, e)| e));
         let failed: Vec<String> = back
             .into_iter()
             .filter_map(Result::err)
             .map(|e| e.to_string())
             .collect();
         return Err(if failed.is_empty() {
-            e.said(|e| {
-                format!(
+            e.said(|e| match manifest.loader {
+                Loader::Grub => format!(
                     "{e}: nothing was undone (the drop-in and {} are back, and GRUB's menu was not \
                      rewritten: the machine boots as before, with bootprint); fix update-grub and \
                      run `bootprint disable` again",
                     m.path(MANIFEST).display()
-                )
+                ),
+                Loader::SystemdBoot => format!(
+                    "{e}: nothing was undone ({} is back and kernel-install wrote every entry \
+                     again from it: the machine boots as before, with bootprint); fix \
+                     kernel-install and run `bootprint disable` again",
+                    m.path(MANIFEST).display()
+                ),
             })
         } else {
             e.said(|e| {

@@ -48,8 +48,9 @@ impl Init {
 
 /// The external programs enable and disable run. Each is an argument vector the call's own
 /// arguments are appended to; the real ones by default, a test double through the
-/// environment (`BOOTPRINT_UPDATE_GRUB`, `BOOTPRINT_DPKG_DIVERT`, `BOOTPRINT_INITRAMFS_BUILD`:
-/// a program run in place of the real one, with `BOOTPRINT_ROOT` set to the root).
+/// environment (`BOOTPRINT_UPDATE_GRUB`, `BOOTPRINT_DPKG_DIVERT`, `BOOTPRINT_INITRAMFS_BUILD`,
+/// `BOOTPRINT_KERNEL_INSTALL`, `BOOTPRINT_BOOTCTL`: a program run in place of the real one,
+/// with `BOOTPRINT_ROOT` set to the root).
 #[derive(Debug, Clone)]
 pub struct Tools {
     /// Regenerates grub.cfg (Debian's `update-grub`).
@@ -63,6 +64,11 @@ pub struct Tools {
     pub initramfs_build: Vec<OsString>,
     /// Whether GRUB's update-grub is there to run.
     pub grub_present: bool,
+    /// systemd's `kernel-install` (`add RELEASE KERNEL [INITRD]` is appended), which writes a
+    /// kernel's Boot Loader Specification entry and runs bootprint's plugin.
+    pub kernel_install: Vec<OsString>,
+    /// systemd's `bootctl` (`is-installed --quiet` says whether systemd-boot is on the ESP).
+    pub bootctl: Vec<OsString>,
 }
 
 impl Tools {
@@ -98,12 +104,19 @@ impl Tools {
             }
             None => chroot(&["/usr/bin/bootprint", "initramfs", "build"]),
         };
+        let systemd = |var: &str, name: &str| match env(var) {
+            Some(p) => vec![p],
+            None if here => vec![name.into()],
+            None => chroot(&[name]),
+        };
         Tools {
             update_grub,
             dpkg_divert,
             dpkg_query,
             initramfs_build,
             grub_present,
+            kernel_install: systemd("BOOTPRINT_KERNEL_INSTALL", "kernel-install"),
+            bootctl: systemd("BOOTPRINT_BOOTCTL", "bootctl"),
         }
     }
 }
@@ -164,6 +177,11 @@ impl Machine {
 
     /// The file `p` of the root, if it is there (a regular file of at most 1 MiB).
     pub fn read(&self, p: &str) -> Result<Option<Vec<u8>>, Error> {
+        self.read_capped(p, MAX_READ)
+    }
+
+    /// The same for a file of at most `cap` bytes (an initramfs image).
+    pub fn read_capped(&self, p: &str, cap: u64) -> Result<Option<Vec<u8>>, Error> {
         let err = |e: io::Error| {
             let path = self.path(p);
             Error::io(&path, format!("cannot read {}: {e}", path.display()), e)
@@ -182,13 +200,26 @@ impl Machine {
                 "not a regular file",
             )));
         }
-        sys::read_capped(f, MAX_READ).map(Some).map_err(err)
+        sys::read_capped(f, cap).map(Some).map_err(err)
     }
 
     /// Writes the file `p` whole (`sys::write_atomic`'s way) with `mode`.
     pub fn write(&self, p: &str, bytes: &[u8], mode: u32) -> Result<(), Error> {
         self.parent_of(p)
             .and_then(|(dir, name)| dir.write_atomic_at(&name, bytes, mode))
+            .map_err(|e| {
+                let path = self.path(p);
+                Error::io(&path, format!("cannot write {}: {e}", path.display()), e)
+            })
+    }
+
+    /// Writes the file `p` whole on the EFI system partition (or XBOOTLDR): with the mode
+    /// of the file it replaces (0644 for a new one), where the filesystem keeps modes; FAT
+    /// has none and gives what its mount options say.
+    pub fn write_fs_mode(&self, p: &str, bytes: &[u8]) -> Result<(), Error> {
+        let mode = self.stat(p).map_or(0o644, |s| s.mode & 0o7777);
+        self.parent_of(p)
+            .and_then(|(dir, name)| dir.write_atomic_at_fs_mode(&name, bytes, mode))
             .map_err(|e| {
                 let path = self.path(p);
                 Error::io(&path, format!("cannot write {}: {e}", path.display()), e)
@@ -282,6 +313,25 @@ impl Machine {
             Err(_) if init.is_file() && self.path("/lib/init/rc").is_file() => Init::Sysvinit,
             Err(_) if init.exists() => Init::Other("an unknown /sbin/init".into()),
             Err(_) => Init::Other("no /sbin/init".into()),
+        }
+    }
+
+    /// The boot loader the levers go through: systemd-boot when `bootctl is-installed` says
+    /// it is on the EFI system partition and either GRUB's update-grub is missing or this
+    /// boot came through systemd-boot (it sets the EFI variable `LoaderInfo`); else GRUB.
+    pub fn loader(&self) -> crate::Loader {
+        use crate::Loader;
+        if !succeeds(
+            &self.tools.bootctl,
+            &["is-installed", "--quiet"],
+            &self.root,
+        ) {
+            return Loader::Grub;
+        }
+        if !self.tools.grub_present || self.path(crate::loader::LOADER_INFO).exists() {
+            Loader::SystemdBoot
+        } else {
+            Loader::Grub
         }
     }
 
@@ -387,11 +437,22 @@ impl Machine {
                         bin.display()
                     ));
                 }
-                (!self.tools.grub_present).then(|| {
-                    "update-grub is not installed: the kernel parameters go through GRUB \
-                     (/etc/default/grub.d), and this machine does not boot with Debian's GRUB"
-                        .to_string()
-                })
+                match self.loader() {
+                    crate::Loader::SystemdBoot => (!self.path(crate::loader::PLUGIN).is_file())
+                        .then(|| {
+                            format!(
+                                "{} is missing: on systemd-boot the kernel parameters go \
+                                 through bootprint's kernel-install plugin",
+                                self.path(crate::loader::PLUGIN).display()
+                            )
+                        }),
+                    crate::Loader::Grub => (!self.tools.grub_present).then(|| {
+                        "update-grub is not installed and systemd-boot is not (`bootctl \
+                         is-installed`): the kernel parameters go through Debian's GRUB \
+                         (/etc/default/grub.d) or through systemd-boot's entries"
+                            .to_string()
+                    }),
+                }
             }
             Lever::Rc => match self.init() {
                 Init::Sysvinit => {
@@ -458,6 +519,20 @@ pub fn run(argv: &[OsString], extra: &[&str], root: &Path) -> Result<(), Error> 
     } else {
         Err(failed(argv, extra, status))
     }
+}
+
+/// Whether an argument vector runs and succeeds (its output discarded: a question, not a
+/// change).
+fn succeeds(argv: &[OsString], extra: &[&str], root: &Path) -> bool {
+    Command::new(&argv[0])
+        .args(&argv[1..])
+        .args(extra)
+        .env("BOOTPRINT_ROOT", root)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// `argv extra` could not be started.

@@ -165,6 +165,8 @@ pub struct Manifest {
     pub levers: BTreeSet<Lever>,
     /// `--default`: GRUB_DEFAULT points at bootprint's initramfs entry.
     pub default_entry: bool,
+    /// The boot loader the levers go through (`loader systemd-boot`; no line: GRUB).
+    pub loader: crate::Loader,
     /// In the order they were made; undone in reverse.
     pub changes: Vec<Change>,
 }
@@ -194,6 +196,10 @@ impl Manifest {
                     m.levers.insert(lever);
                 }
                 ["default", "initramfs"] => m.default_entry = true,
+                ["loader", l] => {
+                    m.loader = crate::Loader::from_word(l)
+                        .ok_or_else(|| bad("a boot loader (grub, systemd-boot)"))?
+                }
                 ["created-dir", p] if CREATED_DIRS.contains(p) => {
                     m.changes.push(Change::CreatedDir(p.to_string()))
                 }
@@ -240,8 +246,8 @@ impl Manifest {
                 }
                 _ => {
                     return Err(bad(
-                        "`lever NAME`, `default initramfs`, `created-dir PATH`, `created PATH`, \
-                     `diverted PATH TO` or `built RELEASE IMAGE`",
+                        "`lever NAME`, `default initramfs`, `loader NAME`, `created-dir PATH`, \
+                     `created PATH`, `diverted PATH TO` or `built RELEASE IMAGE`",
                     ))
                 }
             }
@@ -253,14 +259,17 @@ impl Manifest {
     pub fn to_text(&self) -> String {
         let mut s = String::from(
             "# bootprint enable: what it changed on this machine. `bootprint disable` undoes\n\
-             # exactly this, newest change first; the kernel hooks and /etc/grub.d/42_bootprint\n\
-             # read the `lever` lines.\n",
+             # exactly this, newest change first; the kernel hooks, /etc/grub.d/42_bootprint\n\
+             # and the kernel-install plugin read the `lever` and `loader` lines.\n",
         );
         for l in &self.levers {
             s.push_str(&format!("lever {}\n", l.word()));
         }
         if self.default_entry {
             s.push_str("default initramfs\n");
+        }
+        if self.loader != crate::Loader::Grub {
+            s.push_str(&format!("loader {}\n", self.loader.word()));
         }
         for c in &self.changes {
             s.push_str(&c.line());
@@ -305,6 +314,7 @@ mod tests {
         let m = Manifest {
             levers: [Lever::Record, Lever::Rc, Lever::Initramfs].into(),
             default_entry: true,
+            loader: crate::Loader::SystemdBoot,
             changes: vec![
                 Change::CreatedDir("/var/lib/bootprint".into()),
                 Change::Diverted {
@@ -321,7 +331,9 @@ mod tests {
         };
         let text = m.to_text();
         assert!(
-            text.contains("\nlever initramfs\ndefault initramfs\ncreated-dir /var/lib/bootprint\n")
+            text.contains(
+                "\nlever initramfs\ndefault initramfs\nloader systemd-boot\ncreated-dir /var/lib/bootprint\n"
+            )
         );
         assert_eq!(Manifest::parse(&text, "x").unwrap(), m);
     }
@@ -339,6 +351,17 @@ mod tests {
         assert!(
             e.to_string().starts_with("/m:1: expected a lever (record,"),
             "{e}"
+        );
+        let e = Manifest::parse("lever record\nloader lilo\n", "/m").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("/m:2: expected a boot loader (grub, systemd-boot)"),
+            "{e}"
+        );
+        // No loader line: GRUB, as every manifest before systemd-boot was.
+        assert_eq!(
+            Manifest::parse("lever record\n", "/m").unwrap().loader,
+            crate::Loader::Grub
         );
     }
 

@@ -45,6 +45,9 @@ pub struct Status<'a> {
     pub changes: Vec<String>,
     /// The drop-in's path and whether it exists.
     pub dropin: (String, bool),
+    /// The boot loader the levers go through: `grub` or `systemd-boot` (the manifest's, or
+    /// the one `enable` would use).
+    pub loader: String,
     /// The running boot's /proc/cmdline (None for another root).
     pub cmdline: Option<String>,
     /// Every lever.
@@ -88,6 +91,7 @@ pub fn json(s: &Status) -> Value {
         "default_entry": s.default_entry,
         "changes": s.changes,
         "dropin": {"path": s.dropin.0, "exists": s.dropin.1},
+        "loader": s.loader,
         "cmdline": s.cmdline,
         "levers": s.levers.iter().map(|l| json!({
             "name": l.name, "enabled": l.enabled, "this_boot": l.this_boot, "verdict": l.verdict,
@@ -109,12 +113,20 @@ pub fn text(out: &mut impl Write, s: &Status) -> io::Result<()> {
     } else {
         writeln!(out, "enabled: nothing ({} does not exist)", s.manifest_file)?;
     }
-    writeln!(
-        out,
-        "GRUB drop-in: {} ({})",
-        s.dropin.0,
-        if s.dropin.1 { "present" } else { "absent" }
-    )?;
+    if s.loader == "systemd-boot" {
+        writeln!(
+            out,
+            "boot loader: systemd-boot (the parameters are on kernel-install's entries)"
+        )?;
+    } else {
+        writeln!(out, "boot loader: GRUB")?;
+        writeln!(
+            out,
+            "GRUB drop-in: {} ({})",
+            s.dropin.0,
+            if s.dropin.1 { "present" } else { "absent" }
+        )?;
+    }
     if s.enabled {
         writeln!(
             out,

@@ -458,6 +458,22 @@ pub fn write_atomic_mode(path: &Path, bytes: &[u8], mode: u32) -> io::Result<()>
 impl Dir {
     /// [`write_atomic_mode`] of the entry `name` of this directory.
     pub fn write_atomic_at(&self, name: &OsStr, bytes: &[u8], mode: u32) -> io::Result<()> {
+        self.write_atomic_at_mode(name, bytes, mode, true)
+    }
+
+    /// The same, the mode asked for only where the filesystem takes it: FAT (an EFI system
+    /// partition) has no modes of its own and refuses a chmod to any but its mount options'.
+    pub fn write_atomic_at_fs_mode(&self, name: &OsStr, bytes: &[u8], mode: u32) -> io::Result<()> {
+        self.write_atomic_at_mode(name, bytes, mode, false)
+    }
+
+    fn write_atomic_at_mode(
+        &self,
+        name: &OsStr,
+        bytes: &[u8],
+        mode: u32,
+        strict: bool,
+    ) -> io::Result<()> {
         use std::io::Write;
         let (tmp, mut f) = loop {
             let n = TEMP_SEQ.fetch_add(1, Ordering::Relaxed);
@@ -476,7 +492,10 @@ impl Dir {
         };
         let written = (|| {
             use std::os::unix::fs::PermissionsExt;
-            f.set_permissions(std::fs::Permissions::from_mode(mode))?;
+            match f.set_permissions(std::fs::Permissions::from_mode(mode)) {
+                Err(e) if !strict && e.raw_os_error() == Some(libc::EPERM) => {}
+                other => other?,
+            }
             f.write_all(bytes)?;
             f.sync_all()?;
             self.rename_at(&tmp, name)
