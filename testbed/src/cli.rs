@@ -164,6 +164,9 @@ pub struct Package {
     /// The .deb to test (`make deb` builds it)
     #[arg(long, value_name = "FILE")]
     pub deb: PathBuf,
+    /// The boot loader of the machine (systemd-boot: with --firmware uefi)
+    #[arg(long, value_enum, default_value = "grub")]
+    pub loader: crate::vm::grub_disk::Loader,
     #[command(flatten)]
     pub build: Build,
 }

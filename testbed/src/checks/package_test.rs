@@ -24,7 +24,7 @@ use std::process::Command;
 
 use crate::checks::checklist::{self, Checks};
 use crate::checks::late_test::{section, sections};
-use crate::vm::grub_disk::{self, GrubDisk};
+use crate::vm::grub_disk::{self, GrubDisk, Loader};
 use crate::vm::image;
 use crate::vm::qemu::{self, BootOpts, BootResult, Profile};
 use crate::vm::util::{io_err, run_logged, Error, Paths, Result};
@@ -32,7 +32,7 @@ use crate::vm::util::{io_err, run_logged, Error, Paths, Result};
 /// Where the .deb goes in the guest.
 const GUEST_DEB: &str = "/root/bootprint-testbed/bootprint.deb";
 /// The kernel command-line word that says bootprint's recorder runs.
-const INIT_WORD: &str = "init=/usr/lib/bootprint/bootprint-boot";
+pub(crate) const INIT_WORD: &str = "init=/usr/lib/bootprint/bootprint-boot";
 
 /// Shell functions the guest scripts share. `snap` prints what decides the next boot (GRUB's
 /// configuration and its inputs, /boot, the diversions, the init, the startpar the rc script
@@ -55,8 +55,11 @@ snap() {
 section() { echo "== $1"; }
 "#;
 
-pub fn run(paths: &Paths, deb: &Path, cargo: bool) -> Result<()> {
-    checklist::run("package", |c| package(paths, deb, cargo, c))
+pub fn run(paths: &Paths, deb: &Path, loader: Loader, cargo: bool) -> Result<()> {
+    checklist::run("package", |c| match loader {
+        Loader::Grub => package(paths, deb, cargo, c),
+        Loader::SystemdBoot => crate::checks::package_sdboot::package(paths, deb, cargo, c),
+    })
 }
 
 fn package(paths: &Paths, deb: &Path, cargo: bool, c: &mut Checks) -> Result<()> {
@@ -67,7 +70,7 @@ fn package(paths: &Paths, deb: &Path, cargo: bool, c: &mut Checks) -> Result<()>
         )));
     }
     let img = image::ensure(paths, cargo)?;
-    let grub = grub_disk::ensure(paths, &img)?;
+    let grub = grub_disk::ensure(paths, &img, Loader::Grub)?;
     let (old, new) = (&grub.old_release, &grub.new_release);
     println!(
         "package: {} on the GRUB disk (linux-image-{old}, upgraded to {new} in boot 2)",
@@ -102,17 +105,17 @@ type Sections = Vec<(String, BTreeSet<String>)>;
 
 /// What every boot of the package test shares: the image (its kernel boots the GRUB disk's
 /// setup) and the two kernel releases.
-struct Machine<'a> {
-    paths: &'a Paths,
-    img: &'a image::Image,
-    old: &'a String,
-    new: &'a String,
+pub(crate) struct Machine<'a> {
+    pub(crate) paths: &'a Paths,
+    pub(crate) img: &'a image::Image,
+    pub(crate) old: &'a String,
+    pub(crate) new: &'a String,
     /// Where the GRUB disk's root file system starts.
-    fs_offset: u64,
+    pub(crate) fs_offset: u64,
 }
 
 /// The disk a boot kept, for the next one (the first's when it kept none).
-fn after(r: &BootResult, first: &Path) -> PathBuf {
+pub(crate) fn after(r: &BootResult, first: &Path) -> PathBuf {
     r.kept_disk().unwrap_or_else(|| first.to_path_buf())
 }
 
@@ -479,7 +482,7 @@ fn stock_as_before(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResul
 
 /// A copy of the GRUB disk with the .deb in it (written with debugfs at the partition's
 /// offset).
-fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
+pub(crate) fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
     let run = crate::vm::util::fresh_dir(&paths.cache.join("runs"))?;
     let disk = run.join("package-disk.raw");
     let log = run.join("host.log");
@@ -512,7 +515,7 @@ fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
     Ok(disk)
 }
 
-fn boot(m: &Machine, disk: &Path, record: bool, script: &str) -> Result<BootResult> {
+pub(crate) fn boot(m: &Machine, disk: &Path, record: bool, script: &str) -> Result<BootResult> {
     let mut o = BootOpts::new(Profile::Fast);
     o.firmware = true;
     o.fs_offset = m.fs_offset;
@@ -529,17 +532,17 @@ fn boot(m: &Machine, disk: &Path, record: bool, script: &str) -> Result<BootResu
     Ok(r)
 }
 
-fn out(r: &BootResult) -> String {
+pub(crate) fn out(r: &BootResult) -> String {
     r.guest_output.clone().unwrap_or_default()
 }
 
 /// Whether a section holds the line `rc=0` (the exit status the script printed).
-fn rc0(s: &[(String, BTreeSet<String>)], name: &str) -> bool {
+pub(crate) fn rc0(s: &[(String, BTreeSet<String>)], name: &str) -> bool {
     section(s, name).is_some_and(|set| set.contains("rc=0"))
 }
 
 /// The lines of a section, in order of the sorted set.
-fn lines(s: &[(String, BTreeSet<String>)], name: &str) -> Vec<String> {
+pub(crate) fn lines(s: &[(String, BTreeSet<String>)], name: &str) -> Vec<String> {
     section(s, name)
         .map(|set| set.iter().cloned().collect())
         .unwrap_or_default()
@@ -587,7 +590,13 @@ fn same(
 
 /// The boot's trace was copied out, and the host's `bootprint report` reads it: a text
 /// login, on kernel `release`.
-fn check_trace(c: &mut Checks, paths: &Paths, label: &str, r: &BootResult, release: &str) {
+pub(crate) fn check_trace(
+    c: &mut Checks,
+    paths: &Paths,
+    label: &str,
+    r: &BootResult,
+    release: &str,
+) {
     let Some(dir) = &r.trace_dir else {
         c.check(
             false,

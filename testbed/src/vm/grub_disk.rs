@@ -33,13 +33,35 @@ const PART_START_SECTOR: u64 = 2048;
 /// The UEFI disk's EFI system partition: 64 MiB from [`PART_START_SECTOR`] (FAT16; GRUB's
 /// two images take about 8 MB).
 const ESP_SECTORS: u64 = 64 * 2048;
+/// systemd-boot's: 512 MiB, as systemd recommends, since every kernel, its initramfs and
+/// bootprint's are copied onto it (about 30 MB a Debian 13 kernel).
+const SDBOOT_ESP_SECTORS: u64 = 512 * 2048;
 /// Room for the upgrade: a second kernel, its initramfs and bootprint's, the traces.
 const GROW_MB: u64 = 1024;
 /// Where the upgrade's kernel .deb waits in the guest.
 pub const GUEST_DEBS: &str = "/root/bootprint-testbed/debs";
-/// What the BIOS disk and the UEFI disk do differently.
+/// The boot loader the disk boots with (`package --loader`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Loader {
+    /// Debian's GRUB (grub-pc or grub-efi-amd64)
+    Grub,
+    /// systemd-boot, its entries written by kernel-install (UEFI only)
+    SystemdBoot,
+}
+
+impl Loader {
+    fn name(self) -> &'static str {
+        match self {
+            Loader::Grub => "grub",
+            Loader::SystemdBoot => "systemd-boot",
+        }
+    }
+}
+
+/// What the BIOS disk, the UEFI disk and the systemd-boot disk do differently.
 struct Layout {
     firmware: Firmware,
+    loader: Loader,
     /// The root partition, as the guest names it.
     root_dev: &'static str,
     /// Where the root file system starts on the disk, in sectors.
@@ -53,10 +75,29 @@ struct Layout {
     setup: &'static str,
 }
 
-fn layout(firmware: Firmware) -> Layout {
-    match firmware {
-        Firmware::Bios => Layout {
+fn layout(firmware: Firmware, loader: Loader) -> Result<Layout> {
+    Ok(match (firmware, loader) {
+        (Firmware::Bios, Loader::SystemdBoot) => {
+            return Err(Error::Usage(
+                "--loader systemd-boot needs --firmware uefi (systemd-boot is a UEFI program)"
+                    .into(),
+            ))
+        }
+        (Firmware::Uefi, Loader::SystemdBoot) => Layout {
             firmware,
+            loader,
+            root_dev: "/dev/vda2",
+            root_start: PART_START_SECTOR + SDBOOT_ESP_SECTORS,
+            fstab: "/dev/vda2 / ext4 defaults 0 1\n\
+                    /dev/vda1 /boot/efi vfat umask=0077 0 2\n\
+                    proc /proc proc defaults 0 0\n",
+            packages: "systemd-boot dosfstools",
+            preseed: "",
+            setup: SETUP_SYSTEMD_BOOT,
+        },
+        (Firmware::Bios, Loader::Grub) => Layout {
+            firmware,
+            loader,
             root_dev: "/dev/vda1",
             root_start: PART_START_SECTOR,
             fstab: "/dev/vda1 / ext4 defaults 0 1\nproc /proc proc defaults 0 0\n",
@@ -65,8 +106,9 @@ fn layout(firmware: Firmware) -> Layout {
                       grub-pc grub-pc/install_devices_empty boolean true\n",
             setup: SETUP_BIOS,
         },
-        Firmware::Uefi => Layout {
+        (Firmware::Uefi, Loader::Grub) => Layout {
             firmware,
+            loader,
             root_dev: "/dev/vda2",
             root_start: PART_START_SECTOR + ESP_SECTORS,
             fstab: "/dev/vda2 / ext4 defaults 0 1\n\
@@ -79,7 +121,7 @@ fn layout(firmware: Firmware) -> Layout {
                       grub-efi-amd64 grub2/update_nvram boolean false\n",
             setup: SETUP_UEFI,
         },
-    }
+    })
 }
 
 impl Layout {
@@ -140,6 +182,26 @@ update-grub
 cat /root/bootprint-testbed/releases
 echo BP""SETUP=ok
 "#;
+/// systemd-boot: the EFI system partition formatted and mounted as for GRUB, systemd-boot
+/// installed on it (no EFI variables: OVMF's are thrown away after every boot; it boots as
+/// `\EFI\BOOT\BOOTX64.EFI`), the kernel command line in /etc/kernel/cmdline (the test bed's
+/// own, as GRUB's defaults give it), the entry token fixed, and the installed kernel's entry
+/// written by kernel-install, as the kernel's package would have.
+const SETUP_SYSTEMD_BOOT: &str = r#"set -e
+mkfs.fat -n ESP /dev/vda1
+mkdir -p /boot/efi
+mount /boot/efi
+echo debian > /etc/kernel/entry-token
+echo "root=/dev/vda2 ro console=ttyS0 sysrq_always_enabled quiet loglevel=6" > /etc/kernel/cmdline
+SYSTEMD_RELAX_ESP_CHECKS=1 bootctl install --no-variables --esp-path=/boot/efi
+printf 'timeout 0\n' > /boot/efi/loader/loader.conf
+old=$(sed -n 's/^old //p' /root/bootprint-testbed/releases)
+kernel-install add "$old" "/boot/vmlinuz-$old" "/boot/initrd.img-$old"
+bootctl is-installed
+ls /boot/efi/loader/entries
+cat /root/bootprint-testbed/releases
+echo BP""SETUP=ok
+"#;
 /// UEFI: the EFI system partition formatted (the host's kernel has no FAT), mounted as its
 /// fstab line says, GRUB's EFI image installed where Debian puts it and at the removable
 /// path, then grub.cfg.
@@ -166,9 +228,9 @@ pub struct GrubDisk {
 }
 
 /// The cached GRUB disk of `img` (the text image), derived first if missing.
-/// Its layout follows the run's firmware (`Paths::firmware`).
-pub fn ensure(paths: &Paths, img: &Image) -> Result<GrubDisk> {
-    let layout = layout(paths.firmware);
+/// Its layout follows the run's firmware (`Paths::firmware`) and `loader`.
+pub fn ensure(paths: &Paths, img: &Image, loader: Loader) -> Result<GrubDisk> {
+    let layout = layout(paths.firmware, loader)?;
     let dir = paths.cache.join(format!("grub-{}", key(img, &layout)));
     let _lock = Lock::acquire(&dir.with_extension("lock"))?;
     if !dir.join("ok").is_file() {
@@ -201,6 +263,7 @@ fn key(img: &Image, layout: &Layout) -> String {
         layout.packages,
         layout.preseed,
         layout.setup,
+        layout.loader.name(),
         GRUB_DEFAULTS,
         INITRAMFS_CONF,
         ROOT_SCRIPT,
@@ -287,15 +350,23 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
     let mut o = BootOpts::new(Profile::Fast);
     o.firmware = true;
     o.disk_from = Some(work.clone());
-    // The kernel says it was started by UEFI when it sees the EFI system table.
+    // The kernel says it was started by UEFI when it sees the EFI system table; systemd-boot
+    // leaves its LoaderInfo variable.
     o.guest_script = Some(
-        "uname -r; cat /proc/cmdline; test -d /sys/firmware/efi && echo BP\"\"UEFI=yes\n".into(),
+        "uname -r; cat /proc/cmdline; test -d /sys/firmware/efi && echo BP\"\"UEFI=yes\n\
+         ls /sys/firmware/efi/efivars 2>/dev/null | grep -q '^LoaderInfo-' && echo BP\"\"SDBOOT=yes\n"
+            .into(),
     );
     let r = qemu::boot(paths, img, &o)?;
     let out = r.guest_output.unwrap_or_default();
-    if !out.lines().any(|l| l.trim() == old_release) || !out.contains("BOOT_IMAGE=") {
+    // GRUB puts BOOT_IMAGE= on the command line; systemd-boot sets LoaderInfo.
+    let through_loader = match layout.loader {
+        Loader::Grub => out.contains("BOOT_IMAGE="),
+        Loader::SystemdBoot => out.contains("BPSDBOOT=yes"),
+    };
+    if !out.lines().any(|l| l.trim() == old_release) || !through_loader {
         return Err(Error::fail(format!(
-            "the GRUB disk did not boot linux-image-{old_release} through GRUB (serial log {}):\n{}",
+            "the disk did not boot linux-image-{old_release} through its loader (serial log {}):\n{}",
             r.serial_log.display(),
             tail_lines(&out, 10)
         )));
@@ -384,7 +455,9 @@ fn make_root(root: &Path, dir: &Path, layout: &Layout, log: &Path) -> Result<(Pa
     drop(proc_mount);
     fs::remove_file(&policy).map_err(|e| io_err("cannot remove", &policy, e))?;
     image::write(&mnt.join("etc/fstab"), layout.fstab)?;
-    image::write(&mnt.join("etc/default/grub"), GRUB_DEFAULTS)?;
+    if layout.loader == Loader::Grub {
+        image::write(&mnt.join("etc/default/grub"), GRUB_DEFAULTS)?;
+    }
     image::write(
         &mnt.join("etc/initramfs-tools/conf.d/bootprint-testbed"),
         INITRAMFS_CONF,
@@ -450,7 +523,7 @@ fn write_disk(disk: &Path, root: &Path, layout: &Layout) -> Result<()> {
                 GptPartition {
                     kind: GPT_ESP,
                     first: PART_START_SECTOR,
-                    last: PART_START_SECTOR + ESP_SECTORS - 1,
+                    last: layout.root_start - 1,
                     name: "EFI system partition",
                 },
                 GptPartition {

@@ -1,0 +1,294 @@
+//! `package --loader systemd-boot` (with `--firmware uefi`): the package test on a machine
+//! systemd-boot boots, its entries written by kernel-install (grub_disk.rs, "systemd-boot"
+//! layout; docs/testbed.md, "`package`: the package test"). Four boots through OVMF and
+//! systemd-boot, each from the disk the one before left:
+//!
+//! 1. stock: `dpkg -i` the .deb, `bootprint enable --all`: the kernel's entry gets the
+//!    levers' parameters, bootprint's initramfs entry appears beside it;
+//! 2. bootprint on (its trace read by the host's `bootprint report`), then the kernel
+//!    upgrade: Debian's hooks (zz-bootprint, then zz-systemd-boot's kernel-install) give the
+//!    new kernel both entries; the test makes bootprint's entry of the new kernel the next
+//!    boot's default (loader.conf: OVMF keeps no EFI variable from one boot to the next, so
+//!    `bootctl set-oneshot` cannot);
+//! 3. the new kernel through bootprint's initramfs entry (its /init ran, its trace), then
+//!    the default put back and `bootprint disable`: every entry as kernel-install alone
+//!    writes it (the old kernel's byte for byte as before enable), bootprint's gone;
+//! 4. stock on the new kernel; `apt-get purge bootprint`: the plugin gone with it.
+
+use std::path::Path;
+
+use crate::checks::checklist::Checks;
+use crate::checks::late_test::sections;
+use crate::checks::package_test::{
+    after, boot, check_trace, lines, out, rc0, with_deb, Machine, INIT_WORD,
+};
+use crate::vm::grub_disk::{self, Loader};
+use crate::vm::image;
+use crate::vm::util::{Error, Paths, Result};
+
+/// Where kernel-install puts the entries on the test bed's systemd-boot disk (the ESP at
+/// /boot/efi, entry token `debian`).
+const ENTRIES: &str = "/boot/efi/loader/entries";
+
+pub fn package(paths: &Paths, deb: &Path, cargo: bool, c: &mut Checks) -> Result<()> {
+    if !deb.is_file() {
+        return Err(Error::fail(format!(
+            "{}: no such .deb (build it with `make deb`)",
+            deb.display()
+        )));
+    }
+    let img = image::ensure(paths, cargo)?;
+    let disk = grub_disk::ensure(paths, &img, Loader::SystemdBoot)?;
+    let (old, new) = (&disk.old_release, &disk.new_release);
+    println!(
+        "package: {} on the systemd-boot disk (linux-image-{old}, upgraded to {new} in boot 2)",
+        deb.display()
+    );
+    let first = with_deb(paths, &disk, deb)?;
+    let m = Machine {
+        paths,
+        img: &img,
+        old,
+        new,
+        fs_offset: disk.fs_offset,
+    };
+    let (r1, stock_entry) = install_and_enable(&m, &first, c)?;
+    let r2 = on_and_kernel_upgrade(&m, &after(&r1, &first), c)?;
+    let r3 = ours_and_disable(&m, &after(&r2, &first), &stock_entry, c)?;
+    let r4 = stock_and_purge(&m, &after(&r3, &first), c)?;
+    for r in [r1, r2, r3, r4] {
+        if let Some(d) = r.kept_disk() {
+            let _ = std::fs::remove_file(d);
+        }
+    }
+    let _ = std::fs::remove_file(&first);
+    Ok(())
+}
+
+/// 1. Stock; install, enable. Returns the boot and the old kernel's entry as kernel-install
+/// wrote it (its md5sum line), for the disable.
+fn install_and_enable(
+    m: &Machine,
+    disk: &Path,
+    c: &mut Checks,
+) -> Result<(crate::vm::qemu::BootResult, String)> {
+    let old = m.old;
+    let r = boot(
+        m,
+        disk,
+        false,
+        &format!(
+            r#"section cmdline; cat /proc/cmdline
+section stock-entry; md5sum {ENTRIES}/debian-{old}.conf
+dpkg -i $d/bootprint.deb > /tmp/dpkg.log 2>&1; rc=$?
+section install; echo "rc=$rc"; tail -n 20 /tmp/dpkg.log
+bootprint enable --all > /tmp/enable.log 2>&1; rc=$?
+section enable; echo "rc=$rc"; cat /tmp/enable.log
+section entry; cat {ENTRIES}/debian-{old}.conf
+section entries; ls -1 {ENTRIES}
+section status; bootprint status > /tmp/status.log 2>&1; echo "rc=$?"; cat /tmp/status.log
+"#
+        ),
+    )?;
+    let s = sections(&out(&r));
+    let cmdline = lines(&s, "cmdline");
+    c.check(
+        !cmdline.iter().any(|l| l.contains("bootprint")) && !cmdline.is_empty(),
+        &format!("boot 1 (systemd-boot) is stock: {}", cmdline.join(" ")),
+    );
+    c.check(
+        rc0(&s, "install"),
+        &format!("dpkg -i the .deb: {}", lines(&s, "install").join(" | ")),
+    );
+    c.check(
+        rc0(&s, "enable")
+            && lines(&s, "enable")
+                .iter()
+                .any(|l| l.contains("kernel-install add")),
+        &format!(
+            "bootprint enable --all: {}",
+            lines(&s, "enable").join(" | ")
+        ),
+    );
+    let entry = lines(&s, "entry");
+    c.check(
+        entry
+            .iter()
+            .any(|l| l.starts_with("options") && l.contains(INIT_WORD)),
+        &format!("the kernel's entry boots bootprint: {entry:?}"),
+    );
+    let ours = format!("debian-{old}-bootprint.conf");
+    c.check(
+        lines(&s, "entries").contains(&ours),
+        &format!(
+            "bootprint's initramfs entry {ours} beside it: {:?}",
+            lines(&s, "entries")
+        ),
+    );
+    c.check(
+        rc0(&s, "status")
+            && lines(&s, "status")
+                .iter()
+                .any(|l| l.starts_with("boot loader: systemd-boot")),
+        &format!("bootprint status: {}", lines(&s, "status").join(" | ")),
+    );
+    let stock = lines(&s, "stock-entry").join("");
+    Ok((r, stock))
+}
+
+/// 2. bootprint on; the kernel upgrade; bootprint's entry of the new kernel made the default.
+fn on_and_kernel_upgrade(
+    m: &Machine,
+    disk: &Path,
+    c: &mut Checks,
+) -> Result<crate::vm::qemu::BootResult> {
+    let (old, new) = (m.old, m.new);
+    let r = boot(
+        m,
+        disk,
+        true,
+        &format!(
+            r#"section cmdline; cat /proc/cmdline
+dpkg -i $d/debs/linux-image-{new}_*.deb > /tmp/kernel.log 2>&1; rc=$?
+section kernel; echo "rc=$rc"; tail -n 20 /tmp/kernel.log
+section entries; ls -1 {ENTRIES}
+section new-entry; cat {ENTRIES}/debian-{new}.conf
+section new-files; ls -1 /boot/efi/debian/{new}
+echo "default debian-{new}-bootprint.conf" >> /boot/efi/loader/loader.conf
+"#
+        ),
+    )?;
+    let s = sections(&out(&r));
+    c.check(
+        lines(&s, "cmdline").iter().any(|l| l.contains(INIT_WORD)),
+        &format!("boot 2 runs bootprint: {}", lines(&s, "cmdline").join(" ")),
+    );
+    check_trace(c, m.paths, "boot 2", &r, old);
+    c.check(
+        rc0(&s, "kernel"),
+        &format!(
+            "dpkg -i linux-image-{new}: {}",
+            lines(&s, "kernel").join(" | ")
+        ),
+    );
+    c.check(
+        lines(&s, "new-entry")
+            .iter()
+            .any(|l| l.starts_with("options") && l.contains(INIT_WORD)),
+        &format!(
+            "the new kernel's entry carries the levers: {:?}",
+            lines(&s, "new-entry")
+        ),
+    );
+    let ours = format!("debian-{new}-bootprint.conf");
+    c.check(
+        lines(&s, "entries").contains(&ours)
+            && lines(&s, "new-files")
+                .iter()
+                .any(|f| f == "bootprint-initrd"),
+        &format!(
+            "the kernel hooks gave the new kernel bootprint's entry and image: {:?}, {:?}",
+            lines(&s, "entries"),
+            lines(&s, "new-files")
+        ),
+    );
+    Ok(r)
+}
+
+/// 3. The new kernel through bootprint's initramfs entry; then disable.
+fn ours_and_disable(
+    m: &Machine,
+    disk: &Path,
+    stock_entry: &str,
+    c: &mut Checks,
+) -> Result<crate::vm::qemu::BootResult> {
+    let (old, new) = (m.old, m.new);
+    let r = boot(
+        m,
+        disk,
+        true,
+        &format!(
+            r#"section release; uname -r
+section cmdline; cat /proc/cmdline
+section initramfs; test -e /run/bootprint/initramfs.log && echo ran
+sed -i '/^default /d' /boot/efi/loader/loader.conf
+bootprint disable > /tmp/disable.log 2>&1; rc=$?
+section disable; echo "rc=$rc"; cat /tmp/disable.log
+section entries; ls -1 {ENTRIES}
+section options; grep -h '^options' {ENTRIES}/*.conf
+section old-entry; md5sum {ENTRIES}/debian-{old}.conf
+section files; ls -1 /boot/efi/debian/{old} /boot/efi/debian/{new}
+"#
+        ),
+    )?;
+    let s = sections(&out(&r));
+    c.check(
+        lines(&s, "release").first() == Some(new),
+        &format!("boot 3 runs the new kernel: {:?}", lines(&s, "release")),
+    );
+    c.check(
+        lines(&s, "initramfs").iter().any(|l| l == "ran")
+            && lines(&s, "cmdline").iter().any(|l| l.contains(INIT_WORD)),
+        &format!(
+            "boot 3 came through bootprint's initramfs entry: {}",
+            lines(&s, "cmdline").join(" ")
+        ),
+    );
+    check_trace(c, m.paths, "boot 3", &r, new);
+    c.check(
+        rc0(&s, "disable"),
+        &format!("bootprint disable: {}", lines(&s, "disable").join(" | ")),
+    );
+    let entries = lines(&s, "entries");
+    c.check(
+        !entries.iter().any(|e| e.contains("bootprint"))
+            && !lines(&s, "options").iter().any(|l| l.contains("bootprint"))
+            && !lines(&s, "files").iter().any(|f| f.contains("bootprint")),
+        &format!(
+            "after disable no entry, option or file of bootprint's: {entries:?}, {:?}",
+            lines(&s, "options")
+        ),
+    );
+    c.check(
+        lines(&s, "old-entry").join("") == stock_entry,
+        &format!(
+            "the old kernel's entry is byte for byte as kernel-install wrote it before enable ({stock_entry})"
+        ),
+    );
+    Ok(r)
+}
+
+/// 4. Stock on the new kernel; purge.
+fn stock_and_purge(
+    m: &Machine,
+    disk: &Path,
+    c: &mut Checks,
+) -> Result<crate::vm::qemu::BootResult> {
+    let new = m.new;
+    let r = boot(
+        m,
+        disk,
+        false,
+        r#"section release; uname -r
+section cmdline; cat /proc/cmdline
+apt-get purge -y bootprint > /tmp/purge.log 2>&1; rc=$?
+section purge; echo "rc=$rc"; tail -n 5 /tmp/purge.log
+section left; ls /usr/lib/kernel/install.d /var/lib/bootprint /usr/bin/bootprint 2>&1
+"#,
+    )?;
+    let s = sections(&out(&r));
+    c.check(
+        lines(&s, "release").first() == Some(new)
+            && !lines(&s, "cmdline").iter().any(|l| l.contains("bootprint")),
+        &format!(
+            "boot 4 is stock on the new kernel: {}",
+            lines(&s, "cmdline").join(" ")
+        ),
+    );
+    let left = lines(&s, "left");
+    c.check(
+        rc0(&s, "purge") && !left.iter().any(|l| l.contains("91-bootprint")),
+        &format!("apt-get purge bootprint, the plugin gone: {left:?}"),
+    );
+    Ok(r)
+}
