@@ -29,6 +29,11 @@ pub const USERSPACE: &[(&str, &str)] = &[
     ("efi_pstore", "systemd (modprobe@efi_pstore.service)"),
     ("fuse", "systemd (modprobe@fuse.service)"),
     ("loop", "systemd (modprobe@loop.service)"),
+    // Under UEFI: mounting /sys/firmware/efi/efivars makes the kernel load `fs-efivarfs`.
+    (
+        "efivarfs",
+        "the efivarfs mount (mountkernfs.sh or systemd, under UEFI)",
+    ),
 ];
 
 /// Why a module is where it is.
