@@ -5,7 +5,8 @@
 //!
 //! 1. stock: `dpkg -i` the .deb, `bootprint enable --all`: the kernel's entry gets the
 //!    levers' parameters, bootprint's initramfs entry appears beside it;
-//! 2. bootprint on (its trace read by the host's `bootprint report`), then the kernel
+//! 2. bootprint on (its trace read by the host's `bootprint report`, systemd-boot's firmware
+//!    and loader times read from it by `bootprint kernel`), then the kernel
 //!    upgrade: Debian's hooks (zz-bootprint, then zz-systemd-boot's kernel-install) give the
 //!    new kernel both entries; the test makes bootprint's entry of the new kernel the next
 //!    boot's default (loader.conf: OVMF keeps no EFI variable from one boot to the next, so
@@ -164,6 +165,7 @@ echo "default debian-{new}-bootprint.conf" >> /boot/efi/loader/loader.conf
         &format!("boot 2 runs bootprint: {}", lines(&s, "cmdline").join(" ")),
     );
     check_trace(c, m.paths, "boot 2", &r, old);
+    loader_times(c, m.paths, &r);
     c.check(
         rc0(&s, "kernel"),
         &format!(
@@ -291,4 +293,33 @@ section left; ls /usr/lib/kernel/install.d /var/lib/bootprint /usr/bin/bootprint
         &format!("apt-get purge bootprint, the plugin gone: {left:?}"),
     );
     Ok(r)
+}
+
+/// The firmware's and systemd-boot's own times, which systemd-boot leaves in EFI variables
+/// (`LoaderTimeInitUSec`, `LoaderTimeExecUSec`: microseconds since the CPU's reset) and the
+/// recorder copies into the trace: `bootprint kernel` must read them from a real boot.
+fn loader_times(c: &mut Checks, paths: &Paths, r: &crate::vm::qemu::BootResult) {
+    let Some(dir) = &r.trace_dir else {
+        return;
+    };
+    let json = std::process::Command::new(paths.repo.join("target/release/bootprint"))
+        .arg("kernel")
+        .arg("--json")
+        .arg(dir)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok());
+    let loader = json.as_ref().map(|j| j["firmware"]["loader"].clone());
+    let us = |k: &str| loader.as_ref().and_then(|l| l[k].as_u64());
+    let (init, exec) = (us("init_us"), us("exec_us"));
+    c.check(
+        matches!((init, exec), (Some(i), Some(e)) if i > 0 && e > i),
+        &format!(
+            "boot 2: `bootprint kernel` read systemd-boot's times from the trace: firmware \
+             {:?} ms, loader {:?} ms (LoaderTimeInitUSec {init:?}, LoaderTimeExecUSec {exec:?})",
+            init.map(|i| i / 1000),
+            init.zip(exec).map(|(i, e)| (e - i) / 1000)
+        ),
+    );
 }
