@@ -25,6 +25,7 @@ use crate::checks::package_test::{
 };
 use crate::vm::grub_disk::{self, Loader};
 use crate::vm::image;
+use crate::vm::qemu::BootResult;
 use crate::vm::util::{Error, Paths, Result};
 
 /// Where kernel-install puts the entries on the test bed's systemd-boot disk (the ESP at
@@ -66,13 +67,9 @@ pub fn package(paths: &Paths, deb: &Path, cargo: bool, c: &mut Checks) -> Result
     Ok(())
 }
 
-/// 1. Stock; install, enable. Returns the boot and the old kernel's entry as kernel-install
-/// wrote it (its md5sum line), for the disable.
-fn install_and_enable(
-    m: &Machine,
-    disk: &Path,
-    c: &mut Checks,
-) -> Result<(crate::vm::qemu::BootResult, String)> {
+/// Boot 1: stock; install, enable. Returns the boot and the old kernel's entry as
+/// kernel-install wrote it (its md5sum line), for the disable.
+fn install_and_enable(m: &Machine, disk: &Path, c: &mut Checks) -> Result<(BootResult, String)> {
     let old = m.old;
     let r = boot(
         m,
@@ -137,12 +134,8 @@ section status; bootprint status > /tmp/status.log 2>&1; echo "rc=$?"; cat /tmp/
     Ok((r, stock))
 }
 
-/// 2. bootprint on; the kernel upgrade; bootprint's entry of the new kernel made the default.
-fn on_and_kernel_upgrade(
-    m: &Machine,
-    disk: &Path,
-    c: &mut Checks,
-) -> Result<crate::vm::qemu::BootResult> {
+/// Boot 2: bootprint on; the kernel upgrade; bootprint's entry of the new kernel made the default.
+fn on_and_kernel_upgrade(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
     let (old, new) = (m.old, m.new);
     let r = boot(
         m,
@@ -197,13 +190,13 @@ echo "default debian-{new}-bootprint.conf" >> /boot/efi/loader/loader.conf
     Ok(r)
 }
 
-/// 3. The new kernel through bootprint's initramfs entry; then disable.
+/// Boot 3: the new kernel through bootprint's initramfs entry; then disable.
 fn ours_and_disable(
     m: &Machine,
     disk: &Path,
     stock_entry: &str,
     c: &mut Checks,
-) -> Result<crate::vm::qemu::BootResult> {
+) -> Result<BootResult> {
     let (old, new) = (m.old, m.new);
     let r = boot(
         m,
@@ -260,12 +253,8 @@ section files; ls -1 /boot/efi/debian/{old} /boot/efi/debian/{new}
     Ok(r)
 }
 
-/// 4. Stock on the new kernel; purge.
-fn stock_and_purge(
-    m: &Machine,
-    disk: &Path,
-    c: &mut Checks,
-) -> Result<crate::vm::qemu::BootResult> {
+/// Boot 4: stock on the new kernel; purge.
+fn stock_and_purge(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
     let new = m.new;
     let r = boot(
         m,
@@ -298,7 +287,7 @@ section left; ls /usr/lib/kernel/install.d /var/lib/bootprint /usr/bin/bootprint
 /// The firmware's and systemd-boot's own times, which systemd-boot leaves in EFI variables
 /// (`LoaderTimeInitUSec`, `LoaderTimeExecUSec`: microseconds since the CPU's reset) and the
 /// recorder copies into the trace: `bootprint kernel` must read them from a real boot.
-fn loader_times(c: &mut Checks, paths: &Paths, r: &crate::vm::qemu::BootResult) {
+fn loader_times(c: &mut Checks, paths: &Paths, r: &BootResult) {
     let Some(dir) = &r.trace_dir else {
         return;
     };
