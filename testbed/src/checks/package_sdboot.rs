@@ -21,49 +21,24 @@ use std::path::Path;
 use crate::checks::checklist::Checks;
 use crate::checks::late_test::sections;
 use crate::checks::package_test::{
-    after, boot, check_trace, lines, out, rc0, with_deb, Machine, INIT_WORD,
+    after, boot, check_trace, lines, out, rc0, Machine, Prepared, INIT_WORD,
 };
-use crate::vm::grub_disk::{self, Loader};
-use crate::vm::image;
+use crate::vm::grub_disk::Loader;
 use crate::vm::qemu::BootResult;
-use crate::vm::util::{Error, Paths, Result};
+use crate::vm::util::{Paths, Result};
 
 /// Where kernel-install puts the entries on the test bed's systemd-boot disk (the ESP at
 /// /boot/efi, entry token `debian`).
 const ENTRIES: &str = "/boot/efi/loader/entries";
 
 pub fn package(paths: &Paths, deb: &Path, cargo: bool, c: &mut Checks) -> Result<()> {
-    if !deb.is_file() {
-        return Err(Error::fail(format!(
-            "{}: no such .deb (build it with `make deb`)",
-            deb.display()
-        )));
-    }
-    let img = image::ensure(paths, cargo)?;
-    let disk = grub_disk::ensure(paths, &img, Loader::SystemdBoot)?;
-    let (old, new) = (&disk.old_release, &disk.new_release);
-    println!(
-        "package: {} on the systemd-boot disk (linux-image-{old}, upgraded to {new} in boot 2)",
-        deb.display()
-    );
-    let first = with_deb(paths, &disk, deb)?;
-    let m = Machine {
-        paths,
-        img: &img,
-        old,
-        new,
-        fs_offset: disk.fs_offset,
-    };
-    let (r1, stock_entry) = install_and_enable(&m, &first, c)?;
-    let r2 = on_and_kernel_upgrade(&m, &after(&r1, &first), c)?;
-    let r3 = ours_and_disable(&m, &after(&r2, &first), &stock_entry, c)?;
-    let r4 = stock_and_purge(&m, &after(&r3, &first), c)?;
-    for r in [r1, r2, r3, r4] {
-        if let Some(d) = r.kept_disk() {
-            let _ = std::fs::remove_file(d);
-        }
-    }
-    let _ = std::fs::remove_file(&first);
+    let p = Prepared::new(paths, deb, cargo, Loader::SystemdBoot)?;
+    let (m, first) = (p.machine(paths), &p.first);
+    let (r1, stock_entry) = install_and_enable(&m, first, c)?;
+    let r2 = on_and_kernel_upgrade(&m, &after(&r1, first), c)?;
+    let r3 = ours_and_disable(&m, &after(&r2, first), &stock_entry, c)?;
+    let r4 = stock_and_purge(&m, &after(&r3, first), c)?;
+    p.clean_up(&[r1, r2, r3, r4]);
     Ok(())
 }
 

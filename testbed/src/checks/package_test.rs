@@ -63,41 +63,67 @@ pub fn run(paths: &Paths, deb: &Path, loader: Loader, cargo: bool) -> Result<()>
 }
 
 fn package(paths: &Paths, deb: &Path, cargo: bool, c: &mut Checks) -> Result<()> {
-    if !deb.is_file() {
-        return Err(Error::fail(format!(
-            "{}: no such .deb (build it with `make deb`)",
-            deb.display()
-        )));
+    let p = Prepared::new(paths, deb, cargo, Loader::Grub)?;
+    let (m, disk) = (p.machine(paths), &p.first);
+    let r1 = install_and_enable(&m, disk, c)?;
+    let r2 = bootprint_on_and_kernel_upgrade(&m, &after(&r1, disk), c)?;
+    let r3 = new_kernel_and_failing_disables(&m, &after(&r2, disk), c)?;
+    let r3b = stock_with_the_wrapper(&m, &after(&r3, disk), c)?;
+    let (r3c, disabled) = stock_and_disable(&m, &after(&r3b, disk), c)?;
+    let r4 = enable_and_purge(&m, &after(&r3c, disk), c, &disabled)?;
+    stock_as_before(&m, &after(&r4, disk), c)?;
+    p.clean_up(&[r1, r2, r3, r3b, r3c, r4]);
+    Ok(())
+}
+
+/// What a package test starts from: the image, the loader's disk, and a copy of that disk
+/// with the .deb in it (the first boot's).
+pub(crate) struct Prepared {
+    img: image::Image,
+    disk: GrubDisk,
+    pub(crate) first: PathBuf,
+}
+
+impl Prepared {
+    pub(crate) fn new(paths: &Paths, deb: &Path, cargo: bool, loader: Loader) -> Result<Prepared> {
+        if !deb.is_file() {
+            return Err(Error::fail(format!(
+                "{}: no such .deb (build it with `make deb`)",
+                deb.display()
+            )));
+        }
+        let img = image::ensure(paths, cargo)?;
+        let disk = grub_disk::ensure(paths, &img, loader)?;
+        println!(
+            "package: {} on the {} disk (linux-image-{}, upgraded to {} in boot 2)",
+            deb.display(),
+            loader.name(),
+            disk.old_release,
+            disk.new_release
+        );
+        let first = with_deb(paths, &disk, deb)?;
+        Ok(Prepared { img, disk, first })
     }
-    let img = image::ensure(paths, cargo)?;
-    let grub = grub_disk::ensure(paths, &img, Loader::Grub)?;
-    let (old, new) = (&grub.old_release, &grub.new_release);
-    println!(
-        "package: {} on the GRUB disk (linux-image-{old}, upgraded to {new} in boot 2)",
-        deb.display()
-    );
-    let disk = with_deb(paths, &grub, deb)?;
-    let m = Machine {
-        paths,
-        img: &img,
-        old,
-        new,
-        fs_offset: grub.fs_offset,
-    };
-    let r1 = install_and_enable(&m, &disk, c)?;
-    let r2 = bootprint_on_and_kernel_upgrade(&m, &after(&r1, &disk), c)?;
-    let r3 = new_kernel_and_failing_disables(&m, &after(&r2, &disk), c)?;
-    let r3b = stock_with_the_wrapper(&m, &after(&r3, &disk), c)?;
-    let (r3c, disabled) = stock_and_disable(&m, &after(&r3b, &disk), c)?;
-    let r4 = enable_and_purge(&m, &after(&r3c, &disk), c, &disabled)?;
-    stock_as_before(&m, &after(&r4, &disk), c)?;
-    for r in [r1, r2, r3, r3b, r3c, r4] {
-        if let Some(d) = r.kept_disk() {
-            let _ = std::fs::remove_file(d);
+
+    pub(crate) fn machine<'a>(&'a self, paths: &'a Paths) -> Machine<'a> {
+        Machine {
+            paths,
+            img: &self.img,
+            old: &self.disk.old_release,
+            new: &self.disk.new_release,
+            fs_offset: self.disk.fs_offset,
         }
     }
-    let _ = std::fs::remove_file(&disk);
-    Ok(())
+
+    /// Removes the disks the boots kept and the first one.
+    pub(crate) fn clean_up(&self, boots: &[BootResult]) {
+        for r in boots {
+            if let Some(d) = r.kept_disk() {
+                let _ = std::fs::remove_file(d);
+            }
+        }
+        let _ = std::fs::remove_file(&self.first);
+    }
 }
 
 /// A guest script's `== name` sections (`late_test::sections`).
@@ -482,7 +508,7 @@ fn stock_as_before(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResul
 
 /// A copy of the GRUB disk with the .deb in it (written with debugfs at the partition's
 /// offset).
-pub(crate) fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
+fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
     let run = crate::vm::util::fresh_dir(&paths.cache.join("runs"))?;
     let disk = run.join("package-disk.raw");
     let log = run.join("host.log");

@@ -50,7 +50,7 @@ pub enum Loader {
 }
 
 impl Loader {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Loader::Grub => "grub",
             Loader::SystemdBoot => "systemd-boot",
