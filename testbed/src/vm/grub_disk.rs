@@ -316,8 +316,12 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
     fs::remove_file(&root).map_err(|e| io_err("cannot remove", &root, e))?;
 
     eprintln!(
-        "grub disk: setup boot (the disk's own kernel, root={}): grub-install, update-grub",
-        layout.root_dev
+        "grub disk: setup boot (the disk's own kernel, root={}): {}",
+        layout.root_dev,
+        match layout.loader {
+            Loader::Grub => "grub-install, update-grub",
+            Loader::SystemdBoot => "bootctl install, kernel-install add",
+        }
     );
     let mut o = BootOpts::new(Profile::Fast);
     o.root = Some(layout.root_dev.into());
