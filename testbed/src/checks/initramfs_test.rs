@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use crate::vm::image::{self, Image};
 use crate::vm::initramfs::ensure_ours;
 use crate::vm::qemu::{self, BootOpts, BootResult, Profile, BASE_APPEND};
-use crate::vm::serial::{kernel_fault_in_log, Seen, PANIC_MARK};
+use crate::vm::serial::{Seen, PANIC_MARK};
 use crate::vm::util::{Error, Paths, Result};
 
 /// The line our /init writes to the kernel log before it execs the real init.
@@ -32,27 +32,14 @@ pub fn init_ms(serial_log: &Path) -> Option<u64> {
 
 /// Boots with a wrong root and waits for the message and QEMU's exit. Returns the message
 /// line and the seconds from the message to QEMU's exit. A guest kernel that died before it
-/// ran any program (`serial::kernel_fault`) gets one more boot, as `qemu::boot` gives it.
+/// ran any program gets one more boot (`qemu::set_aside_early_fault`), as in `qemu::boot`.
 pub fn wrong_root(paths: &Paths, img: &Image, initrd: &Path) -> Result<(String, f64)> {
     let run = crate::vm::util::fresh_dir(&paths.cache.join("runs"))?;
     match wrong_root_once(&run, paths.firmware, img, initrd) {
-        Err(e) => {
-            let serial_log = run.join("serial.log");
-            match kernel_fault_in_log(&serial_log).filter(|f| f.before_init) {
-                Some(fault) => {
-                    let kept = run.join("serial-kernel-fault.log");
-                    let _ = fs::rename(&serial_log, &kept);
-                    eprintln!(
-                        "initramfs: the guest kernel died before it ran any program ({}; \
-                         serial log {}): booting again once",
-                        fault.line,
-                        kept.display()
-                    );
-                    wrong_root_once(&run, paths.firmware, img, initrd)
-                }
-                None => Err(e),
-            }
-        }
+        Err(e) => match qemu::set_aside_early_fault(&run, "initramfs") {
+            Some(_) => wrong_root_once(&run, paths.firmware, img, initrd),
+            None => Err(e),
+        },
         ok => ok,
     }
 }

@@ -335,20 +335,11 @@ pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
     if result.is_err() {
         // A guest kernel that died before it ran any program is the emulator's or the
         // kernel's failure, not the boot's: boot once more, from a fresh copy, and say so.
-        let serial_log = run.join("serial.log");
-        if let Some(fault) = kernel_fault_in_log(&serial_log).filter(|f| f.before_init) {
-            let kept = run.join("serial-kernel-fault.log");
-            let _ = fs::rename(&serial_log, &kept);
-            eprintln!(
-                "boot: the guest kernel died before it ran any program ({}; serial log {}): \
-                 booting again once",
-                fault.line,
-                kept.display()
-            );
+        if let Some(fault) = set_aside_early_fault(&run, "boot") {
             result = copy_disk(source, &disk, opts.sync_disk, &run)
                 .and_then(|_| boot_disk(paths, img, opts, &run, &disk, disk_copy_s))
                 .map(|mut r| {
-                    r.kernel_fault_retried = Some(fault.line);
+                    r.kernel_fault_retried = Some(fault);
                     r
                 });
         }
@@ -361,6 +352,24 @@ pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
     let result = result?;
     let _ = fs::write(run.join("result.json"), result.to_json().to_string() + "\n");
     Ok(result)
+}
+
+/// After a failed boot in the run directory `run`: when its serial log shows the guest
+/// kernel dying before it ran any program (`serial::kernel_fault`), the log is kept as
+/// `serial-kernel-fault.log`, stderr says so (prefixed `who:`), and the report's first line
+/// is returned: the caller boots once more. Else `None`: the failure is the boot's own.
+pub fn set_aside_early_fault(run: &Path, who: &str) -> Option<String> {
+    let serial_log = run.join("serial.log");
+    let fault = kernel_fault_in_log(&serial_log).filter(|f| f.before_init)?;
+    let kept = run.join("serial-kernel-fault.log");
+    let _ = fs::rename(&serial_log, &kept);
+    eprintln!(
+        "{who}: the guest kernel died before it ran any program ({}; serial log {}): \
+         booting again once",
+        fault.line,
+        kept.display()
+    );
+    Some(fault.line)
 }
 
 /// Copies the boot's disk from `source` (sparse; synced to the host's disk with `sync`).

@@ -252,8 +252,6 @@ pub fn stamp() -> String {
     format!("{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}")
 }
 
-/// A fresh directory `base/<stamp>` (with a suffix if that exists already). `create_dir`
-/// fails on an existing directory, so two test beds running at once never share one.
 /// The newest run directory under the cache (`fresh_dir`'s names sort by time): a boot
 /// that ended in an error does not return its own.
 pub fn newest_run(paths: &Paths) -> Option<PathBuf> {
@@ -266,6 +264,8 @@ pub fn newest_run(paths: &Paths) -> Option<PathBuf> {
     runs.pop()
 }
 
+/// A fresh directory `base/<stamp>` (with a suffix if that exists already). `create_dir`
+/// fails on an existing directory, so two test beds running at once never share one.
 pub fn fresh_dir(base: &Path) -> Result<PathBuf> {
     fs::create_dir_all(base).map_err(|e| io_err("cannot create", base, e))?;
     let s = stamp();
