@@ -113,7 +113,7 @@ fn wrong_root_once(
             "QEMU did not exit within 60 s of the message (a hang, not a clean stop): {line}"
         )));
     }
-    if lines.iter().any(|(_, l)| l.contains("Kernel panic")) {
+    if lines.iter().any(|(_, l)| l.contains(PANIC_MARK)) {
         return Err(Error::fail(format!(
             "kernel panic after the message (serial log {})",
             serial_log.display()

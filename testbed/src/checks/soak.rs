@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use crate::vm::hang::diagnose_hang;
 use crate::vm::image::{self, Image};
 use crate::vm::qemu::{self, BootOpts, Profile, BASE_APPEND};
-use crate::vm::serial::Seen;
+use crate::vm::serial::{Seen, PANIC_MARK};
 use crate::vm::util::{io_err, median, run_logged, Error, Paths, Result};
 
 /// Where a boot of a configuration is counted as arrived (`--until`).
@@ -514,7 +514,7 @@ fn soak_boot(
     ));
     qemu::add_monitor(&mut cmd, &monitor);
     let (mut child, con, start) = qemu::spawn_with_console(&mut cmd, &serial_log)?;
-    let seen = con.wait_for(&[until.mark(), "Kernel panic"], 0, until.limit(), start);
+    let seen = con.wait_for(&[until.mark(), PANIC_MARK], 0, until.limit(), start);
     let outcome = match seen {
         Seen::Match(0, _, t) => match crate::vm::serial::kernel_stall(&con.text(0, usize::MAX)) {
             None => Outcome::Arrived(t),

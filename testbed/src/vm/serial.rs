@@ -215,9 +215,10 @@ pub fn read_log(path: &Path) -> Vec<(f64, String)> {
         .collect()
 }
 
-/// The line every fatal error of the guest kernel ends in (then the kernel stops, and QEMU
-/// goes on running a dead guest unless `panic=` says otherwise).
-pub const PANIC_MARK: &str = "Kernel panic - not syncing";
+/// How the line every fatal error of the guest kernel ends in starts (`Kernel panic - not
+/// syncing: ...`; then the kernel stops, and QEMU goes on running a dead guest unless
+/// `panic=` says otherwise).
+pub const PANIC_MARK: &str = "Kernel panic";
 
 /// The first lines of a kernel error report: an oops, a `BUG()`, a panic without an oops.
 const FAULT_MARKS: [&str; 4] = [
