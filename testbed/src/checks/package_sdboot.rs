@@ -285,14 +285,7 @@ fn loader_times(c: &mut Checks, paths: &Paths, r: &BootResult, guest: (Option<u6
     let Some(dir) = &r.trace_dir else {
         return;
     };
-    let json = std::process::Command::new(paths.repo.join("target/release/bootprint"))
-        .arg("kernel")
-        .arg("--json")
-        .arg(dir)
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok());
+    let json = crate::checks::smoke::run_cli(paths, "kernel", dir).ok();
     let loader = json.as_ref().map(|j| j["firmware"]["loader"].clone());
     let us = |k: &str| loader.as_ref().and_then(|l| l[k].as_u64());
     let read = (us("init_us"), us("exec_us"));

@@ -630,15 +630,7 @@ pub(crate) fn check_trace(
         );
         return;
     };
-    let bin = paths.repo.join("target/release/bootprint");
-    let json = Command::new(&bin)
-        .arg("report")
-        .arg("--json")
-        .arg(dir)
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok());
+    let json = crate::checks::smoke::run_cli(paths, "report", dir).ok();
     let login = json.as_ref().and_then(|j| j["text_login_s"].as_f64());
     let uname = json
         .as_ref()

@@ -445,7 +445,8 @@ fn run_report(paths: &Paths, trace: &Path) -> Result<Value> {
     run_cli(paths, "report", trace)
 }
 
-fn run_cli(paths: &Paths, verb: &str, trace: &Path) -> Result<Value> {
+/// `target/release/bootprint VERB --json TRACE`, its output parsed.
+pub(crate) fn run_cli(paths: &Paths, verb: &str, trace: &Path) -> Result<Value> {
     let cli = paths.repo.join("target/release/bootprint");
     let out = Command::new(&cli)
         .args([verb, "--json"])
