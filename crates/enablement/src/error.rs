@@ -172,6 +172,7 @@ mod tests {
                 kernel_install: vec!["/nonexistent/kernel-install".into()],
                 bootctl: vec!["/nonexistent/bootctl".into()],
             },
+            loader: Default::default(),
         };
         (d, m)
     }

@@ -224,11 +224,12 @@ pub fn enable(m: &Machine, req: &Request) -> Result<Vec<String>, Error> {
             }
         }
     }
+    let now = m.loader();
     let loader = match before.levers.is_empty() {
-        true => m.loader(),
+        true => now,
         false => before.loader,
     };
-    if let Some(why) = loader::loader_changed(&before, m.loader()) {
+    if let Some(why) = loader::loader_changed(&before, now) {
         return Err(Error::new(
             ErrorKind::NotSupported,
             format!("{why}; nothing changed"),

@@ -170,13 +170,14 @@ pub fn kernel_install(m: &Machine, call: &KernelInstall) -> Result<Vec<String>, 
             return Ok(said);
         };
         let text = String::from_utf8_lossy(&bytes).into_owned();
-        let amended = amend_options(&text, &params(&manifest.levers));
+        let params = params(&manifest.levers);
+        let amended = amend_options(&text, &params);
         if amended != text {
             m.write_fs_mode(&entry, amended.as_bytes())?;
             said.push(format!(
                 "{}: options + {}",
                 m.path(&entry).display(),
-                params(&manifest.levers).join(" ")
+                params.join(" ")
             ));
         }
         let image = image_of(&call.version);

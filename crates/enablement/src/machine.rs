@@ -144,6 +144,9 @@ pub struct Machine {
     pub root: PathBuf,
     /// The programs.
     pub tools: Tools,
+    /// [`Machine::loader`]'s answer, asked once: it runs bootctl, and `enable` asks for
+    /// every lever.
+    pub(crate) loader: std::cell::OnceCell<crate::Loader>,
 }
 
 impl Machine {
@@ -152,6 +155,7 @@ impl Machine {
         Machine {
             root: root.to_path_buf(),
             tools: Tools::for_root(root),
+            loader: std::cell::OnceCell::new(),
         }
     }
 
@@ -205,8 +209,17 @@ impl Machine {
 
     /// Writes the file `p` whole (`sys::write_atomic`'s way) with `mode`.
     pub fn write(&self, p: &str, bytes: &[u8], mode: u32) -> Result<(), Error> {
+        self.write_with(p, |dir, name| dir.write_atomic_at(name, bytes, mode))
+    }
+
+    /// `write` in the directory holding `p`, opened in the root; an error names `p`.
+    fn write_with(
+        &self,
+        p: &str,
+        write: impl FnOnce(&sys::Dir, &std::ffi::OsStr) -> io::Result<()>,
+    ) -> Result<(), Error> {
         self.parent_of(p)
-            .and_then(|(dir, name)| dir.write_atomic_at(&name, bytes, mode))
+            .and_then(|(dir, name)| write(&dir, &name))
             .map_err(|e| {
                 let path = self.path(p);
                 Error::io(&path, format!("cannot write {}: {e}", path.display()), e)
@@ -218,12 +231,9 @@ impl Machine {
     /// has none and gives what its mount options say.
     pub fn write_fs_mode(&self, p: &str, bytes: &[u8]) -> Result<(), Error> {
         let mode = self.stat(p).map_or(0o644, |s| s.mode & 0o7777);
-        self.parent_of(p)
-            .and_then(|(dir, name)| dir.write_atomic_at_fs_mode(&name, bytes, mode))
-            .map_err(|e| {
-                let path = self.path(p);
-                Error::io(&path, format!("cannot write {}: {e}", path.display()), e)
-            })
+        self.write_with(p, |dir, name| {
+            dir.write_atomic_at_fs_mode(name, bytes, mode)
+        })
     }
 
     /// Removes the file `p` (a link itself, never what it points to); a missing one is no
@@ -321,18 +331,19 @@ impl Machine {
     /// boot came through systemd-boot (it sets the EFI variable `LoaderInfo`); else GRUB.
     pub fn loader(&self) -> crate::Loader {
         use crate::Loader;
-        if !succeeds(
-            &self.tools.bootctl,
-            &["is-installed", "--quiet"],
-            &self.root,
-        ) {
-            return Loader::Grub;
-        }
-        if !self.tools.grub_present || self.path(crate::loader::LOADER_INFO).exists() {
-            Loader::SystemdBoot
-        } else {
-            Loader::Grub
-        }
+        *self.loader.get_or_init(|| {
+            let systemd_boot = succeeds(
+                &self.tools.bootctl,
+                &["is-installed", "--quiet"],
+                &self.root,
+            ) && (!self.tools.grub_present
+                || self.path(crate::loader::LOADER_INFO).exists());
+            if systemd_boot {
+                Loader::SystemdBoot
+            } else {
+                Loader::Grub
+            }
+        })
     }
 
     /// The kernel releases installed: /boot/vmlinuz-RELEASE with /lib/modules/RELEASE.
