@@ -62,16 +62,14 @@ impl Loader {
 struct Layout {
     firmware: Firmware,
     loader: Loader,
-    /// The root partition, as the guest names it.
-    root_dev: &'static str,
     /// Where the root file system starts on the disk, in sectors.
     root_start: u64,
-    fstab: &'static str,
     /// Debian's GRUB for the firmware (and what its setup needs), installed in the chroot.
     packages: &'static str,
     /// debconf answers given before they are installed.
     preseed: &'static str,
-    /// Run in the setup boot: grub-install on the disk, update-grub.
+    /// Run in the setup boot, inside [`Layout::setup_script`]: the loader installed on the
+    /// disk, its configuration written.
     setup: &'static str,
 }
 
@@ -86,11 +84,7 @@ fn layout(firmware: Firmware, loader: Loader) -> Result<Layout> {
         (Firmware::Uefi, Loader::SystemdBoot) => Layout {
             firmware,
             loader,
-            root_dev: "/dev/vda2",
             root_start: PART_START_SECTOR + SDBOOT_ESP_SECTORS,
-            fstab: "/dev/vda2 / ext4 defaults 0 1\n\
-                    /dev/vda1 /boot/efi vfat umask=0077 0 2\n\
-                    proc /proc proc defaults 0 0\n",
             packages: "systemd-boot dosfstools",
             preseed: "",
             setup: SETUP_SYSTEMD_BOOT,
@@ -98,9 +92,7 @@ fn layout(firmware: Firmware, loader: Loader) -> Result<Layout> {
         (Firmware::Bios, Loader::Grub) => Layout {
             firmware,
             loader,
-            root_dev: "/dev/vda1",
             root_start: PART_START_SECTOR,
-            fstab: "/dev/vda1 / ext4 defaults 0 1\nproc /proc proc defaults 0 0\n",
             packages: "grub-pc",
             preseed: "grub-pc grub-pc/install_devices multiselect\n\
                       grub-pc grub-pc/install_devices_empty boolean true\n",
@@ -109,11 +101,7 @@ fn layout(firmware: Firmware, loader: Loader) -> Result<Layout> {
         (Firmware::Uefi, Loader::Grub) => Layout {
             firmware,
             loader,
-            root_dev: "/dev/vda2",
             root_start: PART_START_SECTOR + ESP_SECTORS,
-            fstab: "/dev/vda2 / ext4 defaults 0 1\n\
-                    /dev/vda1 /boot/efi vfat umask=0077 0 2\n\
-                    proc /proc proc defaults 0 0\n",
             packages: "grub-efi-amd64 dosfstools",
             // As Debian's installer leaves a machine whose firmware may not keep boot entries:
             // every grub-install also writes the removable path, and no NVRAM entry.
@@ -128,6 +116,42 @@ impl Layout {
     /// Where the root file system starts on the disk, in bytes.
     fn fs_offset(&self) -> u64 {
         self.root_start * 512
+    }
+
+    /// The root partition, as the guest names it: the first, or under UEFI the second,
+    /// after the EFI system partition.
+    fn root_dev(&self) -> &'static str {
+        match self.firmware {
+            Firmware::Bios => "/dev/vda1",
+            Firmware::Uefi => "/dev/vda2",
+        }
+    }
+
+    fn fstab(&self) -> &'static str {
+        match self.firmware {
+            Firmware::Bios => "/dev/vda1 / ext4 defaults 0 1\nproc /proc proc defaults 0 0\n",
+            Firmware::Uefi => {
+                "/dev/vda2 / ext4 defaults 0 1\n\
+                 /dev/vda1 /boot/efi vfat umask=0077 0 2\n\
+                 proc /proc proc defaults 0 0\n"
+            }
+        }
+    }
+
+    /// The setup boot's script: under UEFI the EFI system partition formatted (the host's
+    /// kernel has no FAT) and mounted as the fstab says first, the loader's own [`setup`]
+    /// then, and the releases file and the success word last.
+    ///
+    /// [`setup`]: Layout::setup
+    fn setup_script(&self) -> String {
+        let esp = match self.firmware {
+            Firmware::Bios => "",
+            Firmware::Uefi => "mkfs.fat -n ESP /dev/vda1\nmkdir -p /boot/efi\nmount /boot/efi\n",
+        };
+        format!(
+            "set -e\n{esp}{}cat /root/bootprint-testbed/releases\necho BP\"\"SETUP=ok\n",
+            self.setup
+        )
     }
 }
 /// GRUB on the serial console, no menu delay, no other systems; Debian's kernel options.
@@ -175,23 +199,16 @@ apt-get clean
 const KERNEL_PACKAGES: &str = "^linux-image-[0-9.]+(-[0-9]+|[+]deb[0-9]+)-amd64$";
 /// BIOS: grub-install on the disk (and remembered, so a grub-pc upgrade installs there
 /// too), then grub.cfg from Debian's scripts.
-const SETUP_BIOS: &str = r#"set -e
-echo 'grub-pc grub-pc/install_devices multiselect /dev/vda' | debconf-set-selections
+const SETUP_BIOS: &str = r#"echo 'grub-pc grub-pc/install_devices multiselect /dev/vda' | debconf-set-selections
 grub-install /dev/vda
 update-grub
-cat /root/bootprint-testbed/releases
-echo BP""SETUP=ok
 "#;
-/// systemd-boot: the EFI system partition formatted and mounted as for GRUB, systemd-boot
+/// systemd-boot: on the EFI system partition (mounted as for GRUB), systemd-boot
 /// installed on it (no EFI variables: OVMF's are thrown away after every boot; it boots as
 /// `\EFI\BOOT\BOOTX64.EFI`), the kernel command line in /etc/kernel/cmdline (the test bed's
 /// own, as GRUB's defaults give it), the entry token fixed, and the installed kernel's entry
 /// written by kernel-install, as the kernel's package would have.
-const SETUP_SYSTEMD_BOOT: &str = r#"set -e
-mkfs.fat -n ESP /dev/vda1
-mkdir -p /boot/efi
-mount /boot/efi
-echo debian > /etc/kernel/entry-token
+const SETUP_SYSTEMD_BOOT: &str = r#"echo debian > /etc/kernel/entry-token
 echo "root=/dev/vda2 ro console=ttyS0 sysrq_always_enabled quiet loglevel=6" > /etc/kernel/cmdline
 SYSTEMD_RELAX_ESP_CHECKS=1 bootctl install --no-variables --esp-path=/boot/efi
 printf 'timeout 0\n' > /boot/efi/loader/loader.conf
@@ -199,21 +216,12 @@ old=$(sed -n 's/^old //p' /root/bootprint-testbed/releases)
 kernel-install add "$old" "/boot/vmlinuz-$old" "/boot/initrd.img-$old"
 bootctl is-installed
 ls /boot/efi/loader/entries
-cat /root/bootprint-testbed/releases
-echo BP""SETUP=ok
 "#;
-/// UEFI: the EFI system partition formatted (the host's kernel has no FAT), mounted as its
-/// fstab line says, GRUB's EFI image installed where Debian puts it and at the removable
-/// path, then grub.cfg.
-const SETUP_UEFI: &str = r#"set -e
-mkfs.fat -n ESP /dev/vda1
-mkdir -p /boot/efi
-mount /boot/efi
-grub-install --target=x86_64-efi --force-extra-removable --no-nvram
+/// UEFI: GRUB's EFI image installed where Debian puts it and at the removable path, then
+/// grub.cfg.
+const SETUP_UEFI: &str = r#"grub-install --target=x86_64-efi --force-extra-removable --no-nvram
 update-grub
 ls /boot/efi/EFI/BOOT /boot/efi/EFI/debian
-cat /root/bootprint-testbed/releases
-echo BP""SETUP=ok
 "#;
 
 /// The GRUB disk and what the test needs to know about it.
@@ -259,10 +267,10 @@ fn key(img: &Image, layout: &Layout) -> String {
     for part in [
         DISK_VERSION,
         &img.dir.file_name().unwrap_or_default().to_string_lossy(),
-        layout.fstab,
+        layout.fstab(),
         layout.packages,
         layout.preseed,
-        layout.setup,
+        &layout.setup_script(),
         layout.loader.name(),
         GRUB_DEFAULTS,
         INITRAMFS_CONF,
@@ -317,21 +325,21 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
 
     eprintln!(
         "grub disk: setup boot (the disk's own kernel, root={}): {}",
-        layout.root_dev,
+        layout.root_dev(),
         match layout.loader {
             Loader::Grub => "grub-install, update-grub",
             Loader::SystemdBoot => "bootctl install, kernel-install add",
         }
     );
     let mut o = BootOpts::new(Profile::Fast);
-    o.root = Some(layout.root_dev.into());
+    o.root = Some(layout.root_dev().into());
     // The disk's own kernel: the image's was purged from it with its modules (vfat, which
     // the EFI system partition's mount needs, among them).
     o.kernel = Some(old_kernel.0.clone());
     o.initrd = Some(old_kernel.1.clone());
     o.disk_from = Some(work.clone());
     o.keep_disk = true;
-    o.guest_script = Some(layout.setup.to_string());
+    o.guest_script = Some(layout.setup_script());
     let r = qemu::boot(paths, img, &o)?;
     let _ = fs::remove_file(&old_kernel.0);
     let _ = fs::remove_file(&old_kernel.1);
@@ -458,7 +466,7 @@ fn make_root(root: &Path, dir: &Path, layout: &Layout, log: &Path) -> Result<(Pa
     run_logged(&mut cmd, log)?;
     drop(proc_mount);
     fs::remove_file(&policy).map_err(|e| io_err("cannot remove", &policy, e))?;
-    image::write(&mnt.join("etc/fstab"), layout.fstab)?;
+    image::write(&mnt.join("etc/fstab"), layout.fstab())?;
     if layout.loader == Loader::Grub {
         image::write(&mnt.join("etc/default/grub"), GRUB_DEFAULTS)?;
     }
@@ -772,6 +780,40 @@ mod tests {
             text.contains("primary GPT table is corrupt, but the backup appears OK"),
             "{text}"
         );
+    }
+
+    /// Each setup script as the setup boot runs it: `set -e`, the ESP's mount under UEFI
+    /// (before anything writes to /boot/efi), the loader's steps, the releases and the word.
+    #[test]
+    fn setup_scripts_are_whole() {
+        let bios = layout(Firmware::Bios, Loader::Grub).unwrap().setup_script();
+        assert!(bios.starts_with("set -e\necho 'grub-pc grub-pc/install_devices"));
+        assert!(!bios.contains("mkfs.fat"));
+        for loader in [Loader::Grub, Loader::SystemdBoot] {
+            let l = layout(Firmware::Uefi, loader).unwrap();
+            let s = l.setup_script();
+            assert!(
+                s.starts_with(
+                    "set -e\nmkfs.fat -n ESP /dev/vda1\nmkdir -p /boot/efi\nmount /boot/efi\n"
+                ),
+                "{s}"
+            );
+            assert!(s.contains(l.setup), "{s}");
+            assert!(l.fstab().contains("/dev/vda1 /boot/efi vfat"));
+            assert_eq!(l.root_dev(), "/dev/vda2");
+        }
+        for s in [
+            bios,
+            layout(Firmware::Uefi, Loader::SystemdBoot)
+                .unwrap()
+                .setup_script(),
+        ] {
+            assert!(
+                s.ends_with("\ncat /root/bootprint-testbed/releases\necho BP\"\"SETUP=ok\n"),
+                "{s}"
+            );
+        }
+        assert!(layout(Firmware::Bios, Loader::SystemdBoot).is_err());
     }
 
     #[test]
