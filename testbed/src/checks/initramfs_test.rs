@@ -31,12 +31,13 @@ pub fn init_ms(serial_log: &Path) -> Option<u64> {
 }
 
 /// Boots with a wrong root and waits for the message and QEMU's exit. Returns the message
-/// line and the seconds from the message to QEMU's exit. A guest kernel that died before it
-/// ran any program gets one more boot (`qemu::set_aside_early_fault`), as in `qemu::boot`.
+/// line and the seconds from the message to QEMU's exit. A guest kernel that died of what the
+/// boot cannot have caused gets one more boot (`qemu::set_aside_kernel_fault`), as in
+/// `qemu::boot`.
 pub fn wrong_root(paths: &Paths, img: &Image, initrd: &Path) -> Result<(String, f64)> {
     let run = crate::vm::util::fresh_dir(&paths.cache.join("runs"))?;
     match wrong_root_once(&run, paths.firmware, img, initrd) {
-        Err(e) => match qemu::set_aside_early_fault(&run, "initramfs") {
+        Err(e) => match qemu::set_aside_kernel_fault(&run, "initramfs") {
             Some(_) => wrong_root_once(&run, paths.firmware, img, initrd),
             None => Err(e),
         },

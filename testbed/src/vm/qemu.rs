@@ -236,8 +236,9 @@ pub struct BootResult {
     pub kernel_stall: Option<String>,
     /// What the host's CPUs did from QEMU's start to `login:` (None: counters unreadable).
     pub host_cpu: Option<HostCpu>,
-    /// The first attempt's guest kernel died before it ran any program (the report's first
-    /// line); this result is the second attempt's (`boot`).
+    /// The first attempt's guest kernel died of what the boot cannot have caused (before it
+    /// ran any program, or on a stale int3; the report's first line); this result is the
+    /// second attempt's (`boot`).
     pub kernel_fault_retried: Option<String>,
 }
 
@@ -333,9 +334,9 @@ pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
     drop(lock);
     let mut result = boot_disk(paths, img, opts, &run, &disk, disk_copy_s);
     if result.is_err() {
-        // A guest kernel that died before it ran any program is the emulator's or the
-        // kernel's failure, not the boot's: boot once more, from a fresh copy, and say so.
-        if let Some(fault) = set_aside_early_fault(&run, "boot") {
+        // A guest kernel that died of something the boot cannot have caused is the
+        // emulator's or the kernel's failure: boot once more, from a fresh copy, and say so.
+        if let Some(fault) = set_aside_kernel_fault(&run, "boot") {
             result = copy_disk(source, &disk, opts.sync_disk, &run)
                 .and_then(|_| boot_disk(paths, img, opts, &run, &disk, disk_copy_s))
                 .map(|mut r| {
@@ -355,17 +356,18 @@ pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
 }
 
 /// After a failed boot in the run directory `run`: when its serial log shows the guest
-/// kernel dying before it ran any program (`serial::kernel_fault`), the log is kept as
+/// kernel dying of what the boot cannot have caused (`serial::KernelFault::not_the_boots`:
+/// before it ran any program, or on a stale int3), the log is kept as
 /// `serial-kernel-fault.log`, stderr says so (prefixed `who:`), and the report's first line
 /// is returned: the caller boots once more. Else `None`: the failure is the boot's own.
-pub fn set_aside_early_fault(run: &Path, who: &str) -> Option<String> {
+pub fn set_aside_kernel_fault(run: &Path, who: &str) -> Option<String> {
     let serial_log = run.join("serial.log");
-    let fault = kernel_fault_in_log(&serial_log).filter(|f| f.before_init)?;
+    let fault = kernel_fault_in_log(&serial_log)?;
+    let why = fault.not_the_boots()?;
     let kept = run.join("serial-kernel-fault.log");
     let _ = fs::rename(&serial_log, &kept);
     eprintln!(
-        "{who}: the guest kernel died before it ran any program ({}; serial log {}): \
-         booting again once",
+        "{who}: the guest kernel died {why} ({}; serial log {}): booting again once",
         fault.line,
         kept.display()
     );

@@ -237,12 +237,31 @@ pub struct KernelFault {
     /// the initcalls and the root mount, before the kernel ran any program): nothing the
     /// guest's userspace or bootprint did can have caused it.
     pub before_init: bool,
+    /// An `int3` trap whose byte is no longer in memory (the report's `Code:` bytes show
+    /// something else just before the trapping address): the kernel patches its own code
+    /// through a temporary `int3` (text_poke_bp) and waits for every CPU to serialize
+    /// before removing it, so only a CPU running a stale copy of the old code can trap on
+    /// it, which is the emulator's failure at any point of the boot, never the boot's.
+    pub stale_int3: bool,
+}
+
+impl KernelFault {
+    /// Why the fault is not the boot's own doing (the caller boots once more), if it is not.
+    pub fn not_the_boots(&self) -> Option<&'static str> {
+        if self.stale_int3 {
+            Some("a trap on an int3 the kernel had already removed")
+        } else if self.before_init {
+            Some("before the kernel ran any program")
+        } else {
+            None
+        }
+    }
 }
 
 /// The first fatal error report of the guest kernel in console text, if the kernel
 /// panicked (an oops that does not end in a panic kills one task and is the boot's own
 /// business). Seen 2026-11-29: Debian 13's 6.12 under TCG, `Oops: int3` in PID 1's
-/// initcalls, about once in 130 boots (testbed/results/README.md).
+/// initcalls, about once in 130 boots (testbed/results/README.md), and in RCU's kthread.
 pub fn kernel_fault(log: &str) -> Option<KernelFault> {
     let lines: Vec<&str> = log.lines().collect();
     let panic = lines.iter().position(|l| l.contains(PANIC_MARK))?;
@@ -261,6 +280,12 @@ pub fn kernel_fault(log: &str) -> Option<KernelFault> {
     let before_init = names_task(first)
         .or_else(|| names_task(panic))
         .unwrap_or(false);
+    let stale_int3 = lines[first].contains("Oops: int3")
+        && lines[first..]
+            .iter()
+            .find_map(|l| l.split_once(" Code: ").map(|(_, bytes)| bytes))
+            .and_then(byte_before_trap)
+            .is_some_and(|b| b != "cc");
     let line = lines[first];
     // Console lines carry a kernel timestamp; the report starts after it.
     let line = match line.find("] ") {
@@ -270,7 +295,16 @@ pub fn kernel_fault(log: &str) -> Option<KernelFault> {
     Some(KernelFault {
         line: line.trim().to_string(),
         before_init,
+        stale_int3,
     })
+}
+
+/// In a report's `Code:` bytes (`... 53 66 <90> e8 ...`, the byte at the report's RIP in
+/// angle brackets), the byte just before RIP: for a trap, the instruction that trapped.
+fn byte_before_trap(code: &str) -> Option<&str> {
+    let words: Vec<&str> = code.split_whitespace().collect();
+    let at = words.iter().position(|w| w.starts_with('<'))?;
+    words.get(at.checked_sub(1)?).copied()
 }
 
 /// [`kernel_fault`] in a serial log this console wrote (`read_log`).
@@ -478,6 +512,7 @@ mod tests {
         let f = kernel_fault(early).unwrap();
         assert_eq!(f.line, "Oops: int3: 0000 [#1] PREEMPT SMP NOPTI");
         assert!(f.before_init);
+        assert!(!f.stale_int3, "no Code: line, no claim");
         // Once init runs, PID 1 is a program: the same report is the boot's own failure.
         let late = early.replace("Comm: swapper/0", "Comm: bootprint-boot");
         assert!(!kernel_fault(&late).unwrap().before_init);
@@ -499,6 +534,28 @@ mod tests {
             None
         );
         assert_eq!(kernel_fault("login: "), None);
+    }
+
+    #[test]
+    fn stale_int3_traps_are_told_from_live_ones() {
+        // Trimmed from CI's 2026-11-29 panic: RCU's kthread, not PID 1, in an interrupt.
+        let report = "[    1.541] Oops: int3: 0000 [#1] PREEMPT SMP NOPTI\n\
+            [    1.542] CPU: 0 UID: 0 PID: 15 Comm: rcu_preempt Not tainted 6.12.117+deb13-amd64 #1\n\
+            [    1.543] RIP: 0010:sched_clock_cpu+0x9/0x1d0\n\
+            [    1.543] Code: 90 90 f3 0f 1e fa 41 54 55 53 66 <90> e8 f1 fe f0 ff 48 03 05\n\
+            [    1.544] Kernel panic - not syncing: Fatal exception in interrupt\n";
+        let f = kernel_fault(report).unwrap();
+        assert!(f.stale_int3 && !f.before_init);
+        assert!(f.not_the_boots().unwrap().contains("int3"));
+        // The int3 still in memory: a breakpoint someone put there, the boot's business.
+        let live = report.replace("53 66 <90>", "53 cc <90>");
+        let f = kernel_fault(&live).unwrap();
+        assert!(!f.stale_int3);
+        assert_eq!(f.not_the_boots(), None);
+        // Another trap with the same bytes is no int3 trap.
+        let gpf = report.replace("Oops: int3: 0000", "Oops: general protection fault: 0000");
+        assert!(!kernel_fault(&gpf).unwrap().stale_int3);
+        assert_eq!(byte_before_trap("<0f> 0b"), None);
     }
 
     #[test]
