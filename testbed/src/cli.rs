@@ -167,6 +167,9 @@ pub struct Package {
     /// The boot loader of the machine (systemd-boot: with --firmware uefi)
     #[arg(long, value_enum, default_value = "grub")]
     pub loader: crate::vm::grub_disk::Loader,
+    /// What builds the machine's initramfs (dracut: with systemd as init, GRUB only)
+    #[arg(long, value_enum, default_value = "initramfs-tools")]
+    pub generator: crate::vm::grub_disk::Generator,
     #[command(flatten)]
     pub build: Build,
 }

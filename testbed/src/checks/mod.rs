@@ -8,6 +8,7 @@ pub mod desktop_test;
 pub mod faults;
 pub mod initramfs_test;
 pub mod late_test;
+pub mod package_dracut;
 pub mod package_sdboot;
 pub mod package_test;
 pub mod parity;

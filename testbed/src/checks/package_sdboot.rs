@@ -23,7 +23,7 @@ use crate::checks::late_test::sections;
 use crate::checks::package_test::{
     after, boot, check_trace, lines, out, rc0, Machine, Prepared, INIT_WORD,
 };
-use crate::vm::grub_disk::Loader;
+use crate::vm::grub_disk::{Generator, Loader};
 use crate::vm::qemu::BootResult;
 use crate::vm::util::{Paths, Result};
 
@@ -32,7 +32,13 @@ use crate::vm::util::{Paths, Result};
 const ENTRIES: &str = "/boot/efi/loader/entries";
 
 pub fn package(paths: &Paths, deb: &Path, cargo: bool, c: &mut Checks) -> Result<()> {
-    let p = Prepared::new(paths, deb, cargo, Loader::SystemdBoot)?;
+    let p = Prepared::new(
+        paths,
+        deb,
+        cargo,
+        Loader::SystemdBoot,
+        Generator::InitramfsTools,
+    )?;
     let (m, first) = (p.machine(paths), &p.first);
     let (r1, stock_entry) = install_and_enable(&m, first, c)?;
     let r2 = on_and_kernel_upgrade(&m, &after(&r1, first), c)?;

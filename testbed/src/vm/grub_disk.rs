@@ -58,10 +58,29 @@ impl Loader {
     }
 }
 
+/// What builds the machine's initramfs (`package --generator`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Generator {
+    /// Debian's initramfs-tools, on the image's sysvinit
+    InitramfsTools,
+    /// dracut with systemd in the initramfs, on a systemd machine (as Fedora and RHEL)
+    Dracut,
+}
+
+impl Generator {
+    pub fn name(self) -> &'static str {
+        match self {
+            Generator::InitramfsTools => "initramfs-tools",
+            Generator::Dracut => "dracut",
+        }
+    }
+}
+
 /// What the BIOS disk, the UEFI disk and the systemd-boot disk do differently.
 struct Layout {
     firmware: Firmware,
     loader: Loader,
+    generator: Generator,
     /// Where the root file system starts on the disk, in sectors.
     root_start: u64,
     /// Debian's GRUB for the firmware (and what its setup needs), installed in the chroot.
@@ -73,7 +92,7 @@ struct Layout {
     setup: &'static str,
 }
 
-fn layout(firmware: Firmware, loader: Loader) -> Result<Layout> {
+fn layout(firmware: Firmware, loader: Loader, generator: Generator) -> Result<Layout> {
     Ok(match (firmware, loader) {
         (Firmware::Bios, Loader::SystemdBoot) => {
             return Err(Error::Usage(
@@ -84,6 +103,7 @@ fn layout(firmware: Firmware, loader: Loader) -> Result<Layout> {
         (Firmware::Uefi, Loader::SystemdBoot) => Layout {
             firmware,
             loader,
+            generator,
             root_start: PART_START_SECTOR + SDBOOT_ESP_SECTORS,
             packages: "systemd-boot dosfstools",
             preseed: "",
@@ -92,6 +112,7 @@ fn layout(firmware: Firmware, loader: Loader) -> Result<Layout> {
         (Firmware::Bios, Loader::Grub) => Layout {
             firmware,
             loader,
+            generator,
             root_start: PART_START_SECTOR,
             packages: "grub-pc",
             preseed: "grub-pc grub-pc/install_devices multiselect\n\
@@ -101,6 +122,7 @@ fn layout(firmware: Firmware, loader: Loader) -> Result<Layout> {
         (Firmware::Uefi, Loader::Grub) => Layout {
             firmware,
             loader,
+            generator,
             root_start: PART_START_SECTOR + ESP_SECTORS,
             packages: "grub-efi-amd64 dosfstools",
             // As Debian's installer leaves a machine whose firmware may not keep boot entries:
@@ -170,6 +192,20 @@ GRUB_DISABLE_OS_PROBER=true
 /// initramfs-tools for the modules this machine needs (as on a machine set up by hand):
 /// the upgrade's mkinitramfs in the guest takes far less than with `MODULES=most`.
 const INITRAMFS_CONF: &str = "MODULES=dep\n";
+/// dracut: the same, host-only, as Fedora configures it (Debian's dracut builds a generic
+/// image unless told); the root from the kernel command line, as the loaders give it.
+/// Written after the chroot's kernel install (whose image is generic: the host's devices
+/// are not the guest's), so the kernel upgrade in the guest builds a host-only one.
+const DRACUT_CONF: &str = "hostonly=\"yes\"\nhostonly_cmdline=\"no\"\n";
+/// In the chroot before [`ROOT_SCRIPT`], for dracut: systemd as init (it replaces
+/// sysvinit-core) and dracut (it replaces initramfs-tools), so that the previous kernel's
+/// install builds its initramfs with dracut, systemd inside.
+const DRACUT_SCRIPT: &str = "set -e
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y --no-install-recommends systemd-sysv dracut zstd
+test -x /usr/bin/dracut
+test \"$(readlink -f /sbin/init)\" = /usr/lib/systemd/systemd
+";
 /// In the chroot: what the test bed put in by hand goes (the bootprint binaries, the late
 /// generator's link, the startpar wrapper and its diversion, of /bin/startpar on Debian 12,
 /// /usr/bin/startpar on 13); the firmware's GRUB (`$GRUB`, with `$PRESEED`: grub-install
@@ -236,9 +272,14 @@ pub struct GrubDisk {
 }
 
 /// The cached GRUB disk of `img` (the text image), derived first if missing.
-/// Its layout follows the run's firmware (`Paths::firmware`) and `loader`.
-pub fn ensure(paths: &Paths, img: &Image, loader: Loader) -> Result<GrubDisk> {
-    let layout = layout(paths.firmware, loader)?;
+/// Its layout follows the run's firmware (`Paths::firmware`), `loader` and `generator`.
+pub fn ensure(
+    paths: &Paths,
+    img: &Image,
+    loader: Loader,
+    generator: Generator,
+) -> Result<GrubDisk> {
+    let layout = layout(paths.firmware, loader, generator)?;
     let dir = paths.cache.join(format!("grub-{}", key(img, &layout)));
     let _lock = Lock::acquire(&dir.with_extension("lock"))?;
     if !dir.join("ok").is_file() {
@@ -261,9 +302,15 @@ pub fn ensure(paths: &Paths, img: &Image, loader: Loader) -> Result<GrubDisk> {
 }
 
 /// The cache key: the image directory (itself a hash of the image's inputs) and the
-/// derivation.
+/// derivation. initramfs-tools' disks hash as before dracut's came (their caches stay).
 fn key(img: &Image, layout: &Layout) -> String {
     let mut h = Fnv::new();
+    if layout.generator == Generator::Dracut {
+        for part in [layout.generator.name(), DRACUT_SCRIPT, DRACUT_CONF] {
+            h.update(part.as_bytes());
+            h.update(b"\0");
+        }
+    }
     for part in [
         DISK_VERSION,
         &img.dir.file_name().unwrap_or_default().to_string_lossy(),
@@ -453,6 +500,10 @@ fn make_root(root: &Path, dir: &Path, layout: &Layout, log: &Path) -> Result<(Pa
                 .join(", ")
         ))
     })?;
+    if layout.generator == Generator::Dracut {
+        eprintln!("grub disk: in a chroot: systemd as init, dracut for initramfs-tools");
+        run_logged(&mut image::chroot(&mnt, &["sh", "-c", DRACUT_SCRIPT]), log)?;
+    }
     eprintln!(
         "grub disk: in a chroot: {}, linux-image-{previous} in, linux-image-{installed} out (its .deb kept for the upgrade)",
         layout.packages
@@ -470,10 +521,16 @@ fn make_root(root: &Path, dir: &Path, layout: &Layout, log: &Path) -> Result<(Pa
     if layout.loader == Loader::Grub {
         image::write(&mnt.join("etc/default/grub"), GRUB_DEFAULTS)?;
     }
-    image::write(
-        &mnt.join("etc/initramfs-tools/conf.d/bootprint-testbed"),
-        INITRAMFS_CONF,
-    )?;
+    match layout.generator {
+        Generator::InitramfsTools => image::write(
+            &mnt.join("etc/initramfs-tools/conf.d/bootprint-testbed"),
+            INITRAMFS_CONF,
+        )?,
+        Generator::Dracut => image::write(
+            &mnt.join("etc/dracut.conf.d/bootprint-testbed.conf"),
+            DRACUT_CONF,
+        )?,
+    }
     image::write(
         &mnt.join("root/bootprint-testbed/releases"),
         &format!("old {previous}\nnew {installed}\n"),
@@ -786,11 +843,13 @@ mod tests {
     /// (before anything writes to /boot/efi), the loader's steps, the releases and the word.
     #[test]
     fn setup_scripts_are_whole() {
-        let bios = layout(Firmware::Bios, Loader::Grub).unwrap().setup_script();
+        let bios = layout(Firmware::Bios, Loader::Grub, Generator::InitramfsTools)
+            .unwrap()
+            .setup_script();
         assert!(bios.starts_with("set -e\necho 'grub-pc grub-pc/install_devices"));
         assert!(!bios.contains("mkfs.fat"));
         for loader in [Loader::Grub, Loader::SystemdBoot] {
-            let l = layout(Firmware::Uefi, loader).unwrap();
+            let l = layout(Firmware::Uefi, loader, Generator::InitramfsTools).unwrap();
             let s = l.setup_script();
             assert!(
                 s.starts_with(
@@ -804,7 +863,7 @@ mod tests {
         }
         for s in [
             bios,
-            layout(Firmware::Uefi, Loader::SystemdBoot)
+            layout(Firmware::Uefi, Loader::SystemdBoot, Generator::Dracut)
                 .unwrap()
                 .setup_script(),
         ] {
@@ -813,7 +872,7 @@ mod tests {
                 "{s}"
             );
         }
-        assert!(layout(Firmware::Bios, Loader::SystemdBoot).is_err());
+        assert!(layout(Firmware::Bios, Loader::SystemdBoot, Generator::Dracut).is_err());
     }
 
     #[test]
