@@ -93,17 +93,19 @@ package-test-uefi: deb
 	$(TESTBED) --release $(UEFI_RELEASE) --firmware uefi package --deb $(DEB) --no-cargo
 
 # The package test on every boot layout README's "Supported systems" table claims (release,
-# firmware, loader, initramfs generator; docs/testbed.md, `package`), one after another;
-# the layouts that failed are named at the end. About three hours here; not in CI.
-MATRIX = 12,bios,grub,initramfs-tools 12,uefi,grub,initramfs-tools \
-	12,uefi,systemd-boot,initramfs-tools 13,bios,grub,initramfs-tools \
-	13,uefi,grub,initramfs-tools 13,uefi,systemd-boot,initramfs-tools 13,bios,grub,dracut
+# firmware, loader, initramfs generator, root file system; docs/testbed.md, `package`), one
+# after another; the layouts that failed are named at the end. About four hours here; not
+# in CI.
+MATRIX = 12,bios,grub,initramfs-tools,ext4 12,uefi,grub,initramfs-tools,ext4 \
+	12,uefi,systemd-boot,initramfs-tools,ext4 13,bios,grub,initramfs-tools,ext4 \
+	13,uefi,grub,initramfs-tools,ext4 13,uefi,systemd-boot,initramfs-tools,ext4 \
+	13,bios,grub,dracut,ext4 13,bios,grub,initramfs-tools,btrfs 13,bios,grub,initramfs-tools,xfs
 matrix: deb
 	@failed=; for cell in $(MATRIX); do \
 	  set -- $$(echo $$cell | tr , ' '); echo "== matrix: $$cell"; \
 	  { $(TESTBED) --release $$1 image && \
 	    $(TESTBED) --release $$1 --firmware $$2 package --loader $$3 --generator $$4 \
-	      --deb $(DEB) --no-cargo; } || failed="$$failed $$cell"; \
+	      --root $$5 --deb $(DEB) --no-cargo; } || failed="$$failed $$cell"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "matrix: failed:$$failed"; exit 1; fi; \
 	echo "matrix: every layout passed"

@@ -170,6 +170,9 @@ pub struct Package {
     /// What builds the machine's initramfs (dracut: with systemd as init, GRUB only)
     #[arg(long, value_enum, default_value = "initramfs-tools")]
     pub generator: crate::vm::grub_disk::Generator,
+    /// The root file system (btrfs: on the subvolume `@`; btrfs and XFS with GRUB only)
+    #[arg(long, value_enum, default_value = "ext4")]
+    pub root: crate::vm::grub_disk::Root,
     #[command(flatten)]
     pub build: Build,
 }

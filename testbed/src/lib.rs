@@ -92,9 +92,14 @@ pub fn run(verb: Verb) -> Result<(), Error> {
         Verb::Smoke(a) => smoke::run(&paths, a.cargo()),
         Verb::Parity(a) => parity::run(&paths, a.cargo()),
         Verb::Late(a) => late_test::run(&paths, a.cargo()),
-        Verb::Package(a) => {
-            package_test::run(&paths, &a.deb, a.loader, a.generator, a.build.cargo())
-        }
+        Verb::Package(a) => package_test::run(
+            &paths,
+            &a.deb,
+            a.loader,
+            a.generator,
+            a.root,
+            a.build.cargo(),
+        ),
         Verb::Desktop(a) => desktop_test::run(
             &paths,
             a.systemd,

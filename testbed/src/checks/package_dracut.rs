@@ -23,7 +23,7 @@ use crate::checks::late_test::sections;
 use crate::checks::package_test::{
     after, boot, check_trace, lines, out, package_file, rc0, same, Machine, Prepared, INIT_WORD,
 };
-use crate::vm::grub_disk::{Generator, Loader};
+use crate::vm::grub_disk::{Generator, Loader, Root};
 use crate::vm::qemu::BootResult;
 use crate::vm::util::{Paths, Result};
 
@@ -32,8 +32,8 @@ use crate::vm::util::{Paths, Result};
 const SYSTEMD_IN_INITRD: &str =
     "{ dmesg; journalctl -b -q -o cat 2>/dev/null; } | grep -m1 -o 'Running in initrd'";
 
-pub fn package(paths: &Paths, deb: &Path, cargo: bool, c: &mut Checks) -> Result<()> {
-    let p = Prepared::new(paths, deb, cargo, Loader::Grub, Generator::Dracut)?;
+pub fn package(paths: &Paths, deb: &Path, cargo: bool, root: Root, c: &mut Checks) -> Result<()> {
+    let p = Prepared::new(paths, deb, cargo, Loader::Grub, Generator::Dracut, root)?;
     let (m, first) = (p.machine(paths), &p.first);
     let r1 = install_and_enable(&m, first, c)?;
     let r2 = through_dracut_and_kernel_upgrade(&m, &after(&r1, first), c)?;

@@ -23,7 +23,7 @@ use crate::checks::late_test::sections;
 use crate::checks::package_test::{
     after, boot, check_trace, lines, out, rc0, Machine, Prepared, INIT_WORD,
 };
-use crate::vm::grub_disk::{Generator, Loader};
+use crate::vm::grub_disk::{Generator, Loader, Root};
 use crate::vm::qemu::BootResult;
 use crate::vm::util::{Paths, Result};
 
@@ -38,6 +38,7 @@ pub fn package(paths: &Paths, deb: &Path, cargo: bool, c: &mut Checks) -> Result
         cargo,
         Loader::SystemdBoot,
         Generator::InitramfsTools,
+        Root::Ext4,
     )?;
     let (m, first) = (p.machine(paths), &p.first);
     let (r1, stock_entry) = install_and_enable(&m, first, c)?;

@@ -24,7 +24,8 @@ use std::process::Command;
 
 use crate::checks::checklist::{self, Checks};
 use crate::checks::late_test::{section, sections};
-use crate::vm::grub_disk::{self, Generator, GrubDisk, Loader};
+use crate::vm::fsimage::Mounted;
+use crate::vm::grub_disk::{self, Generator, GrubDisk, Loader, Root};
 use crate::vm::image;
 use crate::vm::qemu::{self, BootOpts, BootResult, Profile};
 use crate::vm::util::{io_err, run_logged, Error, Paths, Result};
@@ -60,15 +61,16 @@ pub fn run(
     deb: &Path,
     loader: Loader,
     generator: Generator,
+    root: Root,
     cargo: bool,
 ) -> Result<()> {
     checklist::run("package", |c| match (loader, generator) {
-        (Loader::Grub, Generator::InitramfsTools) => package(paths, deb, cargo, c),
+        (Loader::Grub, Generator::InitramfsTools) => package(paths, deb, cargo, root, c),
         (Loader::SystemdBoot, Generator::InitramfsTools) => {
             crate::checks::package_sdboot::package(paths, deb, cargo, c)
         }
         (Loader::Grub, Generator::Dracut) => {
-            crate::checks::package_dracut::package(paths, deb, cargo, c)
+            crate::checks::package_dracut::package(paths, deb, cargo, root, c)
         }
         (Loader::SystemdBoot, Generator::Dracut) => Err(Error::Usage(
             "--generator dracut is tested with --loader grub only (not built yet for \
@@ -78,8 +80,15 @@ pub fn run(
     })
 }
 
-fn package(paths: &Paths, deb: &Path, cargo: bool, c: &mut Checks) -> Result<()> {
-    let p = Prepared::new(paths, deb, cargo, Loader::Grub, Generator::InitramfsTools)?;
+fn package(paths: &Paths, deb: &Path, cargo: bool, root: Root, c: &mut Checks) -> Result<()> {
+    let p = Prepared::new(
+        paths,
+        deb,
+        cargo,
+        Loader::Grub,
+        Generator::InitramfsTools,
+        root,
+    )?;
     let (m, disk) = (p.machine(paths), &p.first);
     let r1 = install_and_enable(&m, disk, c)?;
     let r2 = bootprint_on_and_kernel_upgrade(&m, &after(&r1, disk), c)?;
@@ -107,6 +116,7 @@ impl Prepared {
         cargo: bool,
         loader: Loader,
         generator: Generator,
+        root: Root,
     ) -> Result<Prepared> {
         if !deb.is_file() {
             return Err(Error::fail(format!(
@@ -115,12 +125,13 @@ impl Prepared {
             )));
         }
         let img = image::ensure(paths, cargo)?;
-        let disk = grub_disk::ensure(paths, &img, loader, generator)?;
+        let disk = grub_disk::ensure(paths, &img, loader, generator, root)?;
         println!(
-            "package: {} on the {} disk with {} (linux-image-{}, upgraded to {} in boot 2)",
+            "package: {} on the {} disk with {}, the root on {} (linux-image-{}, upgraded to {} in boot 2)",
             deb.display(),
             loader.name(),
             generator.name(),
+            root.name(),
             disk.old_release,
             disk.new_release
         );
@@ -529,8 +540,9 @@ fn stock_as_before(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResul
     Ok(r5)
 }
 
-/// A copy of the GRUB disk with the .deb in it (written with debugfs at the partition's
-/// offset).
+/// A copy of the GRUB disk with the .deb in it (the root file system copied out of the disk,
+/// the .deb written into it by debugfs on ext4, through a loop mount on btrfs and XFS, and
+/// the file system put back).
 fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
     let run = crate::vm::util::fresh_dir(&paths.cache.join("runs"))?;
     let disk = run.join("package-disk.raw");
@@ -548,17 +560,23 @@ fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
     // The disk's last boot ended with `poweroff -f`: metadata still in the journal would be
     // replayed by the guest over what debugfs writes. So: the file system out, its journal
     // replayed, the .deb written, the file system back.
-    let fs = run.join("fs.ext4");
+    let fs = run.join("fs.img");
     qemu::extract_fs(&disk, grub.fs_offset, &fs, &log)?;
-    qemu::replay_journal(&fs, &log)?;
-    run_logged(
-        Command::new("debugfs")
-            .arg("-w")
-            .arg("-R")
-            .arg(format!("write {} {GUEST_DEB}", deb.display()))
-            .arg(&fs),
-        &log,
-    )?;
+    if grub.root == Root::Ext4 {
+        qemu::replay_journal(&fs, &log)?;
+        run_logged(
+            Command::new("debugfs")
+                .arg("-w")
+                .arg("-R")
+                .arg(format!("write {} {GUEST_DEB}", deb.display()))
+                .arg(&fs),
+            &log,
+        )?;
+    } else {
+        let m = Mounted::new(&fs, &run.join("fs-mnt"), &log)?;
+        let to = m.system_root().join(GUEST_DEB.trim_start_matches('/'));
+        fs::copy(&deb, &to).map_err(|e| io_err("cannot copy the .deb to", &to, e))?;
+    }
     qemu::write_back_fs(&fs, &disk, grub.fs_offset, &log)?;
     fs::remove_file(&fs).map_err(|e| io_err("cannot remove", &fs, e))?;
     Ok(disk)

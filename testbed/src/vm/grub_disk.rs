@@ -21,6 +21,7 @@ use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::vm::fsimage::Unmount;
 use crate::vm::image::{self, Image};
 use crate::vm::qemu::{self, BootOpts, Firmware, Profile};
 use crate::vm::util::{io_err, output_logged, run_logged, Error, Fnv, Lock, Paths, Result};
@@ -76,11 +77,59 @@ impl Generator {
     }
 }
 
+/// The root file system (`package --root`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Root {
+    /// ext4 on the partition
+    Ext4,
+    /// btrfs, the root on the subvolume `@` (as Debian's installer and Ubuntu lay it out;
+    /// Fedora's is `root`)
+    Btrfs,
+    /// XFS (RHEL's default)
+    Xfs,
+}
+
+impl Root {
+    pub fn name(self) -> &'static str {
+        match self {
+            Root::Ext4 => "ext4",
+            Root::Btrfs => "btrfs",
+            Root::Xfs => "xfs",
+        }
+    }
+
+    /// Its tools in the guest (fsck, GRUB's probing, the initramfs hooks), installed in the
+    /// chroot with GRUB.
+    fn packages(self) -> &'static str {
+        match self {
+            Root::Ext4 => "",
+            Root::Btrfs => "btrfs-progs",
+            Root::Xfs => "xfsprogs",
+        }
+    }
+
+    /// The subvolume the root is on, if any (the kernel's `rootflags=subvol=`).
+    pub fn subvolume(self) -> Option<&'static str> {
+        (self == Root::Btrfs).then_some("@")
+    }
+
+    /// Its /etc/fstab line for device `dev`: ext4 checked at boot (pass 1); btrfs and XFS
+    /// not (their fsck programs do nothing at boot: pass 0, as their installers write it).
+    fn fstab_line(self, dev: &str) -> String {
+        match self {
+            Root::Ext4 => format!("{dev} / ext4 defaults 0 1\n"),
+            Root::Btrfs => format!("{dev} / btrfs defaults,subvol=@ 0 0\n"),
+            Root::Xfs => format!("{dev} / xfs defaults 0 0\n"),
+        }
+    }
+}
+
 /// What the BIOS disk, the UEFI disk and the systemd-boot disk do differently.
 struct Layout {
     firmware: Firmware,
     loader: Loader,
     generator: Generator,
+    root: Root,
     /// Where the root file system starts on the disk, in sectors.
     root_start: u64,
     /// Debian's GRUB for the firmware (and what its setup needs), installed in the chroot.
@@ -92,7 +141,14 @@ struct Layout {
     setup: &'static str,
 }
 
-fn layout(firmware: Firmware, loader: Loader, generator: Generator) -> Result<Layout> {
+fn layout(firmware: Firmware, loader: Loader, generator: Generator, root: Root) -> Result<Layout> {
+    if loader == Loader::SystemdBoot && root != Root::Ext4 {
+        // Its /etc/kernel/cmdline (SETUP_SYSTEMD_BOOT) names an ext4 root without flags.
+        return Err(Error::Usage(format!(
+            "--root {} is tested with --loader grub only",
+            root.name()
+        )));
+    }
     Ok(match (firmware, loader) {
         (Firmware::Bios, Loader::SystemdBoot) => {
             return Err(Error::Usage(
@@ -104,6 +160,7 @@ fn layout(firmware: Firmware, loader: Loader, generator: Generator) -> Result<La
             firmware,
             loader,
             generator,
+            root,
             root_start: PART_START_SECTOR + SDBOOT_ESP_SECTORS,
             packages: "systemd-boot dosfstools",
             preseed: "",
@@ -113,6 +170,7 @@ fn layout(firmware: Firmware, loader: Loader, generator: Generator) -> Result<La
             firmware,
             loader,
             generator,
+            root,
             root_start: PART_START_SECTOR,
             packages: "grub-pc",
             preseed: "grub-pc grub-pc/install_devices multiselect\n\
@@ -123,6 +181,7 @@ fn layout(firmware: Firmware, loader: Loader, generator: Generator) -> Result<La
             firmware,
             loader,
             generator,
+            root,
             root_start: PART_START_SECTOR + ESP_SECTORS,
             packages: "grub-efi-amd64 dosfstools",
             // As Debian's installer leaves a machine whose firmware may not keep boot entries:
@@ -149,15 +208,23 @@ impl Layout {
         }
     }
 
-    fn fstab(&self) -> &'static str {
-        match self.firmware {
-            Firmware::Bios => "/dev/vda1 / ext4 defaults 0 1\nproc /proc proc defaults 0 0\n",
-            Firmware::Uefi => {
-                "/dev/vda2 / ext4 defaults 0 1\n\
-                 /dev/vda1 /boot/efi vfat umask=0077 0 2\n\
-                 proc /proc proc defaults 0 0\n"
-            }
-        }
+    fn fstab(&self) -> String {
+        let esp = match self.firmware {
+            Firmware::Bios => "",
+            Firmware::Uefi => "/dev/vda1 /boot/efi vfat umask=0077 0 2\n",
+        };
+        format!(
+            "{}{esp}proc /proc proc defaults 0 0\n",
+            self.root.fstab_line(self.root_dev())
+        )
+    }
+
+    /// What the kernel command line needs beyond `root=` to mount the root.
+    fn root_flags(&self) -> String {
+        self.root
+            .subvolume()
+            .map(|v| format!("rootflags=subvol={v}"))
+            .unwrap_or_default()
     }
 
     /// The setup boot's script: under UEFI the EFI system partition formatted (the host's
@@ -269,17 +336,21 @@ pub struct GrubDisk {
     pub new_release: String,
     /// Where the root file system starts on the disk, in bytes.
     pub fs_offset: u64,
+    /// Its type.
+    pub root: Root,
 }
 
 /// The cached GRUB disk of `img` (the text image), derived first if missing.
-/// Its layout follows the run's firmware (`Paths::firmware`), `loader` and `generator`.
+/// Its layout follows the run's firmware (`Paths::firmware`), `loader`, `generator` and
+/// `root`.
 pub fn ensure(
     paths: &Paths,
     img: &Image,
     loader: Loader,
     generator: Generator,
+    root: Root,
 ) -> Result<GrubDisk> {
-    let layout = layout(paths.firmware, loader, generator)?;
+    let layout = layout(paths.firmware, loader, generator, root)?;
     let dir = paths.cache.join(format!("grub-{}", key(img, &layout)));
     let _lock = Lock::acquire(&dir.with_extension("lock"))?;
     if !dir.join("ok").is_file() {
@@ -298,6 +369,7 @@ pub fn ensure(
         old_release,
         new_release,
         fs_offset: layout.fs_offset(),
+        root,
     })
 }
 
@@ -311,10 +383,16 @@ fn key(img: &Image, layout: &Layout) -> String {
             h.update(b"\0");
         }
     }
+    if layout.root != Root::Ext4 {
+        for part in [layout.root.name(), layout.root.packages(), CONVERT_VERSION] {
+            h.update(part.as_bytes());
+            h.update(b"\0");
+        }
+    }
     for part in [
         DISK_VERSION,
         &img.dir.file_name().unwrap_or_default().to_string_lossy(),
-        layout.fstab(),
+        &layout.fstab(),
         layout.packages,
         layout.preseed,
         &layout.setup_script(),
@@ -366,6 +444,14 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
     }
     grow(&root, &log)?;
     let old_kernel = make_root(&root, dir, layout, &log)?;
+    let root = match layout.root {
+        Root::Ext4 => root,
+        other => {
+            let converted = convert_root(&root, other, dir, &log)?;
+            fs::remove_file(&root).map_err(|e| io_err("cannot remove", &root, e))?;
+            converted
+        }
+    };
     let work = dir.join("disk.tmp");
     write_disk(&work, &root, layout)?;
     fs::remove_file(&root).map_err(|e| io_err("cannot remove", &root, e))?;
@@ -380,6 +466,7 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
     );
     let mut o = BootOpts::new(Profile::Fast);
     o.root = Some(layout.root_dev().into());
+    o.append = layout.root_flags();
     // The disk's own kernel: the image's was purged from it with its modules (vfat, which
     // the EFI system partition's mount needs, among them).
     o.kernel = Some(old_kernel.0.clone());
@@ -512,12 +599,15 @@ fn make_root(root: &Path, dir: &Path, layout: &Layout, log: &Path) -> Result<(Pa
     cmd.env("OLD", &previous)
         .env("NEW", &installed)
         .env("DEBS", GUEST_DEBS)
-        .env("GRUB", layout.packages)
+        .env(
+            "GRUB",
+            format!("{} {}", layout.packages, layout.root.packages()).trim(),
+        )
         .env("PRESEED", layout.preseed);
     run_logged(&mut cmd, log)?;
     drop(proc_mount);
     fs::remove_file(&policy).map_err(|e| io_err("cannot remove", &policy, e))?;
-    image::write(&mnt.join("etc/fstab"), layout.fstab())?;
+    image::write(&mnt.join("etc/fstab"), &layout.fstab())?;
     if layout.loader == Loader::Grub {
         image::write(&mnt.join("etc/default/grub"), GRUB_DEFAULTS)?;
     }
@@ -547,17 +637,86 @@ fn make_root(root: &Path, dir: &Path, layout: &Layout, log: &Path) -> Result<(Pa
     Ok((kernel, initrd))
 }
 
-/// Unmounts a mount point when dropped (lazily if it is busy), so an error half-way leaves
-/// no loop device behind.
-struct Unmount(PathBuf);
+/// Bumped when [`convert_root`] changes.
+const CONVERT_VERSION: &str = "convert 1";
 
-impl Drop for Unmount {
-    fn drop(&mut self) {
-        let ok = Command::new("umount").arg(&self.0).status();
-        if !matches!(ok, Ok(s) if s.success()) {
-            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-        }
+/// A copy of the ext4 image `ext4` as a `kind` file system of the same size (`root.KIND` in
+/// `dir`), made on the host: mkfs, both loop-mounted, every file copied with its owner,
+/// mode, times, links and extended attributes (`cp -a`); on btrfs into the subvolume the
+/// root lives on.
+fn convert_root(ext4: &Path, kind: Root, dir: &Path, log: &Path) -> Result<PathBuf> {
+    let bytes = fs::metadata(ext4)
+        .map_err(|e| io_err("cannot stat", ext4, e))?
+        .len();
+    let out = dir.join(format!("root.{}", kind.name()));
+    let _ = fs::remove_file(&out);
+    fs::File::create(&out)
+        .and_then(|f| f.set_len(bytes))
+        .map_err(|e| io_err("cannot create", &out, e))?;
+    eprintln!(
+        "grub disk: the root as {} (mkfs, cp -a on the host)",
+        kind.name()
+    );
+    let mkfs = match kind {
+        Root::Btrfs => Command::new("mkfs.btrfs")
+            .args(["-q", "-L", "root"])
+            .arg(&out)
+            .status(),
+        Root::Xfs => Command::new("mkfs.xfs")
+            .args(["-q", "-L", "root"])
+            .arg(&out)
+            .status(),
+        Root::Ext4 => unreachable!("ext4 is not converted"),
+    };
+    if !matches!(mkfs, Ok(s) if s.success()) {
+        return Err(Error::fail(format!(
+            "mkfs.{} {} failed: {mkfs:?}",
+            kind.name(),
+            out.display()
+        )));
     }
+    let from = dir.join("from");
+    let to = dir.join("to");
+    for d in [&from, &to] {
+        fs::create_dir_all(d).map_err(|e| io_err("cannot create", d, e))?;
+    }
+    run_logged(
+        Command::new("mount")
+            .args(["-o", "loop,ro"])
+            .arg(ext4)
+            .arg(&from),
+        log,
+    )?;
+    let _from = Unmount(from.clone());
+    run_logged(
+        Command::new("mount")
+            .args(["-o", "loop"])
+            .arg(&out)
+            .arg(&to),
+        log,
+    )?;
+    let to_mounted = Unmount(to.clone());
+    let dest = match kind.subvolume() {
+        Some(v) => {
+            run_logged(
+                Command::new("btrfs")
+                    .args(["subvolume", "create"])
+                    .arg(to.join(v)),
+                log,
+            )?;
+            to.join(v)
+        }
+        None => to.clone(),
+    };
+    run_logged(
+        Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", from.display()))
+            .arg(&dest),
+        log,
+    )?;
+    drop(to_mounted);
+    Ok(out)
 }
 
 /// Writes `disk`: the layout's partition table with the file system image `root` in the
@@ -841,15 +1000,57 @@ mod tests {
 
     /// Each setup script as the setup boot runs it: `set -e`, the ESP's mount under UEFI
     /// (before anything writes to /boot/efi), the loader's steps, the releases and the word.
+    /// The root's fstab line and kernel flags per file system; ext4's fstab as before the
+    /// other roots came (the cached disks' keys hash it).
+    #[test]
+    fn roots() {
+        let l = |root, fw| layout(fw, Loader::Grub, Generator::InitramfsTools, root).unwrap();
+        assert_eq!(
+            l(Root::Ext4, Firmware::Bios).fstab(),
+            "/dev/vda1 / ext4 defaults 0 1\nproc /proc proc defaults 0 0\n"
+        );
+        assert_eq!(
+            l(Root::Ext4, Firmware::Uefi).fstab(),
+            "/dev/vda2 / ext4 defaults 0 1\n/dev/vda1 /boot/efi vfat umask=0077 0 2\n\
+             proc /proc proc defaults 0 0\n"
+        );
+        let b = l(Root::Btrfs, Firmware::Uefi);
+        assert!(b
+            .fstab()
+            .starts_with("/dev/vda2 / btrfs defaults,subvol=@ 0 0\n"));
+        assert_eq!(b.root_flags(), "rootflags=subvol=@");
+        let x = l(Root::Xfs, Firmware::Bios);
+        assert!(x.fstab().starts_with("/dev/vda1 / xfs defaults 0 0\n"));
+        assert_eq!(x.root_flags(), "");
+        assert!(layout(
+            Firmware::Uefi,
+            Loader::SystemdBoot,
+            Generator::InitramfsTools,
+            Root::Btrfs
+        )
+        .is_err());
+    }
+
     #[test]
     fn setup_scripts_are_whole() {
-        let bios = layout(Firmware::Bios, Loader::Grub, Generator::InitramfsTools)
-            .unwrap()
-            .setup_script();
+        let bios = layout(
+            Firmware::Bios,
+            Loader::Grub,
+            Generator::InitramfsTools,
+            Root::Ext4,
+        )
+        .unwrap()
+        .setup_script();
         assert!(bios.starts_with("set -e\necho 'grub-pc grub-pc/install_devices"));
         assert!(!bios.contains("mkfs.fat"));
         for loader in [Loader::Grub, Loader::SystemdBoot] {
-            let l = layout(Firmware::Uefi, loader, Generator::InitramfsTools).unwrap();
+            let l = layout(
+                Firmware::Uefi,
+                loader,
+                Generator::InitramfsTools,
+                Root::Ext4,
+            )
+            .unwrap();
             let s = l.setup_script();
             assert!(
                 s.starts_with(
@@ -863,16 +1064,27 @@ mod tests {
         }
         for s in [
             bios,
-            layout(Firmware::Uefi, Loader::SystemdBoot, Generator::Dracut)
-                .unwrap()
-                .setup_script(),
+            layout(
+                Firmware::Uefi,
+                Loader::SystemdBoot,
+                Generator::Dracut,
+                Root::Ext4,
+            )
+            .unwrap()
+            .setup_script(),
         ] {
             assert!(
                 s.ends_with("\ncat /root/bootprint-testbed/releases\necho BP\"\"SETUP=ok\n"),
                 "{s}"
             );
         }
-        assert!(layout(Firmware::Bios, Loader::SystemdBoot, Generator::Dracut).is_err());
+        assert!(layout(
+            Firmware::Bios,
+            Loader::SystemdBoot,
+            Generator::Dracut,
+            Root::Btrfs
+        )
+        .is_err());
     }
 
     #[test]

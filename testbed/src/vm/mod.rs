@@ -7,6 +7,7 @@ pub mod age;
 pub mod cpuscale;
 pub mod deps;
 pub mod desktop_session;
+pub mod fsimage;
 pub mod grub_disk;
 pub mod hang;
 pub mod hostload;

@@ -996,7 +996,7 @@ fn trace_out(
     // On a partitioned disk the file system is copied out first: e2fsck cannot replay a
     // journal through e2fsprogs' `FILE?offset=N` (it reopens the file without the offset).
     let fs = if opts.fs_offset > 0 {
-        let fs = run.join("fs.ext4");
+        let fs = run.join("fs.img");
         extract_fs(disk, opts.fs_offset, &fs, &host_log)?;
         fs
     } else {
@@ -1114,48 +1114,19 @@ fn copy_trace(
     run: &Path,
     log: &Path,
 ) -> Result<()> {
-    replay_journal(fs_image, log)?;
-    let name = match boot_id {
-        Some(id) => id.to_string(),
-        None => {
-            let stat = output_logged(
-                Command::new("debugfs")
-                    .arg("-R")
-                    .arg(format!("stat {TRACE_ROOT}/latest"))
-                    .arg(fs_image),
-                log,
-            )?;
-            symlink_target(&stat)
-                .map(|t| {
-                    t.trim_end_matches('/')
-                        .rsplit('/')
-                        .next()
-                        .unwrap_or("")
-                        .to_string()
-                })
-                .filter(|t| !t.is_empty())
-                .ok_or_else(|| {
-                    Error::fail(format!(
-                        "no {TRACE_ROOT}/latest symlink in {}",
-                        fs_image.display()
-                    ))
-                })?
-        }
-    };
     let tmp = run.join("rdump");
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir_all(&tmp).map_err(|e| io_err("cannot create", &tmp, e))?;
-    run_logged(
-        Command::new("debugfs")
-            .arg("-R")
-            .arg(format!("rdump {TRACE_ROOT}/{name} {}", tmp.display()))
-            .arg(fs_image),
-        log,
-    )?;
+    // ext4 unless blkid says otherwise (it fails on an image with two signatures).
+    let name = if crate::vm::fsimage::mounted_type(fs_image, log) {
+        copy_trace_mounted(fs_image, boot_id, &tmp, run, log)?
+    } else {
+        dump_trace_ext4(fs_image, boot_id, &tmp, log)?
+    };
     let got = tmp.join(&name);
     if !got.join("events.log").is_file() && !got.join("header").is_file() {
         return Err(Error::fail(format!(
-            "{TRACE_ROOT}/{name} not found in {} (debugfs log {})",
+            "{TRACE_ROOT}/{name} not found in {} (log {})",
             fs_image.display(),
             log.display()
         )));
@@ -1175,6 +1146,83 @@ fn copy_trace(
     }
     let _ = fs::remove_dir_all(&tmp);
     Ok(())
+}
+
+/// The trace's directory name: the boot's id, else where `latest` points.
+fn trace_name(boot_id: Option<&str>, latest: Option<String>, fs_image: &Path) -> Result<String> {
+    if let Some(id) = boot_id {
+        return Ok(id.to_string());
+    }
+    latest
+        .map(|t| {
+            t.trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            Error::fail(format!(
+                "no {TRACE_ROOT}/latest symlink in {}",
+                fs_image.display()
+            ))
+        })
+}
+
+/// The trace out of an ext4 image into `tmp` with debugfs (its journal replayed first);
+/// returns its name.
+fn dump_trace_ext4(
+    fs_image: &Path,
+    boot_id: Option<&str>,
+    tmp: &Path,
+    log: &Path,
+) -> Result<String> {
+    replay_journal(fs_image, log)?;
+    let latest = match boot_id {
+        Some(_) => None,
+        None => {
+            let stat = output_logged(
+                Command::new("debugfs")
+                    .arg("-R")
+                    .arg(format!("stat {TRACE_ROOT}/latest"))
+                    .arg(fs_image),
+                log,
+            )?;
+            symlink_target(&stat)
+        }
+    };
+    let name = trace_name(boot_id, latest, fs_image)?;
+    run_logged(
+        Command::new("debugfs")
+            .arg("-R")
+            .arg(format!("rdump {TRACE_ROOT}/{name} {}", tmp.display()))
+            .arg(fs_image),
+        log,
+    )?;
+    Ok(name)
+}
+
+/// The trace out of a btrfs or XFS image into `tmp`, through a loop mount of the image (a
+/// copy: the mount replays its log); returns its name.
+fn copy_trace_mounted(
+    fs_image: &Path,
+    boot_id: Option<&str>,
+    tmp: &Path,
+    run: &Path,
+    log: &Path,
+) -> Result<String> {
+    let m = crate::vm::fsimage::Mounted::new(fs_image, &run.join("fs-mnt"), log)?;
+    let base = m.system_root().join(TRACE_ROOT.trim_start_matches('/'));
+    let latest = fs::read_link(base.join("latest"))
+        .ok()
+        .map(|t| t.to_string_lossy().into_owned());
+    let name = trace_name(boot_id, latest, fs_image)?;
+    run_logged(
+        Command::new("cp").arg("-a").arg(base.join(&name)).arg(tmp),
+        log,
+    )?;
+    Ok(name)
 }
 
 /// The target of a fast symlink from `debugfs stat` output (`Fast link dest: "..."`).
