@@ -21,7 +21,8 @@ use std::path::Path;
 use crate::checks::checklist::Checks;
 use crate::checks::late_test::sections;
 use crate::checks::package_test::{
-    after, boot, check_trace, lines, out, package_file, rc0, same, Machine, Prepared, INIT_WORD,
+    after, boot, check_ours_on_new, check_trace, lines, out, package_file, rc0, same, Machine,
+    Prepared, INIT_WORD,
 };
 use crate::vm::grub_disk::{Generator, Loader, Root};
 use crate::vm::qemu::BootResult;
@@ -219,7 +220,6 @@ fn initramfs_phase(c: &mut Checks, paths: &Paths, r: &BootResult) {
 
 /// Boot 3: the new kernel through bootprint's initramfs (GRUB's default now); disable.
 fn ours_and_disable(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
-    let new = m.new;
     let r = boot(
         m,
         disk,
@@ -235,19 +235,7 @@ section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
 "#,
     )?;
     let s = sections(&out(&r));
-    c.check(
-        lines(&s, "release").first() == Some(new),
-        &format!("boot 3 runs the new kernel: {:?}", lines(&s, "release")),
-    );
-    c.check(
-        lines(&s, "initramfs").iter().any(|l| l == "ran")
-            && lines(&s, "cmdline").iter().any(|l| l.contains(INIT_WORD)),
-        &format!(
-            "boot 3 came through bootprint's initramfs, GRUB's default: {}",
-            lines(&s, "cmdline").join(" ")
-        ),
-    );
-    check_trace(c, m.paths, "boot 3", &r, new);
+    check_ours_on_new(c, m, &s, &r, "GRUB's default");
     c.check(
         rc0(&s, "disable"),
         &format!("bootprint disable: {}", lines(&s, "disable").join(" | ")),

@@ -21,7 +21,7 @@ use std::path::Path;
 use crate::checks::checklist::Checks;
 use crate::checks::late_test::sections;
 use crate::checks::package_test::{
-    after, boot, check_trace, lines, out, rc0, Machine, Prepared, INIT_WORD,
+    after, boot, check_ours_on_new, check_trace, lines, out, rc0, Machine, Prepared, INIT_WORD,
 };
 use crate::vm::grub_disk::{Generator, Loader, Root};
 use crate::vm::qemu::BootResult;
@@ -215,19 +215,7 @@ section files; ls -1 /boot/efi/debian/{old} /boot/efi/debian/{new}
         ),
     )?;
     let s = sections(&out(&r));
-    c.check(
-        lines(&s, "release").first() == Some(new),
-        &format!("boot 3 runs the new kernel: {:?}", lines(&s, "release")),
-    );
-    c.check(
-        lines(&s, "initramfs").iter().any(|l| l == "ran")
-            && lines(&s, "cmdline").iter().any(|l| l.contains(INIT_WORD)),
-        &format!(
-            "boot 3 came through bootprint's initramfs entry: {}",
-            lines(&s, "cmdline").join(" ")
-        ),
-    );
-    check_trace(c, m.paths, "boot 3", &r, new);
+    check_ours_on_new(c, m, &s, &r, "its own entry");
     c.check(
         rc0(&s, "disable"),
         &format!("bootprint disable: {}", lines(&s, "disable").join(" | ")),

@@ -655,6 +655,31 @@ pub(crate) fn same(
     );
 }
 
+/// Boot 3 of the systemd-boot and dracut tests: the new kernel, through bootprint's
+/// initramfs (its /init's log in /run, the recorder's `init=`; `how` says which entry), and
+/// its trace read.
+pub(crate) fn check_ours_on_new(
+    c: &mut Checks,
+    m: &Machine,
+    s: &[(String, BTreeSet<String>)],
+    r: &BootResult,
+    how: &str,
+) {
+    c.check(
+        lines(s, "release").first() == Some(m.new),
+        &format!("boot 3 runs the new kernel: {:?}", lines(s, "release")),
+    );
+    c.check(
+        lines(s, "initramfs").iter().any(|l| l == "ran")
+            && lines(s, "cmdline").iter().any(|l| l.contains(INIT_WORD)),
+        &format!(
+            "boot 3 came through bootprint's initramfs, {how}: {}",
+            lines(s, "cmdline").join(" ")
+        ),
+    );
+    check_trace(c, m.paths, "boot 3", r, m.new);
+}
+
 /// The boot's trace was copied out, and the host's `bootprint report` reads it: a text
 /// login, on kernel `release`.
 pub(crate) fn check_trace(
