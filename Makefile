@@ -103,9 +103,11 @@ MATRIX = 12,bios,grub,initramfs-tools,ext4 12,uefi,grub,initramfs-tools,ext4 \
 matrix: deb
 	@failed=; for cell in $(MATRIX); do \
 	  set -- $$(echo $$cell | tr , ' '); echo "== matrix: $$cell"; \
-	  { $(TESTBED) --release $$1 image && \
-	    $(TESTBED) --release $$1 --firmware $$2 package --loader $$3 --generator $$4 \
-	      --root $$5 --deb $(DEB) --no-cargo; } || failed="$$failed $$cell"; \
+	  RELEASE=$$1 FIRMWARE=$$2 LOADER=$$3 GENERATOR=$$4 ROOT=$$5; \
+	  { $(TESTBED) --release $${RELEASE} image && \
+	    $(TESTBED) --release $${RELEASE} --firmware $${FIRMWARE} package --loader $${LOADER} \
+	      --generator $${GENERATOR} --root $${ROOT} --deb $(DEB) --no-cargo; } \
+	  || failed="$$failed $$cell"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "matrix: failed:$$failed"; exit 1; fi; \
 	echo "matrix: every layout passed"

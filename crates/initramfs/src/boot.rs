@@ -889,16 +889,13 @@ fn check_root(dev: &Path, cmd: &Cmdline) -> String {
     }
 }
 
-/// `statfs` magic numbers of the file systems an initramfs is unpacked into.
-const RAMFS_MAGIC: i64 = 0x8584_58f6;
-const TMPFS_MAGIC: i64 = 0x0102_1994;
-
 /// Refuses to go on unless `root` is an initramfs (ramfs or tmpfs): the switch deletes
 /// every file on it, which on a disk would be the system itself (util-linux's and
 /// busybox's switch_root refuse the same way).
 pub fn check_initramfs_root(root: &Path) -> Result<(), String> {
     match ::sys::statfs(root).map(|s| s.fs_type) {
-        Ok(RAMFS_MAGIC) | Ok(TMPFS_MAGIC) => Ok(()),
+        // The file systems an initramfs is unpacked into.
+        Ok(::sys::fs_magic::RAMFS | ::sys::fs_magic::TMPFS) => Ok(()),
         Ok(other) => Err(format!(
             "{} is not an initramfs (file system type {other:#x}, not ramfs or tmpfs): \
              refusing to delete its files",

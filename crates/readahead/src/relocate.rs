@@ -47,8 +47,6 @@ pub const WHOLE_FILE_MAX: u64 = 16 << 20;
 /// is given back at once, and at least [`MIN_FREE_SHARE`] stays free throughout.
 pub const REGION_CHOICE: u64 = 4;
 
-const EXT4_SUPER_MAGIC: i64 = 0xEF53;
-
 /// How to relocate.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -520,23 +518,6 @@ struct Target {
     request: u64,
 }
 
-/// The name of a filesystem by its statfs magic (linux/magic.h), for those a root or /usr is
-/// commonly on: btrfs files have a device number of their own, not the mount's, so
-/// mountinfo does not name their type.
-fn fs_name(magic: i64) -> Option<&'static str> {
-    Some(match magic {
-        0x9123_683E => "btrfs",
-        0x5846_5342 => "xfs",
-        0xF2F5_2010 => "f2fs",
-        0x0102_1994 => "tmpfs",
-        0x794C_7630 => "overlay",
-        0x7371_7368 => "squashfs",
-        0x4D44 => "vfat",
-        0x6969 => "nfs",
-        _ => return None,
-    })
-}
-
 /// Checks the filesystem of `first_path` (on device `dev`): ext4, writable, and on media
 /// where relocation helps (unless forced).
 fn check_target(first_path: &Path, dev: u64, opts: &Options) -> Result<Target, Refusal> {
@@ -551,11 +532,11 @@ fn check_target(first_path: &Path, dev: u64, opts: &Options) -> Result<Target, R
         .find(|m| m.major == major && m.minor == minor);
     let magic = ::sys::statfs(first_path).map_or(0, |s| s.fs_type);
     let fstype = mount.map(|m| m.fstype.clone());
-    if magic != EXT4_SUPER_MAGIC || fstype.as_deref().is_some_and(|t| t != "ext4") {
+    if magic != ::sys::fs_magic::EXT4 || fstype.as_deref().is_some_and(|t| t != "ext4") {
         return Err(Refusal::NotExt4 {
             file: first_path.to_path_buf(),
             fs: fstype
-                .or_else(|| fs_name(magic).map(str::to_string))
+                .or_else(|| ::sys::fs_magic::name(magic).map(str::to_string))
                 .unwrap_or_else(|| format!("a filesystem of magic {magic:#x}")),
         });
     }

@@ -328,6 +328,49 @@ pub struct FsStat {
     pub fsid: u64,
 }
 
+/// statfs(2) `f_type` magic numbers (linux/magic.h) bootprint tells apart.
+pub mod fs_magic {
+    /// ext2, ext3 and ext4 (`EXT4_SUPER_MAGIC`).
+    pub const EXT4: i64 = 0xEF53;
+    /// btrfs.
+    pub const BTRFS: i64 = 0x9123_683E;
+    /// XFS (`XFSB`).
+    pub const XFS: i64 = 0x5846_5342;
+    /// F2FS.
+    pub const F2FS: i64 = 0xF2F5_2010;
+    /// tmpfs, an initramfs's file system when the kernel unpacks it into one.
+    pub const TMPFS: i64 = 0x0102_1994;
+    /// ramfs, the other one.
+    pub const RAMFS: i64 = 0x8584_58f6;
+    /// overlayfs.
+    pub const OVERLAY: i64 = 0x794C_7630;
+    /// SquashFS.
+    pub const SQUASHFS: i64 = 0x7371_7368;
+    /// FAT (`MSDOS_SUPER_MAGIC`).
+    pub const VFAT: i64 = 0x4D44;
+    /// NFS.
+    pub const NFS: i64 = 0x6969;
+
+    /// The name of a file system by its magic, for those a root or /usr is commonly on
+    /// (btrfs files have a device number of their own, not the mount's, so mountinfo does
+    /// not name their type).
+    pub fn name(magic: i64) -> Option<&'static str> {
+        Some(match magic {
+            EXT4 => "ext4",
+            BTRFS => "btrfs",
+            XFS => "xfs",
+            F2FS => "f2fs",
+            TMPFS => "tmpfs",
+            RAMFS => "ramfs",
+            OVERLAY => "overlay",
+            SQUASHFS => "squashfs",
+            VFAT => "vfat",
+            NFS => "nfs",
+            _ => return None,
+        })
+    }
+}
+
 /// statfs(2) of the file system holding `path`.
 pub fn statfs(path: &Path) -> io::Result<FsStat> {
     let c = cstring(path)?;

@@ -741,12 +741,14 @@ fn expand(synopsis: &str) -> Vec<Vec<String>> {
 fn fill(words: &[String]) -> Vec<String> {
     let mut cmd = command();
     cmd.build();
-    // `NAME`, `<NAME>`, or a make variable (`$(PACKAGE_RELEASE)`).
+    // `NAME`, `<NAME>`, a make variable (`$(PACKAGE_RELEASE)`) or a shell variable in a
+    // recipe (`$${RELEASE}`).
     let placeholder = |w: &str| {
         let w = w.trim_start_matches('<').trim_end_matches('>');
         let w = w
             .strip_prefix("$(")
             .and_then(|v| v.strip_suffix(')'))
+            .or_else(|| w.strip_prefix("$${").and_then(|v| v.strip_suffix('}')))
             .unwrap_or(w);
         w.chars().any(|c| c.is_ascii_uppercase())
             && w.chars()

@@ -38,11 +38,7 @@ impl Release {
 
     /// The release of this run: [`Release::ENV`], else 12.
     pub fn from_env() -> Result<Release> {
-        match std::env::var(Release::ENV) {
-            Ok(v) if !v.is_empty() => Release::parse(&v)
-                .ok_or_else(|| Error::Usage(format!("{}={v:?}: expected 12 or 13", Release::ENV))),
-            _ => Ok(Release::Bookworm),
-        }
+        crate::vm::util::env_choice(Release::ENV, Release::parse, "12 or 13", Release::Bookworm)
     }
 
     /// Its version number, as results and messages name it.

@@ -416,12 +416,12 @@ impl Firmware {
     }
 
     pub fn from_env() -> Result<Firmware> {
-        match std::env::var(Firmware::ENV) {
-            Ok(v) if !v.is_empty() => Firmware::parse(&v).ok_or_else(|| {
-                Error::Usage(format!("{}={v:?}: expected bios or uefi", Firmware::ENV))
-            }),
-            _ => Ok(Firmware::Bios),
-        }
+        crate::vm::util::env_choice(
+            Firmware::ENV,
+            Firmware::parse,
+            "bios or uefi",
+            Firmware::Bios,
+        )
     }
 
     pub fn name(self) -> &'static str {

@@ -352,6 +352,23 @@ pub fn median(values: &[f64]) -> Option<f64> {
     })
 }
 
+/// A choice the environment variable `var` makes (parsed with `parse`), `default` when it is
+/// unset or empty; otherwise a usage error naming the variable, its value and what was
+/// `expected`.
+pub fn env_choice<T>(
+    var: &str,
+    parse: impl Fn(&str) -> Option<T>,
+    expected: &str,
+    default: T,
+) -> Result<T> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => {
+            parse(&v).ok_or_else(|| Error::Usage(format!("{var}={v:?}: expected {expected}")))
+        }
+        _ => Ok(default),
+    }
+}
+
 /// Whether a host tool is on PATH (tests that need e2fsprogs skip without it).
 #[cfg(test)]
 pub fn have_tool(name: &str) -> bool {
