@@ -15,6 +15,9 @@
 //!    the default put back and `bootprint disable`: every entry as kernel-install alone
 //!    writes it (the old kernel's byte for byte as before enable), bootprint's gone;
 //! 4. stock on the new kernel; `apt-get purge bootprint`: the plugin gone with it.
+//!
+//! With `--generator dracut` the machine runs systemd and dracut's kernel-install plugin
+//! sits beside bootprint's (an entry with two `initrd` lines would show in boot 3).
 
 use std::path::Path;
 
@@ -31,13 +34,19 @@ use crate::vm::util::{Paths, Result};
 /// /boot/efi, entry token `debian`).
 const ENTRIES: &str = "/boot/efi/loader/entries";
 
-pub fn package(paths: &Paths, deb: &Path, cargo: bool, c: &mut Checks) -> Result<()> {
+pub fn package(
+    paths: &Paths,
+    deb: &Path,
+    cargo: bool,
+    generator: Generator,
+    c: &mut Checks,
+) -> Result<()> {
     let p = Prepared::new(
         paths,
         deb,
         cargo,
         Loader::SystemdBoot,
-        Generator::InitramfsTools,
+        generator,
         Root::Ext4,
     )?;
     let (m, first) = (p.machine(paths), &p.first);

@@ -66,17 +66,12 @@ pub fn run(
 ) -> Result<()> {
     checklist::run("package", |c| match (loader, generator) {
         (Loader::Grub, Generator::InitramfsTools) => package(paths, deb, cargo, root, c),
-        (Loader::SystemdBoot, Generator::InitramfsTools) => {
-            crate::checks::package_sdboot::package(paths, deb, cargo, c)
+        (Loader::SystemdBoot, generator) => {
+            crate::checks::package_sdboot::package(paths, deb, cargo, generator, c)
         }
         (Loader::Grub, Generator::Dracut) => {
             crate::checks::package_dracut::package(paths, deb, cargo, root, c)
         }
-        (Loader::SystemdBoot, Generator::Dracut) => Err(Error::Usage(
-            "--generator dracut is tested with --loader grub only (not built yet for \
-             systemd-boot, where dracut's kernel-install plugin writes the initramfs)"
-                .into(),
-        )),
     })
 }
 
