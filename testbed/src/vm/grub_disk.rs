@@ -265,11 +265,13 @@ const INITRAMFS_CONF: &str = "MODULES=dep\n";
 /// are not the guest's), so the kernel upgrade in the guest builds a host-only one.
 const DRACUT_CONF: &str = "hostonly=\"yes\"\nhostonly_cmdline=\"no\"\n";
 /// In the chroot before [`ROOT_SCRIPT`], for dracut: systemd as init (it replaces
-/// sysvinit-core) and dracut (it replaces initramfs-tools), so that the previous kernel's
-/// install builds its initramfs with dracut, systemd inside.
+/// sysvinit-core, which Debian 13 marks essential, with its scripts and startpar) and
+/// dracut (it replaces initramfs-tools), so that the previous kernel's install builds its
+/// initramfs with dracut, systemd inside.
 const DRACUT_SCRIPT: &str = "set -e
 export DEBIAN_FRONTEND=noninteractive
-apt-get install -y --no-install-recommends systemd-sysv dracut zstd
+apt-get install -y --no-install-recommends --allow-remove-essential \\
+  systemd-sysv sysvinit-core- dracut zstd
 test -x /usr/bin/dracut
 test \"$(readlink -f /sbin/init)\" = /usr/lib/systemd/systemd
 ";
