@@ -249,9 +249,9 @@ impl KernelFault {
     /// Why the fault is not the boot's own doing (the caller boots once more), if it is not.
     pub fn not_the_boots(&self) -> Option<&'static str> {
         if self.stale_int3 {
-            Some("a trap on an int3 the kernel had already removed")
+            Some("of a trap on an int3 it had already removed")
         } else if self.before_init {
-            Some("before the kernel ran any program")
+            Some("before it ran any program")
         } else {
             None
         }
@@ -286,12 +286,14 @@ pub fn kernel_fault(log: &str) -> Option<KernelFault> {
             .find_map(|l| l.split_once(" Code: ").map(|(_, bytes)| bytes))
             .and_then(byte_before_trap)
             .is_some_and(|b| b != "cc");
+    // The report starts at its mark: before it a console line carries the kernel's
+    // timestamp, and at times the terminal's escapes a getty wrote.
     let line = lines[first];
-    // Console lines carry a kernel timestamp; the report starts after it.
-    let line = match line.find("] ") {
-        Some(i) if line.trim_start().starts_with('[') => &line[i + 2..],
-        _ => line,
-    };
+    let line = FAULT_MARKS
+        .iter()
+        .filter_map(|m| line.find(m))
+        .min()
+        .map_or(line, |i| &line[i..]);
     Some(KernelFault {
         line: line.trim().to_string(),
         before_init,
@@ -546,6 +548,15 @@ mod tests {
             [    1.544] Kernel panic - not syncing: Fatal exception in interrupt\n";
         let f = kernel_fault(report).unwrap();
         assert!(f.stale_int3 && !f.before_init);
+        // As CI's console had it: a getty's escapes before the timestamp.
+        let escaped = report.replace(
+            "[    1.541] Oops",
+            "\\x1b[!p\\x1b]104\\x07\\x1b[?7h[    7.966769] Oops",
+        );
+        assert_eq!(
+            kernel_fault(&escaped).unwrap().line,
+            "Oops: int3: 0000 [#1] PREEMPT SMP NOPTI"
+        );
         assert!(f.not_the_boots().unwrap().contains("int3"));
         // The int3 still in memory: a breakpoint someone put there, the boot's business.
         let live = report.replace("53 66 <90>", "53 cc <90>");
