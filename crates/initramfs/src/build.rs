@@ -185,6 +185,20 @@ pub fn find_root(o: &Options) -> Result<(String, String), Error> {
                 ),
                 ));
             }
+            if a == 0 {
+                // An anonymous device number (btrfs gives every mount and subvolume one):
+                // not the disk's; the mount's source names the device.
+                if !source.starts_with("/dev/") {
+                    return Err(Error::new(
+                        ErrorKind::Unsupported,
+                        format!(
+                            "the root ({fstype}) has no device number of a disk ({a}:{b}) and                              its source {source} is not a device: give --root DEVICE"
+                        ),
+                    )
+                    .at(&mi));
+                }
+                return Ok((device_node(o, &source)?.1, fstype));
+            }
             let link = o.sys.join(format!("dev/block/{a}:{b}"));
             let real = fs::canonicalize(&link).map_err(|e| {
                 crate::io_error(
@@ -204,15 +218,7 @@ pub fn find_root(o: &Options) -> Result<(String, String), Error> {
             if let Some(why) = crate::cmdline::unsupported_device(d) {
                 return Err(Error::new(ErrorKind::Unsupported, why));
             }
-            let rel = d.strip_prefix("/dev/").unwrap_or(d);
-            let node = o.dev.join(rel);
-            let real =
-                fs::canonicalize(&node).map_err(|e| crate::io_error(&node, "no such device", e))?;
-            let name = real
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned();
+            let (real, name) = device_node(o, d)?;
             let head = {
                 use std::io::Read;
                 let mut b = vec![0u8; probe::PROBE_BYTES];
@@ -230,6 +236,20 @@ pub fn find_root(o: &Options) -> Result<(String, String), Error> {
             Ok((name, info.fstype))
         }
     }
+}
+
+/// The device node `path` (`/dev/vda1`, `/dev/disk/by-uuid/...`) looked up under
+/// [`Options::dev`], links followed, and the kernel's name of it (`vda1`).
+fn device_node(o: &Options, path: &str) -> Result<(PathBuf, String), Error> {
+    let rel = path.strip_prefix("/dev/").unwrap_or(path);
+    let node = o.dev.join(rel);
+    let real = fs::canonicalize(&node).map_err(|e| crate::io_error(&node, "no such device", e))?;
+    let name = real
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    Ok((real, name))
 }
 
 /// The running kernel's release (`/proc/sys/kernel/osrelease`).
@@ -387,6 +407,37 @@ pub fn build(o: &Options) -> Result<Report, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A btrfs root: mountinfo's device number is anonymous (0:N), so the source names the
+    /// disk (seen 2026-11-29 on the test bed's btrfs root: `/sys/dev/block/0:25` missing).
+    #[test]
+    fn btrfs_root_by_its_source() {
+        let t = tempfile::tempdir().unwrap();
+        let proc_dir = t.path().join("proc");
+        let dev = t.path().join("dev");
+        fs::create_dir_all(proc_dir.join("self")).unwrap();
+        fs::create_dir_all(dev.join("disk/by-uuid")).unwrap();
+        fs::write(dev.join("vda1"), "").unwrap();
+        std::os::unix::fs::symlink("../../vda1", dev.join("disk/by-uuid/u1")).unwrap();
+        let mut o = Options::new(t.path().join("out"));
+        o.proc_dir = proc_dir.clone();
+        o.dev = dev;
+        o.sys = t.path().join("sys");
+        let mountinfo = |source: &str| {
+            fs::write(
+                proc_dir.join("self/mountinfo"),
+                format!("25 1 0:25 /@ / rw,relatime shared:1 - btrfs {source} rw,subvol=/@\n"),
+            )
+            .unwrap()
+        };
+        mountinfo("/dev/vda1");
+        assert_eq!(find_root(&o).unwrap(), ("vda1".into(), "btrfs".into()));
+        mountinfo("/dev/disk/by-uuid/u1");
+        assert_eq!(find_root(&o).unwrap().0, "vda1");
+        mountinfo("rootfs");
+        let e = find_root(&o).unwrap_err().to_string();
+        assert!(e.contains("no device number of a disk (0:25)"), "{e}");
+    }
 
     #[test]
     fn mountinfo_root() {
