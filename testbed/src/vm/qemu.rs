@@ -932,7 +932,10 @@ fn power_off(qemu: &mut Qemu, con: &mut Console, stalled: bool) -> Result<&'stat
         let _ = qemu.0.kill();
         qemu_exit = "killed (kernel stall)";
     } else {
-        con.send("sync; poweroff -f\n")?;
+        // As a clean shutdown's unmount would, the freeze puts the root's metadata in its
+        // place: XFS keeps it in its log until then, and GRUB reads no log (an XFS root's
+        // next boot found no grub.cfg after update-grub and `sync`).
+        con.send("sync; fsfreeze -f / && fsfreeze -u /; poweroff -f\n")?;
     }
     loop {
         match qemu.0.try_wait() {
@@ -1068,9 +1071,10 @@ pub fn write_back_fs(src: &Path, disk: &Path, offset: u64, log: &Path) -> Result
 }
 
 /// Replays the journal of the ext4 image `fs` (whole file, see [`extract_fs`]), e2fsck's
-/// output appended to `log`: every test-bed boot ends with `poweroff -f` after a sync, so
-/// its last metadata may be only in the journal, which debugfs does not read, and which the
-/// next boot would replay over what debugfs wrote.
+/// output appended to `log`: a test-bed boot ends with `poweroff -f` after a sync and a
+/// freeze of the root, which leave the journal clean, but one that did not get there (a
+/// killed guest, a fault case) may leave its last metadata only in the journal, which
+/// debugfs does not read, and which the next boot would replay over what debugfs wrote.
 pub fn replay_journal(fs: &Path, log: &Path) -> Result<()> {
     e2fsck(&["-p", "-E", "journal_only"], fs, log)
 }
