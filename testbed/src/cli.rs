@@ -167,7 +167,7 @@ pub struct Package {
     /// The boot loader of the machine (systemd-boot: with --firmware uefi)
     #[arg(long, value_enum, default_value = "grub")]
     pub loader: crate::vm::grub_disk::Loader,
-    /// What builds the machine's initramfs (dracut: with systemd as init, GRUB only)
+    /// What builds the machine's initramfs (dracut: with systemd as init; run with GRUB so far)
     #[arg(long, value_enum, default_value = "initramfs-tools")]
     pub generator: crate::vm::grub_disk::Generator,
     /// The root file system (btrfs: on the subvolume `@`; btrfs and XFS with GRUB only)

@@ -17,7 +17,8 @@
 //! 4. stock on the new kernel; `apt-get purge bootprint`: the plugin gone with it.
 //!
 //! With `--generator dracut` the machine runs systemd and dracut's kernel-install plugin
-//! sits beside bootprint's (an entry with two `initrd` lines would show in boot 3).
+//! sits beside bootprint's (an entry with two `initrd` lines would show in boot 3); that
+//! combination has not been run yet (not in `make matrix`).
 
 use std::path::Path;
 
