@@ -21,8 +21,8 @@ use std::path::Path;
 use crate::checks::checklist::Checks;
 use crate::checks::late_test::sections;
 use crate::checks::package_test::{
-    after, boot, check_ours_on_new, check_trace, lines, out, package_file, rc0, same, Machine,
-    Prepared, INIT_WORD,
+    after, boot, check_ours_on_new, check_trace, lines, out, package_file, rc0, same,
+    upgrade_and_default, Machine, Prepared, INIT_WORD,
 };
 use crate::vm::grub_disk::{Generator, Loader, Root};
 use crate::vm::qemu::BootResult;
@@ -131,13 +131,8 @@ fn through_dracut_and_kernel_upgrade(
 section initrd; {SYSTEMD_IN_INITRD}
 section initramfs; test -e /run/bootprint/initramfs.log && echo ran
 section status; bootprint status > /tmp/status.log 2>&1; echo "rc=$?"; cat /tmp/status.log
-dpkg -i $d/debs/linux-image-{new}_*.deb > /tmp/kernel.log 2>&1; rc=$?
-section kernel; echo "rc=$rc"; tail -n 20 /tmp/kernel.log
-section boot-files; ls -1 /boot
-section grub-entries; grep -E '^[[:space:]]*(menuentry|linux|initrd)' /boot/grub/grub.cfg | sed 's/^[[:space:]]*//'
-bootprint enable --all --default > /tmp/default.log 2>&1; rc=$?
-section default; echo "rc=$rc"; cat /tmp/default.log
-"#
+{}"#,
+            upgrade_and_default(new)
         ),
     )?;
     let s = sections(&out(&r));

@@ -237,13 +237,8 @@ fn bootprint_on_and_kernel_upgrade(m: &Machine, disk: &Path, c: &mut Checks) -> 
             r#"section cmdline; cat /proc/cmdline
 section release; uname -r
 section status; bootprint status > /tmp/status.log 2>&1; echo "rc=$?"; cat /tmp/status.log
-dpkg -i $d/debs/linux-image-{new}_*.deb > /tmp/kernel.log 2>&1; rc=$?
-section kernel; echo "rc=$rc"; tail -n 20 /tmp/kernel.log
-section boot-files; ls -1 /boot
-section grub-entries; grep -E '^[[:space:]]*(menuentry|linux|initrd)' /boot/grub/grub.cfg | sed 's/^[[:space:]]*//'
-bootprint enable --all --default > /tmp/default.log 2>&1; rc=$?
-section default; echo "rc=$rc"; cat /tmp/default.log
-"#
+{}"#,
+            upgrade_and_default(new)
         ),
     )?;
     let s2 = sections(&out(&r2));
@@ -295,6 +290,20 @@ section default; echo "rc=$rc"; cat /tmp/default.log
         ),
     );
     Ok(r2)
+}
+
+/// The GRUB tests' boot 2 ends so: the kernel upgrade (sections `kernel`, `boot-files`,
+/// `grub-entries`), then bootprint's initramfs made GRUB's default (section `default`).
+pub(crate) fn upgrade_and_default(new: &str) -> String {
+    format!(
+        r#"dpkg -i $d/debs/linux-image-{new}_*.deb > /tmp/kernel.log 2>&1; rc=$?
+section kernel; echo "rc=$rc"; tail -n 20 /tmp/kernel.log
+section boot-files; ls -1 /boot
+section grub-entries; grep -E '^[[:space:]]*(menuentry|linux|initrd)' /boot/grub/grub.cfg | sed 's/^[[:space:]]*//'
+bootprint enable --all --default > /tmp/default.log 2>&1; rc=$?
+section default; echo "rc=$rc"; cat /tmp/default.log
+"#
+    )
 }
 
 /// 3. The new kernel through bootprint's initramfs, and two disables that fail on purpose.
