@@ -21,8 +21,8 @@ use std::path::Path;
 use crate::checks::checklist::Checks;
 use crate::checks::late_test::sections;
 use crate::checks::package_test::{
-    after, boot, check_ours_on_new, check_trace, lines, out, package_file, rc0, same,
-    upgrade_and_default, Machine, Prepared, INIT_WORD,
+    after, boot, check_ours_on_new, check_trace, check_upgrade_and_default, lines, out,
+    package_file, rc0, same, upgrade_and_default, Machine, Prepared, INIT_WORD,
 };
 use crate::vm::grub_disk::{Generator, Loader, Root};
 use crate::vm::qemu::BootResult;
@@ -152,13 +152,7 @@ section status; bootprint status > /tmp/status.log 2>&1; echo "rc=$?"; cat /tmp/
         rc0(&s, "status"),
         &format!("bootprint status: {}", lines(&s, "status").join(" | ")),
     );
-    c.check(
-        rc0(&s, "kernel"),
-        &format!(
-            "dpkg -i linux-image-{new}: {}",
-            lines(&s, "kernel").join(" | ")
-        ),
-    );
+    check_upgrade_and_default(c, &s, new);
     let files = lines(&s, "boot-files");
     let dracuts = format!("initrd.img-{new}");
     let ours = format!("bootprint-initrd.img-{new}");
@@ -177,13 +171,6 @@ section status; bootprint status > /tmp/status.log 2>&1; echo "rc=$?"; cat /tmp/
         &format!(
             "GRUB offers {new} with either initramfs ({} entry lines)",
             entries.len()
-        ),
-    );
-    c.check(
-        rc0(&s, "default"),
-        &format!(
-            "bootprint enable --all --default: {}",
-            lines(&s, "default").join(" | ")
         ),
     );
     Ok(r)

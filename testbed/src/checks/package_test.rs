@@ -251,13 +251,7 @@ section status; bootprint status > /tmp/status.log 2>&1; echo "rc=$?"; cat /tmp/
         rc0(&s2, "status"),
         &format!("bootprint status: {}", lines(&s2, "status").join(" | ")),
     );
-    c.check(
-        rc0(&s2, "kernel"),
-        &format!(
-            "dpkg -i linux-image-{new}: {}",
-            lines(&s2, "kernel").join(" | ")
-        ),
-    );
+    check_upgrade_and_default(c, &s2, new);
     let ours: Vec<String> = lines(&s2, "boot-files")
         .into_iter()
         .filter(|f| f.contains("bootprint") && f.contains(new.as_str()))
@@ -282,13 +276,6 @@ section status; bootprint status > /tmp/status.log 2>&1; echo "rc=$?"; cat /tmp/
             entries.len()
         ),
     );
-    c.check(
-        rc0(&s2, "default"),
-        &format!(
-            "bootprint enable --all --default (bootprint's initramfs GRUB's default): {}",
-            lines(&s2, "default").join(" | ")
-        ),
-    );
     Ok(r2)
 }
 
@@ -304,6 +291,29 @@ bootprint enable --all --default > /tmp/default.log 2>&1; rc=$?
 section default; echo "rc=$rc"; cat /tmp/default.log
 "#
     )
+}
+
+/// What [`upgrade_and_default`] must have done: the kernel's `dpkg -i` and the `enable
+/// --default` exited 0.
+pub(crate) fn check_upgrade_and_default(
+    c: &mut Checks,
+    s: &[(String, BTreeSet<String>)],
+    new: &str,
+) {
+    c.check(
+        rc0(s, "kernel"),
+        &format!(
+            "dpkg -i linux-image-{new}: {}",
+            lines(s, "kernel").join(" | ")
+        ),
+    );
+    c.check(
+        rc0(s, "default"),
+        &format!(
+            "bootprint enable --all --default (bootprint's initramfs GRUB's default): {}",
+            lines(s, "default").join(" | ")
+        ),
+    );
 }
 
 /// 3. The new kernel through bootprint's initramfs, and two disables that fail on purpose.
