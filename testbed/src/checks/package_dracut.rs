@@ -40,7 +40,7 @@ pub fn package(paths: &Paths, deb: &Path, cargo: bool, root: Root, c: &mut Check
     let r2 = through_dracut_and_kernel_upgrade(&m, &after(&r1, first), c)?;
     let r3 = ours_and_disable(&m, &after(&r2, first), c)?;
     let r4 = stock_and_purge(&m, &after(&r3, first), &r3, c)?;
-    p.clean_up(&[r1, r2, r3, r4]);
+    p.clean_up(&r4);
     Ok(())
 }
 

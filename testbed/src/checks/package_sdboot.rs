@@ -55,7 +55,7 @@ pub fn package(
     let r2 = on_and_kernel_upgrade(&m, &after(&r1, first), c)?;
     let r3 = ours_and_disable(&m, &after(&r2, first), &stock_entry, c)?;
     let r4 = stock_and_purge(&m, &after(&r3, first), c)?;
-    p.clean_up(&[r1, r2, r3, r4]);
+    p.clean_up(&r4);
     Ok(())
 }
 

@@ -92,8 +92,8 @@ fn package(paths: &Paths, deb: &Path, cargo: bool, root: Root, c: &mut Checks) -
     let r3b = stock_with_the_wrapper(&m, &after(&r3, disk), c)?;
     let (r3c, disabled) = stock_and_disable(&m, &after(&r3b, disk), c)?;
     let r4 = enable_and_purge(&m, &after(&r3c, disk), c, &disabled)?;
-    stock_as_before(&m, &after(&r4, disk), c)?;
-    p.clean_up(&[r1, r2, r3, r3b, r3c, r4]);
+    let r5 = stock_as_before(&m, &after(&r4, disk), c)?;
+    p.clean_up(&r5);
     Ok(())
 }
 
@@ -145,12 +145,10 @@ impl Prepared {
         }
     }
 
-    /// Removes the disks the boots kept and the first one.
-    pub(crate) fn clean_up(&self, boots: &[BootResult]) {
-        for r in boots {
-            if let Some(d) = r.kept_disk() {
-                let _ = std::fs::remove_file(d);
-            }
+    /// Removes the disk the last boot kept (each boot removed the one it started from).
+    pub(crate) fn clean_up(&self, last: &BootResult) {
+        if let Some(d) = last.kept_disk() {
+            let _ = std::fs::remove_file(d);
         }
         let _ = std::fs::remove_file(&self.first);
     }
@@ -611,6 +609,10 @@ pub(crate) fn boot(m: &Machine, disk: &Path, record: bool, script: &str) -> Resu
     o.disk_from = Some(disk.to_path_buf());
     o.guest_script = Some(format!("{PRELUDE}{script}"));
     let r = qemu::boot(m.paths, m.img, &o)?;
+    // The boots form one chain, each starting from the disk the one before kept: once this
+    // one booted, that disk is done with. Keeping every disk to the end took 2 GB a boot
+    // (CI ran out of room in the second). A failed boot leaves its source for a rerun.
+    let _ = fs::remove_file(disk);
     println!(
         "boot: login after {:.2} s, serial log {}",
         r.host_login_s,

@@ -21,7 +21,7 @@ use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::vm::fsimage::Unmount;
+use crate::vm::fsimage::{self, Unmount};
 use crate::vm::image::{self, Image};
 use crate::vm::qemu::{self, BootOpts, Firmware, Profile};
 use crate::vm::util::{io_err, output_logged, run_logged, Error, Fnv, Lock, Paths, Result};
@@ -493,6 +493,12 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
         )));
     };
     fs::rename(&kept, &work).map_err(|e| io_err("cannot move", &kept, e))?;
+    // apt's downloads and the image's purged kernel left freed blocks in the sparse file;
+    // every boot's copy of the disk would carry them. Only room is at stake, so a failure
+    // here is said and passed over.
+    if let Err(e) = fsimage::trim(&work, layout.fs_offset(), &dir.join("mnt"), &log) {
+        eprintln!("grub disk: free blocks not given back ({e})");
+    }
 
     eprintln!("grub disk: a boot through the firmware and GRUB");
     let mut o = BootOpts::new(Profile::Fast);

@@ -1057,14 +1057,31 @@ pub fn extract_fs(disk: &Path, offset: u64, dest: &Path, log: &Path) -> Result<(
     )
 }
 
-/// Writes the file system `src` back into `disk` at `offset` (every block: a sparse write
-/// would leave stale data where `src` has zeros).
+/// Writes the file system `src` back into `disk` at `offset`, sparse: the range is first
+/// punched out of `disk` (a sparse write over it alone would leave stale data where `src`
+/// has zeros), so the disk takes no more room than `src` does.
 pub fn write_back_fs(src: &Path, disk: &Path, offset: u64, log: &Path) -> Result<()> {
+    let len = fs::metadata(src)
+        .map_err(|e| io_err("cannot stat", src, e))?
+        .len();
+    run_logged(
+        Command::new("fallocate")
+            .arg("--punch-hole")
+            .arg(format!("--offset={offset}"))
+            .arg(format!("--length={len}"))
+            .arg(disk),
+        log,
+    )?;
     run_logged(
         Command::new("dd")
             .arg(format!("if={}", src.display()))
             .arg(format!("of={}", disk.display()))
-            .args(["bs=1M", "conv=notrunc", "status=none", "oflag=seek_bytes"])
+            .args([
+                "bs=1M",
+                "conv=notrunc,sparse",
+                "status=none",
+                "oflag=seek_bytes",
+            ])
             .arg(format!("seek={offset}")),
         log,
     )
@@ -1348,6 +1365,11 @@ mod tests {
         let back = dir.path().join("back.raw");
         fs::write(&back, vec![0xa5u8; 3 << 20]).unwrap();
         write_back_fs(&extracted, &back, 1 << 20, &log).unwrap();
+        // Sparse where the file system has zeros: the 1 MiB before it and the ext4 image's
+        // few written blocks, not the whole 8 MiB.
+        use std::os::unix::fs::MetadataExt;
+        let allocated = fs::metadata(&back).unwrap().blocks() * 512;
+        assert!(allocated < 5 << 20, "{allocated} bytes allocated");
         let back = fs::read(&back).unwrap();
         assert!(
             back[..1 << 20].iter().all(|&b| b == 0xa5),
