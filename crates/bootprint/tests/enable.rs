@@ -566,6 +566,77 @@ fn all_on_systemd_takes_late_units_instead_of_the_runner() {
     assert_eq!(snapshot(&f.root()), before);
 }
 
+/// The root on LVM inside LUKS (Debian's encrypted install), as the root's /proc and /sys
+/// show it: `--all` leaves bootprint's initramfs out, naming the layers, and turns every
+/// other lever on; `--initramfs` alone is refused with nothing changed.
+#[test]
+fn all_on_a_root_in_lvm_and_luks_leaves_the_initramfs_out() {
+    let f = Fake::new(Init::Sysvinit);
+    let r = f.root();
+    write(
+        &r.join("proc/self/mountinfo"),
+        "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/mapper/vg0-root rw\n",
+        0o444,
+    );
+    let sys = r.join("sys");
+    let vda3 = sys.join("devices/pci0000:00/0000:00:04.0/virtio1/block/vda/vda3");
+    for (name, num, dir, dm) in [
+        ("vda3", "254:3", vda3.clone(), None),
+        (
+            "dm-0",
+            "253:0",
+            sys.join("devices/virtual/block/dm-0"),
+            Some(("vda3_crypt", "CRYPT-LUKS2-0a1b-vda3_crypt", "vda3")),
+        ),
+        (
+            "dm-1",
+            "253:1",
+            sys.join("devices/virtual/block/dm-1"),
+            Some(("vg0-root", "LVM-Xy7Q", "dm-0")),
+        ),
+    ] {
+        write(&dir.join("dev"), &format!("{num}\n"), 0o444);
+        for link in ["class/block", "dev/block"] {
+            fs::create_dir_all(sys.join(link)).unwrap();
+        }
+        symlink(&dir, sys.join("class/block").join(name)).unwrap();
+        symlink(&dir, sys.join("dev/block").join(num)).unwrap();
+        if let Some((dm_name, uuid, under)) = dm {
+            write(&dir.join("dm/name"), &format!("{dm_name}\n"), 0o444);
+            write(&dir.join("dm/uuid"), &format!("{uuid}\n"), 0o444);
+            fs::create_dir_all(dir.join("slaves")).unwrap();
+            symlink(
+                sys.join("class/block").join(under),
+                dir.join("slaves").join(under),
+            )
+            .unwrap();
+        }
+    }
+    let before = snapshot(&r);
+    let e = f.fails(&["enable", "--initramfs"]);
+    assert!(
+        e.contains("--initramfs: bootprint's initramfs cannot mount this root: the root /dev/dm-1 (vg0-root, an LVM logical volume) on /dev/dm-0 (vda3_crypt, a LUKS dm-crypt mapping) on /dev/vda3"),
+        "{e}"
+    );
+    assert!(e.contains("nothing changed"), "{e}");
+    assert_eq!(snapshot(&r), before);
+    let out = f.ok(&["enable", "--all"]);
+    assert!(
+        out.contains("--all: initramfs left out: bootprint's initramfs cannot mount this root: the root /dev/dm-1"),
+        "{out}"
+    );
+    let dropin = f.read("etc/default/grub.d/bootprint.cfg");
+    assert!(
+        dropin.contains("bootprint.readahead=1 bootprint.modules=1 bootprint.rc=1"),
+        "{dropin}"
+    );
+    assert!(!r
+        .join(format!("boot/bootprint-initrd.img-{KERNEL}"))
+        .exists());
+    f.ok(&["disable"]);
+    assert_eq!(snapshot(&r), before);
+}
+
 #[test]
 fn levers_that_cannot_work_here_are_refused_and_nothing_changes() {
     let f = Fake::new(Init::Systemd);

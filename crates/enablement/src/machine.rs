@@ -499,12 +499,36 @@ impl Machine {
                     if other == Init::Sysvinit { " (its lever is --rc)" } else { "" }
                 )),
             },
-            Lever::Initramfs => self.kernels().is_empty().then(|| {
-                format!(
-                    "no kernel is installed ({} has no vmlinuz-RELEASE with a /lib/modules/RELEASE)",
-                    self.path("/boot").display()
-                )
-            }),
+            Lever::Initramfs => {
+                if self.kernels().is_empty() {
+                    return Some(format!(
+                        "no kernel is installed ({} has no vmlinuz-RELEASE with a /lib/modules/RELEASE)",
+                        self.path("/boot").display()
+                    ));
+                }
+                self.root_refused_by_initramfs()
+            }
+        }
+    }
+}
+
+impl Machine {
+    /// Why bootprint's initramfs cannot mount the running root (LVM, dm-crypt, md, a
+    /// network file system: the build's own refusal), asked before anything changes so
+    /// that `--all` leaves the lever out and turns the others on. A root it cannot look at
+    /// (no mountinfo under a test's root) is not a refusal: the build says what it finds.
+    fn root_refused_by_initramfs(&self) -> Option<String> {
+        let mut o = initramfs::build::Options::new(PathBuf::new());
+        o.fsroot = self.root.clone();
+        o.sys = self.path("/sys");
+        o.proc_dir = self.path("/proc");
+        o.dev = self.path("/dev");
+        match initramfs::build::check_root(&o) {
+            Err(e) if e.kind() == initramfs::ErrorKind::Unsupported => Some(format!(
+                "bootprint's initramfs cannot mount this root: {}",
+                e.message()
+            )),
+            _ => None,
         }
     }
 }

@@ -192,7 +192,8 @@ pub fn find_root(o: &Options) -> Result<(String, String), Error> {
                     return Err(Error::new(
                         ErrorKind::Unsupported,
                         format!(
-                            "the root ({fstype}) has no device number of a disk ({a}:{b}) and                              its source {source} is not a device: give --root DEVICE"
+                            "the root ({fstype}) has no device number of a disk ({a}:{b}) and \
+                             its source {source} is not a device: give --root DEVICE"
                         ),
                     )
                     .at(&mi));
@@ -262,6 +263,14 @@ pub fn running_release(proc_dir: &Path) -> Result<String, Error> {
 
 fn sys_path(fsroot: &Path, p: &str) -> PathBuf {
     fsroot.join(p.trim_start_matches('/'))
+}
+
+/// Whether the image can mount this machine's root: its device found, local, not stacked
+/// (the check [`make_plan`] starts with), for a caller that wants to know before it builds
+/// (`bootprint enable --all`). An `Unsupported` error is the layout's refusal.
+pub fn check_root(o: &Options) -> Result<(), Error> {
+    let (name, _) = find_root(o)?;
+    plan::root_chain(&o.sys, &name).map(|_| ())
 }
 
 /// Plans the image: root, chain, modules.

@@ -308,10 +308,67 @@ pub struct ChainLink {
     pub modalias: Option<String>,
 }
 
+/// The devices `dev` is built on (`SYS/class/block/DEV/slaves`), sorted.
+fn lower_devices(sys: &Path, dev: &str) -> Vec<String> {
+    let mut under: Vec<String> = fs::read_dir(sys.join("class/block").join(dev).join("slaves"))
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    under.sort();
+    under
+}
+
+/// `dev` and what it is built on, top down, when it is stacked: `/dev/dm-1 (vg0-root, an LVM
+/// logical volume) on /dev/dm-0 (root_crypt, a LUKS dm-crypt mapping) on /dev/vda3`, from
+/// the kernel's `dm/name`, `dm/uuid` (whose prefix names the dm target's owner) and `md/level`.
+fn stacking(sys: &Path, dev: &str) -> Option<String> {
+    let under = lower_devices(sys, dev);
+    if under.is_empty() {
+        return None;
+    }
+    let dir = sys.join("class/block").join(dev);
+    let read = |p: &str| {
+        fs::read_to_string(dir.join(p))
+            .ok()
+            .map(|s| s.trim().to_string())
+    };
+    let what = match (read("dm/uuid"), read("md/level")) {
+        (Some(u), _) if u.starts_with("LVM-") => "an LVM logical volume".to_string(),
+        (Some(u), _) if u.starts_with("CRYPT-LUKS") => "a LUKS dm-crypt mapping".to_string(),
+        (Some(u), _) if u.starts_with("CRYPT-") => "a dm-crypt mapping".to_string(),
+        (Some(_), _) => "a device-mapper device".to_string(),
+        (None, Some(level)) => format!("a software RAID ({level})"),
+        (None, None) => "a stacked device".to_string(),
+    };
+    let name = read("dm/name")
+        .map(|n| format!("{n}, "))
+        .unwrap_or_default();
+    let lower: Vec<String> = under
+        .iter()
+        .map(|u| stacking(sys, u).unwrap_or_else(|| format!("/dev/{u}")))
+        .collect();
+    Some(format!(
+        "/dev/{dev} ({name}{what}) on {}",
+        lower.join(" and ")
+    ))
+}
+
 /// Finds the chain of devices under the block device `dev` (a name under
 /// `SYS/class/block`, such as `vda` or `sda2`); refuses stacked devices (device mapper, md,
 /// loop and the like) naming what was found.
 pub fn root_chain(sys: &Path, dev: &str) -> Result<Vec<ChainLink>, Error> {
+    if let Some(stack) = stacking(sys, dev) {
+        return Err(Error::new(
+            ErrorKind::Unsupported,
+            format!(
+                "the root {stack}: bootprint's initramfs opens no LVM, dm-crypt or md \
+                 device (the distribution's initramfs does)"
+            ),
+        ));
+    }
     if let Some(why) = crate::cmdline::unsupported_device(&format!("/dev/{dev}")) {
         return Err(Error::new(ErrorKind::Unsupported, why));
     }
@@ -334,22 +391,6 @@ pub fn root_chain(sys: &Path, dev: &str) -> Result<Vec<ChainLink>, Error> {
             e,
         )
     })?;
-    let slaves = real.join("slaves");
-    if let Ok(rd) = fs::read_dir(&slaves) {
-        let under: Vec<String> = rd
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
-            .collect();
-        if !under.is_empty() {
-            return Err(Error::new(
-                ErrorKind::Unsupported,
-                format!(
-                    "/dev/{dev} is stacked on {} (device mapper, md, ...), which is not supported",
-                    under.join(", ")
-                ),
-            ));
-        }
-    }
     let top = sys.join("devices");
     let top = fs::canonicalize(&top).unwrap_or(top);
     let mut chain = Vec::new();

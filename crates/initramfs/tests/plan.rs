@@ -265,7 +265,11 @@ fn refuses_stacked_and_unknown_roots() {
     block(&sys, &dev, "sdz", "65:144");
     fs::create_dir_all(dev.join("slaves/sda3")).unwrap();
     let e = plan::root_chain(&sys, "sdz").unwrap_err();
-    assert!(e.to_string().contains("stacked on sda3"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("the root /dev/sdz (a stacked device) on /dev/sda3"),
+        "{e}"
+    );
     assert_eq!(e.kind(), ErrorKind::Unsupported);
     let e = plan::root_chain(&sys, "nvme9n1").unwrap_err();
     assert!(e.to_string().contains("no such block device"), "{e}");
@@ -275,6 +279,60 @@ fn refuses_stacked_and_unknown_roots() {
     let e = plan::build(&index(), REL, "/dev/vda", "zfs", &[], None).unwrap_err();
     assert!(e.to_string().contains("\"zfs\""), "{e}");
     assert_eq!(e.kind(), ErrorKind::NotFound);
+}
+
+/// Debian's encrypted install: LVM inside LUKS on the disk's third partition, as the
+/// kernel shows it in sysfs.
+#[test]
+fn a_root_on_lvm_in_luks_is_refused_naming_every_layer() {
+    let t = Tmp::new();
+    let sys = t.path().join("sys");
+    let vda3 = sys.join("devices/pci0000:00/0000:00:04.0/virtio1/block/vda/vda3");
+    block(&sys, &vda3, "vda3", "254:3");
+    for (name, num, dm_name, uuid, under) in [
+        (
+            "dm-0",
+            "253:0",
+            "vda3_crypt",
+            "CRYPT-LUKS2-0a1b-vda3_crypt",
+            "vda3",
+        ),
+        ("dm-1", "253:1", "vg0-root", "LVM-Xy7Q", "dm-0"),
+    ] {
+        let dir = sys.join("devices/virtual/block").join(name);
+        block(&sys, &dir, name, num);
+        fs::create_dir_all(dir.join("dm")).unwrap();
+        fs::write(dir.join("dm/name"), format!("{dm_name}\n")).unwrap();
+        fs::write(dir.join("dm/uuid"), format!("{uuid}\n")).unwrap();
+        fs::create_dir_all(dir.join("slaves")).unwrap();
+        symlink(
+            sys.join("class/block").join(under),
+            dir.join("slaves").join(under),
+        )
+        .unwrap();
+    }
+    let e = plan::root_chain(&sys, "dm-1").unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::Unsupported);
+    assert_eq!(
+        e.to_string(),
+        "the root /dev/dm-1 (vg0-root, an LVM logical volume) on /dev/dm-0 (vda3_crypt, \
+         a LUKS dm-crypt mapping) on /dev/vda3: bootprint's initramfs opens no LVM, dm-crypt \
+         or md device (the distribution's initramfs does)"
+    );
+    // md: the level the kernel reports.
+    let md = sys.join("devices/virtual/block/md0");
+    block(&sys, &md, "md0", "9:0");
+    fs::create_dir_all(md.join("md")).unwrap();
+    fs::write(md.join("md/level"), "raid1\n").unwrap();
+    for u in ["vda3", "vdb3"] {
+        fs::create_dir_all(md.join("slaves").join(u)).unwrap();
+    }
+    let e = plan::root_chain(&sys, "md0").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("/dev/md0 (a software RAID (raid1)) on /dev/vda3 and /dev/vdb3"),
+        "{e}"
+    );
 }
 
 #[test]
