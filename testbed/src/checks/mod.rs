@@ -10,6 +10,7 @@ pub mod initramfs_test;
 pub mod late_test;
 pub mod package_dracut;
 pub mod package_sdboot;
+pub mod package_stacked;
 pub mod package_test;
 pub mod parity;
 pub mod smoke;

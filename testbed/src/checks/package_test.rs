@@ -66,6 +66,9 @@ pub fn run(
     cargo: bool,
 ) -> Result<()> {
     checklist::run("package", |c| match (loader, generator) {
+        (Loader::Grub, Generator::InitramfsTools) if root.stacked() => {
+            crate::checks::package_stacked::package(paths, deb, cargo, root, c)
+        }
         (Loader::Grub, Generator::InitramfsTools) => package(paths, deb, cargo, root, c),
         (Loader::SystemdBoot, generator) => {
             crate::checks::package_sdboot::package(paths, deb, cargo, generator, c)
@@ -580,7 +583,7 @@ fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
     // replayed, the .deb written, the file system back.
     let fs = run.join("fs.img");
     qemu::extract_fs(&disk, grub.fs_offset, &fs, &log)?;
-    if grub.root == Root::Ext4 {
+    if grub.root.made_as() == Root::Ext4 {
         qemu::replay_journal(&fs, &log)?;
         run_logged(
             Command::new("debugfs")

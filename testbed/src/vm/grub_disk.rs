@@ -87,6 +87,9 @@ pub enum Root {
     Btrfs,
     /// XFS (RHEL's default)
     Xfs,
+    /// ext4 on an LVM logical volume (`vg0/root`), /boot on its own partition, as Debian's
+    /// installer lays out "guided, use entire disk and set up LVM"
+    Lvm,
 }
 
 impl Root {
@@ -95,6 +98,23 @@ impl Root {
             Root::Ext4 => "ext4",
             Root::Btrfs => "btrfs",
             Root::Xfs => "xfs",
+            Root::Lvm => "lvm",
+        }
+    }
+
+    /// Whether the root is stacked on a device the host cannot make (device mapper): the
+    /// setup boot builds the disk in the guest ([`STACKED_SCRIPT`]).
+    pub fn stacked(self) -> bool {
+        self == Root::Lvm
+    }
+
+    /// The file system the root is made as on the host: a stacked root's is ext4 on the
+    /// staging disk (and then in the guest).
+    pub fn made_as(self) -> Root {
+        if self.stacked() {
+            Root::Ext4
+        } else {
+            self
         }
     }
 
@@ -105,6 +125,7 @@ impl Root {
             Root::Ext4 => "",
             Root::Btrfs => "btrfs-progs",
             Root::Xfs => "xfsprogs",
+            Root::Lvm => "lvm2 fdisk",
         }
     }
 
@@ -116,10 +137,11 @@ impl Root {
     /// Its /etc/fstab line for device `dev`: ext4 checked at boot (pass 1); btrfs and XFS
     /// not (their fsck programs do nothing at boot: pass 0, as their installers write it).
     fn fstab_line(self, dev: &str) -> String {
-        match self {
+        match self.made_as() {
             Root::Ext4 => format!("{dev} / ext4 defaults 0 1\n"),
             Root::Btrfs => format!("{dev} / btrfs defaults,subvol=@ 0 0\n"),
             Root::Xfs => format!("{dev} / xfs defaults 0 0\n"),
+            Root::Lvm => unreachable!("made as ext4"),
         }
     }
 }
@@ -142,6 +164,15 @@ struct Layout {
 }
 
 fn layout(firmware: Firmware, loader: Loader, generator: Generator, root: Root) -> Result<Layout> {
+    if root.stacked()
+        && (firmware, loader, generator)
+            != (Firmware::Bios, Loader::Grub, Generator::InitramfsTools)
+    {
+        return Err(Error::Usage(format!(
+            "--root {} is built for --firmware bios --loader grub --generator initramfs-tools only",
+            root.name()
+        )));
+    }
     if loader == Loader::SystemdBoot && root != Root::Ext4 {
         // Its /etc/kernel/cmdline (SETUP_SYSTEMD_BOOT) names an ext4 root without flags.
         return Err(Error::Usage(format!(
@@ -237,10 +268,12 @@ impl Layout {
             Firmware::Bios => "",
             Firmware::Uefi => "mkfs.fat -n ESP /dev/vda1\nmkdir -p /boot/efi\nmount /boot/efi\n",
         };
-        format!(
-            "set -e\n{esp}{}cat /root/bootprint-testbed/releases\necho BP\"\"SETUP=ok\n",
+        let setup = if self.root.stacked() {
+            STACKED_SCRIPT
+        } else {
             self.setup
-        )
+        };
+        format!("set -e\n{esp}{setup}cat /root/bootprint-testbed/releases\necho BP\"\"SETUP=ok\n")
     }
 }
 /// GRUB on the serial console, no menu delay, no other systems; Debian's kernel options.
@@ -329,6 +362,55 @@ update-grub
 ls /boot/efi/EFI/BOOT /boot/efi/EFI/debian
 "#;
 
+/// A stacked root (`Root::stacked`), in the setup boot of the staging disk (its root the
+/// plain ext4 on vda1): the real disk is built on the second disk, vdb, as Debian's
+/// installer lays out "guided, use entire disk and set up LVM": an MBR, /boot (ext4, 512
+/// MiB) and an LVM physical volume holding `vg0/root` (ext4); the system copied onto it,
+/// its fstab naming the logical volume, then in a chroot of it the initramfs rebuilt (with
+/// lvm2's hook), GRUB installed on vdb (remembered as vda, as the disk boots alone) and
+/// grub.cfg written. Prints `fs_offset N`: where the root file system starts on the disk,
+/// the volume being one linear segment from the PV's first extent (checked), so the host
+/// reads and writes it as on a plain partition.
+const STACKED_SCRIPT: &str = r#"T=/dev/vdb
+# A retried boot finds the last attempt's volume group: gone first.
+vgchange -an vg0 >/dev/null 2>&1 || true
+wipefs -qa ${T}2 ${T}1 $T 2>/dev/null || true
+printf 'label: dos\nstart=2048, size=1048576, type=83, bootable\nstart=1050624, type=8e\n' | sfdisk --quiet $T
+for i in 1 2 3 4 5 6 7 8 9 10; do [ -b ${T}2 ] && break; sleep 1; done
+mkfs.ext4 -q -F -L boot ${T}1
+pvcreate -q -ff -y ${T}2
+vgcreate -q vg0 ${T}2
+lvcreate -q -y -n root -l 100%FREE vg0
+mkfs.ext4 -q -F -L root /dev/vg0/root
+echo "segments $(lvs --noheadings -o seg_pe_ranges vg0/root | tr -d ' ')"
+lvs --noheadings -o seg_pe_ranges vg0/root | grep -q ':0-'
+pe=$(pvs --noheadings --units b --nosuffix -o pe_start ${T}2 | tr -d ' ')
+echo "fs_offset $((1050624 * 512 + pe))"
+# The system through a bind mount of / alone (no /proc, /run, ... under it), both mounts
+# on /run's tmpfs: cp never meets its destination inside its source.
+mkdir /run/target /run/system
+mount /dev/vg0/root /run/target
+mkdir /run/target/boot
+mount ${T}1 /run/target/boot
+mount --bind / /run/system
+cp -a /run/system/. /run/target/
+umount /run/system
+printf '/dev/mapper/vg0-root / ext4 errors=remount-ro 0 1\nUUID=%s /boot ext4 defaults 0 2\nproc /proc proc defaults 0 0\n' \
+  "$(blkid -s UUID -o value ${T}1)" > /run/target/etc/fstab
+echo dm_mod >> /run/target/etc/initramfs-tools/modules
+for f in dev proc sys run; do mount --bind /$f /run/target/$f; done
+chroot /run/target sh -e -c "echo 'grub-pc grub-pc/install_devices multiselect /dev/vda' | debconf-set-selections
+update-initramfs -u -k all
+grub-install $T
+update-grub"
+grep -m1 -o 'root=[^ ]*' /run/target/boot/grub/grub.cfg
+for f in run sys proc dev; do umount /run/target/$f; done
+umount /run/target/boot
+umount /run/target
+vgchange -an vg0
+sync
+"#;
+
 /// The GRUB disk and what the test needs to know about it.
 pub struct GrubDisk {
     pub disk: PathBuf,
@@ -366,11 +448,16 @@ pub fn ensure(
             dir.join("ok").display()
         ))
     })?;
+    // Disks derived before the line was written have their root where the layout puts it.
+    let fs_offset = releases
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("fs_offset ")?.parse().ok())
+        .unwrap_or(layout.fs_offset());
     Ok(GrubDisk {
         disk: dir.join("disk.raw"),
         old_release,
         new_release,
-        fs_offset: layout.fs_offset(),
+        fs_offset,
         root,
     })
 }
@@ -390,6 +477,9 @@ fn key(img: &Image, layout: &Layout) -> String {
             h.update(part.as_bytes());
             h.update(b"\0");
         }
+    }
+    if layout.root.stacked() {
+        h.update(STACKED_SCRIPT.as_bytes());
     }
     for part in [
         DISK_VERSION,
@@ -446,7 +536,7 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
     }
     grow(&root, &log)?;
     let old_kernel = make_root(&root, dir, layout, &log)?;
-    let root = match layout.root {
+    let root = match layout.root.made_as() {
         Root::Ext4 => root,
         other => {
             let converted = convert_root(&root, other, dir, &log)?;
@@ -456,6 +546,18 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
     };
     let work = dir.join("disk.tmp");
     write_disk(&work, &root, layout)?;
+    // A stacked root's disk is built by the guest on a second, empty disk: /boot's 512 MiB,
+    // the system's file system, room for the volume group's metadata.
+    let target = dir.join("target.tmp");
+    if layout.root.stacked() {
+        let root_bytes = fs::metadata(&root)
+            .map_err(|e| io_err("cannot stat", &root, e))?
+            .len();
+        let _ = fs::remove_file(&target);
+        fs::File::create(&target)
+            .and_then(|f| f.set_len(root_bytes + (544 << 20)))
+            .map_err(|e| io_err("cannot create", &target, e))?;
+    }
     fs::remove_file(&root).map_err(|e| io_err("cannot remove", &root, e))?;
 
     eprintln!(
@@ -476,6 +578,9 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
     o.disk_from = Some(work.clone());
     o.keep_disk = true;
     o.guest_script = Some(layout.setup_script());
+    if layout.root.stacked() {
+        o.second_disk = Some(target.clone());
+    }
     let r = qemu::boot(paths, img, &o)?;
     let _ = fs::remove_file(&old_kernel.0);
     let _ = fs::remove_file(&old_kernel.1);
@@ -492,11 +597,29 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
             tail_lines(&out, 30)
         )));
     };
-    fs::rename(&kept, &work).map_err(|e| io_err("cannot move", &kept, e))?;
+    let fs_offset = if layout.root.stacked() {
+        let offset = out
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("fs_offset ")?.parse::<u64>().ok())
+            .ok_or_else(|| {
+                Error::fail(format!(
+                    "the setup boot built the {} disk but printed no `fs_offset N` (serial log {})",
+                    layout.root.name(),
+                    r.serial_log.display()
+                ))
+            })?;
+        // The staging disk is done with: the guest's disk is the one it built.
+        fs::remove_file(&kept).map_err(|e| io_err("cannot remove", &kept, e))?;
+        fs::rename(&target, &work).map_err(|e| io_err("cannot move", &target, e))?;
+        offset
+    } else {
+        fs::rename(&kept, &work).map_err(|e| io_err("cannot move", &kept, e))?;
+        layout.fs_offset()
+    };
     // apt's downloads and the image's purged kernel left freed blocks in the sparse file;
     // every boot's copy of the disk would carry them. Only room is at stake, so a failure
     // here is said and passed over.
-    if let Err(e) = fsimage::trim(&work, layout.fs_offset(), &dir.join("mnt"), &log) {
+    if let Err(e) = fsimage::trim(&work, fs_offset, &dir.join("mnt"), &log) {
         eprintln!("grub disk: free blocks not given back ({e})");
     }
 
@@ -507,7 +630,8 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
     // The kernel says it was started by UEFI when it sees the EFI system table; systemd-boot
     // leaves its LoaderInfo variable.
     o.guest_script = Some(
-        "uname -r; cat /proc/cmdline; test -d /sys/firmware/efi && echo BP\"\"UEFI=yes\n\
+        "uname -r; cat /proc/cmdline; echo BP\"\"ROOT=$(findmnt -no SOURCE /)\n\
+         test -d /sys/firmware/efi && echo BP\"\"UEFI=yes\n\
          ls /sys/firmware/efi/efivars 2>/dev/null | grep -q '^LoaderInfo-' && echo BP\"\"SDBOOT=yes\n"
             .into(),
     );
@@ -525,6 +649,13 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
             tail_lines(&out, 10)
         )));
     }
+    if layout.root.stacked() && !out.contains("BPROOT=/dev/mapper/vg0-root") {
+        return Err(Error::fail(format!(
+            "the disk booted, but its root is not the logical volume (serial log {}):\n{}",
+            r.serial_log.display(),
+            tail_lines(&out, 10)
+        )));
+    }
     if out.contains("BPUEFI=yes") != (layout.firmware == Firmware::Uefi) {
         return Err(Error::fail(format!(
             "the GRUB disk booted, but not under the firmware asked for ({}; serial log {})",
@@ -536,7 +667,7 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
     fs::rename(&work, &disk).map_err(|e| io_err("cannot move", &work, e))?;
     fs::write(
         dir.join("ok"),
-        format!("old {old_release}\nnew {new_release}\n"),
+        format!("old {old_release}\nnew {new_release}\nfs_offset {fs_offset}\n"),
     )
     .map_err(|e| io_err("cannot write", dir, e))?;
     eprintln!("grub disk: ready, {}", disk.display());
@@ -674,7 +805,7 @@ fn convert_root(ext4: &Path, kind: Root, dir: &Path, log: &Path) -> Result<PathB
             .args(["-q", "-L", "root"])
             .arg(&out)
             .status(),
-        Root::Ext4 => unreachable!("ext4 is not converted"),
+        Root::Ext4 | Root::Lvm => unreachable!("made as ext4: not converted"),
     };
     if !matches!(mkfs, Ok(s) if s.success()) {
         return Err(Error::fail(format!(
@@ -1037,6 +1168,29 @@ mod tests {
             Root::Btrfs
         )
         .is_err());
+        // LVM: made as ext4 on the staging disk's vda1, then built on vdb by the setup boot;
+        // on the BIOS, GRUB and initramfs-tools only.
+        let v = l(Root::Lvm, Firmware::Bios);
+        let img = crate::vm::image::Image::at(PathBuf::from("image-12-0a1b"));
+        assert_eq!(v.fstab(), l(Root::Ext4, Firmware::Bios).fstab());
+        let setup = v.setup_script();
+        assert!(setup.starts_with("set -e\nT=/dev/vdb\n"), "{setup}");
+        assert!(setup.contains("chroot /run/target sh -e -c"), "{setup}");
+        assert!(
+            setup.ends_with("sync\ncat /root/bootprint-testbed/releases\necho BP\"\"SETUP=ok\n")
+        );
+        assert!(key(&img, &v) != key(&img, &l(Root::Ext4, Firmware::Bios)));
+        for (fw, loader, generator) in [
+            (Firmware::Uefi, Loader::Grub, Generator::InitramfsTools),
+            (Firmware::Bios, Loader::Grub, Generator::Dracut),
+            (
+                Firmware::Uefi,
+                Loader::SystemdBoot,
+                Generator::InitramfsTools,
+            ),
+        ] {
+            assert!(layout(fw, loader, generator, Root::Lvm).is_err());
+        }
     }
 
     #[test]

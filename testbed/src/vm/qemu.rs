@@ -175,6 +175,9 @@ pub struct BootOpts {
     /// How long to wait after the login for the recorder's trace, s (a desktop's session is
     /// recorded to its desktop ready).
     pub trace_wait_s: u64,
+    /// A second virtio disk (the guest's `vdb`), this file itself, not a copy: the GRUB
+    /// disk's setup boot builds a root on LVM there, which the host cannot.
+    pub second_disk: Option<PathBuf>,
 }
 
 impl BootOpts {
@@ -195,6 +198,7 @@ impl BootOpts {
             root: None,
             fs_offset: 0,
             trace_wait_s: TRACE_TIMEOUT_S,
+            second_disk: None,
         }
     }
 
@@ -655,6 +659,10 @@ fn attach_disk(
             opts.profile.drive_opts()
         )),
     };
+    if let Some(second) = &opts.second_disk {
+        cmd.arg("-drive")
+            .arg(format!("file={},format=raw,if=virtio", second.display()));
+    }
     Ok(seek)
 }
 

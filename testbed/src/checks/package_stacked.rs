@@ -1,0 +1,298 @@
+//! `package --root lvm`: the package test on a root bootprint's initramfs cannot mount, ext4
+//! on an LVM logical volume with /boot on its own partition (grub_disk.rs, `Root::Lvm`;
+//! docs/testbed.md, "`package`: the package test"). Four boots through the BIOS and GRUB,
+//! each from the disk the one before left, Debian's initramfs opening the volume every time:
+//!
+//! 1. stock: the root is `/dev/mapper/vg0-root`; `dpkg -i` the .deb (the next boot's files
+//!    must not change); `bootprint initramfs plan` refuses, naming the volume and the
+//!    partition under it; `bootprint enable --all` leaves the initramfs lever out with that
+//!    reason and turns the others on;
+//! 2. bootprint on (`init=` after Debian's initramfs): its trace, read by the host's
+//!    `bootprint report`; readahead learns, the module loader and the LSB runner run;
+//! 3. again: readahead replays what boot 2 learned, the module loader runs again; the
+//!    kernel upgrade builds no bootprint image (the lever is off) and the new kernel's entry
+//!    has `init=`; `bootprint disable`: nothing of bootprint left in the boot files;
+//! 4. stock on the new kernel; `apt-get purge bootprint`: the boot files as after disable.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::checks::checklist::Checks;
+use crate::checks::late_test::sections;
+use crate::checks::package_test::{
+    after, boot, check_trace, lines, out, package_file, rc0, same, Machine, Prepared, INIT_WORD,
+};
+use crate::vm::grub_disk::{Generator, Loader, Root};
+use crate::vm::qemu::BootResult;
+use crate::vm::util::{Paths, Result};
+
+/// The logical volume the disk's root is on (grub_disk.rs, `STACKED_SCRIPT`).
+const ROOT_LV: &str = "/dev/mapper/vg0-root";
+
+pub fn package(paths: &Paths, deb: &Path, cargo: bool, root: Root, c: &mut Checks) -> Result<()> {
+    let p = Prepared::new(
+        paths,
+        deb,
+        cargo,
+        Loader::Grub,
+        Generator::InitramfsTools,
+        root,
+    )?;
+    let (m, first) = (p.machine(paths), &p.first);
+    let r1 = install_and_enable(&m, first, c)?;
+    let r2 = levers_learn(&m, &after(&r1, first), c)?;
+    let r3 = levers_replay_upgrade_and_disable(&m, &after(&r2, first), c)?;
+    let r4 = stock_and_purge(&m, &after(&r3, first), &r3, c)?;
+    p.clean_up(&r4);
+    Ok(())
+}
+
+/// The names of the events in a boot's trace (`events.log`: `TIME NAME ...`).
+fn event_names(r: &BootResult) -> BTreeSet<String> {
+    r.trace_dir
+        .as_ref()
+        .and_then(|d| std::fs::read_to_string(d.join("events.log")).ok())
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+        .collect()
+}
+
+/// Whether the `root` section names the logical volume.
+fn on_the_volume(s: &[(String, BTreeSet<String>)]) -> bool {
+    lines(s, "root").iter().any(|l| l == ROOT_LV)
+}
+
+/// Boot 1: stock on the volume; install; the initramfs refuses; enable --all.
+fn install_and_enable(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
+    let r = boot(
+        m,
+        disk,
+        false,
+        r#"section cmdline; cat /proc/cmdline
+section root; findmnt -no SOURCE /
+section before; snap
+dpkg -i $d/bootprint.deb > /tmp/dpkg.log 2>&1; rc=$?
+section install; echo "rc=$rc"; tail -n 20 /tmp/dpkg.log
+section after-install; snap
+bootprint initramfs plan > /tmp/plan.log 2>&1; rc=$?
+section plan; echo "rc=$rc"; cat /tmp/plan.log
+bootprint enable --all > /tmp/enable.log 2>&1; rc=$?
+section enable; echo "rc=$rc"; cat /tmp/enable.log
+section grub-cmdline; grep -o 'init=[^ ]*' /boot/grub/grub.cfg | sort -u
+section ours; ls /boot | grep -c '^bootprint-initrd'
+"#,
+    )?;
+    let s = sections(&out(&r));
+    let cmdline = lines(&s, "cmdline");
+    c.check(
+        !cmdline.is_empty()
+            && !cmdline.iter().any(|l| l.contains("bootprint"))
+            && on_the_volume(&s),
+        &format!(
+            "boot 1 is stock, its root {:?} opened by Debian's initramfs: {}",
+            lines(&s, "root"),
+            cmdline.join(" ")
+        ),
+    );
+    c.check(
+        rc0(&s, "install"),
+        &format!("dpkg -i the .deb: {}", lines(&s, "install").join(" | ")),
+    );
+    same(
+        c,
+        "installing the package changes nothing about the next boot",
+        &s,
+        "before",
+        &s,
+        "after-install",
+    );
+    let plan = lines(&s, "plan");
+    c.check(
+        !rc0(&s, "plan")
+            && plan
+                .iter()
+                .any(|l| l.contains("(vg0-root, an LVM logical volume) on /dev/vda2")),
+        &format!(
+            "bootprint initramfs plan refuses the root, naming the volume and its partition: {}",
+            plan.join(" | ")
+        ),
+    );
+    let enable = lines(&s, "enable");
+    c.check(
+        rc0(&s, "enable")
+            && enable.iter().any(|l| {
+                l.starts_with("--all: initramfs left out:") && l.contains("an LVM logical volume")
+            })
+            && lines(&s, "ours").first().map(String::as_str) == Some("0"),
+        &format!(
+            "bootprint enable --all, bootprint's initramfs left out with its reason and not \
+             built: {} (images: {:?})",
+            enable.join(" | "),
+            lines(&s, "ours")
+        ),
+    );
+    c.check(
+        lines(&s, "grub-cmdline").iter().any(|l| l == INIT_WORD),
+        &format!(
+            "update-grub put {INIT_WORD} into grub.cfg: {:?}",
+            lines(&s, "grub-cmdline")
+        ),
+    );
+    Ok(r)
+}
+
+/// Boot 2: bootprint on, after Debian's initramfs opened the volume: the trace, and the
+/// levers' first boot (readahead and the module loader learn, the runner runs).
+fn levers_learn(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
+    let r = boot(
+        m,
+        disk,
+        true,
+        r#"section cmdline; cat /proc/cmdline
+section root; findmnt -no SOURCE /
+section rc; test -s /run/bootprint/rc.log && echo ran
+section status; bootprint status > /tmp/status.log 2>&1; echo "rc=$?"; cat /tmp/status.log
+"#,
+    )?;
+    let s = sections(&out(&r));
+    c.check(
+        lines(&s, "cmdline").iter().any(|l| l.contains(INIT_WORD)) && on_the_volume(&s),
+        &format!(
+            "boot 2 runs bootprint on the volume ({:?}): {}",
+            lines(&s, "root"),
+            lines(&s, "cmdline").join(" ")
+        ),
+    );
+    check_trace(c, m.paths, "boot 2", &r, m.old);
+    let events = event_names(&r);
+    c.check(
+        events.contains("readahead_learn") && events.contains("modules_plan"),
+        &format!(
+            "boot 2: readahead learned, the module loader loaded the modules (events: {events:?})"
+        ),
+    );
+    c.check(
+        lines(&s, "rc").first().map(String::as_str) == Some("ran"),
+        "boot 2: the LSB runner ran the init scripts (/run/bootprint/rc.log)",
+    );
+    c.check(
+        rc0(&s, "status"),
+        &format!("bootprint status: {}", lines(&s, "status").join(" | ")),
+    );
+    Ok(r)
+}
+
+/// Boot 3: the levers' second boot (replay, the plan); the kernel upgrade; disable.
+fn levers_replay_upgrade_and_disable(
+    m: &Machine,
+    disk: &Path,
+    c: &mut Checks,
+) -> Result<BootResult> {
+    let new = m.new;
+    let r = boot(
+        m,
+        disk,
+        true,
+        &format!(
+            r#"section root; findmnt -no SOURCE /
+dpkg -i $d/debs/linux-image-{new}_*.deb > /tmp/kernel.log 2>&1; rc=$?
+section kernel; echo "rc=$rc"; tail -n 20 /tmp/kernel.log
+section ours; ls /boot | grep -c '^bootprint-initrd'
+section new-entry; grep -E '^[[:space:]]*linux[[:space:]].*vmlinuz-{new} ' /boot/grub/grub.cfg | grep -c 'init=/usr/lib/bootprint/bootprint-boot'
+bootprint disable > /tmp/disable.log 2>&1; rc=$?
+section disable; echo "rc=$rc"; cat /tmp/disable.log
+section after-disable; snap
+section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
+"#
+        ),
+    )?;
+    let s = sections(&out(&r));
+    let events = event_names(&r);
+    c.check(
+        on_the_volume(&s) && events.contains("readahead_replay") && events.contains("modules_plan"),
+        &format!(
+            "boot 3: readahead replayed what boot 2 learned, the module loader ran again \
+             (events: {events:?})"
+        ),
+    );
+    c.check(
+        rc0(&s, "kernel")
+            && lines(&s, "ours").first().map(String::as_str) == Some("0")
+            && lines(&s, "new-entry").first().is_some_and(|n| n != "0"),
+        &format!(
+            "dpkg -i linux-image-{new}: no bootprint image built ({:?}), the new kernel's \
+             entry boots bootprint ({:?}): {}",
+            lines(&s, "ours"),
+            lines(&s, "new-entry"),
+            lines(&s, "kernel").join(" | ")
+        ),
+    );
+    c.check(
+        rc0(&s, "disable"),
+        &format!("bootprint disable: {}", lines(&s, "disable").join(" | ")),
+    );
+    let left: Vec<String> = lines(&s, "after-disable")
+        .into_iter()
+        .filter(|l| l.contains("bootprint") && !package_file(l))
+        .collect();
+    c.check(
+        left.is_empty() && lines(&s, "grub-bootprint").first().map(String::as_str) == Some("0"),
+        &format!(
+            "disable left nothing of bootprint in the boot files ({left:?}) nor in grub.cfg ({:?})",
+            lines(&s, "grub-bootprint")
+        ),
+    );
+    Ok(r)
+}
+
+/// Boot 4: stock on the new kernel, the volume opened by its Debian initramfs; purge.
+fn stock_and_purge(
+    m: &Machine,
+    disk: &Path,
+    disabled: &BootResult,
+    c: &mut Checks,
+) -> Result<BootResult> {
+    let new = m.new;
+    let r = boot(
+        m,
+        disk,
+        false,
+        r#"section release; uname -r
+section cmdline; cat /proc/cmdline
+section root; findmnt -no SOURCE /
+DEBIAN_FRONTEND=noninteractive apt-get purge -y bootprint > /tmp/purge.log 2>&1; rc=$?
+section purge; echo "rc=$rc"; tail -n 5 /tmp/purge.log
+section after-purge; snap
+section left; ls -d /var/log/bootprint /var/lib/bootprint /etc/bootprint /usr/lib/bootprint /usr/bin/bootprint 2>/dev/null
+"#,
+    )?;
+    let s = sections(&out(&r));
+    c.check(
+        lines(&s, "release").first() == Some(new)
+            && !lines(&s, "cmdline").iter().any(|l| l.contains("bootprint"))
+            && on_the_volume(&s),
+        &format!(
+            "boot 4 is stock on the new kernel, on the volume ({:?}): {}",
+            lines(&s, "root"),
+            lines(&s, "cmdline").join(" ")
+        ),
+    );
+    c.check(
+        rc0(&s, "purge") && lines(&s, "left").is_empty(),
+        &format!(
+            "apt-get purge bootprint: {}; left: {:?}",
+            lines(&s, "purge").join(" | "),
+            lines(&s, "left")
+        ),
+    );
+    same(
+        c,
+        "after purge the boot files are as after disable",
+        &sections(&out(disabled)),
+        "after-disable",
+        &s,
+        "after-purge",
+    );
+    Ok(r)
+}
