@@ -1,14 +1,18 @@
-//! `package --root lvm`: the package test on a root bootprint's initramfs cannot mount, ext4
-//! on an LVM logical volume with /boot on its own partition (grub_disk.rs, `Root::Lvm`;
-//! docs/testbed.md, "`package`: the package test"). Four boots through the BIOS and GRUB,
-//! each from the disk the one before left, Debian's initramfs opening the volume every time:
+//! `package --root lvm|luks|luks-lvm`: the package test on a root bootprint's initramfs
+//! cannot mount: ext4 on an LVM logical volume, on LUKS2, or on LVM inside LUKS2, /boot on
+//! its own partition (grub_disk.rs, `Root::stacked`; docs/testbed.md, "`package`: the
+//! package test"). Four boots through the BIOS and GRUB, each from the disk the one before
+//! left, Debian's initramfs opening the root's devices every time (LUKS with the key file
+//! it holds):
 //!
-//! 1. stock: the root is `/dev/mapper/vg0-root`; `dpkg -i` the .deb (the next boot's files
-//!    must not change); `bootprint initramfs plan` refuses, naming the volume and the
-//!    partition under it; `bootprint enable --all` leaves the initramfs lever out with that
-//!    reason and turns the others on;
-//! 2. bootprint on (`init=` after Debian's initramfs): its trace, read by the host's
-//!    `bootprint report`; readahead learns, the module loader and the LSB runner run;
+//! 1. stock: the root is the stacked device; `dpkg -i` the .deb (on LUKS copied from a
+//!    second disk: the host cannot write the root), the next boot's files unchanged;
+//!    `bootprint initramfs plan` refuses, naming every layer down to the partition;
+//!    `bootprint enable --all` leaves the initramfs lever out with that reason and turns
+//!    the others on;
+//! 2. bootprint on (`init=` after Debian's initramfs): its trace, read by `bootprint
+//!    report` (the host's; on LUKS the guest's); readahead learns, the module loader and
+//!    the LSB runner run;
 //! 3. again: readahead replays what boot 2 learned, the module loader runs again; the
 //!    kernel upgrade builds no bootprint image (the lever is off) and the new kernel's entry
 //!    has `init=`; `bootprint disable`: nothing of bootprint left in the boot files;
@@ -20,14 +24,20 @@ use std::path::Path;
 use crate::checks::checklist::Checks;
 use crate::checks::late_test::sections;
 use crate::checks::package_test::{
-    after, boot, check_trace, lines, out, package_file, rc0, same, Machine, Prepared, INIT_WORD,
+    after, boot, boot_with, check_trace, lines, out, package_file, rc0, same, Machine, Prepared,
+    INIT_WORD,
 };
 use crate::vm::grub_disk::{Generator, Loader, Root};
 use crate::vm::qemu::BootResult;
 use crate::vm::util::{Paths, Result};
 
-/// The logical volume the disk's root is on (grub_disk.rs, `STACKED_SCRIPT`).
-const ROOT_LV: &str = "/dev/mapper/vg0-root";
+type Sections = [(String, BTreeSet<String>)];
+
+/// The layout under test and what its boots share.
+struct Stack<'a> {
+    m: Machine<'a>,
+    root: Root,
+}
 
 pub fn package(paths: &Paths, deb: &Path, cargo: bool, root: Root, c: &mut Checks) -> Result<()> {
     let p = Prepared::new(
@@ -38,38 +48,82 @@ pub fn package(paths: &Paths, deb: &Path, cargo: bool, root: Root, c: &mut Check
         Generator::InitramfsTools,
         root,
     )?;
-    let (m, first) = (p.machine(paths), &p.first);
-    let r1 = install_and_enable(&m, first, c)?;
-    let r2 = levers_learn(&m, &after(&r1, first), c)?;
-    let r3 = levers_replay_upgrade_and_disable(&m, &after(&r2, first), c)?;
-    let r4 = stock_and_purge(&m, &after(&r3, first), &r3, c)?;
+    let (t, first) = (
+        Stack {
+            m: p.machine(paths),
+            root,
+        },
+        &p.first,
+    );
+    let r1 = install_and_enable(&t, first, c)?;
+    let r2 = levers_learn(&t, &after(&r1, first), c)?;
+    let r3 = levers_replay_upgrade_and_disable(&t, &after(&r2, first), c)?;
+    let r4 = stock_and_purge(&t, &after(&r3, first), &r3, c)?;
     p.clean_up(&r4);
     Ok(())
 }
 
-/// The names of the events in a boot's trace (`events.log`: `TIME NAME ...`).
-fn event_names(r: &BootResult) -> BTreeSet<String> {
-    r.trace_dir
-        .as_ref()
-        .and_then(|d| std::fs::read_to_string(d.join("events.log")).ok())
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
-        .collect()
+/// In a recorded boot's script: this boot's trace as the guest's `bootprint report --json`
+/// reads it (one line), and the names of its events (`events.log`: `TIME NAME ...`).
+const TRACE_IN_GUEST: &str = r#"t=/var/log/bootprint/$(cat /proc/sys/kernel/random/boot_id)
+section trace-report; bootprint report --json $t 2>&1 | tr -d '
+'; echo
+section events; cut -d' ' -f2 $t/events.log | sort -u
+"#;
+
+impl Stack<'_> {
+    /// Whether the `root` section names the stacked device.
+    fn on_it(&self, s: &Sections) -> bool {
+        let dev = self.root.stacked_device().unwrap_or_default();
+        lines(s, "root").iter().any(|l| l == dev)
+    }
+
+    /// What `bootprint initramfs plan` must name: every layer down to the partition.
+    fn layers(&self) -> &'static str {
+        match self.root {
+            Root::Luks => "(vda2_crypt, a LUKS dm-crypt mapping) on /dev/vda2",
+            Root::LuksLvm => {
+                "(vg0-root, an LVM logical volume) on /dev/dm-0 (vda2_crypt, a LUKS dm-crypt \
+                 mapping) on /dev/vda2"
+            }
+            _ => "(vg0-root, an LVM logical volume) on /dev/vda2",
+        }
+    }
+
+    /// The recorded boot's trace read by `bootprint report`: the host's copy where the host
+    /// reads the root, else the guest's own report ([`TRACE_IN_GUEST`]).
+    fn check_trace(&self, c: &mut Checks, label: &str, r: &BootResult, s: &Sections) {
+        if r.trace_dir.is_some() {
+            check_trace(c, self.m.paths, label, r, self.m.old);
+            return;
+        }
+        let report = lines(s, "trace-report").join("");
+        let json: Option<serde_json::Value> = serde_json::from_str(&report).ok();
+        let login = json.as_ref().and_then(|j| j["text_login_s"].as_f64());
+        let uname = json
+            .as_ref()
+            .and_then(|j| j["system"]["uname"].as_str().map(str::to_string))
+            .unwrap_or_default();
+        c.check(
+            login.is_some() && uname.contains(self.m.old.as_str()),
+            &format!(
+                "{label}: the trace read by the guest's `bootprint report` (the host cannot \
+                 read the root): text login {login:?} s, {uname}"
+            ),
+        );
+    }
 }
 
-/// Whether the `root` section names the logical volume.
-fn on_the_volume(s: &[(String, BTreeSet<String>)]) -> bool {
-    lines(s, "root").iter().any(|l| l == ROOT_LV)
-}
-
-/// Boot 1: stock on the volume; install; the initramfs refuses; enable --all.
-fn install_and_enable(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
-    let r = boot(
-        m,
+/// Boot 1: stock on the stacked root; install; the initramfs refuses; enable --all.
+fn install_and_enable(t: &Stack, disk: &Path, c: &mut Checks) -> Result<BootResult> {
+    let r = boot_with(
+        &t.m,
         disk,
         false,
-        r#"section cmdline; cat /proc/cmdline
+        r#"if [ -b /dev/vdb ]; then
+  mkdir -p /run/deb && mount -o ro /dev/vdb /run/deb && cp /run/deb/bootprint.deb $d/ && umount /run/deb
+fi
+section cmdline; cat /proc/cmdline
 section root; findmnt -no SOURCE /
 section before; snap
 dpkg -i $d/bootprint.deb > /tmp/dpkg.log 2>&1; rc=$?
@@ -82,13 +136,12 @@ section enable; echo "rc=$rc"; cat /tmp/enable.log
 section grub-cmdline; grep -o 'init=[^ ]*' /boot/grub/grub.cfg | sort -u
 section ours; ls /boot | grep -c '^bootprint-initrd'
 "#,
+        t.m.deb_disk,
     )?;
     let s = sections(&out(&r));
     let cmdline = lines(&s, "cmdline");
     c.check(
-        !cmdline.is_empty()
-            && !cmdline.iter().any(|l| l.contains("bootprint"))
-            && on_the_volume(&s),
+        !cmdline.is_empty() && !cmdline.iter().any(|l| l.contains("bootprint")) && t.on_it(&s),
         &format!(
             "boot 1 is stock, its root {:?} opened by Debian's initramfs: {}",
             lines(&s, "root"),
@@ -109,21 +162,18 @@ section ours; ls /boot | grep -c '^bootprint-initrd'
     );
     let plan = lines(&s, "plan");
     c.check(
-        !rc0(&s, "plan")
-            && plan
-                .iter()
-                .any(|l| l.contains("(vg0-root, an LVM logical volume) on /dev/vda2")),
+        !rc0(&s, "plan") && plan.iter().any(|l| l.contains(t.layers())),
         &format!(
-            "bootprint initramfs plan refuses the root, naming the volume and its partition: {}",
+            "bootprint initramfs plan refuses the root, naming every layer: {}",
             plan.join(" | ")
         ),
     );
     let enable = lines(&s, "enable");
     c.check(
         rc0(&s, "enable")
-            && enable.iter().any(|l| {
-                l.starts_with("--all: initramfs left out:") && l.contains("an LVM logical volume")
-            })
+            && enable
+                .iter()
+                .any(|l| l.starts_with("--all: initramfs left out:") && l.contains(t.layers()))
             && lines(&s, "ours").first().map(String::as_str) == Some("0"),
         &format!(
             "bootprint enable --all, bootprint's initramfs left out with its reason and not \
@@ -144,28 +194,30 @@ section ours; ls /boot | grep -c '^bootprint-initrd'
 
 /// Boot 2: bootprint on, after Debian's initramfs opened the volume: the trace, and the
 /// levers' first boot (readahead and the module loader learn, the runner runs).
-fn levers_learn(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
+fn levers_learn(t: &Stack, disk: &Path, c: &mut Checks) -> Result<BootResult> {
     let r = boot(
-        m,
+        &t.m,
         disk,
         true,
-        r#"section cmdline; cat /proc/cmdline
+        &format!(
+            r#"section cmdline; cat /proc/cmdline
 section root; findmnt -no SOURCE /
 section rc; test -s /run/bootprint/rc.log && echo ran
 section status; bootprint status > /tmp/status.log 2>&1; echo "rc=$?"; cat /tmp/status.log
-"#,
+{TRACE_IN_GUEST}"#
+        ),
     )?;
     let s = sections(&out(&r));
     c.check(
-        lines(&s, "cmdline").iter().any(|l| l.contains(INIT_WORD)) && on_the_volume(&s),
+        lines(&s, "cmdline").iter().any(|l| l.contains(INIT_WORD)) && t.on_it(&s),
         &format!(
-            "boot 2 runs bootprint on the volume ({:?}): {}",
+            "boot 2 runs bootprint on the stacked root ({:?}): {}",
             lines(&s, "root"),
             lines(&s, "cmdline").join(" ")
         ),
     );
-    check_trace(c, m.paths, "boot 2", &r, m.old);
-    let events = event_names(&r);
+    t.check_trace(c, "boot 2", &r, &s);
+    let events: BTreeSet<String> = lines(&s, "events").into_iter().collect();
     c.check(
         events.contains("readahead_learn") && events.contains("modules_plan"),
         &format!(
@@ -184,19 +236,15 @@ section status; bootprint status > /tmp/status.log 2>&1; echo "rc=$?"; cat /tmp/
 }
 
 /// Boot 3: the levers' second boot (replay, the plan); the kernel upgrade; disable.
-fn levers_replay_upgrade_and_disable(
-    m: &Machine,
-    disk: &Path,
-    c: &mut Checks,
-) -> Result<BootResult> {
-    let new = m.new;
+fn levers_replay_upgrade_and_disable(t: &Stack, disk: &Path, c: &mut Checks) -> Result<BootResult> {
+    let new = t.m.new;
     let r = boot(
-        m,
+        &t.m,
         disk,
         true,
         &format!(
             r#"section root; findmnt -no SOURCE /
-dpkg -i $d/debs/linux-image-{new}_*.deb > /tmp/kernel.log 2>&1; rc=$?
+{TRACE_IN_GUEST}dpkg -i $d/debs/linux-image-{new}_*.deb > /tmp/kernel.log 2>&1; rc=$?
 section kernel; echo "rc=$rc"; tail -n 20 /tmp/kernel.log
 section ours; ls /boot | grep -c '^bootprint-initrd'
 section new-entry; grep -E '^[[:space:]]*linux[[:space:]].*vmlinuz-{new} ' /boot/grub/grub.cfg | grep -c 'init=/usr/lib/bootprint/bootprint-boot'
@@ -208,9 +256,9 @@ section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
         ),
     )?;
     let s = sections(&out(&r));
-    let events = event_names(&r);
+    let events: BTreeSet<String> = lines(&s, "events").into_iter().collect();
     c.check(
-        on_the_volume(&s) && events.contains("readahead_replay") && events.contains("modules_plan"),
+        t.on_it(&s) && events.contains("readahead_replay") && events.contains("modules_plan"),
         &format!(
             "boot 3: readahead replayed what boot 2 learned, the module loader ran again \
              (events: {events:?})"
@@ -248,14 +296,14 @@ section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
 
 /// Boot 4: stock on the new kernel, the volume opened by its Debian initramfs; purge.
 fn stock_and_purge(
-    m: &Machine,
+    t: &Stack,
     disk: &Path,
     disabled: &BootResult,
     c: &mut Checks,
 ) -> Result<BootResult> {
-    let new = m.new;
+    let new = t.m.new;
     let r = boot(
-        m,
+        &t.m,
         disk,
         false,
         r#"section release; uname -r
@@ -271,9 +319,9 @@ section left; ls -d /var/log/bootprint /var/lib/bootprint /etc/bootprint /usr/li
     c.check(
         lines(&s, "release").first() == Some(new)
             && !lines(&s, "cmdline").iter().any(|l| l.contains("bootprint"))
-            && on_the_volume(&s),
+            && t.on_it(&s),
         &format!(
-            "boot 4 is stock on the new kernel, on the volume ({:?}): {}",
+            "boot 4 is stock on the new kernel and the stacked root ({:?}): {}",
             lines(&s, "root"),
             lines(&s, "cmdline").join(" ")
         ),

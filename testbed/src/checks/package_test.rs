@@ -101,11 +101,14 @@ fn package(paths: &Paths, deb: &Path, cargo: bool, root: Root, c: &mut Checks) -
 }
 
 /// What a package test starts from: the image, the loader's disk, and a copy of that disk
-/// with the .deb in it (the first boot's).
+/// with the .deb in it (the first boot's), or beside it where the host cannot write the root.
 pub(crate) struct Prepared {
     img: image::Image,
     disk: GrubDisk,
     pub(crate) first: PathBuf,
+    /// A small ext4 disk holding the .deb (`bootprint.deb`), for the first boot's `vdb`,
+    /// when the root is encrypted.
+    pub(crate) deb_disk: Option<PathBuf>,
 }
 
 impl Prepared {
@@ -134,8 +137,13 @@ impl Prepared {
             disk.old_release,
             disk.new_release
         );
-        let first = with_deb(paths, &disk, deb)?;
-        Ok(Prepared { img, disk, first })
+        let (first, deb_disk) = with_deb(paths, &disk, deb)?;
+        Ok(Prepared {
+            img,
+            disk,
+            first,
+            deb_disk,
+        })
     }
 
     pub(crate) fn machine<'a>(&'a self, paths: &'a Paths) -> Machine<'a> {
@@ -145,6 +153,7 @@ impl Prepared {
             old: &self.disk.old_release,
             new: &self.disk.new_release,
             fs_offset: self.disk.fs_offset,
+            deb_disk: self.deb_disk.as_deref(),
         }
     }
 
@@ -154,6 +163,9 @@ impl Prepared {
             let _ = std::fs::remove_file(d);
         }
         let _ = std::fs::remove_file(&self.first);
+        if let Some(d) = &self.deb_disk {
+            let _ = std::fs::remove_file(d);
+        }
     }
 }
 
@@ -167,8 +179,11 @@ pub(crate) struct Machine<'a> {
     pub(crate) img: &'a image::Image,
     pub(crate) old: &'a String,
     pub(crate) new: &'a String,
-    /// Where the GRUB disk's root file system starts.
-    pub(crate) fs_offset: u64,
+    /// Where the GRUB disk's root file system starts; `None`: the host cannot read it
+    /// (LUKS), the guest reads its traces.
+    pub(crate) fs_offset: Option<u64>,
+    /// [`Prepared::deb_disk`].
+    pub(crate) deb_disk: Option<&'a Path>,
 }
 
 /// The disk a boot kept, for the next one (the first's when it kept none).
@@ -563,8 +578,10 @@ fn stock_as_before(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResul
 
 /// A copy of the GRUB disk with the .deb in it (the root file system copied out of the disk,
 /// the .deb written into it by debugfs on ext4, through a loop mount on btrfs and XFS, and
-/// the file system put back).
-fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
+/// the file system put back); on an encrypted root, which the host cannot write, the copy
+/// and beside it a small ext4 disk holding the .deb (`mke2fs -d`), which the first boot
+/// gets as `vdb` and copies from.
+fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<(PathBuf, Option<PathBuf>)> {
     let run = crate::vm::util::fresh_dir(&paths.cache.join("runs"))?;
     let disk = run.join("package-disk.raw");
     let log = run.join("host.log");
@@ -578,11 +595,32 @@ fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
     let deb = deb
         .canonicalize()
         .map_err(|e| io_err("cannot resolve", deb, e))?;
+    let Some(fs_offset) = grub.fs_offset else {
+        let dir = run.join("deb");
+        fs::create_dir_all(&dir).map_err(|e| io_err("cannot create", &dir, e))?;
+        let to = dir.join("bootprint.deb");
+        fs::copy(&deb, &to).map_err(|e| io_err("cannot copy the .deb to", &to, e))?;
+        let size_mb = fs::metadata(&deb)
+            .map_err(|e| io_err("cannot stat", &deb, e))?
+            .len()
+            / (1 << 20)
+            + 16;
+        let image = run.join("deb.ext4");
+        run_logged(
+            Command::new("mke2fs")
+                .args(["-q", "-t", "ext4", "-d"])
+                .arg(&dir)
+                .arg(&image)
+                .arg(format!("{size_mb}M")),
+            &log,
+        )?;
+        return Ok((disk, Some(image)));
+    };
     // The disk's last boot ended with `poweroff -f`: metadata still in the journal would be
     // replayed by the guest over what debugfs writes. So: the file system out, its journal
     // replayed, the .deb written, the file system back.
     let fs = run.join("fs.img");
-    qemu::extract_fs(&disk, grub.fs_offset, &fs, &log)?;
+    qemu::extract_fs(&disk, fs_offset, &fs, &log)?;
     if grub.root.made_as() == Root::Ext4 {
         qemu::replay_journal(&fs, &log)?;
         run_logged(
@@ -598,15 +636,28 @@ fn with_deb(paths: &Paths, grub: &GrubDisk, deb: &Path) -> Result<PathBuf> {
         let to = m.system_root().join(GUEST_DEB.trim_start_matches('/'));
         fs::copy(&deb, &to).map_err(|e| io_err("cannot copy the .deb to", &to, e))?;
     }
-    qemu::write_back_fs(&fs, &disk, grub.fs_offset, &log)?;
+    qemu::write_back_fs(&fs, &disk, fs_offset, &log)?;
     fs::remove_file(&fs).map_err(|e| io_err("cannot remove", &fs, e))?;
-    Ok(disk)
+    Ok((disk, None))
 }
 
 pub(crate) fn boot(m: &Machine, disk: &Path, record: bool, script: &str) -> Result<BootResult> {
+    boot_with(m, disk, record, script, None)
+}
+
+/// [`boot`], with `second` as the guest's `vdb` (the .deb's disk, [`Prepared::deb_disk`]).
+pub(crate) fn boot_with(
+    m: &Machine,
+    disk: &Path,
+    record: bool,
+    script: &str,
+    second: Option<&Path>,
+) -> Result<BootResult> {
     let mut o = BootOpts::new(Profile::Fast);
     o.firmware = true;
-    o.fs_offset = m.fs_offset;
+    o.fs_offset = m.fs_offset.unwrap_or(0);
+    o.copy_trace = m.fs_offset.is_some();
+    o.second_disk = second.map(Path::to_path_buf);
     o.record = record;
     o.keep_disk = true;
     o.disk_from = Some(disk.to_path_buf());

@@ -90,6 +90,11 @@ pub enum Root {
     /// ext4 on an LVM logical volume (`vg0/root`), /boot on its own partition, as Debian's
     /// installer lays out "guided, use entire disk and set up LVM"
     Lvm,
+    /// ext4 on LUKS2 (`vda2_crypt`), /boot apart, unlocked by a key file the initramfs holds
+    Luks,
+    /// LVM inside LUKS2, /boot apart: Debian's and Ubuntu's "use entire disk and set up
+    /// encrypted LVM"
+    LuksLvm,
 }
 
 impl Root {
@@ -99,13 +104,29 @@ impl Root {
             Root::Btrfs => "btrfs",
             Root::Xfs => "xfs",
             Root::Lvm => "lvm",
+            Root::Luks => "luks",
+            Root::LuksLvm => "luks-lvm",
         }
     }
 
     /// Whether the root is stacked on a device the host cannot make (device mapper): the
     /// setup boot builds the disk in the guest ([`STACKED_SCRIPT`]).
     pub fn stacked(self) -> bool {
-        self == Root::Lvm
+        self.stacked_device().is_some()
+    }
+
+    /// The device the guest mounts as its root when the root is stacked.
+    pub fn stacked_device(self) -> Option<&'static str> {
+        match self {
+            Root::Lvm | Root::LuksLvm => Some("/dev/mapper/vg0-root"),
+            Root::Luks => Some("/dev/mapper/vda2_crypt"),
+            Root::Ext4 | Root::Btrfs | Root::Xfs => None,
+        }
+    }
+
+    /// Whether the root is encrypted: the host reads nothing of it.
+    pub fn encrypted(self) -> bool {
+        matches!(self, Root::Luks | Root::LuksLvm)
     }
 
     /// The file system the root is made as on the host: a stacked root's is ext4 on the
@@ -126,6 +147,8 @@ impl Root {
             Root::Btrfs => "btrfs-progs",
             Root::Xfs => "xfsprogs",
             Root::Lvm => "lvm2 fdisk",
+            Root::Luks => "cryptsetup cryptsetup-initramfs fdisk",
+            Root::LuksLvm => "lvm2 cryptsetup cryptsetup-initramfs fdisk",
         }
     }
 
@@ -141,7 +164,7 @@ impl Root {
             Root::Ext4 => format!("{dev} / ext4 defaults 0 1\n"),
             Root::Btrfs => format!("{dev} / btrfs defaults,subvol=@ 0 0\n"),
             Root::Xfs => format!("{dev} / xfs defaults 0 0\n"),
-            Root::Lvm => unreachable!("made as ext4"),
+            Root::Lvm | Root::Luks | Root::LuksLvm => unreachable!("made as ext4"),
         }
     }
 }
@@ -269,9 +292,13 @@ impl Layout {
             Firmware::Uefi => "mkfs.fat -n ESP /dev/vda1\nmkdir -p /boot/efi\nmount /boot/efi\n",
         };
         let setup = if self.root.stacked() {
-            STACKED_SCRIPT
+            format!(
+                "LUKS={}\nLVM={}\n{STACKED_SCRIPT}",
+                self.root.encrypted() as u8,
+                matches!(self.root, Root::Lvm | Root::LuksLvm) as u8
+            )
         } else {
-            self.setup
+            self.setup.to_string()
         };
         format!("set -e\n{esp}{setup}cat /root/bootprint-testbed/releases\necho BP\"\"SETUP=ok\n")
     }
@@ -363,51 +390,77 @@ ls /boot/efi/EFI/BOOT /boot/efi/EFI/debian
 "#;
 
 /// A stacked root (`Root::stacked`), in the setup boot of the staging disk (its root the
-/// plain ext4 on vda1): the real disk is built on the second disk, vdb, as Debian's
-/// installer lays out "guided, use entire disk and set up LVM": an MBR, /boot (ext4, 512
-/// MiB) and an LVM physical volume holding `vg0/root` (ext4); the system copied onto it,
-/// its fstab naming the logical volume, then in a chroot of it the initramfs rebuilt (with
-/// lvm2's hook), GRUB installed on vdb (remembered as vda, as the disk boots alone) and
-/// grub.cfg written. Prints `fs_offset N`: where the root file system starts on the disk,
-/// the volume being one linear segment from the PV's first extent (checked), so the host
-/// reads and writes it as on a plain partition.
+/// plain ext4 on vda1; `LUKS` and `LVM` set to 0 or 1 before): the real disk is built on
+/// the second disk, vdb, as Debian's installer lays out "guided, use entire disk and set up
+/// (encrypted) LVM": an MBR, /boot (ext4, 512 MiB) and after it, with `LUKS`, a LUKS2
+/// container `vda2_crypt` (PBKDF2 at its minimum iterations: argon2's memory-hard key
+/// derivation takes many seconds under emulation) opened by a random key file that
+/// cryptsetup-initramfs copies into the initramfs (`KEYFILE_PATTERN`), as a test may
+/// (issue 42); with `LVM`, a physical volume holding `vg0/root`; the root's ext4 on top.
+/// The system is copied onto it from a bind mount of `/` alone, its fstab naming the root
+/// device and /boot by UUID; then in a chroot of it the initramfs is rebuilt (lvm2's and
+/// cryptroot's hooks), GRUB installed on vdb (remembered as vda, as the disk boots alone)
+/// and grub.cfg written. Prints `fs_offset N` on LVM without LUKS: where the root file
+/// system starts on the disk, the volume being one linear segment from the physical
+/// volume's first extent (checked), so the host reads and writes it as on a partition.
 const STACKED_SCRIPT: &str = r#"T=/dev/vdb
-# A retried boot finds the last attempt's volume group: gone first.
+# A retried boot finds the last attempt's devices: gone first.
 vgchange -an vg0 >/dev/null 2>&1 || true
+cryptsetup close vda2_crypt >/dev/null 2>&1 || true
 wipefs -qa ${T}2 ${T}1 $T 2>/dev/null || true
-printf 'label: dos\nstart=2048, size=1048576, type=83, bootable\nstart=1050624, type=8e\n' | sfdisk --quiet $T
+type=83; [ $LVM = 1 ] && [ $LUKS = 0 ] && type=8e
+printf 'label: dos\nstart=2048, size=1048576, type=83, bootable\nstart=1050624, type=%s\n' $type | sfdisk --quiet $T
 for i in 1 2 3 4 5 6 7 8 9 10; do [ -b ${T}2 ] && break; sleep 1; done
 mkfs.ext4 -q -F -L boot ${T}1
-pvcreate -q -ff -y ${T}2
-vgcreate -q vg0 ${T}2
-lvcreate -q -y -n root -l 100%FREE vg0
-mkfs.ext4 -q -F -L root /dev/vg0/root
-echo "segments $(lvs --noheadings -o seg_pe_ranges vg0/root | tr -d ' ')"
-lvs --noheadings -o seg_pe_ranges vg0/root | grep -q ':0-'
-pe=$(pvs --noheadings --units b --nosuffix -o pe_start ${T}2 | tr -d ' ')
-echo "fs_offset $((1050624 * 512 + pe))"
+dev=${T}2
+if [ $LUKS = 1 ]; then
+  key=/etc/cryptsetup-keys.d/vda2_crypt.key
+  mkdir -p -m 700 /etc/cryptsetup-keys.d
+  head -c 64 /dev/urandom > $key
+  chmod 600 $key
+  cryptsetup luksFormat -q --type luks2 --pbkdf pbkdf2 --pbkdf-force-iterations 1000 --key-file $key ${T}2
+  cryptsetup open --key-file $key ${T}2 vda2_crypt
+  dev=/dev/mapper/vda2_crypt
+  echo "vda2_crypt UUID=$(blkid -s UUID -o value ${T}2) $key luks,discard" > /etc/crypttab
+  echo 'KEYFILE_PATTERN="/etc/cryptsetup-keys.d/*.key"' >> /etc/cryptsetup-initramfs/conf-hook
+  echo UMASK=0077 >> /etc/initramfs-tools/initramfs.conf
+  echo dm_crypt >> /etc/initramfs-tools/modules
+fi
+root=$dev
+if [ $LVM = 1 ]; then
+  pvcreate -q -ff -y $dev
+  vgcreate -q vg0 $dev
+  lvcreate -q -y -n root -l 100%FREE vg0
+  root=/dev/mapper/vg0-root
+  echo "segments $(lvs --noheadings -o seg_pe_ranges vg0/root | tr -d ' ')"
+  lvs --noheadings -o seg_pe_ranges vg0/root | grep -q ':0-'
+  pe=$(pvs --noheadings --units b --nosuffix -o pe_start $dev | tr -d ' ')
+  [ $LUKS = 1 ] || echo "fs_offset $((1050624 * 512 + pe))"
+fi
+mkfs.ext4 -q -F -L root $root
+echo dm_mod >> /etc/initramfs-tools/modules
 # The system through a bind mount of / alone (no /proc, /run, ... under it), both mounts
 # on /run's tmpfs: cp never meets its destination inside its source.
 mkdir /run/target /run/system
-mount /dev/vg0/root /run/target
+mount $root /run/target
 mkdir /run/target/boot
 mount ${T}1 /run/target/boot
 mount --bind / /run/system
 cp -a /run/system/. /run/target/
 umount /run/system
-printf '/dev/mapper/vg0-root / ext4 errors=remount-ro 0 1\nUUID=%s /boot ext4 defaults 0 2\nproc /proc proc defaults 0 0\n' \
-  "$(blkid -s UUID -o value ${T}1)" > /run/target/etc/fstab
-echo dm_mod >> /run/target/etc/initramfs-tools/modules
+printf '%s / ext4 errors=remount-ro 0 1\nUUID=%s /boot ext4 defaults 0 2\nproc /proc proc defaults 0 0\n' \
+  $root "$(blkid -s UUID -o value ${T}1)" > /run/target/etc/fstab
 for f in dev proc sys run; do mount --bind /$f /run/target/$f; done
 chroot /run/target sh -e -c "echo 'grub-pc grub-pc/install_devices multiselect /dev/vda' | debconf-set-selections
 update-initramfs -u -k all
 grub-install $T
 update-grub"
-grep -m1 -o 'root=[^ ]*' /run/target/boot/grub/grub.cfg
+grep -m1 -oE '[[:space:]]root=(/|UUID=)[^ ]*' /run/target/boot/grub/grub.cfg
 for f in run sys proc dev; do umount /run/target/$f; done
 umount /run/target/boot
 umount /run/target
-vgchange -an vg0
+vgchange -an vg0 >/dev/null 2>&1 || [ $LVM = 0 ]
+[ $LUKS = 0 ] || cryptsetup close vda2_crypt
 sync
 "#;
 
@@ -418,8 +471,9 @@ pub struct GrubDisk {
     pub old_release: String,
     /// The release of the kernel .deb left in [`GUEST_DEBS`] for the upgrade.
     pub new_release: String,
-    /// Where the root file system starts on the disk, in bytes.
-    pub fs_offset: u64,
+    /// Where the root file system starts on the disk, in bytes; `None` when the host
+    /// cannot read it (LUKS).
+    pub fs_offset: Option<u64>,
     /// Its type.
     pub root: Root,
 }
@@ -448,11 +502,21 @@ pub fn ensure(
             dir.join("ok").display()
         ))
     })?;
-    // Disks derived before the line was written have their root where the layout puts it.
-    let fs_offset = releases
+    // `none`: encrypted, the host reads nothing of it. Disks derived before the line was
+    // written have their root where the layout puts it.
+    let fs_offset = match releases
         .lines()
-        .find_map(|l| l.trim().strip_prefix("fs_offset ")?.parse().ok())
-        .unwrap_or(layout.fs_offset());
+        .find_map(|l| l.trim().strip_prefix("fs_offset "))
+    {
+        Some("none") => None,
+        Some(n) => Some(n.parse().map_err(|_| {
+            Error::fail(format!(
+                "{}: expected `fs_offset N` or `fs_offset none`, found `fs_offset {n}`",
+                dir.join("ok").display()
+            ))
+        })?),
+        None => Some(layout.fs_offset()),
+    };
     Ok(GrubDisk {
         disk: dir.join("disk.raw"),
         old_release,
@@ -600,27 +664,29 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
     let fs_offset = if layout.root.stacked() {
         let offset = out
             .lines()
-            .find_map(|l| l.trim().strip_prefix("fs_offset ")?.parse::<u64>().ok())
-            .ok_or_else(|| {
-                Error::fail(format!(
-                    "the setup boot built the {} disk but printed no `fs_offset N` (serial log {})",
-                    layout.root.name(),
-                    r.serial_log.display()
-                ))
-            })?;
+            .find_map(|l| l.trim().strip_prefix("fs_offset ")?.parse::<u64>().ok());
+        if offset.is_none() && !layout.root.encrypted() {
+            return Err(Error::fail(format!(
+                "the setup boot built the {} disk but printed no `fs_offset N` (serial log {})",
+                layout.root.name(),
+                r.serial_log.display()
+            )));
+        }
         // The staging disk is done with: the guest's disk is the one it built.
         fs::remove_file(&kept).map_err(|e| io_err("cannot remove", &kept, e))?;
         fs::rename(&target, &work).map_err(|e| io_err("cannot move", &target, e))?;
         offset
     } else {
         fs::rename(&kept, &work).map_err(|e| io_err("cannot move", &kept, e))?;
-        layout.fs_offset()
+        Some(layout.fs_offset())
     };
     // apt's downloads and the image's purged kernel left freed blocks in the sparse file;
     // every boot's copy of the disk would carry them. Only room is at stake, so a failure
     // here is said and passed over.
-    if let Err(e) = fsimage::trim(&work, fs_offset, &dir.join("mnt"), &log) {
-        eprintln!("grub disk: free blocks not given back ({e})");
+    if let Some(offset) = fs_offset {
+        if let Err(e) = fsimage::trim(&work, offset, &dir.join("mnt"), &log) {
+            eprintln!("grub disk: free blocks not given back ({e})");
+        }
     }
 
     eprintln!("grub disk: a boot through the firmware and GRUB");
@@ -649,9 +715,13 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
             tail_lines(&out, 10)
         )));
     }
-    if layout.root.stacked() && !out.contains("BPROOT=/dev/mapper/vg0-root") {
+    if let Some(dev) = layout
+        .root
+        .stacked_device()
+        .filter(|dev| !out.contains(&format!("BPROOT={dev}\n")))
+    {
         return Err(Error::fail(format!(
-            "the disk booted, but its root is not the logical volume (serial log {}):\n{}",
+            "the disk booted, but its root is not {dev} (serial log {}):\n{}",
             r.serial_log.display(),
             tail_lines(&out, 10)
         )));
@@ -667,7 +737,10 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
     fs::rename(&work, &disk).map_err(|e| io_err("cannot move", &work, e))?;
     fs::write(
         dir.join("ok"),
-        format!("old {old_release}\nnew {new_release}\nfs_offset {fs_offset}\n"),
+        format!(
+            "old {old_release}\nnew {new_release}\nfs_offset {}\n",
+            fs_offset.map_or("none".to_string(), |o| o.to_string())
+        ),
     )
     .map_err(|e| io_err("cannot write", dir, e))?;
     eprintln!("grub disk: ready, {}", disk.display());
@@ -805,7 +878,9 @@ fn convert_root(ext4: &Path, kind: Root, dir: &Path, log: &Path) -> Result<PathB
             .args(["-q", "-L", "root"])
             .arg(&out)
             .status(),
-        Root::Ext4 | Root::Lvm => unreachable!("made as ext4: not converted"),
+        Root::Ext4 | Root::Lvm | Root::Luks | Root::LuksLvm => {
+            unreachable!("made as ext4: not converted")
+        }
     };
     if !matches!(mkfs, Ok(s) if s.success()) {
         return Err(Error::fail(format!(
@@ -1174,7 +1249,19 @@ mod tests {
         let img = crate::vm::image::Image::at(PathBuf::from("image-12-0a1b"));
         assert_eq!(v.fstab(), l(Root::Ext4, Firmware::Bios).fstab());
         let setup = v.setup_script();
-        assert!(setup.starts_with("set -e\nT=/dev/vdb\n"), "{setup}");
+        assert!(
+            setup.starts_with("set -e\nLUKS=0\nLVM=1\nT=/dev/vdb\n"),
+            "{setup}"
+        );
+        for (root, vars, dev) in [
+            (Root::Luks, "LUKS=1\nLVM=0\n", "/dev/mapper/vda2_crypt"),
+            (Root::LuksLvm, "LUKS=1\nLVM=1\n", "/dev/mapper/vg0-root"),
+        ] {
+            let s = l(root, Firmware::Bios).setup_script();
+            assert!(s.starts_with(&format!("set -e\n{vars}T=/dev/vdb\n")), "{s}");
+            assert!(root.encrypted() && root.stacked_device() == Some(dev));
+        }
+        assert!(!Root::Lvm.encrypted() && Root::Ext4.stacked_device().is_none());
         assert!(setup.contains("chroot /run/target sh -e -c"), "{setup}");
         assert!(
             setup.ends_with("sync\ncat /root/bootprint-testbed/releases\necho BP\"\"SETUP=ok\n")

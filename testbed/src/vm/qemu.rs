@@ -178,6 +178,9 @@ pub struct BootOpts {
     /// A second virtio disk (the guest's `vdb`), this file itself, not a copy: the GRUB
     /// disk's setup boot builds a root on LVM there, which the host cannot.
     pub second_disk: Option<PathBuf>,
+    /// With `record`: copy the trace out of the disk after the boot. Off where the host
+    /// cannot read the root (LUKS): the wait for the trace stays, the guest reads it.
+    pub copy_trace: bool,
 }
 
 impl BootOpts {
@@ -199,6 +202,7 @@ impl BootOpts {
             fs_offset: 0,
             trace_wait_s: TRACE_TIMEOUT_S,
             second_disk: None,
+            copy_trace: true,
         }
     }
 
@@ -612,7 +616,7 @@ fn boot_disk(
     let lines = con.finish();
     let firmware_load_s = firmware_estimate(&lines);
     let clock_offset_s = clock_offset_before(&lines, host_login_s);
-    let trace_dir = match opts.record {
+    let trace_dir = match opts.record && opts.copy_trace {
         true => trace_out(paths, opts, run, disk, boot_id.as_deref(), trace_ready)?,
         false => None,
     };
