@@ -250,7 +250,7 @@ fn levers_replay_upgrade_and_disable(t: &Stack, disk: &Path, c: &mut Checks) -> 
 {TRACE_IN_GUEST}dpkg -i $d/debs/linux-image-{new}_*.deb > /tmp/kernel.log 2>&1; rc=$?
 section kernel; echo "rc=$rc"; tail -n 20 /tmp/kernel.log
 section ours; ls /boot | grep -c '^bootprint-initrd'
-section new-entry; grep -E '^[[:space:]]*linux[[:space:]].*vmlinuz-{new} ' /boot/grub/grub.cfg | grep -c 'init=/usr/lib/bootprint/bootprint-boot'
+section new-entry; grep -F 'vmlinuz-{new} ' /boot/grub/grub.cfg | grep -c 'init=/usr/lib/bootprint/bootprint-boot'
 bootprint disable > /tmp/disable.log 2>&1; rc=$?
 section disable; echo "rc=$rc"; cat /tmp/disable.log
 section after-disable; snap

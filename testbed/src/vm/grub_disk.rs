@@ -627,9 +627,12 @@ fn derive(paths: &Paths, img: &Image, layout: &Layout, dir: &Path) -> Result<()>
     eprintln!(
         "grub disk: setup boot (the disk's own kernel, root={}): {}",
         layout.root_dev(),
-        match layout.loader {
-            Loader::Grub => "grub-install, update-grub",
-            Loader::SystemdBoot => "bootctl install, kernel-install add",
+        match (layout.root.stacked(), layout.loader) {
+            (true, _) =>
+                "the disk built on vdb (the root's devices, the system copied, \
+                          update-initramfs, grub-install, update-grub in a chroot)",
+            (false, Loader::Grub) => "grub-install, update-grub",
+            (false, Loader::SystemdBoot) => "bootctl install, kernel-install add",
         }
     );
     let mut o = BootOpts::new(Profile::Fast);

@@ -903,7 +903,7 @@ impl Guest<'_> {
             ))?;
         }
         self.con.send(
-            "base64 -d /run/bp.b64 > /run/bp.sh; echo BP\"\"OUT=begin; sh /run/bp.sh 2>&1; \
+            "base64 -d /run/bp.b64 > /run/bp.sh; echo BP\"\"OUT=begin; sh /run/bp.sh 2>&1 3<&-; \
              echo BP\"\"OUT=end\n",
         )?;
         let (_, begin) = self.expect(&["BPOUT=begin"], pos, 60, "the guest script's start")?;
