@@ -100,7 +100,7 @@ MATRIX = 12,bios,grub,initramfs-tools,ext4 12,uefi,grub,initramfs-tools,ext4 \
 	12,uefi,systemd-boot,initramfs-tools,ext4 13,bios,grub,initramfs-tools,ext4 \
 	13,uefi,grub,initramfs-tools,ext4 13,uefi,systemd-boot,initramfs-tools,ext4 \
 	13,bios,grub,dracut,ext4 13,bios,grub,initramfs-tools,btrfs \
-	13,bios,grub,initramfs-tools,xfs
+	13,bios,grub,initramfs-tools,xfs 13,bios,grub,initramfs-tools,lvm
 matrix: deb
 	@failed=; for cell in $(MATRIX); do \
 	  set -- $$(echo $$cell | tr , ' '); echo "== matrix: $$cell"; \

@@ -309,6 +309,23 @@ pub fn fstat(f: &impl AsRawFd) -> io::Result<EntryStat> {
 pub struct Dir(File);
 
 impl Dir {
+    /// Takes an exclusive `flock` on this directory, held until the `Dir` is dropped (or
+    /// the process dies): writers that read a file in it, change it and write it back take
+    /// turns instead of writing over each other's changes. Blocks while another holds it.
+    pub fn lock_exclusive(&self) -> io::Result<()> {
+        use std::os::unix::io::AsRawFd;
+        loop {
+            // SAFETY: flock on a descriptor this Dir owns; no memory is passed.
+            if unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(());
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
+
     /// Opens the directory at `path` as the caller gives it, symlinks followed (a `--root`
     /// the admin named, say); the steps after it are relative to what it opened.
     pub fn open_following(path: &Path) -> io::Result<Dir> {

@@ -387,10 +387,8 @@ fn run_plan(
     progress.phase = "save";
     // Read again first: another runner saved since this one planned (runlevel S's worker
     // ends while runlevel 2 runs), and its figures must not be written over.
-    let (mut durations, _) = Durations::load(dpath);
-    runner.learn(&mut durations);
+    let _ = Durations::update(dpath, |d| runner.learn(d));
     drop(runner);
-    let _ = durations.save(dpath);
     keep_span_log(req);
     0
 }
