@@ -24,8 +24,8 @@ use std::path::Path;
 use crate::checks::checklist::Checks;
 use crate::checks::late_test::sections;
 use crate::checks::package_test::{
-    after, boot, boot_with, check_trace, lines, out, package_file, rc0, same, Machine, Prepared,
-    INIT_WORD,
+    after, boot, boot_with, check_purge, check_trace, lines, out, package_file, rc0, same, Machine,
+    Prepared, INIT_WORD, PURGE,
 };
 use crate::vm::grub_disk::{Generator, Loader, Root};
 use crate::vm::qemu::BootResult;
@@ -309,14 +309,12 @@ fn stock_and_purge(
         &t.m,
         disk,
         false,
-        r#"section release; uname -r
+        &format!(
+            r#"section release; uname -r
 section cmdline; cat /proc/cmdline
 section root; findmnt -no SOURCE /
-DEBIAN_FRONTEND=noninteractive apt-get purge -y bootprint > /tmp/purge.log 2>&1; rc=$?
-section purge; echo "rc=$rc"; tail -n 5 /tmp/purge.log
-section after-purge; snap
-section left; ls -d /var/log/bootprint /var/lib/bootprint /etc/bootprint /usr/lib/bootprint /usr/bin/bootprint 2>/dev/null
-"#,
+{PURGE}"#
+        ),
     )?;
     let s = sections(&out(&r));
     c.check(
@@ -329,22 +327,7 @@ section left; ls -d /var/log/bootprint /var/lib/bootprint /etc/bootprint /usr/li
             lines(&s, "cmdline").join(" ")
         ),
     );
-    c.check(
-        rc0(&s, "purge") && lines(&s, "left").is_empty(),
-        &format!(
-            "apt-get purge bootprint: {}; left: {:?}",
-            lines(&s, "purge").join(" | "),
-            lines(&s, "left")
-        ),
-    );
-    same(
-        c,
-        "after purge the boot files are as after disable",
-        &sections(&out(disabled)),
-        "after-disable",
-        &s,
-        "after-purge",
-    );
+    check_purge(c, &s, disabled);
     Ok(r)
 }
 

@@ -675,6 +675,35 @@ pub(crate) fn boot_with(
     Ok(r)
 }
 
+/// The last boot's `apt-get purge bootprint` (sections `purge`, `after-purge`, `left`), for
+/// [`check_purge`].
+pub(crate) const PURGE: &str = r#"DEBIAN_FRONTEND=noninteractive apt-get purge -y bootprint > /tmp/purge.log 2>&1; rc=$?
+section purge; echo "rc=$rc"; tail -n 5 /tmp/purge.log
+section after-purge; snap
+section left; ls -d /var/log/bootprint /var/lib/bootprint /etc/bootprint /usr/lib/bootprint /usr/bin/bootprint 2>/dev/null
+"#;
+
+/// What [`PURGE`] must have done: exit 0, none of the package's files, state or traces
+/// left, the boot files as the boot `disabled` left them after `bootprint disable`.
+pub(crate) fn check_purge(c: &mut Checks, s: &Sections, disabled: &BootResult) {
+    c.check(
+        rc0(s, "purge") && lines(s, "left").is_empty(),
+        &format!(
+            "apt-get purge bootprint: {}; left: {:?}",
+            lines(s, "purge").join(" | "),
+            lines(s, "left")
+        ),
+    );
+    same(
+        c,
+        "after purge the boot files are as after disable",
+        &sections(&out(disabled)),
+        "after-disable",
+        s,
+        "after-purge",
+    );
+}
+
 pub(crate) fn out(r: &BootResult) -> String {
     r.guest_output.clone().unwrap_or_default()
 }
