@@ -21,8 +21,9 @@ use std::path::Path;
 use crate::checks::checklist::Checks;
 use crate::checks::late_test::sections;
 use crate::checks::package_test::{
-    after, boot, check_ours_on_new, check_purge, check_trace, check_upgrade_and_default, lines,
-    out, package_file, rc0, same, upgrade_and_default, Machine, Prepared, INIT_WORD, PURGE,
+    after, boot, check_disable, check_ours_on_new, check_purge, check_trace,
+    check_upgrade_and_default, lines, out, rc0, same, upgrade_and_default, Machine, Prepared,
+    DISABLE, INIT_WORD, PURGE,
 };
 use crate::vm::grub_disk::{Generator, Loader, Root};
 use crate::vm::qemu::BootResult;
@@ -206,33 +207,16 @@ fn ours_and_disable(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResu
         m,
         disk,
         true,
-        r#"section release; uname -r
+        &format!(
+            r#"section release; uname -r
 section cmdline; cat /proc/cmdline
 section initramfs; test -e /run/bootprint/initramfs.log && echo ran
-bootprint disable > /tmp/disable.log 2>&1; rc=$?
-section disable; echo "rc=$rc"; cat /tmp/disable.log
-section after-disable; snap
-# grub.cfg's `### BEGIN /etc/grub.d/42_bootprint ###` comments stay while the package does.
-section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
-"#,
+{DISABLE}"#
+        ),
     )?;
     let s = sections(&out(&r));
     check_ours_on_new(c, m, &s, &r, "GRUB's default");
-    c.check(
-        rc0(&s, "disable"),
-        &format!("bootprint disable: {}", lines(&s, "disable").join(" | ")),
-    );
-    let left: Vec<String> = lines(&s, "after-disable")
-        .into_iter()
-        .filter(|l| l.contains("bootprint") && !package_file(l))
-        .collect();
-    c.check(
-        left.is_empty() && lines(&s, "grub-bootprint").first().map(String::as_str) == Some("0"),
-        &format!(
-            "disable left nothing of bootprint in the boot files ({left:?}) nor in grub.cfg ({:?})",
-            lines(&s, "grub-bootprint")
-        ),
-    );
+    check_disable(c, &s);
     Ok(r)
 }
 

@@ -24,8 +24,8 @@ use std::path::Path;
 use crate::checks::checklist::Checks;
 use crate::checks::late_test::sections;
 use crate::checks::package_test::{
-    after, boot, boot_with, check_purge, check_trace, lines, out, package_file, rc0, same, Machine,
-    Prepared, INIT_WORD, PURGE,
+    after, boot, boot_with, check_disable, check_purge, check_trace, lines, out, rc0, same,
+    Machine, Prepared, DISABLE, INIT_WORD, PURGE,
 };
 use crate::vm::grub_disk::{Generator, Loader, Root};
 use crate::vm::qemu::BootResult;
@@ -251,11 +251,7 @@ fn levers_replay_upgrade_and_disable(t: &Stack, disk: &Path, c: &mut Checks) -> 
 section kernel; echo "rc=$rc"; tail -n 20 /tmp/kernel.log
 section ours; ls /boot | grep -c '^bootprint-initrd'
 section new-entry; grep -F 'vmlinuz-{new} ' /boot/grub/grub.cfg | grep -c 'init=/usr/lib/bootprint/bootprint-boot'
-bootprint disable > /tmp/disable.log 2>&1; rc=$?
-section disable; echo "rc=$rc"; cat /tmp/disable.log
-section after-disable; snap
-section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
-"#
+{DISABLE}"#
         ),
     )?;
     let s = sections(&out(&r));
@@ -279,21 +275,7 @@ section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
             lines(&s, "kernel").join(" | ")
         ),
     );
-    c.check(
-        rc0(&s, "disable"),
-        &format!("bootprint disable: {}", lines(&s, "disable").join(" | ")),
-    );
-    let left: Vec<String> = lines(&s, "after-disable")
-        .into_iter()
-        .filter(|l| l.contains("bootprint") && !package_file(l))
-        .collect();
-    c.check(
-        left.is_empty() && lines(&s, "grub-bootprint").first().map(String::as_str) == Some("0"),
-        &format!(
-            "disable left nothing of bootprint in the boot files ({left:?}) nor in grub.cfg ({:?})",
-            lines(&s, "grub-bootprint")
-        ),
-    );
+    check_disable(c, &s);
     Ok(r)
 }
 

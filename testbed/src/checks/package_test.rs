@@ -675,6 +675,35 @@ pub(crate) fn boot_with(
     Ok(r)
 }
 
+/// `bootprint disable` on a GRUB machine (sections `disable`, `after-disable`,
+/// `grub-bootprint`), for [`check_disable`]. grub.cfg's `### BEGIN /etc/grub.d/42_bootprint
+/// ###` comments stay while the package does.
+pub(crate) const DISABLE: &str = r#"bootprint disable > /tmp/disable.log 2>&1; rc=$?
+section disable; echo "rc=$rc"; cat /tmp/disable.log
+section after-disable; snap
+section grub-bootprint; grep -v '^#' /boot/grub/grub.cfg | grep -c bootprint
+"#;
+
+/// What [`DISABLE`] must have done: exit 0, nothing of bootprint in the boot files but the
+/// package's own hooks, no `bootprint` in grub.cfg.
+pub(crate) fn check_disable(c: &mut Checks, s: &Sections) {
+    c.check(
+        rc0(s, "disable"),
+        &format!("bootprint disable: {}", lines(s, "disable").join(" | ")),
+    );
+    let left: Vec<String> = lines(s, "after-disable")
+        .into_iter()
+        .filter(|l| l.contains("bootprint") && !package_file(l))
+        .collect();
+    c.check(
+        left.is_empty() && lines(s, "grub-bootprint").first().map(String::as_str) == Some("0"),
+        &format!(
+            "disable left nothing of bootprint in the boot files ({left:?}) nor in grub.cfg ({:?})",
+            lines(s, "grub-bootprint")
+        ),
+    );
+}
+
 /// The last boot's `apt-get purge bootprint` (sections `purge`, `after-purge`, `left`), for
 /// [`check_purge`].
 pub(crate) const PURGE: &str = r#"DEBIAN_FRONTEND=noninteractive apt-get purge -y bootprint > /tmp/purge.log 2>&1; rc=$?
