@@ -21,9 +21,9 @@ use std::path::Path;
 use crate::checks::checklist::Checks;
 use crate::checks::late_test::sections;
 use crate::checks::package_test::{
-    after, boot, check_disable, check_ours_on_new, check_purge, check_trace,
-    check_upgrade_and_default, lines, out, rc0, same, upgrade_and_default, Machine, Prepared,
-    DISABLE, INIT_WORD, PURGE,
+    after, boot, check_disable, check_grub_init, check_installed, check_ours_on_new, check_purge,
+    check_trace, check_upgrade_and_default, lines, out, rc0, upgrade_and_default, Machine,
+    Prepared, DISABLE, INIT_WORD, PURGE,
 };
 use crate::vm::grub_disk::{Generator, Loader, Root};
 use crate::vm::qemu::BootResult;
@@ -85,18 +85,7 @@ section grub-cmdline; grep -o 'init=[^ ]*' /boot/grub/grub.cfg | sort -u
             lines(&s, "initrd")
         ),
     );
-    c.check(
-        rc0(&s, "install"),
-        &format!("dpkg -i the .deb: {}", lines(&s, "install").join(" | ")),
-    );
-    same(
-        c,
-        "installing the package changes nothing about the next boot",
-        &s,
-        "before",
-        &s,
-        "after-install",
-    );
+    check_installed(c, &s);
     let enable = lines(&s, "enable");
     c.check(
         rc0(&s, "enable") && enable.iter().any(|l| l.starts_with("--all: rc left out:")),
@@ -105,13 +94,7 @@ section grub-cmdline; grep -o 'init=[^ ]*' /boot/grub/grub.cfg | sort -u
             enable.join(" | ")
         ),
     );
-    c.check(
-        lines(&s, "grub-cmdline").iter().any(|l| l == INIT_WORD),
-        &format!(
-            "update-grub put {INIT_WORD} into grub.cfg: {:?}",
-            lines(&s, "grub-cmdline")
-        ),
-    );
+    check_grub_init(c, &s);
     Ok(r)
 }
 

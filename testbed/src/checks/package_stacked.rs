@@ -24,8 +24,8 @@ use std::path::Path;
 use crate::checks::checklist::Checks;
 use crate::checks::late_test::sections;
 use crate::checks::package_test::{
-    after, boot, boot_with, check_disable, check_purge, check_trace, lines, out, rc0, same,
-    Machine, Prepared, DISABLE, INIT_WORD, PURGE,
+    after, boot, boot_with, check_disable, check_grub_init, check_installed, check_purge,
+    check_trace, lines, out, rc0, Machine, Prepared, DISABLE, INIT_WORD, PURGE,
 };
 use crate::vm::grub_disk::{Generator, Loader, Root};
 use crate::vm::qemu::BootResult;
@@ -151,18 +151,7 @@ section ours; ls /boot | grep -c '^bootprint-initrd'
             cmdline.join(" ")
         ),
     );
-    c.check(
-        rc0(&s, "install"),
-        &format!("dpkg -i the .deb: {}", lines(&s, "install").join(" | ")),
-    );
-    same(
-        c,
-        "installing the package changes nothing about the next boot",
-        &s,
-        "before",
-        &s,
-        "after-install",
-    );
+    check_installed(c, &s);
     let plan = lines(&s, "plan");
     c.check(
         !rc0(&s, "plan") && plan.iter().any(|l| l.contains(t.layers())),
@@ -185,13 +174,7 @@ section ours; ls /boot | grep -c '^bootprint-initrd'
             lines(&s, "ours")
         ),
     );
-    c.check(
-        lines(&s, "grub-cmdline").iter().any(|l| l == INIT_WORD),
-        &format!(
-            "update-grub put {INIT_WORD} into grub.cfg: {:?}",
-            lines(&s, "grub-cmdline")
-        ),
-    );
+    check_grub_init(c, &s);
     Ok(r)
 }
 

@@ -213,18 +213,7 @@ section grub-cmdline; grep -o 'init=[^ ]*' /boot/grub/grub.cfg | sort -u
         !cmdline.iter().any(|l| l.contains("bootprint")),
         &format!("boot 1 is stock: {}", cmdline.join(" ")),
     );
-    c.check(
-        rc0(&s1, "install"),
-        &format!("dpkg -i the .deb: {}", lines(&s1, "install").join(" | ")),
-    );
-    same(
-        c,
-        "installing the package changes nothing about the next boot",
-        &s1,
-        "before",
-        &s1,
-        "after-install",
-    );
+    check_installed(c, &s1);
     c.check(
         rc0(&s1, "enable"),
         &format!(
@@ -232,13 +221,7 @@ section grub-cmdline; grep -o 'init=[^ ]*' /boot/grub/grub.cfg | sort -u
             lines(&s1, "enable").join(" | ")
         ),
     );
-    c.check(
-        lines(&s1, "grub-cmdline").iter().any(|l| l == INIT_WORD),
-        &format!(
-            "update-grub put {INIT_WORD} into grub.cfg: {:?}",
-            lines(&s1, "grub-cmdline")
-        ),
-    );
+    check_grub_init(c, &s1);
     Ok(r1)
 }
 
@@ -673,6 +656,35 @@ pub(crate) fn boot_with(
         r.serial_log.display()
     );
     Ok(r)
+}
+
+/// The first boot's `dpkg -i` (sections `install`, and `before` and `after-install` from
+/// `snap`): exit 0, and the files that decide the next boot unchanged by it.
+pub(crate) fn check_installed(c: &mut Checks, s: &Sections) {
+    c.check(
+        rc0(s, "install"),
+        &format!("dpkg -i the .deb: {}", lines(s, "install").join(" | ")),
+    );
+    same(
+        c,
+        "installing the package changes nothing about the next boot",
+        s,
+        "before",
+        s,
+        "after-install",
+    );
+}
+
+/// `enable` on GRUB put bootprint's `init=` into grub.cfg (section `grub-cmdline`: the
+/// `init=` words of grub.cfg).
+pub(crate) fn check_grub_init(c: &mut Checks, s: &Sections) {
+    c.check(
+        lines(s, "grub-cmdline").iter().any(|l| l == INIT_WORD),
+        &format!(
+            "update-grub put {INIT_WORD} into grub.cfg: {:?}",
+            lines(s, "grub-cmdline")
+        ),
+    );
 }
 
 /// `bootprint disable` on a GRUB machine (sections `disable`, `after-disable`,
