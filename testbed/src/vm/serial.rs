@@ -245,17 +245,12 @@ pub struct KernelFault {
     pub stale_int3: bool,
 }
 
-/// The kernel's panic when the root the command line names cannot be mounted: before init,
-/// but the boot's own doing (the faults check asks for it with a root that is not there;
-/// CI booted that case twice).
-const NO_ROOT: &str = "VFS: Unable to mount root fs";
-
 impl KernelFault {
     /// Why the fault is not the boot's own doing (the caller boots once more), if it is not.
     pub fn not_the_boots(&self) -> Option<&'static str> {
         if self.stale_int3 {
             Some("of a trap on an int3 it had already removed")
-        } else if self.before_init && !self.line.contains(NO_ROOT) {
+        } else if self.before_init {
             Some("before it ran any program")
         } else {
             None
@@ -572,18 +567,6 @@ mod tests {
         let gpf = report.replace("Oops: int3: 0000", "Oops: general protection fault: 0000");
         assert!(!kernel_fault(&gpf).unwrap().stale_int3);
         assert_eq!(byte_before_trap("<0f> 0b"), None);
-    }
-
-    /// A root that cannot be mounted panics before init, but the boot named that root: no
-    /// retry (the faults check's `root=/dev/bootprint-no-such-disk`, from CI's log).
-    #[test]
-    fn a_missing_root_is_the_boots_own() {
-        let report = "[    2.825284] VFS: Cannot open root device \"/dev/bootprint-no-such-disk\" or unknown-block(0,0): error -19\n\
-            [    2.825935] Kernel panic - not syncing: VFS: Unable to mount root fs on unknown-block(0,0)\n\
-            [    2.826000] CPU: 1 UID: 0 PID: 1 Comm: swapper/0 Not tainted 6.12.117+deb13-amd64 #1\n";
-        let f = kernel_fault(report).unwrap();
-        assert!(f.before_init, "{f:?}");
-        assert_eq!(f.not_the_boots(), None);
     }
 
     #[test]
