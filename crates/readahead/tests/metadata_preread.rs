@@ -46,11 +46,10 @@ fn wait_idle(dir: &Path) {
     }
 }
 
-/// Mounts the image afresh: nothing of it cached, and no lazy inode-table zeroing to add
-/// I/O of its own.
+/// Mounts the image afresh: nothing of it cached, and none of ext4's background reads to
+/// add I/O of its own.
 fn fresh_mount(img: &mut Ext4Image) {
-    img.unmount();
-    img.mount_with("rw,noinit_itable");
+    img.mount_afresh_quiet("rw");
     wait_idle(img.path());
 }
 

@@ -34,8 +34,7 @@ fn a_replay_yielding_the_cpus_waits_while_others_keep_them_busy() {
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
         .collect();
     fs::write(&file, &data).unwrap();
-    img.unmount();
-    img.mount_with("noatime,noinit_itable");
+    img.mount_afresh_quiet("noatime");
 
     // Others' share must pass 40 % of all CPUs while the loops run and stay under it after:
     // a loop per CPU makes it near 100 %, far from the line both ways.

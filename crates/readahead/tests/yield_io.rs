@@ -37,11 +37,10 @@ fn a_yielding_replay_reads_only_while_no_one_else_uses_the_disk() {
         .collect();
     fs::write(&a, &data[..16 << 20]).unwrap();
     fs::write(&b, &data[16 << 20..]).unwrap();
-    // A fresh mount empties the page cache of its files. No atime writes and no lazy
-    // inode-table zeroing: the filesystem itself must not use the disk while the test
-    // watches it.
-    img.unmount();
-    img.mount_with("noatime,noinit_itable");
+    // A fresh mount empties the page cache of its files. No atime writes, and none of
+    // ext4's own background reads: the filesystem itself must not use the disk while the
+    // test watches it.
+    img.mount_afresh_quiet("noatime");
 
     // Alone on the disk: everything is read, nothing of anyone else's is seen.
     let alone = replay::replay(&common::pack_of(&a), &gated(50));
@@ -54,8 +53,7 @@ fn a_yielding_replay_reads_only_while_no_one_else_uses_the_disk() {
 
     // Beside a reader: `dd` reads b.bin around the page cache (O_DIRECT), 64 KiB at a time,
     // for 2 s. The replay starts while it reads and must not read a piece until it stopped.
-    img.unmount();
-    img.mount_with("noatime,noinit_itable");
+    img.mount_afresh_quiet("noatime");
     let script = format!(
         "end=$(($(date +%s%N) + 2000000000)); \
          while [ $(date +%s%N) -lt $end ]; do \
