@@ -262,15 +262,34 @@ impl Layout {
         }
     }
 
+    /// The EFI system partition's fstab line, under UEFI.
+    fn esp_line(&self) -> Option<&'static str> {
+        (self.firmware == Firmware::Uefi).then_some("/dev/vda1 /boot/efi vfat umask=0077 0 2\n")
+    }
+
+    /// The machine runs systemd as init (the dracut layouts, as Fedora's): it stops a boot
+    /// at the emergency shell when an fstab mount fails, as the ESP's does before the setup
+    /// boot formats it (sysvinit's mountall.sh goes on).
+    fn systemd_init(&self) -> bool {
+        self.generator == Generator::Dracut
+    }
+
+    /// The fstab the disk ends with (and its cache key hashes).
     fn fstab(&self) -> String {
-        let esp = match self.firmware {
-            Firmware::Bios => "",
-            Firmware::Uefi => "/dev/vda1 /boot/efi vfat umask=0077 0 2\n",
-        };
         format!(
-            "{}{esp}proc /proc proc defaults 0 0\n",
-            self.root.fstab_line(self.root_dev())
+            "{}{}proc /proc proc defaults 0 0\n",
+            self.root.fstab_line(self.root_dev()),
+            self.esp_line().unwrap_or_default()
         )
+    }
+
+    /// The fstab the setup boot starts from: under systemd as init without the ESP's line,
+    /// which the setup script adds once the ESP has its file system (last, after `proc`).
+    fn fstab_before_setup(&self) -> String {
+        match self.esp_line() {
+            Some(esp) if self.systemd_init() => self.fstab().replace(esp, ""),
+            _ => self.fstab(),
+        }
     }
 
     /// What the kernel command line needs beyond `root=` to mount the root.
@@ -287,9 +306,16 @@ impl Layout {
     ///
     /// [`setup`]: Layout::setup
     fn setup_script(&self) -> String {
-        let esp = match self.firmware {
-            Firmware::Bios => "",
-            Firmware::Uefi => "mkfs.fat -n ESP /dev/vda1\nmkdir -p /boot/efi\nmount /boot/efi\n",
+        let esp = match self.esp_line() {
+            None => String::new(),
+            Some(line) => {
+                let add = if self.systemd_init() {
+                    format!("printf '{}' >> /etc/fstab\n", line.replace('\n', "\\n"))
+                } else {
+                    String::new()
+                };
+                format!("mkfs.fat -n ESP /dev/vda1\nmkdir -p /boot/efi\n{add}mount /boot/efi\n")
+            }
         };
         let setup = if self.root.stacked() {
             format!(
@@ -822,7 +848,7 @@ fn make_root(root: &Path, dir: &Path, layout: &Layout, log: &Path) -> Result<(Pa
     run_logged(&mut cmd, log)?;
     drop(proc_mount);
     fs::remove_file(&policy).map_err(|e| io_err("cannot remove", &policy, e))?;
-    image::write(&mnt.join("etc/fstab"), &layout.fstab())?;
+    image::write(&mnt.join("etc/fstab"), &layout.fstab_before_setup())?;
     if layout.loader == Loader::Grub {
         image::write(&mnt.join("etc/default/grub"), GRUB_DEFAULTS)?;
     }
@@ -1337,6 +1363,40 @@ mod tests {
             Root::Btrfs
         )
         .is_err());
+    }
+
+    /// Under systemd as init the setup boot starts without the ESP's fstab line (an fstab
+    /// mount of the unformatted ESP stopped it at the emergency shell, 2026-11-29) and the
+    /// setup script adds it after `mkfs.fat`, before mounting; sysvinit's layouts keep the
+    /// line from the start (their cached disks' keys unchanged).
+    #[test]
+    fn the_esp_joins_the_fstab_once_formatted_under_systemd() {
+        let sd = layout(
+            Firmware::Uefi,
+            Loader::SystemdBoot,
+            Generator::Dracut,
+            Root::Ext4,
+        )
+        .unwrap();
+        assert_eq!(
+            sd.fstab_before_setup(),
+            "/dev/vda2 / ext4 defaults 0 1\nproc /proc proc defaults 0 0\n"
+        );
+        assert!(sd.setup_script().starts_with(
+            "set -e\nmkfs.fat -n ESP /dev/vda1\nmkdir -p /boot/efi\n\
+             printf '/dev/vda1 /boot/efi vfat umask=0077 0 2\\n' >> /etc/fstab\nmount /boot/efi\n"
+        ));
+        assert!(sd.fstab().contains("/dev/vda1 /boot/efi vfat"));
+        let sysv = layout(
+            Firmware::Uefi,
+            Loader::SystemdBoot,
+            Generator::InitramfsTools,
+            Root::Ext4,
+        )
+        .unwrap();
+        assert_eq!(sysv.fstab_before_setup(), sysv.fstab());
+        let bios = layout(Firmware::Bios, Loader::Grub, Generator::Dracut, Root::Ext4).unwrap();
+        assert_eq!(bios.fstab_before_setup(), bios.fstab());
     }
 
     #[test]
