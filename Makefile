@@ -101,7 +101,8 @@ MATRIX = 12,bios,grub,initramfs-tools,ext4 12,uefi,grub,initramfs-tools,ext4 \
 	13,uefi,grub,initramfs-tools,ext4 13,uefi,systemd-boot,initramfs-tools,ext4 \
 	13,bios,grub,dracut,ext4 13,bios,grub,initramfs-tools,btrfs \
 	13,bios,grub,initramfs-tools,xfs 13,bios,grub,initramfs-tools,lvm \
-	13,bios,grub,initramfs-tools,luks 13,bios,grub,initramfs-tools,luks-lvm
+	13,bios,grub,initramfs-tools,luks 13,bios,grub,initramfs-tools,luks-lvm \
+	13,uefi,systemd-boot,dracut,ext4
 matrix: deb
 	@failed=; for cell in $(MATRIX); do \
 	  set -- $$(echo $$cell | tr , ' '); echo "== matrix: $$cell"; \
