@@ -274,7 +274,8 @@ impl Layout {
         self.generator == Generator::Dracut
     }
 
-    /// The fstab the disk ends with (and its cache key hashes).
+    /// The fstab the disk's cache key hashes, and its lines the disk ends with (under
+    /// systemd as init the ESP's comes last: [`Layout::fstab_before_setup`]).
     fn fstab(&self) -> String {
         format!(
             "{}{}proc /proc proc defaults 0 0\n",
