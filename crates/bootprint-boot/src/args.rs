@@ -100,6 +100,23 @@ pub const LATE_START: Verb = Verb {
             start bootprint-late.target",
 };
 
+/// `shutdown`.
+pub const SHUTDOWN: Verb = Verb {
+    name: "shutdown",
+    operands: "",
+    flags: &[
+        value("--how", "TEXT"),
+        switch("--save"),
+        value("--wait", "S"),
+        value("--log-dir", "DIR"),
+        value("--pid-file", "FILE"),
+    ],
+    about: "record the shutdown that is beginning (how it was asked for: TEXT) until asked to \
+            save, terminated, or 15 minutes, into LOG_DIR/<boot id>/shutdown/ when this boot \
+            was recorded (docs/recorder.md, \"Shutdown\"); with --save, ask the running one \
+            to write its trace now and wait up to S seconds (default 10) until it has",
+};
+
 /// Every verb, in the order the usage shows them.
 pub const VERBS: &[&Verb] = &[
     &RECORD,
@@ -108,6 +125,7 @@ pub const VERBS: &[&Verb] = &[
     &RC_ENABLED,
     &RC_BUILTIN,
     &LATE_START,
+    &SHUTDOWN,
 ];
 
 /// The usage text, from [`VERBS`].

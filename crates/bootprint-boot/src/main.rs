@@ -34,7 +34,7 @@ fn main() -> ExitCode {
     // runner's startpar form never passes it: startpar has no such option.)
     let verb_help = matches!(
         words.first().map(String::as_str),
-        Some("record" | "rc" | "late-start")
+        Some("record" | "rc" | "late-start" | "shutdown")
     ) && words[1..].iter().any(|w| w == "--help" || w == "-h");
     if verb_help {
         println!("{}", args::usage());
@@ -45,6 +45,7 @@ fn main() -> ExitCode {
         Some("rc") => rc_verb(&words[1..]),
         Some("rc-builtin") => rc_builtin(&words[1..]),
         Some("late-start") if words.len() == 1 => late_start(),
+        Some("shutdown") => shutdown(&words[1..]),
         Some("--version") => {
             println!("bootprint-boot {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
@@ -201,6 +202,57 @@ fn record_now(words: &[String]) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `shutdown [--how TEXT] [--log-dir DIR] [--pid-file FILE]`: records the shutdown
+/// (`record::shutdown`); `shutdown --save [--wait S] [--pid-file FILE]`: has the running
+/// recorder write its trace. Exit 0 also when there was nothing to record or save: a
+/// shutdown never waits on bootprint's failure.
+fn shutdown(words: &[String]) -> ExitCode {
+    use record::shutdown;
+    let given = match args::parse(&args::SHUTDOWN, words) {
+        Ok(g) if g.operands.is_empty() => g,
+        Ok(g) => return usage_error(&format!("shutdown: unexpected {:?}", g.operands[0])),
+        Err(e) => return usage_error(&e),
+    };
+    let pid_file = PathBuf::from(given.value("--pid-file").unwrap_or(shutdown::PID_FILE));
+    if given.has("--save") {
+        let wait = match given.value("--wait").map(str::parse::<f64>) {
+            None => 10.0,
+            Some(Ok(v)) if (0.0..=600.0).contains(&v) => v,
+            Some(_) => return usage_error("--wait needs seconds from 0 to 600"),
+        };
+        let wait = std::time::Duration::from_secs_f64(wait);
+        match shutdown::save(&pid_file, std::path::Path::new("/proc"), wait) {
+            Ok(()) => {}
+            Err(shutdown::SaveError::NotRunning) => {
+                eprintln!(
+                    "bootprint-boot: no shutdown recorder runs ({})",
+                    pid_file.display()
+                )
+            }
+            Err(shutdown::SaveError::Timeout) => eprintln!(
+                "bootprint-boot: the shutdown recorder did not write its trace within {} s",
+                wait.as_secs_f64()
+            ),
+        }
+        return ExitCode::SUCCESS;
+    }
+    let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+    let (mut config, _) = Config::load(std::path::Path::new(record::config::CONFIG_FILE), &cmdline);
+    if let Some(dir) = given.value("--log-dir") {
+        config.log_dir = PathBuf::from(dir);
+    }
+    let how = given.value("--how").unwrap_or("unknown");
+    match shutdown::record(&config, &Paths::default(), how, &pid_file) {
+        Ok(Some(dir)) => println!("{}", dir.display()),
+        Ok(None) => {}
+        Err(e) => eprintln!(
+            "bootprint-boot: cannot write the shutdown's trace under {}: {e}",
+            config.log_dir.display()
+        ),
+    }
+    ExitCode::SUCCESS
 }
 
 /// `rc-builtin SCRIPT ACTION`: does what Debian's SCRIPT does, on this system, if

@@ -101,6 +101,7 @@ fn run_recorder_child(
         warnings,
         readahead,
         modules,
+        shutdown: None,
     };
     let _ = panic::catch_unwind(AssertUnwindSafe(|| {
         if let Ok(trace) = recorder::run(config, &Paths::default(), start) {

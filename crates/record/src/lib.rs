@@ -4,7 +4,8 @@
 //! recorder and execs the real init, and on any failure execs the real init at once.
 //! [`recorder`] samples until boot is done ([`done`]) and writes the trace ([`store`]);
 //! [`readahead`] replays or learns the readahead pack around it; [`retain`] then keeps the
-//! log directory within its limits (also `bootprint prune`).
+//! log directory within its limits (also `bootprint prune`). [`shutdown`] records a
+//! shutdown with the same recorder, into the trace of the boot it ends.
 //! Sampling /proc belongs to `sample`; the on-disk format belongs to `trace`; system calls
 //! to the `sys` crate (and [`sys`] here: fchdir and the termination signals, which only the
 //! hand-off and the recorder use).
@@ -22,6 +23,7 @@ pub mod observers;
 pub mod readahead;
 pub mod recorder;
 pub mod retain;
+pub mod shutdown;
 pub mod store;
 pub mod sys;
 pub mod sysinfo;

@@ -94,6 +94,10 @@ pub struct Start {
     pub readahead: crate::readahead::Plan,
     /// The module loader started before init, if any.
     pub modules: crate::modload::Boot,
+    /// Records a shutdown instead of a boot: how it was asked for (`runlevel 6`,
+    /// `systemd`). It ends when asked to save or terminated, never at idle, and is written
+    /// into the trace of the boot it ends ([`crate::shutdown`]).
+    pub shutdown: Option<String>,
 }
 
 /// Records until boot is done (on a machine with a greeter, until a user's desktop is ready
@@ -252,6 +256,8 @@ struct Recorder<'a> {
     done: DoneCheck,
     /// Boot done, or after it a user's session.
     phase: Phase,
+    /// Recording a shutdown ([`Start::shutdown`]).
+    shutdown: bool,
     /// All CPUs' busy time at the last sample (clock ticks): the boot's CPU, for the
     /// recorder's share of it.
     boot_busy_ticks: u64,
@@ -284,6 +290,11 @@ impl<'a> Recorder<'a> {
                 .with("hz", config.hz)
                 .with("version", env!("CARGO_PKG_VERSION")),
         );
+        if let Some(how) = &start.shutdown {
+            store
+                .events
+                .push(Event::new(t_start, crate::shutdown::START_EVENT).with("how", how));
+        }
         if let Some((t, path)) = &start.init_exec {
             store
                 .events
@@ -312,7 +323,10 @@ impl<'a> Recorder<'a> {
         let delayacct_on = fs::read_to_string(&paths.delayacct).is_ok_and(|v| v.trim() == "1");
 
         let period_ns = (1_000_000_000 / config.hz.max(1) as u64).max(1);
-        let done = DoneCheck::new(config, t_start, start.stop_after_ns);
+        let mut done = DoneCheck::new(config, t_start, start.stop_after_ns);
+        if start.shutdown.is_some() {
+            done.shutdown = true;
+        }
         let mut table = ProcessTable::new(paths.proc.clone());
         table.time_listing = config.cost_detail;
         let own_pid = std::process::id();
@@ -341,6 +355,7 @@ impl<'a> Recorder<'a> {
             logins: Logins::default(),
             done,
             phase: Phase::Boot,
+            shutdown: start.shutdown.is_some(),
             boot_busy_ticks: 0,
             root_writable: false,
             next_root_check_ns: t_start,
@@ -614,6 +629,9 @@ impl<'a> Recorder<'a> {
         if let Some(levers) = levers {
             self.levers_at_boot_done(levers, &end.boot_done);
         }
+        if self.shutdown {
+            return self.finish_shutdown(end.boot_done, loop_cpu_s);
+        }
         self.store.events.push(end.boot_done);
         if let Some(desktop) = &end.desktop {
             let session_start = self.logins.session.as_ref().map(|s| s.start_ns);
@@ -647,6 +665,22 @@ impl<'a> Recorder<'a> {
         let limits = crate::retain::Limits::new(self.config.keep_traces, self.config.keep_mb);
         crate::retain::at_boot_done(&dir, limits, &boot_id);
         Ok(dir)
+    }
+
+    /// A shutdown's end: its last events, the kernel log and the runner's spans so far,
+    /// written into the trace of the boot being shut down.
+    fn finish_shutdown(mut self, end: Event, loop_cpu_s: f64) -> io::Result<PathBuf> {
+        self.store.events.push(end);
+        self.store.events.push(crate::shutdown::clock_event());
+        let exec_source = self.close_exec_source();
+        self.store.dmesg = kmsg::read_all(&self.paths.kmsg);
+        if let Ok(spans) = std::fs::read(&self.paths.rc_log) {
+            self.store.extra_files.push(("rc.log".into(), spans));
+        }
+        let stats = self.stats(loop_cpu_s, exec_source);
+        self.store.events.push(stats);
+        let boot_id = sysinfo::boot_id(&self.paths.proc);
+        crate::shutdown::write(&self.store, &self.config.log_dir, &boot_id)
     }
 
     /// Takes the exec events still queued and closes their source. Returns its name and how
@@ -923,6 +957,9 @@ struct DoneCheck {
     /// When recording began (ns) and how long it may last.
     started_ns: u64,
     stop_after_ns: Option<u64>,
+    /// A shutdown: idle does not end it (a stop that sleeps leaves the machine idle), a
+    /// request to save does, and the event is `shutdown_end`.
+    shutdown: bool,
 }
 
 impl DoneCheck {
@@ -938,6 +975,7 @@ impl DoneCheck {
             timeout_ns: (config.timeout_s * 1e9) as u64,
             started_ns,
             stop_after_ns,
+            shutdown: false,
         }
     }
 
@@ -950,11 +988,19 @@ impl DoneCheck {
         login_ns: Option<u64>,
         services_pending: impl FnOnce() -> bool,
     ) -> Option<Event> {
-        if self.detector.done_at(now, login_ns).is_some() && services_pending() {
+        if self.shutdown {
+            if crate::sys::save_requested() {
+                return Some(self.event(now, "saved"));
+            }
+        } else if self.detector.done_at(now, login_ns).is_some() && services_pending() {
             self.detector.not_before(now);
             self.waited_for_services = true;
         }
-        if let Some(at) = self.detector.done_at(now, login_ns) {
+        if let Some(at) = self
+            .detector
+            .done_at(now, login_ns)
+            .filter(|_| !self.shutdown)
+        {
             let done = self.event(at, "idle");
             return Some(if self.waited_for_services {
                 done.with("waited_for", "services")
@@ -974,7 +1020,12 @@ impl DoneCheck {
     }
 
     fn event(&self, t_ns: u64, reason: &str) -> Event {
-        Event::new(t_ns, "boot_done")
+        let kind = if self.shutdown {
+            crate::shutdown::END_EVENT
+        } else {
+            "boot_done"
+        };
+        Event::new(t_ns, kind)
             .with("reason", reason)
             .with("settle_s", self.settle_s)
     }

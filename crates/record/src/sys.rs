@@ -39,3 +39,23 @@ pub fn catch_termination() {
 pub fn terminated() -> bool {
     TERMINATED.load(std::sync::atomic::Ordering::Relaxed)
 }
+
+static SAVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_save(_signal: libc::c_int) {
+    SAVE.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Makes SIGUSR1 set a flag: the shutdown recorder's "write the trace now", sent before the
+/// root file system goes read-only (`bootprint-boot shutdown --save`).
+pub fn catch_save() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGUSR1, on_save as *const () as libc::sighandler_t);
+    }
+}
+
+/// Whether SIGUSR1 arrived since [`catch_save`].
+pub fn save_requested() -> bool {
+    SAVE.load(std::sync::atomic::Ordering::Relaxed)
+}

@@ -76,6 +76,12 @@ pub fn boottime_ns() -> u64 {
     clock_ns(libc::CLOCK_BOOTTIME).unwrap_or(0)
 }
 
+/// `CLOCK_REALTIME` in nanoseconds since the epoch (the wall clock; NTP and the admin can
+/// step it); 0 if it cannot be read.
+pub fn realtime_ns() -> u64 {
+    clock_ns(libc::CLOCK_REALTIME).unwrap_or(0)
+}
+
 /// `CLOCK_MONOTONIC` in nanoseconds (the kernel's event stamps); 0 if it cannot be read.
 pub fn monotonic_ns() -> u64 {
     clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)

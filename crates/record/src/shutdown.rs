@@ -1,0 +1,237 @@
+//! Recording a shutdown (docs/recorder.md, "Shutdown"): the boot's recorder, started when
+//! the shutdown is asked for and kept until the root file system is about to go read-only,
+//! writes `shutdown/` into the trace of the boot it ends. The next boot joins it with its own
+//! (`analyze::cycle`).
+//!
+//! Who starts and ends it: on sysvinit, bootprint's runner for runlevels 0 and 6 starts it
+//! before the first stop and asks it to save ([`save`], SIGUSR1) before the script that
+//! remounts the root read-only; sendsigs spares it ([`SENDSIGS_OMIT`]). On systemd,
+//! `bootprint-shutdown.service` starts with the shutdown's jobs and systemd-shutdown's
+//! SIGTERM to every remaining process (after every unit stopped, before the root is
+//! remounted read-only) ends it. Why then and not after: nothing can be written once the
+//! root is read-only, and what follows (the remount, sync, the devices' shutdown, the
+//! firmware) is measured from the next boot as the gap to its kernel's start.
+//!
+//! The trace is written whole or not at all: into `.shutdown.tmp` beside, synced, then
+//! renamed to `shutdown` ([`write`]).
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use trace::Event;
+
+use crate::config::Config;
+use crate::recorder::{self, Paths, Start};
+use crate::store::{Access, Store};
+
+/// The event that opens a shutdown's `events.log`, with `how` it was asked for.
+pub const START_EVENT: &str = "shutdown_start";
+/// The event that ends it, with `reason`: `saved` (asked to, before the root went
+/// read-only), `terminated` (systemd-shutdown's SIGTERM) or `limit`.
+pub const END_EVENT: &str = "shutdown_end";
+/// The wall clock at the end: `realtime_ns` beside the event's CLOCK_BOOTTIME, so the next
+/// boot can place the shutdown before its own start.
+pub const CLOCK_EVENT: &str = "clock";
+/// The shutdown's directory inside the boot's trace.
+pub const DIR_NAME: &str = "shutdown";
+/// The running shutdown recorder's pid; removed once its trace is written (what [`save`]
+/// waits for).
+pub const PID_FILE: &str = "/run/bootprint/shutdown.pid";
+/// sendsigs (Debian's runlevel 0 and 6) spares the pids listed in this directory's files.
+pub const SENDSIGS_OMIT: &str = "/run/sendsigs.omit.d/bootprint-shutdown";
+/// A shutdown is recorded for at most this long (s): one that takes longer is written then.
+pub const LIMIT_S: u64 = 900;
+
+/// The [`CLOCK_EVENT`] for now.
+pub fn clock_event() -> Event {
+    let (boot, real) = (sys::boottime_ns(), sys::realtime_ns());
+    Event::new(boot, CLOCK_EVENT).with("realtime_ns", real)
+}
+
+/// Where the shutdown's trace goes: `<log_dir>/<boot_id>/shutdown`.
+pub fn dir_of(log_dir: &Path, boot_id: &str) -> PathBuf {
+    log_dir.join(boot_id).join(DIR_NAME)
+}
+
+/// Records the shutdown (`how`: `runlevel 6`, `systemd`) until asked to save, terminated or
+/// [`LIMIT_S`]; returns the trace's directory, or None when this boot was not recorded
+/// (no trace of it to add to) or recording is off.
+/// `pid_file` is [`PID_FILE`] but in tests.
+pub fn record(
+    config: &Config,
+    paths: &Paths,
+    how: &str,
+    pid_file: &Path,
+) -> io::Result<Option<PathBuf>> {
+    let boot_id = crate::sysinfo::boot_id(&paths.proc);
+    if !config.record || !config.log_dir.join(&boot_id).is_dir() {
+        return Ok(None);
+    }
+    crate::sys::catch_save();
+    let pid = std::process::id().to_string();
+    sys::write_atomic(pid_file, pid.as_bytes())?;
+    // Only where initscripts made the directory: on systemd nothing reads it.
+    let omit = Path::new(SENDSIGS_OMIT);
+    let omitted = omit
+        .parent()
+        .is_some_and(Path::is_dir)
+        .then(|| sys::write_atomic(omit, pid.as_bytes()).is_ok())
+        .unwrap_or(false);
+    let start = Start {
+        stop_after_ns: Some(LIMIT_S * 1_000_000_000),
+        shutdown: Some(how.to_string()),
+        ..Start::default()
+    };
+    let mut config = config.clone();
+    // The boot's uptime limit means nothing here: only the run's limit stops it.
+    config.timeout_s = f64::MAX / 2e9;
+    let written = recorder::run(&config, paths, start);
+    if omitted {
+        let _ = fs::remove_file(omit);
+    }
+    let _ = fs::remove_file(pid_file);
+    written.map(Some)
+}
+
+/// Writes a shutdown's trace into the trace of boot `boot_id` under `log_dir`: into
+/// `.shutdown.tmp`, synced, renamed to [`DIR_NAME`] (replacing one there), the boot's
+/// directory synced. Only into a directory of root's (or this user's) that no one else can
+/// write, reached without following a symlink.
+pub fn write(store: &Store, log_dir: &Path, boot_id: &str) -> io::Result<PathBuf> {
+    let base = log_dir.join(boot_id);
+    let st = sys::open_dir(&base)?.stat()?;
+    if (st.uid != 0 && st.uid != sys::euid()) || st.mode & 0o022 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is owned by uid {} with mode {:o}: a shutdown is written only where no one \
+                 else can replace what root writes",
+                base.display(),
+                st.uid,
+                st.mode & 0o7777
+            ),
+        ));
+    }
+    let access = Access::of_dir(&base)?;
+    let tmp = base.join(format!(".{DIR_NAME}.tmp"));
+    let dir = base.join(DIR_NAME);
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir(&tmp)?;
+    access.set_dir(&tmp)?;
+    store.write_to(&tmp, access)?;
+    crate::fault::at("poweroff-in-shutdown-trace");
+    crate::store::sync_dir(&tmp)?;
+    if fs::symlink_metadata(&dir).is_ok() {
+        fs::remove_dir_all(&dir)?;
+    }
+    fs::rename(&tmp, &dir)?;
+    crate::store::sync_dir(&base)?;
+    Ok(dir)
+}
+
+/// Why [`save`] did not see a trace written.
+#[derive(Debug, PartialEq)]
+pub enum SaveError {
+    /// No shutdown recorder runs (no pid file, or its pid is not one).
+    NotRunning,
+    /// It did not finish within the wait.
+    Timeout,
+}
+
+/// Asks the running shutdown recorder to write its trace now (SIGUSR1) and waits up to
+/// `wait` for it to be written (its pid file gone). The pid is checked to be a
+/// `bootprint-boot shutdown` before it is signalled.
+pub fn save(pid_file: &Path, proc: &Path, wait: Duration) -> Result<(), SaveError> {
+    let pid: i32 = fs::read_to_string(pid_file)
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .filter(|p| *p > 1)
+        .ok_or(SaveError::NotRunning)?;
+    let cmdline = fs::read(proc.join(pid.to_string()).join("cmdline")).unwrap_or_default();
+    let mut words = cmdline.split(|b| *b == 0);
+    let program = words.next().unwrap_or_default();
+    let is_ours = program.ends_with(b"bootprint-boot") && words.any(|w| w == b"shutdown");
+    if !is_ours || sys::kill(pid, libc::SIGUSR1).is_err() {
+        return Err(SaveError::NotRunning);
+    }
+    let started = Instant::now();
+    while pid_file.exists() {
+        if started.elapsed() >= wait {
+            return Err(SaveError::Timeout);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trace_appears_whole_under_the_boot_and_replaces_an_older_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path();
+        let boot = log.join("b1");
+        fs::create_dir(&boot).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&boot, fs::Permissions::from_mode(0o750)).unwrap();
+        fs::create_dir(boot.join(DIR_NAME)).unwrap();
+        fs::write(boot.join(DIR_NAME).join("stale"), "x").unwrap();
+        let mut store = Store::default();
+        store
+            .events
+            .push(Event::new(5, START_EVENT).with("how", "runlevel 6"));
+        store.events.push(clock_event());
+        let dir = write(&store, log, "b1").unwrap();
+        assert_eq!(dir, boot.join(DIR_NAME));
+        assert!(
+            !dir.join("stale").exists(),
+            "the old shutdown is replaced whole"
+        );
+        let events = fs::read_to_string(dir.join(trace::events::FILE_NAME)).unwrap();
+        assert!(
+            events.contains("shutdown_start how=runlevel%206"),
+            "{events}"
+        );
+        assert!(events.contains("clock realtime_ns="), "{events}");
+        assert!(!boot.join(".shutdown.tmp").exists());
+    }
+
+    #[test]
+    fn never_into_a_boot_others_can_write_or_a_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path();
+        let boot = log.join("b1");
+        fs::create_dir(&boot).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&boot, fs::Permissions::from_mode(0o777)).unwrap();
+        let store = Store::default();
+        let e = write(&store, log, "b1").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{e}");
+        assert!(!boot.join(DIR_NAME).exists());
+        let elsewhere = tmp.path().join("elsewhere");
+        fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, log.join("b2")).unwrap();
+        assert!(write(&store, log, "b2").is_err());
+        assert!(!elsewhere.join(DIR_NAME).exists());
+    }
+
+    #[test]
+    fn save_signals_only_a_shutdown_recorder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pid_file = tmp.path().join("shutdown.pid");
+        assert_eq!(
+            save(&pid_file, Path::new("/proc"), Duration::ZERO),
+            Err(SaveError::NotRunning)
+        );
+        // A pid that is alive but not ours (this test) is never signalled.
+        fs::write(&pid_file, std::process::id().to_string()).unwrap();
+        assert_eq!(
+            save(&pid_file, Path::new("/proc"), Duration::ZERO),
+            Err(SaveError::NotRunning)
+        );
+    }
+}
