@@ -344,8 +344,10 @@ fn rc_verb(words: &[String]) -> ExitCode {
         req.spans = req.root.join("run/bootprint/rc.log");
     }
     if req.root == std::path::Path::new("/") {
-        // Built-ins act on the running system: never for a test root.
+        // Built-ins act on the running system, and a shutdown is recorded only there:
+        // never for a test root.
         req.builtin_program = std::env::current_exe().ok();
+        req.shutdown_program = req.builtin_program.clone();
     }
     let mut console = std::io::stderr();
     ExitCode::from(rc::run::run_runlevel(&req, &mut console).clamp(0, 255) as u8)

@@ -314,6 +314,64 @@ fn stop_plan_follows_required_stop_in_reverse() {
     assert_eq!(marks, "web\napp\nsyslogd\n");
 }
 
+/// Runlevel 0 with a shutdown being recorded: the trace is saved after every service
+/// stopped and umountfs ran, before umountroot remounts the root read-only, once.
+#[test]
+fn the_shutdown_is_saved_before_the_root_goes_read_only() {
+    let root = Root::new();
+    fs::create_dir_all(root.path().join("etc/rc0.d")).unwrap();
+    let m = root.mark();
+    for (name, extra) in [
+        ("app", "# Required-Stop: umountfs\n"),
+        ("umountfs", "# Required-Stop: umountroot\n"),
+        ("umountroot", "# Should-Stop: halt\n"),
+        ("halt", ""),
+    ] {
+        let text = format!(
+            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Stop: 0\n### END INIT INFO\n[ \"$1\" = stop ] && echo {name} >> {m}\nexit 0\n"
+        );
+        let path = root.path().join("etc/init.d").join(name);
+        fs::write(&path, text).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        symlink(
+            format!("../init.d/{name}"),
+            root.path().join(format!("etc/rc0.d/K01{name}")),
+        )
+        .unwrap();
+    }
+    // Stands in for `bootprint-boot`: `PROGRAM shutdown --save --wait 10` leaves a mark.
+    let saver = root.path().join("saver");
+    fs::write(
+        &saver,
+        format!("#!/bin/sh\n[ \"$1 $2\" = \"shutdown --save\" ] && echo saved >> {m}\n"),
+    )
+    .unwrap();
+    fs::set_permissions(&saver, fs::Permissions::from_mode(0o755)).unwrap();
+    let sys = System::load(root.path()).unwrap();
+    let plan = Plan::stop(&sys, Runlevel::Num(0), &Durations::default(), None);
+    let cfg = quick_config();
+    let log_path = root.path().join("run/rc.log");
+    let mut log = SpanLog::open(&log_path);
+    let mut out = Vec::new();
+    let options = Options {
+        save_shutdown: Some(saver),
+        ..Options::default()
+    };
+    let mut r = Runner::new(&plan, &cfg, options, &mut log, &mut out);
+    r.run_phase(false);
+    drop(r);
+    drop(log);
+    let marks = fs::read_to_string(root.path().join("marks")).unwrap();
+    assert_eq!(marks, "app\numountfs\nsaved\numountroot\nhalt\n");
+    let (events, _) = rclog::parse(&fs::read_to_string(&log_path).unwrap(), "rc.log");
+    let saved: Vec<_> = events
+        .iter()
+        .filter(|e| e.kind == "rc_shutdown_saved")
+        .collect();
+    assert_eq!(saved.len(), 1);
+    assert_eq!(saved[0].get("ok"), Some("1"));
+}
+
 /// A display manager needs a logind its header does not name: with one in the runlevel,
 /// elogind joins the path to the login; without one it stays late.
 #[test]

@@ -46,6 +46,10 @@ pub struct Request {
     pub dry_run: bool,
     /// The program that runs built-ins ([`Options::builtin_program`]); None: none run.
     pub builtin_program: Option<PathBuf>,
+    /// The program that records the shutdown (`PROGRAM shutdown`, record's
+    /// `shutdown`): started before runlevel 0 or 6 stops anything, and asked to save before
+    /// the root goes read-only ([`Options::save_shutdown`]); None: not recorded.
+    pub shutdown_program: Option<PathBuf>,
 }
 
 impl Request {
@@ -69,6 +73,7 @@ impl Request {
             detach: true,
             dry_run: false,
             builtin_program: None,
+            shutdown_program: None,
         }
     }
 
@@ -223,7 +228,9 @@ fn run_guarded(
     if let Some(code) = hand_to_worker(req, &plan, log, progress)? {
         return Ok(code);
     }
-    let runner = Runner::new(&plan, &cfg, runner_options(req, fault), log, out);
+    let mut options = runner_options(req, fault);
+    options.save_shutdown = start_shutdown_recorder(req);
+    let runner = Runner::new(&plan, &cfg, options, log, out);
     Ok(run_plan(req, fault, runner, progress, &dpath))
 }
 
@@ -312,6 +319,28 @@ fn hand_to_worker(
         }
     }
     Ok(None)
+}
+
+/// Runlevel 0 or 6 with a shutdown program: starts it (`PROGRAM shutdown --how "runlevel
+/// N"`, in a session of its own, its output to the console) and returns the program, which
+/// the runner asks to save later. It decides itself whether there is anything to record.
+fn start_shutdown_recorder(req: &Request) -> Option<PathBuf> {
+    let program = req.shutdown_program.as_ref()?;
+    let ends = matches!(req.runlevel, Runlevel::Num(0) | Runlevel::Num(6));
+    if !ends || req.action != "stop" {
+        return None;
+    }
+    let mut cmd = std::process::Command::new(program);
+    cmd.args([
+        "shutdown",
+        "--how",
+        &format!("runlevel {}", req.runlevel.label()),
+    ])
+    .stdin(std::process::Stdio::null())
+    .stdout(std::process::Stdio::null());
+    sys::new_session_on_exec(&mut cmd);
+    cmd.spawn().ok()?;
+    Some(program.clone())
 }
 
 fn runner_options(req: &Request, fault: Option<Fault>) -> Options {

@@ -93,7 +93,18 @@ pub struct Options {
     pub boot_log: Option<PathBuf>,
     /// The system's root: where S's scripts are, should its worker be lost.
     pub root: PathBuf,
+    /// The program that saves the shutdown's trace (`PROGRAM shutdown --save`), run once
+    /// before the first of [`ENDS_THE_SYSTEM`] starts; None: no shutdown is being recorded.
+    pub save_shutdown: Option<PathBuf>,
 }
+
+/// The stop scripts after which nothing can be written (umountroot remounts the root
+/// read-only) or nothing runs (halt, reboot, kexec): the shutdown's trace is saved before
+/// the first of them.
+pub const ENDS_THE_SYSTEM: [&str; 4] = ["umountroot", "halt", "reboot", "kexec"];
+
+/// How long the runner waits for the shutdown's trace to be written (s).
+const SAVE_WAIT_S: &str = "10";
 
 impl Default for Options {
     fn default() -> Self {
@@ -105,6 +116,7 @@ impl Default for Options {
             builtin_program: None,
             boot_log: None,
             root: PathBuf::from("/"),
+            save_shutdown: None,
         }
     }
 }
@@ -493,6 +505,9 @@ impl<'a> Runner<'a> {
 
     fn spawn(&mut self, i: usize) {
         self.started[i] = true;
+        if ENDS_THE_SYSTEM.contains(&self.plan.tasks[i].name.as_str()) {
+            self.save_shutdown();
+        }
         let t = &self.plan.tasks[i];
         // The dependency whose end made this task ready: the one that ended last.
         let waited = t
@@ -572,6 +587,34 @@ impl<'a> Runner<'a> {
                 self.finish(i, None, Outcome::SpawnFailed, start_ns);
             }
         }
+    }
+
+    /// Has the shutdown recorder write its trace (once), and logs how long that took: the
+    /// root is about to go read-only.
+    fn save_shutdown(&mut self) {
+        let Some(program) = self.opts.save_shutdown.take() else {
+            return;
+        };
+        let start_ns = ::sys::boottime_ns();
+        let status = Command::new(&program)
+            .args(["shutdown", "--save", "--wait", SAVE_WAIT_S])
+            .stdin(Stdio::null())
+            .status();
+        let kv = vec![
+            ("runlevel", self.plan.runlevel.clone()),
+            ("start_ns", start_ns.to_string()),
+            (
+                "ok",
+                if status.is_ok_and(|s| s.success()) {
+                    "1"
+                } else {
+                    "0"
+                }
+                .into(),
+            ),
+        ];
+        self.log
+            .event(::sys::boottime_ns(), "rc_shutdown_saved", &kv);
     }
 
     fn task_kv(&self, i: usize) -> Vec<(&'static str, String)> {
