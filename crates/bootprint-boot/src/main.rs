@@ -83,9 +83,10 @@ fn rc_enabled(words: &[String]) -> ExitCode {
     }
 }
 
-/// systemd.generator(7): defers the learned late units when `[systemd] late` (or
-/// `bootprint.late=1`) is on, as far as `systemd::generator::plan` still finds them
-/// deferrable. Any problem writes nothing: the boot is then as if bootprint were not
+/// systemd.generator(7): on a recorded boot, adds the shutdown recorder's unit
+/// (`systemd::generator::shutdown_files`); defers the learned late units when `[systemd]
+/// late` (or `bootprint.late=1`) is on, as far as `systemd::generator::plan` still finds
+/// them deferrable. Any problem writes nothing: the boot is then as if bootprint were not
 /// installed.
 fn late_generator(dirs: &[std::ffi::OsString]) {
     use systemd::generator::{self, LATE_LOG};
@@ -94,6 +95,14 @@ fn late_generator(dirs: &[std::ffi::OsString]) {
     };
     let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
     let (config, _) = Config::load(std::path::Path::new(record::config::CONFIG_FILE), &cmdline);
+    let bin = std::env::current_exe()
+        .unwrap_or_else(|_| PathBuf::from("/usr/lib/bootprint/bootprint-boot"));
+    if config.record && boots_through_bootprint(&cmdline) {
+        let files = generator::shutdown_files(&bin.to_string_lossy());
+        if generator::write(&normal_dir, &files).is_err() {
+            generator::remove(&normal_dir, &files);
+        }
+    }
     if !config.late {
         return;
     }
@@ -128,14 +137,22 @@ fn late_generator(dirs: &[std::ffi::OsString]) {
     if plan.late.is_empty() {
         return;
     }
-    let bin = std::env::current_exe()
-        .unwrap_or_else(|_| PathBuf::from("/usr/lib/bootprint/bootprint-boot"));
     let files = generator::files(&plan.late, &bin.to_string_lossy());
     if generator::write(&normal_dir, &files).is_err() {
         generator::remove(&normal_dir, &files);
         return;
     }
     log("late_planned", &[("units", plan.late.len().to_string())]);
+}
+
+/// Whether this boot was recorded: the kernel's `init=` (the last one counts, as for the
+/// kernel) is bootprint-boot.
+fn boots_through_bootprint(cmdline: &str) -> bool {
+    cmdline
+        .split_whitespace()
+        .filter_map(|w| w.strip_prefix("init="))
+        .last()
+        .is_some_and(|p| p.ends_with("/bootprint-boot"))
 }
 
 /// `late-start`: the waiter behind bootprint-late.service (systemd::waiter).

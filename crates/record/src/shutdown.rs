@@ -74,11 +74,8 @@ pub fn record(
     sys::write_atomic(pid_file, pid.as_bytes())?;
     // Only where initscripts made the directory: on systemd nothing reads it.
     let omit = Path::new(SENDSIGS_OMIT);
-    let omitted = omit
-        .parent()
-        .is_some_and(Path::is_dir)
-        .then(|| sys::write_atomic(omit, pid.as_bytes()).is_ok())
-        .unwrap_or(false);
+    let omitted =
+        omit.parent().is_some_and(Path::is_dir) && sys::write_atomic(omit, pid.as_bytes()).is_ok();
     let start = Start {
         stop_after_ns: Some(LIMIT_S * 1_000_000_000),
         shutdown: Some(how.to_string()),

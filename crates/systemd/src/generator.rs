@@ -121,6 +121,48 @@ pub fn files(late: &[String], boot_bin: &str) -> Vec<(String, String)> {
     out
 }
 
+/// The shutdown recorder's unit (record's `shutdown`, docs/recorder.md "Shutdown").
+pub const SHUTDOWN_SERVICE: &str = "bootprint-shutdown.service";
+
+/// The targets a shutdown starts: each wants [`SHUTDOWN_SERVICE`].
+pub const SHUTDOWN_TARGETS: [&str; 4] = [
+    "reboot.target",
+    "poweroff.target",
+    "halt.target",
+    "kexec.target",
+];
+
+/// The files that record a shutdown on a recorded boot: the unit, started with the
+/// shutdown's first jobs (no default dependencies, so nothing orders it after a stop) and
+/// ended by systemd-shutdown's SIGTERM to what remains once every unit stopped, while the
+/// root is still writable; and its place in each of [`SHUTDOWN_TARGETS`].
+pub fn shutdown_files(boot_bin: &str) -> Vec<(String, String)> {
+    let mut out = vec![(
+        SHUTDOWN_SERVICE.to_string(),
+        format!(
+            "# bootprint: records the shutdown into this boot's trace
+[Unit]
+\
+             Description=bootprint: record the shutdown
+DefaultDependencies=no
+\
+             Before=shutdown.target
+\
+             [Service]
+Type=simple
+ExecStart={boot_bin} shutdown --how systemd
+"
+        ),
+    )];
+    for t in SHUTDOWN_TARGETS {
+        out.push((
+            format!("{t}.wants/{SHUTDOWN_SERVICE}"),
+            format!("->{SHUTDOWN_SERVICE}"),
+        ));
+    }
+    out
+}
+
 /// Writes [`files`] under `dir` (the generator's normal output directory). A symlink points
 /// at the file of that name in `dir`.
 pub fn write(dir: &Path, files: &[(String, String)]) -> io::Result<()> {
@@ -158,6 +200,29 @@ mod tests {
     use super::*;
     use crate::late::{to_state, Choice};
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_shutdown_unit_is_wanted_by_every_shutdown_target() {
+        let t = tempfile::tempdir().unwrap();
+        let files = shutdown_files("/usr/lib/bootprint/bootprint-boot");
+        write(t.path(), &files).unwrap();
+        let unit = fs::read_to_string(t.path().join(SHUTDOWN_SERVICE)).unwrap();
+        assert!(unit.contains("DefaultDependencies=no\n"), "{unit}");
+        assert!(
+            unit.contains("ExecStart=/usr/lib/bootprint/bootprint-boot shutdown --how systemd\n"),
+            "{unit}"
+        );
+        for target in SHUTDOWN_TARGETS {
+            let link = t
+                .path()
+                .join(format!("{target}.wants"))
+                .join(SHUTDOWN_SERVICE);
+            assert_eq!(
+                fs::read_link(&link).unwrap(),
+                t.path().join(SHUTDOWN_SERVICE)
+            );
+        }
+    }
 
     /// A root with a few unit files, and a state learned from it.
     fn root_with_state(pins: &Pins) -> tempfile::TempDir {
