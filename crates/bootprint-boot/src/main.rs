@@ -151,7 +151,7 @@ fn boots_through_bootprint(cmdline: &str) -> bool {
     cmdline
         .split_whitespace()
         .filter_map(|w| w.strip_prefix("init="))
-        .last()
+        .next_back()
         .is_some_and(|p| p.ends_with("/bootprint-boot"))
 }
 

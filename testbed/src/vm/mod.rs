@@ -5,6 +5,7 @@
 
 pub mod age;
 pub mod cpuscale;
+pub mod cycle;
 pub mod deps;
 pub mod desktop_session;
 pub mod fsimage;

@@ -1,6 +1,7 @@
 //! `boot`: one boot of the image under QEMU (TCG), measured from QEMU start to the serial
 //! `login:` prompt, then a login, a wait for the recorder's trace, `poweroff`, and the trace
-//! copied out of the guest's disk with debugfs.
+//! copied out of the guest's disk with debugfs. With `BootOpts::reboot`, the guest reboots
+//! once inside the same QEMU before that, and the serial log times the cycle (`vm::cycle`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::vm::cycle::{self, CycleStages, REQUEST_MARK};
 use crate::vm::hostload::{self, HostCpu};
 use crate::vm::image::{Image, GUEST_BOOT_BIN, ROOT_PASSWORD};
 use crate::vm::seekdisk::SeekDisk;
@@ -32,6 +34,8 @@ const TRACE_TIMEOUT_S: u64 = 300;
 const GUEST_SCRIPT_TIMEOUT_S: u64 = 3600;
 const EXIT_TIMEOUT: Duration = Duration::from_secs(90);
 const TRACE_ROOT: &str = "/var/log/bootprint";
+/// Where `RebootOpts::copy_log_dir` puts the guest's /var/log/bootprint, in the run directory.
+const LOG_DIR_COPY: &str = "var-log-bootprint";
 
 /// Disk speed stand-ins, as QEMU drive throttling (`--profile`).
 #[derive(Clone, Copy, Debug, PartialEq, clap::ValueEnum)]
@@ -181,6 +185,40 @@ pub struct BootOpts {
     /// With `record`: copy the trace out of the disk after the boot. Off where the host
     /// cannot read the root (LUKS): the wait for the trace stays, the guest reads it.
     pub copy_trace: bool,
+    /// Reboot the guest once inside the same QEMU (started without `-no-reboot`) and time
+    /// the cycle; `None`: one boot, QEMU's arguments unchanged.
+    pub reboot: Option<RebootOpts>,
+}
+
+/// A reboot cycle inside one QEMU: after the first login (and its trace, with `record`) the
+/// `before` script, then the request, then the second boot's login (and its trace), the
+/// `after` script and the power-off. With `-kernel` the reset boots the same kernel, initrd
+/// and command line again; with `BootOpts::firmware` the disk's loader again. Exclusive
+/// with `BootOpts::guest_script` (which boot would it run in?).
+#[derive(Clone, Debug)]
+pub struct RebootOpts {
+    /// The guest's command that asks for the reboot: `reboot`, `init 6`, `systemctl reboot`.
+    pub command: String,
+    /// A shell script run as root in the first boot, just before the request; its output is
+    /// `BootResult::before_reboot_output`.
+    pub before: Option<String>,
+    /// A shell script run as root after the second boot's login (and trace); its output is
+    /// `BootResult::after_reboot_output`.
+    pub after: Option<String>,
+    /// Copy the guest's whole /var/log/bootprint out of the disk after the power-off
+    /// (`BootResult::log_dir`): both boots' traces and whatever the shutdown left there.
+    pub copy_log_dir: bool,
+}
+
+impl Default for RebootOpts {
+    fn default() -> RebootOpts {
+        RebootOpts {
+            command: "reboot".to_string(),
+            before: None,
+            after: None,
+            copy_log_dir: false,
+        }
+    }
 }
 
 impl BootOpts {
@@ -203,6 +241,7 @@ impl BootOpts {
             trace_wait_s: TRACE_TIMEOUT_S,
             second_disk: None,
             copy_trace: true,
+            reboot: None,
         }
     }
 
@@ -248,6 +287,17 @@ pub struct BootResult {
     /// ran any program, or on a stale int3; the report's first line); this result is the
     /// second attempt's (`boot`).
     pub kernel_fault_retried: Option<String>,
+    /// With `BootOpts::reboot`: the cycle's stages on the host's clock. `boot_id`,
+    /// `trace_dir` and `guest_output`'s place are then the second boot's.
+    pub cycle: Option<CycleStages>,
+    /// With `BootOpts::reboot`: the first boot's id.
+    pub first_boot_id: Option<String>,
+    /// What `RebootOpts::before` printed (carriage returns removed).
+    pub before_reboot_output: Option<String>,
+    /// What `RebootOpts::after` printed (carriage returns removed).
+    pub after_reboot_output: Option<String>,
+    /// The guest's /var/log/bootprint, copied out (`RebootOpts::copy_log_dir`).
+    pub log_dir: Option<PathBuf>,
 }
 
 impl BootResult {
@@ -276,6 +326,9 @@ impl BootResult {
             "host_cpu": self.host_cpu.as_ref().map(HostCpu::to_json),
             "kernel_fault_retried": self.kernel_fault_retried,
             "scaled_drive_slowdown": self.profile.is_scaled().then(hostload::tcg_slowdown),
+            "cycle": self.cycle.as_ref().map(CycleStages::to_json),
+            "first_boot_id": self.first_boot_id,
+            "log_dir": self.log_dir.as_deref().map(crate::vm::util::shown_path),
         })
     }
 
@@ -295,6 +348,16 @@ impl BootResult {
         }
         println!("serial_log       {}", self.serial_log.display());
         println!("qemu_exit        {}", self.qemu_exit);
+        if let Some(c) = &self.cycle {
+            println!(
+                "reboot cycle     shutdown {:.2} s, reset to kernel {:.2} s, kernel to login \
+                 {:.2} s, whole {:.2} s",
+                c.shutdown_s(),
+                c.reset_to_kernel_s(),
+                c.kernel_to_login_s(),
+                c.whole_s()
+            );
+        }
     }
 }
 
@@ -316,6 +379,11 @@ impl Drop for Qemu {
 
 /// One boot, start to power-off. Progress goes to stderr, so stdout carries only the result.
 pub fn boot(paths: &Paths, img: &Image, opts: &BootOpts) -> Result<BootResult> {
+    if opts.reboot.is_some() && opts.guest_script.is_some() {
+        return Err(Error::fail(
+            "a reboot cycle runs RebootOpts::before and ::after, not BootOpts::guest_script",
+        ));
+    }
     if let Some(out) = opts.trace_out.as_ref().filter(|o| o.exists()) {
         // Found out now rather than after a boot of a minute or more.
         return Err(Error::fail(format!(
@@ -474,7 +542,20 @@ pub fn qemu_command(
     initrd: &Path,
     cmdline: &str,
 ) -> Result<Command> {
-    let mut cmd = firmware_command(img, firmware)?;
+    qemu_command_with(img, firmware, kernel, initrd, cmdline, true)
+}
+
+/// [`qemu_command`], with `-no-reboot` only when `no_reboot` (a reboot cycle needs QEMU to
+/// reset the machine on the guest's reboot rather than exit).
+fn qemu_command_with(
+    img: &Image,
+    firmware: Firmware,
+    kernel: &Path,
+    initrd: &Path,
+    cmdline: &str,
+    no_reboot: bool,
+) -> Result<Command> {
+    let mut cmd = firmware_command_with(img, firmware, no_reboot)?;
     cmd.arg("-kernel")
         .arg(kernel)
         .arg("-initrd")
@@ -487,16 +568,21 @@ pub fn qemu_command(
 /// QEMU without a kernel: the firmware (SeaBIOS or OVMF) boots from the disk the caller
 /// adds, as a PC does (`BootOpts::firmware`); [`qemu_command`] adds the image's kernel.
 pub fn firmware_command(img: &Image, firmware: Firmware) -> Result<Command> {
+    firmware_command_with(img, firmware, true)
+}
+
+/// [`firmware_command`], with `-no-reboot` only when `no_reboot` (in the same place, so a
+/// boot without a reboot cycle has the same arguments as before there were cycles).
+fn firmware_command_with(img: &Image, firmware: Firmware, no_reboot: bool) -> Result<Command> {
     let mut cmd = Command::new("qemu-system-x86_64");
     cmd.args(["-accel", "tcg", "-smp", "2", "-m", "1024"])
-        .args([
-            "-nodefaults",
-            "-display",
-            "none",
-            "-no-reboot",
-            "-monitor",
-            "none",
-        ])
+        .args(["-nodefaults", "-display", "none"])
+        .args(if no_reboot {
+            &["-no-reboot"][..]
+        } else {
+            &[][..]
+        })
+        .args(["-monitor", "none"])
         .args(["-serial", "stdio"])
         // A desktop image's Xorg needs a display: QEMU's standard VGA (the guest's bochs
         // DRM driver); `-display none` keeps it headless on the host.
@@ -552,15 +638,17 @@ fn boot_disk(
     let qemu_log = run.join("qemu.log");
     let qemu_err =
         fs::File::create(&qemu_log).map_err(|e| io_err("cannot create", &qemu_log, e))?;
+    let no_reboot = opts.reboot.is_none();
     let mut cmd = if opts.firmware {
-        firmware_command(img, paths.firmware)?
+        firmware_command_with(img, paths.firmware, no_reboot)?
     } else {
-        qemu_command(
+        qemu_command_with(
             img,
             paths.firmware,
             opts.kernel.as_ref().unwrap_or(&img.kernel),
             opts.initrd.as_ref().unwrap_or(&img.initrd),
             &cmdline,
+            no_reboot,
         )?
     };
     let seek = attach_disk(&mut cmd, opts, disk, run)?;
@@ -590,21 +678,50 @@ fn boot_disk(
         disk,
         run,
     };
-    let (login_end, host_login_s) = guest.wait_for_login(&hung)?;
+    let (login_end, host_login_s) = guest.wait_for_login(&hung, 0)?;
     let host_cpu = at_start.until(&hostload::Snapshot::take(qemu.0.id()));
     eprintln!("boot: login: after {host_login_s:.2} s");
-    let pos = guest.log_in(login_end)?;
-    let (boot_id, pos) = guest.read_boot_id(pos)?;
-    let (trace_ready, pos) = match opts.record {
-        true => guest.wait_for_trace(opts, boot_id.as_deref(), pos)?,
-        false => (false, pos),
+    let mut pos = guest.log_in(login_end)?;
+    let mut boot_id;
+    (boot_id, pos) = guest.read_boot_id(pos)?;
+    let mut trace_ready = false;
+    if opts.record {
+        (trace_ready, pos) = guest.wait_for_trace(opts, boot_id.as_deref(), pos)?;
+    }
+    let mut first_boot_id = None;
+    let mut before_reboot_output = None;
+    if let Some(reboot) = &opts.reboot {
+        if let Some(script) = &reboot.before {
+            let (text, _, end) = guest.run_script(script, false, &run.join("before.out"), pos)?;
+            before_reboot_output = Some(text);
+            pos = end;
+        }
+        pos = guest.request_reboot(&reboot.command, pos)?;
+        let (login_end, t) = guest.wait_for_login(&hung, pos)?;
+        eprintln!("boot: login: again after the reboot, {t:.2} s after QEMU's start");
+        pos = guest.log_in(login_end)?;
+        first_boot_id = boot_id;
+        (boot_id, pos) = guest.read_boot_id(pos)?;
+        if opts.record {
+            (trace_ready, pos) = guest.wait_for_trace(opts, boot_id.as_deref(), pos)?;
+        }
+    }
+    // The last script: the boot's, or after a reboot cycle the second boot's.
+    let last_script = match &opts.reboot {
+        Some(r) => r.after.as_ref().map(|s| (s, "after.out")),
+        None => opts.guest_script.as_ref().map(|s| (s, "guest.out")),
     };
-    let (guest_output, kernel_stall) = match &opts.guest_script {
-        Some(script) => {
-            let (text, stall) = guest.run_script(script, opts, run, pos)?;
+    let (last_output, kernel_stall) = match last_script {
+        Some((script, out)) => {
+            let (text, stall, _) =
+                guest.run_script(script, opts.stop_on_stall, &run.join(out), pos)?;
             (Some(text), stall)
         }
         None => (None, None),
+    };
+    let (guest_output, after_reboot_output) = match opts.reboot {
+        Some(_) => (None, last_output),
+        None => (last_output, None),
     };
     let qemu_exit = power_off(&mut qemu, &mut guest.con, kernel_stall.is_some())?;
     if let Some(s) = &seek {
@@ -614,12 +731,22 @@ fn boot_disk(
     drop(qemu);
     drop(seek);
     let lines = con.finish();
-    let firmware_load_s = firmware_estimate(&lines);
-    let clock_offset_s = clock_offset_before(&lines, host_login_s);
-    let trace_dir = match opts.record && opts.copy_trace {
-        true => trace_out(paths, opts, run, disk, boot_id.as_deref(), trace_ready)?,
-        false => None,
+    let cycle = match opts.reboot {
+        Some(_) => Some(
+            cycle::stages(&lines)
+                .map_err(|e| Error::fail(format!("{e} (serial log {})", serial_log.display())))?,
+        ),
+        None => None,
     };
+    // The first boot's lines: after a reboot the next kernel's lines would say nothing of
+    // this boot's firmware.
+    let first_boot = match &cycle {
+        Some(c) => &lines[..lines.partition_point(|(h, _)| *h < c.request_s)],
+        None => &lines[..],
+    };
+    let firmware_load_s = firmware_estimate(first_boot);
+    let clock_offset_s = clock_offset_before(first_boot, host_login_s);
+    let (trace_dir, log_dir) = copy_out(paths, opts, run, disk, boot_id.as_deref(), trace_ready)?;
     Ok(BootResult {
         profile: opts.profile,
         append: opts.append.clone(),
@@ -636,6 +763,11 @@ fn boot_disk(
         kernel_stall,
         host_cpu,
         kernel_fault_retried: None,
+        cycle,
+        first_boot_id,
+        before_reboot_output,
+        after_reboot_output,
+        log_dir,
     })
 }
 
@@ -755,18 +887,19 @@ impl Guest<'_> {
         }
     }
 
-    /// Waits for `login:`; returns where it ends and the host's seconds to it.
-    fn wait_for_login(&self, hung: &Hung) -> Result<(usize, f64)> {
+    /// Waits for `login:` after byte `from`; returns where it ends and the host's seconds
+    /// to it.
+    fn wait_for_login(&self, hung: &Hung, from: usize) -> Result<(usize, f64)> {
         match self
             .con
-            .wait_for(&["login:", PANIC_MARK], 0, LOGIN_TIMEOUT, self.start)
+            .wait_for(&["login:", PANIC_MARK], from, LOGIN_TIMEOUT, self.start)
         {
             Seen::Match(0, end, t) => Ok((end, t)),
             Seen::Match(..) => {
                 // The report and the panic line are out; its last lines follow within
                 // milliseconds, and the guest is dead: no need to wait for the timeout.
                 std::thread::sleep(Duration::from_secs(1));
-                let text = self.con.text(0, usize::MAX);
+                let text = self.con.text(from, usize::MAX);
                 let what = kernel_fault(&text)
                     .map(|f| f.line)
                     .unwrap_or_else(|| PANIC_MARK.to_string());
@@ -883,15 +1016,16 @@ impl Guest<'_> {
         Ok((trace_ready, pos))
     }
 
-    /// Runs `script` as root in the guest; returns its output (also written to the run
-    /// directory's guest.out) and the kernel's stall report if one stopped it.
+    /// Runs `script` as root in the guest; returns its output (also written to `out`), the
+    /// kernel's stall report if one stopped it (`stop_on_stall`, see `BootOpts`), and where
+    /// the output ends.
     fn run_script(
         &mut self,
         script: &str,
-        opts: &BootOpts,
-        run: &Path,
+        stop_on_stall: bool,
+        out: &Path,
         pos: usize,
-    ) -> Result<(String, Option<String>)> {
+    ) -> Result<(String, Option<String>, usize)> {
         // Sent base64-encoded in short lines (the tty's line limit; no shell quoting), run
         // from a file, its output between markers split with "" like the ones above.
         self.con.send("rm -f /run/bp.b64\n")?;
@@ -908,7 +1042,7 @@ impl Guest<'_> {
         )?;
         let (_, begin) = self.expect(&["BPOUT=begin"], pos, 60, "the guest script's start")?;
         let mut marks = vec!["BPOUT=end"];
-        if opts.stop_on_stall {
+        if stop_on_stall {
             marks.extend(crate::vm::serial::STALL_MARKS);
         }
         let (i, end) = self.expect(
@@ -930,8 +1064,22 @@ impl Guest<'_> {
                 .replace('\r', "")
         };
         // Beside the serial log, for `boot --guest-script FILE`.
-        let _ = fs::write(run.join("guest.out"), &text);
-        Ok((text, kernel_stall))
+        let _ = fs::write(out, &text);
+        Ok((text, kernel_stall, end))
+    }
+
+    /// Asks the guest for a reboot with `command`, after a line with [`REQUEST_MARK`] that
+    /// the same shell line prints (so its host time is the request's); returns where the
+    /// marker ends.
+    fn request_reboot(&mut self, command: &str, pos: usize) -> Result<usize> {
+        // Split with "" as the other markers, so the terminal's echo of the command line
+        // is not the marker line.
+        let (head, tail) = REQUEST_MARK.split_at(REQUEST_MARK.rfind('-').unwrap_or(1));
+        eprintln!("boot: asking the guest to reboot: {command}");
+        self.con
+            .send(&format!("echo {head}\"\"{tail}; {command}\n"))?;
+        let (_, end) = self.expect(&[REQUEST_MARK], pos, 60, "the reboot request's marker")?;
+        Ok(end)
     }
 }
 
@@ -989,22 +1137,30 @@ fn report_seekdisk(s: &SeekDisk, run: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Copies the recorder's trace out of the guest's disk (to `--trace-out` or the cache's
-/// traces/); none when there was none to copy.
-fn trace_out(
+/// Copies out of the guest's disk what the boot asks for: the recorder's trace (`record`
+/// with `copy_trace`; to `--trace-out` or the cache's traces/, none when there was none to
+/// copy) and the whole /var/log/bootprint (`RebootOpts::copy_log_dir`, into the run
+/// directory). Returns (trace, log directory).
+fn copy_out(
     paths: &Paths,
     opts: &BootOpts,
     run: &Path,
     disk: &Path,
     boot_id: Option<&str>,
     trace_ready: bool,
-) -> Result<Option<PathBuf>> {
-    let out = match &opts.trace_out {
-        Some(p) => p.clone(),
-        None => {
+) -> Result<(Option<PathBuf>, Option<PathBuf>)> {
+    let want_trace = opts.record && opts.copy_trace;
+    let want_log_dir = opts.reboot.as_ref().is_some_and(|r| r.copy_log_dir);
+    if !want_trace && !want_log_dir {
+        return Ok((None, None));
+    }
+    let trace_dest = match (&opts.trace_out, want_trace) {
+        (_, false) => None,
+        (Some(p), true) => Some(p.clone()),
+        (None, true) => {
             let base = paths.cache.join("traces");
             fs::create_dir_all(&base).map_err(|e| io_err("cannot create", &base, e))?;
-            base.join(run.file_name().unwrap_or_default())
+            Some(base.join(run.file_name().unwrap_or_default()))
         }
     };
     let host_log = run.join("host.log");
@@ -1017,18 +1173,63 @@ fn trace_out(
     } else {
         disk.to_path_buf()
     };
-    let copied = copy_trace(&fs, boot_id, &out, run, &host_log);
+    let trace = match trace_dest {
+        Some(out) => match copy_trace(&fs, boot_id, &out, run, &host_log) {
+            Ok(()) => Ok(Some(out)),
+            Err(e) if !trace_ready => {
+                eprintln!("boot: no trace to copy out: {e}");
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        },
+        None => Ok(None),
+    };
+    let log_dir = match want_log_dir && trace.is_ok() {
+        true => {
+            let out = run.join(LOG_DIR_COPY);
+            copy_log_dir(&fs, &out, run, &host_log).map(|_| Some(out))
+        }
+        false => Ok(None),
+    };
     if opts.fs_offset > 0 {
         let _ = fs::remove_file(&fs);
     }
-    match copied {
-        Ok(()) => Ok(Some(out)),
-        Err(e) if !trace_ready => {
-            eprintln!("boot: no trace to copy out: {e}");
-            Ok(None)
-        }
-        Err(e) => Err(e),
+    Ok((trace?, log_dir?))
+}
+
+/// Copies the guest's whole /var/log/bootprint out of the file system image `fs_image` into
+/// `out` (ext4 with debugfs, its journal replayed first; btrfs and XFS through a mount).
+fn copy_log_dir(fs_image: &Path, out: &Path, run: &Path, log: &Path) -> Result<()> {
+    let tmp = run.join("rdump-log");
+    let _ = fs::remove_dir_all(&tmp);
+    fs::create_dir_all(&tmp).map_err(|e| io_err("cannot create", &tmp, e))?;
+    if crate::vm::fsimage::mounted_type(fs_image, log) {
+        let m = crate::vm::fsimage::Mounted::new(fs_image, &run.join("fs-mnt"), log)?;
+        let base = m.system_root().join(TRACE_ROOT.trim_start_matches('/'));
+        run_logged(Command::new("cp").arg("-a").arg(base).arg(&tmp), log)?;
+    } else {
+        replay_journal(fs_image, log)?;
+        run_logged(
+            Command::new("debugfs")
+                .arg("-R")
+                .arg(format!("rdump {TRACE_ROOT} {}", tmp.display()))
+                .arg(fs_image),
+            log,
+        )?;
     }
+    // debugfs says it found nothing on its output, and exits 0.
+    let got = tmp.join(Path::new(TRACE_ROOT).file_name().unwrap_or_default());
+    if !got.is_dir() {
+        return Err(Error::fail(format!(
+            "{TRACE_ROOT} not found in {} (log {})",
+            fs_image.display(),
+            log.display()
+        )));
+    }
+    let _ = fs::remove_dir_all(out);
+    fs::rename(&got, out).map_err(|e| io_err("cannot move the log directory to", out, e))?;
+    let _ = fs::remove_dir_all(&tmp);
+    Ok(())
 }
 
 /// Standard base64 with padding (RFC 4648), for sending a guest script through the console.
@@ -1299,6 +1500,44 @@ mod tests {
     }
 
     #[test]
+    fn a_reboot_cycle_only_drops_no_reboot() {
+        let img = Image {
+            dir: "/i".into(),
+            rootfs: "/i/rootfs.ext4".into(),
+            kernel: "/i/vmlinuz".into(),
+            initrd: "/i/initrd.img".into(),
+            desktop: false,
+        };
+        let args = |no_reboot| {
+            let cmd = qemu_command_with(
+                &img,
+                Firmware::Bios,
+                &img.kernel,
+                &img.initrd,
+                "console=ttyS0",
+                no_reboot,
+            );
+            crate::vm::util::describe(&cmd.unwrap())
+        };
+        // A boot without a cycle keeps its arguments as they were, in their order.
+        assert_eq!(
+            args(true),
+            "qemu-system-x86_64 -accel tcg -smp 2 -m 1024 -nodefaults -display none -no-reboot \
+             -monitor none -serial stdio -kernel /i/vmlinuz -initrd /i/initrd.img \
+             -append console=ttyS0"
+        );
+        let public = qemu_command(
+            &img,
+            Firmware::Bios,
+            &img.kernel,
+            &img.initrd,
+            "console=ttyS0",
+        );
+        assert_eq!(crate::vm::util::describe(&public.unwrap()), args(true));
+        assert_eq!(args(false), args(true).replace(" -no-reboot", ""));
+    }
+
+    #[test]
     fn profiles() {
         assert_eq!(Profile::Fast.drive_opts(), "");
         assert_eq!(
@@ -1391,6 +1630,12 @@ mod tests {
             &back[1 << 20..(1 << 20) + (8 << 20)],
             &fs::read(&disk).unwrap()[..]
         );
+        // The whole log directory, its `latest` symlink with it (a reboot cycle's).
+        let all = dir.path().join("all");
+        copy_log_dir(&disk, &all, dir.path(), &log).unwrap();
+        assert!(all.join(id).join("events.log").is_file());
+        let latest = fs::symlink_metadata(all.join("latest")).unwrap();
+        assert!(latest.file_type().is_symlink());
         // An existing output is not overwritten; a missing trace is an error naming it.
         let e = copy_trace(&disk, Some(id), &out1, dir.path(), &log).unwrap_err();
         assert!(e.to_string().contains("exists already"), "{e}");

@@ -354,7 +354,9 @@ pub fn kernel_timestamp(line: &str) -> Option<f64> {
 /// Firmware + kernel loading time, estimated from console lines with host arrival times: for
 /// each kernel line, host time minus kernel time bounds the time from QEMU start to kernel
 /// start from above; the smallest bound is the estimate. Lines replayed when the console
-/// registers, or delayed in output, only give larger bounds.
+/// registers, or delayed in output, only give larger bounds. Given the lines of a later boot
+/// in the same QEMU (after a reboot), it is that kernel's start on the host's clock
+/// (`cycle::stages`).
 pub fn firmware_estimate(lines: &[(f64, String)]) -> Option<f64> {
     lines
         .iter()
