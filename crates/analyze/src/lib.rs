@@ -12,6 +12,7 @@
 //! with [`services`] (init-script spans from the process tree; the services views of the
 //! runner's `rc.log` and of systemd's units) and [`usage`] (who used a time window) beneath
 //! them; [`systemd_analyze`] reads `systemd-analyze`'s output back to check the units' view.
+//! [`shutdown`] is a recorded shutdown: its stops, blame and the chain that held it.
 //! [`summary`] is a boot in one line for the history of kept traces (`bootprint list`). It
 //! does not read files itself beyond what `trace::reader` does (and
 //! [`budget::Budgets::load`] for the budget file), never looks at the machine it runs on, and
@@ -36,6 +37,7 @@ pub mod platform;
 pub mod report;
 pub mod services;
 pub mod settle;
+pub mod shutdown;
 pub mod summary;
 pub mod systemd_analyze;
 pub mod usage;

@@ -480,6 +480,10 @@ pub struct RcServices {
     /// A trace directory (its rc.log, else its systemd-units.log) or one of those files
     #[arg(value_name = "TRACE")]
     pub trace: PathBuf,
+    /// The shutdown that ended the boot TRACE (TRACE/shutdown): what stopped, blame, the
+    /// chain that held it
+    #[arg(long)]
+    pub shutdown: bool,
     /// One JSON object
     #[arg(long)]
     pub json: bool,

@@ -30,8 +30,44 @@ fn file_of(trace: &Path) -> Result<PathBuf, String> {
         })
 }
 
+/// `services --shutdown`: the shutdown recorded in TRACE/shutdown (or TRACE itself, a
+/// shutdown directory).
+fn shutdown(args: &cli::RcServices) -> Outcome {
+    let dir = if args.trace.join(trace::events::FILE_NAME).is_file()
+        && !args.trace.join(record::shutdown::DIR_NAME).is_dir()
+    {
+        args.trace.clone()
+    } else {
+        args.trace.join(record::shutdown::DIR_NAME)
+    };
+    if !dir.is_dir() {
+        return Outcome::Failed(format!(
+            "services --shutdown: {} has no shutdown/: the shutdown after that boot was not \
+             recorded (docs/recorder.md, \"Shutdown\"), or the machine has not shut down since",
+            args.trace.display()
+        ));
+    }
+    let (view, problems) = match analyze::shutdown::ShutdownView::load(&dir) {
+        Ok(v) => v,
+        Err(e) => return Outcome::Failed(format!("services --shutdown: {e}")),
+    };
+    for p in &problems {
+        eprintln!("bootprint: services: {p}");
+    }
+    if args.json {
+        let v = render::shutdown::json(&view);
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    } else {
+        print!("{}", render::shutdown::text(&view));
+    }
+    Outcome::Ok
+}
+
 /// Runs `bootprint services`.
 pub fn run(args: &cli::RcServices) -> Outcome {
+    if args.shutdown {
+        return shutdown(args);
+    }
     let file = match file_of(&args.trace) {
         Ok(f) => f,
         Err(e) => return Outcome::Failed(e),

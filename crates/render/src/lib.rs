@@ -8,7 +8,7 @@
 //! [`prometheus::report`] (the textfile for node_exporter; at boot done the recorder runs
 //! `bootprint export --prometheus`, which calls it: the boot path does not link `render`) and
 //! [`advice::report`] (the findings of `advise`). Beside them: the runner's services view
-//! ([`services`]), two boots side by side ([`diff`]), and the kernel's own report
+//! ([`services`]) and a recorded shutdown's ([`shutdown`]), two boots side by side ([`diff`]), and the kernel's own report
 //! (`bootprint kernel`: [`kernel_text`], [`kernel_svg`], [`json::kernel`]) and the init
 //! scripts' start graph (`bootprint rc graph`: [`rc_graph`], text, JSON, DOT). The levers'
 //! views render what their crates hold: the module loader's plan (`bootprint modules plan`:
@@ -46,6 +46,7 @@ pub mod readahead_relocate;
 pub mod readahead_replay;
 pub mod readahead_status;
 pub mod services;
+pub mod shutdown;
 pub mod svg;
 pub mod text;
 pub mod utc;

@@ -1,0 +1,217 @@
+//! A recorded shutdown (record's `shutdown`: the `shutdown/` directory inside the trace of
+//! the boot it ended): when it was asked for and how, when the trace was saved, and what
+//! stopped in between, with blame (longest first) and the chain that held it (from the last
+//! stop back through what each waited for).
+//!
+//! Stops come from the runner's span log when bootprint's runner ran runlevel 0 or 6
+//! (`rc.log`: exact spans, with what each waited for); otherwise from the process tree:
+//! every init script run with `stop`, and on systemd every program that started after the
+//! request (an `ExecStop=`, a helper), from its first to its last sighting.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::services::{self, ServicesView};
+
+/// Where the stops of a [`ShutdownView`] come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopSource {
+    /// The runner's `rc.log` (sysvinit with bootprint's runner).
+    Runner,
+    /// The recorder's process samples.
+    Processes,
+}
+
+/// One thing that ran during the shutdown.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stop {
+    /// The script (runner, init scripts) or the program's command line.
+    pub name: String,
+    /// Start, seconds since the shutdown was asked for.
+    pub start_s: f64,
+    /// End (last seen), seconds since then; None: still running when the trace was saved.
+    pub end_s: Option<f64>,
+    /// The runner's outcome (`ok`, `timed_out`, ...); empty from the process samples.
+    pub outcome: String,
+    /// The stop whose end let this one start (the runner's `waited_for`; empty: none).
+    pub waited_for: String,
+}
+
+impl Stop {
+    /// How long it ran, s (to the save when it had not ended).
+    pub fn duration_s(&self, saved_s: f64) -> f64 {
+        (self.end_s.unwrap_or(saved_s) - self.start_s).max(0.0)
+    }
+}
+
+/// One recorded shutdown.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShutdownView {
+    /// How it was asked for (`runlevel 6`, `systemd`).
+    pub how: String,
+    /// When it was asked for: the boot's uptime, s.
+    pub start_uptime_s: f64,
+    /// When the trace was saved, s after the request (the root was still writable).
+    pub saved_s: f64,
+    /// Why recording ended: `saved`, `terminated` (systemd-shutdown), `limit`.
+    pub end_reason: String,
+    /// The wall clock at the save (ns since the epoch), for the next boot's cycle.
+    pub realtime_end_ns: Option<u64>,
+    /// Where `stops` come from.
+    pub source: StopSource,
+    /// What ran, by start.
+    pub stops: Vec<Stop>,
+}
+
+impl ShutdownView {
+    /// Reads the shutdown directory `dir` (`TRACE/shutdown`). Errors name the file and what
+    /// was expected; lines of `rc.log` that cannot be read are returned as problems.
+    pub fn load(dir: &Path) -> Result<(ShutdownView, Vec<String>), String> {
+        let events_path = dir.join(trace::events::FILE_NAME);
+        let text = std::fs::read_to_string(&events_path)
+            .map_err(|e| format!("{}: {e}", events_path.display()))?;
+        let events =
+            trace::events::parse(&text).map_err(|e| format!("{}: {e}", events_path.display()))?;
+        let find = |kind: &str| events.iter().find(|e| e.kind == kind);
+        let start = find("shutdown_start").ok_or_else(|| {
+            format!(
+                "{}: expected a shutdown_start event: not a shutdown's trace",
+                events_path.display()
+            )
+        })?;
+        let end = find("shutdown_end").ok_or_else(|| {
+            format!(
+                "{}: expected a shutdown_end event: the trace was not finished",
+                events_path.display()
+            )
+        })?;
+        let rel = |ns: u64| ns.saturating_sub(start.t_ns) as f64 / 1e9;
+        let mut problems = Vec::new();
+        let rc = dir.join(trace::rclog::FILE_NAME);
+        let runner_stops = std::fs::read_to_string(&rc).ok().map(|t| {
+            let (view, p) = ServicesView::from_text(&t, &rc.display().to_string());
+            problems.extend(p.iter().map(ToString::to_string));
+            runner_stops(&view, start.t_ns, rel)
+        });
+        let (source, stops) = match runner_stops {
+            Some(s) if !s.is_empty() => (StopSource::Runner, s),
+            _ => (StopSource::Processes, process_stops(dir, start.t_ns)?),
+        };
+        Ok((
+            ShutdownView {
+                how: start.get("how").unwrap_or("unknown").to_string(),
+                start_uptime_s: start.t_ns as f64 / 1e9,
+                saved_s: rel(end.t_ns),
+                end_reason: end.get("reason").unwrap_or_default().to_string(),
+                realtime_end_ns: find("clock")
+                    .and_then(|c| c.get("realtime_ns"))
+                    .and_then(|v| v.parse().ok()),
+                source,
+                stops,
+            },
+            problems,
+        ))
+    }
+
+    /// The stops, longest first (ties by start).
+    pub fn blame(&self) -> Vec<&Stop> {
+        let mut v: Vec<&Stop> = self.stops.iter().collect();
+        v.sort_by(|a, b| {
+            b.duration_s(self.saved_s)
+                .total_cmp(&a.duration_s(self.saved_s))
+                .then(a.start_s.total_cmp(&b.start_s))
+        });
+        v
+    }
+
+    /// The chain that held the shutdown: the stop that ended last before the save, then
+    /// what it waited for, and so on (runner's stops only; the process samples do not say
+    /// what waited for what). First in time first.
+    pub fn chain(&self) -> Vec<&Stop> {
+        let mut out = Vec::new();
+        if self.source != StopSource::Runner {
+            return out;
+        }
+        let last = self
+            .stops
+            .iter()
+            .filter(|s| s.end_s.is_some())
+            .max_by(|a, b| a.end_s.unwrap_or(0.0).total_cmp(&b.end_s.unwrap_or(0.0)));
+        let mut cur = last;
+        while let Some(s) = cur {
+            if out.len() > self.stops.len() {
+                break; // a cycle in what the log says: stop there
+            }
+            out.push(s);
+            cur = self
+                .stops
+                .iter()
+                .find(|x| !s.waited_for.is_empty() && x.name == s.waited_for);
+        }
+        out.reverse();
+        out
+    }
+}
+
+/// The runner's stop spans of runlevel 0 or 6 that began at or after the request.
+fn runner_stops(view: &ServicesView, start_ns: u64, rel: impl Fn(u64) -> f64) -> Vec<Stop> {
+    view.spans
+        .iter()
+        .filter(|s| s.action == "stop" && (s.runlevel == "0" || s.runlevel == "6"))
+        .filter(|s| s.start_ns + 1_000_000_000 >= start_ns)
+        .map(|s| Stop {
+            name: s.script.clone(),
+            start_s: rel(s.start_ns),
+            end_s: s.end_ns.map(&rel),
+            outcome: s.outcome.clone(),
+            waited_for: s.waited_for.clone(),
+        })
+        .collect()
+}
+
+/// From the process samples: init scripts run with `stop` (one span each), else every
+/// program started after the request, but the recorder's own.
+fn process_stops(dir: &Path, start_ns: u64) -> Result<Vec<Stop>, String> {
+    let trace = trace::Trace::open(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let m = crate::analyze(&trace).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let t0 = start_ns as f64 / 1e9;
+    let since = |s: f64| (s - t0).max(0.0);
+    let scripts: Vec<Stop> = services::services(&m)
+        .into_iter()
+        .filter(|s| s.action.as_deref() == Some("stop"))
+        .map(|s| Stop {
+            name: s.name,
+            start_s: since(s.start_s),
+            end_s: (!s.alive_at_end).then(|| since(s.end_s)),
+            outcome: String::new(),
+            waited_for: String::new(),
+        })
+        .collect();
+    if !scripts.is_empty() {
+        return Ok(scripts);
+    }
+    let recorder_pid = trace
+        .events
+        .iter()
+        .flatten()
+        .find(|e| e.kind == "recorder_start")
+        .and_then(|e| e.get("pid"))
+        .and_then(|p| p.parse::<u32>().ok());
+    let mut out: Vec<Stop> = m
+        .processes
+        .iter()
+        .filter(|p| !p.kernel_thread && Some(p.pid) != recorder_pid && p.start_s >= t0)
+        .filter(|p| p.parent.is_none_or(|pi| m.processes[pi].start_s < t0))
+        .map(|p| Stop {
+            name: p.cmdline.clone().unwrap_or_else(|| p.name.clone()),
+            start_s: since(p.start_s),
+            end_s: (!p.alive_at_end).then(|| since(p.end_s)),
+            outcome: String::new(),
+            waited_for: String::new(),
+        })
+        .collect();
+    out.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
+    Ok(out)
+}

@@ -1,0 +1,136 @@
+//! A recorded shutdown (`analyze::shutdown::ShutdownView`) as text and JSON: `bootprint
+//! services --shutdown`.
+
+use std::fmt::Write as _;
+
+use analyze::shutdown::{ShutdownView, Stop, StopSource};
+use serde_json::{json, Value};
+
+/// Blame rows shown in the text.
+const BLAME_ROWS: usize = 10;
+
+fn shown_end(s: &Stop) -> String {
+    s.end_s
+        .map_or_else(|| "running".to_string(), |e| format!("{e:.2}"))
+}
+
+/// The shutdown as text: how and how long, blame (longest first), the chain that held it.
+pub fn text(v: &ShutdownView) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "shutdown ({}) asked for at {:.2} s of uptime; trace saved {:.2} s later ({})",
+        v.how, v.start_uptime_s, v.saved_s, v.end_reason
+    );
+    let what = match v.source {
+        StopSource::Runner => "stops (bootprint's runner)",
+        StopSource::Processes => "what ran (from the process samples)",
+    };
+    if v.stops.is_empty() {
+        let _ = writeln!(s, "no stops recorded");
+        return s;
+    }
+    let _ = writeln!(s, "blame, {what}, longest first:");
+    let _ = writeln!(s, "  {:>8}  {:>8}  {:>8}  name", "seconds", "start", "end");
+    for st in v.blame().into_iter().take(BLAME_ROWS) {
+        let _ = writeln!(
+            s,
+            "  {:>8.2}  {:>8.2}  {:>8}  {}{}",
+            st.duration_s(v.saved_s),
+            st.start_s,
+            shown_end(st),
+            st.name,
+            if st.outcome.is_empty() || st.outcome == "ok" {
+                String::new()
+            } else {
+                format!(" ({})", st.outcome)
+            }
+        );
+    }
+    let chain = v.chain();
+    if v.source == StopSource::Runner && !chain.is_empty() {
+        let _ = writeln!(s, "the chain that held the shutdown (first first):");
+        for st in chain {
+            let _ = writeln!(
+                s,
+                "  {} @{:.2} s +{:.2} s",
+                st.name,
+                st.start_s,
+                st.duration_s(v.saved_s)
+            );
+        }
+    }
+    s
+}
+
+fn stop_json(v: &ShutdownView, s: &Stop) -> Value {
+    json!({
+        "name": s.name,
+        "start_s": s.start_s,
+        "end_s": s.end_s,
+        "duration_s": s.duration_s(v.saved_s),
+        "outcome": s.outcome,
+        "waited_for": s.waited_for,
+    })
+}
+
+/// The shutdown as one JSON object: the view's fields, `blame` and `chain` (names).
+pub fn json(v: &ShutdownView) -> Value {
+    json!({
+        "how": v.how,
+        "start_uptime_s": v.start_uptime_s,
+        "saved_s": v.saved_s,
+        "end_reason": v.end_reason,
+        "realtime_end_ns": v.realtime_end_ns,
+        "source": v.source,
+        "stops": v.stops.iter().map(|s| stop_json(v, s)).collect::<Vec<_>>(),
+        "blame": v.blame().iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+        "chain": v.chain().iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stop(name: &str, start: f64, end: Option<f64>, waited: &str) -> Stop {
+        Stop {
+            name: name.into(),
+            start_s: start,
+            end_s: end,
+            outcome: "ok".into(),
+            waited_for: waited.into(),
+        }
+    }
+
+    #[test]
+    fn blame_is_longest_first_and_the_chain_follows_what_waited() {
+        let v = ShutdownView {
+            how: "runlevel 6".into(),
+            start_uptime_s: 100.0,
+            saved_s: 6.0,
+            end_reason: "saved".into(),
+            realtime_end_ns: Some(1),
+            source: StopSource::Runner,
+            stops: vec![
+                stop("slow", 0.1, Some(4.1), ""),
+                stop("cron", 0.1, Some(0.3), ""),
+                stop("sendsigs", 4.1, Some(5.0), "slow"),
+                stop("umountfs", 5.0, Some(5.5), "sendsigs"),
+                stop("left", 5.2, None, ""),
+            ],
+        };
+        let t = text(&v);
+        let first = t.lines().nth(3).unwrap();
+        assert!(first.trim_end().ends_with("slow"), "{t}");
+        assert!(
+            t.contains("running"),
+            "an unfinished one is shown as such: {t}"
+        );
+        let j = json(&v);
+        assert_eq!(j["chain"], json!(["slow", "sendsigs", "umountfs"]));
+        assert_eq!(j["blame"][0], "slow");
+        // Unfinished: counted to the save.
+        assert_eq!(j["stops"][4]["duration_s"].as_f64().unwrap(), 6.0 - 5.2);
+    }
+}
