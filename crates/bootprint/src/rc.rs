@@ -103,6 +103,7 @@ mod tests {
         services(&cli::RcServices {
             trace: trace.to_path_buf(),
             json,
+            shutdown: false,
         })
     }
 

@@ -120,6 +120,7 @@ mod tests {
         let args = cli::RcServices {
             trace: dir.to_path_buf(),
             json: true,
+            shutdown: false,
         };
         assert!(matches!(run(&args), Outcome::Ok));
     }
