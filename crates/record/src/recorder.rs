@@ -652,6 +652,15 @@ impl<'a> Recorder<'a> {
         }
         ask_systemd(self.config, self.paths, &mut self.store);
         let boot_id = sysinfo::boot_id(&self.paths.proc);
+        // For the reboot cycle (docs/recorder.md, "Shutdown"): the wall and hardware clocks
+        // now, and the boot before this one, whose shutdown led here.
+        let rtc = crate::sys::rtc_offset_ns(Path::new(sysinfo::RTC_DEV)).ok();
+        self.store.events.push(sysinfo::clock_event(rtc));
+        if let Some(prev) = previous_boot(&self.config.log_dir, &boot_id) {
+            self.store
+                .events
+                .push(Event::new(boottime_ns(), "previous_boot").with("id", prev));
+        }
         let access = Access::from_group_file(&self.paths.etc_group);
         let dir = write_trace(
             &self.store,
@@ -1150,6 +1159,15 @@ fn write_into(store: &Store, base: &Path, boot_id: &str, access: Access) -> io::
     // The trace is in place whatever this says; writing it again elsewhere would not help.
     let _ = crate::store::sync_dir(base);
     Ok(dir)
+}
+
+/// The boot `latest` names, before this boot's trace replaces it: the one before, when it
+/// is another boot's and a plain name.
+fn previous_boot(log_dir: &Path, boot_id: &str) -> Option<String> {
+    let target = fs::read_link(log_dir.join("latest")).ok()?;
+    let name = target.to_str()?;
+    let plain = !name.is_empty() && !name.contains('/') && !name.starts_with('.');
+    (plain && name != boot_id).then(|| name.to_string())
 }
 
 fn existing_ancestor(path: &Path) -> &Path {

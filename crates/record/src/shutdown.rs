@@ -31,9 +31,6 @@ pub const START_EVENT: &str = "shutdown_start";
 /// The event that ends it, with `reason`: `saved` (asked to, before the root went
 /// read-only), `terminated` (systemd-shutdown's SIGTERM) or `limit`.
 pub const END_EVENT: &str = "shutdown_end";
-/// The wall clock at the end: `realtime_ns` beside the event's CLOCK_BOOTTIME, so the next
-/// boot can place the shutdown before its own start.
-pub const CLOCK_EVENT: &str = "clock";
 /// The shutdown's directory inside the boot's trace.
 pub const DIR_NAME: &str = "shutdown";
 /// The running shutdown recorder's pid; removed once its trace is written (what [`save`]
@@ -44,10 +41,13 @@ pub const SENDSIGS_OMIT: &str = "/run/sendsigs.omit.d/bootprint-shutdown";
 /// A shutdown is recorded for at most this long (s): one that takes longer is written then.
 pub const LIMIT_S: u64 = 900;
 
-/// The [`CLOCK_EVENT`] for now.
+/// The hardware clock's offset, measured as the shutdown began (a second's wait is not
+/// spent at the end, where it would lengthen the shutdown).
+static RTC_OFFSET: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+
+/// The `clock` event at the shutdown's end, with the offset measured at its start.
 pub fn clock_event() -> Event {
-    let (boot, real) = (sys::boottime_ns(), sys::realtime_ns());
-    Event::new(boot, CLOCK_EVENT).with("realtime_ns", real)
+    crate::sysinfo::clock_event(RTC_OFFSET.get().copied())
 }
 
 /// Where the shutdown's trace goes: `<log_dir>/<boot_id>/shutdown`.
@@ -70,6 +70,11 @@ pub fn record(
         return Ok(None);
     }
     crate::sys::catch_save();
+    std::thread::spawn(|| {
+        if let Ok(off) = crate::sys::rtc_offset_ns(Path::new(crate::sysinfo::RTC_DEV)) {
+            let _ = RTC_OFFSET.set(off);
+        }
+    });
     let pid = std::process::id().to_string();
     sys::write_atomic(pid_file, pid.as_bytes())?;
     // Only where initscripts made the directory: on systemd nothing reads it.

@@ -15,6 +15,24 @@ pub fn boot_id(proc: &ProcFs) -> String {
         .unwrap_or_else(|| format!("unknown-{}", sys::boottime_ns()))
 }
 
+/// The event that ties a trace's clock (CLOCK_BOOTTIME) to the wall clock and the hardware
+/// clock, so a shutdown and the boot after it can be put on one time line.
+pub const CLOCK_EVENT: &str = "clock";
+
+/// The hardware clock.
+pub const RTC_DEV: &str = "/dev/rtc0";
+
+/// A [`CLOCK_EVENT`] for now: `realtime_ns` (the wall clock) and, when known, `rtc_offset_ns`
+/// (the wall clock minus the hardware clock, `sys::rtc_offset_ns`).
+pub fn clock_event(rtc_offset_ns: Option<i64>) -> trace::Event {
+    let (boot, real) = (sys::boottime_ns(), sys::realtime_ns());
+    let e = trace::Event::new(boot, CLOCK_EVENT).with("realtime_ns", real);
+    match rtc_offset_ns {
+        Some(o) => e.with("rtc_offset_ns", o),
+        None => e,
+    }
+}
+
 /// The header entries, bootchart2's keys first.
 pub fn header(proc: &ProcFs, hz: u32, clk_tck: u64, page_size: u64) -> Vec<(String, String)> {
     let text = |rel: &str| {
