@@ -12,7 +12,8 @@
 //! with [`services`] (init-script spans from the process tree; the services views of the
 //! runner's `rc.log` and of systemd's units) and [`usage`] (who used a time window) beneath
 //! them; [`systemd_analyze`] reads `systemd-analyze`'s output back to check the units' view.
-//! [`shutdown`] is a recorded shutdown: its stops, blame and the chain that held it.
+//! [`shutdown`] is a recorded shutdown: its stops, blame and the chain that held it;
+//! [`cycle`] joins it with the boot after it, as one reboot's time line.
 //! [`summary`] is a boot in one line for the history of kept traces (`bootprint list`). It
 //! does not read files itself beyond what `trace::reader` does (and
 //! [`budget::Budgets::load`] for the budget file), never looks at the machine it runs on, and
@@ -31,6 +32,7 @@ pub mod advise;
 pub mod bootchart;
 pub mod budget;
 pub mod build;
+pub mod cycle;
 pub mod diff;
 pub mod model;
 pub mod platform;

@@ -26,6 +26,9 @@ pub struct Report {
     /// The services view: the runner's (`rc.log`), or on a systemd boot systemd's units
     /// (`systemd-units.log`); None when the trace has neither.
     pub services: Option<ServicesView>,
+    /// The reboot that led to this boot: the boot before's shutdown, the gap, this boot
+    /// (None: that shutdown was not recorded, or the trace is not in a log directory).
+    pub cycle: Option<crate::cycle::Cycle>,
     /// What to change, each with its evidence and gain (user space and kernel).
     pub findings: Vec<Finding>,
     /// Problems in the trace's optional files that did not stop the analysis (a bad line
@@ -48,8 +51,12 @@ impl Report {
             findings.extend(crate::advise::late_units(v, model.system.ncpus));
             crate::advise::sort(&mut findings);
         }
+        let cycle = trace.events.as_deref().and_then(|events| {
+            crate::cycle::Cycle::load(std::path::Path::new(&trace.origin), events, &model)
+        });
         Ok(Report {
             origin: trace.origin.clone(),
+            cycle,
             phases: phases(&model, budgets),
             budget_source: budget_source.to_string(),
             settle: settle(&model),

@@ -97,7 +97,14 @@ impl ShutdownView {
         });
         let (source, stops) = match runner_stops {
             Some(s) if !s.is_empty() => (StopSource::Runner, s),
-            _ => (StopSource::Processes, process_stops(dir, start.t_ns)?),
+            // Without samples the shutdown's times still stand: only its stops are unknown.
+            _ => match process_stops(dir, start.t_ns) {
+                Ok(s) => (StopSource::Processes, s),
+                Err(e) => {
+                    problems.push(e);
+                    (StopSource::Processes, Vec::new())
+                }
+            },
         };
         Ok((
             ShutdownView {

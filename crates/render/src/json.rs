@@ -107,7 +107,8 @@ pub fn to_value(m: &BootModel, origin: &str) -> Value {
 }
 
 /// The whole report as one JSON value: the boot model's keys ([`to_value`]), then `kernel`,
-/// `budgets`, `settle` and `services` (null when the trace has no kernel log or no span log).
+/// `budgets`, `settle`, `services` and `cycle` (null when the trace has no kernel log, no
+/// span log, no recorded shutdown before it).
 pub fn report(r: &Report) -> Value {
     let mut value = to_value(&r.model, &r.origin);
     if let Some(obj) = value.as_object_mut() {
@@ -125,6 +126,13 @@ pub fn report(r: &Report) -> Value {
             r.services
                 .as_ref()
                 .map_or(Value::Null, crate::services::json),
+        );
+        obj.insert(
+            "cycle".into(),
+            r.cycle
+                .as_ref()
+                .and_then(|c| serde_json::to_value(c).ok())
+                .unwrap_or(Value::Null),
         );
     }
     value

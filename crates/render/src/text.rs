@@ -30,6 +30,9 @@ pub fn report(out: &mut impl Write, r: &Report) -> io::Result<()> {
     if let Some(k) = &r.kernel {
         write_kernel(out, k)?;
     }
+    if let Some(c) = &r.cycle {
+        write_cycle(out, c)?;
+    }
     if let Some(v) = &r.services {
         let source = match v.source {
             analyze::services::Source::Runner => "bootprint rc",
@@ -40,6 +43,54 @@ pub fn report(out: &mut impl Write, r: &Report) -> io::Result<()> {
             "\nServices ({source}; details: bootprint services TRACE):\n{}",
             crate::services::text(v)
         )?;
+    }
+    Ok(())
+}
+
+/// The reboot that led to this boot, stage by stage (docs/report.md, "Reboot cycle").
+pub fn write_cycle(out: &mut impl Write, c: &analyze::cycle::Cycle) -> io::Result<()> {
+    let secs = |v: Option<f64>| v.map_or("-".to_string(), |s| format!("{s:.2} s"));
+    writeln!(out)?;
+    writeln!(
+        out,
+        "Reboot cycle (from boot {}'s shutdown; details: bootprint services TRACE --shutdown):",
+        c.previous_boot
+    )?;
+    writeln!(
+        out,
+        "  shutdown ({}) to its trace's save  {:.2} s",
+        c.shutdown_how, c.shutdown_s
+    )?;
+    let parts = match (c.firmware_s, c.loader_s) {
+        (None, None) => "the firmware and loader reported nothing".to_string(),
+        (f, l) => format!(
+            "firmware {} and loader {} of it, as reported",
+            secs(f),
+            secs(l)
+        ),
+    };
+    let clock = match c.clock {
+        analyze::cycle::CycleClock::Rtc => "hardware clock",
+        analyze::cycle::CycleClock::Wall => "wall clock",
+    };
+    writeln!(
+        out,
+        "  save to this kernel's start        {:.2} s  (end of shutdown, reset, firmware, loader; {parts}; by the {clock})",
+        c.gap_s
+    )?;
+    writeln!(
+        out,
+        "  kernel start to login             {}",
+        secs(c.login_s)
+    )?;
+    writeln!(
+        out,
+        "  whole cycle: to the login {}, to boot done {:.2} s",
+        secs(c.to_login_s),
+        c.to_boot_done_s
+    )?;
+    for n in &c.notes {
+        writeln!(out, "  note: {n}")?;
     }
     Ok(())
 }

@@ -1,0 +1,92 @@
+//! The reboot cycle: a boot's trace (the repository's mini-trace, with a `clock` and a
+//! `previous_boot` event added) joined with the shutdown recorded in the boot before's
+//! directory beside it, on the hardware clock and, without its offsets, on the wall clock.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use analyze::cycle::{Cycle, CycleClock};
+
+const BOOT_CLOCK: &str = "20500000000 clock realtime_ns=1000000100000000000";
+const SHUTDOWN_CLOCK: &str = "106000000000 clock realtime_ns=1000000060000000000";
+
+fn log_dir(rtc: bool) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("log");
+    let boot = log.join("b");
+    fs::create_dir_all(&boot).unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/mini-trace");
+    for e in fs::read_dir(&fixture).unwrap() {
+        let e = e.unwrap();
+        fs::copy(e.path(), boot.join(e.file_name())).unwrap();
+    }
+    let offset = |o: &str| {
+        if rtc {
+            format!(" rtc_offset_ns={o}")
+        } else {
+            String::new()
+        }
+    };
+    let mut events = fs::read_to_string(boot.join("events.log")).unwrap();
+    events.push_str(&format!(
+        "{BOOT_CLOCK}{}\n20500000000 previous_boot id=a\n",
+        offset("500000000")
+    ));
+    fs::write(boot.join("events.log"), events).unwrap();
+    let shutdown = log.join("a/shutdown");
+    fs::create_dir_all(&shutdown).unwrap();
+    fs::write(
+        shutdown.join("events.log"),
+        format!(
+            "# bootprint events 1\n100000000000 recorder_start pid=7 hz=50\n\
+             100000000000 shutdown_start how=runlevel%206\n\
+             106000000000 shutdown_end reason=saved settle_s=3\n{SHUTDOWN_CLOCK}{}\n",
+            offset("0")
+        ),
+    )
+    .unwrap();
+    (tmp, boot)
+}
+
+fn cycle_of(boot: &Path) -> Option<Cycle> {
+    let trace = trace::Trace::open(boot).unwrap();
+    let model = analyze::analyze(&trace).unwrap();
+    Cycle::load(boot, trace.events.as_deref().unwrap(), &model)
+}
+
+#[test]
+fn the_stages_add_up_on_the_hardware_clock() {
+    let (_tmp, boot) = log_dir(true);
+    let c = cycle_of(&boot).unwrap();
+    assert_eq!(c.previous_boot, "a");
+    assert_eq!(c.shutdown_how, "runlevel 6");
+    assert_eq!(c.clock, CycleClock::Rtc);
+    // The kernel started at 1000000100 - 20.5 s on the wall clock, 0.5 s ahead of the
+    // hardware clock: 1000000079 s; the shutdown was saved at 1000000060 s.
+    assert!((c.shutdown_s - 6.0).abs() < 1e-9, "{c:?}");
+    assert!((c.gap_s - 19.0).abs() < 1e-6, "{c:?}");
+    assert_eq!(c.login_s, Some(12.0));
+    assert!((c.to_login_s.unwrap() - 37.0).abs() < 1e-6);
+    assert!((c.to_boot_done_s - (6.0 + 19.0 + c.boot_done_s)).abs() < 1e-6);
+    assert!(c.notes.is_empty(), "{:?}", c.notes);
+}
+
+#[test]
+fn without_the_offsets_the_wall_clock_says_so() {
+    let (_tmp, boot) = log_dir(false);
+    let c = cycle_of(&boot).unwrap();
+    assert_eq!(c.clock, CycleClock::Wall);
+    assert!((c.gap_s - 19.5).abs() < 1e-6, "{c:?}");
+    assert_eq!(c.notes.len(), 1, "{:?}", c.notes);
+}
+
+#[test]
+fn no_cycle_without_the_previous_boots_shutdown() {
+    let (_tmp, boot) = log_dir(true);
+    fs::remove_dir_all(boot.parent().unwrap().join("a/shutdown")).unwrap();
+    assert!(cycle_of(&boot).is_none());
+    // And the report says so with a null.
+    let trace = trace::Trace::open(&boot).unwrap();
+    let r = analyze::report::Report::build(&trace, &Default::default(), "defaults").unwrap();
+    assert!(r.cycle.is_none());
+}
