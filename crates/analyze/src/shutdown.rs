@@ -4,7 +4,9 @@
 //! stop back through what each waited for).
 //!
 //! Stops come from the runner's span log when bootprint's runner ran runlevel 0 or 6
-//! (`rc.log`: exact spans, with what each waited for); otherwise from the process tree:
+//! (`rc.log`: exact spans, with what each waited for); on systemd from the journal's stop
+//! jobs, which the boot after added (`systemd-stops.log`: each unit from "Stopping" to
+//! "Stopped", a unit that failed with its result); otherwise from the process tree:
 //! every init script run with `stop`, and on systemd every program that started after the
 //! request (an `ExecStop=`, a helper), from its first to its last sighting.
 
@@ -20,6 +22,8 @@ use crate::services::{self, ServicesView};
 pub enum StopSource {
     /// The runner's `rc.log` (sysvinit with bootprint's runner).
     Runner,
+    /// systemd's journal, as the next boot read it (`systemd-stops.log`).
+    Systemd,
     /// The recorder's process samples.
     Processes,
 }
@@ -95,8 +99,20 @@ impl ShutdownView {
             problems.extend(p.iter().map(ToString::to_string));
             runner_stops(&view, start.t_ns, rel)
         });
-        let (source, stops) = match runner_stops {
-            Some(s) if !s.is_empty() => (StopSource::Runner, s),
+        let journal = dir.join(SYSTEMD_STOPS);
+        let unit_stops =
+            std::fs::read_to_string(&journal)
+                .ok()
+                .and_then(|t| match trace::events::parse(&t) {
+                    Ok(ev) => Some(unit_stops(&ev, start.t_ns, &rel)),
+                    Err(e) => {
+                        problems.push(format!("{}: {e}", journal.display()));
+                        None
+                    }
+                });
+        let (source, stops) = match (runner_stops, unit_stops) {
+            (Some(s), _) if !s.is_empty() => (StopSource::Runner, s),
+            (_, Some(s)) if !s.is_empty() => (StopSource::Systemd, s),
             // Without samples the shutdown's times still stand: only its stops are unknown.
             _ => match process_stops(dir, start.t_ns) {
                 Ok(s) => (StopSource::Processes, s),
@@ -160,6 +176,52 @@ impl ShutdownView {
         out.reverse();
         out
     }
+}
+
+/// The journal's stops as the boot after kept them.
+pub const SYSTEMD_STOPS: &str = "systemd-stops.log";
+
+/// Each unit's stop from the journal: from its `unit_stopping` (else its `unit_stopped`) to
+/// its `unit_stopped`; the outcome `done`, or the result it failed with (`timeout`).
+fn unit_stops(events: &[trace::Event], start_ns: u64, rel: &impl Fn(u64) -> f64) -> Vec<Stop> {
+    let mut out: Vec<Stop> = Vec::new();
+    let mut open: std::collections::BTreeMap<String, usize> = Default::default();
+    for e in events.iter().filter(|e| e.t_ns + 1_000_000_000 >= start_ns) {
+        let Some(unit) = e.get("unit") else { continue };
+        let at = |unit: &str,
+                  out: &mut Vec<Stop>,
+                  open: &mut std::collections::BTreeMap<String, usize>| {
+            *open.entry(unit.to_string()).or_insert_with(|| {
+                out.push(Stop {
+                    name: unit.to_string(),
+                    start_s: rel(e.t_ns),
+                    end_s: None,
+                    outcome: String::new(),
+                    waited_for: String::new(),
+                });
+                out.len() - 1
+            })
+        };
+        match e.kind.as_str() {
+            "unit_stopping" => {
+                at(unit, &mut out, &mut open);
+            }
+            "unit_stopped" => {
+                let i = at(unit, &mut out, &mut open);
+                out[i].end_s = Some(rel(e.t_ns));
+                if out[i].outcome.is_empty() {
+                    out[i].outcome = e.get("result").unwrap_or("done").to_string();
+                }
+            }
+            "unit_failed" => {
+                let i = at(unit, &mut out, &mut open);
+                out[i].outcome = e.get("result").unwrap_or("failed").to_string();
+            }
+            _ => {}
+        }
+    }
+    out.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
+    out
 }
 
 /// The runner's stop spans of runlevel 0 or 6 that began at or after the request.

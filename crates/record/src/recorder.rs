@@ -657,6 +657,12 @@ impl<'a> Recorder<'a> {
         let rtc = crate::sys::rtc_offset_ns(Path::new(sysinfo::RTC_DEV)).ok();
         self.store.events.push(sysinfo::clock_event(rtc));
         if let Some(prev) = previous_boot(&self.config.log_dir, &boot_id) {
+            if is_systemd(&self.paths.proc) {
+                let journalctl = Path::new("/usr/bin/journalctl");
+                let added =
+                    crate::shutdown::add_journal_stops(&self.config.log_dir, &prev, journalctl);
+                self.store.events.extend(added);
+            }
             self.store
                 .events
                 .push(Event::new(boottime_ns(), "previous_boot").with("id", prev));
@@ -1203,9 +1209,14 @@ fn late_units_pending(late_log: &Path) -> bool {
 /// `systemd-late.txt`). Runs after boot done, so it costs the boot nothing; any failure (no
 /// systemctl, a timeout, garbage) is a note in the file and a warning event, and the trace
 /// is written all the same, the last late state left as it was.
+/// Whether PID 1 is systemd.
+fn is_systemd(proc: &ProcFs) -> bool {
+    let pid1 = proc.read("1/comm").unwrap_or_default();
+    String::from_utf8_lossy(&pid1).trim() == "systemd"
+}
+
 fn ask_systemd(config: &Config, paths: &Paths, store: &mut Store) {
-    let pid1 = paths.proc.read("1/comm").unwrap_or_default();
-    if String::from_utf8_lossy(&pid1).trim() != "systemd" {
+    if !is_systemd(&paths.proc) {
         return;
     }
     let t0 = boottime_ns();

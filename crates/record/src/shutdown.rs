@@ -133,6 +133,43 @@ pub fn write(store: &Store, log_dir: &Path, boot_id: &str) -> io::Result<PathBuf
     Ok(dir)
 }
 
+/// On systemd, the boot after a shutdown adds to its trace what the journal says about it
+/// (`systemd::journal`, [`systemd::journal::FILE_NAME`]): the trace of boot `prev` under
+/// `log_dir`, when it has a shutdown and not that file yet. Returns the event for this
+/// boot's trace saying what was done, or None when there was nothing to do.
+pub fn add_journal_stops(log_dir: &Path, prev: &str, journalctl: &Path) -> Option<Event> {
+    let dir = dir_of(log_dir, prev);
+    let file = dir.join(systemd::journal::FILE_NAME);
+    if !dir.is_dir() || file.exists() {
+        return None;
+    }
+    let text = fs::read_to_string(dir.join(trace::events::FILE_NAME)).ok()?;
+    let events = trace::events::parse(&text).ok()?;
+    let start = events.iter().find(|e| e.kind == START_EVENT)?.t_ns;
+    let clock = events
+        .iter()
+        .find(|e| e.kind == crate::sysinfo::CLOCK_EVENT)?;
+    let mono: u64 = clock.get("monotonic_ns")?.parse().ok()?;
+    let offset = clock.t_ns.saturating_sub(mono);
+    let t0 = sys::boottime_ns();
+    let limit = Duration::from_secs(20);
+    let since_us = start.saturating_sub(offset) / 1000;
+    let event = Event::new(t0, "shutdown_journal").with("boot", prev);
+    Some(
+        match systemd::journal::unit_entries(journalctl, prev, since_us, limit) {
+            Ok(entries) => {
+                let body = systemd::journal::to_trace(&entries, offset);
+                match sys::write_atomic_mode(&file, body.as_bytes(), 0o640) {
+                    Ok(()) => event.with("entries", entries.len()),
+                    Err(e) => event.with("error", format!("{}: {e}", file.display())),
+                }
+            }
+            Err(e) => event.with("error", e),
+        }
+        .with("ms", sys::boottime_ns().saturating_sub(t0) / 1_000_000),
+    )
+}
+
 /// Why [`save`] did not see a trace written.
 #[derive(Debug, PartialEq)]
 pub enum SaveError {

@@ -22,11 +22,14 @@ pub const CLOCK_EVENT: &str = "clock";
 /// The hardware clock.
 pub const RTC_DEV: &str = "/dev/rtc0";
 
-/// A [`CLOCK_EVENT`] for now: `realtime_ns` (the wall clock) and, when known, `rtc_offset_ns`
+/// A [`CLOCK_EVENT`] for now: `realtime_ns` (the wall clock), `monotonic_ns`
+/// (CLOCK_MONOTONIC, the journal's clock) and, when known, `rtc_offset_ns`
 /// (the wall clock minus the hardware clock, `sys::rtc_offset_ns`).
 pub fn clock_event(rtc_offset_ns: Option<i64>) -> trace::Event {
-    let (boot, real) = (sys::boottime_ns(), sys::realtime_ns());
-    let e = trace::Event::new(boot, CLOCK_EVENT).with("realtime_ns", real);
+    let (boot, real, mono) = (sys::boottime_ns(), sys::realtime_ns(), sys::monotonic_ns());
+    let e = trace::Event::new(boot, CLOCK_EVENT)
+        .with("realtime_ns", real)
+        .with("monotonic_ns", mono);
     match rtc_offset_ns {
         Some(o) => e.with("rtc_offset_ns", o),
         None => e,

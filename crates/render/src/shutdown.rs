@@ -24,6 +24,7 @@ pub fn text(v: &ShutdownView) -> String {
     );
     let what = match v.source {
         StopSource::Runner => "stops (bootprint's runner)",
+        StopSource::Systemd => "unit stops (systemd's journal)",
         StopSource::Processes => "what ran (from the process samples)",
     };
     if v.stops.is_empty() {

@@ -27,16 +27,27 @@ pub fn unit_names(list: &str) -> Vec<String> {
         .collect()
 }
 
-/// Runs a command with a deadline; its standard output, or why not.
+/// Runs a command with a deadline; its standard output as text, or why not.
 pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<String, String> {
-    // The program and its first argument name it: `systemctl show` has hundreds of unit
-    // names after that, too many for a message.
+    let name = name_of(cmd);
+    let bytes = output_bytes_within(cmd, limit)?;
+    String::from_utf8(bytes).map_err(|_| format!("{name} printed something not UTF-8"))
+}
+
+fn name_of(cmd: &Command) -> String {
     let name = std::iter::once(cmd.get_program())
         .chain(cmd.get_args().take(1))
         .map(|a| a.to_string_lossy().into_owned())
         .collect::<Vec<_>>()
         .join(" ");
-    let name = format!("`{name}`");
+    format!("`{name}`")
+}
+
+/// Runs a command with a deadline; its standard output, or why not.
+pub fn output_bytes_within(cmd: &mut Command, limit: Duration) -> Result<Vec<u8>, String> {
+    // The program and its first argument name it: `systemctl show` has hundreds of unit
+    // names after that, too many for a message.
+    let name = name_of(cmd);
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -67,7 +78,7 @@ pub fn output_within(cmd: &mut Command, limit: Duration) -> Result<String, Strin
     if !status.success() {
         return Err(format!("{name} failed: {status}"));
     }
-    String::from_utf8(bytes).map_err(|_| format!("{name} printed something not UTF-8"))
+    Ok(bytes)
 }
 
 /// What the manager said: every loaded unit, and its own boot timestamps.

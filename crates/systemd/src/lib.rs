@@ -1,4 +1,4 @@
-//! bootprint on systemd: late units. systemd starts everything the default target wants as
+//! bootprint on systemd: late units, and what a shutdown looked like to systemd. systemd starts everything the default target wants as
 //! soon as it can, so on a small machine the services nobody needs to log in compete with
 //! the getty and the display manager. This crate owns what moves them after the login:
 //!
@@ -11,6 +11,8 @@
 //! - [`generator`]: the systemd generator that defers the learned units (a condition drop-in
 //!   each, a target that wants them, a service that starts it once idle).
 //! - [`waiter`]: that service (`bootprint-boot late-start`).
+//! - [`journal`]: a shutdown's unit stops as the journal recorded them, read by the boot
+//!   after it; and the generator above also adds the shutdown recorder's unit.
 //!
 //! Not here: the switch and the pins (`[systemd]` in bootprint.toml, read by the `record`
 //! crate's configuration), argument parsing (`bootprint-boot`). docs/systemd.md describes
@@ -18,6 +20,7 @@
 #![deny(missing_docs)]
 
 pub mod generator;
+pub mod journal;
 pub mod late;
 pub mod learn;
 pub mod show;
