@@ -34,7 +34,8 @@ pub struct Evidence {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
     /// Stable rule name: `network-wait`, `storm`, `sleep`, `settle`, `late-service`,
-    /// `idle-gap`, `disk-bound`, or `kernel:<id>` for the kernel's own findings.
+    /// `late-unit`, `idle-gap`, `disk-bound`, `stop-timeout` and `slow-stop` (the shutdown
+    /// before the boot), or `kernel:<id>` for the kernel's own findings.
     pub id: String,
     /// One sentence saying what was found.
     pub title: String,
@@ -50,6 +51,8 @@ pub struct Finding {
 
 /// The numbers the rules use.
 pub mod limits {
+    /// A stop in a shutdown this long or longer is a finding (`slow-stop`), s.
+    pub const SLOW_STOP_S: f64 = 2.0;
     /// Programs that wait on the network (their `comm`).
     pub const NETWORK_NAMES: [&str; 12] = [
         "ifup",
@@ -162,6 +165,85 @@ pub fn sort(out: &mut [Finding]) {
 fn unit_base(id: &str) -> &str {
     let stem = id.strip_suffix(".service").unwrap_or(id);
     stem.split('@').next().unwrap_or(stem)
+}
+
+/// The shutdown that led to this boot (`previous_boot`'s, [`crate::shutdown`]): a stop that
+/// ran out its timeout (`stop-timeout`), and one that took long (`slow-stop`). Its times are
+/// seconds of that boot's uptime.
+pub fn shutdown(v: &crate::shutdown::ShutdownView, previous_boot: &str) -> Vec<Finding> {
+    use crate::shutdown::StopSource;
+    let mut out = Vec::new();
+    for s in v.blame() {
+        let took = s.duration_s(v.saved_s);
+        let timed_out = matches!(s.outcome.as_str(), "timeout" | "timed_out");
+        if !timed_out && took < limits::SLOW_STOP_S {
+            continue;
+        }
+        let (what, how) = match v.source {
+            StopSource::Systemd => (format!("unit {}", s.name), "systemd's journal"),
+            StopSource::Runner => (format!("script {}", s.name), "bootprint's runner"),
+            StopSource::Processes => (s.name.clone(), "the process samples"),
+        };
+        let evidence =
+            vec![Evidence {
+                pid: None,
+                what: what.clone(),
+                from_s: v.start_uptime_s + s.start_s,
+                to_s: v.start_uptime_s + s.start_s + took,
+                samples: 0,
+                detail: format!(
+                "stopping for {took:.2} s of the shutdown's {:.2} s ({how}; boot {previous_boot}, \
+                 `bootprint services TRACE --shutdown` on its trace){}",
+                v.saved_s,
+                if timed_out { ", ended by its stop timeout" } else { "" }
+            ),
+            }];
+        let fix = match (v.source, timed_out) {
+            (StopSource::Systemd, true) => format!(
+                "{} does not stop on SIGTERM within its TimeoutStopSec, so every shutdown waits the \
+                 whole timeout: find what its stop waits for (ExecStop=, the main process's \
+                 SIGTERM handling; `journalctl -b -1 -u {}`). No successful stop of it is \
+                 recorded to choose a shorter timeout from: time `systemctl stop {}` and put \
+                 that with a margin in a drop-in (/etc/systemd/system/{}.d/stop.conf: \
+                 [Service] TimeoutStopSec=...)",
+                s.name, s.name, s.name, s.name
+            ),
+            (_, true) => format!(
+                "the script {} was still stopping when its timeout ended it: see what its stop \
+                 action waits for",
+                s.name
+            ),
+            (StopSource::Systemd, false) => format!(
+                "{} takes {took:.1} s to stop: see what its ExecStop= or its main process does \
+                 on SIGTERM (`journalctl -b -1 -u {}`)",
+                s.name, s.name
+            ),
+            _ => format!(
+                "{} takes {took:.1} s to stop: see what its stop action waits for",
+                s.name
+            ),
+        };
+        out.push(Finding {
+            id: if timed_out {
+                "stop-timeout"
+            } else {
+                "slow-stop"
+            }
+            .into(),
+            title: if timed_out {
+                format!("{what} ran out its stop timeout in the last shutdown ({took:.1} s)")
+            } else {
+                format!("{what} took {took:.1} s to stop in the last shutdown")
+            },
+            evidence,
+            gain_s: Some(took),
+            gain_basis: "its whole stop, off the next shutdown if it stopped at once (an upper \
+                         bound: what stops after it waits for it only when ordered so)"
+                .into(),
+            fix,
+        });
+    }
+    out
 }
 
 /// `late-unit`: on a systemd boot, services no login needs (the names of `late-service`)

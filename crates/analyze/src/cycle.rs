@@ -58,6 +58,8 @@ pub struct Cycle {
     pub to_boot_done_s: f64,
     /// How the gap was measured.
     pub clock: CycleClock,
+    /// The shutdown itself: its stops, blame (`bootprint services --shutdown`).
+    pub shutdown: ShutdownView,
     /// Where the numbers need a word of caution (a gap that is negative, clocks apart).
     pub notes: Vec<String>,
 }
@@ -165,6 +167,7 @@ impl Cycle {
             to_login_s: login_s.map(|l| before + l),
             to_boot_done_s: before + m.boot_done.t_s,
             clock,
+            shutdown: shutdown.clone(),
             notes,
         }
     }

@@ -54,6 +54,10 @@ impl Report {
         let cycle = trace.events.as_deref().and_then(|events| {
             crate::cycle::Cycle::load(std::path::Path::new(&trace.origin), events, &model)
         });
+        if let Some(c) = &cycle {
+            findings.extend(crate::advise::shutdown(&c.shutdown, &c.previous_boot));
+            crate::advise::sort(&mut findings);
+        }
         Ok(Report {
             origin: trace.origin.clone(),
             cycle,

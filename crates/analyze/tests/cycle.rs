@@ -90,3 +90,35 @@ fn no_cycle_without_the_previous_boots_shutdown() {
     let r = analyze::report::Report::build(&trace, &Default::default(), "defaults").unwrap();
     assert!(r.cycle.is_none());
 }
+
+#[test]
+fn the_advice_names_a_stop_that_ran_out_its_timeout_in_the_shutdown_before() {
+    let (_tmp, boot) = log_dir(true);
+    fs::write(
+        boot.parent().unwrap().join("a/shutdown/systemd-stops.log"),
+        "# bootprint events 1\n100100000000 unit_stopping unit=bp-slowstop.service\n\
+         104000000000 unit_failed unit=bp-slowstop.service result=timeout\n\
+         104100000000 unit_stopped unit=bp-slowstop.service result=done\n\
+         104200000000 unit_stopping unit=quick.service\n\
+         104300000000 unit_stopped unit=quick.service result=done\n",
+    )
+    .unwrap();
+    let trace = trace::Trace::open(&boot).unwrap();
+    let r = analyze::report::Report::build(&trace, &Default::default(), "defaults").unwrap();
+    let f: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.id == "stop-timeout" || f.id == "slow-stop")
+        .collect();
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].id, "stop-timeout");
+    assert!(
+        f[0].title.contains("unit bp-slowstop.service"),
+        "{}",
+        f[0].title
+    );
+    assert!((f[0].gain_s.unwrap() - 4.0).abs() < 1e-6);
+    assert!(f[0].fix.contains("TimeoutStopSec"), "{}", f[0].fix);
+    // Its evidence is in the boot before's uptime: the shutdown began at 100 s.
+    assert!((f[0].evidence[0].from_s - 100.1).abs() < 1e-6);
+}
