@@ -38,8 +38,36 @@ pub fn text_with(m: &BootModel, budgets: &analyze::budget::Budgets) -> String {
 }
 
 /// [`text`] of a whole report (its phases, against the budgets it was judged by).
+/// With the reboot cycle that led to the boot, when known:
+/// `bootprint_reboot_stage_seconds{stage}` (`shutdown`, `gap`, `login`, `to_login`,
+/// `to_boot_done`; docs/report.md, "The reboot cycle").
 pub fn report(r: &analyze::report::Report) -> String {
-    text_of(&r.model, &r.phases)
+    let mut s = text_of(&r.model, &r.phases);
+    if let Some(c) = &r.cycle {
+        let _ = writeln!(
+            s,
+            "# HELP bootprint_reboot_stage_seconds The reboot that led to this boot, by stage: \
+             shutdown (request to its trace's save), gap (to this kernel's start), login \
+             (kernel start to login), to_login and to_boot_done (from the request)."
+        );
+        let _ = writeln!(s, "# TYPE bootprint_reboot_stage_seconds gauge");
+        for (stage, v) in [
+            ("shutdown", Some(c.shutdown_s)),
+            ("gap", Some(c.gap_s)),
+            ("login", c.login_s),
+            ("to_login", c.to_login_s),
+            ("to_boot_done", Some(c.to_boot_done_s)),
+        ] {
+            if let Some(v) = v {
+                let _ = writeln!(
+                    s,
+                    "bootprint_reboot_stage_seconds{{stage=\"{stage}\"}} {}",
+                    num(v)
+                );
+            }
+        }
+    }
+    s
 }
 
 fn text_of(m: &BootModel, phases: &[analyze::budget::Phase]) -> String {

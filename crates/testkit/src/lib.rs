@@ -5,7 +5,8 @@
 //! ext4 image with its cleanup ([`ext4::Ext4Image`], for relocation's tests), a small tmpfs
 //! to fill ([`tmpfs::Tmpfs`], for writes that fail for want of space), and a pause
 //! of the machine's proactive reclaim for tests that check the page cache
-//! ([`reclaim::PauseReclaim`]). The rule: a test that cannot run here (it needs root, a tool, a kernel feature)
+//! ([`reclaim::PauseReclaim`]), and a log directory holding a reboot cycle
+//! ([`cycle::log_dir`], for the cycle's views). The rule: a test that cannot run here (it needs root, a tool, a kernel feature)
 //! says so and passes on a developer's machine, but **fails under `CI=true`**, where the
 //! machine runs as root with every tool installed, so a missing install step cannot hide
 //! behind a green run. Each skip is also appended to the file named by
@@ -25,6 +26,7 @@
 
 use std::io::Write;
 
+pub mod cycle;
 pub mod ext4;
 pub mod reclaim;
 pub mod tmpfs;
