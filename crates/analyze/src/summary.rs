@@ -32,6 +32,9 @@ pub struct Summary {
     /// Desktop ready (a `desktop_ready` event with `reason=idle`), seconds since the kernel
     /// started.
     pub desktop_ready_s: Option<f64>,
+    /// The shutdown that ended this boot, when recorded: its request to its trace's save,
+    /// seconds ([`Summary::with_shutdown`]).
+    pub shutdown_s: Option<f64>,
     /// Where the figures came from: `events` or `model`.
     pub source: &'static str,
 }
@@ -83,8 +86,19 @@ impl Summary {
                 .iter()
                 .find(|e| e.kind == "desktop_ready" && e.get("reason") == Some("idle"))
                 .map(Event::t_s),
+            shutdown_s: None,
             source: "events",
         })
+    }
+
+    /// Adds the shutdown recorded in `shutdown_events` (a trace's `shutdown/events.log`):
+    /// `shutdown_start` to `shutdown_end`.
+    pub fn with_shutdown(mut self, shutdown_events: &[Event]) -> Summary {
+        let at = |k: &str| shutdown_events.iter().find(|e| e.kind == k).map(Event::t_s);
+        if let (Some(start), Some(end)) = (at("shutdown_start"), at("shutdown_end")) {
+            self.shutdown_s = Some(end - start);
+        }
+        self
     }
 
     /// From the whole model (the report's figures).
@@ -98,6 +112,7 @@ impl Summary {
             boot_done_reason: None,
             session_start_s: ms.session_start.as_ref().map(|m| m.t_s),
             desktop_ready_s: ms.desktop_ready.as_ref().map(|m| m.t_s),
+            shutdown_s: None,
             source: "model",
         }
     }

@@ -30,8 +30,23 @@ pub fn this_boot() -> String {
         .unwrap_or_default()
 }
 
-/// One trace's line: `header` and `events.log` when they have a `boot_done`, else the model.
+/// One trace's line, with the shutdown that ended the boot when it was recorded.
 fn summary(dir: &Path) -> Result<Summary, String> {
+    let s = boot_summary(dir)?;
+    let shutdown = dir
+        .join(record::shutdown::DIR_NAME)
+        .join(trace::events::FILE_NAME);
+    Ok(match std::fs::read_to_string(shutdown) {
+        Ok(text) => match trace::events::parse(&text) {
+            Ok(events) => s.with_shutdown(&events),
+            Err(_) => s,
+        },
+        Err(_) => s,
+    })
+}
+
+/// One boot's line: `header` and `events.log` when they have a `boot_done`, else the model.
+fn boot_summary(dir: &Path) -> Result<Summary, String> {
     let read = |name: &str| match std::fs::read_to_string(dir.join(name)) {
         Ok(t) => Ok(Some(t)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),

@@ -58,20 +58,25 @@ pub fn text(out: &mut impl Write, dir: &Path, rows: &[Row]) -> io::Result<()> {
         "GRAPHICAL".into(),
         "BOOT DONE".into(),
         "DESKTOP".into(),
+        "SHUTDOWN".into(),
         "SIZE".into(),
         String::new(),
     ]];
     for r in rows.iter().rev() {
         let k = &r.kept;
-        let (release, text_login, graphical, done, desktop) = match &r.summary {
+        let (release, text_login, graphical, done, desktop, shutdown) = match &r.summary {
             Ok(s) => (
                 s.kernel_release.clone().unwrap_or("-".into()),
                 secs(s.text_login_s),
                 secs(s.graphical_login_s),
                 secs(s.boot_done_s),
                 secs(s.desktop_ready_s),
+                secs(s.shutdown_s),
             ),
-            Err(_) => ("?".into(), "?".into(), "?".into(), "?".into(), "?".into()),
+            Err(_) => {
+                let q = || "?".to_string();
+                (q(), q(), q(), q(), q(), q())
+            }
         };
         let mut marks: Vec<String> = Vec::new();
         if k.latest {
@@ -91,11 +96,12 @@ pub fn text(out: &mut impl Write, dir: &Path, rows: &[Row]) -> io::Result<()> {
             graphical,
             done,
             desktop,
+            shutdown,
             size(k.bytes),
             marks.join(", "),
         ]);
     }
-    let widths: Vec<usize> = (0..9)
+    let widths: Vec<usize> = (0..10)
         .map(|c| {
             table
                 .iter()
@@ -109,7 +115,7 @@ pub fn text(out: &mut impl Write, dir: &Path, rows: &[Row]) -> io::Result<()> {
         for (c, cell) in row.iter().enumerate() {
             let pad = widths[c] - cell.chars().count();
             // Text left, figures right.
-            if (3..=7).contains(&c) {
+            if (3..=8).contains(&c) {
                 line.push_str(&" ".repeat(pad));
                 line.push_str(cell);
             } else {
@@ -123,7 +129,8 @@ pub fn text(out: &mut impl Write, dir: &Path, rows: &[Row]) -> io::Result<()> {
     let total: u64 = rows.iter().map(|r| r.kept.bytes).sum();
     writeln!(
         out,
-        "{} traces, {} in {} (times: seconds since the kernel started)",
+        "{} traces, {} in {} (times: seconds since the kernel started; SHUTDOWN: the \
+         shutdown that ended the boot, its request to its trace's save)",
         rows.len(),
         size(total),
         dir.display()
@@ -156,6 +163,7 @@ pub fn json(dir: &Path, rows: &[Row]) -> Value {
                     v["session_start_s"] = json!(s.session_start_s);
                     v["desktop_ready_s"] = json!(s.desktop_ready_s);
                     v["desktop_start_s"] = json!(s.desktop_start_s());
+                    v["shutdown_s"] = json!(s.shutdown_s);
                     v["figures_from"] = json!(s.source);
                 }
                 Err(e) => v["error"] = json!(e),
@@ -233,6 +241,7 @@ mod tests {
             boot_done_reason: Some("idle".into()),
             session_start_s: Some(20.0),
             desktop_ready_s: Some(26.5),
+            shutdown_s: Some(4.25),
             source: "events",
         };
         let rows = vec![
@@ -261,13 +270,14 @@ mod tests {
         );
         assert!(
             lines[2].contains("12.0 s")
-                && lines[2].contains("14.0 s   26.5 s")
+                && lines[2].contains("14.0 s   26.5 s     4.2 s")
                 && lines[2].ends_with("300 KiB  pinned"),
             "{t}"
         );
-        assert_eq!(
-            lines[3],
-            "2 traces, 600 KiB in /l (times: seconds since the kernel started)"
+        assert!(
+            lines[3]
+                .starts_with("2 traces, 600 KiB in /l (times: seconds since the kernel started;"),
+            "{t}"
         );
         let j = json(Path::new("/l"), &rows);
         assert_eq!(j["traces"][0]["id"], "fedcba9876543210");
@@ -277,6 +287,7 @@ mod tests {
         assert_eq!(j["traces"][1]["pinned"], true);
         assert_eq!(j["traces"][1]["desktop_ready_s"], 26.5);
         assert_eq!(j["traces"][1]["desktop_start_s"], 6.5);
+        assert_eq!(j["traces"][1]["shutdown_s"], 4.25);
         let mut out = Vec::new();
         text(&mut out, Path::new("/l"), &[]).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "no traces in /l\n");
