@@ -98,6 +98,12 @@ pub enum Verb {
     /// bootprint's initramfs, runner, module loader and readahead: the machine after boot
     /// done must be the same.
     Parity(Build),
+    /// A reboot inside one QEMU, under sysvinit (LSB runner) and systemd, timed by the host
+    ///
+    /// Two recorded boots that each reboot once: a planted service takes 4 s to stop and an
+    /// unsynced file must survive; the serial log's host times give the request, the kernel's
+    /// reset, the next kernel's start and its `login:` (docs/testbed.md, `reboot`).
+    Reboot(Reboot),
     /// A lever judging itself: boot again and again from the disk the last boot left
     ///
     /// Every sysvinit lever on; shows what the module loader and readahead did on each boot
@@ -156,6 +162,16 @@ impl Build {
     pub fn cargo(&self) -> bool {
         !self.no_cargo
     }
+}
+
+/// `reboot`'s arguments.
+#[derive(Debug, Args)]
+pub struct Reboot {
+    /// Only this init (default: sysvinit, then systemd)
+    #[arg(long, value_name = "NAME", value_parser = choices(crate::checks::reboot::init_names()))]
+    pub init: Option<String>,
+    #[command(flatten)]
+    pub build: Build,
 }
 
 /// `package`'s arguments.

@@ -22,7 +22,7 @@ pub mod cli;
 pub mod vm;
 
 use checks::{
-    desktop_test, faults, initramfs_test, late_test, package_test, parity, smoke, soak,
+    desktop_test, faults, initramfs_test, late_test, package_test, parity, reboot, smoke, soak,
     stall_repro, verdict,
 };
 use cli::Verb;
@@ -91,6 +91,7 @@ pub fn run(verb: Verb) -> Result<(), Error> {
         }
         Verb::Smoke(a) => smoke::run(&paths, a.cargo()),
         Verb::Parity(a) => parity::run(&paths, a.cargo()),
+        Verb::Reboot(a) => reboot::run(&paths, a.init.as_deref(), a.build.cargo()),
         Verb::Late(a) => late_test::run(&paths, a.cargo()),
         Verb::Package(a) => package_test::run(
             &paths,

@@ -1,5 +1,5 @@
 //! The real-boot tests: each boots the image and passes or fails (smoke, faults, soak, the
-//! package, the desktop session, late units, parity, the initramfs, the module set, the
+//! package, the desktop session, late units, parity, a reboot cycle, the initramfs, the module set, the
 //! kernel stall, a lever's verdict). Imports `vm` and, for result files and figures,
 //! `bench`'s runner; never `cli`.
 
@@ -13,6 +13,7 @@ pub mod package_sdboot;
 pub mod package_stacked;
 pub mod package_test;
 pub mod parity;
+pub mod reboot;
 pub mod smoke;
 pub mod soak;
 pub mod stall_repro;

@@ -43,6 +43,7 @@ const VERBS: &[&str] = &[
     "stall-repro",
     "late",
     "parity",
+    "reboot",
     "verdict",
     "initramfs",
     "package",

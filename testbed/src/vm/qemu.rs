@@ -33,6 +33,9 @@ const TRACE_TIMEOUT_S: u64 = 300;
 /// How long a `BootOpts::guest_script` may run.
 const GUEST_SCRIPT_TIMEOUT_S: u64 = 3600;
 const EXIT_TIMEOUT: Duration = Duration::from_secs(90);
+/// What sulogin's prompt says (util-linux: "Give root password for maintenance", or "Enter
+/// root password for system maintenance").
+const MAINTENANCE_MARK: &str = "root password for";
 const TRACE_ROOT: &str = "/var/log/bootprint";
 /// Where `RebootOpts::copy_log_dir` puts the guest's /var/log/bootprint, in the run directory.
 const LOG_DIR_COPY: &str = "var-log-bootprint";
@@ -678,7 +681,7 @@ fn boot_disk(
         disk,
         run,
     };
-    let (login_end, host_login_s) = guest.wait_for_login(&hung, 0)?;
+    let (login_end, host_login_s) = guest.wait_for_login(&hung, 0, false)?;
     let host_cpu = at_start.until(&hostload::Snapshot::take(qemu.0.id()));
     eprintln!("boot: login: after {host_login_s:.2} s");
     let mut pos = guest.log_in(login_end)?;
@@ -697,7 +700,7 @@ fn boot_disk(
             pos = end;
         }
         pos = guest.request_reboot(&reboot.command, pos)?;
-        let (login_end, t) = guest.wait_for_login(&hung, pos)?;
+        let (login_end, t) = guest.wait_for_login(&hung, pos, true)?;
         eprintln!("boot: login: again after the reboot, {t:.2} s after QEMU's start");
         pos = guest.log_in(login_end)?;
         first_boot_id = boot_id;
@@ -888,13 +891,29 @@ impl Guest<'_> {
     }
 
     /// Waits for `login:` after byte `from`; returns where it ends and the host's seconds
-    /// to it.
-    fn wait_for_login(&self, hung: &Hung, from: usize) -> Result<(usize, f64)> {
-        match self
-            .con
-            .wait_for(&["login:", PANIC_MARK], from, LOGIN_TIMEOUT, self.start)
-        {
+    /// to it. With `maintenance_fails` (after a reboot request), sulogin's prompt ends the
+    /// wait at once: init fell to its maintenance shell (sysvinit's inittab runs one in
+    /// runlevel 6 when `rc 6` returns without a reboot), and no `login:` can follow.
+    fn wait_for_login(
+        &self,
+        hung: &Hung,
+        from: usize,
+        maintenance_fails: bool,
+    ) -> Result<(usize, f64)> {
+        let mut pats = vec!["login:", PANIC_MARK];
+        if maintenance_fails {
+            pats.push(MAINTENANCE_MARK);
+        }
+        match self.con.wait_for(&pats, from, LOGIN_TIMEOUT, self.start) {
             Seen::Match(0, end, t) => Ok((end, t)),
+            Seen::Match(2, ..) => {
+                // Its prompt's second line and anything init says after it.
+                std::thread::sleep(Duration::from_secs(2));
+                Err(self.fail(
+                    "after the reboot request the guest asked for the root password for \
+                     maintenance (sulogin) instead of restarting",
+                ))
+            }
             Seen::Match(..) => {
                 // The report and the panic line are out; its last lines follow within
                 // milliseconds, and the guest is dead: no need to wait for the timeout.

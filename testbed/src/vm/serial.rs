@@ -202,6 +202,38 @@ fn clean_line(raw: &[u8]) -> String {
     out
 }
 
+/// A logged console line without the terminal's control sequences as [`clean_line`] shows
+/// them: CSI sequences (`\x1b[?2004l`, bash's bracketed-paste switch before a command's
+/// output) and any other control byte (`\xNN`).
+pub fn without_escapes(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while !rest.is_empty() {
+        if let Some(csi) = rest.strip_prefix("\\x1b[") {
+            // Parameter and intermediate bytes, then one final byte.
+            let params = csi
+                .find(|c: char| !('\x20'..='\x3f').contains(&c))
+                .unwrap_or(csi.len());
+            let after = &csi[params..];
+            let mut chars = after.chars();
+            rest = match chars.next() {
+                Some('\x40'..='\x7e') => chars.as_str(),
+                _ => after,
+            };
+        } else if rest.starts_with("\\x")
+            && rest.len() >= 4
+            && rest[2..4].bytes().all(|b| b.is_ascii_hexdigit())
+        {
+            rest = &rest[4..];
+        } else {
+            let c = rest.chars().next().unwrap_or_default();
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
+}
+
 /// Reads a serial log this console wrote (`HOST_SECONDS | TEXT` lines): the lines with
 /// their host time; lines not in that form are skipped.
 pub fn read_log(path: &Path) -> Vec<(f64, String)> {
@@ -503,6 +535,18 @@ mod tests {
     fn clean_lines() {
         assert_eq!(clean_line(b"login: \r"), "login: ");
         assert_eq!(clean_line(b"\x1b[0m ok"), "\\x1b[0m ok");
+    }
+
+    #[test]
+    fn escapes_are_dropped() {
+        // As a reboot cycle's request marker came: bash's bracketed-paste switch before it.
+        let logged = clean_line(b"\x1b[?2004lBOOTPRINT-CYCLE-REQUEST\r");
+        assert_eq!(without_escapes(&logged), "BOOTPRINT-CYCLE-REQUEST");
+        let getty = clean_line(b"\x1b[!p\x1b]104\x07\x1b[?7h[    7.9] Oops");
+        assert_eq!(without_escapes(&getty), "]104[    7.9] Oops");
+        assert_eq!(without_escapes("plain \\x1b[0m"), "plain ");
+        assert_eq!(without_escapes("a\\x1b["), "a");
+        assert_eq!(without_escapes("C:\\xyz é"), "C:\\xyz é");
     }
 
     #[test]
