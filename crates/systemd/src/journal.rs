@@ -9,8 +9,9 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-/// systemd's catalogue ids (sd-messages.h): a unit begins stopping, has stopped, failed.
-pub const UNIT_STOPPING: &str = "de5b426a63be47a7b6ac3eb1a1c1e9b1";
+/// systemd's catalogue ids (systemd's sd-messages.h, `SD_MESSAGE_UNIT_STOPPING` ...): a unit
+/// begins stopping, has stopped, failed.
+pub const UNIT_STOPPING: &str = "de5b426a63be47a7b6ac3eaac82e2f6f";
 /// `SD_MESSAGE_UNIT_STOPPED`.
 pub const UNIT_STOPPED: &str = "9d1aaa27d60140bd96365438aad20286";
 /// `SD_MESSAGE_UNIT_FAILURE_RESULT`: carries `UNIT_RESULT` (`timeout`, `signal`, ...).
