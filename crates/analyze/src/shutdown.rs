@@ -55,7 +55,10 @@ impl Stop {
 pub struct ShutdownView {
     /// How it was asked for (`runlevel 6`, `systemd`).
     pub how: String,
-    /// When it was asked for: the boot's uptime, s.
+    /// The process that asked for it (`systemctl reboot`), when the recorder saw it.
+    pub requested_by: Option<String>,
+    /// When it was asked for (that process's start, else the recorder's): the boot's
+    /// uptime, s.
     pub start_uptime_s: f64,
     /// When the trace was saved, s after the request (the root was still writable).
     pub saved_s: f64,
@@ -91,20 +94,24 @@ impl ShutdownView {
                 events_path.display()
             )
         })?;
-        let rel = |ns: u64| ns.saturating_sub(start.t_ns) as f64 / 1e9;
+        // The requesting process's start, when the recorder still saw it, is the request;
+        // else the recorder's start (the init already acting on it) stands for it.
+        let request = find("shutdown_request").filter(|r| r.t_ns <= start.t_ns);
+        let t0 = request.map_or(start.t_ns, |r| r.t_ns);
+        let rel = |ns: u64| ns.saturating_sub(t0) as f64 / 1e9;
         let mut problems = Vec::new();
         let rc = dir.join(trace::rclog::FILE_NAME);
         let runner_stops = std::fs::read_to_string(&rc).ok().map(|t| {
             let (view, p) = ServicesView::from_text(&t, &rc.display().to_string());
             problems.extend(p.iter().map(ToString::to_string));
-            runner_stops(&view, start.t_ns, rel)
+            runner_stops(&view, t0, rel)
         });
         let journal = dir.join(SYSTEMD_STOPS);
         let unit_stops =
             std::fs::read_to_string(&journal)
                 .ok()
                 .and_then(|t| match trace::events::parse(&t) {
-                    Ok(ev) => Some(unit_stops(&ev, start.t_ns, &rel)),
+                    Ok(ev) => Some(unit_stops(&ev, t0, &rel)),
                     Err(e) => {
                         problems.push(format!("{}: {e}", journal.display()));
                         None
@@ -114,7 +121,7 @@ impl ShutdownView {
             (Some(s), _) if !s.is_empty() => (StopSource::Runner, s),
             (_, Some(s)) if !s.is_empty() => (StopSource::Systemd, s),
             // Without samples the shutdown's times still stand: only its stops are unknown.
-            _ => match process_stops(dir, start.t_ns) {
+            _ => match process_stops(dir, t0) {
                 Ok(s) => (StopSource::Processes, s),
                 Err(e) => {
                     problems.push(e);
@@ -125,7 +132,10 @@ impl ShutdownView {
         Ok((
             ShutdownView {
                 how: start.get("how").unwrap_or("unknown").to_string(),
-                start_uptime_s: start.t_ns as f64 / 1e9,
+                requested_by: request
+                    .and_then(|r| r.get("by"))
+                    .map(|b| b.replace('_', " ")),
+                start_uptime_s: t0 as f64 / 1e9,
                 saved_s: rel(end.t_ns),
                 end_reason: end.get("reason").unwrap_or_default().to_string(),
                 realtime_end_ns: find("clock")

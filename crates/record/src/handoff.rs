@@ -102,6 +102,7 @@ fn run_recorder_child(
         readahead,
         modules,
         shutdown: None,
+        shutdown_request: None,
     };
     let _ = panic::catch_unwind(AssertUnwindSafe(|| {
         if let Ok(trace) = recorder::run(config, &Paths::default(), start) {

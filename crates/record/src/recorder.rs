@@ -98,6 +98,9 @@ pub struct Start {
     /// `systemd`). It ends when asked to save or terminated, never at idle, and is written
     /// into the trace of the boot it ends ([`crate::shutdown`]).
     pub shutdown: Option<String>,
+    /// With `shutdown`: the process that asked for it, if still there (its start, ns, and
+    /// command line: `shutdown::requester`).
+    pub shutdown_request: Option<(u64, String)>,
 }
 
 /// Records until boot is done (on a machine with a greeter, until a user's desktop is ready
@@ -291,6 +294,11 @@ impl<'a> Recorder<'a> {
                 .with("version", env!("CARGO_PKG_VERSION")),
         );
         if let Some(how) = &start.shutdown {
+            if let Some((t, by)) = &start.shutdown_request {
+                store.events.push(
+                    Event::new(*t, crate::shutdown::REQUEST_EVENT).with("by", by.replace(' ', "_")),
+                );
+            }
             store
                 .events
                 .push(Event::new(t_start, crate::shutdown::START_EVENT).with("how", how));

@@ -26,6 +26,10 @@ use crate::config::Config;
 use crate::recorder::{self, Paths, Start};
 use crate::store::{Access, Store};
 
+/// When the process that asked for the shutdown started (`by`: its command line), when it
+/// was still there as the recorder started: the request itself, a little before the init
+/// acted on it.
+pub const REQUEST_EVENT: &str = "shutdown_request";
 /// The event that opens a shutdown's `events.log`, with `how` it was asked for.
 pub const START_EVENT: &str = "shutdown_start";
 /// The event that ends it, with `reason`: `saved` (asked to, before the root went
@@ -84,6 +88,7 @@ pub fn record(
     let start = Start {
         stop_after_ns: Some(LIMIT_S * 1_000_000_000),
         shutdown: Some(how.to_string()),
+        shutdown_request: requester(&paths.proc.path(""), sys::clk_tck()),
         ..Start::default()
     };
     let mut config = config.clone();
@@ -95,6 +100,67 @@ pub fn record(
     }
     let _ = fs::remove_file(pid_file);
     written.map(Some)
+}
+
+/// Whether a command line asks for a shutdown: `reboot`, `poweroff`, `halt`, `shutdown`,
+/// `systemctl reboot|poweroff|halt|kexec|soft-reboot`, `init 0|6` / `telinit 0|6`, and
+/// sysvinit's `rc 0|6` (`/etc/init.d/rc 6`, once init acts on the request).
+pub fn is_request(argv: &[&str]) -> bool {
+    let Some(program) = argv.first().map(|p| p.rsplit('/').next().unwrap_or(p)) else {
+        return false;
+    };
+    // `/etc/init.d/rc 6` runs as `/bin/sh /etc/init.d/rc 6`.
+    let (program, args) = match (program, argv.get(1)) {
+        ("sh" | "bash" | "dash", Some(script)) => {
+            (script.rsplit('/').next().unwrap_or(script), &argv[2..])
+        }
+        _ => (program, &argv[1..]),
+    };
+    let first = args.first().copied().unwrap_or_default();
+    match program {
+        "reboot" | "poweroff" | "halt" | "shutdown" => true,
+        "systemctl" => args
+            .iter()
+            .any(|a| matches!(*a, "reboot" | "poweroff" | "halt" | "kexec" | "soft-reboot")),
+        "init" | "telinit" | "rc" => matches!(first, "0" | "6"),
+        _ => false,
+    }
+}
+
+/// The request as the processes still show it: the earliest-started process under `proc`
+/// whose command line [`is_request`], with its start (CLOCK_BOOTTIME ns, from
+/// `/proc/PID/stat`'s start time in `clk_tck` ticks) and command line. None when it has
+/// exited already: the recorder's start then stands for the request.
+pub fn requester(proc: &Path, clk_tck: u64) -> Option<(u64, String)> {
+    let mut best: Option<(u64, String)> = None;
+    for entry in fs::read_dir(proc).ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(cmdline) = fs::read(proc.join(pid).join("cmdline")) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&cmdline);
+        let argv: Vec<&str> = text.split('\0').filter(|a| !a.is_empty()).collect();
+        if !is_request(&argv) {
+            continue;
+        }
+        let Some(rec) = fs::read(proc.join(pid).join("stat"))
+            .ok()
+            .and_then(|raw| sample::procfs::parse_stat_line(&raw))
+        else {
+            continue;
+        };
+        let t = rec.starttime.saturating_mul(1_000_000_000) / clk_tck.max(1);
+        if best.as_ref().is_none_or(|(b, _)| t < *b) {
+            best = Some((t, argv.join(" ")));
+        }
+    }
+    best
 }
 
 /// Writes a shutdown's trace into the trace of boot `boot_id` under `log_dir`: into
@@ -256,6 +322,50 @@ mod tests {
         std::os::unix::fs::symlink(&elsewhere, log.join("b2")).unwrap();
         assert!(write(&store, log, "b2").is_err());
         assert!(!elsewhere.join(DIR_NAME).exists());
+    }
+
+    #[test]
+    fn requests_are_recognised() {
+        for yes in [
+            "/sbin/reboot",
+            "systemctl reboot",
+            "systemctl --no-wall poweroff",
+            "shutdown -r now",
+            "telinit 6",
+            "init 0",
+            "/bin/sh /etc/init.d/rc 6",
+        ] {
+            let argv: Vec<&str> = yes.split(' ').collect();
+            assert!(is_request(&argv), "{yes}");
+        }
+        for no in [
+            "systemctl status",
+            "init 2",
+            "/bin/sh /etc/init.d/rc 2",
+            "sh -c reboot-notes",
+            "bash",
+        ] {
+            let argv: Vec<&str> = no.split(' ').collect();
+            assert!(!is_request(&argv), "{no}");
+        }
+    }
+
+    #[test]
+    fn the_requester_is_found_with_its_start() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path();
+        for (pid, cmd, start) in [
+            ("10", "bash\0", 5),
+            ("11", "systemctl\0reboot\0", 300),
+            ("12", "reboot\0", 250),
+        ] {
+            fs::create_dir(p.join(pid)).unwrap();
+            fs::write(p.join(pid).join("cmdline"), cmd).unwrap();
+            let stat = format!("{pid} (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {start} 0 0");
+            fs::write(p.join(pid).join("stat"), stat).unwrap();
+        }
+        let (t, by) = requester(p, 100).unwrap();
+        assert_eq!((t, by.as_str()), (2_500_000_000, "reboot"));
     }
 
     #[test]

@@ -17,9 +17,13 @@ fn shown_end(s: &Stop) -> String {
 /// The shutdown as text: how and how long, blame (longest first), the chain that held it.
 pub fn text(v: &ShutdownView) -> String {
     let mut s = String::new();
+    let by = v
+        .requested_by
+        .as_ref()
+        .map_or(String::new(), |b| format!(" by `{b}`"));
     let _ = writeln!(
         s,
-        "shutdown ({}) asked for at {:.2} s of uptime; trace saved {:.2} s later ({})",
+        "shutdown ({}) asked for{by} at {:.2} s of uptime; trace saved {:.2} s later ({})",
         v.how, v.start_uptime_s, v.saved_s, v.end_reason
     );
     let what = match v.source {
@@ -79,6 +83,7 @@ fn stop_json(v: &ShutdownView, s: &Stop) -> Value {
 pub fn json(v: &ShutdownView) -> Value {
     json!({
         "how": v.how,
+        "requested_by": v.requested_by,
         "start_uptime_s": v.start_uptime_s,
         "saved_s": v.saved_s,
         "end_reason": v.end_reason,
@@ -108,6 +113,7 @@ mod tests {
     fn blame_is_longest_first_and_the_chain_follows_what_waited() {
         let v = ShutdownView {
             how: "runlevel 6".into(),
+            requested_by: Some("reboot".into()),
             start_uptime_s: 100.0,
             saved_s: 6.0,
             end_reason: "saved".into(),
