@@ -36,6 +36,10 @@ const EXIT_TIMEOUT: Duration = Duration::from_secs(90);
 /// What sulogin's prompt says (util-linux: "Give root password for maintenance", or "Enter
 /// root password for system maintenance").
 const MAINTENANCE_MARK: &str = "root password for";
+/// How long a reboot cycle's reset may take, from the kernel's restart line to the next
+/// kernel's banner, before it is diagnosed: about 1 s, up to 8 s with the host busy, but
+/// once 252 s (2026-11-29, Debian 13 under TCG).
+const RESET_SLOW: Duration = Duration::from_secs(60);
 const TRACE_ROOT: &str = "/var/log/bootprint";
 /// Where `RebootOpts::copy_log_dir` puts the guest's /var/log/bootprint, in the run directory.
 const LOG_DIR_COPY: &str = "var-log-bootprint";
@@ -290,8 +294,9 @@ pub struct BootResult {
     /// ran any program, or on a stale int3; the report's first line); this result is the
     /// second attempt's (`boot`).
     pub kernel_fault_retried: Option<String>,
-    /// With `BootOpts::reboot`: the cycle's stages on the host's clock. `boot_id`,
-    /// `trace_dir` and `guest_output`'s place are then the second boot's.
+    /// With `BootOpts::reboot`: the cycle's stages on the host's clock. `boot_id` and
+    /// `trace_dir` are then the second boot's, `host_login_s`, `firmware_load_s` and
+    /// `clock_offset_s` the first's, and `guest_output` is None (`after_reboot_output`).
     pub cycle: Option<CycleStages>,
     /// With `BootOpts::reboot`: the first boot's id.
     pub first_boot_id: Option<String>,
@@ -700,6 +705,7 @@ fn boot_disk(
             pos = end;
         }
         pos = guest.request_reboot(&reboot.command, pos)?;
+        guest.watch_reset(&hung, pos);
         let (login_end, t) = guest.wait_for_login(&hung, pos, true)?;
         eprintln!("boot: login: again after the reboot, {t:.2} s after QEMU's start");
         pos = guest.log_in(login_end)?;
@@ -895,7 +901,7 @@ impl Guest<'_> {
     /// wait at once: init fell to its maintenance shell (sysvinit's inittab runs one in
     /// runlevel 6 when `rc 6` returns without a reboot), and no `login:` can follow.
     fn wait_for_login(
-        &self,
+        &mut self,
         hung: &Hung,
         from: usize,
         maintenance_fails: bool,
@@ -906,13 +912,16 @@ impl Guest<'_> {
         }
         match self.con.wait_for(&pats, from, LOGIN_TIMEOUT, self.start) {
             Seen::Match(0, end, t) => Ok((end, t)),
-            Seen::Match(2, ..) => {
-                // Its prompt's second line and anything init says after it.
-                std::thread::sleep(Duration::from_secs(2));
-                Err(self.fail(
+            Seen::Match(2, end, _) => {
+                let seen = self.in_maintenance_shell(end);
+                let out = hung.run.join("maintenance.txt");
+                let _ = fs::write(&out, &seen);
+                Err(self.fail(&format!(
                     "after the reboot request the guest asked for the root password for \
-                     maintenance (sulogin) instead of restarting",
-                ))
+                     maintenance (sulogin) instead of restarting; its processes and \
+                     /run/bootprint's logs then are in {}",
+                    out.display()
+                )))
             }
             Seen::Match(..) => {
                 // The report and the panic line are out; its last lines follow within
@@ -946,6 +955,30 @@ impl Guest<'_> {
             }
             Seen::Closed => Err(self.fail("QEMU exited before `login:`")),
         }
+    }
+
+    /// At sulogin's prompt (ending at byte `from`): logs in to the maintenance shell and
+    /// returns what was running and the tails of /run/bootprint's logs (the LSB runner's
+    /// rc.log), which the reset would lose; or why it could not.
+    fn in_maintenance_shell(&mut self, from: usize) -> String {
+        let got = self
+            .expect(&["continue):"], from, 30, "sulogin's prompt")
+            .and_then(|_| self.con.send(&format!("{ROOT_PASSWORD}\n")))
+            .and_then(|_| self.expect(&["# "], from, 60, "the maintenance shell"))
+            .and_then(|(_, pos)| {
+                self.con.send(
+                    "echo BP\"\"DIAG=begin; ps -eo pid,ppid,sid,stat,etime,args; \
+                     for f in /run/bootprint/*.log; do echo \"== $f\"; tail -n 60 \"$f\"; done; \
+                     echo BP\"\"DIAG=end\n",
+                )?;
+                let (_, begin) = self.expect(&["BPDIAG=begin"], pos, 60, "the diagnosis")?;
+                let (_, end) = self.expect(&["BPDIAG=end"], begin, 60, "the diagnosis")?;
+                Ok(self
+                    .con
+                    .text(begin, end - "BPDIAG=end".len())
+                    .replace('\r', ""))
+            });
+        got.unwrap_or_else(|e| format!("no maintenance shell: {e}\n"))
     }
 
     /// Logs in as root; returns where the shell prompt ends.
@@ -1085,6 +1118,39 @@ impl Guest<'_> {
         // Beside the serial log, for `boot --guest-script FILE`.
         let _ = fs::write(out, &text);
         Ok((text, kernel_stall, end))
+    }
+
+    /// After a reboot request at byte `from`: when the kernel's restart line comes and the
+    /// next kernel's banner does not follow within [`RESET_SLOW`], the guest is diagnosed as
+    /// a hung boot is (the run directory's reset-slow.txt: where the vCPUs are, in the
+    /// firmware or the old kernel), and the boot goes on. A missing restart line or login is
+    /// left to the login wait and `cycle::stages`.
+    fn watch_reset(&self, hung: &Hung, from: usize) {
+        let restart = cycle::SHUTDOWN_END_MARKS[0];
+        let ends = [restart, "login:", PANIC_MARK, MAINTENANCE_MARK];
+        let Seen::Match(0, end, _) = self.con.wait_for(&ends, from, LOGIN_TIMEOUT, self.start)
+        else {
+            return;
+        };
+        if let Seen::Timeout = self
+            .con
+            .wait_for(&["Linux version"], end, RESET_SLOW, self.start)
+        {
+            let out = hung.run.join("reset-slow.txt");
+            eprintln!(
+                "boot: no kernel banner {} s after `{restart}`: diagnosing into {}",
+                RESET_SLOW.as_secs(),
+                out.display()
+            );
+            let text = crate::vm::hang::diagnose_hang(
+                hung.qemu.0.id(),
+                hung.monitor,
+                hung.img,
+                hung.disk,
+                &self.con,
+            );
+            let _ = fs::write(&out, text);
+        }
     }
 
     /// Asks the guest for a reboot with `command`, after a line with [`REQUEST_MARK`] that
