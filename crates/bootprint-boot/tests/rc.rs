@@ -405,3 +405,42 @@ fn a_lost_worker_of_runlevel_s_still_runs_every_script() {
         );
     }
 }
+
+/// Runlevel 0: before any stop, the runner and its parents (here this test) are listed in
+/// sendsigs.omit.d, so Debian's sendsigs, which kills every process outside its own session,
+/// leaves the runner alive to run what comes after it; a script that runs later sees it.
+#[test]
+fn runlevel_0_spares_the_runner_from_sendsigs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    for d in ["etc/init.d", "etc/rc0.d", "run/sendsigs.omit.d"] {
+        fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let seen = root.join("seen");
+    let text = format!(
+        "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: sendsigs\n# Default-Stop: 0\n### END INIT INFO\n\
+         [ \"$1\" = stop ] && cat {}/run/sendsigs.omit.d/bootprint-rc > {}\nexit 0\n",
+        root.display(),
+        seen.display()
+    );
+    let p = root.join("etc/init.d/sendsigs");
+    fs::write(&p, text).unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    symlink("../init.d/sendsigs", root.join("etc/rc0.d/K01sendsigs")).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_bootprint-boot"))
+        .args(["rc", "0", "--no-detach", "--root"])
+        .arg(root)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let runner = child.id().to_string();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let pids = fs::read_to_string(&seen).unwrap();
+    let pids: Vec<&str> = pids.lines().collect();
+    assert_eq!(pids.first(), Some(&runner.as_str()), "{pids:?}");
+    assert!(
+        pids.contains(&std::process::id().to_string().as_str()),
+        "its parent too: {pids:?}"
+    );
+}

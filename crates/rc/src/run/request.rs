@@ -229,6 +229,7 @@ fn run_guarded(
         return Ok(code);
     }
     let mut options = runner_options(req, fault);
+    spare_from_sendsigs(req);
     options.save_shutdown = start_shutdown_recorder(req);
     let runner = Runner::new(&plan, &cfg, options, log, out);
     Ok(run_plan(req, fault, runner, progress, &dpath))
@@ -319,6 +320,40 @@ fn hand_to_worker(
         }
     }
     Ok(None)
+}
+
+/// Where sendsigs (Debian's runlevels 0 and 6) reads pids it must not kill, one file per
+/// package; under the request's root.
+pub const SENDSIGS_OMIT: &str = "run/sendsigs.omit.d/bootprint-rc";
+
+/// Runlevel 0 or 6: the runner and the processes that started it (`/etc/init.d/rc 6`, the
+/// startpar wrapper) are listed for sendsigs to spare. It kills every process outside its
+/// own session, and the runner starts each script in a session of its own: without this,
+/// sendsigs would kill the runner and nothing would run umountroot or reboot. Only where
+/// initscripts made the directory.
+fn spare_from_sendsigs(req: &Request) {
+    let ends = matches!(req.runlevel, Runlevel::Num(0) | Runlevel::Num(6));
+    let file = req.root.join(SENDSIGS_OMIT);
+    if !ends || req.action != "stop" || !file.parent().is_some_and(|d| d.is_dir()) {
+        return;
+    }
+    let mut pids = Vec::new();
+    let mut pid = std::process::id();
+    // Up the parents to init (bounded: a parent chain is short).
+    while pid > 1 && pids.len() < 16 {
+        pids.push(pid.to_string());
+        let status = req.proc_dir.join(pid.to_string()).join("status");
+        let ppid = std::fs::read_to_string(status).ok().and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("PPid:"))
+                .and_then(|v| v.trim().parse::<u32>().ok())
+        });
+        match ppid {
+            Some(p) => pid = p,
+            None => break,
+        }
+    }
+    let _ = ::sys::write_atomic(&file, format!("{}\n", pids.join("\n")).as_bytes());
 }
 
 /// Runlevel 0 or 6 with a shutdown program: starts it (`PROGRAM shutdown --how "runlevel
