@@ -161,6 +161,10 @@ pub fn run_runlevel(req: &Request, out: &mut dyn Write) -> i32 {
     if fault == Some(Fault::Abort) {
         abort_for(Fault::Abort, out);
     }
+    // Before anything can fail: the serial fallback runs sendsigs too.
+    if !req.dry_run {
+        spare_from_sendsigs(req);
+    }
     let mut log = if req.dry_run {
         SpanLog::none()
     } else {
@@ -229,7 +233,6 @@ fn run_guarded(
         return Ok(code);
     }
     let mut options = runner_options(req, fault);
-    spare_from_sendsigs(req);
     options.save_shutdown = start_shutdown_recorder(req);
     let runner = Runner::new(&plan, &cfg, options, log, out);
     Ok(run_plan(req, fault, runner, progress, &dpath))
