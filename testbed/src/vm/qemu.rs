@@ -963,9 +963,8 @@ impl Guest<'_> {
     fn in_maintenance_shell(&mut self, from: usize) -> String {
         let got = self
             .expect(&["continue):"], from, 30, "sulogin's prompt")
-            .and_then(|_| self.con.send(&format!("{ROOT_PASSWORD}\n")))
-            .and_then(|_| self.expect(&["# "], from, 60, "the maintenance shell"))
-            .and_then(|(_, pos)| {
+            .and_then(|_| self.maintenance_login(from))
+            .and_then(|pos| {
                 self.con.send(
                     "echo BP\"\"DIAG=begin; ps -eo pid,ppid,sid,stat,etime,args; \
                      for f in /run/bootprint/*.log; do echo \"== $f\"; tail -n 60 \"$f\"; done; \
@@ -979,6 +978,22 @@ impl Guest<'_> {
                     .replace('\r', ""))
             });
         got.unwrap_or_else(|e| format!("no maintenance shell: {e}\n"))
+    }
+
+    /// Types the root password at sulogin's prompt (after byte `from`) until its shell's
+    /// prompt comes; returns where that ends. A few tries, a few seconds apart: sulogin
+    /// flushes what was typed before it set up the terminal, and a second one may prompt.
+    fn maintenance_login(&mut self, from: usize) -> Result<usize> {
+        let mut last = None;
+        for _ in 0..3 {
+            std::thread::sleep(Duration::from_secs(3));
+            self.con.send(&format!("{ROOT_PASSWORD}\n"))?;
+            match self.expect(&["# "], from, 20, "the maintenance shell") {
+                Ok((_, pos)) => return Ok(pos),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| self.fail("no maintenance shell")))
     }
 
     /// Logs in as root; returns where the shell prompt ends.
