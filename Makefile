@@ -131,6 +131,7 @@ smoke:
 	$(TESTBED) --release $(RELEASE) initramfs
 	$(TESTBED) --release $(RELEASE) late
 	$(TESTBED) --release $(RELEASE) parity
+	$(TESTBED) --release $(RELEASE) reboot
 	$(TESTBED) --release $(RELEASE) faults
 
 # Benchmarks are not part of `make test`: they take many boots.
