@@ -97,26 +97,40 @@ impl ShutdownView {
         // The requesting process's start, when the recorder still saw it, is the request;
         // else the recorder's start (the init already acting on it) stands for it.
         let request = find("shutdown_request").filter(|r| r.t_ns <= start.t_ns);
-        let t0 = request.map_or(start.t_ns, |r| r.t_ns);
-        let rel = |ns: u64| ns.saturating_sub(t0) as f64 / 1e9;
         let mut problems = Vec::new();
+        // On systemd the journal may know better: logind's record of the request, or stop
+        // jobs that began before the recorder did (within JOURNAL_BEFORE_NS of it).
+        let journal = dir.join(SYSTEMD_STOPS);
+        let journal_events = match std::fs::read_to_string(&journal) {
+            Ok(t) => match trace::events::parse(&t) {
+                Ok(ev) => Some(ev),
+                Err(e) => {
+                    problems.push(format!("{}: {e}", journal.display()));
+                    None
+                }
+            },
+            Err(_) => None,
+        };
+        let window = start.t_ns.saturating_sub(JOURNAL_BEFORE_NS);
+        let journal_first = journal_events.as_ref().and_then(|ev| {
+            ev.iter()
+                .filter(|e| e.t_ns >= window && e.t_ns <= start.t_ns)
+                .map(|e| e.t_ns)
+                .min()
+        });
+        let t0 = [request.map(|r| r.t_ns), journal_first, Some(start.t_ns)]
+            .into_iter()
+            .flatten()
+            .min()
+            .unwrap_or(start.t_ns);
+        let rel = |ns: u64| ns.saturating_sub(t0) as f64 / 1e9;
         let rc = dir.join(trace::rclog::FILE_NAME);
         let runner_stops = std::fs::read_to_string(&rc).ok().map(|t| {
             let (view, p) = ServicesView::from_text(&t, &rc.display().to_string());
             problems.extend(p.iter().map(ToString::to_string));
             runner_stops(&view, t0, rel)
         });
-        let journal = dir.join(SYSTEMD_STOPS);
-        let unit_stops =
-            std::fs::read_to_string(&journal)
-                .ok()
-                .and_then(|t| match trace::events::parse(&t) {
-                    Ok(ev) => Some(unit_stops(&ev, t0, &rel)),
-                    Err(e) => {
-                        problems.push(format!("{}: {e}", journal.display()));
-                        None
-                    }
-                });
+        let unit_stops = journal_events.as_ref().map(|ev| unit_stops(ev, t0, &rel));
         let (source, stops) = match (runner_stops, unit_stops) {
             (Some(s), _) if !s.is_empty() => (StopSource::Runner, s),
             (_, Some(s)) if !s.is_empty() => (StopSource::Systemd, s),
@@ -191,12 +205,14 @@ impl ShutdownView {
 /// The journal's stops as the boot after kept them.
 pub const SYSTEMD_STOPS: &str = "systemd-stops.log";
 
+use trace::events::SHUTDOWN_JOURNAL_BEFORE_NS as JOURNAL_BEFORE_NS;
+
 /// Each unit's stop from the journal: from its `unit_stopping` (else its `unit_stopped`) to
 /// its `unit_stopped`; the outcome `done`, or the result it failed with (`timeout`).
 fn unit_stops(events: &[trace::Event], start_ns: u64, rel: &impl Fn(u64) -> f64) -> Vec<Stop> {
     let mut out: Vec<Stop> = Vec::new();
     let mut open: std::collections::BTreeMap<String, usize> = Default::default();
-    for e in events.iter().filter(|e| e.t_ns + 1_000_000_000 >= start_ns) {
+    for e in events.iter().filter(|e| e.t_ns >= start_ns) {
         let Some(unit) = e.get("unit") else { continue };
         let at = |unit: &str,
                   out: &mut Vec<Stop>,

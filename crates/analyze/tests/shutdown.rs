@@ -18,7 +18,7 @@ fn the_journals_unit_stops_with_a_timeout() {
     fs::write(
         d.join("systemd-stops.log"),
         "# bootprint events 1\n\
-         90000000000 unit_stopped unit=before.service result=done\n\
+         80000000000 unit_stopped unit=before.service result=done\n\
          100100000000 unit_stopping unit=bp-slowstop.service\n\
          100200000000 unit_stopping unit=cron.service\n\
          100300000000 unit_stopped unit=cron.service result=done\n\
@@ -63,4 +63,28 @@ fn a_trace_without_its_end_is_named() {
         e.contains("events.log") && e.contains("expected a shutdown_end"),
         "{e}"
     );
+}
+
+/// systemd acts on the request before the recorder's unit runs: logind's record of it and a
+/// stop that began first (both in the journal, before `shutdown_start`) move the start back.
+#[test]
+fn the_journal_knows_the_request_before_the_recorder_ran() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    fs::write(d.join("events.log"), EVENTS).unwrap();
+    fs::write(
+        d.join("systemd-stops.log"),
+        "# bootprint events 1\n\
+         80000000000 unit_stopped unit=long-before.service result=done\n\
+         99000000000 shutdown_requested verb=reboot\n\
+         99200000000 unit_stopping unit=bp-slowstop.service\n\
+         103300000000 unit_stopped unit=bp-slowstop.service result=done\n",
+    )
+    .unwrap();
+    let (v, _) = ShutdownView::load(d).unwrap();
+    assert!((v.start_uptime_s - 99.0).abs() < 1e-9, "{v:?}");
+    assert!((v.saved_s - 9.0).abs() < 1e-9);
+    let names: Vec<&str> = v.stops.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["bp-slowstop.service"], "an older stop is not the shutdown's");
+    assert!((v.stops[0].duration_s(v.saved_s) - 4.1).abs() < 1e-6);
 }

@@ -42,6 +42,7 @@ pub const DIR_NAME: &str = "shutdown";
 pub const PID_FILE: &str = "/run/bootprint/shutdown.pid";
 /// sendsigs (Debian's runlevel 0 and 6) spares the pids listed in this directory's files.
 pub const SENDSIGS_OMIT: &str = "/run/sendsigs.omit.d/bootprint-shutdown";
+use trace::events::SHUTDOWN_JOURNAL_BEFORE_NS as JOURNAL_BEFORE_NS;
 /// A shutdown is recorded for at most this long (s): one that takes longer is written then.
 pub const LIMIT_S: u64 = 900;
 
@@ -219,7 +220,12 @@ pub fn add_journal_stops(log_dir: &Path, prev: &str, journalctl: &Path) -> Optio
     let offset = clock.t_ns.saturating_sub(mono);
     let t0 = sys::boottime_ns();
     let limit = Duration::from_secs(20);
-    let since_us = start.saturating_sub(offset) / 1000;
+    // systemd acts on the request before the recorder runs (its unit is one of the
+    // shutdown's first jobs, not the first): from a little before.
+    let since_us = start
+        .saturating_sub(offset)
+        .saturating_sub(JOURNAL_BEFORE_NS)
+        / 1000;
     let event = Event::new(t0, "shutdown_journal").with("boot", prev);
     Some(
         match systemd::journal::unit_entries(journalctl, prev, since_us, limit) {

@@ -17,6 +17,10 @@ pub const UNIT_STOPPED: &str = "9d1aaa27d60140bd96365438aad20286";
 /// `SD_MESSAGE_UNIT_FAILURE_RESULT`: carries `UNIT_RESULT` (`timeout`, `signal`, ...).
 pub const UNIT_FAILED: &str = "d9b373ed55a64feb8242e02dbe79a49c";
 
+/// `SD_MESSAGE_SHUTDOWN`: logind carries out a shutdown ("System is rebooting."), with
+/// `SHUTDOWN=reboot|power-off|halt|kexec`: the request, as the machine first acted on it.
+pub const SHUTDOWN: &str = "98268866d1d54a499c4e98921d93bc40";
+
 /// The trace file's first line.
 pub const MAGIC: &str = "# bootprint events 1";
 /// Its name in the shutdown's directory.
@@ -27,9 +31,9 @@ pub const FILE_NAME: &str = "systemd-stops.log";
 pub struct UnitEntry {
     /// CLOCK_MONOTONIC of that boot, µs.
     pub monotonic_us: u64,
-    /// `stopping`, `stopped` or `failed`.
+    /// `stopping`, `stopped`, `failed`, or `requested` (logind's [`SHUTDOWN`]).
     pub what: &'static str,
-    /// The unit.
+    /// The unit (with `requested`: the `SHUTDOWN=` verb, `reboot`).
     pub unit: String,
     /// `JOB_RESULT` (stopped) or `UNIT_RESULT` (failed); empty if none.
     pub result: String,
@@ -49,10 +53,15 @@ pub fn parse_export(bytes: &[u8]) -> Vec<UnitEntry> {
             Some(UNIT_STOPPING) => Some("stopping"),
             Some(UNIT_STOPPED) => Some("stopped"),
             Some(UNIT_FAILED) => Some("failed"),
+            Some(SHUTDOWN) => Some("requested"),
             _ => None,
         };
         let t = get("__MONOTONIC_TIMESTAMP").and_then(|v| v.parse::<u64>().ok());
-        if let (Some(what), Some(t), Some(unit)) = (what, t, get("UNIT")) {
+        let unit = match what {
+            Some("requested") => get("SHUTDOWN").or(Some("shutdown")),
+            _ => get("UNIT"),
+        };
+        if let (Some(what), Some(t), Some(unit)) = (what, t, unit) {
             let result = get("JOB_RESULT").or(get("UNIT_RESULT")).unwrap_or_default();
             out.push(UnitEntry {
                 monotonic_us: t,
@@ -117,7 +126,10 @@ pub fn unit_entries(
         .arg(format!("MESSAGE_ID={UNIT_STOPPING}"))
         .arg(format!("MESSAGE_ID={UNIT_STOPPED}"))
         .arg(format!("MESSAGE_ID={UNIT_FAILED}"))
-        .arg("--output-fields=MESSAGE_ID,UNIT,JOB_RESULT,UNIT_RESULT");
+        // Or (journalctl's `+`) logind's record of the request.
+        .arg("+")
+        .arg(format!("MESSAGE_ID={SHUTDOWN}"))
+        .arg("--output-fields=MESSAGE_ID,UNIT,JOB_RESULT,UNIT_RESULT,SHUTDOWN");
     let out = crate::learn::output_bytes_within(&mut cmd, limit)?;
     let mut v = parse_export(&out);
     v.retain(|e| e.monotonic_us >= since_monotonic_us);
@@ -125,11 +137,19 @@ pub fn unit_entries(
 }
 
 /// `entries` as the trace file: `MAGIC`, then one event per entry, `<ns> unit_<what>
-/// unit=U [result=R]`, its time moved to CLOCK_BOOTTIME by `boottime_minus_monotonic_ns`.
+/// unit=U [result=R]` (the request: `<ns> shutdown_requested verb=V`), its time moved to
+/// CLOCK_BOOTTIME by `boottime_minus_monotonic_ns`.
 pub fn to_trace(entries: &[UnitEntry], boottime_minus_monotonic_ns: u64) -> String {
     let mut s = format!("{MAGIC}\n");
     for e in entries {
         let t = e.monotonic_us * 1000 + boottime_minus_monotonic_ns;
+        if e.what == "requested" {
+            s.push_str(&format!(
+                "{t} shutdown_requested verb={}\n",
+                encode(&e.unit)
+            ));
+            continue;
+        }
         s.push_str(&format!("{t} unit_{} unit={}", e.what, encode(&e.unit)));
         if !e.result.is_empty() {
             s.push_str(&format!(" result={}", encode(&e.result)));
@@ -173,12 +193,14 @@ mod tests {
             format!(
                 "__MONOTONIC_TIMESTAMP=9000000\nMESSAGE_ID={UNIT_STOPPED}\nUNIT=bp-slowstop.service\nJOB_RESULT=done\n\n\
                  __MONOTONIC_TIMESTAMP=9100000\nMESSAGE_ID={UNIT_FAILED}\nUNIT=x y.service\nUNIT_RESULT=timeout\n\n\
+                 __MONOTONIC_TIMESTAMP=4000000\nMESSAGE_ID={SHUTDOWN}\nSHUTDOWN=reboot\n\n\
                  __MONOTONIC_TIMESTAMP=1\nMESSAGE_ID=other\nUNIT=z.service\n"
             )
             .as_bytes(),
         );
         let v = parse_export(&b);
-        assert_eq!(v.len(), 3, "{v:?}");
+        assert_eq!(v.len(), 4, "{v:?}");
+        assert_eq!((v[3].what, v[3].unit.as_str()), ("requested", "reboot"));
         assert_eq!(v[0].what, "stopping");
         assert_eq!(v[1].result, "done");
         assert_eq!(v[1].monotonic_us, 9_000_000);

@@ -8,6 +8,12 @@ use std::fmt;
 /// First line of every `events.log`; the number is the events format version.
 pub const HEADER_LINE: &str = "# bootprint events 1";
 
+/// How far before a shutdown recorder's start (`shutdown_start`) the journal's entries in a
+/// shutdown's `systemd-stops.log` belong to it (ns): systemd acts on the request before the
+/// recorder's unit runs. The recorder reads the journal from there; the analysis counts
+/// from the earliest entry within it.
+pub const SHUTDOWN_JOURNAL_BEFORE_NS: u64 = 10_000_000_000;
+
 /// Name of the events file inside a trace directory.
 pub const FILE_NAME: &str = "events.log";
 
