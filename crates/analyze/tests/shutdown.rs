@@ -85,6 +85,10 @@ fn the_journal_knows_the_request_before_the_recorder_ran() {
     assert!((v.start_uptime_s - 99.0).abs() < 1e-9, "{v:?}");
     assert!((v.saved_s - 9.0).abs() < 1e-9);
     let names: Vec<&str> = v.stops.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["bp-slowstop.service"], "an older stop is not the shutdown's");
+    assert_eq!(
+        names,
+        ["bp-slowstop.service"],
+        "an older stop is not the shutdown's"
+    );
     assert!((v.stops[0].duration_s(v.saved_s) - 4.1).abs() < 1e-6);
 }

@@ -641,6 +641,7 @@ impl<'a> Recorder<'a> {
             return self.finish_shutdown(end.boot_done, loop_cpu_s);
         }
         self.store.events.push(end.boot_done);
+        login_at_exec(&mut self.store.events);
         if let Some(desktop) = &end.desktop {
             let session_start = self.logins.session.as_ref().map(|s| s.start_ns);
             self.store.events.extend(preload_desktop_time(
@@ -1088,6 +1089,43 @@ impl CmdlineRetry {
     }
 }
 
+/// A login milestone's process may run its program well after it was forked: systemd's
+/// gettys are `Type=idle`, forked at once and exec'd only when the job queue is empty (up
+/// to 5 s later, more under load). The milestone is when the login program began: the exec
+/// of that pid into a program of the milestone's name, when the exec events say so
+/// (`source=exec`); else the process's start.
+fn login_at_exec(events: &mut [Event]) {
+    let execs: Vec<(u64, String, String)> = events
+        .iter()
+        .filter(|e| e.kind == "exec")
+        .filter_map(|e| {
+            let program = e.get("path")?.rsplit('/').next()?.to_string();
+            Some((e.t_ns, e.get("pid")?.to_string(), program))
+        })
+        .collect();
+    for m in events.iter_mut().filter(|e| {
+        e.kind == "milestone" && matches!(e.get("name"), Some("text_login" | "graphical_login"))
+    }) {
+        let (Some(pid), Some(comm)) = (m.get("pid"), m.get("comm")) else {
+            continue;
+        };
+        // comm is the program's name cut to 15 bytes.
+        let exec = execs
+            .iter()
+            .filter(|(t, p, prog)| *t >= m.t_ns && p == pid && prog.starts_with(comm))
+            .map(|(t, _, _)| *t)
+            .max();
+        if let Some(t) = exec {
+            m.t_ns = t;
+            for (k, v) in m.fields.iter_mut() {
+                if k == "source" {
+                    *v = "exec".to_string();
+                }
+            }
+        }
+    }
+}
+
 fn milestone(t_ns: u64, name: &str, pid: u32, comm: &str) -> Event {
     Event::new(t_ns, "milestone")
         .with("name", name)
@@ -1347,6 +1385,30 @@ fn services_pending(rc_log: &Path) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_login_exec_d_after_its_fork_counts_from_the_exec() {
+        use super::{login_at_exec, milestone, Event};
+        let mut ev = vec![
+            milestone(23_040_000_000, "text_login", 381, "agetty"),
+            Event::new(23_059_811_764, "exec")
+                .with("pid", 381)
+                .with("path", "/usr/lib/systemd/systemd-executor"),
+            Event::new(29_315_670_151, "exec")
+                .with("pid", 381)
+                .with("path", "/usr/sbin/agetty"),
+            Event::new(30_000_000_000, "exec")
+                .with("pid", 999)
+                .with("path", "/usr/sbin/agetty"),
+            milestone(40_000_000_000, "graphical_login", 500, "lightdm-gtk-gre"),
+        ];
+        login_at_exec(&mut ev);
+        assert_eq!(ev[0].t_ns, 29_315_670_151);
+        assert_eq!(ev[0].get("source"), Some("exec"));
+        // No exec of that pid recorded: the process's start stands.
+        assert_eq!(ev[4].t_ns, 40_000_000_000);
+        assert_eq!(ev[4].get("source"), Some("process_start"));
+    }
 
     #[test]
     fn the_units_file_keeps_the_graph_or_says_why_not() {
