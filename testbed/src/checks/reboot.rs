@@ -16,9 +16,12 @@ use crate::vm::util::{Error, Paths, Result};
 /// Seconds the planted service's stop sleeps.
 const STOP_SLEEP_S: f64 = 4.0;
 
-/// How far bootprint's stages may be from the host's serial clock: 0.5 s or 5 % (issue 43's
-/// goal), whichever is larger.
-const STAGE_TOLERANCE_S: f64 = 0.5;
+/// How far bootprint's request-to-kernel may be from the host's: 1 s or 5 %, whichever is
+/// larger. The host's request is the shell's line; bootprint's the first thing the machine
+/// did about it (the requesting process's start, logind's record of it), and the command's
+/// own start-up lies between: 0.2-0.5 s under emulation here (testbed/results/README.md,
+/// 2026-11-29), too close to issue 43's 0.5 s goal for a check that must not flake.
+const STAGE_TOLERANCE_S: f64 = 1.0;
 const STAGE_TOLERANCE_SHARE: f64 = 0.05;
 
 /// How much longer bootprint's span of the planted stop may be than the host's: the span
@@ -322,7 +325,8 @@ fn recorded_both(c: &mut Checks, name: &str, boot: &BootResult) {
 /// host's serial clock: the request to this kernel's start (bootprint: the shutdown to its
 /// save, then the gap) and this kernel to the login (bootprint: the getty's start; the host:
 /// `login:` on the console), the first within [`STAGE_TOLERANCE_S`] or
-/// [`STAGE_TOLERANCE_SHARE`], the second within smoke's tolerance (not the same moment). With Debian's startpar nothing records the shutdown: only that
+/// [`STAGE_TOLERANCE_SHARE`], the second within smoke's tolerance (not the same moment).
+/// With Debian's startpar nothing records the shutdown: only that
 /// is checked.
 fn shutdown_trace_checks(
     c: &mut Checks,
