@@ -64,12 +64,28 @@ pub struct Cycle {
     pub notes: Vec<String>,
 }
 
-/// A trace's `clock` event: (CLOCK_BOOTTIME ns, wall clock ns, hardware-clock offset ns).
-fn clock_of(events: &[trace::Event]) -> Option<(u64, i128, Option<i128>)> {
-    let e = events.iter().rev().find(|e| e.kind == "clock")?;
-    let real = e.get("realtime_ns")?.parse::<i128>().ok()?;
-    let rtc = e.get("rtc_offset_ns").and_then(|v| v.parse::<i128>().ok());
-    Some((e.t_ns, real, rtc))
+/// A trace's `clock` event (the last): CLOCK_BOOTTIME, the wall clock and, when measured,
+/// the wall clock minus the hardware clock, all ns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockMark {
+    /// When the clocks were read, CLOCK_BOOTTIME.
+    pub boottime_ns: u64,
+    /// The wall clock then, since the epoch.
+    pub realtime_ns: i128,
+    /// The wall clock minus the hardware clock.
+    pub rtc_offset_ns: Option<i128>,
+}
+
+impl ClockMark {
+    /// The last `clock` event of `events`, if it has the wall clock.
+    pub fn of(events: &[trace::Event]) -> Option<ClockMark> {
+        let e = events.iter().rev().find(|e| e.kind == "clock")?;
+        Some(ClockMark {
+            boottime_ns: e.t_ns,
+            realtime_ns: e.get("realtime_ns")?.parse().ok()?,
+            rtc_offset_ns: e.get("rtc_offset_ns").and_then(|v| v.parse().ok()),
+        })
+    }
 }
 
 impl Cycle {
@@ -88,26 +104,25 @@ impl Cycle {
         let base = std::fs::canonicalize(trace_dir).ok()?;
         let shutdown_dir = base.parent()?.join(&prev).join("shutdown");
         let (view, _) = ShutdownView::load(&shutdown_dir).ok()?;
-        let text = std::fs::read_to_string(shutdown_dir.join(trace::events::FILE_NAME)).ok()?;
-        let shutdown_events = trace::events::parse(&text).ok()?;
+        let shutdown_clock = view.end_clock?;
         let firmware = kernel::Firmware::from_trace(trace_dir);
         Some(Cycle::join(
             prev,
             &view,
-            clock_of(&shutdown_events)?,
-            clock_of(events)?,
+            shutdown_clock,
+            ClockMark::of(events)?,
             model,
             &firmware,
         ))
     }
 
-    /// Joins a shutdown (its view and `clock` event) with the boot after it (its `clock`
-    /// event, model and firmware times).
+    /// Joins a shutdown (its view and its `clock` event) with the boot after it (its
+    /// `clock` event, model and firmware times).
     pub fn join(
         previous_boot: String,
         shutdown: &ShutdownView,
-        (s_boot, s_real, s_rtc): (u64, i128, Option<i128>),
-        (b_boot, b_real, b_rtc): (u64, i128, Option<i128>),
+        shutdown_clock: ClockMark,
+        boot_clock: ClockMark,
         model: &BootModel,
         firmware: &kernel::Firmware,
     ) -> Cycle {
@@ -115,9 +130,10 @@ impl Cycle {
         // Each end on one clock: the wall clock at the event, back to the save (the shutdown)
         // or to CLOCK_BOOTTIME's zero (this boot's kernel), minus the hardware offset.
         let save_boottime = ((shutdown.start_uptime_s + shutdown.saved_s) * 1e9) as i128;
-        let save_real = s_real - (s_boot as i128 - save_boottime);
-        let kernel_real = b_real - b_boot as i128;
-        let (clock, gap_ns) = match (s_rtc, b_rtc) {
+        let save_real =
+            shutdown_clock.realtime_ns - (shutdown_clock.boottime_ns as i128 - save_boottime);
+        let kernel_real = boot_clock.realtime_ns - boot_clock.boottime_ns as i128;
+        let (clock, gap_ns) = match (shutdown_clock.rtc_offset_ns, boot_clock.rtc_offset_ns) {
             (Some(so), Some(bo)) => (CycleClock::Rtc, (kernel_real - bo) - (save_real - so)),
             _ => {
                 notes.push(

@@ -13,7 +13,9 @@
 use std::path::Path;
 
 use serde::Serialize;
+use trace::events::SHUTDOWN_JOURNAL_BEFORE_NS as JOURNAL_BEFORE_NS;
 
+use crate::cycle::ClockMark;
 use crate::services::{self, ServicesView};
 
 /// Where the stops of a [`ShutdownView`] come from.
@@ -64,12 +66,19 @@ pub struct ShutdownView {
     pub saved_s: f64,
     /// Why recording ended: `saved`, `terminated` (systemd-shutdown), `limit`.
     pub end_reason: String,
-    /// The wall clock at the save (ns since the epoch), for the next boot's cycle.
-    pub realtime_end_ns: Option<u64>,
+    /// The clocks at the save, for the next boot's cycle (shown as `realtime_end_ns`, the
+    /// wall clock then, ns since the epoch).
+    #[serde(rename = "realtime_end_ns", serialize_with = "wall_clock_only")]
+    pub end_clock: Option<ClockMark>,
     /// Where `stops` come from.
     pub source: StopSource,
     /// What ran, by start.
     pub stops: Vec<Stop>,
+}
+
+/// `end_clock` in JSON: the wall clock alone, as it was first written.
+fn wall_clock_only<S: serde::Serializer>(c: &Option<ClockMark>, s: S) -> Result<S::Ok, S::Error> {
+    c.map(|c| c.realtime_ns as u64).serialize(s)
 }
 
 impl ShutdownView {
@@ -152,9 +161,7 @@ impl ShutdownView {
                 start_uptime_s: t0 as f64 / 1e9,
                 saved_s: rel(end.t_ns),
                 end_reason: end.get("reason").unwrap_or_default().to_string(),
-                realtime_end_ns: find("clock")
-                    .and_then(|c| c.get("realtime_ns"))
-                    .and_then(|v| v.parse().ok()),
+                end_clock: ClockMark::of(&events),
                 source,
                 stops,
             },
@@ -204,8 +211,6 @@ impl ShutdownView {
 
 /// The journal's stops as the boot after kept them.
 pub const SYSTEMD_STOPS: &str = "systemd-stops.log";
-
-use trace::events::SHUTDOWN_JOURNAL_BEFORE_NS as JOURNAL_BEFORE_NS;
 
 /// Each unit's stop from the journal: from its `unit_stopping` (else its `unit_stopped`) to
 /// its `unit_stopped`; the outcome `done`, or the result it failed with (`timeout`).

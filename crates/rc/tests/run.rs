@@ -50,6 +50,23 @@ impl Root {
         .unwrap();
     }
 
+    /// An LSB script of runlevel 0 (`K01NAME`): `extra` its header lines, its stop a mark.
+    fn stop_script(&self, name: &str, extra: &str) {
+        let m = self.mark();
+        let text = format!(
+            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Stop: 0\n### END INIT INFO\n[ \"$1\" = stop ] && echo {name} >> {m}\nexit 0\n"
+        );
+        let path = self.path().join("etc/init.d").join(name);
+        fs::write(&path, text).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        fs::create_dir_all(self.path().join("etc/rc0.d")).unwrap();
+        symlink(
+            format!("../init.d/{name}"),
+            self.path().join(format!("etc/rc0.d/K01{name}")),
+        )
+        .unwrap();
+    }
+
     fn mark(&self) -> String {
         self.path().join("marks").display().to_string()
     }
@@ -283,24 +300,12 @@ fn scripts_run_in_parallel_and_an_interactive_one_runs_alone() {
 #[test]
 fn stop_plan_follows_required_stop_in_reverse() {
     let root = Root::new();
-    fs::create_dir_all(root.path().join("etc/rc0.d")).unwrap();
-    let m = root.mark();
     for (name, extra) in [
         ("syslogd", ""),
         ("app", "# Required-Stop: syslogd\n"),
         ("web", "# Required-Stop: app\n"),
     ] {
-        let text = format!(
-            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Stop: 0\n### END INIT INFO\n[ \"$1\" = stop ] && echo {name} >> {m}\nexit 0\n"
-        );
-        let path = root.path().join("etc/init.d").join(name);
-        fs::write(&path, text).unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
-        symlink(
-            format!("../init.d/{name}"),
-            root.path().join(format!("etc/rc0.d/K01{name}")),
-        )
-        .unwrap();
+        root.stop_script(name, extra);
     }
     let sys = System::load(root.path()).unwrap();
     let plan = Plan::stop(&sys, Runlevel::Num(0), &Durations::default(), None);
@@ -319,7 +324,6 @@ fn stop_plan_follows_required_stop_in_reverse() {
 #[test]
 fn the_shutdown_is_saved_before_the_root_goes_read_only() {
     let root = Root::new();
-    fs::create_dir_all(root.path().join("etc/rc0.d")).unwrap();
     let m = root.mark();
     for (name, extra) in [
         ("app", "# Required-Stop: umountfs\n"),
@@ -327,17 +331,7 @@ fn the_shutdown_is_saved_before_the_root_goes_read_only() {
         ("umountroot", "# Should-Stop: halt\n"),
         ("halt", ""),
     ] {
-        let text = format!(
-            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Stop: 0\n### END INIT INFO\n[ \"$1\" = stop ] && echo {name} >> {m}\nexit 0\n"
-        );
-        let path = root.path().join("etc/init.d").join(name);
-        fs::write(&path, text).unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
-        symlink(
-            format!("../init.d/{name}"),
-            root.path().join(format!("etc/rc0.d/K01{name}")),
-        )
-        .unwrap();
+        root.stop_script(name, extra);
     }
     // Stands in for `bootprint-boot`: `PROGRAM shutdown --save --wait 10` leaves a mark.
     let saver = root.path().join("saver");
@@ -795,24 +789,12 @@ fn an_interactive_script_is_never_late() {
 #[test]
 fn a_stop_cycle_is_broken_with_a_diagnostic_and_every_script_runs() {
     let root = Root::new();
-    fs::create_dir_all(root.path().join("etc/rc0.d")).unwrap();
-    let m = root.mark();
     for (name, extra) in [
         ("a", "# Required-Stop: b\n"),
         ("b", "# Should-Stop: a\n"),
         ("c", "# Required-Stop: a\n"),
     ] {
-        let text = format!(
-            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Stop: 0\n### END INIT INFO\n[ \"$1\" = stop ] && echo {name} >> {m}\nexit 0\n"
-        );
-        let path = root.path().join("etc/init.d").join(name);
-        fs::write(&path, text).unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
-        symlink(
-            format!("../init.d/{name}"),
-            root.path().join(format!("etc/rc0.d/K01{name}")),
-        )
-        .unwrap();
+        root.stop_script(name, extra);
     }
     let sys = System::load(root.path()).unwrap();
     let plan = Plan::stop(&sys, Runlevel::Num(0), &Durations::default(), None);

@@ -259,8 +259,6 @@ struct Recorder<'a> {
     done: DoneCheck,
     /// Boot done, or after it a user's session.
     phase: Phase,
-    /// Recording a shutdown ([`Start::shutdown`]).
-    shutdown: bool,
     /// All CPUs' busy time at the last sample (clock ticks): the boot's CPU, for the
     /// recorder's share of it.
     boot_busy_ticks: u64,
@@ -332,9 +330,7 @@ impl<'a> Recorder<'a> {
 
         let period_ns = (1_000_000_000 / config.hz.max(1) as u64).max(1);
         let mut done = DoneCheck::new(config, t_start, start.stop_after_ns);
-        if start.shutdown.is_some() {
-            done.shutdown = true;
-        }
+        done.shutdown = start.shutdown.is_some();
         let mut table = ProcessTable::new(paths.proc.clone());
         table.time_listing = config.cost_detail;
         let own_pid = std::process::id();
@@ -363,7 +359,6 @@ impl<'a> Recorder<'a> {
             logins: Logins::default(),
             done,
             phase: Phase::Boot,
-            shutdown: start.shutdown.is_some(),
             boot_busy_ticks: 0,
             root_writable: false,
             next_root_check_ns: t_start,
@@ -637,7 +632,7 @@ impl<'a> Recorder<'a> {
         if let Some(levers) = levers {
             self.levers_at_boot_done(levers, &end.boot_done);
         }
-        if self.shutdown {
+        if self.done.shutdown {
             return self.finish_shutdown(end.boot_done, loop_cpu_s);
         }
         self.store.events.push(end.boot_done);
@@ -1247,6 +1242,12 @@ fn late_units_pending(late_log: &Path) -> bool {
             .unwrap_or(false)
 }
 
+/// Whether PID 1 is systemd.
+fn is_systemd(proc: &ProcFs) -> bool {
+    let pid1 = proc.read("1/comm").unwrap_or_default();
+    String::from_utf8_lossy(&pid1).trim() == "systemd"
+}
+
 /// On systemd (PID 1's name says so), asks the manager once for every loaded unit
 /// (`systemd::learn::query`): their timing and dependencies go into the trace as
 /// `systemd-units.log` (`trace::units`), and when the late switch is on, the units that can
@@ -1255,12 +1256,6 @@ fn late_units_pending(late_log: &Path) -> bool {
 /// `systemd-late.txt`). Runs after boot done, so it costs the boot nothing; any failure (no
 /// systemctl, a timeout, garbage) is a note in the file and a warning event, and the trace
 /// is written all the same, the last late state left as it was.
-/// Whether PID 1 is systemd.
-fn is_systemd(proc: &ProcFs) -> bool {
-    let pid1 = proc.read("1/comm").unwrap_or_default();
-    String::from_utf8_lossy(&pid1).trim() == "systemd"
-}
-
 fn ask_systemd(config: &Config, paths: &Paths, store: &mut Store) {
     if !is_systemd(&paths.proc) {
         return;

@@ -20,6 +20,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use trace::events::SHUTDOWN_JOURNAL_BEFORE_NS as JOURNAL_BEFORE_NS;
 use trace::Event;
 
 use crate::config::Config;
@@ -42,7 +43,6 @@ pub const DIR_NAME: &str = "shutdown";
 pub const PID_FILE: &str = "/run/bootprint/shutdown.pid";
 /// sendsigs (Debian's runlevel 0 and 6) spares the pids listed in this directory's files.
 pub const SENDSIGS_OMIT: &str = "/run/sendsigs.omit.d/bootprint-shutdown";
-use trace::events::SHUTDOWN_JOURNAL_BEFORE_NS as JOURNAL_BEFORE_NS;
 /// A shutdown is recorded for at most this long (s): one that takes longer is written then.
 pub const LIMIT_S: u64 = 900;
 

@@ -87,7 +87,7 @@ pub fn json(v: &ShutdownView) -> Value {
         "start_uptime_s": v.start_uptime_s,
         "saved_s": v.saved_s,
         "end_reason": v.end_reason,
-        "realtime_end_ns": v.realtime_end_ns,
+        "realtime_end_ns": v.end_clock.map(|c| c.realtime_ns as u64),
         "source": v.source,
         "stops": v.stops.iter().map(|s| stop_json(v, s)).collect::<Vec<_>>(),
         "blame": v.blame().iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
@@ -117,7 +117,11 @@ mod tests {
             start_uptime_s: 100.0,
             saved_s: 6.0,
             end_reason: "saved".into(),
-            realtime_end_ns: Some(1),
+            end_clock: Some(analyze::cycle::ClockMark {
+                boottime_ns: 106_000_000_000,
+                realtime_ns: 1,
+                rtc_offset_ns: None,
+            }),
             source: StopSource::Runner,
             stops: vec![
                 stop("slow", 0.1, Some(4.1), ""),

@@ -856,6 +856,20 @@ struct Hung<'a> {
     run: &'a Path,
 }
 
+impl Hung<'_> {
+    /// Diagnoses the guest as a hung boot (`vm::hang::diagnose_hang`) into the file `out`.
+    fn diagnose_into(&self, out: &Path, con: &Console) {
+        let text = crate::vm::hang::diagnose_hang(
+            self.qemu.0.id(),
+            self.monitor,
+            self.img,
+            self.disk,
+            con,
+        );
+        let _ = fs::write(out, text);
+    }
+}
+
 /// A booting guest's console, with what a failure shows: the seekdisk server's error, the
 /// tails of the serial log and of QEMU's log.
 struct Guest<'a> {
@@ -939,14 +953,7 @@ impl Guest<'_> {
                 // Every test-bed boot that hangs is diagnosed before QEMU is stopped (as `soak`
                 // does): a rare hang seen once is worth its registers and task dumps.
                 let hang = hung.run.join("hang.txt");
-                let text = crate::vm::hang::diagnose_hang(
-                    hung.qemu.0.id(),
-                    hung.monitor,
-                    hung.img,
-                    hung.disk,
-                    &self.con,
-                );
-                let _ = fs::write(&hang, text);
+                hung.diagnose_into(&hang, &self.con);
                 Err(self.fail(&format!(
                     "no `login:` on the serial console within {} s (diagnosis in {})",
                     LOGIN_TIMEOUT.as_secs(),
@@ -1157,14 +1164,7 @@ impl Guest<'_> {
                 RESET_SLOW.as_secs(),
                 out.display()
             );
-            let text = crate::vm::hang::diagnose_hang(
-                hung.qemu.0.id(),
-                hung.monitor,
-                hung.img,
-                hung.disk,
-                &self.con,
-            );
-            let _ = fs::write(&out, text);
+            hung.diagnose_into(&out, &self.con);
         }
     }
 

@@ -53,6 +53,12 @@ pub struct Request {
 }
 
 impl Request {
+    /// Runlevel 0 or 6 being stopped: the system ends after it (sendsigs, the shutdown's
+    /// recording).
+    pub fn ends_the_system(&self) -> bool {
+        matches!(self.runlevel, Runlevel::Num(0) | Runlevel::Num(6)) && self.action == "stop"
+    }
+
     /// Defaults for a runlevel: real paths, start (stop for 0 and 6), detach.
     pub fn new(runlevel: Runlevel) -> Request {
         Request {
@@ -335,9 +341,8 @@ pub const SENDSIGS_OMIT: &str = "run/sendsigs.omit.d/bootprint-rc";
 /// sendsigs would kill the runner and nothing would run umountroot or reboot. Only where
 /// initscripts made the directory.
 fn spare_from_sendsigs(req: &Request) {
-    let ends = matches!(req.runlevel, Runlevel::Num(0) | Runlevel::Num(6));
     let file = req.root.join(SENDSIGS_OMIT);
-    if !ends || req.action != "stop" || !file.parent().is_some_and(|d| d.is_dir()) {
+    if !req.ends_the_system() || !file.parent().is_some_and(|d| d.is_dir()) {
         return;
     }
     let mut pids = Vec::new();
@@ -364,8 +369,7 @@ fn spare_from_sendsigs(req: &Request) {
 /// the runner asks to save later. It decides itself whether there is anything to record.
 fn start_shutdown_recorder(req: &Request) -> Option<PathBuf> {
     let program = req.shutdown_program.as_ref()?;
-    let ends = matches!(req.runlevel, Runlevel::Num(0) | Runlevel::Num(6));
-    if !ends || req.action != "stop" {
+    if !req.ends_the_system() {
         return None;
     }
     let mut cmd = std::process::Command::new(program);
