@@ -137,6 +137,17 @@ pub enum Verb {
     Disable(Disable),
     /// What is enabled, what this boot had, each lever's verdict, the last boot's times
     Status(Status),
+    /// Reboot by a fast path: kexec (no firmware, no loader) or systemd's soft-reboot
+    ///
+    /// --kexec loads the entry the boot loader boots next (Debian's GRUB: grub.cfg's default,
+    /// grubenv's saved or one-time entry; or the kernel named with --kernel) and reboots into
+    /// it through the init's own shutdown (systemd: `systemctl kexec`; sysvinit: bootprint's
+    /// runner, which ends runlevel 6 with the kexec). --soft restarts userspace only
+    /// (`systemctl soft-reboot`). Either is refused, with every reason, where it would boot
+    /// something other than a reset would or is unsafe: no kexec in the kernel, lockdown or
+    /// Secure Boot, firmware work pending at the reset, a newer kernel than the next entry's,
+    /// a soft reboot that would keep a kernel the machine no longer boots (docs/reboot.md).
+    Reboot(Reboot),
     /// Print the shell completions of bootprint to stdout
     ///
     /// For example `bootprint completions bash > /usr/share/bash-completion/completions/bootprint`.
@@ -205,6 +216,35 @@ pub struct Prune {
     /// Read the limits from FILE instead of /etc/bootprint/bootprint.toml
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("method").required(true).args(["kexec", "soft"])))]
+pub struct Reboot {
+    /// kexec into the boot loader's next entry (or the kernel given with --kernel)
+    #[arg(long)]
+    pub kexec: bool,
+    /// systemd's soft-reboot: userspace only
+    #[arg(long)]
+    pub soft: bool,
+    /// Say what would be booted and any reason to refuse; load and reboot nothing (exit 1
+    /// when refused)
+    #[arg(long)]
+    pub dry_run: bool,
+    /// With --kexec: this kernel image instead of the boot loader's next entry
+    #[arg(long, value_name = "FILE", requires = "kexec")]
+    pub kernel: Option<PathBuf>,
+    /// With --kernel: an initramfs image (again for more, joined in order as GRUB joins them)
+    #[arg(long, value_name = "FILE", requires = "kernel")]
+    pub initrd: Vec<PathBuf>,
+    /// With --kernel: the kernel command line
+    #[arg(long, value_name = "TEXT", requires = "kernel", conflicts_with = "reuse_cmdline",
+          value_parser = text(StringValueParser::new()))]
+    pub append: Option<String>,
+    /// With --kernel: the running kernel's command line (/proc/cmdline, without the
+    /// loader's BOOT_IMAGE=)
+    #[arg(long, requires = "kernel")]
+    pub reuse_cmdline: bool,
 }
 
 #[derive(Debug, Args)]

@@ -21,6 +21,7 @@ mod preload;
 mod prune;
 mod rc;
 mod readahead;
+mod reboot;
 mod report;
 mod services;
 
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
         Verb::Rc(a) => rc::run(a),
         Verb::Readahead(a) => readahead::run(a),
         Verb::Preload(a) => preload::run(a),
+        Verb::Reboot(a) => reboot::run(a),
         Verb::Enable(a) => enable::enable(a),
         Verb::Disable(a) => enable::disable(a),
         Verb::Status(a) => enable::status(a),

@@ -89,7 +89,10 @@ pub fn record(
     let start = Start {
         stop_after_ns: Some(LIMIT_S * 1_000_000_000),
         shutdown: Some(how.to_string()),
-        shutdown_request: requester(&paths.proc.path(""), sys::clk_tck()),
+        shutdown_request: earliest(
+            requester(&paths.proc.path(""), sys::clk_tck()),
+            fast_path_request(),
+        ),
         ..Start::default()
     };
     let mut config = config.clone();
@@ -104,8 +107,9 @@ pub fn record(
 }
 
 /// Whether a command line asks for a shutdown: `reboot`, `poweroff`, `halt`, `shutdown`,
-/// `systemctl reboot|poweroff|halt|kexec|soft-reboot`, `init 0|6` / `telinit 0|6`, and
-/// sysvinit's `rc 0|6` (`/etc/init.d/rc 6`, once init acts on the request).
+/// `systemctl reboot|poweroff|halt|kexec|soft-reboot`, `init 0|6` / `telinit 0|6`,
+/// sysvinit's `rc 0|6` (`/etc/init.d/rc 6`, once init acts on the request) and bootprint's
+/// own fast path, `bootprint reboot` (its kexec load comes before the init's request).
 pub fn is_request(argv: &[&str]) -> bool {
     let Some(program) = argv.first().map(|p| p.rsplit('/').next().unwrap_or(p)) else {
         return false;
@@ -124,6 +128,7 @@ pub fn is_request(argv: &[&str]) -> bool {
             .iter()
             .any(|a| matches!(*a, "reboot" | "poweroff" | "halt" | "kexec" | "soft-reboot")),
         "init" | "telinit" | "rc" => matches!(first, "0" | "6"),
+        "bootprint" => first == "reboot",
         _ => false,
     }
 }
@@ -162,6 +167,28 @@ pub fn requester(proc: &Path, clk_tck: u64) -> Option<(u64, String)> {
         }
     }
     best
+}
+
+/// `bootprint reboot`'s request, from the fast path's marker (the process may be gone by
+/// the time the init starts the recorder, and its load came before the init's request).
+fn fast_path_request() -> Option<(u64, String)> {
+    let mark = fastpath::kexec::marked()?;
+    // A mark whose load is gone is from an attempt that did not reboot.
+    if mark.method == fastpath::Method::Kexec && !fastpath::kexec::loaded() {
+        return None;
+    }
+    Some((
+        mark.request_ns?,
+        format!("bootprint reboot --{}", mark.method.word()),
+    ))
+}
+
+/// The earlier of two requests.
+fn earliest(a: Option<(u64, String)>, b: Option<(u64, String)>) -> Option<(u64, String)> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b.0 < a.0 { b } else { a }),
+        (a, b) => a.or(b),
+    }
 }
 
 /// Writes a shutdown's trace into the trace of boot `boot_id` under `log_dir`: into
@@ -340,6 +367,7 @@ mod tests {
             "telinit 6",
             "init 0",
             "/bin/sh /etc/init.d/rc 6",
+            "bootprint reboot --kexec",
         ] {
             let argv: Vec<&str> = yes.split(' ').collect();
             assert!(is_request(&argv), "{yes}");
@@ -350,6 +378,7 @@ mod tests {
             "/bin/sh /etc/init.d/rc 2",
             "sh -c reboot-notes",
             "bash",
+            "bootprint report /var/log/bootprint/latest",
         ] {
             let argv: Vec<&str> = no.split(' ').collect();
             assert!(!is_request(&argv), "{no}");

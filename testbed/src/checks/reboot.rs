@@ -49,22 +49,55 @@ struct Init {
     plant: &'static str,
     /// bootprint records its shutdown (not under Debian's startpar).
     records_shutdown: bool,
+    /// The guest's reboot command.
+    command: &'static str,
+    /// The reboot goes by kexec (`bootprint reboot --kexec`): no firmware between.
+    kexec: bool,
 }
+
+/// A plain reboot, as a user asks for it.
+const REBOOT: &str = "reboot";
+/// The fast path into the running kernel, its initramfs and command line: the test bed boots
+/// with `-kernel`, so no boot loader's configuration names the next entry.
+const KEXEC: &str = "bootprint reboot --kexec --kernel /boot/vmlinuz-$(uname -r) \
+    --initrd /boot/initrd.img-$(uname -r) --reuse-cmdline";
 
 /// The inits a run cycles under by default, in this order, then the ones only `--init`
 /// asks for.
-const INITS: [Init; 3] = [
+const INITS: [Init; 5] = [
     Init {
         name: "sysvinit",
         append: "bootprint.rc=1",
         plant: PLANT_SYSVINIT,
         records_shutdown: true,
+        command: REBOOT,
+        kexec: false,
     },
     Init {
         name: "systemd",
         append: "bootprint.init=/lib/systemd/systemd",
         plant: PLANT_SYSTEMD,
         records_shutdown: true,
+        command: REBOOT,
+        kexec: false,
+    },
+    // The fast path under each init: the runner's runlevel 6 ends in the kexec; systemd's
+    // `systemctl kexec`.
+    Init {
+        name: "sysvinit-kexec",
+        append: "bootprint.rc=1",
+        plant: PLANT_SYSVINIT,
+        records_shutdown: true,
+        command: KEXEC,
+        kexec: true,
+    },
+    Init {
+        name: "systemd-kexec",
+        append: "bootprint.init=/lib/systemd/systemd",
+        plant: PLANT_SYSTEMD,
+        records_shutdown: true,
+        command: KEXEC,
+        kexec: true,
     },
     // The reference for the runner's shutdown: Debian's own startpar runs runlevel 6.
     Init {
@@ -72,6 +105,8 @@ const INITS: [Init; 3] = [
         append: "",
         plant: PLANT_SYSVINIT,
         records_shutdown: false,
+        command: REBOOT,
+        kexec: false,
     },
 ];
 
@@ -86,6 +121,10 @@ pub fn init_names() -> Vec<(&'static str, &'static str)> {
             let what = match i.name {
                 "sysvinit" => "sysvinit with bootprint's LSB runner (bootprint.rc=1)",
                 "systemd" => "systemd (bootprint.init=/lib/systemd/systemd)",
+                "sysvinit-kexec" => {
+                    "sysvinit with the runner, rebooted by `bootprint reboot --kexec`"
+                }
+                "systemd-kexec" => "systemd, rebooted by `bootprint reboot --kexec`",
                 _ => "sysvinit with Debian's startpar (the runner's reference)",
             };
             (i.name, what)
@@ -203,6 +242,7 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
     o.record = true;
     o.append = init.append.to_string();
     o.reboot = Some(RebootOpts {
+        command: init.command.to_string(),
         before: Some(format!("{BEFORE_HEAD}{}{BEFORE_TAIL}", init.plant)),
         after: Some(AFTER.to_string()),
         copy_log_dir: true,
@@ -246,6 +286,19 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
         &format!(
             "{name}: the second boot reached `login:` {:.2} s after the request",
             stages.whole_s()
+        ),
+    );
+    c.check(
+        stages.by_kexec == init.kexec,
+        &format!(
+            "{name}: the old kernel ended {} (by kexec: {}, asked for: {})",
+            if stages.by_kexec {
+                "jumping into the next by kexec, no firmware between"
+            } else {
+                "with a reset through the firmware"
+            },
+            stages.by_kexec,
+            init.kexec
         ),
     );
     let sum = stages.shutdown_s() + stages.reset_to_kernel_s() + stages.kernel_to_login_s();

@@ -15,11 +15,16 @@ pub const REQUEST_MARK: &str = "BOOTPRINT-CYCLE-REQUEST";
 
 /// The kernel's last line of a shutdown (kernel/reboot.c, `pr_emerg` with the `reboot: `
 /// prefix): a restart (also `Restarting system with command '...'`), a power-off, a halt.
-pub const SHUTDOWN_END_MARKS: [&str; 3] = [
+pub const SHUTDOWN_END_MARKS: [&str; 4] = [
     "reboot: Restarting system",
     "reboot: Power down",
     "reboot: System halted",
+    KEXEC_MARK,
 ];
+
+/// The kernel's last line before it jumps into a kexec'd kernel (kernel/kexec_core.c,
+/// `kernel_kexec`, with the `kexec_core: ` prefix): a reboot without the firmware.
+pub const KEXEC_MARK: &str = "kexec_core: Starting new kernel";
 
 /// What the getty prints when it waits for a user name.
 const LOGIN_MARK: &str = "login:";
@@ -40,6 +45,8 @@ pub struct CycleStages {
     pub next_kernel_start_s: f64,
     /// The next boot's `login:`.
     pub next_login_s: f64,
+    /// The old kernel jumped into the next by kexec ([`KEXEC_MARK`]) instead of a reset.
+    pub by_kexec: bool,
 }
 
 impl CycleStages {
@@ -75,6 +82,7 @@ impl CycleStages {
             "reset_to_kernel_s": r(self.reset_to_kernel_s()),
             "kernel_to_login_s": r(self.kernel_to_login_s()),
             "whole_s": r(self.whole_s()),
+            "by_kexec": self.by_kexec,
         })
     }
 }
@@ -97,10 +105,11 @@ pub fn stages(lines: &[(f64, String)]) -> Result<CycleStages> {
     })?;
     let restart = find_from(
         request + 1,
-        "`reboot: Restarting system` line after the request",
+        "`reboot: Restarting system` or kexec line after the request",
         &|l| SHUTDOWN_END_MARKS.iter().any(|m| l.contains(m)),
     )?;
-    if !lines[restart].1.contains(SHUTDOWN_END_MARKS[0]) {
+    let by_kexec = lines[restart].1.contains(KEXEC_MARK);
+    if !by_kexec && !lines[restart].1.contains(SHUTDOWN_END_MARKS[0]) {
         return Err(Error::fail(format!(
             "reboot cycle: the guest did not restart, its kernel ended with `{}`",
             lines[restart].1.trim()
@@ -130,6 +139,7 @@ pub fn stages(lines: &[(f64, String)]) -> Result<CycleStages> {
         next_first_output_s: lines[first_output].0,
         next_kernel_start_s,
         next_login_s: lines[login].0,
+        by_kexec,
     };
     // The kernel's start is an upper bound from its lines: a reset after it, or a login
     // before it, is a transcript this reading does not understand.
@@ -190,6 +200,20 @@ mod tests {
         let sum = s.shutdown_s() + s.reset_to_kernel_s() + s.kernel_to_login_s();
         assert!((sum - s.whole_s()).abs() < 1e-9);
         assert_eq!(s.to_json()["whole_s"], json!(35.24));
+    }
+
+    #[test]
+    fn a_kexec_ends_the_shutdown_without_a_reset() {
+        let t: Vec<_> = transcript(SYNTHETIC)
+            .into_iter()
+            .filter(|(_, l)| !l.contains("SeaBIOS") && !l.contains("machine restart"))
+            .map(|(h, l)| (h, l.replace("reboot: Restarting system", KEXEC_MARK)))
+            .collect();
+        let s = stages(&t).unwrap();
+        assert!(s.by_kexec);
+        assert_eq!(s.kernel_restart_s, 48.5);
+        assert_eq!(s.next_first_output_s, 49.7);
+        assert!(!stages(&transcript(SYNTHETIC)).unwrap().by_kexec);
     }
 
     /// A real cycle, trimmed to the end of the before-reboot script through the second

@@ -240,6 +240,7 @@ fn run_guarded(
     }
     let mut options = runner_options(req, fault);
     options.save_shutdown = start_shutdown_recorder(req);
+    options.kexec = kexec_marked(req);
     let runner = Runner::new(&plan, &cfg, options, log, out);
     Ok(run_plan(req, fault, runner, progress, &dpath))
 }
@@ -383,6 +384,16 @@ fn start_shutdown_recorder(req: &Request) -> Option<PathBuf> {
     sys::new_session_on_exec(&mut cmd);
     cmd.spawn().ok()?;
     Some(program.clone())
+}
+
+/// Whether this is the real system's runlevel 6 and `bootprint reboot --kexec` loaded an
+/// image for it (the marker and the kernel agree).
+fn kexec_marked(req: &Request) -> bool {
+    req.shutdown_program.is_some()
+        && req.runlevel == Runlevel::Num(6)
+        && req.ends_the_system()
+        && fastpath::kexec::marked().is_some_and(|m| m.method == fastpath::Method::Kexec)
+        && fastpath::kexec::loaded()
 }
 
 fn runner_options(req: &Request, fault: Option<Fault>) -> Options {

@@ -96,6 +96,10 @@ pub struct Options {
     /// The program that saves the shutdown's trace (`PROGRAM shutdown --save`), run once
     /// before the first of [`ENDS_THE_SYSTEM`] starts; None: no shutdown is being recorded.
     pub save_shutdown: Option<PathBuf>,
+    /// `bootprint reboot --kexec` loaded an image and marked this reboot: the runner reboots
+    /// into it where the `reboot` script would reboot through the firmware (the script runs
+    /// if the kexec fails).
+    pub kexec: bool,
 }
 
 /// The stop scripts after which nothing can be written (umountroot remounts the root
@@ -117,6 +121,7 @@ impl Default for Options {
             boot_log: None,
             root: PathBuf::from("/"),
             save_shutdown: None,
+            kexec: false,
         }
     }
 }
@@ -508,6 +513,9 @@ impl<'a> Runner<'a> {
         if ENDS_THE_SYSTEM.contains(&self.plan.tasks[i].name.as_str()) {
             self.save_shutdown();
         }
+        if self.opts.kexec && self.plan.tasks[i].name == "reboot" {
+            self.kexec_instead_of_reboot();
+        }
         let t = &self.plan.tasks[i];
         // The dependency whose end made this task ready: the one that ended last.
         let waited = t
@@ -615,6 +623,23 @@ impl<'a> Runner<'a> {
         ];
         self.log
             .event(::sys::boottime_ns(), "rc_shutdown_saved", &kv);
+    }
+
+    /// Reboots into the loaded kexec image (the file systems are read-only or unmounted by
+    /// now: umountroot ran); returns only if the kernel refused, after logging why, so the
+    /// `reboot` script reboots through the firmware as it would have.
+    fn kexec_instead_of_reboot(&mut self) {
+        let kv = vec![("runlevel", self.plan.runlevel.clone())];
+        self.log.event(::sys::boottime_ns(), "rc_kexec", &kv);
+        let _ = writeln!(self.out, "bootprint rc: rebooting by kexec");
+        let e = fastpath::kexec::exec();
+        let mut kv = kv;
+        kv.push(("error", e.to_string()));
+        self.log.event(::sys::boottime_ns(), "rc_kexec_failed", &kv);
+        let _ = writeln!(
+            self.out,
+            "bootprint rc: the kexec failed ({e}); rebooting through the firmware"
+        );
     }
 
     fn task_kv(&self, i: usize) -> Vec<(&'static str, String)> {

@@ -1,0 +1,222 @@
+//! The fast paths of a reboot: what `bootprint reboot --kexec|--soft` and the runner's
+//! runlevel 6 need to skip the firmware (kexec) or the kernel too (systemd's soft-reboot).
+//!
+//! - [`grub`]: the entry Debian's GRUB boots next, read from `grub.cfg` and `grubenv` as
+//!   GRUB resolves `default` and `next_entry` (its kernel, initramfs and command line).
+//! - [`refusal`]: every reason a fast path would boot something other than what a reset
+//!   would, or cannot be taken safely (no kexec in the kernel, lockdown or Secure Boot, a
+//!   firmware action pending at the reset, a newer kernel than the next entry's, a soft
+//!   reboot that would keep a kernel the loader no longer boots).
+//! - [`kexec`]: loading an entry with kexec_file_load(2) (several initramfs images joined as
+//!   GRUB joins them), the loaded state, the marker that says bootprint loaded it, and the
+//!   final reboot(2) into it.
+//!
+//! It owns no init system: systemd's `systemctl kexec|soft-reboot` and the LSB runner's
+//! runlevel 6 (the `rc` crate) act on what this crate prepared. Every check reads the host
+//! under a root directory given by the caller (`/` on a real machine), so tests run on
+//! fixtures; only [`kexec`]'s system calls touch the running kernel.
+#![deny(missing_docs)]
+
+pub mod grub;
+pub mod kexec;
+pub mod refusal;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// A fast path of a reboot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// kexec into the boot loader's next entry: no firmware, no loader.
+    Kexec,
+    /// systemd's soft-reboot: userspace only, the kernel keeps running.
+    Soft,
+}
+
+impl Method {
+    /// Its word in options, markers and logs.
+    pub fn word(self) -> &'static str {
+        match self {
+            Method::Kexec => "kexec",
+            Method::Soft => "soft",
+        }
+    }
+}
+
+/// What a kexec boots: a kernel, its initramfs images (in order) and a command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BootEntry {
+    /// The kernel image on this system.
+    pub kernel: PathBuf,
+    /// The initramfs images, joined in this order; empty: none.
+    pub initrds: Vec<PathBuf>,
+    /// The kernel command line.
+    pub cmdline: String,
+    /// Where it came from, for the user: the loader's file and entry, or the options.
+    pub source: String,
+}
+
+impl BootEntry {
+    /// The kernel release its image's name gives (`vmlinuz-6.1.0-13-amd64` →
+    /// `6.1.0-13-amd64`), as Debian names kernels.
+    pub fn release(&self) -> Option<String> {
+        release_of(&self.kernel)
+    }
+}
+
+impl fmt::Display for BootEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "kernel   {}", self.kernel.display())?;
+        for i in &self.initrds {
+            writeln!(f, "initrd   {}", i.display())?;
+        }
+        writeln!(f, "cmdline  {}", self.cmdline)?;
+        write!(f, "from     {}", self.source)
+    }
+}
+
+/// A fast path's decision: what it would boot (kexec) and every reason not to take it.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    /// The entry a kexec boots (None for a soft reboot, or when none could be found).
+    pub entry: Option<BootEntry>,
+    /// Why not; empty: the path is safe to take.
+    pub refusals: Vec<String>,
+}
+
+impl Plan {
+    /// Whether the path may be taken.
+    pub fn go(&self) -> bool {
+        self.refusals.is_empty() && self.entry.is_some()
+    }
+}
+
+/// The kexec plan on the system under `root`: `chosen` if the user named the kernel, else
+/// the boot loader's next entry (Debian's GRUB), with every refusal of [`refusal`].
+pub fn kexec_plan(root: &Path, chosen: Option<BootEntry>) -> Plan {
+    let mut refusals = refusal::kexec_kernel(root);
+    refusals.extend(refusal::firmware_pending(root));
+    let entry = match chosen {
+        Some(e) => Some(e),
+        None => match loader_entry(root) {
+            Ok((e, cfg)) => {
+                refusals.extend(refusal::stale_entry(root, &e, Some(&cfg)));
+                Some(e)
+            }
+            Err(why) => {
+                refusals.push(why);
+                None
+            }
+        },
+    };
+    Plan { entry, refusals }
+}
+
+/// The boot loader's next entry and the file it came from, or why there is none.
+fn loader_entry(root: &Path) -> Result<(BootEntry, PathBuf), String> {
+    let cfg = root.join(grub::CFG);
+    match std::fs::read_to_string(&cfg) {
+        Ok(text) => {
+            let env = std::fs::read_to_string(root.join(grub::ENV)).ok();
+            let entry = grub::next_entry(root, &text, env.as_deref(), boot_separate(root))
+                .map_err(|e| e.to_string())?;
+            Ok((entry, cfg))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if root
+                .join("sys/firmware/efi/efivars")
+                .join(LOADER_INFO)
+                .exists()
+            {
+                Err("this machine boots through systemd-boot, whose entries bootprint does                      not read yet: use `systemctl kexec` (it loads systemd-boot's default                      entry), or name the kernel with --kernel"
+                    .into())
+            } else {
+                Err(format!(
+                    "no boot loader configuration bootprint reads ({}): name the kernel with                      --kernel, --initrd and --append or --reuse-cmdline",
+                    cfg.display()
+                ))
+            }
+        }
+        Err(e) => Err(format!("{}: {e}", cfg.display())),
+    }
+}
+
+/// systemd-boot's LoaderInfo variable (systemd-boot(7)): this boot came through it.
+const LOADER_INFO: &str = "LoaderInfo-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f";
+
+/// Whether /boot is a file system of its own (GRUB's paths are then relative to it).
+pub fn boot_separate(root: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (
+        std::fs::metadata(root),
+        std::fs::metadata(root.join("boot")),
+    ) {
+        (Ok(r), Ok(b)) => r.dev() != b.dev(),
+        _ => false,
+    }
+}
+
+/// The release in a kernel image's file name (`vmlinuz-RELEASE`, `vmlinux-RELEASE`).
+pub fn release_of(kernel: &std::path::Path) -> Option<String> {
+    let name = kernel.file_name()?.to_str()?;
+    let (_, rest) = name.split_once('-')?;
+    (!rest.is_empty()).then(|| rest.to_string())
+}
+
+/// Orders two kernel releases as `sort -V` and dpkg do for Debian's (`6.1.0-9-amd64` before
+/// `6.1.0-13-amd64`): runs of digits by value, everything else by bytes.
+pub fn cmp_release(a: &str, b: &str) -> std::cmp::Ordering {
+    fn chunks(s: &str) -> Vec<(bool, &str)> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let b = s.as_bytes();
+        for i in 1..=b.len() {
+            if i == b.len() || b[i].is_ascii_digit() != b[start].is_ascii_digit() {
+                out.push((b[start].is_ascii_digit(), &s[start..i]));
+                start = i;
+            }
+        }
+        out
+    }
+    let (ca, cb) = (chunks(a), chunks(b));
+    for (x, y) in ca.iter().zip(cb.iter()) {
+        let o = match (x, y) {
+            ((true, x), (true, y)) => {
+                let (x, y) = (x.trim_start_matches('0'), y.trim_start_matches('0'));
+                x.len().cmp(&y.len()).then_with(|| x.cmp(y))
+            }
+            ((_, x), (_, y)) => x.cmp(y),
+        };
+        if o.is_ne() {
+            return o;
+        }
+    }
+    ca.len().cmp(&cb.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cmp::Ordering::*;
+    use std::path::Path;
+
+    #[test]
+    fn releases_order_as_debian_does() {
+        assert_eq!(cmp_release("6.1.0-9-amd64", "6.1.0-13-amd64"), Less);
+        assert_eq!(
+            cmp_release("6.12.117+deb13-amd64", "6.1.0-13-amd64"),
+            Greater
+        );
+        assert_eq!(cmp_release("6.1.0-13-amd64", "6.1.0-13-amd64"), Equal);
+        assert_eq!(cmp_release("6.1.0-13-amd64", "6.1.0-13-amd64-rt"), Less);
+    }
+
+    #[test]
+    fn release_from_image_name() {
+        assert_eq!(
+            release_of(Path::new("/boot/vmlinuz-6.1.0-13-amd64")).as_deref(),
+            Some("6.1.0-13-amd64")
+        );
+        assert_eq!(release_of(Path::new("/boot/vmlinuz")), None);
+    }
+}
