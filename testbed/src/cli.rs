@@ -100,9 +100,10 @@ pub enum Verb {
     Parity(Build),
     /// A reboot inside one QEMU, under sysvinit (LSB runner) and systemd, timed by the host
     ///
-    /// Two recorded boots that each reboot once: a planted service takes 4 s to stop and an
-    /// unsynced file must survive; the serial log's host times give the request, the kernel's
-    /// reset, the next kernel's start and its `login:` (docs/testbed.md, `reboot`).
+    /// Recorded boots that each reboot once, by `reboot` and by `bootprint reboot --kexec`,
+    /// under each init: a planted service takes 4 s to stop and an unsynced file must
+    /// survive; the serial log's host times give the request, the kernel's reset or kexec,
+    /// the next kernel's start and its `login:` (docs/testbed.md, `reboot`).
     Reboot(Reboot),
     /// A lever judging itself: boot again and again from the disk the last boot left
     ///

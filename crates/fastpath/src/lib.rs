@@ -97,7 +97,14 @@ pub fn kexec_plan(root: &Path, chosen: Option<BootEntry>) -> Plan {
     let mut refusals = refusal::kexec_kernel(root);
     refusals.extend(refusal::firmware_pending(root));
     let entry = match chosen {
-        Some(e) => Some(e),
+        Some(e) => {
+            for f in std::iter::once(&e.kernel).chain(&e.initrds) {
+                if !f.is_file() {
+                    refusals.push(format!("{}: not a file", f.display()));
+                }
+            }
+            Some(e)
+        }
         None => match loader_entry(root) {
             Ok((e, cfg)) => {
                 refusals.extend(refusal::stale_entry(root, &e, Some(&cfg)));
@@ -209,6 +216,40 @@ mod tests {
         );
         assert_eq!(cmp_release("6.1.0-13-amd64", "6.1.0-13-amd64"), Equal);
         assert_eq!(cmp_release("6.1.0-13-amd64", "6.1.0-13-amd64-rt"), Less);
+    }
+
+    #[test]
+    fn a_plan_names_every_reason() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        // No kexec, no loader configuration.
+        let p = kexec_plan(root, None);
+        assert!(!p.go() && p.entry.is_none());
+        assert!(p.refusals[0].contains("CONFIG_KEXEC_CORE"), "{:?}", p.refusals);
+        assert!(p.refusals[1].contains("--kernel"), "{:?}", p.refusals);
+        // kexec, and a grub.cfg whose default is there.
+        std::fs::create_dir_all(root.join("sys/kernel")).unwrap();
+        std::fs::write(root.join("sys/kernel/kexec_loaded"), "0\n").unwrap();
+        std::fs::create_dir_all(root.join("boot/grub")).unwrap();
+        std::fs::write(root.join("boot/vmlinuz-6.1.0-13-amd64"), "k").unwrap();
+        std::fs::write(
+            root.join("boot/grub/grub.cfg"),
+            "menuentry 'Debian' {\n\tlinux /boot/vmlinuz-6.1.0-13-amd64 root=/dev/vda1 ro\n}\n",
+        )
+        .unwrap();
+        let p = kexec_plan(root, None);
+        assert!(p.go(), "{:?}", p.refusals);
+        assert_eq!(p.entry.unwrap().cmdline, "root=/dev/vda1 ro");
+        // A kernel named on the command line that is not there.
+        let chosen = BootEntry {
+            kernel: root.join("boot/vmlinuz-none"),
+            initrds: vec![],
+            cmdline: String::new(),
+            source: "test".into(),
+        };
+        let p = kexec_plan(root, Some(chosen));
+        assert_eq!(p.refusals.len(), 1, "{:?}", p.refusals);
+        assert!(p.refusals[0].ends_with("vmlinuz-none: not a file"));
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod profiles;
 pub mod rabench;
 pub mod rapages;
 pub mod rc;
+pub mod reboot;
 pub mod record;
 pub mod recorder_cost;
 pub mod registry;

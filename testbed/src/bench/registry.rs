@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::bench::{
-    builtins, desktop_bench, irbench, modbench, profiles, rabench, rapages, rc, record,
+    builtins, desktop_bench, irbench, modbench, profiles, rabench, rapages, rc, reboot, record,
     recorder_cost, whole,
 };
 use crate::vm::image::Flavor;
@@ -55,6 +55,15 @@ pub const BENCHMARKS: &[(&str, Entry)] = &[
         Entry {
             about: "the recorder's cost: boots without it against boots with init=bootprint-boot",
             run: record::bench,
+            every_profile: false,
+        },
+    ),
+    (
+        "reboot",
+        Entry {
+            about: "the reboot cycle on the host's clock: Debian's default, systemd, sysvinit + \
+                    bootprint's runner, and bootprint reboot --kexec under the runner and systemd",
+            run: reboot::bench,
             every_profile: false,
         },
     ),

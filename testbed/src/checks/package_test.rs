@@ -288,12 +288,15 @@ section boot-files; ls -1 /boot
 section grub-entries; grep -E '^[[:space:]]*(menuentry|linux|initrd)' /boot/grub/grub.cfg | sed 's/^[[:space:]]*//'
 bootprint enable --all --default > /tmp/default.log 2>&1; rc=$?
 section default; echo "rc=$rc"; cat /tmp/default.log
+bootprint reboot --kexec --dry-run > /tmp/kexec.log 2>&1; rc=$?
+section kexec-next; echo "rc=$rc"; cat /tmp/kexec.log
 "#
     )
 }
 
 /// What [`upgrade_and_default`] must have done: the kernel's `dpkg -i` and the `enable
-/// --default` exited 0.
+/// --default` exited 0, and the fast path reads the entry GRUB now boots next from the
+/// grub.cfg update-grub wrote (docs/reboot.md): the new kernel, nothing refused.
 pub(crate) fn check_upgrade_and_default(
     c: &mut Checks,
     s: &[(String, BTreeSet<String>)],
@@ -311,6 +314,17 @@ pub(crate) fn check_upgrade_and_default(
         &format!(
             "bootprint enable --all --default (bootprint's initramfs GRUB's default): {}",
             lines(s, "default").join(" | ")
+        ),
+    );
+    let kexec = lines(s, "kexec-next");
+    c.check(
+        rc0(s, "kexec-next")
+            && kexec
+                .iter()
+                .any(|l| l.trim_start().starts_with("kernel") && l.ends_with(&format!("vmlinuz-{new}"))),
+        &format!(
+            "bootprint reboot --kexec --dry-run reads GRUB's next entry, {new}: {}",
+            kexec.join(" | ")
         ),
     );
 }

@@ -1,5 +1,6 @@
 //! `reboot`: a reboot inside one QEMU, timed by the host (`vm::cycle`), under sysvinit (with
-//! bootprint's LSB runner) and under systemd, each recorded. The first boot plants a service
+//! bootprint's LSB runner) and under systemd, each recorded, by a plain `reboot` and by the
+//! fast path (`bootprint reboot --kexec`). The first boot plants a service
 //! whose stop takes 4 s and writes a file it does not sync, then asks for the reboot; the
 //! second boot must be another boot (its own id) that finds the file intact, and the
 //! shutdown must have waited for the planted stop.
@@ -57,10 +58,8 @@ struct Init {
 
 /// A plain reboot, as a user asks for it.
 const REBOOT: &str = "reboot";
-/// The fast path into the running kernel, its initramfs and command line: the test bed boots
-/// with `-kernel`, so no boot loader's configuration names the next entry.
-const KEXEC: &str = "bootprint reboot --kexec --kernel /boot/vmlinuz-$(uname -r) \
-    --initrd /boot/initrd.img-$(uname -r) --reuse-cmdline";
+/// The fast path (`vm::cycle::KEXEC_COMMAND`).
+const KEXEC: &str = crate::vm::cycle::KEXEC_COMMAND;
 
 /// The inits a run cycles under by default, in this order, then the ones only `--init`
 /// asks for.
@@ -111,7 +110,7 @@ const INITS: [Init; 5] = [
 ];
 
 /// How many of [`INITS`] a run without `--init` takes.
-const DEFAULT_INITS: usize = 2;
+const DEFAULT_INITS: usize = 4;
 
 /// The inits `--init` takes, each with what it boots.
 pub fn init_names() -> Vec<(&'static str, &'static str)> {
@@ -180,6 +179,15 @@ echo "== planted"
 systemctl is-active bp-slowstop
 "#;
 
+/// Before a kexec cycle's request: a kexec that fails to load (a text file as the kernel:
+/// the kernel refuses the image) must change nothing: exit 1, nothing loaded, no marker.
+const FAILED_LOAD: &str = r#"echo "== failed load"
+rc=0; bootprint reboot --kexec --kernel /etc/hostname --reuse-cmdline 2>&1 || rc=$?
+echo "rc=$rc"
+echo "loaded=$(cat /sys/kernel/kexec_loaded)"
+if [ -e /run/bootprint/fast-reboot ]; then echo "marker=yes"; else echo "marker=no"; fi
+"#;
+
 /// The before-reboot script's head and tail around the plant: the first boot's id kept for
 /// the second boot, and last, 1 MiB of a known pattern written without a sync (the shutdown
 /// must write it back).
@@ -203,6 +211,8 @@ ls -la /var/log/bootprint/*/
 echo "== shutdown events"
 f=/var/log/bootprint/$first/shutdown/events.log
 if [ -e "$f" ]; then head -n 30 "$f"; else echo "(no $f)"; fi
+echo "== soft"
+bootprint reboot --soft --dry-run 2>&1; echo "rc=$?"
 "#;
 
 /// Cycles under `only` (one of [`init_names`]), or under the default inits.
@@ -243,7 +253,11 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
     o.append = init.append.to_string();
     o.reboot = Some(RebootOpts {
         command: init.command.to_string(),
-        before: Some(format!("{BEFORE_HEAD}{}{BEFORE_TAIL}", init.plant)),
+        before: Some(format!(
+            "{BEFORE_HEAD}{}{}{BEFORE_TAIL}",
+            init.plant,
+            if init.kexec { FAILED_LOAD } else { "" }
+        )),
         after: Some(AFTER.to_string()),
         copy_log_dir: true,
         ..RebootOpts::default()
@@ -264,6 +278,18 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
         "{name}: planted:\n{}",
         section(&before, "planted").join("\n")
     );
+    if init.kexec {
+        let failed = section(&before, "failed load");
+        c.check(
+            failed.iter().any(|l| l.contains("kexec_file_load of /etc/hostname"))
+                && failed.ends_with(&["rc=1", "loaded=0", "marker=no"]),
+            &format!(
+                "{name}: a kexec that fails to load changes nothing (exit 1, nothing loaded, no \
+                 marker): {}",
+                failed.join(" | ")
+            ),
+        );
+    }
     c.check(
         boot.qemu_exit == "clean",
         &format!(
@@ -339,6 +365,19 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
         ),
     );
     recorded_both(c, name, &boot);
+    // The soft reboot's plan in the same machine: systemd 257 with nothing below userspace
+    // changed may take it; sysvinit may not.
+    let soft = section(&after, "soft");
+    let systemd = init.name.starts_with("systemd");
+    let refused = soft.iter().any(|l| l.contains("not running systemd"));
+    c.check(
+        soft.last() == Some(&if systemd { "rc=0" } else { "rc=1" }) && refused != systemd,
+        &format!(
+            "{name}: bootprint reboot --soft --dry-run {}: {}",
+            if systemd { "may go" } else { "is refused (not systemd)" },
+            soft.join(" | ")
+        ),
+    );
     println!("{name}: ls -la /var/log/bootprint/*/ in the second boot:");
     println!("{}", section(&after, "ls").join("\n"));
     println!("{name}: the first boot's shutdown/events.log (first 30 lines):");

@@ -26,6 +26,12 @@ pub const SHUTDOWN_END_MARKS: [&str; 4] = [
 /// `kernel_kexec`, with the `kexec_core: ` prefix): a reboot without the firmware.
 pub const KEXEC_MARK: &str = "kexec_core: Starting new kernel";
 
+/// The guest's command for the fast path into the running kernel, its initramfs and command
+/// line (docs/reboot.md): the test bed boots with `-kernel`, so no boot loader's
+/// configuration names the next entry.
+pub const KEXEC_COMMAND: &str = "bootprint reboot --kexec --kernel /boot/vmlinuz-$(uname -r) \
+    --initrd /boot/initrd.img-$(uname -r) --reuse-cmdline";
+
 /// What the getty prints when it waits for a user name.
 const LOGIN_MARK: &str = "login:";
 
@@ -117,7 +123,16 @@ pub fn stages(lines: &[(f64, String)]) -> Result<CycleStages> {
     }
     // The old kernel may still print after the restart line (`reboot: machine restart`):
     // the next kernel's lines are those whose clock starts again below the restart's.
-    let restart_k = kernel_timestamp(&lines[restart].1).unwrap_or(f64::INFINITY);
+    // Its timestamp may follow a getty's escapes on the same line (the console's cursor
+    // probe, written as the reset came).
+    let restart_line = &lines[restart].1;
+    let restart_k = SHUTDOWN_END_MARKS
+        .iter()
+        .filter_map(|m| restart_line.find(m))
+        .min()
+        .and_then(|at| restart_line[..at].rfind('['))
+        .and_then(|i| kernel_timestamp(&restart_line[i..]))
+        .unwrap_or(f64::INFINITY);
     let old_kernel = |l: &str| kernel_timestamp(l).is_some_and(|k| k >= restart_k);
     let kernel = find_from(
         restart + 1,
@@ -200,6 +215,27 @@ mod tests {
         let sum = s.shutdown_s() + s.reset_to_kernel_s() + s.kernel_to_login_s();
         assert!((sum - s.whole_s()).abs() < 1e-9);
         assert_eq!(s.to_json()["whole_s"], json!(35.24));
+    }
+
+    /// testbed/cache/runs/20261129-235651/serial.log (`bench reboot`, systemd, 2026-11-29):
+    /// the getty's escapes came on the restart line, before its timestamp, and the old
+    /// kernel's `machine restart` line after it must still count as the old kernel's.
+    #[test]
+    fn a_restart_line_behind_a_gettys_escapes() {
+        let t: Vec<_> = transcript(SYNTHETIC)
+            .into_iter()
+            .map(|(h, l)| {
+                let l = if l.contains("Restarting system") {
+                    format!("\\x1b[!p\\x1b]104\\x07\\x1b[6n\\x1b[32766;32766H\\x1b[6n{l}")
+                } else {
+                    l
+                };
+                (h, l)
+            })
+            .collect();
+        let s = stages(&t).unwrap();
+        assert_eq!(s.kernel_restart_s, 48.5);
+        assert!((s.next_kernel_start_s - 49.5).abs() < 1e-9, "{s:?}");
     }
 
     #[test]

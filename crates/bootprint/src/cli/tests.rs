@@ -66,6 +66,7 @@ const LEAVES: &[&str] = &[
     "enable",
     "disable",
     "status",
+    "reboot",
     "completions",
     "man",
 ];
@@ -744,4 +745,24 @@ fn fill(line: &str) -> Vec<String> {
         }
     }
     filled
+}
+
+#[test]
+fn reboot_takes_one_fast_path_and_a_kernel_only_with_kexec() {
+    match verb("bootprint reboot --kexec --kernel /boot/vmlinuz-6.1 --initrd /a --initrd /b --reuse-cmdline") {
+        Verb::Reboot(r) => {
+            assert!(r.kexec && !r.soft && r.reuse_cmdline);
+            assert_eq!(r.initrd, [PathBuf::from("/a"), PathBuf::from("/b")]);
+        }
+        v => panic!("{v:?}"),
+    }
+    assert!(matches!(verb("bootprint reboot --soft --dry-run"), Verb::Reboot(r) if r.soft && r.dry_run));
+    assert_eq!(kind("bootprint reboot"), ErrorKind::MissingRequiredArgument);
+    assert_eq!(kind("bootprint reboot --kexec --soft"), ErrorKind::ArgumentConflict);
+    assert_eq!(kind("bootprint reboot --soft --kernel /k"), ErrorKind::MissingRequiredArgument);
+    assert_eq!(kind("bootprint reboot --kexec --initrd /i"), ErrorKind::MissingRequiredArgument);
+    assert_eq!(
+        kind("bootprint reboot --kexec --kernel /k --append x --reuse-cmdline"),
+        ErrorKind::ArgumentConflict
+    );
 }
