@@ -225,7 +225,11 @@ mod tests {
         // No kexec, no loader configuration.
         let p = kexec_plan(root, None);
         assert!(!p.go() && p.entry.is_none());
-        assert!(p.refusals[0].contains("CONFIG_KEXEC_CORE"), "{:?}", p.refusals);
+        assert!(
+            p.refusals[0].contains("CONFIG_KEXEC_CORE"),
+            "{:?}",
+            p.refusals
+        );
         assert!(p.refusals[1].contains("--kernel"), "{:?}", p.refusals);
         // kexec, and a grub.cfg whose default is there.
         std::fs::create_dir_all(root.join("sys/kernel")).unwrap();

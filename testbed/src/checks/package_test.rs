@@ -319,9 +319,9 @@ pub(crate) fn check_upgrade_and_default(
     let kexec = lines(s, "kexec-next");
     c.check(
         rc0(s, "kexec-next")
-            && kexec
-                .iter()
-                .any(|l| l.trim_start().starts_with("kernel") && l.ends_with(&format!("vmlinuz-{new}"))),
+            && kexec.iter().any(|l| {
+                l.trim_start().starts_with("kernel") && l.ends_with(&format!("vmlinuz-{new}"))
+            }),
         &format!(
             "bootprint reboot --kexec --dry-run reads GRUB's next entry, {new}: {}",
             kexec.join(" | ")

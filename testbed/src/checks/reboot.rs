@@ -281,7 +281,9 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
     if init.kexec {
         let failed = section(&before, "failed load");
         c.check(
-            failed.iter().any(|l| l.contains("kexec_file_load of /etc/hostname"))
+            failed
+                .iter()
+                .any(|l| l.contains("kexec_file_load of /etc/hostname"))
                 && failed.ends_with(&["rc=1", "loaded=0", "marker=no"]),
             &format!(
                 "{name}: a kexec that fails to load changes nothing (exit 1, nothing loaded, no \
@@ -374,7 +376,11 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
         soft.last() == Some(&if systemd { "rc=0" } else { "rc=1" }) && refused != systemd,
         &format!(
             "{name}: bootprint reboot --soft --dry-run {}: {}",
-            if systemd { "may go" } else { "is refused (not systemd)" },
+            if systemd {
+                "may go"
+            } else {
+                "is refused (not systemd)"
+            },
             soft.join(" | ")
         ),
     );

@@ -756,11 +756,22 @@ fn reboot_takes_one_fast_path_and_a_kernel_only_with_kexec() {
         }
         v => panic!("{v:?}"),
     }
-    assert!(matches!(verb("bootprint reboot --soft --dry-run"), Verb::Reboot(r) if r.soft && r.dry_run));
+    assert!(
+        matches!(verb("bootprint reboot --soft --dry-run"), Verb::Reboot(r) if r.soft && r.dry_run)
+    );
     assert_eq!(kind("bootprint reboot"), ErrorKind::MissingRequiredArgument);
-    assert_eq!(kind("bootprint reboot --kexec --soft"), ErrorKind::ArgumentConflict);
-    assert_eq!(kind("bootprint reboot --soft --kernel /k"), ErrorKind::MissingRequiredArgument);
-    assert_eq!(kind("bootprint reboot --kexec --initrd /i"), ErrorKind::MissingRequiredArgument);
+    assert_eq!(
+        kind("bootprint reboot --kexec --soft"),
+        ErrorKind::ArgumentConflict
+    );
+    assert_eq!(
+        kind("bootprint reboot --soft --kernel /k"),
+        ErrorKind::MissingRequiredArgument
+    );
+    assert_eq!(
+        kind("bootprint reboot --kexec --initrd /i"),
+        ErrorKind::MissingRequiredArgument
+    );
     assert_eq!(
         kind("bootprint reboot --kexec --kernel /k --append x --reuse-cmdline"),
         ErrorKind::ArgumentConflict
