@@ -260,7 +260,6 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
         )),
         after: Some(AFTER.to_string()),
         copy_log_dir: true,
-        ..RebootOpts::default()
     });
     let boot = qemu::boot(paths, img, &o)?;
     let name = init.name;
