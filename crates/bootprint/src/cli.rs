@@ -232,7 +232,7 @@ pub struct Reboot {
     #[arg(long)]
     pub dry_run: bool,
     /// With --kexec: this kernel image instead of the boot loader's next entry
-    #[arg(long, value_name = "FILE", requires = "kexec")]
+    #[arg(long, value_name = "FILE", conflicts_with = "soft")]
     pub kernel: Option<PathBuf>,
     /// With --kernel: an initramfs image (again for more, joined in order as GRUB joins them)
     #[arg(long, value_name = "FILE", requires = "kernel")]

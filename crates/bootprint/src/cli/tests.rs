@@ -766,7 +766,7 @@ fn reboot_takes_one_fast_path_and_a_kernel_only_with_kexec() {
     );
     assert_eq!(
         kind("bootprint reboot --soft --kernel /k"),
-        ErrorKind::MissingRequiredArgument
+        ErrorKind::ArgumentConflict
     );
     assert_eq!(
         kind("bootprint reboot --kexec --initrd /i"),
