@@ -146,6 +146,12 @@ pub fn marked() -> Option<Mark> {
     marked_at(Path::new(MARKER))
 }
 
+/// The mark, when it still holds: a kexec mark only while the kernel has the image it was
+/// made for loaded (one whose load is gone is from an attempt that did not reboot).
+pub fn mark_in_force() -> Option<Mark> {
+    marked().filter(|m| m.method != Method::Kexec || loaded())
+}
+
 /// [`marked`] of the marker at `path`.
 pub fn marked_at(path: &Path) -> Option<Mark> {
     let f = sys::open_regular(path).ok()?;

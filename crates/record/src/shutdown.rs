@@ -172,11 +172,7 @@ pub fn requester(proc: &Path, clk_tck: u64) -> Option<(u64, String)> {
 /// `bootprint reboot`'s request, from the fast path's marker (the process may be gone by
 /// the time the init starts the recorder, and its load came before the init's request).
 fn fast_path_request() -> Option<(u64, String)> {
-    let mark = fastpath::kexec::marked()?;
-    // A mark whose load is gone is from an attempt that did not reboot.
-    if mark.method == fastpath::Method::Kexec && !fastpath::kexec::loaded() {
-        return None;
-    }
+    let mark = fastpath::kexec::mark_in_force()?;
     Some((
         mark.request_ns?,
         format!("bootprint reboot --{}", mark.method.word()),

@@ -392,8 +392,7 @@ fn kexec_marked(req: &Request) -> bool {
     req.shutdown_program.is_some()
         && req.runlevel == Runlevel::Num(6)
         && req.ends_the_system()
-        && fastpath::kexec::marked().is_some_and(|m| m.method == fastpath::Method::Kexec)
-        && fastpath::kexec::loaded()
+        && fastpath::kexec::mark_in_force().is_some_and(|m| m.method == fastpath::Method::Kexec)
 }
 
 fn runner_options(req: &Request, fault: Option<Fault>) -> Options {
