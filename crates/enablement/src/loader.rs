@@ -16,10 +16,6 @@ use crate::manifest::{image_of, params, valid_release, Lever, Manifest};
 
 /// bootprint's kernel-install plugin (packaging/kernel-install), after 90-loaderentry.
 pub const PLUGIN: &str = "/usr/lib/kernel/install.d/91-bootprint.install";
-/// The EFI variable systemd-boot sets for the boot it started (vendor GUID of systemd-boot's
-/// variables, systemd-boot(7)): its presence says this boot came through systemd-boot.
-pub const LOADER_INFO: &str =
-    "/sys/firmware/efi/efivars/LoaderInfo-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f";
 /// The name of bootprint's initramfs in a kernel's entry directory, and the suffix of its
 /// entry's file name.
 const ENTRY_INITRD: &str = "bootprint-initrd";

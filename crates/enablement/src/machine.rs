@@ -337,7 +337,7 @@ impl Machine {
                 &["is-installed", "--quiet"],
                 &self.root,
             ) && (!self.tools.grub_present
-                || self.path(crate::loader::LOADER_INFO).exists());
+                || fastpath::came_through_systemd_boot(&self.root));
             if systemd_boot {
                 Loader::SystemdBoot
             } else {

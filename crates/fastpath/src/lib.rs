@@ -130,16 +130,17 @@ fn loader_entry(root: &Path) -> Result<(BootEntry, PathBuf), String> {
             Ok((entry, cfg))
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if root
-                .join("sys/firmware/efi/efivars")
-                .join(LOADER_INFO)
-                .exists()
-            {
-                Err("this machine boots through systemd-boot, whose entries bootprint does                      not read yet: use `systemctl kexec` (it loads systemd-boot's default                      entry), or name the kernel with --kernel"
-                    .into())
+            if came_through_systemd_boot(root) {
+                Err(
+                    "this machine boots through systemd-boot, whose entries bootprint does \
+                     not read yet: use `systemctl kexec` (it loads systemd-boot's default \
+                     entry), or name the kernel with --kernel"
+                        .into(),
+                )
             } else {
                 Err(format!(
-                    "no boot loader configuration bootprint reads ({}): name the kernel with                      --kernel, --initrd and --append or --reuse-cmdline",
+                    "no boot loader configuration bootprint reads ({}): name the kernel with \
+                     --kernel, --initrd and --append or --reuse-cmdline",
                     cfg.display()
                 ))
             }
@@ -148,8 +149,17 @@ fn loader_entry(root: &Path) -> Result<(BootEntry, PathBuf), String> {
     }
 }
 
-/// systemd-boot's LoaderInfo variable (systemd-boot(7)): this boot came through it.
+/// Where efivarfs shows the EFI variables, relative to the root.
+pub const EFIVARS: &str = "sys/firmware/efi/efivars";
+/// The EFI variable systemd-boot sets for the boot it started (vendor GUID of systemd-boot's
+/// variables, systemd-boot(7)).
 const LOADER_INFO: &str = "LoaderInfo-4a67b082-0a4c-41cf-b6c7-440b29bb8c4f";
+
+/// Whether the running boot of the system under `root` came through systemd-boot (its
+/// `LoaderInfo` variable is there).
+pub fn came_through_systemd_boot(root: &Path) -> bool {
+    root.join(EFIVARS).join(LOADER_INFO).exists()
+}
 
 /// Whether /boot is a file system of its own (GRUB's paths are then relative to it).
 pub fn boot_separate(root: &Path) -> bool {
@@ -231,6 +241,7 @@ mod tests {
             p.refusals
         );
         assert!(p.refusals[1].contains("--kernel"), "{:?}", p.refusals);
+        assert!(!p.refusals.iter().any(|r| r.contains("  ")), "{:?}", p.refusals);
         // kexec, and a grub.cfg whose default is there.
         std::fs::create_dir_all(root.join("sys/kernel")).unwrap();
         std::fs::write(root.join("sys/kernel/kexec_loaded"), "0\n").unwrap();

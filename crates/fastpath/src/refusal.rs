@@ -22,7 +22,7 @@ const OS_INDICATIONS_AT_RESET: u64 = 0x1 | 0x4;
 pub const SOFT_REBOOT_SINCE: u32 = 254;
 
 fn efivar(root: &Path, name: &str) -> PathBuf {
-    root.join("sys/firmware/efi/efivars").join(name)
+    root.join(crate::EFIVARS).join(name)
 }
 
 /// An EFI variable's value (efivarfs puts 4 bytes of attributes first).
@@ -86,7 +86,7 @@ pub fn firmware_pending(root: &Path) -> Vec<String> {
             ));
         }
     }
-    if let Ok(names) = fs::read_dir(root.join("sys/firmware/efi/efivars")) {
+    if let Ok(names) = fs::read_dir(root.join(crate::EFIVARS)) {
         let mut pending: Vec<String> = names
             .flatten()
             .filter_map(|e| e.file_name().into_string().ok())
@@ -214,6 +214,21 @@ mod tests {
         fs::write(p, bytes).unwrap();
     }
 
+    fn put_efivar(root: &Path, name: &str, bytes: &[u8]) {
+        put(root, &format!("{}/{name}", crate::EFIVARS), bytes);
+    }
+
+    /// Makes the file at `path` an hour old.
+    fn age(path: &Path) {
+        let old = SystemTime::now() - Duration::from_secs(3600);
+        fs::File::options()
+            .write(true)
+            .open(path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+
     #[test]
     fn a_kernel_without_kexec_is_refused_and_nothing_else_said() {
         let d = tempfile::tempdir().unwrap();
@@ -232,9 +247,9 @@ mod tests {
             b"none integrity [confidentiality]\n",
         );
         put(d.path(), "proc/sys/kernel/kexec_load_disabled", b"1\n");
-        put(
+        put_efivar(
             d.path(),
-            &format!("sys/firmware/efi/efivars/SecureBoot-{EFI_GLOBAL}"),
+            &format!("SecureBoot-{EFI_GLOBAL}"),
             &[6, 0, 0, 0, 1],
         );
         let r = kexec_kernel(d.path());
@@ -249,9 +264,9 @@ mod tests {
             b"[none] integrity confidentiality\n",
         );
         put(d.path(), "proc/sys/kernel/kexec_load_disabled", b"0\n");
-        put(
+        put_efivar(
             d.path(),
-            &format!("sys/firmware/efi/efivars/SecureBoot-{EFI_GLOBAL}"),
+            &format!("SecureBoot-{EFI_GLOBAL}"),
             &[6, 0, 0, 0, 0],
         );
         assert_eq!(kexec_kernel(d.path()), Vec::<String>::new());
@@ -261,14 +276,14 @@ mod tests {
     fn firmware_work_at_the_reset_is_refused() {
         let d = tempfile::tempdir().unwrap();
         assert!(firmware_pending(d.path()).is_empty());
-        put(
+        put_efivar(
             d.path(),
-            &format!("sys/firmware/efi/efivars/OsIndications-{EFI_GLOBAL}"),
+            &format!("OsIndications-{EFI_GLOBAL}"),
             &[7, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0],
         );
-        put(
+        put_efivar(
             d.path(),
-            &format!("sys/firmware/efi/efivars/fwupd-abc-0-{FWUPD_GUID}"),
+            &format!("fwupd-abc-0-{FWUPD_GUID}"),
             &[7, 0, 0, 0, 1],
         );
         let r = firmware_pending(d.path());
@@ -276,9 +291,9 @@ mod tests {
         assert!(r[0].contains("0x4"));
         assert!(r[1].contains("fwupd"));
         // OsIndications with only bits the reset does not act on.
-        put(
+        put_efivar(
             d.path(),
-            &format!("sys/firmware/efi/efivars/OsIndications-{EFI_GLOBAL}"),
+            &format!("OsIndications-{EFI_GLOBAL}"),
             &[7, 0, 0, 0, 0x40, 0, 0, 0, 0, 0, 0, 0],
         );
         assert_eq!(firmware_pending(d.path()).len(), 1);
@@ -302,13 +317,7 @@ mod tests {
         // A grub.cfg older than the newest image.
         let cfg = d.path().join("boot/grub/grub.cfg");
         put(d.path(), "boot/grub/grub.cfg", b"");
-        let old = SystemTime::now() - Duration::from_secs(3600);
-        fs::File::options()
-            .write(true)
-            .open(&cfg)
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
+        age(&cfg);
         let r = stale_entry(d.path(), &entry("6.1.0-13-amd64"), Some(&cfg));
         assert_eq!(r.len(), 1, "{r:?}");
         assert!(r[0].contains("run update-grub"));
@@ -323,15 +332,9 @@ mod tests {
         assert!(r[0].contains("not running systemd"));
         fs::create_dir_all(d.path().join("run/systemd/system")).unwrap();
         fs::create_dir_all(d.path().join("lib/modules/6.1.0-13-amd64")).unwrap();
-        let old = SystemTime::now() - Duration::from_secs(3600);
         put(d.path(), "boot/vmlinuz-6.1.0-13-amd64", b"k");
         put(d.path(), "boot/initrd.img-6.1.0-13-amd64", b"i");
-        fs::File::options()
-            .write(true)
-            .open(d.path().join("boot/initrd.img-6.1.0-13-amd64"))
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
+        age(&d.path().join("boot/initrd.img-6.1.0-13-amd64"));
         assert!(soft_reboot(d.path(), Some(257), "6.1.0-13-amd64", t0).is_empty());
         assert!(soft_reboot(d.path(), Some(252), "6.1.0-13-amd64", t0)[0].contains("252"));
         put(d.path(), "boot/vmlinuz-6.1.0-14-amd64", b"k");
