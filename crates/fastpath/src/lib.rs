@@ -241,7 +241,11 @@ mod tests {
             p.refusals
         );
         assert!(p.refusals[1].contains("--kernel"), "{:?}", p.refusals);
-        assert!(!p.refusals.iter().any(|r| r.contains("  ")), "{:?}", p.refusals);
+        assert!(
+            !p.refusals.iter().any(|r| r.contains("  ")),
+            "{:?}",
+            p.refusals
+        );
         // kexec, and a grub.cfg whose default is there.
         std::fs::create_dir_all(root.join("sys/kernel")).unwrap();
         std::fs::write(root.join("sys/kernel/kexec_loaded"), "0\n").unwrap();
