@@ -17,8 +17,9 @@ pub fn run(a: &crate::cli::Reboot) -> Outcome {
     let asked_ns = sys::boottime_ns();
     let method = if a.kexec { Method::Kexec } else { Method::Soft };
     let root = Path::new("/");
+    let systemd = is_systemd(root);
     let plan = match method {
-        Method::Kexec => kexec_plan(a, root),
+        Method::Kexec => kexec_plan(a, root, systemd),
         Method::Soft => soft_plan(root),
     };
     print!("{}", render(method, &plan));
@@ -38,29 +39,42 @@ pub fn run(a: &crate::cli::Reboot) -> Outcome {
         return Outcome::Failed("a reboot needs root".into());
     }
     match method {
-        Method::Kexec => kexec_reboot(plan.entry.as_ref().expect("checked above"), asked_ns),
+        Method::Kexec => {
+            let command: &[&str] = if systemd {
+                &["systemctl", "kexec"]
+            } else {
+                &["reboot"]
+            };
+            kexec_reboot(
+                plan.entry.as_ref().expect("checked above"),
+                asked_ns,
+                command,
+            )
+        }
         Method::Soft => run_init(&["systemctl", "soft-reboot"]),
     }
 }
 
 /// The entry the user named, or the loader's next, and the init's part in taking it.
-fn kexec_plan(a: &crate::cli::Reboot, root: &Path) -> Plan {
+fn kexec_plan(a: &crate::cli::Reboot, root: &Path, systemd: bool) -> Plan {
+    let proc_cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
     let chosen = a.kernel.as_ref().map(|k| BootEntry {
         kernel: k.clone(),
         initrds: a.initrd.clone(),
         cmdline: if a.reuse_cmdline {
-            reused_cmdline(&std::fs::read_to_string("/proc/cmdline").unwrap_or_default())
+            reused_cmdline(&proc_cmdline)
         } else {
             a.append.clone().unwrap_or_default()
         },
         source: "the command line (--kernel)".into(),
     });
     let mut plan = fastpath::kexec_plan(root, chosen);
-    if !is_systemd(root) && !runner_runs_shutdown() {
+    if !systemd && !runner_is_on(&proc_cmdline) {
         plan.refusals.push(
             "on sysvinit the kexec is made by bootprint's runner at the end of runlevel 6, \
-             and this boot's runlevels are Debian's startpar's (no bootprint.rc=1): reboot \
-             normally, or `bootprint enable --rc` and reboot once first"
+             and bootprint's configuration does not turn the runner on (bootprint.rc=1, \
+             bootprint.all=1, or rc or all in bootprint.toml): reboot normally, or \
+             `bootprint enable --rc` and reboot once first"
                 .into(),
         );
     }
@@ -94,10 +108,12 @@ fn is_systemd(root: &Path) -> bool {
     root.join("run/systemd/system").is_dir()
 }
 
-/// Whether bootprint's runner runs this boot's runlevels (and so runlevel 6).
-fn runner_runs_shutdown() -> bool {
-    std::fs::read_to_string("/proc/cmdline")
-        .is_ok_and(|c| c.split_whitespace().any(|w| w == "bootprint.rc=1"))
+/// Whether bootprint's configuration turns the runner on, so it runs runlevel 6: the rule
+/// the startpar wrapper asks `bootprint-boot rc --enabled` for (`record::Config::rc`).
+fn runner_is_on(proc_cmdline: &str) -> bool {
+    record::Config::load(Path::new(record::config::CONFIG_FILE), proc_cmdline)
+        .0
+        .rc
 }
 
 /// systemd's version (`systemctl --version`: `systemd 257 (257.13-1~deb13u1)`).
@@ -126,7 +142,7 @@ fn render(method: Method, plan: &Plan) -> String {
 
 /// Loads the entry, marks the reboot for the runner and asks the init for it; anything that
 /// fails after the load takes the load back, so a later plain reboot is a plain reboot.
-fn kexec_reboot(entry: &BootEntry, asked_ns: u64) -> Outcome {
+fn kexec_reboot(entry: &BootEntry, asked_ns: u64, command: &[&str]) -> Outcome {
     if let Err(e) = kexec::load(entry) {
         return Outcome::Failed(format!(
             "kexec_file_load of {}: {e}; nothing loaded, reboot normally",
@@ -148,11 +164,6 @@ fn kexec_reboot(entry: &BootEntry, asked_ns: u64) -> Outcome {
     if let Err(e) = kexec::mark(Method::Kexec, asked_ns) {
         return undo(format!("{}: {e}", kexec::MARKER));
     }
-    let command: &[&str] = if is_systemd(Path::new("/")) {
-        &["systemctl", "kexec"]
-    } else {
-        &["reboot"]
-    };
     match run_init(command) {
         Outcome::Ok => Outcome::Ok,
         Outcome::Failed(why) => undo(why),
