@@ -12,7 +12,7 @@ use crate::bench::runner::{self, recorded, Benchmark, Figures};
 use crate::vm::cycle::KEXEC_COMMAND;
 use crate::vm::image;
 use crate::vm::qemu::{BootResult, Profile, RebootOpts};
-use crate::vm::util::{Error, Paths, Result};
+use crate::vm::util::{section, Error, Paths, Result};
 
 /// Before the request: the file the shutdown must write back, and its hash.
 const BEFORE: &str = "#!/bin/sh
@@ -81,11 +81,11 @@ fn cycle_figures(r: &BootResult) -> Figures {
     ] {
         f.insert(k.into(), Some(v));
     }
-    let hash = |out: &Option<String>, section: &str| {
-        let text = out.as_deref().unwrap_or_default();
-        let mut lines = text.lines().map(str::trim);
-        lines.find(|l| *l == format!("== {section}"))?;
-        lines.next().filter(|h| h.len() == 64).map(str::to_string)
+    let hash = |out: &Option<String>, name: &str| {
+        let first = section(out.as_deref().unwrap_or_default(), name)
+            .first()
+            .copied();
+        first.filter(|h| h.len() == 64).map(str::to_string)
     };
     let written = hash(&r.before_reboot_output, "written");
     let kept = hash(&r.after_reboot_output, "kept");

@@ -12,7 +12,7 @@ use crate::vm::cycle::CycleStages;
 use crate::vm::image::{self, Image};
 use crate::vm::qemu::{self, BootOpts, BootResult, Profile, RebootOpts};
 use crate::vm::serial;
-use crate::vm::util::{Error, Paths, Result};
+use crate::vm::util::{section, Error, Paths, Result};
 
 /// Seconds the planted service's stop sleeps.
 const STOP_SLEEP_S: f64 = 4.0;
@@ -50,10 +50,19 @@ struct Init {
     plant: &'static str,
     /// bootprint records its shutdown (not under Debian's startpar).
     records_shutdown: bool,
-    /// The guest's reboot command.
-    command: &'static str,
     /// The reboot goes by kexec (`bootprint reboot --kexec`): no firmware between.
     kexec: bool,
+}
+
+impl Init {
+    /// The guest's reboot command.
+    fn command(&self) -> &'static str {
+        if self.kexec {
+            KEXEC
+        } else {
+            REBOOT
+        }
+    }
 }
 
 /// A plain reboot, as a user asks for it.
@@ -69,7 +78,6 @@ const INITS: [Init; 5] = [
         append: "bootprint.rc=1",
         plant: PLANT_SYSVINIT,
         records_shutdown: true,
-        command: REBOOT,
         kexec: false,
     },
     Init {
@@ -77,7 +85,6 @@ const INITS: [Init; 5] = [
         append: "bootprint.init=/lib/systemd/systemd",
         plant: PLANT_SYSTEMD,
         records_shutdown: true,
-        command: REBOOT,
         kexec: false,
     },
     // The fast path under each init: the runner's runlevel 6 ends in the kexec; systemd's
@@ -87,7 +94,6 @@ const INITS: [Init; 5] = [
         append: "bootprint.rc=1",
         plant: PLANT_SYSVINIT,
         records_shutdown: true,
-        command: KEXEC,
         kexec: true,
     },
     Init {
@@ -95,7 +101,6 @@ const INITS: [Init; 5] = [
         append: "bootprint.init=/lib/systemd/systemd",
         plant: PLANT_SYSTEMD,
         records_shutdown: true,
-        command: KEXEC,
         kexec: true,
     },
     // The reference for the runner's shutdown: Debian's own startpar runs runlevel 6.
@@ -104,7 +109,6 @@ const INITS: [Init; 5] = [
         append: "",
         plant: PLANT_SYSVINIT,
         records_shutdown: false,
-        command: REBOOT,
         kexec: false,
     },
 ];
@@ -252,7 +256,7 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
     o.record = true;
     o.append = init.append.to_string();
     o.reboot = Some(RebootOpts {
-        command: init.command.to_string(),
+        command: init.command().to_string(),
         before: Some(format!(
             "{BEFORE_HEAD}{}{}{BEFORE_TAIL}",
             init.plant,
@@ -578,17 +582,6 @@ fn planted_stop(boot: &BootResult, s: &CycleStages) -> Option<f64> {
     Some(at(STOP_ENDS)? - at(STOP_BEGINS)?)
 }
 
-/// The lines of the `== name` section of a guest script's output, in order.
-fn section<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
-    out.lines()
-        .map(str::trim_end)
-        .skip_while(|l| l.strip_prefix("== ") != Some(name))
-        .skip(1)
-        .take_while(|l| !l.starts_with("== "))
-        .filter(|l| !l.is_empty())
-        .collect()
-}
-
 fn print_table(rows: &[Row]) {
     println!("reboot cycle, host seconds (request: the guest's marker line; reset: `reboot: Restarting system`):");
     println!(
@@ -609,19 +602,5 @@ fn print_table(rows: &[Row]) {
                 .map(|x| format!("{x:.2}"))
                 .unwrap_or_else(|| "-".into())
         );
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sections_keep_their_order() {
-        let out = "noise\n== written\nabc\n\n== ls\nb\na\n== kept\n";
-        assert_eq!(section(out, "written"), ["abc"]);
-        assert_eq!(section(out, "ls"), ["b", "a"]);
-        assert!(section(out, "kept").is_empty());
-        assert!(section(out, "missing").is_empty());
     }
 }

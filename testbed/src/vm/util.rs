@@ -202,6 +202,18 @@ impl Default for Fnv {
     }
 }
 
+/// The lines of the `== name` section of a guest script's output, in order (trailing
+/// blanks trimmed, empty lines left out).
+pub fn section<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
+    out.lines()
+        .map(str::trim_end)
+        .skip_while(|l| l.strip_prefix("== ") != Some(name))
+        .skip(1)
+        .take_while(|l| !l.starts_with("== "))
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
 pub fn hash_file(path: &Path) -> Result<String> {
     let data = fs::read(path).map_err(|e| io_err("cannot read", path, e))?;
     let mut h = Fnv::new();
@@ -407,6 +419,15 @@ pub fn git_commit(repo: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sections_keep_their_order() {
+        let out = "noise\n== written\nabc\n\n== ls\nb\na\n== kept\n";
+        assert_eq!(section(out, "written"), ["abc"]);
+        assert_eq!(section(out, "ls"), ["b", "a"]);
+        assert!(section(out, "kept").is_empty());
+        assert!(section(out, "missing").is_empty());
+    }
 
     #[test]
     fn results_paths_do_not_overwrite() {
