@@ -38,6 +38,15 @@ impl std::fmt::Display for Error {
     }
 }
 
+/// Makes the errors of one file: `err(line, message)`.
+fn error_in(file: &str) -> impl Fn(usize, String) -> Error + '_ {
+    move |line, message| Error {
+        file: file.to_string(),
+        line,
+        message,
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Kind {
     Entry,
@@ -130,11 +139,7 @@ struct Menu {
 }
 
 fn parse_menu(file: &str, text: &str) -> Result<Menu, Error> {
-    let err = |line: usize, message: String| Error {
-        file: file.to_string(),
-        line,
-        message,
-    };
+    let err = error_in(file);
     // The open blocks: an item being read, or some other `{` block (a function).
     let mut stack: Vec<Option<Item>> = Vec::new();
     let mut top: Vec<Item> = Vec::new();
@@ -248,11 +253,7 @@ pub fn next_entry(
     boot_separate: bool,
 ) -> Result<BootEntry, Error> {
     let file = format!("/{CFG}");
-    let err = |line: usize, message: String| Error {
-        file: file.clone(),
-        line,
-        message,
-    };
+    let err = error_in(&file);
     let menu = parse_menu(&file, cfg_text)?;
     let env = env_text.map(parse_env).unwrap_or_default();
     let var = |k: &str| {
@@ -317,11 +318,7 @@ fn entry_of(
     boot_separate: bool,
     how: &str,
 ) -> Result<BootEntry, Error> {
-    let err = |line: usize, message: String| Error {
-        file: file.to_string(),
-        line,
-        message,
-    };
+    let err = error_in(file);
     let mut kernel: Option<(usize, String, String)> = None;
     let mut initrds = Vec::new();
     let mut depth = 0usize;
