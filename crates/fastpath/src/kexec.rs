@@ -4,7 +4,7 @@
 
 use std::ffi::CString;
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::Path;
 
@@ -91,18 +91,9 @@ fn joined(paths: &[std::path::PathBuf]) -> io::Result<File> {
     }
     // SAFETY: the descriptor was just created and is owned by nothing else.
     let mut out = unsafe { File::from_raw_fd(fd) };
-    let mut buf = vec![0u8; 1 << 20];
     for p in paths {
         let mut f = File::open(p).map_err(|e| at(p, e))?;
-        let mut len = 0usize;
-        loop {
-            let n = f.read(&mut buf)?;
-            if n == 0 {
-                break;
-            }
-            out.write_all(&buf[..n])?;
-            len += n;
-        }
+        let len = io::copy(&mut f, &mut out)? as usize;
         let pad = (INITRD_ALIGN - len % INITRD_ALIGN) % INITRD_ALIGN;
         out.write_all(&[0u8; INITRD_ALIGN][..pad])?;
     }
@@ -183,6 +174,7 @@ pub fn exec() -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Read;
 
     #[test]
     fn joined_images_are_padded_as_grub_pads() {
