@@ -71,6 +71,7 @@ mkdir -p "$work/man"
 - -rw-r--r-- root/root /usr/share/fish/vendor_completions.d/bootprint.fish
 - -rw-r--r-- root/root /usr/share/lintian/overrides/bootprint
 l lrwxrwxrwx root/root /usr/lib/systemd/system-generators/bootprint-late-generator -> ../../bootprint/bootprint-boot
+l lrwxrwxrwx root/root /usr/lib/systemd/system-shutdown/bootprint-kexec -> ../../bootprint/bootprint-boot
 d drwxr-xr-x root/root /var/lib/bootprint
 d drwxr-x--- root/root /var/log/bootprint
 EOF
@@ -155,6 +156,8 @@ dpkg_root -i "$deb" >"$work/install.log" 2>&1 || { cat "$work/install.log" >&2; 
     || fail "/var/lib/bootprint: expected drwxr-xr-x root:root, found $(mode_of /var/lib/bootprint)"
 [ "$(readlink -f "$root/usr/lib/systemd/system-generators/bootprint-late-generator")" = "$root/usr/lib/bootprint/bootprint-boot" ] \
     || fail "the generator link does not lead to bootprint-boot"
+[ "$(readlink -f "$root/usr/lib/systemd/system-shutdown/bootprint-kexec")" = "$root/usr/lib/bootprint/bootprint-boot" ] \
+    || fail "the shutdown hook's link does not lead to bootprint-boot"
 # Installing changes nothing but the package's own files (and dpkg's database): no
 # bootloader file, no init, nothing in /boot.
 snapshot >"$work/installed"

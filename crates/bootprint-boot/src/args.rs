@@ -100,6 +100,16 @@ pub const LATE_START: Verb = Verb {
             start bootprint-late.target",
 };
 
+/// `kexec-prepare`.
+pub const KEXEC_PREPARE: Verb = Verb {
+    name: "kexec-prepare",
+    operands: "",
+    flags: &[],
+    about: "(as bootprint-kexec.service's stop on systemd, the kexec lever) when systemd is \
+            rebooting, load the boot loader's next entry and mark the reboot for kexec, or \
+            say why not (docs/reboot.md); exits 0 always",
+};
+
 /// `shutdown`.
 pub const SHUTDOWN: Verb = Verb {
     name: "shutdown",
@@ -125,6 +135,7 @@ pub const VERBS: &[&Verb] = &[
     &RC_ENABLED,
     &RC_BUILTIN,
     &LATE_START,
+    &KEXEC_PREPARE,
     &SHUTDOWN,
 ];
 

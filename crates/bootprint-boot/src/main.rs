@@ -25,6 +25,10 @@ fn main() -> ExitCode {
         late_generator(&args[1..]);
         return ExitCode::SUCCESS; // a generator never fails the boot
     }
+    if argv0.and_then(|p| p.file_name()) == Some(KEXEC_HOOK.as_ref()) {
+        kexec_hook(args.get(1).and_then(|a| a.to_str()));
+        return ExitCode::SUCCESS; // a shutdown hook never holds up the reboot
+    }
     let words: Vec<String> = args
         .iter()
         .skip(1)
@@ -34,7 +38,7 @@ fn main() -> ExitCode {
     // runner's startpar form never passes it: startpar has no such option.)
     let verb_help = matches!(
         words.first().map(String::as_str),
-        Some("record" | "rc" | "late-start" | "shutdown")
+        Some("record" | "rc" | "late-start" | "shutdown" | "kexec-prepare")
     ) && words[1..].iter().any(|w| w == "--help" || w == "-h");
     if verb_help {
         println!("{}", args::usage());
@@ -45,6 +49,7 @@ fn main() -> ExitCode {
         Some("rc") => rc_verb(&words[1..]),
         Some("rc-builtin") => rc_builtin(&words[1..]),
         Some("late-start") if words.len() == 1 => late_start(),
+        Some("kexec-prepare") if words.len() == 1 => kexec_prepare(),
         Some("shutdown") => shutdown(&words[1..]),
         Some("--version") => {
             println!("bootprint-boot {}", env!("CARGO_PKG_VERSION"));
@@ -83,6 +88,45 @@ fn rc_enabled(words: &[String]) -> ExitCode {
     }
 }
 
+/// systemd-shutdown(8) runs the executables of /usr/lib/systemd/system-shutdown with the
+/// verb once every file system is unmounted or read-only; this name of the boot binary
+/// there is the `kexec` lever's last step.
+const KEXEC_HOOK: &str = "bootprint-kexec";
+
+/// The hook: on `reboot`, with the reboot marked for kexec and the image loaded
+/// (`kexec-prepare`), reboots into it. Anything else, or a kexec the kernel refuses,
+/// returns, and systemd-shutdown reboots through the firmware.
+fn kexec_hook(verb: Option<&str>) {
+    use fastpath::{kexec, Method};
+    if verb != Some("reboot") || !kexec::mark_in_force().is_some_and(|m| m.method == Method::Kexec)
+    {
+        return;
+    }
+    println!("bootprint: rebooting by kexec");
+    let e = kexec::exec();
+    println!("bootprint: the kexec failed ({e}); rebooting through the firmware");
+}
+
+/// `kexec-prepare` (`bootprint-kexec.service`'s stop, the `kexec` lever on systemd): when
+/// systemd is rebooting, loads the boot loader's next entry and marks the reboot, or says
+/// why not (on stdout: the journal). Always exits 0: a stop that fails must not change the
+/// shutdown.
+fn kexec_prepare() -> ExitCode {
+    let asked_ns = sys::boottime_ns();
+    let limit = std::time::Duration::from_secs(10);
+    match systemd::learn::rebooting(std::path::Path::new("systemctl"), limit) {
+        Ok(true) => {
+            let prepared = fastpath::prepare_plain_reboot(std::path::Path::new("/"), asked_ns);
+            println!("bootprint: {}", prepared.describe());
+        }
+        Ok(false) => println!("bootprint: not a reboot: nothing to prepare"),
+        Err(e) => {
+            println!("bootprint: cannot tell whether systemd reboots ({e}): nothing prepared")
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 /// systemd.generator(7): on a recorded boot, adds the shutdown recorder's unit
 /// (`systemd::generator::shutdown_files`); defers the learned late units when `[systemd]
 /// late` (or `bootprint.late=1`) is on, as far as `systemd::generator::plan` still finds
@@ -99,6 +143,12 @@ fn late_generator(dirs: &[std::ffi::OsString]) {
         .unwrap_or_else(|_| PathBuf::from("/usr/lib/bootprint/bootprint-boot"));
     if config.record && boots_through_bootprint(&cmdline) {
         let files = generator::shutdown_files(&bin.to_string_lossy());
+        if generator::write(&normal_dir, &files).is_err() {
+            generator::remove(&normal_dir, &files);
+        }
+    }
+    if config.kexec {
+        let files = generator::kexec_files(&bin.to_string_lossy());
         if generator::write(&normal_dir, &files).is_err() {
             generator::remove(&normal_dir, &files);
         }
@@ -365,6 +415,13 @@ fn rc_verb(words: &[String]) -> ExitCode {
         // never for a test root.
         req.builtin_program = std::env::current_exe().ok();
         req.shutdown_program = req.builtin_program.clone();
+        // The kexec lever, by the one rule of record's configuration (only runlevel 6
+        // acts on it).
+        let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+        req.kexec_on_reboot =
+            Config::load(std::path::Path::new(record::config::CONFIG_FILE), &cmdline)
+                .0
+                .kexec;
     }
     let mut console = std::io::stderr();
     ExitCode::from(rc::run::run_runlevel(&req, &mut console).clamp(0, 255) as u8)

@@ -44,6 +44,7 @@ pub fn enable(a: &cli::Enable) -> Outcome {
         (a.rc, Lever::Rc),
         (a.late, Lever::Late),
         (a.initramfs, Lever::Initramfs),
+        (a.kexec, Lever::Kexec),
     ] {
         if on {
             levers.insert(l);
@@ -124,6 +125,7 @@ pub fn status(a: &cli::Status) -> Outcome {
                 Lever::Modules => b.modules,
                 Lever::Rc => b.rc,
                 Lever::Late => b.late,
+                Lever::Kexec => b.kexec,
                 // bootprint's /init leaves its log in /run.
                 Lever::Initramfs => Path::new("/run/bootprint/initramfs.log").exists(),
             }),

@@ -693,6 +693,48 @@ fn levers_that_cannot_work_here_are_refused_and_nothing_changes() {
     assert_eq!(f.update_grub_runs(), 0);
 }
 
+/// The kexec lever: never taken by `--all`; refused where the kernel has no kexec, and on
+/// sysvinit without the runner; on with its parameter where it can work, and taken back by
+/// disable.
+#[test]
+fn the_kexec_lever_is_asked_for_by_name_and_needs_the_runner_on_sysvinit() {
+    let f = Fake::new(Init::Systemd);
+    let before = snapshot(&f.root());
+    let e = f.fails(&["enable", "--kexec"]);
+    assert!(
+        e.contains("--kexec: this kernel has no kexec (no /sys/kernel/kexec_loaded"),
+        "{e}"
+    );
+    assert!(e.contains("nothing changed"), "{e}");
+    assert_eq!(snapshot(&f.root()), before);
+    write(&f.root().join("sys/kernel/kexec_loaded"), "0\n", 0o444);
+    let before = snapshot(&f.root());
+    f.ok(&["enable", "--all"]);
+    let dropin = f.read("etc/default/grub.d/bootprint.cfg");
+    assert!(
+        !dropin.contains("bootprint.kexec"),
+        "--all leaves it out: {dropin}"
+    );
+    f.ok(&["enable", "--kexec"]);
+    let dropin = f.read("etc/default/grub.d/bootprint.cfg");
+    assert!(dropin.contains(" bootprint.kexec=1\""), "{dropin}");
+    assert!(f
+        .read("var/lib/bootprint/enabled")
+        .contains("lever kexec\n"));
+    f.ok(&["disable"]);
+    assert_eq!(snapshot(&f.root()), before);
+
+    let s = Fake::new(Init::Sysvinit);
+    write(&s.root().join("sys/kernel/kexec_loaded"), "0\n", 0o444);
+    let before = snapshot(&s.root());
+    let e = s.fails(&["enable", "--kexec"]);
+    assert!(
+        e.contains("--kexec: on sysvinit the kexec is made by bootprint's runner at the end of runlevel 6: turn the runner on too (--rc)"),
+        "{e}"
+    );
+    assert_eq!(snapshot(&s.root()), before);
+}
+
 #[test]
 fn a_failed_build_undoes_what_the_run_had_done() {
     if !have("dpkg-divert") {

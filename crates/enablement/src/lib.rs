@@ -212,7 +212,7 @@ pub fn enable(m: &Machine, req: &Request) -> Result<Vec<String>, Error> {
     let before = old.clone().unwrap_or_default();
     let mut asked: BTreeSet<Lever> = req.levers.clone();
     if req.all {
-        for l in Lever::ALL {
+        for l in Lever::ALL.into_iter().filter(|l| l.in_all()) {
             if before.levers.contains(&l) || asked.contains(&l) {
                 continue;
             }
@@ -260,10 +260,22 @@ pub fn enable(m: &Machine, req: &Request) -> Result<Vec<String>, Error> {
         });
         return Ok(said);
     }
-    let refusals: Vec<String> = new
+    let mut refusals: Vec<String> = new
         .iter()
         .filter_map(|&l| m.cannot(l).map(|why| format!("--{}: {why}", l.word())))
         .collect();
+    // On sysvinit the kexec is the runner's, at the end of runlevel 6.
+    if new.contains(&Lever::Kexec)
+        && m.init() == Init::Sysvinit
+        && !asked.contains(&Lever::Rc)
+        && !before.levers.contains(&Lever::Rc)
+    {
+        refusals.push(
+            "--kexec: on sysvinit the kexec is made by bootprint's runner at the end of \
+             runlevel 6: turn the runner on too (--rc)"
+                .into(),
+        );
+    }
     if !refusals.is_empty() {
         return Err(Error::new(
             ErrorKind::NotSupported,

@@ -499,6 +499,25 @@ impl Machine {
                     if other == Init::Sysvinit { " (its lever is --rc)" } else { "" }
                 )),
             },
+            Lever::Kexec => {
+                let init = self.init();
+                if !matches!(init, Init::Sysvinit | Init::Systemd) {
+                    return Some(format!(
+                        "an ordinary reboot by kexec needs sysvinit (with bootprint's runner) \
+                         or systemd, and this system boots {}",
+                        init.name()
+                    ));
+                }
+                if self.loader() == crate::Loader::SystemdBoot {
+                    return Some(
+                        "bootprint does not read systemd-boot's entries yet (`systemctl \
+                         kexec` loads its default entry)"
+                            .into(),
+                    );
+                }
+                let why = fastpath::refusal::kexec_kernel(&self.root);
+                (!why.is_empty()).then(|| why.join("; "))
+            }
             Lever::Initramfs => {
                 if self.kernels().is_empty() {
                     return Some(format!(

@@ -65,17 +65,22 @@ pub enum Lever {
     Late,
     /// bootprint's initramfs, an extra GRUB entry per kernel.
     Initramfs,
+    /// An ordinary reboot by kexec into the loader's next entry (`bootprint.kexec=1`; on
+    /// sysvinit with the runner). Never part of `--all`: skipping the firmware is asked for
+    /// by name.
+    Kexec,
 }
 
 impl Lever {
     /// Every lever, in manifest order.
-    pub const ALL: [Lever; 6] = [
+    pub const ALL: [Lever; 7] = [
         Lever::Record,
         Lever::Readahead,
         Lever::Modules,
         Lever::Rc,
         Lever::Late,
         Lever::Initramfs,
+        Lever::Kexec,
     ];
 
     /// Its name in the manifest, the options and the output.
@@ -87,7 +92,13 @@ impl Lever {
             Lever::Rc => "rc",
             Lever::Late => "late",
             Lever::Initramfs => "initramfs",
+            Lever::Kexec => "kexec",
         }
+    }
+
+    /// Whether `--all` takes it (where it can work): every lever but [`Lever::Kexec`].
+    pub fn in_all(self) -> bool {
+        self != Lever::Kexec
     }
 
     fn from_word(w: &str) -> Option<Lever> {

@@ -11,8 +11,12 @@
 //!   GRUB joins them), the loaded state, the marker that says bootprint loaded it, and the
 //!   final reboot(2) into it.
 //!
-//! It owns no init system: systemd's `systemctl kexec|soft-reboot` and the LSB runner's
-//! runlevel 6 (the `rc` crate) act on what this crate prepared. Every check reads the host
+//! - [`prepare_plain_reboot`]: the `kexec` lever's step at a plain reboot's start (load
+//!   the next entry and mark the reboot, or say why not).
+//!
+//! It owns no init system: systemd's `systemctl kexec|soft-reboot`, the LSB runner's
+//! runlevel 6 (the `rc` crate) and bootprint-boot's systemd-shutdown hook act on what this
+//! crate prepared. Every check reads the host
 //! under a root directory given by the caller (`/` on a real machine), so tests run on
 //! fixtures; only [`kexec`]'s system calls touch the running kernel.
 #![deny(missing_docs)]
@@ -117,6 +121,83 @@ pub fn kexec_plan(root: &Path, chosen: Option<BootEntry>) -> Plan {
         },
     };
     Plan { entry, refusals }
+}
+
+/// What [`prepare_plain_reboot`] came to: the outcome of the `kexec` lever at a plain
+/// reboot (docs/reboot.md, "An ordinary reboot by kexec").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Prepared {
+    /// The loader's next entry is loaded and the reboot marked: it goes by kexec.
+    Loaded(BootEntry),
+    /// `bootprint reboot --kexec` prepared this reboot already: nothing more to do.
+    AlreadyMarked,
+    /// An image someone else loaded (`kexec -l`): left alone, the reboot goes through the
+    /// firmware as without bootprint.
+    Foreign,
+    /// Not safe here: every reason; nothing loaded.
+    Refused(Vec<String>),
+    /// The load or the mark failed: nothing stays loaded or marked.
+    Failed(String),
+}
+
+impl Prepared {
+    /// Whether the reboot goes by kexec.
+    pub fn by_kexec(&self) -> bool {
+        matches!(self, Prepared::Loaded(_) | Prepared::AlreadyMarked)
+    }
+
+    /// One line for the console and the logs.
+    pub fn describe(&self) -> String {
+        match self {
+            Prepared::Loaded(e) => format!(
+                "the reboot goes by kexec into {} ({})",
+                e.kernel.display(),
+                e.source
+            ),
+            Prepared::AlreadyMarked => "the reboot goes by kexec (bootprint reboot --kexec)".into(),
+            Prepared::Foreign => "a kexec image bootprint did not load is in the kernel: left \
+                                  alone, the reboot goes through the firmware"
+                .into(),
+            Prepared::Refused(why) => format!(
+                "the reboot goes through the firmware; kexec refused: {}",
+                why.join("; ")
+            ),
+            Prepared::Failed(why) => {
+                format!("the reboot goes through the firmware; the kexec load failed: {why}")
+            }
+        }
+    }
+}
+
+/// The `kexec` lever at a plain reboot of the running system under `root` (`/`): loads
+/// the boot loader's next entry, as `bootprint reboot --kexec` would, and marks the reboot
+/// as asked at `request_ns` (CLOCK_BOOTTIME), unless it is marked already, someone else
+/// loaded an image, or [`kexec_plan`] refuses. Nothing stays loaded or marked when it fails.
+pub fn prepare_plain_reboot(root: &Path, request_ns: u64) -> Prepared {
+    if kexec::mark_in_force().is_some_and(|m| m.method == Method::Kexec) {
+        return Prepared::AlreadyMarked;
+    }
+    if kexec::loaded() {
+        return Prepared::Foreign;
+    }
+    let plan = kexec_plan(root, None);
+    if !plan.refusals.is_empty() {
+        return Prepared::Refused(plan.refusals);
+    }
+    let Some(entry) = plan.entry else {
+        return Prepared::Refused(vec!["the boot loader names no entry to boot".into()]);
+    };
+    if let Err(e) = kexec::load(&entry) {
+        return Prepared::Failed(format!(
+            "kexec_file_load of {}: {e}",
+            entry.kernel.display()
+        ));
+    }
+    if let Err(e) = kexec::mark(Method::Kexec, request_ns) {
+        let _ = kexec::unload();
+        return Prepared::Failed(format!("{}: {e}; the image was unloaded", kexec::MARKER));
+    }
+    Prepared::Loaded(entry)
 }
 
 /// The boot loader's next entry and the file it came from, or why there is none.

@@ -90,6 +90,11 @@ pub struct Config {
     /// startpar. Read by the startpar wrapper (docs/rc.md); recorded here so the parameter is
     /// known and lands in the trace's configuration, not reported as a typo.
     pub rc: bool,
+    /// `bootprint.kexec=`: an ordinary reboot goes by kexec into the boot loader's next
+    /// entry where `fastpath` finds it safe: loaded by bootprint's runner at runlevel 6 on
+    /// sysvinit, by `bootprint-kexec.service` on systemd (docs/reboot.md). Not part of `all`:
+    /// skipping the firmware is asked for by name.
+    pub kexec: bool,
     /// `bootprint.late=`: on systemd, the units no login needs start after the login, once
     /// idle (the `systemd` crate; `[systemd] late` in the file). Learned at boot done.
     pub late: bool,
@@ -165,6 +170,7 @@ impl Default for Config {
             modules_state: PathBuf::from("/var/lib/bootprint/modules.state"),
             modules_compare_every: 5,
             rc: false,
+            kexec: false,
             late: false,
             late_units: Vec::new(),
             never_late: Vec::new(),
@@ -319,6 +325,7 @@ impl Config {
             "readahead" => self.readahead = v.bool(),
             "modules" => self.modules = v.bool(),
             "rc" => self.rc = v.bool(),
+            "kexec" => self.kexec = v.bool(),
             // One switch for every lever the boot path has (bootprint's initramfs is a boot
             // entry, not a switch); a later key turns one back off.
             "all" => {

@@ -163,6 +163,34 @@ ExecStart={boot_bin} shutdown --how systemd
     out
 }
 
+/// The `kexec` lever's unit (docs/reboot.md, "An ordinary reboot by kexec").
+pub const KEXEC_SERVICE: &str = "bootprint-kexec.service";
+
+/// The files of the `kexec` lever: a unit active from boot on whose stop, at a shutdown,
+/// comes before /boot is unmounted (it was started after it) and, when systemd is
+/// rebooting, loads the loader's next entry and marks the reboot (`bootprint-boot
+/// kexec-prepare`); systemd-shutdown's hook (`bootprint-kexec` in
+/// /usr/lib/systemd/system-shutdown, the boot binary under that name) then reboots into
+/// it. Its stop never fails a shutdown: the binary exits 0 whatever happens.
+pub fn kexec_files(boot_bin: &str) -> Vec<(String, String)> {
+    vec![
+        (
+            KEXEC_SERVICE.to_string(),
+            format!(
+                "# bootprint: an ordinary reboot goes by kexec into the boot loader's next entry\n\
+                 [Unit]\nDescription=bootprint: reboot by kexec where safe\n\
+                 RequiresMountsFor=/boot\n\
+                 [Service]\nType=oneshot\nRemainAfterExit=yes\n\
+                 ExecStop={boot_bin} kexec-prepare\nTimeoutStopSec=60\n"
+            ),
+        ),
+        (
+            format!("multi-user.target.wants/{KEXEC_SERVICE}"),
+            format!("->{KEXEC_SERVICE}"),
+        ),
+    ]
+}
+
 /// Writes [`files`] under `dir` (the generator's normal output directory). A symlink points
 /// at the file of that name in `dir`.
 pub fn write(dir: &Path, files: &[(String, String)]) -> io::Result<()> {

@@ -173,9 +173,49 @@ pub fn learn(systemctl: &Path, pins: &Pins) -> Result<Choice, String> {
     Ok(choose(&graph.units, pins))
 }
 
+/// Whether `systemctl list-jobs --no-legend` output has the reboot's start job queued
+/// (`reboot.target` or `systemd-reboot.service`, as `systemctl reboot` and logind queue it).
+pub fn reboot_job_in(list_jobs: &str) -> bool {
+    list_jobs.lines().any(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        matches!(
+            w.as_slice(),
+            [_, "reboot.target" | "systemd-reboot.service", "start", ..]
+        )
+    })
+}
+
+/// Whether the running manager is rebooting (a stop can be part of a reboot, a poweroff,
+/// a `systemctl stop`...): asks `systemctl list-jobs`, within `limit`.
+pub fn rebooting(systemctl: &Path, limit: Duration) -> Result<bool, String> {
+    let out = output_within(
+        Command::new(systemctl).args(["list-jobs", "--no-legend", "--no-pager"]),
+        limit,
+    )?;
+    Ok(reboot_job_in(&out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A reboot's jobs as systemd 257 lists them while its units stop; a poweroff's and a
+    /// stop of the unit alone are not a reboot.
+    #[test]
+    fn a_queued_reboot_is_found_in_the_job_list() {
+        let rebooting = "  912 reboot.target                  start waiting\n\
+                         \x20 915 systemd-reboot.service          start waiting\n\
+                         \x20 904 bootprint-kexec.service        stop  running\n";
+        assert!(reboot_job_in(rebooting));
+        assert!(!reboot_job_in(
+            "  700 poweroff.target start waiting\n  701 systemd-poweroff.service start waiting\n"
+        ));
+        assert!(!reboot_job_in(
+            "  42 bootprint-kexec.service stop running\n"
+        ));
+        assert!(!reboot_job_in("  42 reboot.target stop waiting\n"));
+        assert!(!reboot_job_in(""));
+    }
 
     #[test]
     fn names_from_a_plain_listing() {

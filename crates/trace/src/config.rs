@@ -330,6 +330,7 @@ pub static KEYS: &[Key] = &[
     boot("modules_state", Type::Path, "\"/var/lib/bootprint/modules.state\"", "the module loader's history and verdict"),
     boot("modules_compare_every", COUNT, "5", "every this many boots with the loader, one without it (0: never, and no verdict)"),
     boot("rc", Type::Bool, "false", "the init scripts are started by `bootprint-boot rc` instead of startpar (docs/rc.md)"),
+    boot("kexec", Type::Bool, "false", "an ordinary reboot goes by kexec into the entry the boot loader boots next, where safe (docs/reboot.md); not part of `all`"),
     boot("fault", Type::OneOf(&FAULTS), "\"\"", "a fault to inject, for the test bed's fault matrix only"),
     // [readahead]
     flat(key(Readahead, "enabled", Type::Bool, "false", "learn and replay a pack at boot"), "readahead"),

@@ -1,6 +1,7 @@
 //! `reboot`: a reboot inside one QEMU, timed by the host (`vm::cycle`), under sysvinit (with
-//! bootprint's LSB runner) and under systemd, each recorded, by a plain `reboot` and by the
-//! fast path (`bootprint reboot --kexec`). The first boot plants a service
+//! bootprint's LSB runner) and under systemd, each recorded, by a plain `reboot`, by the
+//! fast path (`bootprint reboot --kexec`) and by a plain `reboot` with the `kexec` lever on
+//! (`bootprint.kexec=1`). The first boot plants a service
 //! whose stop takes 4 s and writes a file it does not sync, then asks for the reboot; the
 //! second boot must be another boot (its own id) that finds the file intact, and the
 //! shutdown must have waited for the planted stop.
@@ -50,18 +51,34 @@ struct Init {
     plant: &'static str,
     /// bootprint records its shutdown (not under Debian's startpar).
     records_shutdown: bool,
-    /// The reboot goes by kexec (`bootprint reboot --kexec`): no firmware between.
-    kexec: bool,
+    /// How the reboot is asked for, and so whether it must go by kexec.
+    way: Way,
+}
+
+/// How a cycle's reboot is asked for.
+#[derive(Clone, Copy, PartialEq)]
+enum Way {
+    /// A plain `reboot`, through the firmware.
+    Plain,
+    /// `bootprint reboot --kexec`.
+    Command,
+    /// A plain `reboot` with the `kexec` lever on (`bootprint.kexec=1` in `append`): the
+    /// entry comes from a grub.cfg the check writes ([`GRUB_CFG`]).
+    Lever,
 }
 
 impl Init {
     /// The guest's reboot command.
     fn command(&self) -> &'static str {
-        if self.kexec {
-            KEXEC
-        } else {
-            REBOOT
+        match self.way {
+            Way::Command => KEXEC,
+            Way::Plain | Way::Lever => REBOOT,
         }
+    }
+
+    /// Whether the reboot must go by kexec.
+    fn kexec(&self) -> bool {
+        self.way != Way::Plain
     }
 }
 
@@ -72,20 +89,20 @@ const KEXEC: &str = crate::vm::cycle::KEXEC_COMMAND;
 
 /// The inits a run cycles under by default, in this order, then the ones only `--init`
 /// asks for.
-const INITS: [Init; 5] = [
+const INITS: [Init; 7] = [
     Init {
         name: "sysvinit",
         append: "bootprint.rc=1",
         plant: PLANT_SYSVINIT,
         records_shutdown: true,
-        kexec: false,
+        way: Way::Plain,
     },
     Init {
         name: "systemd",
         append: "bootprint.init=/lib/systemd/systemd",
         plant: PLANT_SYSTEMD,
         records_shutdown: true,
-        kexec: false,
+        way: Way::Plain,
     },
     // The fast path under each init: the runner's runlevel 6 ends in the kexec; systemd's
     // `systemctl kexec`.
@@ -94,14 +111,30 @@ const INITS: [Init; 5] = [
         append: "bootprint.rc=1",
         plant: PLANT_SYSVINIT,
         records_shutdown: true,
-        kexec: true,
+        way: Way::Command,
     },
     Init {
         name: "systemd-kexec",
         append: "bootprint.init=/lib/systemd/systemd",
         plant: PLANT_SYSTEMD,
         records_shutdown: true,
-        kexec: true,
+        way: Way::Command,
+    },
+    // The kexec lever: the runner loads at runlevel 6's start; on systemd
+    // bootprint-kexec.service's stop loads and systemd-shutdown's hook jumps.
+    Init {
+        name: "sysvinit-lever",
+        append: "bootprint.rc=1 bootprint.kexec=1",
+        plant: PLANT_SYSVINIT,
+        records_shutdown: true,
+        way: Way::Lever,
+    },
+    Init {
+        name: "systemd-lever",
+        append: "bootprint.init=/lib/systemd/systemd bootprint.kexec=1",
+        plant: PLANT_SYSTEMD,
+        records_shutdown: true,
+        way: Way::Lever,
     },
     // The reference for the runner's shutdown: Debian's own startpar runs runlevel 6.
     Init {
@@ -109,12 +142,12 @@ const INITS: [Init; 5] = [
         append: "",
         plant: PLANT_SYSVINIT,
         records_shutdown: false,
-        kexec: false,
+        way: Way::Plain,
     },
 ];
 
 /// How many of [`INITS`] a run without `--init` takes.
-const DEFAULT_INITS: usize = 4;
+const DEFAULT_INITS: usize = 6;
 
 /// The inits `--init` takes, each with what it boots.
 pub fn init_names() -> Vec<(&'static str, &'static str)> {
@@ -128,6 +161,10 @@ pub fn init_names() -> Vec<(&'static str, &'static str)> {
                     "sysvinit with the runner, rebooted by `bootprint reboot --kexec`"
                 }
                 "systemd-kexec" => "systemd, rebooted by `bootprint reboot --kexec`",
+                "sysvinit-lever" => {
+                    "sysvinit with the runner and the kexec lever, rebooted by `reboot`"
+                }
+                "systemd-lever" => "systemd with the kexec lever, rebooted by `reboot`",
                 _ => "sysvinit with Debian's startpar (the runner's reference)",
             };
             (i.name, what)
@@ -192,6 +229,25 @@ echo "loaded=$(cat /sys/kernel/kexec_loaded)"
 if [ -e /run/bootprint/fast-reboot ]; then echo "marker=yes"; else echo "marker=no"; fi
 "#;
 
+/// Before a lever cycle's request: the grub.cfg the lever reads the next entry from, in
+/// update-grub's shape (the image boots with `-kernel` and has no GRUB): the image's kernel
+/// and initramfs with the running command line; then what the fast path plans from it.
+const GRUB_CFG: &str = r#"mkdir -p /boot/grub
+cmdline=$(cat /proc/cmdline)
+cat > /boot/grub/grub.cfg <<EOF
+# written by the bootprint test bed in update-grub's shape
+set default="0"
+menuentry 'Debian GNU/Linux (bootprint test bed)' --class debian --class gnu-linux {
+	insmod gzio
+	echo	'Loading Linux $(uname -r) ...'
+	linux	/boot/vmlinuz-$(uname -r) $cmdline
+	initrd	/boot/initrd.img-$(uname -r)
+}
+EOF
+echo "== plan"
+bootprint reboot --kexec --dry-run 2>&1; echo "rc=$?"
+"#;
+
 /// The before-reboot script's head and tail around the plant: the first boot's id kept for
 /// the second boot, and last, 1 MiB of a known pattern written without a sync (the shutdown
 /// must write it back).
@@ -217,6 +273,8 @@ f=/var/log/bootprint/$first/shutdown/events.log
 if [ -e "$f" ]; then head -n 30 "$f"; else echo "(no $f)"; fi
 echo "== soft"
 bootprint reboot --soft --dry-run 2>&1; echo "rc=$?"
+echo "== kexec unit"
+if [ -d /run/systemd/system ]; then journalctl -b -1 -u bootprint-kexec.service -o cat --no-pager 2>&1 | tail -n 5; fi
 "#;
 
 /// Cycles under `only` (one of [`init_names`]), or under the default inits.
@@ -260,7 +318,11 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
         before: Some(format!(
             "{BEFORE_HEAD}{}{}{BEFORE_TAIL}",
             init.plant,
-            if init.kexec { FAILED_LOAD } else { "" }
+            match init.way {
+                Way::Plain => "",
+                Way::Command => FAILED_LOAD,
+                Way::Lever => GRUB_CFG,
+            }
         )),
         after: Some(AFTER.to_string()),
         copy_log_dir: true,
@@ -281,7 +343,10 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
         "{name}: planted:\n{}",
         section(&before, "planted").join("\n")
     );
-    if init.kexec {
+    if init.way == Way::Lever {
+        lever_checks(c, init, &boot, &before, &after);
+    }
+    if init.way == Way::Command {
         let failed = section(&before, "failed load");
         c.check(
             failed
@@ -320,7 +385,7 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
         ),
     );
     c.check(
-        stages.by_kexec == init.kexec,
+        stages.by_kexec == init.kexec(),
         &format!(
             "{name}: the old kernel ended {} (by kexec: {}, asked for: {})",
             if stages.by_kexec {
@@ -329,7 +394,7 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
                 "with a reset through the firmware"
             },
             stages.by_kexec,
-            init.kexec
+            init.kexec()
         ),
     );
     let sum = stages.shutdown_s() + stages.reset_to_kernel_s() + stages.kernel_to_login_s();
@@ -397,6 +462,41 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
         stages,
         stop_s,
     })
+}
+
+/// The lever's own evidence, beside the kexec the console shows: the plan read the check's
+/// grub.cfg; on sysvinit the runner said at runlevel 6's start that it loaded the entry, on
+/// systemd bootprint-kexec.service's stop did (the first boot's journal).
+fn lever_checks(c: &mut Checks, init: &Init, boot: &BootResult, before: &str, after: &str) {
+    let name = init.name;
+    let plan = section(before, "plan");
+    c.check(
+        plan.iter().any(|l| l.contains("/boot/grub/grub.cfg:")) && plan.last() == Some(&"rc=0"),
+        &format!(
+            "{name}: the fast path plans the check's grub.cfg entry: {}",
+            plan.join(" | ")
+        ),
+    );
+    let said: Vec<String> = if init.name.starts_with("systemd") {
+        section(after, "kexec unit")
+            .into_iter()
+            .map(String::from)
+            .collect()
+    } else {
+        serial::read_log(&boot.serial_log)
+            .into_iter()
+            .map(|(_, l)| l)
+            .filter(|l| l.contains("bootprint rc: the reboot goes"))
+            .collect()
+    };
+    c.check(
+        said.iter()
+            .any(|l| l.contains("the reboot goes by kexec into /boot/vmlinuz-")),
+        &format!(
+            "{name}: the lever loaded the next entry at the shutdown's start: {}",
+            said.join(" | ")
+        ),
+    );
 }
 
 /// The recorder's traces of both boots are in the copied /var/log/bootprint, and the second

@@ -208,6 +208,9 @@ pub const GUEST_BOOT_BIN: &str = "/usr/lib/bootprint/bootprint-boot";
 /// systemd runs this at start; a link to the boot binary, which defers the late units.
 pub const GUEST_LATE_GENERATOR: &str =
     "/usr/lib/systemd/system-generators/bootprint-late-generator";
+/// systemd-shutdown runs this before the final reboot; a link to the boot binary, which
+/// makes the kexec lever's jump (docs/reboot.md).
+pub const GUEST_KEXEC_HOOK: &str = "/usr/lib/systemd/system-shutdown/bootprint-kexec";
 pub const GUEST_CLI_BIN: &str = "/usr/bin/bootprint";
 
 /// A built image in the cache.
@@ -461,6 +464,10 @@ pub fn update_binaries(img: &Image, files: &[GuestFile]) -> Result<bool> {
     // The systemd late-unit generator is the boot binary under another name (docs/systemd.md).
     script.push_str(&format!(
         "mkdir /usr/lib/systemd/system-generators\nsymlink {GUEST_LATE_GENERATOR} {GUEST_BOOT_BIN}\n"
+    ));
+    // So is systemd-shutdown's kexec hook (docs/reboot.md).
+    script.push_str(&format!(
+        "mkdir /usr/lib/systemd/system-shutdown\nsymlink {GUEST_KEXEC_HOOK} {GUEST_BOOT_BIN}\n"
     ));
     let script_path = img.dir.join("debugfs-update.cmd");
     fs::write(&script_path, script).map_err(|e| io_err("cannot write", &script_path, e))?;

@@ -50,6 +50,10 @@ pub struct Request {
     /// `shutdown`): started before runlevel 0 or 6 stops anything, and asked to save before
     /// the root goes read-only ([`Options::save_shutdown`]); None: not recorded.
     pub shutdown_program: Option<PathBuf>,
+    /// The `kexec` lever (`record::Config::kexec`, which the caller reads): runlevel 6 of
+    /// the real system loads the boot loader's next entry and ends by kexec where
+    /// `fastpath` finds it safe ([`fastpath::prepare_plain_reboot`]).
+    pub kexec_on_reboot: bool,
 }
 
 impl Request {
@@ -80,6 +84,7 @@ impl Request {
             dry_run: false,
             builtin_program: None,
             shutdown_program: None,
+            kexec_on_reboot: false,
         }
     }
 
@@ -240,7 +245,7 @@ fn run_guarded(
     }
     let mut options = runner_options(req, fault);
     options.save_shutdown = start_shutdown_recorder(req);
-    options.kexec = kexec_marked(req);
+    options.kexec = kexec_marked(req) || prepare_kexec(req, log, out);
     let runner = Runner::new(&plan, &cfg, options, log, out);
     Ok(run_plan(req, fault, runner, progress, &dpath))
 }
@@ -393,6 +398,35 @@ fn kexec_marked(req: &Request) -> bool {
         && req.runlevel == Runlevel::Num(6)
         && req.ends_the_system()
         && fastpath::kexec::mark_in_force().is_some_and(|m| m.method == fastpath::Method::Kexec)
+}
+
+/// With the `kexec` lever on, at the real system's runlevel 6: loads the loader's next
+/// entry and marks the reboot, before any script stops (/boot is still mounted). Says on
+/// the console and in the span log what the reboot will be; whether it goes by kexec.
+fn prepare_kexec(req: &Request, log: &mut SpanLog, out: &mut dyn Write) -> bool {
+    if !(req.kexec_on_reboot
+        && req.shutdown_program.is_some()
+        && req.runlevel == Runlevel::Num(6)
+        && req.ends_the_system())
+    {
+        return false;
+    }
+    let prepared = fastpath::prepare_plain_reboot(&req.root, ::sys::boottime_ns());
+    let outcome = match &prepared {
+        fastpath::Prepared::Loaded(_) => "loaded",
+        fastpath::Prepared::AlreadyMarked => "marked",
+        fastpath::Prepared::Foreign => "foreign",
+        fastpath::Prepared::Refused(_) => "refused",
+        fastpath::Prepared::Failed(_) => "failed",
+    };
+    let detail = prepared.describe();
+    log.event(
+        ::sys::boottime_ns(),
+        "rc_kexec_prepared",
+        &[("outcome", outcome.to_string()), ("detail", detail.clone())],
+    );
+    let _ = writeln!(out, "bootprint rc: {detail}");
+    prepared.by_kexec()
 }
 
 fn runner_options(req: &Request, fault: Option<Fault>) -> Options {
