@@ -366,6 +366,56 @@ fn the_shutdown_is_saved_before_the_root_goes_read_only() {
     assert_eq!(saved[0].get("ok"), Some("1"));
 }
 
+/// The kexec lever's load runs beside the stops and is waited for before anything
+/// unmounts: its outcome is logged before umountfs starts. Under a test root nothing can be
+/// loaded (no kexec under it), so the reboot script runs, as it must whenever the lever
+/// does not load.
+#[test]
+fn the_kexec_levers_load_ends_before_anything_unmounts() {
+    let root = Root::new();
+    for (name, extra) in [
+        ("app", "# Required-Stop: umountfs\n"),
+        ("umountfs", "# Required-Stop: umountroot\n"),
+        ("umountroot", "# Should-Stop: reboot\n"),
+        ("reboot", ""),
+    ] {
+        root.stop_script(name, extra);
+    }
+    let sys = System::load(root.path()).unwrap();
+    let plan = Plan::stop(&sys, Runlevel::Num(0), &Durations::default(), None);
+    let cfg = quick_config();
+    let log_path = root.path().join("run/rc.log");
+    let mut log = SpanLog::open(&log_path);
+    let mut out = Vec::new();
+    let options = Options {
+        root: root.path().to_path_buf(),
+        prepare_kexec: true,
+        ..Options::default()
+    };
+    let mut r = Runner::new(&plan, &cfg, options, &mut log, &mut out);
+    r.begin();
+    r.run_phase(false);
+    drop(r);
+    drop(log);
+    let marks = fs::read_to_string(root.path().join("marks")).unwrap();
+    assert_eq!(marks, "app\numountfs\numountroot\nreboot\n");
+    let console = String::from_utf8_lossy(&out);
+    assert!(
+        console.contains("bootprint rc: the reboot goes through the firmware"),
+        "{console}"
+    );
+    let (events, _) = rclog::parse(&fs::read_to_string(&log_path).unwrap(), "rc.log");
+    let at = |kind: &str, script: Option<&str>| {
+        events
+            .iter()
+            .position(|e| e.kind == kind && script.is_none_or(|s| e.get("script") == Some(s)))
+    };
+    let prepared = at("rc_kexec_prepared", None).expect("the load's outcome is logged");
+    assert_ne!(events[prepared].get("outcome"), Some("loaded"));
+    assert!(prepared < at("rc_start", Some("umountfs")).unwrap());
+    assert!(at("rc_kexec", None).is_none(), "no jump without a load");
+}
+
 /// A display manager needs a logind its header does not name: with one in the runlevel,
 /// elogind joins the path to the login; without one it stays late.
 #[test]

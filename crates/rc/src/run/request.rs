@@ -245,7 +245,8 @@ fn run_guarded(
     }
     let mut options = runner_options(req, fault);
     options.save_shutdown = start_shutdown_recorder(req);
-    options.kexec = kexec_marked(req) || prepare_kexec(req, log, out);
+    options.kexec = kexec_marked(req);
+    options.prepare_kexec = kexec_lever_applies(req);
     let runner = Runner::new(&plan, &cfg, options, log, out);
     Ok(run_plan(req, fault, runner, progress, &dpath))
 }
@@ -400,33 +401,12 @@ fn kexec_marked(req: &Request) -> bool {
         && fastpath::kexec::mark_in_force().is_some_and(|m| m.method == fastpath::Method::Kexec)
 }
 
-/// With the `kexec` lever on, at the real system's runlevel 6: loads the loader's next
-/// entry and marks the reboot, before any script stops (/boot is still mounted). Says on
-/// the console and in the span log what the reboot will be; whether it goes by kexec.
-fn prepare_kexec(req: &Request, log: &mut SpanLog, out: &mut dyn Write) -> bool {
-    if !(req.kexec_on_reboot
+/// Whether the `kexec` lever acts: on, and the real system's runlevel 6 ending it.
+fn kexec_lever_applies(req: &Request) -> bool {
+    req.kexec_on_reboot
         && req.shutdown_program.is_some()
         && req.runlevel == Runlevel::Num(6)
-        && req.ends_the_system())
-    {
-        return false;
-    }
-    let prepared = fastpath::prepare_plain_reboot(&req.root, ::sys::boottime_ns());
-    let outcome = match &prepared {
-        fastpath::Prepared::Loaded(_) => "loaded",
-        fastpath::Prepared::AlreadyMarked => "marked",
-        fastpath::Prepared::Foreign => "foreign",
-        fastpath::Prepared::Refused(_) => "refused",
-        fastpath::Prepared::Failed(_) => "failed",
-    };
-    let detail = prepared.describe();
-    log.event(
-        ::sys::boottime_ns(),
-        "rc_kexec_prepared",
-        &[("outcome", outcome.to_string()), ("detail", detail.clone())],
-    );
-    let _ = writeln!(out, "bootprint rc: {detail}");
-    prepared.by_kexec()
+        && req.ends_the_system()
 }
 
 fn runner_options(req: &Request, fault: Option<Fault>) -> Options {

@@ -100,7 +100,17 @@ pub struct Options {
     /// into it where the `reboot` script would reboot through the firmware (the script runs
     /// if the kexec fails).
     pub kexec: bool,
+    /// The `kexec` lever at the real system's runlevel 6: load the boot loader's next entry
+    /// beside the first stops ([`fastpath::prepare_plain_reboot`]), waited for before the
+    /// first of [`WAIT_FOR_THE_LOAD`] (nothing unmounts /boot under the load), and reboot
+    /// into it as for [`Options::kexec`] when it loaded.
+    pub prepare_kexec: bool,
 }
+
+/// The stop scripts that wait for the `kexec` lever's load: those that unmount file
+/// systems, and the ends of the system.
+pub const WAIT_FOR_THE_LOAD: [&str; 5] =
+    ["umountnfs.sh", "umountfs", "umountroot", "halt", "reboot"];
 
 /// The stop scripts after which nothing can be written (umountroot remounts the root
 /// read-only) or nothing runs (halt, reboot, kexec): the shutdown's trace is saved before
@@ -122,6 +132,7 @@ impl Default for Options {
             root: PathBuf::from("/"),
             save_shutdown: None,
             kexec: false,
+            prepare_kexec: false,
         }
     }
 }
@@ -163,6 +174,8 @@ pub struct Runner<'a> {
     fault_fired: bool,
     /// Runlevel S as its span log shows it, while a task waits for S scripts.
     boot: BootWatch,
+    /// The `kexec` lever's load, running beside the stops ([`Options::prepare_kexec`]).
+    kexec_load: Option<std::thread::JoinHandle<fastpath::Prepared>>,
 }
 
 /// How long a task waits for runlevel S's scripts past the per-script timeout before it is
@@ -217,6 +230,7 @@ impl<'a> Runner<'a> {
             orphans: Vec::new(),
             fault_fired: false,
             boot: BootWatch::default(),
+            kexec_load: None,
         }
     }
 
@@ -237,6 +251,41 @@ impl<'a> Runner<'a> {
         let learned = self.plan.tasks.iter().filter(|t| t.learned).count();
         kv.push(("learned", learned.to_string()));
         self.log.event(::sys::boottime_ns(), "rc_begin", &kv);
+        if self.opts.prepare_kexec && !self.opts.kexec {
+            // Beside the stops: under emulation the read of the kernel and initramfs took
+            // 1.2-1.6 s, a shutdown's length again if it came first.
+            let root = self.opts.root.clone();
+            let asked_ns = ::sys::boottime_ns();
+            self.kexec_load = Some(std::thread::spawn(move || {
+                fastpath::prepare_plain_reboot(&root, asked_ns)
+            }));
+        }
+    }
+
+    /// Waits for the `kexec` lever's load, if one runs, then says on the console and in the
+    /// span log what the reboot will be (`rc_kexec_prepared`).
+    fn finish_kexec_load(&mut self) {
+        let Some(handle) = self.kexec_load.take() else {
+            return;
+        };
+        let prepared = handle
+            .join()
+            .unwrap_or_else(|_| fastpath::Prepared::Failed("the load's thread panicked".into()));
+        let outcome = match &prepared {
+            fastpath::Prepared::Loaded(_) => "loaded",
+            fastpath::Prepared::AlreadyMarked => "marked",
+            fastpath::Prepared::Foreign => "foreign",
+            fastpath::Prepared::Refused(_) => "refused",
+            fastpath::Prepared::Failed(_) => "failed",
+        };
+        let detail = prepared.describe();
+        self.log.event(
+            ::sys::boottime_ns(),
+            "rc_kexec_prepared",
+            &[("outcome", outcome.to_string()), ("detail", detail.clone())],
+        );
+        let _ = writeln!(self.out, "bootprint rc: {detail}");
+        self.opts.kexec = prepared.by_kexec();
     }
 
     /// Where script output goes (the console).
@@ -510,6 +559,9 @@ impl<'a> Runner<'a> {
 
     fn spawn(&mut self, i: usize) {
         self.started[i] = true;
+        if WAIT_FOR_THE_LOAD.contains(&self.plan.tasks[i].name.as_str()) {
+            self.finish_kexec_load();
+        }
         if ENDS_THE_SYSTEM.contains(&self.plan.tasks[i].name.as_str()) {
             self.save_shutdown();
         }
@@ -857,6 +909,10 @@ impl<'a> Runner<'a> {
     /// yet started, one at a time with the console, in plan priority order (dependencies
     /// first where known).
     pub fn serial_rest(&mut self, late: Option<bool>) {
+        // Nothing unmounts under the lever's load; the serial run reboots through the
+        // firmware whatever it loaded.
+        self.finish_kexec_load();
+        self.opts.kexec = false;
         while !self.running.is_empty() {
             let mut r = self.running.swap_remove(0);
             let interactive = self.plan.tasks[r.task].interactive;
