@@ -16,9 +16,9 @@
 //!
 //! It owns no init system: systemd's `systemctl kexec|soft-reboot`, the LSB runner's
 //! runlevel 6 (the `rc` crate) and bootprint-boot's systemd-shutdown hook act on what this
-//! crate prepared. Every check reads the host
-//! under a root directory given by the caller (`/` on a real machine), so tests run on
-//! fixtures; only [`kexec`]'s system calls touch the running kernel.
+//! crate prepared. Every check reads the host under a root directory given by the caller
+//! (`/` on a real machine), so tests run on fixtures; only [`kexec`]'s system calls touch
+//! the running kernel.
 #![deny(missing_docs)]
 
 pub mod grub;
@@ -144,6 +144,17 @@ impl Prepared {
     /// Whether the reboot goes by kexec.
     pub fn by_kexec(&self) -> bool {
         matches!(self, Prepared::Loaded(_) | Prepared::AlreadyMarked)
+    }
+
+    /// Its word in the span log (`rc_kexec_prepared outcome=`).
+    pub fn word(&self) -> &'static str {
+        match self {
+            Prepared::Loaded(_) => "loaded",
+            Prepared::AlreadyMarked => "marked",
+            Prepared::Foreign => "foreign",
+            Prepared::Refused(_) => "refused",
+            Prepared::Failed(_) => "failed",
+        }
     }
 
     /// One line for the console and the logs.

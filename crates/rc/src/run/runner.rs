@@ -271,18 +271,14 @@ impl<'a> Runner<'a> {
         let prepared = handle
             .join()
             .unwrap_or_else(|_| fastpath::Prepared::Failed("the load's thread panicked".into()));
-        let outcome = match &prepared {
-            fastpath::Prepared::Loaded(_) => "loaded",
-            fastpath::Prepared::AlreadyMarked => "marked",
-            fastpath::Prepared::Foreign => "foreign",
-            fastpath::Prepared::Refused(_) => "refused",
-            fastpath::Prepared::Failed(_) => "failed",
-        };
         let detail = prepared.describe();
         self.log.event(
             ::sys::boottime_ns(),
             "rc_kexec_prepared",
-            &[("outcome", outcome.to_string()), ("detail", detail.clone())],
+            &[
+                ("outcome", prepared.word().to_string()),
+                ("detail", detail.clone()),
+            ],
         );
         let _ = writeln!(self.out, "bootprint rc: {detail}");
         self.opts.kexec = prepared.by_kexec();
