@@ -297,26 +297,52 @@ fn scripts_run_in_parallel_and_an_interactive_one_runs_alone() {
     assert!(took < Duration::from_secs(6), "{took:?}");
 }
 
-#[test]
-fn stop_plan_follows_required_stop_in_reverse() {
-    let root = Root::new();
-    for (name, extra) in [
-        ("syslogd", ""),
-        ("app", "# Required-Stop: syslogd\n"),
-        ("web", "# Required-Stop: app\n"),
-    ] {
+/// What a stop plan's run left: the order the scripts stopped in (`marks`), the span log's
+/// events and the console.
+struct Stopped {
+    marks: String,
+    events: Vec<trace::Event>,
+    console: String,
+}
+
+/// Runs runlevel 0's stop plan of `scripts` (name, extra header lines) under `root` with
+/// `options`, begun as `run_runlevel` begins a run.
+fn run_stops(root: &Root, scripts: &[(&str, &str)], options: Options) -> Stopped {
+    for (name, extra) in scripts {
         root.stop_script(name, extra);
     }
     let sys = System::load(root.path()).unwrap();
     let plan = Plan::stop(&sys, Runlevel::Num(0), &Durations::default(), None);
     let cfg = quick_config();
-    let mut log = SpanLog::none();
+    let log_path = root.path().join("run/rc.log");
+    let mut log = SpanLog::open(&log_path);
     let mut out = Vec::new();
-    let mut r = Runner::new(&plan, &cfg, Options::default(), &mut log, &mut out);
+    let mut r = Runner::new(&plan, &cfg, options, &mut log, &mut out);
+    r.begin();
     r.run_phase(false);
     drop(r);
-    let marks = fs::read_to_string(root.path().join("marks")).unwrap();
-    assert_eq!(marks, "web\napp\nsyslogd\n");
+    drop(log);
+    let (events, _) = rclog::parse(&fs::read_to_string(&log_path).unwrap(), "rc.log");
+    Stopped {
+        marks: fs::read_to_string(root.path().join("marks")).unwrap(),
+        events,
+        console: String::from_utf8_lossy(&out).into_owned(),
+    }
+}
+
+#[test]
+fn stop_plan_follows_required_stop_in_reverse() {
+    let root = Root::new();
+    let run = run_stops(
+        &root,
+        &[
+            ("syslogd", ""),
+            ("app", "# Required-Stop: syslogd\n"),
+            ("web", "# Required-Stop: app\n"),
+        ],
+        Options::default(),
+    );
+    assert_eq!(run.marks, "web\napp\nsyslogd\n");
 }
 
 /// Runlevel 0 with a shutdown being recorded: the trace is saved after every service
@@ -325,14 +351,6 @@ fn stop_plan_follows_required_stop_in_reverse() {
 fn the_shutdown_is_saved_before_the_root_goes_read_only() {
     let root = Root::new();
     let m = root.mark();
-    for (name, extra) in [
-        ("app", "# Required-Stop: umountfs\n"),
-        ("umountfs", "# Required-Stop: umountroot\n"),
-        ("umountroot", "# Should-Stop: halt\n"),
-        ("halt", ""),
-    ] {
-        root.stop_script(name, extra);
-    }
     // Stands in for `bootprint-boot`: `PROGRAM shutdown --save --wait 10` leaves a mark.
     let saver = root.path().join("saver");
     fs::write(
@@ -341,24 +359,22 @@ fn the_shutdown_is_saved_before_the_root_goes_read_only() {
     )
     .unwrap();
     fs::set_permissions(&saver, fs::Permissions::from_mode(0o755)).unwrap();
-    let sys = System::load(root.path()).unwrap();
-    let plan = Plan::stop(&sys, Runlevel::Num(0), &Durations::default(), None);
-    let cfg = quick_config();
-    let log_path = root.path().join("run/rc.log");
-    let mut log = SpanLog::open(&log_path);
-    let mut out = Vec::new();
-    let options = Options {
-        save_shutdown: Some(saver),
-        ..Options::default()
-    };
-    let mut r = Runner::new(&plan, &cfg, options, &mut log, &mut out);
-    r.run_phase(false);
-    drop(r);
-    drop(log);
-    let marks = fs::read_to_string(root.path().join("marks")).unwrap();
-    assert_eq!(marks, "app\numountfs\nsaved\numountroot\nhalt\n");
-    let (events, _) = rclog::parse(&fs::read_to_string(&log_path).unwrap(), "rc.log");
-    let saved: Vec<_> = events
+    let run = run_stops(
+        &root,
+        &[
+            ("app", "# Required-Stop: umountfs\n"),
+            ("umountfs", "# Required-Stop: umountroot\n"),
+            ("umountroot", "# Should-Stop: halt\n"),
+            ("halt", ""),
+        ],
+        Options {
+            save_shutdown: Some(saver),
+            ..Options::default()
+        },
+    );
+    assert_eq!(run.marks, "app\numountfs\nsaved\numountroot\nhalt\n");
+    let saved: Vec<_> = run
+        .events
         .iter()
         .filter(|e| e.kind == "rc_shutdown_saved")
         .collect();
@@ -373,45 +389,34 @@ fn the_shutdown_is_saved_before_the_root_goes_read_only() {
 #[test]
 fn the_kexec_levers_load_ends_before_anything_unmounts() {
     let root = Root::new();
-    for (name, extra) in [
-        ("app", "# Required-Stop: umountfs\n"),
-        ("umountfs", "# Required-Stop: umountroot\n"),
-        ("umountroot", "# Should-Stop: reboot\n"),
-        ("reboot", ""),
-    ] {
-        root.stop_script(name, extra);
-    }
-    let sys = System::load(root.path()).unwrap();
-    let plan = Plan::stop(&sys, Runlevel::Num(0), &Durations::default(), None);
-    let cfg = quick_config();
-    let log_path = root.path().join("run/rc.log");
-    let mut log = SpanLog::open(&log_path);
-    let mut out = Vec::new();
-    let options = Options {
-        root: root.path().to_path_buf(),
-        prepare_kexec: true,
-        ..Options::default()
-    };
-    let mut r = Runner::new(&plan, &cfg, options, &mut log, &mut out);
-    r.begin();
-    r.run_phase(false);
-    drop(r);
-    drop(log);
-    let marks = fs::read_to_string(root.path().join("marks")).unwrap();
-    assert_eq!(marks, "app\numountfs\numountroot\nreboot\n");
-    let console = String::from_utf8_lossy(&out);
-    assert!(
-        console.contains("bootprint rc: the reboot goes through the firmware"),
-        "{console}"
+    let run = run_stops(
+        &root,
+        &[
+            ("app", "# Required-Stop: umountfs\n"),
+            ("umountfs", "# Required-Stop: umountroot\n"),
+            ("umountroot", "# Should-Stop: reboot\n"),
+            ("reboot", ""),
+        ],
+        Options {
+            root: root.path().to_path_buf(),
+            prepare_kexec: true,
+            ..Options::default()
+        },
     );
-    let (events, _) = rclog::parse(&fs::read_to_string(&log_path).unwrap(), "rc.log");
+    assert_eq!(run.marks, "app\numountfs\numountroot\nreboot\n");
+    assert!(
+        run.console
+            .contains("bootprint rc: the reboot goes through the firmware"),
+        "{}",
+        run.console
+    );
     let at = |kind: &str, script: Option<&str>| {
-        events
+        run.events
             .iter()
             .position(|e| e.kind == kind && script.is_none_or(|s| e.get("script") == Some(s)))
     };
     let prepared = at("rc_kexec_prepared", None).expect("the load's outcome is logged");
-    assert_ne!(events[prepared].get("outcome"), Some("loaded"));
+    assert_ne!(run.events[prepared].get("outcome"), Some("loaded"));
     assert!(prepared < at("rc_start", Some("umountfs")).unwrap());
     assert!(at("rc_kexec", None).is_none(), "no jump without a load");
 }
