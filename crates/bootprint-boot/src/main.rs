@@ -97,9 +97,8 @@ const KEXEC_HOOK: &str = "bootprint-kexec";
 /// (`kexec-prepare`), reboots into it. Anything else, or a kexec the kernel refuses,
 /// returns, and systemd-shutdown reboots through the firmware.
 fn kexec_hook(verb: Option<&str>) {
-    use fastpath::{kexec, Method};
-    if verb != Some("reboot") || !kexec::mark_in_force().is_some_and(|m| m.method == Method::Kexec)
-    {
+    use fastpath::kexec;
+    if verb != Some("reboot") || !kexec::kexec_in_force() {
         return;
     }
     println!("bootprint: rebooting by kexec");
@@ -415,13 +414,15 @@ fn rc_verb(words: &[String]) -> ExitCode {
         // never for a test root.
         req.builtin_program = std::env::current_exe().ok();
         req.shutdown_program = req.builtin_program.clone();
-        // The kexec lever, by the one rule of record's configuration (only runlevel 6
-        // acts on it).
-        let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
-        req.kexec_on_reboot =
-            Config::load(std::path::Path::new(record::config::CONFIG_FILE), &cmdline)
-                .0
-                .kexec;
+        // The kexec lever, by the one rule of record's configuration: read only for a
+        // runlevel that ends the system, not on the boot path.
+        if req.ends_the_system() {
+            let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
+            req.kexec_on_reboot =
+                Config::load(std::path::Path::new(record::config::CONFIG_FILE), &cmdline)
+                    .0
+                    .kexec;
+        }
     }
     let mut console = std::io::stderr();
     ExitCode::from(rc::run::run_runlevel(&req, &mut console).clamp(0, 255) as u8)

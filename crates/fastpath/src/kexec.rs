@@ -143,6 +143,12 @@ pub fn mark_in_force() -> Option<Mark> {
     marked().filter(|m| m.method != Method::Kexec || loaded())
 }
 
+/// Whether the coming reboot is marked for kexec and the kernel has its image loaded: the
+/// runner's runlevel 6 and systemd-shutdown's hook jump only then.
+pub fn kexec_in_force() -> bool {
+    mark_in_force().is_some_and(|m| m.method == Method::Kexec)
+}
+
 /// [`marked`] of the marker at `path`.
 pub fn marked_at(path: &Path) -> Option<Mark> {
     let f = sys::open_regular(path).ok()?;

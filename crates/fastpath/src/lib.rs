@@ -185,7 +185,7 @@ impl Prepared {
 /// as asked at `request_ns` (CLOCK_BOOTTIME), unless it is marked already, someone else
 /// loaded an image, or [`kexec_plan`] refuses. Nothing stays loaded or marked when it fails.
 pub fn prepare_plain_reboot(root: &Path, request_ns: u64) -> Prepared {
-    if kexec::mark_in_force().is_some_and(|m| m.method == Method::Kexec) {
+    if kexec::kexec_in_force() {
         return Prepared::AlreadyMarked;
     }
     if kexec::loaded() {

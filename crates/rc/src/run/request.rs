@@ -245,8 +245,10 @@ fn run_guarded(
     }
     let mut options = runner_options(req, fault);
     options.save_shutdown = start_shutdown_recorder(req);
-    options.kexec = kexec_marked(req);
-    options.prepare_kexec = kexec_lever_applies(req);
+    // `bootprint reboot --kexec` loaded an image for it (the marker and the kernel agree),
+    // or the lever loads one.
+    options.kexec = real_reboot(req) && fastpath::kexec::kexec_in_force();
+    options.prepare_kexec = real_reboot(req) && req.kexec_on_reboot;
     let runner = Runner::new(&plan, &cfg, options, log, out);
     Ok(run_plan(req, fault, runner, progress, &dpath))
 }
@@ -392,21 +394,9 @@ fn start_shutdown_recorder(req: &Request) -> Option<PathBuf> {
     Some(program.clone())
 }
 
-/// Whether this is the real system's runlevel 6 and `bootprint reboot --kexec` loaded an
-/// image for it (the marker and the kernel agree).
-fn kexec_marked(req: &Request) -> bool {
-    req.shutdown_program.is_some()
-        && req.runlevel == Runlevel::Num(6)
-        && req.ends_the_system()
-        && fastpath::kexec::mark_in_force().is_some_and(|m| m.method == fastpath::Method::Kexec)
-}
-
-/// Whether the `kexec` lever acts: on, and the real system's runlevel 6 ending it.
-fn kexec_lever_applies(req: &Request) -> bool {
-    req.kexec_on_reboot
-        && req.shutdown_program.is_some()
-        && req.runlevel == Runlevel::Num(6)
-        && req.ends_the_system()
+/// Whether this is the real system's runlevel 6, the one a kexec may end.
+fn real_reboot(req: &Request) -> bool {
+    req.shutdown_program.is_some() && req.runlevel == Runlevel::Num(6) && req.ends_the_system()
 }
 
 fn runner_options(req: &Request, fault: Option<Fault>) -> Options {
