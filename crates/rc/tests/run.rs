@@ -52,9 +52,14 @@ impl Root {
 
     /// An LSB script of runlevel 0 (`K01NAME`): `extra` its header lines, its stop a mark.
     fn stop_script(&self, name: &str, extra: &str) {
+        self.stop_script_after(name, extra, "true");
+    }
+
+    /// [`Root::stop_script`] whose stop runs `first` before it leaves its mark.
+    fn stop_script_after(&self, name: &str, extra: &str, first: &str) {
         let m = self.mark();
         let text = format!(
-            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Stop: 0\n### END INIT INFO\n[ \"$1\" = stop ] && echo {name} >> {m}\nexit 0\n"
+            "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Stop: 0\n### END INIT INFO\n[ \"$1\" = stop ] && {first} && echo {name} >> {m}\nexit 0\n"
         );
         let path = self.path().join("etc/init.d").join(name);
         fs::write(&path, text).unwrap();
@@ -311,13 +316,17 @@ fn run_stops(root: &Root, scripts: &[(&str, &str)], options: Options) -> Stopped
     for (name, extra) in scripts {
         root.stop_script(name, extra);
     }
+    run_stop_plan(root, options, &quick_config())
+}
+
+/// Runs runlevel 0's stop plan of the scripts under `root` with `options` and `cfg`.
+fn run_stop_plan(root: &Root, options: Options, cfg: &Config) -> Stopped {
     let sys = System::load(root.path()).unwrap();
     let plan = Plan::stop(&sys, Runlevel::Num(0), &Durations::default(), None);
-    let cfg = quick_config();
     let log_path = root.path().join("run/rc.log");
     let mut log = SpanLog::open(&log_path);
     let mut out = Vec::new();
-    let mut r = Runner::new(&plan, &cfg, options, &mut log, &mut out);
+    let mut r = Runner::new(&plan, cfg, options, &mut log, &mut out);
     r.begin();
     r.run_phase(false);
     drop(r);
@@ -343,6 +352,51 @@ fn stop_plan_follows_required_stop_in_reverse() {
         Options::default(),
     );
     assert_eq!(run.marks, "web\napp\nsyslogd\n");
+}
+
+/// A stop plan is held by `max_parallel` only, never by the load: under a `/proc/stat` of
+/// 100 runnable tasks (far above `load_per_cpu` 2 times 2 CPUs, which holds a start plan
+/// to one script at a time) three independent stops all start before the first ends.
+#[test]
+fn a_stop_plan_is_not_held_back_by_the_load() {
+    let root = Root::new();
+    for name in ["a", "b", "c"] {
+        root.stop_script_after(name, "", "sleep 0.5");
+    }
+    let proc_dir = root.path().join("proc");
+    fs::create_dir_all(&proc_dir).unwrap();
+    fs::write(
+        proc_dir.join("stat"),
+        "cpu  100 0 50 800 40 5 5 0 0 0\nprocs_running 101\nprocs_blocked 0\n",
+    )
+    .unwrap();
+    let cfg = Config {
+        load_per_cpu: 2.0,
+        ..quick_config()
+    };
+    let stat = rc::run::ProcStat::read(&proc_dir);
+    assert!(!rc::run::may_start(1, &stat, &cfg, 2), "a start plan waits");
+    let run = run_stop_plan(
+        &root,
+        Options {
+            proc_dir,
+            cpus: 2,
+            ..Options::default()
+        },
+        &cfg,
+    );
+    assert_eq!(run.marks.lines().count(), 3, "{}", run.marks);
+    let kinds: Vec<&str> = run
+        .events
+        .iter()
+        .filter(|e| e.kind == "rc_start" || e.kind == "rc_end")
+        .map(|e| e.kind.as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["rc_start", "rc_start", "rc_start", "rc_end", "rc_end", "rc_end"],
+        "{kinds:?}"
+    );
 }
 
 /// Runlevel 0 with a shutdown being recorded: the trace is saved after every service

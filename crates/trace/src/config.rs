@@ -377,7 +377,7 @@ pub static KEYS: &[Key] = &[
     key(Rc, "display_manager_needs", Type::List, "[\"elogind\", \"consolekit\"]", "join the login target when a display manager starts in the runlevel"),
     key(Rc, "timeout", SECS, "120", "seconds one script may run before the boot goes on without it"),
     key(Rc, "flush", SECS, "10", "seconds before a running script's complete output lines are printed"),
-    key(Rc, "load_per_cpu", Type::Num { min: 0.0, max: 1e6 }, "2", "start another script only while the load is below this times the CPU count"),
+    key(Rc, "load_per_cpu", Type::Num { min: 0.0, max: 1e6 }, "2", "start another script only while the load is below this times the CPU count (start plans; a stop plan is held by `max_parallel` only)"),
     key(Rc, "max_parallel", Type::Int { min: 0, max: 1_000_000 }, "0", "never more scripts at once (0: 4 per CPU)"),
     key(Rc, "idle_busy", PCT, "30", "percent CPU busy below which the machine is idle"),
     key(Rc, "idle_iowait", PCT, "5", "percent iowait below which the disk is idle"),

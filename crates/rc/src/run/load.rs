@@ -47,19 +47,32 @@ impl ProcStat {
 /// otherwise while the machine's load (runnable and blocked tasks, the runner itself not
 /// counted) is below `load_per_cpu * cpus`. Pure.
 pub fn may_start(running: usize, stat: &ProcStat, cfg: &Config, cpus: usize) -> bool {
+    if running == 0 {
+        return true;
+    }
+    if !below_max_parallel(running, cfg, cpus) {
+        return false;
+    }
+    let load = stat.running.saturating_sub(1).saturating_add(stat.blocked);
+    (load as f64) < cfg.load_per_cpu * cpus.max(1) as f64
+}
+
+/// Whether one more script of a **stop** plan may start: while fewer than `max_parallel`
+/// run, whatever the load. A stop mostly waits for a daemon to exit; holding it back for
+/// the load of the others only lengthens the shutdown (a held `udev` stop once held
+/// `umountfs` behind it), and a shutdown has no login to keep responsive. Pure.
+pub fn may_start_stop(running: usize, cfg: &Config, cpus: usize) -> bool {
+    running == 0 || below_max_parallel(running, cfg, cpus)
+}
+
+/// `running < max_parallel` (0: 4 per CPU).
+fn below_max_parallel(running: usize, cfg: &Config, cpus: usize) -> bool {
     let max = if cfg.max_parallel == 0 {
         4 * cpus.max(1)
     } else {
         cfg.max_parallel
     };
-    if running == 0 {
-        return true;
-    }
-    if running >= max {
-        return false;
-    }
-    let load = stat.running.saturating_sub(1).saturating_add(stat.blocked);
-    (load as f64) < cfg.load_per_cpu * cpus.max(1) as f64
+    running < max
 }
 
 /// Whether the interval between two samples was idle under `cfg`'s thresholds. Pure.

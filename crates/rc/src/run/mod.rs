@@ -68,6 +68,12 @@ mod tests {
             ..Config::default()
         };
         assert!(!may_start(1, &s, &cap, 8));
+        // A stop plan looks only at the cap: 7 running under 4 per CPU on 2 CPUs may
+        // start one more whatever the load, 8 may not.
+        assert!(may_start_stop(7, &cfg, 2));
+        assert!(!may_start_stop(8, &cfg, 2));
+        assert!(!may_start_stop(1, &cap, 8));
+        assert!(may_start_stop(0, &cap, 8), "nothing running: always one");
     }
 
     #[test]

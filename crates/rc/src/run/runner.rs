@@ -520,8 +520,13 @@ impl<'a> Runner<'a> {
                         }
                         break; // alone: nothing else starts with or after it this round
                     }
-                    let stat = ProcStat::read(&self.opts.proc_dir);
-                    if !may_start(self.running.len(), &stat, self.cfg, self.opts.cpus) {
+                    let room = if self.plan.action == "stop" {
+                        may_start_stop(self.running.len(), self.cfg, self.opts.cpus)
+                    } else {
+                        let stat = ProcStat::read(&self.opts.proc_dir);
+                        may_start(self.running.len(), &stat, self.cfg, self.opts.cpus)
+                    };
+                    if !room {
                         break;
                     }
                     self.spawn(i);
