@@ -334,6 +334,9 @@ pub struct Bench {
     /// desktop: only this login (both by default)
     #[arg(long, value_parser = ["auto", "greeter"])]
     pub login: Option<String>,
+    /// reboot: only these variants, comma-separated (the baseline, the first, always runs)
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub variants: Vec<String>,
     #[command(flatten)]
     pub flavor: FlavorArgs,
 }
@@ -348,6 +351,7 @@ impl Bench {
             cargo: self.build.cargo(),
             image: self.image.clone(),
             login: self.login.clone(),
+            variants: self.variants.clone(),
             flavor: self.flavor.flavor(),
         }
     }

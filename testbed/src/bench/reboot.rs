@@ -113,7 +113,8 @@ fn median_of(doc: &serde_json::Value, name: &str, figure: &str) -> Option<f64> {
 /// the document (`goals`); fails when a run lost the file or took the wrong path.
 pub fn bench(paths: &Paths, req: &Request) -> Result<()> {
     let img = image::ensure(paths, req.cargo)?;
-    let bench = benchmark(req.profile());
+    let mut bench = benchmark(req.profile());
+    req.select(&mut bench)?;
     let mut m = runner::measure(paths, &img, &bench, req.runs, req.profile())?;
     let ratio = |a: &str, b: &str, figure: &str| {
         Some(median_of(&m.doc, a, figure)? / median_of(&m.doc, b, figure)?)

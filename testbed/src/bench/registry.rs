@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use crate::bench::runner::Benchmark;
 use crate::bench::{
     builtins, desktop_bench, irbench, modbench, profiles, rabench, rapages, rc, reboot, record,
     recorder_cost, whole,
@@ -27,6 +28,8 @@ pub struct Request {
     pub image: Option<PathBuf>,
     /// Only this login (`--login`, desktop).
     pub login: Option<String>,
+    /// Only these variants besides the baseline (`--variants`, reboot); empty: all.
+    pub variants: Vec<String>,
     /// Which image (`--desktop`, `--desktop-systemd`).
     pub flavor: Flavor,
 }
@@ -35,6 +38,29 @@ impl Request {
     /// The drive profile, `fast` when not given.
     pub fn profile(&self) -> Profile {
         self.profile.unwrap_or(Profile::Fast)
+    }
+
+    /// Keeps the baseline (the first variant) and those `--variants` names; all when it
+    /// names none. A name the benchmark does not have is a usage error listing its own.
+    pub fn select(&self, bench: &mut Benchmark) -> Result<()> {
+        if self.variants.is_empty() {
+            return Ok(());
+        }
+        let known: Vec<&str> = bench.variants.iter().map(|v| v.name).collect();
+        if let Some(bad) = self.variants.iter().find(|n| !known.contains(&n.as_str())) {
+            return Err(Error::Usage(format!(
+                "--variants: {bad:?} is not a variant of bench {}: known: {}",
+                bench.name,
+                known.join(", ")
+            )));
+        }
+        let mut first = true;
+        bench.variants.retain(|v| {
+            let keep = first || self.variants.iter().any(|n| n == v.name);
+            first = false;
+            keep
+        });
+        Ok(())
     }
 }
 
@@ -189,6 +215,11 @@ pub fn find(name: &str) -> Result<&'static Entry> {
 /// machine that runs it.
 pub fn run(paths: &Paths, name: &str, req: &Request) -> Result<()> {
     let entry = find(name)?;
+    if !req.variants.is_empty() && name != "reboot" {
+        return Err(Error::Usage(format!(
+            "--variants is taken by bench reboot only, not {name}"
+        )));
+    }
     if req.profile.map_or(entry.every_profile, Profile::is_scaled) {
         let (slowdown, date) = crate::vm::cpuscale::ensure(paths, req.cargo)?;
         eprintln!("bench: the scaled profiles slow their drive {slowdown:.1} times (this host's CPU slowdown, measured {date})");
@@ -207,6 +238,33 @@ mod tests {
             assert!(find(name).is_ok(), "{name}");
         }
         assert!(matches!(find("nope"), Err(Error::Usage(_))));
+    }
+
+    /// `--variants` keeps the baseline and the names given, in the benchmark's order; a
+    /// name it does not have is a usage error that lists its own.
+    #[test]
+    fn variants_keep_the_baseline_and_refuse_unknown_names() {
+        let ask = |names: &[&str]| Request {
+            runs: 1,
+            profile: None,
+            json: false,
+            cargo: false,
+            image: None,
+            login: None,
+            variants: names.iter().map(|s| s.to_string()).collect(),
+            flavor: Flavor::Text,
+        };
+        let names = |b: &Benchmark| b.variants.iter().map(|v| v.name).collect::<Vec<_>>();
+        let mut b = crate::bench::reboot::benchmark(Profile::Fast);
+        ask(&["sysv+bp kexec", "sysv+bp"]).select(&mut b).unwrap();
+        assert_eq!(names(&b), ["debian", "sysv+bp", "sysv+bp kexec"]);
+        let mut b = crate::bench::reboot::benchmark(Profile::Fast);
+        ask(&[]).select(&mut b).unwrap();
+        assert_eq!(b.variants.len(), 5);
+        match ask(&["sysv"]).select(&mut b) {
+            Err(Error::Usage(m)) => assert!(m.contains("\"sysv\"") && m.contains("known: debian"), "{m}"),
+            other => panic!("{:?}", other.err()),
+        }
     }
 
     /// docs/testbed.md's list of benchmarks is this registry.
