@@ -140,7 +140,8 @@ pub enum Verb {
     /// Reboot by a fast path: kexec (no firmware, no loader) or systemd's soft-reboot
     ///
     /// --kexec loads the entry the boot loader boots next (Debian's GRUB: grub.cfg's default,
-    /// grubenv's saved or one-time entry; or the kernel named with --kernel) and reboots into
+    /// grubenv's saved or one-time entry; systemd-boot: its one-time or default EFI variable,
+    /// loader.conf's default, or its first entry; or the kernel named with --kernel) and reboots into
     /// it through the init's own shutdown (systemd: `systemctl kexec`; sysvinit: bootprint's
     /// runner, which ends runlevel 6 with the kexec). --soft restarts userspace only
     /// (`systemctl soft-reboot`). Either is refused, with every reason, where it would boot
@@ -773,7 +774,8 @@ pub struct Enable {
     /// --initramfs)
     #[arg(long)]
     pub default: bool,
-    /// An ordinary reboot goes by kexec into the entry GRUB boots next, where safe
+    /// An ordinary reboot goes by kexec into the entry the boot loader (GRUB, systemd-boot)
+    /// boots next, where safe
     /// (bootprint.kexec=1; on sysvinit with --rc; never part of --all; docs/reboot.md)
     #[arg(long)]
     pub kexec: bool,

@@ -508,13 +508,6 @@ impl Machine {
                         init.name()
                     ));
                 }
-                if self.loader() == crate::Loader::SystemdBoot {
-                    return Some(
-                        "bootprint does not read systemd-boot's entries yet (`systemctl \
-                         kexec` loads its default entry)"
-                            .into(),
-                    );
-                }
                 let why = fastpath::refusal::kexec_kernel(&self.root);
                 (!why.is_empty()).then(|| why.join("; "))
             }

@@ -9,43 +9,12 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::BootEntry;
+use crate::{error_in, BootEntry, Error};
 
 /// Where Debian keeps GRUB's configuration and environment block, from the root.
 pub const CFG: &str = "boot/grub/grub.cfg";
 /// GRUB's environment block (`grub-editenv`).
 pub const ENV: &str = "boot/grub/grubenv";
-
-/// A grub.cfg problem: the file, the line (1-based; 0: the file as a whole) and what was
-/// expected.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Error {
-    /// The file.
-    pub file: String,
-    /// The line, 1-based; 0 when no one line is at fault.
-    pub line: usize,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl std::fmt::Display for Error {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.line > 0 {
-            write!(f, "{}:{}: {}", self.file, self.line, self.message)
-        } else {
-            write!(f, "{}: {}", self.file, self.message)
-        }
-    }
-}
-
-/// Makes the errors of one file: `err(line, message)`.
-fn error_in(file: &str) -> impl Fn(usize, String) -> Error + '_ {
-    move |line, message| Error {
-        file: file.to_string(),
-        line,
-        message,
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Kind {

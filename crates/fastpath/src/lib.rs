@@ -3,6 +3,8 @@
 //!
 //! - [`grub`]: the entry Debian's GRUB boots next, read from `grub.cfg` and `grubenv` as
 //!   GRUB resolves `default` and `next_entry` (its kernel, initramfs and command line).
+//! - [`sdboot`]: the entry systemd-boot boots next, read from its type #1 entries,
+//!   loader.conf and EFI variables as systemd's `bootctl` and `systemctl kexec` read them.
 //! - [`refusal`]: every reason a fast path would boot something other than what a reset
 //!   would, or cannot be taken safely (no kexec in the kernel, lockdown or Secure Boot, a
 //!   firmware action pending at the reset, a newer kernel than the next entry's, a soft
@@ -24,9 +26,41 @@
 pub mod grub;
 pub mod kexec;
 pub mod refusal;
+pub mod sdboot;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+/// A problem in a boot loader's file: the file, the line (1-based; 0: the file as a whole)
+/// and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    /// The file.
+    pub file: String,
+    /// The line, 1-based; 0 when no one line is at fault.
+    pub line: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line > 0 {
+            write!(f, "{}:{}: {}", self.file, self.line, self.message)
+        } else {
+            write!(f, "{}: {}", self.file, self.message)
+        }
+    }
+}
+
+/// Makes the errors of one file: `err(line, message)`.
+fn error_in(file: &str) -> impl Fn(usize, String) -> Error + '_ {
+    move |line, message| Error {
+        file: file.to_string(),
+        line,
+        message,
+    }
+}
 
 /// A fast path of a reboot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +98,11 @@ impl BootEntry {
     /// The kernel release its image's name gives (`vmlinuz-6.1.0-13-amd64` →
     /// `6.1.0-13-amd64`), as Debian names kernels.
     pub fn release(&self) -> Option<String> {
+        // kernel-install's layout for systemd-boot: $BOOT/ENTRY-TOKEN/RELEASE/linux.
+        if self.kernel.file_name().is_some_and(|n| n == "linux") {
+            let dir = self.kernel.parent()?.file_name()?.to_str()?;
+            return Some(dir.to_string());
+        }
         release_of(&self.kernel)
     }
 }
@@ -110,8 +149,8 @@ pub fn kexec_plan(root: &Path, chosen: Option<BootEntry>) -> Plan {
             Some(e)
         }
         None => match loader_entry(root) {
-            Ok((e, cfg)) => {
-                refusals.extend(refusal::stale_entry(root, &e, Some(&cfg)));
+            Ok((e, grub_cfg)) => {
+                refusals.extend(refusal::stale_entry(root, &e, grub_cfg.as_deref()));
                 Some(e)
             }
             Err(why) => {
@@ -211,33 +250,51 @@ pub fn prepare_plain_reboot(root: &Path, request_ns: u64) -> Prepared {
     Prepared::Loaded(entry)
 }
 
-/// The boot loader's next entry and the file it came from, or why there is none.
-fn loader_entry(root: &Path) -> Result<(BootEntry, PathBuf), String> {
+/// The boot loader's next entry, with grub.cfg when GRUB's (a menu that can be older than
+/// the kernels), or why there is none: the loader that started this boot (systemd-boot
+/// sets `LoaderInfo`), else GRUB where grub.cfg is, else systemd-boot where its entries are
+/// (kernel-install writes an entry with its kernel: never older).
+fn loader_entry(root: &Path) -> Result<(BootEntry, Option<PathBuf>), String> {
     let cfg = root.join(grub::CFG);
+    if came_through_systemd_boot(root) || (!cfg.exists() && !sdboot::partitions(root).is_empty())
+    {
+        let (entry, file) = sdboot::next_entry(root)?;
+        if root == Path::new("/") {
+            cross_check_with_bootctl(&file, sdboot::ask_bootctl())?;
+        }
+        return Ok((entry, None));
+    }
     match std::fs::read_to_string(&cfg) {
         Ok(text) => {
             let env = std::fs::read_to_string(root.join(grub::ENV)).ok();
             let entry = grub::next_entry(root, &text, env.as_deref(), boot_separate(root))
                 .map_err(|e| e.to_string())?;
-            Ok((entry, cfg))
+            Ok((entry, Some(cfg)))
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if came_through_systemd_boot(root) {
-                Err(
-                    "this machine boots through systemd-boot, whose entries bootprint does \
-                     not read yet: use `systemctl kexec` (it loads systemd-boot's default \
-                     entry), or name the kernel with --kernel"
-                        .into(),
-                )
-            } else {
-                Err(format!(
-                    "no boot loader configuration bootprint reads ({}): name the kernel with \
-                     --kernel, --initrd and --append or --reuse-cmdline",
-                    cfg.display()
-                ))
-            }
-        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(format!(
+            "no boot loader configuration bootprint reads ({}, or systemd-boot's loader/ \
+             under /{}): name the kernel with --kernel, --initrd and --append or \
+             --reuse-cmdline",
+            cfg.display(),
+            sdboot::PARTITIONS.join(", /")
+        )),
         Err(e) => Err(format!("{}: {e}", cfg.display())),
+    }
+}
+
+/// systemd's own answer, where `bootctl` gives one, must be the entry bootprint read
+/// (`file`): a kexec boots what the loader would, or nothing.
+fn cross_check_with_bootctl(file: &Path, bootctl: Option<String>) -> Result<(), String> {
+    let ours = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match bootctl {
+        Some(theirs) if !theirs.eq_ignore_ascii_case(&ours) => Err(format!(
+            "bootctl says systemd-boot's default entry is {theirs}, bootprint read {ours}: \
+             reboot normally (and tell bootprint's developers)"
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -306,6 +363,18 @@ pub fn cmp_release(a: &str, b: &str) -> std::cmp::Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bootctls_other_default_refuses_and_its_silence_does_not() {
+        let ours = Path::new("/boot/efi/loader/entries/debian-6.12.conf");
+        assert!(cross_check_with_bootctl(ours, None).is_ok());
+        assert!(cross_check_with_bootctl(ours, Some("DEBIAN-6.12.conf".into())).is_ok());
+        let why = cross_check_with_bootctl(ours, Some("debian-6.1.conf".into())).unwrap_err();
+        assert!(
+            why.contains("debian-6.1.conf") && why.contains("debian-6.12.conf"),
+            "{why}"
+        );
+    }
     use std::cmp::Ordering::*;
     use std::path::Path;
 

@@ -132,8 +132,8 @@ pub fn stale_entry(root: &Path, entry: &BootEntry, config: Option<&Path>) -> Vec
         if cmp_release(newest, &rel).is_gt() {
             out.push(format!(
                 "kernel {newest} is installed but the boot loader's next entry boots {rel}: \
-                 its entry is not the default yet (run update-grub or choose the default), \
-                 or reboot normally"
+                 its entry is not the default yet (update-grub or kernel-install has not made \
+                 it so, or another is chosen), or reboot normally"
             ));
         }
     }

@@ -167,7 +167,8 @@ ExecStart={boot_bin} shutdown --how systemd
 pub const KEXEC_SERVICE: &str = "bootprint-kexec.service";
 
 /// The files of the `kexec` lever: a unit active from boot on whose stop, at a shutdown,
-/// comes before /boot is unmounted (it was started after it) and, when systemd is
+/// comes before /boot and the EFI system partition (GRUB's and systemd-boot's files) are
+/// unmounted (it was started after them) and, when systemd is
 /// rebooting, loads the loader's next entry and marks the reboot (`bootprint-boot
 /// kexec-prepare`); systemd-shutdown's hook (`bootprint-kexec` in
 /// /usr/lib/systemd/system-shutdown, the boot binary under that name) then reboots into
@@ -179,7 +180,7 @@ pub fn kexec_files(boot_bin: &str) -> Vec<(String, String)> {
             format!(
                 "# bootprint: an ordinary reboot goes by kexec into the boot loader's next entry\n\
                  [Unit]\nDescription=bootprint: reboot by kexec where safe\n\
-                 RequiresMountsFor=/boot\n\
+                 RequiresMountsFor=/boot /boot/efi /efi\n\
                  [Service]\nType=oneshot\nRemainAfterExit=yes\n\
                  ExecStop={boot_bin} kexec-prepare\nTimeoutStopSec=60\n"
             ),

@@ -1,6 +1,6 @@
 //! `package --loader systemd-boot` (with `--firmware uefi`): the package test on a machine
 //! systemd-boot boots, its entries written by kernel-install (grub_disk.rs, "systemd-boot"
-//! layout; docs/testbed.md, "`package`: the package test"). Four boots through OVMF and
+//! layout; docs/testbed.md, "`package`: the package test"). Five boots through OVMF and
 //! systemd-boot, each from the disk the one before left:
 //!
 //! 1. stock: `dpkg -i` the .deb, `bootprint enable --all`: the kernel's entry gets the
@@ -11,13 +11,16 @@
 //!    new kernel both entries; the test makes bootprint's entry of the new kernel the next
 //!    boot's default (loader.conf: OVMF keeps no EFI variable from one boot to the next, so
 //!    `bootctl set-oneshot` cannot);
+//! 2b. that entry through the firmware, then `bootprint reboot --kexec` into it again: the
+//!    fast path reads systemd-boot's default from its files (as `bootctl` does) and boots it
+//!    without the firmware;
 //! 3. the new kernel through bootprint's initramfs entry (its /init ran, its trace), then
 //!    the default put back and `bootprint disable`: every entry as kernel-install alone
 //!    writes it (the old kernel's byte for byte as before enable), bootprint's gone;
 //! 4. stock on the new kernel; `apt-get purge bootprint`: the plugin gone with it.
 //!
 //! With `--generator dracut` the machine runs systemd and dracut's kernel-install plugin
-//! sits beside bootprint's: the same four boots pass (`make matrix`); a new kernel's stock
+//! sits beside bootprint's: the same five boots pass (`make matrix`); a new kernel's stock
 //! entry has two `initrd` lines (Debian's dracut hook and kernel-install's each built one),
 //! bootprint's entry one, its own.
 
@@ -26,7 +29,8 @@ use std::path::Path;
 use crate::checks::checklist::Checks;
 use crate::checks::late_test::sections;
 use crate::checks::package_test::{
-    after, boot, check_ours_on_new, check_trace, lines, out, rc0, Machine, Prepared, INIT_WORD,
+    after, boot, boot_rebooting, check_ours_on_new, check_trace, lines, out, rc0, Machine,
+    Prepared, INIT_WORD,
 };
 use crate::vm::grub_disk::{Generator, Loader, Root};
 use crate::vm::qemu::BootResult;
@@ -54,7 +58,8 @@ pub fn package(
     let (m, first) = (p.machine(paths), &p.first);
     let (r1, stock_entry) = install_and_enable(&m, first, c)?;
     let r2 = on_and_kernel_upgrade(&m, &after(&r1, first), c)?;
-    let r3 = ours_and_disable(&m, &after(&r2, first), &stock_entry, c)?;
+    let fast = fast_path(&m, &after(&r2, first), c)?;
+    let r3 = ours_and_disable(&m, &after(&fast, first), &stock_entry, c)?;
     let r4 = stock_and_purge(&m, &after(&r3, first), c)?;
     p.clean_up(&r4);
     Ok(())
@@ -194,6 +199,95 @@ echo "default debian-{new}-bootprint.conf" >> /boot/efi/loader/loader.conf
             "the kernel hooks gave the new kernel bootprint's entry and image: {:?}, {:?}",
             lines(&s, "entries"),
             lines(&s, "new-files")
+        ),
+    );
+    Ok(r)
+}
+
+/// The kernel command line without what a loader adds of its own (systemd-boot's
+/// `initrd=` for the EFI stub, GRUB's `BOOT_IMAGE=`), as a set of words.
+fn entry_words(cmdline: &str) -> std::collections::BTreeSet<&str> {
+    cmdline
+        .split_whitespace()
+        .filter(|w| !w.starts_with("initrd=") && !w.starts_with("BOOT_IMAGE="))
+        .collect()
+}
+
+/// Boot 2b: the fast path on systemd-boot. Through the firmware and systemd-boot into
+/// loader.conf's default (bootprint's entry of the new kernel, boot 2 chose it);
+/// `bootprint reboot --kexec --dry-run` must read that same entry from systemd-boot's files
+/// (and agree with `bootctl`, where it names a default), then `bootprint reboot --kexec`
+/// goes there by kexec, no firmware between: the same kernel, bootprint's initramfs again,
+/// the entry's command line. The disk is left as boot 2 left it for boot 3.
+fn fast_path(m: &Machine, disk: &Path, c: &mut Checks) -> Result<BootResult> {
+    let new = m.new;
+    let ours = format!("debian-{new}-bootprint.conf");
+    let r = boot_rebooting(
+        m,
+        disk,
+        r#"section first-cmdline; cat /proc/cmdline
+section first-release; uname -r
+bootprint reboot --kexec --dry-run > /tmp/kexec.log 2>&1; rc=$?
+section kexec-plan; echo "rc=$rc"; cat /tmp/kexec.log
+section bootctl
+bootctl list --json=short --no-pager 2>/dev/null | tr '{' '
+' | grep '"isDefault":true' | grep -o '"id":"[^"]*"'
+echo end
+dmesg -n 6
+"#,
+        "bootprint reboot --kexec",
+        r#"section cmdline; cat /proc/cmdline
+section release; uname -r
+section initramfs; test -e /run/bootprint/initramfs.log && echo ran
+"#,
+    )?;
+    let before = sections(r.before_reboot_output.as_deref().unwrap_or_default());
+    let after_kexec = sections(r.after_reboot_output.as_deref().unwrap_or_default());
+    let plan = lines(&before, "kexec-plan");
+    let kernel = format!("/boot/efi/debian/{new}/linux");
+    let initrd = format!("/boot/efi/debian/{new}/bootprint-initrd");
+    c.check(
+        rc0(&before, "kexec-plan")
+            && plan.iter().any(|l| l.trim_start() == format!("kernel   {kernel}"))
+            && plan.iter().any(|l| l.trim_start() == format!("initrd   {initrd}"))
+            && plan
+                .iter()
+                .any(|l| l.trim_start().starts_with("from") && l.contains(&ours)),
+        &format!(
+            "bootprint reboot --kexec --dry-run reads systemd-boot's default, {ours}: {}",
+            plan.join(" | ")
+        ),
+    );
+    let bootctl = lines(&before, "bootctl");
+    let said = bootctl.iter().find(|l| l.starts_with("\"id\""));
+    c.check(
+        said.is_none_or(|l| l.contains(&format!("\"{ours}\""))),
+        &format!(
+            "bootctl's default is the same entry ({})",
+            said.map_or("bootctl names no default here".to_string(), |l| l.to_string())
+        ),
+    );
+    let by_kexec = r.cycle.as_ref().is_some_and(|c| c.by_kexec);
+    c.check(
+        by_kexec && r.qemu_exit == "clean",
+        &format!(
+            "bootprint reboot --kexec went by kexec, no firmware between (by kexec: {by_kexec}, \
+             qemu_exit {})",
+            r.qemu_exit
+        ),
+    );
+    let first = lines(&before, "first-cmdline").join(" ");
+    let second = lines(&after_kexec, "cmdline").join(" ");
+    c.check(
+        lines(&after_kexec, "release") == [new.to_string()]
+            && lines(&after_kexec, "initramfs") == ["ran"]
+            && !second.is_empty()
+            && entry_words(&first) == entry_words(&second),
+        &format!(
+            "the kexec booted what systemd-boot booted: {new} ({:?}), bootprint's initramfs \
+             ({:?}), the entry's command line ({second:?} against {first:?})",
+            lines(&after_kexec, "release"),
+            lines(&after_kexec, "initramfs")
         ),
     );
     Ok(r)

@@ -28,7 +28,7 @@ use crate::checks::late_test::{section, sections};
 use crate::vm::fsimage::Mounted;
 use crate::vm::grub_disk::{self, Generator, GrubDisk, Loader, Root};
 use crate::vm::image;
-use crate::vm::qemu::{self, BootOpts, BootResult, Profile};
+use crate::vm::qemu::{self, BootOpts, BootResult, Profile, RebootOpts};
 use crate::vm::util::{io_err, run_logged, Error, Paths, Result};
 
 /// Where the .deb goes in the guest.
@@ -630,16 +630,48 @@ pub(crate) fn boot_with(
     script: &str,
     second: Option<&Path>,
 ) -> Result<BootResult> {
+    let mut o = chained_opts(m, disk, record);
+    o.second_disk = second.map(Path::to_path_buf);
+    o.guest_script = Some(format!("{PRELUDE}{script}"));
+    boot_chained(m, disk, &o)
+}
+
+/// A boot of the chain that reboots once inside QEMU by `command`: `before` runs just
+/// before the request, `after` after the next login (each with the test's prelude; the
+/// prelude's `dmesg -n 1` holds until the request, so `before` must give the console back
+/// the kernel's lines that mark the reboot's stages, `vm::cycle`).
+pub(crate) fn boot_rebooting(
+    m: &Machine,
+    disk: &Path,
+    before: &str,
+    command: &str,
+    after: &str,
+) -> Result<BootResult> {
+    let mut o = chained_opts(m, disk, true);
+    o.reboot = Some(RebootOpts {
+        command: command.to_string(),
+        before: Some(format!("{PRELUDE}{before}")),
+        after: Some(format!("{PRELUDE}{after}")),
+        copy_log_dir: false,
+    });
+    boot_chained(m, disk, &o)
+}
+
+/// The options every boot of the chain shares: through the firmware, from `disk`, its disk
+/// kept for the next.
+fn chained_opts(m: &Machine, disk: &Path, record: bool) -> BootOpts {
     let mut o = BootOpts::new(Profile::Fast);
     o.firmware = true;
     o.fs_offset = m.fs_offset.unwrap_or(0);
     o.copy_trace = m.fs_offset.is_some();
-    o.second_disk = second.map(Path::to_path_buf);
     o.record = record;
     o.keep_disk = true;
     o.disk_from = Some(disk.to_path_buf());
-    o.guest_script = Some(format!("{PRELUDE}{script}"));
-    let r = qemu::boot(m.paths, m.img, &o)?;
+    o
+}
+
+fn boot_chained(m: &Machine, disk: &Path, o: &BootOpts) -> Result<BootResult> {
+    let r = qemu::boot(m.paths, m.img, o)?;
     // The boots form one chain, each starting from the disk the one before kept: once this
     // one booted, that disk is done with. Keeping every disk to the end took 2 GB a boot
     // (CI ran out of room in the second). A failed boot leaves its source for a rerun.
