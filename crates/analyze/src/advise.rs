@@ -202,10 +202,11 @@ pub fn shutdown(v: &crate::shutdown::ShutdownView, previous_boot: &str) -> Vec<F
             (StopSource::Systemd, true) => format!(
                 "{} does not stop on SIGTERM within its TimeoutStopSec, so every shutdown waits the \
                  whole timeout: find what its stop waits for (ExecStop=, the main process's \
-                 SIGTERM handling; `journalctl -b -1 -u {}`). No successful stop of it is \
-                 recorded to choose a shorter timeout from: time `systemctl stop {}` and put \
-                 that with a margin in a drop-in (/etc/systemd/system/{}.d/stop.conf: \
-                 [Service] TimeoutStopSec=...)",
+                 SIGTERM handling; `journalctl -b -1 -u {}`). Once a stop of it ends by \
+                 itself in a recorded shutdown, `bootprint enable --timeouts` gives it a \
+                 timeout learned from its stops (docs/systemd.md, \"Learned stop timeouts\"); \
+                 or time `systemctl stop {}` and put that with a margin in a drop-in \
+                 (/etc/systemd/system/{}.d/stop.conf: [Service] TimeoutStopSec=...)",
                 s.name, s.name, s.name, s.name
             ),
             (_, true) => format!(

@@ -152,12 +152,29 @@ fn late_generator(dirs: &[std::ffi::OsString]) {
             generator::remove(&normal_dir, &files);
         }
     }
-    if !config.late {
-        return;
-    }
     let log = |what: &str, fields: &[(&str, String)]| {
         systemd::waiter::log_event(std::path::Path::new(LATE_LOG), what, fields)
     };
+    if config.timeouts {
+        match systemd::timeouts::plan(std::path::Path::new("/")) {
+            Ok(learned) if !learned.is_empty() => {
+                let files = systemd::timeouts::files(&learned);
+                if generator::write(&normal_dir, &files).is_err() {
+                    generator::remove(&normal_dir, &files);
+                } else {
+                    log("timeouts_planned", &[("units", learned.len().to_string())]);
+                }
+            }
+            Ok(_) => {}
+            Err(e) => log(
+                "timeouts_skipped",
+                &[("error", e.replace(char::is_whitespace, "_"))],
+            ),
+        }
+    }
+    if !config.late {
+        return;
+    }
     let pins = systemd::late::Pins {
         late: config.late_units.clone(),
         never_late: config.never_late.clone(),

@@ -779,9 +779,14 @@ pub struct Enable {
     /// (bootprint.kexec=1; on sysvinit with --rc; never part of --all; docs/reboot.md)
     #[arg(long)]
     pub kexec: bool,
+    /// A service that hung a recorded shutdown until its TimeoutStopSec= gets a shorter one
+    /// learned from its stops that ended (bootprint.timeouts=1; systemd only; never part of
+    /// --all; docs/systemd.md)
+    #[arg(long)]
+    pub timeouts: bool,
     /// Every lever that can work here: record, readahead, modules, initramfs, and rc on
     /// sysvinit or late on systemd (the others are named with the reason and left out;
-    /// --kexec only by name)
+    /// --kexec and --timeouts only by name)
     #[arg(long)]
     pub all: bool,
     /// The system's root directory (update-grub and the initramfs build run in it with chroot)
@@ -790,13 +795,13 @@ pub struct Enable {
     /// For /etc/kernel/postinst.d/zz-bootprint: build the image of kernel RELEASE when the
     /// initramfs lever is on, else nothing
     #[arg(long, value_name = "RELEASE", value_parser = text(StringValueParser::new()),
-          conflicts_with_all = ["record", "readahead", "rc", "late", "modules", "initramfs", "default", "kexec", "all"])]
+          conflicts_with_all = ["record", "readahead", "rc", "late", "modules", "initramfs", "default", "kexec", "timeouts", "all"])]
     pub kernel_installed: Option<String>,
     /// For /usr/lib/kernel/install.d/91-bootprint.install, as kernel-install(8) runs it:
     /// the systemd-boot entry of kernel RELEASE as the manifest says (COMMAND is add or
     /// remove; ENTRY_DIR is kernel-install's $BOOT/$ENTRY_TOKEN/$KERNEL_VERSION)
     #[arg(long, num_args = 3, value_names = ["COMMAND", "RELEASE", "ENTRY_DIR"],
-          conflicts_with_all = ["record", "readahead", "rc", "late", "modules", "initramfs", "default", "kexec", "all", "kernel_installed"])]
+          conflicts_with_all = ["record", "readahead", "rc", "late", "modules", "initramfs", "default", "kexec", "timeouts", "all", "kernel_installed"])]
     pub kernel_install: Option<Vec<String>>,
 }
 

@@ -45,6 +45,7 @@ pub fn enable(a: &cli::Enable) -> Outcome {
         (a.late, Lever::Late),
         (a.initramfs, Lever::Initramfs),
         (a.kexec, Lever::Kexec),
+        (a.timeouts, Lever::Timeouts),
     ] {
         if on {
             levers.insert(l);
@@ -126,6 +127,7 @@ pub fn status(a: &cli::Status) -> Outcome {
                 Lever::Rc => b.rc,
                 Lever::Late => b.late,
                 Lever::Kexec => b.kexec,
+                Lever::Timeouts => b.timeouts,
                 // bootprint's /init leaves its log in /run.
                 Lever::Initramfs => Path::new("/run/bootprint/initramfs.log").exists(),
             }),

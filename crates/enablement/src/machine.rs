@@ -491,6 +491,14 @@ impl Machine {
                     if other == Init::Systemd { " (its lever is --late)" } else { "" }
                 )),
             },
+            Lever::Timeouts => match self.init() {
+                Init::Systemd => None,
+                other => Some(format!(
+                    "learned stop timeouts are a systemd lever (TimeoutStopSec= drop-ins), and \
+                     this system boots {}",
+                    other.name()
+                )),
+            },
             Lever::Late => match self.init() {
                 Init::Systemd => None,
                 other => Some(format!(

@@ -69,11 +69,15 @@ pub enum Lever {
     /// sysvinit with the runner). Never part of `--all`: skipping the firmware is asked for
     /// by name.
     Kexec,
+    /// Stop timeouts learned from the recorded shutdowns for the services that hung one
+    /// (`bootprint.timeouts=1`, systemd only). Never part of `--all`: a shorter timeout is
+    /// asked for by name.
+    Timeouts,
 }
 
 impl Lever {
     /// Every lever, in manifest order.
-    pub const ALL: [Lever; 7] = [
+    pub const ALL: [Lever; 8] = [
         Lever::Record,
         Lever::Readahead,
         Lever::Modules,
@@ -81,6 +85,7 @@ impl Lever {
         Lever::Late,
         Lever::Initramfs,
         Lever::Kexec,
+        Lever::Timeouts,
     ];
 
     /// Its name in the manifest, the options and the output.
@@ -93,12 +98,14 @@ impl Lever {
             Lever::Late => "late",
             Lever::Initramfs => "initramfs",
             Lever::Kexec => "kexec",
+            Lever::Timeouts => "timeouts",
         }
     }
 
-    /// Whether `--all` takes it (where it can work): every lever but [`Lever::Kexec`].
+    /// Whether `--all` takes it (where it can work): every lever but [`Lever::Kexec`] and
+    /// [`Lever::Timeouts`].
     pub fn in_all(self) -> bool {
-        self != Lever::Kexec
+        !matches!(self, Lever::Kexec | Lever::Timeouts)
     }
 
     fn from_word(w: &str) -> Option<Lever> {

@@ -95,6 +95,11 @@ pub struct Config {
     /// sysvinit, by `bootprint-kexec.service` on systemd (docs/reboot.md). Not part of `all`:
     /// skipping the firmware is asked for by name.
     pub kexec: bool,
+    /// `bootprint.timeouts=` (`[systemd] timeouts`): on systemd, a service that ran out its
+    /// stop timeout in a recorded shutdown gets one learned from its stops that ended
+    /// (`systemd::timeouts`; learned at boot done, applied by the generator). Not part of
+    /// `all`: a shorter timeout is asked for by name.
+    pub timeouts: bool,
     /// `bootprint.late=`: on systemd, the units no login needs start after the login, once
     /// idle (the `systemd` crate; `[systemd] late` in the file). Learned at boot done.
     pub late: bool,
@@ -171,6 +176,7 @@ impl Default for Config {
             modules_compare_every: 5,
             rc: false,
             kexec: false,
+            timeouts: false,
             late: false,
             late_units: Vec::new(),
             never_late: Vec::new(),
@@ -336,6 +342,7 @@ impl Config {
                 self.late = on;
             }
             "late" => self.late = v.bool(),
+            "timeouts" => self.timeouts = v.bool(),
             "exec_events" => self.exec_events = v.text().to_string(),
             "cost_detail" => self.cost_detail = v.bool(),
             "delayacct" => self.delayacct = v.bool(),

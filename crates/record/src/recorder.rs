@@ -9,6 +9,7 @@
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use sample::procfs::{self, CachedFile, Listing, ProcFs, ProcessTable};
 use sys::boottime_ns;
@@ -56,6 +57,8 @@ pub struct Paths {
     pub late_log: PathBuf,
     /// Where the learned systemd late units are kept (`systemd::late`).
     pub late_state: PathBuf,
+    /// Where the learned stop timeouts are kept (`systemd::timeouts`).
+    pub timeouts_state: PathBuf,
     /// The group file: the trace is readable by group `adm` when it lists one.
     pub etc_group: PathBuf,
     /// bootprint.toml, for preload's settings: at `desktop_ready` the recorder gives preload
@@ -75,6 +78,7 @@ impl Default for Paths {
             rc_log: PathBuf::from("/run/bootprint/rc.log"),
             late_log: PathBuf::from(systemd::generator::LATE_LOG),
             late_state: PathBuf::from(systemd::generator::STATE_FILE),
+            timeouts_state: PathBuf::from(systemd::timeouts::STATE_FILE),
             etc_group: PathBuf::from("/etc/group"),
             config_file: PathBuf::from(crate::config::CONFIG_FILE),
         }
@@ -660,13 +664,17 @@ impl<'a> Recorder<'a> {
         // now, and the boot before this one, whose shutdown led here.
         let rtc = crate::sys::rtc_offset_ns(Path::new(sysinfo::RTC_DEV)).ok();
         self.store.events.push(sysinfo::clock_event(rtc));
-        if let Some(prev) = previous_boot(&self.config.log_dir, &boot_id) {
-            if is_systemd(&self.paths.proc) {
-                let journalctl = Path::new("/usr/bin/journalctl");
-                let added =
-                    crate::shutdown::add_journal_stops(&self.config.log_dir, &prev, journalctl);
-                self.store.events.extend(added);
-            }
+        let prev = previous_boot(&self.config.log_dir, &boot_id);
+        if let (Some(prev), true) = (&prev, is_systemd(&self.paths.proc)) {
+            let journalctl = Path::new("/usr/bin/journalctl");
+            let added = crate::shutdown::add_journal_stops(&self.config.log_dir, prev, journalctl);
+            self.store.events.extend(added);
+        }
+        // After the shutdown that led here joined the others: learn from all of them.
+        if self.config.timeouts && is_systemd(&self.paths.proc) {
+            learn_stop_timeouts(&self.config.log_dir, &self.paths.timeouts_state, &mut self.store);
+        }
+        if let Some(prev) = prev {
             self.store
                 .events
                 .push(Event::new(boottime_ns(), "previous_boot").with("id", prev));
@@ -1317,6 +1325,68 @@ fn ask_systemd(config: &Config, paths: &Paths, store: &mut Store) {
     store
         .extra_files
         .push(("systemd-late.txt".into(), text.into_bytes()));
+}
+
+/// The `timeouts` lever's learning at boot done (`systemd::timeouts`): every kept
+/// shutdown's stops (`*/shutdown/systemd-stops.log` under `log_dir`, the one that led to
+/// this boot just added), the services to give a learned stop timeout, kept in `state`
+/// when they changed, and then `systemctl daemon-reload`, so that the generator's drop-ins
+/// hold for this boot's own shutdown. Into the trace: `stop-timeouts.txt` (what was
+/// learned, with the evidence) and a `timeouts_learned` event. Fails open: the state stays
+/// as it was.
+fn learn_stop_timeouts(log_dir: &Path, state: &Path, store: &mut Store) {
+    let t0 = boottime_ns();
+    let mut records = Vec::new();
+    let mut unread = 0;
+    for entry in fs::read_dir(log_dir).into_iter().flatten().flatten() {
+        let file = entry
+            .path()
+            .join("shutdown")
+            .join(systemd::journal::FILE_NAME);
+        let Ok(bytes) = sys::read_regular(&file, 4 << 20) else {
+            continue;
+        };
+        match systemd::timeouts::stops_of(&String::from_utf8_lossy(&bytes)) {
+            Ok(r) => records.extend(r),
+            Err(_) => unread += 1,
+        }
+    }
+    let learned = systemd::timeouts::learn(&records);
+    let text = systemd::timeouts::to_state(&learned);
+    let changed = fs::read_to_string(state).ok().as_deref() != Some(text.as_str());
+    let mut e = Event::new(boottime_ns(), "timeouts_learned")
+        .with("units", learned.len())
+        .with("stops", records.len())
+        .with("changed", u8::from(changed));
+    if unread > 0 {
+        e = e.with("unread", unread);
+    }
+    if changed {
+        match sys::write_atomic(state, text.as_bytes()) {
+            Err(err) => {
+                e = e.with(
+                    "error",
+                    format!("{}: {err}", state.display()).replace(' ', "_"),
+                )
+            }
+            Ok(()) => {
+                let mut reload = Command::new("systemctl");
+                reload.arg("daemon-reload");
+                let limit = std::time::Duration::from_secs(30);
+                e = e.with(
+                    "reload",
+                    match systemd::learn::output_bytes_within(&mut reload, limit) {
+                        Ok(_) => "ok".to_string(),
+                        Err(err) => err.replace(char::is_whitespace, "_"),
+                    },
+                );
+            }
+        }
+    }
+    store.events.push(e.with("ms", boottime_ns().saturating_sub(t0) / 1_000_000));
+    store
+        .extra_files
+        .push(("stop-timeouts.txt".into(), text.into_bytes()));
 }
 
 /// The trace's `systemd-units.log` of what the manager said (or why it said nothing);

@@ -13,6 +13,8 @@
 //! - [`waiter`]: that service (`bootprint-boot late-start`).
 //! - [`journal`]: a shutdown's unit stops as the journal recorded them, read by the boot
 //!   after it; and the generator above also adds the shutdown recorder's unit.
+//! - [`timeouts`]: stop timeouts learned from those stops for the services that hung a
+//!   shutdown (the `timeouts` lever), and the generator's drop-ins for them.
 //!
 //! Not here: the switch and the pins (`[systemd]` in bootprint.toml, read by the `record`
 //! crate's configuration), argument parsing (`bootprint-boot`). docs/systemd.md describes
@@ -24,4 +26,5 @@ pub mod journal;
 pub mod late;
 pub mod learn;
 pub mod show;
+pub mod timeouts;
 pub mod waiter;

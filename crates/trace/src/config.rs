@@ -351,6 +351,7 @@ pub static KEYS: &[Key] = &[
     flat(key(Systemd, "late", Type::Bool, "false", "start the units no login needs after the login, once idle"), "late"),
     flat(key(Systemd, "late_units", Type::List, "[]", "units pinned late"), "late_units"),
     flat(key(Systemd, "never_late", Type::List, "[]", "units never started late (nor what they need)"), "never_late"),
+    flat(key(Systemd, "timeouts", Type::Bool, "false", "a service that hung a recorded shutdown gets a stop timeout learned from its stops that ended (docs/systemd.md); not part of `all`"), "timeouts"),
     // [budget]
     aka(key(Budget, "kernel_s", SECS, "1", "kernel start to the first program"), &["kernel"]),
     aka(key(Budget, "early_s", SECS, "1", "first program to the real init: initramfs and root mount"), &["early"]),

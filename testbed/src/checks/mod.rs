@@ -17,4 +17,5 @@ pub mod reboot;
 pub mod smoke;
 pub mod soak;
 pub mod stall_repro;
+pub mod timeouts_test;
 pub mod verdict;

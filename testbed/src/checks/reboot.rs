@@ -65,6 +65,8 @@ enum Way {
     /// A plain `reboot` with the `kexec` lever on (`bootprint.kexec=1` in `append`): the
     /// entry comes from a grub.cfg the check writes ([`GRUB_CFG`]).
     Lever,
+    /// The `timeouts` lever's own four boots in two runs (`checks::timeouts_test`).
+    LearnedTimeouts,
 }
 
 impl Init {
@@ -72,13 +74,13 @@ impl Init {
     fn command(&self) -> &'static str {
         match self.way {
             Way::Command => KEXEC,
-            Way::Plain | Way::Lever => REBOOT,
+            Way::Plain | Way::Lever | Way::LearnedTimeouts => REBOOT,
         }
     }
 
     /// Whether the reboot must go by kexec.
     fn kexec(&self) -> bool {
-        self.way != Way::Plain
+        matches!(self.way, Way::Command | Way::Lever)
     }
 }
 
@@ -89,7 +91,7 @@ const KEXEC: &str = crate::vm::cycle::KEXEC_COMMAND;
 
 /// The inits a run cycles under by default, in this order, then the ones only `--init`
 /// asks for.
-const INITS: [Init; 7] = [
+const INITS: [Init; 8] = [
     Init {
         name: "sysvinit",
         append: "bootprint.rc=1",
@@ -136,6 +138,14 @@ const INITS: [Init; 7] = [
         records_shutdown: true,
         way: Way::Lever,
     },
+    // The learned stop timeouts: a service's hang ends at what its stops needed.
+    Init {
+        name: "systemd-timeouts",
+        append: "",
+        plant: "",
+        records_shutdown: true,
+        way: Way::LearnedTimeouts,
+    },
     // The reference for the runner's shutdown: Debian's own startpar runs runlevel 6.
     Init {
         name: "sysvinit-startpar",
@@ -147,7 +157,7 @@ const INITS: [Init; 7] = [
 ];
 
 /// How many of [`INITS`] a run without `--init` takes.
-const DEFAULT_INITS: usize = 6;
+const DEFAULT_INITS: usize = 7;
 
 /// The inits `--init` takes, each with what it boots.
 pub fn init_names() -> Vec<(&'static str, &'static str)> {
@@ -165,6 +175,10 @@ pub fn init_names() -> Vec<(&'static str, &'static str)> {
                     "sysvinit with the runner and the kexec lever, rebooted by `reboot`"
                 }
                 "systemd-lever" => "systemd with the kexec lever, rebooted by `reboot`",
+                "systemd-timeouts" => {
+                    "systemd with the timeouts lever: a hang, a stop, then the hang cut short \
+                     (two runs)"
+                }
                 _ => "sysvinit with Debian's startpar (the runner's reference)",
             };
             (i.name, what)
@@ -288,6 +302,12 @@ pub fn run(paths: &Paths, only: Option<&str>, cargo: bool) -> Result<()> {
         let mut rows = Vec::new();
         // One after the other: two guests at once would share the host's two cores.
         for init in inits {
+            if init.way == Way::LearnedTimeouts {
+                if let Err(e) = crate::checks::timeouts_test::run(paths, &img, c) {
+                    c.check(false, &format!("{}: {e}", init.name));
+                }
+                continue;
+            }
             match cycle(paths, &img, init, c) {
                 Ok(row) => rows.push(row),
                 Err(e) => {
@@ -319,7 +339,7 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
             "{BEFORE_HEAD}{}{}{BEFORE_TAIL}",
             init.plant,
             match init.way {
-                Way::Plain => "",
+                Way::Plain | Way::LearnedTimeouts => "",
                 Way::Command => FAILED_LOAD,
                 Way::Lever => GRUB_CFG,
             }

@@ -195,6 +195,9 @@ pub struct BootOpts {
     /// Reboot the guest once inside the same QEMU (started without `-no-reboot`) and time
     /// the cycle; `None`: one boot, QEMU's arguments unchanged.
     pub reboot: Option<RebootOpts>,
+    /// End with the init's own `poweroff` (its shutdown runs, and is recorded) instead of
+    /// `poweroff -f` after a sync.
+    pub clean_poweroff: bool,
 }
 
 /// A reboot cycle inside one QEMU: after the first login (and its trace, with `record`) the
@@ -249,6 +252,7 @@ impl BootOpts {
             second_disk: None,
             copy_trace: true,
             reboot: None,
+            clean_poweroff: false,
         }
     }
 
@@ -732,7 +736,12 @@ fn boot_disk(
         Some(_) => (None, last_output),
         None => (last_output, None),
     };
-    let qemu_exit = power_off(&mut qemu, &mut guest.con, kernel_stall.is_some())?;
+    let qemu_exit = power_off(
+        &mut qemu,
+        &mut guest.con,
+        kernel_stall.is_some(),
+        opts.clean_poweroff,
+    )?;
     if let Some(s) = &seek {
         report_seekdisk(s, run)?;
     }
@@ -1185,12 +1194,19 @@ impl Guest<'_> {
 
 /// Powers the guest off (kills it when its kernel stalled) and waits for QEMU's exit; says
 /// how QEMU ended.
-fn power_off(qemu: &mut Qemu, con: &mut Console, stalled: bool) -> Result<&'static str> {
+fn power_off(
+    qemu: &mut Qemu,
+    con: &mut Console,
+    stalled: bool,
+    clean: bool,
+) -> Result<&'static str> {
     let t = Instant::now();
     let mut qemu_exit = "clean";
     if stalled {
         let _ = qemu.0.kill();
         qemu_exit = "killed (kernel stall)";
+    } else if clean {
+        con.send("poweroff\n")?;
     } else {
         // As a clean shutdown's unmount would, the freeze puts the root's metadata in its
         // place: XFS keeps it in its log until then, and GRUB reads no log (an XFS root's
