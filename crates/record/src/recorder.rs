@@ -1338,7 +1338,13 @@ fn learn_stop_timeouts(log_dir: &Path, state: &Path, store: &mut Store) {
     let t0 = boottime_ns();
     let mut records = Vec::new();
     let mut unread = 0;
-    for entry in fs::read_dir(log_dir).into_iter().flatten().flatten() {
+    // Each trace once: `latest` (a link to one) is not followed.
+    for entry in fs::read_dir(log_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+    {
         let file = entry
             .path()
             .join("shutdown")
