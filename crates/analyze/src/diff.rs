@@ -95,6 +95,37 @@ pub struct Diff {
     pub appeared: Vec<ProgramDiff>,
     /// Programs only in A, heaviest first.
     pub disappeared: Vec<ProgramDiff>,
+    /// The reboot cycle that led to each boot, stage by stage (`shutdown`, `to_kernel`,
+    /// `to_login`, `whole_to_login`, `whole_to_boot_done`), when either boot has one
+    /// ([`Diff::with_cycles`]); empty otherwise.
+    pub cycle: Vec<Pair>,
+}
+
+impl Diff {
+    /// Adds the stages of the reboot cycles that led to boot A and boot B
+    /// ([`crate::cycle::Cycle`]), when either has one.
+    pub fn with_cycles(
+        mut self,
+        a: Option<&crate::cycle::Cycle>,
+        b: Option<&crate::cycle::Cycle>,
+    ) -> Diff {
+        if a.is_none() && b.is_none() {
+            return self;
+        }
+        type Stage = fn(&crate::cycle::Cycle) -> Option<f64>;
+        let stages: [(&str, Stage); 5] = [
+            ("shutdown", |c| Some(c.shutdown_s)),
+            ("to_kernel", |c| Some(c.gap_s)),
+            ("to_login", |c| c.login_s),
+            ("whole_to_login", |c| c.to_login_s),
+            ("whole_to_boot_done", |c| Some(c.to_boot_done_s)),
+        ];
+        self.cycle = stages
+            .into_iter()
+            .map(|(name, f)| pair(name, a.and_then(f), b.and_then(f)))
+            .collect();
+        self
+    }
 }
 
 /// The name a program is matched by across boots: its `comm`, without the `Snn`/`Knn`
@@ -315,5 +346,6 @@ pub fn diff_with(
         changed,
         appeared,
         disappeared,
+        cycle: Vec::new(),
     }
 }

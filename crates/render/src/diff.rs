@@ -71,6 +71,14 @@ pub fn write_text(out: &mut impl Write, a: &str, b: &str, diff: &Diff) -> io::Re
     )?;
     writeln!(out)?;
     pairs(out, "Phases (seconds)", &diff.phases)?;
+    if !diff.cycle.is_empty() {
+        writeln!(out)?;
+        pairs(
+            out,
+            "The reboot that led to each boot (seconds; shutdown: its request to its trace's save)",
+            &diff.cycle,
+        )?;
+    }
     let moved: Vec<_> = diff
         .services
         .iter()

@@ -261,6 +261,74 @@ fn write_kernel(out: &mut impl Write, k: &kernel::Report) -> io::Result<()> {
     Ok(())
 }
 
+/// The reboot that led to this boot, stage by stage, and the shutdown's longest stops
+/// (docs/report.md, "The reboot cycle"; the text report's section as a table).
+fn write_cycle(out: &mut impl Write, c: &analyze::cycle::Cycle) -> io::Result<()> {
+    let clock = match c.clock {
+        analyze::cycle::CycleClock::Rtc => "the hardware clock",
+        analyze::cycle::CycleClock::Wall => "the wall clock",
+    };
+    let parts = match (c.firmware_s, c.loader_s) {
+        (None, None) => "the firmware and loader reported nothing".to_string(),
+        (f, l) => format!(
+            "firmware {} s and loader {} s of it, as reported",
+            secs_or_dash(f),
+            secs_or_dash(l)
+        ),
+    };
+    writeln!(
+        out,
+        "<h2>Reboot cycle</h2><p>From boot {}'s shutdown ({}), joined by {clock} (details: <code>bootprint services TRACE --shutdown</code> on that boot's trace).</p>",
+        esc(&c.previous_boot),
+        esc(&c.shutdown_how)
+    )?;
+    writeln!(
+        out,
+        "<table><tr><th class=l>stage</th><th>seconds</th><th class=l>what</th></tr>"
+    )?;
+    for (stage, s, what) in [
+        ("shutdown", Some(c.shutdown_s), "the request to its trace's save".to_string()),
+        ("to this kernel", Some(c.gap_s), format!("the end of the shutdown, the reset, firmware and loader ({parts})")),
+        ("to the login", c.login_s, "this kernel's start to the login".to_string()),
+        ("whole, to the login", c.to_login_s, "the request to the login".to_string()),
+        ("whole, to boot done", Some(c.to_boot_done_s), "the request to boot done".to_string()),
+    ] {
+        writeln!(
+            out,
+            "<tr><td class=l>{stage}</td><td>{}</td><td class=l>{}</td></tr>",
+            secs_or_dash(s),
+            esc(&what)
+        )?;
+    }
+    writeln!(out, "</table>")?;
+    if !c.notes.is_empty() {
+        writeln!(out, "<ul>")?;
+        for n in &c.notes {
+            writeln!(out, "<li>{}</li>", esc(n))?;
+        }
+        writeln!(out, "</ul>")?;
+    }
+    let blame = c.shutdown.blame();
+    if !blame.is_empty() {
+        writeln!(
+            out,
+            "<table><tr><th>seconds</th><th>start s</th><th class=l>the shutdown's longest stops</th><th class=l>outcome</th></tr>"
+        )?;
+        for s in blame.into_iter().take(10) {
+            writeln!(
+                out,
+                "<tr><td>{:.2}</td><td>{:.2}</td><td class=l>{}</td><td class=l>{}</td></tr>",
+                s.duration_s(c.shutdown.saved_s),
+                s.start_s,
+                esc(&s.name),
+                esc(&s.outcome)
+            )?;
+        }
+        writeln!(out, "</table>")?;
+    }
+    Ok(())
+}
+
 /// Writes the HTML report, the static bootchart SVG inlined.
 pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
     let mut svg = Vec::new();
@@ -276,6 +344,9 @@ pub fn report(out: &mut impl Write, inp: &Report) -> io::Result<()> {
     write_findings(out, &inp.findings)?;
     if let Some(k) = &inp.kernel {
         write_kernel(out, k)?;
+    }
+    if let Some(c) = &inp.cycle {
+        write_cycle(out, c)?;
     }
     if let Some(v) = &inp.services {
         crate::services::write_html(out, v)?;

@@ -1,4 +1,4 @@
-//! The reboot cycle in the report's views: text, JSON and Prometheus (the cycle itself:
+//! The reboot cycle in the report's views: text, JSON, HTML, Prometheus and diff (the cycle itself:
 //! crates/analyze/tests/cycle.rs).
 
 use testkit::cycle::log_dir;
@@ -25,4 +25,43 @@ fn the_report_carries_it_to_json_and_prometheus() {
         text.contains("Reboot cycle (from boot a's shutdown"),
         "{text}"
     );
+    let mut html = Vec::new();
+    render::html::report(&mut html, &r).unwrap();
+    let html = String::from_utf8(html).unwrap();
+    assert!(
+        html.contains("<h2>Reboot cycle</h2><p>From boot a's shutdown (runlevel 6), joined by the hardware clock"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<tr><td class=l>to this kernel</td><td>19.00</td>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<tr><td class=l>whole, to the login</td><td>37.00</td>"),
+        "{html}"
+    );
+}
+
+/// `bootprint diff` of two boots: the stages of the reboot before each, side by side, when
+/// either has one.
+#[test]
+fn the_diff_puts_the_cycles_side_by_side() {
+    let (_tmp, boot) = log_dir(true);
+    let trace = trace::Trace::open(&boot).unwrap();
+    let model = analyze::analyze(&trace).unwrap();
+    let cycle = analyze::cycle::Cycle::load(&boot, trace.events.as_deref().unwrap(), &model);
+    assert!(cycle.is_some());
+    let d = analyze::diff::diff(&model, &model).with_cycles(None, cycle.as_ref());
+    let gap = d.cycle.iter().find(|p| p.name == "to_kernel").unwrap();
+    assert_eq!((gap.a_s, gap.delta_s), (None, None));
+    assert!((gap.b_s.unwrap() - 19.0).abs() < 1e-6);
+    let mut text = Vec::new();
+    render::diff::write_text(&mut text, "a", "b", &d).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    assert!(text.contains("The reboot that led to each boot"), "{text}");
+    let j = render::diff::json(&d, "a", "b");
+    assert_eq!(j["cycle"][4]["name"], "whole_to_boot_done");
+    // Neither has one: no section.
+    let plain = analyze::diff::diff(&model, &model).with_cycles(None, None);
+    assert!(plain.cycle.is_empty());
 }
