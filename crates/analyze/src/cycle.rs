@@ -88,11 +88,44 @@ impl ClockMark {
     }
 }
 
+/// What a cycle takes of the boot after the shutdown: its milestones, seconds since its
+/// kernel started (from the model, or from a trace's events alone for `bootprint list`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BootTimes {
+    /// The kernel's milestone (init starts).
+    pub kernel_s: Option<f64>,
+    /// The text login, else the graphical one.
+    pub login_s: Option<f64>,
+    /// Boot done.
+    pub boot_done_s: f64,
+}
+
+impl BootTimes {
+    /// A boot's, from its model.
+    pub fn of(model: &BootModel) -> BootTimes {
+        let m = &model.milestones;
+        BootTimes {
+            kernel_s: m.kernel.as_ref().map(|k| k.t_s),
+            login_s: m
+                .text_login
+                .as_ref()
+                .or(m.graphical_login.as_ref())
+                .map(|l| l.t_s),
+            boot_done_s: m.boot_done.t_s,
+        }
+    }
+}
+
 impl Cycle {
     /// The cycle that led to the boot recorded in `trace_dir` (with its parsed `events` and
     /// `model`): None when that trace names no previous boot, or the previous boot's
     /// directory beside it has no readable shutdown with a clock.
     pub fn load(trace_dir: &Path, events: &[trace::Event], model: &BootModel) -> Option<Cycle> {
+        Cycle::load_with(trace_dir, events, BootTimes::of(model))
+    }
+
+    /// [`Cycle::load`] with the boot's milestones given.
+    pub fn load_with(trace_dir: &Path, events: &[trace::Event], times: BootTimes) -> Option<Cycle> {
         let prev = events
             .iter()
             .find(|e| e.kind == "previous_boot")?
@@ -111,7 +144,7 @@ impl Cycle {
             &view,
             shutdown_clock,
             ClockMark::of(events)?,
-            model,
+            times,
             &firmware,
         ))
     }
@@ -123,7 +156,7 @@ impl Cycle {
         shutdown: &ShutdownView,
         shutdown_clock: ClockMark,
         boot_clock: ClockMark,
-        model: &BootModel,
+        times: BootTimes,
         firmware: &kernel::Firmware,
     ) -> Cycle {
         let mut notes = Vec::new();
@@ -163,12 +196,7 @@ impl Cycle {
             ),
             (None, None) => (None, None),
         };
-        let m = &model.milestones;
-        let login_s = m
-            .text_login
-            .as_ref()
-            .or(m.graphical_login.as_ref())
-            .map(|l| l.t_s);
+        let login_s = times.login_s;
         let before = shutdown.saved_s + gap_s;
         Cycle {
             previous_boot,
@@ -177,11 +205,11 @@ impl Cycle {
             gap_s,
             firmware_s,
             loader_s,
-            kernel_s: m.kernel.as_ref().map(|k| k.t_s),
+            kernel_s: times.kernel_s,
             login_s,
-            boot_done_s: m.boot_done.t_s,
+            boot_done_s: times.boot_done_s,
             to_login_s: login_s.map(|l| before + l),
-            to_boot_done_s: before + m.boot_done.t_s,
+            to_boot_done_s: before + times.boot_done_s,
             clock,
             shutdown: shutdown.clone(),
             notes,

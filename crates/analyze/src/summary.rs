@@ -35,6 +35,10 @@ pub struct Summary {
     /// The shutdown that ended this boot, when recorded: its request to its trace's save,
     /// seconds ([`Summary::with_shutdown`]).
     pub shutdown_s: Option<f64>,
+    /// The reboot that led to this boot, its request to this boot's login
+    /// ([`crate::cycle::Cycle::to_login_s`]; [`Summary::with_reboot`]), when the boot
+    /// before's shutdown is known.
+    pub reboot_s: Option<f64>,
     /// Where the figures came from: `events` or `model`.
     pub source: &'static str,
 }
@@ -87,6 +91,7 @@ impl Summary {
                 .find(|e| e.kind == "desktop_ready" && e.get("reason") == Some("idle"))
                 .map(Event::t_s),
             shutdown_s: None,
+            reboot_s: None,
             source: "events",
         })
     }
@@ -97,6 +102,22 @@ impl Summary {
         let at = |k: &str| shutdown_events.iter().find(|e| e.kind == k).map(Event::t_s);
         if let (Some(start), Some(end)) = (at("shutdown_start"), at("shutdown_end")) {
             self.shutdown_s = Some(end - start);
+        }
+        self
+    }
+
+    /// Adds the reboot that led to this boot: the cycle from the boot before's shutdown (in
+    /// the log directory beside `trace_dir`) to this boot's login, as the report joins it
+    /// (`events`: this trace's).
+    pub fn with_reboot(mut self, trace_dir: &std::path::Path, events: &[Event]) -> Summary {
+        if let Some(done) = self.boot_done_s {
+            let times = crate::cycle::BootTimes {
+                kernel_s: None,
+                login_s: self.text_login_s.or(self.graphical_login_s),
+                boot_done_s: done,
+            };
+            self.reboot_s = crate::cycle::Cycle::load_with(trace_dir, events, times)
+                .and_then(|c| c.to_login_s);
         }
         self
     }
@@ -113,6 +134,7 @@ impl Summary {
             session_start_s: ms.session_start.as_ref().map(|m| m.t_s),
             desktop_ready_s: ms.desktop_ready.as_ref().map(|m| m.t_s),
             shutdown_s: None,
+            reboot_s: None,
             source: "model",
         }
     }

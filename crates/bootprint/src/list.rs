@@ -30,9 +30,15 @@ pub fn this_boot() -> String {
         .unwrap_or_default()
 }
 
-/// One trace's line, with the shutdown that ended the boot when it was recorded.
+/// One trace's line, with the shutdown that ended the boot when it was recorded and the
+/// reboot that led to it when the boot before's shutdown is beside it.
 fn summary(dir: &Path) -> Result<Summary, String> {
-    let s = boot_summary(dir)?;
+    let mut s = boot_summary(dir)?;
+    if let Ok(text) = std::fs::read_to_string(dir.join(trace::events::FILE_NAME)) {
+        if let Ok(events) = trace::events::parse(&text) {
+            s = s.with_reboot(dir, &events);
+        }
+    }
     let shutdown = dir
         .join(record::shutdown::DIR_NAME)
         .join(trace::events::FILE_NAME);

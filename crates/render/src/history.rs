@@ -59,12 +59,13 @@ pub fn text(out: &mut impl Write, dir: &Path, rows: &[Row]) -> io::Result<()> {
         "BOOT DONE".into(),
         "DESKTOP".into(),
         "SHUTDOWN".into(),
+        "REBOOT".into(),
         "SIZE".into(),
         String::new(),
     ]];
     for r in rows.iter().rev() {
         let k = &r.kept;
-        let (release, text_login, graphical, done, desktop, shutdown) = match &r.summary {
+        let (release, text_login, graphical, done, desktop, shutdown, reboot) = match &r.summary {
             Ok(s) => (
                 s.kernel_release.clone().unwrap_or("-".into()),
                 secs(s.text_login_s),
@@ -72,10 +73,11 @@ pub fn text(out: &mut impl Write, dir: &Path, rows: &[Row]) -> io::Result<()> {
                 secs(s.boot_done_s),
                 secs(s.desktop_ready_s),
                 secs(s.shutdown_s),
+                secs(s.reboot_s),
             ),
             Err(_) => {
                 let q = || "?".to_string();
-                (q(), q(), q(), q(), q(), q())
+                (q(), q(), q(), q(), q(), q(), q())
             }
         };
         let mut marks: Vec<String> = Vec::new();
@@ -97,11 +99,12 @@ pub fn text(out: &mut impl Write, dir: &Path, rows: &[Row]) -> io::Result<()> {
             done,
             desktop,
             shutdown,
+            reboot,
             size(k.bytes),
             marks.join(", "),
         ]);
     }
-    let widths: Vec<usize> = (0..10)
+    let widths: Vec<usize> = (0..11)
         .map(|c| {
             table
                 .iter()
@@ -115,7 +118,7 @@ pub fn text(out: &mut impl Write, dir: &Path, rows: &[Row]) -> io::Result<()> {
         for (c, cell) in row.iter().enumerate() {
             let pad = widths[c] - cell.chars().count();
             // Text left, figures right.
-            if (3..=8).contains(&c) {
+            if (3..=9).contains(&c) {
                 line.push_str(&" ".repeat(pad));
                 line.push_str(cell);
             } else {
@@ -130,7 +133,8 @@ pub fn text(out: &mut impl Write, dir: &Path, rows: &[Row]) -> io::Result<()> {
     writeln!(
         out,
         "{} traces, {} in {} (times: seconds since the kernel started; SHUTDOWN: the \
-         shutdown that ended the boot, its request to its trace's save)",
+         shutdown that ended the boot, its request to its trace's save; REBOOT: the reboot \
+         that led to the boot, its request to this login)",
         rows.len(),
         size(total),
         dir.display()
@@ -164,6 +168,7 @@ pub fn json(dir: &Path, rows: &[Row]) -> Value {
                     v["desktop_ready_s"] = json!(s.desktop_ready_s);
                     v["desktop_start_s"] = json!(s.desktop_start_s());
                     v["shutdown_s"] = json!(s.shutdown_s);
+                    v["reboot_s"] = json!(s.reboot_s);
                     v["figures_from"] = json!(s.source);
                 }
                 Err(e) => v["error"] = json!(e),
@@ -242,6 +247,7 @@ mod tests {
             session_start_s: Some(20.0),
             desktop_ready_s: Some(26.5),
             shutdown_s: Some(4.25),
+            reboot_s: Some(41.5),
             source: "events",
         };
         let rows = vec![
@@ -270,7 +276,7 @@ mod tests {
         );
         assert!(
             lines[2].contains("12.0 s")
-                && lines[2].contains("14.0 s   26.5 s     4.2 s")
+                && lines[2].contains("14.0 s   26.5 s     4.2 s  41.5 s")
                 && lines[2].ends_with("300 KiB  pinned"),
             "{t}"
         );
@@ -288,6 +294,7 @@ mod tests {
         assert_eq!(j["traces"][1]["desktop_ready_s"], 26.5);
         assert_eq!(j["traces"][1]["desktop_start_s"], 6.5);
         assert_eq!(j["traces"][1]["shutdown_s"], 4.25);
+        assert_eq!(j["traces"][1]["reboot_s"], 41.5);
         let mut out = Vec::new();
         text(&mut out, Path::new("/l"), &[]).unwrap();
         assert_eq!(String::from_utf8(out).unwrap(), "no traces in /l\n");
