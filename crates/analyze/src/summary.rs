@@ -116,8 +116,8 @@ impl Summary {
                 login_s: self.text_login_s.or(self.graphical_login_s),
                 boot_done_s: done,
             };
-            self.reboot_s = crate::cycle::Cycle::load_with(trace_dir, events, times)
-                .and_then(|c| c.to_login_s);
+            self.reboot_s =
+                crate::cycle::Cycle::load_with(trace_dir, events, times).and_then(|c| c.to_login_s);
         }
         self
     }

@@ -193,7 +193,8 @@ fn a_bad_limit_names_file_and_line_and_removes_nothing() {
 fn list_shows_the_reboot_that_led_to_a_boot() {
     let (_tmp, boot) = testkit::cycle::log_dir(true);
     let log = boot.parent().unwrap().to_str().unwrap().to_string();
-    let v: serde_json::Value = serde_json::from_slice(&run(&["list", "--json", &log]).stdout).unwrap();
+    let v: serde_json::Value =
+        serde_json::from_slice(&run(&["list", "--json", &log]).stdout).unwrap();
     let traces = v["traces"].as_array().unwrap();
     let b = traces.iter().find(|t| t["id"] == "b").expect("b listed");
     assert!((b["reboot_s"].as_f64().unwrap() - 37.0).abs() < 1e-6, "{b}");

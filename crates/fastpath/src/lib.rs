@@ -256,8 +256,7 @@ pub fn prepare_plain_reboot(root: &Path, request_ns: u64) -> Prepared {
 /// (kernel-install writes an entry with its kernel: never older).
 fn loader_entry(root: &Path) -> Result<(BootEntry, Option<PathBuf>), String> {
     let cfg = root.join(grub::CFG);
-    if came_through_systemd_boot(root) || (!cfg.exists() && !sdboot::partitions(root).is_empty())
-    {
+    if came_through_systemd_boot(root) || (!cfg.exists() && !sdboot::partitions(root).is_empty()) {
         let (entry, file) = sdboot::next_entry(root)?;
         if root == Path::new("/") {
             cross_check_with_bootctl(&file, sdboot::ask_bootctl())?;

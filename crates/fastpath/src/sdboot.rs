@@ -33,6 +33,9 @@ pub const VENDOR: &str = "4a67b082-0a4c-41cf-b6c7-440b29bb8c4f";
 /// in its order, relative to the root.
 pub const PARTITIONS: [&str; 3] = ["efi", "boot", "boot/efi"];
 
+/// loader.conf's `default`: the file as this system shows it, its line, and the glob.
+pub type DefaultPattern = (String, usize, String);
+
 /// The largest entry or loader.conf read (an entry is a few hundred bytes).
 const MAX_CONF_BYTES: usize = 64 * 1024;
 
@@ -223,9 +226,7 @@ fn fnmatch_casefold(pattern: &str, name: &str) -> bool {
 /// A string EFI variable of systemd-boot's under `root` (efivarfs: four bytes of
 /// attributes, then UTF-16LE up to a NUL); None when absent or empty.
 pub fn efi_string(root: &Path, name: &str) -> Option<String> {
-    let path = root
-        .join(crate::EFIVARS)
-        .join(format!("{name}-{VENDOR}"));
+    let path = root.join(crate::EFIVARS).join(format!("{name}-{VENDOR}"));
     let data = fs::read(path).ok()?;
     let units: Vec<u16> = data
         .get(4..)?
@@ -273,7 +274,7 @@ fn read_conf(path: &Path) -> Result<String, String> {
 
 /// Every type #1 entry under `root`, in systemd's order, and loader.conf's `default` (its
 /// file and line); Err: what systemd-boot would decide that bootprint does not read.
-pub fn entries(root: &Path) -> Result<(Vec<Entry>, Option<(String, usize, String)>), String> {
+pub fn entries(root: &Path) -> Result<(Vec<Entry>, Option<DefaultPattern>), String> {
     let parts = partitions(root);
     if parts.is_empty() {
         return Err(format!(
@@ -290,12 +291,17 @@ pub fn entries(root: &Path) -> Result<(Vec<Entry>, Option<(String, usize, String
             pattern = default_pattern(&text).map(|(line, v)| (shown(root, &conf), line, v));
         }
         let ukis = part.join("EFI/Linux");
-        if let Some(uki) = fs::read_dir(&ukis).into_iter().flatten().flatten().find(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .to_ascii_lowercase()
-                .ends_with(".efi")
-        }) {
+        if let Some(uki) = fs::read_dir(&ukis)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .find(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .to_ascii_lowercase()
+                    .ends_with(".efi")
+            })
+        {
             return Err(format!(
                 "{} is a unified kernel image, which bootprint does not read (systemd-boot \
                  lists it with the entries): use `systemctl kexec`",
@@ -363,7 +369,7 @@ pub fn choose(
     list: &[Entry],
     oneshot: Option<&str>,
     default_var: Option<&str>,
-    pattern: Option<&(String, usize, String)>,
+    pattern: Option<&DefaultPattern>,
 ) -> Result<(usize, String), String> {
     if list.is_empty() {
         return Err("systemd-boot has no entries (loader/entries/*.conf)".into());
@@ -421,18 +427,24 @@ pub fn next_entry(root: &Path) -> Result<(BootEntry, PathBuf), String> {
 /// What a kexec of `e` boots, or why it cannot.
 fn to_boot_entry(root: &Path, e: &Entry, how: &str) -> Result<BootEntry, String> {
     let err = error_in(&e.file);
-    let refuse = |line: usize, message: String| Err::<BootEntry, String>(err(line, message).to_string());
+    let refuse =
+        |line: usize, message: String| Err::<BootEntry, String>(err(line, message).to_string());
     if let Some((line, key)) = e.unsupported.first() {
         return refuse(
             *line,
-            format!("the default entry has `{key}`: systemd-boot starts what bootprint does not kexec"),
+            format!(
+                "the default entry has `{key}`: systemd-boot starts what bootprint does not kexec"
+            ),
         );
     }
     if let Some(a) = &e.architecture {
         if !a.eq_ignore_ascii_case(efi_arch()) {
             return refuse(
                 0,
-                format!("the default entry is for architecture {a}, this machine is {}", efi_arch()),
+                format!(
+                    "the default entry is for architecture {a}, this machine is {}",
+                    efi_arch()
+                ),
             );
         }
     }
@@ -440,14 +452,21 @@ fn to_boot_entry(root: &Path, e: &Entry, how: &str) -> Result<BootEntry, String>
         return refuse(0, "the default entry has no `linux` line".into());
     };
     if e.options.is_empty() {
-        return refuse(0, "the default entry gives no command line (`options`)".into());
+        return refuse(
+            0,
+            "the default entry gives no command line (`options`)".into(),
+        );
     }
     let on_partition = |p: &str| -> Result<PathBuf, String> {
         let path = e.partition.join(p.trim_start_matches('/'));
         if path.is_file() {
             Ok(path)
         } else {
-            Err(err(0, format!("`{p}` is not a file here ({})", shown(root, &path))).to_string())
+            Err(err(
+                0,
+                format!("`{p}` is not a file here ({})", shown(root, &path)),
+            )
+            .to_string())
         }
     };
     Ok(BootEntry {

@@ -44,7 +44,11 @@ fn root() -> tempfile::TempDir {
         )
         .unwrap();
     }
-    fs::write(esp.join("debian").join(NEW).join("bootprint-initrd"), "ours").unwrap();
+    fs::write(
+        esp.join("debian").join(NEW).join("bootprint-initrd"),
+        "ours",
+    )
+    .unwrap();
     fs::write(
         esp.join(format!("loader/entries/debian-{NEW}-bootprint.conf")),
         format!(
@@ -95,10 +99,7 @@ fn the_newest_kernels_own_entry_by_default() {
     );
     assert_eq!(e.cmdline, CMDLINE);
     assert_eq!(e.release().as_deref(), Some(NEW));
-    assert_eq!(
-        file,
-        esp.join(format!("loader/entries/debian-{NEW}.conf"))
-    );
+    assert_eq!(file, esp.join(format!("loader/entries/debian-{NEW}.conf")));
     assert!(
         e.source.starts_with(&format!(
             "/boot/efi/loader/entries/debian-{NEW}.conf `Debian GNU/Linux 13 (trixie)` (the first"
@@ -111,16 +112,34 @@ fn the_newest_kernels_own_entry_by_default() {
 #[test]
 fn loader_conf_then_the_default_variable_then_the_one_shot_choose() {
     let r = root();
-    loader_conf(r.path(), "timeout 0\n# a comment\ndefault DEBIAN-*-BOOTPRINT.CONF\n");
+    loader_conf(
+        r.path(),
+        "timeout 0\n# a comment\ndefault DEBIAN-*-BOOTPRINT.CONF\n",
+    );
     let (e, _) = next_entry(r.path()).unwrap();
     assert!(e.initrds[0].ends_with("bootprint-initrd"), "{e}");
-    assert!(e.cmdline.ends_with("init=/usr/lib/bootprint/bootprint-boot"));
-    assert!(e.source.contains("loader.conf:3 `default DEBIAN-*-BOOTPRINT.CONF`"), "{}", e.source);
-    set_var(r.path(), "LoaderEntryDefault", &format!("debian-{OLD}.conf"));
+    assert!(e
+        .cmdline
+        .ends_with("init=/usr/lib/bootprint/bootprint-boot"));
+    assert!(
+        e.source
+            .contains("loader.conf:3 `default DEBIAN-*-BOOTPRINT.CONF`"),
+        "{}",
+        e.source
+    );
+    set_var(
+        r.path(),
+        "LoaderEntryDefault",
+        &format!("debian-{OLD}.conf"),
+    );
     let (e, _) = next_entry(r.path()).unwrap();
     assert_eq!(e.release().as_deref(), Some(OLD));
     assert!(e.source.contains("LoaderEntryDefault"), "{}", e.source);
-    set_var(r.path(), "LoaderEntryOneShot", &format!("debian-{NEW}.conf"));
+    set_var(
+        r.path(),
+        "LoaderEntryOneShot",
+        &format!("debian-{NEW}.conf"),
+    );
     let (e, _) = next_entry(r.path()).unwrap();
     assert_eq!(e.release().as_deref(), Some(NEW));
     assert!(e.source.contains("LoaderEntryOneShot"), "{}", e.source);

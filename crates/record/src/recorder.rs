@@ -672,7 +672,11 @@ impl<'a> Recorder<'a> {
         }
         // After the shutdown that led here joined the others: learn from all of them.
         if self.config.timeouts && is_systemd(&self.paths.proc) {
-            learn_stop_timeouts(&self.config.log_dir, &self.paths.timeouts_state, &mut self.store);
+            learn_stop_timeouts(
+                &self.config.log_dir,
+                &self.paths.timeouts_state,
+                &mut self.store,
+            );
         }
         if let Some(prev) = prev {
             self.store
@@ -1389,7 +1393,9 @@ fn learn_stop_timeouts(log_dir: &Path, state: &Path, store: &mut Store) {
             }
         }
     }
-    store.events.push(e.with("ms", boottime_ns().saturating_sub(t0) / 1_000_000));
+    store
+        .events
+        .push(e.with("ms", boottime_ns().saturating_sub(t0) / 1_000_000));
     store
         .extra_files
         .push(("stop-timeouts.txt".into(), text.into_bytes()));

@@ -287,11 +287,31 @@ fn write_cycle(out: &mut impl Write, c: &analyze::cycle::Cycle) -> io::Result<()
         "<table><tr><th class=l>stage</th><th>seconds</th><th class=l>what</th></tr>"
     )?;
     for (stage, s, what) in [
-        ("shutdown", Some(c.shutdown_s), "the request to its trace's save".to_string()),
-        ("to this kernel", Some(c.gap_s), format!("the end of the shutdown, the reset, firmware and loader ({parts})")),
-        ("to the login", c.login_s, "this kernel's start to the login".to_string()),
-        ("whole, to the login", c.to_login_s, "the request to the login".to_string()),
-        ("whole, to boot done", Some(c.to_boot_done_s), "the request to boot done".to_string()),
+        (
+            "shutdown",
+            Some(c.shutdown_s),
+            "the request to its trace's save".to_string(),
+        ),
+        (
+            "to this kernel",
+            Some(c.gap_s),
+            format!("the end of the shutdown, the reset, firmware and loader ({parts})"),
+        ),
+        (
+            "to the login",
+            c.login_s,
+            "this kernel's start to the login".to_string(),
+        ),
+        (
+            "whole, to the login",
+            c.to_login_s,
+            "the request to the login".to_string(),
+        ),
+        (
+            "whole, to boot done",
+            Some(c.to_boot_done_s),
+            "the request to boot done".to_string(),
+        ),
     ] {
         writeln!(
             out,

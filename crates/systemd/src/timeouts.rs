@@ -189,9 +189,7 @@ pub fn from_state(text: &str) -> Result<Vec<(String, u64)>, StateError> {
         };
         out.push(parsed.ok_or_else(|| StateError {
             line: i + 1,
-            expected: format!(
-                "`UNIT.service SECONDS` ({FLOOR_S} to 86400), found {l:?}"
-            ),
+            expected: format!("`UNIT.service SECONDS` ({FLOOR_S} to 86400), found {l:?}"),
         })?);
     }
     Ok(out)
@@ -298,7 +296,11 @@ mod tests {
         assert_eq!(from_state(&state).unwrap(), [("hang.service".into(), 13)]);
         let files = files(&from_state(&state).unwrap());
         assert_eq!(files[0].0, format!("hang.service.d/{DROP_IN}"));
-        assert!(files[0].1.ends_with("[Service]\nTimeoutStopSec=13s\n"), "{}", files[0].1);
+        assert!(
+            files[0].1.ends_with("[Service]\nTimeoutStopSec=13s\n"),
+            "{}",
+            files[0].1
+        );
     }
 
     #[test]

@@ -262,7 +262,9 @@ mod tests {
         ask(&[]).select(&mut b).unwrap();
         assert_eq!(b.variants.len(), 5);
         match ask(&["sysv"]).select(&mut b) {
-            Err(Error::Usage(m)) => assert!(m.contains("\"sysv\"") && m.contains("known: debian"), "{m}"),
+            Err(Error::Usage(m)) => {
+                assert!(m.contains("\"sysv\"") && m.contains("known: debian"), "{m}")
+            }
             other => panic!("{:?}", other.err()),
         }
     }

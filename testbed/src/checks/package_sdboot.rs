@@ -10,10 +10,9 @@
 //!    upgrade: Debian's hooks (zz-bootprint, then zz-systemd-boot's kernel-install) give the
 //!    new kernel both entries; the test makes bootprint's entry of the new kernel the next
 //!    boot's default (loader.conf: OVMF keeps no EFI variable from one boot to the next, so
-//!    `bootctl set-oneshot` cannot);
-//! 2b. that entry through the firmware, then `bootprint reboot --kexec` into it again: the
-//!    fast path reads systemd-boot's default from its files (as `bootctl` does) and boots it
-//!    without the firmware;
+//!    `bootctl set-oneshot` cannot); then boot 2b: that entry through the firmware, and
+//!    `bootprint reboot --kexec` into it again: the fast path reads systemd-boot's default
+//!    from its files (as `bootctl` does) and boots it without the firmware;
 //! 3. the new kernel through bootprint's initramfs entry (its /init ran, its trace), then
 //!    the default put back and `bootprint disable`: every entry as kernel-install alone
 //!    writes it (the old kernel's byte for byte as before enable), bootprint's gone;
@@ -248,8 +247,12 @@ section initramfs; test -e /run/bootprint/initramfs.log && echo ran
     let initrd = format!("/boot/efi/debian/{new}/bootprint-initrd");
     c.check(
         rc0(&before, "kexec-plan")
-            && plan.iter().any(|l| l.trim_start() == format!("kernel   {kernel}"))
-            && plan.iter().any(|l| l.trim_start() == format!("initrd   {initrd}"))
+            && plan
+                .iter()
+                .any(|l| l.trim_start() == format!("kernel   {kernel}"))
+            && plan
+                .iter()
+                .any(|l| l.trim_start() == format!("initrd   {initrd}"))
             && plan
                 .iter()
                 .any(|l| l.trim_start().starts_with("from") && l.contains(&ours)),
@@ -264,7 +267,8 @@ section initramfs; test -e /run/bootprint/initramfs.log && echo ran
         said.is_none_or(|l| l.contains(&format!("\"{ours}\""))),
         &format!(
             "bootctl's default is the same entry ({})",
-            said.map_or("bootctl names no default here".to_string(), |l| l.to_string())
+            said.map_or("bootctl names no default here".to_string(), |l| l
+                .to_string())
         ),
     );
     let by_kexec = r.cycle.as_ref().is_some_and(|c| c.by_kexec);

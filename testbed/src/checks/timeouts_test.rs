@@ -113,8 +113,11 @@ pub fn run(paths: &Paths, img: &Image, c: &mut Checks) -> Result<()> {
     );
     first.clean_poweroff = true;
     let r1 = qemu::boot(paths, img, &first)?;
-    let planted = section(r1.before_reboot_output.as_deref().unwrap_or_default(), "planted")
-        .join(" ");
+    let planted = section(
+        r1.before_reboot_output.as_deref().unwrap_or_default(),
+        "planted",
+    )
+    .join(" ");
     let own = hang_s(&r1);
     c.check(
         planted == "active" && own.is_some_and(|s| s >= OWN_TIMEOUT_S - 1.0),
@@ -134,7 +137,10 @@ pub fn run(paths: &Paths, img: &Image, c: &mut Checks) -> Result<()> {
     );
     c.check(
         r1.qemu_exit == "clean",
-        &format!("{name}: B powered off by its own shutdown (qemu_exit {})", r1.qemu_exit),
+        &format!(
+            "{name}: B powered off by its own shutdown (qemu_exit {})",
+            r1.qemu_exit
+        ),
     );
     let disk = r1
         .kept_disk()
@@ -188,9 +194,14 @@ pub fn run(paths: &Paths, img: &Image, c: &mut Checks) -> Result<()> {
             learned.map_or("-".into(), |s| format!("{s:.1}"))
         ),
     );
-    let journal = section(r2.after_reboot_output.as_deref().unwrap_or_default(), "journal");
+    let journal = section(
+        r2.after_reboot_output.as_deref().unwrap_or_default(),
+        "journal",
+    );
     c.check(
-        journal.iter().any(|l| l.contains("timed out") || l.contains("timeout")),
+        journal
+            .iter()
+            .any(|l| l.contains("timed out") || l.contains("timeout")),
         &format!(
             "{name}: systemd's journal says the stop timed out: {}",
             journal.join(" | ")
