@@ -399,6 +399,31 @@ fn a_stop_plan_is_not_held_back_by_the_load() {
     );
 }
 
+/// A stop plan runs a script that is interactive for starting (`X-Interactive`, or
+/// insserv.conf's `<interactive>`: udev) beside the others, as startpar's stop mode does:
+/// run alone, it held everything after it in priority.
+#[test]
+fn an_interactive_scripts_stop_runs_beside_the_others() {
+    let root = Root::new();
+    root.stop_script_after("con", "# X-Interactive: true\n", "sleep 0.5");
+    for name in ["a", "b"] {
+        root.stop_script_after(name, "", "sleep 0.5");
+    }
+    let run = run_stop_plan(&root, Options::default(), &quick_config());
+    assert_eq!(run.marks.lines().count(), 3, "{}", run.marks);
+    let kinds: Vec<&str> = run
+        .events
+        .iter()
+        .filter(|e| e.kind == "rc_start" || e.kind == "rc_end")
+        .map(|e| e.kind.as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["rc_start", "rc_start", "rc_start", "rc_end", "rc_end", "rc_end"],
+        "{kinds:?}"
+    );
+}
+
 /// Runlevel 0 with a shutdown being recorded: the trace is saved after every service
 /// stopped and umountfs ran, before umountroot remounts the root read-only, once.
 #[test]

@@ -677,7 +677,11 @@ impl Plan {
                 name: sys.scripts[s].name.clone(),
                 path: sys.root.join(&sys.scripts[s].path),
                 action: action.clone(),
-                interactive: sys.is_interactive(s),
+                // A stop asks nothing of the console: `X-Interactive` and insserv.conf's
+                // `<interactive>` (udev) are about starting. Run alone, udev's stop held
+                // everything after it in priority, umountfs among them; startpar's stop
+                // mode runs it beside the others.
+                interactive: false,
                 interactive_script: sys.is_interactive(s),
                 late: false,
                 beside: false,
