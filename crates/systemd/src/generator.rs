@@ -39,29 +39,40 @@ const MAX_STATE_BYTES: u64 = 1 << 20;
 /// trusted only when it is a regular file owned by root (or this user), which no one else
 /// can write, and only as far as [`check_state`] finds it still true.
 pub fn plan(root: &Path, pins: &Pins) -> Result<Option<Deferral>, String> {
-    let path = root.join(STATE_FILE.trim_start_matches('/'));
+    let Some(text) = read_trusted_state(root, STATE_FILE)? else {
+        return Ok(None);
+    };
+    let state = from_state(&text)
+        .map_err(|e| format!("{STATE_FILE}:{}: expected {}", e.line, e.expected))?;
+    check_state(&state, fingerprint(root), pins, |unit| enabled(root, unit)).map(Some)
+}
+
+/// A state file of the generator's (`file`, absolute, read under `root`) as text:
+/// `Ok(None)` when there is none; Err why it is not used. It is trusted only when it is a
+/// regular file owned by root (or this user) that no one else can write, of at most
+/// [`MAX_STATE_BYTES`], UTF-8.
+pub fn read_trusted_state(root: &Path, file: &str) -> Result<Option<String>, String> {
+    let path = root.join(file.trim_start_matches('/'));
     let f = match sys::open_regular(&path) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{STATE_FILE}: {e}")),
+        Err(e) => return Err(format!("{file}: {e}")),
     };
-    let st = sys::fstat(&f).map_err(|e| format!("{STATE_FILE}: {e}"))?;
+    let st = sys::fstat(&f).map_err(|e| format!("{file}: {e}"))?;
     if (st.uid != 0 && st.uid != sys::euid()) || st.mode & 0o022 != 0 {
         return Err(format!(
-            "{STATE_FILE}: owned by uid {} with mode {:o}: only a file of root's that no one else can write is trusted",
+            "{file}: owned by uid {} with mode {:o}: only a file of root's that no one else can write is trusted",
             st.uid,
             st.mode & 0o7777
         ));
     }
-    let text = sys::read_capped(f, MAX_STATE_BYTES)
+    sys::read_capped(f, MAX_STATE_BYTES)
         .and_then(|b| {
             String::from_utf8(b)
                 .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text"))
         })
-        .map_err(|e| format!("{STATE_FILE}: {e}"))?;
-    let state = from_state(&text)
-        .map_err(|e| format!("{STATE_FILE}:{}: expected {}", e.line, e.expected))?;
-    check_state(&state, fingerprint(root), pins, |unit| enabled(root, unit)).map(Some)
+        .map(Some)
+        .map_err(|e| format!("{file}: {e}"))
 }
 
 /// Whether `unit` is enabled under `root`: linked in a `.wants` or `.requires` directory of

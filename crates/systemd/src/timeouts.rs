@@ -12,7 +12,6 @@
 //! `unit_stopped`; one that ran out its timeout has a `unit_failed result=timeout` between.
 
 use std::collections::BTreeMap;
-use std::io;
 use std::path::Path;
 
 use crate::late::{valid_unit_name, StateError};
@@ -27,8 +26,6 @@ const STATE_HEADER: &str = "# bootprint stop-timeouts 1";
 pub const MARGIN: f64 = 3.0;
 /// And never below this, s.
 pub const FLOOR_S: u64 = 10;
-/// The largest state file read.
-const MAX_STATE_BYTES: u64 = 1 << 20;
 
 /// One unit's stop in one shutdown.
 #[derive(Debug, Clone, PartialEq)]
@@ -199,26 +196,9 @@ pub fn from_state(text: &str) -> Result<Vec<(String, u64)>, StateError> {
 /// Err why none is applied. The state file is trusted only when it is a regular file of
 /// root's (or this user's) that no one else can write, as the late units' is.
 pub fn plan(root: &Path) -> Result<Vec<(String, u64)>, String> {
-    let path = root.join(STATE_FILE.trim_start_matches('/'));
-    let f = match sys::open_regular(&path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(format!("{STATE_FILE}: {e}")),
+    let Some(text) = crate::generator::read_trusted_state(root, STATE_FILE)? else {
+        return Ok(Vec::new());
     };
-    let st = sys::fstat(&f).map_err(|e| format!("{STATE_FILE}: {e}"))?;
-    if (st.uid != 0 && st.uid != sys::euid()) || st.mode & 0o022 != 0 {
-        return Err(format!(
-            "{STATE_FILE}: owned by uid {} with mode {:o}: only a file of root's that no one else can write is trusted",
-            st.uid,
-            st.mode & 0o7777
-        ));
-    }
-    let text = sys::read_capped(f, MAX_STATE_BYTES)
-        .and_then(|b| {
-            String::from_utf8(b)
-                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8 text"))
-        })
-        .map_err(|e| format!("{STATE_FILE}: {e}"))?;
     from_state(&text).map_err(|e| format!("{STATE_FILE}:{}: expected {}", e.line, e.expected))
 }
 
