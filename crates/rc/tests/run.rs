@@ -354,6 +354,18 @@ fn stop_plan_follows_required_stop_in_reverse() {
     assert_eq!(run.marks, "web\napp\nsyslogd\n");
 }
 
+/// The run's `n` scripts all started before the first of them ended (they overlapped).
+fn assert_all_started_before_any_ended(run: &Stopped, n: usize) {
+    let kinds: Vec<&str> = run
+        .events
+        .iter()
+        .filter(|e| e.kind == "rc_start" || e.kind == "rc_end")
+        .map(|e| e.kind.as_str())
+        .collect();
+    let want: Vec<&str> = [vec!["rc_start"; n], vec!["rc_end"; n]].concat();
+    assert_eq!(kinds, want, "{kinds:?}");
+}
+
 /// A stop plan is held by `max_parallel` only, never by the load: under a `/proc/stat` of
 /// 100 runnable tasks (far above `load_per_cpu` 2 times 2 CPUs, which holds a start plan
 /// to one script at a time) three independent stops all start before the first ends.
@@ -386,17 +398,7 @@ fn a_stop_plan_is_not_held_back_by_the_load() {
         &cfg,
     );
     assert_eq!(run.marks.lines().count(), 3, "{}", run.marks);
-    let kinds: Vec<&str> = run
-        .events
-        .iter()
-        .filter(|e| e.kind == "rc_start" || e.kind == "rc_end")
-        .map(|e| e.kind.as_str())
-        .collect();
-    assert_eq!(
-        kinds,
-        ["rc_start", "rc_start", "rc_start", "rc_end", "rc_end", "rc_end"],
-        "{kinds:?}"
-    );
+    assert_all_started_before_any_ended(&run, 3);
 }
 
 /// A stop plan runs a script that is interactive for starting (`X-Interactive`, or
@@ -411,17 +413,7 @@ fn an_interactive_scripts_stop_runs_beside_the_others() {
     }
     let run = run_stop_plan(&root, Options::default(), &quick_config());
     assert_eq!(run.marks.lines().count(), 3, "{}", run.marks);
-    let kinds: Vec<&str> = run
-        .events
-        .iter()
-        .filter(|e| e.kind == "rc_start" || e.kind == "rc_end")
-        .map(|e| e.kind.as_str())
-        .collect();
-    assert_eq!(
-        kinds,
-        ["rc_start", "rc_start", "rc_start", "rc_end", "rc_end", "rc_end"],
-        "{kinds:?}"
-    );
+    assert_all_started_before_any_ended(&run, 3);
 }
 
 /// Runlevel 0 with a shutdown being recorded: the trace is saved after every service
