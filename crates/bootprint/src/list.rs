@@ -33,11 +33,9 @@ pub fn this_boot() -> String {
 /// One trace's line, with the shutdown that ended the boot when it was recorded and the
 /// reboot that led to it when the boot before's shutdown is beside it.
 fn summary(dir: &Path) -> Result<Summary, String> {
-    let mut s = boot_summary(dir)?;
-    if let Ok(text) = std::fs::read_to_string(dir.join(trace::events::FILE_NAME)) {
-        if let Ok(events) = trace::events::parse(&text) {
-            s = s.with_reboot(dir, &events);
-        }
+    let (mut s, events) = boot_summary(dir)?;
+    if let Some(events) = events {
+        s = s.with_reboot(dir, &events);
     }
     let shutdown = dir
         .join(record::shutdown::DIR_NAME)
@@ -51,23 +49,28 @@ fn summary(dir: &Path) -> Result<Summary, String> {
     })
 }
 
-/// One boot's line: `header` and `events.log` when they have a `boot_done`, else the model.
-fn boot_summary(dir: &Path) -> Result<Summary, String> {
+/// One boot's line: `header` and `events.log` when they have a `boot_done`, else the model;
+/// and the events, when there are (the reboot that led to the boot is joined from them).
+fn boot_summary(dir: &Path) -> Result<(Summary, Option<Vec<trace::Event>>), String> {
     let read = |name: &str| match std::fs::read_to_string(dir.join(name)) {
         Ok(t) => Ok(Some(t)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("{name}: {e}")),
     };
     let header = trace::bootchart::parse_header(&read("header")?.unwrap_or_default());
-    if let Some(text) = read("events.log")? {
-        let events = trace::events::parse(&text).map_err(|e| format!("events.log: {e}"))?;
-        if let Some(s) = Summary::from_events(&header, &events) {
-            return Ok(s);
-        }
+    let events = match read("events.log")? {
+        Some(text) => Some(trace::events::parse(&text).map_err(|e| format!("events.log: {e}"))?),
+        None => None,
+    };
+    if let Some(s) = events
+        .as_deref()
+        .and_then(|ev| Summary::from_events(&header, ev))
+    {
+        return Ok((s, events));
     }
     let trace = trace::Trace::open(dir).map_err(|e| e.to_string())?;
     let model = analyze::analyze(&trace).map_err(|e| e.to_string())?;
-    Ok(Summary::from_model(&trace.header, &model))
+    Ok((Summary::from_model(&trace.header, &model), events))
 }
 
 /// Runs the verb.
