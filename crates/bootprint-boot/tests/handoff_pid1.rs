@@ -45,7 +45,7 @@ fn boot_in_namespace(dir: &Path, cmdline: &str, args: &[&str]) -> std::process::
 /// the recorder's trace (at most 30 s), then exits (which ends the namespace).
 fn fake_init(dir: &Path, log_dir: &Path) -> PathBuf {
     let init = dir.join("fake-init");
-    fs::copy("/bin/sleep", dir.join("getty")).unwrap();
+    testkit::copy_program(Path::new("/bin/sleep"), &dir.join("getty"), 0o755);
     fs::write(
         &init,
         format!(

@@ -3,7 +3,7 @@
 //! child starts the late services afterwards. Real scripts on a temporary root.
 
 use std::fs;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -182,8 +182,7 @@ fn script_in(root: &Path, rc_dir: &str, seq: u8, name: &str, extra: &str, body: 
         "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}### END INIT INFO\n[ \"$1\" = start ] || exit 0\n{body}\n"
     );
     let p = root.join("etc/init.d").join(name);
-    fs::write(&p, text).unwrap();
-    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    testkit::write_program(&p, &text, 0o755);
     symlink(
         format!("../init.d/{name}"),
         root.join(format!("etc/{rc_dir}/S{seq:02}{name}")),
@@ -424,8 +423,7 @@ fn runlevel_0_spares_the_runner_from_sendsigs() {
         seen.display()
     );
     let p = root.join("etc/init.d/sendsigs");
-    fs::write(&p, text).unwrap();
-    fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).unwrap();
+    testkit::write_program(&p, &text, 0o755);
     symlink("../init.d/sendsigs", root.join("etc/rc0.d/K01sendsigs")).unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_bootprint-boot"))
         .args(["rc", "0", "--no-detach", "--root"])

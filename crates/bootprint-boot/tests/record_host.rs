@@ -2,7 +2,7 @@
 //! named like a getty starts, and checks the trace it writes.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ fn records_this_machine_and_marks_the_login() {
     // A program whose comm is "getty" starts while recording: the text-login milestone.
     std::thread::sleep(Duration::from_millis(800));
     let getty = dir.join("getty");
-    fs::copy("/bin/sleep", &getty).unwrap();
+    testkit::copy_program(Path::new("/bin/sleep"), &getty, 0o755);
     let mut child = Command::new(&getty).arg("1").spawn().unwrap();
     let getty_pid = child.id();
     child.wait().unwrap();

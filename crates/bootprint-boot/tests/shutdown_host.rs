@@ -55,7 +55,7 @@ fn saved_on_request_with_what_ran_meanwhile() {
     let mut recorder = start(&log, &pid_file, "runlevel 6");
     // A stop that takes a while, as a script's would.
     let stop = tmp.path().join("bp-slowstop");
-    fs::copy("/bin/sleep", &stop).unwrap();
+    testkit::copy_program(Path::new("/bin/sleep"), &stop, 0o755);
     Command::new(&stop).arg("0.6").status().unwrap();
     let saved = Command::new(env!("CARGO_BIN_EXE_bootprint-boot"))
         .args(["shutdown", "--save", "--wait", "30", "--pid-file"])

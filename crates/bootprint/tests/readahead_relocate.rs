@@ -159,28 +159,28 @@ fn a_relocation_killed_part_way_leaves_every_file_whole() {
 
 #[test]
 fn a_running_program_is_replaced_by_its_moved_copy() {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::os::unix::fs::MetadataExt;
     let Some(img) = Ext4Image::new(64) else {
         return;
     };
     let mut paths = interleaved_files(img.path(), 6, 256 * 1024);
     let prog = img.path().join("prog");
-    fs::copy("/bin/sleep", &prog).unwrap();
-    fs::set_permissions(&prog, fs::Permissions::from_mode(0o4751)).unwrap();
+    testkit::copy_program(std::path::Path::new("/bin/sleep"), &prog, 0o4751);
     let cpath = std::ffi::CString::new(prog.as_os_str().as_encoded_bytes()).unwrap();
     let attr = c"user.bootprint-test";
     // SAFETY: NUL-terminated path and name; the value's pointer and length agree.
     let rc =
         unsafe { libc::setxattr(cpath.as_ptr(), attr.as_ptr(), b"kept".as_ptr().cast(), 4, 0) };
     assert_eq!(rc, 0, "setxattr: {}", std::io::Error::last_os_error());
-    let old =
-        std::time::SystemTime::UNIX_EPOCH + std::time::Duration::new(1_500_000_000, 123_456_789);
-    File::options()
-        .write(true)
-        .open(&prog)
-        .unwrap()
-        .set_times(fs::FileTimes::new().set_modified(old).set_accessed(old))
-        .unwrap();
+    // Set through the path: a descriptor open for writing here could be inherited by another
+    // test thread's child and make the program busy (see testkit::copy_program).
+    let times = [libc::timespec {
+        tv_sec: 1_500_000_000,
+        tv_nsec: 123_456_789,
+    }; 2];
+    // SAFETY: NUL-terminated path; two timespecs, as utimensat reads.
+    let rc = unsafe { libc::utimensat(libc::AT_FDCWD, cpath.as_ptr(), times.as_ptr(), 0) };
+    assert_eq!(rc, 0, "utimensat: {}", std::io::Error::last_os_error());
     paths.insert(2, prog.clone());
     let sum = checksum(&prog);
     let before = fs::metadata(&prog).unwrap();

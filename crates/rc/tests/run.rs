@@ -2,7 +2,7 @@
 //! late services, whole prefixed output, timeouts, exit codes, interactive scripts alone.
 
 use std::fs;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -41,8 +41,7 @@ impl Root {
             "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{header_extra}# Default-Start: 2\n# Default-Stop:\n### END INIT INFO\ncase \"$1\" in\nstart)\n{body}\n;;\nstop) echo stopping ;;\nesac\n"
         );
         let path = self.path().join("etc/init.d").join(name);
-        fs::write(&path, text).unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        testkit::write_program(&path, &text, 0o755);
         symlink(
             format!("../init.d/{name}"),
             self.path().join(format!("etc/rc2.d/S01{name}")),
@@ -62,8 +61,7 @@ impl Root {
             "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Stop: 0\n### END INIT INFO\n[ \"$1\" = stop ] && {first} && echo {name} >> {m}\nexit 0\n"
         );
         let path = self.path().join("etc/init.d").join(name);
-        fs::write(&path, text).unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        testkit::write_program(&path, &text, 0o755);
         fs::create_dir_all(self.path().join("etc/rc0.d")).unwrap();
         symlink(
             format!("../init.d/{name}"),
@@ -263,7 +261,7 @@ impl Root {
             .flatten()
         {
             let name = e.file_name().to_string_lossy().into_owned();
-            fs::copy(e.path(), r.path().join("etc/init.d").join(&name)).unwrap();
+            testkit::copy_program(&e.path(), &r.path().join("etc/init.d").join(&name), 0o755);
             symlink(
                 format!("../init.d/{name}"),
                 r.path().join(format!("etc/rc2.d/S01{name}")),
@@ -424,12 +422,11 @@ fn the_shutdown_is_saved_before_the_root_goes_read_only() {
     let m = root.mark();
     // Stands in for `bootprint-boot`: `PROGRAM shutdown --save --wait 10` leaves a mark.
     let saver = root.path().join("saver");
-    fs::write(
+    testkit::write_program(
         &saver,
-        format!("#!/bin/sh\n[ \"$1 $2\" = \"shutdown --save\" ] && echo saved >> {m}\n"),
-    )
-    .unwrap();
-    fs::set_permissions(&saver, fs::Permissions::from_mode(0o755)).unwrap();
+        &format!("#!/bin/sh\n[ \"$1 $2\" = \"shutdown --save\" ] && echo saved >> {m}\n"),
+        0o755,
+    );
     let run = run_stops(
         &root,
         &[
@@ -681,8 +678,7 @@ fn fallback_root(scripts: &[(&str, &str)], links: &[(&str, &str)]) -> Root {
             "#!/bin/sh\n### BEGIN INIT INFO\n# Provides: {name}\n{extra}# Default-Start: 2\n# Default-Stop: 0\n### END INIT INFO\necho {name} \"$1\" >> {m}\nexit 0\n"
         );
         let path = root.path().join("etc/init.d").join(name);
-        fs::write(&path, text).unwrap();
-        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        testkit::write_program(&path, &text, 0o755);
     }
     for (dir, link) in links {
         fs::create_dir_all(root.path().join("etc").join(dir)).unwrap();
@@ -965,12 +961,11 @@ fn a_builtin_that_declines_or_fails_hands_its_task_to_the_script() {
             &format!("echo logger >> {mark}"),
         );
         let program = root.path().join("fake-builtin");
-        fs::write(
+        testkit::write_program(
             &program,
-            format!("#!/bin/sh\necho \"builtin $*\" >> {mark}\n{program_exit}\nexit 254\n"),
-        )
-        .unwrap();
-        fs::set_permissions(&program, fs::Permissions::from_mode(0o755)).unwrap();
+            &format!("#!/bin/sh\necho \"builtin $*\" >> {mark}\n{program_exit}\nexit 254\n"),
+            0o755,
+        );
         let sys = System::load(root.path()).unwrap();
         let cfg = quick_config();
         let mut plan = Plan::start(&sys, Runlevel::Num(2), &cfg, &Durations::default(), None);

@@ -57,8 +57,7 @@ impl Running {
         fs::create_dir_all(dir).unwrap();
         let mut paths = interleaved_files(img.path(), 4, 128 * 1024);
         let prog = dir.join(name);
-        fs::copy("/bin/sleep", &prog).unwrap();
-        fs::set_permissions(&prog, fs::Permissions::from_mode(mode)).unwrap();
+        testkit::copy_program(Path::new("/bin/sleep"), &prog, mode);
         paths.insert(1, prog.clone());
         let child = Command::new(&prog).arg("60").spawn().unwrap();
         // Running: the kernel refuses it for writing.

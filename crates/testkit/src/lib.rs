@@ -6,8 +6,9 @@
 //! to fill ([`tmpfs::Tmpfs`], for writes that fail for want of space), and a pause
 //! of the machine's proactive reclaim for tests that check the page cache
 //! ([`reclaim::PauseReclaim`]), and a log directory holding a reboot cycle
-//! ([`cycle::log_dir`], for the cycle's views). The rule: a test that cannot run here (it needs root, a tool, a kernel feature)
-//! says so and passes on a developer's machine, but **fails under `CI=true`**, where the
+//! ([`cycle::log_dir`], for the cycle's views), and a program to run, copied or written
+//! ([`copy_program`], [`write_program`]). The rule: a test that cannot run here (it needs
+//! root, a tool, a kernel feature) says so and passes on a developer's machine, but **fails under `CI=true`**, where the
 //! machine runs as root with every tool installed, so a missing install step cannot hide
 //! behind a green run. Each skip is also appended to the file named by
 //! `BOOTPRINT_TEST_SKIPS`, so `make unit` can say in its summary how many tests were
@@ -75,6 +76,53 @@ fn record(why: &str, at: &std::panic::Location) {
             let _ = writeln!(f, "{test} ({at}): {why}");
         }
     }
+}
+
+/// Copies the program `src` to `dst` (mode `mode`) for a test to run. The copy is written by
+/// a `cp` child, never by the test process: a descriptor open for writing in the test
+/// process is inherited, for the moment between fork and exec, by every child another test
+/// thread starts, and running the program then fails with ETXTBSY ("Text file busy"), one
+/// time in many.
+#[track_caller]
+pub fn copy_program(src: &std::path::Path, dst: &std::path::Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    let status = std::process::Command::new("cp")
+        .arg("--")
+        .arg(src)
+        .arg(dst)
+        .status()
+        .expect("cp");
+    assert!(
+        status.success(),
+        "cp {} {}: {status}",
+        src.display(),
+        dst.display()
+    );
+    std::fs::set_permissions(dst, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Writes a program (a script: `text`) to `path`, mode `mode`, for a test to run: written
+/// by a `sh` child from a pipe, never through a descriptor of the test process, for the
+/// reason [`copy_program`] gives.
+#[track_caller]
+pub fn write_program(path: &std::path::Path, text: &str, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("sh")
+        .args(["-c", "cat > \"$1\"", "sh"])
+        .arg(path)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("sh");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "writing {}: {status}", path.display());
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
 /// Whether `tool` is on the PATH; when it is not, skips (see [`skip`]) and returns false.

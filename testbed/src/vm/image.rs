@@ -1257,8 +1257,7 @@ linux-image-amd64 - Linux for 64-bit PCs (meta-package)
         let d = &dir.path();
         let stub = |name: &str, body: &str| {
             let p = d.join(name);
-            fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-            fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+            testkit::write_program(&p, &format!("#!/bin/sh\n{body}\n"), 0o755);
             p
         };
         // The runner stub answers `rc --enabled` as bootprint-boot does for these command
