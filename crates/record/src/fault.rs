@@ -1,15 +1,17 @@
 //! Fault injection for the test bed's fault matrix (docs/testbed.md, `faults`):
 //! `bootprint.fault=POWEROFF-POINT` on the kernel command line makes the recorder cut the
 //! power at that point, as a power failure would (no sync; the kernel log says so first).
-//! The only point is `poweroff-in-trace`: the trace's files written, not yet renamed into
-//! place. Nothing happens unless the command line asks.
+//! The points: `poweroff-in-trace`, the boot's trace files written, not yet renamed into
+//! place; `poweroff-in-shutdown-trace`, the same for the shutdown's trace (`shutdown.rs`),
+//! its files written into `.shutdown.tmp`, not yet synced. Nothing happens unless the
+//! command line asks.
 
 use std::sync::OnceLock;
 
 static ARMED: OnceLock<String> = OnceLock::new();
 
 /// The points [`at`] knows.
-pub const POINTS: [&str; 1] = ["poweroff-in-trace"];
+pub const POINTS: [&str; 2] = ["poweroff-in-trace", "poweroff-in-shutdown-trace"];
 
 /// Arms the fault `name` (from the configuration); an empty name arms nothing.
 pub fn arm(name: &str) {

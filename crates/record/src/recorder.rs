@@ -665,6 +665,10 @@ impl<'a> Recorder<'a> {
         let rtc = crate::sys::rtc_offset_ns(Path::new(sysinfo::RTC_DEV)).ok();
         self.store.events.push(sysinfo::clock_event(rtc));
         let prev = previous_boot(&self.config.log_dir, &boot_id);
+        if let Some(prev) = &prev {
+            let cleaned = crate::shutdown::clean_incomplete(&self.config.log_dir, prev);
+            self.store.events.extend(cleaned);
+        }
         if let (Some(prev), true) = (&prev, is_systemd(&self.paths.proc)) {
             let journalctl = Path::new("/usr/bin/journalctl");
             let added = crate::shutdown::add_journal_stops(&self.config.log_dir, prev, journalctl);

@@ -193,21 +193,9 @@ fn earliest(a: Option<(u64, String)>, b: Option<(u64, String)>) -> Option<(u64, 
 /// write, reached without following a symlink.
 pub fn write(store: &Store, log_dir: &Path, boot_id: &str) -> io::Result<PathBuf> {
     let base = log_dir.join(boot_id);
-    let st = sys::open_dir(&base)?.stat()?;
-    if (st.uid != 0 && st.uid != sys::euid()) || st.mode & 0o022 != 0 {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "{} is owned by uid {} with mode {:o}: a shutdown is written only where no one \
-                 else can replace what root writes",
-                base.display(),
-                st.uid,
-                st.mode & 0o7777
-            ),
-        ));
-    }
+    check_boot_dir(&base)?;
     let access = Access::of_dir(&base)?;
-    let tmp = base.join(format!(".{DIR_NAME}.tmp"));
+    let tmp = base.join(TMP_NAME);
     let dir = base.join(DIR_NAME);
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir(&tmp)?;
@@ -221,6 +209,49 @@ pub fn write(store: &Store, log_dir: &Path, boot_id: &str) -> io::Result<PathBuf
     fs::rename(&tmp, &dir)?;
     crate::store::sync_dir(&base)?;
     Ok(dir)
+}
+
+/// Where a shutdown's trace is written before it is complete, inside the boot's trace.
+const TMP_NAME: &str = ".shutdown.tmp";
+
+/// A boot's trace directory may take a shutdown's trace (or lose a half-written one) only
+/// when no one else can replace what root writes there: owned by root (or this user), not
+/// writable by group or others.
+fn check_boot_dir(base: &Path) -> io::Result<()> {
+    let st = sys::open_dir(base)?.stat()?;
+    if (st.uid != 0 && st.uid != sys::euid()) || st.mode & 0o022 != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "{} is owned by uid {} with mode {:o}: a shutdown is written only where no one \
+                 else can replace what root writes",
+                base.display(),
+                st.uid,
+                st.mode & 0o7777
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The boot after a shutdown whose trace was cut short (the power lost, or the machine
+/// reset, while it was written: [`write`] had not renamed it into place) removes what was
+/// left of it from the trace of boot `prev` under `log_dir`, and says so: the event
+/// `shutdown_incomplete` for this boot's trace. None when nothing was left.
+pub fn clean_incomplete(log_dir: &Path, prev: &str) -> Option<Event> {
+    let base = log_dir.join(prev);
+    let tmp = base.join(TMP_NAME);
+    fs::symlink_metadata(&tmp).ok()?;
+    let event = Event::new(sys::boottime_ns(), "shutdown_incomplete").with("boot", prev);
+    // remove_dir_all follows no symlink inside; the directory itself must be root's.
+    let removed = check_boot_dir(&base).and_then(|()| match fs::symlink_metadata(&tmp)?.is_dir() {
+        true => fs::remove_dir_all(&tmp),
+        false => fs::remove_file(&tmp),
+    });
+    Some(match removed {
+        Ok(()) => event.with("removed", "1"),
+        Err(e) => event.with("removed", "0").with("error", e.to_string()),
+    })
 }
 
 /// On systemd, the boot after a shutdown adds to its trace what the journal says about it
@@ -303,6 +334,58 @@ pub fn save(pid_file: &Path, proc: &Path, wait: Duration) -> Result<(), SaveErro
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a power cut left of a shutdown's trace goes at the next boot, through no
+    /// symlink, and only from a boot directory no one else can write.
+    #[test]
+    fn what_a_cut_shutdown_left_is_removed_by_the_next_boot() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path();
+        let outside = log.join("outside");
+        fs::create_dir(&outside).unwrap();
+        fs::write(outside.join("keep"), "x").unwrap();
+        let boot = log.join("b1");
+        let left = boot.join(TMP_NAME);
+        fs::create_dir_all(&left).unwrap();
+        fs::set_permissions(&boot, fs::Permissions::from_mode(0o750)).unwrap();
+        fs::write(
+            left.join(trace::events::FILE_NAME),
+            "# bootprint events 1\n",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(&outside, left.join("link")).unwrap();
+        fs::write(boot.join("header"), "h").unwrap();
+
+        let e = clean_incomplete(log, "b1").unwrap();
+        assert_eq!(e.kind, "shutdown_incomplete");
+        assert_eq!((e.get("boot"), e.get("removed")), (Some("b1"), Some("1")));
+        assert!(!left.exists());
+        assert!(
+            outside.join("keep").exists(),
+            "nothing followed the symlink"
+        );
+        assert!(boot.join("header").exists(), "the boot's own trace is kept");
+        assert!(
+            clean_incomplete(log, "b1").is_none(),
+            "nothing left: no event"
+        );
+        assert!(
+            clean_incomplete(log, "b2").is_none(),
+            "no such boot: no event"
+        );
+
+        // A boot directory others can write: left alone, and said.
+        fs::create_dir(&left).unwrap();
+        fs::set_permissions(&boot, fs::Permissions::from_mode(0o777)).unwrap();
+        let e = clean_incomplete(log, "b1").unwrap();
+        assert_eq!(e.get("removed"), Some("0"));
+        assert!(
+            e.get("error").is_some_and(|m| m.contains("no one")),
+            "{e:?}"
+        );
+        assert!(left.exists());
+    }
 
     #[test]
     fn the_trace_appears_whole_under_the_boot_and_replaces_an_older_one() {

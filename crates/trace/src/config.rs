@@ -278,7 +278,7 @@ const PCT: Type = Type::Num {
 /// Where exec events come from (`exec_events`); `record::execs::SOURCES`.
 pub const EXEC_SOURCES: [&str; 3] = ["connector", "fanotify", "off"];
 /// Faults the test bed can inject (`fault`; `""`: none); `record::fault::POINTS` and `""`.
-pub const FAULTS: [&str; 2] = ["", "poweroff-in-trace"];
+pub const FAULTS: [&str; 3] = ["", "poweroff-in-trace", "poweroff-in-shutdown-trace"];
 
 use Section::{Budget, Preload, Rc, Readahead, Systemd};
 

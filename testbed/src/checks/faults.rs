@@ -352,6 +352,20 @@ fn disk_cases() -> Vec<Case> {
             // Checked by `power_cut` (two boots and the disk between them).
             check: |_| Ok(String::new()),
         },
+        Case {
+            name: "poweroff-in-shutdown-trace",
+            what: "the power cut while the shutdown's recorder writes its trace (bootprint.fault=)",
+            cheap: false,
+            base: Base::Image,
+            ours: false,
+            append: "bootprint.rc=1 bootprint.fault=poweroff-in-shutdown-trace \
+                     init=/usr/lib/bootprint/bootprint-boot",
+            edit: nothing,
+            hook: None,
+            trace: Expect::Trace,
+            // Checked by `shutdown_power_cut` (two boots and the disk between them).
+            check: |_| Ok(String::new()),
+        },
     ]
 }
 
@@ -1007,6 +1021,9 @@ fn run_case(
     if c.name == "poweroff-in-trace" {
         return power_cut(paths, img, c, &dir, &disk);
     }
+    if c.name == "poweroff-in-shutdown-trace" {
+        return shutdown_power_cut(paths, img, c, &dir, &disk);
+    }
     let mut opts = BootOpts::new(Profile::Fast);
     opts.disk_from = Some(disk.clone());
     opts.sync_disk = true;
@@ -1159,6 +1176,164 @@ fn power_cut(paths: &Paths, img: &Image, c: &Case, dir: &Path, disk: &Path) -> R
         } else {
             format!("{left}; but the next boot's trace was not readable")
         },
+    })
+}
+
+/// Boot 1 of the shutdown's power cut: once its trace is written, `reboot`; the
+/// shutdown's recorder cuts the power while it writes (which ends QEMU).
+const REBOOT_WHEN_RECORDED: &str = r#"id=$(cat /proc/sys/kernel/random/boot_id)
+i=0; while [ ! -e /var/log/bootprint/$id/events.log ] && [ $i -lt 240 ]; do sleep 2; i=$((i+2)); done
+echo "BPBOOT1=$id"
+reboot
+i=0; while [ $i -lt 150 ]; do sleep 2; i=$((i+1)); done
+"#;
+
+/// The shutdown's power-cut case: a recorded boot under the runner whose shutdown's
+/// recorder cuts the power after writing its files into `.shutdown.tmp`, before the sync
+/// and the rename. After the journal's replay the boot's own trace must be whole and
+/// readable, with no `shutdown` in it; then the next boot must reach the login, record, and
+/// remove what the cut left (`shutdown_incomplete ... removed=1` in its trace).
+fn shutdown_power_cut(
+    paths: &Paths,
+    img: &Image,
+    c: &Case,
+    dir: &Path,
+    disk: &Path,
+) -> Result<Outcome> {
+    let mut opts = BootOpts::new(Profile::Fast);
+    opts.disk_from = Some(disk.to_path_buf());
+    opts.sync_disk = true;
+    opts.keep_disk = true;
+    opts.append = c.append.to_string();
+    opts.guest_script = Some(REBOOT_WHEN_RECORDED.into());
+    let first = qemu::boot(paths, img, &opts);
+    let run_dir = match &first {
+        Ok(r) => r.serial_log.parent().map(Path::to_path_buf),
+        Err(_) => crate::vm::util::newest_run(paths),
+    };
+    let serial = run_dir
+        .as_ref()
+        .and_then(|d| fs::read_to_string(d.join("serial.log")).ok())
+        .unwrap_or_default();
+    let login_s = first.as_ref().ok().map(|r| r.host_login_s);
+    let fail = |said: String| {
+        Ok(Outcome {
+            name: c.name,
+            ok: false,
+            login_s,
+            said,
+        })
+    };
+    if !serial.contains("cutting the power at poweroff-in-shutdown-trace") {
+        return fail(format!(
+            "the shutdown's recorder did not cut the power (no fault-injection line in {})",
+            run_dir
+                .as_deref()
+                .map(crate::vm::util::shown_path)
+                .unwrap_or_default()
+        ));
+    }
+    let Some(boot1) = serial
+        .lines()
+        .find_map(|l| l.split("BPBOOT1=").nth(1))
+        .map(|id| id.trim().to_string())
+        .filter(|id| id.len() == 36)
+    else {
+        return fail("boot 1 did not say its boot id".into());
+    };
+    let kept = run_dir
+        .map(|d| d.join("disk.raw"))
+        .filter(|d| d.is_file())
+        .ok_or_else(|| Error::fail("the power-cut boot's disk was not kept"))?;
+    let log = dir.join("host.log");
+    let _ = crate::vm::qemu::replay_journal(&kept, &log);
+    let listing = crate::vm::util::output_logged(
+        Command::new("debugfs")
+            .arg("-R")
+            .arg(format!("ls -l /var/log/bootprint/{boot1}"))
+            .arg(&kept),
+        &log,
+    )
+    .unwrap_or_default();
+    let names: Vec<&str> = listing
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .collect();
+    if !names.contains(&"events.log") {
+        return fail(format!(
+            "boot 1's trace has no events.log after the cut: {names:?}"
+        ));
+    }
+    if names.contains(&"shutdown") {
+        return fail("boot 1 has a `shutdown` although its write was cut".into());
+    }
+    if !trace_readable(paths, dir, &kept, &log, &boot1)? {
+        return fail(format!(
+            "boot 1's trace {boot1} is not readable after the cut"
+        ));
+    }
+    let left = if names.contains(&".shutdown.tmp") {
+        "`.shutdown.tmp` left"
+    } else {
+        "nothing left (the cut came before the journal had it)"
+    };
+    // The next boot: it records, and removes what the cut left.
+    let disk2 = dir.join("disk2.raw");
+    fs::rename(&kept, &disk2).map_err(|e| io_err("cannot move", &kept, e))?;
+    let mut again = BootOpts::new(Profile::Fast);
+    again.disk_from = Some(disk2.clone());
+    again.sync_disk = true;
+    again.append = BOOT_INIT.into();
+    again.guest_script = Some(format!(
+        "{}\n[ -e /var/log/bootprint/{boot1}/.shutdown.tmp ] && echo BPLEFT=yes\n\
+         [ -e /var/log/bootprint/{boot1}/shutdown ] && echo BPSHUTDOWN=yes\n\
+         bootprint list > /dev/null && echo BPLIST=ok\n",
+        GUEST_CHECK.replace("WAIT", "240")
+    ));
+    let r = qemu::boot(paths, img, &again)?;
+    let _ = fs::remove_file(&disk2);
+    let out = r.guest_output.unwrap_or_default();
+    let _ = fs::write(dir.join("guest.out"), &out);
+    let events = match (out.find("BPEVENTS=begin"), out.find("BPEVENTS=end")) {
+        (Some(a), Some(b)) => {
+            trace::events::parse(out[a + "BPEVENTS=begin".len()..b].trim_start_matches('\n'))
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
+    let cleaned = events.iter().find(|e| e.kind == "shutdown_incomplete");
+    let said = match cleaned {
+        _ if !out.contains("BPREPORT=ok") => Err("the next boot's trace was not readable".into()),
+        _ if out.contains("BPLEFT=yes") => Err(format!(
+            "the next boot left boot 1's .shutdown.tmp ({})",
+            cleaned
+                .map(|e| format!("{e:?}"))
+                .unwrap_or("no event".into())
+        )),
+        _ if out.contains("BPSHUTDOWN=yes") => {
+            Err("boot 1 has a `shutdown` after the next boot".into())
+        }
+        _ if !out.contains("BPLIST=ok") => Err("`bootprint list` failed".into()),
+        Some(e) if e.get("boot") == Some(&boot1) && e.get("removed") == Some("1") => Ok(format!(
+            "boot 1's trace whole without a shutdown, {left}; the next boot reached login in \
+             {:.1} s, removed it (shutdown_incomplete) and recorded",
+            r.host_login_s
+        )),
+        None if left.starts_with("nothing") => Ok(format!(
+            "boot 1's trace whole without a shutdown, {left}; the next boot reached login in \
+             {:.1} s and recorded",
+            r.host_login_s
+        )),
+        other => Err(format!(
+            "{left}, but the next boot's trace says {:?}",
+            other.map(|e| format!("{e:?}"))
+        )),
+    };
+    Ok(Outcome {
+        name: c.name,
+        ok: said.is_ok(),
+        login_s,
+        said: said.unwrap_or_else(|e: String| e),
     })
 }
 
