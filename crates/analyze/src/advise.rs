@@ -34,8 +34,9 @@ pub struct Evidence {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
     /// Stable rule name: `network-wait`, `storm`, `sleep`, `settle`, `late-service`,
-    /// `late-unit`, `idle-gap`, `disk-bound`, `stop-timeout` and `slow-stop` (the shutdown
-    /// before the boot), or `kernel:<id>` for the kernel's own findings.
+    /// `late-unit`, `idle-gap`, `disk-bound`, `stop-timeout`, `slow-stop` and
+    /// `sigterm-ignored` (the shutdown before the boot), or `kernel:<id>` for the kernel's
+    /// own findings.
     pub id: String,
     /// One sentence saying what was found.
     pub title: String,
@@ -168,8 +169,9 @@ fn unit_base(id: &str) -> &str {
 }
 
 /// The shutdown that led to this boot (`previous_boot`'s, [`crate::shutdown`]): a stop that
-/// ran out its timeout (`stop-timeout`), and one that took long (`slow-stop`). Its times are
-/// seconds of that boot's uptime.
+/// ran out its timeout (`stop-timeout`), one that took long (`slow-stop`), and a process that
+/// outlived sendsigs' SIGTERM (`sigterm-ignored`). Its times are seconds of that boot's
+/// uptime.
 pub fn shutdown(v: &crate::shutdown::ShutdownView, previous_boot: &str) -> Vec<Finding> {
     use crate::shutdown::StopSource;
     let mut out = Vec::new();
@@ -242,6 +244,38 @@ pub fn shutdown(v: &crate::shutdown::ShutdownView, previous_boot: &str) -> Vec<F
                          bound: what stops after it waits for it only when ordered so)"
                 .into(),
             fix,
+        });
+    }
+    for p in &v.sigterm_survivors {
+        out.push(Finding {
+            id: "sigterm-ignored".into(),
+            title: format!(
+                "{} outlived the shutdown's SIGTERM by {:.1} s",
+                p.name, p.outlived_s
+            ),
+            evidence: vec![Evidence {
+                pid: Some(p.pid),
+                what: p.name.clone(),
+                from_s: v.start_uptime_s + p.sigterm_s,
+                to_s: v.start_uptime_s + p.sigterm_s + p.outlived_s,
+                samples: 0,
+                detail: format!(
+                    "alive {:.2} s after sendsigs' SIGTERM, until it was gone or killed (the \
+                     process samples; boot {previous_boot}, `bootprint services TRACE \
+                     --shutdown` on its trace)",
+                    p.outlived_s
+                ),
+            }],
+            gain_s: Some(p.outlived_s),
+            gain_basis: "sendsigs' wait for it, off the next shutdown if it exited on SIGTERM \
+                         (an upper bound: sendsigs polls once a second)"
+                .into(),
+            fix: format!(
+                "{} ignores SIGTERM or takes long to exit on it, and no init script stops it \
+                 first: give it an init script (or a stop action) that stops it before \
+                 sendsigs, or make it exit on SIGTERM",
+                p.name
+            ),
         });
     }
     out

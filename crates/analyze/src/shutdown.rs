@@ -74,6 +74,71 @@ pub struct ShutdownView {
     pub source: StopSource,
     /// What ran, by start.
     pub stops: Vec<Stop>,
+    /// Processes that outlived sendsigs' SIGTERM (sysvinit): ignoring it or slow to exit,
+    /// each holds sendsigs until it is gone or, 10 s on, killed. Longest first.
+    pub sigterm_survivors: Vec<TermSurvivor>,
+}
+
+/// A process still alive [`SURVIVOR_GRACE_S`] or more after sendsigs' SIGTERM, and gone
+/// (exited or killed) by the time sendsigs ended: what sendsigs waited for. Processes
+/// sendsigs spares (the runner, the recorder, the pids in `/run/sendsigs.omit.d`) outlive
+/// it and are not counted.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TermSurvivor {
+    /// Its pid.
+    pub pid: u32,
+    /// Its command line (else its name).
+    pub name: String,
+    /// When sendsigs sent the SIGTERM, s after the shutdown was asked for.
+    pub sigterm_s: f64,
+    /// From the SIGTERM to its last sighting, s.
+    pub outlived_s: f64,
+}
+
+/// How long after sendsigs' SIGTERM a process still alive counts as a survivor, s: a
+/// process that exits on SIGTERM is gone long before (the samples are 0.2 s apart), and
+/// sendsigs polls once a second.
+pub const SURVIVOR_GRACE_S: f64 = 1.0;
+
+/// A process as the samples saw it, for [`survivors_of`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sighting {
+    /// Its pid.
+    pub pid: u32,
+    /// Command line, else name.
+    pub name: String,
+    /// Its start and last sighting, s of uptime.
+    pub start_s: f64,
+    /// Its last sighting, s of uptime.
+    pub end_s: f64,
+    /// Still alive in the last sample.
+    pub alive_at_end: bool,
+}
+
+/// The processes that outlived a SIGTERM sent at `term_s` by sendsigs, which ended at
+/// `end_s` (both s of uptime): started before it, seen [`SURVIVOR_GRACE_S`] or more after
+/// it, and gone by sendsigs' end (the spared ones live on). Longest first; `sigterm_s` is
+/// `term_s` as given. Pure.
+pub fn survivors_of(seen: &[Sighting], term_s: f64, end_s: f64) -> Vec<TermSurvivor> {
+    // The sample that last saw a process killed at sendsigs' end may come a little later.
+    const SAMPLE_SLACK_S: f64 = 0.5;
+    let mut out: Vec<TermSurvivor> = seen
+        .iter()
+        .filter(|p| p.start_s < term_s && p.end_s >= term_s + SURVIVOR_GRACE_S)
+        .filter(|p| !p.alive_at_end && p.end_s <= end_s + SAMPLE_SLACK_S)
+        .map(|p| TermSurvivor {
+            pid: p.pid,
+            name: p.name.clone(),
+            sigterm_s: term_s,
+            outlived_s: p.end_s - term_s,
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.outlived_s
+            .total_cmp(&a.outlived_s)
+            .then(a.pid.cmp(&b.pid))
+    });
+    out
 }
 
 /// `end_clock` in JSON: the wall clock alone, as it was first written.
@@ -152,6 +217,16 @@ impl ShutdownView {
                 }
             },
         };
+        let sigterm_survivors = match stops.iter().find(|s| s.name == "sendsigs") {
+            Some(ss) => match sendsigs_survivors(dir, t0, ss) {
+                Ok(v) => v,
+                Err(e) => {
+                    problems.push(e);
+                    Vec::new()
+                }
+            },
+            None => Vec::new(),
+        };
         Ok((
             ShutdownView {
                 how: start.get("how").unwrap_or("unknown").to_string(),
@@ -164,6 +239,7 @@ impl ShutdownView {
                 end_clock: ClockMark::of(&events),
                 source,
                 stops,
+                sigterm_survivors,
             },
             problems,
         ))
@@ -271,6 +347,43 @@ fn runner_stops(view: &ServicesView, start_ns: u64, rel: impl Fn(u64) -> f64) ->
         .collect()
 }
 
+/// The processes that outlived sendsigs' SIGTERM ([`survivors_of`]): the SIGTERM is its
+/// first `killall5` (exec events), else its start; `t0` the shutdown's start, ns.
+fn sendsigs_survivors(dir: &Path, t0: u64, sendsigs: &Stop) -> Result<Vec<TermSurvivor>, String> {
+    let Some(end_rel) = sendsigs.end_s else {
+        return Ok(Vec::new());
+    };
+    let trace = trace::Trace::open(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let m = crate::analyze(&trace).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let base = t0 as f64 / 1e9;
+    let (start_s, end_s) = (base + sendsigs.start_s, base + end_rel);
+    let term_s = trace
+        .events
+        .iter()
+        .flatten()
+        .filter(|e| e.kind == "exec" && e.get("path").is_some_and(|p| p.ends_with("/killall5")))
+        .map(|e| e.t_ns as f64 / 1e9)
+        .find(|t| *t >= start_s && *t <= end_s)
+        .unwrap_or(start_s);
+    let seen: Vec<Sighting> = m
+        .processes
+        .iter()
+        .filter(|p| !p.kernel_thread && p.pid != 1)
+        .map(|p| Sighting {
+            pid: p.pid,
+            name: p.cmdline.clone().unwrap_or_else(|| p.name.clone()),
+            start_s: p.start_s,
+            end_s: p.end_s,
+            alive_at_end: p.alive_at_end,
+        })
+        .collect();
+    let mut out = survivors_of(&seen, term_s, end_s);
+    for p in &mut out {
+        p.sigterm_s -= base;
+    }
+    Ok(out)
+}
+
 /// From the process samples: init scripts run with `stop` (one span each), else every
 /// program started after the request, but the recorder's own.
 fn process_stops(dir: &Path, start_ns: u64) -> Result<Vec<Stop>, String> {
@@ -314,4 +427,44 @@ fn process_stops(dir: &Path, start_ns: u64) -> Result<Vec<Stop>, String> {
         .collect();
     out.sort_by(|a, b| a.start_s.total_cmp(&b.start_s));
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(pid: u32, name: &str, start_s: f64, end_s: f64, alive_at_end: bool) -> Sighting {
+        Sighting {
+            pid,
+            name: name.into(),
+            start_s,
+            end_s,
+            alive_at_end,
+        }
+    }
+
+    /// sendsigs' SIGTERM at 50 s, its end (the SIGKILL) at 60.3 s.
+    #[test]
+    fn survivors_are_what_sendsigs_waited_for_and_killed() {
+        let v = [
+            // Ignores SIGTERM: seen until the SIGKILL.
+            seen(300, "bp-noterm 600", 10.0, 60.2, false),
+            // Slow to exit: 2.5 s after SIGTERM.
+            seen(301, "slowpoke", 12.0, 52.5, false),
+            // Exits on SIGTERM at once.
+            seen(302, "cron", 5.0, 50.1, false),
+            // Spared by sendsigs (the runner, the recorder): outlives it.
+            seen(303, "bootprint-boot rc 6", 49.0, 70.0, true),
+            seen(304, "bootprint-boot shutdown", 49.0, 64.0, false),
+            // Started by sendsigs itself, after its SIGTERM.
+            seen(305, "sleep 1", 51.0, 52.0, false),
+        ];
+        let s = survivors_of(&v, 50.0, 60.3);
+        let got: Vec<(u32, &str)> = s.iter().map(|t| (t.pid, t.name.as_str())).collect();
+        assert_eq!(got, [(300, "bp-noterm 600"), (301, "slowpoke")]);
+        assert!((s[0].outlived_s - 10.2).abs() < 1e-9);
+        assert!((s[1].outlived_s - 2.5).abs() < 1e-9);
+        // Nothing waited for: nothing to say.
+        assert!(survivors_of(&v[2..], 50.0, 60.3).is_empty());
+    }
 }

@@ -65,6 +65,16 @@ pub fn text(v: &ShutdownView) -> String {
             );
         }
     }
+    if !v.sigterm_survivors.is_empty() {
+        let _ = writeln!(
+            s,
+            "outlived sendsigs' SIGTERM (ignoring it or slow to exit; sendsigs waits up to 10 s, \
+             then SIGKILL):"
+        );
+        for p in &v.sigterm_survivors {
+            let _ = writeln!(s, "  {:>8.2} s  pid {}  {}", p.outlived_s, p.pid, p.name);
+        }
+    }
     s
 }
 
@@ -92,6 +102,7 @@ pub fn json(v: &ShutdownView) -> Value {
         "stops": v.stops.iter().map(|s| stop_json(v, s)).collect::<Vec<_>>(),
         "blame": v.blame().iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
         "chain": v.chain().iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
+        "sigterm_survivors": v.sigterm_survivors,
     })
 }
 
@@ -130,6 +141,12 @@ mod tests {
                 stop("umountfs", 5.0, Some(5.5), "sendsigs"),
                 stop("left", 5.2, None, ""),
             ],
+            sigterm_survivors: vec![analyze::shutdown::TermSurvivor {
+                pid: 42,
+                name: "bp-noterm 600".into(),
+                sigterm_s: 4.3,
+                outlived_s: 0.8,
+            }],
         };
         let t = text(&v);
         let first = t.lines().nth(3).unwrap();
@@ -143,5 +160,7 @@ mod tests {
         assert_eq!(j["blame"][0], "slow");
         // Unfinished: counted to the save.
         assert_eq!(j["stops"][4]["duration_s"].as_f64().unwrap(), 6.0 - 5.2);
+        assert!(t.contains("0.80 s  pid 42  bp-noterm 600"), "{t}");
+        assert_eq!(j["sigterm_survivors"][0]["pid"], 42);
     }
 }

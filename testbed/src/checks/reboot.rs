@@ -218,6 +218,18 @@ ls /etc/rc6.d | grep bp-slowstop
 ls /run/bp-slowstop.pid
 "#;
 
+/// A process no init script stops that ignores SIGTERM (the disposition survives the exec):
+/// sendsigs waits for it (10 s) and kills it. Planted in the `sysvinit` cycle only.
+const PLANT_NOTERM: &str = r#"cp /bin/sleep /run/bp-noterm
+setsid sh -c 'trap "" TERM; exec /run/bp-noterm 600' < /dev/null > /dev/null 2>&1 &
+sleep 1
+echo "== noterm"
+pidof bp-noterm || echo "not running"
+"#;
+
+/// The name the planted SIGTERM-ignorer runs under.
+const NOTERM: &str = "/run/bp-noterm 600";
+
 /// A unit whose stop takes 4 s, started (systemd stops every started unit at shutdown).
 const PLANT_SYSTEMD: &str = r#"cat > /etc/systemd/system/bp-slowstop.service <<'EOF'
 [Unit]
@@ -336,8 +348,13 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
     o.reboot = Some(RebootOpts {
         command: init.command().to_string(),
         before: Some(format!(
-            "{BEFORE_HEAD}{}{}{BEFORE_TAIL}",
+            "{BEFORE_HEAD}{}{}{}{BEFORE_TAIL}",
             init.plant,
+            if init.name == "sysvinit" {
+                PLANT_NOTERM
+            } else {
+                ""
+            },
             match init.way {
                 Way::Plain | Way::LearnedTimeouts => "",
                 Way::Command => FAILED_LOAD,
@@ -597,9 +614,11 @@ fn shutdown_trace_checks(
         .stops
         .iter()
         .find(|s| s.name.trim_end_matches(".service") == "bp-slowstop");
+    // Where a SIGTERM-ignorer is planted, sendsigs' wait for it (10 s) comes first.
     let longest = view
         .blame()
-        .first()
+        .into_iter()
+        .find(|s| !(init.name == "sysvinit" && s.name == "sendsigs"))
         .map(|s| s.name.clone())
         .unwrap_or_default();
     c.check(
@@ -621,6 +640,9 @@ fn shutdown_trace_checks(
     let trace = trace::Trace::open(&log.join(second)).map_err(|e| Error::fail(e.to_string()))?;
     let report = analyze::report::Report::build(&trace, &Default::default(), "defaults")
         .map_err(|e| Error::fail(e.to_string()))?;
+    if init.name == "sysvinit" {
+        noterm_checks(c, &view, &report);
+    }
     let Some(cycle) = report.cycle else {
         c.check(
             false,
@@ -674,6 +696,39 @@ fn shutdown_trace_checks(
         ),
     );
     Ok(())
+}
+
+/// The planted SIGTERM-ignorer ([`PLANT_NOTERM`]): the shutdown names it as what outlived
+/// sendsigs' SIGTERM (sendsigs' 10 s wait, then SIGKILL), and only it; the next boot's
+/// advice says so.
+fn noterm_checks(
+    c: &mut Checks,
+    view: &analyze::shutdown::ShutdownView,
+    report: &analyze::report::Report,
+) {
+    let names: Vec<String> = view
+        .sigterm_survivors
+        .iter()
+        .map(|p| format!("{} ({:.2} s)", p.name, p.outlived_s))
+        .collect();
+    let planted = view.sigterm_survivors.iter().find(|p| p.name == NOTERM);
+    c.check(
+        view.sigterm_survivors.len() == 1 && planted.is_some_and(|p| p.outlived_s >= 8.0),
+        &format!(
+            "sysvinit: the process that ignored SIGTERM is named, and only it, held about \
+             sendsigs' 10 s: {}",
+            names.join(", ")
+        ),
+    );
+    let finding = report
+        .findings
+        .iter()
+        .find(|f| f.id == "sigterm-ignored")
+        .map(|f| f.title.clone());
+    c.check(
+        finding.as_deref().is_some_and(|t| t.contains(NOTERM)),
+        &format!("sysvinit: the next boot's advice names it: {finding:?}"),
+    );
 }
 
 fn render_text(v: &analyze::shutdown::ShutdownView) -> String {
