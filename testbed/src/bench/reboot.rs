@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::bench::registry::Request;
 use crate::bench::runner::{self, recorded, Benchmark, Figures};
-use crate::vm::cycle::KEXEC_COMMAND;
+use crate::vm::cycle::{GRUB_CFG, KEXEC_COMMAND};
 use crate::vm::image;
 use crate::vm::qemu::{BootResult, Profile, RebootOpts};
 use crate::vm::util::{section, Error, Paths, Result};
@@ -32,15 +32,24 @@ const SHUTDOWN_GOAL: f64 = 0.5;
 const FAST_PATH_GOAL: f64 = 0.5;
 
 /// The variants: Debian's default first (the baseline), then systemd, the runner, and the
-/// fast path under each init that takes it.
+/// fast path under each init that takes it: asked for (`bootprint reboot --kexec`), and by
+/// a plain `reboot` with the `kexec` lever on (its entry from a grub.cfg written first,
+/// `vm::cycle::GRUB_CFG`: the image boots with `-kernel`).
 pub fn benchmark(profile: Profile) -> Benchmark {
     let sd = "bootprint.init=/lib/systemd/systemd";
+    let sd_lever = "bootprint.init=/lib/systemd/systemd bootprint.kexec=1";
     let variants = [
         ("debian", "", "reboot"),
         ("systemd", sd, "reboot"),
         ("sysv+bp", "bootprint.rc=1", "reboot"),
         ("sysv+bp kexec", "bootprint.rc=1", KEXEC_COMMAND),
         ("systemd kexec", sd, KEXEC_COMMAND),
+        (
+            "sysv+bp lever",
+            "bootprint.rc=1 bootprint.kexec=1",
+            "reboot",
+        ),
+        ("systemd lever", sd_lever, "reboot"),
     ];
     Benchmark {
         name: "reboot",
@@ -53,9 +62,13 @@ pub fn benchmark(profile: Profile) -> Benchmark {
             .into_iter()
             .map(|(name, append, command)| {
                 let mut v = recorded(name, profile, append.to_string(), cycle_figures);
+                let before = match lever(name) {
+                    true => BEFORE.replacen("#!/bin/sh\n", &format!("#!/bin/sh\n{GRUB_CFG}"), 1),
+                    false => BEFORE.to_string(),
+                };
                 v.opts.reboot = Some(RebootOpts {
                     command: command.to_string(),
-                    before: Some(BEFORE.into()),
+                    before: Some(before),
                     after: Some(AFTER.into()),
                     copy_log_dir: false,
                 });
@@ -63,6 +76,16 @@ pub fn benchmark(profile: Profile) -> Benchmark {
             })
             .collect(),
     }
+}
+
+/// Whether the variant reboots by a plain `reboot` with the `kexec` lever on.
+fn lever(name: &str) -> bool {
+    name.ends_with(" lever")
+}
+
+/// Whether the variant's reboot must go by kexec.
+fn by_kexec(name: &str) -> bool {
+    name.ends_with(" kexec") || lever(name)
 }
 
 /// A run's cycle on the host's clock, whether it went by kexec, and whether the file
@@ -123,6 +146,8 @@ pub fn bench(paths: &Paths, req: &Request) -> Result<()> {
         ("sysv+bp", "debian", "shutdown_s", SHUTDOWN_GOAL),
         ("sysv+bp kexec", "sysv+bp", "whole_s", FAST_PATH_GOAL),
         ("systemd kexec", "systemd", "whole_s", FAST_PATH_GOAL),
+        ("sysv+bp lever", "sysv+bp", "whole_s", FAST_PATH_GOAL),
+        ("systemd lever", "systemd", "whole_s", FAST_PATH_GOAL),
     ];
     let mut doc_goals = Vec::new();
     for (a, b, figure, goal) in goals {
@@ -143,7 +168,7 @@ pub fn bench(paths: &Paths, req: &Request) -> Result<()> {
     let mut wrong = Vec::new();
     for v in m.doc["variants"].as_array().cloned().unwrap_or_default() {
         let name = v["name"].as_str().unwrap_or_default().to_string();
-        let kexec = name.ends_with("kexec");
+        let kexec = by_kexec(&name);
         for run in v["runs"].as_array().cloned().unwrap_or_default() {
             let fig = |k: &str| run["figures"][k].as_f64();
             if fig("whole_s").is_none() {
@@ -195,9 +220,23 @@ mod tests {
                 "systemd",
                 "sysv+bp",
                 "sysv+bp kexec",
-                "systemd kexec"
+                "systemd kexec",
+                "sysv+bp lever",
+                "systemd lever"
             ]
         );
+        assert!(by_kexec("sysv+bp lever") && by_kexec("systemd kexec") && !by_kexec("sysv+bp"));
+        let before = |name: &str| {
+            let v = b.variants.iter().find(|v| v.name == name).unwrap();
+            v.opts.reboot.as_ref().unwrap().before.clone().unwrap()
+        };
+        let lever = before("systemd lever");
+        assert!(
+            lever.starts_with("#!/bin/sh\nmkdir -p /boot/grub"),
+            "{lever}"
+        );
+        assert!(lever.ends_with(BEFORE.trim_start_matches("#!/bin/sh\n")));
+        assert!(!before("systemd kexec").contains("grub.cfg"));
         for v in &b.variants {
             let r = v.opts.reboot.as_ref().unwrap();
             assert_eq!(r.command.contains("--kexec"), v.name.ends_with("kexec"));

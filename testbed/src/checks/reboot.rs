@@ -63,7 +63,7 @@ enum Way {
     /// `bootprint reboot --kexec`.
     Command,
     /// A plain `reboot` with the `kexec` lever on (`bootprint.kexec=1` in `append`): the
-    /// entry comes from a grub.cfg the check writes ([`GRUB_CFG`]).
+    /// entry comes from a grub.cfg the check writes (`vm::cycle::GRUB_CFG`).
     Lever,
     /// The `timeouts` lever's own four boots in two runs (`checks::timeouts_test`).
     LearnedTimeouts,
@@ -255,25 +255,6 @@ echo "loaded=$(cat /sys/kernel/kexec_loaded)"
 if [ -e /run/bootprint/fast-reboot ]; then echo "marker=yes"; else echo "marker=no"; fi
 "#;
 
-/// Before a lever cycle's request: the grub.cfg the lever reads the next entry from, in
-/// update-grub's shape (the image boots with `-kernel` and has no GRUB): the image's kernel
-/// and initramfs with the running command line; then what the fast path plans from it.
-const GRUB_CFG: &str = r#"mkdir -p /boot/grub
-cmdline=$(cat /proc/cmdline)
-cat > /boot/grub/grub.cfg <<EOF
-# written by the bootprint test bed in update-grub's shape
-set default="0"
-menuentry 'Debian GNU/Linux (bootprint test bed)' --class debian --class gnu-linux {
-	insmod gzio
-	echo	'Loading Linux $(uname -r) ...'
-	linux	/boot/vmlinuz-$(uname -r) $cmdline
-	initrd	/boot/initrd.img-$(uname -r)
-}
-EOF
-echo "== plan"
-bootprint reboot --kexec --dry-run 2>&1; echo "rc=$?"
-"#;
-
 /// The before-reboot script's head and tail around the plant: the first boot's id kept for
 /// the second boot, and last, 1 MiB of a known pattern written without a sync (the shutdown
 /// must write it back).
@@ -358,7 +339,7 @@ fn cycle(paths: &Paths, img: &Image, init: &Init, c: &mut Checks) -> Result<Row>
             match init.way {
                 Way::Plain | Way::LearnedTimeouts => "",
                 Way::Command => FAILED_LOAD,
-                Way::Lever => GRUB_CFG,
+                Way::Lever => crate::vm::cycle::GRUB_CFG,
             }
         )),
         after: Some(AFTER.to_string()),

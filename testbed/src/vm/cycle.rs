@@ -32,6 +32,25 @@ pub const KEXEC_MARK: &str = "kexec_core: Starting new kernel";
 pub const KEXEC_COMMAND: &str = "bootprint reboot --kexec --kernel /boot/vmlinuz-$(uname -r) \
     --initrd /boot/initrd.img-$(uname -r) --reuse-cmdline";
 
+/// Before a lever cycle's request: the grub.cfg the lever reads the next entry from, in
+/// update-grub's shape (the image boots with `-kernel` and has no GRUB): the image's kernel
+/// and initramfs with the running command line; then what the fast path plans from it.
+pub const GRUB_CFG: &str = r#"mkdir -p /boot/grub
+cmdline=$(cat /proc/cmdline)
+cat > /boot/grub/grub.cfg <<EOF
+# written by the bootprint test bed in update-grub's shape
+set default="0"
+menuentry 'Debian GNU/Linux (bootprint test bed)' --class debian --class gnu-linux {
+	insmod gzio
+	echo	'Loading Linux $(uname -r) ...'
+	linux	/boot/vmlinuz-$(uname -r) $cmdline
+	initrd	/boot/initrd.img-$(uname -r)
+}
+EOF
+echo "== plan"
+bootprint reboot --kexec --dry-run 2>&1; echo "rc=$?"
+"#;
+
 /// What the getty prints when it waits for a user name.
 const LOGIN_MARK: &str = "login:";
 
