@@ -115,16 +115,36 @@ pub struct Sighting {
     pub alive_at_end: bool,
 }
 
-/// The processes that outlived a SIGTERM sent at `term_s` by sendsigs, which ended at
-/// `end_s` (both s of uptime): started before it, seen [`SURVIVOR_GRACE_S`] or more after
-/// it, and gone by sendsigs' end (the spared ones live on). Longest first; `sigterm_s` is
-/// `term_s` as given. Pure.
-pub fn survivors_of(seen: &[Sighting], term_s: f64, end_s: f64) -> Vec<TermSurvivor> {
+/// When sendsigs ran and whom it spared, for [`survivors_of`] (s of uptime).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SendsigsRun {
+    /// Its start: what started from then on is its own (the script, killall5, sleep).
+    pub start_s: f64,
+    /// Its SIGTERM (its first `killall5`).
+    pub term_s: f64,
+    /// Its end.
+    pub end_s: f64,
+    /// The pids it spared (the runner's `spared`); None: not known.
+    pub spared: Option<Vec<u32>>,
+    /// Its own pid (the runner's `pid`): its start in clock ticks may round to before
+    /// `start_s`.
+    pub pid: Option<u32>,
+}
+
+/// The processes that outlived the SIGTERM of sendsigs run `run`: started before sendsigs,
+/// not spared by it nor itself, seen [`SURVIVOR_GRACE_S`] or more after its SIGTERM, and
+/// gone by its end
+/// (where the spared pids are not known, the ones still alive at the trace's end stand for
+/// them). Longest first; `sigterm_s` is `run.term_s`. Pure.
+pub fn survivors_of(seen: &[Sighting], run: &SendsigsRun) -> Vec<TermSurvivor> {
     // The sample that last saw a process killed at sendsigs' end may come a little later.
     const SAMPLE_SLACK_S: f64 = 0.5;
+    let (term_s, end_s) = (run.term_s, run.end_s);
+    let spared = |pid: u32| run.spared.as_ref().is_some_and(|s| s.contains(&pid));
     let mut out: Vec<TermSurvivor> = seen
         .iter()
-        .filter(|p| p.start_s < term_s && p.end_s >= term_s + SURVIVOR_GRACE_S)
+        .filter(|p| p.start_s < run.start_s && !spared(p.pid) && Some(p.pid) != run.pid)
+        .filter(|p| p.end_s >= term_s + SURVIVOR_GRACE_S)
         .filter(|p| !p.alive_at_end && p.end_s <= end_s + SAMPLE_SLACK_S)
         .map(|p| TermSurvivor {
             pid: p.pid,
@@ -365,6 +385,28 @@ fn sendsigs_survivors(dir: &Path, t0: u64, sendsigs: &Stop) -> Result<Vec<TermSu
         .map(|e| e.t_ns as f64 / 1e9)
         .find(|t| *t >= start_s && *t <= end_s)
         .unwrap_or(start_s);
+    // The runner's rc_start of sendsigs names its pid and whom it spared.
+    let started = std::fs::read_to_string(dir.join(trace::rclog::FILE_NAME))
+        .ok()
+        .and_then(|t| trace::events::parse(&t).ok())
+        .and_then(|ev| {
+            ev.into_iter().rev().find(|e| {
+                e.kind == "rc_start"
+                    && e.get("script") == Some("sendsigs")
+                    && e.get("action") == Some("stop")
+            })
+        });
+    let spared = started.as_ref().and_then(|e| {
+        e.get("spared").map(|s| {
+            s.split(',')
+                .filter_map(|p| p.trim().parse::<u32>().ok())
+                .collect::<Vec<u32>>()
+        })
+    });
+    let pid = started
+        .as_ref()
+        .and_then(|e| e.get("pid"))
+        .and_then(|p| p.parse().ok());
     let seen: Vec<Sighting> = m
         .processes
         .iter()
@@ -377,7 +419,14 @@ fn sendsigs_survivors(dir: &Path, t0: u64, sendsigs: &Stop) -> Result<Vec<TermSu
             alive_at_end: p.alive_at_end,
         })
         .collect();
-    let mut out = survivors_of(&seen, term_s, end_s);
+    let run = SendsigsRun {
+        start_s,
+        term_s,
+        end_s,
+        spared,
+        pid,
+    };
+    let mut out = survivors_of(&seen, &run);
     for p in &mut out {
         p.sigterm_s -= base;
     }
@@ -458,13 +507,28 @@ mod tests {
             seen(304, "bootprint-boot shutdown", 49.0, 64.0, false),
             // Started by sendsigs itself, after its SIGTERM.
             seen(305, "sleep 1", 51.0, 52.0, false),
+            // The script itself, its start rounded down to before its span's.
+            seen(307, "/bin/sh /etc/init.d/sendsigs stop", 49.79, 60.3, false),
+            // Spared by its own omit file (rsyslogd), stopped by its script just after.
+            seen(306, "/usr/sbin/rsyslogd", 3.0, 60.5, false),
         ];
-        let s = survivors_of(&v, 50.0, 60.3);
+        let mut run = SendsigsRun {
+            start_s: 49.8,
+            term_s: 50.0,
+            end_s: 60.3,
+            spared: Some(vec![303, 304, 306]),
+            pid: Some(307),
+        };
+        let s = survivors_of(&v, &run);
         let got: Vec<(u32, &str)> = s.iter().map(|t| (t.pid, t.name.as_str())).collect();
         assert_eq!(got, [(300, "bp-noterm 600"), (301, "slowpoke")]);
         assert!((s[0].outlived_s - 10.2).abs() < 1e-9);
         assert!((s[1].outlived_s - 2.5).abs() < 1e-9);
         // Nothing waited for: nothing to say.
-        assert!(survivors_of(&v[2..], 50.0, 60.3).is_empty());
+        assert!(survivors_of(&v[2..], &run).is_empty());
+        // Without the spared pids, the one stopped right after sendsigs is counted.
+        run.spared = None;
+        let got: Vec<u32> = survivors_of(&v, &run).iter().map(|t| t.pid).collect();
+        assert_eq!(got, [306, 300, 301]);
     }
 }

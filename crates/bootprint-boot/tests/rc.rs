@@ -425,6 +425,9 @@ fn runlevel_0_spares_the_runner_from_sendsigs() {
     let p = root.join("etc/init.d/sendsigs");
     testkit::write_program(&p, &text, 0o755);
     symlink("../init.d/sendsigs", root.join("etc/rc0.d/K01sendsigs")).unwrap();
+    // Others sendsigs spares, as Debian's packages list them.
+    fs::write(root.join("run/sendsigs.omit"), "77 78\n").unwrap();
+    fs::write(root.join("run/sendsigs.omit.d/rsyslog"), "99\n").unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_bootprint-boot"))
         .args(["rc", "0", "--no-detach", "--root"])
         .arg(root)
@@ -441,4 +444,19 @@ fn runlevel_0_spares_the_runner_from_sendsigs() {
         pids.contains(&std::process::id().to_string().as_str()),
         "its parent too: {pids:?}"
     );
+    // The span log names whom sendsigs spared, the runner among them (for the shutdown's
+    // trace: what outlived sendsigs because it was spared is not what it waited for).
+    let log = fs::read_to_string(root.join("run/bootprint/rc.log")).unwrap();
+    let start = log
+        .lines()
+        .find(|l| l.contains(" rc_start ") && l.contains("script=sendsigs"))
+        .unwrap_or_else(|| panic!("no rc_start of sendsigs: {log}"));
+    let spared = start
+        .split(' ')
+        .find_map(|f| f.strip_prefix("spared="))
+        .unwrap_or_else(|| panic!("no spared= in {start}"));
+    let spared: Vec<&str> = spared.split(',').collect();
+    for pid in ["77", "78", "99", runner.as_str()] {
+        assert!(spared.contains(&pid), "{pid} not in {spared:?}");
+    }
 }

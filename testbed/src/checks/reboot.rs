@@ -220,15 +220,15 @@ ls /run/bp-slowstop.pid
 
 /// A process no init script stops that ignores SIGTERM (the disposition survives the exec):
 /// sendsigs waits for it (10 s) and kills it. Planted in the `sysvinit` cycle only.
-const PLANT_NOTERM: &str = r#"cp /bin/sleep /run/bp-noterm
-setsid sh -c 'trap "" TERM; exec /run/bp-noterm 600' < /dev/null > /dev/null 2>&1 &
+const PLANT_NOTERM: &str = r#"cp /bin/sleep /usr/local/bin/bp-noterm
+setsid sh -c 'trap "" TERM; exec /usr/local/bin/bp-noterm 600' < /dev/null > /dev/null 2>&1 &
 sleep 1
 echo "== noterm"
 pidof bp-noterm || echo "not running"
 "#;
 
 /// The name the planted SIGTERM-ignorer runs under.
-const NOTERM: &str = "/run/bp-noterm 600";
+const NOTERM: &str = "/usr/local/bin/bp-noterm 600";
 
 /// A unit whose stop takes 4 s, started (systemd stops every started unit at shutdown).
 const PLANT_SYSTEMD: &str = r#"cat > /etc/systemd/system/bp-slowstop.service <<'EOF'

@@ -2,7 +2,7 @@
 //! that ends any failure in [`crate::fallback`].
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::*;
@@ -343,6 +343,32 @@ fn hand_to_worker(
 /// Where sendsigs (Debian's runlevels 0 and 6) reads pids it must not kill, one file per
 /// package; under the request's root.
 pub const SENDSIGS_OMIT: &str = "run/sendsigs.omit.d/bootprint-rc";
+
+/// The pids sendsigs spares, read as Debian's sendsigs reads them as it starts:
+/// `/run/sendsigs.omit`, then every file in `/run/sendsigs.omit.d`, whitespace-separated
+/// pids (regular files of at most 64 KiB; anything else is skipped). For the shutdown's
+/// trace: what outlives sendsigs because it was spared is not what it waited for.
+pub fn sendsigs_spares(root: &Path) -> Vec<u32> {
+    let mut files = vec![root.join("run/sendsigs.omit")];
+    if let Ok(dir) = std::fs::read_dir(root.join("run/sendsigs.omit.d")) {
+        let mut names: Vec<PathBuf> = dir.flatten().map(|e| e.path()).collect();
+        names.sort();
+        files.extend(names);
+    }
+    let mut pids: Vec<u32> = files
+        .iter()
+        .filter_map(|f| ::sys::read_regular(f, 64 << 10).ok())
+        .flat_map(|d| {
+            String::from_utf8_lossy(&d)
+                .split_whitespace()
+                .filter_map(|w| w.parse::<u32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
 
 /// Runlevel 0 or 6: the runner and the processes that started it (`/etc/init.d/rc 6`, the
 /// startpar wrapper) are listed for sendsigs to spare. It kills every process outside its

@@ -625,6 +625,11 @@ impl<'a> Runner<'a> {
         if as_builtin.is_some() {
             kv.push(("builtin", "1".into()));
         }
+        if t.name == "sendsigs" && self.plan.action == "stop" {
+            let spared = super::request::sendsigs_spares(&self.opts.root);
+            let list: Vec<String> = spared.iter().map(u32::to_string).collect();
+            kv.push(("spared", list.join(",")));
+        }
         match spawned {
             Ok(child) => {
                 kv.push(("pid", child.id().to_string()));
