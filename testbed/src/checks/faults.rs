@@ -20,7 +20,7 @@ use readahead::pack::{Entry, Pack, Range};
 use serde_json::json;
 
 use crate::vm::image::{self, Image};
-use crate::vm::qemu::{self, BootOpts, Profile};
+use crate::vm::qemu::{self, BootOpts, BootResult, Profile};
 use crate::vm::util::{fresh_dir, io_err, run_logged, Error, Paths, Result};
 
 const BOOT_INIT: &str = "init=/usr/lib/bootprint/bootprint-boot";
@@ -1084,46 +1084,108 @@ fn run_case(
     })
 }
 
+/// The first boot of a power-cut case: its run directory, serial log and login (None when
+/// QEMU ended before the boot's script did, as a cut does).
+struct Cut {
+    run_dir: Option<PathBuf>,
+    serial: String,
+    login_s: Option<f64>,
+}
+
+impl Cut {
+    /// Boots case `c` from `disk`, keeping the disk, with `script` at the shell.
+    fn boot(paths: &Paths, img: &Image, c: &Case, disk: &Path, script: &str) -> Cut {
+        let mut opts = BootOpts::new(Profile::Fast);
+        opts.disk_from = Some(disk.to_path_buf());
+        opts.sync_disk = true;
+        opts.keep_disk = true;
+        opts.append = c.append.to_string();
+        opts.guest_script = Some(script.into());
+        let first = qemu::boot(paths, img, &opts);
+        let run_dir = match &first {
+            Ok(r) => r.serial_log.parent().map(Path::to_path_buf),
+            Err(_) => crate::vm::util::newest_run(paths),
+        };
+        let serial = run_dir
+            .as_ref()
+            .and_then(|d| fs::read_to_string(d.join("serial.log")).ok())
+            .unwrap_or_default();
+        Cut {
+            run_dir,
+            serial,
+            login_s: first.as_ref().ok().map(|r| r.host_login_s),
+        }
+    }
+
+    /// Whether the kernel log says the power was cut at fault point `point`.
+    fn came_at(&self, point: &str) -> bool {
+        self.serial
+            .contains(&format!("cutting the power at {point}"))
+    }
+
+    /// The run directory as docs name paths.
+    fn shown_dir(&self) -> String {
+        self.run_dir
+            .as_deref()
+            .map(crate::vm::util::shown_path)
+            .unwrap_or_default()
+    }
+
+    /// The kept disk, its journal replayed as the next boot's mount would.
+    fn replayed_disk(&self, log: &Path) -> Result<PathBuf> {
+        let kept = self
+            .run_dir
+            .as_ref()
+            .map(|d| d.join("disk.raw"))
+            .filter(|d| d.is_file())
+            .ok_or_else(|| Error::fail("the power-cut boot's disk was not kept"))?;
+        let _ = crate::vm::qemu::replay_journal(&kept, log);
+        Ok(kept)
+    }
+}
+
+/// The boot after a power cut, recording, from the cut boot's disk `kept` (moved into the
+/// case's directory and removed after), with `script` at the shell.
+fn boot_after_cut(
+    paths: &Paths,
+    img: &Image,
+    dir: &Path,
+    kept: &Path,
+    script: String,
+) -> Result<BootResult> {
+    let disk2 = dir.join("disk2.raw");
+    fs::rename(kept, &disk2).map_err(|e| io_err("cannot move", kept, e))?;
+    let mut again = BootOpts::new(Profile::Fast);
+    again.disk_from = Some(disk2.clone());
+    again.sync_disk = true;
+    again.append = BOOT_INIT.into();
+    again.guest_script = Some(script);
+    let r = qemu::boot(paths, img, &again);
+    let _ = fs::remove_file(&disk2);
+    r
+}
+
 /// The power-cut case: a boot whose recorder cuts the power while it writes the trace;
 /// then, as the next boot's mount would, the journal is replayed, and `latest` must be
 /// absent or name a complete trace; then the machine must boot again with a readable trace.
 fn power_cut(paths: &Paths, img: &Image, c: &Case, dir: &Path, disk: &Path) -> Result<Outcome> {
-    let mut opts = BootOpts::new(Profile::Fast);
-    opts.disk_from = Some(disk.to_path_buf());
-    opts.sync_disk = true;
-    opts.keep_disk = true;
-    opts.append = c.append.to_string();
     // Waits at the shell (up to 300 s) for the power cut, which ends QEMU.
-    opts.guest_script = Some("i=0; while [ $i -lt 150 ]; do sleep 2; i=$((i+1)); done\n".into());
-    let first = qemu::boot(paths, img, &opts);
-    let run_dir = match &first {
-        Ok(r) => r.serial_log.parent().map(Path::to_path_buf),
-        Err(_) => crate::vm::util::newest_run(paths),
-    };
-    let serial = run_dir
-        .as_ref()
-        .and_then(|d| fs::read_to_string(d.join("serial.log")).ok())
-        .unwrap_or_default();
-    let login_s = match &first {
-        Ok(r) => Some(r.host_login_s),
-        Err(_) => None,
-    };
-    if !serial.contains("cutting the power at poweroff-in-trace") {
+    let cut = Cut::boot(
+        paths,
+        img,
+        c,
+        disk,
+        "i=0; while [ $i -lt 150 ]; do sleep 2; i=$((i+1)); done\n",
+    );
+    if !cut.came_at("poweroff-in-trace") {
         return Err(Error::fail(format!(
             "the recorder did not cut the power (no fault-injection line in {})",
-            run_dir
-                .as_deref()
-                .map(crate::vm::util::shown_path)
-                .unwrap_or_default()
+            cut.shown_dir()
         )));
     }
-    let kept = run_dir
-        .map(|d| d.join("disk.raw"))
-        .filter(|d| d.is_file())
-        .ok_or_else(|| Error::fail("the power-cut boot's disk was not kept"))?;
+    let login_s = cut.login_s;
     let log = dir.join("host.log");
-    // What the next boot's mount does: replay the journal.
-    let _ = crate::vm::qemu::replay_journal(&kept, &log);
+    let kept = cut.replayed_disk(&log)?;
     let stat = crate::vm::util::output_logged(
         Command::new("debugfs")
             .arg("-R")
@@ -1153,15 +1215,7 @@ fn power_cut(paths: &Paths, img: &Image, c: &Case, dir: &Path, disk: &Path) -> R
         }
     };
     // And the machine boots again, recording.
-    let disk2 = dir.join("disk2.raw");
-    fs::rename(&kept, &disk2).map_err(|e| io_err("cannot move", &kept, e))?;
-    let mut again = BootOpts::new(Profile::Fast);
-    again.disk_from = Some(disk2.clone());
-    again.sync_disk = true;
-    again.append = BOOT_INIT.into();
-    again.guest_script = Some(GUEST_CHECK.replace("WAIT", "240"));
-    let r = qemu::boot(paths, img, &again)?;
-    let _ = fs::remove_file(&disk2);
+    let r = boot_after_cut(paths, img, dir, &kept, GUEST_CHECK.replace("WAIT", "240"))?;
     let out = r.guest_output.unwrap_or_default();
     let ok = out.contains("BPREPORT=ok");
     Ok(Outcome {
@@ -1200,22 +1254,8 @@ fn shutdown_power_cut(
     dir: &Path,
     disk: &Path,
 ) -> Result<Outcome> {
-    let mut opts = BootOpts::new(Profile::Fast);
-    opts.disk_from = Some(disk.to_path_buf());
-    opts.sync_disk = true;
-    opts.keep_disk = true;
-    opts.append = c.append.to_string();
-    opts.guest_script = Some(REBOOT_WHEN_RECORDED.into());
-    let first = qemu::boot(paths, img, &opts);
-    let run_dir = match &first {
-        Ok(r) => r.serial_log.parent().map(Path::to_path_buf),
-        Err(_) => crate::vm::util::newest_run(paths),
-    };
-    let serial = run_dir
-        .as_ref()
-        .and_then(|d| fs::read_to_string(d.join("serial.log")).ok())
-        .unwrap_or_default();
-    let login_s = first.as_ref().ok().map(|r| r.host_login_s);
+    let cut = Cut::boot(paths, img, c, disk, REBOOT_WHEN_RECORDED);
+    let login_s = cut.login_s;
     let fail = |said: String| {
         Ok(Outcome {
             name: c.name,
@@ -1224,16 +1264,14 @@ fn shutdown_power_cut(
             said,
         })
     };
-    if !serial.contains("cutting the power at poweroff-in-shutdown-trace") {
+    if !cut.came_at("poweroff-in-shutdown-trace") {
         return fail(format!(
             "the shutdown's recorder did not cut the power (no fault-injection line in {})",
-            run_dir
-                .as_deref()
-                .map(crate::vm::util::shown_path)
-                .unwrap_or_default()
+            cut.shown_dir()
         ));
     }
-    let Some(boot1) = serial
+    let Some(boot1) = cut
+        .serial
         .lines()
         .find_map(|l| l.split("BPBOOT1=").nth(1))
         .map(|id| id.trim().to_string())
@@ -1241,12 +1279,8 @@ fn shutdown_power_cut(
     else {
         return fail("boot 1 did not say its boot id".into());
     };
-    let kept = run_dir
-        .map(|d| d.join("disk.raw"))
-        .filter(|d| d.is_file())
-        .ok_or_else(|| Error::fail("the power-cut boot's disk was not kept"))?;
     let log = dir.join("host.log");
-    let _ = crate::vm::qemu::replay_journal(&kept, &log);
+    let kept = cut.replayed_disk(&log)?;
     let listing = crate::vm::util::output_logged(
         Command::new("debugfs")
             .arg("-R")
@@ -1278,20 +1312,13 @@ fn shutdown_power_cut(
         "nothing left (the cut came before the journal had it)"
     };
     // The next boot: it records, and removes what the cut left.
-    let disk2 = dir.join("disk2.raw");
-    fs::rename(&kept, &disk2).map_err(|e| io_err("cannot move", &kept, e))?;
-    let mut again = BootOpts::new(Profile::Fast);
-    again.disk_from = Some(disk2.clone());
-    again.sync_disk = true;
-    again.append = BOOT_INIT.into();
-    again.guest_script = Some(format!(
+    let script = format!(
         "{}\n[ -e /var/log/bootprint/{boot1}/.shutdown.tmp ] && echo BPLEFT=yes\n\
          [ -e /var/log/bootprint/{boot1}/shutdown ] && echo BPSHUTDOWN=yes\n\
          bootprint list > /dev/null && echo BPLIST=ok\n",
         GUEST_CHECK.replace("WAIT", "240")
-    ));
-    let r = qemu::boot(paths, img, &again)?;
-    let _ = fs::remove_file(&disk2);
+    );
+    let r = boot_after_cut(paths, img, dir, &kept, script)?;
     let out = r.guest_output.unwrap_or_default();
     let _ = fs::write(dir.join("guest.out"), &out);
     let events = match (out.find("BPEVENTS=begin"), out.find("BPEVENTS=end")) {
