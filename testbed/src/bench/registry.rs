@@ -260,7 +260,7 @@ mod tests {
         assert_eq!(names(&b), ["debian", "sysv+bp", "sysv+bp kexec"]);
         let mut b = crate::bench::reboot::benchmark(Profile::Fast);
         ask(&[]).select(&mut b).unwrap();
-        assert_eq!(b.variants.len(), 5);
+        assert_eq!(b.variants.len(), 7);
         match ask(&["sysv"]).select(&mut b) {
             Err(Error::Usage(m)) => {
                 assert!(m.contains("\"sysv\"") && m.contains("known: debian"), "{m}")
