@@ -133,9 +133,8 @@ pub struct SendsigsRun {
 
 /// The processes that outlived the SIGTERM of sendsigs run `run`: started before sendsigs,
 /// not spared by it nor itself, seen [`SURVIVOR_GRACE_S`] or more after its SIGTERM, and
-/// gone by its end
-/// (where the spared pids are not known, the ones still alive at the trace's end stand for
-/// them). Longest first; `sigterm_s` is `run.term_s`. Pure.
+/// gone by its end (where the spared pids are not known, the ones still alive at the
+/// trace's end stand for them). Longest first; `sigterm_s` is `run.term_s`. Pure.
 pub fn survivors_of(seen: &[Sighting], run: &SendsigsRun) -> Vec<TermSurvivor> {
     // The sample that last saw a process killed at sendsigs' end may come a little later.
     const SAMPLE_SLACK_S: f64 = 0.5;
@@ -219,8 +218,9 @@ impl ShutdownView {
             .unwrap_or(start.t_ns);
         let rel = |ns: u64| ns.saturating_sub(t0) as f64 / 1e9;
         let rc = dir.join(trace::rclog::FILE_NAME);
-        let runner_stops = std::fs::read_to_string(&rc).ok().map(|t| {
-            let (view, p) = ServicesView::from_text(&t, &rc.display().to_string());
+        let rc_text = std::fs::read_to_string(&rc).ok();
+        let runner_stops = rc_text.as_deref().map(|t| {
+            let (view, p) = ServicesView::from_text(t, &rc.display().to_string());
             problems.extend(p.iter().map(ToString::to_string));
             runner_stops(&view, t0, rel)
         });
@@ -238,7 +238,7 @@ impl ShutdownView {
             },
         };
         let sigterm_survivors = match stops.iter().find(|s| s.name == "sendsigs") {
-            Some(ss) => match sendsigs_survivors(dir, t0, ss) {
+            Some(ss) => match sendsigs_survivors(dir, rc_text.as_deref(), t0, ss) {
                 Ok(v) => v,
                 Err(e) => {
                     problems.push(e);
@@ -368,8 +368,14 @@ fn runner_stops(view: &ServicesView, start_ns: u64, rel: impl Fn(u64) -> f64) ->
 }
 
 /// The processes that outlived sendsigs' SIGTERM ([`survivors_of`]): the SIGTERM is its
-/// first `killall5` (exec events), else its start; `t0` the shutdown's start, ns.
-fn sendsigs_survivors(dir: &Path, t0: u64, sendsigs: &Stop) -> Result<Vec<TermSurvivor>, String> {
+/// first `killall5` (exec events), else its start; `rc_text` the runner's span log, read
+/// once by [`ShutdownView::load`]; `t0` the shutdown's start, ns.
+fn sendsigs_survivors(
+    dir: &Path,
+    rc_text: Option<&str>,
+    t0: u64,
+    sendsigs: &Stop,
+) -> Result<Vec<TermSurvivor>, String> {
     let Some(end_rel) = sendsigs.end_s else {
         return Ok(Vec::new());
     };
@@ -386,9 +392,8 @@ fn sendsigs_survivors(dir: &Path, t0: u64, sendsigs: &Stop) -> Result<Vec<TermSu
         .find(|t| *t >= start_s && *t <= end_s)
         .unwrap_or(start_s);
     // The runner's rc_start of sendsigs names its pid and whom it spared.
-    let started = std::fs::read_to_string(dir.join(trace::rclog::FILE_NAME))
-        .ok()
-        .and_then(|t| trace::events::parse(&t).ok())
+    let started = rc_text
+        .and_then(|t| trace::events::parse(t).ok())
         .and_then(|ev| {
             ev.into_iter().rev().find(|e| {
                 e.kind == "rc_start"

@@ -241,10 +241,10 @@ fn check_boot_dir(base: &Path) -> io::Result<()> {
 pub fn clean_incomplete(log_dir: &Path, prev: &str) -> Option<Event> {
     let base = log_dir.join(prev);
     let tmp = base.join(TMP_NAME);
-    fs::symlink_metadata(&tmp).ok()?;
+    let left = fs::symlink_metadata(&tmp).ok()?;
     let event = Event::new(sys::boottime_ns(), "shutdown_incomplete").with("boot", prev);
     // remove_dir_all follows no symlink inside; the directory itself must be root's.
-    let removed = check_boot_dir(&base).and_then(|()| match fs::symlink_metadata(&tmp)?.is_dir() {
+    let removed = check_boot_dir(&base).and_then(|()| match left.is_dir() {
         true => fs::remove_dir_all(&tmp),
         false => fs::remove_file(&tmp),
     });
