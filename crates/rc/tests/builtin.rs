@@ -36,7 +36,7 @@ fn copy_fixture() -> tempfile::TempDir {
 
 fn recognise(root: &Path, b: Builtin) -> Result<Builtin, rc::Error> {
     let script = root.join("etc/init.d").join(b.script());
-    builtin::recognise(root, b.script(), &script, "start")
+    builtin::recognise(root, b.script(), &script, b.action())
 }
 
 /// Lays Debian 13's changed files (tests/fixtures/initscripts/trixie-changed; the others
@@ -86,6 +86,15 @@ fn debian_12s_own_scripts_are_recognised() {
         builtin::recognise(&root, "urandom", &root.join("etc/init.d/urandom"), "stop").unwrap_err();
     assert!(e.to_string().contains("only start"), "{e}");
     assert_eq!(e.kind(), rc::ErrorKind::Refused);
+    // The shutdown's scripts: only stop.
+    let e = builtin::recognise(
+        &root,
+        "umountfs",
+        &root.join("etc/init.d/umountfs"),
+        "start",
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("only stop"), "{e}");
     let e =
         builtin::recognise(&root, "udev", &root.join("etc/init.d/urandom"), "start").unwrap_err();
     assert!(e.to_string().contains("no built-in"), "{e}");
@@ -106,6 +115,11 @@ fn an_edited_script_or_library_runs_as_a_script() {
     // A sourced library edited: every script that sources it declines.
     fs::write(root.join("lib/init/vars.sh"), "VERBOSE=yes\n").unwrap();
     for b in Builtin::ALL {
+        if matches!(b, Builtin::Reboot | Builtin::Halt) {
+            // They do not source it.
+            assert_eq!(recognise(root, b), Ok(b));
+            continue;
+        }
         let e = recognise(root, b).unwrap_err();
         assert!(e.to_string().contains("vars.sh"), "{}: {e}", b.script());
     }
@@ -384,6 +398,17 @@ fn inner_builtins_in_namespace() {
     checkroot_remounts_what_is_mounted(&env, &root, &proc_dir, before);
     urandom_and_hostname(&env, &root, &proc_dir);
 
+    // umountroot: the root read-only, by the script's `mount -n -o remount,ro ...`, its
+    // other mounts left as they were; again, and nothing changes.
+    let rw = |p: &Path| mount_of(&proc_dir, p).map(|m| m.1.split(',').next() == Some("rw"));
+    assert_eq!(rw(&root), Some(true));
+    builtin::run(Builtin::UmountRoot, &env).unwrap();
+    assert_eq!(rw(&root), Some(false));
+    assert_eq!(rw(&root.join("run")), Some(true));
+    builtin::run(Builtin::UmountRoot, &env).unwrap();
+    assert_eq!(rw(&root), Some(false));
+    assert_eq!(mount_count(&proc_dir), before);
+
     // /run not mounted yet: the script's job, so the built-in declines.
     let tmp = tempfile::tempdir().unwrap();
     let bare = tmp.path();
@@ -575,4 +600,148 @@ fn run_migrate_links_the_old_places_as_the_script_does() {
         .contains("read-only"));
     fs::write(copy.join("etc/fstab"), "tmpfs /tmp tmpfs defaults 0 0\n").unwrap();
     assert!(recognise(copy, Builtin::MountAll).is_err());
+}
+
+/// The shutdown's built-ins (`rc::builtin::shutdown`) on a scratch tree and a proc
+/// directory of the test's own: each declines before doing anything where the script
+/// would unmount something; umountnfs.sh removes the bootclean flags without following a
+/// link (its `halt -w`, after the fault switch's failure here, runs only in the test bed's
+/// reboot check: here it would write the host's wtmp); umountfs with nothing to unmount
+/// only says so.
+#[test]
+fn the_shutdowns_builtins_decline_before_acting_where_the_script_would_unmount() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(tmp.path()).unwrap();
+    let proc_dir = root.join("fakeproc");
+    for d in ["etc", "tmp", "run/lock", "fakeproc"] {
+        fs::create_dir_all(root.join(d)).unwrap();
+    }
+    let image = "/dev/vda / ext4 rw,relatime 0 0\n\
+                 proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0\n\
+                 sysfs /sys sysfs rw,nosuid,nodev,noexec,relatime 0 0\n\
+                 tmpfs /run tmpfs rw,nosuid,nodev,noexec,relatime 0 0\n\
+                 tmpfs /run/lock tmpfs rw,nosuid,nodev,noexec,relatime 0 0\n\
+                 devpts /dev/pts devpts rw,nosuid,noexec,relatime 0 0\n";
+    let swaps_header = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n";
+    fs::write(proc_dir.join("mounts"), image).unwrap();
+    fs::write(proc_dir.join("swaps"), swaps_header).unwrap();
+    let env = Env {
+        root: root.clone(),
+        proc_dir: proc_dir.clone(),
+        urandom: PathBuf::from("/dev/null"),
+        fault: false,
+    };
+    // umountfs: nothing to unmount, no swap: done.
+    builtin::run(Builtin::UmountFs, &env).unwrap();
+    // A swap in use, or a tmpfs it would unmount: the script runs.
+    fs::write(
+        proc_dir.join("swaps"),
+        format!("{swaps_header}/dev/vdb1 partition\t1048572\t0\t-2\n"),
+    )
+    .unwrap();
+    let e = builtin::run(Builtin::UmountFs, &env).unwrap_err();
+    assert!(e.to_string().contains("swap in use"), "{e}");
+    fs::write(proc_dir.join("swaps"), swaps_header).unwrap();
+    fs::write(
+        proc_dir.join("mounts"),
+        format!("{image}tmpfs /run/user/0 tmpfs rw 0 0\n"),
+    )
+    .unwrap();
+    let e = builtin::run(Builtin::UmountFs, &env).unwrap_err();
+    assert!(e.to_string().contains("/run/user/0 to unmount"), "{e}");
+    assert_eq!(e.kind(), rc::ErrorKind::BuiltinFailed);
+
+    // umountnfs.sh reads /etc/mtab: an NFS mount there, and nothing is removed.
+    let victim = root.join("victim");
+    fs::write(&victim, "keep me").unwrap();
+    fs::write(root.join("tmp/.clean"), "").unwrap();
+    fs::write(root.join("run/lock/.clean"), "").unwrap();
+    std::os::unix::fs::symlink(&victim, root.join("run/.clean")).unwrap();
+    fs::write(
+        root.join("etc/mtab"),
+        format!("{image}server:/export /srv/nfs nfs4 rw 0 0\n"),
+    )
+    .unwrap();
+    let e = builtin::run(Builtin::UmountNfs, &env).unwrap_err();
+    assert!(e.to_string().contains("/srv/nfs to unmount"), "{e}");
+    assert!(root.join("tmp/.clean").exists() && root.join("run/.clean").is_symlink());
+    // /sbin/initctl (upstart): the script emits its event.
+    fs::write(root.join("etc/mtab"), image).unwrap();
+    fs::create_dir_all(root.join("sbin")).unwrap();
+    fs::write(root.join("sbin/initctl"), "").unwrap();
+    let e = builtin::run(Builtin::UmountNfs, &env).unwrap_err();
+    assert!(e.to_string().contains("initctl"), "{e}");
+    fs::remove_file(root.join("sbin/initctl")).unwrap();
+    // Nothing to unmount: the flags go (the link itself, not what it names); the fault
+    // switch stops it before `halt -w`.
+    let faulty = Env {
+        fault: true,
+        ..env.clone()
+    };
+    let e = builtin::run(Builtin::UmountNfs, &faulty).unwrap_err();
+    assert!(e.to_string().contains(builtin::FAULT_ENV), "{e}");
+    for flag in ["tmp/.clean", "run/.clean", "run/lock/.clean"] {
+        assert!(fs::symlink_metadata(root.join(flag)).is_err(), "{flag}");
+    }
+    assert_eq!(fs::read_to_string(&victim).unwrap(), "keep me");
+}
+
+/// reboot and halt source /etc/default/halt: a line other than `HALT=word` or
+/// `NETDOWN=word` is a parse error naming the file and line, and the script runs.
+#[test]
+fn reboot_and_halt_read_etc_default_halt_or_leave_it_to_the_script() {
+    let tmp = copy_fixture();
+    let root = tmp.path();
+    assert_eq!(recognise(root, Builtin::Reboot), Ok(Builtin::Reboot));
+    let halt = root.join("etc/default/halt");
+    fs::write(&halt, "HALT=halt\nNETDOWN=no\n").unwrap();
+    assert_eq!(recognise(root, Builtin::Halt), Ok(Builtin::Halt));
+    fs::write(&halt, "HALT=halt\n. /etc/halt.local\n").unwrap();
+    for b in [Builtin::Reboot, Builtin::Halt] {
+        let e = recognise(root, b).unwrap_err();
+        assert_eq!((e.kind(), e.line()), (rc::ErrorKind::Parse, Some(2)));
+        assert_eq!(e.path(), Some(halt.as_path()));
+        assert!(e.to_string().contains("/etc/default/halt:2"), "{e}");
+    }
+    fs::remove_file(&halt).unwrap();
+    assert_eq!(recognise(root, Builtin::Halt), Ok(Builtin::Halt));
+}
+
+/// The stop plans of runlevels 0 and 6 on Debian's own files (the bookworm tree with the
+/// libraries the scripts source): the shutdown's ends are built-ins, sendsigs and the
+/// rest scripts; with `builtins` off, none is.
+#[test]
+fn the_stop_plans_take_the_shutdowns_builtins() {
+    let tmp = debian_tree();
+    let root = tmp.path();
+    copy_tree(&fixture(), root);
+    let sys = rc::system::System::load(root).unwrap();
+    let plan = |rl: u8, cfg: &rc::run::Config| {
+        rc::run::Plan::stop(
+            &sys,
+            rc::system::Runlevel::Num(rl),
+            cfg,
+            &rc::durations::Durations::default(),
+            None,
+        )
+    };
+    let built_in = |p: &rc::run::Plan| -> Vec<(String, Builtin)> {
+        p.tasks
+            .iter()
+            .filter_map(|t| Some((t.name.clone(), t.builtin?)))
+            .collect()
+    };
+    let on = rc::run::Config::default();
+    let six = built_in(&plan(6, &on));
+    let names: Vec<&str> = six.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["reboot", "umountfs", "umountnfs.sh", "umountroot"]);
+    assert!(six.iter().all(|(n, b)| b.script() == n));
+    let zero = built_in(&plan(0, &on));
+    assert!(zero.iter().any(|(_, b)| *b == Builtin::Halt), "{zero:?}");
+    assert!(!zero.iter().any(|(n, _)| n == "sendsigs"));
+    let off = rc::run::Config {
+        builtins: false,
+        ..Default::default()
+    };
+    assert!(built_in(&plan(6, &off)).is_empty());
 }

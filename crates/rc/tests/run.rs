@@ -320,7 +320,13 @@ fn run_stops(root: &Root, scripts: &[(&str, &str)], options: Options) -> Stopped
 /// Runs runlevel 0's stop plan of the scripts under `root` with `options` and `cfg`.
 fn run_stop_plan(root: &Root, options: Options, cfg: &Config) -> Stopped {
     let sys = System::load(root.path()).unwrap();
-    let plan = Plan::stop(&sys, Runlevel::Num(0), &Durations::default(), None);
+    let plan = Plan::stop(
+        &sys,
+        Runlevel::Num(0),
+        &Config::default(),
+        &Durations::default(),
+        None,
+    );
     let log_path = root.path().join("run/rc.log");
     let mut log = SpanLog::open(&log_path);
     let mut out = Vec::new();
@@ -919,7 +925,13 @@ fn a_stop_cycle_is_broken_with_a_diagnostic_and_every_script_runs() {
         root.stop_script(name, extra);
     }
     let sys = System::load(root.path()).unwrap();
-    let plan = Plan::stop(&sys, Runlevel::Num(0), &Durations::default(), None);
+    let plan = Plan::stop(
+        &sys,
+        Runlevel::Num(0),
+        &Config::default(),
+        &Durations::default(),
+        None,
+    );
     let shown: Vec<String> = plan.cycles.iter().map(|d| d.to_string()).collect();
     assert_eq!(
         shown,

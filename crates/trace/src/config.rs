@@ -384,7 +384,7 @@ pub static KEYS: &[Key] = &[
     key(Rc, "idle_iowait", PCT, "5", "percent iowait below which the disk is idle"),
     key(Rc, "idle_window", SECS, "0.5", "seconds per idle measurement"),
     key(Rc, "late_max_wait", SECS, "10", "seconds after the path to the login when late services start anyway"),
-    key(Rc, "builtins", Type::Bool, "true", "run Debian's early-boot scripts it recognises as built-ins (`bootprint.rc.builtins=0|1` for one boot)"),
+    key(Rc, "builtins", Type::Bool, "true", "run Debian's early-boot and shutdown scripts it recognises as built-ins (`bootprint.rc.builtins=0|1` for one boot)"),
     key(Rc, "udev_off_path", Type::Bool, "true", "let udev run beside the path to the login where safe (`bootprint.rc.udev-off-path=0|1` for one boot)"),
     key(Rc, "one_graph", Type::Bool, "true", "plan runlevel S with the next runlevel (`bootprint.rc.one-graph=0|1` for one boot)"),
     key(

@@ -60,9 +60,9 @@ const COMPARED: &[&str] = &[
     "utmp",
 ];
 
-/// The built-ins the runner has (rc::builtin), by script: each must have run on the test
-/// image, whose scripts and configuration are Debian's own (checkroot.sh's only once the
-/// initramfs has checked the root).
+/// The boot's built-ins (rc::builtin; the shutdown's are the `reboot` check's), by script:
+/// each must have run on the test image, whose scripts and configuration are Debian's own
+/// (checkroot.sh's only once the initramfs has checked the root).
 const BUILTINS: [&str; 7] = [
     "checkfs.sh",
     "checkroot.sh",

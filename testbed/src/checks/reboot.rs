@@ -278,6 +278,8 @@ ls -la /var/log/bootprint/*/
 echo "== shutdown events"
 f=/var/log/bootprint/$first/shutdown/events.log
 if [ -e "$f" ]; then head -n 30 "$f"; else echo "(no $f)"; fi
+echo "== root recovery"
+dmesg | grep -c 'EXT4-fs (vda): recovery complete'
 echo "== soft"
 bootprint reboot --soft --dry-run 2>&1; echo "rc=$?"
 echo "== kexec unit"
@@ -567,6 +569,9 @@ fn shutdown_trace_checks(
         return Ok(());
     };
     let dir = log.join(first).join("shutdown");
+    if init.name.starts_with("sysvinit") {
+        root_clean_check(c, name, boot);
+    }
     if !init.records_shutdown {
         c.check(
             !dir.exists(),
@@ -591,6 +596,9 @@ fn shutdown_trace_checks(
         "{name}: bootprint services --shutdown:\n{}",
         render_text(&view)
     );
+    if init.name.starts_with("sysvinit") {
+        shutdown_builtin_checks(c, name, &dir, boot);
+    }
     let planted = view
         .stops
         .iter()
@@ -677,6 +685,65 @@ fn shutdown_trace_checks(
         ),
     );
     Ok(())
+}
+
+/// The shutdown's scripts the runner does itself (`rc::builtin::shutdown`): umountnfs.sh's
+/// and umountfs's built-ins ran and none failed (the rc.log saved with the shutdown, which
+/// ends before umountroot), and none of them, umountroot's and reboot's included, declined
+/// on the console.
+fn shutdown_builtin_checks(c: &mut Checks, name: &str, dir: &Path, boot: &BootResult) {
+    let rc_log = std::fs::read_to_string(dir.join("rc.log")).unwrap_or_default();
+    let ran = |script: &str| {
+        rc_log.lines().any(|l| {
+            l.contains(" rc_start ")
+                && l.contains(&format!(" script={script} "))
+                && l.contains(" builtin=1")
+        })
+    };
+    let failed: Vec<&str> = rc_log
+        .lines()
+        .filter(|l| l.contains(" rc_builtin_failed "))
+        .collect();
+    c.check(
+        ran("umountnfs.sh") && ran("umountfs") && failed.is_empty(),
+        &format!(
+            "{name}: umountnfs.sh and umountfs ran as built-ins (umountnfs.sh {}, umountfs {}, \
+             failed: {failed:?})",
+            ran("umountnfs.sh"),
+            ran("umountfs")
+        ),
+    );
+    let serial = std::fs::read(&boot.serial_log).unwrap_or_default();
+    let serial = String::from_utf8_lossy(&serial);
+    let declined: Vec<&str> = serial
+        .lines()
+        .filter(|l| {
+            ["umountnfs.sh", "umountfs", "umountroot", "reboot", "halt"]
+                .iter()
+                .any(|s| l.contains(&format!("{s}: built-in declined")))
+        })
+        .collect();
+    c.check(
+        declined.is_empty(),
+        &format!("{name}: no shutdown built-in declined on the console: {declined:?}"),
+    );
+}
+
+/// The root came back clean: the next boot's kernel replayed no journal on it, so the
+/// shutdown remounted it read-only (umountroot) before the reset or the kexec.
+fn root_clean_check(c: &mut Checks, name: &str, boot: &BootResult) {
+    let after = boot.after_reboot_output.as_deref().unwrap_or_default();
+    let recovered = section(after, "root recovery")
+        .first()
+        .map(|s| s.to_string());
+    c.check(
+        recovered.as_deref() == Some("0"),
+        &format!(
+            "{name}: the next boot's root needed no journal recovery (umountroot remounted it \
+             read-only; `recovery complete` lines: {})",
+            recovered.as_deref().unwrap_or("none")
+        ),
+    );
 }
 
 /// The planted SIGTERM-ignorer ([`PLANT_NOTERM`]): the shutdown names it as what outlived

@@ -1,4 +1,5 @@
-//! Built-in equivalents of Debian's early-boot scripts (issue 15, part 2).
+//! Built-in equivalents of Debian's early-boot scripts (issue 15, part 2) and of the
+//! scripts that end a shutdown ([`shutdown`], issue 43).
 //!
 //! On the test image most of runlevel S's time goes into shell: `mountkernfs.sh` forks about
 //! thirty processes to mount one tmpfs, `urandom` a dozen to copy 32 bytes. The runner runs
@@ -22,11 +23,13 @@
 //! Anything else, and any step that fails, ends the built-in with [`DECLINED`]: the runner
 //! then runs the script itself, which is idempotent (its own comment: "May be run several
 //! times"), so a built-in that stopped half-way leaves nothing the script does not mend.
-//! Only the `start` action is built in.
+//! The early-boot scripts' `start` action is built in, the shutdown's scripts' `stop`
+//! ([`Builtin::action`]).
 
 pub mod checkroot;
 pub mod mountall;
 pub mod sha256;
+pub mod shutdown;
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -59,6 +62,16 @@ pub enum Builtin {
     CheckFs,
     /// `mountall.sh` ([`mountall`]).
     MountAll,
+    /// `umountnfs.sh stop` with nothing to unmount ([`shutdown`]).
+    UmountNfs,
+    /// `umountfs stop` with nothing to unmount ([`shutdown`]).
+    UmountFs,
+    /// `umountroot stop` ([`shutdown`]).
+    UmountRoot,
+    /// `reboot stop` ([`shutdown`]).
+    Reboot,
+    /// `halt stop` ([`shutdown`]).
+    Halt,
 }
 
 /// A Debian release whose copies of the scripts the built-ins know.
@@ -181,7 +194,7 @@ const HOOKS_DIR: &str = "lib/lsb/init-functions.d";
 
 impl Builtin {
     /// Every built-in.
-    pub const ALL: [Builtin; 7] = [
+    pub const ALL: [Builtin; 12] = [
         Builtin::MountKernFs,
         Builtin::MountDevSubFs,
         Builtin::Urandom,
@@ -189,6 +202,11 @@ impl Builtin {
         Builtin::CheckRoot,
         Builtin::CheckFs,
         Builtin::MountAll,
+        Builtin::UmountNfs,
+        Builtin::UmountFs,
+        Builtin::UmountRoot,
+        Builtin::Reboot,
+        Builtin::Halt,
     ];
 
     /// The script it stands for (its name in /etc/init.d).
@@ -201,6 +219,23 @@ impl Builtin {
             Builtin::CheckRoot => "checkroot.sh",
             Builtin::CheckFs => "checkfs.sh",
             Builtin::MountAll => "mountall.sh",
+            Builtin::UmountNfs => "umountnfs.sh",
+            Builtin::UmountFs => "umountfs",
+            Builtin::UmountRoot => "umountroot",
+            Builtin::Reboot => "reboot",
+            Builtin::Halt => "halt",
+        }
+    }
+
+    /// The action that is built in: `stop` for the shutdown's scripts, else `start`.
+    pub fn action(self) -> &'static str {
+        match self {
+            Builtin::UmountNfs
+            | Builtin::UmountFs
+            | Builtin::UmountRoot
+            | Builtin::Reboot
+            | Builtin::Halt => "stop",
+            _ => "start",
         }
     }
 
@@ -273,11 +308,50 @@ impl Builtin {
                     "78f5776229dc2460f5c6353c22a9def2bed145cf1edd41cd970fbee4b4661679",
                 )],
             ),
+            Builtin::UmountNfs => one(
+                "etc/init.d/umountnfs.sh",
+                &[(
+                    Debian12,
+                    "722a658c7fd09c93d5e70e87f9986af2da6bc5e6688175aa8356e48b0de5ca8f",
+                )],
+            ),
+            Builtin::UmountFs => one(
+                "etc/init.d/umountfs",
+                &[(
+                    Debian12,
+                    "61790846840574d1d7bba26d5e77be7ec2110a79e37f47dfcd15f68847e3e487",
+                )],
+            ),
+            Builtin::UmountRoot => one(
+                "etc/init.d/umountroot",
+                &[(
+                    Debian12,
+                    "811419e168be1cae551e4f9065e46e4871360c3089a3b2de610e2422fd64bfbe",
+                )],
+            ),
+            Builtin::Reboot => one(
+                "etc/init.d/reboot",
+                &[(
+                    Debian12,
+                    "66138b7ce110cd87e5513805836a732d6a8925bd4ae458bdab0f444b859bcc22",
+                )],
+            ),
+            Builtin::Halt => one(
+                "etc/init.d/halt",
+                &[(
+                    Debian12,
+                    "1a4940d7e22bb17749f0ec6759cdc739d2faf0e550ba9a6749c458044c4dffc3",
+                )],
+            ),
         }
     }
 
     /// The files the script sources (or, for checkroot.sh, runs again).
     pub fn known_files(self) -> Vec<Known> {
+        if matches!(self, Builtin::Reboot | Builtin::Halt) {
+            // They source init-functions and /etc/default/halt, not vars.sh.
+            return vec![INIT_FUNCTIONS];
+        }
         let mut v = vec![VARS, INIT_FUNCTIONS];
         match self {
             Builtin::MountKernFs
@@ -314,7 +388,14 @@ impl Builtin {
             // It runs both again with `reload`.
             Builtin::CheckRoot => [KERNFS.as_slice(), &DEVSUBFS].concat(),
             Builtin::MountAll => vec!["/run", "/run/lock", "/run/shm", "/dev/shm", "/tmp"],
-            Builtin::Urandom | Builtin::Hostname | Builtin::CheckFs => Vec::new(),
+            Builtin::Urandom
+            | Builtin::Hostname
+            | Builtin::CheckFs
+            | Builtin::UmountNfs
+            | Builtin::UmountFs
+            | Builtin::UmountRoot
+            | Builtin::Reboot
+            | Builtin::Halt => Vec::new(),
         }
     }
 }
@@ -407,8 +488,11 @@ fn fstab_entries(text: &str) -> Vec<(String, String, String)> {
 /// `/etc/default/devpts` line [`ErrorKind::Parse`].
 pub fn recognise(root: &Path, name: &str, script: &Path, action: &str) -> Result<Builtin, Error> {
     let b = Builtin::for_script(name).ok_or_else(|| refused("no built-in for this script"))?;
-    if action != "start" {
-        return Err(refused(format!("only start is built in, not {action}")));
+    if action != b.action() {
+        return Err(refused(format!(
+            "only {} is built in, not {action}",
+            b.action()
+        )));
     }
     let same = |path: &Path, known: &Known| -> Result<(), Error> {
         let data =
@@ -485,6 +569,21 @@ pub fn recognise(root: &Path, name: &str, script: &Path, action: &str) -> Result
     if b == Builtin::MountAll {
         mountall::plain_enough(&Env::under(root)).map_err(refused)?;
     }
+    if matches!(b, Builtin::Reboot | Builtin::Halt) {
+        let halt = root.join("etc/default/halt");
+        match read_small(&halt) {
+            Ok(t) => {
+                if let Err((line, why)) = shutdown::halt_defaults(&String::from_utf8_lossy(&t)) {
+                    let message = format!("/etc/default/halt:{line}: {why}");
+                    return Err(Error::new(ErrorKind::Parse, message)
+                        .at(&halt)
+                        .on_line(line));
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(&halt, format!("/etc/default/halt: {e}"), e)),
+        }
+    }
     if matches!(b, Builtin::MountDevSubFs | Builtin::CheckRoot) {
         let devpts = root.join("etc/default/devpts");
         match read_small(&devpts) {
@@ -543,7 +642,7 @@ impl Env {
     }
 }
 
-/// Does what the script's `start` does. Err: a step that was not certain or failed; the
+/// Does what the script's built-in action ([`Builtin::action`]) does. Err: a step that was not certain or failed; the
 /// caller exits [`DECLINED`] and the runner runs the script. Every failure is
 /// [`ErrorKind::BuiltinFailed`]: whichever step it was, the script does it all again.
 pub fn run(b: Builtin, env: &Env) -> Result<(), Error> {
@@ -563,6 +662,11 @@ fn run_steps(b: Builtin, env: &Env) -> Result<(), String> {
         Builtin::CheckRoot => checkroot::run(env, &mut steps),
         Builtin::CheckFs => checkroot::checkfs(env, &mut steps),
         Builtin::MountAll => mountall::run(env, &mut steps),
+        Builtin::UmountNfs => shutdown::umountnfs(env, &mut steps),
+        Builtin::UmountFs => shutdown::umountfs(env, &mut steps),
+        Builtin::UmountRoot => shutdown::umountroot(env, &mut steps),
+        Builtin::Reboot => shutdown::reboot(env, &mut steps),
+        Builtin::Halt => shutdown::halt(env, &mut steps),
     }?;
     // The end counts as a step: under the fault switch, a built-in of one step fails too.
     steps.step()

@@ -45,8 +45,8 @@ pub struct Config {
     /// test bed: Xorg started only once elogind was up), and Debian's lightdm header still
     /// names consolekit, logind's predecessor, as Should-Start.
     pub display_manager_needs: Vec<String>,
-    /// `builtins`: run Debian's early-boot scripts that [`crate::builtin`] recognises as
-    /// built-ins (`yes`, the default) or always as scripts (`no`).
+    /// `builtins`: run Debian's early-boot and shutdown scripts that [`crate::builtin`]
+    /// recognises as built-ins (`yes`, the default) or always as scripts (`no`).
     pub builtins: bool,
     /// `udev-off-path`: let udev run beside the path to the login where [`crate::udev`]
     /// finds it safe (`yes`, the default), or alone before it as Debian does (`no`).

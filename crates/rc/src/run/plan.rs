@@ -494,13 +494,13 @@ impl Planning<'_> {
             .collect()
     }
 
-    /// The built-in the runner may run for node `i` instead of its script.
-    fn builtin_of(&self, i: usize) -> Option<Builtin> {
+    /// The built-in the runner may run for node `i`'s `action` instead of its script.
+    fn builtin_of(&self, i: usize, action: &str) -> Option<Builtin> {
         let (sys, node) = (self.sys, &self.g.nodes[i]);
         let path = sys.root.join(&sys.scripts[node.script].path);
         self.cfg
             .builtins
-            .then(|| builtin::recognise(&sys.root, &node.name, &path, "start").ok())
+            .then(|| builtin::recognise(&sys.root, &node.name, &path, action).ok())
             .flatten()
     }
 
@@ -522,7 +522,7 @@ impl Planning<'_> {
         keep.iter()
             .map(|&i| {
                 let node = &g.nodes[i];
-                let builtin = self.builtin_of(i);
+                let builtin = self.builtin_of(i, action);
                 Task {
                     name: node.name.clone(),
                     path: sys.root.join(&sys.scripts[node.script].path),
@@ -608,11 +608,12 @@ impl Plan {
     }
 
     /// The stop plan of `rl` (its `K` links; for a runlevel other than 0 and 6, only those
-    /// `previous` started). A script stops before what its `Required-Stop` and
+    /// `previous` started), with `cfg`'s built-ins. A script stops before what its `Required-Stop` and
     /// `Should-Stop` name, and after what its `X-Stop-After` names.
     pub fn stop(
         sys: &System,
         rl: Runlevel,
+        cfg: &Config,
         durations: &Durations,
         previous: Option<Runlevel>,
     ) -> Plan {
@@ -691,7 +692,14 @@ impl Plan {
                 learned: durations
                     .map
                     .contains_key(&(sys.scripts[s].name.clone(), action.clone())),
-                builtin: None,
+                // The shutdown's ends (`builtin::shutdown`) without the shell.
+                builtin: cfg
+                    .builtins
+                    .then(|| {
+                        let path = sys.root.join(&sys.scripts[s].path);
+                        builtin::recognise(&sys.root, &sys.scripts[s].name, &path, &action).ok()
+                    })
+                    .flatten(),
             })
             .collect();
         Plan {

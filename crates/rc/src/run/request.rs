@@ -291,7 +291,7 @@ fn plan_for(
     cmdline: &str,
 ) -> Plan {
     if req.action == "stop" {
-        Plan::stop(sys, req.runlevel, durations, req.previous)
+        Plan::stop(sys, req.runlevel, cfg, durations, req.previous)
     } else if req.runlevel == Runlevel::S && cfg.one_graph {
         match crate::boot::next_runlevel(&req.root, cmdline) {
             Ok(next) => Plan::start_boot(sys, cfg, durations, next),
