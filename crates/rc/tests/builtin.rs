@@ -115,7 +115,7 @@ fn an_edited_script_or_library_runs_as_a_script() {
     // A sourced library edited: every script that sources it declines.
     fs::write(root.join("lib/init/vars.sh"), "VERBOSE=yes\n").unwrap();
     for b in Builtin::ALL {
-        if matches!(b, Builtin::Reboot | Builtin::Halt) {
+        if matches!(b, Builtin::SendSigs | Builtin::Reboot | Builtin::Halt) {
             // They do not source it.
             assert_eq!(recognise(root, b), Ok(b));
             continue;
@@ -684,6 +684,16 @@ fn the_shutdowns_builtins_decline_before_acting_where_the_script_would_unmount()
         assert!(fs::symlink_metadata(root.join(flag)).is_err(), "{flag}");
     }
     assert_eq!(fs::read_to_string(&victim).unwrap(), "keep me");
+
+    // sendsigs: only ever declined or failed here, before its `killall5 -15` (run for
+    // real it would signal every process of the host): upstart's initctl, then the fault
+    // switch after the sync.
+    fs::write(root.join("sbin/initctl"), "").unwrap();
+    let e = builtin::run(Builtin::SendSigs, &faulty).unwrap_err();
+    assert!(e.to_string().contains("initctl"), "{e}");
+    fs::remove_file(root.join("sbin/initctl")).unwrap();
+    let e = builtin::run(Builtin::SendSigs, &faulty).unwrap_err();
+    assert!(e.to_string().contains(builtin::FAULT_ENV), "{e}");
 }
 
 /// reboot and halt source /etc/default/halt: a line other than `HALT=word` or
@@ -708,8 +718,8 @@ fn reboot_and_halt_read_etc_default_halt_or_leave_it_to_the_script() {
 }
 
 /// The stop plans of runlevels 0 and 6 on Debian's own files (the bookworm tree with the
-/// libraries the scripts source): the shutdown's ends are built-ins, sendsigs and the
-/// rest scripts; with `builtins` off, none is.
+/// libraries the scripts source): the shutdown's ends are built-ins, the daemons' stops
+/// scripts; with `builtins` off, none is.
 #[test]
 fn the_stop_plans_take_the_shutdowns_builtins() {
     let tmp = debian_tree();
@@ -734,11 +744,23 @@ fn the_stop_plans_take_the_shutdowns_builtins() {
     let on = rc::run::Config::default();
     let six = built_in(&plan(6, &on));
     let names: Vec<&str> = six.iter().map(|(n, _)| n.as_str()).collect();
-    assert_eq!(names, ["reboot", "umountfs", "umountnfs.sh", "umountroot"]);
+    assert_eq!(
+        names,
+        [
+            "reboot",
+            "sendsigs",
+            "umountfs",
+            "umountnfs.sh",
+            "umountroot"
+        ]
+    );
     assert!(six.iter().all(|(n, b)| b.script() == n));
     let zero = built_in(&plan(0, &on));
     assert!(zero.iter().any(|(_, b)| *b == Builtin::Halt), "{zero:?}");
-    assert!(!zero.iter().any(|(n, _)| n == "sendsigs"));
+    assert!(
+        zero.iter().any(|(_, b)| *b == Builtin::SendSigs),
+        "{zero:?}"
+    );
     let off = rc::run::Config {
         builtins: false,
         ..Default::default()

@@ -687,8 +687,8 @@ fn shutdown_trace_checks(
     Ok(())
 }
 
-/// The shutdown's scripts the runner does itself (`rc::builtin::shutdown`): umountnfs.sh's
-/// and umountfs's built-ins ran and none failed (the rc.log saved with the shutdown, which
+/// The shutdown's scripts the runner does itself (`rc::builtin::shutdown`): sendsigs',
+/// umountnfs.sh's and umountfs's built-ins ran and none failed (the rc.log saved with the shutdown, which
 /// ends before umountroot), and none of them, umountroot's and reboot's included, declined
 /// on the console.
 fn shutdown_builtin_checks(c: &mut Checks, name: &str, dir: &Path, boot: &BootResult) {
@@ -704,13 +704,13 @@ fn shutdown_builtin_checks(c: &mut Checks, name: &str, dir: &Path, boot: &BootRe
         .lines()
         .filter(|l| l.contains(" rc_builtin_failed "))
         .collect();
+    let scripts = ["sendsigs", "umountnfs.sh", "umountfs"];
+    let ran_all: Vec<String> = scripts.iter().map(|s| format!("{s} {}", ran(s))).collect();
     c.check(
-        ran("umountnfs.sh") && ran("umountfs") && failed.is_empty(),
+        scripts.iter().all(|s| ran(s)) && failed.is_empty(),
         &format!(
-            "{name}: umountnfs.sh and umountfs ran as built-ins (umountnfs.sh {}, umountfs {}, \
-             failed: {failed:?})",
-            ran("umountnfs.sh"),
-            ran("umountfs")
+            "{name}: the shutdown's ends ran as built-ins ({}; failed: {failed:?})",
+            ran_all.join(", ")
         ),
     );
     let serial = std::fs::read(&boot.serial_log).unwrap_or_default();
@@ -718,9 +718,16 @@ fn shutdown_builtin_checks(c: &mut Checks, name: &str, dir: &Path, boot: &BootRe
     let declined: Vec<&str> = serial
         .lines()
         .filter(|l| {
-            ["umountnfs.sh", "umountfs", "umountroot", "reboot", "halt"]
-                .iter()
-                .any(|s| l.contains(&format!("{s}: built-in declined")))
+            [
+                "sendsigs",
+                "umountnfs.sh",
+                "umountfs",
+                "umountroot",
+                "reboot",
+                "halt",
+            ]
+            .iter()
+            .any(|s| l.contains(&format!("{s}: built-in declined")))
         })
         .collect();
     c.check(

@@ -62,6 +62,8 @@ pub enum Builtin {
     CheckFs,
     /// `mountall.sh` ([`mountall`]).
     MountAll,
+    /// `sendsigs stop` ([`shutdown`]).
+    SendSigs,
     /// `umountnfs.sh stop` with nothing to unmount ([`shutdown`]).
     UmountNfs,
     /// `umountfs stop` with nothing to unmount ([`shutdown`]).
@@ -194,7 +196,7 @@ const HOOKS_DIR: &str = "lib/lsb/init-functions.d";
 
 impl Builtin {
     /// Every built-in.
-    pub const ALL: [Builtin; 12] = [
+    pub const ALL: [Builtin; 13] = [
         Builtin::MountKernFs,
         Builtin::MountDevSubFs,
         Builtin::Urandom,
@@ -202,6 +204,7 @@ impl Builtin {
         Builtin::CheckRoot,
         Builtin::CheckFs,
         Builtin::MountAll,
+        Builtin::SendSigs,
         Builtin::UmountNfs,
         Builtin::UmountFs,
         Builtin::UmountRoot,
@@ -219,6 +222,7 @@ impl Builtin {
             Builtin::CheckRoot => "checkroot.sh",
             Builtin::CheckFs => "checkfs.sh",
             Builtin::MountAll => "mountall.sh",
+            Builtin::SendSigs => "sendsigs",
             Builtin::UmountNfs => "umountnfs.sh",
             Builtin::UmountFs => "umountfs",
             Builtin::UmountRoot => "umountroot",
@@ -230,7 +234,8 @@ impl Builtin {
     /// The action that is built in: `stop` for the shutdown's scripts, else `start`.
     pub fn action(self) -> &'static str {
         match self {
-            Builtin::UmountNfs
+            Builtin::SendSigs
+            | Builtin::UmountNfs
             | Builtin::UmountFs
             | Builtin::UmountRoot
             | Builtin::Reboot
@@ -308,6 +313,13 @@ impl Builtin {
                     "78f5776229dc2460f5c6353c22a9def2bed145cf1edd41cd970fbee4b4661679",
                 )],
             ),
+            Builtin::SendSigs => one(
+                "etc/init.d/sendsigs",
+                &[(
+                    Debian12,
+                    "e631deba4c8c1686ff8f4cd32fd00ece9c007131c909a52df274649805d7c797",
+                )],
+            ),
             Builtin::UmountNfs => one(
                 "etc/init.d/umountnfs.sh",
                 &[(
@@ -348,8 +360,8 @@ impl Builtin {
 
     /// The files the script sources (or, for checkroot.sh, runs again).
     pub fn known_files(self) -> Vec<Known> {
-        if matches!(self, Builtin::Reboot | Builtin::Halt) {
-            // They source init-functions and /etc/default/halt, not vars.sh.
+        if matches!(self, Builtin::SendSigs | Builtin::Reboot | Builtin::Halt) {
+            // They source init-functions (reboot and halt /etc/default/halt), not vars.sh.
             return vec![INIT_FUNCTIONS];
         }
         let mut v = vec![VARS, INIT_FUNCTIONS];
@@ -391,6 +403,7 @@ impl Builtin {
             Builtin::Urandom
             | Builtin::Hostname
             | Builtin::CheckFs
+            | Builtin::SendSigs
             | Builtin::UmountNfs
             | Builtin::UmountFs
             | Builtin::UmountRoot
@@ -662,6 +675,7 @@ fn run_steps(b: Builtin, env: &Env) -> Result<(), String> {
         Builtin::CheckRoot => checkroot::run(env, &mut steps),
         Builtin::CheckFs => checkroot::checkfs(env, &mut steps),
         Builtin::MountAll => mountall::run(env, &mut steps),
+        Builtin::SendSigs => shutdown::sendsigs(env, &mut steps),
         Builtin::UmountNfs => shutdown::umountnfs(env, &mut steps),
         Builtin::UmountFs => shutdown::umountfs(env, &mut steps),
         Builtin::UmountRoot => shutdown::umountroot(env, &mut steps),

@@ -1,20 +1,22 @@
-//! The end of a shutdown without the shell: `umountnfs.sh`, `umountfs`, `umountroot`,
-//! `reboot` and `halt` `stop` (initscripts 3.06-4 and 3.14-4 ship the same bytes).
+//! The end of a shutdown without the shell: `sendsigs`, `umountnfs.sh`, `umountfs`,
+//! `umountroot`, `reboot` and `halt` `stop` (initscripts 3.06-4 and 3.14-4 ship the same
+//! bytes).
 //!
-//! Under the runner these ran one after another, 1.2 s of a 5 s shutdown on the test image
+//! Under the runner these ran one after another, 1.5 s of a 5 s shutdown on the test image
 //! (TCG), almost all of it the shell: sourcing `init-functions` and its hooks, and
 //! `umountfs`'s `echo | grep` per mounted file system, to find that there is nothing to
 //! unmount but the root. The built-ins do what the scripts do **when there is nothing to
 //! unmount or switch off but what they leave alone**, and decline, before doing anything,
 //! otherwise: the script then runs and does all of it. The programs the scripts run for
-//! the work that is left (`halt -w`, `mount -o remount,ro`, `reboot`, `halt`) run as the
-//! same programs with the same arguments.
+//! the work that is left (`killall5`, `halt -w`, `mount -o remount,ro`, `reboot`, `halt`)
+//! run as the same programs with the same arguments.
 
 use std::fs;
 use std::io::{self, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use super::{is_mount_point, read_small, Env, Steps};
 
@@ -331,6 +333,141 @@ pub(super) fn halt(env: &Env, steps: &mut Steps) -> Result<(), String> {
     Err(format!("halt: {e}"))
 }
 
+/// How long sendsigs waits for what its SIGTERM did not end before the SIGKILL: its ten
+/// rounds of `sleep 1`.
+pub const SENDSIGS_WAIT: Duration = Duration::from_secs(10);
+
+/// The longest pause between two of the built-in sendsigs' looks (`killall5 -18`): the
+/// script looks once a second.
+const SENDSIGS_POLL_MAX: Duration = Duration::from_millis(200);
+
+/// The words sendsigs passes as `-o WORD`: those of `/run/sendsigs.omit` (when it exists),
+/// then of each regular file in `/run/sendsigs.omit.d` (in name order, dot files left out,
+/// as the shell's `*`), split at white space as `$(cat FILE)` is. killall5 itself skips a
+/// word that is not a pid, as it would from the script.
+fn sendsigs_omits(env: &Env) -> Result<Vec<String>, String> {
+    let mut files = Vec::new();
+    let first = env.at("/run/sendsigs.omit");
+    if fs::symlink_metadata(&first).is_ok() {
+        files.push(first);
+    }
+    if let Ok(dir) = fs::read_dir(env.at("/run/sendsigs.omit.d")) {
+        let mut names: Vec<_> = dir
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| !n.to_string_lossy().starts_with('.'))
+            })
+            .filter(|p| p.is_file())
+            .collect();
+        names.sort();
+        files.extend(names);
+    }
+    let mut words = Vec::new();
+    for f in files {
+        let text = read_small(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        words.extend(
+            String::from_utf8_lossy(&text)
+                .split_whitespace()
+                .map(str::to_string),
+        );
+    }
+    Ok(words)
+}
+
+/// `killall5 -SIG -o WORD...`; whether it exited 0 (it found a process to signal). A
+/// killall5 that cannot be started is an Err.
+fn killall5(signal: i32, omits: &[String]) -> io::Result<bool> {
+    let mut c = program("killall5", &[&format!("-{signal}")], SCRIPT_PATH);
+    for w in omits {
+        c.arg("-o").arg(w);
+    }
+    c.status().map(|s| s.success())
+}
+
+/// Whether `init-functions` would print in colour (`log_use_fancy_output`): the output a
+/// terminal, `TERM` set and not `dumb`, tput and expr there (the built-in does not ask
+/// tput about the terminal's capabilities).
+fn fancy_output(env: &Env) -> bool {
+    let term = std::env::var("TERM").unwrap_or_default();
+    // SAFETY: isatty on the process's own stdout, no memory involved.
+    let tty = unsafe { libc::isatty(1) } == 1;
+    tty && !term.is_empty()
+        && term != "dumb"
+        && env.at("/usr/bin/tput").is_file()
+        && env.at("/usr/bin/expr").is_file()
+}
+
+/// `sendsigs stop`: the pids to spare as the script reads them, `sync`, `killall5 -15`,
+/// then what is left looked at with `killall5 -18` until nothing is or [`SENDSIGS_WAIT`]
+/// has passed (the script looks once a second; the built-in every 50 ms at first, then
+/// every [`SENDSIGS_POLL_MAX`]: the same wait, over as soon as the last process is gone);
+/// then, with something left, the process list (`pstree`, else `ps -ef`) and
+/// `killall5 -9`. Its messages are the script's. Declines only before the SIGTERM: where
+/// upstart's `initctl` exists, or an omit file cannot be read.
+pub(super) fn sendsigs(env: &Env, steps: &mut Steps) -> Result<(), String> {
+    super::common_runtime_checks(env)?;
+    if env.at("/sbin/initctl").exists() {
+        return Err("/sbin/initctl exists: the script spares upstart's jobs".into());
+    }
+    let omits = sendsigs_omits(env)?;
+    steps.step()?;
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    steps.step()?;
+    say_part("Asking all remaining processes to terminate...")?;
+    killall5(libc::SIGTERM, &omits).map_err(|e| format!("killall5: {e}"))?;
+    // From here on the SIGTERM is sent: nothing may hand over to the script (it would send
+    // it again and wait again).
+    let _ = say("done.");
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(50);
+    let ended = loop {
+        // A killall5 that cannot run is the script's `else` branch too: nothing to wait for.
+        if !killall5(libc::SIGCONT, &omits).unwrap_or(false) {
+            break Some(start.elapsed());
+        }
+        if start.elapsed() >= SENDSIGS_WAIT {
+            break None;
+        }
+        std::thread::sleep(pause.min(SENDSIGS_WAIT.saturating_sub(start.elapsed())));
+        pause = (pause * 2).min(SENDSIGS_POLL_MAX);
+    };
+    match ended {
+        // The script's `$seq`: the round of its loop that found nothing.
+        Some(after) => {
+            let seq = (after.as_secs() + 1).min(10);
+            let _ = say(&format!("All processes ended within {seq} seconds...done."));
+        }
+        None => {
+            report_unkillable(env);
+            let _ = say_part("Killing all remaining processes...");
+            let _ = killall5(libc::SIGKILL, &omits);
+            let failed = if fancy_output(env) {
+                "\x1b[31mfailed.\x1b[0m"
+            } else {
+                "failed."
+            };
+            let _ = say(failed);
+        }
+    }
+    Ok(())
+}
+
+/// sendsigs' `report_unkillable`: the process tree, or list, on the console.
+fn report_unkillable(env: &Env) {
+    let (what, prog, args): (&str, &str, &[&str]) = if env.at("/usr/bin/pstree").is_file() {
+        ("pstree", "/usr/bin/pstree", &[])
+    } else if env.at("/bin/ps").is_file() {
+        ("ps", "/bin/ps", &["-ef"])
+    } else {
+        return;
+    };
+    let _ = say(&format!("Currently running processes ({what}):"));
+    let _ = program(prog, args, SCRIPT_PATH).status();
+}
+
 /// `prog args` as a script runs it: found in its `path`, no input, its output to the
 /// console (the runner's pty).
 fn program(prog: &str, args: &[&str], path: &str) -> Command {
@@ -341,8 +478,13 @@ fn program(prog: &str, args: &[&str], path: &str) -> Command {
 
 /// A line on the console, as the script's `echo`.
 fn say(line: &str) -> Result<(), String> {
+    say_part(&format!("{line}\n"))
+}
+
+/// Text on the console without a newline, as `echo -n`.
+fn say_part(text: &str) -> Result<(), String> {
     let mut out = io::stdout().lock();
-    writeln!(out, "{line}")
+    out.write_all(text.as_bytes())
         .and_then(|_| out.flush())
         .map_err(|e| format!("writing to the console: {e}"))
 }
@@ -428,6 +570,25 @@ tmpfs /early tmpfs rw 0 0
         assert!(swap_in_use(&format!(
             "{header}/dev/vdb1 partition\t1048572\t0\t-2\n"
         )));
+    }
+
+    #[test]
+    fn sendsigs_spares_the_words_of_its_omit_files_as_the_shell_reads_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let env = Env::under(tmp.path());
+        assert!(sendsigs_omits(&env).unwrap().is_empty());
+        let dir = tmp.path().join("run/sendsigs.omit.d");
+        fs::create_dir_all(&dir).unwrap();
+        fs::write(tmp.path().join("run/sendsigs.omit"), "12\n").unwrap();
+        fs::write(dir.join("rsyslog"), "605 606\n").unwrap();
+        fs::write(dir.join("bootprint-rc"), "1029\n1030 junk\n").unwrap();
+        fs::write(dir.join(".hidden"), "7\n").unwrap();
+        fs::create_dir(dir.join("sub")).unwrap();
+        std::os::unix::fs::symlink(dir.join("rsyslog"), dir.join("zz-link")).unwrap();
+        assert_eq!(
+            sendsigs_omits(&env).unwrap(),
+            ["12", "1029", "1030", "junk", "605", "606", "605", "606"]
+        );
     }
 
     #[test]
