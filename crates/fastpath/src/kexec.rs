@@ -172,8 +172,7 @@ pub fn marked_at(path: &Path) -> Option<Mark> {
 /// Syncs and reboots into the loaded image; returns only on failure, with the error
 /// (nothing loaded: EINVAL).
 pub fn exec() -> io::Error {
-    // SAFETY: no arguments.
-    unsafe { libc::sync() };
+    sys::sync();
     sys::reboot(libc::LINUX_REBOOT_CMD_KEXEC)
 }
 

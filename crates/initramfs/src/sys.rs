@@ -45,11 +45,7 @@ pub fn finit_module(path: &Path, options: &str, compressed: bool) -> io::Result<
     }
 }
 
-/// sync(2).
-pub fn sync() {
-    // SAFETY: no preconditions.
-    unsafe { libc::sync() }
-}
+pub use ::sys::sync;
 
 /// The device number (`st_dev`) of the file system holding `path`, without following a
 /// final symlink.

@@ -137,6 +137,18 @@ pub fn kernel_release() -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
+/// sync(2): every file system's dirty data written out.
+pub fn sync() {
+    // SAFETY: no arguments, no preconditions.
+    unsafe { libc::sync() }
+}
+
+/// Whether the process's standard output is a terminal (isatty(3) on fd 1).
+pub fn stdout_is_tty() -> bool {
+    // SAFETY: isatty only looks at the descriptor number.
+    unsafe { libc::isatty(1) == 1 }
+}
+
 /// reboot(2) with `cmd` (`libc::RB_AUTOBOOT`, `RB_POWER_OFF`, `RB_HALT_SYSTEM`), without a
 /// sync; it returns only on failure (not root), with the error.
 pub fn reboot(cmd: libc::c_int) -> io::Error {

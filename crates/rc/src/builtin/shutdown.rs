@@ -391,9 +391,8 @@ fn killall5(signal: i32, omits: &[String]) -> io::Result<bool> {
 /// tput about the terminal's capabilities).
 fn fancy_output(env: &Env) -> bool {
     let term = std::env::var("TERM").unwrap_or_default();
-    // SAFETY: isatty on the process's own stdout, no memory involved.
-    let tty = unsafe { libc::isatty(1) } == 1;
-    tty && !term.is_empty()
+    ::sys::stdout_is_tty()
+        && !term.is_empty()
         && term != "dumb"
         && env.at("/usr/bin/tput").is_file()
         && env.at("/usr/bin/expr").is_file()
@@ -413,8 +412,7 @@ pub(super) fn sendsigs(env: &Env, steps: &mut Steps) -> Result<(), String> {
     }
     let omits = sendsigs_omits(env)?;
     steps.step()?;
-    // SAFETY: sync(2) takes no arguments and cannot fail.
-    unsafe { libc::sync() };
+    ::sys::sync();
     steps.step()?;
     say_part("Asking all remaining processes to terminate...")?;
     killall5(libc::SIGTERM, &omits).map_err(|e| format!("killall5: {e}"))?;
