@@ -9,11 +9,11 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use super::{
-    devpts_options, is_mount_point, kernel_has, read_small, shm_size_kib, touch, Builtin, Env,
-    Release, Steps,
+    devpts_options, is_mount_point, kernel_has, program, read_small, shm_size_kib, touch, Builtin,
+    Env, Release, Steps,
 };
 
 /// The root's fstab entry, as `read_fstab` reads it.
@@ -168,15 +168,15 @@ fn keep_initramfs_fsck_log(env: &Env, release: Option<Release>) -> Result<(), St
         .to_string_lossy()
         .into_owned();
     // Its output to /dev/null, its errors to the console, as the script has it.
-    Command::new(&logsave)
-        .args(["-s", &log, "cat", &fsck_log])
-        .env("PATH", "/usr/bin:/sbin:/bin")
-        .stdin(Stdio::null())
+    program(&logsave, &["-s", &log, "cat", &fsck_log], CHECK_PATH)
         .stdout(Stdio::null())
         .status()
         .map_err(|e| format!("logsave: {e}"))?;
     Ok(())
 }
+
+/// checkroot.sh's and checkfs.sh's `PATH`.
+const CHECK_PATH: &str = "/usr/bin:/sbin:/bin";
 
 /// checkfs.sh's `FSCK_LOGFILE`.
 const CHECKFS_LOG: &str = "/var/log/fsck/checkfs";
@@ -188,10 +188,7 @@ const CHECKROOT_LOG: &str = "/var/log/fsck/checkroot";
 /// console, i.e. the runner's pty); Ok(true) when it exited 0. A program that cannot be
 /// started at all is an Err: the script would not have done better, but it must run.
 fn exec(prog: &str, args: &[&str], quiet: bool) -> Result<bool, String> {
-    let mut c = Command::new(prog);
-    c.args(args)
-        .env("PATH", "/usr/bin:/sbin:/bin")
-        .stdin(Stdio::null());
+    let mut c = program(prog, args, CHECK_PATH);
     if quiet {
         c.stdout(Stdio::null()).stderr(Stdio::null());
     }
@@ -414,17 +411,9 @@ pub(super) fn checkfs(env: &Env, steps: &mut Steps) -> Result<(), String> {
         let code = if logsave {
             let mut args = vec!["-s", CHECKFS_LOG];
             args.extend(&fsck);
-            Command::new("logsave")
-                .args(&args)
-                .env("PATH", "/usr/bin:/sbin:/bin")
-                .stdin(Stdio::null())
-                .status()
+            program("logsave", &args, CHECK_PATH).status()
         } else {
-            Command::new(fsck[0])
-                .args(&fsck[1..])
-                .env("PATH", "/usr/bin:/sbin:/bin")
-                .stdin(Stdio::null())
-                .status()
+            program(fsck[0], &fsck[1..], CHECK_PATH).status()
         }
         .map_err(|e| format!("fsck: {e}"))?
         .code();

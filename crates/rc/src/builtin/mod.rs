@@ -746,6 +746,16 @@ fn mount(
         .map_err(|e| format!("mount -t {fstype} {src} {}: {e}", target.display()))
 }
 
+/// `prog args` as a script runs it: found in the script's `path`, no input, its output to
+/// the console (the runner's pty).
+fn program(prog: impl AsRef<std::ffi::OsStr>, args: &[&str], path: &str) -> std::process::Command {
+    let mut c = std::process::Command::new(prog);
+    c.args(args)
+        .env("PATH", path)
+        .stdin(std::process::Stdio::null());
+    c
+}
+
 /// `[ -d DIR ] || mkdir --mode=755 DIR` (the mode exactly, whatever the umask).
 fn ensure_dir_755(dir: &Path) -> Result<(), String> {
     if dir.is_dir() {

@@ -6,9 +6,9 @@
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use super::{is_mount_point, read_small, touch, Env, Steps};
+use super::{is_mount_point, program, read_small, touch, Env, Steps};
 
 /// `mount_all_local`'s file system types and options (Debian 12's mountall.sh).
 const MOUNT_A: [&str; 5] = [
@@ -86,8 +86,8 @@ pub fn run_migrate(env: &Env, old: &str, run: &str) -> Result<(), String> {
 }
 
 fn exec(prog: &str, args: &[&str], lang: Option<&str>, quiet: bool) -> Result<bool, String> {
-    let mut c = Command::new(prog);
-    c.args(args).env("PATH", "/sbin:/bin").stdin(Stdio::null());
+    // mountall.sh's PATH.
+    let mut c = program(prog, args, "/sbin:/bin");
     if let Some(l) = lang {
         c.env("LANG", l);
     }

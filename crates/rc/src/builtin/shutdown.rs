@@ -15,10 +15,10 @@ use std::fs;
 use std::io::{self, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use super::{is_mount_point, read_small, Env, Steps};
+use super::{is_mount_point, program, read_small, Env, Steps};
 
 /// The scripts' `PATH`.
 const SCRIPT_PATH: &str = "/usr/sbin:/usr/bin:/sbin:/bin";
@@ -464,14 +464,6 @@ fn report_unkillable(env: &Env) {
     };
     let _ = say(&format!("Currently running processes ({what}):"));
     let _ = program(prog, args, SCRIPT_PATH).status();
-}
-
-/// `prog args` as a script runs it: found in its `path`, no input, its output to the
-/// console (the runner's pty).
-fn program(prog: &str, args: &[&str], path: &str) -> Command {
-    let mut c = Command::new(prog);
-    c.args(args).env("PATH", path).stdin(Stdio::null());
-    c
 }
 
 /// A line on the console, as the script's `echo`.

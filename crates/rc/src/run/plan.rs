@@ -494,16 +494,6 @@ impl Planning<'_> {
             .collect()
     }
 
-    /// The built-in the runner may run for node `i`'s `action` instead of its script.
-    fn builtin_of(&self, i: usize, action: &str) -> Option<Builtin> {
-        let (sys, node) = (self.sys, &self.g.nodes[i]);
-        let path = sys.root.join(&sys.scripts[node.script].path);
-        self.cfg
-            .builtins
-            .then(|| builtin::recognise(&sys.root, &node.name, &path, action).ok())
-            .flatten()
-    }
-
     /// One task per node not skipped, its predecessors renumbered.
     fn tasks(
         &self,
@@ -522,7 +512,7 @@ impl Planning<'_> {
         keep.iter()
             .map(|&i| {
                 let node = &g.nodes[i];
-                let builtin = self.builtin_of(i, action);
+                let builtin = builtin_of(sys, self.cfg, node.script, action);
                 Task {
                     name: node.name.clone(),
                     path: sys.root.join(&sys.scripts[node.script].path),
@@ -693,13 +683,7 @@ impl Plan {
                     .map
                     .contains_key(&(sys.scripts[s].name.clone(), action.clone())),
                 // The shutdown's ends (`builtin::shutdown`) without the shell.
-                builtin: cfg
-                    .builtins
-                    .then(|| {
-                        let path = sys.root.join(&sys.scripts[s].path);
-                        builtin::recognise(&sys.root, &sys.scripts[s].name, &path, &action).ok()
-                    })
-                    .flatten(),
+                builtin: builtin_of(sys, cfg, s, &action),
             })
             .collect();
         Plan {
@@ -821,4 +805,14 @@ impl Plan {
         }
         s
     }
+}
+
+/// The built-in the runner may run for script `s`'s `action` instead of the script, where
+/// `cfg` allows built-ins.
+fn builtin_of(sys: &System, cfg: &Config, s: usize, action: &str) -> Option<Builtin> {
+    let script = &sys.scripts[s];
+    let path = sys.root.join(&script.path);
+    cfg.builtins
+        .then(|| builtin::recognise(&sys.root, &script.name, &path, action).ok())
+        .flatten()
 }
