@@ -34,9 +34,9 @@ pub struct Evidence {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
     /// Stable rule name: `network-wait`, `storm`, `sleep`, `settle`, `late-service`,
-    /// `late-unit`, `idle-gap`, `disk-bound`, `stop-timeout`, `slow-stop` and
-    /// `sigterm-ignored` (the shutdown before the boot), or `kernel:<id>` for the kernel's
-    /// own findings.
+    /// `late-unit`, `idle-gap`, `disk-bound`, `stop-timeout`, `slow-stop`,
+    /// `sigterm-ignored`, `slow-unmount` and `slow-sync` (the shutdown before the boot), or
+    /// `kernel:<id>` for the kernel's own findings.
     pub id: String,
     /// One sentence saying what was found.
     pub title: String,
@@ -54,6 +54,10 @@ pub struct Finding {
 pub mod limits {
     /// A stop in a shutdown this long or longer is a finding (`slow-stop`), s.
     pub const SLOW_STOP_S: f64 = 2.0;
+    /// Unmounting in a shutdown this long or longer is a finding (`slow-unmount`), s.
+    pub const SLOW_UNMOUNT_S: f64 = 2.0;
+    /// The sync after a shutdown's save this long or longer is a finding (`slow-sync`), s.
+    pub const SLOW_SYNC_S: f64 = 1.0;
     /// Programs that wait on the network (their `comm`).
     pub const NETWORK_NAMES: [&str; 12] = [
         "ifup",
@@ -170,16 +174,24 @@ fn unit_base(id: &str) -> &str {
 
 /// The shutdown that led to this boot (`previous_boot`'s, [`crate::shutdown`]): a stop that
 /// ran out its timeout (`stop-timeout`), one that took long (`slow-stop`), and a process that
-/// outlived sendsigs' SIGTERM (`sigterm-ignored`). Its times are seconds of that boot's
-/// uptime.
+/// outlived sendsigs' SIGTERM (`sigterm-ignored`), unmounting that took long
+/// (`slow-unmount`, instead of `slow-stop` for those stops) and a long sync after the save
+/// (`slow-sync`). Its times are seconds of that boot's uptime.
 pub fn shutdown(v: &crate::shutdown::ShutdownView, previous_boot: &str) -> Vec<Finding> {
     use crate::shutdown::StopSource;
     let mut out = Vec::new();
+    let slow_unmount = v
+        .storage
+        .unmount_s
+        .is_some_and(|u| u >= limits::SLOW_UNMOUNT_S);
     for s in v.blame() {
         let took = s.duration_s(v.saved_s);
         let timed_out = matches!(s.outcome.as_str(), "timeout" | "timed_out");
         if !timed_out && took < limits::SLOW_STOP_S {
             continue;
+        }
+        if !timed_out && slow_unmount && crate::shutdown::is_unmount(&s.name) {
+            continue; // said once, as unmounting
         }
         let (what, how) = match v.source {
             StopSource::Systemd => (format!("unit {}", s.name), "systemd's journal"),
@@ -246,6 +258,7 @@ pub fn shutdown(v: &crate::shutdown::ShutdownView, previous_boot: &str) -> Vec<F
             fix,
         });
     }
+    out.extend(storage_findings(v, previous_boot));
     for p in &v.sigterm_survivors {
         out.push(Finding {
             id: "sigterm-ignored".into(),
@@ -276,6 +289,96 @@ pub fn shutdown(v: &crate::shutdown::ShutdownView, previous_boot: &str) -> Vec<F
                  sendsigs, or make it exit on SIGTERM",
                 p.name
             ),
+        });
+    }
+    out
+}
+
+/// `slow-unmount` and `slow-sync` of the shutdown `v` ([`shutdown`]).
+fn storage_findings(v: &crate::shutdown::ShutdownView, previous_boot: &str) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let st = &v.storage;
+    let size = |kib: Option<u64>| {
+        kib.map_or("an unknown amount".to_string(), |k| {
+            format!("{:.1} MiB", k as f64 / 1024.0)
+        })
+    };
+    let where_ =
+        format!("boot {previous_boot}, `bootprint services TRACE --shutdown` on its trace");
+    if let Some(took) = st.unmount_s.filter(|u| *u >= limits::SLOW_UNMOUNT_S) {
+        let evidence = v
+            .stops
+            .iter()
+            .filter(|s| crate::shutdown::is_unmount(&s.name))
+            .map(|s| {
+                let d = s.duration_s(v.saved_s);
+                Evidence {
+                    pid: None,
+                    what: s.name.clone(),
+                    from_s: v.start_uptime_s + s.start_s,
+                    to_s: v.start_uptime_s + s.start_s + d,
+                    samples: 0,
+                    detail: format!(
+                        "unmounting for {d:.2} s of the shutdown's {:.2} s; {} dirty at the \
+                         last sample ({where_})",
+                        v.saved_s,
+                        size(st.dirty_last_kib)
+                    ),
+                }
+            })
+            .collect();
+        out.push(Finding {
+            id: "slow-unmount".into(),
+            title: format!(
+                "unmounting took {took:.1} s in the last shutdown ({})",
+                st.unmounts.join(", ")
+            ),
+            evidence,
+            gain_s: Some(took),
+            gain_basis: "the unmounts' whole span, off the next shutdown if they were at once \
+                         (an upper bound: dirty data must still be written)"
+                .into(),
+            fix: "a file system is slow to unmount when a process still holds it (`fuser -vm \
+                  MOUNTPOINT` before the reboot; stop it first), when it has much dirty data to \
+                  write (see the sync figures), or when it is a network file system whose \
+                  server or network is already gone: mark network mounts `_netdev` so they are \
+                  unmounted before the network stops, and bound a mount unit's stop with \
+                  `x-systemd.mount-timeout=` in fstab (systemd.mount(5))"
+                .into(),
+        });
+    }
+    if let Some(y) = st.sync.as_ref().filter(|y| y.took_s >= limits::SLOW_SYNC_S) {
+        out.push(Finding {
+            id: "slow-sync".into(),
+            title: format!(
+                "the sync at the end of the last shutdown took {:.1} s, writing {}",
+                y.took_s,
+                size(y.dirty_kib)
+            ),
+            evidence: vec![Evidence {
+                pid: None,
+                what: "sync after the save".into(),
+                from_s: v.start_uptime_s + y.start_s,
+                to_s: v.start_uptime_s + y.start_s + y.took_s,
+                samples: 0,
+                detail: format!(
+                    "{} dirty before it, {} written while it ran; {} dirty at the shutdown's \
+                     first sample, {} at most ({where_})",
+                    size(y.dirty_kib),
+                    size(y.written_kib),
+                    size(st.dirty_first_kib),
+                    size(st.dirty_peak_kib)
+                ),
+            }],
+            gain_s: Some(y.took_s),
+            gain_basis: "the whole sync, if the data were on disk before the reboot was asked \
+                         for (an upper bound: it is still written, only earlier)"
+                .into(),
+            fix: "data written just before or during the shutdown waits in the page cache for \
+                  this sync: start writeback sooner (`vm.dirty_background_bytes`, a lower \
+                  `vm.dirty_expire_centisecs`, sysctl.d(5)) or have whatever writes it sync \
+                  before the reboot is asked for (a maintenance job's own `sync -f`)"
+                .into(),
         });
     }
     out

@@ -503,22 +503,11 @@ fn cpu_series(stat: &[trace::bootchart::StatSample]) -> Vec<CpuSample> {
         .collect()
 }
 
+/// Not a disk a boot waits on: what the recorder leaves out already
+/// ([`trace::procfs::is_virtual_disk`]; older traces may have them), optical and floppy
+/// drives, network block devices.
 fn is_virtual_disk(name: &str) -> bool {
-    ["ram", "loop", "zram", "dm-", "sr", "fd", "nbd"]
-        .iter()
-        .any(|p| name.starts_with(p))
-}
-
-/// A partition when another device in the block is a prefix of it followed by a number
-/// (`vda1` of `vda`, `nvme0n1p2` of `nvme0n1`, `mmcblk0p1` of `mmcblk0`).
-fn is_partition(name: &str, all: &[&str]) -> bool {
-    all.iter().any(|disk| {
-        name.len() > disk.len() && name.starts_with(disk) && {
-            let rest = &name[disk.len()..];
-            let rest = rest.strip_prefix('p').unwrap_or(rest);
-            !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit())
-        }
-    })
+    trace::procfs::is_virtual_disk(name) || ["sr", "fd", "nbd"].iter().any(|p| name.starts_with(p))
 }
 
 fn whole_disks(block: &DiskBlock) -> Vec<(&str, u64, u64, u64)> {
@@ -526,7 +515,7 @@ fn whole_disks(block: &DiskBlock) -> Vec<(&str, u64, u64, u64)> {
     block
         .disks
         .iter()
-        .filter(|d| !is_virtual_disk(&d.name) && !is_partition(&d.name, &names))
+        .filter(|d| !is_virtual_disk(&d.name) && !trace::procfs::is_partition(&d.name, &names))
         .map(|d| {
             (
                 d.name.as_str(),
@@ -1598,22 +1587,8 @@ mod tests {
     }
 
     #[test]
-    fn partitions_and_virtual_devices() {
-        let all = [
-            "vda",
-            "vda1",
-            "nvme0n1",
-            "nvme0n1p2",
-            "mmcblk0",
-            "mmcblk0p1",
-            "sdb",
-        ];
-        assert!(is_partition("vda1", &all));
-        assert!(is_partition("nvme0n1p2", &all));
-        assert!(is_partition("mmcblk0p1", &all));
-        assert!(!is_partition("vda", &all));
-        assert!(!is_partition("nvme0n1", &all));
-        assert!(!is_partition("sdb", &all));
+    fn virtual_devices_are_not_disks() {
+        assert!(is_virtual_disk("sr0") && is_virtual_disk("nbd1") && is_virtual_disk("fd0"));
         assert!(is_virtual_disk("loop3") && is_virtual_disk("dm-0") && !is_virtual_disk("vda"));
     }
 

@@ -14,6 +14,7 @@ use std::path::Path;
 
 use serde::Serialize;
 use trace::events::SHUTDOWN_JOURNAL_BEFORE_NS as JOURNAL_BEFORE_NS;
+use trace::events::{SHUTDOWN_SYNC_EVENT as SYNC_EVENT, SHUTDOWN_SYNC_FILE as SYNC_FILE};
 
 use crate::cycle::ClockMark;
 use crate::services::{self, ServicesView};
@@ -77,6 +78,149 @@ pub struct ShutdownView {
     /// Processes that outlived sendsigs' SIGTERM (sysvinit): ignoring it or slow to exit,
     /// each holds sendsigs until it is gone or, 10 s on, killed. Longest first.
     pub sigterm_survivors: Vec<TermSurvivor>,
+    /// The shutdown's storage: data not yet on disk, what was written, the unmounts and
+    /// the closing sync.
+    pub storage: Storage,
+}
+
+/// The storage figures of a shutdown. "Dirty" is `/proc/meminfo`'s Dirty plus Writeback
+/// (written by no one yet, or being written): what must reach the disks before the
+/// machine resets. Each figure is None where its file is missing (traces before it was
+/// recorded) or says nothing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Storage {
+    /// Dirty at the shutdown's first memory sample (the recorder's start), KiB.
+    pub dirty_first_kib: Option<u64>,
+    /// The most dirty in any sample up to the save, KiB.
+    pub dirty_peak_kib: Option<u64>,
+    /// Dirty at the last sample before the save, KiB.
+    pub dirty_last_kib: Option<u64>,
+    /// Written to the disks (whole disks, `trace::procfs::disk_write_sectors`) from the first
+    /// sample to the last, KiB.
+    pub written_kib: Option<u64>,
+    /// The stops that unmount file systems or switch off swap (sysvinit's `umount*`
+    /// scripts, systemd's `.mount` and `.swap` units), by start.
+    pub unmounts: Vec<String>,
+    /// From the first unmount's start to the last one's end (to the save for one still
+    /// running), s.
+    pub unmount_s: Option<f64>,
+    /// The recorder's sync once the trace was saved (record's `shutdown::sync_after`).
+    pub sync: Option<SyncFigures>,
+}
+
+/// What the closing sync took ([`Storage::sync`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SyncFigures {
+    /// Its start, s after the shutdown was asked for (after the save).
+    pub start_s: f64,
+    /// How long sync(2) took, s.
+    pub took_s: f64,
+    /// Dirty before it, KiB.
+    pub dirty_kib: Option<u64>,
+    /// Dirty after it, KiB.
+    pub after_dirty_kib: Option<u64>,
+    /// Written to the disks while it ran, KiB.
+    pub written_kib: Option<u64>,
+}
+
+/// Whether stop `name` unmounts file systems or switches off swap.
+pub fn is_unmount(name: &str) -> bool {
+    let script = name.rsplit('/').next().unwrap_or(name);
+    name.ends_with(".mount") || name.ends_with(".swap") || script.starts_with("umount")
+}
+
+impl Storage {
+    /// The figures from the shutdown directory `dir`'s samples and sync file, the stops
+    /// found, `t0` (the request, ns) and the save (s after it). Files that cannot be read
+    /// are problems, naming the file; missing ones leave their figures None.
+    fn load(
+        dir: &Path,
+        stops: &[Stop],
+        t0: u64,
+        saved_s: f64,
+        problems: &mut Vec<String>,
+    ) -> Storage {
+        let mut out = Storage::default();
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
+        let dirty = |m: &trace::bootchart::MemBlock| {
+            m.dirty.map(|d| d.saturating_add(m.writeback.unwrap_or(0)))
+        };
+        let save_cs = (t0 as f64 / 1e7 + saved_s * 100.0).ceil() as u64;
+        if let Some(text) = read("proc_meminfo.log") {
+            match trace::bootchart::parse_proc_meminfo(&text) {
+                Ok(blocks) => {
+                    let kept: Vec<u64> = blocks
+                        .iter()
+                        .filter(|b| b.t_cs <= save_cs)
+                        .filter_map(dirty)
+                        .collect();
+                    out.dirty_first_kib = kept.first().copied();
+                    out.dirty_last_kib = kept.last().copied();
+                    out.dirty_peak_kib = kept.iter().copied().max();
+                }
+                Err(e) => problems.push(format!("{}/{e}", dir.display())),
+            }
+        }
+        if let Some(text) = read("proc_diskstats.log") {
+            match trace::bootchart::parse_proc_diskstats(&text) {
+                Ok(blocks) => {
+                    let written = |b: &trace::bootchart::DiskBlock| {
+                        let names: Vec<&str> = b.disks.iter().map(|d| d.name.as_str()).collect();
+                        b.disks
+                            .iter()
+                            .filter(|d| !trace::procfs::is_virtual_disk(&d.name))
+                            .filter(|d| !trace::procfs::is_partition(&d.name, &names))
+                            .fold(0u64, |a, d| a.saturating_add(d.write_sectors))
+                    };
+                    let kept: Vec<&trace::bootchart::DiskBlock> =
+                        blocks.iter().filter(|b| b.t_cs <= save_cs).collect();
+                    if let (Some(first), Some(last)) = (kept.first(), kept.last()) {
+                        out.written_kib = Some(written(last).saturating_sub(written(first)) / 2);
+                    }
+                }
+                Err(e) => problems.push(format!("{}/{e}", dir.display())),
+            }
+        }
+        let unmounts: Vec<&Stop> = stops.iter().filter(|s| is_unmount(&s.name)).collect();
+        out.unmounts = unmounts.iter().map(|s| s.name.clone()).collect();
+        out.unmount_s = unmounts
+            .iter()
+            .map(|s| s.start_s)
+            .min_by(f64::total_cmp)
+            .zip(
+                unmounts
+                    .iter()
+                    .map(|s| s.end_s.unwrap_or(saved_s))
+                    .max_by(f64::total_cmp),
+            )
+            .map(|(a, b)| (b - a).max(0.0));
+        let sync_path = dir.join(SYNC_FILE);
+        if let Some(text) = read(SYNC_FILE) {
+            match trace::events::parse(&text) {
+                Ok(events) => {
+                    out.sync = events.iter().find(|e| e.kind == SYNC_EVENT).and_then(|e| {
+                        let kb = |k: &str| e.get(k).and_then(|v| v.parse::<u64>().ok());
+                        let sum = |a: Option<u64>, b: Option<u64>| a.map(|a| a + b.unwrap_or(0));
+                        Some(SyncFigures {
+                            start_s: e.t_ns.saturating_sub(t0) as f64 / 1e9,
+                            took_s: kb("ms")? as f64 / 1e3,
+                            dirty_kib: sum(kb("dirty_kb"), kb("writeback_kb")),
+                            after_dirty_kib: sum(kb("after_dirty_kb"), kb("after_writeback_kb")),
+                            written_kib: kb("written_kb"),
+                        })
+                    });
+                    if out.sync.is_none() {
+                        problems.push(format!(
+                            "{}: expected a {SYNC_EVENT} event with `ms`",
+                            sync_path.display()
+                        ));
+                    }
+                }
+                Err(e) => problems.push(format!("{}: {e}", sync_path.display())),
+            }
+        }
+        out
+    }
 }
 
 /// A process still alive [`SURVIVOR_GRACE_S`] or more after sendsigs' SIGTERM, and gone
@@ -247,6 +391,8 @@ impl ShutdownView {
             },
             None => Vec::new(),
         };
+        let saved_s = rel(end.t_ns);
+        let storage = Storage::load(dir, &stops, t0, saved_s, &mut problems);
         Ok((
             ShutdownView {
                 how: start.get("how").unwrap_or("unknown").to_string(),
@@ -254,12 +400,13 @@ impl ShutdownView {
                     .and_then(|r| r.get("by"))
                     .map(|b| b.replace('_', " ")),
                 start_uptime_s: t0 as f64 / 1e9,
-                saved_s: rel(end.t_ns),
+                saved_s,
                 end_reason: end.get("reason").unwrap_or_default().to_string(),
                 end_clock: ClockMark::of(&events),
                 source,
                 stops,
                 sigterm_survivors,
+                storage,
             },
             problems,
         ))

@@ -83,3 +83,65 @@ fn the_advice_names_a_stop_that_ran_out_its_timeout_in_the_shutdown_before() {
     // Its evidence is in the boot before's uptime: the shutdown began at 100 s.
     assert!((f[0].evidence[0].from_s - 100.1).abs() < 1e-6);
 }
+
+/// A slow unmount is said once, as unmounting (not also as a slow stop), and a slow sync
+/// after the save with the dirty data it wrote; short ones are not findings.
+#[test]
+fn the_advice_names_slow_unmounting_and_a_slow_sync() {
+    let (_tmp, boot) = log_dir(true);
+    let shutdown = boot.parent().unwrap().join("a/shutdown");
+    fs::write(
+        shutdown.join("systemd-stops.log"),
+        "# bootprint events 1\n100100000000 unit_stopping unit=srv-nfs.mount\n\
+         103100000000 unit_stopped unit=srv-nfs.mount result=done\n\
+         103200000000 unit_stopping unit=quick.service\n\
+         103300000000 unit_stopped unit=quick.service result=done\n",
+    )
+    .unwrap();
+    let sync = |ms: u64| {
+        format!(
+            "# bootprint events 1\n105000000000 shutdown_sync ms={ms} dirty_kb=204800 \
+             writeback_kb=0 after_dirty_kb=0 after_writeback_kb=0 written_kb=210000\n"
+        )
+    };
+    fs::write(shutdown.join("sync.log"), sync(2500)).unwrap();
+    let findings = |ids: &[&str]| {
+        let trace = trace::Trace::open(&boot).unwrap();
+        let r = analyze::report::Report::build(&trace, &Default::default(), "defaults").unwrap();
+        r.findings
+            .into_iter()
+            .filter(|f| ids.contains(&f.id.as_str()))
+            .collect::<Vec<_>>()
+    };
+    let f = findings(&["slow-unmount", "slow-sync", "slow-stop"]);
+    let ids: Vec<&str> = f.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(ids, ["slow-unmount", "slow-sync"], "{f:?}");
+    assert!(
+        f[0].title.contains("3.0 s") && f[0].title.contains("srv-nfs.mount"),
+        "{}",
+        f[0].title
+    );
+    assert!(f[0].fix.contains("_netdev"), "{}", f[0].fix);
+    assert_eq!(f[0].evidence[0].what, "srv-nfs.mount");
+    assert!((f[0].evidence[0].from_s - 100.1).abs() < 1e-6);
+    assert!(
+        f[1].title.contains("2.5 s, writing 200.0 MiB"),
+        "{}",
+        f[1].title
+    );
+    assert!(
+        f[1].fix.contains("vm.dirty_background_bytes"),
+        "{}",
+        f[1].fix
+    );
+    assert!((f[1].evidence[0].from_s - 105.0).abs() < 1e-6);
+    // Under the thresholds: nothing.
+    fs::write(shutdown.join("sync.log"), sync(300)).unwrap();
+    fs::write(
+        shutdown.join("systemd-stops.log"),
+        "# bootprint events 1\n100100000000 unit_stopping unit=srv-nfs.mount\n\
+         100600000000 unit_stopped unit=srv-nfs.mount result=done\n",
+    )
+    .unwrap();
+    assert!(findings(&["slow-unmount", "slow-sync"]).is_empty());
+}

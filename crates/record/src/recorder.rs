@@ -715,7 +715,10 @@ impl<'a> Recorder<'a> {
         let stats = self.stats(loop_cpu_s, exec_source);
         self.store.events.push(stats);
         let boot_id = sysinfo::boot_id(&self.paths.proc);
-        crate::shutdown::write(&self.store, &self.config.log_dir, &boot_id)
+        let dir = crate::shutdown::write(&self.store, &self.config.log_dir, &boot_id)?;
+        // The trace stands without it: a failure here is only a figure missing.
+        let _ = crate::shutdown::sync_after(&dir, &self.paths.proc);
+        Ok(dir)
     }
 
     /// Takes the exec events still queued and closes their source. Returns its name and how

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use trace::events::SHUTDOWN_JOURNAL_BEFORE_NS as JOURNAL_BEFORE_NS;
+use trace::events::{SHUTDOWN_SYNC_EVENT as SYNC_EVENT, SHUTDOWN_SYNC_FILE as SYNC_FILE};
 use trace::Event;
 
 use crate::config::Config;
@@ -213,6 +214,47 @@ pub fn write(store: &Store, log_dir: &Path, boot_id: &str) -> io::Result<PathBuf
 
 /// Where a shutdown's trace is written before it is complete, inside the boot's trace.
 const TMP_NAME: &str = ".shutdown.tmp";
+
+/// Once the shutdown's trace is in place (`dir`, as [`write`] returned it), flushes every
+/// file system's dirty data (sync(2)), timed, and writes what it took into `dir`'s
+/// [`SYNC_FILE`] (whole or not at all): one [`SYNC_EVENT`] at its start, with `ms`, the
+/// dirty and writeback data before and after (`dirty_kb`, `writeback_kb`, `after_dirty_kb`,
+/// `after_writeback_kb`, from `proc`'s meminfo) and the sectors written to the disks
+/// meanwhile (`written_kb`, `trace::procfs::disk_write_sectors`).
+///
+/// Why here: what is dirty at the save must reach the disk before the machine resets
+/// anyway (umountroot's read-only remount, reboot's or systemd-shutdown's sync write it),
+/// so this adds no writing, and it turns that part of the gap after the save into a
+/// measured figure. After the trace, never before it: a sync that hangs (a dead network
+/// file system) must not cost the trace, and whoever waits for the save ([`save`], the
+/// runner) waits a bounded time.
+pub fn sync_after(dir: &Path, proc: &sample::procfs::ProcFs) -> io::Result<()> {
+    let read =
+        |rel: &str| String::from_utf8_lossy(&proc.read(rel).unwrap_or_default()).into_owned();
+    let (mem, disks) = (read("meminfo"), read("diskstats"));
+    let t0 = sys::boottime_ns();
+    sys::sync();
+    let t1 = sys::boottime_ns();
+    let (mem_after, disks_after) = (read("meminfo"), read("diskstats"));
+    let kb = |text: &str, key: &str| {
+        trace::procfs::meminfo_kb(text, key).map_or_else(|| "-".to_string(), |v| v.to_string())
+    };
+    let written = trace::procfs::disk_write_sectors(&disks_after)
+        .saturating_sub(trace::procfs::disk_write_sectors(&disks))
+        / 2;
+    let event = Event::new(t0, SYNC_EVENT)
+        .with("ms", (t1 - t0) / 1_000_000)
+        .with("dirty_kb", kb(&mem, "Dirty"))
+        .with("writeback_kb", kb(&mem, "Writeback"))
+        .with("after_dirty_kb", kb(&mem_after, "Dirty"))
+        .with("after_writeback_kb", kb(&mem_after, "Writeback"))
+        .with("written_kb", written);
+    let body = format!("{}\n{}\n", trace::events::HEADER_LINE, event.to_line());
+    let tmp = dir.join(format!(".{SYNC_FILE}.tmp"));
+    Access::of_dir(dir)?.write_synced(&tmp, body.as_bytes())?;
+    fs::rename(&tmp, dir.join(SYNC_FILE))?;
+    crate::store::sync_dir(dir)
+}
 
 /// A boot's trace directory may take a shutdown's trace (or lose a half-written one) only
 /// when no one else can replace what root writes there: owned by root (or this user), not
@@ -415,6 +457,44 @@ mod tests {
         );
         assert!(events.contains("clock realtime_ns="), "{events}");
         assert!(!boot.join(".shutdown.tmp").exists());
+    }
+
+    #[test]
+    fn the_closing_sync_is_timed_and_written_whole_beside_the_trace() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (proc, dir) = (tmp.path().join("proc"), tmp.path().join("shutdown"));
+        fs::create_dir_all(&proc).unwrap();
+        fs::create_dir(&dir).unwrap();
+        fs::write(
+            proc.join("meminfo"),
+            "MemTotal: 1000 kB\nDirty:  2048 kB\nWriteback:  16 kB\n",
+        )
+        .unwrap();
+        // No diskstats: nothing written, still a figure.
+        sync_after(&dir, &sample::procfs::ProcFs::new(&proc)).unwrap();
+        let text = fs::read_to_string(dir.join(SYNC_FILE)).unwrap();
+        let events = trace::events::parse(&text).unwrap();
+        assert_eq!(events.len(), 1, "{text}");
+        let e = &events[0];
+        assert_eq!(e.kind, SYNC_EVENT);
+        assert_eq!(e.get("dirty_kb"), Some("2048"));
+        assert_eq!(e.get("writeback_kb"), Some("16"));
+        assert_eq!(e.get("written_kb"), Some("0"));
+        assert!(
+            e.get("ms").is_some_and(|m| m.parse::<u64>().is_ok()),
+            "{text}"
+        );
+        let names: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names, [SYNC_FILE], "no temporary file left");
+        // Where meminfo cannot be read the figures say so, not zero.
+        fs::remove_file(proc.join("meminfo")).unwrap();
+        sync_after(&dir, &sample::procfs::ProcFs::new(&proc)).unwrap();
+        let text = fs::read_to_string(dir.join(SYNC_FILE)).unwrap();
+        assert!(text.contains("dirty_kb=- "), "{text}");
     }
 
     #[test]

@@ -85,7 +85,7 @@ impl Access {
     }
 
     /// Writes a whole file with this access and syncs it to disk.
-    fn write_synced(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+    pub(crate) fn write_synced(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let mut f = self.create(path)?;
         f.write_all(bytes)?;
         sync_file(&f, path)

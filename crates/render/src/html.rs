@@ -321,6 +321,9 @@ fn write_cycle(out: &mut impl Write, c: &analyze::cycle::Cycle) -> io::Result<()
         )?;
     }
     writeln!(out, "</table>")?;
+    if let Some(st) = crate::shutdown::storage_summary(&c.shutdown.storage) {
+        writeln!(out, "<p>The shutdown's storage: {}.</p>", esc(&st))?;
+    }
     if !c.notes.is_empty() {
         writeln!(out, "<ul>")?;
         for n in &c.notes {

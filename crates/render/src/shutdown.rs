@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use analyze::shutdown::{ShutdownView, Stop, StopSource};
+use analyze::shutdown::{ShutdownView, Stop, StopSource, Storage};
 use serde_json::{json, Value};
 
 /// Blame rows shown in the text.
@@ -33,6 +33,7 @@ pub fn text(v: &ShutdownView) -> String {
     };
     if v.stops.is_empty() {
         let _ = writeln!(s, "no stops recorded");
+        write_storage(&mut s, &v.storage);
         return s;
     }
     let _ = writeln!(s, "blame, {what}, longest first:");
@@ -75,7 +76,75 @@ pub fn text(v: &ShutdownView) -> String {
             let _ = writeln!(s, "  {:>8.2} s  pid {}  {}", p.outlived_s, p.pid, p.name);
         }
     }
+    write_storage(&mut s, &v.storage);
     s
+}
+
+/// A size in KiB as KiB under 1 MiB, else MiB.
+pub fn size(kib: u64) -> String {
+    if kib < 1024 {
+        format!("{kib} KiB")
+    } else {
+        format!("{:.1} MiB", kib as f64 / 1024.0)
+    }
+}
+
+/// The storage figures in one line, for the cycle; None where nothing was recorded.
+pub fn storage_summary(st: &Storage) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(w) = st.written_kib {
+        parts.push(format!("{} written", size(w)));
+    }
+    if let Some(u) = st.unmount_s {
+        parts.push(format!("unmounting {u:.2} s"));
+    }
+    if let Some(y) = &st.sync {
+        let dirty = y
+            .dirty_kib
+            .map_or(String::new(), |d| format!(" of {}", size(d)));
+        parts.push(format!("sync after the save {:.2} s{dirty}", y.took_s));
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+/// The storage lines of the text (none where nothing was recorded).
+fn write_storage(s: &mut String, st: &Storage) {
+    let opt = |v: Option<u64>| v.map_or("-".to_string(), size);
+    let mut lines = Vec::new();
+    if st.dirty_first_kib.is_some() {
+        lines.push(format!(
+            "dirty (not yet on disk): {} at the first sample, {} at most, {} at the last",
+            opt(st.dirty_first_kib),
+            opt(st.dirty_peak_kib),
+            opt(st.dirty_last_kib)
+        ));
+    }
+    if let Some(w) = st.written_kib {
+        lines.push(format!(
+            "written to the disks: {} from the first sample to the last",
+            size(w)
+        ));
+    }
+    if let Some(u) = st.unmount_s {
+        lines.push(format!("unmounting: {u:.2} s ({})", st.unmounts.join(", ")));
+    }
+    if let Some(y) = &st.sync {
+        lines.push(format!(
+            "sync after the save: {:.2} s at {:.2} s, {} dirty before, {} after, {} written",
+            y.took_s,
+            y.start_s,
+            opt(y.dirty_kib),
+            opt(y.after_dirty_kib),
+            opt(y.written_kib)
+        ));
+    }
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "storage:");
+    for l in lines {
+        let _ = writeln!(s, "  {l}");
+    }
 }
 
 fn stop_json(v: &ShutdownView, s: &Stop) -> Value {
@@ -103,6 +172,7 @@ pub fn json(v: &ShutdownView) -> Value {
         "blame": v.blame().iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
         "chain": v.chain().iter().map(|s| s.name.clone()).collect::<Vec<_>>(),
         "sigterm_survivors": v.sigterm_survivors,
+        "storage": v.storage,
     })
 }
 
@@ -147,6 +217,21 @@ mod tests {
                 sigterm_s: 4.3,
                 outlived_s: 0.8,
             }],
+            storage: Storage {
+                dirty_first_kib: Some(112),
+                dirty_peak_kib: Some(3072),
+                dirty_last_kib: Some(32),
+                written_kib: Some(2048),
+                unmounts: vec!["umountfs".into()],
+                unmount_s: Some(0.5),
+                sync: Some(analyze::shutdown::SyncFigures {
+                    start_s: 6.1,
+                    took_s: 0.25,
+                    dirty_kib: Some(32),
+                    after_dirty_kib: Some(0),
+                    written_kib: None,
+                }),
+            },
         };
         let t = text(&v);
         let first = t.lines().nth(3).unwrap();
@@ -162,5 +247,29 @@ mod tests {
         assert_eq!(j["stops"][4]["duration_s"].as_f64().unwrap(), 6.0 - 5.2);
         assert!(t.contains("0.80 s  pid 42  bp-noterm 600"), "{t}");
         assert_eq!(j["sigterm_survivors"][0]["pid"], 42);
+        assert!(
+            t.contains("dirty (not yet on disk): 112 KiB at the first sample, 3.0 MiB at most, 32 KiB at the last"),
+            "{t}"
+        );
+        assert!(t.contains("written to the disks: 2.0 MiB"), "{t}");
+        assert!(t.contains("unmounting: 0.50 s (umountfs)"), "{t}");
+        assert!(
+            t.contains("sync after the save: 0.25 s at 6.10 s, 32 KiB dirty before, 0 KiB after, - written"),
+            "{t}"
+        );
+        assert_eq!(j["storage"]["unmount_s"], 0.5);
+        assert_eq!(j["storage"]["sync"]["took_s"], 0.25);
+        assert_eq!(j["storage"]["written_kib"], 2048);
+        // Nothing recorded: no storage lines.
+        let bare = ShutdownView {
+            storage: Storage::default(),
+            ..v.clone()
+        };
+        assert!(!text(&bare).contains("storage:"));
+        assert_eq!(storage_summary(&bare.storage), None);
+        assert_eq!(
+            storage_summary(&v.storage).unwrap(),
+            "2.0 MiB written, unmounting 0.50 s, sync after the save 0.25 s of 32 KiB"
+        );
     }
 }

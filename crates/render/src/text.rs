@@ -61,6 +61,9 @@ pub fn write_cycle(out: &mut impl Write, c: &analyze::cycle::Cycle) -> io::Resul
         "  shutdown ({}) to its trace's save  {:.2} s",
         c.shutdown_how, c.shutdown_s
     )?;
+    if let Some(st) = crate::shutdown::storage_summary(&c.shutdown.storage) {
+        writeln!(out, "    storage: {st}")?;
+    }
     let parts = match (c.firmware_s, c.loader_s) {
         (None, None) => "the firmware and loader reported nothing".to_string(),
         (f, l) => format!(

@@ -65,3 +65,45 @@ fn the_diff_puts_the_cycles_side_by_side() {
     let plain = analyze::diff::diff(&model, &model).with_cycles(None, None);
     assert!(plain.cycle.is_empty());
 }
+
+/// The shutdown's storage figures reach the cycle's text, HTML and JSON (`cycle.shutdown
+/// .storage`); without them the line is left out.
+#[test]
+fn the_cycle_shows_the_shutdowns_storage() {
+    let (_tmp, boot) = log_dir(true);
+    let views = || {
+        let trace = trace::Trace::open(&boot).unwrap();
+        let r = analyze::report::Report::build(&trace, &Default::default(), "defaults").unwrap();
+        let (mut text, mut html) = (Vec::new(), Vec::new());
+        render::text::report(&mut text, &r).unwrap();
+        render::html::report(&mut html, &r).unwrap();
+        (
+            String::from_utf8(text).unwrap(),
+            String::from_utf8(html).unwrap(),
+            render::json::report(&r),
+        )
+    };
+    let (text, html, _) = views();
+    assert!(!text.contains("    storage:"), "{text}");
+    assert!(!html.contains("The shutdown's storage"));
+    std::fs::write(
+        boot.parent().unwrap().join("a/shutdown/sync.log"),
+        "# bootprint events 1\n106100000000 shutdown_sync ms=1500 dirty_kb=3072 writeback_kb=0 \
+         after_dirty_kb=0 after_writeback_kb=0 written_kb=3100\n",
+    )
+    .unwrap();
+    let (text, html, json) = views();
+    assert!(
+        text.contains("    storage: sync after the save 1.50 s of 3.0 MiB\n"),
+        "{text}"
+    );
+    assert!(
+        html.contains("<p>The shutdown's storage: sync after the save 1.50 s of 3.0 MiB.</p>"),
+        "{html}"
+    );
+    assert_eq!(json["cycle"]["shutdown"]["storage"]["sync"]["took_s"], 1.5);
+    assert_eq!(
+        json["cycle"]["shutdown"]["storage"]["sync"]["written_kib"],
+        3100
+    );
+}

@@ -164,20 +164,13 @@ pub fn filter_diskstats(raw: &[u8]) -> Vec<u8> {
             .filter(|f| !f.is_empty())
             .nth(2)
             .unwrap_or(b"");
-        !is_virtual_disk(&String::from_utf8_lossy(name))
+        !trace::procfs::is_virtual_disk(&String::from_utf8_lossy(name))
     })
-}
-
-/// RAM disks, loop, zram and device-mapper devices: not where a boot waits for storage.
-fn is_virtual_disk(name: &str) -> bool {
-    ["ram", "loop", "zram", "dm-"]
-        .iter()
-        .any(|p| name.starts_with(p))
 }
 
 /// The `/proc/meminfo` lines bootchart and bootprint read.
 pub fn filter_meminfo(raw: &[u8]) -> Vec<u8> {
-    const KEEP: [&[u8]; 8] = [
+    const KEEP: [&[u8]; 9] = [
         b"MemTotal:",
         b"MemFree:",
         b"MemAvailable:",
@@ -186,6 +179,7 @@ pub fn filter_meminfo(raw: &[u8]) -> Vec<u8> {
         b"SwapTotal:",
         b"SwapFree:",
         b"Dirty:",
+        b"Writeback:",
     ];
     filter_lines(raw, |line| KEEP.iter().any(|k| line.starts_with(k)))
 }
@@ -240,7 +234,10 @@ pub fn disk_counters(diskstats: &[u8]) -> Vec<(String, DiskCounters)> {
     let all: Vec<&str> = lines.iter().map(|d| d.name()).collect();
     lines
         .iter()
-        .filter(|d| !is_virtual_disk(d.name()) && !is_partition(d.name(), &all))
+        .filter(|d| {
+            !trace::procfs::is_virtual_disk(d.name())
+                && !trace::procfs::is_partition(d.name(), &all)
+        })
         .filter_map(|d| {
             Some((
                 d.name().to_string(),
@@ -259,20 +256,6 @@ pub fn parse_read_bytes(io: &str) -> Option<u64> {
     io.lines()
         .find_map(|l| l.strip_prefix("read_bytes:"))
         .and_then(|v| v.trim().parse().ok())
-}
-
-/// A device is a partition when another listed device's name is a prefix of it and the rest
-/// is a partition number (`vda1` of `vda`, `nvme0n1p2` of `nvme0n1`, `mmcblk0p1`).
-fn is_partition(name: &str, all: &[&str]) -> bool {
-    all.iter().any(|disk| {
-        name.len() > disk.len()
-            && name.starts_with(disk)
-            && name[disk.len()..]
-                .trim_start_matches('p')
-                .chars()
-                .all(|c| c.is_ascii_digit())
-            && !name[disk.len()..].is_empty()
-    })
 }
 
 /// Parses one `/proc/PID/stat` line. `comm` may hold spaces and parentheses: it runs from
@@ -744,19 +727,33 @@ mod tests {
 
     #[test]
     fn nvme_and_mmc_partitions_are_not_disks() {
-        let all = [
+        let line = |name: &str| format!(" 259 0 {name} 1 0 8 1 2 0 8 3 0 4 5\n");
+        let text: String = [
             "nvme0n1",
             "nvme0n1p1",
             "mmcblk0",
             "mmcblk0p2",
             "sda",
             "sda3",
-        ];
-        assert!(is_partition("nvme0n1p1", &all));
-        assert!(is_partition("mmcblk0p2", &all));
-        assert!(is_partition("sda3", &all));
-        assert!(!is_partition("nvme0n1", &all));
-        assert!(!is_partition("sda", &all));
+            "dm-0",
+        ]
+        .iter()
+        .map(|n| line(n))
+        .collect();
+        let names: Vec<String> = disk_counters(text.as_bytes())
+            .into_iter()
+            .map(|(n, c)| {
+                assert_eq!(
+                    c,
+                    DiskCounters {
+                        io_ms: 4,
+                        bytes: 16 * 512
+                    }
+                );
+                n
+            })
+            .collect();
+        assert_eq!(names, ["nvme0n1", "mmcblk0", "sda"]);
     }
 
     /// A quiet kernel thread is read at one sample in QUIET_EVERY_KTHREAD, a quiet user

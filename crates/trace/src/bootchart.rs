@@ -288,6 +288,8 @@ pub struct MemBlock {
     pub swap_free: Option<u64>,
     /// Dirty
     pub dirty: Option<u64>,
+    /// Writeback (being written now; traces before it was sampled have none)
+    pub writeback: Option<u64>,
 }
 
 /// Parses `proc_meminfo.log`; unknown keys are ignored.
@@ -319,6 +321,7 @@ pub fn parse_proc_meminfo(text: &str) -> Result<Vec<MemBlock>, ParseError> {
                 "SwapTotal" => &mut m.swap_total,
                 "SwapFree" => &mut m.swap_free,
                 "Dirty" => &mut m.dirty,
+                "Writeback" => &mut m.writeback,
                 _ => continue,
             };
             let value = rest.split_ascii_whitespace().next().unwrap_or("");

@@ -14,6 +14,14 @@ pub const HEADER_LINE: &str = "# bootprint events 1";
 /// from the earliest entry within it.
 pub const SHUTDOWN_JOURNAL_BEFORE_NS: u64 = 10_000_000_000;
 
+/// The file beside a shutdown's trace (its `shutdown/` directory) in which the recorder says
+/// what its sync after the save took: one [`SHUTDOWN_SYNC_EVENT`].
+pub const SHUTDOWN_SYNC_FILE: &str = "sync.log";
+/// The event of [`SHUTDOWN_SYNC_FILE`]: at the sync's start, with `ms`, `dirty_kb`,
+/// `writeback_kb`, `after_dirty_kb`, `after_writeback_kb` (`-` where `/proc/meminfo` said
+/// nothing) and `written_kb`.
+pub const SHUTDOWN_SYNC_EVENT: &str = "shutdown_sync";
+
 /// Name of the events file inside a trace directory.
 pub const FILE_NAME: &str = "events.log";
 

@@ -101,6 +101,52 @@ pub fn stat_value(stat: &str, key: &str) -> Option<u64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// Sectors written to whole disks, from the text of `/proc/diskstats` (or one block of
+/// `proc_diskstats.log`): a device whose name extends another listed device's (`vda1` of
+/// `vda`, `nvme0n1p2` of `nvme0n1`) is a partition, already counted in its disk; RAM disks,
+/// loop, zram and device-mapper devices are left out (their writes land on a disk listed too).
+pub fn disk_write_sectors(diskstats: &str) -> u64 {
+    let lines: Vec<DiskStat> = DiskStat::all(diskstats)
+        .filter(|d| !is_virtual_disk(d.name()))
+        .collect();
+    let names: Vec<&str> = lines.iter().map(DiskStat::name).collect();
+    lines
+        .iter()
+        .filter(|d| !is_partition(d.name(), &names))
+        .filter_map(DiskStat::write_sectors)
+        .fold(0u64, u64::saturating_add)
+}
+
+/// A device is a partition when another listed device's name is a prefix of it followed by
+/// a partition number (`vda1` of `vda`, `nvme0n1p2` of `nvme0n1`, `mmcblk0p1` of
+/// `mmcblk0`): its time and bytes are already in its disk's.
+pub fn is_partition(name: &str, all: &[&str]) -> bool {
+    all.iter().any(|disk| {
+        name.len() > disk.len() && name.starts_with(disk) && {
+            let rest = &name[disk.len()..];
+            let rest = rest.strip_prefix('p').unwrap_or(rest);
+            !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit())
+        }
+    })
+}
+
+/// RAM disks, loop, zram and device-mapper devices: not where a boot waits for storage, nor
+/// where data ends up.
+pub fn is_virtual_disk(name: &str) -> bool {
+    ["ram", "loop", "zram", "dm-"]
+        .iter()
+        .any(|p| name.starts_with(p))
+}
+
+/// The value in kB of a `Key:   N kB` line of the text of `/proc/meminfo`; `None` when absent
+/// or not a number.
+pub fn meminfo_kb(meminfo: &str, key: &str) -> Option<u64> {
+    meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))
+        .and_then(|v| v.split_ascii_whitespace().next()?.parse().ok())
+}
+
 /// One line of `/proc/diskstats`, split into its fields: the device and its counters, each
 /// read when asked (Documentation/admin-guide/iostats.rst; every line has 14 fields or more
 /// since Linux 2.6.25, later kernels append discard and flush counters). A field that is not
@@ -255,5 +301,47 @@ mod tests {
         );
         assert_eq!(vdb.field(15), None);
         assert!(vdb.field_or_err(0).is_err());
+    }
+
+    #[test]
+    fn whole_disks_writes_and_meminfo_values() {
+        let line = |name: &str, written: u64| {
+            format!(" 254 0 {name} 1 0 8 1 2 0 {written} 3 0 4 5 0 0 0 0\n")
+        };
+        let text = [
+            line("vda", 100),
+            line("vda1", 90),
+            line("nvme0n1", 40),
+            line("nvme0n1p2", 40),
+            line("dm-0", 500),
+            line("loop0", 7),
+            line("sdb", 1),
+        ]
+        .concat();
+        assert_eq!(
+            disk_write_sectors(&text),
+            141,
+            "disks only: partitions, dm and loop left out"
+        );
+        assert_eq!(disk_write_sectors(""), 0);
+        let all = [
+            "vda",
+            "vda1",
+            "nvme0n1",
+            "nvme0n1p2",
+            "mmcblk0",
+            "mmcblk0p1",
+            "sdb",
+        ];
+        assert!(is_partition("vda1", &all) && is_partition("nvme0n1p2", &all));
+        assert!(is_partition("mmcblk0p1", &all));
+        assert!(!is_partition("vda", &all) && !is_partition("nvme0n1", &all));
+        assert!(!is_partition("sdb", &all));
+        let mem = "MemTotal:  990292 kB\nDirty:       112 kB\nWriteback:     0 kB\nBad: x kB\n";
+        assert_eq!(meminfo_kb(mem, "Dirty"), Some(112));
+        assert_eq!(meminfo_kb(mem, "Writeback"), Some(0));
+        assert_eq!(meminfo_kb(mem, "Bad"), None);
+        assert_eq!(meminfo_kb(mem, "Cached"), None);
+        assert_eq!(meminfo_kb(mem, "Mem"), None, "a whole key, not a prefix");
     }
 }

@@ -186,7 +186,9 @@ pub fn init_names() -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
-/// An LSB script whose stop takes 4 s, in runlevels 0 and 6 through update-rc.d.
+/// An LSB script whose stop takes 4 s, in runlevels 0 and 6 through update-rc.d; it writes
+/// [`PLANTED_STATE_KIB`] of state without a sync as it begins (the shutdown's storage
+/// figures must see it dirty, then written).
 const PLANT_SYSVINIT: &str = r#"cat > /etc/init.d/bp-slowstop <<'EOF'
 #!/bin/sh
 ### BEGIN INIT INFO
@@ -201,6 +203,7 @@ case "$1" in
 start) echo $$ > /run/bp-slowstop.pid ;;
 stop)
 	printf '\nbp-slowstop: stop begins\n' > /dev/console
+	head -c 4194304 /dev/zero > /var/tmp/bp-slowstop.state
 	sleep 4
 	rm -f /run/bp-slowstop.pid
 	printf '\nbp-slowstop: stop ends\n' > /dev/console
@@ -230,7 +233,8 @@ pidof bp-noterm || echo "not running"
 /// The name the planted SIGTERM-ignorer runs under.
 const NOTERM: &str = "/usr/local/bin/bp-noterm 600";
 
-/// A unit whose stop takes 4 s, started (systemd stops every started unit at shutdown).
+/// A unit whose stop takes 4 s and writes [`PLANTED_STATE_KIB`] of state without a sync,
+/// started (systemd stops every started unit at shutdown).
 const PLANT_SYSTEMD: &str = r#"cat > /etc/systemd/system/bp-slowstop.service <<'EOF'
 [Unit]
 Description=bootprint test bed: a service that takes 4 s to stop
@@ -239,7 +243,7 @@ Description=bootprint test bed: a service that takes 4 s to stop
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/bin/true
-ExecStop=/bin/sh -c 'printf "\\nbp-slowstop: stop begins\\n" > /dev/console; /bin/sleep 4; printf "\\nbp-slowstop: stop ends\\n" > /dev/console'
+ExecStop=/bin/sh -c 'printf "\\nbp-slowstop: stop begins\\n" > /dev/console; /usr/bin/head -c 4194304 /dev/zero > /var/tmp/bp-slowstop.state; /bin/sleep 4; printf "\\nbp-slowstop: stop ends\\n" > /dev/console'
 EOF
 systemctl daemon-reload && systemctl start bp-slowstop
 echo "== planted"
@@ -599,6 +603,7 @@ fn shutdown_trace_checks(
     if init.name.starts_with("sysvinit") {
         shutdown_builtin_checks(c, name, &dir, boot);
     }
+    storage_checks(c, init, &view);
     let planted = view
         .stops
         .iter()
@@ -734,6 +739,58 @@ fn shutdown_builtin_checks(c: &mut Checks, name: &str, dir: &Path, boot: &BootRe
         declined.is_empty(),
         &format!("{name}: no shutdown built-in declined on the console: {declined:?}"),
     );
+}
+
+/// What the planted slow stop writes (4 MiB of zeroes into /var/tmp/bp-slowstop.state).
+const PLANTED_STATE_KIB: u64 = 4096;
+
+/// The shutdown's storage figures: the state the planted stop writes unsynced
+/// ([`PLANTED_STATE_KIB`]) was dirty in the shutdown's samples (three quarters of it at least:
+/// the samples are 0.2 s apart through its 4 s) and reached the disks while the shutdown was
+/// recorded or in the sync after the save (which ran, and left no more dirty than it found);
+/// on sysvinit the runner's unmount scripts are the unmounts. (The 1 MiB the test writes
+/// just before the request is not a measure: on sysvinit it is on disk before the
+/// recorder's first sample.)
+fn storage_checks(c: &mut Checks, init: &Init, v: &analyze::shutdown::ShutdownView) {
+    const PLANTED_KIB: u64 = PLANTED_STATE_KIB;
+    let name = init.name;
+    let st = &v.storage;
+    let sync = st.sync.as_ref();
+    let written = st.written_kib.unwrap_or(0) + sync.and_then(|y| y.written_kib).unwrap_or(0);
+    // Only where the slow stop is planted (the timeouts cycle plants its own hang).
+    if !init.plant.is_empty() {
+        let peak = st.dirty_peak_kib;
+        c.check(
+            peak.is_some_and(|d| d >= PLANTED_KIB * 3 / 4) && written >= PLANTED_KIB,
+            &format!(
+                "{name}: the planted stop's unsynced {PLANTED_KIB} KiB was dirty in the \
+                 shutdown (at most {peak:?} KiB) and written by its end ({written} KiB: {:?} \
+                 while recorded, {:?} in the sync)",
+                st.written_kib,
+                sync.and_then(|y| y.written_kib)
+            ),
+        );
+    }
+    let emptied = |y: &analyze::shutdown::SyncFigures| match (y.dirty_kib, y.after_dirty_kib) {
+        (Some(before), Some(after)) => after <= before.max(64),
+        _ => false,
+    };
+    c.check(
+        sync.is_some_and(|y| y.took_s < 30.0 && emptied(y)),
+        &format!(
+            "{name}: the sync after the save was timed and left no more dirty than it found \
+             ({sync:?})"
+        ),
+    );
+    if init.name.starts_with("sysvinit") {
+        c.check(
+            st.unmounts == ["umountnfs.sh", "umountfs"] && st.unmount_s.is_some(),
+            &format!(
+                "{name}: the unmounts are the runner's umountnfs.sh and umountfs ({:?}, {:?} s)",
+                st.unmounts, st.unmount_s
+            ),
+        );
+    }
 }
 
 /// The root came back clean: the next boot's kernel replayed no journal on it, so the
