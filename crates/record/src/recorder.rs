@@ -705,6 +705,7 @@ impl<'a> Recorder<'a> {
     /// A shutdown's end: its last events, the kernel log and the runner's spans so far,
     /// written into the trace of the boot being shut down.
     fn finish_shutdown(mut self, end: Event, loop_cpu_s: f64) -> io::Result<PathBuf> {
+        let sync_deadline_ns = end.t_ns + crate::shutdown::SYNC_DEADLINE_S * 1_000_000_000;
         self.store.events.push(end);
         self.store.events.push(crate::shutdown::clock_event());
         let exec_source = self.close_exec_source();
@@ -717,7 +718,7 @@ impl<'a> Recorder<'a> {
         let boot_id = sysinfo::boot_id(&self.paths.proc);
         let dir = crate::shutdown::write(&self.store, &self.config.log_dir, &boot_id)?;
         // The trace stands without it: a failure here is only a figure missing.
-        let _ = crate::shutdown::sync_after(&dir, &self.paths.proc);
+        let _ = crate::shutdown::sync_after(&dir, &self.paths.proc, sync_deadline_ns);
         Ok(dir)
     }
 

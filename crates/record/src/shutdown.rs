@@ -215,6 +215,10 @@ pub fn write(store: &Store, log_dir: &Path, boot_id: &str) -> io::Result<PathBuf
 /// Where a shutdown's trace is written before it is complete, inside the boot's trace.
 const TMP_NAME: &str = ".shutdown.tmp";
 
+/// How long after the request to save (or systemd-shutdown's SIGTERM) [`sync_after`] may
+/// still write its file, s: within the runner's 10 s wait for the save, with a margin.
+pub const SYNC_DEADLINE_S: u64 = 8;
+
 /// Once the shutdown's trace is in place (`dir`, as [`write`] returned it), flushes every
 /// file system's dirty data (sync(2)), timed, and writes what it took into `dir`'s
 /// [`SYNC_FILE`] (whole or not at all): one [`SYNC_EVENT`] at its start, with `ms`, the
@@ -226,9 +230,11 @@ const TMP_NAME: &str = ".shutdown.tmp";
 /// anyway (umountroot's read-only remount, reboot's or systemd-shutdown's sync write it),
 /// so this adds no writing, and it turns that part of the gap after the save into a
 /// measured figure. After the trace, never before it: a sync that hangs (a dead network
-/// file system) must not cost the trace, and whoever waits for the save ([`save`], the
-/// runner) waits a bounded time.
-pub fn sync_after(dir: &Path, proc: &sample::procfs::ProcFs) -> io::Result<()> {
+/// file system) must not cost the trace. And only until `deadline_ns` (CLOCK_BOOTTIME):
+/// whoever waits for the save ([`save`], the runner's 10 s; systemd-shutdown after its
+/// SIGTERM) goes on to remount the root read-only once it stops waiting, and a file being
+/// written then would make that remount fail; past it, nothing is written (an error).
+pub fn sync_after(dir: &Path, proc: &sample::procfs::ProcFs, deadline_ns: u64) -> io::Result<()> {
     let read =
         |rel: &str| String::from_utf8_lossy(&proc.read(rel).unwrap_or_default()).into_owned();
     let (mem, disks) = (read("meminfo"), read("diskstats"));
@@ -249,6 +255,16 @@ pub fn sync_after(dir: &Path, proc: &sample::procfs::ProcFs) -> io::Result<()> {
         .with("after_dirty_kb", kb(&mem_after, "Dirty"))
         .with("after_writeback_kb", kb(&mem_after, "Writeback"))
         .with("written_kb", written);
+    if sys::boottime_ns() > deadline_ns {
+        return Err(io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "the sync took {} ms: too late to write {SYNC_FILE} before the root goes \
+                 read-only",
+                (t1 - t0) / 1_000_000
+            ),
+        ));
+    }
     let body = format!("{}\n{}\n", trace::events::HEADER_LINE, event.to_line());
     let tmp = dir.join(format!(".{SYNC_FILE}.tmp"));
     Access::of_dir(dir)?.write_synced(&tmp, body.as_bytes())?;
@@ -471,7 +487,7 @@ mod tests {
         )
         .unwrap();
         // No diskstats: nothing written, still a figure.
-        sync_after(&dir, &sample::procfs::ProcFs::new(&proc)).unwrap();
+        sync_after(&dir, &sample::procfs::ProcFs::new(&proc), u64::MAX).unwrap();
         let text = fs::read_to_string(dir.join(SYNC_FILE)).unwrap();
         let events = trace::events::parse(&text).unwrap();
         assert_eq!(events.len(), 1, "{text}");
@@ -492,9 +508,13 @@ mod tests {
         assert_eq!(names, [SYNC_FILE], "no temporary file left");
         // Where meminfo cannot be read the figures say so, not zero.
         fs::remove_file(proc.join("meminfo")).unwrap();
-        sync_after(&dir, &sample::procfs::ProcFs::new(&proc)).unwrap();
+        sync_after(&dir, &sample::procfs::ProcFs::new(&proc), u64::MAX).unwrap();
         let text = fs::read_to_string(dir.join(SYNC_FILE)).unwrap();
         assert!(text.contains("dirty_kb=- "), "{text}");
+        // Past the deadline nothing is written (the file there stays as it was).
+        let e = sync_after(&dir, &sample::procfs::ProcFs::new(&proc), 0).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(fs::read_to_string(dir.join(SYNC_FILE)).unwrap(), text);
     }
 
     #[test]
