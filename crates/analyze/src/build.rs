@@ -158,6 +158,7 @@ pub fn analyze_with(trace: &Trace, opts: &Options) -> Result<BootModel, AnalyzeE
         notes,
         readahead: readahead_hit(trace),
         recorder: recorder_cost(trace),
+        self_off: self_off(trace),
         started_after_first_sample,
         clock_offset_s: offset_s,
     };
@@ -351,6 +352,22 @@ fn mark_session(procs: &mut [Process], root: Option<u32>, start: Option<&Milesto
     }
 }
 
+/// The levers whose `<lever>_off` event says they switched themselves off (`by=itself`).
+fn self_off(trace: &Trace) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for e in trace.events.iter().flatten() {
+        let lever = match e.kind.as_str() {
+            "readahead_off" => "readahead",
+            "modules_off" => "modules",
+            _ => continue,
+        };
+        if e.get("by") == Some("itself") && !out.iter().any(|l| l == lever) {
+            out.push(lever.to_string());
+        }
+    }
+    out
+}
+
 /// The last `readahead_hit` event: `replayed`, `resident`, `ratio` (computed from the byte
 /// counts when `ratio` is missing or unreadable).
 fn readahead_hit(trace: &Trace) -> Option<ReadaheadHit> {
@@ -465,6 +482,15 @@ fn system_info(trace: &Trace, notes: &mut Vec<String>) -> SystemInfo {
             .header_value("bootprint.hz")
             .and_then(|v| v.trim().parse().ok()),
         sample_interval_s,
+        recorder_version: get("version"),
+        kernel_release: get("bootprint.kernel_release").or_else(|| {
+            trace
+                .header_value("system.uname")
+                .and_then(|u| u.split_whitespace().nth(1))
+                .map(str::to_string)
+        }),
+        dmi_vendor: get("bootprint.dmi_vendor"),
+        dmi_product: get("bootprint.dmi_product"),
     }
 }
 

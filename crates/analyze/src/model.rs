@@ -45,6 +45,10 @@ pub struct BootModel {
     pub readahead: Option<ReadaheadHit>,
     /// What recording cost (`recorder_stats` event), when the recorder said.
     pub recorder: Option<RecorderCost>,
+    /// The levers that switched themselves off by their own verdict, as this boot's trace
+    /// says (`readahead_off` and `modules_off` events with `by=itself`): `readahead`,
+    /// `modules`.
+    pub self_off: Vec<String>,
     /// Processes whose `starttime` was later than the first sample that saw them (the log's
     /// sample clock and the kernel's start times disagree); their start is that sighting.
     pub started_after_first_sample: usize,
@@ -133,6 +137,14 @@ pub struct SystemInfo {
     pub hz: Option<f64>,
     /// Median interval between samples, seconds.
     pub sample_interval_s: f64,
+    /// The recorder's version (`version`, e.g. `bootprint 0.1.0`; bootchart2's own there).
+    pub recorder_version: Option<String>,
+    /// `uname -r` (`bootprint.kernel_release`, else the second word of `system.uname`).
+    pub kernel_release: Option<String>,
+    /// The machine's maker (`bootprint.dmi_vendor`), where the firmware says.
+    pub dmi_vendor: Option<String>,
+    /// The machine's model (`bootprint.dmi_product`), where the firmware says.
+    pub dmi_product: Option<String>,
 }
 
 /// A time and how it was found.

@@ -617,6 +617,7 @@ impl<'a> Recorder<'a> {
         // The header holds the kernel release readahead's relearn check needs.
         self.store.header = sysinfo::header(
             &self.paths.proc,
+            &self.paths.sys,
             self.config.hz,
             self.clk_tck,
             self.page_size,

@@ -36,8 +36,16 @@ pub fn clock_event(rtc_offset_ns: Option<i64>) -> trace::Event {
     }
 }
 
-/// The header entries, bootchart2's keys first.
-pub fn header(proc: &ProcFs, hz: u32, clk_tck: u64, page_size: u64) -> Vec<(String, String)> {
+/// The header entries, bootchart2's keys first; the machine's maker and model from the
+/// firmware's DMI tables under `sys` (`class/dmi/id/sys_vendor`, `product_name`) where it
+/// has them (a fleet groups its boots by them).
+pub fn header(
+    proc: &ProcFs,
+    sys: &Path,
+    hz: u32,
+    clk_tck: u64,
+    page_size: u64,
+) -> Vec<(String, String)> {
     let text = |rel: &str| {
         proc.read(rel)
             .map(|b| String::from_utf8_lossy(&b).trim().to_string())
@@ -73,10 +81,25 @@ pub fn header(proc: &ProcFs, hz: u32, clk_tck: u64, page_size: u64) -> Vec<(Stri
         ("bootprint.ncpus", ncpus.to_string()),
         ("bootprint.hz", hz.to_string()),
     ];
-    entries
+    let dmi = |name: &str| {
+        fs::read(sys.join("class/dmi/id").join(name))
+            .ok()
+            .map(|b| String::from_utf8_lossy(&b).trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    let mut out: Vec<(String, String)> = entries
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
-        .collect()
+        .collect();
+    for (key, file) in [
+        ("bootprint.dmi_vendor", "sys_vendor"),
+        ("bootprint.dmi_product", "product_name"),
+    ] {
+        if let Some(v) = dmi(file) {
+            out.push((key.to_string(), v));
+        }
+    }
+    out
 }
 
 /// The CPU model and the number of processors in `/proc/cpuinfo`.
@@ -190,11 +213,39 @@ mod tests {
 
     #[test]
     fn header_of_this_machine_has_the_keys_analysis_needs() {
-        let h = header(&ProcFs::default(), 50, 100, 4096);
+        let h = header(&ProcFs::default(), Path::new("/sys"), 50, 100, 4096);
         let get = |k: &str| h.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
         assert_eq!(get("bootprint.clk_tck").as_deref(), Some("100"));
         assert!(get("system.cpu").unwrap().ends_with(')'));
         let id = get("bootprint.boot_id").unwrap();
         assert_eq!(id.len(), 36, "boot id {id}");
+    }
+
+    #[test]
+    fn the_machines_maker_and_model_come_from_dmi_where_it_has_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dmi = tmp.path().join("class/dmi/id");
+        fs::create_dir_all(&dmi).unwrap();
+        fs::write(dmi.join("sys_vendor"), "QEMU\n").unwrap();
+        fs::write(
+            dmi.join("product_name"),
+            "Standard PC (i440FX + PIIX, 1996)\n",
+        )
+        .unwrap();
+        let h = header(&ProcFs::default(), tmp.path(), 50, 100, 4096);
+        let get = |k: &str| h.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone());
+        assert_eq!(get("bootprint.dmi_vendor").as_deref(), Some("QEMU"));
+        assert_eq!(
+            get("bootprint.dmi_product").as_deref(),
+            Some("Standard PC (i440FX + PIIX, 1996)")
+        );
+        // No DMI (an ARM board, a container): no keys, not empty ones.
+        fs::write(dmi.join("sys_vendor"), "  \n").unwrap();
+        fs::remove_file(dmi.join("product_name")).unwrap();
+        let h = header(&ProcFs::default(), tmp.path(), 50, 100, 4096);
+        assert!(
+            !h.iter().any(|(k, _)| k.starts_with("bootprint.dmi_")),
+            "{h:?}"
+        );
     }
 }

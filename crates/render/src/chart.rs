@@ -1018,6 +1018,7 @@ mod tests {
             memory: vec![],
             readahead: None,
             recorder: None,
+            self_off: Vec::new(),
             started_after_first_sample: 0,
             clock_offset_s: None,
             processes: vec![

@@ -12,6 +12,10 @@ use analyze::BootModel;
 /// The file name inside the collector's directory.
 pub const FILE_NAME: &str = "bootprint.prom";
 
+/// How many services `bootprint_service_seconds` carries, the slowest first: a bound on the
+/// series each machine adds (a fleet's distinct names are its distribution's services).
+pub const SERVICE_SERIES: usize = 10;
+
 fn escape_label(v: &str) -> String {
     v.replace('\\', "\\\\")
         .replace('"', "\\\"")
@@ -43,6 +47,7 @@ pub fn text_with(m: &BootModel, budgets: &analyze::budget::Budgets) -> String {
 /// `to_boot_done`; docs/report.md, "The reboot cycle").
 pub fn report(r: &analyze::report::Report) -> String {
     let mut s = text_of(&r.model, &r.phases);
+    write_services(&mut s, &slowest_services(r));
     if let Some(c) = &r.cycle {
         let _ = writeln!(
             s,
@@ -70,8 +75,131 @@ pub fn report(r: &analyze::report::Report) -> String {
     s
 }
 
+/// The [`SERVICE_SERIES`] slowest starts of the boot, seconds: the runner's or systemd's
+/// spans when the trace has them (start actions only, not runlevels 0 and 6), else the init
+/// scripts seen in the process samples.
+pub fn slowest_services(r: &analyze::report::Report) -> Vec<(String, f64)> {
+    let mut out: Vec<(String, f64)> = match &r.services {
+        Some(v) => v
+            .blame()
+            .into_iter()
+            .filter(|s| s.action == "start" && s.runlevel != "0" && s.runlevel != "6")
+            .map(|s| (s.script.clone(), s.duration_ns() as f64 / 1e9))
+            .collect(),
+        None => analyze::services::services(&r.model)
+            .into_iter()
+            .filter(|s| s.action.as_deref() != Some("stop"))
+            .map(|s| (s.name, (s.end_s - s.start_s).max(0.0)))
+            .collect(),
+    };
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    // One series a name: a script run twice counts by its longest run.
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|(n, _)| seen.insert(n.clone()));
+    out.truncate(SERVICE_SERIES);
+    out
+}
+
+fn write_services(s: &mut String, services: &[(String, f64)]) {
+    if services.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "# HELP bootprint_service_seconds How long a service took to start, seconds: the {} \
+         slowest of the boot.",
+        SERVICE_SERIES
+    );
+    let _ = writeln!(s, "# TYPE bootprint_service_seconds gauge");
+    for (name, v) in services {
+        let _ = writeln!(
+            s,
+            "bootprint_service_seconds{{service=\"{}\"}} {}",
+            escape_label(name),
+            num(*v)
+        );
+    }
+}
+
+/// The machine and software a boot ran on, as `bootprint_info`'s labels (empty where the
+/// trace does not say).
+fn write_info(s: &mut String, m: &BootModel) {
+    let sys = &m.system;
+    let label = |v: &Option<String>| escape_label(v.as_deref().unwrap_or(""));
+    let _ = writeln!(
+        s,
+        "# HELP bootprint_info The recorded boot's machine and software: the recorder's \
+         version, the kernel release, the distribution, the machine's maker and model (DMI)."
+    );
+    let _ = writeln!(s, "# TYPE bootprint_info gauge");
+    let _ = writeln!(
+        s,
+        "bootprint_info{{version=\"{}\",kernel_release=\"{}\",os=\"{}\",vendor=\"{}\",\
+         product=\"{}\"}} 1",
+        escape_label(
+            sys.recorder_version
+                .as_deref()
+                .unwrap_or("")
+                .trim_start_matches("bootprint ")
+        ),
+        label(&sys.kernel_release),
+        label(&sys.release),
+        label(&sys.dmi_vendor),
+        label(&sys.dmi_product)
+    );
+}
+
+/// Which levers the boot ran with (their kernel parameters on its command line), and which
+/// switched themselves off by their own verdict (readahead, the module loader).
+fn write_levers(s: &mut String, m: &BootModel) {
+    use enablement::manifest::Lever;
+    let options: Vec<&str> = m
+        .system
+        .kernel_options
+        .as_deref()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let _ = writeln!(
+        s,
+        "# HELP bootprint_lever_on Whether the boot ran with a lever: its kernel parameter on \
+         the command line (1) or not (0)."
+    );
+    let _ = writeln!(s, "# TYPE bootprint_lever_on gauge");
+    for lever in Lever::ALL {
+        let Some(param) = lever.param() else {
+            continue; // the initramfs lever has no parameter of its own
+        };
+        let on = options.contains(&param.as_str());
+        let _ = writeln!(
+            s,
+            "bootprint_lever_on{{lever=\"{}\"}} {}",
+            lever.word(),
+            u8::from(on)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "# HELP bootprint_lever_self_off Whether a lever that judges itself (readahead, \
+         modules) has switched itself off by its own verdict (1) or not (0), as this boot's \
+         trace says."
+    );
+    let _ = writeln!(s, "# TYPE bootprint_lever_self_off gauge");
+    for lever in [Lever::Readahead, Lever::Modules] {
+        let off = m.self_off.iter().any(|l| l == lever.word());
+        let _ = writeln!(
+            s,
+            "bootprint_lever_self_off{{lever=\"{}\"}} {}",
+            lever.word(),
+            u8::from(off)
+        );
+    }
+}
+
 fn text_of(m: &BootModel, phases: &[analyze::budget::Phase]) -> String {
     let mut s = String::new();
+    write_info(&mut s, m);
+    write_levers(&mut s, m);
     let ms = &m.milestones;
     let _ = writeln!(
         s,

@@ -219,9 +219,129 @@ fn prometheus_textfile() {
     assert_eq!(get("bootprint_phase_budget_seconds", "phase=\"done\""), 2.0);
     assert_eq!(get("bootprint_readahead_hit_ratio", ""), 0.9);
     assert_eq!(get("bootprint_readahead_replayed_bytes", ""), 1e6);
+    // The machine and software, the levers the boot ran with.
+    assert_eq!(
+        get(
+            "bootprint_info",
+            "version=\"0.1.0\",kernel_release=\"6.1.0-test\",os=\"Debian GNU/Linux 12 \
+             (bookworm)\",vendor=\"\",product=\"\""
+        ),
+        1.0
+    );
+    assert_eq!(get("bootprint_lever_on", "lever=\"record\""), 1.0);
+    assert_eq!(get("bootprint_lever_on", "lever=\"readahead\""), 0.0);
+    assert!(
+        !text.contains("lever=\"initramfs\""),
+        "no parameter, no series"
+    );
+    assert_eq!(get("bootprint_lever_self_off", "lever=\"readahead\""), 0.0);
     // Without the event there is no readahead metric.
     let plain_tmp = mini_copy(None);
     let plain = plain_tmp.path();
     let m2 = analyze::analyze(&trace::Trace::open(plain).unwrap()).unwrap();
-    assert!(!render::prometheus::text(&m2).contains("readahead"));
+    assert!(!render::prometheus::text(&m2).contains("readahead_hit"));
+    // A lever that switched itself off says so.
+    let off_tmp = mini_copy(Some("19000000000 modules_off by=itself reason=slower"));
+    let m3 = analyze::analyze(&trace::Trace::open(off_tmp.path()).unwrap()).unwrap();
+    let text3 = render::prometheus::text(&m3);
+    assert!(
+        text3.contains("bootprint_lever_self_off{lever=\"modules\"} 1\n"),
+        "{text3}"
+    );
+    assert!(text3.contains("bootprint_lever_self_off{lever=\"readahead\"} 0\n"));
+}
+
+/// The whole export of a report (every metric, the reboot cycle's and the services' too)
+/// passes Prometheus' own linter, and its services are bounded.
+#[test]
+fn promtool_accepts_the_export() {
+    if !testkit::have_tool_or_skip("promtool") {
+        return;
+    }
+    let report_of = |dir: &std::path::Path| {
+        let trace = trace::Trace::open(dir).unwrap();
+        analyze::report::Report::build(&trace, &Default::default(), "defaults").unwrap()
+    };
+    // A boot after a recorded reboot (the cycle's stages) ...
+    let (_tmp, boot) = testkit::cycle::log_dir(true);
+    let cycle = render::prometheus::report(&report_of(&boot));
+    assert!(cycle.contains("bootprint_reboot_stage_seconds"), "{cycle}");
+    // ... and a boot under the runner: twelve scripts started, one of them twice, and a
+    // stop in runlevel 6 that is not a start.
+    let runner_tmp = mini_copy(None);
+    let mut rc = String::from("# bootprint rc 1\n");
+    let span = |rc: &mut String, script: &str, rl: &str, action: &str, from_s: f64, took_s: f64| {
+        let (a, b) = ((from_s * 1e9) as u64, ((from_s + took_s) * 1e9) as u64);
+        rc.push_str(&format!(
+            "{a} rc_start script={script} action={action} runlevel={rl} late=0 waited_for= pid=9\n\
+             {b} rc_end script={script} action={action} runlevel={rl} late=0 exit=0 outcome=ok \
+             timed_out=0\n"
+        ));
+    };
+    for i in 0..12 {
+        span(
+            &mut rc,
+            &format!("svc{i:02}"),
+            "2",
+            "start",
+            6.0,
+            0.1 * (i + 1) as f64,
+        );
+    }
+    span(&mut rc, "svc00", "2", "start", 8.0, 0.05);
+    span(&mut rc, "slowstop", "6", "stop", 15.0, 4.0);
+    std::fs::write(runner_tmp.path().join("rc.log"), rc).unwrap();
+    let r = report_of(runner_tmp.path());
+    let text = render::prometheus::report(&r);
+    let services = render::prometheus::slowest_services(&r);
+    let names: Vec<&str> = services.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "svc11", "svc10", "svc09", "svc08", "svc07", "svc06", "svc05", "svc04", "svc03",
+            "svc02"
+        ],
+        "the ten slowest starts, one series a name, no stop"
+    );
+    assert!((services[0].1 - 1.2).abs() < 1e-6, "{services:?}");
+    for (name, v) in &services {
+        assert!(
+            text.contains(&format!("bootprint_service_seconds{{service=\"{name}\"}} ")),
+            "{name} {v}: {text}"
+        );
+    }
+    let check = |text: &str| {
+        use std::io::Write as _;
+        let mut child = std::process::Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    for text in [&cycle, &text] {
+        let (ok, said) = check(text);
+        assert!(ok, "promtool check metrics: {said}\n{text}");
+    }
+    // The check can fail: a counter without `_total` is refused.
+    let (ok, said) = check(
+        "# HELP bootprint_x_seconds x\n# TYPE bootprint_x_seconds counter\nbootprint_x_seconds 1\n",
+    );
+    assert!(!ok, "promtool accepted a counter without _total: {said}");
 }
