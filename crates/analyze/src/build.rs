@@ -483,12 +483,7 @@ fn system_info(trace: &Trace, notes: &mut Vec<String>) -> SystemInfo {
             .and_then(|v| v.trim().parse().ok()),
         sample_interval_s,
         recorder_version: get("version"),
-        kernel_release: get("bootprint.kernel_release").or_else(|| {
-            trace
-                .header_value("system.uname")
-                .and_then(|u| u.split_whitespace().nth(1))
-                .map(str::to_string)
-        }),
+        kernel_release: crate::summary::kernel_release(&trace.header),
         dmi_vendor: get("bootprint.dmi_vendor"),
         dmi_product: get("bootprint.dmi_product"),
     }

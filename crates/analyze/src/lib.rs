@@ -14,7 +14,8 @@
 //! them; [`systemd_analyze`] reads `systemd-analyze`'s output back to check the units' view.
 //! [`shutdown`] is a recorded shutdown: its stops, blame and the chain that held it;
 //! [`cycle`] joins it with the boot after it, as one reboot's time line.
-//! [`summary`] is a boot in one line for the history of kept traces (`bootprint list`). It
+//! [`summary`] is a boot in one line for the history of kept traces (`bootprint list`);
+//! [`baseline`] a boot's figure against the boots before it on the same machine. It
 //! does not read files itself beyond what `trace::reader` does (and
 //! [`budget::Budgets::load`] for the budget file), never looks at the machine it runs on, and
 //! formats nothing (that is `render`).
@@ -29,6 +30,7 @@
 #![deny(missing_docs)]
 
 pub mod advise;
+pub mod baseline;
 pub mod bootchart;
 pub mod budget;
 pub mod build;

@@ -139,7 +139,7 @@ pub struct SystemInfo {
     pub sample_interval_s: f64,
     /// The recorder's version (`version`, e.g. `bootprint 0.1.0`; bootchart2's own there).
     pub recorder_version: Option<String>,
-    /// `uname -r` (`bootprint.kernel_release`, else the second word of `system.uname`).
+    /// `uname -r` (`summary::kernel_release`).
     pub kernel_release: Option<String>,
     /// The machine's maker (`bootprint.dmi_vendor`), where the firmware says.
     pub dmi_vendor: Option<String>,

@@ -45,7 +45,7 @@ pub struct Summary {
 
 /// The kernel release a header names: `bootprint.kernel_release`, else the second word of
 /// bootchart2's `system.uname`.
-fn kernel_release(header: &[(String, String)]) -> Option<String> {
+pub fn kernel_release(header: &[(String, String)]) -> Option<String> {
     let get = |k: &str| {
         header
             .iter()

@@ -51,7 +51,7 @@ fn summary(dir: &Path) -> Result<Summary, String> {
 
 /// One boot's line: `header` and `events.log` when they have a `boot_done`, else the model;
 /// and the events, when there are (the reboot that led to the boot is joined from them).
-fn boot_summary(dir: &Path) -> Result<(Summary, Option<Vec<trace::Event>>), String> {
+pub(crate) fn boot_summary(dir: &Path) -> Result<(Summary, Option<Vec<trace::Event>>), String> {
     let read = |name: &str| match std::fs::read_to_string(dir.join(name)) {
         Ok(t) => Ok(Some(t)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),

@@ -277,3 +277,56 @@ fn html_report_renders_in_headless_chromium() {
         "{log}"
     );
 }
+
+/// `export --prometheus` of a trace in a log directory: its figures against the boots before
+/// it there (seq order), as the machine's own baseline; none for a trace alone.
+#[test]
+fn export_prometheus_with_the_machines_baseline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("log");
+    // Text logins 12, 12, 11, 13, then 16 and 16: the last two over 1.2 times their median.
+    let logins = [12.0, 12.0, 11.0, 13.0, 16.0, 16.0];
+    for (i, login) in logins.iter().enumerate() {
+        let t = log.join(format!("t{i}"));
+        std::fs::create_dir_all(&t).unwrap();
+        for e in std::fs::read_dir(mini()).unwrap() {
+            let e = e.unwrap();
+            std::fs::copy(e.path(), t.join(e.file_name())).unwrap();
+        }
+        std::fs::write(t.join("seq"), format!("{}\n", i + 1)).unwrap();
+        let events = std::fs::read_to_string(t.join("events.log"))
+            .unwrap()
+            .replace(
+                "12000000000 milestone name=text_login",
+                &format!("{} milestone name=text_login", (login * 1e9) as u64),
+            );
+        std::fs::write(t.join("events.log"), events).unwrap();
+    }
+    let out = tmp.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let export = |trace: &Path| {
+        let o = run(&["export", "--prometheus", s(&out), s(trace)]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        std::fs::read_to_string(out.join("bootprint.prom")).unwrap()
+    };
+    let prom = export(&log.join("t5"));
+    for line in [
+        "bootprint_baseline_seconds{milestone=\"text_login\"} 12\n",
+        "bootprint_baseline_boots{milestone=\"text_login\"} 5\n",
+        "bootprint_over_baseline_boots{milestone=\"text_login\"} 2\n",
+        // boot_done is 14 s in every copy: no regression.
+        "bootprint_over_baseline_boots{milestone=\"boot_done\"} 0\n",
+    ] {
+        assert!(prom.contains(line), "{line} in {prom}");
+    }
+    // The fourth boot: three before it, none over.
+    let prom = export(&log.join("t3"));
+    assert!(
+        prom.contains("bootprint_baseline_boots{milestone=\"text_login\"} 3\n")
+            && prom.contains("bootprint_over_baseline_boots{milestone=\"text_login\"} 0\n"),
+        "{prom}"
+    );
+    // Too few boots before, and a trace alone: no baseline at all.
+    assert!(!export(&log.join("t1")).contains("bootprint_baseline"));
+    assert!(!export(&mini()).contains("bootprint_baseline"));
+}

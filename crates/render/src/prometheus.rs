@@ -46,8 +46,20 @@ pub fn text_with(m: &BootModel, budgets: &analyze::budget::Budgets) -> String {
 /// `bootprint_reboot_stage_seconds{stage}` (`shutdown`, `gap`, `login`, `to_login`,
 /// `to_boot_done`; docs/report.md, "The reboot cycle").
 pub fn report(r: &analyze::report::Report) -> String {
+    report_with(r, &[])
+}
+
+/// [`report`] with the boot's figures against its machine's own history
+/// (`analyze::baseline`): `bootprint_baseline_seconds{milestone}`,
+/// `bootprint_baseline_boots{milestone}` and `bootprint_over_baseline_boots{milestone}`, for
+/// each milestone in `baselines`.
+pub fn report_with(
+    r: &analyze::report::Report,
+    baselines: &[(&str, analyze::baseline::Baseline)],
+) -> String {
     let mut s = text_of(&r.model, &r.phases);
     write_services(&mut s, &slowest_services(r));
+    write_baselines(&mut s, baselines);
     if let Some(c) = &r.cycle {
         let _ = writeln!(
             s,
@@ -98,6 +110,45 @@ pub fn slowest_services(r: &analyze::report::Report) -> Vec<(String, f64)> {
     out.retain(|(n, _)| seen.insert(n.clone()));
     out.truncate(SERVICE_SERIES);
     out
+}
+
+fn write_baselines(s: &mut String, baselines: &[(&str, analyze::baseline::Baseline)]) {
+    if baselines.is_empty() {
+        return;
+    }
+    type Figure = fn(&analyze::baseline::Baseline) -> String;
+    let metrics: [(&str, String, Figure); 3] = [
+        (
+            "bootprint_baseline_seconds",
+            format!(
+                "The median of a milestone over up to {} boots before this one on the same \
+                 machine (its kept traces), seconds.",
+                analyze::baseline::BASELINE_BOOTS
+            ),
+            |b| num(b.baseline_s),
+        ),
+        (
+            "bootprint_baseline_boots",
+            "How many earlier boots bootprint_baseline_seconds is the median of.".to_string(),
+            |b| b.boots.to_string(),
+        ),
+        (
+            "bootprint_over_baseline_boots",
+            format!(
+                "Boots in a row, ending with this one, whose milestone was more than {} times \
+                 the median of the boots before each (0: this boot was not).",
+                analyze::baseline::REGRESSION_RATIO
+            ),
+            |b| b.over_boots.to_string(),
+        ),
+    ];
+    for (name, help, figure) in metrics {
+        let _ = writeln!(s, "# HELP {name} {help}");
+        let _ = writeln!(s, "# TYPE {name} gauge");
+        for (milestone, b) in baselines {
+            let _ = writeln!(s, "{name}{{milestone=\"{milestone}\"}} {}", figure(b));
+        }
+    }
 }
 
 fn write_services(s: &mut String, services: &[(String, f64)]) {
