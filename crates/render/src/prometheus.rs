@@ -43,8 +43,8 @@ pub fn text_with(m: &BootModel, budgets: &analyze::budget::Budgets) -> String {
 
 /// [`text`] of a whole report (its phases, against the budgets it was judged by).
 /// With the reboot cycle that led to the boot, when known:
-/// `bootprint_reboot_stage_seconds{stage}` (`shutdown`, `gap`, `login`, `to_login`,
-/// `to_boot_done`; docs/report.md, "The reboot cycle").
+/// `bootprint_reboot_stage_seconds{stage}` (`shutdown`, `gap`, `firmware`, `loader`,
+/// `kernel`, `login`, `to_login`, `to_boot_done`; docs/report.md, "The reboot cycle").
 pub fn report(r: &analyze::report::Report) -> String {
     report_with(r, &[])
 }
@@ -64,13 +64,17 @@ pub fn report_with(
         let _ = writeln!(
             s,
             "# HELP bootprint_reboot_stage_seconds The reboot that led to this boot, by stage: \
-             shutdown (request to its trace's save), gap (to this kernel's start), login \
+             shutdown (request to its trace's save), gap (to this kernel's start), firmware and \
+             loader (of the gap, as they reported it), kernel (kernel start to init), login \
              (kernel start to login), to_login and to_boot_done (from the request)."
         );
         let _ = writeln!(s, "# TYPE bootprint_reboot_stage_seconds gauge");
         for (stage, v) in [
             ("shutdown", Some(c.shutdown_s)),
             ("gap", Some(c.gap_s)),
+            ("firmware", c.firmware_s),
+            ("loader", c.loader_s),
+            ("kernel", c.kernel_s),
             ("login", c.login_s),
             ("to_login", c.to_login_s),
             ("to_boot_done", Some(c.to_boot_done_s)),

@@ -18,6 +18,16 @@ fn the_report_carries_it_to_json_and_prometheus() {
         "{prom}"
     );
     assert!(prom.contains("bootprint_reboot_stage_seconds{stage=\"to_login\"} 37\n"));
+    // What the firmware and loader did not report has no series; the kernel's share has.
+    assert!(!prom.contains("stage=\"firmware\"") && !prom.contains("stage=\"loader\""));
+    let kernel = r.cycle.as_ref().unwrap().kernel_s.unwrap();
+    assert!(
+        prom.contains(&format!(
+            "bootprint_reboot_stage_seconds{{stage=\"kernel\"}} {}\n",
+            (kernel * 1000.0).round() / 1000.0
+        )),
+        "{prom}"
+    );
     let mut text = Vec::new();
     render::text::report(&mut text, &r).unwrap();
     let text = String::from_utf8(text).unwrap();
