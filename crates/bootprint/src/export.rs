@@ -67,10 +67,27 @@ pub fn run(args: &crate::cli::Export) -> Outcome {
             analyze::baseline::of(&values).map(|b| (*name, b))
         })
         .collect();
+    let options: Vec<&str> = r
+        .model
+        .system
+        .kernel_options
+        .as_deref()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    // Every lever with a parameter of its own (the initramfs lever has none).
+    let levers_on = enablement::manifest::Lever::ALL
+        .into_iter()
+        .filter_map(|l| Some((l.word(), options.contains(&l.param()?.as_str()))))
+        .collect();
+    let machine = render::prometheus::Machine {
+        levers_on,
+        baselines,
+    };
     let path = dir.join(render::prometheus::FILE_NAME);
     sys::write_atomic(
         &path,
-        render::prometheus::report_with(&r, &baselines).as_bytes(),
+        render::prometheus::report_with(&r, &machine).as_bytes(),
     )
     .map_err(|e| format!("{}: {e}", path.display()))
     .into()

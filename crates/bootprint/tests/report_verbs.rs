@@ -316,6 +316,9 @@ fn export_prometheus_with_the_machines_baseline() {
         "bootprint_over_baseline_boots{milestone=\"text_login\"} 2\n",
         // boot_done is 14 s in every copy: no regression.
         "bootprint_over_baseline_boots{milestone=\"boot_done\"} 0\n",
+        // The levers the boot ran with: the fixture's command line has bootprint-boot as init.
+        "bootprint_lever_on{lever=\"record\"} 1\n",
+        "bootprint_lever_on{lever=\"readahead\"} 0\n",
     ] {
         assert!(prom.contains(line), "{line} in {prom}");
     }
@@ -325,6 +328,10 @@ fn export_prometheus_with_the_machines_baseline() {
         prom.contains("bootprint_baseline_boots{milestone=\"text_login\"} 3\n")
             && prom.contains("bootprint_over_baseline_boots{milestone=\"text_login\"} 0\n"),
         "{prom}"
+    );
+    assert!(
+        !prom.contains("lever=\"initramfs\""),
+        "no parameter, no series"
     );
     // Too few boots before, and a trace alone: no baseline at all.
     assert!(!export(&log.join("t1")).contains("bootprint_baseline"));

@@ -46,20 +46,26 @@ pub fn text_with(m: &BootModel, budgets: &analyze::budget::Budgets) -> String {
 /// `bootprint_reboot_stage_seconds{stage}` (`shutdown`, `gap`, `firmware`, `loader`,
 /// `kernel`, `login`, `to_login`, `to_boot_done`; docs/report.md, "The reboot cycle").
 pub fn report(r: &analyze::report::Report) -> String {
-    report_with(r, &[])
+    report_with(r, &Machine::default())
 }
 
-/// [`report`] with the boot's figures against its machine's own history
-/// (`analyze::baseline`): `bootprint_baseline_seconds{milestone}`,
-/// `bootprint_baseline_boots{milestone}` and `bootprint_over_baseline_boots{milestone}`, for
-/// each milestone in `baselines`.
-pub fn report_with(
-    r: &analyze::report::Report,
-    baselines: &[(&str, analyze::baseline::Baseline)],
-) -> String {
+/// What the machine adds to a boot's figures, gathered by `bootprint export` on it.
+#[derive(Debug, Clone, Default)]
+pub struct Machine<'a> {
+    /// Each lever with a kernel parameter, and whether the boot had it on its command line.
+    pub levers_on: Vec<(&'a str, bool)>,
+    /// The boot's milestones against the machine's own history (`analyze::baseline`).
+    pub baselines: Vec<(&'a str, analyze::baseline::Baseline)>,
+}
+
+/// [`report`] with what the machine adds: `bootprint_lever_on{lever}`, and
+/// `bootprint_baseline_seconds{milestone}`, `bootprint_baseline_boots{milestone}` and
+/// `bootprint_over_baseline_boots{milestone}`.
+pub fn report_with(r: &analyze::report::Report, machine: &Machine) -> String {
     let mut s = text_of(&r.model, &r.phases);
+    write_levers_on(&mut s, &machine.levers_on);
     write_services(&mut s, &slowest_services(r));
-    write_baselines(&mut s, baselines);
+    write_baselines(&mut s, &machine.baselines);
     if let Some(c) = &r.cycle {
         let _ = writeln!(
             s,
@@ -204,35 +210,29 @@ fn write_info(s: &mut String, m: &BootModel) {
     );
 }
 
-/// Which levers the boot ran with (their kernel parameters on its command line), and which
-/// switched themselves off by their own verdict (readahead, the module loader).
-fn write_levers(s: &mut String, m: &BootModel) {
-    use enablement::manifest::Lever;
-    let options: Vec<&str> = m
-        .system
-        .kernel_options
-        .as_deref()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect();
+/// Which levers the boot ran with (their kernel parameters on its command line).
+fn write_levers_on(s: &mut String, levers: &[(&str, bool)]) {
+    if levers.is_empty() {
+        return;
+    }
     let _ = writeln!(
         s,
         "# HELP bootprint_lever_on Whether the boot ran with a lever: its kernel parameter on \
          the command line (1) or not (0)."
     );
     let _ = writeln!(s, "# TYPE bootprint_lever_on gauge");
-    for lever in Lever::ALL {
-        let Some(param) = lever.param() else {
-            continue; // the initramfs lever has no parameter of its own
-        };
-        let on = options.contains(&param.as_str());
+    for (lever, on) in levers {
         let _ = writeln!(
             s,
-            "bootprint_lever_on{{lever=\"{}\"}} {}",
-            lever.word(),
-            u8::from(on)
+            "bootprint_lever_on{{lever=\"{lever}\"}} {}",
+            u8::from(*on)
         );
     }
+}
+
+/// Which levers that judge themselves switched themselves off by their own verdict, as the
+/// trace says (readahead, the module loader).
+fn write_levers_self_off(s: &mut String, m: &BootModel) {
     let _ = writeln!(
         s,
         "# HELP bootprint_lever_self_off Whether a lever that judges itself (readahead, \
@@ -240,12 +240,11 @@ fn write_levers(s: &mut String, m: &BootModel) {
          trace says."
     );
     let _ = writeln!(s, "# TYPE bootprint_lever_self_off gauge");
-    for lever in [Lever::Readahead, Lever::Modules] {
-        let off = m.self_off.iter().any(|l| l == lever.word());
+    for lever in ["readahead", "modules"] {
+        let off = m.self_off.iter().any(|l| l == lever);
         let _ = writeln!(
             s,
-            "bootprint_lever_self_off{{lever=\"{}\"}} {}",
-            lever.word(),
+            "bootprint_lever_self_off{{lever=\"{lever}\"}} {}",
             u8::from(off)
         );
     }
@@ -254,7 +253,7 @@ fn write_levers(s: &mut String, m: &BootModel) {
 fn text_of(m: &BootModel, phases: &[analyze::budget::Phase]) -> String {
     let mut s = String::new();
     write_info(&mut s, m);
-    write_levers(&mut s, m);
+    write_levers_self_off(&mut s, m);
     let ms = &m.milestones;
     let _ = writeln!(
         s,

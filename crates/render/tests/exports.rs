@@ -228,12 +228,6 @@ fn prometheus_textfile() {
         ),
         1.0
     );
-    assert_eq!(get("bootprint_lever_on", "lever=\"record\""), 1.0);
-    assert_eq!(get("bootprint_lever_on", "lever=\"readahead\""), 0.0);
-    assert!(
-        !text.contains("lever=\"initramfs\""),
-        "no parameter, no series"
-    );
     assert_eq!(get("bootprint_lever_self_off", "lever=\"readahead\""), 0.0);
     // Without the event there is no readahead metric.
     let plain_tmp = mini_copy(None);
