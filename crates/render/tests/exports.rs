@@ -305,28 +305,9 @@ fn promtool_accepts_the_export() {
         );
     }
     let check = |text: &str| {
-        use std::io::Write as _;
-        let mut child = std::process::Command::new("promtool")
-            .args(["check", "metrics"])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        (
-            out.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ),
+        testkit::run_with_input(
+            std::process::Command::new("promtool").args(["check", "metrics"]),
+            Some(text.as_bytes()),
         )
     };
     for text in [&cycle, &text] {

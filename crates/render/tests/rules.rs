@@ -15,19 +15,7 @@ const RULES: &str = "packaging/prometheus-rules.yml";
 const TEST: &str = "tests/prometheus/bootprint-rules.test.yml";
 
 fn promtool(args: &[&str], dir: &Path) -> (bool, String) {
-    let out = Command::new("promtool")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("promtool runs");
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    testkit::run_with_input(Command::new("promtool").args(args).current_dir(dir), None)
 }
 
 #[test]

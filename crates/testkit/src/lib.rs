@@ -101,6 +101,35 @@ pub fn copy_program(src: &std::path::Path, dst: &std::path::Path, mode: u32) {
     std::fs::set_permissions(dst, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
+/// Runs `cmd` with `stdin` on its standard input (nothing when None) and returns whether it
+/// exited 0, and its standard output then its standard error, as text.
+#[track_caller]
+pub fn run_with_input(cmd: &mut std::process::Command, stdin: Option<&[u8]>) -> (bool, String) {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    if let Some(bytes) = stdin {
+        child.stdin.take().unwrap().write_all(bytes).unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
 /// Writes a program (a script: `text`) to `path`, mode `mode`, for a test to run: written
 /// by a `sh` child from a pipe, never through a descriptor of the test process, for the
 /// reason [`copy_program`] gives.
