@@ -382,9 +382,9 @@ section left; ls /usr/lib/kernel/install.d /var/lib/bootprint /usr/bin/bootprint
 /// The firmware's and systemd-boot's own times, which systemd-boot leaves in EFI variables
 /// (`LoaderTimeInitUSec`, `LoaderTimeExecUSec`: microseconds since the CPU's reset) and the
 /// recorder copies into the trace: `bootprint kernel` must read from the trace what the
-/// guest had (`guest`), and no times where it had none. systemd-boot sets them only when it
-/// knows its clock's frequency (CPUID leaf 0x15 or a hypervisor's timing leaf): QEMU's
-/// emulated CPU has neither, so under TCG there are none (seen 2026-11-29).
+/// guest had (`guest`), and no times where it had none. systemd-boot reads the time-stamp
+/// counter only outside a virtual machine (CPUID's hypervisor bit clear; systemd's
+/// src/boot/ticks.c), and QEMU sets that bit, so here there are none (seen 2026-11-29).
 fn loader_times(c: &mut Checks, paths: &Paths, r: &BootResult, guest: (Option<u64>, Option<u64>)) {
     let Some(dir) = &r.trace_dir else {
         return;
