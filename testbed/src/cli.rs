@@ -105,6 +105,13 @@ pub enum Verb {
     /// survive; the serial log's host times give the request, the kernel's reset or kexec,
     /// the next kernel's start and its `login:` (docs/testbed.md, `reboot`).
     Reboot(Reboot),
+    /// A planted fleet's boots in a real Prometheus: no VM
+    ///
+    /// Machines' boot histories backfilled (promtool), live machines served by real
+    /// node_exporters from the textfiles `bootprint export` writes, the package's rules:
+    /// the regression and quantile questions and the alerts must give exactly the planted
+    /// answers (docs/testbed.md, `fleet`).
+    Fleet(Fleet),
     /// A lever judging itself: boot again and again from the disk the last boot left
     ///
     /// Every sysvinit lever on; shows what the module loader and readahead did on each boot
@@ -171,6 +178,22 @@ pub struct Reboot {
     /// Only this init (default: sysvinit, then systemd)
     #[arg(long, value_name = "NAME", value_parser = choices(crate::checks::reboot::init_names()))]
     pub init: Option<String>,
+    #[command(flatten)]
+    pub build: Build,
+}
+
+/// `fleet`'s arguments.
+#[derive(Debug, Args)]
+pub struct Fleet {
+    /// Machines in the history
+    #[arg(long, default_value_t = 200)]
+    pub machines: usize,
+    /// Of them, machines served live, each by its own node_exporter
+    #[arg(long, default_value_t = 50)]
+    pub live: usize,
+    /// Days of history, one boot a day (10 at least: a machine keeps 10 traces)
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(10..))]
+    pub days: u64,
     #[command(flatten)]
     pub build: Build,
 }

@@ -22,8 +22,8 @@ pub mod cli;
 pub mod vm;
 
 use checks::{
-    desktop_test, faults, initramfs_test, late_test, package_test, parity, reboot, smoke, soak,
-    stall_repro, verdict,
+    desktop_test, faults, fleet, initramfs_test, late_test, package_test, parity, reboot, smoke,
+    soak, stall_repro, verdict,
 };
 use cli::Verb;
 use vm::util::{self, Error};
@@ -93,6 +93,18 @@ pub fn run(verb: Verb) -> Result<(), Error> {
         Verb::Parity(a) => parity::run(&paths, a.cargo()),
         Verb::Reboot(a) => reboot::run(&paths, a.init.as_deref(), a.build.cargo()),
         Verb::Late(a) => late_test::run(&paths, a.cargo()),
+        Verb::Fleet(a) => {
+            // The CLI the live machines' textfiles come from (built unless --no-cargo).
+            image::host_binaries(&paths, a.build.cargo())?;
+            fleet::run(
+                &paths,
+                fleet::FleetSize {
+                    machines: a.machines,
+                    live: a.live.min(a.machines),
+                    days: a.days as usize,
+                },
+            )
+        }
         Verb::Package(a) => package_test::run(
             &paths,
             &a.deb,
