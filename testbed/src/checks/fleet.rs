@@ -208,8 +208,12 @@ fn fleet(paths: &Paths, size: FleetSize, c: &mut Checks) -> Result<()> {
 
     let mut children = Children(Vec::new());
     let mut targets = Vec::new();
-    for (m, dir) in machines.iter().zip(&textfiles) {
-        let port = free_port()?;
+    // Every port chosen while the ones before are still held: a port let go can be handed
+    // out again at once, and two exporters on one port would serve one machine's textfile
+    // under two names.
+    let ports = free_ports(textfiles.len() + 1)?;
+    for ((m, dir), port) in machines.iter().zip(&textfiles).zip(&ports) {
+        let port = *port;
         let child = Command::new("prometheus-node-exporter")
             .arg("--collector.disable-defaults")
             .arg("--collector.textfile")
@@ -222,7 +226,7 @@ fn fleet(paths: &Paths, size: FleetSize, c: &mut Checks) -> Result<()> {
         children.0.push(child);
         targets.push((m.name.clone(), port));
     }
-    let prom_port = free_port()?;
+    let prom_port = ports[textfiles.len()];
     let config = work.join("prometheus.yml");
     let rules = paths.repo.join("packaging/prometheus-rules.yml");
     fs::write(&config, prometheus_config(&targets, &rules))
@@ -242,6 +246,18 @@ fn fleet(paths: &Paths, size: FleetSize, c: &mut Checks) -> Result<()> {
     children.0.push(prom);
     let api = Api { port: prom_port };
     api.wait_ready(Duration::from_secs(120))?;
+    // An exporter that could not listen has exited by now.
+    let exited: Vec<&str> = children
+        .0
+        .iter_mut()
+        .zip(&targets)
+        .filter_map(|(c, t)| (!matches!(c.try_wait(), Ok(None))).then_some(t.0.as_str()))
+        .collect();
+    if !exited.is_empty() {
+        return Err(Error::fail(format!(
+            "node_exporters exited: {exited:?} (their ports taken?)"
+        )));
+    }
     // Every target scraped, then two rounds of the rules.
     let up = api.wait_for(
         "count(up == 1)",
@@ -313,12 +329,18 @@ fn questions(c: &mut Checks, api: &Api, machines: &[Machine], size: FleetSize) -
 
     // The fleet's p95 text login by model: the recording rule against the planted figures.
     let rule = api.query("product:bootprint_text_login_seconds:p95")?;
+    // What the rule's input holds now, by model, for a failure's message.
+    let counts = api.query(
+        "count by (product) (bootprint_milestone_seconds{milestone=\"text_login\"} * on \
+         (instance, job) group_left (vendor, product) bootprint_info)",
+    )?;
     for (vendor, product) in PRODUCTS {
         let figures: Vec<f64> = live
             .iter()
             .filter(|m| m.product == (vendor, product))
             .map(|m| *m.logins.last().unwrap_or(&0.0))
             .collect();
+        let planted = figures.len();
         let want = quantile(0.95, figures);
         let got = rule
             .iter()
@@ -326,7 +348,15 @@ fn questions(c: &mut Checks, api: &Api, machines: &[Machine], size: FleetSize) -
             .map(|s| s.1);
         c.check(
             matches!((got, want), (Some(g), Some(w)) if (g - w).abs() < 1e-6),
-            &format!("p95 text login of the {product}s: {got:?} s by the rule, {want:?} s planted"),
+            &format!(
+                "p95 text login of the {product}s: {got:?} s by the rule, {want:?} s planted \
+                 ({} machines; Prometheus has {:?})",
+                planted,
+                counts
+                    .iter()
+                    .find(|s| s.2.contains(&format!("\"product\":\"{product}\"")))
+                    .map(|s| s.1)
+            ),
         );
     }
 
@@ -756,11 +786,15 @@ fn percent(q: &str) -> String {
     s
 }
 
-/// A loopback port no one listens on now.
-fn free_port() -> Result<u16> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
+/// `n` different loopback ports no one listens on now (all held until all are chosen).
+fn free_ports(n: usize) -> Result<Vec<u16>> {
+    let held: Vec<std::net::TcpListener> = (0..n)
+        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
+        .collect::<std::io::Result<_>>()
+        .map_err(|e| Error::fail(format!("no free port: {e}")))?;
+    held.iter()
+        .map(|l| l.local_addr().map(|a| a.port()))
+        .collect::<std::io::Result<_>>()
         .map_err(|e| Error::fail(format!("no free port: {e}")))
 }
 
