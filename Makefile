@@ -7,7 +7,7 @@ TESTBED := target/release/bootprint-testbed
 BOOTPRINT := target/release/bootprint
 OUT ?= out
 
-.PHONY: all deps build demo test unit smoke bench soak lint clean fuzz-build fuzz-short fuzz-long deb deb-check package-test package-test-uefi matrix desktop-test
+.PHONY: all deps build demo test unit fleet-test smoke bench soak lint clean fuzz-build fuzz-short fuzz-long deb deb-check package-test package-test-uefi matrix desktop-test
 
 all: build
 
@@ -27,7 +27,7 @@ demo: build
 
 # Unit and integration tests, a short fuzz run of every parser, the Debian package's checks,
 # then one real boot in the test bed.
-test: build unit fuzz-short deb-check smoke
+test: build unit fuzz-short deb-check fleet-test smoke
 
 # Debian's whole module tree (downloaded once into the test bed's cache) for the modules
 # crate's full-tree tests; a skipped test fails under CI=true (crates/testkit).
@@ -120,6 +120,12 @@ matrix: deb
 desktop-test: build
 	$(TESTBED) desktop --no-cargo
 	$(TESTBED) desktop --systemd --no-cargo
+
+# A planted fleet's boots in a real Prometheus (no VM; docs/testbed.md, `fleet`). FLEET_SIZE
+# for a larger one: the goal's `--machines 1000 --live 200`.
+FLEET_SIZE ?= --machines 200 --live 50 --days 30
+fleet-test: build
+	$(TESTBED) fleet --no-cargo $(FLEET_SIZE)
 
 # The test bed's real boots, on Debian 13 (the current stable) unless RELEASE=12. A guest
 # kernel that dies before it runs any program (13's 6.12 under TCG, about once in 130 boots,

@@ -15,7 +15,7 @@ if [ -z "$cargo_version" ] || [ "$cargo_version" != "$deb_version" ]; then
 fi
 
 # The files the package installs from packaging/, named before dpkg-buildpackage's noise.
-for f in bootprint.toml startpar-wrapper kernel-postinst kernel-postrm kernel-install grub.d preload-hook preload-lightdm.conf prometheus-rules.yml; do
+for f in bootprint.toml startpar-wrapper kernel-postinst kernel-postrm kernel-install grub.d preload-hook preload-lightdm.conf prometheus-rules.yml grafana-dashboard.json; do
     if [ ! -f "packaging/$f" ]; then
         echo "build-deb: packaging/$f: missing (debian/rules installs it; docs/packaging.md lists what each file is)" >&2
         exit 1

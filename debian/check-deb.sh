@@ -67,6 +67,7 @@ mkdir -p "$work/man"
 - -rwxr-xr-x root/root /usr/lib/kernel/install.d/91-bootprint.install
 - -rw-r--r-- root/root /usr/share/lightdm/lightdm.conf.d/60-bootprint-preload.conf
 - -rw-r--r-- root/root /usr/share/bootprint/prometheus/bootprint.rules.yml
+- -rw-r--r-- root/root /usr/share/bootprint/grafana/bootprint-fleet.json
 - -rw-r--r-- root/root /usr/share/bash-completion/completions/bootprint
 - -rw-r--r-- root/root /usr/share/zsh/vendor-completions/_bootprint
 - -rw-r--r-- root/root /usr/share/fish/vendor_completions.d/bootprint.fish

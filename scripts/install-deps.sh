@@ -16,9 +16,9 @@ set -euo pipefail
 # ovmf: the test bed's UEFI boots (--firmware uefi); fdisk: sfdisk checks the GPT the test
 # bed writes for its UEFI disk. btrfs-progs, xfsprogs: relocation's refusals are tested on
 # loop-mounted btrfs and XFS.
-# prometheus: its promtool checks the textfile export (`promtool check metrics`,
-# crates/render/tests/exports.rs); no recommends, so no node exporter or service is started.
-packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ovmf fdisk btrfs-progs xfsprogs ca-certificates gcc make pkg-config libkmod-dev insserv chromium grub-common cpio xz-utils zstd lz4 dpkg-dev debhelper lintian shellcheck prometheus)
+# prometheus, prometheus-node-exporter: promtool checks the textfile export and the rules
+# (crates/render/tests), and the fleet check runs both for real (docs/testbed.md, `fleet`).
+packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ovmf fdisk btrfs-progs xfsprogs ca-certificates gcc make pkg-config libkmod-dev insserv chromium grub-common cpio xz-utils zstd lz4 dpkg-dev debhelper lintian shellcheck prometheus prometheus-node-exporter)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
