@@ -121,11 +121,13 @@ desktop-test: build
 	$(TESTBED) desktop --no-cargo
 	$(TESTBED) desktop --systemd --no-cargo
 
-# A planted fleet's boots in a real Prometheus (no VM; docs/testbed.md, `fleet`). FLEET_SIZE
-# for a larger one: the goal's `--machines 1000 --live 200`.
-FLEET_SIZE ?= --machines 200 --live 50 --days 30
+# A planted fleet's boots in a real Prometheus (no VM; docs/testbed.md, `fleet`); the goal's
+# size is FLEET_MACHINES=1000 FLEET_LIVE=200.
+FLEET_MACHINES ?= 200
+FLEET_LIVE ?= 50
+FLEET_DAYS ?= 30
 fleet-test: build
-	$(TESTBED) fleet --no-cargo $(FLEET_SIZE)
+	$(TESTBED) fleet --no-cargo --machines $(FLEET_MACHINES) --live $(FLEET_LIVE) --days $(FLEET_DAYS)
 
 # The test bed's real boots, on Debian 13 (the current stable) unless RELEASE=12. A guest
 # kernel that dies before it runs any program (13's 6.12 under TCG, about once in 130 boots,

@@ -186,13 +186,13 @@ pub struct Reboot {
 #[derive(Debug, Args)]
 pub struct Fleet {
     /// Machines in the history
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, value_name = "N", default_value_t = 200)]
     pub machines: usize,
     /// Of them, machines served live, each by its own node_exporter
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, value_name = "N", default_value_t = 50)]
     pub live: usize,
     /// Days of history, one boot a day (10 at least: a machine keeps 10 traces)
-    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(10..))]
+    #[arg(long, value_name = "N", default_value_t = 30)]
     pub days: u64,
     #[command(flatten)]
     pub build: Build,

@@ -124,6 +124,13 @@ fn plant(size: FleetSize) -> Vec<Machine> {
 
 /// Runs the check.
 pub fn run(paths: &Paths, size: FleetSize) -> Result<()> {
+    if size.days < KEPT || size.machines == 0 {
+        return Err(Error::fail(format!(
+            "fleet: --days {} --machines {}: expected {KEPT} days or more (a machine keeps \
+             {KEPT} traces) and a machine at least",
+            size.days, size.machines
+        )));
+    }
     checklist::run("fleet", |c| fleet(paths, size, c))
 }
 

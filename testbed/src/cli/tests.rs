@@ -44,6 +44,7 @@ const VERBS: &[&str] = &[
     "late",
     "parity",
     "reboot",
+    "fleet",
     "verdict",
     "initramfs",
     "package",
