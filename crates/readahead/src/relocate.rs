@@ -430,20 +430,43 @@ pub fn relocate(
         }
     };
     let unit = block_unit(&planned[0].file, page);
-    let pieces = choose_pieces(&donor, need, unit, &mut report);
     // The region as chosen, not the contiguous one the plan assumed: where even the longest
     // free runs are short, moving the files there makes replay no better (an aged image
     // gave 777 pieces, before the region was chosen), so nothing moves (the donor is freed
     // when it is closed).
-    let runs_in_region: Vec<(u64, u64)> = layout
-        .in_region
-        .iter()
-        .flat_map(|r| donor_pieces(&pieces, r.offset, r.len))
-        .map(|p| (p.physical, p.len))
-        .collect();
-    let expected = requests(&runs_in_region, page, request);
-    let short = pieces.iter().map(|p| p.len).sum::<u64>() < need;
-    if short || expected >= report.requests_before {
+    let fits = |pieces: &[Piece]| {
+        let runs: Vec<(u64, u64)> = layout
+            .in_region
+            .iter()
+            .flat_map(|r| donor_pieces(pieces, r.offset, r.len))
+            .map(|p| (p.physical, p.len))
+            .collect();
+        let short = pieces.iter().map(|p| p.len).sum::<u64>() < need;
+        (!short, requests(&runs, page, request))
+    };
+    let mut donor = donor;
+    let mut pieces = choose_pieces(&donor, need, unit, &mut report);
+    let (mut whole, mut expected) = fits(&pieces);
+    // The allocator hands out the free space near its goal first, and that goal moves with
+    // the process (ext4 colours a file's goal by pid without delayed allocation): when what
+    // it gave holds no long runs, ask once more for all the room there is, which holds the
+    // longest runs wherever they lie.
+    if (!whole || expected >= report.requests_before) && opts.region_choice > 1 {
+        drop(donor);
+        if let Ok(d) = allocate_donor(p, &planned, &target, need, u64::MAX, page) {
+            donor = d;
+            pieces = choose_pieces(&donor, need, unit, &mut report);
+            (whole, expected) = fits(&pieces);
+        } else {
+            return Err(Refusal::Fragmented {
+                mount: target.mount_point,
+                runs: report.region_runs,
+                before: report.requests_before,
+                after: expected,
+            });
+        }
+    }
+    if !whole || expected >= report.requests_before {
         return Err(Refusal::Fragmented {
             mount: target.mount_point,
             runs: report.region_runs,
