@@ -7,7 +7,7 @@ TESTBED := target/release/bootprint-testbed
 BOOTPRINT := target/release/bootprint
 OUT ?= out
 
-.PHONY: all deps build demo test unit fleet-test smoke bench soak lint clean fuzz-build fuzz-short fuzz-long deb deb-check package-test package-test-uefi matrix desktop-test
+.PHONY: all deps build demo test unit fleet-test otlp-test smoke bench soak lint clean fuzz-build fuzz-short fuzz-long deb deb-check package-test package-test-uefi matrix desktop-test
 
 all: build
 
@@ -128,6 +128,13 @@ FLEET_LIVE ?= 50
 FLEET_DAYS ?= 30
 fleet-test: build
 	$(TESTBED) fleet --no-cargo --machines $(FLEET_MACHINES) --live $(FLEET_LIVE) --days $(FLEET_DAYS)
+
+# Boots' OpenTelemetry traces in a real Jaeger (no VM; docs/testbed.md, `otlp`). Not part of
+# `make test`: Jaeger's first build from Go's module proxy takes about ten minutes of the
+# two cores (testbed/results/README.md), which CI's time cannot spare.
+otlp-test: build
+	./scripts/build-jaeger.sh
+	$(TESTBED) otlp --no-cargo
 
 # The test bed's real boots, on Debian 13 (the current stable) unless RELEASE=12. A guest
 # kernel that dies before it runs any program (13's 6.12 under TCG, about once in 130 boots,

@@ -112,6 +112,13 @@ pub enum Verb {
     /// the regression and quantile questions and the alerts must give exactly the planted
     /// answers (docs/testbed.md, `fleet`).
     Fleet(Fleet),
+    /// Boots' OpenTelemetry traces in a real Jaeger: no VM
+    ///
+    /// Four copies of a real test-bed trace through `bootprint export --otlp`: two while the
+    /// endpoint is down (queued), flushed once Jaeger is up, one at once, one over TLS with
+    /// the check's CA; Jaeger's query API must return each boot's spans whole, at their
+    /// times, none twice (docs/testbed.md, `otlp`). Needs scripts/build-jaeger.sh first.
+    Otlp(Build),
     /// A lever judging itself: boot again and again from the disk the last boot left
     ///
     /// Every sysvinit lever on; shows what the module loader and readahead did on each boot

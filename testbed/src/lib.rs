@@ -22,8 +22,8 @@ pub mod cli;
 pub mod vm;
 
 use checks::{
-    desktop_test, faults, fleet, initramfs_test, late_test, package_test, parity, reboot, smoke,
-    soak, stall_repro, verdict,
+    desktop_test, faults, fleet, initramfs_test, late_test, otlp, package_test, parity, reboot,
+    smoke, soak, stall_repro, verdict,
 };
 use cli::Verb;
 use vm::util::{self, Error};
@@ -104,6 +104,10 @@ pub fn run(verb: Verb) -> Result<(), Error> {
                     days: a.days as usize,
                 },
             )
+        }
+        Verb::Otlp(a) => {
+            image::host_binaries(&paths, a.cargo())?;
+            otlp::run(&paths)
         }
         Verb::Package(a) => package_test::run(
             &paths,

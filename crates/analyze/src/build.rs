@@ -486,6 +486,8 @@ fn system_info(trace: &Trace, notes: &mut Vec<String>) -> SystemInfo {
         kernel_release: crate::summary::kernel_release(&trace.header),
         dmi_vendor: get("bootprint.dmi_vendor"),
         dmi_product: get("bootprint.dmi_product"),
+        boot_id: get("bootprint.boot_id"),
+        boot_unix_s: get("bootprint.boot_unix_s").and_then(|v| v.trim().parse().ok()),
     }
 }
 

@@ -145,6 +145,10 @@ pub struct SystemInfo {
     pub dmi_vendor: Option<String>,
     /// The machine's model (`bootprint.dmi_product`), where the firmware says.
     pub dmi_product: Option<String>,
+    /// The boot's id (`bootprint.boot_id`).
+    pub boot_id: Option<String>,
+    /// When the kernel started, seconds since the epoch (`bootprint.boot_unix_s`).
+    pub boot_unix_s: Option<u64>,
 }
 
 /// A time and how it was found.

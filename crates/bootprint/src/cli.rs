@@ -54,13 +54,15 @@ pub enum Verb {
     /// changed most, the programs that changed most (runs, CPU, lifetime summed by name) and
     /// the programs that appeared in B or disappeared from it.
     Diff(Diff),
-    /// The boot's times for node_exporter's textfile collector
+    /// The boot's times for Prometheus, its timeline for OpenTelemetry
     ///
-    /// Writes the boot's milestone and phase times (with their budgets), the idle and iowait
-    /// shares and, when the boot replayed a readahead pack, its hit rate, in Prometheus' text
-    /// format to DIR/bootprint.prom (through a temporary file and a rename), for
-    /// node_exporter's textfile collector (--collector.textfile.directory=DIR). Metric names:
-    /// docs/report.md.
+    /// --prometheus DIR writes the boot's milestone and phase times (with their budgets), the
+    /// idle and iowait shares and, when the boot replayed a readahead pack, its hit rate, in
+    /// Prometheus' text format to DIR/bootprint.prom (through a temporary file and a rename),
+    /// for node_exporter's textfile collector (--collector.textfile.directory=DIR).
+    /// --otlp URL|FILE sends the boot as one OpenTelemetry trace (OTLP/HTTP, JSON) to a
+    /// collector, queued on disk while it cannot be reached, or writes it to FILE. Metric
+    /// names and spans: docs/export.md.
     Export(Export),
     /// The kept boots, newest first: when, kernel, login and boot-done times, size
     ///
@@ -276,13 +278,46 @@ pub struct Diff {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).multiple(true).args(["prometheus", "otlp"])))]
 pub struct Export {
-    /// The collector's directory
+    /// node_exporter's textfile-collector directory
     #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
-    pub prometheus: PathBuf,
+    pub prometheus: Option<PathBuf>,
+    /// An OTLP/HTTP endpoint (http:// or https://; /v1/traces is added to a URL without a
+    /// path), or a FILE to write the request to (one JSON line, as the collector's
+    /// otlpjsonfile receiver reads)
+    #[arg(long, value_name = "URL|FILE")]
+    pub otlp: Option<String>,
+    /// A request header for the endpoint, NAME=VALUE (repeatable; a collector's auth)
+    #[arg(long = "otlp-header", value_name = "NAME=VALUE")]
+    pub otlp_headers: Vec<String>,
+    /// Request headers from FILE, `NAME: VALUE` a line; mode 0600 (credentials)
+    #[arg(long, value_name = "FILE")]
+    pub otlp_headers_file: Option<PathBuf>,
+    /// Trust the certificate authorities of this PEM FILE (default: the Mozilla roots built
+    /// in)
+    #[arg(long, value_name = "FILE")]
+    pub otlp_ca: Option<PathBuf>,
+    /// The queue of boots not yet accepted by the endpoint
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "/var/lib/bootprint/otlp-queue"
+    )]
+    pub otlp_queue: PathBuf,
+    /// Keep at most N boots queued; the oldest are dropped first
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub otlp_queue_max: usize,
+    /// Tries of each queued boot before it is left for the next export (1: no retry; waits
+    /// 1, 2, 4 ... s between)
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub otlp_tries: u32,
+    /// Send only what the queue holds (no TRACE)
+    #[arg(long, requires = "otlp", conflicts_with = "trace")]
+    pub flush: bool,
     /// A bootprint trace directory or a bootchart2 bootchart.tgz
-    #[arg(value_name = "TRACE")]
-    pub trace: PathBuf,
+    #[arg(value_name = "TRACE", required_unless_present = "flush")]
+    pub trace: Option<PathBuf>,
     /// Read the phase budgets from FILE (default /etc/bootprint/bootprint.toml)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,

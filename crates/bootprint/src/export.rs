@@ -1,5 +1,6 @@
-//! `bootprint export --prometheus DIR TRACE [--config FILE]`: the boot's figures for
-//! node_exporter's textfile collector, written atomically as DIR/bootprint.prom.
+//! `bootprint export [--prometheus DIR] [--otlp URL|FILE] TRACE`: the boot's figures for
+//! node_exporter's textfile collector, written atomically as DIR/bootprint.prom, and its
+//! timeline as an OpenTelemetry trace (`crate::otlp`).
 
 use std::path::Path;
 
@@ -47,19 +48,43 @@ fn history(trace: &Path) -> Vec<Summary> {
 
 /// Runs the verb.
 pub fn run(args: &crate::cli::Export) -> Outcome {
-    let dir = &args.prometheus;
+    if args.prometheus.is_none() && args.otlp.is_none() {
+        return Outcome::Failed(
+            "export: nothing to export to: give --prometheus DIR or --otlp URL|FILE".into(),
+        );
+    }
+    if args.flush {
+        return otlp(args, None).into();
+    }
+    let Some(trace) = args.trace.as_deref() else {
+        return Outcome::Failed("export: no TRACE".into());
+    };
     let budgets = match budgets(args.config.as_deref()) {
         Ok(b) => b,
         Err(e) => return Outcome::Failed(e),
     };
-    if !dir.is_dir() {
-        return Outcome::Failed(format!("{}: not a directory", dir.display()));
+    if let Some(dir) = &args.prometheus {
+        if !dir.is_dir() {
+            return Outcome::Failed(format!("{}: not a directory", dir.display()));
+        }
     }
-    let r = match report(&args.trace, &budgets, "export") {
+    let r = match report(trace, &budgets, "export") {
         Ok(r) => r,
         Err(e) => return Outcome::Failed(e),
     };
-    let history = history(&args.trace);
+    if let Some(dir) = &args.prometheus {
+        if let Err(e) = prometheus(dir, trace, &r) {
+            return Outcome::Failed(e);
+        }
+    }
+    if args.otlp.is_some() {
+        return otlp(args, Some((trace, &r))).into();
+    }
+    Outcome::Ok
+}
+
+fn prometheus(dir: &Path, trace: &Path, r: &analyze::report::Report) -> Result<(), String> {
+    let history = history(trace);
     let baselines: Vec<(&str, analyze::baseline::Baseline)> = MILESTONES
         .iter()
         .filter_map(|(name, figure)| {
@@ -87,8 +112,82 @@ pub fn run(args: &crate::cli::Export) -> Outcome {
     let path = dir.join(render::prometheus::FILE_NAME);
     sys::write_atomic(
         &path,
-        render::prometheus::report_with(&r, &machine).as_bytes(),
+        render::prometheus::report_with(r, &machine).as_bytes(),
     )
     .map_err(|e| format!("{}: {e}", path.display()))
-    .into()
+}
+
+/// When the kernel started, Unix nanoseconds: the trace's `bootprint.boot_unix_s`; for a
+/// trace without it (older, bootchart2), its header's change time less the last sample
+/// (the header is written as recording begins, so this errs late by the recorder's start).
+fn boot_unix_ns(trace: &Path, r: &analyze::report::Report) -> u64 {
+    if let Some(s) = r.model.system.boot_unix_s {
+        return s.saturating_mul(1_000_000_000);
+    }
+    let written = std::fs::metadata(trace.join("header"))
+        .or_else(|_| std::fs::metadata(trace))
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64);
+    written.saturating_sub((r.model.last_sample_s.max(0.0) * 1e9) as u64)
+}
+
+/// Sends (or writes) the boot's OTLP trace; `None`: only what the queue holds.
+fn otlp(
+    args: &crate::cli::Export,
+    boot: Option<(&Path, &analyze::report::Report)>,
+) -> Result<(), String> {
+    let target = args.otlp.as_deref().unwrap_or_default();
+    let request = boot.map(|(trace, r)| {
+        let body = render::otlp::request(r, boot_unix_ns(trace, r), env!("CARGO_PKG_VERSION"));
+        let id: String = render::otlp::trace_id(r)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        (id, body.to_string())
+    });
+    if !crate::otlp::is_url(target) {
+        let Some((_, body)) = request else {
+            return Err(format!(
+                "--flush: {target:?} is not an http:// or https:// URL"
+            ));
+        };
+        let path = Path::new(target);
+        return sys::write_atomic_mode(path, format!("{body}\n").as_bytes(), 0o600)
+            .map_err(|e| format!("{}: {e}", path.display()));
+    }
+    let mut headers = Vec::new();
+    for h in &args.otlp_headers {
+        headers.push(crate::otlp::parse_header(h)?);
+    }
+    if let Some(f) = &args.otlp_headers_file {
+        headers.extend(crate::otlp::headers_file(f)?);
+    }
+    let endpoint = crate::otlp::Endpoint {
+        url: target.to_string(),
+        headers,
+        ca: args.otlp_ca.clone(),
+        tries: args.otlp_tries,
+        timeout: std::time::Duration::from_secs(10),
+    };
+    let queue = &args.otlp_queue;
+    let mut dropped = 0;
+    if let Some((id, body)) = &request {
+        dropped = crate::otlp::enqueue(queue, id, body.as_bytes(), args.otlp_queue_max)?;
+    }
+    let f = crate::otlp::flush(queue, &endpoint)?;
+    println!(
+        "otlp: {} sent, {} refused, {} queued in {}, {} dropped (over {})",
+        f.sent,
+        f.refused,
+        f.queued,
+        queue.display(),
+        dropped,
+        args.otlp_queue_max
+    );
+    match f.error {
+        Some(e) => Err(format!("otlp: not sent, kept for the next export: {e}")),
+        None => Ok(()),
+    }
 }

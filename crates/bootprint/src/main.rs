@@ -16,6 +16,7 @@ mod lever;
 mod list;
 mod man;
 mod modules;
+mod otlp;
 mod output;
 mod preload;
 mod prune;

@@ -110,6 +110,11 @@ pub struct Config {
     /// node_exporter's textfile-collector directory: when it exists, the boot's figures are
     /// exported there at boot done (`bootprint export --prometheus`); `""` never exports.
     pub prometheus_dir: PathBuf,
+    /// An OTLP/HTTP endpoint: the boot's trace is sent there at boot done (`bootprint export
+    /// --otlp`); `""` never sends.
+    pub otlp_endpoint: String,
+    /// Its request headers (a collector's credentials), used when the file exists.
+    pub otlp_headers_file: PathBuf,
     /// Where exec events come from (`bootprint.exec_events=`): `connector` (the kernel's
     /// process events; falls back to fanotify), `fanotify` or `off` ([`crate::execs`]).
     pub exec_events: String,
@@ -181,6 +186,8 @@ impl Default for Config {
             late_units: Vec::new(),
             never_late: Vec::new(),
             prometheus_dir: PathBuf::from("/var/lib/prometheus/node-exporter"),
+            otlp_endpoint: String::new(),
+            otlp_headers_file: PathBuf::from("/etc/bootprint/otlp-headers"),
             exec_events: "connector".into(),
             delayacct: false,
             cost_detail: false,
@@ -349,6 +356,8 @@ impl Config {
             "late_units" => self.late_units = v.list(),
             "never_late" => self.never_late = v.list(),
             "prometheus_dir" => self.prometheus_dir = path(),
+            "otlp_endpoint" => self.otlp_endpoint = v.text().to_string(),
+            "otlp_headers_file" => self.otlp_headers_file = path(),
             "fault" => self.fault = v.text().to_string(),
             "modules_state" => self.modules_state = path(),
             "modules_compare_every" => self.modules_compare_every = v.int(),

@@ -106,7 +106,12 @@ fn run_recorder_child(
     };
     let _ = panic::catch_unwind(AssertUnwindSafe(|| {
         if let Ok(trace) = recorder::run(config, &Paths::default(), start) {
-            crate::export::prometheus(crate::modload::LOADER, &config.prometheus_dir, &trace);
+            let targets = crate::export::Targets {
+                prometheus_dir: &config.prometheus_dir,
+                otlp_endpoint: &config.otlp_endpoint,
+                otlp_headers_file: &config.otlp_headers_file,
+            };
+            crate::export::export(crate::modload::LOADER, &targets, &trace);
         }
     }));
     sys::exit_now(0)

@@ -75,6 +75,7 @@ pub fn header(
         ("system.kernel.options", text("cmdline")),
         ("bootprint.format", "1".to_string()),
         ("bootprint.boot_id", boot_id(proc)),
+        ("bootprint.boot_unix_s", boot_unix_s(&text("stat"))),
         ("bootprint.kernel_release", release),
         ("bootprint.clk_tck", clk_tck.to_string()),
         ("bootprint.page_size", page_size.to_string()),
@@ -90,6 +91,8 @@ pub fn header(
     let mut out: Vec<(String, String)> = entries
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
+        // No key rather than an empty one when /proc/stat has no btime.
+        .filter(|(k, v)| k != "bootprint.boot_unix_s" || !v.is_empty())
         .collect();
     for (key, file) in [
         ("bootprint.dmi_vendor", "sys_vendor"),
@@ -100,6 +103,16 @@ pub fn header(
         }
     }
     out
+}
+
+/// When the kernel started, seconds since the epoch: `btime` of `/proc/stat` (the wall clock
+/// as the recorder starts, less the uptime; an exporter places the boot's spans by it).
+/// Empty when the line is missing.
+pub fn boot_unix_s(stat: &str) -> String {
+    stat.lines()
+        .find_map(|l| l.strip_prefix("btime "))
+        .map(|v| v.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// The CPU model and the number of processors in `/proc/cpuinfo`.
@@ -219,6 +232,18 @@ mod tests {
         assert!(get("system.cpu").unwrap().ends_with(')'));
         let id = get("bootprint.boot_id").unwrap();
         assert_eq!(id.len(), 36, "boot id {id}");
+        // The kernel started before now and after 2020.
+        let booted: u64 = get("bootprint.boot_unix_s").unwrap().parse().unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        assert!((1_577_836_800..=now).contains(&booted), "btime {booted}");
+        assert_eq!(
+            boot_unix_s("cpu 1 2\nbtime 1700000000\nprocesses 9\n"),
+            "1700000000"
+        );
+        assert_eq!(boot_unix_s("cpu 1 2\n"), "");
     }
 
     #[test]

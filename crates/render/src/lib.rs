@@ -37,6 +37,7 @@ pub mod kernel_svg;
 pub mod kernel_text;
 pub mod modules_plan;
 pub mod modules_status;
+pub mod otlp;
 pub mod perfetto;
 pub mod preload_status;
 pub mod prometheus;

@@ -325,6 +325,8 @@ pub static KEYS: &[Key] = &[
     boot("cost_detail", Type::Bool, "false", "time each part of the recorder's loop (`parts_ms` in `recorder_stats`)"),
     boot("delayacct", Type::Bool, "false", "switch the kernel's delay accounting on while recording"),
     boot("prometheus_dir", Type::Path, "\"/var/lib/prometheus/node-exporter\"", "node_exporter's textfile directory: the boot's figures go there at boot done when it exists; `\"\"`: never"),
+    boot("otlp_endpoint", Type::Str, "\"\"", "an OTLP/HTTP endpoint (`http://` or `https://`): the boot goes there as an OpenTelemetry trace at boot done, queued while it cannot be reached; `\"\"`: never"),
+    boot("otlp_headers_file", Type::Path, "\"/etc/bootprint/otlp-headers\"", "the endpoint's request headers, `NAME: VALUE` a line, mode 0600 (a collector's credentials); used when it exists"),
     boot("all", Type::Bool, "false", "every lever at once (readahead, modules, rc, late); a later key turns one back off"),
     boot("modules", Type::Bool, "false", "load modules in parallel before init (docs/modules.md)"),
     boot("modules_state", Type::Path, "\"/var/lib/bootprint/modules.state\"", "the module loader's history and verdict"),

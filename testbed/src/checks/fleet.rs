@@ -26,13 +26,13 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::fs;
-use std::io::{Read, Write};
-use std::net::TcpStream;
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::checks::checklist::{self, Checks};
+use crate::checks::host::{command, free_ports, http_get, on_path, read, write, Children};
 use crate::vm::util::{io_err, Error, Paths, Result};
 
 /// The kernel the fleet boots first.
@@ -134,21 +134,9 @@ pub fn run(paths: &Paths, size: FleetSize) -> Result<()> {
     checklist::run("fleet", |c| fleet(paths, size, c))
 }
 
-/// Child processes killed when dropped (on every way out of the check).
-struct Children(Vec<Child>);
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
 fn fleet(paths: &Paths, size: FleetSize, c: &mut Checks) -> Result<()> {
     for tool in ["promtool", "prometheus", "prometheus-node-exporter"] {
-        if !tool_exists(tool) {
+        if !on_path(tool) {
             return Err(Error::fail(format!(
                 "{tool}: not installed (scripts/install-deps.sh installs Debian's prometheus \
                  and prometheus-node-exporter)"
@@ -213,7 +201,7 @@ fn fleet(paths: &Paths, size: FleetSize, c: &mut Checks) -> Result<()> {
         started.elapsed().as_secs_f64()
     );
 
-    let mut children = Children(Vec::new());
+    let mut children = Children::default();
     let mut targets = Vec::new();
     // Every port chosen while the ones before are still held: a port let go can be handed
     // out again at once, and two exporters on one port would serve one machine's textfile
@@ -685,23 +673,12 @@ type Sample = (String, f64, String);
 
 impl Api {
     fn get(&self, path: &str) -> Result<String> {
-        let mut s = TcpStream::connect(("127.0.0.1", self.port))
-            .map_err(|e| Error::fail(format!("Prometheus on port {}: {e}", self.port)))?;
-        s.set_read_timeout(Some(Duration::from_secs(60))).ok();
-        // HTTP/1.0: the answer ends with the connection, never chunked.
-        write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-            .map_err(|e| Error::fail(format!("Prometheus: {e}")))?;
-        let mut text = String::new();
-        s.read_to_string(&mut text)
-            .map_err(|e| Error::fail(format!("Prometheus: {e}")))?;
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-        if !head.starts_with("HTTP/1.0 200") && !head.starts_with("HTTP/1.1 200") {
-            return Err(Error::fail(format!(
-                "GET {path}: {}: {body}",
-                head.lines().next().unwrap_or("")
-            )));
+        let (code, body) =
+            http_get(self.port, path).map_err(|e| Error::fail(format!("Prometheus: {e}")))?;
+        if code != 200 {
+            return Err(Error::fail(format!("GET {path}: HTTP {code}: {body}")));
         }
-        Ok(body.to_string())
+        Ok(body)
     }
 
     fn wait_ready(&self, limit: Duration) -> Result<()> {
@@ -791,46 +768,6 @@ fn percent(q: &str) -> String {
         }
     }
     s
-}
-
-/// `n` different loopback ports no one listens on now (all held until all are chosen).
-fn free_ports(n: usize) -> Result<Vec<u16>> {
-    let held: Vec<std::net::TcpListener> = (0..n)
-        .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
-        .collect::<std::io::Result<_>>()
-        .map_err(|e| Error::fail(format!("no free port: {e}")))?;
-    held.iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect::<std::io::Result<_>>()
-        .map_err(|e| Error::fail(format!("no free port: {e}")))
-}
-
-fn tool_exists(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-}
-
-/// Runs `cmd`: whether it exited 0, and what it printed.
-fn command(cmd: &mut Command) -> Result<(bool, String)> {
-    let out = cmd
-        .output()
-        .map_err(|e| Error::fail(format!("{cmd:?}: {e}")))?;
-    Ok((
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    ))
-}
-
-fn read(path: &Path) -> Result<String> {
-    fs::read_to_string(path).map_err(|e| io_err("cannot read", path, e))
-}
-
-fn write(path: &Path, text: &str) -> Result<()> {
-    fs::write(path, text).map_err(|e| io_err("cannot write", path, e))
 }
 
 #[cfg(test)]

@@ -45,6 +45,7 @@ const VERBS: &[&str] = &[
     "parity",
     "reboot",
     "fleet",
+    "otlp",
     "verdict",
     "initramfs",
     "package",

@@ -1086,7 +1086,7 @@ deb [ arch=amd64 ] https://m.example/debian/ bookworm main contrib
 
     #[test]
     fn binaries_go_into_the_image_with_debugfs() {
-        if !crate::vm::util::have_tool("mke2fs") {
+        if !crate::vm::util::on_path("mke2fs") {
             testkit::skip("no mke2fs (e2fsprogs) on this host");
             return;
         }

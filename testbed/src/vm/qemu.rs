@@ -1675,7 +1675,7 @@ mod tests {
 
     #[test]
     fn trace_is_copied_out_of_an_ext4_image() {
-        if !crate::vm::util::have_tool("mke2fs") {
+        if !crate::vm::util::on_path("mke2fs") {
             testkit::skip("no mke2fs (e2fsprogs) on this host");
             return;
         }

@@ -381,15 +381,10 @@ pub fn env_choice<T>(
     }
 }
 
-/// Whether a host tool is on PATH (tests that need e2fsprogs skip without it).
-#[cfg(test)]
-pub fn have_tool(name: &str) -> bool {
-    Command::new(name)
-        .arg("-V")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok()
+/// Whether `tool` is a file in a directory of PATH (looked up, not run).
+pub fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
 }
 
 /// The repository's commit (`git rev-parse --short HEAD`, with `+` when the tree has

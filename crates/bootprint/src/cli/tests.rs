@@ -95,7 +95,7 @@ fn top_level_help_names_every_verb_and_sub_verb_with_its_options() {
     }
     for want in [
         "bootprint report TRACE [--json] [--svg FILE]",
-        "bootprint export --prometheus DIR TRACE [--config FILE]",
+        "bootprint export [TRACE] [--prometheus DIR] [--otlp URL|FILE]",
         "bootprint rc graph [--root DIR] [--runlevel N] [--json] [--dot]",
         "bootprint modules load [--workers N] [--only NAMES]...",
     ] {
@@ -149,9 +149,21 @@ fn shapes_the_old_parsers_accepted() {
     );
     assert!(matches!(
         verb("bootprint export t --prometheus d --config c"),
-        Verb::Export(e) if e.prometheus == Path::new("d") && e.config.is_some()
+        Verb::Export(e) if e.prometheus.as_deref() == Some(Path::new("d")) && e.config.is_some()
+    ));
+    assert!(matches!(
+        verb("bootprint export t --otlp http://c:4318 --otlp-header A=b --otlp-header C=d"),
+        Verb::Export(e) if e.otlp.as_deref() == Some("http://c:4318") && e.otlp_headers.len() == 2
+            && e.otlp_queue_max == 100 && e.otlp_tries == 3 && !e.flush
+    ));
+    assert!(matches!(
+        verb("bootprint export --flush --otlp http://c"),
+        Verb::Export(e) if e.flush && e.trace.is_none()
     ));
     for bad in [
+        "bootprint export --flush t --otlp http://c",
+        "bootprint export --flush",
+        "bootprint export --otlp http://c",
         "bootprint",
         "bootprint frobnicate",
         "bootprint report",
