@@ -32,8 +32,8 @@ pub struct Baseline {
     pub over_boots: usize,
 }
 
-/// The median of `v` (not empty).
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median of `v` (not empty); the baseline's, and the fleet view's over its boots.
+pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     if n % 2 == 1 {

@@ -15,7 +15,8 @@
 //! [`shutdown`] is a recorded shutdown: its stops, blame and the chain that held it;
 //! [`cycle`] joins it with the boot after it, as one reboot's time line.
 //! [`summary`] is a boot in one line for the history of kept traces (`bootprint list`);
-//! [`baseline`] a boot's figure against the boots before it on the same machine. It
+//! [`baseline`] a boot's figure against the boots before it on the same machine;
+//! [`fleet`] many machines' boots, each reduced to a small record, judged by that rule. It
 //! does not read files itself beyond what `trace::reader` does (and
 //! [`budget::Budgets::load`] for the budget file), never looks at the machine it runs on, and
 //! formats nothing (that is `render`).
@@ -36,6 +37,7 @@ pub mod budget;
 pub mod build;
 pub mod cycle;
 pub mod diff;
+pub mod fleet;
 pub mod model;
 pub mod platform;
 pub mod report;

@@ -241,6 +241,22 @@ impl ServicesView {
         v
     }
 
+    /// How long each service took to start, seconds, the slowest first: start actions only,
+    /// not runlevels 0 and 6 (a boot's, not a shutdown's); one figure a name, its longest run
+    /// (a script run twice). The figures `bootprint export` and `bootprint fleet` give.
+    pub fn start_times(&self) -> Vec<(String, f64)> {
+        let mut out: Vec<(String, f64)> = self
+            .blame()
+            .into_iter()
+            .filter(|s| s.action == "start" && s.runlevel != "0" && s.runlevel != "6")
+            .map(|s| (s.script.clone(), s.duration_ns() as f64 / 1e9))
+            .collect();
+        out.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let mut seen = std::collections::HashSet::new();
+        out.retain(|(n, _)| seen.insert(n.clone()));
+        out
+    }
+
     /// The view of a span log's text; bad lines are returned as problems naming `file`.
     pub fn from_text(text: &str, file: &str) -> (ServicesView, Vec<trace::rclog::Problem>) {
         let (events, problems) = trace::rclog::parse(text, file);

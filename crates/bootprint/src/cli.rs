@@ -64,6 +64,17 @@ pub enum Verb {
     /// collector, queued on disk while it cannot be reached, or writes it to FILE. Metric
     /// names and spans: docs/export.md.
     Export(Export),
+    /// Many machines' boots: each against its own baseline, logins by kernel and model
+    ///
+    /// Reads the directories gathered from many machines (one subdirectory a machine:
+    /// DIR/<machine>/...), searched recursively for trace directories and for records files
+    /// (*.jsonl, written by `bootprint fleet --export` on each machine). Prints each machine's
+    /// newest text login and boot done against its own baseline (REGRESSED when its newest
+    /// boots were over it), the text login's median and 95th percentile by kernel release and
+    /// by model, and the services whose start time grew most: on each regressed machine,
+    /// between kernel releases, and between the older and newer half of the boots. An input
+    /// that cannot be read is reported with its path and skipped. docs/fleet.md.
+    Fleet(Fleet),
     /// The kept boots, newest first: when, kernel, login and boot-done times, size
     ///
     /// One row per trace kept in the log directory (default: `log_dir` of
@@ -193,6 +204,26 @@ pub struct List {
     /// Print one JSON object {dir, traces: [...]} (keys: docs/recorder.md, "Retention")
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct Fleet {
+    /// Directories gathered from the machines (with --export: log directories; default
+    /// `log_dir` of the configuration)
+    #[arg(value_name = "DIR", value_hint = clap::ValueHint::DirPath, required_unless_present = "export")]
+    pub dirs: Vec<PathBuf>,
+    /// Print one JSON object {boots, regressed, machines, by_kernel_release, by_model,
+    /// between_releases, between_halves, skipped} (keys: docs/fleet.md)
+    #[arg(long, conflicts_with = "export")]
+    pub json: bool,
+    /// A machine is REGRESSED when its newest N boots or more in a row were over their
+    /// baselines (text login or boot done)
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "export")]
+    pub over: usize,
+    /// Print this machine's kept boots as records instead, one JSON line each, oldest first
+    /// (what `bootprint fleet` reads back from a *.jsonl file)
+    #[arg(long)]
+    pub export: bool,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@ mod config_edit;
 mod diff;
 mod enable;
 mod export;
+mod fleet;
 mod initramfs;
 mod keep;
 mod kernel;
@@ -50,6 +51,7 @@ fn main() -> ExitCode {
         Verb::Advise(a) => advise::run(a),
         Verb::Diff(a) => diff::run(a),
         Verb::Export(a) => export::run(a),
+        Verb::Fleet(a) => fleet::run(a),
         Verb::List(a) => list::run(a),
         Verb::Keep(a) => keep::run(a),
         Verb::Prune(a) => prune::run(a),

@@ -17,7 +17,8 @@
 //! ([`readahead_relocate`]) and a replay run by hand ([`readahead_replay`]), preload's status and model ([`preload_status`]); and the
 //! host-only initramfs's
 //! plan ([`initramfs_plan`]). The history of kept traces and what a prune removes
-//! (`bootprint list`, `prune`: [`history`]).
+//! (`bootprint list`, `prune`: [`history`]); many machines' boots (`bootprint fleet`:
+//! [`fleet`]).
 //! Every renderer takes what `analyze` (or the crate that owns the data: `rc`, `modules`,
 //! `readahead`, `preload`, `record`) computed and writes to any `io::Write` (or returns the value);
 //! none of them computes boot figures (that is `analyze`), decides what a lever does next
@@ -28,6 +29,7 @@ pub mod advice;
 pub mod chart;
 pub mod diff;
 pub mod enable_status;
+pub mod fleet;
 pub mod history;
 pub mod html;
 pub mod initramfs_plan;

@@ -102,12 +102,7 @@ pub fn report_with(r: &analyze::report::Report, machine: &Machine) -> String {
 /// scripts seen in the process samples.
 pub fn slowest_services(r: &analyze::report::Report) -> Vec<(String, f64)> {
     let mut out: Vec<(String, f64)> = match &r.services {
-        Some(v) => v
-            .blame()
-            .into_iter()
-            .filter(|s| s.action == "start" && s.runlevel != "0" && s.runlevel != "6")
-            .map(|s| (s.script.clone(), s.duration_ns() as f64 / 1e9))
-            .collect(),
+        Some(v) => v.start_times(),
         None => analyze::services::services(&r.model)
             .into_iter()
             .filter(|s| s.action.as_deref() != Some("stop"))

@@ -6,6 +6,7 @@
 pub mod builtins;
 pub mod desktop_bench;
 pub mod figures;
+pub mod fleet_view;
 pub mod irbench;
 pub mod modbench;
 pub mod modcheck;

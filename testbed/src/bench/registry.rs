@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use crate::bench::runner::Benchmark;
 use crate::bench::{
-    builtins, desktop_bench, irbench, modbench, profiles, rabench, rapages, rc, reboot, record,
-    recorder_cost, whole,
+    builtins, desktop_bench, fleet_view, irbench, modbench, profiles, rabench, rapages, rc, reboot,
+    record, recorder_cost, whole,
 };
 use crate::vm::image::Flavor;
 use crate::vm::qemu::Profile;
@@ -180,6 +180,15 @@ pub const BENCHMARKS: &[(&str, Entry)] = &[
             about: "bootprint's initramfs against Debian's initramfs-tools, dracut host-only and \
                     tiny-initramfs",
             run: irbench::bench,
+            every_profile: false,
+        },
+    ),
+    (
+        "fleet-view",
+        Entry {
+            about: "bootprint fleet over 10,000 boots (1,000 machines' records, 10 planted \
+                    regressions) on the host, no VM: median wall time, peak RSS, goal < 10 s",
+            run: fleet_view::bench,
             every_profile: false,
         },
     ),

@@ -34,6 +34,7 @@ const LEAVES: &[&str] = &[
     "advise",
     "diff",
     "export",
+    "fleet",
     "list",
     "keep",
     "prune",
