@@ -75,10 +75,19 @@ fn parse_record(line: &str) -> Result<BootRecord, String> {
     })
 }
 
+/// What a walk found to read, in the walk's order.
+enum Input {
+    /// A records file and its machine.
+    Records(PathBuf, String),
+    /// A trace directory and its machine.
+    Trace(PathBuf, String),
+}
+
 /// What a walk gathered.
 struct Gather {
     fleet: Fleet,
     skipped: Vec<Skipped>,
+    inputs: Vec<Input>,
 }
 
 impl Gather {
@@ -122,12 +131,9 @@ impl Gather {
         }
     }
 
-    /// A trace directory: one boot.
-    fn trace(&mut self, dir: &Path, machine: &str) {
-        let seq = std::fs::read_to_string(dir.join(record::retain::SEQ_FILE))
-            .ok()
-            .and_then(|s| s.trim().parse().ok());
-        match trace_record(dir, seq) {
+    /// A trace directory's boot, as [`read_traces`] read it.
+    fn trace(&mut self, dir: &Path, machine: &str, read: Result<BootRecord, String>) {
+        match read {
             Ok(r) => {
                 self.fleet.add(machine, r);
             }
@@ -135,6 +141,30 @@ impl Gather {
                 dir.display(),
                 format!("{e}; expected a bootprint trace directory (docs/trace-format.md)"),
             ),
+        }
+    }
+
+    /// Reads every input the walks found: the trace directories on every core (parsing
+    /// their event and unit logs is most of the time), then all in the walk's order, so the
+    /// same tree gives the same output whatever thread read what.
+    fn read_inputs(&mut self) {
+        let inputs = std::mem::take(&mut self.inputs);
+        let traces: Vec<&Path> = inputs
+            .iter()
+            .filter_map(|i| match i {
+                Input::Trace(dir, _) => Some(dir.as_path()),
+                Input::Records(..) => None,
+            })
+            .collect();
+        let mut read = read_traces(&traces).into_iter();
+        for input in &inputs {
+            match input {
+                Input::Records(path, machine) => self.records(path, machine),
+                Input::Trace(dir, machine) => {
+                    let r = read.next().unwrap_or_else(|| Err("not read".into()));
+                    self.trace(dir, machine, r);
+                }
+            }
         }
     }
 
@@ -156,16 +186,60 @@ impl Gather {
             if meta.is_dir() {
                 if path.join("header").is_file() {
                     // A trace straight in DIR is one of DIR's machine's (a log directory).
-                    self.trace(&path, machine.unwrap_or(top));
+                    let m = machine.unwrap_or(top).to_string();
+                    self.inputs.push(Input::Trace(path, m));
                 } else {
                     self.walk(&path, Some(machine.unwrap_or(&name)), top);
                 }
             } else if meta.is_file() && name.ends_with(".jsonl") {
-                let stem = name.trim_end_matches(".jsonl");
-                self.records(&path, machine.unwrap_or(stem));
+                let m = machine
+                    .unwrap_or(name.trim_end_matches(".jsonl"))
+                    .to_string();
+                self.inputs.push(Input::Records(path, m));
             }
         }
     }
+}
+
+/// Each trace directory's record (with its `seq`), in the order given, read by as many
+/// threads as there are cores.
+fn read_traces(dirs: &[&Path]) -> Vec<Result<BootRecord, String>> {
+    let read = |dir: &Path| {
+        let seq = std::fs::read_to_string(dir.join(record::retain::SEQ_FILE))
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
+        trace_record(dir, seq)
+    };
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(dirs.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut out: Vec<Option<Result<BootRecord, String>>> = (0..dirs.len()).map(|_| None).collect();
+    let done: Vec<Vec<(usize, Result<BootRecord, String>)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(dir) = dirs.get(i) else { break };
+                        mine.push((i, read(dir)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    for (i, r) in done.into_iter().flatten() {
+        out[i] = Some(r);
+    }
+    out.into_iter()
+        .map(|r| r.unwrap_or_else(|| Err("its reader stopped".into())))
+        .collect()
 }
 
 /// The name of a given DIR, for the boots straight in it.
@@ -211,6 +285,7 @@ pub fn run(args: &crate::cli::Fleet) -> Outcome {
     let mut g = Gather {
         fleet: Fleet::new(),
         skipped: Vec::new(),
+        inputs: Vec::new(),
     };
     for dir in &args.dirs {
         if !dir.is_dir() {
@@ -219,6 +294,7 @@ pub fn run(args: &crate::cli::Fleet) -> Outcome {
         }
         g.walk(dir, None, &dir_name(dir));
     }
+    g.read_inputs();
     if g.fleet.boots() == 0 {
         return Outcome::Failed(format!(
             "no boots found in {} ({} inputs skipped): expected trace directories or *.jsonl \
