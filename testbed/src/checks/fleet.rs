@@ -32,7 +32,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::checks::checklist::{self, Checks};
-use crate::checks::host::{command, free_ports, http_get, on_path, read, write, Children};
+use crate::checks::host::{
+    command, free_ports, http_get, on_path, read, unpack_testbed_trace, write, Children,
+};
 use crate::vm::util::{io_err, Error, Paths, Result};
 
 /// The kernel the fleet boots first.
@@ -564,20 +566,7 @@ fn live_textfiles(
     days: usize,
 ) -> Result<Vec<PathBuf>> {
     let source = work.join("source-trace");
-    fs::create_dir_all(&source).map_err(|e| io_err("cannot create", &source, e))?;
-    let tgz = paths
-        .repo
-        .join("crates/analyze/tests/data/testbed-sysvinit.tgz");
-    let (ok, said) = command(
-        Command::new("tar")
-            .arg("-xzf")
-            .arg(&tgz)
-            .arg("-C")
-            .arg(&source),
-    )?;
-    if !ok {
-        return Err(Error::fail(format!("tar -xzf {}: {said}", tgz.display())));
-    }
+    unpack_testbed_trace(&paths.repo, &source)?;
     let header = read(&source.join("header"))?;
     let events = read(&source.join("events.log"))?;
     let login_line = events

@@ -72,6 +72,24 @@ pub fn http_get(port: u16, path: &str) -> Result<(u16, String)> {
     Ok((code, body.to_string()))
 }
 
+/// The real test-bed trace the host-side checks copy (crates/analyze/tests/data/
+/// testbed-sysvinit.tgz), unpacked into `dest` (created).
+pub fn unpack_testbed_trace(repo: &Path, dest: &Path) -> Result<()> {
+    std::fs::create_dir_all(dest).map_err(|e| io_err("cannot create", dest, e))?;
+    let tgz = repo.join("crates/analyze/tests/data/testbed-sysvinit.tgz");
+    let (ok, said) = command(
+        Command::new("tar")
+            .arg("-xzf")
+            .arg(&tgz)
+            .arg("-C")
+            .arg(dest),
+    )?;
+    if !ok {
+        return Err(Error::fail(format!("tar -xzf {}: {said}", tgz.display())));
+    }
+    Ok(())
+}
+
 /// A file's text, or an error naming it.
 pub fn read(path: &Path) -> Result<String> {
     std::fs::read_to_string(path).map_err(|e| io_err("cannot read", path, e))

@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::checks::checklist::{self, Checks};
-use crate::checks::host::{command, free_ports, http_get, read, write, Children};
+use crate::checks::host::{
+    command, free_ports, http_get, read, unpack_testbed_trace, write, Children,
+};
 use crate::vm::util::{io_err, Error, Paths, Result};
 
 /// The Jaeger the check runs (issue 44: the OTLP backend of the test).
@@ -226,20 +228,7 @@ fn otlp(paths: &Paths, c: &mut Checks) -> Result<()> {
 /// real units log of tests/fixtures/systemd-units.
 fn plant_boots(paths: &Paths, work: &Path) -> Result<Vec<Boot>> {
     let source = work.join("source-trace");
-    fs::create_dir_all(&source).map_err(|e| io_err("cannot create", &source, e))?;
-    let tgz = paths
-        .repo
-        .join("crates/analyze/tests/data/testbed-sysvinit.tgz");
-    let (ok, said) = command(
-        Command::new("tar")
-            .arg("-xzf")
-            .arg(&tgz)
-            .arg("-C")
-            .arg(&source),
-    )?;
-    if !ok {
-        return Err(Error::fail(format!("tar -xzf {}: {said}", tgz.display())));
-    }
+    unpack_testbed_trace(&paths.repo, &source)?;
     let header = read(&source.join("header"))?;
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
