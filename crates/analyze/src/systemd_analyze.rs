@@ -41,6 +41,32 @@ pub fn timespan_us(text: &str) -> Option<u64> {
     any.then_some(total.round() as u64)
 }
 
+/// The stages of `systemd-analyze time`'s first line (`Startup finished in 2.1s (kernel) +
+/// 4.5s (initrd) + 9.9s (userspace) = 16.6s`; also `(firmware)`, `(loader)`), in µs by their
+/// name, the sum as `total`. Empty when the line is not there (the boot not finished).
+pub fn parse_time(text: &str) -> Vec<(String, u64)> {
+    let Some(line) = text
+        .lines()
+        .map(plain)
+        .find(|l| l.starts_with("Startup finished in "))
+    else {
+        return Vec::new();
+    };
+    let rest = &line["Startup finished in ".len()..];
+    let (parts, total) = rest.split_once(" = ").unwrap_or((rest, ""));
+    let mut out: Vec<(String, u64)> = parts
+        .split(" + ")
+        .filter_map(|p| {
+            let (span, name) = p.trim().rsplit_once(" (")?;
+            Some((name.strip_suffix(')')?.to_string(), timespan_us(span)?))
+        })
+        .collect();
+    if let Some(t) = timespan_us(total.trim()) {
+        out.push(("total".into(), t));
+    }
+    out
+}
+
 /// Without ANSI escapes (`ESC [ ... m`).
 fn plain(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
@@ -220,6 +246,25 @@ pub fn check_chain(v: &ServicesView, chain_text: &str, tolerance: f64) -> Vec<Ch
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn time_reads_every_stage_and_the_sum() {
+        let t = "Startup finished in 3.012s (firmware) + 1.2s (loader) + 2.345s (kernel) + \
+                 1min 4.5s (initrd) + 573ms (userspace) = 1min 11.630s\n\
+                 multi-user.target reached after 570ms in userspace.\n";
+        assert_eq!(
+            parse_time(t),
+            [
+                ("firmware".to_string(), 3_012_000),
+                ("loader".to_string(), 1_200_000),
+                ("kernel".to_string(), 2_345_000),
+                ("initrd".to_string(), 64_500_000),
+                ("userspace".to_string(), 573_000),
+                ("total".to_string(), 71_630_000),
+            ]
+        );
+        assert!(parse_time("Bootup is not yet finished.\n").is_empty());
+    }
 
     #[test]
     fn timespans_as_systemd_prints_them() {

@@ -174,8 +174,13 @@ pub enum Verb {
 pub struct Report {
     /// A bootprint trace directory (e.g. /var/log/bootprint/latest) or a bootchart2
     /// bootchart.tgz
-    #[arg(value_name = "TRACE")]
-    pub trace: PathBuf,
+    #[arg(value_name = "TRACE", required_unless_present = "systemd")]
+    pub trace: Option<PathBuf>,
+    /// No trace: the running boot as systemd's manager timed it (its stages, as
+    /// `systemd-analyze time`, and every unit: blame, the critical chain), for a machine
+    /// booted without the recorder
+    #[arg(long, conflicts_with_all = ["trace", "svg", "html", "perfetto", "config"])]
+    pub systemd: bool,
     /// Print one JSON object instead of the text report (keys: docs/report.md)
     #[arg(long)]
     pub json: bool,

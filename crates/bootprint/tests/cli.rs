@@ -34,7 +34,7 @@ fn usage_errors_exit_2_and_help_exits_0() {
     assert_eq!(run(&["report", "a", "b"]).status.code(), Some(2));
     let o = run(&["--help"]);
     assert_eq!(o.status.code(), Some(0));
-    assert!(text(&o.stdout).contains("report TRACE"));
+    assert!(text(&o.stdout).contains("report [TRACE] [--systemd]"));
     let o = run(&["report", "--help"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(text(&o.stdout).contains("--svg <FILE>"));

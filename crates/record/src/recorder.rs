@@ -1291,7 +1291,7 @@ fn ask_systemd(config: &Config, paths: &Paths, store: &mut Store) {
     // Both clocks read back to back: their difference is the time spent suspended, which
     // CLOCK_MONOTONIC leaves out (docs/trace-format.md, systemd-units.log).
     let offset = boottime_ns().saturating_sub(sys::monotonic_ns());
-    let units = units_file(asked.as_ref(), offset);
+    let units = systemd::learn::units_log(asked.as_ref(), offset);
     store.events.push(
         Event::new(boottime_ns(), "systemd_units")
             .with("units", units.units.len())
@@ -1410,47 +1410,6 @@ fn learn_stop_timeouts(log_dir: &Path, state: &Path, store: &mut Store) {
         .push(("stop-timeouts.txt".into(), text.into_bytes()));
 }
 
-/// The trace's `systemd-units.log` of what the manager said (or why it said nothing);
-/// `offset_ns` is CLOCK_BOOTTIME minus CLOCK_MONOTONIC.
-fn units_file(
-    asked: Result<&systemd::learn::Graph, &String>,
-    offset_ns: u64,
-) -> trace::units::Units {
-    let mut out = trace::units::Units {
-        boottime_minus_monotonic_ns: Some(offset_ns),
-        ..Default::default()
-    };
-    match asked {
-        Ok(g) => {
-            out.userspace_us = g.userspace_us;
-            out.finish_us = g.finish_us;
-            out.units = g
-                .units
-                .iter()
-                .map(|u| trace::units::Unit {
-                    id: u.id.clone(),
-                    service_type: u.service_type.clone(),
-                    load_state: u.load_state.clone(),
-                    active_state: u.active_state.clone(),
-                    sub_state: u.sub_state.clone(),
-                    result: u.result.clone(),
-                    activating_us: u.times.activating_us,
-                    active_us: u.times.active_us,
-                    deactivating_us: u.times.deactivating_us,
-                    inactive_us: u.times.inactive_us,
-                    deps: trace::units::DEPS
-                        .iter()
-                        .filter(|d| !u.dep(d).is_empty())
-                        .map(|d| (d.to_string(), u.dep(d).to_vec()))
-                        .collect(),
-                })
-                .collect();
-        }
-        Err(err) => out.notes.push(format!("systemd units not read: {err}")),
-    }
-    out
-}
-
 /// Whether bootprint's service runner still has services to start ([`done::services_pending`]
 /// on its span log). A log untouched for longer than the runner's default per-script timeout
 /// (120 s) and a margin belongs to a runner that died: it holds nothing back.
@@ -1494,47 +1453,6 @@ mod tests {
         // No exec of that pid recorded: the process's start stands.
         assert_eq!(ev[4].t_ns, 40_000_000_000);
         assert_eq!(ev[4].get("source"), Some("process_start"));
-    }
-
-    #[test]
-    fn the_units_file_keeps_the_graph_or_says_why_not() {
-        let mut cron = systemd::show::Unit {
-            id: "cron.service".into(),
-            active_state: "active".into(),
-            ..Default::default()
-        };
-        cron.times.activating_us = 2_000_000;
-        cron.times.active_us = 2_000_100;
-        cron.deps
-            .insert("After".into(), vec!["basic.target".into()]);
-        cron.deps.insert("Names".into(), vec!["not-a-dep".into()]);
-        let g = systemd::learn::Graph {
-            units: vec![cron],
-            userspace_us: 1_000_000,
-            finish_us: 9_000_000,
-        };
-        let f = units_file(Ok(&g), 5);
-        assert_eq!(f.boottime_minus_monotonic_ns, Some(5));
-        assert_eq!((f.userspace_us, f.finish_us), (1_000_000, 9_000_000));
-        assert_eq!(f.units[0].dep("After"), ["basic.target"]);
-        assert_eq!(
-            f.units[0].deps.len(),
-            1,
-            "only the dependency lists the file keeps"
-        );
-        assert_eq!(f.boottime_ns(f.units[0].active_us), 2_000_100_005);
-        let err = "`systemctl show` did not finish within 90s".to_string();
-        let f = units_file(Err(&err), 0);
-        assert!(f.units.is_empty());
-        assert_eq!(
-            f.notes,
-            ["systemd units not read: `systemctl show` did not finish within 90s"]
-        );
-        let text = trace::units::write(&f);
-        assert!(
-            text.contains("note what=systemd%20units%20not%20read"),
-            "{text}"
-        );
     }
 
     #[test]

@@ -116,6 +116,133 @@ pub fn manager_times(text: &str) -> Result<(u64, u64), String> {
     Ok((userspace, finish))
 }
 
+/// A trace's `systemd-units.log` of what the manager said (or why it said nothing):
+/// the recorder's at boot done, `bootprint report --systemd`'s of the running boot.
+/// `offset_ns` is CLOCK_BOOTTIME minus CLOCK_MONOTONIC.
+pub fn units_log(asked: Result<&Graph, &String>, offset_ns: u64) -> trace::units::Units {
+    let mut out = trace::units::Units {
+        boottime_minus_monotonic_ns: Some(offset_ns),
+        ..Default::default()
+    };
+    match asked {
+        Ok(g) => {
+            out.userspace_us = g.userspace_us;
+            out.finish_us = g.finish_us;
+            out.units = g
+                .units
+                .iter()
+                .map(|u| trace::units::Unit {
+                    id: u.id.clone(),
+                    service_type: u.service_type.clone(),
+                    load_state: u.load_state.clone(),
+                    active_state: u.active_state.clone(),
+                    sub_state: u.sub_state.clone(),
+                    result: u.result.clone(),
+                    activating_us: u.times.activating_us,
+                    active_us: u.times.active_us,
+                    deactivating_us: u.times.deactivating_us,
+                    inactive_us: u.times.inactive_us,
+                    deps: trace::units::DEPS
+                        .iter()
+                        .filter(|d| !u.dep(d).is_empty())
+                        .map(|d| (d.to_string(), u.dep(d).to_vec()))
+                        .collect(),
+                })
+                .collect();
+        }
+        Err(err) => out.notes.push(format!("systemd units not read: {err}")),
+    }
+    out
+}
+
+/// The manager's boot timestamps, as `systemd-analyze time` reads them: the firmware's and
+/// the loader's (µs before the kernel started, 0 when they did not say), the initrd's and
+/// userspace's start and the initial transaction's end (CLOCK_MONOTONIC µs; 0: none).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Stages {
+    /// `FirmwareTimestampMonotonic`.
+    pub firmware_us: u64,
+    /// `LoaderTimestampMonotonic`.
+    pub loader_us: u64,
+    /// `InitRDTimestampMonotonic`.
+    pub initrd_us: u64,
+    /// `UserspaceTimestampMonotonic`.
+    pub userspace_us: u64,
+    /// `FinishTimestampMonotonic`.
+    pub finish_us: u64,
+}
+
+/// The properties [`Stages`] reads.
+pub const STAGE_PROPERTIES: &str = "FirmwareTimestampMonotonic,LoaderTimestampMonotonic,InitRDTimestampMonotonic,UserspaceTimestampMonotonic,FinishTimestampMonotonic";
+
+impl Stages {
+    /// From `systemctl show --property=STAGE_PROPERTIES` of the manager.
+    pub fn parse(text: &str) -> Result<Stages, String> {
+        let mut s = Stages::default();
+        for (i, line) in text.lines().enumerate() {
+            let Some((k, v)) = line.split_once('=') else {
+                continue;
+            };
+            let slot = match k {
+                "FirmwareTimestampMonotonic" => &mut s.firmware_us,
+                "LoaderTimestampMonotonic" => &mut s.loader_us,
+                "InitRDTimestampMonotonic" => &mut s.initrd_us,
+                "UserspaceTimestampMonotonic" => &mut s.userspace_us,
+                "FinishTimestampMonotonic" => &mut s.finish_us,
+                _ => continue,
+            };
+            *slot = v.trim().parse().map_err(|_| {
+                format!(
+                    "systemctl show (manager), line {}: expected microseconds, found {v:?}",
+                    i + 1
+                )
+            })?;
+        }
+        Ok(s)
+    }
+
+    /// The stages in seconds, by systemd-analyze's rules (systemd's
+    /// src/analyze/analyze-time-data.c): firmware (firmware less loader), loader, kernel (to
+    /// the initrd, else to userspace), initrd (to userspace), userspace (to the initial
+    /// transaction's end) and the total (firmware + loader + the end); the ones the manager
+    /// has no timestamp for are None, and all but the first three are None before the end.
+    pub fn seconds(&self) -> Vec<(&'static str, Option<f64>)> {
+        let s = |us: u64| us as f64 / 1e6;
+        let done = self.finish_us > 0;
+        let kernel_end = if self.initrd_us > 0 {
+            self.initrd_us
+        } else {
+            self.userspace_us
+        };
+        vec![
+            (
+                "firmware",
+                (self.firmware_us > 0).then(|| s(self.firmware_us.saturating_sub(self.loader_us))),
+            ),
+            ("loader", (self.loader_us > 0).then(|| s(self.loader_us))),
+            ("kernel", (kernel_end > 0).then(|| s(kernel_end))),
+            (
+                "initrd",
+                (self.initrd_us > 0).then(|| s(self.userspace_us.saturating_sub(self.initrd_us))),
+            ),
+            (
+                "userspace",
+                done.then(|| s(self.finish_us.saturating_sub(self.userspace_us))),
+            ),
+            ("total", done.then(|| s(self.firmware_us + self.finish_us))),
+        ]
+    }
+}
+
+/// Asks the running manager for its [`Stages`], within `limit`.
+pub fn stages(systemctl: &Path, limit: Duration) -> Result<Stages, String> {
+    let out = output_within(
+        Command::new(systemctl).args(["show", &format!("--property={STAGE_PROPERTIES}")]),
+        limit,
+    )?;
+    Stages::parse(&out)
+}
+
 /// How long each systemctl call may take. `systemctl show` of some 200 units is a D-Bus
 /// round trip per unit: 21 s were not enough in a test-bed guest under software emulation
 /// on a loaded host. It runs after boot done, so waiting costs the boot nothing.
@@ -198,6 +325,87 @@ pub fn rebooting(systemctl: &Path, limit: Duration) -> Result<bool, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_units_file_keeps_the_graph_or_says_why_not() {
+        let mut cron = crate::show::Unit {
+            id: "cron.service".into(),
+            active_state: "active".into(),
+            ..Default::default()
+        };
+        cron.times.activating_us = 2_000_000;
+        cron.times.active_us = 2_000_100;
+        cron.deps
+            .insert("After".into(), vec!["basic.target".into()]);
+        cron.deps.insert("Names".into(), vec!["not-a-dep".into()]);
+        let g = Graph {
+            units: vec![cron],
+            userspace_us: 1_000_000,
+            finish_us: 9_000_000,
+        };
+        let f = units_log(Ok(&g), 5);
+        assert_eq!(f.boottime_minus_monotonic_ns, Some(5));
+        assert_eq!((f.userspace_us, f.finish_us), (1_000_000, 9_000_000));
+        assert_eq!(f.units[0].dep("After"), ["basic.target"]);
+        assert_eq!(
+            f.units[0].deps.len(),
+            1,
+            "only the dependency lists the file keeps"
+        );
+        assert_eq!(f.boottime_ns(f.units[0].active_us), 2_000_100_005);
+        let err = "`systemctl show` did not finish within 90s".to_string();
+        let f = units_log(Err(&err), 0);
+        assert!(f.units.is_empty());
+        assert_eq!(
+            f.notes,
+            ["systemd units not read: `systemctl show` did not finish within 90s"]
+        );
+        let text = trace::units::write(&f);
+        assert!(
+            text.contains("note what=systemd%20units%20not%20read"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn stages_are_systemd_analyze_times() {
+        // A UEFI boot with an initrd, as `systemctl show` of the manager prints it.
+        let s = Stages::parse(
+            "FirmwareTimestampMonotonic=3500000\nLoaderTimestampMonotonic=1200000\n\
+             InitRDTimestampMonotonic=900000\nUserspaceTimestampMonotonic=2400000\n\
+             FinishTimestampMonotonic=7400000\n",
+        )
+        .unwrap();
+        let secs: Vec<(&str, Option<f64>)> = s.seconds();
+        assert_eq!(
+            secs,
+            [
+                ("firmware", Some(2.3)),
+                ("loader", Some(1.2)),
+                ("kernel", Some(0.9)),
+                ("initrd", Some(1.5)),
+                ("userspace", Some(5.0)),
+                ("total", Some(10.9)),
+            ]
+        );
+        // BIOS, no initrd, not finished yet: what is unknown says so.
+        let s = Stages::parse("UserspaceTimestampMonotonic=2400000\nFinishTimestampMonotonic=0\n")
+            .unwrap();
+        assert_eq!(
+            s.seconds(),
+            [
+                ("firmware", None),
+                ("loader", None),
+                ("kernel", Some(2.4)),
+                ("initrd", None),
+                ("userspace", None),
+                ("total", None),
+            ]
+        );
+        assert!(Stages::parse("LoaderTimestampMonotonic=soon\n")
+            .unwrap_err()
+            .contains("line 1: expected microseconds"));
+    }
 
     /// A reboot's jobs as systemd 257 lists them while its units stop; a poweroff's and a
     /// stop of the unit alone are not a reboot.

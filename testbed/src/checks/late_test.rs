@@ -41,8 +41,9 @@ echo "== end"
 "#;
 
 /// Run after [`STATE_SCRIPT`] in the stock boot only: systemd's own reading of the boot, to
-/// check bootprint's reading of the trace's `systemd-units.log` against
-/// ([`check_units`]). Each output between `=== NAME` and `=== end NAME` lines, as printed.
+/// check bootprint's reading of the trace's `systemd-units.log` against ([`check_units`]),
+/// and `bootprint report --systemd`, its reading of the running boot without a trace
+/// ([`check_live`]). Each output between `=== NAME` and `=== end NAME` lines, as printed.
 const ANALYZE_SCRIPT: &str = r#"echo "=== blame"
 systemd-analyze blame --no-pager
 echo "=== end blame"
@@ -54,6 +55,12 @@ echo "=== login $login"
 echo "=== critical-chain"
 systemd-analyze critical-chain --no-pager "$login"
 echo "=== end critical-chain"
+echo "=== time"
+systemd-analyze time --no-pager
+echo "=== end time"
+echo "=== live"
+bootprint report --systemd --json
+echo "=== end live"
 "#;
 
 /// How many of `systemd-analyze blame`'s first units must be bootprint's first too.
@@ -110,6 +117,65 @@ fn check_units(c: &mut Checks, r: &BootResult) {
     {
         c.check(k.ok, &format!("boot 3: {}", k.what));
     }
+}
+
+/// `bootprint report --systemd --json` in the stock boot against `systemd-analyze time` and
+/// `blame` run beside it: every stage systemd-analyze names the same to the millisecond it
+/// prints (both read the manager's timestamps), and blame's first [`BLAME_TOP`] units among
+/// bootprint's first [`BLAME_TOP`] * 2 (a unit still running when one of them asked may
+/// move).
+fn check_live(c: &mut Checks, r: &BootResult) {
+    let out = r.guest_output.clone().unwrap_or_default();
+    let live: serde_json::Value = match serde_json::from_str(block(&out, "live").unwrap_or("")) {
+        Ok(v) => v,
+        Err(e) => {
+            c.check(
+                false,
+                &format!("boot 3: `bootprint report --systemd --json` printed JSON ({e})"),
+            );
+            return;
+        }
+    };
+    let time = analyze::systemd_analyze::parse_time(block(&out, "time").unwrap_or_default());
+    c.check(
+        live["source"] == "systemd" && !time.is_empty(),
+        &format!(
+            "boot 3: report --systemd answered ({}), systemd-analyze time too ({} stages)",
+            live["source"],
+            time.len()
+        ),
+    );
+    for (stage, us) in &time {
+        let ours = live["stages"][format!("{stage}_s")].as_f64();
+        c.check(
+            ours.is_some_and(|o| (o - *us as f64 / 1e6).abs() <= 0.0015),
+            &format!(
+                "boot 3: report --systemd's {stage} {ours:?} s is systemd-analyze time's {:.3} s",
+                *us as f64 / 1e6
+            ),
+        );
+    }
+    let ours: Vec<&str> = live["services"]["blame"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str())
+        .take(BLAME_TOP * 2)
+        .collect();
+    let theirs: Vec<String> =
+        analyze::systemd_analyze::parse_blame(block(&out, "blame").unwrap_or_default())
+            .into_iter()
+            .take(BLAME_TOP)
+            .map(|(u, _)| u)
+            .collect();
+    c.check(
+        theirs.len() == BLAME_TOP && theirs.iter().all(|u| ours.contains(&u.as_str())),
+        &format!(
+            "boot 3: systemd-analyze blame's top {BLAME_TOP} {theirs:?} are among report \
+             --systemd's top {} {ours:?}",
+            BLAME_TOP * 2
+        ),
+    );
 }
 
 /// The sections compared between a boot and the reference.
@@ -371,6 +437,7 @@ fn check_deferred(
     );
     same_state(c, "boot 2 (late units)", &d_out, s_out);
     check_units(c, stock);
+    check_live(c, stock);
 }
 
 /// Boot 4: a bad state file is reported, nothing deferred, the machine as the stock boot's.

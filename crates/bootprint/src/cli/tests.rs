@@ -95,7 +95,7 @@ fn top_level_help_names_every_verb_and_sub_verb_with_its_options() {
         );
     }
     for want in [
-        "bootprint report TRACE [--json] [--svg FILE]",
+        "bootprint report [TRACE] [--systemd] [--json] [--svg FILE]",
         "bootprint export [TRACE] [--prometheus DIR] [--otlp URL|FILE]",
         "bootprint rc graph [--root DIR] [--runlevel N] [--json] [--dot]",
         "bootprint modules load [--workers N] [--only NAMES]...",
@@ -135,12 +135,12 @@ fn shapes_the_old_parsers_accepted() {
     };
     assert_eq!(
         (r.trace, r.json, r.svg),
-        (PathBuf::from("t"), true, Some(PathBuf::from("x.svg")))
+        (Some(PathBuf::from("t")), true, Some(PathBuf::from("x.svg")))
     );
     let Verb::Report(r) = verb("bootprint report - --config c --html h --perfetto p") else {
         panic!()
     };
-    assert_eq!(r.trace, PathBuf::from("-"));
+    assert_eq!(r.trace, Some(PathBuf::from("-")));
     assert_eq!(
         (r.config, r.html, r.perfetto),
         (Some("c".into()), Some("h".into()), Some("p".into()))
@@ -158,10 +158,16 @@ fn shapes_the_old_parsers_accepted() {
             && e.otlp_queue_max == 100 && e.otlp_tries == 3 && !e.flush
     ));
     assert!(matches!(
+        verb("bootprint report --systemd --json"),
+        Verb::Report(r) if r.systemd && r.json && r.trace.is_none()
+    ));
+    assert!(matches!(
         verb("bootprint export --flush --otlp http://c"),
         Verb::Export(e) if e.flush && e.trace.is_none()
     ));
     for bad in [
+        "bootprint report --systemd t",
+        "bootprint report --systemd --svg x",
         "bootprint export --flush t --otlp http://c",
         "bootprint export --flush",
         "bootprint export --otlp http://c",
@@ -470,7 +476,7 @@ fn arguments_that_are_not_utf8() {
         panic!()
     };
     assert_eq!(
-        (r.svg.unwrap().as_os_str(), r.trace.as_os_str()),
+        (r.svg.unwrap().as_os_str(), r.trace.unwrap().as_os_str()),
         (bytes, bytes)
     );
     let args: Vec<OsString> = vec![
