@@ -48,11 +48,6 @@ fn history(trace: &Path) -> Vec<Summary> {
 
 /// Runs the verb.
 pub fn run(args: &crate::cli::Export) -> Outcome {
-    if args.prometheus.is_none() && args.otlp.is_none() {
-        return Outcome::Failed(
-            "export: nothing to export to: give --prometheus DIR or --otlp URL|FILE".into(),
-        );
-    }
     if args.flush {
         return otlp(args, None).into();
     }
@@ -118,7 +113,7 @@ fn prometheus(dir: &Path, trace: &Path, r: &analyze::report::Report) -> Result<(
 }
 
 /// When the kernel started, Unix nanoseconds: the trace's `bootprint.boot_unix_s`; for a
-/// trace without it (older, bootchart2), its header's change time less the last sample
+/// trace without it (older, bootchart2), its header's modification time less the last sample
 /// (the header is written as recording begins, so this errs late by the recorder's start).
 fn boot_unix_ns(trace: &Path, r: &analyze::report::Report) -> u64 {
     if let Some(s) = r.model.system.boot_unix_s {
