@@ -136,10 +136,7 @@ fn otlp(
     let target = args.otlp.as_deref().unwrap_or_default();
     let request = boot.map(|(trace, r)| {
         let body = render::otlp::request(r, boot_unix_ns(trace, r), env!("CARGO_PKG_VERSION"));
-        let id: String = render::otlp::trace_id(r)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let id = render::otlp::hex(&render::otlp::trace_id(r));
         (id, body.to_string())
     });
     if !crate::otlp::is_url(target) {

@@ -24,7 +24,7 @@ fn trace_record(dir: &Path, seq: Option<u64>) -> Result<BootRecord, String> {
         Ok(t) => trace::bootchart::parse_header(&t),
         Err(e) => return Err(format!("header: {e}")),
     };
-    let (summary, _) = crate::list::boot_summary(dir)?;
+    let (summary, _) = crate::list::boot_summary_with(dir, &header)?;
     let read = |name: &str| std::fs::read_to_string(dir.join(name)).ok();
     let services = if let Some(text) = read(trace::rclog::FILE_NAME) {
         analyze::services::ServicesView::from_text(&text, trace::rclog::FILE_NAME)

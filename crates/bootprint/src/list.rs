@@ -52,19 +52,31 @@ fn summary(dir: &Path) -> Result<Summary, String> {
 /// One boot's line: `header` and `events.log` when they have a `boot_done`, else the model;
 /// and the events, when there are (the reboot that led to the boot is joined from them).
 pub(crate) fn boot_summary(dir: &Path) -> Result<(Summary, Option<Vec<trace::Event>>), String> {
-    let read = |name: &str| match std::fs::read_to_string(dir.join(name)) {
+    let header = trace::bootchart::parse_header(&read_if_there(dir, "header")?.unwrap_or_default());
+    boot_summary_with(dir, &header)
+}
+
+/// A file of the trace `dir`: None when it is not there.
+fn read_if_there(dir: &Path, name: &str) -> Result<Option<String>, String> {
+    match std::fs::read_to_string(dir.join(name)) {
         Ok(t) => Ok(Some(t)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(format!("{name}: {e}")),
-    };
-    let header = trace::bootchart::parse_header(&read("header")?.unwrap_or_default());
-    let events = match read("events.log")? {
+    }
+}
+
+/// [`boot_summary`] of a trace whose `header` the caller has read already.
+pub(crate) fn boot_summary_with(
+    dir: &Path,
+    header: &[(String, String)],
+) -> Result<(Summary, Option<Vec<trace::Event>>), String> {
+    let events = match read_if_there(dir, "events.log")? {
         Some(text) => Some(trace::events::parse(&text).map_err(|e| format!("events.log: {e}"))?),
         None => None,
     };
     if let Some(s) = events
         .as_deref()
-        .and_then(|ev| Summary::from_events(&header, ev))
+        .and_then(|ev| Summary::from_events(header, ev))
     {
         return Ok((s, events));
     }

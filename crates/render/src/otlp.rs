@@ -197,7 +197,8 @@ pub fn span_id(trace: &[u8; 16], index: usize) -> [u8; 8] {
     if h == 0 { 1u64 } else { h }.to_be_bytes()
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Ids as OTLP's JSON writes them: lowercase hex (the queue names its entries by it too).
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

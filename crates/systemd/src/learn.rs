@@ -96,24 +96,7 @@ pub struct Graph {
 /// The manager's `UserspaceTimestampMonotonic` and `FinishTimestampMonotonic` from
 /// `systemctl show --property=...` without a unit (`Key=Value` lines; absent ones are 0).
 pub fn manager_times(text: &str) -> Result<(u64, u64), String> {
-    let (mut userspace, mut finish) = (0, 0);
-    for (i, line) in text.lines().enumerate() {
-        let Some((k, v)) = line.split_once('=') else {
-            continue;
-        };
-        let slot = match k {
-            "UserspaceTimestampMonotonic" => &mut userspace,
-            "FinishTimestampMonotonic" => &mut finish,
-            _ => continue,
-        };
-        *slot = v.trim().parse().map_err(|_| {
-            format!(
-                "systemctl show (manager), line {}: expected microseconds, found {v:?}",
-                i + 1
-            )
-        })?;
-    }
-    Ok((userspace, finish))
+    Stages::parse(text).map(|s| (s.userspace_us, s.finish_us))
 }
 
 /// A trace's `systemd-units.log` of what the manager said (or why it said nothing):

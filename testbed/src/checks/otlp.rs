@@ -90,15 +90,17 @@ fn otlp(paths: &Paths, c: &mut Checks) -> Result<()> {
     let bootprint = paths.repo.join("target/release/bootprint");
     let url = format!("http://127.0.0.1:{}", ports.otlp);
     let queue = work.join("queue");
-    let export = |args: &[&str]| -> Result<(bool, String)> {
+    // The real `bootprint export` with its own queue directory.
+    let export_with = |queue: &Path, args: &[&str]| -> Result<(bool, String)> {
         command(
             Command::new(&bootprint)
                 .arg("export")
                 .args(args)
                 .arg("--otlp-queue")
-                .arg(&queue),
+                .arg(queue),
         )
     };
+    let export = |args: &[&str]| export_with(&queue, args);
     let queued = |q: &Path| -> usize {
         fs::read_dir(q).map_or(0, |d| {
             d.filter(|e| {
@@ -169,15 +171,7 @@ fn otlp(paths: &Paths, c: &mut Checks) -> Result<()> {
     // 3. TLS: the check's CA or nothing.
     let tls_url = format!("https://127.0.0.1:{}", ports.otlp_tls);
     let tls_queue = work.join("queue-tls");
-    let tls_export = |args: &[&str]| -> Result<(bool, String)> {
-        command(
-            Command::new(&bootprint)
-                .arg("export")
-                .args(args)
-                .arg("--otlp-queue")
-                .arg(&tls_queue),
-        )
-    };
+    let tls_export = |args: &[&str]| export_with(&tls_queue, args);
     let (ok, said) = tls_export(&["--otlp", &tls_url, "--otlp-tries", "1", &path(&boots[3])])?;
     c.check(
         !ok && queued(&tls_queue) == 1,
