@@ -18,8 +18,9 @@ set -euo pipefail
 # loop-mounted btrfs and XFS.
 # prometheus, prometheus-node-exporter: promtool checks the textfile export and the rules
 # (crates/render/tests), and the fleet check runs both for real (docs/testbed.md, `fleet`).
-# time: GNU time gives `bench fleet-view` the peak RSS; openssl: the otlp check makes its CA.
-packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ovmf fdisk btrfs-progs xfsprogs ca-certificates gcc make pkg-config libkmod-dev insserv chromium grub-common cpio xz-utils zstd lz4 dpkg-dev debhelper lintian shellcheck prometheus prometheus-node-exporter time openssl)
+# time: GNU time gives `bench fleet-view` the peak RSS; openssl: the otlp check makes its CA;
+# systemd-journal-remote: crates/bootprint/tests/journal_cli.rs writes a real journal with it.
+packages=(qemu-system-x86 qemu-utils debootstrap e2fsprogs ovmf fdisk btrfs-progs xfsprogs ca-certificates gcc make pkg-config libkmod-dev insserv chromium grub-common cpio xz-utils zstd lz4 dpkg-dev debhelper lintian shellcheck prometheus prometheus-node-exporter time openssl systemd-journal-remote)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

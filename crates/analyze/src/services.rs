@@ -172,6 +172,9 @@ pub struct ServicesView {
     pub failed_units: Vec<String>,
     /// systemd: the units a socket, path or timer starts (`TriggeredBy=`): on demand.
     pub on_demand: Vec<String>,
+    /// systemd: no unit had a dependency list (the units were read from the journal, which
+    /// keeps none), so there is no critical chain to follow.
+    pub no_dependencies: bool,
     /// systemd: when the manager started (`UserspaceTimestamp`), ns in the trace's time
     /// base; `systemd-analyze` gives its times from there.
     pub userspace_ns: u64,
@@ -274,6 +277,7 @@ impl ServicesView {
         let mut v = ServicesView {
             source: Source::Systemd,
             userspace_ns: u.boottime_ns(u.userspace_us),
+            no_dependencies: u.units.iter().all(|x| x.deps.is_empty()),
             ..ServicesView::default()
         };
         let started: BTreeMap<&str, &trace::units::Unit> = u
@@ -420,6 +424,9 @@ impl ServicesView {
     /// dependency that became active last ([`Span::waited_for`]), as `systemd-analyze
     /// critical-chain UNIT` prints it (first element the earliest).
     fn unit_chain(&self) -> Vec<&Span> {
+        if self.no_dependencies {
+            return vec![];
+        }
         let by_name: BTreeMap<&str, &Span> =
             self.spans.iter().map(|s| (s.script.as_str(), s)).collect();
         let mut chain: Vec<&Span> = Vec::new();

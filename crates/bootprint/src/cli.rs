@@ -181,6 +181,20 @@ pub struct Report {
     /// booted without the recorder
     #[arg(long, conflicts_with_all = ["trace", "svg", "html", "perfetto", "config"])]
     pub systemd: bool,
+    /// With --systemd: boot BOOT from the journal instead of the running one, as journalctl
+    /// -b names it (0 the newest, -1 the one before, or a boot id): its stages and its
+    /// units' start jobs (blame; the journal keeps no dependencies, so no critical chain)
+    #[arg(
+        long,
+        value_name = "BOOT",
+        requires = "systemd",
+        allow_hyphen_values = true
+    )]
+    pub journal: Option<String>,
+    /// Read the journal files of DIR (journalctl --directory; a machine's copied
+    /// /var/log/journal) instead of this machine's
+    #[arg(long, value_name = "DIR", requires = "systemd", value_hint = clap::ValueHint::DirPath)]
+    pub journal_dir: Option<PathBuf>,
     /// Print one JSON object instead of the text report (keys: docs/report.md)
     #[arg(long)]
     pub json: bool,
@@ -351,8 +365,23 @@ pub struct Export {
     /// Send only what the queue holds (no TRACE)
     #[arg(long, requires = "otlp", conflicts_with = "trace")]
     pub flush: bool,
+    /// No trace: the running boot as systemd timed it (as `report --systemd`), its text
+    /// login against the journal's earlier boots, to --prometheus
+    #[arg(long, requires = "prometheus", conflicts_with_all = ["trace", "otlp", "flush", "config"])]
+    pub systemd: bool,
+    /// With --systemd: boot BOOT from the journal instead (0, -1, ... or a boot id)
+    #[arg(
+        long,
+        value_name = "BOOT",
+        requires = "systemd",
+        allow_hyphen_values = true
+    )]
+    pub journal: Option<String>,
+    /// With --systemd: the journal files of DIR instead of this machine's
+    #[arg(long, value_name = "DIR", requires = "systemd", value_hint = clap::ValueHint::DirPath)]
+    pub journal_dir: Option<PathBuf>,
     /// A bootprint trace directory or a bootchart2 bootchart.tgz
-    #[arg(value_name = "TRACE", required_unless_present = "flush")]
+    #[arg(value_name = "TRACE", required_unless_present_any = ["flush", "systemd"])]
     pub trace: Option<PathBuf>,
     /// Read the phase budgets from FILE (default /etc/bootprint/bootprint.toml)
     #[arg(long, value_name = "FILE")]

@@ -1,6 +1,7 @@
 //! `bootprint export [--prometheus DIR] [--otlp URL|FILE] TRACE`: the boot's figures for
 //! node_exporter's textfile collector, written atomically as DIR/bootprint.prom, and its
-//! timeline as an OpenTelemetry trace (`crate::otlp`).
+//! timeline as an OpenTelemetry trace (`crate::otlp`); `export --systemd --prometheus DIR`:
+//! the figures of a boot without a trace (`crate::systemd_boot`).
 
 use std::path::Path;
 
@@ -51,6 +52,9 @@ pub fn run(args: &crate::cli::Export) -> Outcome {
     if args.flush {
         return otlp(args, None).into();
     }
+    if args.systemd {
+        return systemd_prometheus(args).into();
+    }
     let Some(trace) = args.trace.as_deref() else {
         return Outcome::Failed("export: no TRACE".into());
     };
@@ -76,6 +80,51 @@ pub fn run(args: &crate::cli::Export) -> Outcome {
         return otlp(args, Some((trace, &r))).into();
     }
     Outcome::Ok
+}
+
+/// `--systemd`: a boot without a trace to DIR/bootprint.prom (`render::prometheus::systemd`).
+fn systemd_prometheus(args: &crate::cli::Export) -> Result<(), String> {
+    let dir = args
+        .prometheus
+        .as_deref()
+        .expect("clap: --systemd requires --prometheus");
+    if !dir.is_dir() {
+        return Err(format!("{}: not a directory", dir.display()));
+    }
+    let journal_dir = args.journal_dir.as_deref();
+    let boot = crate::systemd_boot::read(args.journal.as_deref(), journal_dir)
+        .map_err(|e| format!("export --systemd: {e}"))?;
+    let header = record::sysinfo::this_machine();
+    let get = |k: &str| {
+        header
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    // The running kernel is the boot's only when the boot is the running one.
+    let running = boot.source == "systemd";
+    let info = render::prometheus::Info {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        kernel_release: if running {
+            get("bootprint.kernel_release")
+        } else {
+            String::new()
+        },
+        os: get("system.release"),
+        vendor: get("bootprint.dmi_vendor"),
+        product: get("bootprint.dmi_product"),
+    };
+    let b = render::prometheus::SystemdBoot {
+        info,
+        stages: boot.stages.seconds(),
+        text_login_s: boot.text_login_s,
+        services: boot.view().start_times(),
+        baseline: crate::systemd_boot::baseline(&boot, journal_dir),
+    };
+    let path = dir.join(render::prometheus::FILE_NAME);
+    sys::write_atomic(&path, render::prometheus::systemd(&b).as_bytes())
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn prometheus(dir: &Path, trace: &Path, r: &analyze::report::Report) -> Result<(), String> {

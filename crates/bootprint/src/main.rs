@@ -26,6 +26,7 @@ mod readahead;
 mod reboot;
 mod report;
 mod services;
+mod systemd_boot;
 
 use std::process::ExitCode;
 

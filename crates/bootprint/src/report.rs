@@ -1,7 +1,8 @@
 //! `bootprint report TRACE [--json] [--svg FILE] [--config FILE] [--html FILE] [--perfetto
 //! FILE]`: the boot analysed once (`analyze::Report`, judged against the phase budgets),
 //! rendered as text or JSON, and optionally as an SVG chart, an HTML page, Perfetto JSON;
-//! or, with `--systemd`, the running boot as systemd's manager timed it (no trace).
+//! or, with `--systemd`, a boot as systemd timed it, without a trace: the running one, or
+//! with `--journal BOOT` one the journal holds.
 
 use std::io::Write as _;
 
@@ -11,7 +12,7 @@ use crate::Outcome;
 /// Runs the verb.
 pub fn run(args: &crate::cli::Report) -> Outcome {
     let Some(trace) = args.trace.as_deref().filter(|_| !args.systemd) else {
-        return running_systemd(args.json);
+        return systemd_boot(args);
     };
     let r = match budgets(args.config.as_deref()).and_then(|b| report(trace, &b, "report")) {
         Ok(r) => r,
@@ -40,26 +41,20 @@ pub fn run(args: &crate::cli::Report) -> Outcome {
 
 type Renderer = fn(&mut std::io::BufWriter<std::fs::File>, &analyze::Report) -> std::io::Result<()>;
 
-/// `--systemd`: asks the running manager (`systemctl`, as the recorder does at boot done)
-/// for its stages and every unit, read as a trace's `systemd-units.log` would be.
-fn running_systemd(json: bool) -> Outcome {
-    let systemctl = std::path::Path::new("systemctl");
-    let limit = systemd::learn::QUERY_LIMIT;
-    let stages = match systemd::learn::stages(systemctl, limit) {
-        Ok(s) => s,
-        Err(e) => return Outcome::Failed(format!("report --systemd: {e} (is systemd the init?)")),
-    };
-    let graph = match systemd::learn::query(systemctl, limit) {
-        Ok(g) => g,
+/// `--systemd`: the running boot as its manager timed it (`systemctl`, as the recorder asks
+/// at boot done), or with `--journal BOOT` an earlier one from the journal; with its text
+/// login against the journal's boots before it.
+fn systemd_boot(args: &crate::cli::Report) -> Outcome {
+    let dir = args.journal_dir.as_deref();
+    let boot = match crate::systemd_boot::read(args.journal.as_deref(), dir) {
+        Ok(b) => b,
         Err(e) => return Outcome::Failed(format!("report --systemd: {e}")),
     };
-    // CLOCK_BOOTTIME less CLOCK_MONOTONIC, read back to back: the trace's time base.
-    let offset = sys::boottime_ns().saturating_sub(sys::monotonic_ns());
-    let units = systemd::learn::units_log(Ok(&graph), offset);
-    let view = analyze::services::ServicesView::from_units(&units);
-    let secs = stages.seconds();
+    let baseline = crate::systemd_boot::baseline(&boot, dir);
+    let view = boot.view();
+    let secs = boot.stages.seconds();
     print("the report", |out| {
-        if json {
+        if args.json {
             let stages: serde_json::Map<String, serde_json::Value> = secs
                 .iter()
                 .map(|(k, v)| (format!("{k}_s"), serde_json::json!(v)))
@@ -67,17 +62,46 @@ fn running_systemd(json: bool) -> Outcome {
             write_json(
                 out,
                 &serde_json::json!({
-                    "source": "systemd",
+                    "source": boot.source,
+                    "boot_id": boot.boot_id,
                     "stages": stages,
+                    "text_login_s": boot.text_login_s,
+                    "baseline": baseline,
                     "services": render::services::json(&view),
                 }),
             )
         } else {
-            writeln!(out, "The running boot as systemd timed it (no trace):")?;
+            match boot.source {
+                "journal" => writeln!(
+                    out,
+                    "Boot {} as the journal recorded it (no trace):",
+                    boot.boot_id
+                )?,
+                _ => writeln!(out, "The running boot as systemd timed it (no trace):")?,
+            }
             for (k, v) in &secs {
                 match v {
                     Some(v) => writeln!(out, "  {k:<10} {v:>8.3} s")?,
                     None => writeln!(out, "  {k:<10} {:>8}", "-")?,
+                }
+            }
+            if let Some(t) = boot.text_login_s {
+                write!(out, "  text login {t:>8.3} s")?;
+                match &baseline {
+                    Some(b) => writeln!(
+                        out,
+                        " (the median of the {} boots before it in the journal: {:.3} s{})",
+                        b.boots,
+                        b.baseline_s,
+                        match b.over_boots {
+                            0 => String::new(),
+                            n => format!(
+                                "; over it by more than {}x for {n} boots in a row",
+                                analyze::baseline::REGRESSION_RATIO
+                            ),
+                        }
+                    )?,
+                    None => writeln!(out)?,
                 }
             }
             writeln!(out)?;

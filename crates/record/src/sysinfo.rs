@@ -105,6 +105,12 @@ pub fn header(
     out
 }
 
+/// [`header`]'s entries for the running machine, for a boot read without a trace
+/// (`bootprint export --systemd`): its identity as a recorded boot's header gives it.
+pub fn this_machine() -> Vec<(String, String)> {
+    header(&ProcFs::default(), Path::new("/sys"), 0, 0, 0)
+}
+
 /// When the kernel started, seconds since the epoch: `btime` of `/proc/stat` (the wall clock
 /// as the recorder starts, less the uptime; an exporter places the boot's spans by it).
 /// Empty when the line is missing.

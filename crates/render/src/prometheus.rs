@@ -177,32 +177,117 @@ fn write_services(s: &mut String, services: &[(String, f64)]) {
     }
 }
 
-/// The machine and software a boot ran on, as `bootprint_info`'s labels (empty where the
-/// trace does not say).
-fn write_info(s: &mut String, m: &BootModel) {
-    let sys = &m.system;
-    let label = |v: &Option<String>| escape_label(v.as_deref().unwrap_or(""));
+/// The machine and software a boot ran on: `bootprint_info`'s labels (empty where not
+/// known).
+#[derive(Debug, Clone, Default)]
+pub struct Info {
+    /// bootprint's version (the recorder's; the CLI's for a boot without a trace).
+    pub version: String,
+    /// The kernel release.
+    pub kernel_release: String,
+    /// The distribution (`PRETTY_NAME`).
+    pub os: String,
+    /// The machine's maker (DMI `sys_vendor`).
+    pub vendor: String,
+    /// The machine's model (DMI `product_name`).
+    pub product: String,
+}
+
+impl Info {
+    /// What a recorded boot's trace says.
+    pub fn of(m: &BootModel) -> Info {
+        let sys = &m.system;
+        let v = |v: &Option<String>| v.clone().unwrap_or_default();
+        Info {
+            version: sys
+                .recorder_version
+                .as_deref()
+                .unwrap_or("")
+                .trim_start_matches("bootprint ")
+                .to_string(),
+            kernel_release: v(&sys.kernel_release),
+            os: v(&sys.release),
+            vendor: v(&sys.dmi_vendor),
+            product: v(&sys.dmi_product),
+        }
+    }
+}
+
+fn write_info(s: &mut String, i: &Info) {
     let _ = writeln!(
         s,
-        "# HELP bootprint_info The recorded boot's machine and software: the recorder's \
-         version, the kernel release, the distribution, the machine's maker and model (DMI)."
+        "# HELP bootprint_info The boot's machine and software: bootprint's version (the \
+         recorder's; for a boot without a trace, the exporter's), the kernel release, the distribution, the machine's maker and model (DMI)."
     );
     let _ = writeln!(s, "# TYPE bootprint_info gauge");
     let _ = writeln!(
         s,
         "bootprint_info{{version=\"{}\",kernel_release=\"{}\",os=\"{}\",vendor=\"{}\",\
          product=\"{}\"}} 1",
-        escape_label(
-            sys.recorder_version
-                .as_deref()
-                .unwrap_or("")
-                .trim_start_matches("bootprint ")
-        ),
-        label(&sys.kernel_release),
-        label(&sys.release),
-        label(&sys.dmi_vendor),
-        label(&sys.dmi_product)
+        escape_label(&i.version),
+        escape_label(&i.kernel_release),
+        escape_label(&i.os),
+        escape_label(&i.vendor),
+        escape_label(&i.product)
     );
+}
+
+/// A boot without a trace, as systemd timed it (`bootprint export --systemd`).
+#[derive(Debug, Clone, Default)]
+pub struct SystemdBoot<'a> {
+    /// The machine and software.
+    pub info: Info,
+    /// systemd-analyze's stages, s (`systemd::learn::Stages::seconds`; None: not known).
+    pub stages: Vec<(&'a str, Option<f64>)>,
+    /// When the first getty became active, s since the kernel started.
+    pub text_login_s: Option<f64>,
+    /// The slowest unit starts, s, slowest first (at most [`SERVICE_SERIES`] are written).
+    pub services: Vec<(String, f64)>,
+    /// The text login against the boots before it (the journal's).
+    pub baseline: Option<analyze::baseline::Baseline>,
+}
+
+/// The exposition text of a boot without a trace: `bootprint_info`,
+/// `bootprint_systemd_stage_seconds{stage}`, `bootprint_milestone_seconds{milestone=
+/// "text_login"}`, `bootprint_service_seconds` and the text login's baseline metrics; the
+/// names, labels and units of a recorded boot's, so the same rules and dashboard read both.
+pub fn systemd(b: &SystemdBoot) -> String {
+    let mut s = String::new();
+    write_info(&mut s, &b.info);
+    let _ = writeln!(
+        s,
+        "# HELP bootprint_systemd_stage_seconds The boot's stages as systemd timed them \
+         (systemd-analyze time): firmware, loader, kernel, initrd, userspace, total."
+    );
+    let _ = writeln!(s, "# TYPE bootprint_systemd_stage_seconds gauge");
+    for (stage, v) in &b.stages {
+        if let Some(v) = v {
+            let _ = writeln!(
+                s,
+                "bootprint_systemd_stage_seconds{{stage=\"{stage}\"}} {}",
+                num(*v)
+            );
+        }
+    }
+    if let Some(t) = b.text_login_s {
+        let _ = writeln!(
+            s,
+            "# HELP bootprint_milestone_seconds Boot milestone, seconds since the kernel started."
+        );
+        let _ = writeln!(s, "# TYPE bootprint_milestone_seconds gauge");
+        let _ = writeln!(
+            s,
+            "bootprint_milestone_seconds{{milestone=\"text_login\"}} {}",
+            num(t)
+        );
+    }
+    let mut services = b.services.clone();
+    services.truncate(SERVICE_SERIES);
+    write_services(&mut s, &services);
+    if let Some(bl) = &b.baseline {
+        write_baselines(&mut s, &[("text_login", bl.clone())]);
+    }
+    s
 }
 
 /// Which levers the boot ran with (their kernel parameters on its command line).
@@ -247,7 +332,7 @@ fn write_levers_self_off(s: &mut String, m: &BootModel) {
 
 fn text_of(m: &BootModel, phases: &[analyze::budget::Phase]) -> String {
     let mut s = String::new();
-    write_info(&mut s, m);
+    write_info(&mut s, &Info::of(m));
     write_levers_self_off(&mut s, m);
     let ms = &m.milestones;
     let _ = writeln!(

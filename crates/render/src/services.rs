@@ -144,6 +144,9 @@ fn units_text(s: &mut String, v: &ServicesView) {
         " (after the login)",
         &format!("critical chain to {login} (as systemd-analyze critical-chain):"),
     );
+    if v.no_dependencies {
+        s.push_str("critical chain: none (no unit's dependencies were recorded)\n");
+    }
 }
 
 /// The time a span took, `-` while it had not ended.
@@ -212,6 +215,7 @@ pub fn json(view: &ServicesView) -> Value {
         "source": match view.source { Source::Runner => "rc", Source::Systemd => "systemd" },
         "login_unit": view.login_unit,
         "failed": view.failed(),
+        "no_dependencies": view.no_dependencies,
     })
 }
 

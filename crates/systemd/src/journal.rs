@@ -39,39 +39,25 @@ pub struct UnitEntry {
     pub result: String,
 }
 
-/// Parses `journalctl -o export` (journal-export-formats(7)): entries separated by an empty
-/// line, `FIELD=value` lines, binary fields as the name, a newline, a 64-bit little-endian
-/// length, the data and a newline. Entries other than the three kinds above, or without a
-/// unit or a time, are left out.
-pub fn parse_export(bytes: &[u8]) -> Vec<UnitEntry> {
+/// One journal entry: its fields in the order `journalctl -o export` printed them.
+pub type Fields = Vec<(String, String)>;
+
+/// The value of field `name` of an entry (the first, if repeated).
+pub fn field<'a>(entry: &'a Fields, name: &str) -> Option<&'a str> {
+    entry
+        .iter()
+        .find(|(f, _)| f == name)
+        .map(|(_, v)| v.as_str())
+}
+
+/// Parses `journalctl -o export` (journal-export-formats(7)) into its entries: entries
+/// separated by an empty line, `FIELD=value` lines, binary fields as the name, a newline, a
+/// 64-bit little-endian length, the data and a newline. A stream cut short ends with the
+/// entry it was in.
+pub fn export_entries(bytes: &[u8]) -> Vec<Fields> {
     let mut out = Vec::new();
-    let mut fields: Vec<(String, String)> = Vec::new();
+    let mut fields: Fields = Vec::new();
     let mut i = 0;
-    let flush = |fields: &mut Vec<(String, String)>, out: &mut Vec<UnitEntry>| {
-        let get = |k: &str| fields.iter().find(|(f, _)| f == k).map(|(_, v)| v.as_str());
-        let what = match get("MESSAGE_ID") {
-            Some(UNIT_STOPPING) => Some("stopping"),
-            Some(UNIT_STOPPED) => Some("stopped"),
-            Some(UNIT_FAILED) => Some("failed"),
-            Some(SHUTDOWN) => Some("requested"),
-            _ => None,
-        };
-        let t = get("__MONOTONIC_TIMESTAMP").and_then(|v| v.parse::<u64>().ok());
-        let unit = match what {
-            Some("requested") => get("SHUTDOWN").or(Some("shutdown")),
-            _ => get("UNIT"),
-        };
-        if let (Some(what), Some(t), Some(unit)) = (what, t, unit) {
-            let result = get("JOB_RESULT").or(get("UNIT_RESULT")).unwrap_or_default();
-            out.push(UnitEntry {
-                monotonic_us: t,
-                what,
-                unit: unit.to_string(),
-                result: result.to_string(),
-            });
-        }
-        fields.clear();
-    };
     while i < bytes.len() {
         let end = bytes[i..]
             .iter()
@@ -80,7 +66,9 @@ pub fn parse_export(bytes: &[u8]) -> Vec<UnitEntry> {
         let line = &bytes[i..end];
         i = end + 1;
         if line.is_empty() {
-            flush(&mut fields, &mut out);
+            if !fields.is_empty() {
+                out.push(std::mem::take(&mut fields));
+            }
             continue;
         }
         match line.iter().position(|&b| b == b'=') {
@@ -105,7 +93,40 @@ pub fn parse_export(bytes: &[u8]) -> Vec<UnitEntry> {
             }
         }
     }
-    flush(&mut fields, &mut out);
+    if !fields.is_empty() {
+        out.push(fields);
+    }
+    out
+}
+
+/// The shutdown's entries of `journalctl -o export` output ([`export_entries`]): entries
+/// other than the three kinds above, or without a unit or a time, are left out.
+pub fn parse_export(bytes: &[u8]) -> Vec<UnitEntry> {
+    let mut out = Vec::new();
+    for entry in export_entries(bytes) {
+        let get = |k: &str| field(&entry, k);
+        let what = match get("MESSAGE_ID") {
+            Some(UNIT_STOPPING) => "stopping",
+            Some(UNIT_STOPPED) => "stopped",
+            Some(UNIT_FAILED) => "failed",
+            Some(SHUTDOWN) => "requested",
+            _ => continue,
+        };
+        let t = get("__MONOTONIC_TIMESTAMP").and_then(|v| v.parse::<u64>().ok());
+        let unit = match what {
+            "requested" => get("SHUTDOWN").or(Some("shutdown")),
+            _ => get("UNIT"),
+        };
+        if let (Some(t), Some(unit)) = (t, unit) {
+            let result = get("JOB_RESULT").or(get("UNIT_RESULT")).unwrap_or_default();
+            out.push(UnitEntry {
+                monotonic_us: t,
+                what,
+                unit: unit.to_string(),
+                result: result.to_string(),
+            });
+        }
+    }
     out
 }
 

@@ -13,6 +13,8 @@
 //! - [`waiter`]: that service (`bootprint-boot late-start`).
 //! - [`journal`]: a shutdown's unit stops as the journal recorded them, read by the boot
 //!   after it; and the generator above also adds the shutdown recorder's unit.
+//! - [`boots`]: a boot's start as the journal recorded it (its stages, its units' start
+//!   jobs), for any past boot of a machine booted without the recorder.
 //! - [`timeouts`]: stop timeouts learned from those stops for the services that hung a
 //!   shutdown (the `timeouts` lever), and the generator's drop-ins for them.
 //!
@@ -21,6 +23,7 @@
 //! the mechanism and why it is built this way.
 #![deny(missing_docs)]
 
+pub mod boots;
 pub mod generator;
 pub mod journal;
 pub mod late;

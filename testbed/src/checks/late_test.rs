@@ -43,7 +43,8 @@ echo "== end"
 /// Run after [`STATE_SCRIPT`] in the stock boot only: systemd's own reading of the boot, to
 /// check bootprint's reading of the trace's `systemd-units.log` against ([`check_units`]),
 /// and `bootprint report --systemd`, its reading of the running boot without a trace
-/// ([`check_live`]). Each output between `=== NAME` and `=== end NAME` lines, as printed.
+/// ([`check_live`]); then boot 1 read back from the journal (`--journal -1`) and the running
+/// boot's figures for Prometheus without a trace (`export --systemd`) ([`check_journal`]). Each output between `=== NAME` and `=== end NAME` lines, as printed.
 const ANALYZE_SCRIPT: &str = r#"echo "=== blame"
 systemd-analyze blame --no-pager
 echo "=== end blame"
@@ -61,6 +62,13 @@ echo "=== end time"
 echo "=== live"
 bootprint report --systemd --json
 echo "=== end live"
+echo "=== journal"
+bootprint report --systemd --journal -1 --json
+echo "=== end journal"
+echo "=== prom"
+mkdir -p /run/bp-textfile && bootprint export --systemd --prometheus /run/bp-textfile \
+  && cat /run/bp-textfile/bootprint.prom
+echo "=== end prom"
 "#;
 
 /// How many of `systemd-analyze blame`'s first units must be bootprint's first too.
@@ -175,6 +183,123 @@ fn check_live(c: &mut Checks, r: &BootResult) {
              --systemd's top {} {ours:?}",
             BLAME_TOP * 2
         ),
+    );
+}
+
+/// How far a unit's time in the journal (when journald stamped the manager's entry) may be
+/// from the manager's own timestamp for it, s.
+const JOURNAL_TOLERANCE_S: f64 = 0.5;
+
+/// Boot 1 as boot 3 read it back from the journal (`report --systemd --journal -1`) against
+/// what boot 1's recorder asked the manager at boot done (its trace's `systemd-units.log`):
+/// the same boot id, the userspace stage to the microsecond (both are the manager's own
+/// timestamps), the text login within [`JOURNAL_TOLERANCE_S`]; and `export --systemd`'s file
+/// in boot 3: passes `promtool check metrics`, its text login is `report --systemd`'s.
+fn check_journal(c: &mut Checks, first: &BootResult, stock: &BootResult) {
+    let out = stock.guest_output.clone().unwrap_or_default();
+    let journal: serde_json::Value =
+        serde_json::from_str(block(&out, "journal").unwrap_or("")).unwrap_or_default();
+    let header = read_trace(first, "header");
+    let boot1_id = header
+        .lines()
+        .find_map(|l| l.strip_prefix("bootprint.boot_id = "))
+        .unwrap_or_default()
+        .replace('-', "");
+    c.check(
+        journal["source"] == "journal" && !boot1_id.is_empty() && journal["boot_id"] == boot1_id,
+        &format!(
+            "boot 3: report --systemd --journal -1 read boot 1 ({} of {:?}, boot 1 is {boot1_id:?})",
+            journal["source"], journal["boot_id"]
+        ),
+    );
+    let (units, problems) =
+        trace::units::parse(&read_trace(first, "systemd-units.log"), "systemd-units.log");
+    let manager_userspace = (units.finish_us > 0)
+        .then(|| units.finish_us.saturating_sub(units.userspace_us) as f64 / 1e6);
+    let ours = journal["stages"]["userspace_s"].as_f64();
+    c.check(
+        problems.is_empty()
+            && manager_userspace.is_some()
+            && ours
+                .zip(manager_userspace)
+                .is_some_and(|(a, b)| (a - b).abs() < 1e-6),
+        &format!(
+            "boot 3: boot 1's userspace stage from the journal {ours:?} s is its manager's \
+             {manager_userspace:?} s"
+        ),
+    );
+    let manager_login = units
+        .units
+        .iter()
+        .filter(|u| analyze::services::login_unit_name(&u.id) && u.active_us > 0)
+        .map(|u| u.active_us as f64 / 1e6)
+        .min_by(f64::total_cmp);
+    let ours = journal["text_login_s"].as_f64();
+    c.check(
+        ours.zip(manager_login)
+            .is_some_and(|(a, b)| (a - b).abs() <= JOURNAL_TOLERANCE_S),
+        &format!(
+            "boot 3: boot 1's text login from the journal {ours:?} s is its manager's \
+             {manager_login:?} s within {JOURNAL_TOLERANCE_S} s"
+        ),
+    );
+    // How far the journal's unit times are from the manager's, for the results log.
+    let mut gaps: Vec<f64> = journal["services"]["spans"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let u = units.units.iter().find(|u| s["script"] == u.id.as_str())?;
+            let end = s["end_s"].as_f64()?;
+            (u.active_us > 0).then(|| (end - u.active_us as f64 / 1e6).abs())
+        })
+        .collect();
+    gaps.sort_by(f64::total_cmp);
+    if let Some(max) = gaps.last() {
+        println!(
+            "journal: {} units in both; |journal - manager| active time: median {:.3} s, max {max:.3} s",
+            gaps.len(),
+            gaps[gaps.len() / 2]
+        );
+    }
+    c.check(
+        gaps.len() >= 20,
+        &format!(
+            "boot 3: the journal gave boot 1's units ({} matched the manager's)",
+            gaps.len()
+        ),
+    );
+    let prom = block(&out, "prom").unwrap_or_default();
+    let live: serde_json::Value =
+        serde_json::from_str(block(&out, "live").unwrap_or("")).unwrap_or_default();
+    let login_line = live["text_login_s"].as_f64().map(|t| {
+        format!(
+            "bootprint_milestone_seconds{{milestone=\"text_login\"}} {}",
+            (t * 1000.0).round() / 1000.0
+        )
+    });
+    c.check(
+        login_line
+            .as_deref()
+            .is_some_and(|l| prom.lines().any(|p| p == l))
+            && prom.contains("bootprint_systemd_stage_seconds{stage=\"userspace\"}"),
+        &format!("boot 3: export --systemd wrote the text login {login_line:?} and the stages"),
+    );
+    let file = std::env::temp_dir().join(format!("bootprint-late-{}.prom", std::process::id()));
+    let (ok, said) = fs::write(&file, prom)
+        .and_then(|()| fs::File::open(&file))
+        .map_err(|e| e.to_string())
+        .and_then(|f| {
+            crate::checks::host::command(
+                Command::new("promtool").args(["check", "metrics"]).stdin(f),
+            )
+            .map_err(|e| e.to_string())
+        })
+        .unwrap_or_else(|e| (false, e));
+    let _ = fs::remove_file(&file);
+    c.check(
+        ok && !prom.is_empty(),
+        &format!("boot 3: promtool check metrics accepts export --systemd's file ({said})"),
     );
 }
 
@@ -362,6 +487,7 @@ fn late(paths: &Paths, cargo: bool, c: &mut Checks) -> Result<()> {
 
     let s_out = stock.guest_output.clone().unwrap_or_default();
     check_deferred(c, &deferred, &stock, &s_out, learned);
+    check_journal(c, &first, &stock);
     check_bad_state(c, &bad, &s_out);
     check_forged(c, &forged_boot, &s_out, learned);
     Ok(())

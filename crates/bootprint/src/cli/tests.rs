@@ -165,7 +165,22 @@ fn shapes_the_old_parsers_accepted() {
         verb("bootprint export --flush --otlp http://c"),
         Verb::Export(e) if e.flush && e.trace.is_none()
     ));
+    // A journal offset is a value, not an option.
+    assert!(matches!(
+        verb("bootprint report --systemd --journal -1 --journal-dir j"),
+        Verb::Report(r) if r.journal.as_deref() == Some("-1") && r.journal_dir.is_some()
+    ));
+    assert!(matches!(
+        verb("bootprint export --systemd --prometheus d --journal -2"),
+        Verb::Export(e) if e.systemd && e.journal.as_deref() == Some("-2") && e.trace.is_none()
+    ));
     for bad in [
+        "bootprint report --journal -1 t",
+        "bootprint report --systemd --journal",
+        "bootprint export --systemd",
+        "bootprint export --systemd --prometheus d t",
+        "bootprint export --systemd --prometheus d --otlp http://c",
+        "bootprint export --journal 0 --prometheus d t",
         "bootprint report --systemd t",
         "bootprint report --systemd --svg x",
         "bootprint export --flush t --otlp http://c",
