@@ -6,8 +6,8 @@
 //!
 //! The journal keeps no dependencies, so a boot read here has blame but no critical chain;
 //! and no firmware or loader time (the entry's fields are the kernel's, the initrd's and
-//! userspace's). Its times are when journald stamped each entry: entries the manager sent
-//! before journald ran (the first second or so of userspace) carry journald's start.
+//! userspace's). Its times are when journald stamped each entry, not the manager's own
+//! (the `late` check measured 2 ms median, 24 ms at most, over 55 units of a Debian 13 boot).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

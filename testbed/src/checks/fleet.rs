@@ -4,7 +4,8 @@
 //! A planted fleet of `machines`, `days` days of one boot a day: half of it moves from kernel
 //! [`KERNEL_A`] to [`KERNEL_B`] three boots before the end (the odd-numbered machines), and
 //! of those the ones numbered 1 or 5 modulo 10 (two in five) boot 40 % slower from then on;
-//! readahead switched itself off on every eighth machine. Then:
+//! readahead switched itself off on every eighth machine; the reboot before each live
+//! machine's newest boot was recorded, its shutdown slow (30 s) on every ninth. Then:
 //! 1. the history: each machine's series as `bootprint export` would have served them after
 //!    each boot (the baselines by `analyze::baseline`, the same code), sampled hourly up to
 //!    three hours ago, written as OpenMetrics and turned into TSDB blocks by
@@ -57,6 +58,15 @@ const KEPT: usize = 10;
 const STEP_S: u64 = 3600;
 /// The history ends this long before the live scrapes begin, s (clear of Prometheus' head).
 const HISTORY_GAP_S: u64 = 3 * 3600;
+/// The shutdown that led to a live machine's newest boot, s; [`SLOW_SHUTDOWN_S`] on every
+/// ninth machine (a service that hangs its stop).
+const SHUTDOWN_S: f64 = 4.0;
+/// A slow shutdown, s.
+const SLOW_SHUTDOWN_S: f64 = 30.0;
+/// A shutdown slower than this is a slow one for the fleet's question, s.
+const SLOW_SHUTDOWN_QUERY_S: f64 = 15.0;
+/// From a shutdown's trace saved to the next kernel's start (reset, firmware, loader), s.
+const GAP_S: f64 = 8.0;
 /// The fleet's regression query must answer within this (issue 44's goal), s.
 const QUERY_GOAL_S: f64 = 1.0;
 
@@ -82,6 +92,8 @@ struct Machine {
     regresses: bool,
     /// Readahead switched itself off.
     readahead_off: bool,
+    /// The shutdown before its newest boot took [`SLOW_SHUTDOWN_S`].
+    slow_shutdown: bool,
     /// Its text login on each day's boot, s (rounded to ms, as the export writes it).
     logins: Vec<f64>,
 }
@@ -118,6 +130,7 @@ fn plant(size: FleetSize) -> Vec<Machine> {
                 upgraded,
                 regresses,
                 readahead_off: i % 8 == 0,
+                slow_shutdown: i % 9 == 4,
                 logins,
             }
         })
@@ -356,6 +369,35 @@ fn questions(c: &mut Checks, api: &Api, machines: &[Machine], size: FleetSize) -
             ),
         );
     }
+
+    // Which machines' last reboot spent long in its shutdown.
+    let want = names(&mut live.iter().filter(|m| m.slow_shutdown));
+    let got: BTreeSet<String> = api
+        .query(&format!(
+            "bootprint_reboot_stage_seconds{{stage=\"shutdown\"}} > {SLOW_SHUTDOWN_QUERY_S}"
+        ))?
+        .into_iter()
+        .map(|s| s.0)
+        .collect();
+    c.check(
+        got == want,
+        &format!(
+            "which machines' last shutdown took over {SLOW_SHUTDOWN_QUERY_S} s: {} found, {} \
+             planted{}",
+            got.len(),
+            want.len(),
+            diff_note(&got, &want)
+        ),
+    );
+    let gaps = api.query("bootprint_reboot_stage_seconds{stage=\"gap\"}")?;
+    c.check(
+        gaps.len() == live.len() && gaps.iter().all(|s| (s.1 - GAP_S).abs() < 1e-3),
+        &format!(
+            "every live machine's reboot gap is the planted {GAP_S} s ({} series, {:?})",
+            gaps.len(),
+            gaps.iter().map(|s| s.1).find(|v| (v - GAP_S).abs() >= 1e-3)
+        ),
+    );
 
     // The alerts that fire.
     let alerts = api.alerts()?;
@@ -612,6 +654,9 @@ fn live_textfiles(
             if m.readahead_off {
                 ev.push_str("8000000000 readahead_off by=itself reason=planted\n");
             }
+            if d == days - 1 && d > 0 {
+                plant_cycle(&log, d, m, &mut ev)?;
+            }
             write(&t.join("events.log"), &ev)?;
             write(&t.join("seq"), &format!("{}\n", d + 1))?;
         }
@@ -634,6 +679,39 @@ fn live_textfiles(
         out.push(dir);
     }
     Ok(out)
+}
+
+/// The reboot that led to boot `d` of a live machine, as the recorder leaves it: boot
+/// `d - 1`'s shutdown trace (`shutdown/events.log`: the request, the save, the wall clock
+/// then) and boot `d`'s `previous_boot` and wall clock, [`GAP_S`] apart on the hardware
+/// clock, so `bootprint export` writes `bootprint_reboot_stage_seconds` (docs/report.md,
+/// "The reboot cycle").
+fn plant_cycle(log: &Path, d: usize, m: &Machine, events: &mut String) -> Result<()> {
+    let previous = format!("boot-{:03}", d - 1);
+    let dir = log.join(&previous).join("shutdown");
+    fs::create_dir_all(&dir).map_err(|e| io_err("cannot create", &dir, e))?;
+    let took = if m.slow_shutdown {
+        SLOW_SHUTDOWN_S
+    } else {
+        SHUTDOWN_S
+    };
+    let (start_ns, saved_real_ns) = (100_000_000_000u64, 1_000_000_060_000_000_000u64);
+    let saved_ns = start_ns + (took * 1e9) as u64;
+    write(
+        &dir.join("events.log"),
+        &format!(
+            "# bootprint events 1\n{start_ns} recorder_start pid=7 hz=50\n\
+             {start_ns} shutdown_start how=systemd\n\
+             {saved_ns} shutdown_end reason=saved settle_s=3\n\
+             {saved_ns} clock realtime_ns={saved_real_ns} rtc_offset_ns=0\n"
+        ),
+    )?;
+    // This boot's clock event, 20.5 s after its kernel started.
+    let at_ns = 20_500_000_000u64;
+    let real = saved_real_ns + (GAP_S * 1e9) as u64 + at_ns;
+    let _ = writeln!(events, "{at_ns} clock realtime_ns={real} rtc_offset_ns=0");
+    let _ = writeln!(events, "{at_ns} previous_boot id={previous}");
+    Ok(())
 }
 
 /// Prometheus' configuration: one scrape target a machine, its `instance` the machine's
