@@ -174,26 +174,27 @@ pub enum Verb {
 pub struct Report {
     /// A bootprint trace directory (e.g. /var/log/bootprint/latest) or a bootchart2
     /// bootchart.tgz
-    #[arg(value_name = "TRACE", required_unless_present = "systemd")]
+    #[arg(value_name = "TRACE", required_unless_present_any = ["systemd", "journal"])]
     pub trace: Option<PathBuf>,
     /// No trace: the running boot as systemd's manager timed it (its stages, as
     /// `systemd-analyze time`, and every unit: blame, the critical chain), for a machine
     /// booted without the recorder
     #[arg(long, conflicts_with_all = ["trace", "svg", "html", "perfetto", "config"])]
     pub systemd: bool,
-    /// With --systemd: boot BOOT from the journal instead of the running one, as journalctl
-    /// -b names it (0 the newest, -1 the one before, or a boot id): its stages and its
-    /// units' start jobs (blame; the journal keeps no dependencies, so no critical chain)
+    /// No trace (implies --systemd): boot BOOT from the journal instead of the running one,
+    /// as journalctl -b names it (0 the newest, -1 the one before, or a boot id): its stages
+    /// and its units' start jobs (blame; the journal keeps no dependencies, so no critical
+    /// chain)
     #[arg(
         long,
         value_name = "BOOT",
-        requires = "systemd",
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        conflicts_with_all = ["trace", "svg", "html", "perfetto", "config"]
     )]
     pub journal: Option<String>,
-    /// Read the journal files of DIR (journalctl --directory; a machine's copied
-    /// /var/log/journal) instead of this machine's
-    #[arg(long, value_name = "DIR", requires = "systemd", value_hint = clap::ValueHint::DirPath)]
+    /// With --systemd or --journal: read the journal files of DIR (journalctl --directory;
+    /// a machine's copied /var/log/journal) instead of this machine's
+    #[arg(long, value_name = "DIR", conflicts_with = "trace", value_hint = clap::ValueHint::DirPath)]
     pub journal_dir: Option<PathBuf>,
     /// Print one JSON object instead of the text report (keys: docs/report.md)
     #[arg(long)]
@@ -369,19 +370,21 @@ pub struct Export {
     /// login against the journal's earlier boots, to --prometheus
     #[arg(long, requires = "prometheus", conflicts_with_all = ["trace", "otlp", "flush", "config"])]
     pub systemd: bool,
-    /// With --systemd: boot BOOT from the journal instead (0, -1, ... or a boot id)
+    /// No trace (implies --systemd): boot BOOT from the journal instead (0, -1, ... or a
+    /// boot id)
     #[arg(
         long,
         value_name = "BOOT",
-        requires = "systemd",
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        requires = "prometheus",
+        conflicts_with_all = ["trace", "otlp", "flush", "config"]
     )]
     pub journal: Option<String>,
-    /// With --systemd: the journal files of DIR instead of this machine's
-    #[arg(long, value_name = "DIR", requires = "systemd", value_hint = clap::ValueHint::DirPath)]
+    /// With --systemd or --journal: the journal files of DIR instead of this machine's
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["trace", "otlp", "flush"], value_hint = clap::ValueHint::DirPath)]
     pub journal_dir: Option<PathBuf>,
     /// A bootprint trace directory or a bootchart2 bootchart.tgz
-    #[arg(value_name = "TRACE", required_unless_present_any = ["flush", "systemd"])]
+    #[arg(value_name = "TRACE", required_unless_present_any = ["flush", "systemd", "journal"])]
     pub trace: Option<PathBuf>,
     /// Read the phase budgets from FILE (default /etc/bootprint/bootprint.toml)
     #[arg(long, value_name = "FILE")]

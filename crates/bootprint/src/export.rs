@@ -52,7 +52,7 @@ pub fn run(args: &crate::cli::Export) -> Outcome {
     if args.flush {
         return otlp(args, None).into();
     }
-    if args.systemd {
+    if args.systemd || args.journal.is_some() {
         return systemd_prometheus(args).into();
     }
     let Some(trace) = args.trace.as_deref() else {

@@ -11,7 +11,11 @@ use crate::Outcome;
 
 /// Runs the verb.
 pub fn run(args: &crate::cli::Report) -> Outcome {
-    let Some(trace) = args.trace.as_deref().filter(|_| !args.systemd) else {
+    let Some(trace) = args
+        .trace
+        .as_deref()
+        .filter(|_| !args.systemd && args.journal.is_none())
+    else {
         return systemd_boot(args);
     };
     let r = match budgets(args.config.as_deref()).and_then(|b| report(trace, &b, "report")) {

@@ -95,7 +95,7 @@ fn top_level_help_names_every_verb_and_sub_verb_with_its_options() {
         );
     }
     for want in [
-        "bootprint report [TRACE] [--systemd] [--json] [--svg FILE]",
+        "bootprint report [TRACE] [--systemd] [--journal BOOT] [--journal-dir DIR] [--json]",
         "bootprint export [TRACE] [--prometheus DIR] [--otlp URL|FILE]",
         "bootprint rc graph [--root DIR] [--runlevel N] [--json] [--dot]",
         "bootprint modules load [--workers N] [--only NAMES]...",
@@ -174,6 +174,15 @@ fn shapes_the_old_parsers_accepted() {
         verb("bootprint export --systemd --prometheus d --journal -2"),
         Verb::Export(e) if e.systemd && e.journal.as_deref() == Some("-2") && e.trace.is_none()
     ));
+    // --journal alone implies --systemd.
+    assert!(matches!(
+        verb("bootprint report --journal -1 --json"),
+        Verb::Report(r) if r.journal.as_deref() == Some("-1") && r.trace.is_none()
+    ));
+    assert!(matches!(
+        verb("bootprint export --journal 0 --prometheus d"),
+        Verb::Export(e) if e.journal.as_deref() == Some("0") && e.trace.is_none()
+    ));
     for bad in [
         "bootprint report --journal -1 t",
         "bootprint report --systemd --journal",
@@ -181,6 +190,9 @@ fn shapes_the_old_parsers_accepted() {
         "bootprint export --systemd --prometheus d t",
         "bootprint export --systemd --prometheus d --otlp http://c",
         "bootprint export --journal 0 --prometheus d t",
+        "bootprint export --journal 0",
+        "bootprint report --journal-dir d t",
+        "bootprint report --journal 0 --svg x",
         "bootprint report --systemd t",
         "bootprint report --systemd --svg x",
         "bootprint export --flush t --otlp http://c",
