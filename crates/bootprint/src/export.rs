@@ -82,12 +82,13 @@ pub fn run(args: &crate::cli::Export) -> Outcome {
     Outcome::Ok
 }
 
-/// `--systemd`: a boot without a trace to DIR/bootprint.prom (`render::prometheus::systemd`).
+/// `--systemd` or `--journal`: a boot without a trace to DIR/bootprint.prom
+/// (`render::prometheus::systemd`).
 fn systemd_prometheus(args: &crate::cli::Export) -> Result<(), String> {
     let dir = args
         .prometheus
         .as_deref()
-        .expect("clap: --systemd requires --prometheus");
+        .expect("clap: --systemd and --journal require --prometheus");
     if !dir.is_dir() {
         return Err(format!("{}: not a directory", dir.display()));
     }

@@ -51,12 +51,7 @@ pub fn read(journal: Option<&str>, dir: Option<&Path>) -> Result<SystemdBoot, St
     // CLOCK_BOOTTIME less CLOCK_MONOTONIC, read back to back: the trace's time base.
     let offset = sys::boottime_ns().saturating_sub(sys::monotonic_ns());
     let units = systemd::learn::units_log(Ok(&graph), offset);
-    let text_login_s = units
-        .units
-        .iter()
-        .filter(|u| systemd::boots::text_login_unit(&u.id) && u.active_us > 0)
-        .map(|u| u.active_us as f64 / 1e6)
-        .min_by(f64::total_cmp);
+    let text_login_s = systemd::boots::text_login_s(&units);
     let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
         .map(|s| s.trim().replace('-', ""))
         .unwrap_or_default();

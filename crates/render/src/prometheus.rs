@@ -217,7 +217,8 @@ fn write_info(s: &mut String, i: &Info) {
     let _ = writeln!(
         s,
         "# HELP bootprint_info The boot's machine and software: bootprint's version (the \
-         recorder's; for a boot without a trace, the exporter's), the kernel release, the distribution, the machine's maker and model (DMI)."
+         recorder's; for a boot without a trace, the exporter's), the kernel release, the \
+         distribution, the machine's maker and model (DMI)."
     );
     let _ = writeln!(s, "# TYPE bootprint_info gauge");
     let _ = writeln!(

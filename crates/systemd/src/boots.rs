@@ -43,13 +43,19 @@ pub struct JournalBoot {
 impl JournalBoot {
     /// When the first text login (a getty) started, s since the kernel started.
     pub fn text_login_s(&self) -> Option<f64> {
-        self.units
-            .units
-            .iter()
-            .filter(|u| text_login_unit(&u.id) && u.active_us > 0)
-            .map(|u| u.active_us as f64 / 1e6)
-            .min_by(f64::total_cmp)
+        text_login_s(&self.units)
     }
+}
+
+/// When the first getty of `units` became active, s since the kernel started (their
+/// CLOCK_MONOTONIC, as systemd-analyze gives it).
+pub fn text_login_s(units: &trace::units::Units) -> Option<f64> {
+    units
+        .units
+        .iter()
+        .filter(|u| text_login_unit(&u.id) && u.active_us > 0)
+        .map(|u| u.active_us as f64 / 1e6)
+        .min_by(f64::total_cmp)
 }
 
 /// A getty: the text login.
