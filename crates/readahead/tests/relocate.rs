@@ -399,12 +399,39 @@ fn the_region_is_made_of_the_longest_free_runs() {
     sync();
     let n = fillers.len();
     assert!(n > 4000, "only {n} filler files fit");
-    // Every fourth one deleted (64 KiB holes everywhere), and four runs of 32 (2 MiB) in the
-    // filesystem's second half.
-    let stretches: Vec<usize> = (0..4).map(|k| n / 2 + k * n / 9).collect();
-    for (i, path) in fillers.iter().enumerate() {
-        if i % 4 == 0 || stretches.iter().any(|&s| (s..s + 32).contains(&i)) {
-            fs::remove_file(path).unwrap();
+    // The holes are made by where the fillers lie on the disk, not by the order they were
+    // written: without delayed allocation ext4 colours each write's goal by the writing
+    // thread's id, so where the first filler went (and where the writing wrapped) moves from
+    // run to run; by index, a "stretch" of 32 files could straddle that wrap and come out in
+    // pieces (CI once saw a region of 7 runs where the same layout by disk gives 3 or 4).
+    // Each filler by where it starts, with its length when it lies in one extent (a few
+    // are split, around the block groups' metadata).
+    let mut by_disk: Vec<(u64, Option<u64>, usize)> = fillers
+        .iter()
+        .enumerate()
+        .map(|(i, q)| {
+            let x = extents(q);
+            (x[0].physical, (x.len() == 1).then_some(x[0].length), i)
+        })
+        .collect();
+    by_disk.sort_unstable();
+    // The first window of 32 fillers end to end on the disk at or after `from`.
+    let contiguous_from = |from: usize| {
+        (from..by_disk.len() - 32)
+            .find(|&j| {
+                let w = &by_disk[j..j + 32];
+                w[31].1.is_some()
+                    && w.windows(2)
+                        .all(|p| p[0].1.is_some_and(|len| p[0].0 + len == p[1].0))
+            })
+            .expect("32 fillers end to end")
+    };
+    // Every fourth one by disk order deleted (64 KiB holes everywhere), and four runs of 32
+    // (2 MiB) in the filesystem's second half.
+    let stretches: Vec<usize> = (0..4).map(|k| contiguous_from(n / 2 + k * n / 9)).collect();
+    for (j, &(_, _, i)) in by_disk.iter().enumerate() {
+        if j % 4 == 0 || stretches.iter().any(|&s| (s..s + 32).contains(&j)) {
+            fs::remove_file(&fillers[i]).unwrap();
         }
     }
     sync();
