@@ -12,6 +12,9 @@
 //! with [`services`] (init-script spans from the process tree; the services views of the
 //! runner's `rc.log` and of systemd's units) and [`usage`] (who used a time window) beneath
 //! them; [`systemd_analyze`] reads `systemd-analyze`'s output back to check the units' view.
+//! [`account`] splits a systemd boot's time to the login into consecutive segments
+//! (kernel, initramfs, systemd's start, generators, units, the getty's wait) with the
+//! critical chain and the CPU before the login.
 //! [`shutdown`] is a recorded shutdown: its stops, blame and the chain that held it;
 //! [`cycle`] joins it with the boot after it, as one reboot's time line.
 //! [`summary`] is a boot in one line for the history of kept traces (`bootprint list`);
@@ -30,6 +33,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod account;
 pub mod advise;
 pub mod baseline;
 pub mod bootchart;

@@ -29,6 +29,8 @@ pub struct Report {
     /// The reboot that led to this boot: the boot before's shutdown, the gap, this boot
     /// (None: that shutdown was not recorded, or the trace is not in a log directory).
     pub cycle: Option<crate::cycle::Cycle>,
+    /// On a systemd boot, where the time to the login went (None: not systemd, or no login).
+    pub account: Option<crate::account::LoginAccount>,
     /// What to change, each with its evidence and gain (user space and kernel).
     pub findings: Vec<Finding>,
     /// Problems in the trace's optional files that did not stop the analysis (a bad line
@@ -58,9 +60,11 @@ impl Report {
             findings.extend(crate::advise::shutdown(&c.shutdown, &c.previous_boot));
             crate::advise::sort(&mut findings);
         }
+        let account = crate::account::of(&model, services.as_ref(), kernel.as_ref());
         Ok(Report {
             origin: trace.origin.clone(),
             cycle,
+            account,
             phases: phases(&model, budgets),
             budget_source: budget_source.to_string(),
             settle: settle(&model),

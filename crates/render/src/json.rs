@@ -107,8 +107,9 @@ pub fn to_value(m: &BootModel, origin: &str) -> Value {
 }
 
 /// The whole report as one JSON value: the boot model's keys ([`to_value`]), then `kernel`,
-/// `budgets`, `settle`, `services` and `cycle` (null when the trace has no kernel log, no
-/// span log, no recorded shutdown before it).
+/// `budgets`, `settle`, `services`, `cycle` and `login_account` (null when the trace has no
+/// kernel log, no span log, no recorded shutdown before it, is not a systemd boot with a
+/// login).
 pub fn report(r: &Report) -> Value {
     let mut value = to_value(&r.model, &r.origin);
     if let Some(obj) = value.as_object_mut() {
@@ -132,6 +133,13 @@ pub fn report(r: &Report) -> Value {
             r.cycle
                 .as_ref()
                 .and_then(|c| serde_json::to_value(c).ok())
+                .unwrap_or(Value::Null),
+        );
+        obj.insert(
+            "login_account".into(),
+            r.account
+                .as_ref()
+                .and_then(|a| serde_json::to_value(a).ok())
                 .unwrap_or(Value::Null),
         );
     }

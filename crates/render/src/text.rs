@@ -33,6 +33,9 @@ pub fn report(out: &mut impl Write, r: &Report) -> io::Result<()> {
     if let Some(c) = &r.cycle {
         write_cycle(out, c)?;
     }
+    if let Some(a) = &r.account {
+        write_account(out, a)?;
+    }
     if let Some(v) = &r.services {
         let source = match v.source {
             analyze::services::Source::Runner => "bootprint rc",
@@ -45,6 +48,70 @@ pub fn report(out: &mut impl Write, r: &Report) -> io::Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// What each segment of a systemd boot's time to the login is, for the text report.
+fn segment_label(name: &str) -> &str {
+    match name {
+        "kernel" => "kernel, to its first program",
+        "initramfs" => "initramfs, to the root",
+        "to_init" => "to systemd's exec",
+        "systemd_start" => "systemd, before its generators",
+        "generators" => "generators, to the first unit",
+        "units" => "units, to the login unit",
+        "login_wait" => "login unit to the prompt",
+        other => other,
+    }
+}
+
+/// Where the time to the login went on a systemd boot (docs/report.md, "The login's
+/// account").
+pub fn write_account(out: &mut impl Write, a: &analyze::account::LoginAccount) -> io::Result<()> {
+    writeln!(
+        out,
+        "
+The time to the {} ({:.2} s), segment by segment:",
+        a.login.replace('_', " "),
+        a.login_s
+    )?;
+    for s in &a.segments {
+        writeln!(
+            out,
+            "  {:<32}{:>7.2} s  ({:.2} to {:.2} s)",
+            segment_label(&s.name),
+            s.seconds(),
+            s.from_s,
+            s.to_s
+        )?;
+    }
+    if !a.chain.is_empty() {
+        writeln!(
+            out,
+            "  the critical chain in the units' segment (waited, then took):"
+        )?;
+        for c in &a.chain {
+            writeln!(
+                out,
+                "    {:>6.2} s {:>6.2} s  {}",
+                c.waited_s, c.took_s, c.unit
+            )?;
+        }
+    }
+    write!(
+        out,
+        "  CPU before the login: {:.2} s; systemd {:.2} s, generators {:.2} s",
+        a.cpu_s, a.systemd_cpu_s, a.generators_cpu_s
+    )?;
+    let top: Vec<String> = a
+        .top_cpu
+        .iter()
+        .map(|u| format!("{} {:.2} s", u.name, u.cpu_s))
+        .collect();
+    if top.is_empty() {
+        writeln!(out)
+    } else {
+        writeln!(out, "; then {}", top.join(", "))
+    }
 }
 
 /// The reboot that led to this boot, stage by stage (docs/report.md, "Reboot cycle").

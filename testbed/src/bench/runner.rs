@@ -65,6 +65,23 @@ pub fn whole_figures(r: &BootResult) -> Figures {
     events_figures(&trace_file(r, "events.log").unwrap_or_default())
 }
 
+/// [`whole_figures`] and, on a systemd boot, where its time to the login went
+/// (`analyze::account`, docs/report.md "The login's account"): each segment's seconds as
+/// `login_<segment>_s`, so `bench whole` has medians of each.
+pub fn whole_account_figures(r: &BootResult) -> Figures {
+    let mut f = whole_figures(r);
+    let account = r
+        .trace_dir
+        .as_deref()
+        .and_then(|d| trace::Trace::open(d).ok())
+        .and_then(|t| analyze::report::Report::build(&t, &Default::default(), "defaults").ok())
+        .and_then(|report| report.account);
+    for s in account.iter().flat_map(|a| &a.segments) {
+        f.insert(format!("login_{}_s", s.name), Some(round3(s.seconds())));
+    }
+    f
+}
+
 /// [`whole_figures`] from the text of a boot's `events.log`, for a benchmark that reads more
 /// of it.
 pub fn events_figures(events: &str) -> Figures {

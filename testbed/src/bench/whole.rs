@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use crate::bench::registry::Request;
-use crate::bench::runner::{self, recorded, whole_figures, Benchmark};
+use crate::bench::runner::{self, recorded, whole_account_figures, Benchmark};
 use crate::vm::image::{self, Flavor};
 use crate::vm::initramfs::ensure_ours;
 use crate::vm::qemu::Profile;
@@ -54,7 +54,7 @@ pub fn whole(
         variants: variants
             .into_iter()
             .map(|(name, append, initrd)| {
-                let mut v = recorded(name, profile, append, whole_figures);
+                let mut v = recorded(name, profile, append, whole_account_figures);
                 v.opts.sync_disk = true;
                 v.opts.initrd = initrd;
                 v.image = name
