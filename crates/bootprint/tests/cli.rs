@@ -1,21 +1,12 @@
 //! The real `bootprint` binary on the fixtures: exit codes, text, JSON and SVG output.
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+
+mod common;
+use common::{run, text};
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures")
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bootprint"))
-        .args(args)
-        .output()
-        .expect("bootprint runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 #[test]

@@ -4,21 +4,12 @@
 //! is flagged, and a malformed records line and a broken trace are reported and skipped.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+
+mod common;
+use common::{run, text};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bootprint"))
-        .args(args)
-        .output()
-        .expect("bootprint runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn s(p: &Path) -> &str {

@@ -5,24 +5,16 @@
 //! before: the newest is over its baseline for 2 boots in a row, the third newest is not.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
+
+mod common;
+use common::{run, text};
 
 const JOURNAL_REMOTE: &str = "/lib/systemd/systemd-journal-remote";
 const STARTING: &str = "7d4958e842da4a758f6c1cdc7b36dcc5";
 const STARTED: &str = "39f53479d3a045ac8e11786248231fbf";
 const FAILED: &str = "be02cf6855d2428ba40df7e9d022f03d";
 const FINISHED: &str = "b07a249cd024414a82dd00cd181378ff";
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bootprint"))
-        .args(args)
-        .output()
-        .expect("bootprint runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 fn boot_id(n: usize) -> String {
     format!("{n:x}").repeat(32)

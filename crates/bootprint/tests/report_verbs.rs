@@ -2,7 +2,10 @@
 //! --prometheus`, `report --perfetto`, and `report --html` rendered in headless chromium.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
+
+mod common;
+use common::{run, text};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -14,17 +17,6 @@ fn mini() -> PathBuf {
 
 fn testbed() -> PathBuf {
     root().join("crates/analyze/tests/data/testbed-sysvinit.tgz")
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_bootprint"))
-        .args(args)
-        .output()
-        .expect("bootprint runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn s(p: &Path) -> &str {
