@@ -93,6 +93,12 @@ pub enum Verb {
     /// A learning boot, a boot that defers what it learned, systemd's own boot and one with a
     /// bad state file.
     Late(Build),
+    /// A lever made to cost switches itself off (record::judged)
+    ///
+    /// sysvinit with the runner forced slow, booted again and again from the disk the last
+    /// boot left: it must compare with Debian's startpar and switch itself off within eight
+    /// boots; then systemd with late units: a comparison boot defers nothing.
+    SelfOff(Build),
     /// Debian's own sysvinit boot against one with every sysvinit lever of bootprint
     ///
     /// bootprint's initramfs, runner, module loader and readahead: the machine after boot
@@ -121,7 +127,7 @@ pub enum Verb {
     Otlp(Build),
     /// A lever judging itself: boot again and again from the disk the last boot left
     ///
-    /// Every sysvinit lever on; shows what the module loader and readahead did on each boot
+    /// Every sysvinit lever on; shows what the module loader, readahead and the runner did on each boot
     /// and what they concluded.
     Verdict(Verdict),
     /// bootprint's initramfs: built in the guest, booted to login, a wrong root= stops cleanly

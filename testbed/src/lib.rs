@@ -23,7 +23,7 @@ pub mod vm;
 
 use checks::{
     desktop_test, faults, fleet, initramfs_test, late_test, otlp, package_test, parity, reboot,
-    smoke, soak, stall_repro, verdict,
+    selfoff, smoke, soak, stall_repro, verdict,
 };
 use cli::Verb;
 use vm::util::{self, Error};
@@ -93,6 +93,7 @@ pub fn run(verb: Verb) -> Result<(), Error> {
         Verb::Parity(a) => parity::run(&paths, a.cargo()),
         Verb::Reboot(a) => reboot::run(&paths, a.init.as_deref(), a.build.cargo()),
         Verb::Late(a) => late_test::run(&paths, a.cargo()),
+        Verb::SelfOff(a) => selfoff::run(&paths, a.cargo()),
         Verb::Fleet(a) => {
             // The CLI the live machines' textfiles come from (built unless --no-cargo).
             image::host_binaries(&paths, a.build.cargo())?;

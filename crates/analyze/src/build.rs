@@ -359,6 +359,8 @@ fn self_off(trace: &Trace) -> Vec<String> {
         let lever = match e.kind.as_str() {
             "readahead_off" => "readahead",
             "modules_off" => "modules",
+            "rc_off" => "rc",
+            "late_off" => "late",
             _ => continue,
         };
         if e.get("by") == Some("itself") && !out.iter().any(|l| l == lever) {

@@ -46,8 +46,8 @@ pub struct BootModel {
     /// What recording cost (`recorder_stats` event), when the recorder said.
     pub recorder: Option<RecorderCost>,
     /// The levers that switched themselves off by their own verdict, as this boot's trace
-    /// says (`readahead_off` and `modules_off` events with `by=itself`): `readahead`,
-    /// `modules`.
+    /// says (`readahead_off`, `modules_off`, `rc_off`, `late_off` events with `by=itself`):
+    /// `readahead`, `modules`, `rc`, `late`.
     pub self_off: Vec<String>,
     /// Processes whose `starttime` was later than the first sample that saw them (the log's
     /// sample clock and the kernel's start times disagree); their start is that sighting.

@@ -77,9 +77,14 @@ pub const RC_STARTPAR: Verb = Verb {
 pub const RC_ENABLED: Verb = Verb {
     name: "rc --enabled",
     operands: "",
-    flags: &[value("--cmdline", "FILE"), value("--config", "FILE")],
+    flags: &[
+        value("--cmdline", "FILE"),
+        value("--config", "FILE"),
+        value("--levers", "FILE"),
+    ],
     about: "exit 0 when the configuration turns the runner on (bootprint.rc=1, \
-            bootprint.all=1, rc or all in bootprint.toml), 1 otherwise",
+            bootprint.all=1, rc or all in bootprint.toml) and this boot does not hold it \
+            back (its own comparison or verdict), 1 otherwise",
 };
 
 /// `rc-builtin SCRIPT ACTION`.

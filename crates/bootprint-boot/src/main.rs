@@ -63,10 +63,14 @@ fn main() -> ExitCode {
     }
 }
 
-/// `rc --enabled [--cmdline FILE] [--config FILE]`: exit 0 when bootprint's configuration
-/// (the file, then the kernel command line: `bootprint.rc=1`, `bootprint.all=1`, `rc` or
-/// `all` in bootprint.toml) turns the runner on, 1 otherwise. The startpar wrapper asks this
-/// instead of reading the command line itself, so every way of turning it on works.
+/// `rc --enabled [--cmdline FILE] [--config FILE] [--levers FILE]`: exit 0 when bootprint's
+/// configuration (the file, then the kernel command line: `bootprint.rc=1`,
+/// `bootprint.all=1`, `rc` or `all` in bootprint.toml) turns the runner on, 1 otherwise.
+/// The startpar wrapper asks this instead of reading the command line itself, so every way
+/// of turning it on works. On the way up (init's `RUNLEVEL` not 0 or 6) the runner also
+/// stays out when bootprint-boot marked this boot as its comparison or found it switched
+/// off by its own verdict (`record::judged`; the mark is `--levers`, default
+/// /run/bootprint/levers); a shutdown is not judged, so it keeps the runner (and its kexec).
 fn rc_enabled(words: &[String]) -> ExitCode {
     let given = match args::parse(&args::RC_ENABLED, words) {
         Ok(g) if g.operands.is_empty() => g,
@@ -81,7 +85,11 @@ fn rc_enabled(words: &[String]) -> ExitCode {
     );
     let cmdline = std::fs::read_to_string(&cmdline_file).unwrap_or_default();
     let (config, _) = Config::load(&config_file, &cmdline);
-    if config.rc {
+    let levers = PathBuf::from(given.value("--levers").unwrap_or(record::judged::MARK));
+    let going_down = matches!(std::env::var("RUNLEVEL").as_deref(), Ok("0" | "6"));
+    let held_back =
+        !going_down && record::judged::held_back(&levers, &record::judged::RC).is_some();
+    if config.rc && !held_back {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -173,6 +181,12 @@ fn late_generator(dirs: &[std::ffi::OsString]) {
         }
     }
     if !config.late {
+        return;
+    }
+    let mark = std::path::Path::new(record::judged::MARK);
+    if let Some(why) = record::judged::held_back(mark, &record::judged::LATE) {
+        // This boot compares, or late units switched themselves off: systemd's own order.
+        log(&format!("late_{why}"), &[]);
         return;
     }
     let pins = systemd::late::Pins {

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use readahead::state::{State, Verdict, MODULES, READAHEAD};
+use readahead::state::{State, Verdict, LATE, MODULES, RC, READAHEAD};
 use record::config::{Config, CONFIG_FILE};
 use render::enable_status::{self, LastBoot};
 
@@ -51,14 +51,81 @@ pub fn enable(a: &cli::Enable) -> Outcome {
             levers.insert(l);
         }
     }
-    said(enablement::enable(
+    let rearm: Vec<Lever> = [Lever::Rc, Lever::Late]
+        .into_iter()
+        .filter(|l| a.all || levers.contains(l))
+        .collect();
+    let enabled = said(enablement::enable(
         &m,
         &Request {
             levers,
             all: a.all,
             default_entry: a.default,
         },
-    ))
+    ));
+    if !matches!(enabled, Outcome::Ok) {
+        return enabled;
+    }
+    match rearm_judged(&a.root, &rearm) {
+        Ok(()) => Outcome::Ok,
+        Err(e) => Outcome::Failed(e),
+    }
+}
+
+/// The configuration under `root` (its file only: the kernel command line is the running
+/// boot's, not DIR's).
+fn config_under(root: &Path) -> Result<Config, String> {
+    let config_file = under(root, CONFIG_FILE);
+    let mut config = Config::default();
+    if let Ok(text) = std::fs::read_to_string(&config_file) {
+        config
+            .apply_toml(&text, &config_file.display().to_string())
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(config)
+}
+
+/// The state file and words of a lever that judges itself, or `None`.
+fn judged_state(
+    config: &Config,
+    lever: Lever,
+) -> Option<(&Path, &'static readahead::state::Lever)> {
+    match lever {
+        Lever::Readahead => Some((&config.readahead_state, &READAHEAD)),
+        Lever::Modules => Some((&config.modules_state, &MODULES)),
+        Lever::Rc => Some((&config.rc_state, &RC)),
+        Lever::Late => Some((&config.late_history, &LATE)),
+        _ => None,
+    }
+}
+
+/// Enabling the runner or late units again where they switched themselves off clears that
+/// verdict and their history, so they judge themselves anew (readahead and the module loader
+/// have their own `on` for that).
+fn rearm_judged(root: &Path, levers: &[Lever]) -> Result<(), String> {
+    if levers.is_empty() {
+        return Ok(());
+    }
+    let config = config_under(root)?;
+    for &l in levers {
+        let Some((file, words)) = judged_state(&config, l) else {
+            continue;
+        };
+        let path = under(root, &file.to_string_lossy());
+        let Ok(state) = State::load_for(&path, words) else {
+            continue;
+        };
+        if let Verdict::Off { reason, .. } = &state.verdict {
+            State::default()
+                .save_for(&path, words)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            println!(
+                "{}: cleared its own verdict ({reason}) and its history: it judges itself anew",
+                l.word()
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `bootprint disable`.
@@ -70,13 +137,12 @@ pub fn disable(a: &cli::Disable) -> Outcome {
     }
 }
 
-/// A lever's verdict, from its state file (readahead and the module loader judge themselves
-/// by boots with and without them; the other levers have no verdict of their own).
+/// A lever's verdict, from its state file (readahead, the module loader, the runner and late
+/// units judge themselves by boots with and without them; the other levers have no verdict
+/// of their own).
 fn verdict(root: &Path, config: &Config, lever: Lever) -> String {
-    let (file, kind) = match lever {
-        Lever::Readahead => (&config.readahead_state, &READAHEAD),
-        Lever::Modules => (&config.modules_state, &MODULES),
-        _ => return "no A/B verdict of its own (`bootprint diff` two boots)".into(),
+    let Some((file, kind)) = judged_state(config, lever) else {
+        return "no A/B verdict of its own (`bootprint diff` two boots)".into();
     };
     let path = under(root, &file.to_string_lossy());
     match State::load_for(&path, kind) {
@@ -98,12 +164,10 @@ pub fn status(a: &cli::Status) -> Outcome {
     };
     // The configuration, for where the levers keep their state and the traces go.
     let config_file = under(root, CONFIG_FILE);
-    let mut config = Config::default();
-    if let Ok(text) = std::fs::read_to_string(&config_file) {
-        if let Err(e) = config.apply_toml(&text, &config_file.display().to_string()) {
-            return Outcome::Failed(e.to_string());
-        }
-    }
+    let config = match config_under(root) {
+        Ok(c) => c,
+        Err(e) => return Outcome::Failed(e),
+    };
     let running = root == Path::new("/");
     let cmdline = running.then(|| std::fs::read_to_string("/proc/cmdline").unwrap_or_default());
     // What the command line alone switched on, parsed as the boot path parses it.

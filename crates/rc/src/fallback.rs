@@ -52,14 +52,20 @@ pub enum Fault {
     /// `beside`: runlevel S's worker aborts right after rcS returned, with scripts beside
     /// the path left: the runner of the next runlevel runs those not started.
     Beside,
+    /// `slow`: nothing fails, but the runner waits [`SLOW_WAIT`] before runlevel S's
+    /// scripts: a runner that costs time, for its own verdict to find (docs/rc.md).
+    Slow,
 }
+
+/// How long [`Fault::Slow`] holds runlevel S back.
+pub const SLOW_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// The kernel command line word that forces a fault.
 pub const FAULT_PARAM: &str = "bootprint.rc.fault";
 
 impl Fault {
     /// Every fault.
-    pub const ALL: [Fault; 9] = [
+    pub const ALL: [Fault; 10] = [
         Fault::Config,
         Fault::Load,
         Fault::Plan,
@@ -69,6 +75,7 @@ impl Fault {
         Fault::Builtin,
         Fault::Worker,
         Fault::Beside,
+        Fault::Slow,
     ];
 
     /// The value on the command line.
@@ -83,6 +90,7 @@ impl Fault {
             Fault::Builtin => "builtin",
             Fault::Worker => "worker",
             Fault::Beside => "beside",
+            Fault::Slow => "slow",
         }
     }
 
@@ -101,7 +109,7 @@ impl Fault {
         match Fault::ALL.into_iter().find(|f| f.name() == value) {
             Some(f) => Ok(Some(f)),
             None => Err(format!(
-                "{prefix}{value}: expected config, load, plan, run, panic, abort, builtin, worker or beside; ignored"
+                "{prefix}{value}: expected config, load, plan, run, panic, abort, builtin, worker, beside or slow; ignored"
             )),
         }
     }
@@ -452,7 +460,7 @@ mod tests {
         let e = Fault::from_cmdline("bootprint.rc.fault=bogus").unwrap_err();
         assert_eq!(
             e,
-            "bootprint.rc.fault=bogus: expected config, load, plan, run, panic, abort, builtin, worker or beside; ignored"
+            "bootprint.rc.fault=bogus: expected config, load, plan, run, panic, abort, builtin, worker, beside or slow; ignored"
         );
         // Another parameter that merely starts alike is not this one.
         assert_eq!(Fault::from_cmdline("bootprint.rc.faultx=load"), Ok(None));

@@ -18,9 +18,10 @@
 //! `unix seconds`, kind, seconds to the text login and to boot done (`-`: not seen).
 //!
 //! Every lever that judges itself keeps this history ([`Lever`]): readahead
-//! ([`READAHEAD`], the kind `replay`) and the module loader ([`MODULES`],
-//! `/var/lib/bootprint/modules.state`, the kind `load`); only the word for "the lever ran"
-//! and the header differ.
+//! ([`READAHEAD`], the kind `replay`), the module loader ([`MODULES`],
+//! `/var/lib/bootprint/modules.state`, the kind `load`), the init script runner ([`RC`],
+//! `rc.state`, `run`) and systemd's late units ([`LATE`], `late.state`, `defer`); only the
+//! word for "the lever ran" and the header differ.
 
 use std::fmt;
 use std::io;
@@ -72,6 +73,28 @@ pub const MODULES: Lever = Lever {
     on: "load",
     running: "the loader",
     doc: "docs/modules.md",
+    record: "boot",
+    what: "login",
+};
+
+/// The init script runner (`bootprint.rc=1`): a boot runs its scripts through it, or
+/// through Debian's startpar to compare.
+pub const RC: Lever = Lever {
+    name: "rc",
+    on: "run",
+    running: "the runner",
+    doc: "docs/rc.md",
+    record: "boot",
+    what: "login",
+};
+
+/// systemd's late units (`bootprint.late=1`): a boot defers the learned units, or starts
+/// every unit as systemd orders it to compare.
+pub const LATE: Lever = Lever {
+    name: "late",
+    on: "defer",
+    running: "deferring units",
+    doc: "docs/systemd.md",
     record: "boot",
     what: "login",
 };

@@ -90,6 +90,11 @@ pub struct Config {
     /// startpar. Read by the startpar wrapper (docs/rc.md); recorded here so the parameter is
     /// known and lands in the trace's configuration, not reported as a typo.
     pub rc: bool,
+    /// Where the runner keeps its history and its own on/off verdict ([`crate::judged`]).
+    pub rc_state: PathBuf,
+    /// Every this many boots with the runner, one boots with Debian's startpar to compare
+    /// (0: never, and no verdict).
+    pub rc_compare_every: u32,
     /// `bootprint.kexec=`: an ordinary reboot goes by kexec into the boot loader's next
     /// entry where `fastpath` finds it safe: loaded by bootprint's runner at runlevel 6 on
     /// sysvinit, by `bootprint-kexec.service` on systemd (docs/reboot.md). Not part of `all`:
@@ -107,6 +112,12 @@ pub struct Config {
     pub late_units: Vec<String>,
     /// `[systemd] never_late`: units never started late (nor what they need).
     pub never_late: Vec<String>,
+    /// `[systemd] late_history`: where late units keep their history of boots with and
+    /// without them and their own verdict (what they learned is `systemd::generator`'s).
+    pub late_history: PathBuf,
+    /// `[systemd] late_compare_every`: every this many boots with late units, one boots
+    /// without them to compare (0: never, and no verdict).
+    pub late_compare_every: u32,
     /// node_exporter's textfile-collector directory: when it exists, the boot's figures are
     /// exported there at boot done (`bootprint export --prometheus`); `""` never exports.
     pub prometheus_dir: PathBuf,
@@ -180,11 +191,15 @@ impl Default for Config {
             modules_state: PathBuf::from("/var/lib/bootprint/modules.state"),
             modules_compare_every: 5,
             rc: false,
+            rc_state: PathBuf::from("/var/lib/bootprint/rc.state"),
+            rc_compare_every: 5,
             kexec: false,
             timeouts: false,
             late: false,
             late_units: Vec::new(),
             never_late: Vec::new(),
+            late_history: PathBuf::from("/var/lib/bootprint/late.state"),
+            late_compare_every: 5,
             prometheus_dir: PathBuf::from("/var/lib/prometheus/node-exporter"),
             otlp_endpoint: String::new(),
             otlp_headers_file: PathBuf::from("/etc/bootprint/otlp-headers"),
@@ -360,6 +375,10 @@ impl Config {
             "otlp_headers_file" => self.otlp_headers_file = path(),
             "fault" => self.fault = v.text().to_string(),
             "modules_state" => self.modules_state = path(),
+            "rc_state" => self.rc_state = path(),
+            "rc_compare_every" => self.rc_compare_every = v.int(),
+            "late_history" => self.late_history = path(),
+            "late_compare_every" => self.late_compare_every = v.int(),
             "modules_compare_every" => self.modules_compare_every = v.int(),
             "readahead_pack" => self.readahead_pack = path(),
             "readahead_state" => self.readahead_state = path(),

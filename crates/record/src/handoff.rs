@@ -66,10 +66,29 @@ pub fn boot(args: Vec<OsString>) -> ! {
             init.display()
         ));
     }
+    // Then the lever that acts after init (the runner or late units), marked in /run for
+    // the processes that run it; it compares only when neither lever above does.
+    let others_compare = readahead_compares.or(modules
+        .is_control()
+        .then_some("the module loader compared on this boot"));
+    // Without the recorder nothing would judge the boot: the lever then acts as switched.
+    let judged = panic::catch_unwind(AssertUnwindSafe(|| {
+        if config.record {
+            let mark = Path::new(crate::judged::MARK);
+            crate::judged::prepare(&config, &init, others_compare, mark)
+        } else {
+            crate::judged::Boot::default()
+        }
+    }))
+    .unwrap_or_default();
+    let mut modules = modules;
+    if let Some(lever) = judged.lever.filter(|_| judged.is_control()) {
+        modules.set_aside(&format!("{} compared on this boot", lever.name));
+    }
     if config.record {
         let init_exec = Some((boottime_ns(), init.display().to_string()));
         if let Ok(0) = sys::fork() {
-            run_recorder_child(&config, init_exec, warnings, readahead, modules);
+            run_recorder_child(&config, init_exec, warnings, readahead, modules, judged);
         }
         // Parent, or fork failed: go on booting either way.
     }
@@ -91,6 +110,7 @@ fn run_recorder_child(
     warnings: Vec<String>,
     readahead: crate::readahead::Plan,
     modules: crate::modload::Boot,
+    judged: crate::judged::Boot,
 ) -> ! {
     let _ = sys::setsid();
     become_background();
@@ -101,6 +121,7 @@ fn run_recorder_child(
         warnings,
         readahead,
         modules,
+        judged,
         shutdown: None,
         shutdown_request: None,
     };

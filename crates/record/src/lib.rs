@@ -4,7 +4,8 @@
 //! recorder and execs the real init, and on any failure execs the real init at once.
 //! [`recorder`] samples until boot is done ([`done`]) and writes the trace ([`store`]);
 //! [`readahead`] replays or learns the readahead pack around it; [`retain`] then keeps the
-//! log directory within its limits (also `bootprint prune`). [`shutdown`] records a
+//! log directory within its limits (also `bootprint prune`). [`modload`] and [`judged`] are
+//! the levers that judge themselves by boots with and without them, beside readahead's. [`shutdown`] records a
 //! shutdown with the same recorder, into the trace of the boot it ends.
 //! Sampling /proc belongs to `sample`; the on-disk format belongs to `trace`; system calls
 //! to the `sys` crate (and [`sys`] here: fchdir and the termination signals, which only the
@@ -17,6 +18,7 @@ pub mod execs;
 pub mod export;
 pub mod fault;
 pub mod handoff;
+pub mod judged;
 pub mod kmsg;
 pub mod modload;
 pub mod observers;

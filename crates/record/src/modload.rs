@@ -125,6 +125,14 @@ impl Boot {
     pub fn is_control(&self) -> bool {
         matches!(self, Boot::Control)
     }
+
+    /// Another lever compares on this boot (decided after the loader's plan): the boot is
+    /// left out of the loader's history.
+    pub fn set_aside(&mut self, why: &str) {
+        if let Boot::Load { aside, .. } = self {
+            aside.get_or_insert_with(|| why.to_string());
+        }
+    }
 }
 
 /// What the next boot does with the module loader (`bootprint modules status` shows it).

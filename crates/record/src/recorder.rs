@@ -98,6 +98,8 @@ pub struct Start {
     pub readahead: crate::readahead::Plan,
     /// The module loader started before init, if any.
     pub modules: crate::modload::Boot,
+    /// The lever acting after init (the runner or late units): its plan for this boot.
+    pub judged: crate::judged::Boot,
     /// Records a shutdown instead of a boot: how it was asked for (`runlevel 6`,
     /// `systemd`). It ends when asked to save or terminated, never at idle, and is written
     /// into the trace of the boot it ends ([`crate::shutdown`]).
@@ -194,12 +196,13 @@ impl SystemFiles {
 struct Levers {
     readahead: crate::readahead::Session,
     modules: crate::modload::Boot,
+    judged: crate::judged::Boot,
 }
 
 impl Levers {
     /// Hands them the milestones; their events go into `store`, whose header must be filled
     /// (readahead's relearn check needs the kernel release).
-    fn finish(self, store: &mut Store, config: &Config, seen: Milestones) {
+    fn finish(self, store: &mut Store, config: &Config, paths: &Paths, seen: Milestones) {
         let release = store
             .header
             .iter()
@@ -209,6 +212,11 @@ impl Levers {
         self.readahead
             .finish(&mut store.events, config, &release, seen);
         self.modules.finish(&mut store.events, config, seen);
+        if let Some(lever) = self.judged.lever {
+            let mark = std::path::Path::new(crate::judged::MARK);
+            let acted = crate::judged::acted(lever, &paths.rc_log, &paths.late_log, mark);
+            self.judged.finish(&mut store.events, config, acted, seen);
+        }
         // A relocation killed while a running program's copy had a name of its own left a
         // file (a copy of a set-uid program, perhaps): the root is writable now, remove it.
         let pending = readahead::relocate::pending_path(&config.readahead_pack);
@@ -322,6 +330,9 @@ impl<'a> Recorder<'a> {
         if start.modules.is_control() {
             readahead.set_aside("the module loader compared on this boot");
         }
+        if let Some(lever) = start.judged.lever.filter(|_| start.judged.is_control()) {
+            readahead.set_aside(&format!("{} compared on this boot", lever.name));
+        }
         let exec_source =
             ExecSource::open(&config.exec_events, &paths.exec_root, t_start, &mut store);
         // Per-task I/O delay needs delay accounting, off by default since Linux 5.14. Switched
@@ -373,6 +384,7 @@ impl<'a> Recorder<'a> {
         let levers = Levers {
             readahead,
             modules: start.modules,
+            judged: start.judged,
         };
         (recorder, levers)
     }
@@ -626,7 +638,7 @@ impl<'a> Recorder<'a> {
             login_ns: self.logins.text_ns,
             done_ns: idle.then_some(boot_done.t_ns),
         };
-        levers.finish(&mut self.store, self.config, seen);
+        levers.finish(&mut self.store, self.config, self.paths, seen);
     }
 
     /// When recording ends: the levers' verdicts (unless given at boot done already), the last

@@ -312,16 +312,16 @@ fn write_levers_on(s: &mut String, levers: &[(&str, bool)]) {
 }
 
 /// Which levers that judge themselves switched themselves off by their own verdict, as the
-/// trace says (readahead, the module loader).
+/// trace says (readahead, the module loader, the init script runner, late units).
 fn write_levers_self_off(s: &mut String, m: &BootModel) {
     let _ = writeln!(
         s,
         "# HELP bootprint_lever_self_off Whether a lever that judges itself (readahead, \
-         modules) has switched itself off by its own verdict (1) or not (0), as this boot's \
+         modules, rc, late) has switched itself off by its own verdict (1) or not (0), as this boot's \
          trace says."
     );
     let _ = writeln!(s, "# TYPE bootprint_lever_self_off gauge");
-    for lever in ["readahead", "modules"] {
+    for lever in ["readahead", "modules", "rc", "late"] {
         let off = m.self_off.iter().any(|l| l == lever);
         let _ = writeln!(
             s,

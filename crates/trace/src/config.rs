@@ -332,6 +332,8 @@ pub static KEYS: &[Key] = &[
     boot("modules_state", Type::Path, "\"/var/lib/bootprint/modules.state\"", "the module loader's history and verdict"),
     boot("modules_compare_every", COUNT, "5", "every this many boots with the loader, one without it (0: never, and no verdict)"),
     boot("rc", Type::Bool, "false", "the init scripts are started by `bootprint-boot rc` instead of startpar (docs/rc.md)"),
+    boot("rc_state", Type::Path, "\"/var/lib/bootprint/rc.state\"", "the init script runner's history and verdict"),
+    boot("rc_compare_every", COUNT, "5", "every this many boots with the runner, one with Debian's startpar (0: never, and no verdict)"),
     boot("kexec", Type::Bool, "false", "an ordinary reboot goes by kexec into the entry the boot loader boots next, where safe (docs/reboot.md); not part of `all`"),
     boot("fault", Type::OneOf(&FAULTS), "\"\"", "a fault to inject, for the test bed's fault matrix only"),
     // [readahead]
@@ -353,6 +355,8 @@ pub static KEYS: &[Key] = &[
     flat(key(Systemd, "late", Type::Bool, "false", "start the units no login needs after the login, once idle"), "late"),
     flat(key(Systemd, "late_units", Type::List, "[]", "units pinned late"), "late_units"),
     flat(key(Systemd, "never_late", Type::List, "[]", "units never started late (nor what they need)"), "never_late"),
+    flat(key(Systemd, "late_history", Type::Path, "\"/var/lib/bootprint/late.state\"", "the late units' history of boots with and without them, and their verdict"), "late_history"),
+    flat(key(Systemd, "late_compare_every", COUNT, "5", "every this many boots with late units, one without (0: never, and no verdict)"), "late_compare_every"),
     flat(key(Systemd, "timeouts", Type::Bool, "false", "a service that hung a recorded shutdown gets a stop timeout learned from its stops that ended (docs/systemd.md); not part of `all`"), "timeouts"),
     // [budget]
     aka(key(Budget, "kernel_s", SECS, "1", "kernel start to the first program"), &["kernel"]),

@@ -42,6 +42,7 @@ const VERBS: &[&str] = &[
     "soak",
     "stall-repro",
     "late",
+    "self-off",
     "parity",
     "reboot",
     "fleet",

@@ -145,6 +145,12 @@ impl Profile {
     }
 }
 
+/// Put before the append of a boot that turns the runner or late units on: a check or
+/// benchmark booting one disk again and again measures the lever on every boot, so they
+/// never compare (nor judge) unless the append asks again (`bootprint.rc_compare_every=5`:
+/// the last word wins).
+pub const NO_JUDGING: &str = "bootprint.rc_compare_every=0 bootprint.late_compare_every=0";
+
 /// What one boot is asked to do.
 #[derive(Clone, Debug)]
 pub struct BootOpts {
@@ -262,6 +268,13 @@ impl BootOpts {
             Some(dev) => BASE_APPEND.replace("root=/dev/vda ", &format!("root={dev} ")),
             None => BASE_APPEND.to_string(),
         };
+        let judged_on = ["bootprint.rc=1", "bootprint.late=1", "bootprint.all=1"]
+            .iter()
+            .any(|w| self.append.split_whitespace().any(|a| a == *w));
+        if judged_on {
+            s.push(' ');
+            s.push_str(NO_JUDGING);
+        }
         if !self.append.trim().is_empty() {
             s.push(' ');
             s.push_str(self.append.trim());

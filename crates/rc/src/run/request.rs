@@ -231,6 +231,10 @@ fn run_guarded(
         panic!("{}", Fault::Plan.message());
     }
     let plan = plan_for(req, &sys, &cfg, &durations, &cmdline);
+    if fault == Some(Fault::Slow) && req.runlevel == Runlevel::S && !req.dry_run {
+        let _ = writeln!(out, "bootprint rc: {}", Fault::Slow.message());
+        std::thread::sleep(crate::fallback::SLOW_WAIT);
+    }
     if req.dry_run {
         let _ = out.write_all(plan.describe().as_bytes());
         return Ok(0);
