@@ -136,6 +136,12 @@ otlp-test: build
 	./scripts/build-jaeger.sh
 	$(TESTBED) otlp --no-cargo
 
+# A lever made to cost switches itself off, for real (docs/testbed.md, `self-off`): eleven
+# boots, about twenty minutes; not part of `make test`, whose time CI cannot spare.
+selfoff-test: build
+	$(TESTBED) --release $(RELEASE) image
+	$(TESTBED) --release $(RELEASE) self-off --no-cargo
+
 # The test bed's real boots, on Debian 13 (the current stable) unless RELEASE=12. A guest
 # kernel that dies before it runs any program (13's 6.12 under TCG, about once in 130 boots,
 # testbed/results/README.md 2026-11-29) is booted once more, and the boot says so.

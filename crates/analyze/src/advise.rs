@@ -34,7 +34,7 @@ pub struct Evidence {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
     /// Stable rule name: `network-wait`, `storm`, `sleep`, `settle`, `late-service`,
-    /// `late-unit`, `idle-gap`, `disk-bound`, `stop-timeout`, `slow-stop`,
+    /// `late-unit`, `idle-getty`, `idle-gap`, `disk-bound`, `stop-timeout`, `slow-stop`,
     /// `sigterm-ignored`, `slow-unmount` and `slow-sync` (the shutdown before the boot), or
     /// `kernel:<id>` for the kernel's own findings.
     pub id: String,
@@ -134,6 +134,12 @@ pub mod limits {
     pub const DISK_BOUND_IOWAIT: f64 = 0.30;
     /// A disk-bound stretch this long is worth a finding, s.
     pub const DISK_BOUND_MIN_S: f64 = 1.0;
+    /// A getty's wait from its unit's start to its login prompt this long is worth a
+    /// finding (`idle-getty`), s.
+    pub const IDLE_GETTY_MIN_S: f64 = 1.0;
+    /// What a getty takes from its exec to its prompt when nothing holds it, s (agetty on
+    /// the test bed's serial console: a few tens of ms; the estimate leaves this much).
+    pub const GETTY_OWN_S: f64 = 0.2;
 }
 
 /// All findings, largest gain first (findings without an estimate last). `kernel` is the
@@ -382,6 +388,78 @@ fn storage_findings(v: &crate::shutdown::ShutdownView, previous_boot: &str) -> V
         });
     }
     out
+}
+
+/// `idle-getty`: on a systemd boot, the login prompt came long after its getty's unit was
+/// started (the account's `login_wait`): a getty is `Type=idle`, and systemd holds the exec
+/// of such a service until its job queue is empty, 5 s at most (systemd.service(5),
+/// `Type=idle`). The units still starting then are what held it.
+pub fn idle_getty(
+    a: &crate::account::LoginAccount,
+    v: &crate::services::ServicesView,
+) -> Option<Finding> {
+    let wait = a.segments.iter().find(|s| s.name == "login_wait")?;
+    let unit = v.login_unit.clone().unwrap_or_else(|| "the getty".into());
+    let getty = unit.starts_with("getty@")
+        || unit.starts_with("serial-getty@")
+        || unit == "console-getty.service";
+    if !getty || wait.seconds() < limits::IDLE_GETTY_MIN_S {
+        return None;
+    }
+    let (from, to) = ((wait.from_s * 1e9) as u64, (wait.to_s * 1e9) as u64);
+    let busy: Vec<&str> = v
+        .spans
+        .iter()
+        .filter(|s| s.script != unit && s.start_ns < to && s.end_ns.is_none_or(|e| e > from))
+        .map(|s| s.script.as_str())
+        .collect();
+    let shown: Vec<&str> = busy.iter().take(6).copied().collect();
+    let more = busy.len().saturating_sub(shown.len());
+    let held = if busy.is_empty() {
+        "no unit of systemd-units.log was starting then (jobs that start nothing hold the queue too)".to_string()
+    } else {
+        format!(
+            "{} unit(s) still starting then: {}{}",
+            busy.len(),
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        )
+    };
+    Some(Finding {
+        id: "idle-getty".into(),
+        title: format!(
+            "the login prompt came {:.2} s after {unit} started: systemd held the getty \
+             (Type=idle) until its job queue was empty",
+            wait.seconds()
+        ),
+        evidence: vec![Evidence {
+            pid: None,
+            what: format!("unit {unit}"),
+            from_s: wait.from_s,
+            to_s: wait.to_s,
+            samples: 0,
+            detail: format!(
+                "started at {:.2} s (systemd-units.log), prompt at {:.2} s (the trace's \
+                 {}); {held}",
+                wait.from_s, wait.to_s, a.login
+            ),
+        }],
+        gain_s: Some((wait.seconds() - limits::GETTY_OWN_S).max(0.0)),
+        gain_basis: format!(
+            "the wait less {:.1} s for the getty's own start",
+            limits::GETTY_OWN_S
+        ),
+        fix: "empty the job queue sooner: start what no login needs after it (bootprint's late \
+              units, `bootprint enable --late`, docs/systemd.md; units deferred by a condition \
+              leave no job queued). Or, if interleaved console output is acceptable, a drop-in \
+              `/etc/systemd/system/getty@.service.d/type.conf` with `[Service]` `Type=simple` \
+              (systemd then execs the getty at once)"
+            .into(),
+    })
 }
 
 /// `late-unit`: on a systemd boot, services no login needs (the names of `late-service`)

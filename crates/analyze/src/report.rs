@@ -61,6 +61,10 @@ impl Report {
             crate::advise::sort(&mut findings);
         }
         let account = crate::account::of(&model, services.as_ref(), kernel.as_ref());
+        if let (Some(a), Some(v)) = (&account, &services) {
+            findings.extend(crate::advise::idle_getty(a, v));
+            crate::advise::sort(&mut findings);
+        }
         Ok(Report {
             origin: trace.origin.clone(),
             cycle,

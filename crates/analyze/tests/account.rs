@@ -71,3 +71,25 @@ fn every_second_to_the_login_of_a_systemd_boot() {
 fn no_account_without_systemd() {
     assert!(report("testbed-sysvinit.tgz").account.is_none());
 }
+
+/// The getty's wait is advice (`idle-getty`): its figures, the units still starting while it
+/// waited, and the gain it estimates.
+#[test]
+fn the_getty_held_by_the_job_queue_is_a_finding() {
+    let r = report("testbed-systemd.tgz");
+    let a = r.account.as_ref().unwrap();
+    let wait = a.segments.iter().find(|s| s.name == "login_wait").unwrap();
+    let f = r
+        .findings
+        .iter()
+        .find(|f| f.id == "idle-getty")
+        .expect("an idle-getty finding");
+    assert!(f.title.contains("getty@tty1.service"), "{}", f.title);
+    assert_eq!(f.evidence.len(), 1);
+    let e = &f.evidence[0];
+    assert_eq!((e.from_s, e.to_s), (wait.from_s, wait.to_s));
+    assert!(e.detail.contains("still starting then"), "{}", e.detail);
+    let gain = f.gain_s.unwrap();
+    assert!((gain - (wait.seconds() - 0.2)).abs() < 1e-9, "{gain}");
+    assert!(f.fix.contains("Type=simple"), "{}", f.fix);
+}

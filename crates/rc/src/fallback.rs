@@ -58,7 +58,7 @@ pub enum Fault {
 }
 
 /// How long [`Fault::Slow`] holds runlevel S back.
-pub const SLOW_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+pub const SLOW_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The kernel command line word that forces a fault.
 pub const FAULT_PARAM: &str = "bootprint.rc.fault";

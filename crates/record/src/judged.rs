@@ -428,6 +428,38 @@ mod tests {
         );
     }
 
+    /// A verdict off is marked every boot, so the wrapper keeps the runner out, and each
+    /// boot's trace says why.
+    #[test]
+    fn a_verdict_off_is_marked_and_said() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = config(dir.path());
+        let sysv = dir.path().join("sbin-init");
+        std::fs::write(&sysv, "").unwrap();
+        State {
+            verdict: Verdict::Off {
+                unix_s: 1,
+                reason: "the runner does not make boots faster here".into(),
+            },
+            boots: Vec::new(),
+        }
+        .save_for(&c.rc_state, &RC)
+        .unwrap();
+        let mark = dir.path().join("levers");
+        let b = prepare(&c, &sysv, None, &mark);
+        assert!(matches!(b.plan, Plan::SwitchedOff(_)), "{b:?}");
+        assert_eq!(held_back(&mark, &RC), Some("off"));
+        let mut events = Vec::new();
+        let acted = Acted {
+            acted: false,
+            marked: true,
+        };
+        b.finish(&mut events, &c, acted, Milestones::default());
+        let off = events.iter().find(|e| e.kind == "rc_off").expect("rc_off");
+        assert_eq!(off.get("by"), Some("itself"));
+        assert!(!events.iter().any(|e| e.kind == "rc_history"));
+    }
+
     #[test]
     fn late_acts_when_its_log_says_units_were_deferred() {
         let dir = tempfile::tempdir().unwrap();

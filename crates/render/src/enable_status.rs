@@ -17,7 +17,8 @@ pub struct Lever {
     /// Its kernel parameter was on the running boot's command line (None: not known, another
     /// root; or the lever has no parameter of its own).
     pub this_boot: Option<bool>,
-    /// Its A/B verdict in words (readahead and the module loader judge themselves).
+    /// Its A/B verdict in words (readahead, the module loader, the runner and late units
+    /// judge themselves).
     pub verdict: String,
 }
 

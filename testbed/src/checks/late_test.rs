@@ -514,6 +514,15 @@ fn check_learning(c: &mut Checks, first: &BootResult) -> (f64, String) {
         choice.contains("# kept rsyslog.service: started by syslog.socket"),
         "a socket-activated unit is kept early, with its reason",
     );
+    let history = crate::bench::figures::event_fields(&events, "late_history");
+    let kind = |h: &Option<Vec<(String, String)>>| {
+        h.as_ref()
+            .and_then(|f| f.iter().find(|(k, _)| k == "kind").map(|(_, v)| v.clone()))
+    };
+    c.check(
+        kind(&history).as_deref() == Some("learn"),
+        &format!("boot 1 joins late units' own history as their learning boot (late_history {history:?})"),
+    );
     (learned, choice)
 }
 
@@ -528,6 +537,19 @@ fn check_deferred(
 ) {
     let d_out = deferred.guest_output.clone().unwrap_or_default();
     let late_log = read_trace(deferred, "late.log");
+    // The test bed keeps late units from comparing (qemu::NO_JUDGING), so boot 2 defers and
+    // counts as such (docs/systemd.md, "Proving itself").
+    let history =
+        crate::bench::figures::event_fields(&read_trace(deferred, "events.log"), "late_history");
+    c.check(
+        history.as_ref().is_some_and(|f| {
+            f.iter().any(|(k, v)| k == "kind" && v == "defer")
+                && !f.iter().any(|(k, _)| k == "counted")
+        }),
+        &format!(
+            "boot 2 joins late units' own history as a deferring boot (late_history {history:?})"
+        ),
+    );
     let planned = crate::bench::figures::event_field(&late_log, "late_planned", "units");
     c.check(
         planned == Some(learned),

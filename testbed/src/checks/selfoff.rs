@@ -2,12 +2,12 @@
 //! `record::judged`). Two chains of boots of the text image, each boot from the disk the
 //! last one left, as a user's machine boots day after day:
 //!
-//! 1. sysvinit with the runner on and forced slow (`bootprint.rc.fault=slow`: it waits 30 s
-//!    before runlevel S, more than it gains over startpar on the test bed), judging itself (`bootprint.rc_compare_every=5`, the default the
-//!    test bed otherwise turns off): the first boot learns, then boots with the runner and
-//!    boots with Debian's startpar alternate until there are three of each, and the runner
-//!    must find it does not make the login sooner and switch itself off within
-//!    [`RC_WINDOW`] boots. A comparison boot must run no runner (no rc.log), a boot with it
+//! 1. sysvinit with the runner on and forced slow (`bootprint.rc.fault=slow`: it waits 60 s
+//!    before runlevel S, more than it gains over startpar on the test bed), judging itself
+//!    (`bootprint.rc_compare_every=5`, the default the test bed otherwise turns off): the
+//!    first boot learns, then boots with the runner and boots with Debian's startpar
+//!    alternate until there are three of each, and the runner must find it does not make
+//!    the login sooner and switch itself off within [`RC_WINDOW`] boots. A comparison boot must run no runner (no rc.log), a boot with it
 //!    must. One more boot then runs Debian's startpar by the runner's own verdict, and
 //!    `bootprint status` in the guest says so.
 //! 2. systemd with late units on, judging themselves: learn, defer, then a comparison boot
