@@ -74,7 +74,7 @@ pub fn boot(args: Vec<OsString>) -> ! {
     // Without the recorder nothing would judge the boot: the lever then acts as switched.
     let judged = panic::catch_unwind(AssertUnwindSafe(|| {
         if config.record {
-            let mark = Path::new(crate::judged::MARK);
+            let mark = crate::judged::run_is_fresh().then_some(Path::new(crate::judged::MARK));
             crate::judged::prepare(&config, &init, others_compare, mark)
         } else {
             crate::judged::Boot::default()

@@ -120,10 +120,25 @@ pub fn plan(config: &Config, lever: &Lever, others_compare: Option<&str>) -> Pla
     }
 }
 
-/// At PID 1, before init: which lever applies, its plan, and the mark at `mark` ([`MARK`])
-/// when it must not act. A mark that cannot be written turns a comparison into a boot with
-/// the lever, not judged (the others would not know to hold back).
-pub fn prepare(config: &Config, init: &Path, others_compare: Option<&str>, mark: &Path) -> Boot {
+/// Whether /run is a file system of this boot (a tmpfs or ramfs an initramfs mounted), so a
+/// mark written there now is seen by this boot only. Without an initramfs /run is the root's
+/// own directory until init mounts a tmpfs over it: a mark there would hide from the late
+/// readers, or outlive its boot.
+pub fn run_is_fresh() -> bool {
+    use sys::fs_magic::{RAMFS, TMPFS};
+    sys::statfs(Path::new("/run")).is_ok_and(|s| s.fs_type == TMPFS || s.fs_type == RAMFS)
+}
+
+/// At PID 1, before init: which lever applies, its plan, and the mark at `mark` ([`MARK`];
+/// `None`: no fresh /run to write it in, [`run_is_fresh`]) when it must not act. A mark
+/// that cannot be written turns a comparison into a boot with the lever, not judged (the
+/// others would not know to hold back).
+pub fn prepare(
+    config: &Config,
+    init: &Path,
+    others_compare: Option<&str>,
+    mark: Option<&Path>,
+) -> Boot {
     let Some(lever) = lever_for(config, init) else {
         return Boot::default();
     };
@@ -139,13 +154,16 @@ pub fn prepare(config: &Config, init: &Path, others_compare: Option<&str>, mark:
             }
         }
     };
-    let written = mark
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| sys::write_atomic(mark, format!("{} {word}\n", lever.name).as_bytes()));
-    let unmarked = written
-        .err()
-        .map(|e| format!("cannot write {}: {e}", mark.display()));
+    let line = format!("{} {word}\n", lever.name);
+    let unmarked = match mark {
+        None => Some("/run is not a tmpfs of this boot (no initramfs mounted one)".to_string()),
+        Some(mark) => mark
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| sys::write_atomic(mark, line.as_bytes()))
+            .err()
+            .map(|e| format!("cannot write {}: {e}", mark.display())),
+    };
     if unmarked.is_some() && plan == Plan::Control {
         plan = Plan::Run {
             learn: false,
@@ -332,13 +350,18 @@ mod tests {
         }
         st.save_for(&c.rc_state, &RC).unwrap();
         let mark = dir.path().join("run/bootprint/levers");
-        let b = prepare(&c, &sysv, None, &mark);
+        let b = prepare(&c, &sysv, None, Some(&mark));
         assert_eq!(b.plan, Plan::Control);
         assert_eq!(held_back(&mark, &RC), Some("control"));
         assert_eq!(held_back(&mark, &LATE), None);
         // Another lever compares: this one runs, aside.
         std::fs::remove_file(&mark).unwrap();
-        let b = prepare(&c, &sysv, Some("readahead compared on this boot"), &mark);
+        let b = prepare(
+            &c,
+            &sysv,
+            Some("readahead compared on this boot"),
+            Some(&mark),
+        );
         assert!(
             matches!(
                 b.plan,
@@ -353,7 +376,7 @@ mod tests {
         // A mark that cannot be written (its directory is a file).
         let blocked = dir.path().join("file");
         std::fs::write(&blocked, "").unwrap();
-        let b = prepare(&c, &sysv, None, &blocked.join("levers"));
+        let b = prepare(&c, &sysv, None, Some(&blocked.join("levers")));
         assert!(
             matches!(
                 b.plan,
@@ -365,6 +388,10 @@ mod tests {
             "{b:?}"
         );
         assert!(b.unmarked.is_some());
+        // No fresh /run: no comparison either.
+        let b = prepare(&c, &sysv, None, None);
+        assert!(matches!(b.plan, Plan::Run { aside: Some(_), .. }), "{b:?}");
+        assert!(b.unmarked.unwrap().contains("not a tmpfs"));
     }
 
     /// The whole cycle with the boot's own evidence: the runner made slow switches itself
@@ -380,7 +407,7 @@ mod tests {
         let mut kinds = Vec::new();
         for boot in 0..12 {
             let _ = std::fs::remove_file(&mark);
-            let b = prepare(&c, &sysv, None, &mark);
+            let b = prepare(&c, &sysv, None, Some(&mark));
             let mut events = Vec::new();
             let (acted, login) = match &b.plan {
                 Plan::Control => (false, 10.0),
@@ -446,7 +473,7 @@ mod tests {
         .save_for(&c.rc_state, &RC)
         .unwrap();
         let mark = dir.path().join("levers");
-        let b = prepare(&c, &sysv, None, &mark);
+        let b = prepare(&c, &sysv, None, Some(&mark));
         assert!(matches!(b.plan, Plan::SwitchedOff(_)), "{b:?}");
         assert_eq!(held_back(&mark, &RC), Some("off"));
         let mut events = Vec::new();
