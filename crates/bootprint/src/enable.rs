@@ -90,13 +90,14 @@ fn judged_state(
     config: &Config,
     lever: Lever,
 ) -> Option<(&Path, &'static readahead::state::Lever)> {
-    match lever {
-        Lever::Readahead => Some((&config.readahead_state, &READAHEAD)),
-        Lever::Modules => Some((&config.modules_state, &MODULES)),
-        Lever::Rc => Some((&config.rc_state, &RC)),
-        Lever::Late => Some((&config.late_history, &LATE)),
-        _ => None,
-    }
+    let words = match lever {
+        Lever::Readahead => &READAHEAD,
+        Lever::Modules => &MODULES,
+        Lever::Rc => &RC,
+        Lever::Late => &LATE,
+        _ => return None,
+    };
+    record::judged::history_of(config, words).map(|(path, _)| (path, words))
 }
 
 /// Enabling the runner or late units again where they switched themselves off clears that

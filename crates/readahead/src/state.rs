@@ -163,6 +163,21 @@ pub enum Verdict {
     },
 }
 
+/// What a lever that learns on its first boot does on this boot, by its own verdict and
+/// history ([`State::this_boot`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ThisBoot {
+    /// It switched itself off: why.
+    SwitchedOff(String),
+    /// It does not act, so this boot compares.
+    Control,
+    /// It acts; `learn`: for the first time (no boot of its history learned or ran it).
+    Run {
+        /// The first boot with it.
+        learn: bool,
+    },
+}
+
 /// The whole state file.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct State {
@@ -469,6 +484,24 @@ impl State {
         } else {
             BootKind::Replay
         }
+    }
+
+    /// The rule of the levers that decide before they act (the module loader, the runner,
+    /// late units): off by its own verdict; its first boot learns; then a boot compares when
+    /// [`State::next_kind`] says so, unless `others_compare` (another lever learns or
+    /// compares on this boot: one at a time leaves its usual way).
+    pub fn this_boot(&self, compare_every: u32, others_compare: bool) -> ThisBoot {
+        if let Verdict::Off { reason, .. } = &self.verdict {
+            return ThisBoot::SwitchedOff(reason.clone());
+        }
+        let learn = !self
+            .boots
+            .iter()
+            .any(|b| matches!(b.kind, BootKind::Learn | BootKind::Replay));
+        if !learn && !others_compare && self.next_kind(compare_every) == BootKind::Control {
+            return ThisBoot::Control;
+        }
+        ThisBoot::Run { learn }
     }
 
     /// Adds a record and judges the history again: when the lever has been judged not to make

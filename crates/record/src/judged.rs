@@ -16,13 +16,13 @@
 
 use std::path::Path;
 
-use readahead::state::{BootKind, Lever, State, Verdict};
+use readahead::state::{BootKind, Lever, State, ThisBoot, MODULES, READAHEAD};
 /// The two levers judged here.
 pub use readahead::state::{LATE, RC};
 use trace::Event;
 
 use crate::config::Config;
-use crate::readahead::{record_history, Judge, Milestones};
+use crate::readahead::{history_aside, record_history, Judge, Milestones};
 
 /// What the levers acting after init must not do on this boot.
 pub const MARK: &str = "/run/bootprint/levers";
@@ -89,34 +89,38 @@ pub fn lever_for(config: &Config, init: &Path) -> Option<&'static Lever> {
     }
 }
 
-/// The state file and compare period of `lever`.
+/// The history file and compare period of a lever that judges itself (readahead, the
+/// module loader, the runner, late units), from the configuration; `None` for another.
+/// `bootprint status` and `enable` read the same.
+pub fn history_of<'a>(config: &'a Config, lever: &Lever) -> Option<(&'a Path, u32)> {
+    Some(match lever.name {
+        n if n == READAHEAD.name => (&config.readahead_state, config.readahead_compare_every),
+        n if n == MODULES.name => (&config.modules_state, config.modules_compare_every),
+        n if n == RC.name => (&config.rc_state, config.rc_compare_every),
+        n if n == LATE.name => (&config.late_history, config.late_compare_every),
+        _ => return None,
+    })
+}
+
+/// [`history_of`] for the two levers judged here.
 fn settings<'a>(config: &'a Config, lever: &Lever) -> (&'a Path, u32) {
-    if lever.name == LATE.name {
-        (&config.late_history, config.late_compare_every)
-    } else {
-        (&config.rc_state, config.rc_compare_every)
-    }
+    history_of(config, lever).unwrap_or((&config.rc_state, config.rc_compare_every))
 }
 
 /// The plan from the lever's history (an unreadable state counts as empty; it is rewritten
-/// at boot done). `others_compare`: another lever learns or compares on this boot; one
-/// lever at a time leaves its usual way, so this one then acts and the boot is not judged.
+/// at boot done) by the rule the module loader follows too ([`State::this_boot`]).
+/// `others_compare`: another lever learns or compares on this boot, so this one acts and the
+/// boot is not judged.
 pub fn plan(config: &Config, lever: &Lever, others_compare: Option<&str>) -> Plan {
     let (path, compare_every) = settings(config, lever);
     let state = State::load_for(path, lever).unwrap_or_default();
-    if let Verdict::Off { reason, .. } = state.verdict {
-        return Plan::SwitchedOff(reason);
-    }
-    let learn = !state
-        .boots
-        .iter()
-        .any(|b| matches!(b.kind, BootKind::Learn | BootKind::Replay));
-    if !learn && others_compare.is_none() && state.next_kind(compare_every) == BootKind::Control {
-        return Plan::Control;
-    }
-    Plan::Run {
-        learn,
-        aside: others_compare.map(String::from),
+    match state.this_boot(compare_every, others_compare.is_some()) {
+        ThisBoot::SwitchedOff(reason) => Plan::SwitchedOff(reason),
+        ThisBoot::Control => Plan::Control,
+        ThisBoot::Run { learn } => Plan::Run {
+            learn,
+            aside: others_compare.map(String::from),
+        },
     }
 }
 
@@ -207,14 +211,8 @@ impl Boot {
         if let Some(why) = &self.unmarked {
             events.push(Event::new(now, "warning").with("what", format!("{name}: {why}")));
         }
-        let aside = |events: &mut Vec<Event>, kind: BootKind, why: &str| {
-            events.push(
-                Event::new(now, &format!("{name}_history"))
-                    .with("kind", kind.word_for(lever))
-                    .with("counted", 0)
-                    .with("why", why),
-            );
-        };
+        let aside =
+            |events: &mut Vec<Event>, kind, why: &str| history_aside(events, now, lever, kind, why);
         let kind = match self.plan {
             Plan::Off => return,
             Plan::SwitchedOff(reason) => {
@@ -303,7 +301,7 @@ pub fn acted(lever: &Lever, rc_log: &Path, late_log: &Path, mark: &Path) -> Acte
 #[cfg(test)]
 mod tests {
     use super::*;
-    use readahead::state::BootRecord;
+    use readahead::state::{BootRecord, Verdict};
 
     fn config(dir: &Path) -> Config {
         Config {
@@ -312,6 +310,17 @@ mod tests {
             late_history: dir.join("late.state"),
             ..Config::default()
         }
+    }
+
+    /// The lever acts on this boot, which is not judged.
+    fn runs_aside(b: &Boot) -> bool {
+        matches!(
+            b.plan,
+            Plan::Run {
+                learn: false,
+                aside: Some(_)
+            }
+        )
     }
 
     #[test]
@@ -362,35 +371,17 @@ mod tests {
             Some("readahead compared on this boot"),
             Some(&mark),
         );
-        assert!(
-            matches!(
-                b.plan,
-                Plan::Run {
-                    learn: false,
-                    aside: Some(_)
-                }
-            ),
-            "{b:?}"
-        );
+        assert!(runs_aside(&b), "{b:?}");
         assert!(!mark.exists());
         // A mark that cannot be written (its directory is a file).
         let blocked = dir.path().join("file");
         std::fs::write(&blocked, "").unwrap();
         let b = prepare(&c, &sysv, None, Some(&blocked.join("levers")));
-        assert!(
-            matches!(
-                b.plan,
-                Plan::Run {
-                    learn: false,
-                    aside: Some(_)
-                }
-            ),
-            "{b:?}"
-        );
+        assert!(runs_aside(&b), "{b:?}");
         assert!(b.unmarked.is_some());
         // No fresh /run: no comparison either.
         let b = prepare(&c, &sysv, None, None);
-        assert!(matches!(b.plan, Plan::Run { aside: Some(_), .. }), "{b:?}");
+        assert!(runs_aside(&b), "{b:?}");
         assert!(b.unmarked.unwrap().contains("not a tmpfs"));
     }
 

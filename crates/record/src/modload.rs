@@ -19,11 +19,11 @@ use std::os::fd::AsRawFd;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use readahead::state::{BootKind, State, Verdict, MODULES};
+use readahead::state::{BootKind, State, ThisBoot, Verdict, MODULES};
 use trace::Event;
 
 use crate::config::Config;
-use crate::readahead::{record_history, Judge, Milestones};
+use crate::readahead::{history_aside, record_history, Judge, Milestones};
 
 /// The program that loads (the CLI; it has the libkmod binding).
 pub const LOADER: &str = "/usr/bin/bootprint";
@@ -180,19 +180,11 @@ pub fn prepare(
     }
     // An unreadable state is treated as empty; it is rewritten at boot done.
     let state = State::load_for(&config.modules_state, &MODULES).unwrap_or_default();
-    if let Verdict::Off { reason, .. } = state.verdict {
-        return Boot::SwitchedOff(reason);
-    }
-    let learn = !state
-        .boots
-        .iter()
-        .any(|b| matches!(b.kind, BootKind::Learn | BootKind::Replay));
-    if !learn
-        && others_compare.is_none()
-        && state.next_kind(config.modules_compare_every) == BootKind::Control
-    {
-        return Boot::Control;
-    }
+    let learn = match state.this_boot(config.modules_compare_every, others_compare.is_some()) {
+        ThisBoot::SwitchedOff(reason) => return Boot::SwitchedOff(reason),
+        ThisBoot::Control => return Boot::Control,
+        ThisBoot::Run { learn } => learn,
+    };
     match start(program) {
         Ok(loader) => Boot::Load {
             loader,
@@ -238,12 +230,7 @@ impl Boot {
                 };
                 // A learning boot is not judged anyway: it is recorded, aside or not.
                 if let Some(why) = aside.filter(|_| !learn) {
-                    events.push(
-                        Event::new(now, "modules_history")
-                            .with("kind", kind.word_for(&MODULES))
-                            .with("counted", 0)
-                            .with("why", why),
-                    );
+                    history_aside(events, now, &MODULES, kind, &why);
                     return;
                 }
                 kind

@@ -776,12 +776,7 @@ impl Session {
             finish_replay(r, events, config, kernel_release);
         }
         if let (Some(kind), Some(why)) = (kind, &self.aside) {
-            events.push(
-                Event::new(now, "readahead_history")
-                    .with("kind", kind.word())
-                    .with("counted", 0)
-                    .with("why", why),
-            );
+            history_aside(events, now, &READAHEAD, kind, why);
         } else if let Some(kind) = kind {
             let judge = Judge {
                 lever: &READAHEAD,
@@ -876,6 +871,23 @@ pub(crate) struct Judge<'a> {
     pub path: &'a std::path::Path,
     /// Every this many boots one compares (0: never, so no verdict either).
     pub compare_every: u32,
+}
+
+/// This boot stays out of the lever's history (another lever left its usual way on it, or
+/// it did not do what was planned): `<lever>_history counted=0 why=...`.
+pub(crate) fn history_aside(
+    events: &mut Vec<Event>,
+    t_ns: u64,
+    lever: &Lever,
+    kind: BootKind,
+    why: &str,
+) {
+    events.push(
+        Event::new(t_ns, &format!("{}_history", lever.name))
+            .with("kind", kind.word_for(lever))
+            .with("counted", 0)
+            .with("why", why),
+    );
 }
 
 /// Adds this boot to the lever's history; when the lever has been judged not to make

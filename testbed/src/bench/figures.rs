@@ -48,6 +48,15 @@ pub fn event_fields(text: &str, kind: &str) -> Option<Vec<(String, String)>> {
         .map(|e| e.fields)
 }
 
+/// The value of `key` among an event's fields ([`event_fields`]).
+pub fn field(fields: &Option<Vec<(String, String)>>, key: &str) -> Option<String> {
+    fields
+        .as_ref()?
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.clone())
+}
+
 /// The numeric fields of the last `recorder_stats` event.
 pub fn recorder_stats(text: &str) -> Option<BTreeMap<String, f64>> {
     let last = events(text)

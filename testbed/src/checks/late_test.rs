@@ -515,12 +515,8 @@ fn check_learning(c: &mut Checks, first: &BootResult) -> (f64, String) {
         "a socket-activated unit is kept early, with its reason",
     );
     let history = crate::bench::figures::event_fields(&events, "late_history");
-    let kind = |h: &Option<Vec<(String, String)>>| {
-        h.as_ref()
-            .and_then(|f| f.iter().find(|(k, _)| k == "kind").map(|(_, v)| v.clone()))
-    };
     c.check(
-        kind(&history).as_deref() == Some("learn"),
+        crate::bench::figures::field(&history, "kind").as_deref() == Some("learn"),
         &format!("boot 1 joins late units' own history as their learning boot (late_history {history:?})"),
     );
     (learned, choice)

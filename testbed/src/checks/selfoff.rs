@@ -14,9 +14,10 @@
 //!    on which the generator must defer nothing (`late_control` in the late log, no
 //!    `late_planned`) and the boot joins the history as a comparison.
 
-use crate::bench::figures::{event_fields, event_seconds};
+use crate::bench::figures::{event_fields, event_seconds, field};
 use crate::bench::runner::trace_file;
 use crate::checks::checklist::{self, Checks};
+use crate::checks::late_test;
 use crate::vm::image;
 use crate::vm::qemu::{self, BootOpts, BootResult, Profile};
 use crate::vm::util::{Error, Paths, Result};
@@ -58,19 +59,14 @@ fn boot(
     qemu::boot(paths, img, &o)
 }
 
-fn field(f: &Option<Vec<(String, String)>>, key: &str) -> Option<String> {
-    f.as_ref()?
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.clone())
-}
-
 /// The guest output's `== name` section.
+/// The guest output's `== name` section, its lines (sorted, as `late_test::sections` keeps
+/// them) one a line.
 fn section(r: &BootResult, name: &str) -> String {
     let out = r.guest_output.clone().unwrap_or_default();
-    let head = format!("== {name}\n");
-    out.split_once(&head)
-        .map(|(_, rest)| rest.split("\n== ").next().unwrap_or("").to_string())
+    let all = late_test::sections(&out);
+    late_test::section(&all, name)
+        .map(|lines| lines.iter().cloned().collect::<Vec<_>>().join("\n"))
         .unwrap_or_default()
 }
 

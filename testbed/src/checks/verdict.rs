@@ -9,19 +9,12 @@
 
 use serde_json::{json, Value};
 
-use crate::bench::figures::{event_fields, event_seconds};
+use crate::bench::figures::{event_fields, event_seconds, field};
 use crate::bench::runner::{trace_file, write_result};
 use crate::checks::parity::SYSV_LEVERS;
 use crate::vm::image;
 use crate::vm::qemu::{self, BootOpts, Profile};
 use crate::vm::util::{Paths, Result};
-
-fn field(f: &Option<Vec<(String, String)>>, key: &str) -> Option<String> {
-    f.as_ref()?
-        .iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.clone())
-}
 
 /// The test bed keeps the runner from comparing (`qemu::NO_JUDGING`); here it judges itself
 /// as on a user's machine.
